@@ -1,0 +1,164 @@
+/**
+ * The gateway's failures as tagged errors, each carrying its JSON-RPC code.
+ *
+ * Everything that can reach a client is one of these. `toRpcError` is the single place that
+ * turns a failure into the wire's `{code, message, data}`; it scrubs registered secrets so no
+ * error can leak a key even if one slipped into a backend's message.
+ */
+import { Schema } from "effect"
+import * as Secrets from "./Secrets.js"
+
+/** Plain JSON-RPC codes. */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  /** LSP's RequestCancelled: the reply to a request the client cancelled. */
+  RequestCancelled: -32800,
+  NoAction: -32000,
+  NotInitialized: -32001,
+  NotConfigured: -32002,
+  LlmFailed: -32003,
+  BackendFailed: -32004
+} as const
+
+/** -32602: params or initializationOptions failed validation; `issues` are `path: problem` lines. */
+export class InvalidParams extends Schema.TaggedError<InvalidParams>()("InvalidParams", {
+  message: Schema.String,
+  issues: Schema.Array(Schema.String)
+}) {
+  readonly code = ErrorCode.InvalidParams
+  get data(): unknown {
+    return { issues: this.issues }
+  }
+}
+
+/** -32000: the model called no tool, or more than one. */
+export class NoActionDetermined extends Schema.TaggedError<NoActionDetermined>()("NoActionDetermined", {
+  query: Schema.String,
+  /** What the model said instead of calling a tool, if anything. */
+  modelMessage: Schema.optional(Schema.String),
+  toolCalls: Schema.optional(Schema.Number)
+}) {
+  readonly code = ErrorCode.NoAction
+  override get message() {
+    return "AI orchestrator could not determine an action for your query."
+  }
+  get data(): unknown {
+    return { query: this.query, modelMessage: this.modelMessage, toolCalls: this.toolCalls }
+  }
+}
+
+/** -32001: a request before `initialize`. */
+export class NotInitialized extends Schema.TaggedError<NotInitialized>()("NotInitialized", {
+  method: Schema.String
+}) {
+  readonly code = ErrorCode.NotInitialized
+  override get message() {
+    return "Gateway not fully initialized"
+  }
+  get data(): unknown {
+    return { method: this.method }
+  }
+}
+
+/** -32002: no usable OpenAI key, or no backend configured. `message` says what and where to set it. */
+export class NotConfigured extends Schema.TaggedError<NotConfigured>()("NotConfigured", {
+  message: Schema.String,
+  missing: Schema.Literal("OPENAI_API_KEY", "backends")
+}) {
+  readonly code = ErrorCode.NotConfigured
+  get data(): unknown {
+    return { missing: this.missing }
+  }
+}
+
+/** -32003: the LLM request failed. */
+export class LlmRequestFailed extends Schema.TaggedError<LlmRequestFailed>()("LlmRequestFailed", {
+  reason: Schema.Literal("auth", "rate_limit", "network", "timeout", "server", "bad_response", "other"),
+  message: Schema.String,
+  status: Schema.optional(Schema.Number)
+}) {
+  readonly code = ErrorCode.LlmFailed
+  get data(): unknown {
+    return { reason: this.reason, status: this.status }
+  }
+}
+
+/** -32003: the model's plan cannot run (unknown tool, arguments not a JSON object, required missing). */
+export class InvalidPlan extends Schema.TaggedError<InvalidPlan>()("InvalidPlan", {
+  message: Schema.String,
+  toolName: Schema.String,
+  arguments: Schema.optional(Schema.Unknown)
+}) {
+  readonly code = ErrorCode.LlmFailed
+  get data(): unknown {
+    return { toolName: this.toolName, arguments: this.arguments }
+  }
+}
+
+/**
+ * -32004: a backend failed. One class with a `reason`, so callers can `catchTag` once and
+ * still tell a timeout from a crash; the message is always "Backend '<id>' failed: <summary>".
+ */
+export class BackendError extends Schema.TaggedError<BackendError>()("BackendError", {
+  backendId: Schema.String,
+  reason: Schema.Literal("not_found", "not_ready", "call_failed", "timeout", "crashed", "tool_error"),
+  summary: Schema.String,
+  method: Schema.optional(Schema.String),
+  /** The backend's own JSON-RPC error, or its isError result. */
+  detail: Schema.optional(Schema.Unknown)
+}) {
+  readonly code = ErrorCode.BackendFailed
+  override get message() {
+    return `Backend '${this.backendId}' failed: ${this.summary}`
+  }
+  get data(): unknown {
+    return { backendId: this.backendId, reason: this.reason, method: this.method, detail: this.detail }
+  }
+}
+
+/** A JSON-RPC-level failure produced by the wire or the method table (-32600, -32601, -32603, -32800). */
+export class RpcError extends Schema.TaggedError<RpcError>()("RpcError", {
+  code: Schema.Number,
+  message: Schema.String,
+  data: Schema.optional(Schema.Unknown)
+}) {}
+
+export type GatewayError =
+  | InvalidParams
+  | NoActionDetermined
+  | NotInitialized
+  | NotConfigured
+  | LlmRequestFailed
+  | InvalidPlan
+  | BackendError
+  | RpcError
+
+export interface WireError {
+  readonly code: number
+  readonly message: string
+  readonly data?: unknown
+}
+
+/** The wire form of a failure, with every registered secret scrubbed. */
+export const toRpcError = (error: GatewayError): WireError => {
+  const data = error.data
+  const wire: WireError = {
+    code: error.code,
+    message: Secrets.scrub(error.message),
+    ...(data === undefined ? {} : { data: Secrets.scrubDeep(data) })
+  }
+  return wire
+}
+
+/** Merges `extra` into a failure's data (the orchestrator adds the query and the plan). */
+export const withData = (wire: WireError, extra: Record<string, unknown>): WireError => ({
+  ...wire,
+  data: Secrets.scrubDeep({
+    ...(typeof wire.data === "object" && wire.data !== null ? (wire.data as object) : {}),
+    ...extra
+  })
+})

@@ -1,0 +1,497 @@
+/**
+ * JSON-RPC 2.0 for one connection: framing (newline-delimited JSON and `Content-Length`
+ * headers, detected from the first bytes), message validation, concurrent dispatch with id
+ * handling and cancellation, and a single writer.
+ *
+ * Written by hand on @effect/platform streams rather than with @effect/rpc's serialization,
+ * which loses string ids, answers notifications and stops on one malformed line (DESIGN.md).
+ * The rules this module keeps: every request with an id gets exactly one reply, a notification
+ * never gets one, and a bad frame never stops the frames after it.
+ */
+import { Cause, Deferred, Effect, Exit, FiberId, FiberSet, Option, Queue, Scope, Sink, Stream } from "effect"
+import { ErrorCode, type GatewayError, RpcError, toRpcError, type WireError } from "./Errors.js"
+import * as Secrets from "./Secrets.js"
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+export type Id = string | number
+
+export interface Request {
+  readonly id: Id
+  readonly method: string
+  readonly params: unknown
+}
+
+export interface Notification {
+  readonly method: string
+  readonly params: unknown
+}
+
+export type Response =
+  | { readonly jsonrpc: "2.0"; readonly id: Id | null; readonly result: unknown }
+  | { readonly jsonrpc: "2.0"; readonly id: Id | null; readonly error: WireError }
+
+export const success = (id: Id | null, result: unknown): Response => ({ jsonrpc: "2.0", id, result })
+
+export const failure = (id: Id | null, error: WireError): Response => ({ jsonrpc: "2.0", id, error })
+
+/** What a parsed JSON value turned out to be. */
+export type Incoming =
+  | { readonly _tag: "Request"; readonly request: Request }
+  | { readonly _tag: "Notification"; readonly notification: Notification }
+  | { readonly _tag: "Response"; readonly id: Id | null; readonly payload: unknown }
+  | { readonly _tag: "Invalid"; readonly id: Id | null; readonly reason: string }
+
+const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
+
+/** Classifies one JSON value as a JSON-RPC 2.0 message (the spec's rules, nothing looser). */
+export const classify = (value: unknown): Incoming => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { _tag: "Invalid", id: null, reason: "a JSON-RPC message must be a JSON object" }
+  }
+  const msg = value as Record<string, unknown>
+  const hasId = "id" in msg
+  const id = isId(msg.id) ? msg.id : null
+  if (hasId && msg.id !== null && !isId(msg.id)) {
+    return { _tag: "Invalid", id: null, reason: "id must be a string or a number" }
+  }
+  if (msg.jsonrpc !== "2.0") {
+    return { _tag: "Invalid", id, reason: 'jsonrpc must be exactly "2.0"' }
+  }
+  if (!("method" in msg)) {
+    if ("result" in msg || "error" in msg) return { _tag: "Response", id, payload: msg }
+    return { _tag: "Invalid", id, reason: "method is required" }
+  }
+  if (typeof msg.method !== "string" || msg.method.length === 0) {
+    return { _tag: "Invalid", id, reason: "method must be a non-empty string" }
+  }
+  if ("params" in msg && (typeof msg.params !== "object" || msg.params === null)) {
+    return { _tag: "Invalid", id, reason: "params must be an object or an array" }
+  }
+  if (!hasId) return { _tag: "Notification", notification: { method: msg.method, params: msg.params } }
+  if (msg.id === null) return { _tag: "Invalid", id: null, reason: "id must not be null" }
+  return { _tag: "Request", request: { id: id!, method: msg.method, params: msg.params } }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Framing
+
+export type Framing = "ndjson" | "content-length"
+
+/** One unit cut from the byte stream. */
+export type Frame =
+  | { readonly _tag: "Text"; readonly text: string }
+  | { readonly _tag: "TooLarge"; readonly bytes: number }
+  | { readonly _tag: "BadHeader"; readonly detail: string }
+
+const LF = 0x0a
+const CR = 0x0d
+/** A header block this long without its blank line is not a header block. */
+const MAX_HEADER_BYTES = 8 * 1024
+const CONTENT_PREFIX = "content-"
+
+/**
+ * An incremental decoder: bytes in, frames out. Framing is decided once, from the first
+ * non-blank bytes; a partial frame is kept until its end arrives, but never more than
+ * `maxFrameBytes` of it: past that the frame is dropped as it streams by and reported once.
+ */
+export class FrameDecoder {
+  framing: Framing | undefined
+  private buffer: Buffer = Buffer.alloc(0)
+  /** Bytes still to skip of an oversized frame (Content-Length) or until the next LF (ndjson: -1). */
+  private discarding = 0
+  private bodyLength = -1
+
+  constructor(readonly maxFrameBytes: number, framing?: Framing) {
+    this.framing = framing
+  }
+
+  push(chunk: Uint8Array): Array<Frame> {
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    const out: Array<Frame> = []
+    if (this.framing === undefined) {
+      this.buffer = this.buffer.length === 0 ? bytes : Buffer.concat([this.buffer, bytes])
+      const detected = detectFraming(this.buffer)
+      if (detected === undefined) {
+        if (this.buffer.length > MAX_HEADER_BYTES) this.framing = "ndjson"
+        else return out
+      } else {
+        this.framing = detected
+      }
+      const pending = this.buffer
+      this.buffer = Buffer.alloc(0)
+      return this.framing === "ndjson" ? this.pushLines(pending, out) : this.pushHeaders(pending, out)
+    }
+    return this.framing === "ndjson" ? this.pushLines(bytes, out) : this.pushHeaders(bytes, out)
+  }
+
+  /** Called at end of input: a partial frame left over is reported, not silently lost. */
+  end(): Array<Frame> {
+    const rest = this.buffer
+    this.buffer = Buffer.alloc(0)
+    if (this.discarding !== 0 || rest.length === 0) return []
+    if (this.framing === "content-length" && this.bodyLength < 0) {
+      return isBlank(rest) ? [] : [{ _tag: "BadHeader", detail: "input ended inside a header block" }]
+    }
+    const text = rest.toString("utf8")
+    return text.trim() === "" ? [] : [{ _tag: "Text", text }]
+  }
+
+  private pushLines(bytes: Buffer, out: Array<Frame>): Array<Frame> {
+    let start = 0
+    if (this.discarding !== 0) {
+      const nl = bytes.indexOf(LF)
+      if (nl < 0) return out
+      this.discarding = 0
+      start = nl + 1
+    }
+    for (;;) {
+      const nl = bytes.indexOf(LF, start)
+      if (nl < 0) break
+      let line: Buffer
+      if (this.buffer.length > 0) {
+        line = Buffer.concat([this.buffer, bytes.subarray(start, nl)])
+        this.buffer = Buffer.alloc(0)
+      } else {
+        line = bytes.subarray(start, nl)
+      }
+      start = nl + 1
+      let end = line.length
+      if (end > 0 && line[end - 1] === CR) end--
+      if (end > this.maxFrameBytes) {
+        out.push({ _tag: "TooLarge", bytes: end })
+        continue
+      }
+      if (end === 0) continue
+      const text = line.toString("utf8", 0, end)
+      if (text.trim() !== "") out.push({ _tag: "Text", text })
+    }
+    if (start < bytes.length) {
+      const rest = bytes.subarray(start)
+      if (this.buffer.length + rest.length > this.maxFrameBytes) {
+        out.push({ _tag: "TooLarge", bytes: this.buffer.length + rest.length })
+        this.buffer = Buffer.alloc(0)
+        this.discarding = -1
+      } else {
+        // Copy: the caller may reuse its chunk, and a subarray would pin the whole of it.
+        this.buffer = this.buffer.length === 0 ? Buffer.from(rest) : Buffer.concat([this.buffer, rest])
+      }
+    }
+    return out
+  }
+
+  private pushHeaders(bytes: Buffer, out: Array<Frame>): Array<Frame> {
+    let data = this.buffer.length === 0 ? bytes : Buffer.concat([this.buffer, bytes])
+    this.buffer = Buffer.alloc(0)
+    for (;;) {
+      if (this.discarding > 0) {
+        if (data.length <= this.discarding) {
+          this.discarding -= data.length
+          return out
+        }
+        data = data.subarray(this.discarding)
+        this.discarding = 0
+      }
+      if (this.bodyLength >= 0) {
+        if (data.length < this.bodyLength) break
+        const body = data.subarray(0, this.bodyLength)
+        data = data.subarray(this.bodyLength)
+        this.bodyLength = -1
+        out.push({ _tag: "Text", text: body.toString("utf8") })
+        continue
+      }
+      // Blank lines between messages are tolerated.
+      let skip = 0
+      while (skip < data.length && (data[skip] === CR || data[skip] === LF || data[skip] === 0x20)) skip++
+      data = data.subarray(skip)
+      if (data.length === 0) break
+      const end = headerEnd(data)
+      if (end === undefined) {
+        if (data.length > MAX_HEADER_BYTES) {
+          out.push({ _tag: "BadHeader", detail: `no blank line after ${MAX_HEADER_BYTES} bytes of headers` })
+          data = Buffer.alloc(0)
+        }
+        break
+      }
+      const header = data.subarray(0, end.headerLength).toString("latin1")
+      data = data.subarray(end.headerLength + end.separatorLength)
+      // Searched anywhere in the block so that junk before a header does not lose the message.
+      const match = /content-length[ \t]*:[ \t]*(\d+)/i.exec(header)
+      if (match === null) {
+        out.push({ _tag: "BadHeader", detail: "missing or invalid Content-Length header" })
+        continue
+      }
+      const length = Number(match[1])
+      if (length > this.maxFrameBytes) {
+        out.push({ _tag: "TooLarge", bytes: length })
+        this.discarding = length
+        continue
+      }
+      this.bodyLength = length
+    }
+    this.buffer = data.length === 0 ? data : Buffer.from(data)
+    return out
+  }
+}
+
+const isBlank = (b: Buffer) => b.every((c) => c === CR || c === LF || c === 0x20 || c === 0x09)
+
+const detectFraming = (buffer: Buffer): Framing | undefined => {
+  let i = 0
+  while (i < buffer.length && (buffer[i] === CR || buffer[i] === LF || buffer[i] === 0x20 || buffer[i] === 0x09)) i++
+  if (i === buffer.length) return undefined
+  const first = buffer[i]!
+  if (first !== 0x43 && first !== 0x63) return "ndjson" // anything but C/c cannot start "Content-"
+  const available = Math.min(buffer.length - i, CONTENT_PREFIX.length)
+  const prefix = buffer.toString("latin1", i, i + available).toLowerCase()
+  if (!CONTENT_PREFIX.startsWith(prefix)) return "ndjson"
+  return available === CONTENT_PREFIX.length ? "content-length" : undefined
+}
+
+const headerEnd = (data: Buffer): { headerLength: number; separatorLength: number } | undefined => {
+  const crlf = data.indexOf("\r\n\r\n")
+  const lflf = data.indexOf("\n\n")
+  if (crlf < 0 && lflf < 0) return undefined
+  if (crlf >= 0 && (lflf < 0 || crlf < lflf)) return { headerLength: crlf, separatorLength: 4 }
+  return { headerLength: lflf, separatorLength: 2 }
+}
+
+/** One outgoing message in the connection's framing. */
+export const encode = (framing: Framing, message: unknown): string => {
+  const json = JSON.stringify(message)
+  return framing === "ndjson" ? `${json}\n` : `Content-Length: ${Buffer.byteLength(json, "utf8")}\r\n\r\n${json}`
+}
+
+// ---------------------------------------------------------------------------------------------
+// One connection
+
+/** What a handler can do besides returning its result. */
+export interface RequestContext {
+  readonly id: Id
+  /** Sends a notification to the client (progress, log messages, list_changed). */
+  readonly notify: (method: string, params: unknown) => Effect.Effect<void>
+}
+
+export interface Handlers<R> {
+  /** A request's result; a failure becomes its error reply. */
+  readonly request: (request: Request, context: RequestContext) => Effect.Effect<unknown, GatewayError, R>
+  /** Notifications other than cancellation (handled here). */
+  readonly notification: (notification: Notification) => Effect.Effect<void, never, R>
+}
+
+export interface ServeOptions<E, R> {
+  readonly input: Stream.Stream<Uint8Array, E>
+  readonly output: Sink.Sink<unknown, string, never, unknown>
+  readonly handlers: Handlers<R>
+  readonly maxFrameBytes: number
+  /** Completing this ends the connection like end of input (`exit`). */
+  readonly stop?: Deferred.Deferred<void> | undefined
+  /** How long in-flight requests may go on after end of input before they are interrupted. */
+  readonly drainMs?: number | undefined
+  /** Framing for frames sent before the client's first bytes decide it. */
+  readonly framing?: Framing | undefined
+}
+
+export interface Connection {
+  /** Sends a notification in the client's framing. */
+  readonly notify: (method: string, params: unknown) => Effect.Effect<void>
+  /** Requests in flight now. */
+  readonly inFlight: () => number
+}
+
+const idKey = (id: Id) => (typeof id === "number" ? `n:${id}` : `s:${id}`)
+
+const END = Symbol("end")
+
+/**
+ * Serves one connection until its input ends (or `stop` completes), then waits up to
+ * `drainMs` for requests in flight and flushes every reply before returning.
+ * `onConnection` runs once the connection can send, so a server can relay notifications.
+ */
+export const serve = <E, R>(
+  options: ServeOptions<E, R>,
+  onConnection: (connection: Connection) => Effect.Effect<void, never, R | Scope.Scope> = () => Effect.void
+): Effect.Effect<void, never, R> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const decoder = new FrameDecoder(options.maxFrameBytes)
+      const framing = () => decoder.framing ?? options.framing ?? "ndjson"
+      const outbox = yield* Queue.unbounded<string | typeof END>()
+      const send = (message: unknown) => Queue.offer(outbox, encode(framing(), message))
+      const sendUnsafe = (message: unknown) => outbox.unsafeOffer(encode(framing(), message))
+
+      // The single writer: every frame leaves through this one fiber, so none interleave.
+      const writer = yield* Stream.fromQueue(outbox).pipe(
+        Stream.takeWhile((item): item is string => item !== END),
+        Stream.run(options.output),
+        Effect.catchAllCause((cause) => Effect.logError("cannot write to the client", cause)),
+        Effect.forkDaemon
+      )
+
+      const running = yield* FiberSet.make<void>()
+      const cancels = new Map<string, Deferred.Deferred<void>>()
+
+      const notify = (method: string, params: unknown) => send({ jsonrpc: "2.0", method, params })
+      const connection: Connection = { notify, inFlight: () => cancels.size }
+
+      /**
+       * Registers the request for cancellation synchronously, before its fiber is forked, so a
+       * `notifications/cancelled` in the same chunk as its request still finds it.
+       */
+      const runRequest = (request: Request): Effect.Effect<Response, never, R> => {
+        const key = idKey(request.id)
+        const cancel = Deferred.unsafeMake<void>(FiberId.none)
+        cancels.set(key, cancel)
+        return Effect.gen(function* () {
+          const cancelled = Effect.zipRight(
+            Deferred.await(cancel),
+            Effect.fail(new RpcError({ code: ErrorCode.RequestCancelled, message: "Request cancelled" }))
+          )
+          const exit = yield* options.handlers
+            .request(request, { id: request.id, notify })
+            .pipe(Effect.raceFirst(cancelled), Effect.exit)
+          if (cancels.get(key) === cancel) cancels.delete(key)
+          return replyFor(request, exit)
+        })
+      }
+
+      const replyFor = (request: Request, exit: Exit.Exit<unknown, GatewayError>): Response => {
+        if (Exit.isSuccess(exit)) return success(request.id, exit.value === undefined ? null : exit.value)
+        const failed = Cause.failureOption(exit.cause)
+        if (Option.isSome(failed)) return failure(request.id, toRpcError(failed.value))
+        if (Cause.isInterruptedOnly(exit.cause)) {
+          return failure(request.id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" })
+        }
+        // A defect is a bug of ours; the client still gets its one reply, without internals.
+        return failure(request.id, {
+          code: ErrorCode.InternalError,
+          message: `Internal error: ${Secrets.scrub(Cause.squash(exit.cause) instanceof Error ? (Cause.squash(exit.cause) as Error).message : "unexpected failure")}`
+        })
+      }
+
+      const logDefect = (request: Request, response: Response) =>
+        "error" in response && response.error.code === ErrorCode.InternalError
+          ? Effect.logError("request failed with a defect", { method: request.method, id: request.id })
+          : Effect.void
+
+      const cancelRequest = (params: unknown) => {
+        const p = params as Record<string, unknown> | undefined
+        const target = p?.requestId ?? p?.id
+        if (!isId(target)) return Effect.void
+        const cancel = cancels.get(idKey(target))
+        if (cancel === undefined) return Effect.logDebug("cancellation for no request in flight", { id: target })
+        return Effect.zipRight(
+          Effect.logDebug("request cancelled by the client", { id: target, reason: p?.reason }),
+          Deferred.succeed(cancel, undefined)
+        )
+      }
+
+      /** One message's reply, or none for a notification. */
+      const handleOne = (value: unknown): Effect.Effect<Response | undefined, never, R> => {
+        const incoming = classify(value)
+        switch (incoming._tag) {
+          case "Request": {
+            const request = incoming.request
+            return runRequest(request).pipe(Effect.tap((response) => logDefect(request, response)))
+          }
+          case "Notification": {
+            const { method, params } = incoming.notification
+            if (method === "notifications/cancelled" || method === "$/cancelRequest") {
+              return Effect.as(cancelRequest(params), undefined)
+            }
+            return Effect.as(
+              options.handlers.notification(incoming.notification).pipe(
+                Effect.catchAllCause((cause) => Effect.logWarning("notification handler failed", { method }, cause))
+              ),
+              undefined
+            )
+          }
+          case "Response":
+            return Effect.as(Effect.logDebug("ignoring a response from the client", { id: incoming.id }), undefined)
+          case "Invalid":
+            return Effect.succeed(
+              failure(incoming.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${incoming.reason}` })
+            )
+        }
+      }
+
+      const handleFrame = (frame: Frame): Effect.Effect<void, never, R> => {
+        switch (frame._tag) {
+          case "TooLarge":
+            return send(
+              failure(null, {
+                code: ErrorCode.InvalidRequest,
+                message: `Invalid Request: frame of ${frame.bytes} bytes exceeds the limit of ${options.maxFrameBytes} bytes`
+              })
+            )
+          case "BadHeader":
+            return send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${frame.detail}` }))
+          case "Text": {
+            let value: unknown
+            try {
+              value = JSON.parse(frame.text)
+            } catch (error) {
+              return send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }))
+            }
+            if (Array.isArray(value)) {
+              if (value.length === 0) {
+                return send(failure(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request: empty batch" }))
+              }
+              return FiberSet.run(
+                running,
+                Effect.forEach(value, handleOne, { concurrency: "unbounded" }).pipe(
+                  Effect.flatMap((replies) => {
+                    const present = replies.filter((r): r is Response => r !== undefined)
+                    return present.length === 0 ? Effect.void : send(present)
+                  })
+                )
+              ).pipe(Effect.asVoid)
+            }
+            const incoming = classify(value)
+            // Fast path: notifications (cancellation in particular) run in order, inline.
+            if (incoming._tag !== "Request") {
+              return handleOne(value).pipe(Effect.flatMap((r) => (r === undefined ? Effect.void : send(r))))
+            }
+            return FiberSet.run(
+              running,
+              runRequest(incoming.request).pipe(
+                Effect.tap((response) => logDefect(incoming.request, response)),
+                Effect.flatMap((response) => Effect.sync(() => sendUnsafe(response)))
+              )
+            ).pipe(Effect.asVoid)
+          }
+        }
+      }
+
+      yield* onConnection(connection)
+
+      const reader = options.input.pipe(
+        Stream.mapConcat((chunk) => decoder.push(chunk)),
+        Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end()))),
+        Stream.runForEach(handleFrame),
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("client input failed", cause)
+        )
+      )
+      yield* options.stop === undefined ? reader : Effect.raceFirst(reader, Deferred.await(options.stop))
+
+      // End of input: let in-flight requests finish (bounded), then flush what they wrote.
+      const drained = yield* FiberSet.awaitEmpty(running).pipe(
+        Effect.timeout(options.drainMs ?? 2_000),
+        Effect.as(true),
+        Effect.orElseSucceed(() => false)
+      )
+      if (!drained) {
+        // Cancel rather than kill them, so each still sends its one reply (-32800).
+        yield* Effect.logWarning("cancelling requests still in flight at end of input", { count: cancels.size })
+        yield* Effect.forEach(cancels.values(), (cancel) => Deferred.succeed(cancel, undefined), { discard: true })
+        yield* FiberSet.awaitEmpty(running).pipe(
+          Effect.timeout(1_000),
+          Effect.orElse(() => FiberSet.clear(running))
+        )
+      }
+      yield* Queue.offer(outbox, END)
+      yield* writer.await
+    })
+  )

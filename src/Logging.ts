@@ -1,0 +1,91 @@
+/**
+ * The gateway's logger: every line goes to stderr, never stdout (stdout carries protocol frames).
+ *
+ * JSON lines when stderr is not a terminal (an MCP client capturing it, a log file), readable
+ * lines when a person is watching. Every line passes through the secret scrubber. The level is
+ * module state so a client's `initializationOptions.logLevel` can change it after start-up.
+ */
+import { Cause, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import type { LogLevelName } from "./Config.js"
+import * as Secrets from "./Secrets.js"
+
+const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  silent: LogLevel.None
+}
+
+let threshold: LogLevel.LogLevel = LogLevel.Info
+
+/** Sets the level in force for every logger built by this module. */
+export const setLevel = (level: LogLevelName): void => {
+  threshold = LEVELS[level]
+}
+
+export const level = (): LogLevel.LogLevel => threshold
+
+/** Where lines go; tests swap it to capture them. */
+export interface Sink {
+  readonly write: (line: string) => void
+  readonly isTTY: boolean
+}
+
+const stderrSink: Sink = {
+  write: (line) => {
+    process.stderr.write(line)
+  },
+  get isTTY() {
+    return process.stderr.isTTY === true
+  }
+}
+
+const render = (value: unknown): unknown => {
+  if (typeof value === "string") return value
+  if (value instanceof Error) return value.message
+  return value
+}
+
+const messageText = (message: unknown): string => {
+  const parts = Array.isArray(message) ? message : [message]
+  return parts.map((p) => (typeof p === "string" ? p : safeJson(render(p)))).join(" ")
+}
+
+const safeJson = (value: unknown): string => {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** A logger writing JSON or readable lines to `sink`, filtered by the module's level. */
+export const make = (sink: Sink = stderrSink): Logger.Logger<unknown, void> =>
+  Logger.make(({ annotations, cause, date, logLevel, message, spans }) => {
+    if (logLevel.ordinal < threshold.ordinal || threshold === LogLevel.None) return
+    const fields: Record<string, unknown> = {}
+    for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = render(value)
+    const now = date.getTime()
+    for (const span of List.toArray(spans)) fields[`${span.label}_ms`] = now - span.startTime
+    const text = messageText(message)
+    const failure = Cause.isEmpty(cause) ? undefined : Cause.pretty(cause, { renderErrorCause: true })
+    let line: string
+    if (sink.isTTY) {
+      const extra = Object.entries(fields)
+        .map(([k, v]) => `${k}=${typeof v === "string" ? v : safeJson(v)}`)
+        .join(" ")
+      line = `${date.toISOString().slice(11, 23)} ${logLevel.label.padEnd(5)} ${text}${extra ? ` ${extra}` : ""}${
+        failure ? `\n${failure}` : ""
+      }\n`
+    } else {
+      line = `${safeJson({ time: date.toISOString(), level: logLevel.label.toLowerCase(), msg: text, ...fields, ...(failure ? { cause: failure } : {}) })}\n`
+    }
+    sink.write(Secrets.scrub(line))
+  })
+
+/** Replaces Effect's stdout logger with the stderr one; the level is decided by `setLevel`. */
+export const layer = (sink?: Sink): Layer.Layer<never> =>
+  Layer.merge(Logger.replace(Logger.defaultLogger, make(sink)), Logger.minimumLogLevel(LogLevel.All))

@@ -1,0 +1,92 @@
+/**
+ * The MCP shapes the gateway reads and writes, and the protocol versions it speaks.
+ *
+ * Only what the gateway itself inspects is typed; everything else (tool results, `_meta`,
+ * content blocks) is passed through untouched, so these schemas are deliberately open.
+ */
+import { Schema } from "effect"
+
+/** Newest first. The gateway answers with the client's version when it is listed here. */
+export const SUPPORTED_PROTOCOL_VERSIONS = [
+  "2025-11-25",
+  "2025-06-18",
+  "2025-03-26",
+  "2024-11-05",
+  "2024-10-07"
+] as const
+
+export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
+
+/** The client's version if supported, else the newest one (MCP version negotiation). */
+export const negotiateProtocolVersion = (requested: unknown): string =>
+  typeof requested === "string" && (SUPPORTED_PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(requested)
+    ? requested
+    : LATEST_PROTOCOL_VERSION
+
+export const isSupportedProtocolVersion = (version: unknown): version is string =>
+  typeof version === "string" && (SUPPORTED_PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(version)
+
+/** A tool as a backend lists it. Unknown fields (annotations, outputSchema, title...) are kept. */
+export interface Tool {
+  readonly name: string
+  readonly description?: string | undefined
+  readonly inputSchema: JsonObject
+  readonly [key: string]: unknown
+}
+
+export type JsonObject = { readonly [key: string]: unknown }
+
+export const Tool: Schema.Schema<Tool> = Schema.Struct(
+  {
+    name: Schema.String,
+    description: Schema.optional(Schema.String),
+    inputSchema: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+) as any
+
+export const ListToolsResult = Schema.Struct(
+  {
+    tools: Schema.Array(Tool),
+    nextCursor: Schema.optional(Schema.String)
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+
+/** A CallToolResult; content blocks are passed through as they are. */
+export interface CallToolResult {
+  readonly content: ReadonlyArray<unknown>
+  readonly isError?: boolean | undefined
+  readonly structuredContent?: unknown
+  readonly [key: string]: unknown
+}
+
+export const isCallToolResult = (u: unknown): u is CallToolResult =>
+  typeof u === "object" && u !== null && Array.isArray((u as any).content)
+
+/** Plain text of a CallToolResult's text blocks, for error messages. */
+export const resultText = (result: CallToolResult): string =>
+  result.content
+    .flatMap((block: any) => (block && block.type === "text" && typeof block.text === "string" ? [block.text] : []))
+    .join("\n")
+
+export const textResult = (text: string, isError = false): CallToolResult => ({
+  content: [{ type: "text", text }],
+  ...(isError ? { isError: true } : {})
+})
+
+/** The orchestration request's `context` (CONTRACT.md section 2). */
+export const TaskContext = Schema.Struct({
+  activeDocumentURI: Schema.optional(Schema.NullOr(Schema.String)),
+  currentWorkingDirectory: Schema.optional(Schema.NullOr(Schema.String)),
+  selectionText: Schema.optional(Schema.NullOr(Schema.String))
+})
+export type TaskContext = typeof TaskContext.Type
+
+export const OrchestrateParams = Schema.Struct({
+  query: Schema.String.pipe(
+    Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })
+  ),
+  context: Schema.optional(Schema.NullOr(TaskContext))
+})
+export type OrchestrateParams = typeof OrchestrateParams.Type

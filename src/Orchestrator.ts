@@ -1,0 +1,314 @@
+/**
+ * Orchestration: a natural-language request becomes one backend call (CONTRACT.md section 4).
+ *
+ *   params -> tools offered to the model -> one Chat Completions request -> plan -> checked plan
+ *   -> backend call -> result
+ *
+ * Each step fails with its own tagged error, so the code a client sees says which step failed:
+ * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
+ */
+import { Context, Effect, Either, Layer, Schema } from "effect"
+import { fileURLToPath } from "node:url"
+import { Backends, type BackendTools } from "./Backends.js"
+import { formatIssues, GatewayConfig, type ResolvedConfig } from "./Config.js"
+import {
+  BackendError,
+  InvalidParams,
+  InvalidPlan,
+  type LlmRequestFailed,
+  NoActionDetermined,
+  NotConfigured
+} from "./Errors.js"
+import { type ChatRequest, type ChatTool, LlmClient } from "./Llm.js"
+import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "./Mcp.js"
+import { backendFunctions, buildCatalog, type Catalog, type CatalogEntry, rank, toolFunctions } from "./ToolCatalog.js"
+
+/** The one backend call the model chose. */
+export interface Plan {
+  readonly backendId: string
+  readonly mcpMethod: string
+  readonly mcpParams: Record<string, unknown>
+  /** The function name the model called, as offered to it. */
+  readonly functionName: string
+}
+
+export type OrchestrationError =
+  | InvalidParams
+  | NotConfigured
+  | LlmRequestFailed
+  | InvalidPlan
+  | NoActionDetermined
+  | BackendError
+
+/** The MCP tool through which any client can orchestrate (`agentify_orchestrate`). */
+export const ORCHESTRATE_TOOL = {
+  name: "agentify_orchestrate",
+  description:
+    "Describe a task in plain language; an AI orchestrator picks the right tool of the MCP servers behind this gateway, fills in its arguments and runs it, returning that tool's result.",
+  inputSchema: {
+    type: "object",
+    properties: {
+      query: { type: "string", minLength: 1, description: "What you want done, in plain language." },
+      context: {
+        type: ["object", "null"],
+        description: "Optional editor context used to fill in arguments.",
+        properties: {
+          activeDocumentURI: { type: ["string", "null"], description: "URI of the document being edited." },
+          currentWorkingDirectory: { type: ["string", "null"], description: "Absolute path of the workspace." },
+          selectionText: { type: ["string", "null"], description: "The text currently selected." }
+        }
+      }
+    },
+    required: ["query"]
+  }
+} as const
+
+export const SYSTEM_PROMPT = [
+  "You are the orchestrator of an MCP gateway. The functions offered to you are the tools of the MCP servers behind the gateway.",
+  "Choose exactly one function that accomplishes the user's request and call it once, with arguments that follow its schema.",
+  "Use the context to fill in parameters: resolve relative paths against the current working directory, read 'this file' as the active document, and use the selected text where the request refers to it.",
+  "If the request is ambiguous, not supported by any function, or missing information a function needs, call no function and say briefly what is missing."
+].join("\n")
+
+/** The user message: the request and every context field that was given. */
+export const userMessage = (query: string, context: TaskContext | null | undefined): string => {
+  const lines = [`Request: ${query}`]
+  const facts: Array<string> = []
+  if (context?.currentWorkingDirectory) facts.push(`- Current working directory: ${context.currentWorkingDirectory}`)
+  if (context?.activeDocumentURI) {
+    const path = filePath(context.activeDocumentURI)
+    facts.push(`- Active document: ${context.activeDocumentURI}${path !== undefined ? ` (path: ${path})` : ""}`)
+  }
+  if (context?.selectionText) facts.push(`- Selected text:\n"""\n${context.selectionText}\n"""`)
+  if (facts.length > 0) lines.push("", "Context:", ...facts)
+  return lines.join("\n")
+}
+
+const filePath = (uri: string): string | undefined => {
+  if (!uri.startsWith("file:")) return undefined
+  try {
+    return fileURLToPath(uri)
+  } catch {
+    return undefined
+  }
+}
+
+const decodeParams = Schema.decodeUnknownEither(OrchestrateParams, { errors: "all" })
+
+/** Validates `{query, context}`; -32602 names each problem with its path. */
+export const validateParams = (params: unknown): Either.Either<OrchestrateParams, InvalidParams> =>
+  decodeParams(params ?? {}).pipe(
+    Either.mapLeft((error) => {
+      const issues = formatIssues(error)
+      return new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues })
+    })
+  )
+
+// ---------------------------------------------------------------------------------------------
+// The functions offered
+
+interface Offer {
+  readonly functions: ReadonlyArray<ChatTool>
+  /** Resolves a function the model called into a plan, or says why it cannot run. */
+  readonly plan: (name: string, args: Record<string, unknown>) => Either.Either<Plan, InvalidPlan>
+}
+
+/** `routing: "tool"`: one function per backend tool; the best matches first when they do not all fit. */
+const offerTools = (catalog: Catalog, query: string, context: TaskContext | null | undefined, max: number): Offer => {
+  const entries: ReadonlyArray<CatalogEntry> =
+    catalog.entries.length <= max
+      ? catalog.entries
+      : rank(
+          catalog.entries.map((e) => e.tool),
+          query,
+          max,
+          context
+        ).map((tool) => catalog.byName.get(tool.name)!)
+  const offered = new Map(entries.map((e) => [e.name, e]))
+  return {
+    functions: toolFunctions(entries),
+    plan: (name, args) => {
+      const entry = offered.get(name)
+      if (entry === undefined) {
+        return Either.left(new InvalidPlan({ message: `The model chose a tool that was not offered: '${name}'`, toolName: name, arguments: args }))
+      }
+      const missing = requiredProperties(entry.tool.inputSchema).filter((p) => !(p in args))
+      if (missing.length > 0) {
+        return Either.left(
+          new InvalidPlan({
+            message: `The model called '${name}' without its required argument${missing.length > 1 ? "s" : ""} ${missing.map((m) => `'${m}'`).join(", ")}`,
+            toolName: name,
+            arguments: args
+          })
+        )
+      }
+      return Either.right({
+        backendId: entry.backendId,
+        mcpMethod: "tools/call",
+        mcpParams: { name: entry.toolName, arguments: args },
+        functionName: name
+      })
+    }
+  }
+}
+
+const requiredProperties = (schema: Record<string, unknown>): Array<string> =>
+  Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []
+
+/** Methods the model may ask a backend for in `routing: "backend"`; lifecycle ones are the gateway's. */
+const FORBIDDEN_METHODS = new Set(["initialize", "ping", "shutdown", "exit"])
+
+/** `routing: "backend"` (the seed's shape): one function per backend taking `{mcp_method, mcp_params}`. */
+const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
+  const byId = new Map(backends.map((b) => [b.backendId, b]))
+  return {
+    functions: backendFunctions(backends),
+    plan: (name, args) => {
+      const backend = byId.get(name)
+      if (backend === undefined) {
+        return Either.left(new InvalidPlan({ message: `The model chose a backend that was not offered: '${name}'`, toolName: name, arguments: args }))
+      }
+      const method = args.mcp_method
+      const params = args.mcp_params ?? {}
+      if (typeof method !== "string" || method.length === 0 || method.startsWith("notifications/") || FORBIDDEN_METHODS.has(method)) {
+        return Either.left(new InvalidPlan({ message: `The model gave no usable mcp_method for backend '${name}'`, toolName: name, arguments: args }))
+      }
+      if (typeof params !== "object" || params === null || Array.isArray(params)) {
+        return Either.left(new InvalidPlan({ message: `mcp_params for backend '${name}' is not a JSON object`, toolName: name, arguments: args }))
+      }
+      const mcpParams = params as Record<string, unknown>
+      if (method === "tools/call") {
+        const tool = backend.tools.find((t) => t.name === mcpParams.name)
+        if (tool === undefined) {
+          return Either.left(
+            new InvalidPlan({ message: `Backend '${name}' has no tool '${String(mcpParams.name)}'`, toolName: name, arguments: args })
+          )
+        }
+        const callArgs = mcpParams.arguments ?? {}
+        if (typeof callArgs !== "object" || callArgs === null || Array.isArray(callArgs)) {
+          return Either.left(new InvalidPlan({ message: `The arguments for '${tool.name}' are not a JSON object`, toolName: name, arguments: args }))
+        }
+        return Either.right({ backendId: name, mcpMethod: method, mcpParams: { ...mcpParams, arguments: callArgs }, functionName: name })
+      }
+      return Either.right({ backendId: name, mcpMethod: method, mcpParams, functionName: name })
+    }
+  }
+}
+
+/** The model's arguments: JSON text that must hold an object ("" counts as `{}`, as some models send). */
+const parseArguments = (name: string, raw: string): Either.Either<Record<string, unknown>, InvalidPlan> => {
+  if (raw.trim() === "") return Either.right({})
+  let value: unknown
+  try {
+    value = JSON.parse(raw)
+  } catch {
+    return Either.left(new InvalidPlan({ message: `The model's arguments for '${name}' are not valid JSON`, toolName: name, arguments: raw }))
+  }
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? Either.right(value as Record<string, unknown>)
+    : Either.left(new InvalidPlan({ message: `The model's arguments for '${name}' are not a JSON object`, toolName: name, arguments: value }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The service
+
+export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
+  Orchestrator,
+  {
+    /** Runs `{query, context}` to the chosen backend's result (unchanged). */
+    readonly orchestrate: (params: unknown) => Effect.Effect<unknown, OrchestrationError>
+    /** The plan the model makes for `{query, context}`, without running it. */
+    readonly plan: (params: unknown) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
+  }
+>() {
+  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient> = Layer.effect(
+    Orchestrator,
+    Effect.gen(function* () {
+      const gatewayConfig = yield* GatewayConfig
+      const backends = yield* Backends
+      const llm = yield* LlmClient
+
+      // The catalog is rebuilt only when the backends' tool lists change (same array = same tools).
+      let cached: { source: ReadonlyArray<BackendTools>; catalog: Catalog } | undefined
+      const catalogOf = (source: ReadonlyArray<BackendTools>): Catalog => {
+        if (cached?.source !== source) cached = { source, catalog: buildCatalog(source) }
+        return cached.catalog
+      }
+
+      const readyBackends = (config: ResolvedConfig) =>
+        Effect.gen(function* () {
+          const enabled = config.backends.filter((b) => b.enabled)
+          if (enabled.length === 0) {
+            return yield* new NotConfigured({
+              missing: "backends",
+              message:
+                "No backend is configured: list at least one enabled backend in the config file (--config or AGENTIFY_CONFIG) or in initializationOptions.backends"
+            })
+          }
+          const ready = backends.toolsSync()
+          if (ready.length === 0) {
+            const states = yield* backends.states
+            const detail = states.map((s) => `${s.id}: ${s.state}${s.lastError ? ` (${s.lastError})` : ""}`).join("; ")
+            return yield* new BackendError({
+              backendId: enabled.map((b) => b.id).join(", "),
+              reason: "not_ready",
+              summary: `no backend is ready${detail ? ` — ${detail}` : ""}`
+            })
+          }
+          return ready
+        })
+
+      const plan = Effect.fn("Orchestrator.plan")(function* (params: unknown) {
+        const { query, context } = yield* validateParams(params)
+        const config = yield* gatewayConfig.current
+        const ready = yield* readyBackends(config)
+        const offer =
+          config.routing === "backend"
+            ? offerBackends(ready)
+            : offerTools(catalogOf(ready), query, context, config.maxToolsPerRequest)
+        yield* Effect.annotateCurrentSpan({ routing: config.routing, offered: offer.functions.length })
+
+        const request: ChatRequest = {
+          query,
+          messages: [
+            { role: "system", content: SYSTEM_PROMPT },
+            { role: "user", content: userMessage(query, context) }
+          ],
+          tools: offer.functions
+        }
+        const response = yield* llm.chat(request)
+        if (response.toolCalls.length !== 1) {
+          return yield* new NoActionDetermined({
+            query,
+            toolCalls: response.toolCalls.length,
+            ...(response.content ? { modelMessage: response.content } : {})
+          })
+        }
+        const call = response.toolCalls[0]!
+        const args = yield* parseArguments(call.name, call.arguments)
+        const chosen = yield* offer.plan(call.name, args)
+        yield* Effect.logInfo("orchestration plan", { backendId: chosen.backendId, method: chosen.mcpMethod, tool: call.name })
+        yield* Effect.logDebug("orchestration arguments", { arguments: args })
+        return chosen
+      })
+
+      const orchestrate = Effect.fn("Orchestrator.orchestrate")(function* (params: unknown) {
+        const chosen = yield* plan(params)
+        const result = yield* backends.executeOnBackend(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
+        if (isCallToolResult(result) && result.isError === true) {
+          const text = resultText(result as CallToolResult)
+          return yield* new BackendError({
+            backendId: chosen.backendId,
+            reason: "tool_error",
+            method: chosen.mcpMethod,
+            summary: text.length > 0 ? text : "the tool reported an error",
+            detail: result
+          })
+        }
+        return result
+      })
+
+      return { orchestrate, plan }
+    })
+  )
+}

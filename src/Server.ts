@@ -1,0 +1,238 @@
+/**
+ * The method table: what each JSON-RPC method does, and the gateway's lifecycle state.
+ *
+ * It knows nothing of stdio or HTTP: a transport hands it requests through `JsonRpc.serve`
+ * (see `serveStdio` at the bottom) and relays what it sends back. Below it sit the
+ * Orchestrator and the Backends; it only validates, routes and maps their failures.
+ */
+import { NodeSink, NodeStream } from "@effect/platform-node"
+import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
+import { createRequire } from "node:module"
+import { Backends } from "./Backends.js"
+import { describeBackend, GatewayConfig } from "./Config.js"
+import { ErrorCode, type GatewayError, InvalidParams, NotInitialized, RpcError, toRpcError } from "./Errors.js"
+import * as JsonRpc from "./JsonRpc.js"
+import * as Logging from "./Logging.js"
+import { negotiateProtocolVersion, textResult } from "./Mcp.js"
+import { ORCHESTRATE_TOOL, Orchestrator } from "./Orchestrator.js"
+import { buildCatalog, type Catalog } from "./ToolCatalog.js"
+
+const pkg = createRequire(import.meta.url)("../package.json") as { name: string; version: string }
+
+export const SERVER_NAME = "mcp-agentify"
+export const SERVER_VERSION: string = pkg.version
+
+type Phase = "new" | "initializing" | "ready" | "shutdown"
+
+/** Methods a client may call before `initialize` has completed. */
+const BEFORE_INIT = new Set(["initialize", "ping", "shutdown"])
+
+export class Server extends Context.Tag("mcp-agentify/Server")<
+  Server,
+  {
+    readonly handlers: JsonRpc.Handlers<never>
+    /** Relays backend events (tools changed, progress, log messages) to a connected client. */
+    readonly onConnection: (connection: JsonRpc.Connection) => Effect.Effect<void, never, Scope.Scope>
+    /** Completes on `exit`: the transport stops reading and the process ends. */
+    readonly exit: Deferred.Deferred<void>
+  }
+>() {
+  static layer: Layer.Layer<Server, never, GatewayConfig | Backends | Orchestrator> = Layer.effect(
+    Server,
+    Effect.gen(function* () {
+      const gatewayConfig = yield* GatewayConfig
+      const backends = yield* Backends
+      const orchestrator = yield* Orchestrator
+      const exit = yield* Deferred.make<void>()
+      let phase: Phase = "new"
+
+      let cached: { source: ReadonlyArray<unknown>; catalog: Catalog } | undefined
+      const catalog = (): Catalog => {
+        const source = backends.toolsSync()
+        if (cached?.source !== source) cached = { source, catalog: buildCatalog(source) }
+        return cached.catalog
+      }
+
+      const initialize = Effect.fn("Server.initialize")(function* (params: unknown) {
+        if (phase !== "new") {
+          return yield* new RpcError({ code: ErrorCode.InvalidRequest, message: "initialize was already called" })
+        }
+        const p = (params ?? {}) as Record<string, unknown>
+        phase = "initializing"
+        const config = yield* gatewayConfig
+          .applyInitializationOptions(p.initializationOptions)
+          .pipe(Effect.tapError(() => Effect.sync(() => (phase = "new"))))
+        Logging.setLevel(config.logLevel)
+        const protocolVersion = negotiateProtocolVersion(p.protocolVersion)
+        yield* Effect.logInfo("initialize", {
+          client: (p.clientInfo as { name?: unknown } | undefined)?.name ?? "unknown",
+          protocolVersion,
+          backendsFrom: config.backendsSource,
+          backends: config.backends.map(describeBackend),
+          model: config.model,
+          routing: config.routing,
+          openaiKey: config.openaiApiKeySource
+        })
+        yield* backends.start(config.backends, {
+          startupTimeoutMs: config.startupTimeoutMs,
+          requestTimeoutMs: config.requestTimeoutMs
+        })
+        phase = "ready"
+        return {
+          protocolVersion,
+          capabilities: { tools: { listChanged: true } },
+          serverInfo: { name: SERVER_NAME, version: SERVER_VERSION },
+          instructions:
+            "Call agentify_orchestrate with a plain-language query to have the right backend tool chosen and run, or call a backend tool directly by its namespaced name."
+        }
+      })
+
+      const listTools = Effect.gen(function* () {
+        const config = yield* gatewayConfig.current
+        const backendTools = config.exposeBackendTools ? catalog().entries.map((e) => e.tool) : []
+        return { tools: [ORCHESTRATE_TOOL, ...backendTools] }
+      })
+
+      /** The agentify_orchestrate tool: its failures are results with isError, naming the code. */
+      const orchestrateTool = (args: unknown) =>
+        orchestrator.orchestrate(args).pipe(
+          Effect.catchAll((error) => {
+            const wire = toRpcError(error)
+            return Effect.succeed({
+              ...textResult(`Error ${wire.code}: ${wire.message}`, true),
+              structuredContent: { error: wire }
+            })
+          })
+        )
+
+      const callTool = Effect.fn("Server.callTool")(function* (params: unknown) {
+        const p = params as Record<string, unknown> | undefined
+        if (typeof p?.name !== "string") {
+          return yield* new InvalidParams({ message: "Invalid params: name: is required", issues: ["name: is required"] })
+        }
+        if (p.arguments !== undefined && (typeof p.arguments !== "object" || p.arguments === null || Array.isArray(p.arguments))) {
+          return yield* new InvalidParams({
+            message: "Invalid params: arguments: must be an object",
+            issues: ["arguments: must be an object"]
+          })
+        }
+        if (p.name === ORCHESTRATE_TOOL.name) return yield* orchestrateTool(p.arguments ?? {})
+        const entry = catalog().byName.get(p.name)
+        if (entry === undefined) {
+          return yield* new InvalidParams({ message: `Unknown tool: ${p.name}`, issues: [`name: no tool named '${p.name}'`] })
+        }
+        // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
+        return yield* backends.executeOnBackend(entry.backendId, "tools/call", { ...p, name: entry.toolName })
+      })
+
+      /** Adds the query to an orchestration failure's data, as CONTRACT.md section 4 asks. */
+      const orchestrateTask = (params: unknown) =>
+        orchestrator.orchestrate(params).pipe(
+          Effect.mapError((error): GatewayError => {
+            const wire = toRpcError(error)
+            const query = (params as { query?: unknown } | undefined)?.query
+            return new RpcError({
+              code: wire.code,
+              message: wire.message,
+              data: { ...(wire.data as object | undefined), ...(typeof query === "string" ? { query } : {}) }
+            })
+          })
+        )
+
+      const shutdown = Effect.gen(function* () {
+        phase = "shutdown"
+        yield* Effect.logInfo("shutdown requested: stopping backends")
+        yield* backends.stopAll
+        return null
+      })
+
+      const request = (req: JsonRpc.Request): Effect.Effect<unknown, GatewayError> => {
+        if (phase !== "ready" && !BEFORE_INIT.has(req.method)) {
+          if (phase === "shutdown") {
+            return Effect.fail(new RpcError({ code: ErrorCode.InvalidRequest, message: "The gateway is shutting down" }))
+          }
+          return Effect.fail(new NotInitialized({ method: req.method }))
+        }
+        switch (req.method) {
+          case "initialize":
+            return initialize(req.params)
+          case "ping":
+            return Effect.succeed({})
+          case "shutdown":
+            return shutdown
+          case "tools/list":
+            return listTools
+          case "tools/call":
+            return callTool(req.params)
+          case "agentify/orchestrateTask":
+            return orchestrateTask(req.params)
+          // The gateway offers no resources or prompts; empty lists keep generic clients happy.
+          case "resources/list":
+            return Effect.succeed({ resources: [] })
+          case "resources/templates/list":
+            return Effect.succeed({ resourceTemplates: [] })
+          case "prompts/list":
+            return Effect.succeed({ prompts: [] })
+          default:
+            return Effect.fail(new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${req.method}` }))
+        }
+      }
+
+      const notification = (n: JsonRpc.Notification): Effect.Effect<void> => {
+        switch (n.method) {
+          case "notifications/initialized":
+          case "initialized":
+            return Effect.logDebug("client initialized")
+          case "exit":
+            return Effect.zipRight(Effect.logInfo("exit requested"), Deferred.succeed(exit, undefined))
+          default:
+            return Effect.logDebug("ignoring notification", { method: n.method })
+        }
+      }
+
+      const onConnection = (connection: JsonRpc.Connection) =>
+        Effect.gen(function* () {
+          const relayToolsChanged = backends.toolsChanged.pipe(
+            Stream.filter(() => phase === "ready"),
+            Stream.runForEach(() => connection.notify("notifications/tools/list_changed", {}))
+          )
+          const relayNotifications = backends.notifications.pipe(
+            Stream.runForEach(({ backendId, method, params }) =>
+              method === "notifications/message"
+                ? connection.notify(method, {
+                    ...(params as object),
+                    logger: (params as { logger?: string } | undefined)?.logger ?? backendId
+                  })
+                : connection.notify(method, params)
+            )
+          )
+          yield* Effect.forkScoped(relayToolsChanged)
+          yield* Effect.forkScoped(relayNotifications)
+        })
+
+      return { handlers: { request, notification }, onConnection, exit }
+    })
+  )
+}
+
+/**
+ * Serves the gateway on this process's stdin/stdout until stdin ends or `exit` arrives, then
+ * stops every backend. Nothing but frames is ever written to stdout.
+ */
+export const serveStdio: Effect.Effect<void, never, Server | GatewayConfig | Backends> = Effect.gen(function* () {
+  const server = yield* Server
+  const config = yield* (yield* GatewayConfig).current
+  const backends = yield* Backends
+  yield* JsonRpc.serve(
+    {
+      input: NodeStream.stdin,
+      output: NodeSink.fromWritable(() => process.stdout, (error) => error, { endOnDone: false }),
+      handlers: server.handlers,
+      maxFrameBytes: config.maxFrameBytes,
+      stop: server.exit
+    },
+    server.onConnection
+  )
+  yield* Effect.logInfo("client disconnected: stopping backends")
+  yield* backends.stopAll
+})
