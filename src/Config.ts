@@ -130,12 +130,18 @@ const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   )
 
 /** `path: problem` lines, e.g. `backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$`. */
-export const formatIssues = (error: ParseResult.ParseError): Array<string> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => {
-    const where = formatPath(issue.path)
-    const what = issue._tag === "Missing" ? "is required" : issue.message
-    return where === "" ? what : `${where}: ${what}`
-  })
+export const formatIssues = (
+  error: ParseResult.ParseError,
+  mapPath: (path: ReadonlyArray<PropertyKey>) => ReadonlyArray<PropertyKey> = (p) => p
+): Array<string> =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    // An optional field is a union with undefined; its "Expected undefined" branch is noise.
+    .filter((issue) => !issue.message.startsWith("Expected undefined, actual"))
+    .map((issue) => {
+      const where = formatPath(mapPath(issue.path))
+      const what = issue._tag === "Missing" ? "is required" : issue.message
+      return where === "" ? what : `${where}: ${what}`
+    })
 
 const decodeOptionsEither = Schema.decodeUnknownEither(GatewayOptions, { errors: "all" })
 
@@ -160,9 +166,15 @@ export const decodeOptions = (input: unknown, what: string): Either.Either<Norma
         return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
       }
       if (mcpServers === undefined) return Either.right(backends === undefined ? rest : { ...rest, backends })
+      const keys = Object.keys(mcpServers)
       return fromMcpServers(mcpServers).pipe(
         Either.mapLeft((error) => {
-          const issues = formatIssues(error).map((line) => `mcpServers.${line}`)
+          // The converted list is indexed; the user wrote keys, so name the key.
+          const issues = formatIssues(error, ([index, ...rest]) => [
+            "mcpServers",
+            typeof index === "number" ? (keys[index] ?? index) : (index ?? ""),
+            ...rest
+          ])
           return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
         }),
         Either.map((converted) => ({ ...rest, backends: converted }))

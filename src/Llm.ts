@@ -417,7 +417,7 @@ const classify = (
       const quota = error.code === "insufficient_quota"
       return fail(
         "rate_limit",
-        `${who} ${quota ? "reports the quota exceeded" : "rate limit reached"} (429): ${serverMessage(error)}`,
+        `${who} ${quota ? "reports the account's quota exhausted" : "is rate limiting requests"} (429): ${serverMessage(error)}`,
         { status, retryable: retryable && !quota, retryAfterMs: after }
       )
     }

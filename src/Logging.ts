@@ -49,9 +49,22 @@ const render = (value: unknown): unknown => {
   return value
 }
 
-const messageText = (message: unknown): string => {
+const isPlainObject = (u: unknown): u is Record<string, unknown> =>
+  typeof u === "object" && u !== null && Object.getPrototypeOf(u) === Object.prototype
+
+/**
+ * `Effect.log("text", {key: value})`: strings make the message, plain objects become fields
+ * (so JSON lines stay queryable), anything else is appended as JSON.
+ */
+const splitMessage = (message: unknown, fields: Record<string, unknown>): string => {
   const parts = Array.isArray(message) ? message : [message]
-  return parts.map((p) => (typeof p === "string" ? p : safeJson(render(p)))).join(" ")
+  const text: Array<string> = []
+  for (const part of parts) {
+    if (typeof part === "string") text.push(part)
+    else if (isPlainObject(part)) Object.assign(fields, part)
+    else text.push(safeJson(render(part)))
+  }
+  return text.join(" ")
 }
 
 const safeJson = (value: unknown): string => {
@@ -70,7 +83,7 @@ export const make = (sink: Sink = stderrSink): Logger.Logger<unknown, void> =>
     for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = render(value)
     const now = date.getTime()
     for (const span of List.toArray(spans)) fields[`${span.label}_ms`] = now - span.startTime
-    const text = messageText(message)
+    const text = splitMessage(message, fields)
     const failure = Cause.isEmpty(cause) ? undefined : Cause.pretty(cause, { renderErrorCause: true })
     let line: string
     if (sink.isTTY) {

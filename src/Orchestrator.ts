@@ -231,7 +231,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       // The catalog is rebuilt only when the backends' tool lists change (same array = same tools).
       let cached: { source: ReadonlyArray<BackendTools>; catalog: Catalog } | undefined
       const catalogOf = (source: ReadonlyArray<BackendTools>): Catalog => {
-        if (cached?.source !== source) cached = { source, catalog: buildCatalog(source) }
+        if (cached !== undefined && cached.source === source) return cached.catalog
+        cached = { source, catalog: buildCatalog(source) }
         return cached.catalog
       }
 

@@ -49,7 +49,8 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
       let cached: { source: ReadonlyArray<unknown>; catalog: Catalog } | undefined
       const catalog = (): Catalog => {
         const source = backends.toolsSync()
-        if (cached?.source !== source) cached = { source, catalog: buildCatalog(source) }
+        if (cached !== undefined && cached.source === source) return cached.catalog
+        cached = { source, catalog: buildCatalog(source) }
         return cached.catalog
       }
 

@@ -15,10 +15,12 @@
  * query-side hints (paths, globs, URLs, the IDE context) written around it. What a library adds on
  * top, fuzzy and prefix matching, hurts on a corpus this small and terse ("list"~"lint",
  * "file"~"fill"), and its index would be one more dependency for a few hundred short documents that
- * an inverted index of Maps scores in well under a millisecond. So: BM25F over a few fields, a light
- * suffix stemmer, a vocabulary mapping synonyms to shared concept terms (applied to tools and query
- * alike), and two multiplicative priors (how much of a tool's name the query covers, deprecation).
- * Everything is deterministic: ties keep the input order.
+ * an inverted index of Maps scores in a fraction of a millisecond. So: BM25F over a few fields with
+ * a soft document frequency, a light suffix stemmer, a vocabulary mapping synonyms, phrases and
+ * idioms to shared concept terms (applied to tools and query alike), hints from the query's shape
+ * and the IDE context, and multiplicative priors: coordination (how much of the query a tool
+ * matches), name coverage, deprecated and deleting tools last unless asked for, a tool named
+ * outright first. test/eval/routing.ts measures it. Deterministic: ties keep the input order.
  */
 import type { JsonObject, Tool } from "./Mcp.js"
 
@@ -248,36 +250,39 @@ export interface RankContext {
 
 /**
  * Concepts shared by tools and queries: every word listed under a concept also yields the concept's
- * term (with the weight after `:`, default 1). `+` joins the words of a phrase. Kept general (tool
- * verbs and nouns as people say them), never tuned to single queries.
+ * term (with the weight after `:`, default 1). `+` joins the words of a phrase whose words keep
+ * their own meaning ("knowledge graph"); `~` joins an idiom whose words but the last lose theirs
+ * ("pull up" is not about pull requests, "open an issue" creates one). Phrases match words as
+ * written, unstemmed, with or without stop words between them. Kept general (tool verbs and nouns
+ * as people say them), never tuned to single queries.
  */
 const VOCABULARY: ReadonlyArray<readonly [concept: string, words: string]> = [
   // verbs
-  ["read", "read show open view display cat print see load inspect examine peek preview retrieve:0.6 content:0.4 contents:0.4 get:0.3 fetch:0.4 head:0.5 tail:0.5 look:0.6 look+at:0.8 pull+up:0.8 check:0.3 say:0.3 output:0.3 less:0.3"],
+  ["read", "read show open view display cat print see load inspect examine peek preview retrieve:0.6 content:0.4 contents:0.4 get:0.3 fetch:0.4 head:0.5 tail:0.5 look:0.6 look~at:0.8 pull~up:0.8 check:0.3 say:0.3 output:0.3 less:0.3 contain inside:0.6 written~in:0.8"],
   ["write", "write wrote written save store:0.8 put:0.6 overwrite persist dump:0.6 write+out export:0.5 record:0.4 output:0.3"],
-  ["create", "create make new:0.5 add:0.6 init initialize generate:0.5 touch:0.6 mkdir insert:0.4 register:0.5 set+up:0.8 setup:0.8 scaffold:0.6 establish:0.5"],
-  ["edit", "edit modify change replace patch update fix:0.6 tweak alter amend adjust correct:0.5 rewrite:0.6 substitute refactor:0.5 sed:0.8 find+and+replace rename+variable:0.5"],
-  ["delete", "delete remove rm erase drop destroy purge discard forget unlink rmdir wipe trash:0.6 clear:0.5 get+rid prune:0.6 clean:0.4"],
-  ["move", "move rename mv relocate transfer:0.5"],
+  ["create", "create make new:0.5 add:0.6 init initialize generate:0.5 touch:0.6 mkdir insert:0.4 register:0.5 set~up:0.8 setup:0.8 scaffold:0.6 establish:0.5 link:0.4 connect:0.4 open~issue open~ticket open~pr open~bug file~issue file~bug file~ticket raise~issue raise~pr"],
+  ["edit", "edit modify change replace patch update fix:0.6 tweak alter amend adjust correct:0.5 rewrite:0.6 substitute refactor:0.5 sed:0.8 find~and~replace"],
+  ["delete", "delete remove rm erase drop destroy purge discard forget unlink rmdir wipe trash:0.6 clear:0.5 get~rid prune:0.6 clean:0.4"],
+  ["move", "move rename mv relocate transfer:0.5 transition:0.5 new~name"],
   ["copy", "copy cp duplicate clone:0.6"],
-  ["list", "list ls enumerate browse:0.5 whats+in:0.8 dir:0.6 inventory:0.6 overview:0.4"],
+  ["list", "list ls enumerate browse:0.5 whats+in:0.6 are+in:0.5 files+in:0.5 dir:0.6 inventory:0.6 overview:0.4"],
   ["tree", "tree recursive recursively hierarchy structure nested layout:0.6 outline:0.6 overview:0.4"],
-  ["search", "search find grep locate lookup look+up look+for query:0.5 match:0.5 filter:0.4 seek hunt where+is:0.8 glob pattern:0.6 discover:0.6 scan:0.5"],
-  ["info", "info information metadata stat stats detail:0.5 details:0.5 property:0.6 properties:0.6 attribute:0.6 permission permissions owner:0.3 mode:0.3"],
+  ["search", "search find grep locate lookup look~up look~for query:0.5 match:0.5 filter:0.4 seek hunt where+is:0.8 about:0.3 glob pattern:0.6 discover:0.6 scan:0.5"],
+  ["info", "info information metadata stat stats detail:0.5 details:0.5 property:0.6 properties:0.6 attribute:0.6 permission permissions owner:0.3 mode:0.3 how+big:0.8 how+large:0.8 how+old:0.8"],
   ["size", "size sizes big bigger biggest large largest bytes byte space:0.7 du kb mb gb heavy huge small:0.5 weigh"],
   ["time", "time date when timestamp modified mtime ctime age:0.7 old:0.5 recent:0.5 last+modified"],
   ["compress", "compress compression zip gzip gz archive tar pack:0.6 shrink deflate"],
-  ["sum", "sum add:0.4 plus total calculate compute math arithmetic addition add+up"],
+  ["sum", "sum add:0.4 plus total calculate compute math arithmetic addition add~up"],
   ["number", "number numbers numeric"],
-  ["echo", "echo repeat parrot say+back mirror:0.6 ping:0.4"],
+  ["echo", "echo repeat parrot say~back mirror:0.6 ping:0.4"],
   ["env", "env environment variable:0.8 variables:0.8 vars var"],
-  ["toggle", "toggle enable disable turn+on turn+off switch+on switch+off switch:0.6 activate deactivate on+or+off stop:0.5"],
+  ["toggle", "toggle enable disable turn~on turn~off switch~on switch~off switch:0.6 activate deactivate on+or+off stop:0.5"],
   ["subscribe", "subscribe subscription subscriber subscriptions updates:0.5 notification notifications watch:0.6"],
   ["progress", "progress long+running slow:0.6 wait:0.6 sleep:0.5 delay:0.5 long:0.4 duration:0.6 step:0.4 steps:0.4"],
   ["research", "research investigate study deep+dive analyze:0.6 analyse:0.6 report:0.4"],
   ["annotation", "annotation annotations annotated annotate"],
   ["structured", "structured schema:0.6 typed:0.6 json:0.3"],
-  ["navigate", "navigate go+to visit browse:0.6"],
+  ["navigate", "navigate go~to visit browse:0.6"],
   ["click", "click press tap button"],
   ["type", "type:0.6 fill input:0.5 enter:0.5"],
   ["screenshot", "screenshot capture snap snapshot"],
@@ -285,10 +290,10 @@ const VOCABULARY: ReadonlyArray<readonly [concept: string, words: string]> = [
   ["comment", "comment comments reply respond"],
   ["download", "download"],
   ["diff", "diff changes:0.6 changed:0.6 uncommitted unstaged staged"],
-  ["status", "status state:0.5"],
+  ["status", "status state:0.5 transition:0.5"],
   // nouns
   ["dir", "directory directories folder folders dir dirs subdirectory subdirectories subfolder subfolders mkdir rmdir ls tree:0.4 path:0.3 cwd"],
-  ["file", "file files document documents doc:0.6 cat:0.5 touch:0.5 rm:0.5 readme:0.8"],
+  ["file", "file files document documents doc:0.6 cat:0.5 touch:0.5 rm:0.5 readme:0.8 license:0.8 changelog:0.8 dockerfile:0.8 makefile:0.8 gitignore:0.8 config:0.3 configuration:0.3"],
   ["text", "text txt plain string:0.5 utf8 encoding:0.6 markdown:0.6 md:0.6"],
   ["multiple", "multiple many several batch bulk both few:0.6 couple:0.6 files:0.4 at+once simultaneously together:0.5 two:0.5"],
   ["local", "local disk filesystem file+system machine:0.5 workspace:0.5"],
@@ -306,7 +311,7 @@ const VOCABULARY: ReadonlyArray<readonly [concept: string, words: string]> = [
   ["pr", "pull+request pr prs merge+request mr"],
   ["repo", "repo repos repository repositories github:0.5 gitlab:0.5 remote:0.4 git:0.5"],
   ["branch", "branch branches"],
-  ["commit", "commit commits check+in git:0.5"],
+  ["commit", "commit commits check~in git:0.5"],
   ["sql", "sql database db table tables select postgres postgresql mysql sqlite rows row"],
   ["channel", "channel channels room"],
   ["user", "user users member members teammate teammates people:0.4"]
@@ -318,7 +323,7 @@ const VOCABULARY: ReadonlyArray<readonly [concept: string, words: string]> = [
  */
 const STOP_WORDS = new Set(
   (
-    "a an the and or but nor of to in on off at by for from with into onto about as is are was were be been being am " +
+    "a an the and or but nor of to in on off at by for from with into onto as is are was were be been being am " +
     "do does did doing done have has had having i me my mine myself we us our ours you your yours it its itself " +
     "this that these those there here he she they them his her their what whats which who whom whose why how " +
     "can could would should will shall may might must please pls kindly just also then than so too very really " +
@@ -336,6 +341,18 @@ const DEICTIC = new Set(["this", "it", "current", "here", "active", "opened"])
  * of one word meet; the vocabulary is stemmed with it too, so odd stems do no harm.
  */
 const stem = (word: string): string => {
+  let stemmed = stems.get(word)
+  if (stemmed === undefined) {
+    // Bounded: words come from tool lists and queries, but a long-running gateway sees many queries.
+    if (stems.size > 50_000) stems.clear()
+    stems.set(word, (stemmed = stemUncached(word)))
+  }
+  return stemmed
+}
+
+const stems = new Map<string, string>()
+
+const stemUncached = (word: string): string => {
   if (word.length <= 3 || /\d/.test(word)) return word
   let s = word
   if (s.endsWith("ies") && s.length > 4) s = `${s.slice(0, -3)}y`
@@ -358,17 +375,25 @@ const stem = (word: string): string => {
 }
 
 const CONCEPT_PREFIX = "#"
+/**
+ * A query word the vocabulary knows counts mostly through its concept: "show" should find a tool
+ * that reads, not one whose description happens to say "Shows".
+ */
+const MAPPED_WORD_WEIGHT = 0.6
+const IDIOM_WORD_WEIGHT = 0.2
 
 type Concepts = ReadonlyArray<readonly [term: string, weight: number]>
 
 const buildVocabulary = () => {
   const words = new Map<string, Map<string, number>>()
   const phrases = new Map<string, Map<string, number>>()
+  const idioms = new Set<string>()
   for (const [concept, list] of VOCABULARY) {
     for (const item of list.split(" ")) {
       const [key = "", weightText] = item.split(":")
       const weight = weightText === undefined ? 1 : Number(weightText)
-      const parts = key.split("+")
+      const parts = key.split(/[+~]/)
+      if (key.includes("~")) idioms.add(parts.join(" "))
       const targets =
         parts.length > 1 ? [[phrases, parts.join(" ")] as const] : [[words, key] as const, [words, stem(key)] as const]
       for (const [map, k] of targets) {
@@ -380,45 +405,81 @@ const buildVocabulary = () => {
   }
   const freeze = (m: Map<string, Map<string, number>>) =>
     new Map<string, Concepts>([...m].map(([k, v]) => [k, [...v]]))
-  return { words: freeze(words), phrases: freeze(phrases), longestPhrase: 3 }
+  const longestPhrase = Math.max(...[...phrases.keys()].map((k) => k.split(" ").length))
+  const phraseStarts = new Set([...phrases.keys()].map((k) => k.split(" ")[0] ?? ""))
+  return { words: freeze(words), phrases: freeze(phrases), phraseStarts, idioms, longestPhrase }
 }
 
 const VOCAB = buildVocabulary()
 
-/** Lowercase words of a text, identifiers split (snake_case, kebab-case, camelCase, HTTPServer). */
-const splitWords = (text: string): Array<string> =>
-  text
-    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
-    .replace(/(\w)['’](\w)/g, "$1$2")
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter((w) => w.length > 0)
+/**
+ * Lowercase words of a text, split at anything but letters and digits. Identifiers (tool and
+ * parameter names) are also split at camelCase humps; prose is not, or "TypeScript" and "GitHub"
+ * would turn into "type script" and "git hub".
+ */
+const splitWords = (text: string, identifier = false): Array<string> => {
+  let t = identifier ? text.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2") : text
+  // "what's" -> "whats", "Bob's" -> "bobs": one word, as people mean it.
+  if (t.includes("'") || t.includes("’")) t = t.replace(/(\w)['’](\w)/g, "$1$2")
+  return t.toLowerCase().match(/[a-z0-9]+/g) ?? []
+}
 
-type Sink = (term: string, weight: number) => void
+/** Receives a term, its weight, and which word (or phrase, or hint) of the text it came from. */
+type Sink = (term: string, weight: number, source: string) => void
+
+const isNumber = (word: string): boolean => {
+  for (let i = 0; i < word.length; i++) {
+    const c = word.charCodeAt(i)
+    if (c < 48 || c > 57) return false
+  }
+  return word.length > 0
+}
+
+const phraseSequences = (words: ReadonlyArray<string>): Array<Array<number>> => {
+  const all = words.map((_, i) => i)
+  return [all, all.filter((i) => !STOP_WORDS.has(words[i] ?? ""))]
+}
 
 /** Feeds a text's terms (stems and concepts) to `sink`; returns how many meaningful words it had. */
-const analyze = (text: string, sink: Sink, scale = 1): number => {
-  const words = splitWords(text)
-  for (let i = 0; i < words.length; i++) {
-    for (let n = 2; n <= VOCAB.longestPhrase && i + n <= words.length; n++) {
-      const concepts = VOCAB.phrases.get(words.slice(i, i + n).join(" "))
-      if (concepts) for (const [term, weight] of concepts) sink(term, scale * weight)
+const analyze = (text: string, sink: Sink, scale = 1, identifier = false, mappedWordWeight = 1): number => {
+  const words = splitWords(text, identifier)
+  const inIdiom = new Set<number>()
+  // Phrases are looked for both as written and with stop words skipped ("open an issue").
+  const sequences = words.some((w) => VOCAB.phraseStarts.has(w)) ? phraseSequences(words) : []
+  const seen = new Set<string>()
+  for (const sequence of sequences) {
+    for (let i = 0; i < sequence.length; i++) {
+      if (!VOCAB.phraseStarts.has(words[sequence[i] ?? -1] ?? "")) continue
+      for (let n = 2; n <= VOCAB.longestPhrase && i + n <= sequence.length; n++) {
+        const positions = sequence.slice(i, i + n)
+        const phrase = positions.map((p) => words[p]).join(" ")
+        const concepts = VOCAB.phrases.get(phrase)
+        if (concepts === undefined || seen.has(positions.join())) continue
+        seen.add(positions.join())
+        for (const [term, weight] of concepts) sink(term, scale * weight, phrase)
+        if (VOCAB.idioms.has(phrase)) for (const p of positions.slice(0, -1)) inIdiom.add(p)
+      }
     }
   }
   let count = 0
-  for (const word of words) {
-    if (/^\d+$/.test(word)) {
-      // A number is an argument, but "add 2 and 3" should still find the arithmetic tool.
-      sink(`${CONCEPT_PREFIX}number`, scale * 0.3)
+  const numbers = words.filter(isNumber).length
+  for (let position = 0; position < words.length; position++) {
+    const word = words[position] ?? ""
+    if (isNumber(word)) {
+      // A number is an argument, but "add 17 and 25" should still find the arithmetic tool.
+      sink(`${CONCEPT_PREFIX}number`, scale * (numbers >= 2 ? 0.6 : 0.3), "#number")
       continue
     }
     if (word.length < 2 || STOP_WORDS.has(word)) continue
     count++
     const stemmed = stem(word)
-    sink(stemmed, scale)
+    if (inIdiom.has(position)) {
+      sink(stemmed, scale * IDIOM_WORD_WEIGHT, stemmed)
+      continue
+    }
     const concepts = VOCAB.words.get(word) ?? VOCAB.words.get(stemmed)
-    if (concepts) for (const [term, weight] of concepts) sink(term, scale * weight)
+    sink(stemmed, concepts ? scale * mappedWordWeight : scale, stemmed)
+    if (concepts) for (const [term, weight] of concepts) sink(term, scale * weight, stemmed)
   }
   return count
 }
@@ -436,30 +497,44 @@ const extensionOf = (path: string): string | undefined => {
 const isPathLike = (token: string): boolean =>
   token.length > 3 &&
   !/^[a-z][a-z0-9+.-]*:\/\//i.test(token) &&
+  /^[\w*?.~/\\{},@+-]+$/.test(token) &&
   (/[\\/]/.test(token) || /^[\w*?.~-]*[\w*]\.[a-z0-9]*[a-z][a-z0-9]*$/i.test(token) || /^\.[\w.-]+$/.test(token) || /[*?]/.test(token))
 
 const TRIM_PUNCTUATION = /^[("'`[{<]+|[)"'`\]}>.,;:!?]+$/g
 
+const weightOf = (terms: ReadonlyMap<string, number>, concept: string): number => terms.get(CONCEPT_PREFIX + concept) ?? 0
+
 interface QueryTerms {
+  /** term -> weight */
   readonly terms: ReadonlyMap<string, number>
+  /** What the query asks for, one entry per word, phrase or hint: the terms that stand for it. */
+  readonly aspects: ReadonlyArray<ReadonlyMap<string, number>>
   /** The query lowercased, to notice a tool named outright. */
   readonly text: string
 }
 
 const analyzeQuery = (query: string, context: RankContext | null | undefined): QueryTerms => {
   const terms = new Map<string, number>()
+  const aspects = new Map<string, Map<string, number>>()
   // max, not sum: saying "folder" and "directory" is not twice the evidence.
-  const put: Sink = (term, weight) => {
+  const put: Sink = (term, weight, source) => {
     if (weight > (terms.get(term) ?? 0)) terms.set(term, weight)
+    let aspect = aspects.get(source)
+    if (aspect === undefined) aspects.set(source, (aspect = new Map()))
+    if (weight > (aspect.get(term) ?? 0)) aspect.set(term, weight)
   }
+  const hint = (concept: string, weight: number) => put(CONCEPT_PREFIX + concept, weight, CONCEPT_PREFIX + concept)
+
   let text = query
+  // Arithmetic written out ("2+40") has no words to match.
+  if (/\d\s*[+]\s*\d/.test(text)) hint("sum", 1)
   text = text.replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, () => {
-    put(`${CONCEPT_PREFIX}url`, 1)
+    hint("url", 1)
     return " "
   })
   // Quoted text is mostly an argument (what to echo, search for, write), not the intent.
   text = text.replace(/(^|[\s(:=])(["'`“‘])([^"'`”’]+)["'`”’](?=$|[\s),.;:!?])/g, (_m, before: string, _q, body: string) => {
-    analyze(body, put, 0.3)
+    analyze(body, put, 0.3, false, MAPPED_WORD_WEIGHT)
     return `${before} `
   })
   const paths: Array<string> = []
@@ -474,38 +549,46 @@ const analyzeQuery = (query: string, context: RankContext | null | undefined): Q
     .join(" ")
   for (const path of paths) {
     const extension = extensionOf(path)
-    if (/[*?]/.test(path)) put(`${CONCEPT_PREFIX}search`, 0.7)
-    if (extension !== undefined) {
-      put(`${CONCEPT_PREFIX}file`, 0.6)
-      if (IMAGE_EXTENSIONS.has(extension)) put(`${CONCEPT_PREFIX}image`, 0.6)
+    if (/[*?]/.test(path)) hint("search", 0.7)
+    if (extension === undefined) {
+      hint("dir", 0.4)
+      hint("file", 0.3)
+    } else if (IMAGE_EXTENSIONS.has(extension)) {
+      hint("file", 0.6)
+      hint("image", 0.6)
     } else {
-      put(`${CONCEPT_PREFIX}dir`, 0.4)
-      put(`${CONCEPT_PREFIX}file`, 0.3)
+      hint("file", 0.6)
+      hint("text", 0.3)
     }
   }
-  if (new Set(paths).size >= 2) put(`${CONCEPT_PREFIX}multiple`, 0.5)
-  analyze(text, put)
+  if (new Set(paths).size >= 2) hint("multiple", 0.5)
+  analyze(text, put, 1, false, MAPPED_WORD_WEIGHT)
 
-  const words = splitWords(query)
-  const deictic = words.some((w) => DEICTIC.has(w))
+  // What some combinations of concepts mean together, which no single word says.
+  // Showing or reading a folder is listing it.
+  if (weightOf(terms, "dir") >= 0.8 && weightOf(terms, "read") >= 0.5) hint("list", 0.7)
+  // "add 17 and 25" is a calculation, not adding a thing.
+  if (weightOf(terms, "number") >= 0.6 && weightOf(terms, "sum") > 0) hint("sum", 1)
+
+  const deictic = splitWords(query).some((w) => DEICTIC.has(w))
   const document = context?.activeDocumentURI
   if (document) {
     const weight = deictic ? 0.7 : 0.3
-    put(`${CONCEPT_PREFIX}file`, weight)
+    hint("file", weight)
     const extension = extensionOf(document)
-    if (extension !== undefined && IMAGE_EXTENSIONS.has(extension)) put(`${CONCEPT_PREFIX}image`, weight)
-    if (/^file:/i.test(document)) put(`${CONCEPT_PREFIX}local`, 0.3)
+    if (extension !== undefined && IMAGE_EXTENSIONS.has(extension)) hint("image", weight)
+    if (/^file:/i.test(document)) hint("local", 0.3)
   }
   if (context?.currentWorkingDirectory) {
-    put(`${CONCEPT_PREFIX}dir`, deictic && !document ? 0.5 : 0.15)
-    put(`${CONCEPT_PREFIX}local`, 0.2)
+    hint("dir", deictic && !document ? 0.5 : 0.15)
+    hint("local", 0.2)
   }
   const selection = context?.selectionText?.trim()
   if (selection) {
-    put(`${CONCEPT_PREFIX}text`, 0.2)
-    if (!/\s/.test(selection) && isPathLike(selection)) put(`${CONCEPT_PREFIX}file`, 0.4)
+    hint("text", 0.2)
+    if (!/\s/.test(selection) && isPathLike(selection)) hint("file", 0.4)
   }
-  return { terms, text: query.toLowerCase() }
+  return { terms, aspects: [...aspects.values()], text: query.toLowerCase() }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -525,18 +608,34 @@ const FIELDS = [
   { weight: 0.6, b: 0 } // backend id
 ] as const
 const K1 = 1.2
+/**
+ * Document frequency is soft: a tool counts fully towards a term's frequency only when the term is
+ * in its name or first sentence. Otherwise boilerplate ("Only works within allowed directories")
+ * and weak synonyms ("get" for read) make the concepts people actually ask for look common.
+ */
+const DF_REFERENCE_WEIGHT = 1.5
 /** How much a tool gains when the query accounts for all the words of its name. */
 const NAME_COVERAGE_BOOST = 0.6
 const DEPRECATED_FACTOR = 0.7
+/** A tool matching none but one of several aspects of the query keeps this share of its score. */
+const COORDINATION_FLOOR = 0.3
+/** A tool that deletes should not be the first pick for "link Bob to Acme" just because it matches as well. */
+const DESTRUCTIVE_FACTOR = 0.75
 /** Words in tool names that name no action or object. */
 const GENERIC_NAME_WORDS = new Set(["get", "do", "run", "tool", "mcp", "execute", "perform", "simple"])
 
 interface Document {
-  readonly fields: ReadonlyArray<ReadonlyMap<string, number>>
+  /** Its distinct terms; `counts[t * FIELDS.length + f]` is term t's weighted count in field f. */
+  readonly terms: ReadonlyArray<string>
+  readonly counts: Float64Array
+  /** Term t's field-weighted count, for the soft document frequency. */
+  readonly presence: Float64Array
   readonly lengths: ReadonlyArray<number>
   /** Per meaningful word of the tool's name: the terms it stands for. */
   readonly nameSlots: ReadonlyArray<ReadonlyMap<string, number>>
   readonly deprecated: boolean
+  /** Its name says it deletes: offered only when deleting is asked for. */
+  readonly destructive: boolean
   /** Multi-word identifiers ("read_text_file") the user may type to name the tool outright. */
   readonly mentions: ReadonlyArray<string>
 }
@@ -548,9 +647,9 @@ interface DocumentSource {
   readonly inputSchema: unknown
 }
 
-const termCounts = (text: string): { terms: Map<string, number>; length: number } => {
+const termCounts = (text: string, identifier = false): { terms: Map<string, number>; length: number } => {
   const terms = new Map<string, number>()
-  const length = analyze(text, (term, weight) => terms.set(term, (terms.get(term) ?? 0) + weight))
+  const length = analyze(text, (term, weight) => terms.set(term, (terms.get(term) ?? 0) + weight), 1, identifier)
   return { terms, length }
 }
 
@@ -583,27 +682,42 @@ const analyzeDocument = (source: DocumentSource): Document => {
   const schema = schemaText(source.inputSchema)
   // In the order of FIELDS.
   const parts = [
-    termCounts(source.toolName),
+    termCounts(source.toolName, true),
     termCounts(firstSentence),
-    termCounts(schema.names.join(" ")),
+    termCounts(schema.names.join(" "), true),
     termCounts(`${rest} ${schema.prose.join(" ")}`),
-    termCounts(source.backendId ?? "")
+    termCounts(source.backendId ?? "", true)
   ]
-  const backendWords = new Set(splitWords(source.backendId ?? ""))
-  const nameSlots = splitWords(source.toolName)
+  const backendWords = new Set(splitWords(source.backendId ?? "", true))
+  const nameSlots = splitWords(source.toolName, true)
     .filter((w) => !GENERIC_NAME_WORDS.has(w) && !backendWords.has(w) && !STOP_WORDS.has(w) && w.length > 1)
     .map((word) => {
       const slot = new Map<string, number>()
-      analyze(word, (term, weight) => slot.set(term, Math.max(slot.get(term) ?? 0, weight)))
+      analyze(word, (term, weight) => slot.set(term, Math.max(slot.get(term) ?? 0, weight)), 1, true)
       return slot
     })
     .filter((slot) => slot.size > 0)
   const identifiers = [source.toolName, source.backendId ? `${source.backendId}${SEPARATOR}${source.toolName}` : ""]
+  // Flattened once here so that indexing a list (per list, not per tool) allocates almost nothing.
+  const termIds = new Map<string, number>()
+  parts.forEach((part) => part.terms.forEach((_, term) => termIds.has(term) || termIds.set(term, termIds.size)))
+  const counts = new Float64Array(termIds.size * FIELDS.length)
+  const presence = new Float64Array(termIds.size)
+  parts.forEach((part, f) =>
+    part.terms.forEach((count, term) => {
+      const t = termIds.get(term) ?? 0
+      counts[t * FIELDS.length + f] = count
+      presence[t] = (presence[t] ?? 0) + (FIELDS[f]?.weight ?? 0) * count
+    })
+  )
   return {
-    fields: parts.map((p) => p.terms),
+    terms: [...termIds.keys()],
+    counts,
+    presence,
     lengths: parts.map((p) => p.length),
     nameSlots,
     deprecated: /\bdeprecated\b/i.test(description),
+    destructive: nameSlots.some((slot) => (slot.get(`${CONCEPT_PREFIX}delete`) ?? 0) >= 0.8),
     mentions: identifiers.filter((id) => /[a-z0-9][_-]|[a-z][A-Z]/.test(id)).map((id) => id.toLowerCase())
   }
 }
@@ -635,7 +749,7 @@ const sourceOfEntry = (entry: CatalogEntry): DocumentSource => {
 }
 
 interface Index {
-  readonly size: number
+  readonly items: ReadonlyArray<object>
   readonly documents: ReadonlyArray<Document>
   /** term -> [document index, saturated-ready pseudo term frequency] pairs, flattened. */
   readonly postings: ReadonlyMap<string, { readonly docs: Array<number>; readonly tfs: Array<number> }>
@@ -659,33 +773,36 @@ const buildIndex = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: 
   const n = documents.length
   const averages = FIELDS.map((_, f) => Math.max(1, documents.reduce((sum, d) => sum + (d.lengths[f] ?? 0), 0) / Math.max(1, n)))
   const postings = new Map<string, { docs: Array<number>; tfs: Array<number> }>()
+  const df = new Map<string, number>()
+  const fieldCount = FIELDS.length
+  const scale = new Float64Array(fieldCount)
   documents.forEach((document, i) => {
-    const tf = new Map<string, number>()
-    FIELDS.forEach(({ weight, b }, f) => {
-      const norm = 1 - b + (b * (document.lengths[f] ?? 0)) / (averages[f] ?? 1)
-      for (const [term, count] of document.fields[f] ?? []) {
-        tf.set(term, (tf.get(term) ?? 0) + (weight * count) / norm)
-      }
-    })
-    for (const [term, value] of tf) {
+    // BM25F: each field's count weighted and length-normalised, then summed into one pseudo-frequency.
+    for (let f = 0; f < fieldCount; f++) {
+      const { weight, b } = FIELDS[f] ?? { weight: 0, b: 0 }
+      scale[f] = weight / (1 - b + (b * (document.lengths[f] ?? 0)) / (averages[f] ?? 1))
+    }
+    document.terms.forEach((term, t) => {
+      let tf = 0
+      for (let f = 0; f < fieldCount; f++) tf += (document.counts[t * fieldCount + f] ?? 0) * (scale[f] ?? 0)
       let posting = postings.get(term)
       if (posting === undefined) postings.set(term, (posting = { docs: [], tfs: [] }))
       posting.docs.push(i)
-      posting.tfs.push(value)
-    }
+      posting.tfs.push(tf)
+      df.set(term, (df.get(term) ?? 0) + Math.min(1, (document.presence[t] ?? 0) / DF_REFERENCE_WEIGHT))
+    })
   })
   const idf = new Map<string, number>()
-  for (const [term, posting] of postings) {
-    const df = posting.docs.length
-    idf.set(term, Math.log(1 + (n - df + 0.5) / (df + 0.5)))
-  }
-  return { size: n, documents, postings, idf }
+  for (const [term, count] of df) idf.set(term, Math.log(1 + (n - count + 0.5) / (count + 0.5)))
+  return { items: [...items], documents, postings, idf }
 }
 
 const indexOf = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: T) => DocumentSource): Index => {
   const cached = indexCache.get(items)
   // A caller that mutated its array after ranking gets a fresh index rather than a wrong one.
-  if (cached !== undefined && cached.size === items.length) return cached
+  if (cached !== undefined && cached.items.length === items.length && cached.items.every((item, i) => item === items[i])) {
+    return cached
+  }
   const index = buildIndex(items, sourceOf)
   indexCache.set(items, index)
   return index
@@ -715,8 +832,29 @@ const rankWith = <T extends object>(
   const limit = Math.min(normalizeLimit(k), items.length)
   if (limit === 0) return []
   const index = indexOf(items, sourceOf)
-  const { terms, text } = analyzeQuery(typeof query === "string" ? query : String(query ?? ""), context)
+  const { aspects, terms, text } = analyzeQuery(typeof query === "string" ? query : String(query ?? ""), context)
   const scores = new Float64Array(items.length)
+  // Coordination: how much of what the query asks for a tool matches at all, each aspect counted
+  // by its strongest term the tool has. Summed BM25 alone lets one strong word ("open" in
+  // open_nodes) outweigh a tool that matches everything asked for.
+  const coordination = new Float64Array(items.length)
+  const stamp = new Int32Array(items.length)
+  let askedFor = 0
+  aspects.forEach((aspect, a) => {
+    let known = false
+    for (const [term, weight] of [...aspect].sort((x, y) => y[1] - x[1])) {
+      const posting = index.postings.get(term)
+      if (posting === undefined) continue
+      known = true
+      for (const doc of posting.docs) {
+        if (stamp[doc] === a + 1) continue
+        stamp[doc] = a + 1
+        coordination[doc] = (coordination[doc] ?? 0) + weight
+      }
+    }
+    // Words no tool knows (names, "webpack") are arguments: they neither help nor hurt.
+    if (known) askedFor += Math.max(...aspect.values())
+  })
   for (const [term, queryWeight] of terms) {
     const posting = index.postings.get(term)
     if (posting === undefined) continue
@@ -727,12 +865,14 @@ const rankWith = <T extends object>(
       scores[doc] = (scores[doc] ?? 0) + (queryWeight * idf * tf * (K1 + 1)) / (tf + K1)
     }
   }
+  const wantsDeletion = (terms.get(`${CONCEPT_PREFIX}delete`) ?? 0) >= 0.5
   const scored: Array<number> = []
   for (let i = 0; i < items.length; i++) {
     const document = index.documents[i]
     let score = scores[i] ?? 0
     if (document === undefined) continue
     if (score > 0) {
+      if (askedFor > 0) score *= COORDINATION_FLOOR + ((1 - COORDINATION_FLOOR) * (coordination[i] ?? 0)) / askedFor
       if (document.nameSlots.length > 0) {
         let covered = 0
         for (const slot of document.nameSlots) {
@@ -743,6 +883,7 @@ const rankWith = <T extends object>(
         score *= 1 + (NAME_COVERAGE_BOOST * covered) / document.nameSlots.length
       }
       if (document.deprecated) score *= DEPRECATED_FACTOR
+      if (document.destructive && !wantsDeletion) score *= DESTRUCTIVE_FACTOR
     }
     // Naming the tool outright beats any amount of word overlap.
     if (document.mentions.some((id) => mentioned(text, id))) score = (score + 1) * 3
@@ -759,9 +900,11 @@ const rankWith = <T extends object>(
 }
 
 /**
- * The `k` tools that best match `query` (all of them, ranked, when there are fewer), best first.
- * Pure and deterministic. Exposed names (`<backendId>__<tool>`) and `[<backendId>] ` description
- * prefixes are understood. The index is cached per array, so pass the same array for the same list.
+ * The `k` tools that best match `query` (all of them, ranked, when there are fewer), best first;
+ * tools that match nothing follow in their listed order. `context` (the orchestration request's)
+ * only hints. Pure and deterministic. Exposed names (`<backendId>__<tool>`) and `[<backendId>] `
+ * description prefixes are understood. The index is cached per array (and per tool object), so
+ * pass the same array for the same list.
  */
 export const rank = <T extends Tool>(
   tools: ReadonlyArray<T>,
@@ -777,3 +920,11 @@ export const rankEntries = (
   k: number,
   context?: RankContext | null
 ): Array<CatalogEntry> => rankWith(entries, sourceOfEntry, query, k, context)
+
+/**
+ * Builds and caches the ranking index of `entries` now (tens of milliseconds per thousand tools),
+ * so that the first query after the tool list changes does not wait for it. Optional.
+ */
+export const prepareRanking = (entries: ReadonlyArray<CatalogEntry>): void => {
+  indexOf(entries, sourceOfEntry)
+}

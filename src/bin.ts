@@ -4,7 +4,7 @@
  * the stdio server until stdin ends, `exit`, SIGINT or SIGTERM (each exits 0 after cleanup).
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Either, Layer } from "effect"
+import { Cause, Effect, Either, Exit, Layer } from "effect"
 import { parseArgs } from "node:util"
 import { type ConfigSources, GatewayConfig, LogLevelName, loadDotEnv, readConfigFile } from "./Config.js"
 import * as Gateway from "./Gateway.js"
@@ -102,7 +102,7 @@ NodeRuntime.runMain(main, {
   disableErrorReporting: true,
   // Always exit explicitly: a backend pipe or timer left open must not keep the process alive.
   teardown: (exit, onExit) => {
-    const code = exit._tag === "Failure" && !exit.cause.toString().includes("Interrupt") ? 1 : 0
+    const code = Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) ? 1 : 0
     onExit(code)
     process.exit(code)
   }

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Layer, Logger, LogLevel, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber, HashMap, Layer, Logger, LogLevel, TestClock } from "effect"
 import * as net from "node:net"
 import { GatewayConfig } from "../src/Config.js"
 import { LlmRequestFailed, NotConfigured } from "../src/Errors.js"
@@ -451,5 +451,49 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       const error = yield* expectLlmFailure(chat(request("x")).pipe(Effect.provide(layer)))
       assert.strictEqual(error.reason, "other")
       assert.include(error.message, "OPENAI_BASE_URL")
+    }))
+
+  it.scopedLive("logs the request at debug and its body at trace, never the key; SDK logs use the Effect logger", () =>
+    Effect.gen(function* () {
+      const lines: Array<{ level: string; text: string; annotations: Record<string, unknown> }> = []
+      const capture = Layer.merge(
+        Logger.replace(
+          Logger.defaultLogger,
+          Logger.make(({ annotations, logLevel, message }) => {
+            lines.push({
+              level: logLevel.label,
+              text: JSON.stringify(message),
+              annotations: Object.fromEntries(HashMap.toEntries(annotations))
+            })
+          })
+        ),
+        Logger.minimumLogLevel(LogLevel.All)
+      )
+      // The SDK reads OPENAI_LOG when the client is built; at "debug" it would write to stdout.
+      const previous = process.env.OPENAI_LOG
+      process.env.OPENAI_LOG = "debug"
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          if (previous === undefined) delete process.env.OPENAI_LOG
+          else process.env.OPENAI_LOG = previous
+        })
+      )
+      const fake = yield* fakeOpenAI({ tool: "filesystem__read_file", arguments: { path: "a.txt" } })
+      const layer = LlmClient.layerOpenAIWith({ maxRetries: 0 }).pipe(
+        Layer.provide(GatewayConfig.layer({ env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: "m" } }))
+      )
+      yield* chat(request("read a.txt")).pipe(Effect.provide(layer), Effect.provide(capture))
+
+      const debug = lines.find((l) => l.level === "DEBUG" && l.text.includes("LLM request"))
+      assert.isDefined(debug)
+      assert.deepInclude(debug!.annotations, { model: "m", tools: 2, host: fake.baseUrl.slice("http://".length, -"/v1".length) })
+      const body = lines.find((l) => l.level === "TRACE" && l.text.includes("LLM request body"))
+      assert.isDefined(body)
+      assert.include(body!.text, "Query: read a.txt")
+      assert.isTrue(lines.some((l) => l.text.includes("openai: ")), "the SDK's own lines reach the Effect logger")
+      for (const line of lines) {
+        assert.notInclude(line.text, KEY)
+        assert.notInclude(JSON.stringify(line.annotations), KEY)
+      }
     }))
 })

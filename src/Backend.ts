@@ -1,0 +1,828 @@
+/**
+ * One backend: an MCP server run as a child process, and the MCP client session the gateway holds
+ * with it over the process's stdio (newline-delimited JSON-RPC).
+ *
+ * `make` is a scoped resource: it spawns the process, runs the handshake (`initialize` with
+ * version fallback, `notifications/initialized`, `tools/list`) and returns a `Backend`; closing
+ * the scope stops the process and every process it started.
+ *
+ * Why raw `node:child_process` inside `Effect.acquireRelease` and not @effect/platform's `Command`:
+ * - The hot path stays synchronous. A reply is parsed in the stdout `data` callback and resumes
+ *   the waiting fiber directly from a Map of pending ids; a request is one `stdin.write` of a
+ *   whole frame. `Command` gives stdout as a Stream and stdin as a Sink, which puts a stream
+ *   pipeline and a writer fiber on every call (the gateway has a budget of 0.3 ms per call).
+ * - Exit codes and signals arrive as values (`exit` gives both), spawn errors as errno codes;
+ *   `Command` reports a signal as a PlatformError message.
+ * - `Command`'s finalizer waits forever for a child that ignores SIGTERM, and leaves the process
+ *   group alone when the leader exited with 0, so the kill path had to be ours anyway; here it
+ *   lives in one place (`terminate`).
+ * - No `CommandExecutor`/`FileSystem` requirement leaks into the layers above.
+ *
+ * Frames never interleave: a frame is written with a single `write` call on the one stdin
+ * Writable, which queues whole chunks in order; that Writable is the single writer.
+ */
+import { Deferred, Effect, Exit, FiberId, Queue } from "effect"
+import { spawn, spawnSync, type ChildProcess } from "node:child_process"
+import { readdirSync, readFileSync, statSync } from "node:fs"
+import { createRequire } from "node:module"
+import type { BackendConfig } from "./Config.js"
+import { DEFAULT_MAX_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "./Config.js"
+import { BackendError } from "./Errors.js"
+import * as Mcp from "./Mcp.js"
+import * as Secrets from "./Secrets.js"
+
+// ---------------------------------------------------------------------------------------------
+// Public shapes
+
+export interface ClientInfo {
+  readonly name: string
+  readonly version: string
+}
+
+const packageVersion = (): string => {
+  try {
+    // Both src/Backend.ts and dist/Backend.js sit one level below package.json.
+    return (createRequire(import.meta.url)("../package.json") as { version: string }).version
+  } catch {
+    return "0.0.0"
+  }
+}
+
+export const DEFAULT_CLIENT_INFO: ClientInfo = { name: "mcp-agentify", version: packageVersion() }
+export const DEFAULT_KILL_GRACE_MS = 2_000
+
+export interface Options {
+  /** The default per-request timeout (the backend's own `requestTimeoutMs` wins). */
+  readonly requestTimeoutMs?: number | undefined
+  /** How long a process has to exit after SIGTERM before its group gets SIGKILL. */
+  readonly killGraceMs?: number | undefined
+  readonly clientInfo?: ClientInfo | undefined
+  /** A stdout line longer than this is dropped (a backend must not be able to exhaust memory). */
+  readonly maxFrameBytes?: number | undefined
+  /** Backend notifications other than `tools/list_changed` (progress, message, ...). */
+  readonly onNotification?: ((method: string, params: unknown) => Effect.Effect<void>) | undefined
+  /** After the backend said its tools changed and they were listed again. */
+  readonly onToolsChanged?: ((tools: ReadonlyArray<Mcp.Tool>) => Effect.Effect<void>) | undefined
+}
+
+export interface ExitInfo {
+  readonly code: number | null
+  readonly signal: string | null
+  /** "exited with code 1", "killed by SIGKILL", "stopped" (the gateway stopped it). */
+  readonly description: string
+}
+
+export interface RequestOptions {
+  readonly timeoutMs?: number | undefined
+}
+
+export interface Backend {
+  readonly id: string
+  readonly pid: number
+  readonly protocolVersion: string
+  readonly serverInfo: unknown
+  readonly serverCapabilities: Readonly<Record<string, unknown>>
+  readonly instructions: string | undefined
+  /** The tools as last listed (kept up to date on `notifications/tools/list_changed`). */
+  readonly tools: () => ReadonlyArray<Mcp.Tool>
+  /** Any request; the result passes through unchanged. */
+  readonly request: (method: string, params?: unknown, options?: RequestOptions) => Effect.Effect<unknown, BackendError>
+  readonly notify: (method: string, params?: unknown) => Effect.Effect<void>
+  readonly listTools: Effect.Effect<ReadonlyArray<Mcp.Tool>, BackendError>
+  readonly callTool: (
+    name: string,
+    args: unknown,
+    options?: RequestOptions & { readonly meta?: Readonly<Record<string, unknown>> | undefined }
+  ) => Effect.Effect<unknown, BackendError>
+  readonly ping: Effect.Effect<void, BackendError>
+  /** Succeeds when the process has exited, with why. */
+  readonly exited: Effect.Effect<ExitInfo>
+  readonly isRunning: () => boolean
+}
+
+/**
+ * A failure that retrying cannot fix: the process could not be started at all (command or working
+ * directory missing, permission denied) or it speaks no protocol version we support.
+ */
+export const isPermanentFailure = (error: BackendError): boolean =>
+  error.method === "spawn" || (error.method === "initialize" && error.reason === "call_failed")
+
+// ---------------------------------------------------------------------------------------------
+// Process
+
+const isWindows = process.platform === "win32"
+
+/** A line a synchronous callback wants logged; a fiber logs them so callbacks never block. */
+interface LogLine {
+  readonly level: "debug" | "warn"
+  readonly message: string
+  readonly stream?: "stderr" | "stdout"
+}
+
+interface Pending {
+  readonly resume: (exit: Exit.Exit<unknown, BackendError>) => void
+  readonly timer: ReturnType<typeof setTimeout>
+  readonly method: string
+  readonly timeoutMs: number
+}
+
+type Inbound =
+  | { readonly _tag: "Notification"; readonly method: string; readonly params: unknown }
+  | { readonly _tag: "ToolsChanged" }
+
+const MAX_LOGGED_LINE = 2_000
+const STDERR_TAIL_LINES = 8
+/** After `exit`, how long buffered stdout/stderr may still be read when the pipes stay open (a grandchild holds them). */
+const EXIT_DRAIN_MS = 50
+
+const describeExit = (code: number | null, signal: string | null): string =>
+  code !== null ? `exited with code ${code}` : `killed by ${signal ?? "an unknown signal"}`
+
+const quoteForShell = (arg: string): string => (/[\s"&|<>^]/.test(arg) ? `"${arg.replace(/"/g, '""')}"` : arg)
+
+/**
+ * The process and its JSON-RPC connection. Plain mutable state: every callback runs on the one JS
+ * thread, and the hot path must not allocate fibers.
+ */
+class Connection {
+  readonly pending = new Map<number, Pending>()
+  nextId = 1
+  /** Set at the process's `exit`; requests fail at once from then on. */
+  exitInfo: ExitInfo | undefined = undefined
+  /** Completed once buffered output was read after the exit (or `EXIT_DRAIN_MS` later). */
+  readonly exitDeferred = Deferred.unsafeMake<ExitInfo>(FiberId.none)
+  /** Completed at the raw `exit` event, for the kill path. */
+  readonly leaderExited = Deferred.unsafeMake<void>(FiberId.none)
+  /** The gateway is stopping it: failures read "stopped", not "killed by SIGTERM". */
+  closing = false
+  /** Until the session is ready, crash errors carry the stderr tail (why start-up failed). */
+  starting = true
+  droppedLogLines = 0
+  private stdinOpen = true
+  private stdoutBuffer = ""
+  private discardingLongLine = false
+  private stderrBuffer = ""
+  private readonly stderrTail: Array<string> = []
+  private warnedJunk = false
+
+  constructor(
+    readonly child: ChildProcess,
+    readonly backendId: string,
+    private readonly maxFrameBytes: number,
+    private readonly logs: Queue.Queue<LogLine>,
+    private readonly inbound: Queue.Queue<Inbound>
+  ) {
+    child.stdout!.setEncoding("utf8")
+    child.stderr!.setEncoding("utf8")
+    child.stdout!.on("data", this.onStdout)
+    // Always drained, whatever it writes: a full stderr pipe would block the backend.
+    child.stderr!.on("data", this.onStderr)
+    child.stdin!.on("error", this.onStdinError)
+    child.stdout!.on("error", () => {})
+    child.stderr!.on("error", () => {})
+    child.on("exit", this.onExit)
+  }
+
+  get pid(): number {
+    return this.child.pid!
+  }
+
+  private log(line: LogLine) {
+    if (!Queue.unsafeOffer(this.logs, line)) this.droppedLogLines++
+  }
+
+  // -- writing
+
+  write(frame: string): boolean {
+    if (!this.stdinOpen || this.exitInfo !== undefined) return false
+    this.child.stdin!.write(frame)
+    return true
+  }
+
+  private onStdinError = (error: Error) => {
+    // EPIPE once the process is gone; the exit handler reports it.
+    this.stdinOpen = false
+    this.log({ level: "debug", message: `stdin closed: ${error.message}` })
+  }
+
+  endStdin() {
+    if (!this.stdinOpen) return
+    this.stdinOpen = false
+    this.child.stdin!.end()
+  }
+
+  // -- reading
+
+  private onStdout = (chunk: string) => {
+    const buffer = this.stdoutBuffer === "" ? chunk : this.stdoutBuffer + chunk
+    let start = 0
+    let newline: number
+    while ((newline = buffer.indexOf("\n", start)) !== -1) {
+      const line = buffer.slice(start, newline)
+      start = newline + 1
+      if (this.discardingLongLine) {
+        this.discardingLongLine = false
+        continue
+      }
+      this.onLine(line)
+    }
+    this.stdoutBuffer = start === 0 ? buffer : buffer.slice(start)
+    if (this.stdoutBuffer.length > this.maxFrameBytes) {
+      this.log({ level: "warn", message: `dropped a stdout line longer than ${this.maxFrameBytes} characters` })
+      this.stdoutBuffer = ""
+      this.discardingLongLine = true
+    }
+  }
+
+  private onLine(raw: string) {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw
+    const first = line.trimStart()[0]
+    if (first === undefined) return
+    if (first !== "{" && first !== "[") return this.junk(line)
+    let message: unknown
+    try {
+      message = JSON.parse(line)
+    } catch {
+      return this.junk(line)
+    }
+    if (Array.isArray(message)) {
+      // JSON-RPC batches (2025-03-26 allowed them).
+      for (const item of message) this.onMessage(item, line)
+    } else {
+      this.onMessage(message, line)
+    }
+  }
+
+  private junk(line: string) {
+    if (!this.warnedJunk) {
+      this.warnedJunk = true
+      this.log({
+        level: "warn",
+        message: "skipping stdout lines that are not JSON-RPC (banners, notices)",
+        stream: "stdout"
+      })
+    }
+    this.log({ level: "debug", message: `not JSON-RPC: ${line.slice(0, MAX_LOGGED_LINE)}`, stream: "stdout" })
+  }
+
+  private onMessage(message: unknown, line: string) {
+    if (typeof message !== "object" || message === null) return this.junk(line)
+    const m = message as { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown }
+    if (typeof m.method === "string") {
+      if (m.id !== undefined && m.id !== null) this.onRequest(m.id, m.method)
+      else this.onNotification(m.method, m.params)
+      return
+    }
+    if (m.id === undefined) return this.junk(line)
+    const id = typeof m.id === "number" ? m.id : Number(m.id)
+    const pending = this.pending.get(id)
+    if (pending === undefined) {
+      // A reply after its timeout or cancellation, or an error about an unparsable frame (id null).
+      this.log({
+        level: m.id === null ? "warn" : "debug",
+        message: `reply to no pending request: ${line.slice(0, MAX_LOGGED_LINE)}`
+      })
+      return
+    }
+    this.pending.delete(id)
+    clearTimeout(pending.timer)
+    if (m.error !== undefined) {
+      pending.resume(Exit.fail(this.callFailed(pending.method, m.error)))
+    } else {
+      pending.resume(Exit.succeed(m.result))
+    }
+  }
+
+  /** The backend's own requests: `ping` is answered, nothing else is offered (no roots, no sampling). */
+  private onRequest(id: unknown, method: string) {
+    const reply =
+      method === "ping"
+        ? { jsonrpc: "2.0", id, result: {} }
+        : { jsonrpc: "2.0", id, error: { code: -32601, message: `Method not found: ${method}` } }
+    this.write(JSON.stringify(reply) + "\n")
+  }
+
+  private onNotification(method: string, params: unknown) {
+    if (method === "notifications/tools/list_changed") Queue.unsafeOffer(this.inbound, { _tag: "ToolsChanged" })
+    else if (method !== "notifications/cancelled") Queue.unsafeOffer(this.inbound, { _tag: "Notification", method, params })
+  }
+
+  private onStderr = (chunk: string) => {
+    const buffer = this.stderrBuffer + chunk
+    let start = 0
+    let newline: number
+    while ((newline = buffer.indexOf("\n", start)) !== -1) {
+      this.stderrLine(buffer.slice(start, newline))
+      start = newline + 1
+    }
+    this.stderrBuffer = buffer.slice(start)
+    if (this.stderrBuffer.length > MAX_LOGGED_LINE) {
+      this.stderrLine(this.stderrBuffer)
+      this.stderrBuffer = ""
+    }
+  }
+
+  private stderrLine(raw: string) {
+    const line = (raw.endsWith("\r") ? raw.slice(0, -1) : raw).slice(0, MAX_LOGGED_LINE)
+    if (line.trim() === "") return
+    if (this.starting) {
+      this.stderrTail.push(line)
+      if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift()
+    }
+    this.log({ level: "debug", message: line, stream: "stderr" })
+  }
+
+  // -- requests
+
+  request(method: string, params: unknown, timeoutMs: number): Effect.Effect<unknown, BackendError> {
+    // One parameter: Effect.async then allocates no AbortController.
+    return Effect.async<unknown, BackendError>((resume) => {
+      if (this.exitInfo !== undefined) return resume(Exit.fail(this.crashed(method)))
+      const id = this.nextId++
+      let frame: string
+      try {
+        frame =
+          params === undefined
+            ? `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)}}\n`
+            : `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}\n`
+      } catch (error) {
+        return resume(
+          Exit.fail(
+            new BackendError({
+              backendId: this.backendId,
+              reason: "call_failed",
+              method,
+              summary: `${method} params are not JSON: ${String((error as Error).message)}`
+            })
+          )
+        )
+      }
+      const timer = setTimeout(this.onTimeout, timeoutMs, id)
+      this.pending.set(id, { resume, timer, method, timeoutMs })
+      if (!this.write(frame)) {
+        this.pending.delete(id)
+        clearTimeout(timer)
+        return resume(Exit.fail(this.crashed(method)))
+      }
+      return Effect.sync(() => this.cancel(id, "cancelled by the client"))
+    })
+  }
+
+  notify(method: string, params: unknown): void {
+    this.write(
+      params === undefined
+        ? `{"jsonrpc":"2.0","method":${JSON.stringify(method)}}\n`
+        : `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}\n`
+    )
+  }
+
+  private onTimeout = (id: number) => {
+    const pending = this.pending.get(id)
+    if (pending === undefined) return
+    this.pending.delete(id)
+    this.sendCancelled(id, pending.method, `timed out after ${pending.timeoutMs} ms`)
+    pending.resume(
+      Exit.fail(
+        new BackendError({
+          backendId: this.backendId,
+          reason: "timeout",
+          method: pending.method,
+          summary: `${pending.method} timed out after ${pending.timeoutMs} ms`
+        })
+      )
+    )
+  }
+
+  /** The caller went away (interrupted): tell the backend, as MCP cancellation says. */
+  private cancel(id: number, reason: string) {
+    const pending = this.pending.get(id)
+    if (pending === undefined) return
+    this.pending.delete(id)
+    clearTimeout(pending.timer)
+    this.sendCancelled(id, pending.method, reason)
+  }
+
+  private sendCancelled(id: number, method: string, reason: string) {
+    // MCP: `initialize` must never be cancelled.
+    if (method !== "initialize") this.notify("notifications/cancelled", { requestId: id, reason })
+  }
+
+  private callFailed(method: string, error: unknown): BackendError {
+    const e = error as { code?: unknown; message?: unknown }
+    const code = typeof e?.code === "number" ? ` ${e.code}` : ""
+    const message = typeof e?.message === "string" ? `: ${e.message}` : ""
+    return new BackendError({
+      backendId: this.backendId,
+      reason: "call_failed",
+      method,
+      summary: `${method} returned error${code}${message}`,
+      detail: error
+    })
+  }
+
+  crashed(method: string): BackendError {
+    const info = this.exitInfo
+    const what = this.closing ? "the backend was stopped" : `the process ${info?.description ?? "is not running"}`
+    return new BackendError({
+      backendId: this.backendId,
+      reason: "crashed",
+      method,
+      summary: `${what} during ${method}${this.starting && !this.closing ? this.stderrSuffix() : ""}`,
+      ...(info === undefined ? {} : { detail: { code: info.code, signal: info.signal } })
+    })
+  }
+
+  /** `: <last stderr lines>`, scrubbed, for start-up failures. */
+  stderrSuffix(): string {
+    const tail = this.stderrTail.join("\n").trim()
+    return tail === "" ? "" : `: ${Secrets.scrub(tail.slice(-1_000))}`
+  }
+
+  // -- exit
+
+  private onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+    this.exitInfo = { code, signal, description: this.closing ? "stopped" : describeExit(code, signal) }
+    Deferred.unsafeDone(this.leaderExited, Exit.void)
+    // Let what the process wrote before dying be read (a last reply, the stderr that says why),
+    // but do not wait for pipes a surviving grandchild keeps open.
+    if (this.child.stdout!.readableEnded && this.child.stderr!.readableEnded) return this.finishExit()
+    const timer = setTimeout(this.finishExit, EXIT_DRAIN_MS)
+    this.child.once("close", () => {
+      clearTimeout(timer)
+      this.finishExit()
+    })
+  }
+
+  private exitFinished = false
+  private finishExit = () => {
+    if (this.exitFinished) return
+    this.exitFinished = true
+    const pending = [...this.pending.values()]
+    this.pending.clear()
+    for (const p of pending) {
+      clearTimeout(p.timer)
+      p.resume(Exit.fail(this.crashed(p.method)))
+    }
+    Deferred.unsafeDone(this.exitDeferred, Exit.succeed(this.exitInfo!))
+  }
+
+  get hasExited(): boolean {
+    return this.exitInfo !== undefined
+  }
+
+  dispose() {
+    this.child.stdout!.off("data", this.onStdout)
+    this.child.stderr!.off("data", this.onStderr)
+    this.child.stdout!.destroy()
+    this.child.stderr!.destroy()
+    this.child.stdin!.destroy()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spawning and stopping
+
+const spawnFailure = (config: BackendConfig, error: NodeJS.ErrnoException): BackendError => {
+  const summary =
+    error.code === "ENOENT"
+      ? `command not found: ${config.command}`
+      : error.code === "EACCES"
+      ? `permission denied: ${config.command}`
+      : `cannot start ${config.command}: ${error.message}`
+  return new BackendError({
+    backendId: config.id,
+    reason: "crashed",
+    method: "spawn",
+    summary,
+    detail: { code: error.code }
+  })
+}
+
+const checkCwd = (config: BackendConfig): BackendError | undefined => {
+  if (config.cwd === undefined) return undefined
+  try {
+    if (statSync(config.cwd).isDirectory()) return undefined
+  } catch {
+    // fall through
+  }
+  // Node reports a missing cwd as ENOENT of the command, which would mislead.
+  return new BackendError({
+    backendId: config.id,
+    reason: "crashed",
+    method: "spawn",
+    summary: `working directory not found: ${config.cwd}`
+  })
+}
+
+const spawnConnection = (
+  config: BackendConfig,
+  maxFrameBytes: number,
+  logs: Queue.Queue<LogLine>,
+  inbound: Queue.Queue<Inbound>
+): Effect.Effect<Connection, BackendError> =>
+  Effect.async<Connection, BackendError>((resume) => {
+    const cwdProblem = checkCwd(config)
+    if (cwdProblem !== undefined) return resume(Effect.fail(cwdProblem))
+    let child: ChildProcess
+    try {
+      const command = isWindows ? quoteForShell(config.command) : config.command
+      const args = isWindows ? config.args.map(quoteForShell) : config.args
+      child = spawn(command, args, {
+        stdio: ["pipe", "pipe", "pipe"],
+        env: { ...process.env, ...config.env },
+        ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
+        // Its own process group, so the whole tree (npx starts a child of its own) can be signalled.
+        detached: !isWindows,
+        // `npx` and other `.cmd` shims only run through a shell on Windows.
+        shell: isWindows,
+        windowsHide: true
+      })
+    } catch (error) {
+      return resume(Effect.fail(spawnFailure(config, error as NodeJS.ErrnoException)))
+    }
+    // Listeners go on before anything can be emitted: an early exit must not be missed.
+    const connection = new Connection(child, config.id, maxFrameBytes, logs, inbound)
+    const onError = (error: NodeJS.ErrnoException) => {
+      child.off("spawn", onSpawn)
+      connection.dispose()
+      resume(Effect.fail(spawnFailure(config, error)))
+    }
+    const onSpawn = () => {
+      child.off("error", onError)
+      child.on("error", () => {})
+      resume(Effect.succeed(connection))
+    }
+    child.once("error", onError)
+    child.once("spawn", onSpawn)
+  })
+
+const signalGroup = (pid: number, signal: NodeJS.Signals): void => {
+  if (isWindows) {
+    // No process groups nor SIGTERM: end the tree at once.
+    spawnSync("taskkill", ["/pid", String(pid), "/T", "/F"], { stdio: "ignore", windowsHide: true })
+    return
+  }
+  try {
+    process.kill(-pid, signal)
+  } catch {
+    // ESRCH: the group is gone already.
+  }
+}
+
+/**
+ * Whether any live member of the process group remains. `kill(-pgid, 0)` also counts zombies, and
+ * in containers whose init never reaps orphans they stay forever, so on Linux members are looked
+ * up in /proc and zombies ignored.
+ */
+const groupAlive = (pgid: number): boolean => {
+  if (isWindows) return false
+  try {
+    process.kill(-pgid, 0)
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+  if (process.platform !== "linux") return true
+  let entries: Array<string>
+  try {
+    entries = readdirSync("/proc")
+  } catch {
+    return true
+  }
+  for (const entry of entries) {
+    const c = entry.charCodeAt(0)
+    if (c < 48 || c > 57) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+      // pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      if (Number(fields[2]) === pgid && fields[0] !== "Z") return true
+    } catch {
+      // The process went away while we looked.
+    }
+  }
+  return false
+}
+
+const GROUP_POLL_MS = 20
+
+/**
+ * Waits for the leader's exit, at most `ms`. Finalizers are uninterruptible, and a timeout cannot
+ * interrupt an uninterruptible wait (it would wait for it), hence `interruptible`.
+ */
+const awaitExit = (connection: Connection, ms: number) =>
+  Deferred.await(connection.leaderExited).pipe(Effect.interruptible, Effect.timeoutOption(ms))
+
+/**
+ * Stops the process tree: stdin closed and SIGTERM to the group, up to `graceMs` for the leader
+ * and every other member to exit, then SIGKILL to the group. Never fails, never hangs.
+ */
+const terminate = (connection: Connection, graceMs: number): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    connection.closing = true
+    const pgid = connection.pid
+    connection.endStdin()
+    if (connection.hasExited && !groupAlive(pgid)) return connection.dispose()
+    signalGroup(pgid, "SIGTERM")
+    const deadline = Date.now() + graceMs
+    yield* awaitExit(connection, graceMs)
+    while (groupAlive(pgid) && Date.now() < deadline) yield* Effect.sleep(GROUP_POLL_MS)
+    if (!connection.hasExited || groupAlive(pgid)) {
+      yield* Effect.logWarning(`still running ${graceMs} ms after SIGTERM; sending SIGKILL`)
+      signalGroup(pgid, "SIGKILL")
+      yield* awaitExit(connection, 2_000)
+    }
+    connection.dispose()
+  }).pipe(Effect.annotateLogs({ backend: connection.backendId, pid: connection.pid }))
+
+// ---------------------------------------------------------------------------------------------
+// The session
+
+const MAX_TOOL_PAGES = 1_000
+
+const listAllTools = (
+  connection: Connection,
+  timeoutMs: number
+): Effect.Effect<ReadonlyArray<Mcp.Tool>, BackendError> =>
+  Effect.gen(function* () {
+    const tools: Array<Mcp.Tool> = []
+    const seen = new Set<string>()
+    let cursor: string | undefined = undefined
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const result = (yield* connection.request("tools/list", cursor === undefined ? {} : { cursor }, timeoutMs)) as {
+        tools?: unknown
+        nextCursor?: unknown
+      } | null
+      const listed = Array.isArray(result?.tools) ? result.tools : []
+      for (const tool of listed) {
+        if (typeof tool !== "object" || tool === null || typeof tool.name !== "string") continue
+        // A tool without a schema still takes an object (the MCP default).
+        tools.push(
+          typeof tool.inputSchema === "object" && tool.inputSchema !== null
+            ? tool
+            : { ...tool, inputSchema: { type: "object" } }
+        )
+      }
+      const next = result?.nextCursor
+      if (typeof next !== "string" || next === "" || seen.has(next)) break
+      seen.add(next)
+      cursor = next
+    }
+    return tools
+  })
+
+interface Session {
+  readonly protocolVersion: string
+  readonly capabilities: Readonly<Record<string, unknown>>
+  readonly serverInfo: unknown
+  readonly instructions: string | undefined
+}
+
+/**
+ * `initialize`, offering the newest version first. A server that rejects the offer with an error,
+ * or answers with a version we do not speak, is asked again with the next older one.
+ */
+const initialize = (
+  connection: Connection,
+  clientInfo: ClientInfo,
+  timeoutMs: number
+): Effect.Effect<Session, BackendError> =>
+  Effect.gen(function* () {
+    const problems: Array<string> = []
+    for (const version of Mcp.SUPPORTED_PROTOCOL_VERSIONS) {
+      const outcome = yield* connection
+        .request("initialize", { protocolVersion: version, capabilities: {}, clientInfo }, timeoutMs)
+        .pipe(Effect.either)
+      if (outcome._tag === "Left") {
+        if (outcome.left.reason !== "call_failed") return yield* outcome.left
+        problems.push(`${version}: ${outcome.left.summary}`)
+        continue
+      }
+      const result = outcome.right as {
+        protocolVersion?: unknown
+        capabilities?: unknown
+        serverInfo?: unknown
+        instructions?: unknown
+      } | null
+      if (Mcp.isSupportedProtocolVersion(result?.protocolVersion)) {
+        return {
+          protocolVersion: result.protocolVersion,
+          capabilities:
+            typeof result.capabilities === "object" && result.capabilities !== null
+              ? (result.capabilities as Record<string, unknown>)
+              : {},
+          serverInfo: result.serverInfo,
+          instructions: typeof result.instructions === "string" ? result.instructions : undefined
+        }
+      }
+      problems.push(`${version}: answered with unsupported version ${JSON.stringify(result?.protocolVersion)}`)
+    }
+    return yield* new BackendError({
+      backendId: connection.backendId,
+      reason: "call_failed",
+      method: "initialize",
+      summary: `no common MCP protocol version (${problems.join("; ")})`
+    })
+  })
+
+/** Logs what the synchronous callbacks queued, so stderr floods cost a bounded queue and nothing more. */
+const logPump = (connection: Connection, logs: Queue.Queue<LogLine>) =>
+  Effect.forever(
+    Effect.gen(function* () {
+      const lines = yield* Queue.takeBetween(logs, 1, 256)
+      for (const line of lines) {
+        const annotations = line.stream === undefined ? {} : { stream: line.stream }
+        yield* (line.level === "warn" ? Effect.logWarning(line.message) : Effect.logDebug(line.message)).pipe(
+          Effect.annotateLogs(annotations)
+        )
+      }
+      if (connection.droppedLogLines > 0) {
+        yield* Effect.logDebug(`dropped ${connection.droppedLogLines} output lines (logging could not keep up)`)
+        connection.droppedLogLines = 0
+      }
+    })
+  )
+
+/**
+ * Spawns the backend and opens its MCP session. The returned Backend lives as long as the scope;
+ * closing the scope stops the process tree (SIGTERM, then SIGKILL after the grace period).
+ */
+export const make = Effect.fn("Backend.make")(function* (config: BackendConfig, options: Options = {}) {
+  const timeoutMs = config.requestTimeoutMs ?? options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+  const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS
+  const clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO
+  const logs = yield* Queue.dropping<LogLine>(1_024)
+  const inbound = yield* Queue.unbounded<Inbound>()
+
+  const connection = yield* Effect.acquireRelease(
+    spawnConnection(config, options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, logs, inbound),
+    (connection) => terminate(connection, graceMs)
+  )
+  yield* Effect.annotateCurrentSpan({ backend: config.id, pid: connection.pid })
+  yield* Effect.logDebug(`spawned pid ${connection.pid}`)
+  yield* Effect.forkScoped(logPump(connection, logs))
+
+  const session = yield* initialize(connection, clientInfo, timeoutMs)
+  connection.notify("notifications/initialized", undefined)
+  let tools = yield* listAllTools(connection, timeoutMs).pipe(
+    // A server without tools may not implement tools/list at all.
+    Effect.catchIf(
+      (e) => e.reason === "call_failed" && (e.detail as { code?: unknown } | undefined)?.code === -32601,
+      () => Effect.succeed<ReadonlyArray<Mcp.Tool>>([])
+    )
+  )
+  connection.starting = false
+
+  const relist = listAllTools(connection, timeoutMs).pipe(
+    Effect.flatMap((listed) => {
+      tools = listed
+      return options.onToolsChanged?.(listed) ?? Effect.void
+    }),
+    Effect.catchAllCause((cause) => Effect.logWarning("could not list the tools again", cause))
+  )
+  const relay = (event: Inbound): Effect.Effect<void> =>
+    event._tag === "Notification" && options.onNotification !== undefined
+      ? options.onNotification(event.method, event.params).pipe(Effect.catchAllCause((cause) => Effect.logDebug(cause)))
+      : Effect.void
+  const relayAll = (events: Iterable<Inbound>) => Effect.forEach(events, relay, { discard: true })
+  yield* Effect.forkScoped(
+    Effect.forever(
+      Effect.flatMap(Queue.take(inbound), (event) => {
+        if (event._tag === "ToolsChanged") {
+          // A burst of list_changed is one re-listing.
+          return Effect.zipRight(Queue.takeAll(inbound).pipe(Effect.flatMap((rest) => relayAll(rest))), relist)
+        }
+        return relay(event)
+      })
+    )
+  )
+
+  yield* Effect.logDebug(`session ready: protocol ${session.protocolVersion}, ${tools.length} tools`)
+
+  const request = (method: string, params?: unknown, requestOptions?: RequestOptions) =>
+    connection.request(method, params, requestOptions?.timeoutMs ?? timeoutMs)
+
+  const backend: Backend = {
+    id: config.id,
+    pid: connection.pid,
+    protocolVersion: session.protocolVersion,
+    serverInfo: session.serverInfo,
+    serverCapabilities: session.capabilities,
+    instructions: session.instructions,
+    tools: () => tools,
+    request,
+    notify: (method, params) => Effect.sync(() => connection.notify(method, params)),
+    listTools: listAllTools(connection, timeoutMs).pipe(Effect.tap((listed) => Effect.sync(() => (tools = listed)))),
+    callTool: (name, args, callOptions) =>
+      request(
+        "tools/call",
+        callOptions?.meta === undefined
+          ? { name, arguments: args ?? {} }
+          : { name, arguments: args ?? {}, _meta: callOptions.meta },
+        callOptions
+      ),
+    ping: Effect.asVoid(request("ping")),
+    exited: Deferred.await(connection.exitDeferred),
+    isRunning: () => !connection.hasExited
+  }
+  return backend
+}, (effect, config) => Effect.annotateLogs(effect, { backend: config.id }))

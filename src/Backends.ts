@@ -1,0 +1,366 @@
+/**
+ * All backends: starts every enabled backend in parallel, keeps each one's state, restarts
+ * crashed ones with exponential backoff, and routes calls to them (`executeOnBackend`).
+ *
+ * Each backend's lifecycle runs in its own fiber, forked into the layer's scope, and each run of
+ * its process in its own scope, so a backend failing never touches another and closing the layer
+ * stops every process tree. Calls go straight to the ready `Backend` (a Map lookup and one
+ * write), so this module adds nothing measurable to the hot path.
+ */
+import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, PubSub, Scope, Stream } from "effect"
+import * as Backend from "./Backend.js"
+import { type BackendConfig, describeBackend } from "./Config.js"
+import { BackendError } from "./Errors.js"
+import type { Tool } from "./Mcp.js"
+
+export type BackendState = "starting" | "ready" | "failed" | "restarting" | "stopped"
+
+export interface BackendStatus {
+  readonly id: string
+  readonly displayName?: string
+  readonly state: BackendState
+  readonly lastError?: string
+  readonly pid?: number
+  readonly restarts: number
+  readonly toolCount: number
+  readonly protocolVersion?: string
+  /** False for a backend the configuration disables (it stays "stopped"). */
+  readonly enabled: boolean
+}
+
+export interface BackendTools {
+  readonly backendId: string
+  readonly description?: string
+  readonly tools: ReadonlyArray<Tool>
+}
+
+export interface BackendNotification {
+  readonly backendId: string
+  readonly method: string
+  readonly params: unknown
+}
+
+export interface StartOptions {
+  readonly startupTimeoutMs: number
+  readonly requestTimeoutMs: number
+}
+
+export interface RestartPolicy {
+  /** The first delay after a crash; it doubles with each consecutive failure. */
+  readonly initialDelayMs: number
+  readonly maxDelayMs: number
+  /** Consecutive failures (crashes or failed starts) before the backend is left "failed". */
+  readonly maxConsecutiveFailures: number
+  /** A backend that stayed ready this long starts counting failures afresh. */
+  readonly healthyAfterMs: number
+}
+
+export const DEFAULT_RESTART_POLICY: RestartPolicy = {
+  initialDelayMs: 500,
+  maxDelayMs: 30_000,
+  maxConsecutiveFailures: 10,
+  healthyAfterMs: 60_000
+}
+
+export interface ManagerOptions {
+  /** SIGTERM-to-SIGKILL grace when a backend is stopped (default 2 s). */
+  readonly killGraceMs?: number | undefined
+  readonly restart?: Partial<RestartPolicy> | undefined
+  readonly clientInfo?: Backend.ClientInfo | undefined
+  readonly maxFrameBytes?: number | undefined
+}
+
+export interface BackendsService {
+  /**
+   * Starts every enabled backend in parallel (stopping a previous set first). Returns when each
+   * is ready or failed, or after `startupTimeoutMs`; the rest go on starting in the background
+   * and `toolsChanged` tells when they are ready. Never fails.
+   */
+  readonly start: (configs: ReadonlyArray<BackendConfig>, options: StartOptions) => Effect.Effect<void>
+  /** The tools of the ready backends, in configuration order. */
+  readonly tools: Effect.Effect<ReadonlyArray<BackendTools>>
+  /** The same, synchronously, for hot paths. */
+  readonly toolsSync: () => ReadonlyArray<BackendTools>
+  readonly states: Effect.Effect<ReadonlyArray<BackendStatus>>
+  /** Any MCP request on a ready backend; the result passes through unchanged. */
+  readonly executeOnBackend: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
+  /** Emits whenever the ready backends' tools change (ready, re-listed, crashed, restarted, stopped). */
+  readonly toolsChanged: Stream.Stream<void>
+  /** Backend notifications to relay to the client (progress, log messages). */
+  readonly notifications: Stream.Stream<BackendNotification>
+  /** Every state change, for the debug UI. */
+  readonly statusChanges: Stream.Stream<BackendStatus>
+  /** Stops every backend in parallel and waits for the processes to exit. */
+  readonly stopAll: Effect.Effect<void>
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface Entry {
+  readonly config: BackendConfig
+  state: BackendState
+  lastError: string | undefined
+  pid: number | undefined
+  protocolVersion: string | undefined
+  restarts: number
+  tools: ReadonlyArray<Tool>
+  backend: Backend.Backend | undefined
+  fiber: Fiber.RuntimeFiber<void> | undefined
+  /** Completed when start() may stop waiting for this backend: ready, failed, or its first attempt failed. */
+  readonly settled: Deferred.Deferred<void>
+}
+
+const statusOf = (entry: Entry): BackendStatus => ({
+  id: entry.config.id,
+  ...(entry.config.displayName === undefined ? {} : { displayName: entry.config.displayName }),
+  state: entry.state,
+  ...(entry.lastError === undefined ? {} : { lastError: entry.lastError }),
+  ...(entry.pid === undefined ? {} : { pid: entry.pid }),
+  restarts: entry.restarts,
+  toolCount: entry.state === "ready" ? entry.tools.length : 0,
+  ...(entry.protocolVersion === undefined ? {} : { protocolVersion: entry.protocolVersion }),
+  enabled: entry.config.enabled
+})
+
+const notReady = (entry: Entry): BackendError => {
+  const why =
+    !entry.config.enabled
+      ? "disabled in the configuration"
+      : entry.state === "starting"
+      ? "still starting"
+      : entry.state === "restarting"
+      ? `restarting${entry.lastError === undefined ? "" : ` after: ${entry.lastError}`}`
+      : entry.state === "failed"
+      ? `not running: ${entry.lastError ?? "failed"}`
+      : "stopped"
+  return new BackendError({ backendId: entry.config.id, reason: "not_ready", summary: why })
+}
+
+/** Builds the service; its backends live in the current scope. */
+export const make = (options: ManagerOptions = {}) =>
+  Effect.gen(function* () {
+    const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.restart }
+    // Lifecycle fibers live in a child scope closed in parallel: stopping N stubborn backends
+    // then takes one kill grace, not N.
+    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
+    const toolsPubSub = yield* PubSub.sliding<void>(1)
+    const notificationsPubSub = yield* PubSub.sliding<BackendNotification>(4_096)
+    const statusPubSub = yield* PubSub.sliding<BackendStatus>(1_024)
+    // start and stopAll replace the whole set; they must not overlap.
+    const lock = yield* Effect.makeSemaphore(1)
+
+    let entries: ReadonlyArray<Entry> = []
+    let byId = new Map<string, Entry>()
+    let toolsCache: ReadonlyArray<BackendTools> | undefined = undefined
+
+    const toolsSync = (): ReadonlyArray<BackendTools> => {
+      if (toolsCache === undefined) {
+        toolsCache = entries
+          .filter((e) => e.state === "ready")
+          .map((e) => ({
+            backendId: e.config.id,
+            ...(e.config.description === undefined ? {} : { description: e.config.description }),
+            tools: e.tools
+          }))
+      }
+      return toolsCache
+    }
+
+    const toolsChangedNow = Effect.suspend(() => {
+      toolsCache = undefined
+      return PubSub.publish(toolsPubSub, undefined)
+    })
+
+    const setState = (entry: Entry, state: BackendState, lastError?: string) =>
+      Effect.suspend(() => {
+        const wasReady = entry.state === "ready"
+        entry.state = state
+        if (lastError !== undefined) entry.lastError = lastError
+        if (state !== "ready") {
+          entry.backend = undefined
+          entry.pid = undefined
+        }
+        const status = statusOf(entry)
+        return Effect.zipRight(
+          PubSub.publish(statusPubSub, status),
+          wasReady || state === "ready" ? toolsChangedNow : Effect.void
+        )
+      })
+
+    /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
+    const runOnce = (entry: Entry, startOptions: StartOptions) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const backend = yield* Backend.make(entry.config, {
+            requestTimeoutMs: startOptions.requestTimeoutMs,
+            killGraceMs: options.killGraceMs,
+            clientInfo: options.clientInfo,
+            maxFrameBytes: options.maxFrameBytes,
+            onNotification: (method, params) =>
+              PubSub.publish(notificationsPubSub, { backendId: entry.config.id, method, params }),
+            onToolsChanged: (tools) =>
+              Effect.suspend(() => {
+                if (entry.backend !== backend) return Effect.void
+                entry.tools = tools
+                return Effect.zipRight(
+                  Effect.logInfo(`tools changed: ${tools.length} tools`),
+                  Effect.zipRight(PubSub.publish(statusPubSub, statusOf(entry)), toolsChangedNow)
+                )
+              })
+          })
+          entry.backend = backend
+          entry.pid = backend.pid
+          entry.protocolVersion = backend.protocolVersion
+          entry.tools = backend.tools()
+          entry.lastError = undefined
+          yield* setState(entry, "ready")
+          yield* Effect.logInfo(
+            `backend ready: pid ${backend.pid}, protocol ${backend.protocolVersion}, ${entry.tools.length} tools`
+          )
+          yield* Deferred.succeed(entry.settled, undefined)
+          const readyAt = Date.now()
+          const exit = yield* backend.exited
+          return { exit, readyMs: Date.now() - readyAt }
+        })
+      )
+
+    const lifecycle = (entry: Entry, startOptions: StartOptions): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        const { config } = entry
+        let failures = 0
+        yield* Effect.logInfo("starting backend", describeBackend(config))
+        yield* setState(entry, "starting")
+        while (true) {
+          const outcome = yield* Effect.either(runOnce(entry, startOptions))
+          let lastError: string
+          if (outcome._tag === "Left") {
+            lastError = outcome.left.summary
+            if (Backend.isPermanentFailure(outcome.left)) {
+              yield* Effect.logError(`backend failed: ${lastError}`)
+              return yield* setState(entry, "failed", lastError)
+            }
+          } else {
+            lastError = outcome.right.exit.description
+            if (outcome.right.readyMs >= policy.healthyAfterMs) failures = 0
+          }
+          failures++
+          if (!config.restartOnCrash) {
+            yield* Effect.logError(`backend failed: ${lastError} (restartOnCrash is off)`)
+            return yield* setState(entry, "failed", lastError)
+          }
+          if (failures >= policy.maxConsecutiveFailures) {
+            const gaveUp = `${lastError} (gave up after ${failures} consecutive failures)`
+            yield* Effect.logError(`backend failed: ${gaveUp}`)
+            return yield* setState(entry, "failed", gaveUp)
+          }
+          const delay = Math.min(policy.initialDelayMs * 2 ** (failures - 1), policy.maxDelayMs)
+          const what = outcome._tag === "Left" ? "could not start" : "crashed"
+          yield* Effect.logWarning(`backend ${what}: ${lastError}; restarting in ${delay} ms`)
+          yield* setState(entry, "restarting", lastError)
+          // start() does not wait through backoff: the backend shows up later via toolsChanged.
+          yield* Deferred.succeed(entry.settled, undefined)
+          yield* Effect.sleep(delay)
+          entry.restarts++
+        }
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.zipRight(Effect.logError("backend lifecycle failed", cause), setState(entry, "failed", "internal error"))
+        ),
+        Effect.onInterrupt(() =>
+          Effect.zipRight(setState(entry, "stopped"), Effect.logInfo("backend stopped"))
+        ),
+        Effect.ensuring(Deferred.succeed(entry.settled, undefined)),
+        Effect.annotateLogs({ backend: entry.config.id })
+      )
+
+    const stopUnlocked = Effect.suspend(() => {
+      const fibers = entries.flatMap((e) => (e.fiber === undefined ? [] : [e.fiber]))
+      for (const e of entries) e.fiber = undefined
+      return fibers.length === 0 ? Effect.void : Fiber.interruptAll(fibers)
+    })
+
+    const stopAll: Effect.Effect<void> = lock.withPermits(1)(stopUnlocked)
+
+    /** Replaces the set and forks the lifecycles; returns the entries start() waits for. */
+    const replace = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions) =>
+      lock.withPermits(1)(
+        Effect.gen(function* () {
+          yield* stopUnlocked
+          const fresh: Array<Entry> = []
+          for (const config of configs) {
+            fresh.push({
+              config,
+              state: "stopped",
+              lastError: undefined,
+              pid: undefined,
+              protocolVersion: undefined,
+              restarts: 0,
+              tools: [],
+              backend: undefined,
+              fiber: undefined,
+              settled: yield* Deferred.make<void>()
+            })
+          }
+          entries = fresh
+          byId = new Map(fresh.map((e) => [e.config.id, e]))
+          yield* toolsChangedNow
+          const enabled = fresh.filter((e) => e.config.enabled)
+          for (const entry of enabled) entry.fiber = yield* Effect.forkIn(lifecycle(entry, startOptions), scope)
+          return enabled
+        })
+      )
+
+    const start = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        const enabled = yield* replace(configs, startOptions)
+        // Outside the lock: a stopAll during start-up must not wait for the start-up timeout.
+        const waited = yield* Effect.forEach(enabled, (e) => Deferred.await(e.settled), { discard: true }).pipe(
+          Effect.timeoutOption(startOptions.startupTimeoutMs)
+        )
+        if (waited._tag === "None") {
+          const pending = enabled.filter((e) => e.state === "starting").map((e) => e.config.id)
+          yield* Effect.logWarning(
+            `still starting after ${startOptions.startupTimeoutMs} ms: ${pending.join(", ")}; ` +
+              "their tools appear when they are ready"
+          )
+        }
+      })
+
+    // Looked up when the effect runs, not when it is built: an effect built before start() or
+    // kept across a restart must reach the backend running then.
+    const executeOnBackend = (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError> =>
+      Effect.suspend(() => {
+        const entry = byId.get(backendId)
+        if (entry === undefined) {
+          return Effect.fail(
+            new BackendError({ backendId, reason: "not_found", method, summary: "no backend with this id is configured" })
+          )
+        }
+        const backend = entry.backend
+        return backend === undefined ? Effect.fail(notReady(entry)) : backend.request(method, params)
+      })
+
+    yield* Effect.addFinalizer(() => stopAll)
+
+    const service: BackendsService = {
+      start,
+      tools: Effect.sync(toolsSync),
+      toolsSync,
+      states: Effect.sync(() => entries.map(statusOf)),
+      executeOnBackend,
+      toolsChanged: Stream.fromPubSub(toolsPubSub),
+      notifications: Stream.fromPubSub(notificationsPubSub),
+      statusChanges: Stream.fromPubSub(statusPubSub),
+      stopAll
+    }
+    return service
+  })
+
+export class Backends extends Context.Tag("mcp-agentify/Backends")<Backends, BackendsService>() {
+  /** Requires nothing: processes are spawned with node:child_process (see Backend.ts for why). */
+  static readonly layer: Layer.Layer<Backends> = Layer.scoped(Backends, make())
+  /** With a shorter kill grace, a different restart policy, ... (tests, embedders). */
+  static readonly layerWith = (options: ManagerOptions): Layer.Layer<Backends> => Layer.scoped(Backends, make(options))
+  /** The same as `layer`: there are no platform services to provide. Kept for symmetry with other Node layers. */
+  static readonly layerNode: Layer.Layer<Backends> = Backends.layer
+}

@@ -1,0 +1,212 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Exit, Option, Redacted } from "effect"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import {
+  decodeOptions,
+  DEFAULT_MAX_TOOLS,
+  describeBackend,
+  embeddedDefault,
+  GatewayConfig,
+  loadDotEnv,
+  readConfigFile,
+  resolve
+} from "../src/Config.js"
+import { InvalidParams } from "../src/Errors.js"
+import * as Secrets from "../src/Secrets.js"
+
+const tmp = () => mkdtempSync(join(tmpdir(), "agentify-config-"))
+
+const issuesOf = (input: unknown) =>
+  Either.match(decodeOptions(input, "initializationOptions"), {
+    onLeft: (e) => e.issues,
+    onRight: () => [] as ReadonlyArray<string>
+  })
+
+describe("GatewayOptions decoding", () => {
+  it("applies BackendConfig defaults", () => {
+    const options = Either.getOrThrow(decodeOptions({ backends: [{ id: "fs", command: "node" }] }, "x"))
+    expect(options.backends).toEqual([
+      { id: "fs", type: "stdio", command: "node", args: [], env: {}, enabled: true, restartOnCrash: true }
+    ])
+  })
+
+  it("names every problem with its path", () => {
+    const issues = issuesOf({
+      backends: [{ id: "bad id!", command: "" }, { id: "ok", command: "x", args: "nope" }],
+      maxToolsPerRequest: 0,
+      routing: "magic"
+    })
+    expect(issues).toContain("backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$")
+    expect(issues).toContain("backends[0].command: must be a non-empty string")
+    expect(issues.some((i) => i.startsWith("backends[1].args: "))).toBe(true)
+    expect(issues).toContain("maxToolsPerRequest: must be a positive integer")
+    expect(issues.some((i) => i.startsWith("routing: "))).toBe(true)
+  })
+
+  it("says when a required field is missing", () => {
+    expect(issuesOf({ backends: [{ id: "a" }] })).toEqual(["backends[0].command: is required"])
+  })
+
+  it("rejects duplicate backend ids and an empty backend list", () => {
+    expect(issuesOf({ backends: [{ id: "a", command: "x" }, { id: "a", command: "y" }] })).toEqual([
+      "backends[1].id: duplicate backend id 'a'"
+    ])
+    expect(issuesOf({ backends: [] })).toEqual(["backends: must list at least one backend"])
+  })
+
+  it("turns the Claude Desktop / Cursor mcpServers shape into stdio backends", () => {
+    const options = Either.getOrThrow(
+      decodeOptions(
+        {
+          mcpServers: {
+            filesystem: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], env: {} },
+            memory: { command: "npx", args: ["-y", "@modelcontextprotocol/server-memory"], disabled: true }
+          }
+        },
+        "config file"
+      )
+    )
+    expect(options.backends?.map((b) => [b.id, b.command, b.args.length, b.enabled])).toEqual([
+      ["filesystem", "npx", 3, true],
+      ["memory", "npx", 2, false]
+    ])
+  })
+
+  it("reports mcpServers problems with their path too", () => {
+    expect(issuesOf({ mcpServers: { "bad name": { command: "x" } } })).toEqual([
+      "mcpServers.bad name.id: must match ^[a-zA-Z0-9_-]{1,64}$"
+    ])
+    expect(issuesOf({ mcpServers: { fs: { command: "" } } })).toEqual(["mcpServers.fs.command: must be a non-empty string"])
+  })
+
+  it("is not an object: one clear issue", () => {
+    expect(issuesOf("nope")).toEqual(["initializationOptions: must be an object"])
+  })
+})
+
+describe("precedence", () => {
+  const fileOptions = Either.getOrThrow(
+    decodeOptions(
+      { OPENAI_API_KEY: "sk-file-0000", model: "file-model", logLevel: "warn", backends: [{ id: "file", command: "x" }] },
+      "config file"
+    )
+  )
+
+  it("embedded default when nothing is configured: filesystem over the given directory, run by this node", () => {
+    const config = resolve({ env: {}, cwd: "/some/dir" })
+    expect(config.backendsSource).toBe("default")
+    expect(config.backends).toHaveLength(1)
+    expect(config.backends[0]!.id).toBe("filesystem")
+    expect(config.backends[0]!.command).toBe(process.execPath)
+    expect(config.backends[0]!.args[0]).toMatch(/server-filesystem[\\/]dist[\\/]index\.js$/)
+    expect(config.backends[0]!.args[1]).toBe("/some/dir")
+    expect(config.maxToolsPerRequest).toBe(DEFAULT_MAX_TOOLS)
+    expect(Option.isNone(config.openaiApiKey)).toBe(true)
+  })
+
+  it("initializationOptions > file > env > default, but the env key beats both", () => {
+    const env = { OPENAI_API_KEY: "sk-env-1111", OPENAI_MODEL: "env-model", LOG_LEVEL: "debug" }
+    const init = Either.getOrThrow(
+      decodeOptions({ OPENAI_API_KEY: "sk-init-2222", model: "init-model", backends: [{ id: "init", command: "y" }] }, "x")
+    )
+    const fromAll = resolve({ env, file: { path: "/f.json", options: fileOptions } }, init)
+    expect(fromAll.model).toBe("init-model")
+    expect(fromAll.backends.map((b) => b.id)).toEqual(["init"])
+    expect(fromAll.logLevel).toBe("warn")
+    expect(Redacted.value(Option.getOrThrow(fromAll.openaiApiKey))).toBe("sk-env-1111")
+    expect(fromAll.openaiApiKeySource).toBe("env")
+
+    const noEnvKey = resolve({ env: { OPENAI_MODEL: "env-model" }, file: { path: "/f.json", options: fileOptions } }, init)
+    expect(Redacted.value(Option.getOrThrow(noEnvKey.openaiApiKey))).toBe("sk-init-2222")
+
+    const fileOnly = resolve({ env: { OPENAI_MODEL: "env-model" }, file: { path: "/f.json", options: fileOptions } })
+    expect(fileOnly.model).toBe("file-model")
+    expect(fileOnly.backendsSource).toBe("file:/f.json")
+    expect(Redacted.value(Option.getOrThrow(fileOnly.openaiApiKey))).toBe("sk-file-0000")
+
+    const envOnly = resolve({ env })
+    expect(envOnly.model).toBe("env-model")
+    expect(envOnly.logLevel).toBe("debug")
+  })
+
+  it("--log-level beats every other source", () => {
+    expect(resolve({ env: { LOG_LEVEL: "debug" }, cliLogLevel: "error" }).logLevel).toBe("error")
+  })
+
+  it("the key is held as Redacted and registered with the scrubber", () => {
+    const config = resolve({ env: { OPENAI_API_KEY: "sk-precedence-secret-42" } })
+    expect(String(Option.getOrThrow(config.openaiApiKey))).toBe("<redacted>")
+    expect(JSON.stringify(config)).not.toContain("sk-precedence-secret-42")
+    expect(Secrets.scrub("key=sk-precedence-secret-42")).toBe("key=<redacted>")
+  })
+
+  it("backend env values and --token arguments never print", () => {
+    const init = Either.getOrThrow(
+      decodeOptions(
+        { backends: [{ id: "gh", command: "srv", args: ["--token", "tok-abcdef-123"], env: { GITHUB_TOKEN: "ghp-env-value-77" } }] },
+        "x"
+      )
+    )
+    const config = resolve({ env: {} }, init)
+    const printed = JSON.stringify(describeBackend(config.backends[0]!))
+    expect(printed).not.toContain("tok-abcdef-123")
+    expect(printed).not.toContain("ghp-env-value-77")
+    expect(printed).toContain("GITHUB_TOKEN")
+    expect(Secrets.scrub("failed with ghp-env-value-77 and tok-abcdef-123")).toBe("failed with <redacted> and <redacted>")
+  })
+})
+
+describe("GatewayConfig service", () => {
+  it.effect("applies valid initializationOptions and rejects invalid ones with -32602", () =>
+    Effect.gen(function* () {
+      const service = yield* GatewayConfig
+      expect((yield* service.current).backendsSource).toBe("default")
+      const failed = yield* Effect.exit(service.applyInitializationOptions({ backends: [{ id: "x y", command: "c" }] }))
+      expect(Exit.isFailure(failed)).toBe(true)
+      const error = yield* Effect.flip(service.applyInitializationOptions({ backends: [{ id: "x y", command: "c" }] }))
+      expect(error).toBeInstanceOf(InvalidParams)
+      expect(error.code).toBe(-32602)
+      expect(error.message).toContain("backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$")
+      // A rejected update leaves the configuration as it was.
+      expect((yield* service.current).backendsSource).toBe("default")
+      const applied = yield* service.applyInitializationOptions({ backends: [{ id: "echo", command: "node" }], routing: "backend" })
+      expect(applied.routing).toBe("backend")
+      expect((yield* service.current).backends.map((b) => b.id)).toEqual(["echo"])
+    }).pipe(Effect.provide(GatewayConfig.layer({ env: {}, cwd: "/tmp" }))))
+})
+
+describe("start-up sources", () => {
+  it(".env fills unset variables and never overrides set ones", () => {
+    const dir = tmp()
+    writeFileSync(join(dir, ".env"), "A_SET=from-file\nB_UNSET=from-file\n# comment\nC_QUOTED=\"quoted value\"\n")
+    const env: Record<string, string | undefined> = { A_SET: "from-env" }
+    expect(loadDotEnv(dir, env).sort()).toEqual(["B_UNSET", "C_QUOTED"])
+    expect(env).toEqual({ A_SET: "from-env", B_UNSET: "from-file", C_QUOTED: "quoted value" })
+    expect(loadDotEnv(tmp(), env)).toEqual([])
+  })
+
+  it("reads a config file in either shape", () => {
+    const dir = tmp()
+    const file = join(dir, "c.json")
+    writeFileSync(file, JSON.stringify({ mcpServers: { memory: { command: "npx", args: ["-y", "m"] } } }))
+    const read = Either.getOrThrow(readConfigFile(file))
+    expect(read.options.backends?.[0]?.id).toBe("memory")
+  })
+
+  it("explains an unreadable, non-JSON or invalid config file", () => {
+    const dir = tmp()
+    expect(Either.getLeft(readConfigFile(join(dir, "missing.json"))).pipe(Option.getOrThrow).message).toMatch(/no such file/)
+    writeFileSync(join(dir, "bad.json"), "{ nope")
+    expect(Either.getLeft(readConfigFile(join(dir, "bad.json"))).pipe(Option.getOrThrow).message).toMatch(/not valid JSON/)
+    writeFileSync(join(dir, "invalid.json"), JSON.stringify({ backends: [{ id: "a" }, { id: "a", command: "x" }] }))
+    const message = Either.getLeft(readConfigFile(join(dir, "invalid.json"))).pipe(Option.getOrThrow).message
+    expect(message).toContain("backends[0].command: is required")
+  })
+
+  it("embeddedDefault points at an existing server-filesystem entry", async () => {
+    const { existsSync } = await import("node:fs")
+    expect(existsSync(embeddedDefault("/x")[0]!.args[0]!)).toBe(true)
+  })
+})

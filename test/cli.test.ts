@@ -1,0 +1,221 @@
+/**
+ * End to end: the built CLI, spawned as an MCP client and an LSP-style client would spawn it.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { spawn, spawnSync } from "node:child_process"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as rpc from "vscode-jsonrpc/node.js"
+import {
+  assertOnlyFrames,
+  BIN,
+  cleanEnv,
+  FIXTURE_SERVER,
+  parseContentLength,
+  startGateway,
+  tempDir
+} from "./support/gateway.js"
+
+const run = (input: string, options: { args?: Array<string>; env?: NodeJS.ProcessEnv; cwd?: string } = {}) =>
+  spawnSync(process.execPath, [BIN, ...(options.args ?? [])], {
+    input,
+    cwd: options.cwd ?? tempDir(),
+    env: options.env ?? cleanEnv(),
+    timeout: 20_000
+  })
+
+describe("CLI over stdio", () => {
+  it("answers a piped ping with exactly one frame and exits 0", () => {
+    const result = run('{"jsonrpc":"2.0","id":"a","method":"ping"}\n')
+    expect(result.stdout.toString("utf8")).toBe('{"jsonrpc":"2.0","id":"a","result":{}}\n')
+    expect(result.status).toBe(0)
+  })
+
+  it("answers a bad line with -32700 and the next request as usual", () => {
+    const result = run('{bad\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    const frames = assertOnlyFrames(result.stdout)
+    expect(frames).toHaveLength(2)
+    expect(frames[0]).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } })
+    expect(frames[1]).toEqual({ jsonrpc: "2.0", id: 2, result: {} })
+    expect(result.status).toBe(0)
+  })
+
+  it("refuses requests before initialize with -32001 and unknown methods with -32601", () => {
+    const result = run(
+      [
+        { jsonrpc: "2.0", id: 1, method: "tools/list" },
+        { jsonrpc: "2.0", id: 2, method: "agentify/orchestrateTask", params: { query: "x" } },
+        { jsonrpc: "2.0", id: 3, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" }, initializationOptions: { backends: [{ id: "echo", command: process.execPath, args: [FIXTURE_SERVER] }] } } }
+      ]
+        .map((m) => JSON.stringify(m))
+        .join("\n") + "\n"
+    )
+    const frames = assertOnlyFrames(result.stdout)
+    const byId = new Map(frames.map((f) => [f.id, f]))
+    expect(byId.get(1).error).toEqual({ code: -32001, message: "Gateway not fully initialized", data: { method: "tools/list" } })
+    expect(byId.get(2).error.code).toBe(-32001)
+    expect(byId.get(3).result.protocolVersion).toBe("2025-06-18")
+  })
+
+  it("after initialize: unknown methods get -32601, ping and tools/list work, notifications get no reply", async () => {
+    const gateway = startGateway()
+    try {
+      await gateway.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } })
+      gateway.send({ jsonrpc: "2.0", method: "notifications/initialized" })
+      expect((await gateway.request("no/such/method", {})).error).toEqual({ code: -32601, message: "Method not found: no/such/method" })
+      expect((await gateway.request("ping")).result).toEqual({})
+      expect((await gateway.request("tools/list", {})).result.tools.length).toBeGreaterThan(1)
+    } finally {
+      await gateway.close()
+    }
+    const frames = assertOnlyFrames(gateway.stdout())
+    // initialize, the -32601, ping and tools/list: nothing for the notification.
+    expect(frames.filter((f) => "id" in f)).toHaveLength(4)
+  })
+
+  it("the MCP TypeScript SDK client connects, lists and calls tools of the embedded default", async () => {
+    const cwd = tempDir()
+    writeFileSync(join(cwd, "notes.txt"), "hello from notes\n")
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN],
+      cwd,
+      env: cleanEnv() as Record<string, string>,
+      stderr: "pipe"
+    })
+    const client = new Client({ name: "sdk-test", version: "1.0.0" })
+    await client.connect(transport)
+    try {
+      expect(client.getServerVersion()?.name).toBe("mcp-agentify")
+      expect(client.getServerCapabilities()?.tools?.listChanged).toBe(true)
+      const { tools } = await client.listTools()
+      const names = tools.map((t) => t.name)
+      expect(names[0]).toBe("agentify_orchestrate")
+      expect(names).toContain("filesystem__read_text_file")
+      const read = tools.find((t) => t.name === "filesystem__read_text_file")!
+      expect(read.description).toMatch(/^\[filesystem\] /)
+      const result = await client.callTool({ name: "filesystem__read_text_file", arguments: { path: join(cwd, "notes.txt") } })
+      expect(result.isError).not.toBe(true)
+      expect((result.content as Array<{ text: string }>)[0]!.text).toContain("hello from notes")
+      // No key: the orchestrate tool answers with an isError result naming -32002.
+      const orchestrated = await client.callTool({ name: "agentify_orchestrate", arguments: { query: "show notes.txt" } })
+      expect(orchestrated.isError).toBe(true)
+      expect((orchestrated.content as Array<{ text: string }>)[0]!.text).toMatch(/-32002.*OPENAI_API_KEY/)
+    } finally {
+      await client.close()
+    }
+  })
+
+  it("a vscode-jsonrpc client with Content-Length framing and initializationOptions connects", async () => {
+    const child = spawn(process.execPath, [BIN], { cwd: tempDir(), env: cleanEnv(), stdio: ["pipe", "pipe", "pipe"] })
+    const raw: Array<Buffer> = []
+    child.stdout.on("data", (chunk: Buffer) => raw.push(chunk))
+    const connection = rpc.createMessageConnection(
+      new rpc.StreamMessageReader(child.stdout),
+      new rpc.StreamMessageWriter(child.stdin)
+    )
+    connection.listen()
+    try {
+      const result: any = await connection.sendRequest("initialize", {
+        processId: process.pid,
+        rootUri: null,
+        capabilities: {},
+        initializationOptions: {
+          OPENAI_API_KEY: "sk-lsp-client-000000",
+          logLevel: "debug",
+          backends: [{ id: "echo", command: process.execPath, args: [FIXTURE_SERVER, "--name", "echo"] }]
+        }
+      })
+      expect(result.serverInfo.name).toBe("mcp-agentify")
+      expect(result.capabilities.tools.listChanged).toBe(true)
+      const tools: any = await connection.sendRequest("tools/list", {})
+      expect(tools.tools.map((t: any) => t.name)).toContain("echo__echo")
+      const echoed: any = await connection.sendRequest("tools/call", { name: "echo__echo", arguments: { text: "hi" } })
+      expect(JSON.stringify(echoed.content)).toContain("hi")
+      await expect(connection.sendRequest("initialize", { processId: null, rootUri: null, capabilities: {} })).rejects.toMatchObject({ code: -32600 })
+      await connection.sendRequest("shutdown")
+      connection.sendNotification("exit")
+      const [code] = (await new Promise((resolve) => child.once("exit", (...args) => resolve(args)))) as unknown as [number]
+      expect(code).toBe(0)
+      const frames = parseContentLength(Buffer.concat(raw))
+      expect(frames.length).toBeGreaterThanOrEqual(4)
+    } finally {
+      connection.dispose()
+      child.kill("SIGKILL")
+    }
+  })
+
+  it("invalid initializationOptions get -32602 naming each problem, and initialize can be retried", async () => {
+    const gateway = startGateway()
+    try {
+      const bad = await gateway.request("initialize", {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" },
+        initializationOptions: { backends: [{ id: "no spaces allowed", command: "x" }], routing: "random" }
+      })
+      expect(bad.error.code).toBe(-32602)
+      expect(bad.error.message).toContain("backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$")
+      expect(bad.error.data.issues.some((i: string) => i.startsWith("routing: "))).toBe(true)
+      const good = await gateway.request("initialize", {
+        protocolVersion: "1999-01-01",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" },
+        initializationOptions: { backends: [{ id: "echo", command: process.execPath, args: [FIXTURE_SERVER] }] }
+      })
+      expect(good.result.protocolVersion).toBe("2025-11-25")
+    } finally {
+      const { code } = await gateway.close()
+      expect(code).toBe(0)
+      assertOnlyFrames(gateway.stdout())
+    }
+  })
+
+  it("an invalid config file: a clear message on stderr, exit code 2, no stack trace", () => {
+    const dir = tempDir()
+    const file = join(dir, "config.json")
+    writeFileSync(file, JSON.stringify({ backends: [{ id: "a b", command: "" }] }))
+    const result = run("", { args: ["--config", file] })
+    expect(result.status).toBe(2)
+    expect(result.stdout.length).toBe(0)
+    const stderr = result.stderr.toString("utf8")
+    expect(stderr).toContain("backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$")
+    expect(stderr).toContain("backends[0].command: must be a non-empty string")
+    expect(stderr).not.toMatch(/\bat .*\.js:\d+/)
+    const viaEnv = run("", { env: cleanEnv({ AGENTIFY_CONFIG: join(dir, "missing.json") }) })
+    expect(viaEnv.status).toBe(2)
+    expect(viaEnv.stderr.toString("utf8")).toMatch(/missing\.json.*no such file/)
+  })
+
+  it("unknown arguments print usage and exit 2", () => {
+    const result = run("", { args: ["--bogus"] })
+    expect(result.status).toBe(2)
+    expect(result.stderr.toString("utf8")).toContain("Usage: mcp-agentify")
+    expect(result.stdout.length).toBe(0)
+  })
+
+  it("logs go to stderr as JSON lines; stdout holds frames only, even at trace level", async () => {
+    const gateway = startGateway({ args: ["--log-level", "trace"] })
+    await gateway.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } })
+    await gateway.request("tools/list", {})
+    gateway.sendRaw("not json at all\n")
+    await gateway.waitFor((m) => m.error?.code === -32700)
+    const { code } = await gateway.close()
+    expect(code).toBe(0)
+    assertOnlyFrames(gateway.stdout())
+    const lines = gateway.stderr().trim().split("\n")
+    expect(lines.length).toBeGreaterThan(2)
+    for (const line of lines) expect(() => JSON.parse(line)).not.toThrow()
+  })
+
+  it.each(["SIGTERM", "SIGINT"] as const)("%s stops the backends and exits 0", async (signal) => {
+    const gateway = startGateway()
+    await gateway.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } })
+    gateway.child.kill(signal)
+    const { code } = await gateway.exited
+    expect(code).toBe(0)
+    expect(gateway.stderr()).toMatch(/stopp/)
+  })
+})
