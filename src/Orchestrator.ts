@@ -21,7 +21,7 @@ import {
 } from "./Errors.js"
 import { type ChatRequest, type ChatTool, LlmClient } from "./Llm.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "./Mcp.js"
-import { backendFunctions, buildCatalog, type Catalog, type CatalogEntry, rank, toolFunctions } from "./ToolCatalog.js"
+import { backendFunctions, buildCatalog, type Catalog, type CatalogEntry, rankEntries, toolFunctions } from "./ToolCatalog.js"
 
 /** The one backend call the model chose. */
 export interface Plan {
@@ -115,15 +115,9 @@ interface Offer {
 
 /** `routing: "tool"`: one function per backend tool; the best matches first when they do not all fit. */
 const offerTools = (catalog: Catalog, query: string, context: TaskContext | null | undefined, max: number): Offer => {
+  // Ranked over the catalog's own array: the ranking index is cached per array.
   const entries: ReadonlyArray<CatalogEntry> =
-    catalog.entries.length <= max
-      ? catalog.entries
-      : rank(
-          catalog.entries.map((e) => e.tool),
-          query,
-          max,
-          context
-        ).map((tool) => catalog.byName.get(tool.name)!)
+    catalog.entries.length <= max ? catalog.entries : rankEntries(catalog.entries, query, max, context)
   const offered = new Map(entries.map((e) => [e.name, e]))
   return {
     functions: toolFunctions(entries),

@@ -446,21 +446,22 @@ const analyze = (text: string, sink: Sink, scale = 1, identifier = false, mapped
   const inIdiom = new Set<number>()
   // Phrases are looked for both as written and with stop words skipped ("open an issue").
   const sequences = words.some((w) => VOCAB.phraseStarts.has(w)) ? phraseSequences(words) : []
-  const seen = new Set<string>()
-  for (const sequence of sequences) {
+  sequences.forEach((sequence, skipping) => {
     for (let i = 0; i < sequence.length; i++) {
-      if (!VOCAB.phraseStarts.has(words[sequence[i] ?? -1] ?? "")) continue
+      const first = sequence[i] ?? 0
+      let phrase = words[first] ?? ""
+      if (!VOCAB.phraseStarts.has(phrase)) continue
       for (let n = 2; n <= VOCAB.longestPhrase && i + n <= sequence.length; n++) {
-        const positions = sequence.slice(i, i + n)
-        const phrase = positions.map((p) => words[p]).join(" ")
+        const last = sequence[i + n - 1] ?? 0
+        phrase += ` ${words[last]}`
         const concepts = VOCAB.phrases.get(phrase)
-        if (concepts === undefined || seen.has(positions.join())) continue
-        seen.add(positions.join())
+        // Without a skipped stop word, the phrase was already seen as written.
+        if (concepts === undefined || (skipping === 1 && last - first === n - 1)) continue
         for (const [term, weight] of concepts) sink(term, scale * weight, phrase)
-        if (VOCAB.idioms.has(phrase)) for (const p of positions.slice(0, -1)) inIdiom.add(p)
+        if (VOCAB.idioms.has(phrase)) for (let j = i; j < i + n - 1; j++) inIdiom.add(sequence[j] ?? 0)
       }
     }
-  }
+  })
   let count = 0
   const numbers = words.filter(isNumber).length
   for (let position = 0; position < words.length; position++) {
