@@ -1,6 +1,11 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
+  resolve: {
+    // The examples import the package by name, as an app would; tests run them against the source.
+    alias: { "mcp-agentify": fileURLToPath(new URL("./src/index.ts", import.meta.url)) }
+  },
   test: {
     include: ["test/**/*.test.ts"],
     // Integration tests spawn real processes; on a 2-core machine a little patience avoids flakes.
