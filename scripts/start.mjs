@@ -30,4 +30,8 @@ if (stale) {
   }
 }
 
+// npm runs scripts from the package root; the gateway's "current directory" (the embedded
+// filesystem root, `.env`) is where the user typed `npm start`.
+if (process.env.INIT_CWD) process.chdir(process.env.INIT_CWD)
+
 await import(pathToFileURL(entry).href)
