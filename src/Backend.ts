@@ -157,6 +157,14 @@ class Connection {
   closing = false
   /** Until the session is ready, crash errors carry the stderr tail (why start-up failed). */
   starting = true
+  /**
+   * Notifications received, and relayed by the session's relay fiber: a reply waits for those
+   * the backend sent before it (see `orderedRequest`), so a client sees a call's progress before its result.
+   */
+  notificationsReceived = 0
+  notificationsRelayed = 0
+  private readonly relayWaiters = new Set<{ readonly upTo: number; readonly resume: () => void }>()
+  private relayStopped = false
   droppedLogLines = 0
   private stdinOpen = true
   private stdoutBuffer = ""
@@ -195,8 +203,21 @@ class Connection {
 
   write(frame: string): boolean {
     if (!this.stdinOpen || this.exitInfo !== undefined) return false
+    // Frames written in the same tick leave together, in one writev: under load that is one
+    // syscall (and one wake-up of the backend) for many requests, not one each.
+    if (!this.corked) {
+      this.corked = true
+      this.child.stdin!.cork()
+      process.nextTick(this.uncork)
+    }
     this.child.stdin!.write(frame)
     return true
+  }
+
+  private corked = false
+  private uncork = () => {
+    this.corked = false
+    this.child.stdin!.uncork()
   }
 
   private onStdinError = (error: Error) => {
@@ -304,7 +325,10 @@ class Connection {
 
   private onNotification(method: string, params: unknown) {
     if (method === "notifications/tools/list_changed") Queue.unsafeOffer(this.inbound, { _tag: "ToolsChanged" })
-    else if (method !== "notifications/cancelled") Queue.unsafeOffer(this.inbound, { _tag: "Notification", method, params })
+    else if (method !== "notifications/cancelled") {
+      this.notificationsReceived++
+      Queue.unsafeOffer(this.inbound, { _tag: "Notification", method, params })
+    }
   }
 
   private onStderr = (chunk: string) => {
@@ -332,7 +356,53 @@ class Connection {
     this.log({ level: "debug", message: line, stream: "stderr" })
   }
 
+  // -- relay order
+
+  /** Called by the relay fiber after each notification (relayed or not). */
+  markRelayed() {
+    this.notificationsRelayed++
+    for (const waiter of this.relayWaiters) {
+      if (waiter.upTo <= this.notificationsRelayed) {
+        this.relayWaiters.delete(waiter)
+        waiter.resume()
+      }
+    }
+  }
+
+  /** The relay fiber is gone (the session's scope closed): nobody waits for it any more. */
+  stopRelay() {
+    this.relayStopped = true
+    for (const waiter of this.relayWaiters) waiter.resume()
+    this.relayWaiters.clear()
+  }
+
+  private awaitRelayed(upTo: number): Effect.Effect<void> {
+    if (upTo <= this.notificationsRelayed || this.relayStopped) return Effect.void
+    return Effect.async<void>((resume) => {
+      const waiter = { upTo, resume: () => resume(Effect.void) }
+      this.relayWaiters.add(waiter)
+      return Effect.sync(() => {
+        this.relayWaiters.delete(waiter)
+      })
+    })
+  }
+
   // -- requests
+
+  /**
+   * A request whose outcome is delivered only once every notification the backend sent before its
+   * reply has been relayed: progress and log messages reach the client before the result, as MCP
+   * clients expect (the SDK drops progress for a request that already completed). Without
+   * notifications in flight this adds one comparison.
+   */
+  orderedRequest(method: string, params: unknown, timeoutMs: number): Effect.Effect<unknown, BackendError> {
+    // Counted when the caller resumes, which is after the reply: it may include a few later
+    // notifications too, which only costs waiting for them as well.
+    return this.request(method, params, timeoutMs).pipe(
+      Effect.exit,
+      Effect.flatMap((exit) => Effect.zipRight(this.awaitRelayed(this.notificationsReceived), exit))
+    )
+  }
 
   request(method: string, params: unknown, timeoutMs: number): Effect.Effect<unknown, BackendError> {
     // One parameter: Effect.async then allocates no AbortController.
@@ -422,7 +492,11 @@ class Connection {
 
   crashed(method: string): BackendError {
     const info = this.exitInfo
-    const what = this.closing ? "the backend was stopped" : `the process ${info?.description ?? "is not running"}`
+    const what = this.closing
+      ? "the backend was stopped"
+      : info === undefined
+      ? "the process is not running"
+      : `the process ${info.code === null ? "was " : ""}${info.description}`
     return new BackendError({
       backendId: this.backendId,
       reason: "crashed",
@@ -779,27 +853,41 @@ export const make = Effect.fn("Backend.make")(function* (config: BackendConfig, 
     }),
     Effect.catchAllCause((cause) => Effect.logWarning("could not list the tools again", cause))
   )
+  // Re-listing runs beside the relay, never in it: replies wait for the relay (see
+  // `Connection.orderedRequest`), so it must not wait on a backend request itself. A burst of
+  // list_changed is one re-listing, and one more after it when some came in while it ran.
+  const scope = yield* Effect.scope
+  const relistLock = yield* Effect.makeSemaphore(1)
+  let relistQueued = false
+  const requestRelist = Effect.suspend(() => {
+    if (relistQueued) return Effect.void
+    relistQueued = true
+    return Effect.asVoid(
+      Effect.forkIn(
+        relistLock.withPermits(1)(Effect.zipRight(Effect.sync(() => (relistQueued = false)), relist)),
+        scope
+      )
+    )
+  })
   const relay = (event: Inbound): Effect.Effect<void> =>
-    event._tag === "Notification" && options.onNotification !== undefined
-      ? options.onNotification(event.method, event.params).pipe(Effect.catchAllCause((cause) => Effect.logDebug(cause)))
-      : Effect.void
-  const relayAll = (events: Iterable<Inbound>) => Effect.forEach(events, relay, { discard: true })
+    event._tag === "ToolsChanged"
+      ? requestRelist
+      : options.onNotification === undefined
+      ? Effect.sync(() => connection.markRelayed())
+      : options.onNotification(event.method, event.params).pipe(
+        Effect.catchAllCause((cause) => Effect.logDebug(cause)),
+        Effect.ensuring(Effect.sync(() => connection.markRelayed()))
+      )
   yield* Effect.forkScoped(
-    Effect.forever(
-      Effect.flatMap(Queue.take(inbound), (event) => {
-        if (event._tag === "ToolsChanged") {
-          // A burst of list_changed is one re-listing.
-          return Effect.zipRight(Queue.takeAll(inbound).pipe(Effect.flatMap((rest) => relayAll(rest))), relist)
-        }
-        return relay(event)
-      })
+    Effect.forever(Effect.flatMap(Queue.take(inbound), relay)).pipe(
+      Effect.ensuring(Effect.sync(() => connection.stopRelay()))
     )
   )
 
   yield* Effect.logDebug(`session ready: protocol ${session.protocolVersion}, ${tools.length} tools`)
 
   const request = (method: string, params?: unknown, requestOptions?: RequestOptions) =>
-    connection.request(method, params, requestOptions?.timeoutMs ?? timeoutMs)
+    connection.orderedRequest(method, params, requestOptions?.timeoutMs ?? timeoutMs)
 
   const backend: Backend = {
     id: config.id,

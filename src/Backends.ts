@@ -86,8 +86,16 @@ export interface BackendsService {
   readonly executeOnBackend: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
   /** Emits whenever the ready backends' tools change (ready, re-listed, crashed, restarted, stopped). */
   readonly toolsChanged: Stream.Stream<void>
-  /** Backend notifications to relay to the client (progress, log messages). */
+  /** Backend notifications (progress, log messages), for observers such as the debug UI. */
   readonly notifications: Stream.Stream<BackendNotification>
+  /**
+   * Relays backend notifications to `listener` while the current scope is open. It runs in order
+   * and before the backend's later replies are delivered, so a client sees a call's progress before
+   * its result; it must not block (a queue offer).
+   */
+  readonly relayNotifications: (
+    listener: (notification: BackendNotification) => Effect.Effect<void>
+  ) => Effect.Effect<void, never, Scope.Scope>
   /** Every state change, for the debug UI. */
   readonly statusChanges: Stream.Stream<BackendStatus>
   /** Stops every backend in parallel and waits for the processes to exit. */
@@ -122,7 +130,7 @@ const statusOf = (entry: Entry): BackendStatus => ({
   enabled: entry.config.enabled
 })
 
-const notReady = (entry: Entry): BackendError => {
+const notReady = (entry: Entry, method: string): BackendError => {
   const why =
     !entry.config.enabled
       ? "disabled in the configuration"
@@ -133,7 +141,7 @@ const notReady = (entry: Entry): BackendError => {
       : entry.state === "failed"
       ? `not running: ${entry.lastError ?? "failed"}`
       : "stopped"
-  return new BackendError({ backendId: entry.config.id, reason: "not_ready", summary: why })
+  return new BackendError({ backendId: entry.config.id, reason: "not_ready", method, summary: why })
 }
 
 /** Builds the service; its backends live in the current scope. */
@@ -146,6 +154,7 @@ export const make = (options: ManagerOptions = {}) =>
     const toolsPubSub = yield* PubSub.sliding<void>(1)
     const notificationsPubSub = yield* PubSub.sliding<BackendNotification>(4_096)
     const statusPubSub = yield* PubSub.sliding<BackendStatus>(1_024)
+    const listeners = new Set<(notification: BackendNotification) => Effect.Effect<void>>()
     // start and stopAll replace the whole set; they must not overlap.
     const lock = yield* Effect.makeSemaphore(1)
 
@@ -196,8 +205,13 @@ export const make = (options: ManagerOptions = {}) =>
             killGraceMs: options.killGraceMs,
             clientInfo: options.clientInfo,
             maxFrameBytes: options.maxFrameBytes,
-            onNotification: (method, params) =>
-              PubSub.publish(notificationsPubSub, { backendId: entry.config.id, method, params }),
+            onNotification: (method, params) => {
+              const notification = { backendId: entry.config.id, method, params }
+              return Effect.zipRight(
+                PubSub.publish(notificationsPubSub, notification),
+                Effect.forEach([...listeners], (listener) => listener(notification), { discard: true })
+              )
+            },
             onToolsChanged: (tools) =>
               Effect.suspend(() => {
                 if (entry.backend !== backend) return Effect.void
@@ -337,7 +351,7 @@ export const make = (options: ManagerOptions = {}) =>
           )
         }
         const backend = entry.backend
-        return backend === undefined ? Effect.fail(notReady(entry)) : backend.request(method, params)
+        return backend === undefined ? Effect.fail(notReady(entry, method)) : backend.request(method, params)
       })
 
     yield* Effect.addFinalizer(() => stopAll)
@@ -350,6 +364,11 @@ export const make = (options: ManagerOptions = {}) =>
       executeOnBackend,
       toolsChanged: Stream.fromPubSub(toolsPubSub),
       notifications: Stream.fromPubSub(notificationsPubSub),
+      relayNotifications: (listener) =>
+        Effect.acquireRelease(
+          Effect.sync(() => listeners.add(listener)),
+          () => Effect.sync(() => listeners.delete(listener))
+        ).pipe(Effect.asVoid),
       statusChanges: Stream.fromPubSub(statusPubSub),
       stopAll
     }

@@ -129,12 +129,44 @@ const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
     ""
   )
 
+/**
+ * Effect's formatter prints the offending value, recursively: a value nested some thousands of
+ * levels deep (a client can send one) overflows the stack. Then each problem is formatted on its
+ * own, and one whose value cannot be printed gets a plain message, so the reply stays -32602.
+ */
+const formatIssueSafely = (
+  issue: ParseResult.ParseIssue,
+  path: ReadonlyArray<PropertyKey>
+): Array<ParseResult.ArrayFormatterIssue> => {
+  try {
+    return ParseResult.ArrayFormatter.formatIssueSync(issue).map((i) => ({ ...i, path: [...path, ...i.path] }))
+  } catch {
+    switch (issue._tag) {
+      case "Pointer":
+        return formatIssueSafely(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path])])
+      case "Composite":
+        return (Array.isArray(issue.issues) ? issue.issues : [issue.issues]).flatMap((i) => formatIssueSafely(i, path))
+      case "Refinement":
+      case "Transformation":
+        return formatIssueSafely(issue.issue, path)
+      default:
+        return [{
+          _tag: issue._tag,
+          path,
+          message: issue._tag === "Type"
+            ? `Expected ${String(issue.ast)}, actual a value nested too deeply to show`
+            : "is invalid (a value nested too deeply to show)"
+        }]
+    }
+  }
+}
+
 /** `path: problem` lines, e.g. `backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$`. */
 export const formatIssues = (
   error: ParseResult.ParseError,
   mapPath: (path: ReadonlyArray<PropertyKey>) => ReadonlyArray<PropertyKey> = (p) => p
 ): Array<string> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
+  formatIssueSafely(error.issue, [])
     // An optional field is a union with undefined; its "Expected undefined" branch is noise.
     .filter((issue) => !issue.message.startsWith("Expected undefined, actual"))
     .map((issue) => {

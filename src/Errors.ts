@@ -143,16 +143,25 @@ export interface WireError {
   readonly data?: unknown
 }
 
-/** The wire form of a failure, with every registered secret scrubbed. */
-export const toRpcError = (error: GatewayError): WireError => {
-  const data = error.data
-  const wire: WireError = {
-    code: error.code,
-    message: Secrets.scrub(error.message),
-    ...(data === undefined ? {} : { data: Secrets.scrubDeep(data) })
+/**
+ * `data` scrubbed, or left out when it is nested too deeply to walk (a backend's error can be):
+ * the reply must still go out, and unscrubbed data must not.
+ */
+const scrubData = (data: unknown): { readonly data?: unknown } => {
+  if (data === undefined) return {}
+  try {
+    return { data: Secrets.scrubDeep(data) }
+  } catch {
+    return {}
   }
-  return wire
 }
+
+/** The wire form of a failure, with every registered secret scrubbed. */
+export const toRpcError = (error: GatewayError): WireError => ({
+  code: error.code,
+  message: Secrets.scrub(error.message),
+  ...scrubData(error.data)
+})
 
 /** Merges `extra` into a failure's data (the orchestrator adds the query and the plan). */
 export const withData = (wire: WireError, extra: Record<string, unknown>): WireError => ({

@@ -8,8 +8,8 @@
  * The rules this module keeps: every request with an id gets exactly one reply, a notification
  * never gets one, and a bad frame never stops the frames after it.
  */
-import { Cause, Deferred, Effect, Exit, FiberId, FiberSet, Option, Queue, Scope, Sink, Stream } from "effect"
-import { ErrorCode, type GatewayError, RpcError, toRpcError, type WireError } from "./Errors.js"
+import { Cause, Chunk, Deferred, Effect, Exit, type Fiber, FiberId, FiberSet, Option, Queue, Scope, Sink, Stream } from "effect"
+import { ErrorCode, type GatewayError, toRpcError, type WireError } from "./Errors.js"
 import * as Secrets from "./Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -257,9 +257,32 @@ const headerEnd = (data: Buffer): { headerLength: number; separatorLength: numbe
   return { headerLength: lflf, separatorLength: 2 }
 }
 
-/** One outgoing message in the connection's framing. */
+/**
+ * JSON text of an outgoing message, never throwing: a backend's result or error can be nested too
+ * deeply for `JSON.stringify` (which recurses), and the request must still get its one reply. An
+ * error reply then goes out without its `data`, a result reply as -32603; a notification that
+ * cannot be encoded is dropped (""), since there is no one to tell.
+ */
+const stringify = (message: unknown): string => {
+  try {
+    return JSON.stringify(message)
+  } catch (cause) {
+    if (Array.isArray(message)) return `[${message.map(stringify).filter((s) => s !== "").join(",")}]`
+    const m = message as { id?: Id | null; error?: WireError }
+    if (typeof m !== "object" || m === null || !("id" in m)) return ""
+    const why = Secrets.scrub(cause instanceof Error ? cause.message : String(cause))
+    return JSON.stringify(
+      m.error !== undefined && typeof m.error.code === "number" && typeof m.error.message === "string"
+        ? failure(m.id ?? null, { code: m.error.code, message: m.error.message })
+        : failure(m.id ?? null, { code: ErrorCode.InternalError, message: `Internal error: the result cannot be encoded as JSON (${why})` })
+    )
+  }
+}
+
+/** One outgoing message in the connection's framing ("" for one that cannot be encoded at all). */
 export const encode = (framing: Framing, message: unknown): string => {
-  const json = JSON.stringify(message)
+  const json = stringify(message)
+  if (json === "") return ""
   return framing === "ndjson" ? `${json}\n` : `Content-Length: ${Buffer.byteLength(json, "utf8")}\r\n\r\n${json}`
 }
 
@@ -302,7 +325,56 @@ export interface Connection {
 
 const idKey = (id: Id) => (typeof id === "number" ? `n:${id}` : `s:${id}`)
 
-const END = Symbol("end")
+/**
+ * Frames waiting for the writer: a plain array, swapped out whole when the writer takes it, so
+ * the frames queued since the last write leave in one write (one syscall under load).
+ *
+ * Not an Effect `Queue`: its linked list leaves each removed node pointing at the next, and once
+ * one node survives into V8's old generation it keeps every later node (and frame) alive through
+ * scavenges, so about a kilobyte per call was promoted and RSS grew until the next full GC.
+ */
+class Outbox {
+  private frames: Array<string> = []
+  private ended = false
+  private readonly latch = Effect.unsafeMakeLatch(false)
+
+  offer(frame: string): void {
+    if (frame === "" || this.ended) return
+    this.frames.push(frame)
+    this.latch.unsafeOpen()
+  }
+
+  /** No more frames: the writer stops once it has written those queued. */
+  end(): void {
+    this.ended = true
+    this.latch.unsafeOpen()
+  }
+
+  /** Everything queued as one chunk of one string; `None` once ended and empty. */
+  readonly take: Effect.Effect<Chunk.Chunk<string>, Option.Option<never>> = Effect.suspend(() => {
+    const frames = this.frames
+    if (frames.length > 0) {
+      this.frames = []
+      return Effect.succeed(Chunk.of(frames.length === 1 ? frames[0]! : frames.join("")))
+    }
+    if (this.ended) return Effect.fail(Option.none())
+    this.latch.unsafeClose()
+    return Effect.zipRight(this.latch.await, this.take)
+  })
+}
+
+/** A request in flight; its fiber is known once forked. */
+interface InFlight {
+  readonly key: string
+  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  cancelled: boolean
+}
+
+/** Interrupts the request's handler; it still sends its one reply (-32800). */
+const cancel = (entry: InFlight): void => {
+  entry.cancelled = true
+  entry.fiber?.unsafeInterruptAsFork(FiberId.none)
+}
 
 /**
  * Serves one connection until its input ends (or `stop` completes), then waits up to
@@ -317,20 +389,19 @@ export const serve = <E, R>(
     Effect.gen(function* () {
       const decoder = new FrameDecoder(options.maxFrameBytes)
       const framing = () => decoder.framing ?? options.framing ?? "ndjson"
-      const outbox = yield* Queue.unbounded<string | typeof END>()
-      const send = (message: unknown) => Queue.offer(outbox, encode(framing(), message))
-      const sendUnsafe = (message: unknown) => outbox.unsafeOffer(encode(framing(), message))
+      const outbox = new Outbox()
+      const send = (message: unknown) => Effect.sync(() => outbox.offer(encode(framing(), message)))
+      const sendUnsafe = (message: unknown) => outbox.offer(encode(framing(), message))
 
       // The single writer: every frame leaves through this one fiber, so none interleave.
-      const writer = yield* Stream.fromQueue(outbox).pipe(
-        Stream.takeWhile((item): item is string => item !== END),
+      const writer = yield* Stream.repeatEffectChunkOption(outbox.take).pipe(
         Stream.run(options.output),
         Effect.catchAllCause((cause) => Effect.logError("cannot write to the client", cause)),
         Effect.forkDaemon
       )
 
       const running = yield* FiberSet.make<void>()
-      const cancels = new Map<string, Deferred.Deferred<void>>()
+      const cancels = new Map<string, InFlight>()
 
       const notify = (method: string, params: unknown) => send({ jsonrpc: "2.0", method, params })
       const connection: Connection = { notify, inFlight: () => cancels.size }
@@ -339,20 +410,51 @@ export const serve = <E, R>(
        * Registers the request for cancellation synchronously, before its fiber is forked, so a
        * `notifications/cancelled` in the same chunk as its request still finds it.
        */
+      const register = (request: Request): InFlight => {
+        const entry: InFlight = { key: idKey(request.id), fiber: undefined, cancelled: false }
+        cancels.set(entry.key, entry)
+        return entry
+      }
+
+      const settle = (entry: InFlight, fiber: Fiber.RuntimeFiber<unknown, unknown>) => {
+        entry.fiber = fiber
+        if (entry.cancelled) fiber.unsafeInterruptAsFork(FiberId.none)
+      }
+
+      const unregister = (entry: InFlight) => {
+        if (cancels.get(entry.key) === entry) cancels.delete(entry.key)
+      }
+
+      const handle = (request: Request): Effect.Effect<unknown, GatewayError, R> =>
+        options.handlers
+          .request(request, { id: request.id, notify })
+          .pipe(Effect.tapDefect(() => Effect.logError("request failed with a defect", { method: request.method, id: request.id })))
+
+      /**
+       * A request of its own: the handler is the fiber, and its exit becomes the one reply. Cancelling
+       * interrupts that fiber and the reply (-32800) still goes out: per request, one fiber and no
+       * race (this is the gateway's hot path).
+       */
+      const startRequest = (request: Request): Effect.Effect<void, never, R> => {
+        const entry = register(request)
+        return Effect.map(FiberSet.run(running, handle(request)), (fiber) => {
+          fiber.addObserver((exit) => {
+            unregister(entry)
+            sendUnsafe(replyFor(request, exit))
+          })
+          settle(entry, fiber)
+        })
+      }
+
+      /** A request in a batch: its handler runs in a child fiber, which cancelling interrupts. */
       const runRequest = (request: Request): Effect.Effect<Response, never, R> => {
-        const key = idKey(request.id)
-        const cancel = Deferred.unsafeMake<void>(FiberId.none)
-        cancels.set(key, cancel)
-        return Effect.gen(function* () {
-          const cancelled = Effect.zipRight(
-            Deferred.await(cancel),
-            Effect.fail(new RpcError({ code: ErrorCode.RequestCancelled, message: "Request cancelled" }))
-          )
-          const exit = yield* options.handlers
-            .request(request, { id: request.id, notify })
-            .pipe(Effect.raceFirst(cancelled), Effect.exit)
-          if (cancels.get(key) === cancel) cancels.delete(key)
-          return replyFor(request, exit)
+        const entry = register(request)
+        return Effect.flatMap(Effect.fork(handle(request)), (fiber) => {
+          settle(entry, fiber)
+          return Effect.map(fiber.await, (exit) => {
+            unregister(entry)
+            return replyFor(request, exit)
+          })
         })
       }
 
@@ -370,20 +472,15 @@ export const serve = <E, R>(
         })
       }
 
-      const logDefect = (request: Request, response: Response) =>
-        "error" in response && response.error.code === ErrorCode.InternalError
-          ? Effect.logError("request failed with a defect", { method: request.method, id: request.id })
-          : Effect.void
-
       const cancelRequest = (params: unknown) => {
         const p = params as Record<string, unknown> | undefined
         const target = p?.requestId ?? p?.id
         if (!isId(target)) return Effect.void
-        const cancel = cancels.get(idKey(target))
-        if (cancel === undefined) return Effect.logDebug("cancellation for no request in flight", { id: target })
+        const entry = cancels.get(idKey(target))
+        if (entry === undefined) return Effect.logDebug("cancellation for no request in flight", { id: target })
         return Effect.zipRight(
           Effect.logDebug("request cancelled by the client", { id: target, reason: p?.reason }),
-          Deferred.succeed(cancel, undefined)
+          Effect.sync(() => cancel(entry))
         )
       }
 
@@ -391,10 +488,8 @@ export const serve = <E, R>(
       const handleOne = (value: unknown): Effect.Effect<Response | undefined, never, R> => {
         const incoming = classify(value)
         switch (incoming._tag) {
-          case "Request": {
-            const request = incoming.request
-            return runRequest(request).pipe(Effect.tap((response) => logDefect(request, response)))
-          }
+          case "Request":
+            return runRequest(incoming.request)
           case "Notification": {
             const { method, params } = incoming.notification
             if (method === "notifications/cancelled" || method === "$/cancelRequest") {
@@ -453,13 +548,7 @@ export const serve = <E, R>(
             if (incoming._tag !== "Request") {
               return handleOne(value).pipe(Effect.flatMap((r) => (r === undefined ? Effect.void : send(r))))
             }
-            return FiberSet.run(
-              running,
-              runRequest(incoming.request).pipe(
-                Effect.tap((response) => logDefect(incoming.request, response)),
-                Effect.flatMap((response) => Effect.sync(() => sendUnsafe(response)))
-              )
-            ).pipe(Effect.asVoid)
+            return startRequest(incoming.request)
           }
         }
       }
@@ -485,13 +574,13 @@ export const serve = <E, R>(
       if (!drained) {
         // Cancel rather than kill them, so each still sends its one reply (-32800).
         yield* Effect.logWarning("cancelling requests still in flight at end of input", { count: cancels.size })
-        yield* Effect.forEach(cancels.values(), (cancel) => Deferred.succeed(cancel, undefined), { discard: true })
+        yield* Effect.sync(() => cancels.forEach(cancel))
         yield* FiberSet.awaitEmpty(running).pipe(
           Effect.timeout(1_000),
           Effect.orElse(() => FiberSet.clear(running))
         )
       }
-      yield* Queue.offer(outbox, END)
+      outbox.end()
       yield* writer.await
     })
   )

@@ -5,7 +5,10 @@
  * (see `serveStdio` at the bottom) and relays what it sends back. Below it sit the
  * Orchestrator and the Backends; it only validates, routes and maps their failures.
  */
-import { NodeSink, NodeStream } from "@effect/platform-node"
+// The modules, not the package's index: the index loads every platform module (HTTP server,
+// undici, workers, ...), which costs 0.3 s and 30 MB at start-up for nothing the gateway uses.
+import * as NodeSink from "@effect/platform-node/NodeSink"
+import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { createRequire } from "node:module"
 import { Backends } from "./Backends.js"
@@ -106,7 +109,9 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
           })
         )
 
-      const callTool = Effect.fn("Server.callTool")(function* (params: unknown) {
+      // Untraced: a span per call (and the stack captured for it) costs more than the rest of a
+      // passthrough call; the backend request is where the time goes, and it is logged on failure.
+      const callTool = Effect.fnUntraced(function* (params: unknown) {
         const p = params as Record<string, unknown> | undefined
         if (typeof p?.name !== "string") {
           return yield* new InvalidParams({ message: "Invalid params: name: is required", issues: ["name: is required"] })
@@ -120,6 +125,16 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
         if (p.name === ORCHESTRATE_TOOL.name) return yield* orchestrateTool(p.arguments ?? {})
         const entry = catalog().byName.get(p.name)
         if (entry === undefined) {
+          // A backend that is not ready (starting, restarting after a crash, failed, disabled) lists
+          // no tools, yet a client may still hold their names: say what is wrong with the backend
+          // (-32004) rather than "unknown tool". The longest id wins, as ids may contain "__".
+          const name = p.name
+          const owner = (yield* backends.states)
+            .filter((s) => s.state !== "ready" && name.startsWith(`${s.id}__`))
+            .sort((a, b) => b.id.length - a.id.length)[0]
+          if (owner !== undefined) {
+            return yield* backends.executeOnBackend(owner.id, "tools/call", { ...p, name: name.slice(owner.id.length + 2) })
+          }
           return yield* new InvalidParams({ message: `Unknown tool: ${p.name}`, issues: [`name: no tool named '${p.name}'`] })
         }
         // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
@@ -197,18 +212,17 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
             Stream.filter(() => phase === "ready"),
             Stream.runForEach(() => connection.notify("notifications/tools/list_changed", {}))
           )
-          const relayNotifications = backends.notifications.pipe(
-            Stream.runForEach(({ backendId, method, params }) =>
-              method === "notifications/message"
-                ? connection.notify(method, {
-                    ...(params as object),
-                    logger: (params as { logger?: string } | undefined)?.logger ?? backendId
-                  })
-                : connection.notify(method, params)
-            )
+          // A listener, not a stream: it runs before the backend's later replies are delivered, so
+          // a call's progress reaches the client before its result.
+          yield* backends.relayNotifications(({ backendId, method, params }) =>
+            method === "notifications/message"
+              ? connection.notify(method, {
+                  ...(params as object),
+                  logger: (params as { logger?: string } | undefined)?.logger ?? backendId
+                })
+              : connection.notify(method, params)
           )
           yield* Effect.forkScoped(relayToolsChanged)
-          yield* Effect.forkScoped(relayNotifications)
         })
 
       return { handlers: { request, notification }, onConnection, exit }
@@ -216,11 +230,18 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
   )
 }
 
+/** The client closed its end of stdout: nothing more can reach it, and end of input follows. */
+const ignoreStdoutError = (): void => {}
+
 /**
  * Serves the gateway on this process's stdin/stdout until stdin ends or `exit` arrives, then
  * stops every backend. Nothing but frames is ever written to stdout.
  */
 export const serveStdio: Effect.Effect<void, never, Server | GatewayConfig | Backends> = Effect.gen(function* () {
+  // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
+  // a client that went away arrives after, and unheard it would crash the process (exit 1, with
+  // the backends not yet stopped). Kept for the life of the process.
+  if (!process.stdout.listeners("error").includes(ignoreStdoutError)) process.stdout.on("error", ignoreStdoutError)
   const server = yield* Server
   const config = yield* (yield* GatewayConfig).current
   const backends = yield* Backends

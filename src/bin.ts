@@ -3,7 +3,8 @@
  * The `npx mcp-agentify` entry: arguments, `.env`, the config file, a stderr-only logger, then
  * the stdio server until stdin ends, `exit`, SIGINT or SIGTERM (each exits 0 after cleanup).
  */
-import { NodeRuntime } from "@effect/platform-node"
+// The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Either, Exit, Layer } from "effect"
 import { parseArgs } from "node:util"
 import { type ConfigSources, GatewayConfig, LogLevelName, loadDotEnv, readConfigFile } from "./Config.js"
@@ -27,8 +28,9 @@ Options:
   --help             print this and exit
   --version          print the version and exit
 
-Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, LOG_LEVEL, AGENTIFY_CONFIG (a .env file in the
-current directory is loaded first and never overrides variables already set).
+Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL, AGENTIFY_CONFIG,
+AGENTIFY_MAX_FRAME_BYTES (a .env file in the current directory is loaded first and never overrides
+variables already set).
 With no config, one backend is started: @modelcontextprotocol/server-filesystem rooted at the current directory.
 `
 
@@ -80,9 +82,17 @@ const sources: ConfigSources = {
   cliLogLevel: cliLogLevel as LogLevelName | undefined
 }
 
+// The LLM request timeout per attempt (default 30 s): a knob for slow local models and for tests.
+const openaiTimeoutMs = (() => {
+  const raw = process.env.OPENAI_TIMEOUT_MS?.trim()
+  if (raw === undefined || raw === "") return undefined
+  const ms = Number(raw)
+  return Number.isInteger(ms) && ms > 0 ? ms : fail("OPENAI_TIMEOUT_MS must be a positive whole number of milliseconds")
+})()
+
 const ConfigLive = GatewayConfig.layer(sources)
 const MainLive = Gateway.layerServer.pipe(
-  Layer.provide(LlmClient.layerOpenAI),
+  Layer.provide(openaiTimeoutMs === undefined ? LlmClient.layerOpenAI : LlmClient.layerOpenAIWith({ timeoutMs: openaiTimeoutMs })),
   Layer.provideMerge(ConfigLive)
 )
 

@@ -1,0 +1,501 @@
+/**
+ * `npm run bench`: the gateway's cost, measured side by side with what it stands in front of.
+ *
+ *   passthrough   tools/call read_text_file: direct client -> server-filesystem vs client ->
+ *                 `node dist/bin.js` -> server-filesystem, at concurrency 1, 8 and 64
+ *   orchestration agentify/orchestrateTask (scripted LLM answering at once) vs tools/call, both on
+ *                 the same gateway process (test/bench/gateway-scripted.mjs)
+ *   startup       spawn -> initialize reply with 1, 5 and 10 fixture backends vs one fixture alone
+ *   memory        the gateway's RSS with 10 backends, idle and after 20,000 calls
+ *   catalog       buildCatalog + toolFunctions, and rank, over 1,000 tools (in this process)
+ *
+ * The machine may be busy: every comparison runs in alternating rounds (A B, B A, ...) so that load
+ * falls on both sides alike. No network. Writes test/bench/results/latest.json.
+ *
+ * Options: --quick (shorter rounds), --only a,b (sections), --cpu-prof DIR (gateway processes write
+ * .cpuprofile files there; summarise them with test/bench/profile.ts). A run with --quick, --only or
+ * --cpu-prof writes results/latest.tmp.json instead.
+ */
+import { execFileSync } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { cpus, loadavg, tmpdir, totalmem } from "node:os"
+import { dirname, join } from "node:path"
+import { performance } from "node:perf_hooks"
+import { fileURLToPath } from "node:url"
+import { parseArgs } from "node:util"
+import { serverFilesystemEntry } from "../../src/Config.js"
+import { buildCatalog, rank, rankEntries, toolFunctions } from "../../src/ToolCatalog.js"
+import { QUERIES, syntheticBackends } from "./catalog.js"
+import { percentile, type Round, RpcClient, runCalls, runRound, sortedCopy } from "./client.js"
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+const BIN = join(ROOT, "dist", "bin.js")
+const SCRIPTED = join(ROOT, "test", "bench", "gateway-scripted.mjs")
+const FIXTURE = join(ROOT, "test", "fixtures", "mcp-server.mjs")
+const RESULTS = join(ROOT, "test", "bench", "results")
+
+const { values: options } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+    "cpu-prof": { type: "string" }
+  }
+})
+const SECTIONS = ["catalog", "startup", "passthrough", "orchestration", "memory"] as const
+type Section = (typeof SECTIONS)[number]
+const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
+const enabled = (section: Section) => only === undefined || only.includes(section)
+const quick = options.quick === true
+const profileDir = options["cpu-prof"]
+
+const ROUND_MS = quick ? 400 : 1_000
+const ROUNDS = quick ? 2 : 6
+const CONCURRENCIES = [1, 8, 64] as const
+
+const work = mkdtempSync(join(tmpdir(), "agentify-bench-"))
+const log = (line: string) => process.stderr.write(`${line}\n`)
+
+/** The environment of every gateway: none of the developer's OpenAI settings, info logs. */
+const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
+  const e: NodeJS.ProcessEnv = { ...process.env }
+  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "AGENTIFY_CONFIG", "LOG_LEVEL", "DEBUG_PORT"]) {
+    delete e[name]
+  }
+  return { ...e, ...extra }
+}
+
+let configs = 0
+const writeConfig = (backends: ReadonlyArray<{ id: string; command: string; args: ReadonlyArray<string> }>) => {
+  const file = join(work, `config-${configs++}.json`)
+  writeFileSync(file, JSON.stringify({ backends: backends.map((b) => ({ type: "stdio", ...b })) }))
+  return file
+}
+
+const nodeFlags = (): Array<string> => (profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`])
+
+let stderrFiles = 0
+const stderrFile = (name: string) => join(work, `${name}-${stderrFiles++}.stderr`)
+
+const startGateway = (entry: string, config: string, extraEnv: Record<string, string> = {}) =>
+  new RpcClient(process.execPath, [...nodeFlags(), entry, "--config", config], {
+    cwd: work,
+    env: env(extraEnv),
+    stderrFile: stderrFile("gateway")
+  })
+
+const fixtureArgs = (id: string, flags: ReadonlyArray<string> = []) => [FIXTURE, "--name", id, ...flags]
+
+const round2 = (n: number) => Math.round(n * 100) / 100
+const round3 = (n: number) => Math.round(n * 1000) / 1000
+
+interface Summary {
+  p50: number
+  p99: number
+  callsPerSecond: number
+  calls: number
+}
+
+const summarize = (rounds: ReadonlyArray<Round>): Summary => {
+  const total = rounds.reduce((n, r) => n + r.latencies.length, 0)
+  const all = new Float64Array(total)
+  let offset = 0
+  for (const r of rounds) {
+    all.set(r.latencies, offset)
+    offset += r.latencies.length
+  }
+  all.sort()
+  const seconds = rounds.reduce((s, r) => s + r.seconds, 0)
+  return {
+    p50: round3(percentile(all, 50)),
+    p99: round3(percentile(all, 99)),
+    callsPerSecond: Math.round(total / seconds),
+    calls: total
+  }
+}
+
+/** Rounds of A and B alternating (A B, B A, A B ...) at one concurrency. */
+const alternate = async (
+  a: () => Promise<Round>,
+  b: () => Promise<Round>,
+  rounds: number
+): Promise<{ a: Array<Round>; b: Array<Round> }> => {
+  const ra: Array<Round> = []
+  const rb: Array<Round> = []
+  for (let i = 0; i < rounds; i++) {
+    if (i % 2 === 0) {
+      ra.push(await a())
+      rb.push(await b())
+    } else {
+      rb.push(await b())
+      ra.push(await a())
+    }
+  }
+  return { a: ra, b: rb }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const rssKb = (pid: number): number => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)
+  if (match === null) throw new Error(`no VmRSS for pid ${pid}`)
+  return Number(match[1])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sections
+
+const results: Record<string, unknown> = {}
+
+/** 5: building the model's tool set and ranking it, 1,000 tools. */
+const benchCatalog = () => {
+  log("catalog: 1,000 tools")
+  const backends = syntheticBackends(1_000)
+  const time = (runs: number, f: (i: number) => void): { median: number; p99: number; runs: number } => {
+    const samples = new Float64Array(runs)
+    for (let i = 0; i < runs; i++) {
+      const start = performance.now()
+      f(i)
+      samples[i] = performance.now() - start
+    }
+    samples.sort()
+    return { median: round3(percentile(samples, 50)), p99: round3(percentile(samples, 99)), runs }
+  }
+  // Warm-up (JIT, the stemmer's cache): as a gateway that has served a while.
+  for (let i = 0; i < 20; i++) {
+    const catalog = buildCatalog(backends)
+    toolFunctions(catalog.entries)
+    rankEntries(catalog.entries, QUERIES[i % QUERIES.length]!, 32)
+  }
+  const runs = quick ? 50 : 300
+  const build = time(runs, () => {
+    toolFunctions(buildCatalog(backends).entries)
+  })
+  // What one orchestration pays when the tools have not changed: the index is cached per catalog.
+  const catalog = buildCatalog(backends)
+  rankEntries(catalog.entries, QUERIES[0]!, 32)
+  const rankWarm = time(quick ? 500 : 3_000, (i) => {
+    rankEntries(catalog.entries, QUERIES[i % QUERIES.length]!, 32)
+  })
+  // The first query after the tool lists changed: the ranking index is built from scratch
+  // (fresh tool objects, so nothing is cached).
+  const rankCold = time(quick ? 10 : 40, (i) => {
+    const fresh = syntheticBackends(1_000).map((b) => ({ ...b, tools: b.tools.map((t) => ({ ...t })) }))
+    rank(buildCatalog(fresh).entries.map((e) => e.tool), QUERIES[i % QUERIES.length]!, 32)
+  })
+  results.catalog = { tools: 1_000, offered: 32, build, rank: rankWarm, rankColdIndex: rankCold }
+}
+
+/** 3: spawn -> initialize reply, 1/5/10 backends vs one backend spawned directly. */
+const benchStartup = async () => {
+  const delay = ["--startup-delay-ms", "200"]
+  const gatewayConfigs = new Map(
+    [1, 5, 10].map((n) => [
+      n,
+      writeConfig(Array.from({ length: n }, (_, i) => ({ id: `fixture${i}`, command: process.execPath, args: fixtureArgs(`fixture${i}`, delay) })))
+    ])
+  )
+  const reps = quick ? 2 : 7
+  const samples = new Map<string, Array<number>>([["direct", []], ["1", []], ["5", []], ["10", []]])
+  const once = async (client: RpcClient): Promise<number> => {
+    const reply = await client.initialize()
+    const ms = reply.at - client.spawnedAt
+    await client.close()
+    return ms
+  }
+  log(`startup: ${reps} rounds of direct, 1, 5, 10 backends`)
+  // Warm the page cache and the compile cache once, unmeasured.
+  await once(new RpcClient(process.execPath, fixtureArgs("warm", delay)))
+  await once(startGateway(BIN, gatewayConfigs.get(10)!))
+  for (let r = 0; r < reps; r++) {
+    const order = r % 2 === 0 ? ["direct", "1", "5", "10"] : ["10", "5", "1", "direct"]
+    for (const which of order) {
+      const client =
+        which === "direct"
+          ? new RpcClient(process.execPath, fixtureArgs("direct", delay), { stderrFile: stderrFile("fixture") })
+          : startGateway(BIN, gatewayConfigs.get(Number(which))!)
+      samples.get(which)!.push(await once(client))
+      await sleep(100)
+    }
+  }
+  const med = (k: string) => round2(percentile(sortedCopy(samples.get(k)!), 50))
+  const direct = med("direct")
+  results.startup = {
+    backendStartupDelayMs: 200,
+    rounds: reps,
+    directMs: direct,
+    gateway: Object.fromEntries(
+      [1, 5, 10].map((n) => [String(n), { ms: med(String(n)), ratio: round2(med(String(n)) / direct) }])
+    ),
+    samples: Object.fromEntries([...samples].map(([k, v]) => [k, v.map(round2)]))
+  }
+}
+
+/** 1: tools/call read_text_file, direct vs through the CLI, at concurrency 1, 8, 64. */
+const benchPassthrough = async (fileDir: string, filePath: string) => {
+  const config = writeConfig([{ id: "filesystem", command: process.execPath, args: [serverFilesystemEntry(), fileDir] }])
+  const direct = new RpcClient(process.execPath, [serverFilesystemEntry(), fileDir], { stderrFile: stderrFile("direct") })
+  const gateway = startGateway(BIN, config)
+  try {
+    await Promise.all([direct.initialize(), gateway.initialize()])
+    const listed = await gateway.request("tools/list", {})
+    if (!listed.result?.tools?.some((t: { name: string }) => t.name === "filesystem__read_text_file")) {
+      throw new Error(`the gateway does not list filesystem__read_text_file${gateway.stderrTail()}`)
+    }
+    const directParams = { name: "read_text_file", arguments: { path: filePath } }
+    const gatewayParams = { name: "filesystem__read_text_file", arguments: { path: filePath } }
+    const check = await gateway.request("tools/call", gatewayParams)
+    if (check.error !== undefined || check.result?.isError) throw new Error(`read_text_file failed: ${JSON.stringify(check)}`)
+    log("passthrough: warm-up")
+    for (const c of CONCURRENCIES) {
+      await runCalls(direct, "tools/call", directParams, c, quick ? 500 : 2_000)
+      await runCalls(gateway, "tools/call", gatewayParams, c, quick ? 500 : 2_000)
+    }
+    const levels: Record<string, unknown> = {}
+    for (const c of CONCURRENCIES) {
+      log(`passthrough: concurrency ${c}, ${ROUNDS} rounds of ${ROUND_MS} ms each side`)
+      const { a, b } = await alternate(
+        () => runRound(direct, "tools/call", directParams, c, ROUND_MS),
+        () => runRound(gateway, "tools/call", gatewayParams, c, ROUND_MS),
+        ROUNDS
+      )
+      const d = summarize(a)
+      const g = summarize(b)
+      levels[String(c)] = {
+        direct: d,
+        gateway: g,
+        p50OverheadMs: round3(g.p50 - d.p50),
+        p99OverheadMs: round3(g.p99 - d.p99),
+        latencyRatio: round2(g.p50 / d.p50),
+        throughputRatio: round2(g.callsPerSecond / d.callsPerSecond)
+      }
+    }
+    results.passthrough = { tool: "read_text_file", fileBytes: readFileSync(filePath).length, roundMs: ROUND_MS, rounds: ROUNDS, concurrency: levels }
+  } finally {
+    await Promise.all([direct.close(), gateway.close()])
+  }
+}
+
+/** 2: orchestrateTask vs tools/call on the same gateway process (scripted LLM). */
+const benchOrchestration = async (fileDir: string, filePath: string) => {
+  const config = writeConfig([{ id: "filesystem", command: process.execPath, args: [serverFilesystemEntry(), fileDir] }])
+  const gateway = startGateway(SCRIPTED, config, {
+    BENCH_TOOL: "filesystem__read_text_file",
+    BENCH_ARGUMENTS: JSON.stringify({ path: filePath })
+  })
+  try {
+    await gateway.initialize()
+    const callParams = { name: "filesystem__read_text_file", arguments: { path: filePath } }
+    const orchestrateParams = { query: "show me the notes file", context: { currentWorkingDirectory: fileDir } }
+    const check = await gateway.request("agentify/orchestrateTask", orchestrateParams)
+    if (check.error !== undefined) throw new Error(`orchestrateTask failed: ${JSON.stringify(check.error)}${gateway.stderrTail()}`)
+    log("orchestration: warm-up")
+    await runCalls(gateway, "tools/call", callParams, 1, quick ? 300 : 1_000)
+    await runCalls(gateway, "agentify/orchestrateTask", orchestrateParams, 1, quick ? 300 : 1_000)
+    log(`orchestration: concurrency 1, ${ROUNDS} rounds of ${ROUND_MS} ms each side`)
+    const { a, b } = await alternate(
+      () => runRound(gateway, "tools/call", callParams, 1, ROUND_MS),
+      () => runRound(gateway, "agentify/orchestrateTask", orchestrateParams, 1, ROUND_MS),
+      ROUNDS
+    )
+    const call = summarize(a)
+    const orchestrate = summarize(b)
+    results.orchestration = {
+      tools: (await gateway.request("tools/list", {})).result.tools.length - 1,
+      toolsCall: call,
+      orchestrateTask: orchestrate,
+      p50OverheadMs: round3(orchestrate.p50 - call.p50),
+      p99OverheadMs: round3(orchestrate.p99 - call.p99)
+    }
+  } finally {
+    await gateway.close()
+  }
+}
+
+/** 4: RSS of the gateway process with 10 backends, idle and after 20,000 calls. */
+const benchMemory = async () => {
+  const total = quick ? 5_000 : 20_000
+  const config = writeConfig(
+    Array.from({ length: 10 }, (_, i) => ({ id: `fixture${i}`, command: process.execPath, args: fixtureArgs(`fixture${i}`) }))
+  )
+  const gateway = startGateway(BIN, config)
+  try {
+    await gateway.initialize()
+    await sleep(1_000)
+    const idleKb = rssKb(gateway.pid)
+    log(`memory: idle RSS ${(idleKb / 1024).toFixed(1)} MB; ${total} calls`)
+    const checkpoints: Array<{ calls: number; rssMb: number }> = []
+    const step = total / 4
+    for (let done = 0; done < total; done += step) {
+      await runCalls(
+        gateway,
+        "tools/call",
+        (i: number) => ({ name: `fixture${(done + i) % 10}__echo`, arguments: { text: `call ${done + i}` } }),
+        8,
+        step
+      )
+      checkpoints.push({ calls: done + step, rssMb: round2(rssKb(gateway.pid) / 1024) })
+    }
+    await sleep(1_000)
+    const afterKb = rssKb(gateway.pid)
+    results.memory = {
+      backends: 10,
+      calls: total,
+      idleMb: round2(idleKb / 1024),
+      afterMb: round2(afterKb / 1024),
+      growthPercent: round2(((afterKb - idleKb) / idleKb) * 100),
+      checkpoints
+    }
+  } finally {
+    await gateway.close()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+interface Line {
+  readonly figure: string
+  readonly value: string
+  readonly goal: string
+  readonly pass: boolean | undefined
+}
+
+const lines = (): Array<Line> => {
+  const out: Array<Line> = []
+  const p = results.passthrough as any
+  if (p !== undefined) {
+    for (const c of CONCURRENCIES) {
+      const l = p.concurrency[String(c)]
+      out.push({
+        figure: `passthrough c=${c}: p50 direct / gateway (ms)`,
+        value: `${l.direct.p50} / ${l.gateway.p50} (+${l.p50OverheadMs})`,
+        goal: c === 1 ? "overhead ≤ 0.3 ms" : "",
+        pass: c === 1 ? l.p50OverheadMs <= 0.3 : undefined
+      })
+      out.push({ figure: `passthrough c=${c}: p99 direct / gateway (ms)`, value: `${l.direct.p99} / ${l.gateway.p99}`, goal: "", pass: undefined })
+      out.push({
+        figure: `passthrough c=${c}: calls/s direct / gateway`,
+        value: `${l.direct.callsPerSecond} / ${l.gateway.callsPerSecond} (${Math.round(l.throughputRatio * 100)}%)`,
+        goal: c === 64 ? "≥ 85% of direct" : "",
+        pass: c === 64 ? l.throughputRatio >= 0.85 : undefined
+      })
+    }
+  }
+  const o = results.orchestration as any
+  if (o !== undefined) {
+    out.push({
+      figure: "orchestrateTask vs tools/call: p50 (ms)",
+      value: `${o.orchestrateTask.p50} vs ${o.toolsCall.p50} (+${o.p50OverheadMs})`,
+      goal: "overhead ≤ 1 ms",
+      pass: o.p50OverheadMs <= 1
+    })
+    out.push({ figure: "orchestrateTask vs tools/call: p99 (ms)", value: `${o.orchestrateTask.p99} vs ${o.toolsCall.p99}`, goal: "", pass: undefined })
+  }
+  const s = results.startup as any
+  if (s !== undefined) {
+    out.push({ figure: "startup: one backend alone (ms)", value: `${s.directMs}`, goal: "", pass: undefined })
+    for (const n of ["1", "5", "10"]) {
+      out.push({
+        figure: `startup: gateway with ${n} backend${n === "1" ? "" : "s"} (ms)`,
+        value: `${s.gateway[n].ms} (${s.gateway[n].ratio}×)`,
+        goal: n === "10" ? "≤ 1.5× one backend" : "",
+        pass: n === "10" ? s.gateway[n].ratio <= 1.5 : undefined
+      })
+    }
+  }
+  const m = results.memory as any
+  if (m !== undefined) {
+    out.push({ figure: "memory: RSS idle, 10 backends (MB)", value: `${m.idleMb}`, goal: "≤ 80 MB", pass: m.idleMb <= 80 })
+    out.push({
+      figure: `memory: RSS after ${m.calls.toLocaleString("en")} calls (MB)`,
+      value: `${m.afterMb} (${m.growthPercent >= 0 ? "+" : ""}${m.growthPercent}%)`,
+      goal: "growth < 10%",
+      pass: m.growthPercent < 10
+    })
+  }
+  const c = results.catalog as any
+  if (c !== undefined) {
+    out.push({ figure: "catalog 1,000 tools: build + functions (ms)", value: `p50 ${c.build.median}, p99 ${c.build.p99}`, goal: "", pass: undefined })
+    out.push({
+      figure: "catalog 1,000 tools: rank one query (ms)",
+      value: `p50 ${c.rank.median}, p99 ${c.rank.p99}`,
+      goal: "p99 ≤ 5 ms",
+      pass: c.rank.p99 <= 5
+    })
+    out.push({
+      figure: "catalog 1,000 tools: rank, index not built yet (ms)",
+      value: `p50 ${c.rankColdIndex.median}, p99 ${c.rankColdIndex.p99}`,
+      goal: "",
+      pass: undefined
+    })
+  }
+  return out
+}
+
+const table = (rows: ReadonlyArray<Line>): string => {
+  const header = ["figure", "value", "goal", ""]
+  const cells = rows.map((r) => [r.figure, r.value, r.goal, r.pass === undefined ? "" : r.pass ? "pass" : "MISS"])
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)))
+  const row = (c: ReadonlyArray<string>) => `| ${c.map((x, i) => x.padEnd(widths[i]!)).join(" | ")} |`
+  return [row(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...cells.map(row)].join("\n")
+}
+
+const machine = () => {
+  let commit: string | undefined
+  try {
+    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim()
+  } catch {
+    commit = undefined
+  }
+  return {
+    cpu: cpus()[0]?.model ?? "unknown",
+    cores: cpus().length,
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    date: new Date().toISOString(),
+    commit,
+    loadAverageAtStart: loadavg().map(round2)
+  }
+}
+
+const main = async () => {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first`)
+  const info = machine()
+  log(`bench: ${info.cpu}, ${info.cores} cores, node ${info.node}, load ${info.loadAverageAtStart.join(" ")}`)
+  const fileDir = join(work, "files")
+  mkdirSync(fileDir)
+  const filePath = join(fileDir, "notes.txt")
+  writeFileSync(filePath, "A small file for the benchmark.\n".repeat(16))
+  const started = performance.now()
+  if (enabled("catalog")) benchCatalog()
+  if (enabled("startup")) await benchStartup()
+  if (enabled("passthrough")) await benchPassthrough(fileDir, filePath)
+  if (enabled("orchestration")) await benchOrchestration(fileDir, filePath)
+  if (enabled("memory")) await benchMemory()
+  const rows = lines()
+  const report = {
+    machine: { ...info, loadAverageAtEnd: loadavg().map(round2) },
+    options: { quick, only: only ?? null, cpuProfile: profileDir !== undefined },
+    durationSeconds: Math.round((performance.now() - started) / 1000),
+    goals: rows.filter((r) => r.pass !== undefined).map((r) => ({ figure: r.figure, value: r.value, goal: r.goal, pass: r.pass })),
+    results
+  }
+  mkdirSync(RESULTS, { recursive: true })
+  const partial = quick || only !== undefined || profileDir !== undefined
+  const out = join(RESULTS, partial ? "latest.tmp.json" : "latest.json")
+  writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`)
+  process.stdout.write(`\n${table(rows)}\n\n`)
+  process.stdout.write(
+    `${info.cpu}, ${info.cores} cores, node ${info.node}, ${info.date.slice(0, 10)}; load ${info.loadAverageAtStart.join(" ")} -> ${report.machine.loadAverageAtEnd.join(" ")}; ${report.durationSeconds} s\n`
+  )
+  process.stdout.write(`written to ${out}\n`)
+}
+
+main()
+  .catch((error) => {
+    process.stderr.write(`bench failed: ${(error as Error).stack ?? error}\n`)
+    process.exitCode = 1
+  })
+  .finally(() => rmSync(work, { recursive: true, force: true }))

@@ -1,0 +1,721 @@
+/**
+ * Fuzzing the wire: random and malformed frames, written in random chunks, to one long-lived
+ * gateway (the built CLI) per framing, with valid pings interleaved.
+ *
+ * The expected replies come from an oracle written from the JSON-RPC 2.0 spec, not from the
+ * gateway's code: a JSON object with a usable id (string or finite number) that is not a response
+ * gets exactly one reply carrying that id; a notification gets none; anything unparsable or
+ * invalid without a usable id gets one reply with id null (-32700 / -32600); a frame over the size
+ * limit gets one -32600 and whatever it held is never answered. Every reply's code must be a
+ * JSON-RPC or contract code (-32603, a defect of ours, is not allowed), stdout must hold nothing
+ * but frames, the process must stay up and exit 0 at the end, and the backend must be gone after.
+ *
+ * fast-check comes with effect (`FastCheck`); a failure prints its seed, and `endOnFailure` keeps a
+ * failing run from shrinking for minutes against a live process.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
+import { assertOnlyFrames } from "../support/gateway.js"
+import { fixtureBackend } from "../support/mcpFixture.js"
+import { cleanEnv, Client, contentLengthFrames, descendants, type Id, isAlive, type Reply, until, untilGone, writeConfig } from "./support.js"
+
+const MAX_FRAME_BYTES = 64 * 1024
+/** Codes a fuzzed request may get: plain JSON-RPC ones, LSP's cancel, the contract's -32000..-32004. */
+const ALLOWED_CODES = new Set([-32700, -32600, -32601, -32602, -32800, -32000, -32001, -32002, -32003, -32004])
+
+// ---------------------------------------------------------------------------------------------
+// The oracle
+
+/** What one frame must produce. Ids: "one" exactly one reply, "maybe" at most one, "none" no reply. */
+interface Expected {
+  readonly ids: Array<[Id, "one" | "maybe" | "none"]>
+  nullMin: number
+  nullMax: number
+}
+
+const nothing = (): Expected => ({ ids: [], nullMin: 0, nullMax: 0 })
+const oneNull = (): Expected => ({ ids: [], nullMin: 1, nullMax: 1 })
+const isUsableId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const expectMessage = (v: unknown): Expected => {
+  if (!isObject(v)) return oneNull()
+  const isResponse = !("method" in v) && ("result" in v || "error" in v)
+  if (isResponse) {
+    // A response to nothing must not be answered; a malformed one may get an Invalid Request.
+    if (isUsableId(v.id)) return { ids: [[v.id, v.jsonrpc === "2.0" ? "none" : "maybe"]], nullMin: 0, nullMax: 0 }
+    return { ids: [], nullMin: 0, nullMax: 1 }
+  }
+  if (isUsableId(v.id)) return { ids: [[v.id, "one"]], nullMin: 0, nullMax: 0 }
+  if ("id" in v) return oneNull()
+  const notification =
+    v.jsonrpc === "2.0" &&
+    typeof v.method === "string" &&
+    v.method !== "" &&
+    (!("params" in v) || (typeof v.params === "object" && v.params !== null))
+  return notification ? nothing() : oneNull()
+}
+
+const combine = (parts: Array<Expected>): Expected => ({
+  ids: parts.flatMap((p) => p.ids),
+  nullMin: parts.reduce((n, p) => n + p.nullMin, 0),
+  nullMax: parts.reduce((n, p) => n + p.nullMax, 0)
+})
+
+/** The ids a text holds, if it parses: what an oversized or mis-framed frame must never get answered. */
+const idsIn = (text: string): Array<Id> => {
+  try {
+    const value = JSON.parse(text)
+    return (Array.isArray(value) ? value : [value]).flatMap((m) => (isObject(m) && isUsableId(m.id) ? [m.id] : []))
+  } catch {
+    return []
+  }
+}
+
+/** One frame's text (framing removed, decoded as UTF-8 like any JSON reader). */
+const expectText = (text: string): Expected => {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return oneNull()
+  }
+  if (Array.isArray(value)) return value.length === 0 ? oneNull() : combine(value.map(expectMessage))
+  return expectMessage(value)
+}
+
+/** A frame body of `bytes` (no trailing CR/LF) as the gateway must treat it. */
+const expectBody = (bytes: Buffer, mode: "ndjson" | "content-length"): Expected => {
+  const text = bytes.toString("utf8")
+  if (bytes.length > MAX_FRAME_BYTES) return { ids: idsIn(text).map((id) => [id, "none"]), nullMin: 1, nullMax: 1 }
+  // A line of whitespace is no frame in newline-delimited mode; an empty body is still a frame.
+  if (mode === "ndjson" && text.trim() === "") return nothing()
+  return expectText(text)
+}
+
+// ---------------------------------------------------------------------------------------------
+// What is generated: shapes, made concrete (with ids unique per gateway) when sent
+
+type IdShape =
+  | { readonly kind: "absent" }
+  | { readonly kind: "string"; readonly prefix: string }
+  | { readonly kind: "bad-utf8"; readonly bytes: Uint8Array }
+  | { readonly kind: "number"; readonly form: "int" | "negative" | "float" | "huge" | "exponent" | "beyond-precision" }
+  /** Raw JSON that is not a usable id. */
+  | { readonly kind: "unusable"; readonly raw: string }
+
+type ParamsShape =
+  | { readonly kind: "absent" }
+  | { readonly kind: "json"; readonly value: unknown }
+  | { readonly kind: "deep-object"; readonly depth: number }
+  | { readonly kind: "deep-array"; readonly depth: number }
+  /** tools/call of the echo tool, or an orchestration, with a value nested `depth` deep inside. */
+  | { readonly kind: "deep-inside"; readonly depth: number; readonly where: "arguments" | "query" | "context" }
+
+interface MessageShape {
+  readonly jsonrpc: unknown
+  readonly id: IdShape
+  readonly method: unknown
+  readonly params: ParamsShape
+  readonly response: unknown
+}
+
+type FrameShape =
+  | { readonly kind: "message"; readonly message: MessageShape }
+  | { readonly kind: "batch"; readonly messages: ReadonlyArray<MessageShape | { readonly json: unknown }> }
+  | { readonly kind: "json"; readonly value: unknown }
+  | { readonly kind: "text"; readonly text: string }
+  | { readonly kind: "bytes"; readonly bytes: Uint8Array }
+  | { readonly kind: "oversize"; readonly extra: number; readonly padding: "string" | "spaces" }
+  | { readonly kind: "cancel"; readonly back: number }
+
+/** A string unit that also yields lone surrogates (JSON.stringify escapes them; they must round-trip). */
+const unit = fc.oneof(
+  { weight: 8, arbitrary: fc.string({ unit: "binary", minLength: 1, maxLength: 1 }) },
+  { weight: 1, arbitrary: fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c)) }
+)
+const oddString = (maxLength: number) => fc.string({ unit, maxLength })
+
+const idShape: fc.Arbitrary<IdShape> = fc.oneof(
+  { weight: 2, arbitrary: fc.constant({ kind: "absent" as const }) },
+  { weight: 4, arbitrary: oddString(40).map((prefix) => ({ kind: "string" as const, prefix })) },
+  { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }).map((n) => ({ kind: "string" as const, prefix: "L".repeat(n) })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .uint8Array({ minLength: 1, maxLength: 12 })
+      // Bytes >= 0x80 only: no quote, backslash, newline or control character, just invalid UTF-8 (mostly).
+      .map((bytes) => ({ kind: "bad-utf8" as const, bytes: bytes.map((b) => b | 0x80) }))
+  },
+  {
+    weight: 4,
+    arbitrary: fc
+      .constantFrom("int", "negative", "float", "huge", "exponent", "beyond-precision")
+      .map((form) => ({ kind: "number" as const, form: form as "int" }))
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .constantFrom("null", "true", "false", "{}", "[]", '{"id":1}', "[1]", "1e400", "-1e999")
+      .map((raw) => ({ kind: "unusable" as const, raw }))
+  }
+)
+
+/** Random JSON with any top-level "id" renamed: ids must stay unique per gateway to be counted. */
+const withoutIds = (value: unknown): unknown => {
+  const strip = (v: unknown) => (isObject(v) && "id" in v ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k === "id" ? "id_" : k, x])) : v)
+  return Array.isArray(value) ? value.map(strip) : strip(value)
+}
+
+const deepObject = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`
+const deepArray = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
+
+const TOOL_NAMES = ["fx__echo", "fx__add", "fx__slow", "fx__fail", "fx__log", "fx__cancelled", "agentify_orchestrate", "fx__nope", "nope", ""]
+
+const toolCallParams: fc.Arbitrary<ParamsShape> = fc
+  .record({
+    name: fc.oneof(fc.constantFrom(...TOOL_NAMES), oddString(20), fc.integer()),
+    arguments: fc.oneof(
+      fc.constant(undefined),
+      fc.dictionary(fc.constantFrom("text", "a", "b", "ms", "query", "x"), fc.jsonValue({ maxDepth: 2 })),
+      fc.record({ ms: fc.integer({ min: 0, max: 40 }) }),
+      fc.jsonValue({ maxDepth: 2 })
+    )
+  })
+  .map((value) => ({ kind: "json" as const, value }))
+
+const orchestrateParams: fc.Arbitrary<ParamsShape> = fc
+  .record({
+    query: fc.oneof(oddString(60), fc.constant(""), fc.integer(), fc.constant(null)),
+    context: fc.oneof(
+      fc.constant(undefined),
+      fc.constant(null),
+      fc.record({
+        activeDocumentURI: fc.oneof(fc.webUrl(), fc.constant(null), fc.integer(), oddString(10)),
+        currentWorkingDirectory: fc.oneof(fc.constant("/tmp"), fc.constant(null), fc.jsonValue({ maxDepth: 2 })),
+        selectionText: fc.oneof(oddString(30), fc.constant(null))
+      }, { requiredKeys: [] })
+    )
+  })
+  .map((value) => ({ kind: "json" as const, value }))
+
+const paramsShape: fc.Arbitrary<ParamsShape> = fc.oneof(
+  { weight: 3, arbitrary: fc.constant({ kind: "absent" as const }) },
+  { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((value) => ({ kind: "json" as const, value })) },
+  { weight: 4, arbitrary: toolCallParams },
+  { weight: 3, arbitrary: orchestrateParams },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 10_000 }).map((depth) => ({ kind: "deep-object" as const, depth })) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 30_000 }).map((depth) => ({ kind: "deep-array" as const, depth })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ depth: fc.integer({ min: 1, max: 10_000 }), where: fc.constantFrom("arguments" as const, "query" as const, "context" as const) })
+      .map((o) => ({ kind: "deep-inside" as const, ...o }))
+  }
+)
+
+const methodShape = fc.oneof(
+  {
+    weight: 10,
+    arbitrary: fc.constantFrom(
+      "ping",
+      "tools/list",
+      "tools/call",
+      "tools/call",
+      "agentify/orchestrateTask",
+      "initialize",
+      "resources/list",
+      "prompts/list",
+      "notifications/initialized",
+      "notifications/cancelled",
+      "$/cancelRequest",
+      "notifications/progress"
+    )
+  },
+  // Never "exit" or "shutdown" (those end the session); random names stay under a prefix.
+  { weight: 2, arbitrary: oddString(20).map((s) => `fz/${s}`) },
+  { weight: 1, arbitrary: fc.constantFrom("", 5, null, true, {}, []) }
+)
+
+/** A method with params that fit it (so calls reach the backend and the orchestrator), or any mix. */
+const callShape: fc.Arbitrary<{ readonly method: unknown; readonly params: ParamsShape }> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ method: fc.constant("tools/call"), params: toolCallParams }) },
+  { weight: 2, arbitrary: fc.record({ method: fc.constant("agentify/orchestrateTask"), params: orchestrateParams }) },
+  { weight: 1, arbitrary: fc.record({ method: fc.constantFrom("ping", "tools/list"), params: fc.constant({ kind: "absent" as const }) }) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ depth: fc.integer({ min: 1, max: 10_000 }), where: fc.constantFrom("arguments" as const, "query" as const, "context" as const) })
+      .map(({ depth, where }) => ({
+        method: where === "arguments" ? "tools/call" : "agentify/orchestrateTask",
+        params: { kind: "deep-inside" as const, depth, where }
+      }))
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      method: fc.oneof({ weight: 12, arbitrary: methodShape }, { weight: 1, arbitrary: fc.constant(undefined) }),
+      params: paramsShape
+    })
+  }
+)
+
+const messageShape: fc.Arbitrary<MessageShape> = fc
+  .record({
+    jsonrpc: fc.oneof({ weight: 12, arbitrary: fc.constant("2.0") }, { weight: 1, arbitrary: fc.constantFrom(undefined, "1.0", 2, null, "2.0 ") }),
+    id: idShape,
+    call: callShape,
+    response: fc.oneof(
+      { weight: 12, arbitrary: fc.constant(undefined) },
+      { weight: 1, arbitrary: fc.constantFrom({ result: {} }, { error: { code: -1, message: "x" } }, { result: null }) }
+    )
+  })
+  .map(({ call, ...rest }) => ({ ...rest, method: call.method, params: call.params }))
+
+const frameShape: fc.Arbitrary<FrameShape> = fc.oneof(
+  { weight: 12, arbitrary: messageShape.map((message) => ({ kind: "message" as const, message })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .array(fc.oneof({ weight: 4, arbitrary: messageShape }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((json) => ({ json: withoutIds(json) })) }), { maxLength: 5 })
+      .map((messages) => ({ kind: "batch" as const, messages }))
+  },
+  { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((value) => ({ kind: "json" as const, value: withoutIds(value) })) },
+  { weight: 2, arbitrary: oddString(200).map((text) => ({ kind: "text" as const, text })) },
+  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((bytes) => ({ kind: "bytes" as const, bytes })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ extra: fc.integer({ min: 1, max: 3_000 }), padding: fc.constantFrom("string" as const, "spaces" as const) })
+      .map((o) => ({ kind: "oversize" as const, ...o }))
+  },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }).map((back) => ({ kind: "cancel" as const, back })) }
+)
+
+/** Makes shapes concrete. Ids are unique per gateway (a counter), so replies can be counted per id. */
+class Builder {
+  private n = 0
+  /** Usable ids sent so far, for `cancel` frames that target a recent request. */
+  readonly recent: Array<Id> = []
+
+  idText(shape: IdShape): Buffer | undefined {
+    const n = ++this.n
+    switch (shape.kind) {
+      case "absent":
+        return undefined
+      case "string":
+        return Buffer.from(JSON.stringify(`${shape.prefix}#fz${n}`), "utf8")
+      case "bad-utf8":
+        return Buffer.concat([Buffer.from('"'), Buffer.from(shape.bytes), Buffer.from(`#fz${n}"`)])
+      case "number":
+        switch (shape.form) {
+          case "int":
+            return Buffer.from(String(1_000_000 + n))
+          case "negative":
+            return Buffer.from(String(-n))
+          case "float":
+            return Buffer.from(`${n}.25`)
+          case "huge":
+            return Buffer.from(String(Number.MAX_SAFE_INTEGER - n))
+          case "exponent":
+            return Buffer.from(`${n}e250`)
+          case "beyond-precision":
+            return Buffer.from(`${n}000000000000000000000000000000000001`)
+        }
+        break
+      case "unusable":
+        return Buffer.from(shape.raw)
+    }
+  }
+
+  params(shape: ParamsShape): Buffer | undefined {
+    switch (shape.kind) {
+      case "absent":
+        return undefined
+      case "json":
+        return shape.value === undefined ? undefined : Buffer.from(JSON.stringify(shape.value), "utf8")
+      case "deep-object":
+        return Buffer.from(deepObject(shape.depth))
+      case "deep-array":
+        return Buffer.from(deepArray(shape.depth))
+      case "deep-inside": {
+        const deep = deepObject(shape.depth)
+        return Buffer.from(
+          shape.where === "arguments"
+            ? `{"name":"fx__echo","arguments":${deep}}`
+            : shape.where === "query"
+            ? `{"query":${deep}}`
+            : `{"query":"q","context":{"activeDocumentURI":${deep}}}`
+        )
+      }
+    }
+  }
+
+  message(shape: MessageShape): Buffer {
+    const parts: Array<Buffer> = []
+    const field = (name: string, value: Buffer | undefined) => {
+      if (value !== undefined) parts.push(Buffer.concat([Buffer.from(`${JSON.stringify(name)}:`), value]))
+    }
+    if (shape.jsonrpc !== undefined) field("jsonrpc", Buffer.from(JSON.stringify(shape.jsonrpc)))
+    const id = this.idText(shape.id)
+    field("id", id)
+    if (shape.method !== undefined) field("method", Buffer.from(JSON.stringify(shape.method)))
+    field("params", this.params(shape.params))
+    if (shape.response !== undefined) {
+      for (const [k, v] of Object.entries(shape.response as object)) field(k, Buffer.from(JSON.stringify(v)))
+    }
+    const bytes = Buffer.concat([Buffer.from("{"), ...parts.flatMap((p, i) => (i === 0 ? [p] : [Buffer.from(","), p])), Buffer.from("}")])
+    for (const found of idsIn(bytes.toString("utf8"))) this.recent.push(found)
+    return bytes
+  }
+
+  frame(shape: FrameShape): Buffer {
+    switch (shape.kind) {
+      case "message":
+        return this.message(shape.message)
+      case "batch":
+        return Buffer.concat([
+          Buffer.from("["),
+          ...shape.messages.flatMap((m, i) => [
+            ...(i === 0 ? [] : [Buffer.from(",")]),
+            "json" in m ? Buffer.from(JSON.stringify(m.json)) : this.message(m)
+          ]),
+          Buffer.from("]")
+        ])
+      case "json":
+        return Buffer.from(JSON.stringify(shape.value), "utf8")
+      case "text":
+        return Buffer.from(shape.text, "utf8")
+      case "bytes":
+        return Buffer.from(shape.bytes)
+      case "oversize": {
+        const head = `{"jsonrpc":"2.0","id":"oversize#fz${++this.n}","method":"ping","params":{"pad":"`
+        const size = MAX_FRAME_BYTES + shape.extra
+        const body = shape.padding === "string" ? `${head}${"p".repeat(size - head.length - 3)}"}}` : `${head}"}}${" ".repeat(size - head.length - 3)}`
+        return Buffer.from(body)
+      }
+      case "cancel": {
+        const target = this.recent[Math.max(0, this.recent.length - shape.back)] ?? "nothing"
+        return Buffer.from(JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: target, reason: "fuzz" } }), "utf8")
+      }
+    }
+  }
+
+  pingId(): string {
+    return `ping#fz${++this.n}`
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running and checking
+
+interface Tally {
+  frames: number
+  bytes: number
+  readonly roles: Map<Id, "one" | "maybe" | "none">
+  readonly pings: Set<Id>
+  nullMin: number
+  nullMax: number
+}
+
+const newTally = (): Tally => ({ frames: 0, bytes: 0, roles: new Map(), pings: new Set(), nullMin: 0, nullMax: 0 })
+
+const record = (tally: Tally, expected: Expected) => {
+  for (const [id, role] of expected.ids) {
+    if (tally.roles.has(id)) throw new Error(`the generator repeated id ${JSON.stringify(id)}`)
+    tally.roles.set(id, role)
+  }
+  tally.nullMin += expected.nullMin
+  tally.nullMax += expected.nullMax
+}
+
+/** Writes `bytes` cut at `cuts` (fractions), yielding to the event loop between pieces. */
+const writeInPieces = async (client: Client, bytes: Buffer, cuts: ReadonlyArray<number>) => {
+  const points = [...new Set(cuts.map((c) => Math.floor(c * bytes.length)))].sort((a, b) => a - b)
+  let from = 0
+  for (const p of [...points, bytes.length]) {
+    if (p <= from) continue
+    client.write(bytes.subarray(from, p))
+    from = p
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
+/** Waits for every "one" id and ping of a run, then checks what can be checked at once. */
+const settle = async (client: Client, tally: Tally, waitFor: ReadonlyArray<Id>) => {
+  await until(
+    `replies to ${waitFor.filter((id) => !client.counts.has(id)).slice(0, 5).map((id) => JSON.stringify(id).slice(0, 60)).join(", ")}`,
+    () => waitFor.every((id) => client.counts.has(id)) && client.nullReplies.length >= tally.nullMin,
+    20_000,
+    5
+  )
+  expect(client.running).toBe(true)
+}
+
+/** The final accounting over everything the gateway wrote. */
+const checkAll = (client: Client, tally: Tally, replies: ReadonlyArray<Reply>) => {
+  for (const reply of replies) {
+    if (reply.id === null) {
+      expect([-32700, -32600]).toContain(reply.error?.code)
+      continue
+    }
+    const role = tally.pings.has(reply.id) ? "one" : tally.roles.get(reply.id)
+    if (role === undefined) throw new Error(`a reply for an id never sent: ${JSON.stringify(reply).slice(0, 200)}`)
+    if (role === "none") throw new Error(`a reply for an id that must get none: ${JSON.stringify(reply).slice(0, 200)}`)
+    if (tally.pings.has(reply.id)) expect(reply).toEqual({ jsonrpc: "2.0", id: reply.id, result: {} })
+    else if ("error" in reply) {
+      if (!ALLOWED_CODES.has(reply.error!.code)) throw new Error(`unexpected error code: ${JSON.stringify(reply).slice(0, 400)}`)
+    } else expect("result" in reply).toBe(true)
+  }
+  for (const id of tally.pings) expect(client.counts.get(id)).toBe(1)
+  for (const [id, role] of tally.roles) {
+    const count = client.counts.get(id) ?? 0
+    if (role === "one" && count !== 1) throw new Error(`id ${JSON.stringify(id).slice(0, 80)} got ${count} replies, expected exactly one`)
+    if (role === "maybe" && count > 1) throw new Error(`id ${JSON.stringify(id).slice(0, 80)} got ${count} replies`)
+  }
+  expect(client.nullReplies.length).toBeGreaterThanOrEqual(tally.nullMin)
+  expect(client.nullReplies.length).toBeLessThanOrEqual(tally.nullMax)
+}
+
+/** "code: count" for every reply, for the printed summary. */
+const histogram = (replies: ReadonlyArray<Reply>): string => {
+  const counts = new Map<string, number>()
+  for (const r of replies) {
+    const key = r.error === undefined ? "result" : String(r.error.code)
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k}: ${n}`).join(", ")
+}
+
+const flatten = (messages: ReadonlyArray<any>): Array<Reply> =>
+  messages.flatMap((m) => (Array.isArray(m) ? m : [m])).filter((m) => "result" in m || "error" in m)
+
+const startFuzzGateway = (framing: "ndjson" | "content-length") =>
+  new Client({
+    framing,
+    args: ["--config", writeConfig({ backends: [fixtureBackend("fx")], requestTimeoutMs: 10_000 })],
+    env: cleanEnv({ AGENTIFY_MAX_FRAME_BYTES: String(MAX_FRAME_BYTES) })
+  })
+
+// ---------------------------------------------------------------------------------------------
+
+describe("fuzzing the wire: newline-delimited JSON", () => {
+  let client: Client
+  let backendPids: Array<number> = []
+  const tally = newTally()
+  const builder = new Builder()
+
+  beforeAll(async () => {
+    client = startFuzzGateway("ndjson")
+    const init = await client.initialize()
+    expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
+    tally.roles.set(init.id!, "one")
+    backendPids = descendants(client.pid)
+    expect(backendPids.length).toBeGreaterThan(0)
+  })
+
+  afterAll(async () => {
+    if (client.running) await client.close()
+  })
+
+  it("odd ids come back as the same value: -0, beyond double precision, lone surrogates, invalid UTF-8", async () => {
+    const cases: Array<[string, Id | null]> = [
+      ["-0", 0],
+      ["123456789012345678901234567890", 123456789012345678901234567890],
+      ['"\\ud800 lone"', "\ud800 lone"],
+      ["1e400", null]
+    ]
+    for (const [raw, expected] of cases) {
+      client.write(`{"jsonrpc":"2.0","id":${raw},"method":"ping"}\n`)
+      if (expected === null) {
+        record(tally, oneNull())
+        await until("the null-id reply", () => client.nullReplies.length >= tally.nullMin)
+      } else {
+        tally.pings.add(expected)
+        expect(await client.reply(expected)).toEqual({ jsonrpc: "2.0", id: expected, result: {} })
+      }
+      tally.frames++
+    }
+    client.write(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('#utf8","method":"ping"}\n')]))
+    const replacement = "\ufffd(\ufffd#utf8"
+    tally.pings.add(replacement)
+    expect(await client.reply(replacement)).toMatchObject({ result: {} })
+    tally.frames++
+  })
+
+  it("random frames in random chunks: one reply per id, valid codes, pings still answered", async () => {
+    const run = fc.asyncProperty(
+      fc.array(fc.record({ frame: frameShape, ping: fc.boolean() }), { minLength: 1, maxLength: 20 }),
+      fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 }),
+      async (items, cuts) => {
+        const pieces: Array<Buffer> = []
+        const waitFor: Array<Id> = []
+        for (const item of items) {
+          let body = builder.frame(item.frame)
+          // One frame per line: newlines inside generated text or bytes would cut it in two.
+          if (body.includes(0x0a)) body = Buffer.from(body.map((b) => (b === 0x0a ? 0x20 : b)))
+          const expected = expectBody(body.length > 0 && body[body.length - 1] === 0x0d ? body.subarray(0, -1) : body, "ndjson")
+          record(tally, expected)
+          for (const [id, role] of expected.ids) if (role === "one") waitFor.push(id)
+          pieces.push(body, Buffer.from("\n"))
+          tally.frames++
+          if (item.ping) {
+            const id = builder.pingId()
+            tally.pings.add(id)
+            waitFor.push(id)
+            pieces.push(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"ping"}\n`))
+            tally.frames++
+          }
+        }
+        const sentinel = builder.pingId()
+        tally.pings.add(sentinel)
+        waitFor.push(sentinel)
+        pieces.push(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(sentinel)},"method":"ping"}\n`))
+        tally.frames++
+        const bytes = Buffer.concat(pieces)
+        tally.bytes += bytes.length
+        await writeInPieces(client, bytes, cuts)
+        await settle(client, tally, waitFor)
+      }
+    )
+    await fc.assert(run, { numRuns: 300, endOnFailure: true })
+
+    const { code, signal } = await client.close()
+    expect({ code, signal }).toEqual({ code: 0, signal: null })
+    const frames = assertOnlyFrames(client.stdout())
+    checkAll(client, tally, flatten(frames))
+    await untilGone(backendPids)
+    expect(backendPids.filter(isAlive)).toEqual([])
+    console.log(
+      `fuzz (ndjson): ${tally.frames} frames (${(tally.bytes / 1024 / 1024).toFixed(1)} MiB) sent, ${tally.roles.size} fuzzed ids, ` +
+        `${frames.length} frames back; replies by code: ${histogram(flatten(frames))}`
+    )
+  }, 120_000)
+})
+
+// ---------------------------------------------------------------------------------------------
+// Content-Length framing: header variants and lies
+
+type HeaderShape =
+  | { readonly kind: "proper"; readonly style: number; readonly leadingBlank: boolean }
+  /** Says fewer bytes than the body has: the rest is junk before the next header. */
+  | { readonly kind: "short"; readonly by: number }
+  /** Says more: `by` filler bytes follow, and the body read is the message plus filler. */
+  | { readonly kind: "long"; readonly by: number }
+  /** No usable Content-Length: the block is rejected and the body is skipped with the next header. */
+  | { readonly kind: "bad"; readonly header: string }
+
+const headerShape: fc.Arbitrary<HeaderShape> = fc.oneof(
+  {
+    weight: 10,
+    arbitrary: fc.record({ kind: fc.constant("proper" as const), style: fc.integer({ min: 0, max: 4 }), leadingBlank: fc.boolean() })
+  },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }).map((by) => ({ kind: "short" as const, by })) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }).map((by) => ({ kind: "long" as const, by })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom("Content-Type: application/json", "Content-Length: -5", "Content-Length: abc", "Content-Length:", "X-Length: 12")
+      .map((header) => ({ kind: "bad" as const, header }))
+  }
+)
+
+const properHeader = (length: number, style: number): string =>
+  [
+    `Content-Length: ${length}\r\n\r\n`,
+    `content-length:${length}\r\n\r\n`,
+    `Content-Length: ${length}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n`,
+    `Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: ${length}\r\n\r\n`,
+    `Content-Length: ${length}\n\n`
+  ][style]!
+
+/** A body that may be mis-framed must not look like a header block itself. */
+const safeToMisframe = (body: Buffer) =>
+  body.length > 0 && body.length < 4_000 && !body.includes("\n") && !/content-length/i.test(body.toString("latin1"))
+
+describe("fuzzing the wire: Content-Length framing", () => {
+  let client: Client
+  let backendPids: Array<number> = []
+  const tally = newTally()
+  const builder = new Builder()
+
+  beforeAll(async () => {
+    client = startFuzzGateway("content-length")
+    const init = await client.initialize()
+    expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
+    tally.roles.set(init.id!, "one")
+    backendPids = descendants(client.pid)
+  })
+
+  afterAll(async () => {
+    if (client.running) await client.close()
+  })
+
+  it("random frames, header variants and lying lengths: one reply per framed id, pings still answered", async () => {
+    const run = fc.asyncProperty(
+      fc.array(fc.record({ frame: frameShape, header: headerShape, ping: fc.boolean() }), { minLength: 1, maxLength: 15 }),
+      fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 }),
+      async (items, cuts) => {
+        const pieces: Array<Buffer> = []
+        const waitFor: Array<Id> = []
+        const ping = () => {
+          const id = builder.pingId()
+          tally.pings.add(id)
+          waitFor.push(id)
+          pieces.push(client.frame({ jsonrpc: "2.0", id, method: "ping" }))
+          tally.frames++
+        }
+        for (const item of items) {
+          const body = builder.frame(item.frame)
+          let header = item.header
+          if (header.kind !== "proper" && !safeToMisframe(body)) header = { kind: "proper", style: 0, leadingBlank: false }
+          let expected: Expected
+          switch (header.kind) {
+            case "proper":
+              pieces.push(Buffer.from(`${header.leadingBlank ? "\r\n" : ""}${properHeader(body.length, header.style)}`, "latin1"), body)
+              expected = expectBody(body, "content-length")
+              break
+            case "short": {
+              const length = Math.max(1, body.length - header.by)
+              pieces.push(Buffer.from(`Content-Length: ${length}\r\n\r\n`), body)
+              expected = expectBody(body.subarray(0, length), "content-length")
+              break
+            }
+            case "long":
+              pieces.push(Buffer.from(`Content-Length: ${body.length + header.by}\r\n\r\n`), body, Buffer.from("x".repeat(header.by)))
+              expected = expectBody(Buffer.concat([body, Buffer.from("x".repeat(header.by))]), "content-length")
+              break
+            case "bad":
+              pieces.push(Buffer.from(`${header.header}\r\n\r\n`), body)
+              expected = { ids: [], nullMin: 1, nullMax: 1 }
+              break
+          }
+          // Whatever the frame held but was not framed as sent is never answered.
+          const answered = new Set(expected.ids.map(([id]) => id))
+          const lost = idsIn(body.toString("utf8")).filter((id) => !answered.has(id))
+          record(tally, { ...expected, ids: [...expected.ids, ...lost.map((id): [Id, "none"] => [id, "none"])] })
+          for (const [id, role] of expected.ids) if (role === "one") waitFor.push(id)
+          tally.frames++
+          // A ping right after a mis-framed frame is what absorbs its leftovers: always send one then.
+          if (item.ping || header.kind !== "proper") ping()
+        }
+        ping()
+        const bytes = Buffer.concat(pieces)
+        tally.bytes += bytes.length
+        await writeInPieces(client, bytes, cuts)
+        await settle(client, tally, waitFor)
+      }
+    )
+    await fc.assert(run, { numRuns: 150, endOnFailure: true })
+
+    const { code, signal } = await client.close()
+    expect({ code, signal }).toEqual({ code: 0, signal: null })
+    const frames = contentLengthFrames(client.stdout())
+    checkAll(client, tally, flatten(frames))
+    await untilGone(backendPids)
+    console.log(
+      `fuzz (Content-Length): ${tally.frames} frames (${(tally.bytes / 1024 / 1024).toFixed(1)} MiB) sent, ${tally.roles.size} fuzzed ids, ` +
+        `${frames.length} frames back; replies by code: ${histogram(flatten(frames))}`
+    )
+  }, 120_000)
+})
