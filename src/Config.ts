@@ -88,7 +88,11 @@ const McpServerEntry = Schema.Struct({
   env: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   cwd: Schema.optional(Schema.String),
   disabled: Schema.optional(Schema.Boolean),
-  description: Schema.optional(Schema.String)
+  description: Schema.optional(Schema.String),
+  // BackendConfig's own options are accepted here too, so one file can keep the familiar shape.
+  displayName: Schema.optional(Schema.String),
+  requestTimeoutMs: Schema.optional(PositiveInt),
+  restartOnCrash: Schema.optional(Schema.Boolean)
 })
 
 const McpServers = Schema.Record({ key: Schema.String, value: McpServerEntry })
@@ -226,6 +230,9 @@ const fromMcpServers = (servers: typeof McpServers.Type) =>
       env: s.env ?? {},
       ...(s.cwd === undefined ? {} : { cwd: s.cwd }),
       ...(s.description === undefined ? {} : { description: s.description }),
+      ...(s.displayName === undefined ? {} : { displayName: s.displayName }),
+      ...(s.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: s.requestTimeoutMs }),
+      ...(s.restartOnCrash === undefined ? {} : { restartOnCrash: s.restartOnCrash }),
       enabled: s.disabled !== true
     }))
   )

@@ -147,9 +147,10 @@ describe("Backend failures", () => {
 
   it.scopedLive("the backend's requestTimeoutMs is the default timeout", () =>
     Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("fx", [], { requestTimeoutMs: 150 }), { requestTimeoutMs: 60_000 })
+      // Long enough for the handshake on a loaded machine: the same timeout bounds `initialize`.
+      const backend = yield* Backend.make(fixtureBackend("fx", [], { requestTimeoutMs: 1_500 }), { requestTimeoutMs: 60_000 })
       const error = yield* Effect.flip(backend.callTool("hang", {}))
-      expect(error.summary).toBe("tools/call timed out after 150 ms")
+      expect(error.summary).toBe("tools/call timed out after 1500 ms")
     }), 15_000)
 
   it.scopedLive("an interrupted call sends notifications/cancelled", () =>

@@ -62,7 +62,7 @@ describe("GatewayOptions decoding", () => {
         {
           mcpServers: {
             filesystem: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], env: {} },
-            memory: { command: "npx", args: ["-y", "@modelcontextprotocol/server-memory"], disabled: true }
+            memory: { command: "npx", args: ["-y", "@modelcontextprotocol/server-memory"], disabled: true, requestTimeoutMs: 5000, restartOnCrash: false }
           }
         },
         "config file"
@@ -72,6 +72,8 @@ describe("GatewayOptions decoding", () => {
       ["filesystem", "npx", 3, true],
       ["memory", "npx", 2, false]
     ])
+    expect(options.backends?.[1]).toMatchObject({ requestTimeoutMs: 5000, restartOnCrash: false })
+    expect(options.backends?.[0]).toMatchObject({ restartOnCrash: true })
   })
 
   it("reports mcpServers problems with their path too", () => {
