@@ -120,6 +120,8 @@ export interface ScriptedOptions {
   readonly model?: string
   /** The reply when no rule matches. Default: no tool call and no text. */
   readonly fallback?: ScriptReply
+  /** How many of the latest requests `ScriptedLlm.requests` keeps. Default 1,000. */
+  readonly keepRequests?: number
   /** Called with every request before it is answered, for apps that are not Effect code. */
   readonly onRequest?: (request: ChatRequest) => void
 }
@@ -128,7 +130,7 @@ export interface ScriptedOptions {
 export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
   ScriptedLlm,
   {
-    /** Every request received so far, oldest first. */
+    /** The requests received so far (the latest `keepRequests`), oldest first. */
     readonly requests: Effect.Effect<ReadonlyArray<ChatRequest>>
     /** Replaces the rules for the requests that follow. */
     readonly setRules: (rules: ReadonlyArray<ScriptRule>) => Effect.Effect<void>
@@ -515,7 +517,10 @@ export const makeScripted = (
 ): Effect.Effect<{ readonly client: LlmService; readonly control: ScriptedLlm["Type"] }> =>
   Effect.gen(function* () {
     const rulesRef = yield* Ref.make(rules)
-    const requests = yield* Ref.make<ReadonlyArray<ChatRequest>>([])
+    // Appended in place (copying per call would cost O(n²) over a long run), and bounded so an
+    // app that embeds the scripted layer for long does not grow without limit.
+    const recorded: Array<ChatRequest> = []
+    const keep = options.keepRequests ?? 1_000
     const nextId = yield* Ref.make(0)
     const model = options.model ?? "scripted"
 
@@ -534,7 +539,8 @@ export const makeScripted = (
     }
 
     const chat = Effect.fn("Llm.chat")(function* (request: ChatRequest) {
-      yield* Ref.update(requests, (list) => [...list, request])
+      recorded.push(request)
+      if (recorded.length > keep * 2) recorded.splice(0, recorded.length - keep)
       options.onRequest?.(request)
       const rule = (yield* Ref.get(rulesRef)).find((r) => matches(r.match, request))
       yield* Effect.logDebug("LLM request (scripted)").pipe(
@@ -552,9 +558,11 @@ export const makeScripted = (
     return {
       client: { chat },
       control: {
-        requests: Ref.get(requests),
+        requests: Effect.sync(() => recorded.slice(-keep)),
         setRules: (next: ReadonlyArray<ScriptRule>) => Ref.set(rulesRef, next),
-        clear: Ref.set(requests, [])
+        clear: Effect.sync(() => {
+          recorded.length = 0
+        })
       }
     }
   })

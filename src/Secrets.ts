@@ -18,12 +18,20 @@ let pattern: RegExp | undefined
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
-/** Registers a value to be masked from now on. Accepts a plain string or a `Redacted`. */
+/**
+ * Registers a value to be masked from now on. Accepts a plain string or a `Redacted`.
+ *
+ * Its JSON-escaped forms are masked too: log lines are scrubbed once they are JSON, where a
+ * secret holding a quote, a backslash or a control character no longer reads as itself, and a
+ * backend's JSON quoted inside a log line is escaped twice.
+ */
 export const register = (value: string | Redacted.Redacted<string> | undefined | null): void => {
   if (value === undefined || value === null) return
   const plain = Redacted.isRedacted(value) ? Redacted.value(value) : value
   if (plain.length < MIN_SECRET_LENGTH || secrets.has(plain)) return
-  secrets.add(plain)
+  const once = JSON.stringify(plain).slice(1, -1)
+  const twice = JSON.stringify(once).slice(1, -1)
+  for (const form of [plain, once, twice]) secrets.add(form)
   // Longest first so a secret that contains another is masked whole.
   pattern = new RegExp([...secrets].sort((a, b) => b.length - a.length).map(escape).join("|"), "g")
 }

@@ -7,6 +7,7 @@
  * answers `ping` afterwards, and no process of its tree is left once it is gone.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { onTestFinished } from "vitest"
 import { spawn } from "node:child_process"
 import { type FakeOpenAI, startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { assertOnlyFrames, BIN } from "../support/gateway.js"
@@ -234,6 +235,10 @@ describe("client faults", () => {
     })
     let stderr = ""
     holder.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    // Whatever happens, the holder goes (the gateway and its backends are checked below).
+    onTestFinished(() => {
+      holder.kill("SIGKILL")
+    })
     const ready = await new Promise<{ gateway: number }>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`holder never got ready; stderr:\n${stderr}`)), 20_000)
       let text = ""
