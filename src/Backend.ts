@@ -124,6 +124,8 @@ interface Pending {
   readonly timer: ReturnType<typeof setTimeout>
   readonly method: string
   readonly timeoutMs: number
+  /** Its reply waits for the notifications the backend sent before it (see `orderedRequest`). */
+  readonly ordered: boolean
 }
 
 type Inbound =
@@ -203,21 +205,19 @@ class Connection {
 
   write(frame: string): boolean {
     if (!this.stdinOpen || this.exitInfo !== undefined) return false
-    // Frames written in the same tick leave together, in one writev: under load that is one
-    // syscall (and one wake-up of the backend) for many requests, not one each.
-    if (!this.corked) {
-      this.corked = true
-      this.child.stdin!.cork()
-      process.nextTick(this.uncork)
-    }
-    this.child.stdin!.write(frame)
+    // Frames written in the same tick leave together, joined into one write: under load that is
+    // one syscall (and one wake-up of the backend) for many requests, not one each.
+    this.outgoing.push(frame)
+    if (this.outgoing.length === 1) process.nextTick(this.flush)
     return true
   }
 
-  private corked = false
-  private uncork = () => {
-    this.corked = false
-    this.child.stdin!.uncork()
+  private outgoing: Array<string> = []
+  private flush = () => {
+    const frames = this.outgoing
+    if (frames.length === 0) return
+    this.outgoing = []
+    if (this.stdinOpen && this.exitInfo === undefined) this.child.stdin!.write(frames.length === 1 ? frames[0]! : frames.join(""))
   }
 
   private onStdinError = (error: Error) => {
@@ -228,6 +228,7 @@ class Connection {
 
   endStdin() {
     if (!this.stdinOpen) return
+    this.flush()
     this.stdinOpen = false
     this.child.stdin!.end()
   }
@@ -307,11 +308,14 @@ class Connection {
     }
     this.pending.delete(id)
     clearTimeout(pending.timer)
-    if (m.error !== undefined) {
-      pending.resume(Exit.fail(this.callFailed(pending.method, m.error)))
-    } else {
-      pending.resume(Exit.succeed(m.result))
-    }
+    this.deliver(pending, m.error !== undefined ? Exit.fail(this.callFailed(pending.method, m.error)) : Exit.succeed(m.result))
+  }
+
+  /** A reply, once every notification the backend sent before it was relayed (ordered requests). */
+  private deliver(pending: Pending, exit: Exit.Exit<unknown, BackendError>) {
+    const upTo = this.notificationsReceived
+    if (!pending.ordered || upTo <= this.notificationsRelayed || this.relayStopped) return pending.resume(exit)
+    this.relayWaiters.add({ upTo, resume: () => pending.resume(exit) })
   }
 
   /** The backend's own requests: `ping` is answered, nothing else is offered (no roots, no sampling). */
@@ -376,17 +380,6 @@ class Connection {
     this.relayWaiters.clear()
   }
 
-  private awaitRelayed(upTo: number): Effect.Effect<void> {
-    if (upTo <= this.notificationsRelayed || this.relayStopped) return Effect.void
-    return Effect.async<void>((resume) => {
-      const waiter = { upTo, resume: () => resume(Effect.void) }
-      this.relayWaiters.add(waiter)
-      return Effect.sync(() => {
-        this.relayWaiters.delete(waiter)
-      })
-    })
-  }
-
   // -- requests
 
   /**
@@ -396,15 +389,11 @@ class Connection {
    * notifications in flight this adds one comparison.
    */
   orderedRequest(method: string, params: unknown, timeoutMs: number): Effect.Effect<unknown, BackendError> {
-    // Counted when the caller resumes, which is after the reply: it may include a few later
-    // notifications too, which only costs waiting for them as well.
-    return this.request(method, params, timeoutMs).pipe(
-      Effect.exit,
-      Effect.flatMap((exit) => Effect.zipRight(this.awaitRelayed(this.notificationsReceived), exit))
-    )
+    // Decided when the reply is read (`deliver`): no extra effect per call when nothing is pending.
+    return this.request(method, params, timeoutMs, true)
   }
 
-  request(method: string, params: unknown, timeoutMs: number): Effect.Effect<unknown, BackendError> {
+  request(method: string, params: unknown, timeoutMs: number, ordered = false): Effect.Effect<unknown, BackendError> {
     // One parameter: Effect.async then allocates no AbortController.
     return Effect.async<unknown, BackendError>((resume) => {
       if (this.exitInfo !== undefined) return resume(Exit.fail(this.crashed(method)))
@@ -428,7 +417,7 @@ class Connection {
         )
       }
       const timer = setTimeout(this.onTimeout, timeoutMs, id)
-      this.pending.set(id, { resume, timer, method, timeoutMs })
+      this.pending.set(id, { resume, timer, method, timeoutMs, ordered })
       if (!this.write(frame)) {
         this.pending.delete(id)
         clearTimeout(timer)

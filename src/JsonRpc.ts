@@ -3,13 +3,16 @@
  * headers, detected from the first bytes), message validation, concurrent dispatch with id
  * handling and cancellation, and a single writer.
  *
- * Written by hand on @effect/platform streams rather than with @effect/rpc's serialization,
- * which loses string ids, answers notifications and stops on one malformed line (DESIGN.md).
+ * Written by hand rather than with @effect/rpc's serialization, which loses string ids, answers
+ * notifications and stops on one malformed line (DESIGN.md). A connection is an Effect `Stream`
+ * in and a `Sink` out, or, for stdio, Node's own streams read and written directly: the hot path
+ * then costs one fiber per request and nothing per chunk (see the README's benchmarks).
  * The rules this module keeps: every request with an id gets exactly one reply, a notification
  * never gets one, and a bad frame never stops the frames after it.
  */
-import { Cause, Chunk, Deferred, Effect, Exit, type Fiber, FiberId, FiberSet, Option, Queue, Scope, Sink, Stream } from "effect"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberId, FiberSet, Option, type Scope, type Sink, Stream } from "effect"
 import { ErrorCode, type GatewayError, toRpcError, type WireError } from "./Errors.js"
+import { Readable, Writable } from "node:stream"
 import * as Secrets from "./Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -304,8 +307,16 @@ export interface Handlers<R> {
 }
 
 export interface ServeOptions<E, R> {
-  readonly input: Stream.Stream<Uint8Array, E>
-  readonly output: Sink.Sink<unknown, string, never, unknown>
+  /**
+   * The client's bytes. A Node `Readable` (stdin) is read directly from its `data` events: the
+   * hot path then runs no stream pipeline per chunk.
+   */
+  readonly input: Stream.Stream<Uint8Array, E> | Readable
+  /**
+   * Where frames go. A Node `Writable` (stdout) is written directly, the frames of one tick in one
+   * `write`: no writer fiber, no stream pipeline per frame.
+   */
+  readonly output: Sink.Sink<unknown, string, never, unknown> | Writable
   readonly handlers: Handlers<R>
   readonly maxFrameBytes: number
   /** Completing this ends the connection like end of input (`exit`). */
@@ -325,43 +336,141 @@ export interface Connection {
 
 const idKey = (id: Id) => (typeof id === "number" ? `n:${id}` : `s:${id}`)
 
+/** The single writer of a connection: frames never interleave, and `end` flushes them all. */
+interface Writer {
+  readonly offer: (frame: string) => void
+  readonly end: Effect.Effect<void>
+}
+
 /**
- * Frames waiting for the writer: a plain array, swapped out whole when the writer takes it, so
- * the frames queued since the last write leave in one write (one syscall under load).
+ * Frames for a `Sink`, written by one fiber. They wait in a plain array, swapped out whole when
+ * the fiber takes it, so the frames queued since the last write leave in one write.
  *
  * Not an Effect `Queue`: its linked list leaves each removed node pointing at the next, and once
  * one node survives into V8's old generation it keeps every later node (and frame) alive through
  * scavenges, so about a kilobyte per call was promoted and RSS grew until the next full GC.
  */
-class Outbox {
-  private frames: Array<string> = []
-  private ended = false
-  private readonly latch = Effect.unsafeMakeLatch(false)
-
-  offer(frame: string): void {
-    if (frame === "" || this.ended) return
-    this.frames.push(frame)
-    this.latch.unsafeOpen()
-  }
-
-  /** No more frames: the writer stops once it has written those queued. */
-  end(): void {
-    this.ended = true
-    this.latch.unsafeOpen()
-  }
-
-  /** Everything queued as one chunk of one string; `None` once ended and empty. */
-  readonly take: Effect.Effect<Chunk.Chunk<string>, Option.Option<never>> = Effect.suspend(() => {
-    const frames = this.frames
-    if (frames.length > 0) {
-      this.frames = []
-      return Effect.succeed(Chunk.of(frames.length === 1 ? frames[0]! : frames.join("")))
+const sinkWriter = (sink: Sink.Sink<unknown, string, never, unknown>): Effect.Effect<Writer, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    let frames: Array<string> = []
+    let ended = false
+    const latch = Effect.unsafeMakeLatch(false)
+    const take: Effect.Effect<Chunk.Chunk<string>, Option.Option<never>> = Effect.suspend(() => {
+      if (frames.length > 0) {
+        const taken = frames
+        frames = []
+        return Effect.succeed(Chunk.of(taken.length === 1 ? taken[0]! : taken.join("")))
+      }
+      if (ended) return Effect.fail(Option.none())
+      latch.unsafeClose()
+      return Effect.zipRight(latch.await, take)
+    })
+    const fiber = yield* Stream.repeatEffectChunkOption(take).pipe(
+      Stream.run(sink),
+      Effect.catchAllCause((cause) => Effect.logError("cannot write to the client", cause)),
+      Effect.forkScoped
+    )
+    return {
+      offer: (frame) => {
+        if (frame === "" || ended) return
+        frames.push(frame)
+        latch.unsafeOpen()
+      },
+      end: Effect.suspend(() => {
+        ended = true
+        latch.unsafeOpen()
+        return Fiber.await(fiber)
+      })
     }
-    if (this.ended) return Effect.fail(Option.none())
-    this.latch.unsafeClose()
-    return Effect.zipRight(this.latch.await, this.take)
   })
+
+/**
+ * Frames for a Node `Writable`, written directly: those offered in one tick (the replies of every
+ * fiber that finished in it) are joined into one `write`, one syscall under load.
+ */
+const writableWriter = (writable: Writable): Writer => {
+  let frames: Array<string> = []
+  let scheduled = false
+  let failure: Error | undefined
+  const onError = (error: Error) => {
+    failure ??= error
+  }
+  writable.on("error", onError)
+  const flush = () => {
+    scheduled = false
+    if (frames.length === 0 || failure !== undefined) return
+    const text = frames.length === 1 ? frames[0]! : frames.join("")
+    frames = []
+    writable.write(text)
+  }
+  return {
+    offer: (frame) => {
+      if (frame === "" || failure !== undefined) return
+      frames.push(frame)
+      if (!scheduled) {
+        scheduled = true
+        process.nextTick(flush)
+      }
+    },
+    end: Effect.suspend(() => {
+      flush()
+      const drained: Effect.Effect<void> =
+        failure !== undefined || !writable.writableNeedDrain
+          ? Effect.void
+          : Effect.async<void>((resume) => {
+              const done = () => resume(Effect.void)
+              writable.once("drain", done)
+              writable.once("close", done)
+              return Effect.sync(() => {
+                writable.off("drain", done)
+                writable.off("close", done)
+              })
+            })
+      return Effect.zipRight(
+        drained,
+        Effect.suspend(() => {
+          writable.off("error", onError)
+          return failure === undefined ? Effect.void : Effect.logError("cannot write to the client", failure)
+        })
+      )
+    })
+  }
 }
+
+/**
+ * Reads a Node `Readable` until it ends (or fails), each chunk's frames dispatched in the `data`
+ * callback itself. Interrupting it stops listening.
+ */
+const readReadable = (readable: Readable, decoder: FrameDecoder, dispatch: (frame: Frame) => void): Effect.Effect<void> =>
+  Effect.flatten(
+    Effect.async<Effect.Effect<void>>((resume) => {
+      const onData = (chunk: Buffer | string) => {
+        for (const frame of decoder.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)) dispatch(frame)
+      }
+      const finish = (outcome: Effect.Effect<void>) => {
+        stop()
+        resume(Effect.succeed(outcome))
+      }
+      const onEnd = () => {
+        for (const frame of decoder.end()) dispatch(frame)
+        finish(Effect.void)
+      }
+      const onError = (error: Error) => finish(Effect.logWarning("client input failed", error))
+      const stop = () => {
+        readable.off("data", onData)
+        readable.off("end", onEnd)
+        readable.off("close", onEnd)
+        readable.off("error", onError)
+      }
+      if (readable.readableEnded || readable.destroyed) return onEnd()
+      readable.on("data", onData)
+      readable.once("end", onEnd)
+      // Destroyed without an end (the client went away).
+      readable.once("close", onEnd)
+      readable.once("error", onError)
+      return Effect.sync(stop)
+    })
+  )
 
 /** A request in flight; its fiber is known once forked. */
 interface InFlight {
@@ -389,18 +498,14 @@ export const serve = <E, R>(
     Effect.gen(function* () {
       const decoder = new FrameDecoder(options.maxFrameBytes)
       const framing = () => decoder.framing ?? options.framing ?? "ndjson"
-      const outbox = new Outbox()
-      const send = (message: unknown) => Effect.sync(() => outbox.offer(encode(framing(), message)))
-      const sendUnsafe = (message: unknown) => outbox.offer(encode(framing(), message))
-
-      // The single writer: every frame leaves through this one fiber, so none interleave.
-      const writer = yield* Stream.repeatEffectChunkOption(outbox.take).pipe(
-        Stream.run(options.output),
-        Effect.catchAllCause((cause) => Effect.logError("cannot write to the client", cause)),
-        Effect.forkDaemon
-      )
+      const writer =
+        options.output instanceof Writable ? writableWriter(options.output) : yield* sinkWriter(options.output)
+      const send = (message: unknown) => Effect.sync(() => writer.offer(encode(framing(), message)))
+      const sendUnsafe = (message: unknown) => writer.offer(encode(framing(), message))
 
       const running = yield* FiberSet.make<void>()
+      // Forks into `running` from anywhere, a Node callback included; the fiber starts at once.
+      const runFork = yield* FiberSet.runtime(running)<R>()
       const cancels = new Map<string, InFlight>()
 
       const notify = (method: string, params: unknown) => send({ jsonrpc: "2.0", method, params })
@@ -425,25 +530,33 @@ export const serve = <E, R>(
         if (cancels.get(entry.key) === entry) cancels.delete(entry.key)
       }
 
+      // Suspended: a handler that throws while building its effect is a defect of that request only.
       const handle = (request: Request): Effect.Effect<unknown, GatewayError, R> =>
-        options.handlers
-          .request(request, { id: request.id, notify })
-          .pipe(Effect.tapDefect(() => Effect.logError("request failed with a defect", { method: request.method, id: request.id })))
+        Effect.suspend(() => options.handlers.request(request, { id: request.id, notify }))
+
+      /** The request's one reply; a defect (a bug of ours) is logged, the client sees -32603. */
+      const reply = (request: Request, exit: Exit.Exit<unknown, GatewayError>): Response => {
+        const response = replyFor(request, exit)
+        if ("error" in response && response.error.code === ErrorCode.InternalError) {
+          const cause = Exit.isFailure(exit) ? exit.cause : Cause.empty
+          runFork(Effect.logError("request failed with a defect", { method: request.method, id: request.id }, cause))
+        }
+        return response
+      }
 
       /**
        * A request of its own: the handler is the fiber, and its exit becomes the one reply. Cancelling
        * interrupts that fiber and the reply (-32800) still goes out: per request, one fiber and no
        * race (this is the gateway's hot path).
        */
-      const startRequest = (request: Request): Effect.Effect<void, never, R> => {
+      const startRequest = (request: Request): void => {
         const entry = register(request)
-        return Effect.map(FiberSet.run(running, handle(request)), (fiber) => {
-          fiber.addObserver((exit) => {
-            unregister(entry)
-            sendUnsafe(replyFor(request, exit))
-          })
-          settle(entry, fiber)
+        const fiber = runFork(handle(request))
+        fiber.addObserver((exit) => {
+          unregister(entry)
+          sendUnsafe(reply(request, exit))
         })
+        settle(entry, fiber)
       }
 
       /** A request in a batch: its handler runs in a child fiber, which cancelling interrupts. */
@@ -453,7 +566,7 @@ export const serve = <E, R>(
           settle(entry, fiber)
           return Effect.map(fiber.await, (exit) => {
             unregister(entry)
-            return replyFor(request, exit)
+            return reply(request, exit)
           })
         })
       }
@@ -511,58 +624,63 @@ export const serve = <E, R>(
         }
       }
 
-      const handleFrame = (frame: Frame): Effect.Effect<void, never, R> => {
+      /**
+       * Handles one frame synchronously, in arrival order: a request's fiber is forked (and starts)
+       * here, a notification runs here until it first suspends, so a cancellation always finds a
+       * request that came before it.
+       */
+      const dispatch = (frame: Frame): void => {
         switch (frame._tag) {
           case "TooLarge":
-            return send(
+            return sendUnsafe(
               failure(null, {
                 code: ErrorCode.InvalidRequest,
                 message: `Invalid Request: frame of ${frame.bytes} bytes exceeds the limit of ${options.maxFrameBytes} bytes`
               })
             )
           case "BadHeader":
-            return send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${frame.detail}` }))
+            return sendUnsafe(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${frame.detail}` }))
           case "Text": {
             let value: unknown
             try {
               value = JSON.parse(frame.text)
             } catch (error) {
-              return send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }))
+              return sendUnsafe(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }))
             }
             if (Array.isArray(value)) {
               if (value.length === 0) {
-                return send(failure(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request: empty batch" }))
+                return sendUnsafe(failure(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request: empty batch" }))
               }
-              return FiberSet.run(
-                running,
+              runFork(
                 Effect.forEach(value, handleOne, { concurrency: "unbounded" }).pipe(
                   Effect.flatMap((replies) => {
                     const present = replies.filter((r): r is Response => r !== undefined)
                     return present.length === 0 ? Effect.void : send(present)
                   })
                 )
-              ).pipe(Effect.asVoid)
+              )
+              return
             }
             const incoming = classify(value)
-            // Fast path: notifications (cancellation in particular) run in order, inline.
-            if (incoming._tag !== "Request") {
-              return handleOne(value).pipe(Effect.flatMap((r) => (r === undefined ? Effect.void : send(r))))
-            }
-            return startRequest(incoming.request)
+            if (incoming._tag === "Request") return startRequest(incoming.request)
+            runFork(Effect.suspend(() => handleOne(value)).pipe(Effect.flatMap((r) => (r === undefined ? Effect.void : send(r)))))
           }
         }
       }
 
       yield* onConnection(connection)
 
-      const reader = options.input.pipe(
-        Stream.mapConcat((chunk) => decoder.push(chunk)),
-        Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end()))),
-        Stream.runForEach(handleFrame),
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("client input failed", cause)
-        )
-      )
+      const reader =
+        options.input instanceof Readable
+          ? readReadable(options.input, decoder, dispatch)
+          : options.input.pipe(
+              Stream.mapConcat((chunk) => decoder.push(chunk)),
+              Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end()))),
+              Stream.runForEach((frame) => Effect.sync(() => dispatch(frame))),
+              Effect.catchAllCause((cause) =>
+                Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("client input failed", cause)
+              )
+            )
       yield* options.stop === undefined ? reader : Effect.raceFirst(reader, Deferred.await(options.stop))
 
       // End of input: let in-flight requests finish (bounded), then flush what they wrote.
@@ -580,7 +698,6 @@ export const serve = <E, R>(
           Effect.orElse(() => FiberSet.clear(running))
         )
       }
-      outbox.end()
-      yield* writer.await
+      yield* writer.end
     })
   )

@@ -113,14 +113,22 @@ interface Offer {
   readonly plan: (name: string, args: Record<string, unknown>) => Either.Either<Plan, InvalidPlan>
 }
 
+/** When every tool fits, every query offers the same functions: built once per catalog. */
+const functionsCache = new WeakMap<Catalog, ReadonlyArray<ChatTool>>()
+const allFunctions = (catalog: Catalog): ReadonlyArray<ChatTool> => {
+  let functions = functionsCache.get(catalog)
+  if (functions === undefined) functionsCache.set(catalog, (functions = toolFunctions(catalog.entries)))
+  return functions
+}
+
 /** `routing: "tool"`: one function per backend tool; the best matches first when they do not all fit. */
 const offerTools = (catalog: Catalog, query: string, context: TaskContext | null | undefined, max: number): Offer => {
+  const all = catalog.entries.length <= max
   // Ranked over the catalog's own array: the ranking index is cached per array.
-  const entries: ReadonlyArray<CatalogEntry> =
-    catalog.entries.length <= max ? catalog.entries : rankEntries(catalog.entries, query, max, context)
-  const offered = new Map(entries.map((e) => [e.name, e]))
+  const entries: ReadonlyArray<CatalogEntry> = all ? catalog.entries : rankEntries(catalog.entries, query, max, context)
+  const offered: ReadonlyMap<string, CatalogEntry> = all ? catalog.byName : new Map(entries.map((e) => [e.name, e]))
   return {
-    functions: toolFunctions(entries),
+    functions: all ? allFunctions(catalog) : toolFunctions(entries),
     plan: (name, args) => {
       const entry = offered.get(name)
       if (entry === undefined) {

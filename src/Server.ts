@@ -5,10 +5,6 @@
  * (see `serveStdio` at the bottom) and relays what it sends back. Below it sit the
  * Orchestrator and the Backends; it only validates, routes and maps their failures.
  */
-// The modules, not the package's index: the index loads every platform module (HTTP server,
-// undici, workers, ...), which costs 0.3 s and 30 MB at start-up for nothing the gateway uses.
-import * as NodeSink from "@effect/platform-node/NodeSink"
-import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { createRequire } from "node:module"
 import { Backends } from "./Backends.js"
@@ -109,37 +105,40 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
           })
         )
 
-      // Untraced: a span per call (and the stack captured for it) costs more than the rest of a
-      // passthrough call; the backend request is where the time goes, and it is logged on failure.
-      const callTool = Effect.fnUntraced(function* (params: unknown) {
+      /**
+       * A name the catalog does not list. A backend that is not ready (starting, restarting after a
+       * crash, failed, disabled) lists no tools, yet a client may still hold their names: say what
+       * is wrong with the backend (-32004) rather than "unknown tool". The longest id wins, as ids
+       * may contain "__".
+       */
+      const unlistedTool = Effect.fn("Server.unlistedTool")(function* (p: Record<string, unknown>, name: string) {
+        const owner = (yield* backends.states)
+          .filter((s) => s.state !== "ready" && name.startsWith(`${s.id}__`))
+          .sort((a, b) => b.id.length - a.id.length)[0]
+        if (owner !== undefined) {
+          return yield* backends.executeOnBackend(owner.id, "tools/call", { ...p, name: name.slice(owner.id.length + 2) })
+        }
+        return yield* new InvalidParams({ message: `Unknown tool: ${name}`, issues: [`name: no tool named '${name}'`] })
+      })
+
+      // A plain function rather than a traced generator: this is the passthrough hot path, where a
+      // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
+      const callTool = (params: unknown): Effect.Effect<unknown, GatewayError> => {
         const p = params as Record<string, unknown> | undefined
         if (typeof p?.name !== "string") {
-          return yield* new InvalidParams({ message: "Invalid params: name: is required", issues: ["name: is required"] })
+          return Effect.fail(new InvalidParams({ message: "Invalid params: name: is required", issues: ["name: is required"] }))
         }
         if (p.arguments !== undefined && (typeof p.arguments !== "object" || p.arguments === null || Array.isArray(p.arguments))) {
-          return yield* new InvalidParams({
-            message: "Invalid params: arguments: must be an object",
-            issues: ["arguments: must be an object"]
-          })
+          return Effect.fail(
+            new InvalidParams({ message: "Invalid params: arguments: must be an object", issues: ["arguments: must be an object"] })
+          )
         }
-        if (p.name === ORCHESTRATE_TOOL.name) return yield* orchestrateTool(p.arguments ?? {})
+        if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {})
         const entry = catalog().byName.get(p.name)
-        if (entry === undefined) {
-          // A backend that is not ready (starting, restarting after a crash, failed, disabled) lists
-          // no tools, yet a client may still hold their names: say what is wrong with the backend
-          // (-32004) rather than "unknown tool". The longest id wins, as ids may contain "__".
-          const name = p.name
-          const owner = (yield* backends.states)
-            .filter((s) => s.state !== "ready" && name.startsWith(`${s.id}__`))
-            .sort((a, b) => b.id.length - a.id.length)[0]
-          if (owner !== undefined) {
-            return yield* backends.executeOnBackend(owner.id, "tools/call", { ...p, name: name.slice(owner.id.length + 2) })
-          }
-          return yield* new InvalidParams({ message: `Unknown tool: ${p.name}`, issues: [`name: no tool named '${p.name}'`] })
-        }
+        if (entry === undefined) return unlistedTool(p, p.name)
         // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
-        return yield* backends.executeOnBackend(entry.backendId, "tools/call", { ...p, name: entry.toolName })
-      })
+        return backends.executeOnBackend(entry.backendId, "tools/call", { ...p, name: entry.toolName })
+      }
 
       /** Adds the query to an orchestration failure's data, as CONTRACT.md section 4 asks. */
       const orchestrateTask = (params: unknown) =>
@@ -214,13 +213,18 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
           )
           // A listener, not a stream: it runs before the backend's later replies are delivered, so
           // a call's progress reaches the client before its result.
+          // Only what a client can place: progress (it carries the client's own token) and log
+          // messages (tagged with the backend). Resource notifications would name resources the
+          // gateway does not offer.
           yield* backends.relayNotifications(({ backendId, method, params }) =>
             method === "notifications/message"
               ? connection.notify(method, {
                   ...(params as object),
                   logger: (params as { logger?: string } | undefined)?.logger ?? backendId
                 })
-              : connection.notify(method, params)
+              : method === "notifications/progress"
+              ? connection.notify(method, params)
+              : Effect.void
           )
           yield* Effect.forkScoped(relayToolsChanged)
         })
@@ -247,8 +251,10 @@ export const serveStdio: Effect.Effect<void, never, Server | GatewayConfig | Bac
   const backends = yield* Backends
   yield* JsonRpc.serve(
     {
-      input: NodeStream.stdin,
-      output: NodeSink.fromWritable(() => process.stdout, (error) => error, { endOnDone: false }),
+      // The Node streams themselves, read and written directly (see JsonRpc.ServeOptions): the
+      // hot path of every call runs no stream pipeline.
+      input: process.stdin,
+      output: process.stdout,
       handlers: server.handlers,
       maxFrameBytes: config.maxFrameBytes,
       stop: server.exit

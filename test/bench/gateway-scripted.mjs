@@ -12,7 +12,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Either, Layer } from "effect"
 import { GatewayConfig, readConfigFile } from "../../dist/Config.js"
 import * as Gateway from "../../dist/Gateway.js"
-import { LlmClient } from "../../dist/Llm.js"
+import { LlmClient, ScriptedLlm } from "../../dist/Llm.js"
 import * as Logging from "../../dist/Logging.js"
 import { serveStdio } from "../../dist/Server.js"
 
@@ -29,13 +29,17 @@ const args = JSON.parse(process.env.BENCH_ARGUMENTS ?? "{}")
 
 const ScriptedLive = LlmClient.layerScripted([{ match: () => true, reply: { tool, arguments: args } }])
 const MainLive = Gateway.layerServer.pipe(
-  Layer.provide(ScriptedLive),
+  Layer.provideMerge(ScriptedLive),
   Layer.provideMerge(GatewayConfig.layer({ env: process.env, file }))
 )
 
 const main = Effect.gen(function* () {
   const config = yield* (yield* GatewayConfig).current
   Logging.setLevel(config.logLevel)
+  // The scripted layer records every request for tests to inspect; a benchmark must not pay for
+  // a list that grows by one request per call.
+  const scripted = yield* ScriptedLlm
+  yield* Effect.forkDaemon(Effect.forever(Effect.zipRight(Effect.sleep("100 millis"), scripted.clear)))
   yield* serveStdio
 }).pipe(Effect.provide(MainLive), Effect.provide(Logging.layer()))
 

@@ -2,26 +2,29 @@
  * `npm run bench`: the gateway's cost, measured side by side with what it stands in front of.
  *
  *   passthrough   tools/call read_text_file: direct client -> server-filesystem vs client ->
- *                 `node dist/bin.js` -> server-filesystem, at concurrency 1, 8 and 64
+ *                 `node dist/bin.js` -> server-filesystem, at concurrency 1, 8 and 64; beside them,
+ *                 for reference, the same through test/bench/bare-proxy.mjs (the least any stdio
+ *                 proxy process costs on this machine)
  *   orchestration agentify/orchestrateTask (scripted LLM answering at once) vs tools/call, both on
  *                 the same gateway process (test/bench/gateway-scripted.mjs)
  *   startup       spawn -> initialize reply with 1, 5 and 10 fixture backends vs one fixture alone
- *   memory        the gateway's RSS with 10 backends, idle and after 20,000 calls
+ *   memory        the gateway's RSS with 10 backends: idle, after a 1,000-call warm-up, after 20,000
+ *                 calls more; and its live heap after a full GC (test/bench/heap-probe.mjs)
  *   catalog       buildCatalog + toolFunctions, and rank, over 1,000 tools (in this process)
  *
  * The machine may be busy: every comparison runs in alternating rounds (A B, B A, ...) so that load
  * falls on both sides alike. No network. Writes test/bench/results/latest.json.
  *
  * Options: --quick (shorter rounds), --only a,b (sections), --cpu-prof DIR (gateway processes write
- * .cpuprofile files there; summarise them with test/bench/profile.ts). A run with --quick, --only or
- * --cpu-prof writes results/latest.tmp.json instead.
+ * .cpuprofile files there; summarise them with test/bench/profile.ts), --gateway FILE (measure another
+ * build of the CLI than dist/bin.js). A run with any of these writes results/latest.tmp.json instead.
  */
 import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, tmpdir, totalmem } from "node:os"
-import { dirname, join } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { performance } from "node:perf_hooks"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
 import { serverFilesystemEntry } from "../../src/Config.js"
 import { buildCatalog, rank, rankEntries, toolFunctions } from "../../src/ToolCatalog.js"
@@ -29,16 +32,18 @@ import { QUERIES, syntheticBackends } from "./catalog.js"
 import { percentile, type Round, RpcClient, runCalls, runRound, sortedCopy } from "./client.js"
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
-const BIN = join(ROOT, "dist", "bin.js")
-const SCRIPTED = join(ROOT, "test", "bench", "gateway-scripted.mjs")
+const DIST_BIN = join(ROOT, "dist", "bin.js")
 const FIXTURE = join(ROOT, "test", "fixtures", "mcp-server.mjs")
+const HEAP_PROBE = join(ROOT, "test", "bench", "heap-probe.mjs")
+const BARE_PROXY = join(ROOT, "test", "bench", "bare-proxy.mjs")
 const RESULTS = join(ROOT, "test", "bench", "results")
 
 const { values: options } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     only: { type: "string" },
-    "cpu-prof": { type: "string" }
+    "cpu-prof": { type: "string" },
+    gateway: { type: "string" }
   }
 })
 const SECTIONS = ["catalog", "startup", "passthrough", "orchestration", "memory"] as const
@@ -47,6 +52,10 @@ const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | u
 const enabled = (section: Section) => only === undefined || only.includes(section)
 const quick = options.quick === true
 const profileDir = options["cpu-prof"]
+// Another build of the CLI to measure instead of dist/bin.js (a bundle, an older commit's dist).
+const BIN = options.gateway === undefined ? DIST_BIN : resolve(options.gateway)
+// Its scripted-LLM twin, when that build has one beside it (<root>/test/bench/gateway-scripted.mjs).
+const SCRIPTED = [join(dirname(BIN), "..", "test", "bench", "gateway-scripted.mjs")].find(existsSync) ?? join(ROOT, "test", "bench", "gateway-scripted.mjs")
 
 const ROUND_MS = quick ? 400 : 1_000
 const ROUNDS = quick ? 2 : 6
@@ -76,8 +85,13 @@ const nodeFlags = (): Array<string> => (profileDir === undefined ? [] : ["--cpu-
 let stderrFiles = 0
 const stderrFile = (name: string) => join(work, `${name}-${stderrFiles++}.stderr`)
 
-const startGateway = (entry: string, config: string, extraEnv: Record<string, string> = {}) =>
-  new RpcClient(process.execPath, [...nodeFlags(), entry, "--config", config], {
+const startGateway = (
+  entry: string,
+  config: string,
+  extraEnv: Record<string, string> = {},
+  extraFlags: ReadonlyArray<string> = []
+) =>
+  new RpcClient(process.execPath, [...nodeFlags(), ...extraFlags, entry, "--config", config], {
     cwd: work,
     env: env(extraEnv),
     stderrFile: stderrFile("gateway")
@@ -86,6 +100,7 @@ const startGateway = (entry: string, config: string, extraEnv: Record<string, st
 const fixtureArgs = (id: string, flags: ReadonlyArray<string> = []) => [FIXTURE, "--name", id, ...flags]
 
 const round2 = (n: number) => Math.round(n * 100) / 100
+const signed = (n: number, unit = "") => `${n >= 0 ? "+" : ""}${n}${unit}`
 const round3 = (n: number) => Math.round(n * 1000) / 1000
 
 interface Summary {
@@ -114,13 +129,13 @@ const summarize = (rounds: ReadonlyArray<Round>): Summary => {
 }
 
 /** Rounds of A and B alternating (A B, B A, A B ...) at one concurrency. */
-const alternate = async (
-  a: () => Promise<Round>,
-  b: () => Promise<Round>,
+const alternate = async <T>(
+  a: () => Promise<T>,
+  b: () => Promise<T>,
   rounds: number
-): Promise<{ a: Array<Round>; b: Array<Round> }> => {
-  const ra: Array<Round> = []
-  const rb: Array<Round> = []
+): Promise<{ a: Array<T>; b: Array<T> }> => {
+  const ra: Array<T> = []
+  const rb: Array<T> = []
   for (let i = 0; i < rounds; i++) {
     if (i % 2 === 0) {
       ra.push(await a())
@@ -133,7 +148,36 @@ const alternate = async (
   return { a: ra, b: rb }
 }
 
+/** Rounds of several sides, the order rotated every round so that load falls on each alike. */
+const rotate = async <T>(sides: ReadonlyArray<() => Promise<T>>, rounds: number): Promise<Array<Array<T>>> => {
+  const out = sides.map((): Array<T> => [])
+  for (let i = 0; i < rounds; i++) {
+    for (let k = 0; k < sides.length; k++) {
+      const side = (i + k) % sides.length
+      out[side]!.push(await sides[side]!())
+    }
+  }
+  return out
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** User plus system CPU time of a process so far, ms (/proc/<pid>/stat, in clock ticks of 10 ms). */
+const cpuMs = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+/** A round, with the CPU time `pid` spent during it. */
+const measured = async (pid: number, round: () => Promise<Round>): Promise<Round & { cpuMs: number }> => {
+  const before = cpuMs(pid)
+  const result = await round()
+  return { ...result, cpuMs: cpuMs(pid) - before }
+}
+
+const cpuPerCall = (rounds: ReadonlyArray<Round & { cpuMs: number }>): number =>
+  Math.round((rounds.reduce((n, r) => n + r.cpuMs, 0) * 1000) / rounds.reduce((n, r) => n + r.calls, 0))
 
 const rssKb = (pid: number): number => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
@@ -236,8 +280,11 @@ const benchPassthrough = async (fileDir: string, filePath: string) => {
   const config = writeConfig([{ id: "filesystem", command: process.execPath, args: [serverFilesystemEntry(), fileDir] }])
   const direct = new RpcClient(process.execPath, [serverFilesystemEntry(), fileDir], { stderrFile: stderrFile("direct") })
   const gateway = startGateway(BIN, config)
+  const bare = new RpcClient(process.execPath, [BARE_PROXY, "filesystem__", process.execPath, serverFilesystemEntry(), fileDir], {
+    stderrFile: stderrFile("bare")
+  })
   try {
-    await Promise.all([direct.initialize(), gateway.initialize()])
+    await Promise.all([direct.initialize(), gateway.initialize(), bare.initialize()])
     const listed = await gateway.request("tools/list", {})
     if (!listed.result?.tools?.some((t: { name: string }) => t.name === "filesystem__read_text_file")) {
       throw new Error(`the gateway does not list filesystem__read_text_file${gateway.stderrTail()}`)
@@ -250,29 +297,36 @@ const benchPassthrough = async (fileDir: string, filePath: string) => {
     for (const c of CONCURRENCIES) {
       await runCalls(direct, "tools/call", directParams, c, quick ? 500 : 2_000)
       await runCalls(gateway, "tools/call", gatewayParams, c, quick ? 500 : 2_000)
+      await runCalls(bare, "tools/call", gatewayParams, c, quick ? 500 : 2_000)
     }
     const levels: Record<string, unknown> = {}
     for (const c of CONCURRENCIES) {
       log(`passthrough: concurrency ${c}, ${ROUNDS} rounds of ${ROUND_MS} ms each side`)
-      const { a, b } = await alternate(
-        () => runRound(direct, "tools/call", directParams, c, ROUND_MS),
-        () => runRound(gateway, "tools/call", gatewayParams, c, ROUND_MS),
+      const [a, b, r] = await rotate(
+        [
+          () => measured(direct.pid, () => runRound(direct, "tools/call", directParams, c, ROUND_MS)),
+          () => measured(gateway.pid, () => runRound(gateway, "tools/call", gatewayParams, c, ROUND_MS)),
+          () => measured(bare.pid, () => runRound(bare, "tools/call", gatewayParams, c, ROUND_MS))
+        ],
         ROUNDS
       )
-      const d = summarize(a)
-      const g = summarize(b)
+      const d = summarize(a!)
+      const g = summarize(b!)
+      const bp = summarize(r!)
       levels[String(c)] = {
-        direct: d,
-        gateway: g,
+        direct: { ...d, serverCpuUsPerCall: cpuPerCall(a) },
+        gateway: { ...g, gatewayCpuUsPerCall: cpuPerCall(b!) },
+        bareProxy: { ...bp, proxyCpuUsPerCall: cpuPerCall(r!), throughputRatio: round2(bp.callsPerSecond / d.callsPerSecond) },
         p50OverheadMs: round3(g.p50 - d.p50),
         p99OverheadMs: round3(g.p99 - d.p99),
         latencyRatio: round2(g.p50 / d.p50),
+        bareProxyP50OverheadMs: round3(bp.p50 - d.p50),
         throughputRatio: round2(g.callsPerSecond / d.callsPerSecond)
       }
     }
     results.passthrough = { tool: "read_text_file", fileBytes: readFileSync(filePath).length, roundMs: ROUND_MS, rounds: ROUNDS, concurrency: levels }
   } finally {
-    await Promise.all([direct.close(), gateway.close()])
+    await Promise.all([direct.close(), gateway.close(), bare.close()])
   }
 }
 
@@ -312,38 +366,58 @@ const benchOrchestration = async (fileDir: string, filePath: string) => {
   }
 }
 
-/** 4: RSS of the gateway process with 10 backends, idle and after 20,000 calls. */
+/**
+ * 4: RSS of the gateway process with 10 backends: idle after start-up, idle after a warm-up of
+ * 1,000 calls (the JIT has compiled the call path and V8 has grown its young generation to its
+ * working size, once), and after 20,000 calls more, with checkpoints on the way.
+ */
 const benchMemory = async () => {
   const total = quick ? 5_000 : 20_000
+  const warmUp = 1_000
   const config = writeConfig(
     Array.from({ length: 10 }, (_, i) => ({ id: `fixture${i}`, command: process.execPath, args: fixtureArgs(`fixture${i}`) }))
   )
-  const gateway = startGateway(BIN, config)
+  // The probe answers SIGUSR2 with the live heap after a full GC; RSS is always read before it.
+  const heapFile = join(work, "heap.json")
+  const gateway = startGateway(BIN, config, { BENCH_HEAP_FILE: heapFile }, ["--expose-gc", "--import", pathToFileURL(HEAP_PROBE).href])
+  const liveHeapMb = async (): Promise<number> => {
+    rmSync(heapFile, { force: true })
+    process.kill(gateway.pid, "SIGUSR2")
+    for (let i = 0; i < 100 && !existsSync(heapFile); i++) await sleep(20)
+    return round2(JSON.parse(readFileSync(heapFile, "utf8")).heapUsed / 2 ** 20)
+  }
+  const call = (offset: number) => (i: number) => ({ name: `fixture${(offset + i) % 10}__echo`, arguments: { text: `call ${offset + i}` } })
   try {
     await gateway.initialize()
     await sleep(1_000)
     const idleKb = rssKb(gateway.pid)
-    log(`memory: idle RSS ${(idleKb / 1024).toFixed(1)} MB; ${total} calls`)
+    await runCalls(gateway, "tools/call", call(0), 8, warmUp)
+    await sleep(1_000)
+    // Collected first, so the baseline holds no garbage: the growth that follows is not understated.
+    const warmHeap = await liveHeapMb()
+    await sleep(500)
+    const warmKb = rssKb(gateway.pid)
+    log(`memory: RSS idle ${(idleKb / 1024).toFixed(1)} MB, after warm-up ${(warmKb / 1024).toFixed(1)} MB; ${total} calls`)
     const checkpoints: Array<{ calls: number; rssMb: number }> = []
     const step = total / 4
     for (let done = 0; done < total; done += step) {
-      await runCalls(
-        gateway,
-        "tools/call",
-        (i: number) => ({ name: `fixture${(done + i) % 10}__echo`, arguments: { text: `call ${done + i}` } }),
-        8,
-        step
-      )
+      await runCalls(gateway, "tools/call", call(warmUp + done), 8, step)
       checkpoints.push({ calls: done + step, rssMb: round2(rssKb(gateway.pid) / 1024) })
     }
     await sleep(1_000)
     const afterKb = rssKb(gateway.pid)
+    const afterHeap = await liveHeapMb()
     results.memory = {
       backends: 10,
+      warmUpCalls: warmUp,
       calls: total,
+      concurrency: 8,
       idleMb: round2(idleKb / 1024),
+      warmMb: round2(warmKb / 1024),
       afterMb: round2(afterKb / 1024),
-      growthPercent: round2(((afterKb - idleKb) / idleKb) * 100),
+      growthPercent: round2(((afterKb - warmKb) / warmKb) * 100),
+      growthFromIdlePercent: round2(((afterKb - idleKb) / idleKb) * 100),
+      liveHeapAfterGcMb: { warm: warmHeap, after: afterHeap },
       checkpoints
     }
   } finally {
@@ -369,7 +443,7 @@ const lines = (): Array<Line> => {
       const l = p.concurrency[String(c)]
       out.push({
         figure: `passthrough c=${c}: p50 direct / gateway (ms)`,
-        value: `${l.direct.p50} / ${l.gateway.p50} (+${l.p50OverheadMs})`,
+        value: `${l.direct.p50} / ${l.gateway.p50} (${signed(l.p50OverheadMs)})`,
         goal: c === 1 ? "overhead ≤ 0.3 ms" : "",
         pass: c === 1 ? l.p50OverheadMs <= 0.3 : undefined
       })
@@ -380,13 +454,25 @@ const lines = (): Array<Line> => {
         goal: c === 64 ? "≥ 85% of direct" : "",
         pass: c === 64 ? l.throughputRatio >= 0.85 : undefined
       })
+      out.push({
+        figure: `passthrough c=${c}: CPU µs/call server (direct) / gateway`,
+        value: `${l.direct.serverCpuUsPerCall} / ${l.gateway.gatewayCpuUsPerCall}`,
+        goal: "",
+        pass: undefined
+      })
+      out.push({
+        figure: `passthrough c=${c}: bare proxy (reference) p50 / calls/s`,
+        value: `${l.bareProxy.p50} (${signed(l.bareProxyP50OverheadMs)}) / ${l.bareProxy.callsPerSecond} (${Math.round(l.bareProxy.throughputRatio * 100)}%), ${l.bareProxy.proxyCpuUsPerCall} µs CPU/call`,
+        goal: "",
+        pass: undefined
+      })
     }
   }
   const o = results.orchestration as any
   if (o !== undefined) {
     out.push({
       figure: "orchestrateTask vs tools/call: p50 (ms)",
-      value: `${o.orchestrateTask.p50} vs ${o.toolsCall.p50} (+${o.p50OverheadMs})`,
+      value: `${o.orchestrateTask.p50} vs ${o.toolsCall.p50} (${signed(o.p50OverheadMs)})`,
       goal: "overhead ≤ 1 ms",
       pass: o.p50OverheadMs <= 1
     })
@@ -407,11 +493,18 @@ const lines = (): Array<Line> => {
   const m = results.memory as any
   if (m !== undefined) {
     out.push({ figure: "memory: RSS idle, 10 backends (MB)", value: `${m.idleMb}`, goal: "≤ 80 MB", pass: m.idleMb <= 80 })
+    out.push({ figure: `memory: RSS after ${m.warmUpCalls.toLocaleString("en")} warm-up calls (MB)`, value: `${m.warmMb} (${signed(round2(((m.warmMb - m.idleMb) / m.idleMb) * 100), "%")})`, goal: "", pass: undefined })
     out.push({
-      figure: `memory: RSS after ${m.calls.toLocaleString("en")} calls (MB)`,
-      value: `${m.afterMb} (${m.growthPercent >= 0 ? "+" : ""}${m.growthPercent}%)`,
+      figure: `memory: RSS after ${m.calls.toLocaleString("en")} more calls (MB)`,
+      value: `${m.afterMb} (${signed(m.growthPercent, "%")}; ${signed(m.growthFromIdlePercent, "%")} from idle)`,
       goal: "growth < 10%",
       pass: m.growthPercent < 10
+    })
+    out.push({
+      figure: "memory: live heap after a full GC, warm / after (MB)",
+      value: `${m.liveHeapAfterGcMb.warm} / ${m.liveHeapAfterGcMb.after}`,
+      goal: "",
+      pass: undefined
     })
   }
   const c = results.catalog as any
@@ -445,6 +538,8 @@ const machine = () => {
   let commit: string | undefined
   try {
     commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim()
+    // Uncommitted changes to the source measured are part of what was measured.
+    if (execFileSync("git", ["status", "--porcelain", "src"], { cwd: ROOT, encoding: "utf8" }).trim() !== "") commit += "+dirty"
   } catch {
     commit = undefined
   }
@@ -477,13 +572,13 @@ const main = async () => {
   const rows = lines()
   const report = {
     machine: { ...info, loadAverageAtEnd: loadavg().map(round2) },
-    options: { quick, only: only ?? null, cpuProfile: profileDir !== undefined },
+    options: { quick, only: only ?? null, cpuProfile: profileDir !== undefined, gateway: options.gateway ?? null },
     durationSeconds: Math.round((performance.now() - started) / 1000),
     goals: rows.filter((r) => r.pass !== undefined).map((r) => ({ figure: r.figure, value: r.value, goal: r.goal, pass: r.pass })),
     results
   }
   mkdirSync(RESULTS, { recursive: true })
-  const partial = quick || only !== undefined || profileDir !== undefined
+  const partial = quick || only !== undefined || profileDir !== undefined || options.gateway !== undefined
   const out = join(RESULTS, partial ? "latest.tmp.json" : "latest.json")
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`)
   process.stdout.write(`\n${table(rows)}\n\n`)
