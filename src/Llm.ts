@@ -25,13 +25,22 @@
  *   goes through `Secrets.scrub` plus a mask for `sk-...` fragments that servers echo back.
  */
 import { Context, Duration, Effect, Layer, Option, Random, Redacted, Ref, Runtime } from "effect"
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai"
+import type OpenAI from "openai"
+import type { APIError } from "openai"
 import { GatewayConfig, type ResolvedConfig } from "./Config.js"
 import { LlmRequestFailed, NotConfigured } from "./Errors.js"
 import * as Secrets from "./Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
 // Shapes
+
+type Sdk = typeof import("openai")
+let sdk: Promise<Sdk> | undefined
+/**
+ * The `openai` package, loaded on the first LLM request: it costs ~12 MB and ~70 ms at start-up,
+ * which a gateway used only for passthrough calls never needs.
+ */
+const loadSdk: Effect.Effect<Sdk> = Effect.promise(() => (sdk ??= import("openai")))
 
 /** An OpenAI Chat Completions function tool (what `ToolCatalog` produces). */
 export interface ChatTool {
@@ -207,13 +216,13 @@ export const makeOpenAI = (options: OpenAIOptions = {}): Effect.Effect<LlmServic
     }
 
     const cache = yield* Ref.make<Option.Option<{ key: string; baseUrl: string; client: OpenAI }>>(Option.none())
-    const clientFor = (key: Redacted.Redacted<string>, baseUrl: string) =>
+    const clientFor = (sdk: Sdk, key: Redacted.Redacted<string>, baseUrl: string) =>
       Ref.modify(cache, (cached) => {
         const plain = Redacted.value(key)
         if (Option.isSome(cached) && cached.value.key === plain && cached.value.baseUrl === baseUrl) {
           return [cached.value.client, cached] as const
         }
-        const client = new OpenAI({
+        const client = new sdk.default({
           apiKey: plain,
           // Always explicit: otherwise the SDK falls back to process.env, bypassing the config.
           baseURL: baseUrl,
@@ -265,7 +274,8 @@ export const makeOpenAI = (options: OpenAIOptions = {}): Effect.Effect<LlmServic
         onSome: Effect.succeed
       })
       const endpoint = yield* endpointOf(config)
-      const client = yield* clientFor(key, endpoint.baseUrl)
+      const sdk = yield* loadSdk
+      const client = yield* clientFor(sdk, key, endpoint.baseUrl)
       const body = requestBody(config.model, request)
       yield* Effect.annotateCurrentSpan({ model: config.model, tools: request.tools.length, host: endpoint.host })
       yield* Effect.logDebug("LLM request").pipe(
@@ -274,7 +284,7 @@ export const makeOpenAI = (options: OpenAIOptions = {}): Effect.Effect<LlmServic
       yield* Effect.logTrace("LLM request body", body)
 
       const completion = yield* withRetries(attempt(client, body), (error) =>
-        classify(error, { endpoint, timeoutMs, keySource: config.openaiApiKeySource })
+        classify(sdk, error, { endpoint, timeoutMs, keySource: config.openaiApiKeySource })
       )
       yield* Effect.logTrace("LLM response body", completion)
       const response = yield* parseCompletion(completion, endpoint)
@@ -377,6 +387,7 @@ const backoff = (retry: number) =>
   Effect.map(Random.next, (r) => Math.min(500 * 2 ** retry, 8_000) * (1 - r * 0.25))
 
 const classify = (
+  sdk: Sdk,
   error: unknown,
   context: { endpoint: Endpoint; timeoutMs: number; keySource: ResolvedConfig["openaiApiKeySource"] }
 ): Classified => {
@@ -397,13 +408,13 @@ const classify = (
   })
 
   const timedOut = () => fail("timeout", `${who} did not answer within ${Duration.format(Duration.millis(timeoutMs))}`)
-  if (error instanceof AttemptTimedOut || error instanceof APIConnectionTimeoutError) return timedOut()
-  if (error instanceof APIConnectionError) {
+  if (error instanceof AttemptTimedOut || error instanceof sdk.APIConnectionTimeoutError) return timedOut()
+  if (error instanceof sdk.APIConnectionError) {
     return fail("network", `Could not reach ${endpoint.name} (${endpoint.baseUrl}): ${rootCause(error)}`, {
       retryable: true
     })
   }
-  if (error instanceof APIError && typeof error.status === "number") {
+  if (error instanceof sdk.APIError && typeof error.status === "number") {
     const status = error.status
     const shouldRetry = error.headers?.get("x-should-retry")
     const retryable = shouldRetry === "true" ? true : shouldRetry === "false" ? false : isRetryableStatus(status)

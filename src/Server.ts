@@ -5,6 +5,8 @@
  * (see `serveStdio` at the bottom) and relays what it sends back. Below it sit the
  * Orchestrator and the Backends; it only validates, routes and maps their failures.
  */
+// The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
+import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { createRequire } from "node:module"
 import { Backends } from "./Backends.js"
@@ -251,9 +253,10 @@ export const serveStdio: Effect.Effect<void, never, Server | GatewayConfig | Bac
   const backends = yield* Backends
   yield* JsonRpc.serve(
     {
-      // The Node streams themselves, read and written directly (see JsonRpc.ServeOptions): the
-      // hot path of every call runs no stream pipeline.
-      input: process.stdin,
+      // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
+      // frame); replies go straight to stdout, a tick's frames in one write (see
+      // JsonRpc.ServeOptions: a Sink per reply measured 2-3x the gateway's CPU per call).
+      input: NodeStream.fromReadable(() => process.stdin, (error) => error, { closeOnDone: false }),
       output: process.stdout,
       handlers: server.handlers,
       maxFrameBytes: config.maxFrameBytes,
