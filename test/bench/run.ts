@@ -6,7 +6,7 @@
  *                 for reference, the same through test/bench/bare-proxy.mjs (the least any stdio
  *                 proxy process costs on this machine)
  *   orchestration agentify/orchestrateTask (scripted LLM answering at once) vs tools/call, both on
- *                 the same gateway process (test/bench/gateway-scripted.mjs)
+ *                 the same gateway process (test/support/scripted-gateway.mjs)
  *   startup       spawn -> initialize reply with 1, 5 and 10 fixture backends vs one fixture alone
  *   memory        the gateway's RSS with 10 backends: idle, after a 1,000-call warm-up, after 20,000
  *                 calls more; and its live heap after a full GC (test/bench/heap-probe.mjs)
@@ -54,8 +54,8 @@ const quick = options.quick === true
 const profileDir = options["cpu-prof"]
 // Another build of the CLI to measure instead of dist/bin.js (a bundle, an older commit's dist).
 const BIN = options.gateway === undefined ? DIST_BIN : resolve(options.gateway)
-// Its scripted-LLM twin, when that build has one beside it (<root>/test/bench/gateway-scripted.mjs).
-const SCRIPTED = [join(dirname(BIN), "..", "test", "bench", "gateway-scripted.mjs")].find(existsSync) ?? join(ROOT, "test", "bench", "gateway-scripted.mjs")
+// Its scripted-LLM twin, when that build has one beside it (<root>/test/support/scripted-gateway.mjs).
+const SCRIPTED = [join(dirname(BIN), "..", "test", "support", "scripted-gateway.mjs")].find(existsSync) ?? join(ROOT, "test", "support", "scripted-gateway.mjs")
 
 const ROUND_MS = quick ? 400 : 1_000
 const ROUNDS = quick ? 2 : 6
@@ -334,8 +334,8 @@ const benchPassthrough = async (fileDir: string, filePath: string) => {
 const benchOrchestration = async (fileDir: string, filePath: string) => {
   const config = writeConfig([{ id: "filesystem", command: process.execPath, args: [serverFilesystemEntry(), fileDir] }])
   const gateway = startGateway(SCRIPTED, config, {
-    BENCH_TOOL: "filesystem__read_text_file",
-    BENCH_ARGUMENTS: JSON.stringify({ path: filePath })
+    SCRIPTED_TOOL: "filesystem__read_text_file",
+    SCRIPTED_ARGUMENTS: JSON.stringify({ path: filePath })
   })
   try {
     await gateway.initialize()

@@ -14,7 +14,7 @@ import { isAlive } from "../support/mcpFixture.js"
 
 export const HERE = dirname(fileURLToPath(import.meta.url))
 /** The CLI's server with `LlmClient.layerScripted` in place of OpenAI (see the file). */
-export const SCRIPTED_GATEWAY = join(HERE, "scripted-gateway.mjs")
+export const SCRIPTED_GATEWAY = join(HERE, "..", "support", "scripted-gateway.mjs")
 /** A backend that answers tools/call with a result or an error nested 100,000 levels deep. */
 export const DEEP_BACKEND = join(HERE, "deep-backend.mjs")
 /** An intermediate client: spawns the gateway holding its pipes, so the test can SIGKILL it. */

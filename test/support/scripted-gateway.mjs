@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 /**
  * The CLI's stdio server (`Gateway.layerServer` + `Server.serveStdio`, the stderr logger, a config
- * file) with `LlmClient.layerScripted` in place of OpenAI, for the hardening tests.
+ * file) with `LlmClient.layerScripted` in place of OpenAI, for the hardening tests and the
+ * orchestration benchmark.
  *
- * The scripted model answers every query with one call of `SCRIPTED_TOOL` (default `fx__echo`)
- * whose arguments are `{"text": <the query>}`, so a test can tell each orchestration's result from
- * every other's. Plain JavaScript over the built `dist/`, so it runs under plain `node` like the
- * CLI. Usage: node scripted-gateway.mjs --config FILE
+ * The scripted model answers every query at once with one call of `SCRIPTED_TOOL` (default
+ * `fx__echo`). Its arguments are `SCRIPTED_ARGUMENTS` (JSON) when set, else `{"text": <the query>}`,
+ * so a test can tell each orchestration's result from every other's. Plain JavaScript over the
+ * built `dist/`, so it runs under plain `node` like the CLI (no TypeScript loader in a measured
+ * process). Usage: node scripted-gateway.mjs --config FILE
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Either, Layer } from "effect"
 import { GatewayConfig, readConfigFile } from "../../dist/Config.js"
 import * as Gateway from "../../dist/Gateway.js"
@@ -25,19 +27,24 @@ if (configIndex < 0) {
 }
 const file = Either.getOrThrow(readConfigFile(process.argv[configIndex + 1]))
 const tool = process.env.SCRIPTED_TOOL ?? "fx__echo"
+const fixedArguments = process.env.SCRIPTED_ARGUMENTS === undefined ? undefined : process.env.SCRIPTED_ARGUMENTS
 
 let calls = 0
-const ScriptedLive = LlmClient.layerScripted([
-  {
-    match: () => true,
-    reply: (request) =>
-      Effect.succeed({
-        toolCalls: [{ id: `call_${calls++}`, name: tool, arguments: JSON.stringify({ text: request.query }) }],
-        content: null,
-        model: "scripted"
-      })
-  }
-])
+const ScriptedLive = LlmClient.layerScripted(
+  [
+    {
+      match: () => true,
+      reply: (request) =>
+        Effect.succeed({
+          toolCalls: [{ id: `call_${calls++}`, name: tool, arguments: fixedArguments ?? JSON.stringify({ text: request.query }) }],
+          content: null,
+          model: "scripted"
+        })
+    }
+  ],
+  // Nothing inspects the requests here; a long run must not keep them.
+  { keepRequests: 0 }
+)
 const MainLive = Gateway.layerServer.pipe(
   Layer.provide(ScriptedLive),
   Layer.provideMerge(GatewayConfig.layer({ env: process.env, file }))
