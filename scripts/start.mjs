@@ -24,9 +24,11 @@ if (stale) {
   const built = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json")], {
     stdio: ["ignore", 2, 2]
   })
-  if (built.status !== 0) {
+  const bundled =
+    built.status === 0 ? spawnSync(process.execPath, [join(root, "scripts", "bundle.mjs")], { stdio: ["ignore", 2, 2] }) : built
+  if (built.status !== 0 || bundled.status !== 0) {
     process.stderr.write("mcp-agentify: build failed\n")
-    process.exit(built.status ?? 1)
+    process.exit((built.status || bundled.status) ?? 1)
   }
 }
 

@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+// Bundles the CLI into one file (dist/bin.js, over tsc's output). Loading hundreds of ES modules
+// is most of the gateway's start-up time and a good part of its memory (see the README's
+// Benchmarks). The library entry (dist/index.js) stays as tsc wrote it, for apps that embed it.
+// `openai` stays external: it is loaded on the first LLM request only; server-filesystem is a
+// separate process, resolved from node_modules.
+import { build } from "esbuild"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+
+await build({
+  entryPoints: [join(root, "src", "bin.ts")],
+  outfile: join(root, "dist", "bin.js"),
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  external: ["openai", "@modelcontextprotocol/server-filesystem"],
+  // Modules bundled from CommonJS call `require`; ESM output has none of its own.
+  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
+  sourcemap: true,
+  logLevel: "warning"
+})
