@@ -9,7 +9,7 @@
  *                 the same gateway process (test/support/scripted-gateway.mjs)
  *   startup       spawn -> initialize reply with 1, 5 and 10 fixture backends vs one fixture alone
  *   memory        the gateway's RSS with 10 backends: idle, after a 1,000-call warm-up, after 20,000
- *                 calls more; and its live heap after a full GC (test/bench/heap-probe.mjs)
+ *                 calls more; and its live heap after a full GC (test/support/heap-probe.mjs)
  *   catalog       buildCatalog + toolFunctions, and rank, over 1,000 tools (in this process)
  *
  * The machine may be busy: every comparison runs in alternating rounds (A B, B A, ...) so that load
@@ -34,7 +34,7 @@ import { percentile, type Round, RpcClient, runCalls, runRound, sortedCopy } fro
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const DIST_BIN = join(ROOT, "dist", "bin.js")
 const FIXTURE = join(ROOT, "test", "fixtures", "mcp-server.mjs")
-const HEAP_PROBE = join(ROOT, "test", "bench", "heap-probe.mjs")
+const HEAP_PROBE = join(ROOT, "test", "support", "heap-probe.mjs")
 const BARE_PROXY = join(ROOT, "test", "bench", "bare-proxy.mjs")
 const RESULTS = join(ROOT, "test", "bench", "results")
 
@@ -379,7 +379,7 @@ const benchMemory = async () => {
   )
   // The probe answers SIGUSR2 with the live heap after a full GC; RSS is always read before it.
   const heapFile = join(work, "heap.json")
-  const gateway = startGateway(BIN, config, { BENCH_HEAP_FILE: heapFile }, ["--expose-gc", "--import", pathToFileURL(HEAP_PROBE).href])
+  const gateway = startGateway(BIN, config, { HEAP_PROBE_FILE: heapFile }, ["--expose-gc", "--import", pathToFileURL(HEAP_PROBE).href])
   const liveHeapMb = async (): Promise<number> => {
     rmSync(heapFile, { force: true })
     process.kill(gateway.pid, "SIGUSR2")

@@ -20,7 +20,7 @@ export const DEEP_BACKEND = join(HERE, "deep-backend.mjs")
 /** An intermediate client: spawns the gateway holding its pipes, so the test can SIGKILL it. */
 export const HOLDER = join(HERE, "holder.mjs")
 /** A test-only preload: SIGUSR2 forces a GC and writes the heap figures to HEAP_PROBE_FILE. */
-export const HEAP_PROBE = join(HERE, "heap-probe.mjs")
+export const HEAP_PROBE = join(HERE, "..", "support", "heap-probe.mjs")
 
 export type Id = string | number
 
