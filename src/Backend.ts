@@ -24,7 +24,6 @@
 import { Deferred, Effect, Exit, FiberId, Queue } from "effect"
 import { spawn, spawnSync, type ChildProcess } from "node:child_process"
 import { readdirSync, readFileSync, statSync } from "node:fs"
-import { createRequire } from "node:module"
 import type { BackendConfig } from "./Config.js"
 import { DEFAULT_MAX_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "./Config.js"
 import { BackendError } from "./Errors.js"
@@ -39,16 +38,7 @@ export interface ClientInfo {
   readonly version: string
 }
 
-const packageVersion = (): string => {
-  try {
-    // Both src/Backend.ts and dist/Backend.js sit one level below package.json.
-    return (createRequire(import.meta.url)("../package.json") as { version: string }).version
-  } catch {
-    return "0.0.0"
-  }
-}
-
-export const DEFAULT_CLIENT_INFO: ClientInfo = { name: "mcp-agentify", version: packageVersion() }
+export const DEFAULT_CLIENT_INFO: ClientInfo = Mcp.IMPLEMENTATION
 export const DEFAULT_KILL_GRACE_MS = 2_000
 
 export interface Options {

@@ -163,7 +163,7 @@ export const toRpcError = (error: GatewayError): WireError => ({
   ...scrubData(error.data)
 })
 
-/** Merges `extra` into a failure's data (the orchestrator adds the query and the plan). */
+/** Merges `extra` into a failure's data (the server adds the query to orchestration failures). */
 export const withData = (wire: WireError, extra: Record<string, unknown>): WireError => ({
   ...wire,
   data: Secrets.scrubDeep({

@@ -5,6 +5,16 @@
  * content blocks) is passed through untouched, so these schemas are deliberately open.
  */
 import { Schema } from "effect"
+import { createRequire } from "node:module"
+
+// src/Mcp.ts, dist/Mcp.js and the bundled dist/bin.js all sit one level below package.json.
+const pkg = createRequire(import.meta.url)("../package.json") as { name: string; version: string }
+
+/** The gateway as an MCP implementation: its `serverInfo` to clients, its `clientInfo` to backends. */
+export const IMPLEMENTATION: { readonly name: string; readonly version: string } = {
+  name: "mcp-agentify",
+  version: pkg.version
+}
 
 /** Newest first. The gateway answers with the client's version when it is listed here. */
 export const SUPPORTED_PROTOCOL_VERSIONS = [

@@ -21,7 +21,7 @@ import {
 } from "./Errors.js"
 import { type ChatRequest, type ChatTool, LlmClient } from "./Llm.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "./Mcp.js"
-import { backendFunctions, buildCatalog, type Catalog, type CatalogEntry, rankEntries, toolFunctions } from "./ToolCatalog.js"
+import { backendFunctions, type Catalog, type CatalogEntry, catalogOf, rankEntries, toolFunctions } from "./ToolCatalog.js"
 
 /** The one backend call the model chose. */
 export interface Plan {
@@ -229,14 +229,6 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       const gatewayConfig = yield* GatewayConfig
       const backends = yield* Backends
       const llm = yield* LlmClient
-
-      // The catalog is rebuilt only when the backends' tool lists change (same array = same tools).
-      let cached: { source: ReadonlyArray<BackendTools>; catalog: Catalog } | undefined
-      const catalogOf = (source: ReadonlyArray<BackendTools>): Catalog => {
-        if (cached !== undefined && cached.source === source) return cached.catalog
-        cached = { source, catalog: buildCatalog(source) }
-        return cached.catalog
-      }
 
       const readyBackends = (config: ResolvedConfig) =>
         Effect.gen(function* () {

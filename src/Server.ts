@@ -8,20 +8,17 @@
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
-import { createRequire } from "node:module"
 import { Backends } from "./Backends.js"
 import { describeBackend, GatewayConfig } from "./Config.js"
-import { ErrorCode, type GatewayError, InvalidParams, NotInitialized, RpcError, toRpcError } from "./Errors.js"
+import { ErrorCode, type GatewayError, InvalidParams, NotInitialized, RpcError, toRpcError, withData } from "./Errors.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as Logging from "./Logging.js"
-import { negotiateProtocolVersion, textResult } from "./Mcp.js"
+import { IMPLEMENTATION, negotiateProtocolVersion, textResult } from "./Mcp.js"
 import { ORCHESTRATE_TOOL, Orchestrator } from "./Orchestrator.js"
-import { buildCatalog, type Catalog } from "./ToolCatalog.js"
+import { type Catalog, catalogOf } from "./ToolCatalog.js"
 
-const pkg = createRequire(import.meta.url)("../package.json") as { name: string; version: string }
-
-export const SERVER_NAME = "mcp-agentify"
-export const SERVER_VERSION: string = pkg.version
+export const SERVER_NAME = IMPLEMENTATION.name
+export const SERVER_VERSION = IMPLEMENTATION.version
 
 type Phase = "new" | "initializing" | "ready" | "shutdown"
 
@@ -47,13 +44,7 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
       const exit = yield* Deferred.make<void>()
       let phase: Phase = "new"
 
-      let cached: { source: ReadonlyArray<unknown>; catalog: Catalog } | undefined
-      const catalog = (): Catalog => {
-        const source = backends.toolsSync()
-        if (cached !== undefined && cached.source === source) return cached.catalog
-        cached = { source, catalog: buildCatalog(source) }
-        return cached.catalog
-      }
+      const catalog = (): Catalog => catalogOf(backends.toolsSync())
 
       const initialize = Effect.fn("Server.initialize")(function* (params: unknown) {
         if (phase !== "new") {
@@ -146,13 +137,8 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
       const orchestrateTask = (params: unknown) =>
         orchestrator.orchestrate(params).pipe(
           Effect.mapError((error): GatewayError => {
-            const wire = toRpcError(error)
             const query = (params as { query?: unknown } | undefined)?.query
-            return new RpcError({
-              code: wire.code,
-              message: wire.message,
-              data: { ...(wire.data as object | undefined), ...(typeof query === "string" ? { query } : {}) }
-            })
+            return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
           })
         )
 

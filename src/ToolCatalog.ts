@@ -89,6 +89,18 @@ export interface BackendTools {
  * end up with the same exposed name, the first keeps it and the later one gets a hash suffix, so a
  * name never moves from one tool to another as long as the lists keep their order.
  */
+const catalogs = new WeakMap<ReadonlyArray<BackendTools>, Catalog>()
+
+/**
+ * `buildCatalog`, once per tool list: `Backends` hands out the same array until a backend's tools
+ * change, so the method table and the orchestrator share one catalog (and its ranking index).
+ */
+export const catalogOf = (backends: ReadonlyArray<BackendTools>): Catalog => {
+  let catalog = catalogs.get(backends)
+  if (catalog === undefined) catalogs.set(backends, (catalog = buildCatalog(backends)))
+  return catalog
+}
+
 export const buildCatalog = (backends: ReadonlyArray<BackendTools>): Catalog => {
   const planned = backends.flatMap((backend) =>
     backend.tools.map((tool) => ({ backendId: backend.backendId, tool, name: exposedName(backend.backendId, tool.name) }))

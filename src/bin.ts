@@ -62,7 +62,7 @@ if (args.help) {
 }
 if (args.version) {
   // The one thing printed to stdout outside the protocol: asked for, and no client is attached.
-  process.stdout.write(`${SERVER_VERSION}\n`)
+  process.stdout.write(`${SERVER_VERSION}\n`) // stdout-ok: --version, no client attached
   process.exit(0)
 }
 

@@ -5,17 +5,8 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import * as Backend from "../src/Backend.js"
 import { BackendError } from "../src/Errors.js"
-import { filesystemBackend, firstText, fixtureBackend, isAlive } from "./support/mcpFixture.js"
+import { eventually, filesystemBackend, firstText, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
 
-const structured = (result: unknown): any => (result as { structuredContent?: unknown }).structuredContent
-
-/** Polls until `check` holds, for at most `ms` (process deaths are seen by the kernel a moment later). */
-const eventually = (check: () => boolean, ms = 2_000) =>
-  Effect.gen(function* () {
-    const deadline = Date.now() + ms
-    while (!check() && Date.now() < deadline) yield* Effect.sleep(20)
-    return check()
-  })
 
 describe("Backend session", () => {
   it.scopedLive("initializes with the newest protocol, no roots capability, and lists tools", () =>

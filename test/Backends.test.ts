@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import type { BackendConfig } from "../src/Config.js"
 import { Backends, type BackendStatus } from "../src/Backends.js"
-import { firstText, fixtureBackend, isAlive } from "./support/mcpFixture.js"
+import { eventually, firstText, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
 
 const OPTIONS = { startupTimeoutMs: 10_000, requestTimeoutMs: 10_000 }
 /** Fast restarts and a short kill grace keep the tests quick. */
@@ -257,11 +257,3 @@ describe("Backends", () => {
     }), 20_000)
 })
 
-const structured = (result: unknown): any => (result as { structuredContent?: unknown }).structuredContent
-
-const eventually = (check: () => boolean, ms = 2_000) =>
-  Effect.gen(function* () {
-    const deadline = Date.now() + ms
-    while (!check() && Date.now() < deadline) yield* Effect.sleep(20)
-    return check()
-  })

@@ -6,9 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { type FakeOpenAI, startFakeOpenAI } from "../support/fakeOpenAI.js"
-import { assertOnlyFrames } from "../support/gateway.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
-import { cleanEnv, Client, descendants, sleep, until, untilGone, writeConfig } from "./support.js"
+import { cleanEnv, Client, closeCleanly, descendants, sleep, until, writeConfig } from "./support.js"
 
 const CANCELLED = { code: -32800, message: "Request cancelled" }
 
@@ -29,16 +28,23 @@ describe("cancellation end to end", () => {
   })
 
   afterAll(async () => {
-    const { code } = await client.close()
-    expect(code).toBe(0)
-    await untilGone(tree)
-    assertOnlyFrames(client.stdout())
+    await closeCleanly(client, tree)
     await fake.close()
   })
 
   /** The cancellations the fixture backend has received so far. */
   const backendCancellations = async (): Promise<Array<{ requestId: number; reason?: string }>> =>
     (await client.callTool("fx__cancelled")).result.structuredContent.cancellations
+
+  /** The backend's recorded cancellations, once there are more than `before` (polled up to 2.5 s). */
+  const cancellationsAfter = async (before: number): Promise<Array<{ requestId: number; reason?: string }>> => {
+    let cancellations = await backendCancellations()
+    for (let i = 0; i < 50 && cancellations.length === before; i++) {
+      await sleep(50)
+      cancellations = await backendCancellations()
+    }
+    return cancellations
+  }
 
   /** After a moment, still exactly one reply for `id`: a cancelled request is not answered twice. */
   const expectSingleReply = async (id: string) => {
@@ -85,11 +91,7 @@ describe("cancellation end to end", () => {
     await sleep(300)
     client.notify("notifications/cancelled", { requestId: "pass-slow", reason: "not needed" })
     expect((await reply).error).toEqual(CANCELLED)
-    let cancellations = await backendCancellations()
-    for (let i = 0; i < 50 && cancellations.length === before; i++) {
-      await sleep(50)
-      cancellations = await backendCancellations()
-    }
+    const cancellations = await cancellationsAfter(before)
     expect(cancellations.length).toBe(before + 1)
     expect(cancellations[before]).toMatchObject({ requestId: expect.any(Number), reason: expect.any(String) })
     await expectSingleReply("pass-slow")
@@ -106,11 +108,7 @@ describe("cancellation end to end", () => {
     await sleep(100)
     client.notify("notifications/cancelled", { requestId: "orc-slow" })
     expect((await reply).error).toEqual(CANCELLED)
-    let cancellations = await backendCancellations()
-    for (let i = 0; i < 50 && cancellations.length === before; i++) {
-      await sleep(50)
-      cancellations = await backendCancellations()
-    }
+    const cancellations = await cancellationsAfter(before)
     expect(cancellations.length).toBe(before + 1)
     await expectSingleReply("orc-slow")
   })

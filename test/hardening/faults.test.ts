@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { onTestFinished } from "vitest"
 import { spawn } from "node:child_process"
 import { type FakeOpenAI, startFakeOpenAI } from "../support/fakeOpenAI.js"
-import { assertOnlyFrames, BIN } from "../support/gateway.js"
+import { BIN } from "../support/gateway.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
-import { cleanEnv, Client, DEEP_BACKEND, descendants, HOLDER, sleep, untilGone, writeConfig } from "./support.js"
+import { cleanEnv, Client, closeCleanly, DEEP_BACKEND, descendants, HOLDER, sleep, untilGone, writeConfig } from "./support.js"
 
 const expectPingStillAnswered = async (client: Client) => {
   const pong = await client.request("ping", undefined, undefined, 10_000)
@@ -48,11 +48,7 @@ describe("backend faults", () => {
   })
 
   afterAll(async () => {
-    tree.push(...descendants(client.pid))
-    const { code } = await client.close()
-    expect(code).toBe(0)
-    await untilGone(tree)
-    assertOnlyFrames(client.stdout())
+    await closeCleanly(client, [...tree, ...descendants(client.pid)])
   })
 
   it("a backend that crashes mid-call fails every call in flight with -32004 at once, then restarts", async () => {
@@ -153,11 +149,7 @@ describe("LLM endpoint faults", () => {
   })
 
   afterAll(async () => {
-    const tree = descendants(client.pid)
-    const { code } = await client.close()
-    expect(code).toBe(0)
-    await untilGone(tree)
-    assertOnlyFrames(client.stdout())
+    await closeCleanly(client)
     await fake.close()
   })
 

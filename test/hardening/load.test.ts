@@ -13,7 +13,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { assertOnlyFrames, BIN, tempDir } from "../support/gateway.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
-import { cleanEnv, Client, descendants, HEAP_PROBE, rssKiB, SCRIPTED_GATEWAY, sleep, until, untilGone, writeConfig } from "./support.js"
+import { cleanEnv, Client, closeCleanly, descendants, HEAP_PROBE, rssKiB, SCRIPTED_GATEWAY, sleep, until, untilGone, writeConfig } from "./support.js"
 
 const echoed = (reply: any): string => reply?.result?.content?.[0]?.text
 
@@ -163,10 +163,7 @@ describe("orchestrations under load, with a scripted LLM", () => {
   })
 
   afterAll(async () => {
-    const { code } = await client.close()
-    expect(code).toBe(0)
-    await untilGone(tree)
-    assertOnlyFrames(client.stdout())
+    await closeCleanly(client, tree)
   })
 
   it("200 concurrent orchestrations beside 200 passthrough calls: each answered once, with its own result", async () => {
@@ -212,11 +209,7 @@ describe("orchestrations under load, through the real openai client", () => {
   })
 
   afterAll(async () => {
-    const tree = descendants(client.pid)
-    const { code } = await client.close()
-    expect(code).toBe(0)
-    await untilGone(tree)
-    assertOnlyFrames(client.stdout())
+    await closeCleanly(client)
     await fake.close()
   })
 

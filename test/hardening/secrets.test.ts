@@ -8,9 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { type FakeOpenAI, startFakeOpenAI } from "../support/fakeOpenAI.js"
-import { assertOnlyFrames } from "../support/gateway.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
-import { cleanEnv, Client, descendants, untilGone, writeConfig } from "./support.js"
+import { cleanEnv, Client, closeCleanly, descendants, untilGone, writeConfig } from "./support.js"
 
 const KEY = "sk-hardening-secret-9Qm2Xv7Lp4Zt8Rw6"
 const INIT_KEY = "sk-from-init-options-3Hn5Bc8Kd1Fg"
@@ -115,10 +114,7 @@ describe("secrets never leak, at log level trace", () => {
     const crashed = await client.callTool("sx__crash")
     expect(crashed.error?.code).toBe(-32004)
 
-    const { code } = await client.close()
-    expect(code).toBe(0)
-    await untilGone(tree)
-    assertOnlyFrames(client.stdout())
+    await closeCleanly(client, tree)
 
     // The fixture did print them (so the checks below are not vacuous) ...
     expect(client.stderr()).toContain("<redacted>")

@@ -9,7 +9,8 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { BackendConfigInput } from "../../src/Config.js"
-import { BIN, cleanEnv, tempDir } from "../support/gateway.js"
+import { expect } from "vitest"
+import { assertOnlyFrames, BIN, cleanEnv, tempDir } from "../support/gateway.js"
 import { isAlive } from "../support/mcpFixture.js"
 
 export const HERE = dirname(fileURLToPath(import.meta.url))
@@ -341,3 +342,14 @@ export const writeConfig = (options: { backends: ReadonlyArray<BackendConfigInpu
 }
 
 export { cleanEnv, isAlive }
+
+/**
+ * The end every newline-framed gateway of these tests must reach: stdin closed, exit code 0, every
+ * process of `tree` (its backends and theirs) gone, and nothing but frames on stdout.
+ */
+export const closeCleanly = async (client: Client, tree: ReadonlyArray<number> = descendants(client.pid)): Promise<void> => {
+  const { code } = await client.close()
+  expect(code).toBe(0)
+  await untilGone(tree)
+  assertOnlyFrames(client.stdout())
+}

@@ -2,6 +2,7 @@
  * Backend configs for the fixture MCP server (test/fixtures/mcp-server.mjs) and the real
  * server-filesystem, plus process checks for the kill tests.
  */
+import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import type { BackendConfig } from "../../src/Config.js"
@@ -60,3 +61,14 @@ export const firstText = (result: unknown): string => {
   const content = (result as { content?: Array<{ type?: string; text?: string }> }).content ?? []
   return content.find((block) => block.type === "text")?.text ?? ""
 }
+
+/** The `structuredContent` of a CallToolResult (the fixture's tools report there). */
+export const structured = (result: unknown): any => (result as { structuredContent?: unknown }).structuredContent
+
+/** Polls until `check` holds, for at most `ms` (process deaths are seen by the kernel a moment later). */
+export const eventually = (check: () => boolean, ms = 2_000) =>
+  Effect.gen(function* () {
+    const deadline = Date.now() + ms
+    while (!check() && Date.now() < deadline) yield* Effect.sleep(20)
+    return check()
+  })
