@@ -25,9 +25,11 @@ import { Deferred, Effect, Exit, FiberId, Queue } from "effect"
 import { spawn, spawnSync, type ChildProcess } from "node:child_process"
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import type { BackendConfig } from "./Config.js"
-import { DEFAULT_MAX_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "./Config.js"
+import { backendEnv, DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "./Config.js"
 import { BackendError } from "./Errors.js"
+import { type Frame, FrameDecoder, idOfDropped } from "./JsonRpc.js"
 import * as Mcp from "./Mcp.js"
+import * as Reaper from "./Reaper.js"
 import * as Secrets from "./Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -47,7 +49,10 @@ export interface Options {
   /** How long a process has to exit after SIGTERM before its group gets SIGKILL. */
   readonly killGraceMs?: number | undefined
   readonly clientInfo?: ClientInfo | undefined
-  /** A stdout line longer than this is dropped (a backend must not be able to exhaust memory). */
+  /**
+   * A stdout line longer than this is dropped and the call it answers fails (a backend must not be
+   * able to exhaust memory). The backend's own `maxFrameBytes` wins.
+   */
   readonly maxFrameBytes?: number | undefined
   /** Backend notifications other than `tools/list_changed` (progress, message, ...). */
   readonly onNotification?: ((method: string, params: unknown) => Effect.Effect<void>) | undefined
@@ -123,7 +128,16 @@ type Inbound =
   | { readonly _tag: "ToolsChanged" }
 
 const MAX_LOGGED_LINE = 2_000
+/** A stderr line without a newline is logged in pieces of about this size. */
+const STDERR_FLUSH_CHARS = 16_384
 const STDERR_TAIL_LINES = 8
+/**
+ * What may wait to be written to a backend that does not read its stdin; past it calls fail at
+ * once (-32004) instead of buffering without bound. A frame is always accepted when nothing waits.
+ */
+export const MAX_QUEUED_BYTES = 8 * 1024 * 1024
+/** A backend whose stdout ended and that has not exited after this long is treated as dead. */
+const STDOUT_CLOSED_GRACE_MS = 200
 /** After `exit`, how long buffered stdout/stderr may still be read when the pipes stay open (a grandchild holds them). */
 const EXIT_DRAIN_MS = 50
 
@@ -159,8 +173,9 @@ class Connection {
   private relayStopped = false
   droppedLogLines = 0
   private stdinOpen = true
-  private stdoutBuffer = ""
-  private discardingLongLine = false
+  private readonly decoder: FrameDecoder
+  /** Set when the backend closed its stdout while still running: it can never answer again. */
+  private deafSince: number | undefined = undefined
   private stderrBuffer = ""
   private readonly stderrTail: Array<string> = []
   private warnedJunk = false
@@ -168,13 +183,16 @@ class Connection {
   constructor(
     readonly child: ChildProcess,
     readonly backendId: string,
+    /** The marker of this process tree (see Reaper). */
+    readonly tag: string,
     private readonly maxFrameBytes: number,
     private readonly logs: Queue.Queue<LogLine>,
     private readonly inbound: Queue.Queue<Inbound>
   ) {
-    child.stdout!.setEncoding("utf8")
+    this.decoder = new FrameDecoder(maxFrameBytes, "ndjson")
     child.stderr!.setEncoding("utf8")
     child.stdout!.on("data", this.onStdout)
+    child.stdout!.on("end", this.onStdoutEnd)
     // Always drained, whatever it writes: a full stderr pipe would block the backend.
     child.stderr!.on("data", this.onStderr)
     child.stdin!.on("error", this.onStdinError)
@@ -193,20 +211,26 @@ class Connection {
 
   // -- writing
 
-  write(frame: string): boolean {
-    if (!this.stdinOpen || this.exitInfo !== undefined) return false
+  /** "full": the backend is not reading its stdin and `MAX_QUEUED_BYTES` already wait for it. */
+  write(frame: string, force = false): "ok" | "closed" | "full" {
+    if (!this.stdinOpen || this.exitInfo !== undefined || this.deafSince !== undefined) return "closed"
+    const queued = this.child.stdin!.writableLength + this.outgoingBytes
+    if (!force && queued > 0 && queued + frame.length > MAX_QUEUED_BYTES) return "full"
     // Frames written in the same tick leave together, joined into one write: under load that is
     // one syscall (and one wake-up of the backend) for many requests, not one each.
     this.outgoing.push(frame)
+    this.outgoingBytes += frame.length
     if (this.outgoing.length === 1) process.nextTick(this.flush)
-    return true
+    return "ok"
   }
 
   private outgoing: Array<string> = []
+  private outgoingBytes = 0
   private flush = () => {
     const frames = this.outgoing
     if (frames.length === 0) return
     this.outgoing = []
+    this.outgoingBytes = 0
     if (this.stdinOpen && this.exitInfo === undefined) this.child.stdin!.write(frames.length === 1 ? frames[0]! : frames.join(""))
   }
 
@@ -225,25 +249,68 @@ class Connection {
 
   // -- reading
 
-  private onStdout = (chunk: string) => {
-    const buffer = this.stdoutBuffer === "" ? chunk : this.stdoutBuffer + chunk
-    let start = 0
-    let newline: number
-    while ((newline = buffer.indexOf("\n", start)) !== -1) {
-      const line = buffer.slice(start, newline)
-      start = newline + 1
-      if (this.discardingLongLine) {
-        this.discardingLongLine = false
-        continue
+  // The same line framing as the client side (JsonRpc.FrameDecoder): linear in time and memory
+  // however long a line is, and a line over the limit is dropped as it streams by.
+  private onStdout = (chunk: Buffer) => {
+    for (const frame of this.decoder.push(chunk)) this.onFrame(frame)
+  }
+
+  private onFrame(frame: Frame) {
+    if (frame._tag === "Text") this.onLine(frame.text)
+    else if (frame._tag === "TooLarge") this.onOversized(frame)
+  }
+
+  /** A reply over the limit fails its call at once, rather than leaving it to time out. */
+  private onOversized(frame: Extract<Frame, { _tag: "TooLarge" }>) {
+    const raw = idOfDropped(frame)
+    const id = typeof raw === "number" ? raw : raw === null ? undefined : Number(raw)
+    const onlyOne = this.pending.size === 1 ? [...this.pending.keys()][0] : undefined
+    const target = id !== undefined && this.pending.has(id) ? id : raw === null ? onlyOne : undefined
+    const summary = `a message of ${frame.bytes} bytes is over the limit of ${this.maxFrameBytes} bytes (maxFrameBytes)`
+    const pending = target === undefined ? undefined : this.pending.get(target)
+    if (target === undefined || pending === undefined) {
+      return this.log({ level: "warn", message: `dropped ${summary}: it answers no pending request` })
+    }
+    this.pending.delete(target)
+    clearTimeout(pending.timer)
+    this.log({ level: "warn", message: `dropped the reply to ${pending.method}: ${summary}` })
+    pending.resume(
+      Exit.fail(
+        new BackendError({
+          backendId: this.backendId,
+          reason: "call_failed",
+          method: pending.method,
+          summary: `the reply to ${pending.method} is ${frame.bytes} bytes, over the limit of ${this.maxFrameBytes} bytes (raise maxFrameBytes or maxBackendFrameBytes)`,
+          detail: { bytes: frame.bytes, limit: this.maxFrameBytes }
+        })
+      )
+    )
+  }
+
+  /**
+   * Its stdout ended. Normally the process is exiting; if it is still running a little later, it
+   * can never answer again: every call fails now and the process is stopped, so the supervisor
+   * restarts it rather than leaving it "ready" with every call timing out.
+   */
+  private onStdoutEnd = () => {
+    for (const frame of this.decoder.end()) this.onFrame(frame)
+    if (this.closing || this.exitInfo !== undefined) return
+    setTimeout(() => {
+      if (this.closing || this.exitInfo !== undefined) return
+      this.deafSince = Date.now()
+      this.log({ level: "warn", message: "closed its stdout but kept running: stopping it" })
+      const pending = [...this.pending.values()]
+      this.pending.clear()
+      for (const p of pending) {
+        clearTimeout(p.timer)
+        p.resume(Exit.fail(this.crashed(p.method)))
       }
-      this.onLine(line)
-    }
-    this.stdoutBuffer = start === 0 ? buffer : buffer.slice(start)
-    if (this.stdoutBuffer.length > this.maxFrameBytes) {
-      this.log({ level: "warn", message: `dropped a stdout line longer than ${this.maxFrameBytes} characters` })
-      this.stdoutBuffer = ""
-      this.discardingLongLine = true
-    }
+      this.child.stdin!.destroy()
+      signalGroup(this.pid, "SIGTERM")
+      setTimeout(() => {
+        if (this.exitInfo === undefined) signalGroup(this.pid, "SIGKILL")
+      }, DEFAULT_KILL_GRACE_MS).unref()
+    }, STDOUT_CLOSED_GRACE_MS).unref()
   }
 
   private onLine(raw: string) {
@@ -274,7 +341,7 @@ class Connection {
         stream: "stdout"
       })
     }
-    this.log({ level: "debug", message: `not JSON-RPC: ${line.slice(0, MAX_LOGGED_LINE)}`, stream: "stdout" })
+    this.log({ level: "debug", message: `not JSON-RPC: ${Secrets.scrubAndCut(line, MAX_LOGGED_LINE)}`, stream: "stdout" })
   }
 
   private onMessage(message: unknown, line: string) {
@@ -292,7 +359,7 @@ class Connection {
       // A reply after its timeout or cancellation, or an error about an unparsable frame (id null).
       this.log({
         level: m.id === null ? "warn" : "debug",
-        message: `reply to no pending request: ${line.slice(0, MAX_LOGGED_LINE)}`
+        message: `reply to no pending request: ${Secrets.scrubAndCut(line, MAX_LOGGED_LINE)}`
       })
       return
     }
@@ -314,7 +381,7 @@ class Connection {
       method === "ping"
         ? { jsonrpc: "2.0", id, result: {} }
         : { jsonrpc: "2.0", id, error: { code: -32601, message: `Method not found: ${method}` } }
-    this.write(JSON.stringify(reply) + "\n")
+    this.write(JSON.stringify(reply) + "\n", true)
   }
 
   private onNotification(method: string, params: unknown) {
@@ -334,14 +401,19 @@ class Connection {
       start = newline + 1
     }
     this.stderrBuffer = buffer.slice(start)
-    if (this.stderrBuffer.length > MAX_LOGGED_LINE) {
-      this.stderrLine(this.stderrBuffer)
-      this.stderrBuffer = ""
+    if (this.stderrBuffer.length > STDERR_FLUSH_CHARS) {
+      // A line without end is logged in pieces, never split inside a secret (each piece is
+      // scrubbed on its own).
+      const cut = Secrets.flushableLength(this.stderrBuffer)
+      if (cut > 0) {
+        this.stderrLine(this.stderrBuffer.slice(0, cut))
+        this.stderrBuffer = this.stderrBuffer.slice(cut)
+      }
     }
   }
 
   private stderrLine(raw: string) {
-    const line = (raw.endsWith("\r") ? raw.slice(0, -1) : raw).slice(0, MAX_LOGGED_LINE)
+    const line = Secrets.scrubAndCut(raw.endsWith("\r") ? raw.slice(0, -1) : raw, MAX_LOGGED_LINE)
     if (line.trim() === "") return
     if (this.starting) {
       this.stderrTail.push(line)
@@ -406,13 +478,12 @@ class Connection {
           )
         )
       }
+      const written = this.write(frame)
+      if (written !== "ok") {
+        return resume(Exit.fail(written === "closed" ? this.crashed(method) : this.overloaded(method)))
+      }
       const timer = setTimeout(this.onTimeout, timeoutMs, id)
       this.pending.set(id, { resume, timer, method, timeoutMs, ordered })
-      if (!this.write(frame)) {
-        this.pending.delete(id)
-        clearTimeout(timer)
-        return resume(Exit.fail(this.crashed(method)))
-      }
       return Effect.sync(() => this.cancel(id, "cancelled by the client"))
     })
   }
@@ -469,10 +540,22 @@ class Connection {
     })
   }
 
+  private overloaded(method: string): BackendError {
+    const queued = this.child.stdin!.writableLength + this.outgoingBytes
+    return new BackendError({
+      backendId: this.backendId,
+      reason: "overloaded",
+      method,
+      summary: `the backend is not reading its input (${queued} bytes already wait for it)`
+    })
+  }
+
   crashed(method: string): BackendError {
     const info = this.exitInfo
     const what = this.closing
       ? "the backend was stopped"
+      : this.deafSince !== undefined && info === undefined
+      ? "the backend closed its stdout"
       : info === undefined
       ? "the process is not running"
       : `the process ${info.code === null ? "was " : ""}${info.description}`
@@ -494,7 +577,15 @@ class Connection {
   // -- exit
 
   private onExit = (code: number | null, signal: NodeJS.Signals | null) => {
-    this.exitInfo = { code, signal, description: this.closing ? "stopped" : describeExit(code, signal) }
+    this.exitInfo = {
+      code,
+      signal,
+      description: this.closing
+        ? "stopped"
+        : this.deafSince !== undefined
+        ? `closed its stdout while running (stopped, then ${describeExit(code, signal)})`
+        : describeExit(code, signal)
+    }
     Deferred.unsafeDone(this.leaderExited, Exit.void)
     // Let what the process wrote before dying be read (a last reply, the stderr that says why),
     // but do not wait for pipes a surviving grandchild keeps open.
@@ -524,6 +615,7 @@ class Connection {
   }
 
   dispose() {
+    this.child.stdout!.off("end", this.onStdoutEnd)
     this.child.stdout!.off("data", this.onStdout)
     this.child.stderr!.off("data", this.onStderr)
     this.child.stdout!.destroy()
@@ -576,13 +668,16 @@ const spawnConnection = (
   Effect.async<Connection, BackendError>((resume) => {
     const cwdProblem = checkCwd(config)
     if (cwdProblem !== undefined) return resume(Effect.fail(cwdProblem))
+    const tag = Reaper.newTag()
     let child: ChildProcess
     try {
       const command = isWindows ? quoteForShell(config.command) : config.command
       const args = isWindows ? config.args.map(quoteForShell) : config.args
       child = spawn(command, args, {
         stdio: ["pipe", "pipe", "pipe"],
-        env: { ...process.env, ...config.env },
+        // The gateway's environment minus its own settings and secrets, plus the backend's `env`,
+        // plus the marker that finds the tree wherever it goes (see Reaper).
+        env: { ...backendEnv(config), ...Reaper.markerEnv(tag) },
         ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
         // Its own process group, so the whole tree (npx starts a child of its own) can be signalled.
         detached: !isWindows,
@@ -593,20 +688,26 @@ const spawnConnection = (
     } catch (error) {
       return resume(Effect.fail(spawnFailure(config, error as NodeJS.ErrnoException)))
     }
-    // Listeners go on before anything can be emitted: an early exit must not be missed.
-    const connection = new Connection(child, config.id, maxFrameBytes, logs, inbound)
+    // The error listener goes on first: a failed spawn (EMFILE, ENOENT, ...) is emitted on the next
+    // tick, and it leaves the stdio streams missing, so nothing else may touch them before.
+    let connection: Connection | undefined
     const onError = (error: NodeJS.ErrnoException) => {
       child.off("spawn", onSpawn)
-      connection.dispose()
+      child.on("error", () => {})
+      connection?.dispose()
       resume(Effect.fail(spawnFailure(config, error)))
     }
     const onSpawn = () => {
       child.off("error", onError)
       child.on("error", () => {})
-      resume(Effect.succeed(connection))
+      Reaper.track(child.pid!)
+      resume(Effect.succeed(connection!))
     }
     child.once("error", onError)
     child.once("spawn", onSpawn)
+    if (child.stdin === null || child.stdout === null || child.stderr === null) return
+    // Listeners go on before anything can be emitted: an early exit must not be missed.
+    connection = new Connection(child, config.id, tag, maxFrameBytes, logs, inbound)
   })
 
 const signalGroup = (pid: number, signal: NodeJS.Signals): void => {
@@ -674,18 +775,39 @@ const terminate = (connection: Connection, graceMs: number): Effect.Effect<void>
     connection.closing = true
     const pgid = connection.pid
     connection.endStdin()
-    if (connection.hasExited && !groupAlive(pgid)) return connection.dispose()
-    signalGroup(pgid, "SIGTERM")
-    const deadline = Date.now() + graceMs
-    yield* awaitExit(connection, graceMs)
-    while (groupAlive(pgid) && Date.now() < deadline) yield* Effect.sleep(GROUP_POLL_MS)
     if (!connection.hasExited || groupAlive(pgid)) {
-      yield* Effect.logWarning(`still running ${graceMs} ms after SIGTERM; sending SIGKILL`)
-      signalGroup(pgid, "SIGKILL")
-      yield* awaitExit(connection, 2_000)
+      signalGroup(pgid, "SIGTERM")
+      const deadline = Date.now() + graceMs
+      yield* awaitExit(connection, graceMs)
+      while (groupAlive(pgid) && Date.now() < deadline) yield* Effect.sleep(GROUP_POLL_MS)
+      if (!connection.hasExited || groupAlive(pgid)) {
+        yield* Effect.logWarning(`still running ${graceMs} ms after SIGTERM; sending SIGKILL`)
+        signalGroup(pgid, "SIGKILL")
+        yield* awaitExit(connection, 2_000)
+      }
     }
+    yield* stopStragglers(connection.tag, graceMs)
+    Reaper.untrack(pgid)
     connection.dispose()
   }).pipe(Effect.annotateLogs({ backend: connection.backendId, pid: connection.pid }))
+
+/**
+ * Processes of the tree that left its process group (`setsid`, `detached`) and so outlived the
+ * group's signals: found by their marker (Linux), sent SIGTERM, then SIGKILL after the grace.
+ */
+const stopStragglers = (tag: string, graceMs: number) =>
+  Effect.gen(function* () {
+    let left = Reaper.taggedProcesses(tag)
+    if (left.length === 0) return
+    yield* Effect.logDebug(`stopping ${left.length} processes that left the backend's process group`, { pids: left })
+    Reaper.signalAll(left, "SIGTERM")
+    const deadline = Date.now() + graceMs
+    while (left.length > 0 && Date.now() < deadline) {
+      yield* Effect.sleep(GROUP_POLL_MS)
+      left = Reaper.taggedProcesses(tag)
+    }
+    if (left.length > 0) Reaper.signalAll(left, "SIGKILL")
+  })
 
 // ---------------------------------------------------------------------------------------------
 // The session
@@ -807,7 +929,7 @@ export const make = Effect.fn("Backend.make")(function* (config: BackendConfig, 
   const inbound = yield* Queue.unbounded<Inbound>()
 
   const connection = yield* Effect.acquireRelease(
-    spawnConnection(config, options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, logs, inbound),
+    spawnConnection(config, config.maxFrameBytes ?? options.maxFrameBytes ?? DEFAULT_MAX_BACKEND_FRAME_BYTES, logs, inbound),
     (connection) => terminate(connection, graceMs)
   )
   yield* Effect.annotateCurrentSpan({ backend: config.id, pid: connection.pid })

@@ -43,6 +43,8 @@ export interface BackendNotification {
 export interface StartOptions {
   readonly startupTimeoutMs: number
   readonly requestTimeoutMs: number
+  /** The longest stdout line accepted from a backend (its own `maxFrameBytes` wins). */
+  readonly maxBackendFrameBytes?: number | undefined
 }
 
 export interface RestartPolicy {
@@ -204,7 +206,7 @@ export const make = (options: ManagerOptions = {}) =>
             requestTimeoutMs: startOptions.requestTimeoutMs,
             killGraceMs: options.killGraceMs,
             clientInfo: options.clientInfo,
-            maxFrameBytes: options.maxFrameBytes,
+            maxFrameBytes: startOptions.maxBackendFrameBytes ?? options.maxFrameBytes,
             onNotification: (method, params) => {
               const notification = { backendId: entry.config.id, method, params }
               return Effect.zipRight(
@@ -242,6 +244,10 @@ export const make = (options: ManagerOptions = {}) =>
       Effect.gen(function* () {
         const { config } = entry
         let failures = 0
+        if (config.refused !== undefined) {
+          yield* Effect.logError(`backend not started: ${config.refused}`)
+          return yield* setState(entry, "failed", config.refused)
+        }
         yield* Effect.logInfo("starting backend", describeBackend(config))
         yield* setState(entry, "starting")
         while (true) {

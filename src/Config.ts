@@ -8,8 +8,9 @@
  * The OpenAI key is the exception the contract names: env `OPENAI_API_KEY` wins over both.
  */
 import { Context, Effect, Either, Layer, Option, ParseResult, Redacted, Ref, Schema } from "effect"
-import { readFileSync } from "node:fs"
+import { closeSync, constants as fsConstants, fstatSync, openSync, readSync } from "node:fs"
 import { createRequire } from "node:module"
+import * as os from "node:os"
 import * as path from "node:path"
 import { parseEnv } from "node:util"
 import { InvalidParams } from "./Errors.js"
@@ -24,9 +25,33 @@ const BackendId = Schema.String.pipe(
   Schema.filter((s) => ID_PATTERN.test(s), { message: () => "must match ^[a-zA-Z0-9_-]{1,64}$" })
 )
 
-const PositiveInt = Schema.Number.pipe(
-  Schema.filter((n) => Number.isInteger(n) && n > 0, { message: () => "must be a positive integer" })
-)
+/** OpenAI accepts at most 128 tools in one request. */
+export const MAX_TOOLS_LIMIT = 128
+
+/**
+ * A whole number in [1, max]. Every duration and size is bounded: Node clamps a timer over 2^31-1 ms
+ * to 1 ms, so an unbounded "wait a month" would become "time out at once", in a loop.
+ */
+const BoundedInt = (max: number, unit: string) =>
+  Schema.Number.pipe(
+    Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= max, {
+      message: () => `must be a whole number of ${unit} from 1 to ${max}`
+    })
+  )
+
+/** The longest duration any setting accepts: 24 hours. */
+export const MAX_DURATION_MS = 86_400_000
+/** The largest frame any setting accepts: 1 GiB. */
+export const MAX_FRAME_LIMIT = 1024 * 1024 * 1024
+const DurationMs = BoundedInt(MAX_DURATION_MS, "milliseconds")
+const FrameBytes = BoundedInt(MAX_FRAME_LIMIT, "bytes")
+
+/**
+ * A string whose value is never echoed in an error: env values, arguments and keys are secrets,
+ * and Effect's default message ("Expected string, actual ...") would print a mistyped one.
+ */
+const SecretString = Schema.String.annotations({ message: () => "must be a string (value not shown)" })
+const SecretEnv = Schema.Record({ key: Schema.String, value: SecretString })
 
 const Port = Schema.Number.pipe(
   Schema.filter((n) => Number.isInteger(n) && n >= 0 && n <= 65535, { message: () => "must be a port number (0-65535)" })
@@ -48,14 +73,24 @@ export const BackendConfig = Schema.Struct({
   description: Schema.optional(Schema.String),
   type: Schema.optionalWith(Schema.Literal("stdio"), { default: () => "stdio" as const }),
   command: NonEmptyString,
-  args: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) }),
+  args: Schema.optionalWith(Schema.Array(SecretString), { default: () => [] }),
+  env: Schema.optionalWith(SecretEnv, { default: () => ({}) }),
+  /** Gateway settings a backend may inherit all the same (e.g. OPENAI_API_KEY); see `backendEnv`. */
+  inheritEnv: Schema.optional(Schema.Array(Schema.String)),
   cwd: Schema.optional(Schema.String),
   enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-  requestTimeoutMs: Schema.optional(PositiveInt),
-  restartOnCrash: Schema.optionalWith(Schema.Boolean, { default: () => true })
+  requestTimeoutMs: Schema.optional(DurationMs),
+  restartOnCrash: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /** The longest stdout line (one JSON-RPC message) accepted from this backend. */
+  maxFrameBytes: Schema.optional(FrameBytes)
 })
-export type BackendConfig = typeof BackendConfig.Type
+export type BackendConfig = typeof BackendConfig.Type & {
+  /**
+   * Set by the gateway, never by a file: why this backend must not start. The embedded default
+   * refuses to serve `/` or the home directory; the backend is then `failed` with this reason.
+   */
+  readonly refused?: string | undefined
+}
 export type BackendConfigInput = typeof BackendConfig.Encoded
 
 const UniqueBackends = Schema.Array(BackendConfig).pipe(
@@ -84,32 +119,35 @@ const McpServerEntry = Schema.Struct({
     })
   ),
   command: NonEmptyString,
-  args: Schema.optional(Schema.Array(Schema.String)),
-  env: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  args: Schema.optional(Schema.Array(SecretString)),
+  env: Schema.optional(SecretEnv),
   cwd: Schema.optional(Schema.String),
   disabled: Schema.optional(Schema.Boolean),
   description: Schema.optional(Schema.String),
   // BackendConfig's own options are accepted here too, so one file can keep the familiar shape.
   displayName: Schema.optional(Schema.String),
-  requestTimeoutMs: Schema.optional(PositiveInt),
-  restartOnCrash: Schema.optional(Schema.Boolean)
+  inheritEnv: Schema.optional(Schema.Array(Schema.String)),
+  requestTimeoutMs: Schema.optional(DurationMs),
+  restartOnCrash: Schema.optional(Schema.Boolean),
+  maxFrameBytes: Schema.optional(FrameBytes)
 })
 
 const McpServers = Schema.Record({ key: Schema.String, value: McpServerEntry })
 
 /** Every GatewayOptions field but `backends`; shared by the file and `initializationOptions`. */
 const optionFields = {
-  OPENAI_API_KEY: Schema.optional(Schema.String),
+  OPENAI_API_KEY: Schema.optional(SecretString),
   logLevel: Schema.optional(LogLevelName),
   DEBUG_PORT: Schema.optional(Schema.NullOr(Port)),
   model: Schema.optional(NonEmptyString),
   openaiBaseUrl: Schema.optional(NonEmptyString),
   routing: Schema.optional(Routing),
   exposeBackendTools: Schema.optional(Schema.Boolean),
-  maxToolsPerRequest: Schema.optional(PositiveInt),
-  requestTimeoutMs: Schema.optional(PositiveInt),
-  startupTimeoutMs: Schema.optional(PositiveInt),
-  maxFrameBytes: Schema.optional(PositiveInt)
+  maxToolsPerRequest: Schema.optional(BoundedInt(MAX_TOOLS_LIMIT, "tools")),
+  requestTimeoutMs: Schema.optional(DurationMs),
+  startupTimeoutMs: Schema.optional(DurationMs),
+  maxFrameBytes: Schema.optional(FrameBytes),
+  maxBackendFrameBytes: Schema.optional(FrameBytes)
 }
 
 /**
@@ -181,16 +219,120 @@ export const formatIssues = (
 
 const decodeOptionsEither = Schema.decodeUnknownEither(GatewayOptions, { errors: "all" })
 
+// ---------------------------------------------------------------------------------------------
+// Keys: unknown ones are errors, so a misspelt `backend` cannot silently leave the default running
+
+const OPTION_KEYS = [...Object.keys(optionFields), "backends", "mcpServers"]
+const BACKEND_KEYS = Object.keys(BackendConfig.fields)
+const MCP_SERVER_KEYS = Object.keys(McpServerEntry.fields)
+/** Keys that other MCP clients keep in their own config files; they mean nothing to the gateway. */
+const FOREIGN_TOP_KEYS = new Set(["$schema", "globalShortcut"])
+const FOREIGN_SERVER_KEYS = new Set([
+  "autoApprove",
+  "alwaysAllow",
+  "disabledTools",
+  "timeout",
+  "transportType",
+  "trust",
+  "includeTools",
+  "excludeTools"
+])
+/** Names that JavaScript objects treat specially: a key like this would be dropped while decoding. */
+const RESERVED_KEYS = new Set(["__proto__", "constructor", "prototype"])
+
+const editDistance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = current
+  }
+  return previous[b.length]!
+}
+
+/** `unknown key 'backend' (did you mean 'backends'?)` */
+const unknownKey = (key: string, known: ReadonlyArray<string>): string => {
+  const lower = key.toLowerCase()
+  let best: string | undefined
+  let bestDistance = Infinity
+  for (const candidate of known) {
+    const d = editDistance(lower, candidate.toLowerCase())
+    if (d < bestDistance) [best, bestDistance] = [candidate, d]
+  }
+  const close = best !== undefined && bestDistance <= Math.max(2, Math.floor(key.length / 3))
+  return `unknown key '${key.slice(0, 64)}'${close ? ` (did you mean '${best}'?)` : ""}`
+}
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * The key problems of a GatewayOptions document, as `path: problem` lines, and the foreign keys
+ * it ignores. Only the gateway's own structures are checked (a backend's `env` is free-form).
+ */
+const checkKeys = (input: Record<string, unknown>): { problems: Array<string>; ignored: Array<string> } => {
+  const problems: Array<string> = []
+  const ignored: Array<string> = []
+  const check = (
+    object: Record<string, unknown>,
+    where: string,
+    known: ReadonlyArray<string>,
+    foreign: ReadonlySet<string>
+  ) => {
+    for (const key of Object.keys(object)) {
+      const path = where === "" ? key : `${where}.${key}`
+      if (RESERVED_KEYS.has(key)) problems.push(`${where === "" ? "" : `${where}: `}the key '${key}' is not allowed`)
+      else if (foreign.has(key)) ignored.push(path)
+      else if (!known.includes(key)) problems.push(`${where === "" ? "" : `${where}: `}${unknownKey(key, known)}`)
+    }
+  }
+  check(input, "", OPTION_KEYS, FOREIGN_TOP_KEYS)
+  if (Array.isArray(input.backends)) {
+    input.backends.forEach((backend, i) => {
+      if (isObject(backend)) check(backend, `backends[${i}]`, BACKEND_KEYS, FOREIGN_SERVER_KEYS)
+    })
+  }
+  if (isObject(input.mcpServers)) {
+    for (const [name, server] of Object.entries(input.mcpServers)) {
+      if (RESERVED_KEYS.has(name)) problems.push(`mcpServers: the server name '${name}' is not allowed`)
+      else if (isObject(server)) check(server, `mcpServers.${name}`, MCP_SERVER_KEYS, FOREIGN_SERVER_KEYS)
+    }
+  }
+  for (const [i, backend] of (Array.isArray(input.backends) ? input.backends : []).entries()) {
+    if (isObject(backend) && isObject(backend.env) && Object.hasOwn(backend.env, "__proto__")) {
+      problems.push(`backends[${i}].env: the key '__proto__' is not allowed`)
+    }
+  }
+  if (isObject(input.mcpServers)) {
+    for (const [name, server] of Object.entries(input.mcpServers)) {
+      if (isObject(server) && isObject(server.env) && Object.hasOwn(server.env, "__proto__")) {
+        problems.push(`mcpServers.${name}.env: the key '__proto__' is not allowed`)
+      }
+    }
+  }
+  return { problems, ignored }
+}
+
 /** The options with `mcpServers` turned into stdio backends. */
 export interface NormalizedOptions extends Omit<GatewayOptions, "mcpServers" | "backends"> {
   readonly backends?: ReadonlyArray<BackendConfig>
+  /** Keys other MCP clients write that the gateway ignores (logged at debug level). */
+  readonly ignoredKeys?: ReadonlyArray<string>
 }
 
 export const decodeOptions = (input: unknown, what: string): Either.Either<NormalizedOptions, InvalidParams> => {
-  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+  if (!isObject(input)) {
     return Either.left(new InvalidParams({ message: `${what} must be a JSON object`, issues: [`${what}: must be an object`] }))
   }
+  const keys = checkKeys(input)
+  if (keys.problems.length > 0) {
+    return Either.left(new InvalidParams({ message: `Invalid ${what}: ${keys.problems.join("; ")}`, issues: keys.problems }))
+  }
   return decodeOptionsEither(input).pipe(
+    Either.map((options): GatewayOptions & { ignoredKeys?: ReadonlyArray<string> } =>
+      keys.ignored.length === 0 ? options : { ...options, ignoredKeys: keys.ignored }
+    ),
     Either.mapLeft((error) => {
       const issues = formatIssues(error)
       return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
@@ -233,6 +375,8 @@ const fromMcpServers = (servers: typeof McpServers.Type) =>
       ...(s.displayName === undefined ? {} : { displayName: s.displayName }),
       ...(s.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: s.requestTimeoutMs }),
       ...(s.restartOnCrash === undefined ? {} : { restartOnCrash: s.restartOnCrash }),
+      ...(s.inheritEnv === undefined ? {} : { inheritEnv: s.inheritEnv }),
+      ...(s.maxFrameBytes === undefined ? {} : { maxFrameBytes: s.maxFrameBytes }),
       enabled: s.disabled !== true
     }))
   )
@@ -245,12 +389,14 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000
 export const DEFAULT_MAX_TOOLS = 32
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+/** Larger than a client's: server-filesystem sends a file's text twice (content and structuredContent). */
+export const DEFAULT_MAX_BACKEND_FRAME_BYTES = 64 * 1024 * 1024
 
 export interface ResolvedConfig {
   readonly backends: ReadonlyArray<BackendConfig>
   readonly openaiApiKey: Option.Option<Redacted.Redacted<string>>
   /** Where the key came from, for the -32002 message and the logs (never the key itself). */
-  readonly openaiApiKeySource: "env" | "initializationOptions" | "file" | "none"
+  readonly openaiApiKeySource: "env" | "dotenv" | "initializationOptions" | "file" | "none"
   readonly openaiBaseUrl: Option.Option<string>
   readonly model: string
   readonly logLevel: LogLevelName
@@ -261,18 +407,31 @@ export interface ResolvedConfig {
   readonly requestTimeoutMs: number
   readonly startupTimeoutMs: number
   readonly maxFrameBytes: number
+  /** The longest stdout line accepted from a backend (its own `maxFrameBytes` wins). */
+  readonly maxBackendFrameBytes: number
   /** Where the backends came from: "initializationOptions", "file:<path>" or "default". */
   readonly backendsSource: string
+  /** What resolving noticed and the caller should log (a refused setting, ignored keys). */
+  readonly notes: ReadonlyArray<ConfigNote>
+}
+
+export interface ConfigNote {
+  readonly level: "debug" | "warn"
+  readonly message: string
 }
 
 /** What start-up gathered before any client spoke. */
 export interface ConfigSources {
   readonly env: Readonly<Record<string, string | undefined>>
+  /** The gateway settings a `.env` in the working directory supplied (see `readDotEnv`). */
+  readonly dotEnv?: Readonly<Partial<Record<DotEnvSetting, string>>> | undefined
   readonly file?: { readonly path: string; readonly options: NormalizedOptions } | undefined
   /** `--log-level` on the command line beats every other source. */
   readonly cliLogLevel?: LogLevelName | undefined
   /** The embedded default's root; the current directory unless a test says otherwise. */
   readonly cwd?: string | undefined
+  /** The home directory the embedded default refuses to serve; the user's unless a test says otherwise. */
+  readonly home?: string | undefined
 }
 
 const require = createRequire(import.meta.url)
@@ -281,26 +440,44 @@ const require = createRequire(import.meta.url)
 export const serverFilesystemEntry = (): string =>
   path.join(path.dirname(require.resolve("@modelcontextprotocol/server-filesystem/package.json")), "dist", "index.js")
 
-/** One backend `filesystem` rooted at `cwd`, run by this very Node binary (no `npx`, no network). */
-export const embeddedDefault = (cwd: string): ReadonlyArray<BackendConfig> => [
-  {
-    id: "filesystem",
-    displayName: "Filesystem",
-    description: `Read, write, list and search files under ${cwd}`,
-    type: "stdio",
-    command: process.execPath,
-    args: [serverFilesystemEntry(), cwd],
-    env: {},
-    enabled: true,
-    restartOnCrash: true
-  }
-]
+/**
+ * Why the embedded default will not serve `dir`, if it must not: a GUI client may start the gateway
+ * in `/` or the home directory, and read and write access to all of it was never asked for.
+ */
+export const defaultRootRefusal = (dir: string, home: string = os.homedir()): string | undefined => {
+  const resolved = path.resolve(dir)
+  const isRoot = path.parse(resolved).root === resolved
+  if (!isRoot && resolved !== path.resolve(home)) return undefined
+  return (
+    `the embedded filesystem backend refuses to serve ${isRoot ? "the filesystem root" : "the home directory"} (${resolved}): ` +
+    "start the gateway in a project directory, or choose the directory in a config file (--config)"
+  )
+}
 
-const envNumber = (env: ConfigSources["env"], name: string): number | undefined => {
-  const raw = env[name]
+/** One backend `filesystem` rooted at `cwd`, run by this very Node binary (no `npx`, no network). */
+export const embeddedDefault = (cwd: string, home?: string): ReadonlyArray<BackendConfig> => {
+  const refused = defaultRootRefusal(cwd, home)
+  return [
+    {
+      id: "filesystem",
+      displayName: "Filesystem",
+      description: `Read, write, list and search files under ${cwd}`,
+      type: "stdio",
+      command: process.execPath,
+      args: [serverFilesystemEntry(), cwd],
+      env: {},
+      enabled: true,
+      restartOnCrash: true,
+      ...(refused === undefined ? {} : { refused })
+    }
+  ]
+}
+
+/** A whole number from the environment in [min, max]; anything else is as if unset. */
+const envNumber = (raw: string | undefined, min: number, max: number): number | undefined => {
   if (raw === undefined || raw.trim() === "") return undefined
   const n = Number(raw)
-  return Number.isInteger(n) && n >= 0 ? n : undefined
+  return Number.isInteger(n) && n >= min && n <= max ? n : undefined
 }
 
 const envLogLevel = (raw: string | undefined): LogLevelName | undefined => {
@@ -315,45 +492,70 @@ const nonEmpty = (s: string | undefined): string | undefined => (s === undefined
 /** Merges the sources; `init` is the client's decoded `initializationOptions`, if any. */
 export const resolve = (sources: ConfigSources, init?: NormalizedOptions): ResolvedConfig => {
   const { env } = sources
+  const dotEnv = sources.dotEnv ?? {}
   const file = sources.file?.options
   const pick = <K extends keyof NormalizedOptions>(key: K): NormalizedOptions[K] | undefined =>
     init?.[key] !== undefined ? init[key] : file?.[key]
+  /** A gateway setting from the environment, or from `.env` beneath it. */
+  const setting = (name: DotEnvSetting): string | undefined => nonEmpty(env[name]) ?? nonEmpty(dotEnv[name])
+  const notes: Array<ConfigNote> = []
 
   const envKey = nonEmpty(env.OPENAI_API_KEY)
   const [key, keySource] =
     envKey !== undefined
       ? [envKey, "env" as const]
+      : nonEmpty(dotEnv.OPENAI_API_KEY) !== undefined
+      ? [dotEnv.OPENAI_API_KEY!, "dotenv" as const]
       : nonEmpty(init?.OPENAI_API_KEY) !== undefined
       ? [init!.OPENAI_API_KEY!, "initializationOptions" as const]
       : nonEmpty(file?.OPENAI_API_KEY) !== undefined
       ? [file!.OPENAI_API_KEY!, "file" as const]
       : [undefined, "none" as const]
 
+  // A `.env` is the working directory's, which may be anyone's checkout: it may point the gateway
+  // at another server only with its own key, never with one the user supplied elsewhere.
+  let baseUrl = pick("openaiBaseUrl") ?? nonEmpty(env.OPENAI_BASE_URL)
+  if (baseUrl === undefined && nonEmpty(dotEnv.OPENAI_BASE_URL) !== undefined) {
+    if (keySource === "dotenv" || keySource === "none") baseUrl = dotEnv.OPENAI_BASE_URL
+    else {
+      notes.push({
+        level: "warn",
+        message: `ignoring OPENAI_BASE_URL from .env: the OpenAI key comes from ${keySource}, and .env may not send it elsewhere`
+      })
+    }
+  }
+  for (const ignored of [...(file?.ignoredKeys ?? []), ...(init?.ignoredKeys ?? [])]) {
+    notes.push({ level: "debug", message: `ignoring ${ignored}: a key of other MCP clients' configs` })
+  }
+
   const [backends, backendsSource] =
     init?.backends !== undefined
       ? [init.backends, "initializationOptions"]
       : file?.backends !== undefined
       ? [file.backends, `file:${sources.file!.path}`]
-      : [embeddedDefault(sources.cwd ?? process.cwd()), "default"]
+      : [embeddedDefault(sources.cwd ?? process.cwd(), sources.home), "default"]
+  for (const backend of backends) if (backend.refused !== undefined) notes.push({ level: "warn", message: backend.refused })
 
   const debugPort = pick("DEBUG_PORT")
-  const envDebugPort = envNumber(env, "DEBUG_PORT")
+  const envDebugPort = envNumber(setting("DEBUG_PORT"), 0, 65535)
 
   const config: ResolvedConfig = {
     backends,
     backendsSource,
     openaiApiKey: key === undefined ? Option.none() : Option.some(Redacted.make(key)),
     openaiApiKeySource: keySource,
-    openaiBaseUrl: Option.fromNullable(pick("openaiBaseUrl") ?? nonEmpty(env.OPENAI_BASE_URL)),
-    model: pick("model") ?? nonEmpty(env.OPENAI_MODEL) ?? DEFAULT_MODEL,
-    logLevel: sources.cliLogLevel ?? pick("logLevel") ?? envLogLevel(env.LOG_LEVEL) ?? "info",
+    openaiBaseUrl: Option.fromNullable(baseUrl),
+    model: pick("model") ?? setting("OPENAI_MODEL") ?? DEFAULT_MODEL,
+    logLevel: sources.cliLogLevel ?? pick("logLevel") ?? envLogLevel(setting("LOG_LEVEL")) ?? "info",
     debugPort: debugPort === null ? Option.none() : Option.fromNullable(debugPort ?? envDebugPort),
     routing: pick("routing") ?? "tool",
     exposeBackendTools: pick("exposeBackendTools") ?? true,
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,
-    maxFrameBytes: file?.maxFrameBytes ?? envNumber(env, "AGENTIFY_MAX_FRAME_BYTES") ?? DEFAULT_MAX_FRAME_BYTES
+    maxFrameBytes: file?.maxFrameBytes ?? envNumber(setting("AGENTIFY_MAX_FRAME_BYTES"), 1, MAX_FRAME_LIMIT) ?? DEFAULT_MAX_FRAME_BYTES,
+    maxBackendFrameBytes: pick("maxBackendFrameBytes") ?? DEFAULT_MAX_BACKEND_FRAME_BYTES,
+    notes
   }
   registerSecrets(config)
   return config
@@ -362,6 +564,16 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
 /** Every secret the configuration holds goes into the scrubber before anything can log it. */
 const registerSecrets = (config: ResolvedConfig) => {
   Option.map(config.openaiApiKey, Secrets.register)
+  Option.map(config.openaiBaseUrl, (raw) => {
+    try {
+      const url = new URL(raw)
+      Secrets.register(decodeURIComponent(url.password))
+      Secrets.register(url.password)
+      if (url.password !== "") Secrets.register(`${url.username}:${url.password}`)
+    } catch {
+      // Not a URL: the LLM client says so without printing it.
+    }
+  })
   for (const backend of config.backends) {
     for (const value of Object.values(backend.env)) Secrets.register(value)
     for (const value of Secrets.secretArgs(backend.args)) Secrets.register(value)
@@ -381,22 +593,99 @@ export const describeBackend = (backend: BackendConfig) => ({
 // ---------------------------------------------------------------------------------------------
 // Start-up sources: .env, the config file
 
-/** Reads `.env` in `dir` into `env` without overriding what is set. Returns the names it added. */
-export const loadDotEnv = (dir: string, env: Record<string, string | undefined> = process.env): Array<string> => {
-  let text: string
+/**
+ * The settings a `.env` may supply: the documented gateway settings and nothing else. Never what
+ * chooses a program (AGENTIFY_CONFIG, NODE_OPTIONS, PATH) nor anything backends would inherit:
+ * the values stay with the gateway and are never put into `process.env`.
+ */
+export const DOTENV_SETTINGS = [
+  "OPENAI_API_KEY",
+  "OPENAI_BASE_URL",
+  "OPENAI_MODEL",
+  "OPENAI_TIMEOUT_MS",
+  "LOG_LEVEL",
+  "DEBUG_PORT",
+  "AGENTIFY_MAX_FRAME_BYTES"
+] as const
+export type DotEnvSetting = (typeof DOTENV_SETTINGS)[number]
+
+/** The gateway's own environment variables: never passed on to backends (see `backendEnv`). */
+const GATEWAY_VARIABLES = new Set<string>([...DOTENV_SETTINGS, "AGENTIFY_CONFIG", "AGENTIFY_HTTP", "AGENTIFY_HTTP_TOKEN"])
+const isGatewayVariable = (name: string) => GATEWAY_VARIABLES.has(name) || name.startsWith("AGENTIFY_")
+
+/**
+ * What a backend's process gets: the gateway's environment minus the gateway's own settings and
+ * secrets (unless the backend lists them in `inheritEnv`), plus the backend's `env`.
+ */
+export const backendEnv = (
+  backend: Pick<BackendConfig, "env" | "inheritEnv">,
+  env: Readonly<Record<string, string | undefined>> = process.env
+): Record<string, string> => {
+  const out: Record<string, string> = {}
+  const keep = new Set(backend.inheritEnv ?? [])
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && (!isGatewayVariable(name) || keep.has(name))) out[name] = value
+  }
+  return Object.assign(out, backend.env)
+}
+
+/** Bounds for the files the gateway reads at start-up: a config is kilobytes, not a device. */
+export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024
+const MAX_DOTENV_BYTES = 256 * 1024
+
+/**
+ * Reads a regular file of at most `maxBytes`. Opened without blocking and checked on the open
+ * descriptor, so a FIFO, a device such as /dev/zero or a directory is refused rather than read.
+ */
+export const readRegularFile = (file: string, maxBytes: number): Either.Either<string, string> => {
+  let fd: number
   try {
-    text = readFileSync(path.join(dir, ".env"), "utf8")
-  } catch {
-    return []
+    fd = openSync(file, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0))
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    return Either.left(code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String((error as Error).message))
   }
-  const added: Array<string> = []
-  for (const [name, value] of Object.entries(parseEnv(text))) {
-    if (env[name] === undefined) {
-      env[name] = value
-      added.push(name)
+  try {
+    const stat = fstatSync(fd)
+    if (!stat.isFile()) return Either.left(stat.isDirectory() ? "it is a directory" : "it is not a regular file")
+    if (stat.size > maxBytes) return Either.left(`it is ${stat.size} bytes, more than the ${maxBytes} allowed`)
+    // One byte more than allowed: a file that grows while read is still caught.
+    const buffer = Buffer.alloc(Math.min(maxBytes + 1, stat.size + 1))
+    let length = 0
+    for (;;) {
+      const n = readSync(fd, buffer, length, buffer.length - length, null)
+      if (n === 0) break
+      length += n
+      if (length === buffer.length) break
     }
+    if (length > maxBytes) return Either.left(`it is more than the ${maxBytes} bytes allowed`)
+    return Either.right(buffer.toString("utf8", 0, length))
+  } catch (error) {
+    return Either.left(String((error as Error).message))
+  } finally {
+    closeSync(fd)
   }
-  return added
+}
+
+export interface DotEnv {
+  /** The documented settings it supplied. */
+  readonly settings: Partial<Record<DotEnvSetting, string>>
+  /** Names it held that a `.env` may not set (reported as a warning, never applied). */
+  readonly refused: ReadonlyArray<string>
+}
+
+/** Reads `.env` in `dir`: the documented gateway settings only (see `DOTENV_SETTINGS`). */
+export const readDotEnv = (dir: string): DotEnv => {
+  const text = readRegularFile(path.join(dir, ".env"), MAX_DOTENV_BYTES)
+  if (Either.isLeft(text)) return { settings: {}, refused: [] }
+  const settings: Partial<Record<DotEnvSetting, string>> = {}
+  const refused: Array<string> = []
+  for (const [name, value] of Object.entries(parseEnv(text.right))) {
+    if (value === undefined) continue
+    if ((DOTENV_SETTINGS as ReadonlyArray<string>).includes(name)) settings[name as DotEnvSetting] = value
+    else refused.push(name)
+  }
+  return { settings, refused }
 }
 
 /** A config file that cannot be used; start-up prints `message` and exits with code 2. */
@@ -408,18 +697,11 @@ export class ConfigFileError extends Schema.TaggedError<ConfigFileError>()("Conf
 /** Reads and validates a config file (either shape of CONTRACT.md section 3). */
 export const readConfigFile = (file: string): Either.Either<NonNullable<ConfigSources["file"]>, ConfigFileError> => {
   const absolute = path.resolve(file)
-  let text: string
-  try {
-    text = readFileSync(absolute, "utf8")
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    return Either.left(
-      new ConfigFileError({
-        path: absolute,
-        message: `Cannot read config file ${absolute}: ${code === "ENOENT" ? "no such file" : String((error as Error).message)}`
-      })
-    )
+  const read = readRegularFile(absolute, MAX_CONFIG_FILE_BYTES)
+  if (Either.isLeft(read)) {
+    return Either.left(new ConfigFileError({ path: absolute, message: `Cannot read config file ${absolute}: ${read.left}` }))
   }
+  const text = read.right
   let json: unknown
   try {
     json = JSON.parse(text)

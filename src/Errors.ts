@@ -105,7 +105,7 @@ export class InvalidPlan extends Schema.TaggedError<InvalidPlan>()("InvalidPlan"
  */
 export class BackendError extends Schema.TaggedError<BackendError>()("BackendError", {
   backendId: Schema.String,
-  reason: Schema.Literal("not_found", "not_ready", "call_failed", "timeout", "crashed", "tool_error"),
+  reason: Schema.Literal("not_found", "not_ready", "call_failed", "timeout", "crashed", "tool_error", "overloaded"),
   summary: Schema.String,
   method: Schema.optional(Schema.String),
   /** The backend's own JSON-RPC error, or its isError result. */

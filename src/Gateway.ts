@@ -30,7 +30,8 @@ export const layer: Layer.Layer<Orchestrator | Backends, never, GatewayConfig | 
     const backends = yield* Backends
     yield* backends.start(config.backends, {
       startupTimeoutMs: config.startupTimeoutMs,
-      requestTimeoutMs: config.requestTimeoutMs
+      requestTimeoutMs: config.requestTimeoutMs,
+      maxBackendFrameBytes: config.maxBackendFrameBytes
     })
   })
 ).pipe(Layer.provideMerge(layerCore))

@@ -85,7 +85,13 @@ export type Framing = "ndjson" | "content-length"
 /** One unit cut from the byte stream. */
 export type Frame =
   | { readonly _tag: "Text"; readonly text: string }
-  | { readonly _tag: "TooLarge"; readonly bytes: number }
+  | {
+    readonly _tag: "TooLarge"
+    readonly bytes: number
+    /** The first and last bytes of the dropped frame (at most `FRAME_EDGE_BYTES` each), to find its id. */
+    readonly head: string
+    readonly tail: string
+  }
   | { readonly _tag: "BadHeader"; readonly detail: string }
 
 const LF = 0x0a
@@ -93,17 +99,30 @@ const CR = 0x0d
 /** A header block this long without its blank line is not a header block. */
 const MAX_HEADER_BYTES = 8 * 1024
 const CONTENT_PREFIX = "content-"
+const CONTENT_LENGTH_HEADER = "content-length:"
+/** More digits than this is not a length any frame limit allows (and would lose precision). */
+const MAX_LENGTH_DIGITS = 15
+export const FRAME_EDGE_BYTES = 512
 
 /**
  * An incremental decoder: bytes in, frames out. Framing is decided once, from the first
  * non-blank bytes; a partial frame is kept until its end arrives, but never more than
- * `maxFrameBytes` of it: past that the frame is dropped as it streams by and reported once.
+ * `maxFrameBytes` of it: past that the frame is dropped as it streams by and reported when it
+ * ends, with its first and last bytes. Work and memory are linear in the input: pieces of a long
+ * line are joined once, when its end arrives.
  */
 export class FrameDecoder {
   framing: Framing | undefined
+  /** Undecided framing: the first bytes. Content-Length: the unparsed rest. */
   private buffer: Buffer = Buffer.alloc(0)
-  /** Bytes still to skip of an oversized frame (Content-Length) or until the next LF (ndjson: -1). */
+  /** ndjson: the pieces of the current line, and their total length. */
+  private parts: Array<Buffer> = []
+  private partsLength = 0
+  /** ndjson: dropping an oversized line until its end (its size so far, and its edges). */
+  private dropping: { bytes: number; head: string; tail: Buffer } | undefined = undefined
+  /** Content-Length: bytes still to skip of an oversized body. */
   private discarding = 0
+  private discarded: { bytes: number; head: string; tail: Buffer } | undefined = undefined
   private bodyLength = -1
 
   constructor(readonly maxFrameBytes: number, framing?: Framing) {
@@ -131,9 +150,25 @@ export class FrameDecoder {
 
   /** Called at end of input: a partial frame left over is reported, not silently lost. */
   end(): Array<Frame> {
+    if (this.dropping !== undefined) {
+      const frame = tooLarge(this.dropping)
+      this.dropping = undefined
+      return [frame]
+    }
+    if (this.discarding > 0 && this.discarded !== undefined) {
+      this.discarding = 0
+      return [tooLarge(this.discarded)]
+    }
+    if (this.framing === "ndjson" || (this.framing === undefined && this.parts.length > 0)) {
+      const rest = Buffer.concat(this.parts)
+      this.parts = []
+      this.partsLength = 0
+      const text = rest.toString("utf8")
+      return text.trim() === "" ? [] : [{ _tag: "Text", text }]
+    }
     const rest = this.buffer
     this.buffer = Buffer.alloc(0)
-    if (this.discarding !== 0 || rest.length === 0) return []
+    if (rest.length === 0) return []
     if (this.framing === "content-length" && this.bodyLength < 0) {
       return isBlank(rest) ? [] : [{ _tag: "BadHeader", detail: "input ended inside a header block" }]
     }
@@ -143,45 +178,58 @@ export class FrameDecoder {
 
   private pushLines(bytes: Buffer, out: Array<Frame>): Array<Frame> {
     let start = 0
-    if (this.discarding !== 0) {
-      const nl = bytes.indexOf(LF)
-      if (nl < 0) return out
-      this.discarding = 0
-      start = nl + 1
-    }
     for (;;) {
       const nl = bytes.indexOf(LF, start)
       if (nl < 0) break
-      let line: Buffer
-      if (this.buffer.length > 0) {
-        line = Buffer.concat([this.buffer, bytes.subarray(start, nl)])
-        this.buffer = Buffer.alloc(0)
-      } else {
-        line = bytes.subarray(start, nl)
-      }
+      const piece = bytes.subarray(start, nl)
       start = nl + 1
-      let end = line.length
-      if (end > 0 && line[end - 1] === CR) end--
-      if (end > this.maxFrameBytes) {
-        out.push({ _tag: "TooLarge", bytes: end })
+      if (this.dropping !== undefined) {
+        out.push(tooLarge(addTail(this.dropping, piece)))
+        this.dropping = undefined
         continue
       }
-      if (end === 0) continue
-      const text = line.toString("utf8", 0, end)
+      const total = this.partsLength + piece.length
+      const crlf = total > 0 && (piece.length > 0 ? piece[piece.length - 1] === CR : this.parts.at(-1)!.at(-1) === CR)
+      const length = crlf ? total - 1 : total
+      if (length > this.maxFrameBytes) {
+        out.push(tooLarge(addTail(this.startDropping(piece), Buffer.alloc(0))))
+        this.dropping = undefined
+        continue
+      }
+      let line = piece
+      if (this.parts.length > 0) {
+        this.parts.push(piece)
+        line = Buffer.concat(this.parts, total)
+        this.parts = []
+        this.partsLength = 0
+      }
+      if (length === 0) continue
+      const text = line.toString("utf8", 0, length)
       if (text.trim() !== "") out.push({ _tag: "Text", text })
     }
     if (start < bytes.length) {
       const rest = bytes.subarray(start)
-      if (this.buffer.length + rest.length > this.maxFrameBytes) {
-        out.push({ _tag: "TooLarge", bytes: this.buffer.length + rest.length })
-        this.buffer = Buffer.alloc(0)
-        this.discarding = -1
-      } else {
+      if (this.dropping !== undefined) addTail(this.dropping, rest)
+      else if (this.partsLength + rest.length > this.maxFrameBytes) this.startDropping(rest)
+      else {
         // Copy: the caller may reuse its chunk, and a subarray would pin the whole of it.
-        this.buffer = this.buffer.length === 0 ? Buffer.from(rest) : Buffer.concat([this.buffer, rest])
+        this.parts.push(Buffer.from(rest))
+        this.partsLength += rest.length
       }
     }
     return out
+  }
+
+  /** The current line is over the limit: keep its edges, drop the rest from now on. */
+  private startDropping(piece: Buffer): { bytes: number; head: string; tail: Buffer } {
+    const head = Buffer.concat([...this.parts, piece.subarray(0, FRAME_EDGE_BYTES)]).subarray(0, FRAME_EDGE_BYTES)
+    const dropping = { bytes: 0, head: head.toString("utf8"), tail: Buffer.alloc(0) }
+    for (const part of this.parts) addTail(dropping, part)
+    addTail(dropping, piece)
+    this.parts = []
+    this.partsLength = 0
+    this.dropping = dropping
+    return dropping
   }
 
   private pushHeaders(bytes: Buffer, out: Array<Frame>): Array<Frame> {
@@ -189,11 +237,17 @@ export class FrameDecoder {
     this.buffer = Buffer.alloc(0)
     for (;;) {
       if (this.discarding > 0) {
-        if (data.length <= this.discarding) {
-          this.discarding -= data.length
-          return out
-        }
-        data = data.subarray(this.discarding)
+        // A sender that lied about a length would make every later frame part of this body: a
+        // header at the start of a line ends the skipping early (JSON text never has one there).
+        const span = data.subarray(0, Math.min(data.length, this.discarding))
+        const resync = headerLineStart(span, this.discarded!.bytes === 0 || this.discarded!.tail.at(-1) === LF)
+        const skipped = resync < 0 ? span : span.subarray(0, resync)
+        addTail(this.discarded!, skipped)
+        this.discarding -= skipped.length
+        data = data.subarray(skipped.length)
+        if (resync < 0 && this.discarding > 0) return out
+        out.push(tooLarge(this.discarded!))
+        this.discarded = undefined
         this.discarding = 0
       }
       if (this.bodyLength >= 0) {
@@ -219,16 +273,14 @@ export class FrameDecoder {
       }
       const header = data.subarray(0, end.headerLength).toString("latin1")
       data = data.subarray(end.headerLength + end.separatorLength)
-      // Searched anywhere in the block so that junk before a header does not lose the message.
-      const match = /content-length[ \t]*:[ \t]*(\d+)/i.exec(header)
-      if (match === null) {
+      const length = contentLength(header)
+      if (length === undefined) {
         out.push({ _tag: "BadHeader", detail: "missing or invalid Content-Length header" })
         continue
       }
-      const length = Number(match[1])
       if (length > this.maxFrameBytes) {
-        out.push({ _tag: "TooLarge", bytes: length })
         this.discarding = length
+        this.discarded = { bytes: 0, head: data.subarray(0, Math.min(FRAME_EDGE_BYTES, length)).toString("utf8"), tail: Buffer.alloc(0) }
         continue
       }
       this.bodyLength = length
@@ -236,6 +288,108 @@ export class FrameDecoder {
     this.buffer = data.length === 0 ? data : Buffer.from(data)
     return out
   }
+}
+
+const tooLarge = (dropped: { bytes: number; head: string; tail: Buffer }): Frame => ({
+  _tag: "TooLarge",
+  bytes: dropped.bytes,
+  head: dropped.head,
+  tail: dropped.tail.toString("utf8")
+})
+
+/** Counts `piece` as dropped and keeps the last `FRAME_EDGE_BYTES` seen. */
+const addTail = <T extends { bytes: number; tail: Buffer }>(dropped: T, piece: Buffer): T => {
+  dropped.bytes += piece.length
+  if (piece.length >= FRAME_EDGE_BYTES) dropped.tail = Buffer.from(piece.subarray(piece.length - FRAME_EDGE_BYTES))
+  else if (piece.length > 0) {
+    const joined = Buffer.concat([dropped.tail, piece])
+    dropped.tail = joined.subarray(Math.max(0, joined.length - FRAME_EDGE_BYTES))
+  }
+  return dropped
+}
+
+/**
+ * `Content-Length: N` as a header of its own line: at the start of the line, or after junk glued
+ * before it (the leftover of a frame whose length was too short), but never as the end of a
+ * longer hyphenated name (`X-Content-Length`, `X_Content-Length`).
+ */
+const CONTENT_LENGTH_LINE = /(?:^|[^_-])content-length[ \t]*:[ \t]*(\S*)[ \t]*$/i
+
+/** The Content-Length of a header block, matched line by line; the value must be digits only. */
+const contentLength = (header: string): number | undefined => {
+  for (const line of header.split("\n")) {
+    const match = CONTENT_LENGTH_LINE.exec(line.endsWith("\r") ? line.slice(0, -1) : line)
+    if (match === null) continue
+    const value = match[1]!
+    if (!/^[0-9]+$/.test(value)) return undefined
+    return value.length > MAX_LENGTH_DIGITS ? Number.POSITIVE_INFINITY : Number(value)
+  }
+  return undefined
+}
+
+/** Where a `Content-Length:` header starts a line in `data` (or at its start when `atLineStart`), or -1. */
+const headerLineStart = (data: Buffer, atLineStart: boolean): number => {
+  let start = atLineStart ? 0 : data.indexOf(LF) + 1
+  if (start === 0 && !atLineStart) return -1
+  for (;;) {
+    if (
+      data.length - start >= CONTENT_LENGTH_HEADER.length &&
+      data.toString("latin1", start, start + CONTENT_LENGTH_HEADER.length).toLowerCase() === CONTENT_LENGTH_HEADER
+    ) return start
+    const nl = data.indexOf(LF, start)
+    if (nl < 0) return -1
+    start = nl + 1
+  }
+}
+
+/**
+ * The id of a frame dropped for its size, from the edges kept of it: a top-level `"id"` near the
+ * start (`{"jsonrpc":"2.0","id":7,...`) or as the last member (`...,"id":7}`, as the TypeScript SDK
+ * writes replies). Null when neither edge shows one.
+ */
+export const idOfDropped = (frame: { readonly head: string; readonly tail: string }): Id | null => {
+  const fromHead = topLevelId(frame.head)
+  if (fromHead !== undefined) return fromHead
+  const last = /[{,]\s*"id"\s*:\s*(-?\d{1,16}|"(?:[^"\\]|\\.){0,256}")\s*\}\s*$/.exec(frame.tail)
+  return last === null ? null : parseId(last[1]!)
+}
+
+const parseId = (text: string): Id | null => {
+  try {
+    const id: unknown = JSON.parse(text)
+    return isId(id) ? id : null
+  } catch {
+    return null
+  }
+}
+
+/** Scans the start of an object for a member `"id"` at depth 1, skipping strings and nested values. */
+const topLevelId = (head: string): Id | undefined => {
+  let depth = 0
+  let i = 0
+  let expectKey = false
+  while (i < head.length) {
+    const c = head[i]!
+    if (c === '"') {
+      let j = i + 1
+      while (j < head.length && head[j] !== '"') j += head[j] === "\\" ? 2 : 1
+      if (j >= head.length) return undefined
+      if (depth === 1 && expectKey && head.slice(i, j + 1) === '"id"') {
+        const value = /^\s*:\s*(-?\d{1,16}|"(?:[^"\\]|\\.){0,256}")\s*[,}]/.exec(head.slice(j + 1, j + 300))
+        if (value !== null) return parseId(value[1]!) ?? undefined
+      }
+      expectKey = false
+      i = j + 1
+      continue
+    }
+    if (c === "{" || c === "[") {
+      depth++
+      expectKey = c === "{" && depth === 1
+    } else if (c === "}" || c === "]") depth--
+    else if (c === "," && depth === 1) expectKey = true
+    i++
+  }
+  return undefined
 }
 
 const isBlank = (b: Buffer) => b.every((c) => c === CR || c === LF || c === 0x20 || c === 0x09)
@@ -633,7 +787,7 @@ export const serve = <E, R>(
         switch (frame._tag) {
           case "TooLarge":
             return sendUnsafe(
-              failure(null, {
+              failure(idOfDropped(frame), {
                 code: ErrorCode.InvalidRequest,
                 message: `Invalid Request: frame of ${frame.bytes} bytes exceeds the limit of ${options.maxFrameBytes} bytes`
               })

@@ -153,6 +153,8 @@ export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
 
 interface Endpoint {
   readonly baseUrl: string
+  /** The base URL without its credentials, for messages. */
+  readonly displayUrl: string
   readonly host: string
   /** "OpenAI", or "the LLM server at <host>" for any other endpoint. */
   readonly name: string
@@ -160,18 +162,22 @@ interface Endpoint {
 
 const endpointOf = (config: ResolvedConfig): Effect.Effect<Endpoint, LlmRequestFailed> => {
   const baseUrl = Option.getOrElse(config.openaiBaseUrl, () => OPENAI_BASE_URL)
-  let host: string
+  let url: URL
   try {
-    host = new URL(baseUrl).host
+    url = new URL(baseUrl)
   } catch {
     return Effect.fail(
       new LlmRequestFailed({
         reason: "other",
-        message: sanitize(`The OpenAI base URL (OPENAI_BASE_URL / openaiBaseUrl) is not a valid URL: ${baseUrl}`)
+        message: "The OpenAI base URL (OPENAI_BASE_URL / openaiBaseUrl) is not a valid URL"
       })
     )
   }
-  return Effect.succeed({ baseUrl, host, name: host === "api.openai.com" ? "OpenAI" : `the LLM server at ${host}` })
+  const host = url.host
+  // Credentials in the URL (`http://user:pass@host`) are sent, never shown.
+  url.username = ""
+  url.password = ""
+  return Effect.succeed({ baseUrl, displayUrl: url.href, host, name: host === "api.openai.com" ? "OpenAI" : `the LLM server at ${host}` })
 }
 
 const missingKey = (config: ResolvedConfig) =>
@@ -187,6 +193,7 @@ const missingKey = (config: ResolvedConfig) =>
 
 const keyHint: Record<ResolvedConfig["openaiApiKeySource"], string> = {
   env: "the OPENAI_API_KEY environment variable",
+  dotenv: "OPENAI_API_KEY in the .env file",
   initializationOptions: "initializationOptions.OPENAI_API_KEY",
   file: "OPENAI_API_KEY in the config file",
   none: "OPENAI_API_KEY"
@@ -410,7 +417,7 @@ const classify = (
   const timedOut = () => fail("timeout", `${who} did not answer within ${Duration.format(Duration.millis(timeoutMs))}`)
   if (error instanceof AttemptTimedOut || error instanceof sdk.APIConnectionTimeoutError) return timedOut()
   if (error instanceof sdk.APIConnectionError) {
-    return fail("network", `Could not reach ${endpoint.name} (${endpoint.baseUrl}): ${rootCause(error)}`, {
+    return fail("network", `Could not reach ${endpoint.name} (${endpoint.displayUrl}): ${rootCause(error)}`, {
       retryable: true
     })
   }

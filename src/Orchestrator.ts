@@ -134,7 +134,8 @@ const offerTools = (catalog: Catalog, query: string, context: TaskContext | null
       if (entry === undefined) {
         return Either.left(new InvalidPlan({ message: `The model chose a tool that was not offered: '${name}'`, toolName: name, arguments: args }))
       }
-      const missing = requiredProperties(entry.tool.inputSchema).filter((p) => !(p in args))
+      // Own properties only: `in` would count `toString` and every other Object.prototype name as given.
+      const missing = requiredProperties(entry.tool.inputSchema).filter((p) => !Object.hasOwn(args, p))
       if (missing.length > 0) {
         return Either.left(
           new InvalidPlan({

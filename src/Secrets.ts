@@ -18,12 +18,28 @@ let pattern: RegExp | undefined
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
+let longest = 0
+
+/**
+ * The base64 text that stands for `bytes` wherever they sit in a longer base64 string: for each of
+ * the three alignments, the characters that depend on these bytes alone.
+ */
+const base64Cores = (bytes: Buffer): Array<string> => {
+  const cores: Array<string> = []
+  for (let k = 0; k < 3; k++) {
+    const encoded = Buffer.concat([Buffer.alloc(k), bytes]).toString("base64")
+    const core = encoded.slice(Math.ceil((8 * k) / 6), Math.floor((8 * (k + bytes.length)) / 6))
+    cores.push(core, core.replace(/\+/g, "-").replace(/\//g, "_"))
+  }
+  return cores
+}
+
 /**
  * Registers a value to be masked from now on. Accepts a plain string or a `Redacted`.
  *
- * Its JSON-escaped forms are masked too: log lines are scrubbed once they are JSON, where a
- * secret holding a quote, a backslash or a control character no longer reads as itself, and a
- * backend's JSON quoted inside a log line is escaped twice.
+ * Its encoded forms are masked too: JSON-escaped once and twice (log lines are scrubbed once they
+ * are JSON, and a backend's JSON quoted inside a log line is escaped twice), URL-encoded (a query
+ * string, a proxy URL) and base64 at any alignment (a Basic auth header, a data URL).
  */
 export const register = (value: string | Redacted.Redacted<string> | undefined | null): void => {
   if (value === undefined || value === null) return
@@ -31,13 +47,39 @@ export const register = (value: string | Redacted.Redacted<string> | undefined |
   if (plain.length < MIN_SECRET_LENGTH || secrets.has(plain)) return
   const once = JSON.stringify(plain).slice(1, -1)
   const twice = JSON.stringify(once).slice(1, -1)
-  for (const form of [plain, once, twice]) secrets.add(form)
+  const forms = [plain, once, twice, encodeURIComponent(plain), ...base64Cores(Buffer.from(plain, "utf8"))]
+  for (const form of forms) {
+    if (form.length < MIN_SECRET_LENGTH) continue
+    secrets.add(form)
+    longest = Math.max(longest, form.length)
+  }
   // Longest first so a secret that contains another is masked whole.
   pattern = new RegExp([...secrets].sort((a, b) => b.length - a.length).map(escape).join("|"), "g")
 }
 
 /** Replaces every registered secret in `text`. */
 export const scrub = (text: string): string => (pattern === undefined ? text : text.replace(pattern, MASK))
+
+/**
+ * `text` scrubbed and then cut to `max` characters. Scrubbing first matters: a cut through a
+ * secret would leave its first half, which no longer matches, in the output.
+ */
+export const scrubAndCut = (text: string, max: number): string =>
+  text.length <= max ? scrub(text) : scrub(text.slice(0, max + longest)).slice(0, max)
+
+/**
+ * How much of a stream's pending text may be flushed now, for output read in pieces (a backend's
+ * stderr without newlines): the flushed part is scrubbed alone, so it must end before any secret
+ * that could still be completed by text not yet received, and not inside one.
+ */
+export const flushableLength = (text: string): number => {
+  if (pattern === undefined) return text.length
+  let at = Math.max(0, text.length - longest)
+  for (const match of text.matchAll(pattern)) {
+    if (match.index < at && match.index + match[0].length > at) at = match.index
+  }
+  return at
+}
 
 /** `scrub` applied to every string inside a JSON-like value. */
 export const scrubDeep = (value: unknown): unknown => {

@@ -14,12 +14,18 @@ import { ErrorCode, type GatewayError, InvalidParams, NotInitialized, RpcError, 
 import * as JsonRpc from "./JsonRpc.js"
 import * as Logging from "./Logging.js"
 import { IMPLEMENTATION, negotiateProtocolVersion, textResult } from "./Mcp.js"
+import * as Secrets from "./Secrets.js"
 import { ORCHESTRATE_TOOL, Orchestrator } from "./Orchestrator.js"
 import { type Catalog, catalogOf } from "./ToolCatalog.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version
 
+/**
+ * The lifecycle: new -> initializing -> ready, and shutdown from any of them (final). Every exit of
+ * `initialize` lands in a defined state: success in ready, failure or interruption back in new
+ * (with the backends it started stopped), and none of them leaves shutdown.
+ */
 type Phase = "new" | "initializing" | "ready" | "shutdown"
 
 /** Methods a client may call before `initialize` has completed. */
@@ -46,16 +52,38 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
 
       const catalog = (): Catalog => catalogOf(backends.toolsSync())
 
-      const initialize = Effect.fn("Server.initialize")(function* (params: unknown) {
-        if (phase !== "new") {
-          return yield* new RpcError({ code: ErrorCode.InvalidRequest, message: "initialize was already called" })
-        }
+      const initialize = (params: unknown): Effect.Effect<unknown, GatewayError> =>
+        Effect.suspend((): Effect.Effect<unknown, GatewayError> => {
+          if (phase !== "new") {
+            return Effect.fail(
+              new RpcError({
+                code: ErrorCode.InvalidRequest,
+                message: phase === "shutdown" ? "The gateway is shutting down" : "initialize was already called"
+              })
+            )
+          }
+          phase = "initializing"
+          return Effect.uninterruptibleMask((restore) =>
+            restore(runInitialize(params)).pipe(
+              Effect.onExit((exit) => {
+                if (phase === "shutdown") return Effect.void
+                if (exit._tag === "Success") return Effect.sync(() => (phase = "ready"))
+                // Failed or cancelled: as if it never happened, so the client may try again.
+                phase = "new"
+                return Effect.zipRight(
+                  Effect.logInfo("initialize did not complete: stopping the backends it started"),
+                  backends.stopAll
+                )
+              })
+            )
+          )
+        })
+
+      const runInitialize = Effect.fn("Server.initialize")(function* (params: unknown) {
         const p = (params ?? {}) as Record<string, unknown>
-        phase = "initializing"
-        const config = yield* gatewayConfig
-          .applyInitializationOptions(p.initializationOptions)
-          .pipe(Effect.tapError(() => Effect.sync(() => (phase = "new"))))
+        const config = yield* gatewayConfig.applyInitializationOptions(p.initializationOptions)
         Logging.setLevel(config.logLevel)
+        for (const note of config.notes) yield* note.level === "warn" ? Effect.logWarning(note.message) : Effect.logDebug(note.message)
         const protocolVersion = negotiateProtocolVersion(p.protocolVersion)
         yield* Effect.logInfo("initialize", {
           client: (p.clientInfo as { name?: unknown } | undefined)?.name ?? "unknown",
@@ -68,9 +96,9 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
         })
         yield* backends.start(config.backends, {
           startupTimeoutMs: config.startupTimeoutMs,
-          requestTimeoutMs: config.requestTimeoutMs
+          requestTimeoutMs: config.requestTimeoutMs,
+          maxBackendFrameBytes: config.maxBackendFrameBytes
         })
-        phase = "ready"
         return {
           protocolVersion,
           capabilities: { tools: { listChanged: true } },
@@ -204,12 +232,13 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
           // Only what a client can place: progress (it carries the client's own token) and log
           // messages (tagged with the backend). Resource notifications would name resources the
           // gateway does not offer.
+          // Log messages are the backend's own text: scrubbed like everything the gateway prints.
           yield* backends.relayNotifications(({ backendId, method, params }) =>
             method === "notifications/message"
-              ? connection.notify(method, {
+              ? connection.notify(method, Secrets.scrubDeep({
                   ...(params as object),
                   logger: (params as { logger?: string } | undefined)?.logger ?? backendId
-                })
+                }))
               : method === "notifications/progress"
               ? connection.notify(method, params)
               : Effect.void

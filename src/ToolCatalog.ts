@@ -506,14 +506,74 @@ const extensionOf = (path: string): string | undefined => {
   return match?.[1]?.toLowerCase()
 }
 
+/**
+ * What ranking reads of a query and of each context field. Ranking needs the words of a request,
+ * not its pasted megabytes (the model still gets the whole query): bounding the input bounds the
+ * time, and every pattern below is linear in what it reads.
+ */
+export const MAX_RANKED_QUERY_CHARS = 2_000
+const MAX_RANKED_CONTEXT_CHARS = 1_000
+/** Longer tokens are not names of files, and the shape checks below need not look at them. */
+const MAX_PATH_TOKEN_CHARS = 512
+
+const bounded = (text: string, max: number): string => (text.length <= max ? text : text.slice(0, max))
+
+/** `name.ext`, where the extension holds a letter and the name ends in a word character or `*`. */
+const hasFileExtension = (token: string): boolean => {
+  const dot = token.lastIndexOf(".")
+  if (dot <= 0 || dot === token.length - 1) return false
+  const extension = token.slice(dot + 1)
+  return /^[a-z0-9]+$/i.test(extension) && /[a-z]/i.test(extension) && /[\w*]/.test(token[dot - 1]!) && /^[\w*?.~-]+$/.test(token.slice(0, dot))
+}
+
 /** A file name, a path or a glob: an argument, whose shape still says what kind of tool is wanted. */
 const isPathLike = (token: string): boolean =>
   token.length > 3 &&
-  !/^[a-z][a-z0-9+.-]*:\/\//i.test(token) &&
+  token.length <= MAX_PATH_TOKEN_CHARS &&
+  !token.includes("://") &&
   /^[\w*?.~/\\{},@+-]+$/.test(token) &&
-  (/[\\/]/.test(token) || /^[\w*?.~-]*[\w*]\.[a-z0-9]*[a-z][a-z0-9]*$/i.test(token) || /^\.[\w.-]+$/.test(token) || /[*?]/.test(token))
+  (/[\\/]/.test(token) || hasFileExtension(token) || /^\.[\w.-]+$/.test(token) || /[*?]/.test(token))
 
-const TRIM_PUNCTUATION = /^[("'`[{<]+|[)"'`\]}>.,;:!?]+$/g
+const OPENERS = new Set([..."(\"'`[{<"])
+const CLOSERS = new Set([...")\"'`]}>.,;:!?"])
+
+/** The token without leading brackets and quotes and trailing closers and punctuation. */
+const trimPunctuation = (token: string): string => {
+  let start = 0
+  let end = token.length
+  while (start < end && OPENERS.has(token[start]!)) start++
+  while (end > start && CLOSERS.has(token[end - 1]!)) end--
+  return token.slice(start, end)
+}
+
+const isSchemeChar = (c: string): boolean => /[a-z0-9+.-]/i.test(c)
+
+/**
+ * Replaces each URL (`scheme://...` up to the next space) by a space, calling `found` for each; a
+ * scan from each `://`, where a pattern would backtrack over every run of scheme characters.
+ */
+const removeUrls = (text: string, found: () => void): string => {
+  let out = ""
+  let from = 0
+  let at: number
+  while ((at = text.indexOf("://", from)) >= 0) {
+    let start = at
+    while (start > from && isSchemeChar(text[start - 1]!)) start--
+    // The scheme starts with a letter, at a word boundary.
+    while (start < at && !/[a-z]/i.test(text[start]!)) start++
+    let end = at + 3
+    while (end < text.length && !/\s/.test(text[end]!)) end++
+    if (start === at || end === at + 3 || (start > 0 && /\w/.test(text[start - 1]!))) {
+      out += text.slice(from, at + 3)
+      from = at + 3
+      continue
+    }
+    found()
+    out += `${text.slice(from, start)} `
+    from = end
+  }
+  return out + text.slice(from)
+}
 
 const weightOf = (terms: ReadonlyMap<string, number>, concept: string): number => terms.get(CONCEPT_PREFIX + concept) ?? 0
 
@@ -526,7 +586,8 @@ interface QueryTerms {
   readonly text: string
 }
 
-const analyzeQuery = (query: string, context: RankContext | null | undefined): QueryTerms => {
+const analyzeQuery = (fullQuery: string, context: RankContext | null | undefined): QueryTerms => {
+  const query = bounded(fullQuery, MAX_RANKED_QUERY_CHARS)
   const terms = new Map<string, number>()
   const aspects = new Map<string, Map<string, number>>()
   // max, not sum: saying "folder" and "directory" is not twice the evidence.
@@ -541,10 +602,7 @@ const analyzeQuery = (query: string, context: RankContext | null | undefined): Q
   let text = query
   // Arithmetic written out ("2+40") has no words to match.
   if (/\d\s*[+]\s*\d/.test(text)) hint("sum", 1)
-  text = text.replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, () => {
-    hint("url", 1)
-    return " "
-  })
+  text = removeUrls(text, () => hint("url", 1))
   // Quoted text is mostly an argument (what to echo, search for, write), not the intent.
   text = text.replace(/(^|[\s(:=])(["'`“‘])([^"'`”’]+)["'`”’](?=$|[\s),.;:!?])/g, (_m, before: string, _q, body: string) => {
     analyze(body, put, 0.3, false, MAPPED_WORD_WEIGHT)
@@ -554,7 +612,7 @@ const analyzeQuery = (query: string, context: RankContext | null | undefined): Q
   text = text
     .split(/\s+/)
     .map((token) => {
-      const bare = token.replace(TRIM_PUNCTUATION, "")
+      const bare = trimPunctuation(token)
       if (!isPathLike(bare)) return token
       paths.push(bare)
       return " "
@@ -584,7 +642,7 @@ const analyzeQuery = (query: string, context: RankContext | null | undefined): Q
   if (weightOf(terms, "number") >= 0.6 && weightOf(terms, "sum") > 0) hint("sum", 1)
 
   const deictic = splitWords(query).some((w) => DEICTIC.has(w))
-  const document = context?.activeDocumentURI
+  const document = context?.activeDocumentURI ? bounded(context.activeDocumentURI, MAX_RANKED_CONTEXT_CHARS) : undefined
   if (document) {
     const weight = deictic ? 0.7 : 0.3
     hint("file", weight)
@@ -596,7 +654,7 @@ const analyzeQuery = (query: string, context: RankContext | null | undefined): Q
     hint("dir", deictic && !document ? 0.5 : 0.15)
     hint("local", 0.2)
   }
-  const selection = context?.selectionText?.trim()
+  const selection = context?.selectionText ? bounded(context.selectionText, MAX_RANKED_CONTEXT_CHARS).trim() : undefined
   if (selection) {
     hint("text", 0.2)
     if (!/\s/.test(selection) && isPathLike(selection)) hint("file", 0.4)

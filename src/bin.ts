@@ -1,16 +1,25 @@
 #!/usr/bin/env node
 /**
  * The `npx mcp-agentify` entry: arguments, `.env`, the config file, a stderr-only logger, then
- * the stdio server until stdin ends, `exit`, SIGINT or SIGTERM (each exits 0 after cleanup).
+ * the stdio server until stdin ends, `exit`, SIGINT, SIGTERM or SIGHUP (each exits 0 after
+ * every backend has stopped).
  */
-// The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, Either, Exit, Layer } from "effect"
+// First: signals are caught from the first moment (see Signals.ts).
+import { onStopSignal } from "./Signals.js"
+import { Cause, Effect, Either, Exit, FiberId, Layer } from "effect"
 import { parseArgs } from "node:util"
-import { type ConfigSources, GatewayConfig, LogLevelName, loadDotEnv, readConfigFile } from "./Config.js"
+import {
+  type ConfigSources,
+  GatewayConfig,
+  LogLevelName,
+  MAX_DURATION_MS,
+  readConfigFile,
+  readDotEnv
+} from "./Config.js"
 import * as Gateway from "./Gateway.js"
 import { LlmClient } from "./Llm.js"
 import * as Logging from "./Logging.js"
+import * as Reaper from "./Reaper.js"
 import { SERVER_VERSION, serveStdio } from "./Server.js"
 
 // stdout carries protocol frames only: anything a library prints with console.log goes to stderr.
@@ -28,10 +37,12 @@ Options:
   --help             print this and exit
   --version          print the version and exit
 
-Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL, AGENTIFY_CONFIG,
-AGENTIFY_MAX_FRAME_BYTES (a .env file in the current directory is loaded first and never overrides
-variables already set).
-With no config, one backend is started: @modelcontextprotocol/server-filesystem rooted at the current directory.
+Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL, DEBUG_PORT,
+AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES. A .env file in the current directory may supply these
+settings (never AGENTIFY_CONFIG) and never overrides variables already set; backends never inherit
+them (see inheritEnv).
+With no config, one backend is started: @modelcontextprotocol/server-filesystem rooted at the current
+directory (refused when that is / or the home directory).
 `
 
 const fail = (message: string): never => {
@@ -66,7 +77,7 @@ if (args.version) {
   process.exit(0)
 }
 
-loadDotEnv(process.cwd())
+const dotEnv = readDotEnv(process.cwd())
 
 const cliLogLevel = args["log-level"]
 if (cliLogLevel !== undefined && !(LogLevelName.literals as ReadonlyArray<string>).includes(cliLogLevel)) {
@@ -78,16 +89,19 @@ const file = configPath === undefined ? undefined : Either.getOrElse(readConfigF
 
 const sources: ConfigSources = {
   env: process.env,
+  dotEnv: dotEnv.settings,
   file,
   cliLogLevel: cliLogLevel as LogLevelName | undefined
 }
 
 // The LLM request timeout per attempt (default 30 s): a knob for slow local models and for tests.
 const openaiTimeoutMs = (() => {
-  const raw = process.env.OPENAI_TIMEOUT_MS?.trim()
+  const raw = (process.env.OPENAI_TIMEOUT_MS ?? dotEnv.settings.OPENAI_TIMEOUT_MS)?.trim()
   if (raw === undefined || raw === "") return undefined
   const ms = Number(raw)
-  return Number.isInteger(ms) && ms > 0 ? ms : fail("OPENAI_TIMEOUT_MS must be a positive whole number of milliseconds")
+  return Number.isInteger(ms) && ms > 0 && ms <= MAX_DURATION_MS
+    ? ms
+    : fail(`OPENAI_TIMEOUT_MS must be a whole number of milliseconds from 1 to ${MAX_DURATION_MS}`)
 })()
 
 const ConfigLive = GatewayConfig.layer(sources)
@@ -100,6 +114,10 @@ const main = Effect.gen(function* () {
   const config = yield* (yield* GatewayConfig).current
   Logging.setLevel(config.logLevel)
   yield* Effect.logInfo("mcp-agentify started", { version: SERVER_VERSION, pid: process.pid, backendsFrom: config.backendsSource })
+  if (dotEnv.refused.length > 0) {
+    yield* Effect.logWarning(`ignoring variables in .env that only the real environment may set: ${dotEnv.refused.join(", ")}`)
+  }
+  for (const note of config.notes) yield* note.level === "warn" ? Effect.logWarning(note.message) : Effect.logDebug(note.message)
   yield* serveStdio
 }).pipe(
   Effect.provide(MainLive),
@@ -107,13 +125,22 @@ const main = Effect.gen(function* () {
   Effect.provide(Logging.layer())
 )
 
-NodeRuntime.runMain(main, {
-  disablePrettyLogger: true,
-  disableErrorReporting: true,
-  // Always exit explicitly: a backend pipe or timer left open must not keep the process alive.
-  teardown: (exit, onExit) => {
-    const code = Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) ? 1 : 0
-    onExit(code)
-    process.exit(code)
-  }
+/** Longer than a backend's kill grace (2 s) plus its SIGKILL wait (2 s): cleanup normally ends first. */
+const FORCE_EXIT_MS = 8_000
+
+// Outlives this process only to stop its backends' process trees if it is killed (SIGKILL).
+Reaper.startWatchdog()
+// The event loop must stay alive while the fiber waits on nothing but effects.
+const keepAlive = setInterval(() => {}, 2 ** 30)
+const fiber = Effect.runFork(main)
+// Always exit explicitly: a backend pipe or timer left open must not keep the process alive.
+fiber.addObserver((exit) => {
+  clearInterval(keepAlive)
+  process.exit(Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) ? 1 : 0)
+})
+onStopSignal((signal) => {
+  process.stderr.write(`mcp-agentify: ${signal} received; stopping backends\n`)
+  // Whatever happens to cleanup, the process ends; Reaper's exit hook kills what is left.
+  setTimeout(() => process.exit(0), FORCE_EXIT_MS).unref()
+  fiber.unsafeInterruptAsFork(FiberId.none)
 })

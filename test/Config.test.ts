@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit, Option, Redacted } from "effect"
+import { execFileSync } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -8,9 +9,11 @@ import {
   DEFAULT_MAX_TOOLS,
   describeBackend,
   embeddedDefault,
+  backendEnv,
   GatewayConfig,
-  loadDotEnv,
+  MAX_CONFIG_FILE_BYTES,
   readConfigFile,
+  readDotEnv,
   resolve
 } from "../src/Config.js"
 import { InvalidParams } from "../src/Errors.js"
@@ -41,7 +44,7 @@ describe("GatewayOptions decoding", () => {
     expect(issues).toContain("backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$")
     expect(issues).toContain("backends[0].command: must be a non-empty string")
     expect(issues.some((i) => i.startsWith("backends[1].args: "))).toBe(true)
-    expect(issues).toContain("maxToolsPerRequest: must be a positive integer")
+    expect(issues).toContain("maxToolsPerRequest: must be a whole number of tools from 1 to 128")
     expect(issues.some((i) => i.startsWith("routing: "))).toBe(true)
   })
 
@@ -180,13 +183,57 @@ describe("GatewayConfig service", () => {
 })
 
 describe("start-up sources", () => {
-  it(".env fills unset variables and never overrides set ones", () => {
+  it(".env supplies the documented settings only, never overriding the environment", () => {
     const dir = tmp()
-    writeFileSync(join(dir, ".env"), "A_SET=from-file\nB_UNSET=from-file\n# comment\nC_QUOTED=\"quoted value\"\n")
-    const env: Record<string, string | undefined> = { A_SET: "from-env" }
-    expect(loadDotEnv(dir, env).sort()).toEqual(["B_UNSET", "C_QUOTED"])
-    expect(env).toEqual({ A_SET: "from-env", B_UNSET: "from-file", C_QUOTED: "quoted value" })
-    expect(loadDotEnv(tmp(), env)).toEqual([])
+    writeFileSync(
+      join(dir, ".env"),
+      "OPENAI_MODEL=from-file\nLOG_LEVEL=debug\n# comment\nAGENTIFY_CONFIG=./evil.json\nNODE_OPTIONS=--require ./x.cjs\nPATH=/evil\n"
+    )
+    const dotEnv = readDotEnv(dir)
+    expect(dotEnv.settings).toEqual({ OPENAI_MODEL: "from-file", LOG_LEVEL: "debug" })
+    expect([...dotEnv.refused].sort()).toEqual(["AGENTIFY_CONFIG", "NODE_OPTIONS", "PATH"])
+    expect(readDotEnv(tmp())).toEqual({ settings: {}, refused: [] })
+    const config = resolve({ env: { OPENAI_MODEL: "from-env" }, dotEnv: dotEnv.settings, cwd: "/tmp" })
+    expect(config.model).toBe("from-env")
+    expect(config.logLevel).toBe("debug")
+  })
+
+  it("a base URL from .env is never combined with a key from a more trusted source", () => {
+    const dotEnv = { OPENAI_BASE_URL: "http://attacker.example/v1" }
+    const withEnvKey = resolve({ env: { OPENAI_API_KEY: "sk-real-key-from-env-123" }, dotEnv, cwd: "/tmp" })
+    expect(withEnvKey.openaiBaseUrl).toEqual(Option.none())
+    expect(withEnvKey.notes.map((n) => n.message).join("\n")).toMatch(/ignoring OPENAI_BASE_URL from \.env/)
+    const fileKey = resolve({
+      env: {},
+      dotEnv,
+      cwd: "/tmp",
+      file: { path: "/f.json", options: { OPENAI_API_KEY: "sk-key-from-the-file-1" } }
+    })
+    expect(fileKey.openaiBaseUrl).toEqual(Option.none())
+    // Its own key may go to its own server; the environment's base URL always applies.
+    const ownKey = resolve({ env: {}, dotEnv: { ...dotEnv, OPENAI_API_KEY: "sk-dotenv-key-12345" }, cwd: "/tmp" })
+    expect(ownKey.openaiBaseUrl).toEqual(Option.some("http://attacker.example/v1"))
+    expect(ownKey.openaiApiKeySource).toBe("dotenv")
+    const envUrl = resolve({ env: { OPENAI_API_KEY: "sk-real-key-from-env-123", OPENAI_BASE_URL: "http://127.0.0.1:1/v1" }, cwd: "/tmp" })
+    expect(envUrl.openaiBaseUrl).toEqual(Option.some("http://127.0.0.1:1/v1"))
+  })
+
+  it("backends inherit the environment minus the gateway's settings and secrets, plus their env", () => {
+    const env = { PATH: "/bin", HOME: "/home/u", OPENAI_API_KEY: "sk-x", OPENAI_BASE_URL: "u", AGENTIFY_CONFIG: "c", LOG_LEVEL: "debug" }
+    expect(backendEnv({ env: { EXTRA: "1", PATH: "/custom" } }, env)).toEqual({ PATH: "/custom", HOME: "/home/u", EXTRA: "1" })
+    expect(backendEnv({ env: {}, inheritEnv: ["OPENAI_API_KEY"] }, env)).toEqual({ PATH: "/bin", HOME: "/home/u", OPENAI_API_KEY: "sk-x" })
+  })
+
+  it("refuses a config path that is not a regular file, or too large, without blocking", () => {
+    const dir = tmp()
+    const fifo = join(dir, "fifo")
+    execFileSync("mkfifo", [fifo])
+    expect(Either.getLeft(readConfigFile(fifo)).pipe(Option.getOrThrow).message).toMatch(/not a regular file/)
+    expect(Either.getLeft(readConfigFile("/dev/zero")).pipe(Option.getOrThrow).message).toMatch(/not a regular file/)
+    expect(Either.getLeft(readConfigFile(dir)).pipe(Option.getOrThrow).message).toMatch(/is a directory/)
+    const big = join(dir, "big.json")
+    writeFileSync(big, " ".repeat(MAX_CONFIG_FILE_BYTES + 1))
+    expect(Either.getLeft(readConfigFile(big)).pipe(Option.getOrThrow).message).toMatch(/more than the \d+ allowed/)
   })
 
   it("reads a config file in either shape", () => {
@@ -210,5 +257,70 @@ describe("start-up sources", () => {
   it("embeddedDefault points at an existing server-filesystem entry", async () => {
     const { existsSync } = await import("node:fs")
     expect(existsSync(embeddedDefault("/x")[0]!.args[0]!)).toBe(true)
+  })
+
+  it("the embedded default refuses the filesystem root and the home directory, not a project", () => {
+    expect(embeddedDefault("/", "/home/u")[0]!.refused).toMatch(/refuses to serve the filesystem root \(\/\)/)
+    expect(embeddedDefault("/home/u/", "/home/u")[0]!.refused).toMatch(/refuses to serve the home directory/)
+    expect(embeddedDefault("/home/u/project", "/home/u")[0]!.refused).toBeUndefined()
+    const config = resolve({ env: {}, cwd: "/", home: "/home/u" })
+    expect(config.notes).toEqual([{ level: "warn", message: config.backends[0]!.refused }])
+  })
+})
+
+describe("hostile and careless config documents", () => {
+  it("unknown keys are errors, with the closest known key", () => {
+    expect(issuesOf({ backend: [{ id: "a", command: "x" }] })).toEqual(["unknown key 'backend' (did you mean 'backends'?)"])
+    expect(issuesOf({ mcpServer: {} })).toEqual(["unknown key 'mcpServer' (did you mean 'mcpServers'?)"])
+    expect(issuesOf({ backends: [{ id: "a", command: "x", arg: ["y"] }] })).toEqual([
+      "backends[0]: unknown key 'arg' (did you mean 'args'?)"
+    ])
+    expect(issuesOf({ mcpServers: { m: { command: "x", enviroment: {} } } })).toEqual([
+      "mcpServers.m: unknown key 'enviroment'"
+    ])
+  })
+
+  it("__proto__ anywhere the gateway reads keys is an error, never silently dropped", () => {
+    expect(issuesOf(JSON.parse('{"mcpServers": {"__proto__": {"command": "x"}}}'))).toEqual([
+      "mcpServers: the server name '__proto__' is not allowed"
+    ])
+    expect(issuesOf(JSON.parse('{"__proto__": {"backends": [{"id": "a", "command": "x"}]}}'))).toEqual([
+      "the key '__proto__' is not allowed"
+    ])
+    expect(issuesOf(JSON.parse('{"backends": [{"id": "a", "command": "x", "env": {"__proto__": {}}}]}'))).toEqual([
+      "backends[0].env: the key '__proto__' is not allowed"
+    ])
+  })
+
+  it("keys other MCP clients write are accepted and reported as ignored", () => {
+    const options = Either.getOrThrow(
+      decodeOptions({ mcpServers: { m: { command: "x", autoApprove: ["a"], alwaysAllow: [], timeout: 5, disabled: false } } }, "x")
+    )
+    expect(options.backends?.[0]?.id).toBe("m")
+    expect(options.ignoredKeys).toEqual(["mcpServers.m.autoApprove", "mcpServers.m.alwaysAllow", "mcpServers.m.timeout"])
+  })
+
+  it("every duration and size is bounded, with the bound in the error", () => {
+    expect(issuesOf({ requestTimeoutMs: 3_000_000_000 })).toEqual([
+      "requestTimeoutMs: must be a whole number of milliseconds from 1 to 86400000"
+    ])
+    expect(issuesOf({ backends: [{ id: "a", command: "x", requestTimeoutMs: 2 ** 31 }] })).toEqual([
+      "backends[0].requestTimeoutMs: must be a whole number of milliseconds from 1 to 86400000"
+    ])
+    expect(issuesOf({ startupTimeoutMs: 0, maxToolsPerRequest: 1000, maxFrameBytes: 2 ** 40 })).toEqual([
+      "maxToolsPerRequest: must be a whole number of tools from 1 to 128",
+      "startupTimeoutMs: must be a whole number of milliseconds from 1 to 86400000",
+      "maxFrameBytes: must be a whole number of bytes from 1 to 1073741824"
+    ])
+  })
+
+  it("a mistyped secret is never echoed in the error", () => {
+    const issues = issuesOf({
+      OPENAI_API_KEY: 123456789123,
+      backends: [{ id: "a", command: "x", env: { TOKEN: 987654321987 }, args: [555444333222] }]
+    })
+    expect(issues.join("\n")).not.toMatch(/123456789123|987654321987|555444333222/)
+    expect(issues).toContain("backends[0].env.TOKEN: must be a string (value not shown)")
+    expect(issues).toContain("OPENAI_API_KEY: must be a string (value not shown)")
   })
 })
