@@ -705,7 +705,7 @@ const spawnConnection = (
     }
     child.once("error", onError)
     child.once("spawn", onSpawn)
-    if (child.stdin === null || child.stdout === null || child.stderr === null) return
+    if (!child.stdin || !child.stdout || !child.stderr) return
     // Listeners go on before anything can be emitted: an early exit must not be missed.
     connection = new Connection(child, config.id, tag, maxFrameBytes, logs, inbound)
   })

@@ -294,9 +294,14 @@ export const make = (options: ManagerOptions = {}) =>
       )
 
     const stopUnlocked = Effect.suspend(() => {
-      const fibers = entries.flatMap((e) => (e.fiber === undefined ? [] : [e.fiber]))
-      for (const e of entries) e.fiber = undefined
-      return fibers.length === 0 ? Effect.void : Fiber.interruptAll(fibers)
+      const stopping = entries
+      const fibers = stopping.flatMap((e) => (e.fiber === undefined ? [] : [e.fiber]))
+      for (const e of stopping) e.fiber = undefined
+      return (fibers.length === 0 ? Effect.void : Fiber.interruptAll(fibers)).pipe(
+        // A lifecycle interrupted before it ever ran never reaches its own `ensuring`: release a
+        // start() still waiting for it (a shutdown right behind initialize).
+        Effect.zipRight(Effect.forEach(stopping, (e) => Deferred.succeed(e.settled, undefined), { discard: true }))
+      )
     })
 
     const stopAll: Effect.Effect<void> = lock.withPermits(1)(stopUnlocked)

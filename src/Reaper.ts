@@ -120,15 +120,18 @@ while IFS= read -r line; do
     -*) groups=$(printf '%s' "$groups" | sed "s/ \${line#-} / /") ;;
   esac
 done
+found=0
 reap() {
-  for g in $groups; do kill -s "$1" -- "-$g" 2>/dev/null; done
+  found=0
+  for g in $groups; do kill -s "$1" -- "-$g" 2>/dev/null && found=1; done
   if [ -d /proc/self ]; then
     for f in $(grep -lzs "^$marker" /proc/[0-9]*/environ 2>/dev/null); do
-      p="\${f#/proc/}"; kill -s "$1" "\${p%/environ}" 2>/dev/null
+      p="\${f#/proc/}"; kill -s "$1" "\${p%/environ}" 2>/dev/null && found=1
     done
   fi
 }
 reap TERM
+[ "$found" = 1 ] || exit 0
 sleep "$grace"
 reap KILL
 `

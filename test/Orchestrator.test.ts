@@ -36,6 +36,7 @@ describe("orchestration codes, each from its real situation", () => {
     { match: "broken json", reply: { tool: "echo__echo", arguments: "{not json" } },
     { match: "array args", reply: { tool: "echo__echo", arguments: "[1,2]" } },
     { match: "add nothing", reply: { tool: "echo__add", arguments: {} } },
+    { match: "proto args", reply: { tool: "echo__proto_args", arguments: {} } },
     { match: "tool fails", reply: { tool: "echo__fail", arguments: {} } },
     { match: "crash it", reply: { tool: "echo__crash", arguments: {} } },
     { match: "hang it", reply: { tool: "echo__hang", arguments: {} } }
@@ -94,6 +95,10 @@ describe("orchestration codes, each from its real situation", () => {
         const missing = yield* failureOf({ query: "add nothing" })
         expect(missing.code).toBe(-32003)
         expect(missing.message).toMatch(/required arguments 'a', 'b'/)
+        // Names every object inherits are still missing when the model leaves them out.
+        const inherited = yield* failureOf({ query: "proto args" })
+        expect(inherited.code).toBe(-32003)
+        expect(inherited.message).toMatch(/required arguments 'toString', 'constructor'/)
       }))
 
     it.effect("-32004: an isError tool result, a crash, a timeout — each naming the backend", () =>

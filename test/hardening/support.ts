@@ -283,7 +283,16 @@ const parentOf = (pid: number): number | undefined => {
   }
 }
 
-/** Every live process below `pid` (children, grandchildren, ...), from /proc. */
+/** The gateway's watchdog (see src/Reaper.ts): its own helper, not a backend. */
+export const isWatchdog = (pid: number): boolean => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").includes("agentify-watchdog")
+  } catch {
+    return false
+  }
+}
+
+/** Every live process below `pid` (children, grandchildren, ...), from /proc; the watchdog aside. */
 export const descendants = (pid: number): Array<number> => {
   const children = new Map<number, Array<number>>()
   for (const entry of readdirSync("/proc")) {
@@ -298,6 +307,7 @@ export const descendants = (pid: number): Array<number> => {
   const found: Array<number> = []
   const visit = (p: number) => {
     for (const c of children.get(p) ?? []) {
+      if (isWatchdog(c)) continue
       if (isAlive(c)) found.push(c)
       visit(c)
     }
