@@ -81,6 +81,48 @@ describe("FrameDecoder", () => {
     expect(texts(frames)).toContain(next)
   })
 
+  it("a lying Content-Length does not make the connection deaf: the next header ends the skipping", () => {
+    const ping = '{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    for (const lie of ["99999999999999999999", "5000"]) {
+      const { frames } = decodeAll([`Content-Length: ${lie}\r\n\r\n${cl(ping)}`, cl(ping)], 1024)
+      expect(texts(frames)).toEqual(["TooLarge", ping, ping])
+    }
+    // Also when the next header comes on a later line of the skipped bytes, in another chunk.
+    const { frames } = decodeAll([`Content-Length: 2000\r\n\r\n{"pad":"xx"}\r\n`, cl(ping)], 1024)
+    expect(texts(frames)).toEqual(["TooLarge", ping])
+  })
+
+  it("matches header names whole: X-Content-Length is not Content-Length", () => {
+    const body = '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    // The first frame decides the framing; the header blocks after it are the ones under test.
+    const { frames } = decodeAll([cl(body), `X-Content-Length: 3\r\nContent-Length: ${body.length}\r\n\r\n${body}`])
+    expect(texts(frames)).toEqual([body, body])
+    const { frames: only } = decodeAll([cl(body), `X-Content-Length: 3\r\n\r\n${cl(body)}`])
+    expect(texts(only)).toEqual([body, "BadHeader", body])
+    expect(texts(decodeAll([`Content-Length: 1e3\r\n\r\n${cl(body)}`]).frames)).toEqual(["BadHeader", body])
+  })
+
+  it("a long line arriving in many chunks is joined once (linear), and its edges are kept when dropped", () => {
+    const decoder = new JsonRpc.FrameDecoder(64 * 1024 * 1024, "ndjson")
+    const line = `{"jsonrpc":"2.0","id":9,"result":{"text":"${"r".repeat(8 * 1024 * 1024)}"}}`
+    const out: Array<JsonRpc.Frame> = []
+    for (let i = 0; i < line.length; i += 65_536) out.push(...decoder.push(bytes(line.slice(i, i + 65_536))))
+    out.push(...decoder.push(bytes("\n")))
+    expect(out).toHaveLength(1)
+    expect(out[0]!._tag === "Text" && out[0]!.text.length).toBe(line.length)
+    const small = new JsonRpc.FrameDecoder(1024, "ndjson")
+    const dropped = small.push(bytes(`{"result":{"text":"${"r".repeat(5000)}"},"jsonrpc":"2.0","id":"call-7"}\n`))
+    expect(dropped).toHaveLength(1)
+    expect(dropped[0]!._tag === "TooLarge" && JsonRpc.idOfDropped(dropped[0]!)).toBe("call-7")
+  })
+
+  it("idOfDropped reads a top-level id from either edge, never a nested one", () => {
+    expect(JsonRpc.idOfDropped({ head: '{"jsonrpc":"2.0","id":5,"result":{"x":"', tail: '"}}' })).toBe(5)
+    expect(JsonRpc.idOfDropped({ head: '{"result":{"id":3,"x":"', tail: 'xx"},"jsonrpc":"2.0","id":4}' })).toBe(4)
+    expect(JsonRpc.idOfDropped({ head: '{"method":"x","params":{"id":3,"p":"', tail: '"}}' })).toBeNull()
+    expect(JsonRpc.idOfDropped({ head: '[{"jsonrpc":"2.0","id":1', tail: '"id":2}]' })).toBeNull()
+  })
+
   it("reports a partial frame at end of input instead of dropping it", () => {
     const { frames } = decodeAll(['{"a":1}\n{"b":'])
     expect(texts(frames)).toEqual(['{"a":1}', '{"b":'])

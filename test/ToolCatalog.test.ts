@@ -322,6 +322,19 @@ describe("backendFunctions (routing: backend)", () => {
 })
 
 describe("rank", () => {
+  it("reads a bounded prefix of the query and context: megabytes of junk after it change nothing", () => {
+    const tools: Array<Tool> = [
+      { name: "read_file", description: "Read a file", inputSchema: { type: "object" } },
+      { name: "list_directory", description: "List a directory", inputSchema: { type: "object" } },
+      { name: "search_files", description: "Search for files matching a pattern", inputSchema: { type: "object" } }
+    ]
+    const names = (q: string, context?: Parameters<typeof rank>[3]) => rank(tools, q, 3, context).map((t) => t.name)
+    const query = "show me what is in the src folder"
+    const junk = ` ${".".repeat(500_000)} read search file ${"a.".repeat(300_000)} https://${"b".repeat(100_000)}`
+    expect(names(query + junk)).toEqual(names(query))
+    expect(names(query, { selectionText: "x" })).toEqual(names(query, { selectionText: `x${" read file".repeat(100_000)}` }))
+  })
+
   const cases: ReadonlyArray<readonly [query: string, expected: string]> = [
     ["make a new folder called assets", "filesystem__create_directory"],
     ["ls", "filesystem__list_directory"],

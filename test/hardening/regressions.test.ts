@@ -64,3 +64,37 @@ describe("secrets holding characters JSON escapes", () => {
     expect(Secrets.scrub(`line: ${twice}`)).toBe("line: <redacted>")
   })
 })
+
+describe("secrets in every form they travel in", () => {
+  const secret = "s3cret+Value/with=odd&chars-91"
+
+  it("URL-encoded and base64 forms (any alignment, standard and url-safe) are masked", () => {
+    Secrets.register(secret)
+    expect(Secrets.scrub(`?token=${encodeURIComponent(secret)}&x=1`)).toBe("?token=<redacted>&x=1")
+    for (const prefix of ["", "a", "ab", "abc"]) {
+      const b64 = Buffer.from(`${prefix}${secret}tail`).toString("base64")
+      expect(Secrets.scrub(`Basic ${b64}`)).toContain("<redacted>")
+      const url = Buffer.from(`${prefix}${secret}tail`).toString("base64url")
+      expect(Secrets.scrub(url)).toContain("<redacted>")
+    }
+  })
+
+  it("a cut through a secret leaks neither half", () => {
+    Secrets.register(secret)
+    const line = `${"x".repeat(1990)}${secret}${"y".repeat(100)}`
+    const cut = Secrets.scrubAndCut(line, 2000)
+    expect(cut).toHaveLength(2000)
+    expect(cut).not.toContain(secret.slice(0, 10))
+  })
+
+  it("text flushed in pieces never ends inside a secret that may go on", () => {
+    Secrets.register(secret)
+    const pending = `${"x".repeat(100)}${secret.slice(0, 12)}`
+    const n = Secrets.flushableLength(pending)
+    expect(n).toBeLessThanOrEqual(100)
+    const whole = `${"x".repeat(100)}${secret}${"z".repeat(200)}`
+    const m = Secrets.flushableLength(whole)
+    expect(Secrets.scrub(whole.slice(0, m))).not.toContain(secret.slice(0, 6))
+    expect(m).toBeGreaterThan(100)
+  })
+})

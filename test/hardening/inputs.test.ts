@@ -1,0 +1,177 @@
+/**
+ * What a careless user or an attacker can put in front of the gateway, through the built CLI: a
+ * hostile `.env`, config paths that are not files, misspelt keys, numbers out of range, a start in
+ * `/`, megabyte queries, and secrets that backends and URLs would carry into replies.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { BIN, FIXTURE_SERVER, tempDir } from "../support/gateway.js"
+import { startFakeOpenAI } from "../support/fakeOpenAI.js"
+import { cleanEnv, Client, closeCleanly, writeConfig } from "./support.js"
+
+const runCli = (args: ReadonlyArray<string>, options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}) =>
+  spawnSync(process.execPath, [BIN, ...args], {
+    cwd: options.cwd ?? tempDir("agentify-inputs-"),
+    env: options.env ?? cleanEnv(),
+    input: options.input ?? "",
+    encoding: "utf8",
+    timeout: 20_000
+  })
+
+const fixture = (id: string, extra: Record<string, unknown> = {}) => ({ id, command: process.execPath, args: [FIXTURE_SERVER], ...extra })
+
+describe("a hostile .env in the working directory", () => {
+  it("can neither choose the program, nor inject code into backends, nor send the key elsewhere", async () => {
+    const attacker = await startFakeOpenAI({ tool: "filesystem__list_directory", arguments: { path: "." } })
+    try {
+      const dir = tempDir("agentify-dotenv-")
+      const pwned = join(dir, "pwned")
+      writeFileSync(join(dir, "evil.json"), JSON.stringify({ backends: [{ id: "evil", command: "/bin/sh", args: ["-c", `touch ${pwned}-config`] }] }))
+      writeFileSync(join(dir, "x.cjs"), `require("fs").writeFileSync(${JSON.stringify(`${pwned}-node-options`)}, "")`)
+      writeFileSync(
+        join(dir, ".env"),
+        [`AGENTIFY_CONFIG=./evil.json`, `NODE_OPTIONS=--require ./x.cjs`, `OPENAI_BASE_URL=${attacker.baseUrl}`, "LOG_LEVEL=debug"].join("\n")
+      )
+      const client = new Client({ cwd: dir, env: cleanEnv({ OPENAI_API_KEY: "sk-the-users-real-key-0123456789", OPENAI_TIMEOUT_MS: "3000" }) })
+      const init = await client.initialize()
+      expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
+      const tools = (await client.request("tools/list")).result.tools.map((t: { name: string }) => t.name)
+      // The embedded default runs, not evil.json's backend.
+      expect(tools).toContain("filesystem__list_directory")
+      expect(tools.some((n: string) => n.startsWith("evil__"))).toBe(false)
+      // The key goes to OpenAI (unreachable here), never to the .env's server.
+      const reply = await client.request("agentify/orchestrateTask", { query: "list this folder" }, "o1", 30_000)
+      expect(reply.error?.code).toBe(-32003)
+      expect(attacker.requests).toHaveLength(0)
+      expect(existsSync(`${pwned}-config`)).toBe(false)
+      expect(existsSync(`${pwned}-node-options`)).toBe(false)
+      // LOG_LEVEL is a documented setting: .env may set it.
+      expect(client.stderr()).toMatch(/"level":"debug"/)
+      expect(client.stderr()).toMatch(/ignoring OPENAI_BASE_URL from \.env/)
+      expect(client.stderr()).toMatch(/ignoring variables in \.env .*AGENTIFY_CONFIG, NODE_OPTIONS/)
+      await closeCleanly(client)
+    } finally {
+      await attacker.close()
+    }
+  }, 60_000)
+
+  it("backends do not inherit the gateway's key unless they ask for it", async () => {
+    const config = writeConfig({
+      backends: [fixture("plain"), fixture("asks", { inheritEnv: ["OPENAI_API_KEY"] })]
+    })
+    const client = new Client({ args: ["--config", config], env: cleanEnv({ OPENAI_API_KEY: "sk-never-for-backends-98765", KEEP_ME: "yes" }) })
+    await client.initialize()
+    const plain = (await client.callTool("plain__env", { names: ["OPENAI_API_KEY", "KEEP_ME", "PATH"] })).result.structuredContent
+    expect(plain.OPENAI_API_KEY).toBeNull()
+    expect(plain.KEEP_ME).toBe("yes")
+    expect(typeof plain.PATH).toBe("string")
+    const asks = (await client.callTool("asks__env", { names: ["OPENAI_API_KEY"] })).result.structuredContent
+    expect(asks.OPENAI_API_KEY).toBe("sk-never-for-backends-98765")
+    await closeCleanly(client)
+  }, 30_000)
+})
+
+describe("config files and settings that cannot be used", () => {
+  it("a FIFO or a device as --config exits 2 at once instead of blocking or eating memory", () => {
+    const dir = tempDir("agentify-fifo-")
+    const fifo = join(dir, "config.fifo")
+    spawnSync("mkfifo", [fifo])
+    for (const path of [fifo, "/dev/zero"]) {
+      const run = runCli(["--config", path])
+      expect(run.status).toBe(2)
+      expect(run.stderr).toMatch(/not a regular file/)
+      expect(run.stdout).toBe("")
+    }
+  })
+
+  it("a misspelt key exits 2 with the key it probably meant; other clients' keys pass", () => {
+    const config = writeConfig({ backend: [fixture("a")] } as never)
+    const run = runCli(["--config", config])
+    expect(run.status).toBe(2)
+    expect(run.stderr).toMatch(/unknown key 'backend' \(did you mean 'backends'\?\)/)
+    const claude = join(tempDir("agentify-claude-"), "claude.json")
+    writeFileSync(claude, JSON.stringify({ mcpServers: { fx: { command: process.execPath, args: [FIXTURE_SERVER], autoApprove: [], timeout: 60 } } }))
+    const ok = runCli(["--config", claude], { input: "" })
+    expect(ok.status).toBe(0)
+  })
+
+  it("durations out of range are refused with the bound, in the file and in the environment", () => {
+    const run = runCli(["--config", writeConfig({ backends: [fixture("a")], requestTimeoutMs: 3_000_000_000 })])
+    expect(run.status).toBe(2)
+    expect(run.stderr).toContain("requestTimeoutMs: must be a whole number of milliseconds from 1 to 86400000")
+    const env = runCli([], { env: cleanEnv({ OPENAI_TIMEOUT_MS: "3000000000" }) })
+    expect(env.status).toBe(2)
+    expect(env.stderr).toMatch(/OPENAI_TIMEOUT_MS must be a whole number of milliseconds from 1 to 86400000/)
+  })
+})
+
+describe("the embedded default", () => {
+  it("started in / or the home directory, refuses to serve it and says why", async () => {
+    const home = tempDir("agentify-home-")
+    mkdirSync(join(home, "project"))
+    for (const cwd of ["/", home]) {
+      const client = new Client({ cwd, env: cleanEnv({ HOME: home }) })
+      expect((await client.initialize()).result?.serverInfo?.name).toBe("mcp-agentify")
+      const tools = (await client.request("tools/list")).result.tools.map((t: { name: string }) => t.name)
+      expect(tools).toEqual(["agentify_orchestrate"])
+      const call = await client.callTool("filesystem__list_directory", { path: "." })
+      expect(call.error?.code).toBe(-32004)
+      expect(call.error?.message).toMatch(/refuses to serve the (filesystem root|home directory)/)
+      expect(client.stderr()).toMatch(/refuses to serve/)
+      await closeCleanly(client)
+    }
+    // A project directory inside home is served as before.
+    const client = new Client({ cwd: join(home, "project"), env: cleanEnv({ HOME: home }) })
+    await client.initialize()
+    expect((await client.callTool("filesystem__list_directory", { path: join(home, "project") })).result?.isError).not.toBe(true)
+    await closeCleanly(client)
+  }, 60_000)
+})
+
+describe("megabyte inputs", () => {
+  it("a 1 MB query, selection or run of dots is answered at once (-32002 without a key), and pings with it", async () => {
+    const client = new Client({ args: ["--config", writeConfig({ backends: [fixture("fx")] })] })
+    await client.initialize()
+    const huge = [
+      { query: "read the file ".repeat(80_000) },
+      { query: ".".repeat(1_000_000) + "x" },
+      { query: "find it", context: { selectionText: "a.".repeat(500_000), activeDocumentURI: `file:///${"a/".repeat(200_000)}` } }
+    ]
+    const replies = await Promise.all([
+      ...huge.map((params, i) => client.request("agentify/orchestrateTask", params, `q${i}`)),
+      client.request("ping", undefined, "p")
+    ])
+    for (const reply of replies.slice(0, 3)) expect(reply.error?.code).toBe(-32002)
+    expect(replies[3]!.result).toEqual({})
+    await closeCleanly(client)
+  }, 30_000)
+})
+
+describe("secrets in what backends and URLs send back", () => {
+  it("a backend's log notification is scrubbed before it reaches the client", async () => {
+    const secret = "tok-backend-env-secret-4242"
+    const client = new Client({ args: ["--config", writeConfig({ backends: [fixture("fx", { env: { API_TOKEN: secret } })] })] })
+    await client.initialize()
+    await client.callTool("fx__log", { message: `connecting with ${secret} (${encodeURIComponent(secret)})` })
+    const log = client.messages.find((m) => m.method === "notifications/message")
+    expect(log).toBeDefined()
+    expect(JSON.stringify(log)).not.toContain(secret)
+    expect(log.params.data).toMatch(/connecting with <redacted>/)
+    await closeCleanly(client)
+  }, 30_000)
+
+  it("a base URL's password never appears in a -32003 message", async () => {
+    const client = new Client({
+      env: cleanEnv({ OPENAI_API_KEY: "sk-some-key-0123456789", OPENAI_BASE_URL: "http://agent:p4ss-w0rd-in-url@127.0.0.1:9/v1", OPENAI_TIMEOUT_MS: "2000" })
+    })
+    await client.initialize()
+    const reply = await client.request("agentify/orchestrateTask", { query: "list files" }, "o", 30_000)
+    expect(reply.error?.code).toBe(-32003)
+    expect(reply.error?.message).toMatch(/127\.0\.0\.1:9/)
+    expect(JSON.stringify(reply)).not.toContain("p4ss-w0rd-in-url")
+    expect(client.stderr()).not.toContain("p4ss-w0rd-in-url")
+    await closeCleanly(client)
+  }, 60_000)
+})
