@@ -1,5 +1,5 @@
 /**
- * Gateway configuration: the GatewayOptions / BackendConfig schemas (CONTRACT.md section 3), the
+ * Gateway configuration: the GatewayOptions / BackendConfig schemas, the
  * Claude Desktop / Cursor `mcpServers` shape, every source with its precedence, and the
  * `GatewayConfig` service that holds the configuration in force.
  *
@@ -694,7 +694,7 @@ export class ConfigFileError extends Schema.TaggedError<ConfigFileError>()("Conf
   message: Schema.String
 }) {}
 
-/** Reads and validates a config file (either shape of CONTRACT.md section 3). */
+/** Reads and validates a config file (GatewayOptions or the mcpServers shape). */
 export const readConfigFile = (file: string): Either.Either<NonNullable<ConfigSources["file"]>, ConfigFileError> => {
   const absolute = path.resolve(file)
   const read = readRegularFile(absolute, MAX_CONFIG_FILE_BYTES)

@@ -4,7 +4,7 @@
  * handling and cancellation, and a single writer.
  *
  * Written by hand rather than with @effect/rpc's serialization, which loses string ids, answers
- * notifications and stops on one malformed line (DESIGN.md). A connection is an Effect `Stream`
+ * notifications and stops on one malformed line. A connection is an Effect `Stream`
  * in and a `Sink` out, or, for stdio, Node's own streams read and written directly: the hot path
  * then costs one fiber per request and nothing per chunk (see the README's benchmarks).
  * The rules this module keeps: every request with an id gets exactly one reply, a notification

@@ -85,7 +85,7 @@ export const textResult = (text: string, isError = false): CallToolResult => ({
   ...(isError ? { isError: true } : {})
 })
 
-/** The orchestration request's `context` (CONTRACT.md section 2). */
+/** The orchestration request's `context`. */
 export const TaskContext = Schema.Struct({
   activeDocumentURI: Schema.optional(Schema.NullOr(Schema.String)),
   currentWorkingDirectory: Schema.optional(Schema.NullOr(Schema.String)),

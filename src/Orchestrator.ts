@@ -1,5 +1,5 @@
 /**
- * Orchestration: a natural-language request becomes one backend call (CONTRACT.md section 4).
+ * Orchestration: a natural-language request becomes one backend call.
  *
  *   params -> tools offered to the model -> one Chat Completions request -> plan -> checked plan
  *   -> backend call -> result

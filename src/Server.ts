@@ -161,7 +161,7 @@ export class Server extends Context.Tag("mcp-agentify/Server")<
         return backends.executeOnBackend(entry.backendId, "tools/call", { ...p, name: entry.toolName })
       }
 
-      /** Adds the query to an orchestration failure's data, as CONTRACT.md section 4 asks. */
+      /** Adds the query to an orchestration failure's data. */
       const orchestrateTask = (params: unknown) =>
         orchestrator.orchestrate(params).pipe(
           Effect.mapError((error): GatewayError => {

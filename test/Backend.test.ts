@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import * as Backend from "../src/Backend.js"
 import { BackendError } from "../src/Errors.js"
-import { eventually, filesystemBackend, firstText, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
+import { eventually, filesystemBackend, FIXTURE_TOOL_COUNT, firstText, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
 
 
 describe("Backend session", () => {
@@ -54,7 +54,7 @@ describe("Backend session", () => {
       expect(names).toContain("tool_0")
       expect(names).toContain("tool_24")
       expect(new Set(names).size).toBe(names.length)
-      expect(names.length).toBe(13 + 25)
+      expect(names.length).toBe(FIXTURE_TOOL_COUNT + 25)
     }), 15_000)
 
   it.scopedLive("passes results through unchanged, isError included", () =>

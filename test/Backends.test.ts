@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import type { BackendConfig } from "../src/Config.js"
 import { Backends, type BackendStatus } from "../src/Backends.js"
-import { eventually, firstText, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
+import { eventually, firstText, FIXTURE_TOOL_COUNT, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
 
 const OPTIONS = { startupTimeoutMs: 10_000, requestTimeoutMs: 10_000 }
 /** Fast restarts and a short kill grace keep the tests quick. */
@@ -59,7 +59,7 @@ describe("Backends", () => {
           ["beta", "ready"],
           ["off", "stopped"]
         ])
-        expect(states[0]).toMatchObject({ protocolVersion: "2025-11-25", restarts: 0, toolCount: 13, pid: expect.any(Number) })
+        expect(states[0]).toMatchObject({ protocolVersion: "2025-11-25", restarts: 0, toolCount: FIXTURE_TOOL_COUNT, pid: expect.any(Number) })
 
         const result = yield* backends.executeOnBackend("beta", "tools/call", { name: "echo", arguments: { x: 1 } })
         expect(firstText(result)).toBe('{"x":1}')
@@ -204,7 +204,7 @@ describe("Backends", () => {
         yield* backends.executeOnBackend("talker", "tools/call", { name: "add_tool", arguments: { name: "fresh_tool" } })
         yield* changes.next()
         expect((yield* backends.tools)[0]!.tools.map((t) => t.name)).toContain("fresh_tool")
-        expect((yield* stateOf(backends, "talker"))!.toolCount).toBe(14)
+        expect((yield* stateOf(backends, "talker"))!.toolCount).toBe(FIXTURE_TOOL_COUNT + 1)
       })
     ), 20_000)
 

@@ -72,3 +72,6 @@ export const eventually = (check: () => boolean, ms = 2_000) =>
     while (!check() && Date.now() < deadline) yield* Effect.sleep(20)
     return check()
   })
+
+/** How many tools the fixture lists before `--tools N` and `--odd-names` add theirs. */
+export const FIXTURE_TOOL_COUNT = 18
