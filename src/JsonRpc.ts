@@ -159,7 +159,7 @@ export class FrameDecoder {
       this.discarding = 0
       return [tooLarge(this.discarded)]
     }
-    if (this.framing === "ndjson" || (this.framing === undefined && this.parts.length > 0)) {
+    if (this.framing === "ndjson") {
       const rest = Buffer.concat(this.parts)
       this.parts = []
       this.partsLength = 0

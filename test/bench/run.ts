@@ -11,6 +11,9 @@
  *   memory        the gateway's RSS with 10 backends: idle, after a 1,000-call warm-up, after 20,000
  *                 calls more; and its live heap after a full GC (test/support/heap-probe.mjs)
  *   catalog       buildCatalog + toolFunctions, and rank, over 1,000 tools (in this process)
+ *   hostile       rank with a 1 MB query and a 1 MB selection (in this process, the event-loop stall a
+ *                 pasted megabyte costs); a 6 MiB tool result direct vs through the gateway (time,
+ *                 and the gateway's peak RSS)
  *
  * The machine may be busy: every comparison runs in alternating rounds (A B, B A, ...) so that load
  * falls on both sides alike. No network. Writes test/bench/results/latest.json.
@@ -46,7 +49,7 @@ const { values: options } = parseArgs({
     gateway: { type: "string" }
   }
 })
-const SECTIONS = ["catalog", "startup", "passthrough", "orchestration", "memory"] as const
+const SECTIONS = ["catalog", "startup", "passthrough", "orchestration", "memory", "hostile"] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
 const enabled = (section: Section) => only === undefined || only.includes(section)
@@ -507,6 +510,23 @@ const lines = (): Array<Line> => {
       pass: undefined
     })
   }
+  const h = results.hostile as any
+  if (h !== undefined) {
+    const worst = Math.max(...(Object.values(h.rank1mbMedianMs) as Array<number>))
+    out.push({
+      figure: "rank, 1,000 tools, 1 MB query or selection: worst median (ms)",
+      value: `${worst} (${Object.entries(h.rank1mbMedianMs).map(([k, v]) => `${k} ${v}`).join(", ")})`,
+      goal: "≤ 50 ms",
+      pass: worst <= 50
+    })
+    out.push({
+      figure: "6 MiB tool result: direct / through the gateway (ms)",
+      value: `${h.bigReply.directMedianMs} / ${h.bigReply.gatewayMedianMs}`,
+      goal: "",
+      pass: undefined
+    })
+    out.push({ figure: "6 MiB tool result: gateway peak RSS (MB)", value: `${h.bigReply.gatewayPeakRssMb}`, goal: "≤ 200 MB", pass: h.bigReply.gatewayPeakRssMb <= 200 })
+  }
   const c = results.catalog as any
   if (c !== undefined) {
     out.push({ figure: "catalog 1,000 tools: build + functions (ms)", value: `p50 ${c.build.median}, p99 ${c.build.p99}`, goal: "", pass: undefined })
@@ -555,6 +575,61 @@ const machine = () => {
   }
 }
 
+/** What hostile input costs: a pasted megabyte in a query, a backend's megabytes in one reply. */
+const benchHostile = async () => {
+  const backends = syntheticBackends(1_000)
+  const entries = buildCatalog(backends).entries
+  rankEntries(entries, QUERIES[0]!, 32)
+  const inputs: Record<string, [string, { selectionText?: string } | undefined]> = {
+    words: ["read the file ".repeat(80_000), undefined],
+    dots: [".".repeat(1_000_000), undefined],
+    selection: ["explain this", { selectionText: "a.".repeat(500_000) }]
+  }
+  const rank1mb: Record<string, number> = {}
+  for (const [name, [query, context]] of Object.entries(inputs)) {
+    const samples: Array<number> = []
+    for (let i = 0; i < (quick ? 5 : 20); i++) {
+      const start = performance.now()
+      rankEntries(entries, query, 32, context)
+      samples.push(performance.now() - start)
+    }
+    rank1mb[name] = round3(percentile(sortedCopy(samples), 50))
+  }
+  const bytes = 6 * 1024 * 1024
+  const config = writeConfig([{ id: "fx", command: process.execPath, args: fixtureArgs("fx") }])
+  const reps = quick ? 3 : 8
+  const direct: Array<number> = []
+  const through: Array<number> = []
+  let peakRssMb = 0
+  log(`hostile: ${reps} rounds of a ${bytes} byte reply, direct and through the gateway`)
+  const call = async (client: RpcClient, name: string) => {
+    const start = performance.now()
+    const reply = await client.request("tools/call", { name, arguments: { bytes } })
+    if ((reply as any).result?.content?.[0]?.text?.length !== bytes) throw new Error(`bad big reply: ${JSON.stringify(reply).slice(0, 200)}`)
+    return performance.now() - start
+  }
+  const fixture = new RpcClient(process.execPath, fixtureArgs("direct"), { stderrFile: stderrFile("fixture") })
+  await fixture.initialize()
+  const gateway = startGateway(BIN, config)
+  await gateway.initialize()
+  for (let r = 0; r < reps; r++) {
+    direct.push(await call(fixture, "big"))
+    through.push(await call(gateway, "fx__big"))
+    peakRssMb = Math.max(peakRssMb, rssKb(gateway.pid) / 1024)
+  }
+  await fixture.close()
+  await gateway.close()
+  results.hostile = {
+    rank1mbMedianMs: rank1mb,
+    bigReply: {
+      bytes,
+      directMedianMs: round2(percentile(sortedCopy(direct), 50)),
+      gatewayMedianMs: round2(percentile(sortedCopy(through), 50)),
+      gatewayPeakRssMb: round2(peakRssMb)
+    }
+  }
+}
+
 const main = async () => {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first`)
   const info = machine()
@@ -569,6 +644,7 @@ const main = async () => {
   if (enabled("passthrough")) await benchPassthrough(fileDir, filePath)
   if (enabled("orchestration")) await benchOrchestration(fileDir, filePath)
   if (enabled("memory")) await benchMemory()
+  if (enabled("hostile")) await benchHostile()
   const rows = lines()
   const report = {
     machine: { ...info, loadAverageAtEnd: loadavg().map(round2) },
