@@ -23,7 +23,7 @@
  */
 import { Deferred, Effect, Exit, FiberId, Queue } from "effect"
 import { spawn, spawnSync, type ChildProcess } from "node:child_process"
-import { readdirSync, readFileSync, statSync } from "node:fs"
+import { statSync } from "node:fs"
 import type { BackendConfig } from "./Config.js"
 import { backendEnv, DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "./Config.js"
 import { BackendError } from "./Errors.js"
@@ -723,40 +723,6 @@ const signalGroup = (pid: number, signal: NodeJS.Signals): void => {
   }
 }
 
-/**
- * Whether any live member of the process group remains. `kill(-pgid, 0)` also counts zombies, and
- * in containers whose init never reaps orphans they stay forever, so on Linux members are looked
- * up in /proc and zombies ignored.
- */
-const groupAlive = (pgid: number): boolean => {
-  if (isWindows) return false
-  try {
-    process.kill(-pgid, 0)
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-  if (process.platform !== "linux") return true
-  let entries: Array<string>
-  try {
-    entries = readdirSync("/proc")
-  } catch {
-    return true
-  }
-  for (const entry of entries) {
-    const c = entry.charCodeAt(0)
-    if (c < 48 || c > 57) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
-      // pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-      if (Number(fields[2]) === pgid && fields[0] !== "Z") return true
-    } catch {
-      // The process went away while we looked.
-    }
-  }
-  return false
-}
-
 const GROUP_POLL_MS = 20
 
 /**
@@ -775,12 +741,12 @@ const terminate = (connection: Connection, graceMs: number): Effect.Effect<void>
     connection.closing = true
     const pgid = connection.pid
     connection.endStdin()
-    if (!connection.hasExited || groupAlive(pgid)) {
+    if (!connection.hasExited || Reaper.groupAlive(pgid)) {
       signalGroup(pgid, "SIGTERM")
       const deadline = Date.now() + graceMs
       yield* awaitExit(connection, graceMs)
-      while (groupAlive(pgid) && Date.now() < deadline) yield* Effect.sleep(GROUP_POLL_MS)
-      if (!connection.hasExited || groupAlive(pgid)) {
+      while (Reaper.groupAlive(pgid) && Date.now() < deadline) yield* Effect.sleep(GROUP_POLL_MS)
+      if (!connection.hasExited || Reaper.groupAlive(pgid)) {
         yield* Effect.logWarning(`still running ${graceMs} ms after SIGTERM; sending SIGKILL`)
         signalGroup(pgid, "SIGKILL")
         yield* awaitExit(connection, 2_000)

@@ -288,27 +288,20 @@ const checkKeys = (input: Record<string, unknown>): { problems: Array<string>; i
     }
   }
   check(input, "", OPTION_KEYS, FOREIGN_TOP_KEYS)
+  /** A server's own keys, and `__proto__` in its free-form `env` (it would vanish in decoding). */
+  const checkServer = (server: Record<string, unknown>, where: string, known: ReadonlyArray<string>) => {
+    check(server, where, known, FOREIGN_SERVER_KEYS)
+    if (isObject(server.env) && Object.hasOwn(server.env, "__proto__")) problems.push(`${where}.env: the key '__proto__' is not allowed`)
+  }
   if (Array.isArray(input.backends)) {
     input.backends.forEach((backend, i) => {
-      if (isObject(backend)) check(backend, `backends[${i}]`, BACKEND_KEYS, FOREIGN_SERVER_KEYS)
+      if (isObject(backend)) checkServer(backend, `backends[${i}]`, BACKEND_KEYS)
     })
   }
   if (isObject(input.mcpServers)) {
     for (const [name, server] of Object.entries(input.mcpServers)) {
       if (RESERVED_KEYS.has(name)) problems.push(`mcpServers: the server name '${name}' is not allowed`)
-      else if (isObject(server)) check(server, `mcpServers.${name}`, MCP_SERVER_KEYS, FOREIGN_SERVER_KEYS)
-    }
-  }
-  for (const [i, backend] of (Array.isArray(input.backends) ? input.backends : []).entries()) {
-    if (isObject(backend) && isObject(backend.env) && Object.hasOwn(backend.env, "__proto__")) {
-      problems.push(`backends[${i}].env: the key '__proto__' is not allowed`)
-    }
-  }
-  if (isObject(input.mcpServers)) {
-    for (const [name, server] of Object.entries(input.mcpServers)) {
-      if (isObject(server) && isObject(server.env) && Object.hasOwn(server.env, "__proto__")) {
-        problems.push(`mcpServers.${name}.env: the key '__proto__' is not allowed`)
-      }
+      else if (isObject(server)) checkServer(server, `mcpServers.${name}`, MCP_SERVER_KEYS)
     }
   }
   return { problems, ignored }

@@ -60,6 +60,55 @@ const signal = (pid: number, sig: NodeJS.Signals) => {
 }
 
 /**
+ * Calls `visit` with each process id in /proc until it returns true; true if one did. A process
+ * that goes away, or is not ours to read, while we look is skipped. Undefined without /proc.
+ */
+const someProcess = (visit: (pid: string) => boolean): boolean | undefined => {
+  let entries: Array<string>
+  try {
+    entries = readdirSync("/proc")
+  } catch {
+    return undefined
+  }
+  for (const entry of entries) {
+    const c = entry.charCodeAt(0)
+    if (c < 48 || c > 57) continue
+    try {
+      if (visit(entry)) return true
+    } catch {
+      // gone, or not ours
+    }
+  }
+  return false
+}
+
+/** State and process group from /proc/<pid>/stat (`pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses). */
+const statOf = (pid: string): { state: string; pgrp: number } => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return { state: fields[0]!, pgrp: Number(fields[2]) }
+}
+
+/**
+ * Whether any live member of the process group remains. `kill(-pgid, 0)` also counts zombies, and
+ * in containers whose init never reaps orphans they stay forever, so on Linux members are looked
+ * up in /proc and zombies ignored.
+ */
+export const groupAlive = (pgid: number): boolean => {
+  if (isWindows) return false
+  try {
+    process.kill(-pgid, 0)
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+  if (process.platform !== "linux") return true
+  return someProcess((pid) => {
+    const { pgrp, state } = statOf(pid)
+    return pgrp === pgid && state !== "Z"
+  }) ?? true
+}
+
+/**
  * The live processes whose marker starts with `prefix` (Linux; elsewhere an empty list, and the
  * process group is what is stopped). Zombies are skipped: they are dead, only not yet reaped.
  * Each entry of /proc/<pid>/environ ends with NUL, so a prefix ending in NUL matches exactly.
@@ -68,24 +117,10 @@ const markedProcesses = (prefix: string): Array<number> => {
   if (process.platform !== "linux") return []
   const needle = `\0${MARKER}=${prefix}`
   const found: Array<number> = []
-  let entries: Array<string>
-  try {
-    entries = readdirSync("/proc")
-  } catch {
-    return found
-  }
-  for (const entry of entries) {
-    const c = entry.charCodeAt(0)
-    if (c < 48 || c > 57) continue
-    try {
-      const environ = `\0${readFileSync(`/proc/${entry}/environ`, "latin1")}`
-      if (!environ.includes(needle)) continue
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
-      if (stat[stat.lastIndexOf(")") + 2] !== "Z") found.push(Number(entry))
-    } catch {
-      // Not ours to read, or it went away while we looked.
-    }
-  }
+  someProcess((pid) => {
+    if (`\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle) && statOf(pid).state !== "Z") found.push(Number(pid))
+    return false
+  })
   return found
 }
 
