@@ -27,7 +27,8 @@ import { statSync } from "node:fs"
 import type { BackendConfig } from "./Config.js"
 import { backendEnv, DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "./Config.js"
 import { BackendError } from "./Errors.js"
-import { type Frame, FrameDecoder, idOfDropped } from "./JsonRpc.js"
+import { type EventsService, none as noEvents } from "./Events.js"
+import { classify, encode, encodeNotification, encodeRequest, failure, type Frame, FrameDecoder, idOfDropped, success } from "./JsonRpc.js"
 import * as Mcp from "./Mcp.js"
 import * as Reaper from "./Reaper.js"
 import * as Secrets from "./Secrets.js"
@@ -56,6 +57,8 @@ export interface Options {
   readonly maxFrameBytes?: number | undefined
   /** Backend notifications other than `tools/list_changed` (progress, message, ...). */
   readonly onNotification?: ((method: string, params: unknown) => Effect.Effect<void>) | undefined
+  /** Where every message to and from the backend is published (the debug UI, tracing). */
+  readonly events?: EventsService | undefined
   /** After the backend said its tools changed and they were listed again. */
   readonly onToolsChanged?: ((tools: ReadonlyArray<Mcp.Tool>) => Effect.Effect<void>) | undefined
 }
@@ -187,7 +190,8 @@ class Connection {
     readonly tag: string,
     private readonly maxFrameBytes: number,
     private readonly logs: Queue.Queue<LogLine>,
-    private readonly inbound: Queue.Queue<Inbound>
+    private readonly inbound: Queue.Queue<Inbound>,
+    private readonly events: EventsService = noEvents
   ) {
     this.decoder = new FrameDecoder(maxFrameBytes, "ndjson")
     child.stderr!.setEncoding("utf8")
@@ -214,6 +218,7 @@ class Connection {
   /** "full": the backend is not reading its stdin and `MAX_QUEUED_BYTES` already wait for it. */
   write(frame: string, force = false): "ok" | "closed" | "full" {
     if (!this.stdinOpen || this.exitInfo !== undefined || this.deafSince !== undefined) return "closed"
+    if (this.events.active()) this.trace("out", frame)
     const queued = this.child.stdin!.writableLength + this.outgoingBytes
     if (!force && queued > 0 && queued + frame.length > MAX_QUEUED_BYTES) return "full"
     // Frames written in the same tick leave together, joined into one write: under load that is
@@ -222,6 +227,19 @@ class Connection {
     this.outgoingBytes += frame.length
     if (this.outgoing.length === 1) process.nextTick(this.flush)
     return "ok"
+  }
+
+  /** Publishes one message (parsed only when someone listens). */
+  private trace(direction: "in" | "out", frame: string | unknown) {
+    let message = frame
+    if (typeof frame === "string") {
+      try {
+        message = JSON.parse(frame)
+      } catch {
+        message = frame
+      }
+    }
+    this.events.publish({ _tag: "BackendMessage", at: Date.now(), backendId: this.backendId, direction, message })
   }
 
   private outgoing: Array<string> = []
@@ -345,20 +363,25 @@ class Connection {
   }
 
   private onMessage(message: unknown, line: string) {
-    if (typeof message !== "object" || message === null) return this.junk(line)
-    const m = message as { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown }
-    if (typeof m.method === "string") {
-      if (m.id !== undefined && m.id !== null) this.onRequest(m.id, m.method)
-      else this.onNotification(m.method, m.params)
-      return
+    if (this.events.active()) this.trace("in", message)
+    const incoming = classify(message)
+    switch (incoming._tag) {
+      case "Request":
+        return this.onRequest(incoming.request.id, incoming.request.method)
+      case "Notification":
+        return this.onNotification(incoming.notification.method, incoming.notification.params)
+      case "Invalid":
+        return this.junk(line)
+      case "Response":
+        break
     }
-    if (m.id === undefined) return this.junk(line)
-    const id = typeof m.id === "number" ? m.id : Number(m.id)
-    const pending = this.pending.get(id)
+    const m = incoming.payload as { result?: unknown; error?: unknown }
+    const id = typeof incoming.id === "number" ? incoming.id : Number(incoming.id)
+    const pending = incoming.id === null ? undefined : this.pending.get(id)
     if (pending === undefined) {
       // A reply after its timeout or cancellation, or an error about an unparsable frame (id null).
       this.log({
-        level: m.id === null ? "warn" : "debug",
+        level: incoming.id === null ? "warn" : "debug",
         message: `reply to no pending request: ${Secrets.scrubAndCut(line, MAX_LOGGED_LINE)}`
       })
       return
@@ -376,12 +399,9 @@ class Connection {
   }
 
   /** The backend's own requests: `ping` is answered, nothing else is offered (no roots, no sampling). */
-  private onRequest(id: unknown, method: string) {
-    const reply =
-      method === "ping"
-        ? { jsonrpc: "2.0", id, result: {} }
-        : { jsonrpc: "2.0", id, error: { code: -32601, message: `Method not found: ${method}` } }
-    this.write(JSON.stringify(reply) + "\n", true)
+  private onRequest(id: string | number, method: string) {
+    const reply = method === "ping" ? success(id, {}) : failure(id, { code: -32601, message: `Method not found: ${method}` })
+    this.write(encode("ndjson", reply), true)
   }
 
   private onNotification(method: string, params: unknown) {
@@ -462,10 +482,7 @@ class Connection {
       const id = this.nextId++
       let frame: string
       try {
-        frame =
-          params === undefined
-            ? `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)}}\n`
-            : `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}\n`
+        frame = encodeRequest(id, method, params)
       } catch (error) {
         return resume(
           Exit.fail(
@@ -489,11 +506,7 @@ class Connection {
   }
 
   notify(method: string, params: unknown): void {
-    this.write(
-      params === undefined
-        ? `{"jsonrpc":"2.0","method":${JSON.stringify(method)}}\n`
-        : `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}\n`
-    )
+    this.write(encodeNotification(method, params))
   }
 
   private onTimeout = (id: number) => {
@@ -663,7 +676,8 @@ const spawnConnection = (
   config: BackendConfig,
   maxFrameBytes: number,
   logs: Queue.Queue<LogLine>,
-  inbound: Queue.Queue<Inbound>
+  inbound: Queue.Queue<Inbound>,
+  events: EventsService | undefined
 ): Effect.Effect<Connection, BackendError> =>
   Effect.async<Connection, BackendError>((resume) => {
     const cwdProblem = checkCwd(config)
@@ -707,7 +721,7 @@ const spawnConnection = (
     child.once("spawn", onSpawn)
     if (!child.stdin || !child.stdout || !child.stderr) return
     // Listeners go on before anything can be emitted: an early exit must not be missed.
-    connection = new Connection(child, config.id, tag, maxFrameBytes, logs, inbound)
+    connection = new Connection(child, config.id, tag, maxFrameBytes, logs, inbound, events)
   })
 
 const signalGroup = (pid: number, signal: NodeJS.Signals): void => {
@@ -895,7 +909,7 @@ export const make = Effect.fn("Backend.make")(function* (config: BackendConfig, 
   const inbound = yield* Queue.unbounded<Inbound>()
 
   const connection = yield* Effect.acquireRelease(
-    spawnConnection(config, config.maxFrameBytes ?? options.maxFrameBytes ?? DEFAULT_MAX_BACKEND_FRAME_BYTES, logs, inbound),
+    spawnConnection(config, config.maxFrameBytes ?? options.maxFrameBytes ?? DEFAULT_MAX_BACKEND_FRAME_BYTES, logs, inbound, options.events),
     (connection) => terminate(connection, graceMs)
   )
   yield* Effect.annotateCurrentSpan({ backend: config.id, pid: connection.pid })

@@ -7,10 +7,11 @@
  * stops every process tree. Calls go straight to the ready `Backend` (a Map lookup and one
  * write), so this module adds nothing measurable to the hot path.
  */
-import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, PubSub, Scope, Stream } from "effect"
+import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, Option, PubSub, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
 import { type BackendConfig, describeBackend } from "./Config.js"
 import { BackendError } from "./Errors.js"
+import { Events } from "./Events.js"
 import type { Tool } from "./Mcp.js"
 
 export type BackendState = "starting" | "ready" | "failed" | "restarting" | "stopped"
@@ -84,6 +85,8 @@ export interface BackendsService {
   /** The same, synchronously, for hot paths. */
   readonly toolsSync: () => ReadonlyArray<BackendTools>
   readonly states: Effect.Effect<ReadonlyArray<BackendStatus>>
+  /** The backend's running client when it is ready (its capabilities, server info, instructions). */
+  readonly backend: (backendId: string) => Backend.Backend | undefined
   /** Any MCP request on a ready backend; the result passes through unchanged. */
   readonly executeOnBackend: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
   /** Emits whenever the ready backends' tools change (ready, re-listed, crashed, restarted, stopped). */
@@ -150,6 +153,8 @@ const notReady = (entry: Entry, method: string): BackendError => {
 export const make = (options: ManagerOptions = {}) =>
   Effect.gen(function* () {
     const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.restart }
+    // Optional: a Backends used on its own publishes nowhere.
+    const events = Option.getOrUndefined(yield* Effect.serviceOption(Events))
     // Lifecycle fibers live in a child scope closed in parallel: stopping N stubborn backends
     // then takes one kill grace, not N.
     const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
@@ -207,6 +212,7 @@ export const make = (options: ManagerOptions = {}) =>
             killGraceMs: options.killGraceMs,
             clientInfo: options.clientInfo,
             maxFrameBytes: startOptions.maxBackendFrameBytes ?? options.maxFrameBytes,
+            events,
             onNotification: (method, params) => {
               const notification = { backendId: entry.config.id, method, params }
               return Effect.zipRight(
@@ -372,6 +378,7 @@ export const make = (options: ManagerOptions = {}) =>
       tools: Effect.sync(toolsSync),
       toolsSync,
       states: Effect.sync(() => entries.map(statusOf)),
+      backend: (backendId) => byId.get(backendId)?.backend,
       executeOnBackend,
       toolsChanged: Stream.fromPubSub(toolsPubSub),
       notifications: Stream.fromPubSub(notificationsPubSub),

@@ -44,6 +44,7 @@ export const MAX_DURATION_MS = 86_400_000
 /** The largest frame any setting accepts: 1 GiB. */
 export const MAX_FRAME_LIMIT = 1024 * 1024 * 1024
 const DurationMs = BoundedInt(MAX_DURATION_MS, "milliseconds")
+const MAX_SESSIONS_LIMIT = 100_000
 const FrameBytes = BoundedInt(MAX_FRAME_LIMIT, "bytes")
 
 /**
@@ -147,7 +148,14 @@ const optionFields = {
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),
   maxFrameBytes: Schema.optional(FrameBytes),
-  maxBackendFrameBytes: Schema.optional(FrameBytes)
+  maxBackendFrameBytes: Schema.optional(FrameBytes),
+  // Streamable HTTP (--http): process-wide, so a session's initializationOptions cannot set them.
+  sessionIdleMs: Schema.optional(DurationMs),
+  maxSessions: Schema.optional(BoundedInt(MAX_SESSIONS_LIMIT, "sessions")),
+  /** Host header values accepted besides the bound address (DNS-rebinding protection). */
+  allowedHosts: Schema.optional(Schema.Array(NonEmptyString)),
+  /** Origin header values accepted besides loopback origins. */
+  allowedOrigins: Schema.optional(Schema.Array(NonEmptyString))
 }
 
 /**
@@ -384,6 +392,8 @@ export const DEFAULT_MAX_TOOLS = 32
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 /** Larger than a client's: server-filesystem sends a file's text twice (content and structuredContent). */
 export const DEFAULT_MAX_BACKEND_FRAME_BYTES = 64 * 1024 * 1024
+export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000
+export const DEFAULT_MAX_SESSIONS = 1_000
 
 export interface ResolvedConfig {
   readonly backends: ReadonlyArray<BackendConfig>
@@ -402,6 +412,12 @@ export interface ResolvedConfig {
   readonly maxFrameBytes: number
   /** The longest stdout line accepted from a backend (its own `maxFrameBytes` wins). */
   readonly maxBackendFrameBytes: number
+  /** Streamable HTTP: an idle session ends after this long. */
+  readonly sessionIdleMs: number
+  /** Streamable HTTP: sessions open at once before new ones get 503. */
+  readonly maxSessions: number
+  readonly allowedHosts: ReadonlyArray<string>
+  readonly allowedOrigins: ReadonlyArray<string>
   /** Where the backends came from: "initializationOptions", "file:<path>" or "default". */
   readonly backendsSource: string
   /** What resolving noticed and the caller should log (a refused setting, ignored keys). */
@@ -548,6 +564,10 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,
     maxFrameBytes: file?.maxFrameBytes ?? envNumber(setting("AGENTIFY_MAX_FRAME_BYTES"), 1, MAX_FRAME_LIMIT) ?? DEFAULT_MAX_FRAME_BYTES,
     maxBackendFrameBytes: pick("maxBackendFrameBytes") ?? DEFAULT_MAX_BACKEND_FRAME_BYTES,
+    sessionIdleMs: file?.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
+    maxSessions: file?.maxSessions ?? DEFAULT_MAX_SESSIONS,
+    allowedHosts: file?.allowedHosts ?? [],
+    allowedOrigins: file?.allowedOrigins ?? [],
     notes
   }
   registerSecrets(config)

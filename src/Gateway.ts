@@ -1,30 +1,203 @@
 /**
- * The gateway assembled from its Layers, for the CLI and for Effect apps that embed it.
+ * The process-wide gateway: configuration, backends, orchestrator and events, built once, and the
+ * sessions open on it. A transport opens a `Session` per client and gets its method table.
  *
- * Both variants take the configuration and the LLM as requirements, so a caller chooses them:
- * `GatewayConfig.layer`/`layerFromOptions` and `LlmClient.layerOpenAI`/`layerScripted`.
+ * What a backend sends is routed here: a call's progress goes to the request that carries its
+ * token (tokens are rewritten on the way in, so two sessions' tokens never meet), a log message
+ * goes with the calls in flight on that backend (to every session when there are none), and a
+ * tools change reaches every ready session.
+ *
+ * Layers, for the CLI and for Effect apps that embed the gateway; all take the configuration and
+ * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/
+ * `layerScripted`).
  */
-import { Effect, Layer } from "effect"
-import { Backends } from "./Backends.js"
+import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
+import { Backends, type BackendNotification } from "./Backends.js"
 import { GatewayConfig } from "./Config.js"
+import type { BackendError } from "./Errors.js"
+import { Events } from "./Events.js"
 import type { LlmClient } from "./Llm.js"
 import { Orchestrator } from "./Orchestrator.js"
-import { Server } from "./Server.js"
+import type { Handlers, RequestContext } from "./Peer.js"
+import * as Secrets from "./Secrets.js"
+import * as Server from "./Server.js"
+import type { Session } from "./Session.js"
+import type { Tool } from "./Mcp.js"
 
-/** Backends and Orchestrator; backends start when a client sends `initialize` (the stdio server). */
-export const layerCore: Layer.Layer<Orchestrator | Backends, never, GatewayConfig | LlmClient> = Orchestrator.layer.pipe(
-  Layer.provideMerge(Backends.layerNode)
+export interface GatewayService {
+  readonly mode: Server.Mode
+  /**
+   * Opens `session` for the current scope: it receives notifications until the scope closes.
+   * Returns its method table; the client's `exit` completes `session.ended`.
+   */
+  readonly open: (session: Session) => Effect.Effect<Handlers<never>, never, Scope.Scope>
+  /** The sessions open now. */
+  readonly sessions: () => ReadonlyArray<Session>
+}
+
+/** A progress token the gateway gave a backend, and whose it is. */
+interface ProgressRoute {
+  readonly context: RequestContext
+  readonly token: unknown
+}
+
+const make = (mode: Server.Mode) =>
+  Effect.gen(function* () {
+    const config = yield* GatewayConfig
+    const backends = yield* Backends
+    const orchestrator = yield* Orchestrator
+    const events = yield* Events
+    const sessions = new Set<Session>()
+    const progress = new Map<string, ProgressRoute>()
+    let nextToken = 0
+
+    /**
+     * A request on a backend for a session's request. Without a progress token over stdio this is
+     * the bare call (the passthrough hot path); otherwise the token is swapped for the gateway's
+     * own and the call is recorded on the session while it runs.
+     */
+    const forward = (
+      session: Session,
+      context: RequestContext,
+      backendId: string,
+      method: string,
+      params: unknown
+    ): Effect.Effect<unknown, BackendError> => {
+      const p = params as Record<string, unknown> | undefined
+      const meta = p?._meta as Record<string, unknown> | undefined
+      const token = typeof meta === "object" && meta !== null ? meta.progressToken : undefined
+      if (token === undefined && mode === "single") return backends.executeOnBackend(backendId, method, params)
+      return Effect.suspend(() => {
+        let key: string | undefined
+        let forwarded = params
+        if (token !== undefined) {
+          key = `agentify-${++nextToken}`
+          progress.set(key, { context, token })
+          forwarded = { ...p, _meta: { ...meta, progressToken: key } }
+        }
+        const untrack = session.track(backendId, context)
+        return Effect.ensuring(
+          backends.executeOnBackend(backendId, method, forwarded),
+          Effect.sync(() => {
+            untrack()
+            if (key !== undefined) progress.delete(key)
+          })
+        )
+      })
+    }
+
+    const ctx: Server.Context = { mode, config, backends, orchestrator, forward }
+
+    const servesBackend = (session: Session, backendId: string) =>
+      session.target._tag === "Aggregate" || session.target.backendId === backendId
+
+    /** A backend's log message: with the calls in flight on it, else to every session it concerns. */
+    const routeMessage = (backendId: string, params: unknown) => {
+      const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>
+      let withCalls = false
+      for (const session of sessions) if (session.calls.has(backendId)) withCalls = true
+      for (const session of sessions) {
+        if (session.phase !== "ready" || !servesBackend(session, backendId) || !session.admits(p.level)) continue
+        // Tagged with its backend on the aggregate; as the backend sent it on its own endpoint.
+        const message = Secrets.scrubDeep(
+          session.target._tag === "Aggregate" ? { ...p, logger: (p.logger as string | undefined) ?? backendId } : p
+        )
+        const call = session.callOn(backendId)
+        if (call !== undefined) call.notifyUnsafe("notifications/message", message)
+        else if (!withCalls) session.notify("notifications/message", message)
+      }
+    }
+
+    /**
+     * Runs before the backend's later replies are delivered (see `Backends.relayNotifications`),
+     * so a call's progress reaches its client before the result. Never blocks.
+     */
+    const route = ({ backendId, method, params }: BackendNotification): void => {
+      switch (method) {
+        case "notifications/progress": {
+          const p = params as Record<string, unknown> | undefined
+          const target = typeof p?.progressToken === "string" ? progress.get(p.progressToken) : undefined
+          if (target !== undefined) target.context.notifyUnsafe(method, { ...p, progressToken: target.token })
+          return
+        }
+        case "notifications/message":
+          return routeMessage(backendId, params)
+        default:
+          // Resource and prompt notifications name things only the backend's own endpoint offers.
+          for (const session of sessions) {
+            if (session.phase === "ready" && session.target._tag === "Backend" && session.target.backendId === backendId) {
+              session.notify(method, params)
+            }
+          }
+      }
+    }
+    yield* backends.relayNotifications((notification) => Effect.sync(() => route(notification)))
+
+    /** Each backend's tools as last announced, so a backend's own sessions hear only of its changes. */
+    let announced = new Map<string, ReadonlyArray<Tool>>()
+    const announceToolsChanged = Effect.sync(() => {
+      const now = new Map(backends.toolsSync().map((b) => [b.backendId, b.tools]))
+      for (const session of sessions) {
+        if (session.phase !== "ready") continue
+        if (session.target._tag === "Aggregate") session.notify("notifications/tools/list_changed", {})
+        else if (announced.get(session.target.backendId) !== now.get(session.target.backendId)) {
+          session.notify("notifications/tools/list_changed", {})
+        }
+      }
+      announced = now
+    })
+    yield* backends.toolsChanged.pipe(Stream.runForEach(() => announceToolsChanged), Effect.forkScoped)
+    yield* backends.statusChanges.pipe(
+      Stream.runForEach((status) => Effect.sync(() => events.publish({ _tag: "BackendState", at: Date.now(), status }))),
+      Effect.forkScoped
+    )
+
+    const open = (session: Session): Effect.Effect<Handlers<never>, never, Scope.Scope> =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          sessions.add(session)
+          events.publish({ _tag: "Session", at: Date.now(), sessionId: session.id, transport: session.transport, state: "opened" })
+        }),
+        () =>
+          Effect.sync(() => {
+            sessions.delete(session)
+            events.publish({ _tag: "Session", at: Date.now(), sessionId: session.id, transport: session.transport, state: "closed" })
+          })
+      ).pipe(
+        Effect.as(
+          session.target._tag === "Aggregate"
+            ? Server.aggregate(ctx, session, endSession(session))
+            : Server.backend(ctx, session, session.target.backendId, endSession(session))
+        )
+      )
+
+    const service: GatewayService = { mode, open, sessions: () => [...sessions] }
+    return service
+  })
+
+const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
+
+export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, GatewayService>() {
+  /** One client owns the gateway (stdio): its `initialize` configures and starts the backends. */
+  static readonly layerSingle: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Layer.scoped(
+    Gateway,
+    make("single")
+  )
+  /** Every session shares backends started with the gateway (HTTP). */
+  static readonly layerShared: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Layer.scoped(
+    Gateway,
+    make("shared")
+  )
+}
+
+/** Backends, Orchestrator and the events hub; nothing started yet. */
+export const layerCore: Layer.Layer<Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> = Orchestrator.layer.pipe(
+  Layer.provideMerge(Backends.layerNode),
+  Layer.provideMerge(Events.layer)
 )
 
-/** The method table over the core, for a transport to serve (see `Server.serveStdio`). */
-export const layerServer: Layer.Layer<Server | Orchestrator | Backends, never, GatewayConfig | LlmClient> =
-  Server.layer.pipe(Layer.provideMerge(layerCore))
-
-/**
- * For embedding: the core with every configured backend started while the layer builds (bounded
- * by `startupTimeoutMs`), and stopped when its scope closes. Use `Orchestrator` from it.
- */
-export const layer: Layer.Layer<Orchestrator | Backends, never, GatewayConfig | LlmClient> = Layer.effectDiscard(
+/** Starts every configured backend while the layer builds (bounded by `startupTimeoutMs`). */
+const startConfigured = Layer.effectDiscard(
   Effect.gen(function* () {
     const config = yield* (yield* GatewayConfig).current
     const backends = yield* Backends
@@ -34,4 +207,20 @@ export const layer: Layer.Layer<Orchestrator | Backends, never, GatewayConfig | 
       maxBackendFrameBytes: config.maxBackendFrameBytes
     })
   })
-).pipe(Layer.provideMerge(layerCore))
+)
+
+/**
+ * For embedding: the core with every configured backend started while the layer builds, and
+ * stopped when its scope closes. Use `Orchestrator` and `Backends` from it.
+ */
+export const layer: Layer.Layer<Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> = startConfigured.pipe(
+  Layer.provideMerge(layerCore)
+)
+
+/** The stdio gateway: backends start when the client sends `initialize` (see `transport/Stdio`). */
+export const layerStdio: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
+  Gateway.layerSingle.pipe(Layer.provideMerge(layerCore))
+
+/** The shared gateway: backends started with it, every session served by them (see `transport/Http`). */
+export const layerShared: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
+  Gateway.layerShared.pipe(Layer.provideMerge(layer))

@@ -1,18 +1,13 @@
 /**
- * JSON-RPC 2.0 for one connection: framing (newline-delimited JSON and `Content-Length`
- * headers, detected from the first bytes), message validation, concurrent dispatch with id
- * handling and cancellation, and a single writer.
+ * JSON-RPC 2.0 messages and framing, for both sides of the gateway: message classification,
+ * encoding, and byte framing (newline-delimited JSON and `Content-Length` headers, detected from
+ * the first bytes). The client side's dispatch is `Peer`; the backend side (`Backend`) reads its
+ * process's stdout with the same `FrameDecoder` and classifies with the same `classify`.
  *
  * Written by hand rather than with @effect/rpc's serialization, which loses string ids, answers
- * notifications and stops on one malformed line. A connection is an Effect `Stream`
- * in and a `Sink` out, or, for stdio, Node's own streams read and written directly: the hot path
- * then costs one fiber per request and nothing per chunk (see the README's benchmarks).
- * The rules this module keeps: every request with an id gets exactly one reply, a notification
- * never gets one, and a bad frame never stops the frames after it.
+ * notifications and stops on one malformed line. A bad frame never stops the frames after it.
  */
-import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberId, FiberSet, Option, type Scope, type Sink, Stream } from "effect"
-import { ErrorCode, type GatewayError, toRpcError, type WireError } from "./Errors.js"
-import { Readable, Writable } from "node:stream"
+import { ErrorCode, type WireError } from "./Errors.js"
 import * as Secrets from "./Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -46,7 +41,7 @@ export type Incoming =
   | { readonly _tag: "Response"; readonly id: Id | null; readonly payload: unknown }
   | { readonly _tag: "Invalid"; readonly id: Id | null; readonly reason: string }
 
-const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
+export const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
 
 /** Classifies one JSON value as a JSON-RPC 2.0 message (the spec's rules, nothing looser). */
 export const classify = (value: unknown): Incoming => {
@@ -420,7 +415,7 @@ const headerEnd = (data: Buffer): { headerLength: number; separatorLength: numbe
  * error reply then goes out without its `data`, a result reply as -32603; a notification that
  * cannot be encoded is dropped (""), since there is no one to tell.
  */
-const stringify = (message: unknown): string => {
+export const stringify = (message: unknown): string => {
   try {
     return JSON.stringify(message)
   } catch (cause) {
@@ -443,415 +438,25 @@ export const encode = (framing: Framing, message: unknown): string => {
   return framing === "ndjson" ? `${json}\n` : `Content-Length: ${Buffer.byteLength(json, "utf8")}\r\n\r\n${json}`
 }
 
-// ---------------------------------------------------------------------------------------------
-// One connection
-
-/** What a handler can do besides returning its result. */
-export interface RequestContext {
-  readonly id: Id
-  /** Sends a notification to the client (progress, log messages, list_changed). */
-  readonly notify: (method: string, params: unknown) => Effect.Effect<void>
-}
-
-export interface Handlers<R> {
-  /** A request's result; a failure becomes its error reply. */
-  readonly request: (request: Request, context: RequestContext) => Effect.Effect<unknown, GatewayError, R>
-  /** Notifications other than cancellation (handled here). */
-  readonly notification: (notification: Notification) => Effect.Effect<void, never, R>
-}
-
-export interface ServeOptions<E, R> {
-  /**
-   * The client's bytes. A Node `Readable` (stdin) is read directly from its `data` events: the
-   * hot path then runs no stream pipeline per chunk.
-   */
-  readonly input: Stream.Stream<Uint8Array, E> | Readable
-  /**
-   * Where frames go. A Node `Writable` (stdout) is written directly, the frames of one tick in one
-   * `write`: no writer fiber, no stream pipeline per frame.
-   */
-  readonly output: Sink.Sink<unknown, string, never, unknown> | Writable
-  readonly handlers: Handlers<R>
-  readonly maxFrameBytes: number
-  /** Completing this ends the connection like end of input (`exit`). */
-  readonly stop?: Deferred.Deferred<void> | undefined
-  /** How long in-flight requests may go on after end of input before they are interrupted. */
-  readonly drainMs?: number | undefined
-  /** Framing for frames sent before the client's first bytes decide it. */
-  readonly framing?: Framing | undefined
-}
-
-export interface Connection {
-  /** Sends a notification in the client's framing. */
-  readonly notify: (method: string, params: unknown) => Effect.Effect<void>
-  /** Requests in flight now. */
-  readonly inFlight: () => number
-}
-
-const idKey = (id: Id) => (typeof id === "number" ? `n:${id}` : `s:${id}`)
-
-/** The single writer of a connection: frames never interleave, and `end` flushes them all. */
-interface Writer {
-  readonly offer: (frame: string) => void
-  readonly end: Effect.Effect<void>
-}
-
 /**
- * Frames for a `Sink`, written by one fiber. They wait in a plain array, swapped out whole when
- * the fiber takes it, so the frames queued since the last write leave in one write.
- *
- * Not an Effect `Queue`: its linked list leaves each removed node pointing at the next, and once
- * one node survives into V8's old generation it keeps every later node (and frame) alive through
- * scavenges, so about a kilobyte per call was promoted and RSS grew until the next full GC.
+ * A request's frame, built by hand: the backend side's hot path, where a generic encoder's object
+ * and second stringify per call showed in the benchmarks. Throws when params are not JSON.
  */
-const sinkWriter = (sink: Sink.Sink<unknown, string, never, unknown>): Effect.Effect<Writer, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    let frames: Array<string> = []
-    let ended = false
-    const latch = Effect.unsafeMakeLatch(false)
-    const take: Effect.Effect<Chunk.Chunk<string>, Option.Option<never>> = Effect.suspend(() => {
-      if (frames.length > 0) {
-        const taken = frames
-        frames = []
-        return Effect.succeed(Chunk.of(taken.length === 1 ? taken[0]! : taken.join("")))
-      }
-      if (ended) return Effect.fail(Option.none())
-      latch.unsafeClose()
-      return Effect.zipRight(latch.await, take)
-    })
-    const fiber = yield* Stream.repeatEffectChunkOption(take).pipe(
-      Stream.run(sink),
-      Effect.catchAllCause((cause) => Effect.logError("cannot write to the client", cause)),
-      Effect.forkScoped
-    )
-    return {
-      offer: (frame) => {
-        if (frame === "" || ended) return
-        frames.push(frame)
-        latch.unsafeOpen()
-      },
-      end: Effect.suspend(() => {
-        ended = true
-        latch.unsafeOpen()
-        return Fiber.await(fiber)
-      })
-    }
-  })
+export const encodeRequest = (id: number, method: string, params: unknown): string =>
+  params === undefined
+    ? `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)}}\n`
+    : `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}\n`
 
-/**
- * Frames for a Node `Writable`, written directly: those offered in one tick (the replies of every
- * fiber that finished in it) are joined into one `write`, one syscall under load.
- */
-const writableWriter = (writable: Writable): Writer => {
-  let frames: Array<string> = []
-  let scheduled = false
-  let failure: Error | undefined
-  const onError = (error: Error) => {
-    failure ??= error
-  }
-  writable.on("error", onError)
-  const flush = () => {
-    scheduled = false
-    if (frames.length === 0 || failure !== undefined) return
-    const text = frames.length === 1 ? frames[0]! : frames.join("")
-    frames = []
-    writable.write(text)
-  }
-  return {
-    offer: (frame) => {
-      if (frame === "" || failure !== undefined) return
-      frames.push(frame)
-      if (!scheduled) {
-        scheduled = true
-        process.nextTick(flush)
-      }
-    },
-    end: Effect.suspend(() => {
-      flush()
-      const drained: Effect.Effect<void> =
-        failure !== undefined || !writable.writableNeedDrain
-          ? Effect.void
-          : Effect.async<void>((resume) => {
-              const done = () => resume(Effect.void)
-              writable.once("drain", done)
-              writable.once("close", done)
-              return Effect.sync(() => {
-                writable.off("drain", done)
-                writable.off("close", done)
-              })
-            })
-      return Effect.zipRight(
-        drained,
-        Effect.suspend(() => {
-          writable.off("error", onError)
-          return failure === undefined ? Effect.void : Effect.logError("cannot write to the client", failure)
-        })
-      )
-    })
-  }
-}
+/** A notification's ndjson frame (see `encodeRequest`). Throws when params are not JSON. */
+export const encodeNotification = (method: string, params: unknown): string =>
+  params === undefined
+    ? `{"jsonrpc":"2.0","method":${JSON.stringify(method)}}\n`
+    : `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}\n`
 
-/**
- * Reads a Node `Readable` until it ends (or fails), each chunk's frames dispatched in the `data`
- * callback itself. Interrupting it stops listening.
- */
-const readReadable = (readable: Readable, decoder: FrameDecoder, dispatch: (frame: Frame) => void): Effect.Effect<void> =>
-  Effect.flatten(
-    Effect.async<Effect.Effect<void>>((resume) => {
-      const onData = (chunk: Buffer | string) => {
-        for (const frame of decoder.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)) dispatch(frame)
-      }
-      const finish = (outcome: Effect.Effect<void>) => {
-        stop()
-        resume(Effect.succeed(outcome))
-      }
-      const onEnd = () => {
-        for (const frame of decoder.end()) dispatch(frame)
-        finish(Effect.void)
-      }
-      const onError = (error: Error) => finish(Effect.logWarning("client input failed", error))
-      const stop = () => {
-        readable.off("data", onData)
-        readable.off("end", onEnd)
-        readable.off("close", onEnd)
-        readable.off("error", onError)
-      }
-      if (readable.readableEnded || readable.destroyed) return onEnd()
-      readable.on("data", onData)
-      readable.once("end", onEnd)
-      // Destroyed without an end (the client went away).
-      readable.once("close", onEnd)
-      readable.once("error", onError)
-      return Effect.sync(stop)
-    })
-  )
+/** A notification message. */
+export const notification = (method: string, params: unknown): { jsonrpc: "2.0"; method: string; params?: unknown } =>
+  params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }
 
-/** A request in flight; its fiber is known once forked. */
-interface InFlight {
-  readonly key: string
-  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
-  cancelled: boolean
-}
-
-/** Interrupts the request's handler; it still sends its one reply (-32800). */
-const cancel = (entry: InFlight): void => {
-  entry.cancelled = true
-  entry.fiber?.unsafeInterruptAsFork(FiberId.none)
-}
-
-/**
- * Serves one connection until its input ends (or `stop` completes), then waits up to
- * `drainMs` for requests in flight and flushes every reply before returning.
- * `onConnection` runs once the connection can send, so a server can relay notifications.
- */
-export const serve = <E, R>(
-  options: ServeOptions<E, R>,
-  onConnection: (connection: Connection) => Effect.Effect<void, never, R | Scope.Scope> = () => Effect.void
-): Effect.Effect<void, never, R> =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const decoder = new FrameDecoder(options.maxFrameBytes)
-      const framing = () => decoder.framing ?? options.framing ?? "ndjson"
-      const writer =
-        options.output instanceof Writable ? writableWriter(options.output) : yield* sinkWriter(options.output)
-      const send = (message: unknown) => Effect.sync(() => writer.offer(encode(framing(), message)))
-      const sendUnsafe = (message: unknown) => writer.offer(encode(framing(), message))
-
-      const running = yield* FiberSet.make<void>()
-      // Forks into `running` from anywhere, a Node callback included; the fiber starts at once.
-      const runFork = yield* FiberSet.runtime(running)<R>()
-      const cancels = new Map<string, InFlight>()
-
-      const notify = (method: string, params: unknown) => send({ jsonrpc: "2.0", method, params })
-      const connection: Connection = { notify, inFlight: () => cancels.size }
-
-      /**
-       * Registers the request for cancellation synchronously, before its fiber is forked, so a
-       * `notifications/cancelled` in the same chunk as its request still finds it.
-       */
-      const register = (request: Request): InFlight => {
-        const entry: InFlight = { key: idKey(request.id), fiber: undefined, cancelled: false }
-        cancels.set(entry.key, entry)
-        return entry
-      }
-
-      const settle = (entry: InFlight, fiber: Fiber.RuntimeFiber<unknown, unknown>) => {
-        entry.fiber = fiber
-        if (entry.cancelled) fiber.unsafeInterruptAsFork(FiberId.none)
-      }
-
-      const unregister = (entry: InFlight) => {
-        if (cancels.get(entry.key) === entry) cancels.delete(entry.key)
-      }
-
-      // Suspended: a handler that throws while building its effect is a defect of that request only.
-      const handle = (request: Request): Effect.Effect<unknown, GatewayError, R> =>
-        Effect.suspend(() => options.handlers.request(request, { id: request.id, notify }))
-
-      /** The request's one reply; a defect (a bug of ours) is logged, the client sees -32603. */
-      const reply = (request: Request, exit: Exit.Exit<unknown, GatewayError>): Response => {
-        const response = replyFor(request, exit)
-        if ("error" in response && response.error.code === ErrorCode.InternalError) {
-          const cause = Exit.isFailure(exit) ? exit.cause : Cause.empty
-          runFork(Effect.logError("request failed with a defect", { method: request.method, id: request.id }, cause))
-        }
-        return response
-      }
-
-      /**
-       * A request of its own: the handler is the fiber, and its exit becomes the one reply. Cancelling
-       * interrupts that fiber and the reply (-32800) still goes out: per request, one fiber and no
-       * race (this is the gateway's hot path).
-       */
-      const startRequest = (request: Request): void => {
-        const entry = register(request)
-        const fiber = runFork(handle(request))
-        fiber.addObserver((exit) => {
-          unregister(entry)
-          sendUnsafe(reply(request, exit))
-        })
-        settle(entry, fiber)
-      }
-
-      /** A request in a batch: its handler runs in a child fiber, which cancelling interrupts. */
-      const runRequest = (request: Request): Effect.Effect<Response, never, R> => {
-        const entry = register(request)
-        return Effect.flatMap(Effect.fork(handle(request)), (fiber) => {
-          settle(entry, fiber)
-          return Effect.map(fiber.await, (exit) => {
-            unregister(entry)
-            return reply(request, exit)
-          })
-        })
-      }
-
-      const replyFor = (request: Request, exit: Exit.Exit<unknown, GatewayError>): Response => {
-        if (Exit.isSuccess(exit)) return success(request.id, exit.value === undefined ? null : exit.value)
-        const failed = Cause.failureOption(exit.cause)
-        if (Option.isSome(failed)) return failure(request.id, toRpcError(failed.value))
-        if (Cause.isInterruptedOnly(exit.cause)) {
-          return failure(request.id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" })
-        }
-        // A defect is a bug of ours; the client still gets its one reply, without internals.
-        return failure(request.id, {
-          code: ErrorCode.InternalError,
-          message: `Internal error: ${Secrets.scrub(Cause.squash(exit.cause) instanceof Error ? (Cause.squash(exit.cause) as Error).message : "unexpected failure")}`
-        })
-      }
-
-      const cancelRequest = (params: unknown) => {
-        const p = params as Record<string, unknown> | undefined
-        const target = p?.requestId ?? p?.id
-        if (!isId(target)) return Effect.void
-        const entry = cancels.get(idKey(target))
-        if (entry === undefined) return Effect.logDebug("cancellation for no request in flight", { id: target })
-        return Effect.zipRight(
-          Effect.logDebug("request cancelled by the client", { id: target, reason: p?.reason }),
-          Effect.sync(() => cancel(entry))
-        )
-      }
-
-      /** One message's reply, or none for a notification. */
-      const handleOne = (value: unknown): Effect.Effect<Response | undefined, never, R> => {
-        const incoming = classify(value)
-        switch (incoming._tag) {
-          case "Request":
-            return runRequest(incoming.request)
-          case "Notification": {
-            const { method, params } = incoming.notification
-            if (method === "notifications/cancelled" || method === "$/cancelRequest") {
-              return Effect.as(cancelRequest(params), undefined)
-            }
-            return Effect.as(
-              options.handlers.notification(incoming.notification).pipe(
-                Effect.catchAllCause((cause) => Effect.logWarning("notification handler failed", { method }, cause))
-              ),
-              undefined
-            )
-          }
-          case "Response":
-            return Effect.as(Effect.logDebug("ignoring a response from the client", { id: incoming.id }), undefined)
-          case "Invalid":
-            return Effect.succeed(
-              failure(incoming.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${incoming.reason}` })
-            )
-        }
-      }
-
-      /**
-       * Handles one frame synchronously, in arrival order: a request's fiber is forked (and starts)
-       * here, a notification runs here until it first suspends, so a cancellation always finds a
-       * request that came before it.
-       */
-      const dispatch = (frame: Frame): void => {
-        switch (frame._tag) {
-          case "TooLarge":
-            return sendUnsafe(
-              failure(idOfDropped(frame), {
-                code: ErrorCode.InvalidRequest,
-                message: `Invalid Request: frame of ${frame.bytes} bytes exceeds the limit of ${options.maxFrameBytes} bytes`
-              })
-            )
-          case "BadHeader":
-            return sendUnsafe(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${frame.detail}` }))
-          case "Text": {
-            let value: unknown
-            try {
-              value = JSON.parse(frame.text)
-            } catch (error) {
-              return sendUnsafe(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }))
-            }
-            if (Array.isArray(value)) {
-              if (value.length === 0) {
-                return sendUnsafe(failure(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request: empty batch" }))
-              }
-              runFork(
-                Effect.forEach(value, handleOne, { concurrency: "unbounded" }).pipe(
-                  Effect.flatMap((replies) => {
-                    const present = replies.filter((r): r is Response => r !== undefined)
-                    return present.length === 0 ? Effect.void : send(present)
-                  })
-                )
-              )
-              return
-            }
-            const incoming = classify(value)
-            if (incoming._tag === "Request") return startRequest(incoming.request)
-            runFork(Effect.suspend(() => handleOne(value)).pipe(Effect.flatMap((r) => (r === undefined ? Effect.void : send(r)))))
-          }
-        }
-      }
-
-      yield* onConnection(connection)
-
-      const reader =
-        options.input instanceof Readable
-          ? readReadable(options.input, decoder, dispatch)
-          : options.input.pipe(
-              Stream.mapConcat((chunk) => decoder.push(chunk)),
-              Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end()))),
-              Stream.runForEach((frame) => Effect.sync(() => dispatch(frame))),
-              Effect.catchAllCause((cause) =>
-                Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("client input failed", cause)
-              )
-            )
-      yield* options.stop === undefined ? reader : Effect.raceFirst(reader, Deferred.await(options.stop))
-
-      // End of input: let in-flight requests finish (bounded), then flush what they wrote.
-      const drained = yield* FiberSet.awaitEmpty(running).pipe(
-        Effect.timeout(options.drainMs ?? 2_000),
-        Effect.as(true),
-        Effect.orElseSucceed(() => false)
-      )
-      if (!drained) {
-        // Cancel rather than kill them, so each still sends its one reply (-32800).
-        yield* Effect.logWarning("cancelling requests still in flight at end of input", { count: cancels.size })
-        yield* Effect.sync(() => cancels.forEach(cancel))
-        yield* FiberSet.awaitEmpty(running).pipe(
-          Effect.timeout(1_000),
-          Effect.orElse(() => FiberSet.clear(running))
-        )
-      }
-      yield* writer.end
-    })
-  )
+/** Is this outgoing message the reply that ends an exchange (a response, or a batch's replies)? */
+export const isReply = (message: unknown): boolean =>
+  Array.isArray(message) || (typeof message === "object" && message !== null && !("method" in message))

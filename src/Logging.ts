@@ -5,8 +5,9 @@
  * lines when a person is watching. Every line passes through the secret scrubber. The level is
  * module state so a client's `initializationOptions.logLevel` can change it after start-up.
  */
-import { Cause, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import { Cause, Context, FiberRef, FiberRefs, HashMap, Layer, List, Logger, LogLevel } from "effect"
 import type { LogLevelName } from "./Config.js"
+import { Events } from "./Events.js"
 import * as Secrets from "./Secrets.js"
 
 const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {
@@ -77,7 +78,7 @@ const safeJson = (value: unknown): string => {
 
 /** A logger writing JSON or readable lines to `sink`, filtered by the module's level. */
 export const make = (sink: Sink = stderrSink): Logger.Logger<unknown, void> =>
-  Logger.make(({ annotations, cause, date, logLevel, message, spans }) => {
+  Logger.make(({ annotations, cause, context, date, logLevel, message, spans }) => {
     if (logLevel.ordinal < threshold.ordinal || threshold === LogLevel.None) return
     const fields: Record<string, unknown> = {}
     for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = render(value)
@@ -85,6 +86,17 @@ export const make = (sink: Sink = stderrSink): Logger.Logger<unknown, void> =>
     for (const span of List.toArray(spans)) fields[`${span.label}_ms`] = now - span.startTime
     const text = splitMessage(message, fields)
     const failure = Cause.isEmpty(cause) ? undefined : Cause.pretty(cause, { renderErrorCause: true })
+    // The events hub of the gateway that logged this, if one is in its context and listened to.
+    const events = Context.getOrElse(FiberRefs.getOrDefault(context, FiberRef.currentContext), Events, () => undefined)
+    if (events?.active()) {
+      events.publish({
+        _tag: "Log",
+        at: now,
+        level: logLevel.label.toLowerCase(),
+        message: Secrets.scrub(text),
+        fields: Secrets.scrubDeep({ ...fields, ...(failure ? { cause: failure } : {}) }) as Record<string, unknown>
+      })
+    }
     let line: string
     if (sink.isTTY) {
       const extra = Object.entries(fields)

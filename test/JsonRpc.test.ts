@@ -2,6 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Fiber, Queue, Sink, Stream } from "effect"
 import { ErrorCode, InvalidParams, RpcError } from "../src/Errors.js"
 import * as JsonRpc from "../src/JsonRpc.js"
+import type * as Peer from "../src/Peer.js"
+import * as Stdio from "../src/transport/Stdio.js"
 
 const bytes = (s: string) => new TextEncoder().encode(s)
 const cl = (json: string) => `Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`
@@ -158,7 +160,7 @@ describe("classify", () => {
 // ---------------------------------------------------------------------------------------------
 // The dispatcher, over an in-memory connection
 
-const testHandlers: JsonRpc.Handlers<never> = {
+const testHandlers: Peer.Handlers<never> = {
   request: (req, ctx) => {
     switch (req.method) {
       case "echo":
@@ -190,7 +192,7 @@ const session = (
     const input = Stream.fromIterable(chunks).pipe(
       Stream.mapEffect((c) => Effect.as(Effect.sleep(options.gapMs ?? 0), bytes(c)))
     )
-    yield* JsonRpc.serve({
+    yield* Stdio.serve({
       input,
       output: Sink.forEach((s: string) => Effect.sync(() => written.push(s))),
       handlers: testHandlers,
@@ -339,7 +341,7 @@ describe("serve", () => {
       const inputQueue = yield* Queue.unbounded<Uint8Array>()
       yield* Queue.offer(inputQueue, bytes(req(1, "echo", ["x"])))
       const written: Array<string> = []
-      const fiber = yield* JsonRpc.serve({
+      const fiber = yield* Stdio.serve({
         input: Stream.fromQueue(inputQueue),
         output: Sink.forEach((s: string) => Effect.sync(() => written.push(s))),
         handlers: testHandlers,

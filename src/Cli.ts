@@ -1,0 +1,256 @@
+/**
+ * The command line: arguments, `.env` (documented settings only), the config file, the transport
+ * (stdio, or Streamable HTTP with `--http`), the stderr-only logger, and the run loop that ends the
+ * process cleanly on end of input, `exit`, SIGINT, SIGTERM or SIGHUP (each exits 0 once every
+ * backend has stopped).
+ *
+ * `main` is all of `bin.ts`. Tests and benchmarks run the same program with another LLM layer
+ * (`main(argv, { llm })`), so what they measure is what users run.
+ */
+import { Cause, Effect, Either, Exit, FiberId, Layer, Redacted } from "effect"
+import { parseArgs } from "node:util"
+import {
+  type ConfigSources,
+  GatewayConfig,
+  LogLevelName,
+  MAX_DURATION_MS,
+  readConfigFile,
+  readDotEnv
+} from "./Config.js"
+import * as Gateway from "./Gateway.js"
+import { LlmClient } from "./Llm.js"
+import * as Logging from "./Logging.js"
+import * as Reaper from "./Reaper.js"
+import * as Secrets from "./Secrets.js"
+import { SERVER_VERSION } from "./Server.js"
+import { onStopSignal } from "./Signals.js"
+import * as Http from "./transport/Http.js"
+import * as Stdio from "./transport/Stdio.js"
+
+export const USAGE = `Usage: mcp-agentify [--config FILE] [--log-level LEVEL] [--http [HOST:]PORT] [--http-token TOKEN]
+
+Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
+HTTP with --http.
+
+Options:
+  --config FILE       GatewayOptions or Claude Desktop style {"mcpServers": ...} JSON (env AGENTIFY_CONFIG)
+  --log-level LEVEL   trace | debug | info | warn | error | fatal | silent (env LOG_LEVEL; default info)
+  --http [HOST:]PORT  serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (env AGENTIFY_HTTP;
+                      HOST defaults to 127.0.0.1; PORT 0 picks a free one). Each backend is also served
+                      as itself at /servers/<id>/mcp; /healthz and /readyz report health.
+  --http-token TOKEN  require "Authorization: Bearer TOKEN" on every HTTP request (env AGENTIFY_HTTP_TOKEN;
+                      required when HOST is not a loopback address)
+  --help              print this and exit
+  --version           print the version and exit
+
+Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL, DEBUG_PORT,
+AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES, AGENTIFY_HTTP, AGENTIFY_HTTP_TOKEN. A .env file in the
+current directory may supply these settings (never AGENTIFY_CONFIG, AGENTIFY_HTTP or
+AGENTIFY_HTTP_TOKEN) and never overrides variables already set; backends never inherit them (see
+inheritEnv).
+With no config, one backend is started: @modelcontextprotocol/server-filesystem rooted at the current
+directory (refused when that is / or the home directory).
+`
+
+/** A command line that cannot run: its message goes to stderr and the process exits 2. */
+export class UsageError extends Error {}
+
+/** What the command line asked for. */
+export interface Settings {
+  readonly sources: ConfigSources
+  readonly openaiTimeoutMs: number | undefined
+  /** Serve Streamable HTTP instead of stdio. */
+  readonly http: Http.Options | undefined
+  /** `.env` names ignored because only the real environment may set them. */
+  readonly dotEnvRefused: ReadonlyArray<string>
+}
+
+export type Parsed = { readonly _tag: "Run"; readonly settings: Settings } | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
+
+/** Reads the command line, the environment, `.env` and the config file; throws `UsageError`. */
+export const parse = (
+  argv: ReadonlyArray<string>,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  cwd: string = process.cwd()
+): Parsed => {
+  let values: Record<string, string | boolean | undefined>
+  try {
+    values = parseArgs({
+      args: [...argv],
+      options: {
+        config: { type: "string", short: "c" },
+        "log-level": { type: "string" },
+        http: { type: "string" },
+        "http-token": { type: "string" },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "v" }
+      },
+      strict: true,
+      allowPositionals: false
+    }).values
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`)
+  }
+  if (values.help) return { _tag: "Print", text: USAGE, stdout: false }
+  if (values.version) return { _tag: "Print", text: `${SERVER_VERSION}\n`, stdout: true }
+
+  const dotEnv = readDotEnv(cwd)
+  const cliLogLevel = values["log-level"] as string | undefined
+  if (cliLogLevel !== undefined && !(LogLevelName.literals as ReadonlyArray<string>).includes(cliLogLevel)) {
+    throw new UsageError(`--log-level must be one of ${LogLevelName.literals.join(", ")}`)
+  }
+  const configPath = (values.config as string | undefined) ?? (env.AGENTIFY_CONFIG?.trim() || undefined)
+  const file =
+    configPath === undefined
+      ? undefined
+      : Either.getOrElse(readConfigFile(configPath), (error) => {
+          throw new UsageError(error.message)
+        })
+
+  // The LLM request timeout per attempt (default 30 s): a knob for slow local models and for tests.
+  const rawTimeout = (env.OPENAI_TIMEOUT_MS ?? dotEnv.settings.OPENAI_TIMEOUT_MS)?.trim()
+  let openaiTimeoutMs: number | undefined
+  if (rawTimeout !== undefined && rawTimeout !== "") {
+    const ms = Number(rawTimeout)
+    if (!(Number.isInteger(ms) && ms > 0 && ms <= MAX_DURATION_MS)) {
+      throw new UsageError(`OPENAI_TIMEOUT_MS must be a whole number of milliseconds from 1 to ${MAX_DURATION_MS}`)
+    }
+    openaiTimeoutMs = ms
+  }
+
+  // Never from .env: a checkout's file must not open the gateway to the network.
+  const httpText = (values.http as string | undefined) ?? (env.AGENTIFY_HTTP?.trim() || undefined)
+  let http: Http.Options | undefined
+  if (httpText !== undefined) {
+    const address = Http.parseAddress(httpText)
+    if (address === undefined) throw new UsageError(`--http must be [HOST:]PORT (PORT from 0 to 65535), not '${httpText.slice(0, 100)}'`)
+    const tokenText = (values["http-token"] as string | undefined) ?? (env.AGENTIFY_HTTP_TOKEN || undefined)
+    if (tokenText !== undefined && tokenText.trim().length < 16) {
+      throw new UsageError("the HTTP token must be at least 16 characters")
+    }
+    if (tokenText !== undefined) Secrets.register(tokenText)
+    http = { ...address, token: tokenText === undefined ? undefined : Redacted.make(tokenText.trim()) }
+    const refused = Http.refusal(http)
+    if (refused !== undefined) throw new UsageError(refused)
+  } else if (values["http-token"] !== undefined) {
+    throw new UsageError("--http-token is only used with --http")
+  }
+
+  return {
+    _tag: "Run",
+    settings: {
+      sources: { env, dotEnv: dotEnv.settings, file, cliLogLevel: cliLogLevel as LogLevelName | undefined, cwd },
+      openaiTimeoutMs,
+      http,
+      dotEnvRefused: dotEnv.refused
+    }
+  }
+}
+
+export interface ProgramOptions {
+  /** The model; OpenAI's Chat Completions API unless a test or an embedder says otherwise. */
+  readonly llm?: Layer.Layer<LlmClient, never, GatewayConfig> | undefined
+}
+
+/** The gateway the settings describe, until its transport ends. Never fails; a defect is logged. */
+export const program = (settings: Settings, options: ProgramOptions = {}): Effect.Effect<void> => {
+  const llm =
+    options.llm ??
+    (settings.openaiTimeoutMs === undefined
+      ? LlmClient.layerOpenAI
+      : LlmClient.layerOpenAIWith({ timeoutMs: settings.openaiTimeoutMs }))
+  const ConfigLive = GatewayConfig.layer(settings.sources)
+
+  const announce = Effect.gen(function* () {
+    const config = yield* (yield* GatewayConfig).current
+    Logging.setLevel(config.logLevel)
+    yield* Effect.logInfo("mcp-agentify started", {
+      version: SERVER_VERSION,
+      pid: process.pid,
+      transport: settings.http === undefined ? "stdio" : "http",
+      backendsFrom: config.backendsSource
+    })
+    if (settings.dotEnvRefused.length > 0) {
+      yield* Effect.logWarning(
+        `ignoring variables in .env that only the real environment may set: ${settings.dotEnvRefused.join(", ")}`
+      )
+    }
+    for (const note of config.notes) yield* note.level === "warn" ? Effect.logWarning(note.message) : Effect.logDebug(note.message)
+  })
+
+  // One configuration for the whole program; announced before any backend starts.
+  const GatewayLive = (settings.http === undefined ? Gateway.layerStdio : Gateway.layerShared).pipe(
+    Layer.provide(llm),
+    Layer.provide(Layer.effectDiscard(announce)),
+    Layer.provideMerge(ConfigLive)
+  )
+  const http = settings.http
+  const serve: Effect.Effect<void> =
+    http === undefined
+      ? Stdio.serveProcess.pipe(Effect.provide(GatewayLive))
+      : // Backends start while the layer builds; the server then runs until interrupted (a signal).
+        Layer.launch(Http.layer(http).pipe(Layer.provide(GatewayLive))).pipe(
+          Effect.catchAll((error) =>
+            Effect.zipRight(
+              Effect.logFatal(`cannot serve HTTP on ${http.host}:${http.port}`, error),
+              Effect.sync(() => {
+                process.exitCode = 1
+              })
+            )
+          )
+        )
+
+  return serve.pipe(
+    Effect.catchAllDefect((defect) => Effect.logFatal("gateway failed", defect)),
+    Effect.provide(Logging.layer())
+  )
+}
+
+/** Longer than a backend's kill grace (2 s) plus its SIGKILL wait (2 s): cleanup normally ends first. */
+const FORCE_EXIT_MS = 8_000
+
+/**
+ * Runs the program as the process: exits 0 when it ends (1 on a failure), and on SIGINT, SIGTERM
+ * or SIGHUP interrupts it so every backend stops first.
+ */
+export const run = (main: Effect.Effect<void>): void => {
+  // Outlives this process only to stop its backends' process trees if it is killed (SIGKILL).
+  Reaper.startWatchdog()
+  // The event loop must stay alive while the fiber waits on nothing but effects.
+  const keepAlive = setInterval(() => {}, 2 ** 30)
+  const fiber = Effect.runFork(main)
+  // Always exit explicitly: a backend pipe or timer left open must not keep the process alive.
+  fiber.addObserver((exit) => {
+    clearInterval(keepAlive)
+    process.exit(Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) ? 1 : Number(process.exitCode ?? 0))
+  })
+  onStopSignal((signal) => {
+    process.stderr.write(`mcp-agentify: ${signal} received; stopping backends\n`)
+    // Whatever happens to cleanup, the process ends; Reaper's exit hook kills what is left.
+    setTimeout(() => process.exit(0), FORCE_EXIT_MS).unref()
+    fiber.unsafeInterruptAsFork(FiberId.none)
+  })
+}
+
+/** The whole CLI: `bin.ts` calls this with the process's arguments. */
+export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}): void => {
+  // stdout carries protocol frames only: anything a library prints with console.log goes to stderr.
+  console.log = console.error
+  console.info = console.error
+  console.debug = console.error
+  let parsed: Parsed
+  try {
+    parsed = parse(argv)
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error
+    process.stderr.write(`mcp-agentify: ${error.message}\n`)
+    process.exit(2)
+  }
+  if (parsed._tag === "Print") {
+    // The one thing printed to stdout outside the protocol: asked for, and no client is attached.
+    if (parsed.stdout) process.stdout.write(parsed.text) // stdout-ok: --version, no client attached
+    else process.stderr.write(parsed.text)
+    process.exit(0)
+  }
+  run(program(parsed.settings, options))
+}

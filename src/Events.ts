@@ -1,0 +1,67 @@
+/**
+ * The events hub: what crosses the gateway (client⇄gateway and gateway⇄backend messages), backend
+ * state changes, sessions opening and closing, and log records, on one Effect `PubSub`.
+ *
+ * Observers (the debug UI, OpenTelemetry, tests) subscribe; producers call `publish` from plain
+ * callbacks. With nobody subscribed `publish` is one comparison and builds nothing: producers
+ * check `active()` before they even make an event, so the hot path pays nothing for observability
+ * it does not use. A slow subscriber never slows the gateway: the hub is sliding (the oldest
+ * events are dropped for it).
+ */
+import { Context, Effect, Layer, PubSub, type Queue, type Scope } from "effect"
+import type { BackendStatus } from "./Backends.js"
+
+export type Direction = "in" | "out"
+
+export type Event =
+  /** A JSON-RPC message (or batch) from a client ("in") or to it ("out"). */
+  | { readonly _tag: "ClientMessage"; readonly at: number; readonly sessionId: string; readonly direction: Direction; readonly message: unknown }
+  /** A message to a backend ("out") or from it ("in"). */
+  | { readonly _tag: "BackendMessage"; readonly at: number; readonly backendId: string; readonly direction: Direction; readonly message: unknown }
+  | { readonly _tag: "BackendState"; readonly at: number; readonly status: BackendStatus }
+  | {
+      readonly _tag: "Session"
+      readonly at: number
+      readonly sessionId: string
+      readonly transport: string
+      readonly state: "opened" | "closed"
+    }
+  | { readonly _tag: "Log"; readonly at: number; readonly level: string; readonly message: string; readonly fields: Readonly<Record<string, unknown>> }
+
+/** Events kept for a subscriber that has not taken them yet; older ones are dropped. */
+export const SUBSCRIBER_CAPACITY = 16_384
+
+export interface EventsService {
+  /** True while at least one subscriber listens: check it before building an event. */
+  readonly active: () => boolean
+  /** Publishes synchronously (from any callback); a no-op with nobody subscribed. */
+  readonly publish: (event: Event) => void
+  /** Events from now until the scope closes. */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<Event>, never, Scope.Scope>
+}
+
+export const make: Effect.Effect<EventsService> = Effect.gen(function* () {
+  const hub = yield* PubSub.sliding<Event>(SUBSCRIBER_CAPACITY)
+  let subscribers = 0
+  return {
+    active: () => subscribers > 0,
+    publish: (event) => {
+      if (subscribers > 0) Effect.runSync(PubSub.publish(hub, event))
+    },
+    subscribe: Effect.acquireRelease(
+      Effect.tap(PubSub.subscribe(hub), () => Effect.sync(() => subscribers++)),
+      () => Effect.sync(() => subscribers--)
+    )
+  }
+})
+
+export class Events extends Context.Tag("mcp-agentify/Events")<Events, EventsService>() {
+  static readonly layer: Layer.Layer<Events> = Layer.effect(Events, make)
+}
+
+/** Nobody listens: for code that may run without a hub (a backend used on its own). */
+export const none: EventsService = {
+  active: () => false,
+  publish: () => {},
+  subscribe: Effect.die("no events hub")
+}

@@ -1,0 +1,288 @@
+/**
+ * The server side of one JSON-RPC session, whatever carries it: concurrent dispatch of requests,
+ * notifications and batches, id handling, cancellation, and the one reply per request.
+ *
+ * It takes JSON text (a frame's, or an HTTP body's) and sends message objects to an `Outbox` the
+ * transport gives with each message: stdio's is the connection's single writer, an HTTP POST's is
+ * that POST's response (JSON, or an SSE stream once a notification comes before the reply). A
+ * request's own notifications (progress, log messages during it) go to the same outbox as its
+ * reply. The rules it keeps: every request with an id gets exactly one reply, a notification
+ * never gets one, and a bad message never stops the messages after it.
+ */
+import { Cause, Effect, Exit, type Fiber, FiberId, FiberSet, Option, type Scope } from "effect"
+import { ErrorCode, type GatewayError, toRpcError } from "./Errors.js"
+import type { EventsService } from "./Events.js"
+import {
+  classify,
+  failure,
+  type Id,
+  isId,
+  notification as notificationMessage,
+  type Notification,
+  type Request,
+  type Response,
+  success
+} from "./JsonRpc.js"
+import * as Secrets from "./Secrets.js"
+
+/** Where a message's replies and its requests' notifications go. */
+export interface Outbox {
+  /** A message object (or a batch's array of replies); never throws. */
+  readonly send: (message: unknown) => void
+}
+
+/** What a handler can do besides returning its result. */
+export interface RequestContext {
+  readonly id: Id
+  /** Sends a notification tied to this request (progress, log messages): it travels with the reply. */
+  readonly notify: (method: string, params: unknown) => Effect.Effect<void>
+  /** The same, synchronously, for callbacks. */
+  readonly notifyUnsafe: (method: string, params: unknown) => void
+}
+
+export interface Handlers<R> {
+  /** A request's result; a failure becomes its error reply. */
+  readonly request: (request: Request, context: RequestContext) => Effect.Effect<unknown, GatewayError, R>
+  /** Notifications other than cancellation (handled here). */
+  readonly notification: (notification: Notification) => Effect.Effect<void, never, R>
+}
+
+export interface Options {
+  /** Names the session in events. */
+  readonly sessionId: string
+  readonly events?: EventsService | undefined
+}
+
+export interface Peer {
+  /** Handles one JSON text: a message or a batch. Replies (or a -32700) go to `out`. */
+  readonly receive: (text: string, out: Outbox) => void
+  /** Handles one message or batch already parsed. */
+  readonly receiveValue: (value: unknown, out: Outbox) => void
+  /** Requests in flight now. */
+  readonly inFlight: () => number
+  /**
+   * Waits up to `graceMs` for the requests in flight, then cancels the rest, each still sending
+   * its one reply (-32800).
+   */
+  readonly drain: (graceMs: number) => Effect.Effect<void>
+}
+
+const idKey = (id: Id) => (typeof id === "number" ? `n:${id}` : `s:${id}`)
+
+/** A request in flight; its fiber is known once forked. */
+interface InFlight {
+  readonly key: string
+  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  cancelled: boolean
+}
+
+/** Interrupts the request's handler; it still sends its one reply (-32800). */
+const cancel = (entry: InFlight): void => {
+  entry.cancelled = true
+  entry.fiber?.unsafeInterruptAsFork(FiberId.none)
+}
+
+/** A session's peer; its requests run in the current scope and are interrupted when it closes. */
+export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<Peer, never, R | Scope.Scope> =>
+  Effect.gen(function* () {
+    const events = options.events
+    const running = yield* FiberSet.make<unknown, unknown>()
+    // Forks into `running` from anywhere, a Node callback included; the fiber starts at once.
+    const runFork = yield* FiberSet.runtime(running)<R>()
+    const cancels = new Map<string, InFlight>()
+
+    const traced = (out: Outbox): Outbox =>
+      events === undefined
+        ? out
+        : {
+            send: (message) => {
+              if (events.active()) {
+                events.publish({ _tag: "ClientMessage", at: Date.now(), sessionId: options.sessionId, direction: "out", message })
+              }
+              out.send(message)
+            }
+          }
+
+    /**
+     * Registers the request for cancellation synchronously, before its fiber is forked, so a
+     * `notifications/cancelled` in the same chunk as its request still finds it.
+     */
+    const register = (request: Request): InFlight => {
+      const entry: InFlight = { key: idKey(request.id), fiber: undefined, cancelled: false }
+      cancels.set(entry.key, entry)
+      return entry
+    }
+
+    const settle = (entry: InFlight, fiber: Fiber.RuntimeFiber<unknown, unknown>) => {
+      entry.fiber = fiber
+      if (entry.cancelled) fiber.unsafeInterruptAsFork(FiberId.none)
+    }
+
+    const unregister = (entry: InFlight) => {
+      if (cancels.get(entry.key) === entry) cancels.delete(entry.key)
+    }
+
+    const contextFor = (request: Request, out: Outbox): RequestContext => {
+      const notifyUnsafe = (method: string, params: unknown) => out.send(notificationMessage(method, params))
+      return { id: request.id, notifyUnsafe, notify: (method, params) => Effect.sync(() => notifyUnsafe(method, params)) }
+    }
+
+    // Suspended: a handler that throws while building its effect is a defect of that request only.
+    const handle = (request: Request, out: Outbox): Effect.Effect<unknown, GatewayError, R> =>
+      Effect.suspend(() => handlers.request(request, contextFor(request, out)))
+
+    /** The request's one reply; a defect (a bug of ours) is logged, the client sees -32603. */
+    const reply = (request: Request, exit: Exit.Exit<unknown, GatewayError>): Response => {
+      const response = replyFor(request, exit)
+      if ("error" in response && response.error.code === ErrorCode.InternalError) {
+        const cause = Exit.isFailure(exit) ? exit.cause : Cause.empty
+        runFork(Effect.logError("request failed with a defect", { method: request.method, id: request.id }, cause))
+      }
+      return response
+    }
+
+    const replyFor = (request: Request, exit: Exit.Exit<unknown, GatewayError>): Response => {
+      if (Exit.isSuccess(exit)) return success(request.id, exit.value === undefined ? null : exit.value)
+      const failed = Cause.failureOption(exit.cause)
+      if (Option.isSome(failed)) return failure(request.id, toRpcError(failed.value))
+      if (Cause.isInterruptedOnly(exit.cause)) {
+        return failure(request.id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" })
+      }
+      // A defect is a bug of ours; the client still gets its one reply, without internals.
+      const squashed = Cause.squash(exit.cause)
+      return failure(request.id, {
+        code: ErrorCode.InternalError,
+        message: `Internal error: ${Secrets.scrub(squashed instanceof Error ? squashed.message : "unexpected failure")}`
+      })
+    }
+
+    /**
+     * A request of its own: the handler is the fiber, and its exit becomes the one reply. Cancelling
+     * interrupts that fiber and the reply (-32800) still goes out: per request, one fiber and no
+     * race (this is the gateway's hot path).
+     */
+    const startRequest = (request: Request, out: Outbox): void => {
+      const entry = register(request)
+      const fiber = runFork(handle(request, out))
+      fiber.addObserver((exit) => {
+        unregister(entry)
+        out.send(reply(request, exit))
+      })
+      settle(entry, fiber)
+    }
+
+    /** A request in a batch: its handler runs in a child fiber, which cancelling interrupts. */
+    const runRequest = (request: Request, out: Outbox): Effect.Effect<Response, never, R> => {
+      const entry = register(request)
+      return Effect.flatMap(Effect.fork(handle(request, out)), (fiber) => {
+        settle(entry, fiber)
+        return Effect.map(fiber.await, (exit) => {
+          unregister(entry)
+          return reply(request, exit)
+        })
+      })
+    }
+
+    const cancelRequest = (params: unknown) => {
+      const p = params as Record<string, unknown> | undefined
+      const target = p?.requestId ?? p?.id
+      if (!isId(target)) return Effect.void
+      const entry = cancels.get(idKey(target))
+      if (entry === undefined) return Effect.logDebug("cancellation for no request in flight", { id: target })
+      return Effect.zipRight(
+        Effect.logDebug("request cancelled by the client", { id: target, reason: p?.reason }),
+        Effect.sync(() => cancel(entry))
+      )
+    }
+
+    /** One message's reply, or none for a notification. */
+    const handleOne = (value: unknown, out: Outbox): Effect.Effect<Response | undefined, never, R> => {
+      const incoming = classify(value)
+      switch (incoming._tag) {
+        case "Request":
+          return runRequest(incoming.request, out)
+        case "Notification": {
+          const { method, params } = incoming.notification
+          if (method === "notifications/cancelled" || method === "$/cancelRequest") {
+            return Effect.as(cancelRequest(params), undefined)
+          }
+          return Effect.as(
+            handlers.notification(incoming.notification).pipe(
+              Effect.catchAllCause((cause) => Effect.logWarning("notification handler failed", { method }, cause))
+            ),
+            undefined
+          )
+        }
+        case "Response":
+          return Effect.as(Effect.logDebug("ignoring a response from the client", { id: incoming.id }), undefined)
+        case "Invalid":
+          return Effect.succeed(
+            failure(incoming.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${incoming.reason}` })
+          )
+      }
+    }
+
+    /**
+     * Handles one message synchronously, in arrival order: a request's fiber is forked (and starts)
+     * here, a notification runs here until it first suspends, so a cancellation always finds a
+     * request that came before it.
+     */
+    const receiveValue = (value: unknown, rawOut: Outbox): void => {
+      if (events?.active()) {
+        events.publish({ _tag: "ClientMessage", at: Date.now(), sessionId: options.sessionId, direction: "in", message: value })
+      }
+      const out = traced(rawOut)
+      if (Array.isArray(value)) {
+        if (value.length === 0) {
+          return out.send(failure(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request: empty batch" }))
+        }
+        runFork(
+          Effect.forEach(value, (item) => handleOne(item, out), { concurrency: "unbounded" }).pipe(
+            Effect.map((replies) => {
+              const present = replies.filter((r): r is Response => r !== undefined)
+              if (present.length > 0) out.send(present)
+            })
+          )
+        )
+        return
+      }
+      const incoming = classify(value)
+      if (incoming._tag === "Request") return startRequest(incoming.request, out)
+      runFork(
+        Effect.suspend(() => handleOne(value, out)).pipe(
+          Effect.map((r) => {
+            if (r !== undefined) out.send(r)
+          })
+        )
+      )
+    }
+
+    const receive = (text: string, out: Outbox): void => {
+      let value: unknown
+      try {
+        value = JSON.parse(text)
+      } catch (error) {
+        return traced(out).send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }))
+      }
+      receiveValue(value, out)
+    }
+
+    const drain = (graceMs: number): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        const drained = yield* FiberSet.awaitEmpty(running).pipe(
+          Effect.timeout(graceMs),
+          Effect.as(true),
+          Effect.orElseSucceed(() => false)
+        )
+        if (drained) return
+        // Cancel rather than kill them, so each still sends its one reply (-32800).
+        yield* Effect.logWarning("cancelling requests still in flight at end of input", { count: cancels.size })
+        yield* Effect.sync(() => cancels.forEach(cancel))
+        yield* FiberSet.awaitEmpty(running).pipe(
+          Effect.timeout(1_000),
+          Effect.orElse(() => FiberSet.clear(running))
+        )
+      })
+
+    return { receive, receiveValue, inFlight: () => cancels.size, drain }
+  })

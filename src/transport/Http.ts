@@ -1,0 +1,470 @@
+/**
+ * MCP over Streamable HTTP (protocol 2025-11-25, 2025-06-18 and 2025-03-26), on @effect/platform's
+ * HTTP server: one shared gateway, many sessions.
+ *
+ * - `POST /mcp`: JSON-RPC in; the reply as JSON, or as an SSE stream when the request sends
+ *   notifications before its result (progress, log messages). 202 for notifications and responses.
+ * - `GET /mcp`: the session's own notification stream (SSE); `DELETE /mcp` ends the session.
+ * - `/servers/<id>/mcp`: the same, for one backend served as itself.
+ * - `GET /healthz` (serving) and `GET /readyz` (every enabled backend ready, else 503 with states).
+ *
+ * Every request passes the token check (when a token is set), the Host check and the Origin
+ * check (DNS rebinding) before anything else. Sessions are issued on `initialize`
+ * (`Mcp-Session-Id`), expire when idle, and are bounded in number.
+ */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Deferred, Effect, Exit, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
+import { createServer } from "node:http"
+import { isIP } from "node:net"
+import { Backends } from "../Backends.js"
+import { GatewayConfig, type ResolvedConfig } from "../Config.js"
+import { ErrorCode } from "../Errors.js"
+import { Events } from "../Events.js"
+import { Gateway } from "../Gateway.js"
+import { classify, failure, isReply, notification, stringify } from "../JsonRpc.js"
+import { isSupportedProtocolVersion } from "../Mcp.js"
+import * as Peer from "../Peer.js"
+import { Session, type Target } from "../Session.js"
+
+export interface Options {
+  /** The address to bind; 127.0.0.1 unless told otherwise. */
+  readonly host: string
+  /** 0 picks a free port (it is logged). */
+  readonly port: number
+  /** Required for a host other than loopback: every request must carry it as a bearer token. */
+  readonly token?: Redacted.Redacted<string> | undefined
+}
+
+/** A stream with nothing to say sends a comment this often, so proxies keep it open. */
+const KEEPALIVE_MS = 25_000
+const SESSION_HEADER = "mcp-session-id"
+const VERSION_HEADER = "mcp-protocol-version"
+
+/** `[HOST:]PORT`, with IPv6 hosts in brackets. Undefined when it cannot be read. */
+export const parseAddress = (text: string): { host: string; port: number } | undefined => {
+  const match = /^(?:(\[[^\]]+\]|[^:]+):)?(\d{1,5})$/.exec(text.trim())
+  if (match === null) return undefined
+  const port = Number(match[2])
+  if (port > 65_535) return undefined
+  const rawHost = match[1] ?? "127.0.0.1"
+  const host = rawHost.startsWith("[") ? rawHost.slice(1, -1) : rawHost
+  if (host === "") return undefined
+  return { host, port }
+}
+
+export const isLoopback = (host: string): boolean => {
+  const h = host.toLowerCase()
+  return h === "localhost" || h === "::1" || (isIP(h) === 4 && h.startsWith("127."))
+}
+
+const isWildcard = (host: string) => host === "0.0.0.0" || host === "::"
+
+/** Why the gateway refuses to serve HTTP with these options, if it does. */
+export const refusal = (options: Options): string | undefined =>
+  !isLoopback(options.host) && options.token === undefined
+    ? `--http on ${options.host} is reachable from other machines: set a token with --http-token or AGENTIFY_HTTP_TOKEN`
+    : undefined
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  HttpServerResponse.text(stringify(body), { status, contentType: "application/json", headers })
+
+/** A transport-level refusal, as a JSON-RPC error with id null (what the SDKs expect). */
+const reject = (status: number, message: string, headers: Record<string, string> = {}, code: number = ErrorCode.InvalidRequest) =>
+  json(status, failure(null, { code, message }), headers)
+
+const encoder = new TextEncoder()
+const sseEvent = (message: unknown) => encoder.encode(`event: message\ndata: ${stringify(message)}\n\n`)
+const SSE_HEADERS = { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
+
+// ---------------------------------------------------------------------------------------------
+// Guards
+
+const digest = (text: string) => createHash("sha256").update(text).digest()
+
+/** Constant-time: both sides are hashed to the same length first. */
+const tokenMatches = (header: string | undefined, token: Redacted.Redacted<string>): boolean => {
+  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")
+  const given = match?.[1] ?? ""
+  return timingSafeEqual(digest(given), digest(Redacted.value(token))) && given.length > 0
+}
+
+const hostOf = (authority: string): string => {
+  const match = /^(\[[^\]]*\]|[^:]*)(?::\d+)?$/.exec(authority)
+  return (match?.[1] ?? authority).toLowerCase()
+}
+
+/** Host and Origin checks (DNS rebinding): what this server accepts. */
+const makeGuards = (options: Options, port: () => number, config: ResolvedConfig) => {
+  const allowedHosts = new Set(config.allowedHosts.map((h) => h.toLowerCase()))
+  const allowedOrigins = new Set(config.allowedOrigins.map((o) => o.toLowerCase().replace(/\/+$/, "")))
+  const bound = options.host.includes(":") ? `[${options.host.toLowerCase()}]` : options.host.toLowerCase()
+  const hostAllowed = (header: string | undefined): boolean => {
+    if (header === undefined) return false
+    const value = header.toLowerCase()
+    if (allowedHosts.has(value) || allowedHosts.has(hostOf(value))) return true
+    const name = hostOf(value)
+    const withPort = (h: string) => value === h || value === `${h}:${port()}`
+    // A wildcard bind has no name to check against: only allowedHosts (and the token) limit it.
+    if (isWildcard(options.host)) return allowedHosts.size === 0 || isLoopback(name.replace(/^\[|\]$/g, ""))
+    if (isLoopback(options.host)) return ["localhost", "127.0.0.1", "[::1]", bound].some(withPort)
+    return withPort(bound)
+  }
+  const originAllowed = (origin: string | undefined): boolean => {
+    if (origin === undefined) return true
+    const value = origin.toLowerCase().replace(/\/+$/, "")
+    if (allowedOrigins.has(value)) return true
+    try {
+      // A page served from this machine; a rebound name (evil.example resolving to 127.0.0.1) is not.
+      return isLoopback(new URL(value).hostname.replace(/^\[|\]$/g, ""))
+    } catch {
+      return false
+    }
+  }
+  return { hostAllowed, originAllowed }
+}
+
+const accepts = (header: string | undefined, type: "application/json" | "text/event-stream"): boolean => {
+  if (header === undefined || header.trim() === "") return true
+  const [major] = type.split("/")
+  return header
+    .toLowerCase()
+    .split(",")
+    .some((part) => {
+      const media = part.split(";")[0]!.trim()
+      return media === type || media === "*/*" || media === `${major}/*`
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions
+
+interface HttpSession {
+  readonly session: Session
+  readonly peer: Peer.Peer
+  readonly scope: Scope.CloseableScope
+  /** The open GET stream, if any. */
+  stream: Queue.Queue<unknown> | undefined
+  closed: boolean
+}
+
+/** Reads a body of at most `limit` bytes; `undefined` when it is larger. */
+const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
+  Effect.gen(function* () {
+    const declared = Number(request.headers["content-length"])
+    if (Number.isFinite(declared) && declared > limit) return undefined
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    const complete = yield* request.stream.pipe(
+      Stream.runFoldWhileEffect(
+        true,
+        (ok) => ok,
+        (_, chunk) =>
+          Effect.sync(() => {
+            size += chunk.length
+            if (size > limit) return false
+            chunks.push(chunk)
+            return true
+          })
+      )
+    )
+    return complete ? Buffer.concat(chunks, size).toString("utf8") : undefined
+  })
+
+/** Serves the gateway over HTTP until the scope closes. */
+export const make = (options: Options) =>
+  Effect.gen(function* () {
+    const gateway = yield* Gateway
+    const backends = yield* Backends
+    const events = yield* Events
+    const config = yield* (yield* GatewayConfig).current
+    const server = yield* HttpServer.HttpServer
+    const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
+    const guards = makeGuards(options, () => port, config)
+    const serverScope = yield* Effect.scope
+    const sessions = new Map<string, HttpSession>()
+
+    const closeSession = (entry: HttpSession, why: string) =>
+      Effect.suspend(() => {
+        if (entry.closed) return Effect.void
+        entry.closed = true
+        sessions.delete(entry.session.id)
+        const stream = entry.stream
+        entry.stream = undefined
+        return Effect.all([
+          Effect.logInfo("session closed", { session: entry.session.id, why }),
+          stream === undefined ? Effect.void : Queue.shutdown(stream),
+          Deferred.succeed(entry.session.ended, undefined),
+          Scope.close(entry.scope, Exit.void)
+        ], { discard: true })
+      })
+
+    const openSession = (target: Target) =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        let entry: HttpSession | undefined
+        const session = new Session({
+          id: randomUUID(),
+          transport: "http",
+          target,
+          notify: (method, params) => {
+            const stream = entry?.stream
+            // With no GET stream open, a notification that belongs to no request has nowhere to go.
+            if (stream !== undefined) Queue.unsafeOffer(stream, notification(method, params))
+          }
+        })
+        const handlers = yield* Scope.extend(gateway.open(session), scope)
+        const peer = yield* Scope.extend(Peer.make(handlers, { sessionId: session.id, events }), scope)
+        entry = { session, peer, scope, stream: undefined, closed: false }
+        // `exit` from the client ends the session like DELETE.
+        yield* Deferred.await(session.ended).pipe(
+          Effect.zipRight(Effect.suspend(() => closeSession(entry!, "exit"))),
+          Effect.forkIn(serverScope)
+        )
+        return entry
+      })
+
+    // Idle sessions end: no request for sessionIdleMs, nothing in flight, no stream open.
+    yield* Effect.suspend(() => {
+      const now = Date.now()
+      const idle = [...sessions.values()].filter(
+        (e) => now - e.session.lastActivity >= config.sessionIdleMs && e.peer.inFlight() === 0 && e.stream === undefined
+      )
+      return Effect.forEach(idle, (e) => closeSession(e, `idle for ${config.sessionIdleMs} ms`), { discard: true })
+    }).pipe(
+      Effect.repeat(Schedule.spaced(Math.max(50, Math.min(60_000, Math.floor(config.sessionIdleMs / 2))))),
+      Effect.forkScoped
+    )
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach([...sessions.values()], (e) => closeSession(e, "gateway stopping"), { discard: true })
+    )
+
+    /** The session a request names, or the response that refuses it. */
+    const findSession = (request: HttpServerRequest.HttpServerRequest, target: Target) => {
+      const id = request.headers[SESSION_HEADER]
+      if (id === undefined || id === "") {
+        return { refused: reject(400, "Bad Request: Mcp-Session-Id header is required (send initialize first)") } as const
+      }
+      const entry = sessions.get(id)
+      const sameTarget =
+        entry !== undefined &&
+        (target._tag === "Aggregate"
+          ? entry.session.target._tag === "Aggregate"
+          : entry.session.target._tag === "Backend" && entry.session.target.backendId === target.backendId)
+      if (entry === undefined || !sameTarget) {
+        return { refused: reject(404, "Session not found: it expired or was closed; send initialize again") } as const
+      }
+      const version = request.headers[VERSION_HEADER]
+      if (version !== undefined && !isSupportedProtocolVersion(version)) {
+        return { refused: reject(400, `Bad Request: unsupported MCP-Protocol-Version: ${String(version).slice(0, 64)}`) } as const
+      }
+      entry.session.lastActivity = Date.now()
+      return { entry } as const
+    }
+
+    /**
+     * Dispatches a body that expects replies and answers with them: JSON when the reply comes
+     * first, an SSE stream when a notification does (and the client accepts one).
+     */
+    const exchange = (
+      entry: HttpSession,
+      value: unknown,
+      sse: boolean,
+      headers: Record<string, string>
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+      Effect.gen(function* () {
+        const outbox = yield* Queue.unbounded<unknown>()
+        entry.peer.receiveValue(value, { send: (message) => Queue.unsafeOffer(outbox, message) })
+        let first = yield* Queue.take(outbox)
+        if (!sse) {
+          // The client takes JSON only: what comes before the reply cannot be sent.
+          while (!isReply(first)) first = yield* Queue.take(outbox)
+        }
+        if (isReply(first)) {
+          yield* Queue.shutdown(outbox)
+          return json(200, first, headers)
+        }
+        const rest = Stream.fromQueue(outbox).pipe(Stream.takeUntil(isReply), Stream.ensuring(Queue.shutdown(outbox)))
+        const events = Stream.concat(Stream.make(first), rest).pipe(Stream.map(sseEvent))
+        return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: { ...SSE_HEADERS, ...headers } })
+      })
+
+    const post = (request: HttpServerRequest.HttpServerRequest, target: Target) =>
+      Effect.gen(function* () {
+        const contentType = request.headers["content-type"] ?? ""
+        if (!/^application\/json\s*(;|$)/i.test(contentType)) {
+          return reject(415, "Unsupported Media Type: Content-Type must be application/json")
+        }
+        const accept = request.headers["accept"]
+        const json_ = accepts(accept, "application/json")
+        const sse = accepts(accept, "text/event-stream")
+        if (!json_ && !sse) return reject(406, "Not Acceptable: Accept must include application/json or text/event-stream")
+        const body = yield* readBody(request, config.maxFrameBytes).pipe(Effect.orElseSucceed(() => null))
+        if (body === null) return reject(400, "Bad Request: the request body could not be read")
+        if (body === undefined) {
+          return reject(413, `Payload Too Large: the body exceeds the limit of ${config.maxFrameBytes} bytes`)
+        }
+        let value: unknown
+        try {
+          value = JSON.parse(body)
+        } catch (error) {
+          return json(400, failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }))
+        }
+        const items = Array.isArray(value) ? value : [value]
+        const isInitialize = items.some((item) => classify(item)._tag === "Request" && (item as { method: string }).method === "initialize")
+        if (isInitialize) {
+          if (items.length > 1) return reject(400, "Bad Request: initialize must be sent alone, not in a batch")
+          if (request.headers[SESSION_HEADER] !== undefined) {
+            return reject(400, "Bad Request: initialize starts a session: send it without Mcp-Session-Id")
+          }
+          if (sessions.size >= config.maxSessions) {
+            return reject(503, `Service Unavailable: ${config.maxSessions} sessions are open (maxSessions)`, { "retry-after": "5" }, ErrorCode.InternalError)
+          }
+          const entry = yield* openSession(target)
+          sessions.set(entry.session.id, entry)
+          // Always JSON: the session exists only if initialize succeeded, known once it replied.
+          const response = yield* exchange(entry, value, false, {}).pipe(
+            // The client went away before it learned the session's id: nobody can use it.
+            Effect.onInterrupt(() => closeSession(entry, "initialize abandoned"))
+          )
+          if (entry.session.phase !== "ready") {
+            yield* closeSession(entry, "initialize failed")
+            return response
+          }
+          return HttpServerResponse.setHeader(response, SESSION_HEADER, entry.session.id)
+        }
+        const found = findSession(request, target)
+        if (found.refused) return found.refused
+        const expectsReply = items.length === 0 || items.some((item) => {
+          const tag = classify(item)._tag
+          return tag === "Request" || tag === "Invalid"
+        })
+        if (!expectsReply) {
+          found.entry.peer.receiveValue(value, { send: () => {} })
+          return HttpServerResponse.empty({ status: 202 })
+        }
+        return yield* exchange(found.entry, value, sse, {})
+      })
+
+    const get = (request: HttpServerRequest.HttpServerRequest, target: Target) =>
+      Effect.gen(function* () {
+        if (!accepts(request.headers["accept"], "text/event-stream") || request.headers["accept"] === undefined) {
+          return reject(406, "Not Acceptable: Accept must include text/event-stream")
+        }
+        const found = findSession(request, target)
+        if (found.refused) return found.refused
+        const entry = found.entry
+        if (entry.stream !== undefined) return reject(409, "Conflict: this session already has a GET stream open")
+        const queue = yield* Queue.unbounded<unknown>()
+        entry.stream = queue
+        const keepalive = Stream.tick(KEEPALIVE_MS).pipe(Stream.drop(1), Stream.as(encoder.encode(": keepalive\n\n")))
+        const body = Stream.fromQueue(queue).pipe(
+          Stream.map(sseEvent),
+          Stream.merge(keepalive, { haltStrategy: "left" }),
+          Stream.ensuring(
+            Effect.sync(() => {
+              if (entry.stream === queue) entry.stream = undefined
+              entry.session.lastActivity = Date.now()
+            })
+          )
+        )
+        return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
+      })
+
+    const del = (request: HttpServerRequest.HttpServerRequest, target: Target) =>
+      Effect.gen(function* () {
+        const found = findSession(request, target)
+        if (found.refused) return found.refused
+        yield* closeSession(found.entry, "ended by the client (DELETE)")
+        return HttpServerResponse.empty({ status: 204 })
+      })
+
+    const readiness = Effect.gen(function* () {
+      const states = (yield* backends.states).filter((s) => s.enabled)
+      const ready = states.every((s) => s.state === "ready")
+      return json(ready ? 200 : 503, {
+        status: ready ? "ready" : "not ready",
+        backends: states.map((s) => ({ id: s.id, state: s.state, ...(s.lastError === undefined ? {} : { lastError: s.lastError }) }))
+      })
+    })
+
+    const route = (request: HttpServerRequest.HttpServerRequest, path: string) => {
+      if (path === "/healthz" && (request.method === "GET" || request.method === "HEAD")) {
+        return Effect.succeed(json(200, { status: "ok", sessions: sessions.size }))
+      }
+      if (path === "/readyz" && (request.method === "GET" || request.method === "HEAD")) return readiness
+      let target: Target | undefined
+      if (path === "/mcp") target = { _tag: "Aggregate" }
+      else {
+        const match = /^\/servers\/([^/]+)\/mcp$/.exec(path)
+        if (match !== null) {
+          let backendId: string
+          try {
+            backendId = decodeURIComponent(match[1]!)
+          } catch {
+            return Effect.succeed(reject(404, "Not Found"))
+          }
+          if (!config.backends.some((b) => b.id === backendId)) {
+            return Effect.succeed(reject(404, `Not Found: no backend '${backendId.slice(0, 64)}' is configured`))
+          }
+          target = { _tag: "Backend", backendId }
+        }
+      }
+      if (target === undefined) return Effect.succeed(reject(404, "Not Found: MCP is served at /mcp and /servers/<id>/mcp"))
+      switch (request.method) {
+        case "POST":
+          return post(request, target)
+        case "GET":
+          return get(request, target)
+        case "DELETE":
+          return del(request, target)
+        default:
+          return Effect.succeed(reject(405, "Method Not Allowed", { allow: "GET, POST, DELETE" }))
+      }
+    }
+
+    const app = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (options.token !== undefined && !tokenMatches(request.headers["authorization"], options.token)) {
+        return reject(401, "Unauthorized: a bearer token is required", { "www-authenticate": 'Bearer realm="mcp-agentify"' })
+      }
+      if (!guards.hostAllowed(request.headers["host"])) {
+        return reject(403, "Forbidden: the Host header does not name this server (add it to allowedHosts)")
+      }
+      if (!guards.originAllowed(request.headers["origin"])) {
+        return reject(403, "Forbidden: Origin not allowed (add it to allowedOrigins)")
+      }
+      const queryAt = request.url.indexOf("?")
+      const path = queryAt < 0 ? request.url : request.url.slice(0, queryAt)
+      return yield* route(request, path)
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.zipRight(
+          Effect.logError("HTTP request failed", cause),
+          Effect.succeed(reject(500, "Internal Server Error", {}, ErrorCode.InternalError))
+        )
+      )
+    )
+
+    yield* server.serve(app)
+    const shown = options.host.includes(":") ? `[${options.host}]` : options.host
+    yield* Effect.logInfo(`serving MCP over Streamable HTTP at http://${shown}:${port}/mcp`, {
+      host: options.host,
+      port,
+      token: options.token === undefined ? "none" : "required",
+      backends: `/servers/<id>/mcp for ${config.backends.map((b) => b.id).join(", ")}`
+    })
+  })
+
+/** The HTTP server on a Node listener, serving until the layer's scope closes. */
+export const layer = (options: Options): Layer.Layer<never, HttpServerError.ServeError, Gateway | GatewayConfig | Backends | Events> =>
+  Layer.scopedDiscard(make(options)).pipe(
+    Layer.provide(NodeHttpServer.layerServer(() => createServer({ keepAliveTimeout: 65_000 }), { host: options.host, port: options.port }))
+  )
