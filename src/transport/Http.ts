@@ -17,7 +17,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Deferred, Effect, Exit, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
+import { Chunk, Deferred, Effect, Exit, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
 import { isIP } from "node:net"
@@ -188,7 +188,6 @@ export const make = (options: Options) =>
     const server = yield* HttpServer.HttpServer
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
     const guards = makeGuards(options, () => port, config)
-    const serverScope = yield* Effect.scope
     const sessions = new Map<string, HttpSession>()
 
     const closeSession = (entry: HttpSession, why: string) =>
@@ -223,10 +222,12 @@ export const make = (options: Options) =>
         const handlers = yield* Scope.extend(gateway.open(session), scope)
         const peer = yield* Scope.extend(Peer.make(handlers, { sessionId: session.id, events }), scope)
         entry = { session, peer, scope, stream: undefined, closed: false }
-        // `exit` from the client ends the session like DELETE.
+        // `exit` from the client ends the session like DELETE. A daemon, not a fiber of a scope:
+        // closing the session completes `ended`, so it always finishes, and it must not be
+        // interrupted by the scope it closes.
         yield* Deferred.await(session.ended).pipe(
           Effect.zipRight(Effect.suspend(() => closeSession(entry!, "exit"))),
-          Effect.forkIn(serverScope)
+          Effect.forkDaemon
         )
         return entry
       })
@@ -368,6 +369,8 @@ export const make = (options: Options) =>
         const body = Stream.fromQueue(queue).pipe(
           Stream.map(sseEvent),
           Stream.merge(keepalive, { haltStrategy: "left" }),
+          // A first comment sends the headers now: a client waits for them before it reads on.
+          Stream.prepend(Chunk.of(encoder.encode(": stream open\n\n"))),
           Stream.ensuring(
             Effect.sync(() => {
               if (entry.stream === queue) entry.stream = undefined
