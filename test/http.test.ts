@@ -11,7 +11,8 @@ import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { serverFilesystemEntry } from "../src/Config.js"
-import { sleep, tempDir } from "./support/gateway.js"
+import { execFile } from "node:child_process"
+import { ROOT, sleep, tempDir } from "./support/gateway.js"
 import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"
 import { firstText, FIXTURE_TOOL_COUNT, fixtureBackend } from "./support/mcpFixture.js"
 
@@ -148,6 +149,27 @@ describe("Streamable HTTP: the aggregate and per-server endpoints with the SDK c
     controller.abort()
     await pump
     expect(bText).not.toContain("for A only")
+  })
+
+  it("the MCP Inspector CLI (HTTP mode) lists and calls tools on /mcp and /servers/<id>/mcp", async () => {
+    // v1's CLI (Node 20) resolves its own package.json against the working directory: run it there.
+    const cwd = join(ROOT, "node_modules", "@modelcontextprotocol", "inspector-cli", "build")
+    const inspect = (...args: Array<string>) =>
+      new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, ["index.js", ...args], { cwd, timeout: 20_000 }, (error, stdout, stderr) =>
+          error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)
+        )
+      )
+    const listed = JSON.parse(await inspect(`${gateway.base}/mcp`, "--transport", "http", "--method", "tools/list"))
+    expect(listed.tools.map((t: { name: string }) => t.name)).toContain("fx__add")
+    const added = JSON.parse(
+      await inspect(`${gateway.base}/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "fx__add", "--tool-arg", "a=2", "b=3")
+    )
+    expect(firstText(added)).toBe("5")
+    const direct = JSON.parse(
+      await inspect(`${gateway.base}/servers/files/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "list_allowed_directories")
+    )
+    expect(firstText(direct)).toContain(root)
   })
 
   it("a tools change reaches every session's GET stream as list_changed", async () => {
