@@ -13,6 +13,8 @@
  * (`Mcp-Session-Id`), expire when idle, and are bounded in number.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -128,7 +130,34 @@ const makeGuards = (options: Options, port: () => number, config: ResolvedConfig
       return false
     }
   }
-  return { hostAllowed, originAllowed }
+  // Clients send the same few values on every request: remember the verdicts (a bounded set).
+  const memo = (check: (value: string | undefined) => boolean) => {
+    const seen = new Map<string | undefined, boolean>()
+    return (value: string | undefined): boolean => {
+      let verdict = seen.get(value)
+      if (verdict === undefined) {
+        verdict = check(value)
+        if (seen.size >= 256) seen.clear()
+        seen.set(value, verdict)
+      }
+      return verdict
+    }
+  }
+  return { hostAllowed: memo(hostAllowed), originAllowed: memo(originAllowed) }
+}
+
+const accepted = new Map<string, { json: boolean; sse: boolean }>()
+
+/** What an Accept header admits, remembered: clients send the same one every time. */
+const acceptsOf = (header: string | undefined): { json: boolean; sse: boolean } => {
+  if (header === undefined) return { json: true, sse: true }
+  let verdict = accepted.get(header)
+  if (verdict === undefined) {
+    verdict = { json: accepts(header, "application/json"), sse: accepts(header, "text/event-stream") }
+    if (accepted.size >= 256) accepted.clear()
+    accepted.set(header, verdict)
+  }
+  return verdict
 }
 
 const accepts = (header: string | undefined, type: "application/json" | "text/event-stream"): boolean => {
@@ -155,28 +184,49 @@ interface HttpSession {
   closed: boolean
 }
 
-/** Reads a body of at most `limit` bytes; `undefined` when it is larger. */
-const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
-  Effect.gen(function* () {
-    const declared = Number(request.headers["content-length"])
-    if (Number.isFinite(declared) && declared > limit) return undefined
-    const chunks: Array<Uint8Array> = []
+/**
+ * Reads a body of at most `limit` bytes; `undefined` when it is larger, `null` when it failed.
+ * From Node's request itself: a body is one or two chunks, and a stream pipeline per request cost
+ * more than the rest of the exchange.
+ */
+const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<string | undefined | null> => {
+  const declared = Number(request.headers["content-length"])
+  if (Number.isFinite(declared) && declared > limit) return Effect.succeed(undefined)
+  const source = NodeHttpServerRequest.toIncomingMessage(request)
+  return Effect.async<string | undefined | null>((resume) => {
+    const chunks: Array<Buffer> = []
     let size = 0
-    const complete = yield* request.stream.pipe(
-      Stream.runFoldWhileEffect(
-        true,
-        (ok) => ok,
-        (_, chunk) =>
-          Effect.sync(() => {
-            size += chunk.length
-            if (size > limit) return false
-            chunks.push(chunk)
-            return true
-          })
-      )
-    )
-    return complete ? Buffer.concat(chunks, size).toString("utf8") : undefined
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        done()
+        // The rest is read and dropped, so the connection can still carry the 413.
+        source.resume()
+        return resume(Effect.succeed(undefined))
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => {
+      done()
+      resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")))
+    }
+    const onError = () => {
+      done()
+      resume(Effect.succeed(null))
+    }
+    const done = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+      source.off("aborted", onError)
+    }
+    source.on("data", onData)
+    source.once("end", onEnd)
+    source.once("error", onError)
+    source.once("aborted", onError)
+    return Effect.sync(done)
   })
+}
 
 /** Serves the gateway over HTTP until the scope closes. */
 export const make = (options: Options) =>
@@ -280,21 +330,47 @@ export const make = (options: Options) =>
       sse: boolean,
       headers: Record<string, string>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-      Effect.gen(function* () {
-        const outbox = yield* Queue.unbounded<unknown>()
-        entry.peer.receiveValue(value, { send: (message) => Queue.unsafeOffer(outbox, message) })
-        let first = yield* Queue.take(outbox)
-        if (!sse) {
+      Effect.suspend(() => {
+        // Messages wait in a plain array until the first decides the response's form; a queue is
+        // made only for a stream, so a plain request-reply costs one callback.
+        const early: Array<unknown> = []
+        let wake: (() => void) | undefined
+        let queue: Queue.Queue<unknown> | undefined
+        entry.peer.receiveValue(value, {
+          send: (message) => {
+            if (queue !== undefined) Queue.unsafeOffer(queue, message)
+            else {
+              early.push(message)
+              wake?.()
+            }
+          }
+        })
+        const first = (): Effect.Effect<unknown> =>
+          early.length > 0
+            ? Effect.succeed(early.shift())
+            : Effect.async<unknown>((resume) => {
+                wake = () => {
+                  wake = undefined
+                  resume(Effect.succeed(early.shift()))
+                }
+                return Effect.sync(() => {
+                  wake = undefined
+                })
+              })
+        const untilReply: Effect.Effect<unknown> = Effect.flatMap(first(), (message) =>
           // The client takes JSON only: what comes before the reply cannot be sent.
-          while (!isReply(first)) first = yield* Queue.take(outbox)
-        }
-        if (isReply(first)) {
-          yield* Queue.shutdown(outbox)
-          return json(200, first, headers)
-        }
-        const rest = Stream.fromQueue(outbox).pipe(Stream.takeUntil(isReply), Stream.ensuring(Queue.shutdown(outbox)))
-        const events = Stream.concat(Stream.make(first), rest).pipe(Stream.map(sseEvent))
-        return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: { ...SSE_HEADERS, ...headers } })
+          isReply(message) || sse ? Effect.succeed(message) : untilReply
+        )
+        return Effect.flatMap(untilReply, (message) => {
+          if (isReply(message)) return Effect.succeed(json(200, message, headers))
+          return Effect.map(Queue.unbounded<unknown>(), (q) => {
+            queue = q
+            for (const m of early.splice(0)) Queue.unsafeOffer(q, m)
+            const rest = Stream.fromQueue(q).pipe(Stream.takeUntil(isReply), Stream.ensuring(Queue.shutdown(q)))
+            const events = Stream.concat(Stream.make(message), rest).pipe(Stream.map(sseEvent))
+            return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: { ...SSE_HEADERS, ...headers } })
+          })
+        })
       })
 
     const post = (request: HttpServerRequest.HttpServerRequest, target: Target) =>
@@ -303,11 +379,9 @@ export const make = (options: Options) =>
         if (!/^application\/json\s*(;|$)/i.test(contentType)) {
           return reject(415, "Unsupported Media Type: Content-Type must be application/json")
         }
-        const accept = request.headers["accept"]
-        const json_ = accepts(accept, "application/json")
-        const sse = accepts(accept, "text/event-stream")
+        const { json: json_, sse } = acceptsOf(request.headers["accept"])
         if (!json_ && !sse) return reject(406, "Not Acceptable: Accept must include application/json or text/event-stream")
-        const body = yield* readBody(request, config.maxFrameBytes).pipe(Effect.orElseSucceed(() => null))
+        const body = yield* readBody(request, config.maxFrameBytes)
         if (body === null) return reject(400, "Bad Request: the request body could not be read")
         if (body === undefined) {
           return reject(413, `Payload Too Large: the body exceeds the limit of ${config.maxFrameBytes} bytes`)
@@ -456,7 +530,9 @@ export const make = (options: Options) =>
       )
     )
 
-    yield* server.serve(app)
+    // No span per request: the gateway's own events and traces describe its exchanges, and the
+    // platform's (URL parsing, a span and every header as an attribute) cost more than the rest.
+    yield* HttpMiddleware.withTracerDisabledWhenEffect(server.serve(app), () => true)
     const shown = options.host.includes(":") ? `[${options.host}]` : options.host
     yield* Effect.logInfo(`serving MCP over Streamable HTTP at http://${shown}:${port}/mcp`, {
       host: options.host,

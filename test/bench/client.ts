@@ -148,8 +148,14 @@ export interface Round {
  * A closed loop: `concurrency` workers, each sending its next request as soon as its previous
  * reply arrives, until `durationMs` has passed. Calls that fail are counted, not timed.
  */
+/** Anything that sends a request and reads its reply: stdio (`RpcClient`) or HTTP (`HttpRpcClient`). */
+export interface Requester {
+  readonly request: (method: string, params?: unknown) => Promise<Reply>
+  readonly stderrTail: () => string
+}
+
 export const runRound = async (
-  client: RpcClient,
+  client: Requester,
   method: string,
   params: unknown,
   concurrency: number,
@@ -179,7 +185,7 @@ export const runRound = async (
 
 /** A fixed number of calls at a concurrency (warm-up, memory load). */
 export const runCalls = async (
-  client: RpcClient,
+  client: Requester,
   method: string,
   params: unknown | ((i: number) => unknown),
   concurrency: number,

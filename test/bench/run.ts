@@ -33,6 +33,7 @@ import { serverFilesystemEntry } from "../../src/Config.js"
 import { buildCatalog, rank, rankEntries, toolFunctions } from "../../src/ToolCatalog.js"
 import { QUERIES, syntheticBackends } from "./catalog.js"
 import { percentile, type Round, RpcClient, runCalls, runRound, sortedCopy } from "./client.js"
+import { freePort, type HttpRpcClient, startHttpServer } from "./httpClient.js"
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const DIST_BIN = join(ROOT, "dist", "bin.js")
@@ -49,7 +50,7 @@ const { values: options } = parseArgs({
     gateway: { type: "string" }
   }
 })
-const SECTIONS = ["catalog", "startup", "passthrough", "orchestration", "memory", "hostile"] as const
+const SECTIONS = ["catalog", "startup", "passthrough", "http", "orchestration", "memory", "hostile"] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
 const enabled = (section: Section) => only === undefined || only.includes(section)
@@ -333,6 +334,81 @@ const benchPassthrough = async (fileDir: string, filePath: string) => {
   }
 }
 
+
+const BIN_DIR = join(ROOT, "node_modules", ".bin")
+
+/**
+ * Streamable HTTP: one session per server over keep-alive connections, read_text_file at each
+ * concurrency, against direct stdio. The gateway's /servers/<id>/mcp (one backend as itself) and
+ * /mcp (the aggregate), supergateway (--stateful) and mcp-proxy, each wrapping server-filesystem.
+ */
+const benchHttp = async (fileDir: string, filePath: string) => {
+  const config = writeConfig([{ id: "filesystem", command: process.execPath, args: [serverFilesystemEntry(), fileDir] }])
+  const fsArgs = [serverFilesystemEntry(), fileDir]
+  const [gatewayPort, superPort, proxyPort] = [await freePort(), await freePort(), await freePort()]
+  const direct = new RpcClient(process.execPath, fsArgs, { stderrFile: stderrFile("http-direct") })
+  const clients: Array<HttpRpcClient> = []
+  try {
+    const gateway = await startHttpServer(process.execPath, [...nodeFlags(), BIN, "--http", `127.0.0.1:${gatewayPort}`, "--config", config, "--log-level", "warn"], `http://127.0.0.1:${gatewayPort}/servers/filesystem/mcp`, {
+      cwd: work,
+      env: env(),
+      stderrFile: stderrFile("http-gateway")
+    })
+    clients.push(gateway)
+    // A second session on the same gateway process, on the aggregate endpoint.
+    const aggregate = new (gateway.constructor as typeof HttpRpcClient)(`http://127.0.0.1:${gatewayPort}/mcp`, gateway.process)
+    const superGateway = await startHttpServer(
+      join(BIN_DIR, "supergateway"),
+      ["--stdio", [process.execPath, ...fsArgs].map((a) => JSON.stringify(a)).join(" "), "--outputTransport", "streamableHttp", "--stateful", "--port", String(superPort), "--logLevel", "none"],
+      `http://127.0.0.1:${superPort}/mcp`,
+      { cwd: work, env: env(), stderrFile: stderrFile("supergateway") }
+    )
+    clients.push(superGateway)
+    const mcpProxy = await startHttpServer(
+      join(BIN_DIR, "mcp-proxy"),
+      ["--port", String(proxyPort), "--host", "127.0.0.1", "--", process.execPath, ...fsArgs],
+      `http://127.0.0.1:${proxyPort}/mcp`,
+      { cwd: work, env: env(), stderrFile: stderrFile("mcp-proxy") }
+    )
+    clients.push(mcpProxy)
+    await direct.initialize()
+    for (const c of [gateway, aggregate, superGateway, mcpProxy]) await c.initialize()
+    const plain = { name: "read_text_file", arguments: { path: filePath } }
+    const prefixed = { name: "filesystem__read_text_file", arguments: { path: filePath } }
+    const sides: Array<{ name: string; client: RpcClient | HttpRpcClient; params: unknown; pid: () => number }> = [
+      { name: "direct", client: direct, params: plain, pid: () => direct.pid },
+      { name: "gateway", client: gateway, params: plain, pid: () => gateway.pid },
+      { name: "gatewayAggregate", client: aggregate, params: prefixed, pid: () => gateway.pid },
+      { name: "supergateway", client: superGateway, params: plain, pid: () => superGateway.pid },
+      { name: "mcpProxy", client: mcpProxy, params: plain, pid: () => mcpProxy.pid }
+    ]
+    for (const side of sides) {
+      const check = await side.client.request("tools/call", side.params)
+      if (check.error !== undefined || check.result?.isError) throw new Error(`${side.name}: read_text_file failed: ${JSON.stringify(check)}`)
+    }
+    log("http: warm-up")
+    for (const c of CONCURRENCIES) for (const side of sides) await runCalls(side.client, "tools/call", side.params, c, quick ? 300 : 1_000)
+    const levels: Record<string, unknown> = {}
+    for (const c of CONCURRENCIES) {
+      log(`http: concurrency ${c}, ${ROUNDS} rounds of ${ROUND_MS} ms each side`)
+      const rounds = await rotate(
+        sides.map((side) => () => measured(side.pid(), () => runRound(side.client, "tools/call", side.params, c, ROUND_MS))),
+        ROUNDS
+      )
+      const level: Record<string, unknown> = {}
+      const d = summarize(rounds[0]!)
+      sides.forEach((side, i) => {
+        const sum = summarize(rounds[i]!)
+        level[side.name] = { ...sum, cpuUsPerCall: cpuPerCall(rounds[i]!), p50OverheadMs: round3(sum.p50 - d.p50) }
+      })
+      levels[String(c)] = level
+    }
+    results.http = { tool: "read_text_file", roundMs: ROUND_MS, rounds: ROUNDS, concurrency: levels }
+  } finally {
+    await Promise.all([direct.close(), ...clients.map((c) => c.close())])
+  }
+}
+
 /** 2: orchestrateTask vs tools/call on the same gateway process (scripted LLM). */
 const benchOrchestration = async (fileDir: string, filePath: string) => {
   const config = writeConfig([{ id: "filesystem", command: process.execPath, args: [serverFilesystemEntry(), fileDir] }])
@@ -466,6 +542,37 @@ const lines = (): Array<Line> => {
       out.push({
         figure: `passthrough c=${c}: bare proxy (reference) p50 / calls/s`,
         value: `${l.bareProxy.p50} (${signed(l.bareProxyP50OverheadMs)}) / ${l.bareProxy.callsPerSecond} (${Math.round(l.bareProxy.throughputRatio * 100)}%), ${l.bareProxy.proxyCpuUsPerCall} µs CPU/call`,
+        goal: "",
+        pass: undefined
+      })
+    }
+  }
+  const hp = results.http as any
+  if (hp !== undefined) {
+    for (const c of CONCURRENCIES) {
+      const l = hp.concurrency[String(c)]
+      const peers = Math.max(l.supergateway.callsPerSecond, l.mcpProxy.callsPerSecond)
+      out.push({
+        figure: `http c=${c}: p50 direct stdio / gateway /servers/<id>/mcp (ms)`,
+        value: `${l.direct.p50} / ${l.gateway.p50} (${signed(l.gateway.p50OverheadMs)})`,
+        goal: c === 1 ? "overhead ≤ 1 ms" : "",
+        pass: c === 1 ? l.gateway.p50OverheadMs <= 1 : undefined
+      })
+      out.push({
+        figure: `http c=${c}: p50 / p99 gateway /mcp, supergateway, mcp-proxy (ms)`,
+        value: `${l.gatewayAggregate.p50}/${l.gatewayAggregate.p99}, ${l.supergateway.p50}/${l.supergateway.p99}, ${l.mcpProxy.p50}/${l.mcpProxy.p99}`,
+        goal: "",
+        pass: undefined
+      })
+      out.push({
+        figure: `http c=${c}: calls/s gateway, /mcp, supergateway, mcp-proxy`,
+        value: `${l.gateway.callsPerSecond}, ${l.gatewayAggregate.callsPerSecond}, ${l.supergateway.callsPerSecond}, ${l.mcpProxy.callsPerSecond} (${round2(l.gateway.callsPerSecond / peers)}× the better peer)`,
+        goal: c === 64 ? "≥ 3× the better peer" : "",
+        pass: c === 64 ? l.gateway.callsPerSecond >= 3 * peers : undefined
+      })
+      out.push({
+        figure: `http c=${c}: CPU µs/call gateway, supergateway, mcp-proxy`,
+        value: `${l.gateway.cpuUsPerCall}, ${l.supergateway.cpuUsPerCall}, ${l.mcpProxy.cpuUsPerCall}`,
         goal: "",
         pass: undefined
       })
@@ -642,6 +749,7 @@ const main = async () => {
   if (enabled("catalog")) benchCatalog()
   if (enabled("startup")) await benchStartup()
   if (enabled("passthrough")) await benchPassthrough(fileDir, filePath)
+  if (enabled("http")) await benchHttp(fileDir, filePath)
   if (enabled("orchestration")) await benchOrchestration(fileDir, filePath)
   if (enabled("memory")) await benchMemory()
   if (enabled("hostile")) await benchHostile()
