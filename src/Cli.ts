@@ -25,6 +25,7 @@ import * as Secrets from "./Secrets.js"
 import { SERVER_VERSION } from "./Server.js"
 import { onStopSignal } from "./Signals.js"
 import * as Http from "./transport/Http.js"
+import { isLoopback, parseAddress } from "./transport/Address.js"
 import * as Stdio from "./transport/Stdio.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--log-level LEVEL] [--http [HOST:]PORT] [--http-token TOKEN]
@@ -122,7 +123,7 @@ export const parse = (
   const httpText = (values.http as string | undefined) ?? (env.AGENTIFY_HTTP?.trim() || undefined)
   let http: Http.Options | undefined
   if (httpText !== undefined) {
-    const address = Http.parseAddress(httpText)
+    const address = parseAddress(httpText)
     if (address === undefined) throw new UsageError(`--http must be [HOST:]PORT (PORT from 0 to 65535), not '${httpText.slice(0, 100)}'`)
     const tokenText = (values["http-token"] as string | undefined) ?? (env.AGENTIFY_HTTP_TOKEN || undefined)
     if (tokenText !== undefined && tokenText.trim().length < 16) {
@@ -130,8 +131,11 @@ export const parse = (
     }
     if (tokenText !== undefined) Secrets.register(tokenText)
     http = { ...address, token: tokenText === undefined ? undefined : Redacted.make(tokenText.trim()) }
-    const refused = Http.refusal(http)
-    if (refused !== undefined) throw new UsageError(refused)
+    if (!isLoopback(http.host) && http.token === undefined) {
+      throw new UsageError(
+        `--http on ${http.host} is reachable from other machines: set a token with --http-token or AGENTIFY_HTTP_TOKEN`
+      )
+    }
   } else if (values["http-token"] !== undefined) {
     throw new UsageError("--http-token is only used with --http")
   }

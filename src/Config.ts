@@ -155,7 +155,13 @@ const optionFields = {
   /** Host header values accepted besides the bound address (DNS-rebinding protection). */
   allowedHosts: Schema.optional(Schema.Array(NonEmptyString)),
   /** Origin header values accepted besides loopback origins. */
-  allowedOrigins: Schema.optional(Schema.Array(NonEmptyString))
+  allowedOrigins: Schema.optional(Schema.Array(NonEmptyString)),
+  /** Starts every Mcp-Session-Id this gateway issues, so a proxy in front of several can route by it. */
+  sessionIdPrefix: Schema.optional(
+    Schema.String.pipe(
+      Schema.filter((s) => /^[A-Za-z0-9._-]{1,32}$/.test(s), { message: () => "must be 1 to 32 letters, digits, '.', '_' or '-'" })
+    )
+  )
 }
 
 /**
@@ -418,6 +424,7 @@ export interface ResolvedConfig {
   readonly maxSessions: number
   readonly allowedHosts: ReadonlyArray<string>
   readonly allowedOrigins: ReadonlyArray<string>
+  readonly sessionIdPrefix: string
   /** Where the backends came from: "initializationOptions", "file:<path>" or "default". */
   readonly backendsSource: string
   /** What resolving noticed and the caller should log (a refused setting, ignored keys). */
@@ -568,6 +575,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxSessions: file?.maxSessions ?? DEFAULT_MAX_SESSIONS,
     allowedHosts: file?.allowedHosts ?? [],
     allowedOrigins: file?.allowedOrigins ?? [],
+    sessionIdPrefix: file?.sessionIdPrefix ?? "",
     notes
   }
   registerSecrets(config)

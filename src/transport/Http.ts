@@ -22,7 +22,6 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Chunk, Deferred, Effect, Exit, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
-import { isIP } from "node:net"
 import { Backends } from "../Backends.js"
 import { GatewayConfig, type ResolvedConfig } from "../Config.js"
 import { ErrorCode } from "../Errors.js"
@@ -30,6 +29,7 @@ import { Events } from "../Events.js"
 import { Gateway } from "../Gateway.js"
 import { classify, failure, isReply, notification, stringify } from "../JsonRpc.js"
 import { isSupportedProtocolVersion } from "../Mcp.js"
+import { isLoopback } from "./Address.js"
 import * as Peer from "../Peer.js"
 import { Session, type Target } from "../Session.js"
 
@@ -47,30 +47,7 @@ const KEEPALIVE_MS = 25_000
 const SESSION_HEADER = "mcp-session-id"
 const VERSION_HEADER = "mcp-protocol-version"
 
-/** `[HOST:]PORT`, with IPv6 hosts in brackets. Undefined when it cannot be read. */
-export const parseAddress = (text: string): { host: string; port: number } | undefined => {
-  const match = /^(?:(\[[^\]]+\]|[^:]+):)?(\d{1,5})$/.exec(text.trim())
-  if (match === null) return undefined
-  const port = Number(match[2])
-  if (port > 65_535) return undefined
-  const rawHost = match[1] ?? "127.0.0.1"
-  const host = rawHost.startsWith("[") ? rawHost.slice(1, -1) : rawHost
-  if (host === "") return undefined
-  return { host, port }
-}
-
-export const isLoopback = (host: string): boolean => {
-  const h = host.toLowerCase()
-  return h === "localhost" || h === "::1" || (isIP(h) === 4 && h.startsWith("127."))
-}
-
 const isWildcard = (host: string) => host === "0.0.0.0" || host === "::"
-
-/** Why the gateway refuses to serve HTTP with these options, if it does. */
-export const refusal = (options: Options): string | undefined =>
-  !isLoopback(options.host) && options.token === undefined
-    ? `--http on ${options.host} is reachable from other machines: set a token with --http-token or AGENTIFY_HTTP_TOKEN`
-    : undefined
 
 // ---------------------------------------------------------------------------------------------
 // Responses
@@ -260,7 +237,7 @@ export const make = (options: Options) =>
         const scope = yield* Scope.make()
         let entry: HttpSession | undefined
         const session = new Session({
-          id: randomUUID(),
+          id: `${config.sessionIdPrefix}${randomUUID()}`,
           transport: "http",
           target,
           notify: (method, params) => {
