@@ -1,0 +1,119 @@
+/**
+ * The events hub and sessions in process: the shared gateway's Layers over the fixture server, two
+ * sessions opened through `Gateway.open`, each served by its own `Peer`. Checks what the hub
+ * publishes (client and backend messages both ways, backend states, sessions, log records), that
+ * it publishes nothing with nobody listening, and that a session's notifications stay its own.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Layer, Queue } from "effect"
+import { type BackendConfigInput, GatewayConfig } from "../src/Config.js"
+import { type Event, Events } from "../src/Events.js"
+import * as Gateway from "../src/Gateway.js"
+import { LlmClient } from "../src/Llm.js"
+import * as Logging from "../src/Logging.js"
+import * as Peer from "../src/Peer.js"
+import { Session } from "../src/Session.js"
+import { fixtureBackend } from "./support/mcpFixture.js"
+
+// The gateway's own logger (it publishes log records to the hub), its lines kept off the runner's output.
+const GatewayLive = Gateway.layerShared.pipe(
+  Layer.provide(LlmClient.layerScripted([])),
+  Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [fixtureBackend("fx") as BackendConfigInput] }, {})),
+  Layer.provideMerge(Logging.layer({ write: () => {}, isTTY: false }))
+)
+
+/** A session on the gateway, with a peer; `call` resolves with a request's reply and what came before it. */
+const connect = (id: string) =>
+  Effect.gen(function* () {
+    const gateway = yield* Gateway.Gateway
+    const events = yield* Events
+    const sessionLevel: Array<unknown> = []
+    const session = new Session({ id, transport: "http", notify: (method, params) => sessionLevel.push({ method, params }) })
+    const peer = yield* Peer.make(yield* gateway.open(session), { sessionId: id, events })
+    let nextId = 1
+    const call = (method: string, params?: unknown) =>
+      Effect.async<Array<any>>((resume) => {
+        const messages: Array<any> = []
+        const requestId = nextId++
+        peer.receiveValue(
+          { jsonrpc: "2.0", id: requestId, method, ...(params === undefined ? {} : { params }) },
+          {
+            send: (message: any) => {
+              messages.push(message)
+              if (message.id === requestId) resume(Effect.succeed(messages))
+            }
+          }
+        )
+      })
+    yield* call("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: id, version: "1" } })
+    return { session, call, sessionLevel }
+  })
+
+describe("events hub", () => {
+  it.scopedLive("publishes client and backend messages both ways, backend states, sessions and log records", () =>
+    Effect.gen(function* () {
+      const events = yield* Events
+      expect(events.active()).toBe(false)
+      const queue = yield* events.subscribe
+      expect(events.active()).toBe(true)
+      const { call } = yield* connect("s1")
+      const reply = yield* call("tools/call", { name: "fx__echo", arguments: { text: "traced" } })
+      expect(reply.at(-1).result.content[0].text).toBe('{"text":"traced"}')
+      // A crash and the restart that follows are backend states.
+      yield* call("tools/call", { name: "fx__crash", arguments: {} })
+      yield* Effect.sleep(1_500)
+      const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(queue)) as ReadonlyArray<Event>
+      const tags = new Set(seen.map((e) => e._tag))
+      expect([...tags].sort()).toEqual(["BackendMessage", "BackendState", "ClientMessage", "Log", "Session"])
+      const clientIn = seen.find((e) => e._tag === "ClientMessage" && e.direction === "in" && (e.message as any).method === "tools/call")
+      expect(clientIn).toMatchObject({ sessionId: "s1" })
+      expect(seen.some((e) => e._tag === "ClientMessage" && e.direction === "out" && (e.message as any).id === 2)).toBe(true)
+      const toBackend = seen.find((e) => e._tag === "BackendMessage" && e.direction === "out" && (e.message as any).params?.name === "echo")
+      expect(toBackend).toMatchObject({ backendId: "fx", message: { method: "tools/call", params: { arguments: { text: "traced" } } } })
+      expect(seen.some((e) => e._tag === "BackendMessage" && e.direction === "in" && (e.message as any).result !== undefined)).toBe(true)
+      const states = seen.flatMap((e) => (e._tag === "BackendState" ? [e.status.state] : []))
+      expect(states).toContain("restarting")
+      expect(states.at(-1)).toBe("ready")
+      expect(seen.some((e) => e._tag === "Session" && e.sessionId === "s1" && e.state === "opened")).toBe(true)
+      expect(seen.some((e) => e._tag === "Log" && /backend ready/.test(e.message))).toBe(true)
+    }).pipe(Effect.provide(GatewayLive))
+  )
+
+  it.scopedLive("with nobody subscribed, nothing is published", () =>
+    Effect.gen(function* () {
+      const events = yield* Events
+      const { call } = yield* connect("quiet")
+      yield* call("tools/call", { name: "fx__echo", arguments: { text: "unseen" } })
+      // Subscribing now sees only what happens from now on.
+      const queue = yield* events.subscribe
+      expect(Chunk.size(yield* Queue.takeAll(queue))).toBe(0)
+    }).pipe(Effect.provide(GatewayLive))
+  )
+})
+
+describe("sessions on one gateway", () => {
+  it.scopedLive("progress with the same token reaches only the session that asked; log messages go with the call", () =>
+    Effect.gen(function* () {
+      const a = yield* connect("a")
+      const b = yield* connect("b")
+      const progress = (messages: Array<any>) => messages.filter((m) => m.method === "notifications/progress").map((m) => m.params)
+      const [ra, rb] = yield* Effect.all(
+        [
+          a.call("tools/call", { name: "fx__progress", arguments: { steps: 2 }, _meta: { progressToken: 7 } }),
+          b.call("tools/call", { name: "fx__progress", arguments: { steps: 4 }, _meta: { progressToken: 7 } })
+        ],
+        { concurrency: "unbounded" }
+      )
+      expect(progress(ra)).toEqual([1, 2].map((p) => ({ progressToken: 7, progress: p, total: 2 })))
+      expect(progress(rb)).toEqual([1, 2, 3, 4].map((p) => ({ progressToken: 7, progress: p, total: 4 })))
+      const logged = yield* a.call("tools/call", { name: "fx__log", arguments: { message: "a's" } })
+      expect(logged.filter((m) => m.method === "notifications/message").map((m) => m.params.data)).toEqual(["a's"])
+      expect(JSON.stringify(b.sessionLevel)).not.toContain("a's")
+      expect(JSON.stringify(a.sessionLevel)).not.toContain("a's")
+      // A change of the tools is every session's business.
+      yield* a.call("tools/call", { name: "fx__add_tool", arguments: { name: "late" } })
+      yield* Effect.sleep(300)
+      for (const s of [a, b]) expect(s.sessionLevel).toContainEqual({ method: "notifications/tools/list_changed", params: {} })
+    }).pipe(Effect.provide(GatewayLive))
+  )
+})
