@@ -37,6 +37,7 @@ export interface GatewayService {
 
 /** A progress token the gateway gave a backend, and whose it is. */
 interface ProgressRoute {
+  readonly backendId: string
   readonly context: RequestContext
   readonly token: unknown
 }
@@ -72,7 +73,7 @@ const make = (mode: Server.Mode) =>
         let forwarded = params
         if (token !== undefined) {
           key = `agentify-${++nextToken}`
-          progress.set(key, { context, token })
+          progress.set(key, { backendId, context, token })
           forwarded = { ...p, _meta: { ...meta, progressToken: key } }
         }
         const untrack = session.track(backendId, context)
@@ -117,7 +118,10 @@ const make = (mode: Server.Mode) =>
         case "notifications/progress": {
           const p = params as Record<string, unknown> | undefined
           const target = typeof p?.progressToken === "string" ? progress.get(p.progressToken) : undefined
-          if (target !== undefined) target.context.notifyUnsafe(method, { ...p, progressToken: target.token })
+          // Only the backend running the call may report its progress: another cannot reach into it.
+          if (target !== undefined && target.backendId === backendId) {
+            target.context.notifyUnsafe(method, { ...p, progressToken: target.token })
+          }
           return
         }
         case "notifications/message":

@@ -44,6 +44,8 @@ export interface Options {
 
 /** A stream with nothing to say sends a comment this often, so proxies keep it open. */
 const KEEPALIVE_MS = 25_000
+/** Messages waiting for a slow SSE reader before the oldest are dropped. */
+const STREAM_BUFFER = 4_096
 const SESSION_HEADER = "mcp-session-id"
 const VERSION_HEADER = "mcp-protocol-version"
 
@@ -340,7 +342,9 @@ export const make = (options: Options) =>
         )
         return Effect.flatMap(untilReply, (message) => {
           if (isReply(message)) return Effect.succeed(json(200, message, headers))
-          return Effect.map(Queue.unbounded<unknown>(), (q) => {
+          // Sliding: a client that stops reading loses the oldest notifications, never the gateway's
+          // memory, and never the reply (it comes last).
+          return Effect.map(Queue.sliding<unknown>(STREAM_BUFFER), (q) => {
             queue = q
             for (const m of early.splice(0)) Queue.unsafeOffer(q, m)
             const rest = Stream.fromQueue(q).pipe(Stream.takeUntil(isReply), Stream.ensuring(Queue.shutdown(q)))
@@ -361,7 +365,8 @@ export const make = (options: Options) =>
         const body = yield* readBody(request, config.maxFrameBytes)
         if (body === null) return reject(400, "Bad Request: the request body could not be read")
         if (body === undefined) {
-          return reject(413, `Payload Too Large: the body exceeds the limit of ${config.maxFrameBytes} bytes`)
+          // The rest of the body is not worth reading: the connection closes after this reply.
+          return reject(413, `Payload Too Large: the body exceeds the limit of ${config.maxFrameBytes} bytes`, { connection: "close" })
         }
         let value: unknown
         try {
@@ -414,7 +419,7 @@ export const make = (options: Options) =>
         if (found.refused) return found.refused
         const entry = found.entry
         if (entry.stream !== undefined) return reject(409, "Conflict: this session already has a GET stream open")
-        const queue = yield* Queue.unbounded<unknown>()
+        const queue = yield* Queue.sliding<unknown>(STREAM_BUFFER)
         entry.stream = queue
         const keepalive = Stream.tick(KEEPALIVE_MS).pipe(Stream.drop(1), Stream.as(encoder.encode(": keepalive\n\n")))
         const body = Stream.fromQueue(queue).pipe(
