@@ -58,6 +58,14 @@ export interface Context {
 /** Methods a client may call before `initialize` has completed. */
 const BEFORE_INIT = new Set(["initialize", "ping", "shutdown"])
 
+/** Why the session cannot run `method` now (-32001 before initialize, -32600 after shutdown). */
+const outOfPhase = (session: Session, method: string): GatewayError | undefined => {
+  if (session.phase === "ready" || BEFORE_INIT.has(method)) return undefined
+  return session.phase === "shutdown"
+    ? new RpcError({ code: ErrorCode.InvalidRequest, message: "The session is shutting down" })
+    : new NotInitialized({ method })
+}
+
 const INSTRUCTIONS =
   "Call agentify_orchestrate with a plain-language query to have the right backend tool chosen and run, or call a backend tool directly by its namespaced name."
 
@@ -281,12 +289,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   })
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
-    if (session.phase !== "ready" && !BEFORE_INIT.has(req.method)) {
-      if (session.phase === "shutdown") {
-        return Effect.fail(new RpcError({ code: ErrorCode.InvalidRequest, message: "The session is shutting down" }))
-      }
-      return Effect.fail(new NotInitialized({ method: req.method }))
-    }
+    const refused = outOfPhase(session, req.method)
+    if (refused !== undefined) return Effect.fail(refused)
     switch (req.method) {
       case "initialize":
         return initialize(req.params)
@@ -372,12 +376,8 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     )
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
-    if (session.phase !== "ready" && !BEFORE_INIT.has(req.method)) {
-      if (session.phase === "shutdown") {
-        return Effect.fail(new RpcError({ code: ErrorCode.InvalidRequest, message: "The session is shutting down" }))
-      }
-      return Effect.fail(new NotInitialized({ method: req.method }))
-    }
+    const refused = outOfPhase(session, req.method)
+    if (refused !== undefined) return Effect.fail(refused)
     switch (req.method) {
       case "initialize":
         return initialize(req.params)

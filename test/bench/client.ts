@@ -31,6 +31,16 @@ export interface SpawnOptions {
   readonly stderrFile?: string
 }
 
+/** The end of a server's stderr file, for error messages. */
+export const stderrTail = (file: string | undefined): string => {
+  if (file === undefined) return ""
+  try {
+    return `\nstderr:\n${readFileSync(file, "utf8").slice(-2_000)}`
+  } catch {
+    return ""
+  }
+}
+
 export class RpcClient {
   readonly child: ChildProcess
   readonly spawnedAt: number
@@ -115,12 +125,7 @@ export class RpcClient {
   }
 
   stderrTail(): string {
-    if (this.stderrFile === undefined) return ""
-    try {
-      return `\nstderr:\n${readFileSync(this.stderrFile, "utf8").slice(-2_000)}`
-    } catch {
-      return ""
-    }
+    return stderrTail(this.stderrFile)
   }
 
   /** Ends stdin (the stdio transport's "shut down") and waits for the exit, SIGKILL after 5 s. */

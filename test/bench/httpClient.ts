@@ -5,11 +5,11 @@
  * latency runs from the request's write to the end of its body.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { closeSync, openSync, readFileSync } from "node:fs"
+import { closeSync, openSync } from "node:fs"
 import { Agent, request as httpRequest } from "node:http"
 import { connect, createServer } from "node:net"
 import { performance } from "node:perf_hooks"
-import type { Reply } from "./client.js"
+import { type Reply, stderrTail } from "./client.js"
 
 /** A free TCP port on 127.0.0.1. */
 export const freePort = () =>
@@ -117,12 +117,7 @@ export class HttpRpcClient {
   }
 
   stderrTail(): string {
-    if (this.stderrFile === undefined) return ""
-    try {
-      return `\nstderr:\n${readFileSync(this.stderrFile, "utf8").slice(-2_000)}`
-    } catch {
-      return ""
-    }
+    return stderrTail(this.stderrFile)
   }
 
   /** Closes the connections and stops the server process (SIGTERM, SIGKILL after 5 s). */
