@@ -5,6 +5,7 @@
 // `openai` stays external: it is loaded on the first LLM request only; server-filesystem is a
 // separate process, resolved from node_modules.
 import { build } from "esbuild"
+import { recordHash } from "./sourceHash.mjs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -20,6 +21,13 @@ await build({
   external: ["openai", "@modelcontextprotocol/server-filesystem"],
   // Modules bundled from CommonJS call `require`; ESM output has none of its own.
   banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
-  sourcemap: true,
+  // Beside the bundle for local debugging (node --enable-source-maps), not referenced from it nor
+  // packed: 8 MB of map that embeds every dependency's source is no use to an installed CLI.
+  sourcemap: "external",
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: "warning"
 })
+
+// What this build was made from, for `npm start` (see sourceHash.mjs).
+recordHash()

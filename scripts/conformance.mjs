@@ -54,7 +54,7 @@ const startUntil = (args, pattern, options = {}) =>
 
 /** Runs the suite against `url`; returns {scenario: {passed, failed}}. */
 const runSuite = (node, url, outputDir) => {
-  let output = ""
+  let output
   try {
     output = execFileSync(node, [SUITE, "server", "--url", url, "-o", outputDir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 600_000 })
   } catch (error) {

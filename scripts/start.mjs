@@ -1,23 +1,17 @@
 #!/usr/bin/env node
-// `npm start`: builds when a source file is newer than the last build, then runs the gateway in
-// this very process (so signals and stdio are its own). The build's output goes to stderr:
-// stdout is the protocol.
+// `npm start`: builds when the sources differ from those of the last build (a hash, so a mere
+// `touch` does not rebuild), then runs the gateway in this very process (so signals and stdio are
+// its own). The build's output goes to stderr: stdout is the protocol.
 import { spawnSync } from "node:child_process"
-import { existsSync, readdirSync, statSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { recordedHash, sourceHash } from "./sourceHash.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const entry = join(root, "dist", "bin.js")
-const buildInfo = join(root, "dist", ".tsbuildinfo")
 
-const newest = (dir) =>
-  readdirSync(dir, { withFileTypes: true }).reduce((max, d) => {
-    const p = join(dir, d.name)
-    return Math.max(max, d.isDirectory() ? newest(p) : statSync(p).mtimeMs)
-  }, 0)
-
-const stale = !existsSync(entry) || !existsSync(buildInfo) || newest(join(root, "src")) > statSync(buildInfo).mtimeMs
+const stale = !existsSync(entry) || recordedHash() !== sourceHash()
 if (stale) {
   process.stderr.write("mcp-agentify: building...\n")
   const tsc = join(root, "node_modules", "typescript", "bin", "tsc")

@@ -345,7 +345,7 @@ const MAX_DETAIL = 300
 
 /** Servers echo part of a rejected key ("sk-proj-****abcd"); registered secrets go whole. */
 const sanitize = (text: string): string =>
-  Secrets.scrub(text).replace(/\bsk-[A-Za-z0-9_*.\-]{3,}/g, "sk-<redacted>")
+  Secrets.scrub(text).replace(/\bsk-[A-Za-z0-9_*.-]{3,}/g, "sk-<redacted>")
 
 const detailOf = (text: string): string => {
   const flat = text.replace(/\s+/g, " ").trim()

@@ -53,7 +53,8 @@ export const Tool: Schema.Schema<Tool> = Schema.Struct(
     inputSchema: Schema.Record({ key: Schema.String, value: Schema.Unknown })
   },
   Schema.Record({ key: Schema.String, value: Schema.Unknown })
-) as any
+  // The struct's type has a mutable index signature; `Tool` reads the same values read-only.
+) as unknown as Schema.Schema<Tool>
 
 export const ListToolsResult = Schema.Struct(
   {
@@ -72,12 +73,15 @@ export interface CallToolResult {
 }
 
 export const isCallToolResult = (u: unknown): u is CallToolResult =>
-  typeof u === "object" && u !== null && Array.isArray((u as any).content)
+  typeof u === "object" && u !== null && Array.isArray((u as { content?: unknown }).content)
 
 /** Plain text of a CallToolResult's text blocks, for error messages. */
 export const resultText = (result: CallToolResult): string =>
   result.content
-    .flatMap((block: any) => (block && block.type === "text" && typeof block.text === "string" ? [block.text] : []))
+    .flatMap((block) => {
+      const b = block as { type?: unknown; text?: unknown } | null
+      return b !== null && typeof b === "object" && b.type === "text" && typeof b.text === "string" ? [b.text] : []
+    })
     .join("\n")
 
 export const textResult = (text: string, isError = false): CallToolResult => ({

@@ -27,7 +27,7 @@ const pidsOf = async (client: Client, tool: string) => {
 
 describe("backend faults", () => {
   let client: Client
-  let tree: Array<number> = []
+  const tree: Array<number> = []
 
   beforeAll(async () => {
     const config = writeConfig({

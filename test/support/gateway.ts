@@ -54,7 +54,7 @@ export const startGateway = (
   })
   const out: Array<Buffer> = []
   let err = ""
-  let parsed: Array<any> = []
+  const parsed: Array<any> = []
   let pendingText = ""
   const waiters = new Set<{ predicate: (m: any) => boolean; resolve: (m: any) => void }>()
   child.stdout!.on("data", (chunk: Buffer) => {
