@@ -20,7 +20,9 @@ await build({
   target: "node20",
   external: ["openai", "@modelcontextprotocol/server-filesystem"],
   // Modules bundled from CommonJS call `require`; ESM output has none of its own.
-  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
+  banner: {
+    js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);'
+  },
   // Beside the bundle for local debugging (node --enable-source-maps), not referenced from it nor
   // packed: 8 MB of map that embeds every dependency's source is no use to an installed CLI.
   sourcemap: "external",

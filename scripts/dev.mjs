@@ -17,7 +17,8 @@ const start = () => {
   child = spawn(process.execPath, [entry, ...args], { stdio: "inherit", cwd: process.env.INIT_CWD ?? process.cwd() })
   const own = child
   own.on("exit", (code, signal) => {
-    if (own === child && !stopping && !own.restarting) process.stderr.write(`[dev] gateway exited (${code ?? signal}); waiting for a change\n`)
+    if (own === child && !stopping && !own.restarting)
+      process.stderr.write(`[dev] gateway exited (${code ?? signal}); waiting for a change\n`)
   })
 }
 
@@ -37,7 +38,9 @@ const ctx = await context({
   format: "esm",
   target: "node20",
   external: ["openai", "@modelcontextprotocol/server-filesystem"],
-  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
+  banner: {
+    js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);'
+  },
   sourcemap: "inline",
   logLevel: "silent",
   plugins: [
@@ -46,7 +49,8 @@ const ctx = await context({
       setup(build) {
         build.onEnd(async (result) => {
           if (result.errors.length > 0) {
-            for (const error of result.errors) process.stderr.write(`[dev] ${error.text} (${error.location?.file}:${error.location?.line})\n`)
+            for (const error of result.errors)
+              process.stderr.write(`[dev] ${error.text} (${error.location?.file}:${error.location?.line})\n`)
             return
           }
           const first = child === undefined

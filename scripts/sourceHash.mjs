@@ -15,7 +15,10 @@ const files = (dir) =>
 
 export const sourceHash = () => {
   const hash = createHash("sha256")
-  for (const file of [...files(join(root, "src")), ...["package.json", "tsconfig.json", "tsconfig.build.json"].map((f) => join(root, f))]) {
+  for (const file of [
+    ...files(join(root, "src")),
+    ...["package.json", "tsconfig.json", "tsconfig.build.json"].map((f) => join(root, f))
+  ]) {
     hash.update(relative(root, file)).update("\0").update(readFileSync(file)).update("\0")
   }
   return hash.digest("hex")

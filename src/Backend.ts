@@ -28,7 +28,17 @@ import type { BackendConfig } from "./Config.js"
 import { backendEnv, DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "./Config.js"
 import { BackendError } from "./Errors.js"
 import { type EventsService, none as noEvents } from "./Events.js"
-import { classify, encode, encodeNotification, encodeRequest, failure, type Frame, FrameDecoder, idOfDropped, success } from "./JsonRpc.js"
+import {
+  classify,
+  encode,
+  encodeNotification,
+  encodeRequest,
+  failure,
+  type Frame,
+  FrameDecoder,
+  idOfDropped,
+  success
+} from "./JsonRpc.js"
 import * as Mcp from "./Mcp.js"
 import * as Reaper from "./Reaper.js"
 import * as Secrets from "./Secrets.js"
@@ -127,8 +137,7 @@ interface Pending {
 }
 
 type Inbound =
-  | { readonly _tag: "Notification"; readonly method: string; readonly params: unknown }
-  | { readonly _tag: "ToolsChanged" }
+  { readonly _tag: "Notification"; readonly method: string; readonly params: unknown } | { readonly _tag: "ToolsChanged" }
 
 const MAX_LOGGED_LINE = 2_000
 /** A stderr line without a newline is logged in pieces of about this size. */
@@ -568,10 +577,10 @@ class Connection {
     const what = this.closing
       ? "the backend was stopped"
       : this.deafSince !== undefined && info === undefined
-      ? "the backend closed its stdout"
-      : info === undefined
-      ? "the process is not running"
-      : `the process ${info.code === null ? "was " : ""}${info.description}`
+        ? "the backend closed its stdout"
+        : info === undefined
+          ? "the process is not running"
+          : `the process ${info.code === null ? "was " : ""}${info.description}`
     return new BackendError({
       backendId: this.backendId,
       reason: "crashed",
@@ -596,8 +605,8 @@ class Connection {
       description: this.closing
         ? "stopped"
         : this.deafSince !== undefined
-        ? `closed its stdout while running (stopped, then ${describeExit(code, signal)})`
-        : describeExit(code, signal)
+          ? `closed its stdout while running (stopped, then ${describeExit(code, signal)})`
+          : describeExit(code, signal)
     }
     Deferred.unsafeDone(this.leaderExited, Exit.void)
     // Let what the process wrote before dying be read (a last reply, the stderr that says why),
@@ -645,8 +654,8 @@ const spawnFailure = (config: BackendConfig, error: NodeJS.ErrnoException): Back
     error.code === "ENOENT"
       ? `command not found: ${config.command}`
       : error.code === "EACCES"
-      ? `permission denied: ${config.command}`
-      : `cannot start ${config.command}: ${error.message}`
+        ? `permission denied: ${config.command}`
+        : `cannot start ${config.command}: ${error.message}`
   return new BackendError({
     backendId: config.id,
     reason: "crashed",
@@ -794,10 +803,7 @@ const stopStragglers = (tag: string, graceMs: number) =>
 
 const MAX_TOOL_PAGES = 1_000
 
-const listAllTools = (
-  connection: Connection,
-  timeoutMs: number
-): Effect.Effect<ReadonlyArray<Mcp.Tool>, BackendError> =>
+const listAllTools = (connection: Connection, timeoutMs: number): Effect.Effect<ReadonlyArray<Mcp.Tool>, BackendError> =>
   Effect.gen(function* () {
     const tools: Array<Mcp.Tool> = []
     const seen = new Set<string>()
@@ -812,9 +818,7 @@ const listAllTools = (
         if (typeof tool !== "object" || tool === null || typeof tool.name !== "string") continue
         // A tool without a schema still takes an object (the MCP default).
         tools.push(
-          typeof tool.inputSchema === "object" && tool.inputSchema !== null
-            ? tool
-            : { ...tool, inputSchema: { type: "object" } }
+          typeof tool.inputSchema === "object" && tool.inputSchema !== null ? tool : { ...tool, inputSchema: { type: "object" } }
         )
       }
       const next = result?.nextCursor
@@ -836,11 +840,7 @@ interface Session {
  * `initialize`, offering the newest version first. A server that rejects the offer with an error,
  * or answers with a version we do not speak, is asked again with the next older one.
  */
-const initialize = (
-  connection: Connection,
-  clientInfo: ClientInfo,
-  timeoutMs: number
-): Effect.Effect<Session, BackendError> =>
+const initialize = (connection: Connection, clientInfo: ClientInfo, timeoutMs: number): Effect.Effect<Session, BackendError> =>
   Effect.gen(function* () {
     const problems: Array<string> = []
     for (const version of Mcp.SUPPORTED_PROTOCOL_VERSIONS) {
@@ -901,97 +901,109 @@ const logPump = (connection: Connection, logs: Queue.Queue<LogLine>) =>
  * Spawns the backend and opens its MCP session. The returned Backend lives as long as the scope;
  * closing the scope stops the process tree (SIGTERM, then SIGKILL after the grace period).
  */
-export const make = Effect.fn("Backend.make")(function* (config: BackendConfig, options: Options = {}) {
-  const timeoutMs = config.requestTimeoutMs ?? options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
-  const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS
-  const clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO
-  const logs = yield* Queue.dropping<LogLine>(1_024)
-  const inbound = yield* Queue.unbounded<Inbound>()
+export const make = Effect.fn("Backend.make")(
+  function* (config: BackendConfig, options: Options = {}) {
+    const timeoutMs = config.requestTimeoutMs ?? options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+    const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS
+    const clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO
+    const logs = yield* Queue.dropping<LogLine>(1_024)
+    const inbound = yield* Queue.unbounded<Inbound>()
 
-  const connection = yield* Effect.acquireRelease(
-    spawnConnection(config, config.maxFrameBytes ?? options.maxFrameBytes ?? DEFAULT_MAX_BACKEND_FRAME_BYTES, logs, inbound, options.events),
-    (connection) => terminate(connection, graceMs)
-  )
-  yield* Effect.annotateCurrentSpan({ backend: config.id, pid: connection.pid })
-  yield* Effect.logDebug(`spawned pid ${connection.pid}`)
-  yield* Effect.forkScoped(logPump(connection, logs))
-
-  const session = yield* initialize(connection, clientInfo, timeoutMs)
-  connection.notify("notifications/initialized", undefined)
-  let tools = yield* listAllTools(connection, timeoutMs).pipe(
-    // A server without tools may not implement tools/list at all.
-    Effect.catchIf(
-      (e) => e.reason === "call_failed" && (e.detail as { code?: unknown } | undefined)?.code === -32601,
-      () => Effect.succeed<ReadonlyArray<Mcp.Tool>>([])
-    )
-  )
-  connection.starting = false
-
-  const relist = listAllTools(connection, timeoutMs).pipe(
-    Effect.flatMap((listed) => {
-      tools = listed
-      return options.onToolsChanged?.(listed) ?? Effect.void
-    }),
-    Effect.catchAllCause((cause) => Effect.logWarning("could not list the tools again", cause))
-  )
-  // Re-listing runs beside the relay, never in it: replies wait for the relay (see
-  // `Connection.orderedRequest`), so it must not wait on a backend request itself. A burst of
-  // list_changed is one re-listing, and one more after it when some came in while it ran.
-  const scope = yield* Effect.scope
-  const relistLock = yield* Effect.makeSemaphore(1)
-  let relistQueued = false
-  const requestRelist = Effect.suspend(() => {
-    if (relistQueued) return Effect.void
-    relistQueued = true
-    return Effect.asVoid(
-      Effect.forkIn(
-        relistLock.withPermits(1)(Effect.zipRight(Effect.sync(() => (relistQueued = false)), relist)),
-        scope
-      )
-    )
-  })
-  const relay = (event: Inbound): Effect.Effect<void> =>
-    event._tag === "ToolsChanged"
-      ? requestRelist
-      : options.onNotification === undefined
-      ? Effect.sync(() => connection.markRelayed())
-      : options.onNotification(event.method, event.params).pipe(
-        Effect.catchAllCause((cause) => Effect.logDebug(cause)),
-        Effect.ensuring(Effect.sync(() => connection.markRelayed()))
-      )
-  yield* Effect.forkScoped(
-    Effect.forever(Effect.flatMap(Queue.take(inbound), relay)).pipe(
-      Effect.ensuring(Effect.sync(() => connection.stopRelay()))
-    )
-  )
-
-  yield* Effect.logDebug(`session ready: protocol ${session.protocolVersion}, ${tools.length} tools`)
-
-  const request = (method: string, params?: unknown, requestOptions?: RequestOptions) =>
-    connection.orderedRequest(method, params, requestOptions?.timeoutMs ?? timeoutMs)
-
-  const backend: Backend = {
-    id: config.id,
-    pid: connection.pid,
-    protocolVersion: session.protocolVersion,
-    serverInfo: session.serverInfo,
-    serverCapabilities: session.capabilities,
-    instructions: session.instructions,
-    tools: () => tools,
-    request,
-    notify: (method, params) => Effect.sync(() => connection.notify(method, params)),
-    listTools: listAllTools(connection, timeoutMs).pipe(Effect.tap((listed) => Effect.sync(() => (tools = listed)))),
-    callTool: (name, args, callOptions) =>
-      request(
-        "tools/call",
-        callOptions?.meta === undefined
-          ? { name, arguments: args ?? {} }
-          : { name, arguments: args ?? {}, _meta: callOptions.meta },
-        callOptions
+    const connection = yield* Effect.acquireRelease(
+      spawnConnection(
+        config,
+        config.maxFrameBytes ?? options.maxFrameBytes ?? DEFAULT_MAX_BACKEND_FRAME_BYTES,
+        logs,
+        inbound,
+        options.events
       ),
-    ping: Effect.asVoid(request("ping")),
-    exited: Deferred.await(connection.exitDeferred),
-    isRunning: () => !connection.hasExited
-  }
-  return backend
-}, (effect, config) => Effect.annotateLogs(effect, { backend: config.id }))
+      (connection) => terminate(connection, graceMs)
+    )
+    yield* Effect.annotateCurrentSpan({ backend: config.id, pid: connection.pid })
+    yield* Effect.logDebug(`spawned pid ${connection.pid}`)
+    yield* Effect.forkScoped(logPump(connection, logs))
+
+    const session = yield* initialize(connection, clientInfo, timeoutMs)
+    connection.notify("notifications/initialized", undefined)
+    let tools = yield* listAllTools(connection, timeoutMs).pipe(
+      // A server without tools may not implement tools/list at all.
+      Effect.catchIf(
+        (e) => e.reason === "call_failed" && (e.detail as { code?: unknown } | undefined)?.code === -32601,
+        () => Effect.succeed<ReadonlyArray<Mcp.Tool>>([])
+      )
+    )
+    connection.starting = false
+
+    const relist = listAllTools(connection, timeoutMs).pipe(
+      Effect.flatMap((listed) => {
+        tools = listed
+        return options.onToolsChanged?.(listed) ?? Effect.void
+      }),
+      Effect.catchAllCause((cause) => Effect.logWarning("could not list the tools again", cause))
+    )
+    // Re-listing runs beside the relay, never in it: replies wait for the relay (see
+    // `Connection.orderedRequest`), so it must not wait on a backend request itself. A burst of
+    // list_changed is one re-listing, and one more after it when some came in while it ran.
+    const scope = yield* Effect.scope
+    const relistLock = yield* Effect.makeSemaphore(1)
+    let relistQueued = false
+    const requestRelist = Effect.suspend(() => {
+      if (relistQueued) return Effect.void
+      relistQueued = true
+      return Effect.asVoid(
+        Effect.forkIn(
+          relistLock.withPermits(1)(
+            Effect.zipRight(
+              Effect.sync(() => (relistQueued = false)),
+              relist
+            )
+          ),
+          scope
+        )
+      )
+    })
+    const relay = (event: Inbound): Effect.Effect<void> =>
+      event._tag === "ToolsChanged"
+        ? requestRelist
+        : options.onNotification === undefined
+          ? Effect.sync(() => connection.markRelayed())
+          : options.onNotification(event.method, event.params).pipe(
+              Effect.catchAllCause((cause) => Effect.logDebug(cause)),
+              Effect.ensuring(Effect.sync(() => connection.markRelayed()))
+            )
+    yield* Effect.forkScoped(
+      Effect.forever(Effect.flatMap(Queue.take(inbound), relay)).pipe(Effect.ensuring(Effect.sync(() => connection.stopRelay())))
+    )
+
+    yield* Effect.logDebug(`session ready: protocol ${session.protocolVersion}, ${tools.length} tools`)
+
+    const request = (method: string, params?: unknown, requestOptions?: RequestOptions) =>
+      connection.orderedRequest(method, params, requestOptions?.timeoutMs ?? timeoutMs)
+
+    const backend: Backend = {
+      id: config.id,
+      pid: connection.pid,
+      protocolVersion: session.protocolVersion,
+      serverInfo: session.serverInfo,
+      serverCapabilities: session.capabilities,
+      instructions: session.instructions,
+      tools: () => tools,
+      request,
+      notify: (method, params) => Effect.sync(() => connection.notify(method, params)),
+      listTools: listAllTools(connection, timeoutMs).pipe(Effect.tap((listed) => Effect.sync(() => (tools = listed)))),
+      callTool: (name, args, callOptions) =>
+        request(
+          "tools/call",
+          callOptions?.meta === undefined
+            ? { name, arguments: args ?? {} }
+            : { name, arguments: args ?? {}, _meta: callOptions.meta },
+          callOptions
+        ),
+      ping: Effect.asVoid(request("ping")),
+      exited: Deferred.await(connection.exitDeferred),
+      isRunning: () => !connection.hasExited
+    }
+    return backend
+  },
+  (effect, config) => Effect.annotateLogs(effect, { backend: config.id })
+)

@@ -136,16 +136,15 @@ const statusOf = (entry: Entry): BackendStatus => ({
 })
 
 const notReady = (entry: Entry, method: string): BackendError => {
-  const why =
-    !entry.config.enabled
-      ? "disabled in the configuration"
-      : entry.state === "starting"
+  const why = !entry.config.enabled
+    ? "disabled in the configuration"
+    : entry.state === "starting"
       ? "still starting"
       : entry.state === "restarting"
-      ? `restarting${entry.lastError === undefined ? "" : ` after: ${entry.lastError}`}`
-      : entry.state === "failed"
-      ? `not running: ${entry.lastError ?? "failed"}`
-      : "stopped"
+        ? `restarting${entry.lastError === undefined ? "" : ` after: ${entry.lastError}`}`
+        : entry.state === "failed"
+          ? `not running: ${entry.lastError ?? "failed"}`
+          : "stopped"
   return new BackendError({ backendId: entry.config.id, reason: "not_ready", method, summary: why })
 }
 
@@ -292,9 +291,7 @@ export const make = (options: ManagerOptions = {}) =>
         Effect.catchAllCause((cause) =>
           Effect.zipRight(Effect.logError("backend lifecycle failed", cause), setState(entry, "failed", "internal error"))
         ),
-        Effect.onInterrupt(() =>
-          Effect.zipRight(setState(entry, "stopped"), Effect.logInfo("backend stopped"))
-        ),
+        Effect.onInterrupt(() => Effect.zipRight(setState(entry, "stopped"), Effect.logInfo("backend stopped"))),
         Effect.ensuring(Deferred.succeed(entry.settled, undefined)),
         Effect.annotateLogs({ backend: entry.config.id })
       )

@@ -9,14 +9,7 @@
  */
 import { Cause, Effect, Either, Exit, FiberId, Layer, Redacted } from "effect"
 import { parseArgs } from "node:util"
-import {
-  type ConfigSources,
-  GatewayConfig,
-  LogLevelName,
-  MAX_DURATION_MS,
-  readConfigFile,
-  readDotEnv
-} from "./Config.js"
+import { type ConfigSources, GatewayConfig, LogLevelName, MAX_DURATION_MS, readConfigFile, readDotEnv } from "./Config.js"
 import * as Gateway from "./Gateway.js"
 import { LlmClient } from "./Llm.js"
 import * as Logging from "./Logging.js"
@@ -66,7 +59,9 @@ export interface Settings {
   readonly dotEnvRefused: ReadonlyArray<string>
 }
 
-export type Parsed = { readonly _tag: "Run"; readonly settings: Settings } | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
+export type Parsed =
+  | { readonly _tag: "Run"; readonly settings: Settings }
+  | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
 
 /** Reads the command line, the environment, `.env` and the config file; throws `UsageError`. */
 export const parse = (
@@ -124,7 +119,8 @@ export const parse = (
   let http: Http.Options | undefined
   if (httpText !== undefined) {
     const address = parseAddress(httpText)
-    if (address === undefined) throw new UsageError(`--http must be [HOST:]PORT (PORT from 0 to 65535), not '${httpText.slice(0, 100)}'`)
+    if (address === undefined)
+      throw new UsageError(`--http must be [HOST:]PORT (PORT from 0 to 65535), not '${httpText.slice(0, 100)}'`)
     const tokenText = (values["http-token"] as string | undefined) ?? (env.AGENTIFY_HTTP_TOKEN || undefined)
     if (tokenText !== undefined && tokenText.trim().length < 16) {
       throw new UsageError("the HTTP token must be at least 16 characters")
@@ -179,7 +175,8 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
         `ignoring variables in .env that only the real environment may set: ${settings.dotEnvRefused.join(", ")}`
       )
     }
-    for (const note of config.notes) yield* note.level === "warn" ? Effect.logWarning(note.message) : Effect.logDebug(note.message)
+    for (const note of config.notes)
+      yield* note.level === "warn" ? Effect.logWarning(note.message) : Effect.logDebug(note.message)
   })
 
   // One configuration for the whole program; announced before any backend starts.
@@ -252,7 +249,8 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
   }
   if (parsed._tag === "Print") {
     // The one thing printed to stdout outside the protocol: asked for, and no client is attached.
-    if (parsed.stdout) process.stdout.write(parsed.text) // stdout-ok: --version, no client attached
+    if (parsed.stdout)
+      process.stdout.write(parsed.text) // stdout-ok: --version, no client attached
     else process.stderr.write(parsed.text)
     process.exit(0)
   }

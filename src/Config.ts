@@ -108,9 +108,7 @@ const UniqueBackends = Schema.Array(BackendConfig).pipe(
   })
 )
 
-const Backends = UniqueBackends.pipe(
-  Schema.filter((backends) => backends.length > 0 || "must list at least one backend")
-)
+const Backends = UniqueBackends.pipe(Schema.filter((backends) => backends.length > 0 || "must list at least one backend"))
 
 /** An entry of the Claude Desktop / Cursor `mcpServers` map. Only stdio servers can be launched. */
 const McpServerEntry = Schema.Struct({
@@ -159,7 +157,9 @@ const optionFields = {
   /** Starts every Mcp-Session-Id this gateway issues, so a proxy in front of several can route by it. */
   sessionIdPrefix: Schema.optional(
     Schema.String.pipe(
-      Schema.filter((s) => /^[A-Za-z0-9._-]{1,32}$/.test(s), { message: () => "must be 1 to 32 letters, digits, '.', '_' or '-'" })
+      Schema.filter((s) => /^[A-Za-z0-9._-]{1,32}$/.test(s), {
+        message: () => "must be 1 to 32 letters, digits, '.', '_' or '-'"
+      })
     )
   )
 }
@@ -206,13 +206,16 @@ const formatIssueSafely = (
       case "Transformation":
         return formatIssueSafely(issue.issue, path)
       default:
-        return [{
-          _tag: issue._tag,
-          path,
-          message: issue._tag === "Type"
-            ? `Expected ${String(issue.ast)}, actual a value nested too deeply to show`
-            : "is invalid (a value nested too deeply to show)"
-        }]
+        return [
+          {
+            _tag: issue._tag,
+            path,
+            message:
+              issue._tag === "Type"
+                ? `Expected ${String(issue.ast)}, actual a value nested too deeply to show`
+                : "is invalid (a value nested too deeply to show)"
+          }
+        ]
     }
   }
 }
@@ -288,12 +291,7 @@ const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 const checkKeys = (input: Record<string, unknown>): { problems: Array<string>; ignored: Array<string> } => {
   const problems: Array<string> = []
   const ignored: Array<string> = []
-  const check = (
-    object: Record<string, unknown>,
-    where: string,
-    known: ReadonlyArray<string>,
-    foreign: ReadonlySet<string>
-  ) => {
+  const check = (object: Record<string, unknown>, where: string, known: ReadonlyArray<string>, foreign: ReadonlySet<string>) => {
     for (const key of Object.keys(object)) {
       const path = where === "" ? key : `${where}.${key}`
       if (RESERVED_KEYS.has(key)) problems.push(`${where === "" ? "" : `${where}: `}the key '${key}' is not allowed`)
@@ -305,7 +303,8 @@ const checkKeys = (input: Record<string, unknown>): { problems: Array<string>; i
   /** A server's own keys, and `__proto__` in its free-form `env` (it would vanish in decoding). */
   const checkServer = (server: Record<string, unknown>, where: string, known: ReadonlyArray<string>) => {
     check(server, where, known, FOREIGN_SERVER_KEYS)
-    if (isObject(server.env) && Object.hasOwn(server.env, "__proto__")) problems.push(`${where}.env: the key '__proto__' is not allowed`)
+    if (isObject(server.env) && Object.hasOwn(server.env, "__proto__"))
+      problems.push(`${where}.env: the key '__proto__' is not allowed`)
   }
   if (Array.isArray(input.backends)) {
     input.backends.forEach((backend, i) => {
@@ -521,12 +520,12 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     envKey !== undefined
       ? [envKey, "env" as const]
       : nonEmpty(dotEnv.OPENAI_API_KEY) !== undefined
-      ? [dotEnv.OPENAI_API_KEY!, "dotenv" as const]
-      : nonEmpty(init?.OPENAI_API_KEY) !== undefined
-      ? [init!.OPENAI_API_KEY!, "initializationOptions" as const]
-      : nonEmpty(file?.OPENAI_API_KEY) !== undefined
-      ? [file!.OPENAI_API_KEY!, "file" as const]
-      : [undefined, "none" as const]
+        ? [dotEnv.OPENAI_API_KEY!, "dotenv" as const]
+        : nonEmpty(init?.OPENAI_API_KEY) !== undefined
+          ? [init!.OPENAI_API_KEY!, "initializationOptions" as const]
+          : nonEmpty(file?.OPENAI_API_KEY) !== undefined
+            ? [file!.OPENAI_API_KEY!, "file" as const]
+            : [undefined, "none" as const]
 
   // A `.env` is the working directory's, which may be anyone's checkout: it may point the gateway
   // at another server only with its own key, never with one the user supplied elsewhere.
@@ -548,8 +547,8 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     init?.backends !== undefined
       ? [init.backends, "initializationOptions"]
       : file?.backends !== undefined
-      ? [file.backends, `file:${sources.file!.path}`]
-      : [embeddedDefault(sources.cwd ?? process.cwd(), sources.home), "default"]
+        ? [file.backends, `file:${sources.file!.path}`]
+        : [embeddedDefault(sources.cwd ?? process.cwd(), sources.home), "default"]
   for (const backend of backends) if (backend.refused !== undefined) notes.push({ level: "warn", message: backend.refused })
 
   const debugPort = pick("DEBUG_PORT")
@@ -569,7 +568,8 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,
-    maxFrameBytes: file?.maxFrameBytes ?? envNumber(setting("AGENTIFY_MAX_FRAME_BYTES"), 1, MAX_FRAME_LIMIT) ?? DEFAULT_MAX_FRAME_BYTES,
+    maxFrameBytes:
+      file?.maxFrameBytes ?? envNumber(setting("AGENTIFY_MAX_FRAME_BYTES"), 1, MAX_FRAME_LIMIT) ?? DEFAULT_MAX_FRAME_BYTES,
     maxBackendFrameBytes: pick("maxBackendFrameBytes") ?? DEFAULT_MAX_BACKEND_FRAME_BYTES,
     sessionIdleMs: file?.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
     maxSessions: file?.maxSessions ?? DEFAULT_MAX_SESSIONS,
@@ -664,7 +664,9 @@ export const readRegularFile = (file: string, maxBytes: number): Either.Either<s
     fd = openSync(file, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0))
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    return Either.left(code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String((error as Error).message))
+    return Either.left(
+      code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String((error as Error).message)
+    )
   }
   try {
     const stat = fstatSync(fd)

@@ -128,14 +128,7 @@ export class RpcError extends Schema.TaggedError<RpcError>()("RpcError", {
 }) {}
 
 export type GatewayError =
-  | InvalidParams
-  | NoActionDetermined
-  | NotInitialized
-  | NotConfigured
-  | LlmRequestFailed
-  | InvalidPlan
-  | BackendError
-  | RpcError
+  InvalidParams | NoActionDetermined | NotInitialized | NotConfigured | LlmRequestFailed | InvalidPlan | BackendError | RpcError
 
 export interface WireError {
   readonly code: number

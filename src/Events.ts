@@ -15,9 +15,21 @@ export type Direction = "in" | "out"
 
 export type Event =
   /** A JSON-RPC message (or batch) from a client ("in") or to it ("out"). */
-  | { readonly _tag: "ClientMessage"; readonly at: number; readonly sessionId: string; readonly direction: Direction; readonly message: unknown }
+  | {
+      readonly _tag: "ClientMessage"
+      readonly at: number
+      readonly sessionId: string
+      readonly direction: Direction
+      readonly message: unknown
+    }
   /** A message to a backend ("out") or from it ("in"). */
-  | { readonly _tag: "BackendMessage"; readonly at: number; readonly backendId: string; readonly direction: Direction; readonly message: unknown }
+  | {
+      readonly _tag: "BackendMessage"
+      readonly at: number
+      readonly backendId: string
+      readonly direction: Direction
+      readonly message: unknown
+    }
   | { readonly _tag: "BackendState"; readonly at: number; readonly status: BackendStatus }
   | {
       readonly _tag: "Session"
@@ -26,7 +38,13 @@ export type Event =
       readonly transport: string
       readonly state: "opened" | "closed"
     }
-  | { readonly _tag: "Log"; readonly at: number; readonly level: string; readonly message: string; readonly fields: Readonly<Record<string, unknown>> }
+  | {
+      readonly _tag: "Log"
+      readonly at: number
+      readonly level: string
+      readonly message: string
+      readonly fields: Readonly<Record<string, unknown>>
+    }
 
 /** Events kept for a subscriber that has not taken them yet; older ones are dropped. */
 export const SUBSCRIBER_CAPACITY = 16_384

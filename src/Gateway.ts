@@ -150,7 +150,10 @@ const make = (mode: Server.Mode) =>
       }
       announced = now
     })
-    yield* backends.toolsChanged.pipe(Stream.runForEach(() => announceToolsChanged), Effect.forkScoped)
+    yield* backends.toolsChanged.pipe(
+      Stream.runForEach(() => announceToolsChanged),
+      Effect.forkScoped
+    )
     yield* backends.statusChanges.pipe(
       Stream.runForEach((status) => Effect.sync(() => events.publish({ _tag: "BackendState", at: Date.now(), status }))),
       Effect.forkScoped
@@ -160,12 +163,24 @@ const make = (mode: Server.Mode) =>
       Effect.acquireRelease(
         Effect.sync(() => {
           sessions.add(session)
-          events.publish({ _tag: "Session", at: Date.now(), sessionId: session.id, transport: session.transport, state: "opened" })
+          events.publish({
+            _tag: "Session",
+            at: Date.now(),
+            sessionId: session.id,
+            transport: session.transport,
+            state: "opened"
+          })
         }),
         () =>
           Effect.sync(() => {
             sessions.delete(session)
-            events.publish({ _tag: "Session", at: Date.now(), sessionId: session.id, transport: session.transport, state: "closed" })
+            events.publish({
+              _tag: "Session",
+              at: Date.now(),
+              sessionId: session.id,
+              transport: session.transport,
+              state: "closed"
+            })
           })
       ).pipe(
         Effect.as(

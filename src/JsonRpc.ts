@@ -81,12 +81,12 @@ export type Framing = "ndjson" | "content-length"
 export type Frame =
   | { readonly _tag: "Text"; readonly text: string }
   | {
-    readonly _tag: "TooLarge"
-    readonly bytes: number
-    /** The first and last bytes of the dropped frame (at most `FRAME_EDGE_BYTES` each), to find its id. */
-    readonly head: string
-    readonly tail: string
-  }
+      readonly _tag: "TooLarge"
+      readonly bytes: number
+      /** The first and last bytes of the dropped frame (at most `FRAME_EDGE_BYTES` each), to find its id. */
+      readonly head: string
+      readonly tail: string
+    }
   | { readonly _tag: "BadHeader"; readonly detail: string }
 
 const LF = 0x0a
@@ -120,7 +120,10 @@ export class FrameDecoder {
   private discarded: { bytes: number; head: string; tail: Buffer } | undefined = undefined
   private bodyLength = -1
 
-  constructor(readonly maxFrameBytes: number, framing?: Framing) {
+  constructor(
+    readonly maxFrameBytes: number,
+    framing?: Framing
+  ) {
     this.framing = framing
   }
 
@@ -275,7 +278,11 @@ export class FrameDecoder {
       }
       if (length > this.maxFrameBytes) {
         this.discarding = length
-        this.discarded = { bytes: 0, head: data.subarray(0, Math.min(FRAME_EDGE_BYTES, length)).toString("utf8"), tail: Buffer.alloc(0) }
+        this.discarded = {
+          bytes: 0,
+          head: data.subarray(0, Math.min(FRAME_EDGE_BYTES, length)).toString("utf8"),
+          tail: Buffer.alloc(0)
+        }
         continue
       }
       this.bodyLength = length
@@ -330,7 +337,8 @@ const headerLineStart = (data: Buffer, atLineStart: boolean): number => {
     if (
       data.length - start >= CONTENT_LENGTH_HEADER.length &&
       data.toString("latin1", start, start + CONTENT_LENGTH_HEADER.length).toLowerCase() === CONTENT_LENGTH_HEADER
-    ) return start
+    )
+      return start
     const nl = data.indexOf(LF, start)
     if (nl < 0) return -1
     start = nl + 1
@@ -419,14 +427,21 @@ export const stringify = (message: unknown): string => {
   try {
     return JSON.stringify(message)
   } catch (cause) {
-    if (Array.isArray(message)) return `[${message.map(stringify).filter((s) => s !== "").join(",")}]`
+    if (Array.isArray(message))
+      return `[${message
+        .map(stringify)
+        .filter((s) => s !== "")
+        .join(",")}]`
     const m = message as { id?: Id | null; error?: WireError }
     if (typeof m !== "object" || m === null || !("id" in m)) return ""
     const why = Secrets.scrub(cause instanceof Error ? cause.message : String(cause))
     return JSON.stringify(
       m.error !== undefined && typeof m.error.code === "number" && typeof m.error.message === "string"
         ? failure(m.id ?? null, { code: m.error.code, message: m.error.message })
-        : failure(m.id ?? null, { code: ErrorCode.InternalError, message: `Internal error: the result cannot be encoded as JSON (${why})` })
+        : failure(m.id ?? null, {
+            code: ErrorCode.InternalError,
+            message: `Internal error: the result cannot be encoded as JSON (${why})`
+          })
     )
   }
 }

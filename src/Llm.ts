@@ -177,7 +177,12 @@ const endpointOf = (config: ResolvedConfig): Effect.Effect<Endpoint, LlmRequestF
   // Credentials in the URL (`http://user:pass@host`) are sent, never shown.
   url.username = ""
   url.password = ""
-  return Effect.succeed({ baseUrl, displayUrl: url.href, host, name: host === "api.openai.com" ? "OpenAI" : `the LLM server at ${host}` })
+  return Effect.succeed({
+    baseUrl,
+    displayUrl: url.href,
+    host,
+    name: host === "api.openai.com" ? "OpenAI" : `the LLM server at ${host}`
+  })
 }
 
 const missingKey = (config: ResolvedConfig) =>
@@ -266,9 +271,9 @@ export const makeOpenAI = (options: OpenAIOptions = {}): Effect.Effect<LlmServic
         }
         return Effect.gen(function* () {
           const wait = failure.retryAfterMs ?? (yield* backoff(retry))
-          yield* Effect.logInfo(
-            `LLM request failed (${failure.error.reason}), retrying in ${Math.round(wait)} ms`
-          ).pipe(Effect.annotateLogs({ attempt: retry + 1, maxRetries }))
+          yield* Effect.logInfo(`LLM request failed (${failure.error.reason}), retrying in ${Math.round(wait)} ms`).pipe(
+            Effect.annotateLogs({ attempt: retry + 1, maxRetries })
+          )
           yield* Effect.sleep(Duration.millis(wait))
           return yield* withRetries(send, classify, retry + 1)
         })
@@ -307,10 +312,7 @@ export const makeOpenAI = (options: OpenAIOptions = {}): Effect.Effect<LlmServic
     return { chat }
   })
 
-const requestBody = (
-  model: string,
-  request: ChatRequest
-): OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming => ({
+const requestBody = (model: string, request: ChatRequest): OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming => ({
   model,
   messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
   ...(request.tools.length === 0
@@ -344,8 +346,7 @@ interface Classified {
 const MAX_DETAIL = 300
 
 /** Servers echo part of a rejected key ("sk-proj-****abcd"); registered secrets go whole. */
-const sanitize = (text: string): string =>
-  Secrets.scrub(text).replace(/\bsk-[A-Za-z0-9_*.-]{3,}/g, "sk-<redacted>")
+const sanitize = (text: string): string => Secrets.scrub(text).replace(/\bsk-[A-Za-z0-9_*.-]{3,}/g, "sk-<redacted>")
 
 const detailOf = (text: string): string => {
   const flat = text.replace(/\s+/g, " ").trim()
@@ -390,8 +391,7 @@ const retryAfterMs = (headers: Headers | undefined): number | undefined => {
 
 const isRetryableStatus = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500
 
-const backoff = (retry: number) =>
-  Effect.map(Random.next, (r) => Math.min(500 * 2 ** retry, 8_000) * (1 - r * 0.25))
+const backoff = (retry: number) => Effect.map(Random.next, (r) => Math.min(500 * 2 ** retry, 8_000) * (1 - r * 0.25))
 
 const classify = (
   sdk: Sdk,
@@ -504,11 +504,7 @@ const parseCompletion = (body: unknown, endpoint: Endpoint): Effect.Effect<ChatR
     })
   }
   const content =
-    typeof message.content === "string"
-      ? message.content
-      : typeof message.refusal === "string"
-      ? message.refusal
-      : null
+    typeof message.content === "string" ? message.content : typeof message.refusal === "string" ? message.refusal : null
   return Effect.succeed({
     toolCalls,
     content,
@@ -523,8 +519,8 @@ const matches = (match: ScriptMatch, request: ChatRequest): boolean =>
   typeof match === "string"
     ? request.query.toLowerCase().includes(match.toLowerCase())
     : match instanceof RegExp
-    ? request.query.search(match) !== -1 // `search` ignores `lastIndex`, so a /g pattern is safe
-    : match(request)
+      ? request.query.search(match) !== -1 // `search` ignores `lastIndex`, so a /g pattern is safe
+      : match(request)
 
 const stringifyArguments = (args: unknown): string => (typeof args === "string" ? args : JSON.stringify(args ?? {}))
 
@@ -565,9 +561,7 @@ export const makeScripted = (
         Effect.annotateLogs({ tools: request.tools.length, matched: rule !== undefined })
       )
       if (rule === undefined) {
-        return options.fallback === undefined
-          ? { toolCalls: [], content: null, model }
-          : yield* answer(options.fallback, request)
+        return options.fallback === undefined ? { toolCalls: [], content: null, model } : yield* answer(options.fallback, request)
       }
       if (rule.delay !== undefined) yield* Effect.sleep(rule.delay)
       return yield* answer(rule.reply, request)
@@ -588,10 +582,7 @@ export const makeScripted = (
 // ---------------------------------------------------------------------------------------------
 // The service
 
-export class LlmClient extends Context.Tag("mcp-agentify/LlmClient")<
-  LlmClient,
-  LlmService
->() {
+export class LlmClient extends Context.Tag("mcp-agentify/LlmClient")<LlmClient, LlmService>() {
   /** `layerOpenAI` with its timeout and retries chosen by the caller. */
   static layerOpenAIWith = (options: OpenAIOptions = {}): Layer.Layer<LlmClient, never, GatewayConfig> =>
     Layer.effect(LlmClient, makeOpenAI(options))

@@ -17,13 +17,7 @@ export const IMPLEMENTATION: { readonly name: string; readonly version: string }
 }
 
 /** Newest first. The gateway answers with the client's version when it is listed here. */
-export const SUPPORTED_PROTOCOL_VERSIONS = [
-  "2025-11-25",
-  "2025-06-18",
-  "2025-03-26",
-  "2024-11-05",
-  "2024-10-07"
-] as const
+export const SUPPORTED_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"] as const
 
 export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 
@@ -98,9 +92,7 @@ export const TaskContext = Schema.Struct({
 export type TaskContext = typeof TaskContext.Type
 
 export const OrchestrateParams = Schema.Struct({
-  query: Schema.String.pipe(
-    Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })
-  ),
+  query: Schema.String.pipe(Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })),
   context: Schema.optional(Schema.NullOr(TaskContext))
 })
 export type OrchestrateParams = typeof OrchestrateParams.Type

@@ -11,14 +11,7 @@ import { Context, Effect, Either, Layer, Schema } from "effect"
 import { fileURLToPath } from "node:url"
 import { Backends, type BackendTools } from "./Backends.js"
 import { formatIssues, GatewayConfig, type ResolvedConfig } from "./Config.js"
-import {
-  BackendError,
-  InvalidParams,
-  InvalidPlan,
-  type LlmRequestFailed,
-  NoActionDetermined,
-  NotConfigured
-} from "./Errors.js"
+import { BackendError, InvalidParams, InvalidPlan, type LlmRequestFailed, NoActionDetermined, NotConfigured } from "./Errors.js"
 import { type ChatRequest, type ChatTool, LlmClient } from "./Llm.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "./Mcp.js"
 import { backendFunctions, type Catalog, type CatalogEntry, catalogOf, rankEntries, toolFunctions } from "./ToolCatalog.js"
@@ -33,12 +26,7 @@ export interface Plan {
 }
 
 export type OrchestrationError =
-  | InvalidParams
-  | NotConfigured
-  | LlmRequestFailed
-  | InvalidPlan
-  | NoActionDetermined
-  | BackendError
+  InvalidParams | NotConfigured | LlmRequestFailed | InvalidPlan | NoActionDetermined | BackendError
 
 /** The MCP tool through which any client can orchestrate (`agentify_orchestrate`). */
 export const ORCHESTRATE_TOOL = {
@@ -132,7 +120,9 @@ const offerTools = (catalog: Catalog, query: string, context: TaskContext | null
     plan: (name, args) => {
       const entry = offered.get(name)
       if (entry === undefined) {
-        return Either.left(new InvalidPlan({ message: `The model chose a tool that was not offered: '${name}'`, toolName: name, arguments: args }))
+        return Either.left(
+          new InvalidPlan({ message: `The model chose a tool that was not offered: '${name}'`, toolName: name, arguments: args })
+        )
       }
       // Own properties only: `in` would count `toString` and every other Object.prototype name as given.
       const missing = requiredProperties(entry.tool.inputSchema).filter((p) => !Object.hasOwn(args, p))
@@ -169,29 +159,63 @@ const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
     plan: (name, args) => {
       const backend = byId.get(name)
       if (backend === undefined) {
-        return Either.left(new InvalidPlan({ message: `The model chose a backend that was not offered: '${name}'`, toolName: name, arguments: args }))
+        return Either.left(
+          new InvalidPlan({
+            message: `The model chose a backend that was not offered: '${name}'`,
+            toolName: name,
+            arguments: args
+          })
+        )
       }
       const method = args.mcp_method
       const params = args.mcp_params ?? {}
-      if (typeof method !== "string" || method.length === 0 || method.startsWith("notifications/") || FORBIDDEN_METHODS.has(method)) {
-        return Either.left(new InvalidPlan({ message: `The model gave no usable mcp_method for backend '${name}'`, toolName: name, arguments: args }))
+      if (
+        typeof method !== "string" ||
+        method.length === 0 ||
+        method.startsWith("notifications/") ||
+        FORBIDDEN_METHODS.has(method)
+      ) {
+        return Either.left(
+          new InvalidPlan({
+            message: `The model gave no usable mcp_method for backend '${name}'`,
+            toolName: name,
+            arguments: args
+          })
+        )
       }
       if (typeof params !== "object" || params === null || Array.isArray(params)) {
-        return Either.left(new InvalidPlan({ message: `mcp_params for backend '${name}' is not a JSON object`, toolName: name, arguments: args }))
+        return Either.left(
+          new InvalidPlan({ message: `mcp_params for backend '${name}' is not a JSON object`, toolName: name, arguments: args })
+        )
       }
       const mcpParams = params as Record<string, unknown>
       if (method === "tools/call") {
         const tool = backend.tools.find((t) => t.name === mcpParams.name)
         if (tool === undefined) {
           return Either.left(
-            new InvalidPlan({ message: `Backend '${name}' has no tool '${String(mcpParams.name)}'`, toolName: name, arguments: args })
+            new InvalidPlan({
+              message: `Backend '${name}' has no tool '${String(mcpParams.name)}'`,
+              toolName: name,
+              arguments: args
+            })
           )
         }
         const callArgs = mcpParams.arguments ?? {}
         if (typeof callArgs !== "object" || callArgs === null || Array.isArray(callArgs)) {
-          return Either.left(new InvalidPlan({ message: `The arguments for '${tool.name}' are not a JSON object`, toolName: name, arguments: args }))
+          return Either.left(
+            new InvalidPlan({
+              message: `The arguments for '${tool.name}' are not a JSON object`,
+              toolName: name,
+              arguments: args
+            })
+          )
         }
-        return Either.right({ backendId: name, mcpMethod: method, mcpParams: { ...mcpParams, arguments: callArgs }, functionName: name })
+        return Either.right({
+          backendId: name,
+          mcpMethod: method,
+          mcpParams: { ...mcpParams, arguments: callArgs },
+          functionName: name
+        })
       }
       return Either.right({ backendId: name, mcpMethod: method, mcpParams, functionName: name })
     }
@@ -205,11 +229,19 @@ const parseArguments = (name: string, raw: string): Either.Either<Record<string,
   try {
     value = JSON.parse(raw)
   } catch {
-    return Either.left(new InvalidPlan({ message: `The model's arguments for '${name}' are not valid JSON`, toolName: name, arguments: raw }))
+    return Either.left(
+      new InvalidPlan({ message: `The model's arguments for '${name}' are not valid JSON`, toolName: name, arguments: raw })
+    )
   }
   return typeof value === "object" && value !== null && !Array.isArray(value)
     ? Either.right(value as Record<string, unknown>)
-    : Either.left(new InvalidPlan({ message: `The model's arguments for '${name}' are not a JSON object`, toolName: name, arguments: value }))
+    : Either.left(
+        new InvalidPlan({
+          message: `The model's arguments for '${name}' are not a JSON object`,
+          toolName: name,
+          arguments: value
+        })
+      )
 }
 
 // ---------------------------------------------------------------------------------------------

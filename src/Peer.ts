@@ -207,9 +207,9 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
             return Effect.as(cancelRequest(params), undefined)
           }
           return Effect.as(
-            handlers.notification(incoming.notification).pipe(
-              Effect.catchAllCause((cause) => Effect.logWarning("notification handler failed", { method }, cause))
-            ),
+            handlers
+              .notification(incoming.notification)
+              .pipe(Effect.catchAllCause((cause) => Effect.logWarning("notification handler failed", { method }, cause))),
             undefined
           )
         }
@@ -262,7 +262,9 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
       try {
         value = JSON.parse(text)
       } catch (error) {
-        return traced(out).send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }))
+        return traced(out).send(
+          failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` })
+        )
       }
       receiveValue(value, out)
     }

@@ -102,10 +102,12 @@ export const groupAlive = (pgid: number): boolean => {
     return (error as NodeJS.ErrnoException).code === "EPERM"
   }
   if (process.platform !== "linux") return true
-  return someProcess((pid) => {
-    const { pgrp, state } = statOf(pid)
-    return pgrp === pgid && state !== "Z"
-  }) ?? true
+  return (
+    someProcess((pid) => {
+      const { pgrp, state } = statOf(pid)
+      return pgrp === pgid && state !== "Z"
+    }) ?? true
+  )
 }
 
 /**
@@ -118,7 +120,8 @@ const markedProcesses = (prefix: string): Array<number> => {
   const needle = `\0${MARKER}=${prefix}`
   const found: Array<number> = []
   someProcess((pid) => {
-    if (`\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle) && statOf(pid).state !== "Z") found.push(Number(pid))
+    if (`\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle) && statOf(pid).state !== "Z")
+      found.push(Number(pid))
     return false
   })
   return found

@@ -54,7 +54,13 @@ export const register = (value: string | Redacted.Redacted<string> | undefined |
     longest = Math.max(longest, form.length)
   }
   // Longest first so a secret that contains another is masked whole.
-  pattern = new RegExp([...secrets].sort((a, b) => b.length - a.length).map(escape).join("|"), "g")
+  pattern = new RegExp(
+    [...secrets]
+      .sort((a, b) => b.length - a.length)
+      .map(escape)
+      .join("|"),
+    "g"
+  )
 }
 
 /** Replaces every registered secret in `text`. */
@@ -97,7 +103,8 @@ export const scrubDeep = (value: unknown): unknown => {
 const SECRET_FLAG = /^--?(key|token|api[-_]?key|secret|password|auth|access[-_]?token)$/i
 const SECRET_FLAG_INLINE = /^(--?(?:key|token|api[-_]?key|secret|password|auth|access[-_]?token))=(.+)$/i
 /** Shapes of well-known keys (sk-..., ghp_..., xoxb-..., long opaque tokens). */
-const LOOKS_LIKE_KEY = /^(sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|[A-Za-z0-9_-]{32,})$/
+const LOOKS_LIKE_KEY =
+  /^(sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|[A-Za-z0-9_-]{32,})$/
 
 /** The secret values inside a command line: what follows a secret flag, or what looks like a key. */
 export const secretArgs = (args: ReadonlyArray<string>): Array<string> => {

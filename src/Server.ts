@@ -117,10 +117,7 @@ const recordClient = (session: Session, p: Record<string, unknown>): string => {
 }
 
 /** Over a shared gateway only per-session options are accepted; anything else is a clear -32602. */
-const sessionOptions = (
-  session: Session,
-  options: unknown
-): Effect.Effect<void, InvalidParams> => {
+const sessionOptions = (session: Session, options: unknown): Effect.Effect<void, InvalidParams> => {
   if (options === undefined || options === null) return Effect.void
   if (typeof options !== "object" || Array.isArray(options)) {
     return Effect.fail(
@@ -137,7 +134,10 @@ const sessionOptions = (
       "apply to every session and are set in the gateway's configuration file or environment; " +
       "a session may set only logLevel"
     return Effect.fail(
-      new InvalidParams({ message: `Invalid params: ${message}`, issues: shared.map((key) => `initializationOptions.${key}: ${message}`) })
+      new InvalidParams({
+        message: `Invalid params: ${message}`,
+        issues: shared.map((key) => `initializationOptions.${key}: ${message}`)
+      })
     )
   }
   const level = (options as { logLevel?: unknown }).logLevel
@@ -171,7 +171,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     if (ctx.mode === "single") {
       config = yield* ctx.config.applyInitializationOptions(p.initializationOptions)
       Logging.setLevel(config.logLevel)
-      for (const note of config.notes) yield* note.level === "warn" ? Effect.logWarning(note.message) : Effect.logDebug(note.message)
+      for (const note of config.notes)
+        yield* note.level === "warn" ? Effect.logWarning(note.message) : Effect.logDebug(note.message)
     } else {
       yield* sessionOptions(session, p.initializationOptions)
       config = yield* ctx.config.current
@@ -338,7 +339,11 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 const asBackendSent = (error: BackendError): GatewayError => {
   const detail = error.detail as { code?: unknown; message?: unknown; data?: unknown } | undefined
   if (error.reason === "call_failed" && typeof detail?.code === "number" && typeof detail.message === "string") {
-    return new RpcError({ code: detail.code, message: detail.message, ...(detail.data === undefined ? {} : { data: detail.data }) })
+    return new RpcError({
+      code: detail.code,
+      message: detail.message,
+      ...(detail.data === undefined ? {} : { data: detail.data })
+    })
   }
   return error
 }

@@ -270,17 +270,35 @@ export interface RankContext {
  */
 const VOCABULARY: ReadonlyArray<readonly [concept: string, words: string]> = [
   // verbs
-  ["read", "read show open view display cat print see load inspect examine peek preview retrieve:0.6 content:0.4 contents:0.4 get:0.3 fetch:0.4 head:0.5 tail:0.5 look:0.6 look~at:0.8 pull~up:0.8 check:0.3 say:0.3 output:0.3 less:0.3 contain inside:0.6 written~in:0.8"],
+  [
+    "read",
+    "read show open view display cat print see load inspect examine peek preview retrieve:0.6 content:0.4 contents:0.4 get:0.3 fetch:0.4 head:0.5 tail:0.5 look:0.6 look~at:0.8 pull~up:0.8 check:0.3 say:0.3 output:0.3 less:0.3 contain inside:0.6 written~in:0.8"
+  ],
   ["write", "write wrote written save store:0.8 put:0.6 overwrite persist dump:0.6 write+out export:0.5 record:0.4 output:0.3"],
-  ["create", "create make new:0.5 add:0.6 init initialize generate:0.5 touch:0.6 mkdir insert:0.4 register:0.5 set~up:0.8 setup:0.8 scaffold:0.6 establish:0.5 link:0.4 connect:0.4 open~issue open~ticket open~pr open~bug file~issue file~bug file~ticket raise~issue raise~pr"],
-  ["edit", "edit modify change replace patch update fix:0.6 tweak alter amend adjust correct:0.5 rewrite:0.6 substitute refactor:0.5 sed:0.8 find~and~replace"],
-  ["delete", "delete remove rm erase drop destroy purge discard forget unlink rmdir wipe trash:0.6 clear:0.5 get~rid prune:0.6 clean:0.4"],
+  [
+    "create",
+    "create make new:0.5 add:0.6 init initialize generate:0.5 touch:0.6 mkdir insert:0.4 register:0.5 set~up:0.8 setup:0.8 scaffold:0.6 establish:0.5 link:0.4 connect:0.4 open~issue open~ticket open~pr open~bug file~issue file~bug file~ticket raise~issue raise~pr"
+  ],
+  [
+    "edit",
+    "edit modify change replace patch update fix:0.6 tweak alter amend adjust correct:0.5 rewrite:0.6 substitute refactor:0.5 sed:0.8 find~and~replace"
+  ],
+  [
+    "delete",
+    "delete remove rm erase drop destroy purge discard forget unlink rmdir wipe trash:0.6 clear:0.5 get~rid prune:0.6 clean:0.4"
+  ],
   ["move", "move rename mv relocate transfer:0.5 transition:0.5 new~name"],
   ["copy", "copy cp duplicate clone:0.6"],
   ["list", "list ls enumerate browse:0.5 whats+in:0.6 are+in:0.5 files+in:0.5 dir:0.6 inventory:0.6 overview:0.4"],
   ["tree", "tree recursive recursively hierarchy structure nested layout:0.6 outline:0.6 overview:0.4"],
-  ["search", "search find grep locate lookup look~up look~for query:0.5 match:0.5 filter:0.4 seek hunt where+is:0.8 about:0.3 glob pattern:0.6 discover:0.6 scan:0.5"],
-  ["info", "info information metadata stat stats detail:0.5 details:0.5 property:0.6 properties:0.6 attribute:0.6 permission permissions owner:0.3 mode:0.3 how+big:0.8 how+large:0.8 how+old:0.8"],
+  [
+    "search",
+    "search find grep locate lookup look~up look~for query:0.5 match:0.5 filter:0.4 seek hunt where+is:0.8 about:0.3 glob pattern:0.6 discover:0.6 scan:0.5"
+  ],
+  [
+    "info",
+    "info information metadata stat stats detail:0.5 details:0.5 property:0.6 properties:0.6 attribute:0.6 permission permissions owner:0.3 mode:0.3 how+big:0.8 how+large:0.8 how+old:0.8"
+  ],
   ["size", "size sizes big bigger biggest large largest bytes byte space:0.7 du kb mb gb heavy huge small:0.5 weigh"],
   ["time", "time date when timestamp modified mtime ctime age:0.7 old:0.5 recent:0.5 last+modified"],
   ["compress", "compress compression zip gzip gz archive tar pack:0.6 shrink deflate"],
@@ -304,19 +322,34 @@ const VOCABULARY: ReadonlyArray<readonly [concept: string, words: string]> = [
   ["diff", "diff changes:0.6 changed:0.6 uncommitted unstaged staged"],
   ["status", "status state:0.5 transition:0.5"],
   // nouns
-  ["dir", "directory directories folder folders dir dirs subdirectory subdirectories subfolder subfolders mkdir rmdir ls tree:0.4 path:0.3 cwd"],
-  ["file", "file files document documents doc:0.6 cat:0.5 touch:0.5 rm:0.5 readme:0.8 license:0.8 changelog:0.8 dockerfile:0.8 makefile:0.8 gitignore:0.8 config:0.3 configuration:0.3"],
+  [
+    "dir",
+    "directory directories folder folders dir dirs subdirectory subdirectories subfolder subfolders mkdir rmdir ls tree:0.4 path:0.3 cwd"
+  ],
+  [
+    "file",
+    "file files document documents doc:0.6 cat:0.5 touch:0.5 rm:0.5 readme:0.8 license:0.8 changelog:0.8 dockerfile:0.8 makefile:0.8 gitignore:0.8 config:0.3 configuration:0.3"
+  ],
   ["text", "text txt plain string:0.5 utf8 encoding:0.6 markdown:0.6 md:0.6"],
   ["multiple", "multiple many several batch bulk both few:0.6 couple:0.6 files:0.4 at+once simultaneously together:0.5 two:0.5"],
   ["local", "local disk filesystem file+system machine:0.5 workspace:0.5"],
   ["allowed", "allowed allow permitted accessible access:0.7 root:0.6 roots:0.6 sandbox:0.6"],
-  ["image", "image images picture pictures photo photos pic png jpg jpeg gif webp svg icon logo media audio sound mp3 wav video mp4 clip:0.5 screenshot:0.4"],
+  [
+    "image",
+    "image images picture pictures photo photos pic png jpg jpeg gif webp svg icon logo media audio sound mp3 wav video mp4 clip:0.5 screenshot:0.4"
+  ],
   ["log", "log logs logging trace:0.5 verbose:0.5"],
   ["resource", "resource resources uri:0.6 link:0.4 links:0.4 reference:0.6"],
-  ["memory", "memory memories remember memorize recall knowledge graph:0.8 knowledge+graph knowledge+base kb brain:0.6 note:0.6 notes:0.6 forget:0.8 know:0.4"],
+  [
+    "memory",
+    "memory memories remember memorize recall knowledge graph:0.8 knowledge+graph knowledge+base kb brain:0.6 note:0.6 notes:0.6 forget:0.8 know:0.4"
+  ],
   ["entity", "entity entities node nodes person people:0.8 thing:0.4 concept:0.5 contact:0.5"],
   ["observation", "observation observations fact facts note:0.6 notes:0.6 detail:0.3"],
-  ["relation", "relation relations relationship relationships related link:0.6 connect connection association associate edge between:0.4 depends:0.5 dependency:0.5"],
+  [
+    "relation",
+    "relation relations relationship relationships related link:0.6 connect connection association associate edge between:0.4 depends:0.5 dependency:0.5"
+  ],
   ["url", "url urls website web page:0.6 site http https link:0.4 internet online:0.6"],
   ["browser", "browser playwright puppeteer chrome chromium firefox selenium tab:0.6"],
   ["issue", "issue issues ticket tickets bug bugs task:0.4 story:0.5 jira:0.5"],
@@ -415,8 +448,7 @@ const buildVocabulary = () => {
       }
     }
   }
-  const freeze = (m: Map<string, Map<string, number>>) =>
-    new Map<string, Concepts>([...m].map(([k, v]) => [k, [...v]]))
+  const freeze = (m: Map<string, Map<string, number>>) => new Map<string, Concepts>([...m].map(([k, v]) => [k, [...v]]))
   const longestPhrase = Math.max(...[...phrases.keys()].map((k) => k.split(" ").length))
   const phraseStarts = new Set([...phrases.keys()].map((k) => k.split(" ")[0] ?? ""))
   return { words: freeze(words), phrases: freeze(phrases), phraseStarts, idioms, longestPhrase }
@@ -523,7 +555,12 @@ const hasFileExtension = (token: string): boolean => {
   const dot = token.lastIndexOf(".")
   if (dot <= 0 || dot === token.length - 1) return false
   const extension = token.slice(dot + 1)
-  return /^[a-z0-9]+$/i.test(extension) && /[a-z]/i.test(extension) && /[\w*]/.test(token[dot - 1]!) && /^[\w*?.~-]+$/.test(token.slice(0, dot))
+  return (
+    /^[a-z0-9]+$/i.test(extension) &&
+    /[a-z]/i.test(extension) &&
+    /[\w*]/.test(token[dot - 1]!) &&
+    /^[\w*?.~-]+$/.test(token.slice(0, dot))
+  )
 }
 
 /** A file name, a path or a glob: an argument, whose shape still says what kind of tool is wanted. */
@@ -801,9 +838,10 @@ const sourceOfTool = (tool: Tool): DocumentSource => {
   return {
     backendId,
     toolName: backendId === undefined ? tool.name : tool.name.slice(at + SEPARATOR.length),
-    description: backendId !== undefined && description.startsWith(`[${backendId}] `)
-      ? description.slice(backendId.length + 3)
-      : description,
+    description:
+      backendId !== undefined && description.startsWith(`[${backendId}] `)
+        ? description.slice(backendId.length + 3)
+        : description,
     inputSchema: tool.inputSchema
   }
 }
@@ -977,12 +1015,8 @@ const rankWith = <T extends object>(
  * description prefixes are understood. The index is cached per array (and per tool object), so
  * pass the same array for the same list.
  */
-export const rank = <T extends Tool>(
-  tools: ReadonlyArray<T>,
-  query: string,
-  k: number,
-  context?: RankContext | null
-): Array<T> => rankWith(tools, sourceOfTool, query, k, context)
+export const rank = <T extends Tool>(tools: ReadonlyArray<T>, query: string, k: number, context?: RankContext | null): Array<T> =>
+  rankWith(tools, sourceOfTool, query, k, context)
 
 /** `rank` for catalog entries: what the orchestrator uses to pick the tools it offers the model. */
 export const rankEntries = (

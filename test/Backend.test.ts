@@ -5,192 +5,271 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import * as Backend from "../src/Backend.js"
 import { BackendError } from "../src/Errors.js"
-import { eventually, filesystemBackend, FIXTURE_TOOL_COUNT, firstText, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
-
+import {
+  eventually,
+  filesystemBackend,
+  FIXTURE_TOOL_COUNT,
+  firstText,
+  fixtureBackend,
+  isAlive,
+  structured
+} from "./support/mcpFixture.js"
 
 describe("Backend session", () => {
-  it.scopedLive("initializes with the newest protocol, no roots capability, and lists tools", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("fx"))
-      expect(backend.protocolVersion).toBe("2025-11-25")
-      expect(backend.serverInfo).toEqual({ name: "fx", version: "1.0.0" })
-      expect(backend.tools().map((t) => t.name)).toEqual(expect.arrayContaining(["echo", "add", "hang", "crash"]))
-      const init = structured(yield* backend.callTool("client_info", {}))
-      expect(init.protocolVersion).toBe("2025-11-25")
-      expect(init.capabilities).toEqual({})
-      expect(init.clientInfo).toMatchObject({ name: "mcp-agentify" })
-      yield* backend.ping
-    }), 15_000)
+  it.scopedLive(
+    "initializes with the newest protocol, no roots capability, and lists tools",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("fx"))
+        expect(backend.protocolVersion).toBe("2025-11-25")
+        expect(backend.serverInfo).toEqual({ name: "fx", version: "1.0.0" })
+        expect(backend.tools().map((t) => t.name)).toEqual(expect.arrayContaining(["echo", "add", "hang", "crash"]))
+        const init = structured(yield* backend.callTool("client_info", {}))
+        expect(init.protocolVersion).toBe("2025-11-25")
+        expect(init.capabilities).toEqual({})
+        expect(init.clientInfo).toMatchObject({ name: "mcp-agentify" })
+        yield* backend.ping
+      }),
+    15_000
+  )
 
-  it.scopedLive("falls back to an older version when the server rejects the offer", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("old", ["--protocol", "2024-11-05"]))
-      expect(backend.protocolVersion).toBe("2024-11-05")
-      expect(structured(yield* backend.callTool("client_info", {})).protocolVersion).toBe("2024-11-05")
-    }), 15_000)
+  it.scopedLive(
+    "falls back to an older version when the server rejects the offer",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("old", ["--protocol", "2024-11-05"]))
+        expect(backend.protocolVersion).toBe("2024-11-05")
+        expect(structured(yield* backend.callTool("client_info", {})).protocolVersion).toBe("2024-11-05")
+      }),
+    15_000
+  )
 
-  it.scopedLive("accepts an older supported version the server answers with", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("old", ["--protocol", "2025-03-26", "--protocol-mode", "answer"]))
-      expect(backend.protocolVersion).toBe("2025-03-26")
-    }), 15_000)
+  it.scopedLive(
+    "accepts an older supported version the server answers with",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("old", ["--protocol", "2025-03-26", "--protocol-mode", "answer"]))
+        expect(backend.protocolVersion).toBe("2025-03-26")
+      }),
+    15_000
+  )
 
-  it.scopedLive("fails permanently when no version is common", () =>
-    Effect.gen(function* () {
-      const error = yield* Backend.make(fixtureBackend("alien", ["--protocol", "1999-01-01", "--protocol-mode", "answer"])).pipe(
-        Effect.flip
-      )
-      expect(error).toBeInstanceOf(BackendError)
-      expect(error.reason).toBe("call_failed")
-      expect(error.message).toMatch(/^Backend 'alien' failed: no common MCP protocol version/)
-      expect(Backend.isPermanentFailure(error)).toBe(true)
-    }), 15_000)
+  it.scopedLive(
+    "fails permanently when no version is common",
+    () =>
+      Effect.gen(function* () {
+        const error = yield* Backend.make(
+          fixtureBackend("alien", ["--protocol", "1999-01-01", "--protocol-mode", "answer"])
+        ).pipe(Effect.flip)
+        expect(error).toBeInstanceOf(BackendError)
+        expect(error.reason).toBe("call_failed")
+        expect(error.message).toMatch(/^Backend 'alien' failed: no common MCP protocol version/)
+        expect(Backend.isPermanentFailure(error)).toBe(true)
+      }),
+    15_000
+  )
 
-  it.scopedLive("follows nextCursor through every tools/list page", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("paged", ["--tools", "25", "--page-size", "4"]))
-      const names = backend.tools().map((t) => t.name)
-      expect(names).toContain("echo")
-      expect(names).toContain("tool_0")
-      expect(names).toContain("tool_24")
-      expect(new Set(names).size).toBe(names.length)
-      expect(names.length).toBe(FIXTURE_TOOL_COUNT + 25)
-    }), 15_000)
+  it.scopedLive(
+    "follows nextCursor through every tools/list page",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("paged", ["--tools", "25", "--page-size", "4"]))
+        const names = backend.tools().map((t) => t.name)
+        expect(names).toContain("echo")
+        expect(names).toContain("tool_0")
+        expect(names).toContain("tool_24")
+        expect(new Set(names).size).toBe(names.length)
+        expect(names.length).toBe(FIXTURE_TOOL_COUNT + 25)
+      }),
+    15_000
+  )
 
-  it.scopedLive("passes results through unchanged, isError included", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("fx"))
-      expect(yield* backend.callTool("echo", { text: "hi" })).toEqual({ content: [{ type: "text", text: '{"text":"hi"}' }] })
-      expect(yield* backend.callTool("add", { a: 2, b: 3 })).toEqual({
-        content: [{ type: "text", text: "5" }],
-        structuredContent: { sum: 5 }
-      })
-      expect(yield* backend.callTool("fail", {})).toMatchObject({ isError: true })
-    }), 15_000)
+  it.scopedLive(
+    "passes results through unchanged, isError included",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("fx"))
+        expect(yield* backend.callTool("echo", { text: "hi" })).toEqual({ content: [{ type: "text", text: '{"text":"hi"}' }] })
+        expect(yield* backend.callTool("add", { a: 2, b: 3 })).toEqual({
+          content: [{ type: "text", text: "5" }],
+          structuredContent: { sum: 5 }
+        })
+        expect(yield* backend.callTool("fail", {})).toMatchObject({ isError: true })
+      }),
+    15_000
+  )
 
-  it.scopedLive("a JSON-RPC error reply fails with call_failed and the backend's error in detail", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("fx"))
-      const error = yield* Effect.flip(backend.request("no/such/method", {}))
-      expect(error.reason).toBe("call_failed")
-      expect(error.method).toBe("no/such/method")
-      expect(error.detail).toMatchObject({ code: -32601 })
-      expect(error.message).toBe("Backend 'fx' failed: no/such/method returned error -32601: Method not found: no/such/method")
-    }), 15_000)
+  it.scopedLive(
+    "a JSON-RPC error reply fails with call_failed and the backend's error in detail",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("fx"))
+        const error = yield* Effect.flip(backend.request("no/such/method", {}))
+        expect(error.reason).toBe("call_failed")
+        expect(error.method).toBe("no/such/method")
+        expect(error.detail).toMatchObject({ code: -32601 })
+        expect(error.message).toBe("Backend 'fx' failed: no/such/method returned error -32601: Method not found: no/such/method")
+      }),
+    15_000
+  )
 
-  it.scopedLive("skips banners and broken JSON on stdout", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("noisy", ["--junk-stdout", "--invalid-json"]))
-      const sums = yield* Effect.forEach(
-        Array.from({ length: 20 }, (_, i) => i),
-        (i) => backend.callTool("add", { a: i, b: 1 }).pipe(Effect.map((r) => structured(r).sum)),
-        { concurrency: "unbounded" }
-      )
-      expect(sums).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
-    }), 15_000)
+  it.scopedLive(
+    "skips banners and broken JSON on stdout",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("noisy", ["--junk-stdout", "--invalid-json"]))
+        const sums = yield* Effect.forEach(
+          Array.from({ length: 20 }, (_, i) => i),
+          (i) => backend.callTool("add", { a: i, b: 1 }).pipe(Effect.map((r) => structured(r).sum)),
+          { concurrency: "unbounded" }
+        )
+        expect(sums).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+      }),
+    15_000
+  )
 
-  it.scopedLive("drains a flood of stderr without blocking the backend", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("flood", ["--stderr-flood"]))
-      for (let i = 0; i < 3; i++) expect(firstText(yield* backend.callTool("echo", { i }))).toBe(`{"i":${i}}`)
-    }), 20_000)
+  it.scopedLive(
+    "drains a flood of stderr without blocking the backend",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("flood", ["--stderr-flood"]))
+        for (let i = 0; i < 3; i++) expect(firstText(yield* backend.callTool("echo", { i }))).toBe(`{"i":${i}}`)
+      }),
+    20_000
+  )
 
-  it.scopedLive("answers the backend's own requests: ping with {}, anything else with -32601", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("fx"))
-      const replies = structured(yield* backend.callTool("ping_client", {}))
-      expect(replies.ping).toEqual({ result: {} })
-      expect(replies.roots.error).toMatchObject({ code: -32601 })
-    }), 15_000)
+  it.scopedLive(
+    "answers the backend's own requests: ping with {}, anything else with -32601",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("fx"))
+        const replies = structured(yield* backend.callTool("ping_client", {}))
+        expect(replies.ping).toEqual({ result: {} })
+        expect(replies.roots.error).toMatchObject({ code: -32601 })
+      }),
+    15_000
+  )
 
-  it.scopedLive("relays notifications and re-lists tools on list_changed", () =>
-    Effect.gen(function* () {
-      const notifications = yield* Queue.unbounded<{ method: string; params: any }>()
-      const relisted = yield* Deferred.make<ReadonlyArray<string>>()
-      const backend = yield* Backend.make(fixtureBackend("fx"), {
-        onNotification: (method, params) => Queue.offer(notifications, { method, params }),
-        onToolsChanged: (tools) => Deferred.succeed(relisted, tools.map((t) => t.name))
-      })
-      yield* backend.callTool("progress", { steps: 2 }, { meta: { progressToken: "tok-1" } })
-      yield* backend.callTool("log", { message: "hello there" })
-      const seen = yield* Effect.forEach([1, 2, 3], () => Queue.take(notifications)).pipe(Effect.timeout(3_000))
-      expect(seen.map((n) => n.method)).toEqual(["notifications/progress", "notifications/progress", "notifications/message"])
-      expect(seen[0]!.params).toMatchObject({ progressToken: "tok-1", progress: 1, total: 2 })
-      expect(seen[2]!.params).toMatchObject({ data: "hello there" })
+  it.scopedLive(
+    "relays notifications and re-lists tools on list_changed",
+    () =>
+      Effect.gen(function* () {
+        const notifications = yield* Queue.unbounded<{ method: string; params: any }>()
+        const relisted = yield* Deferred.make<ReadonlyArray<string>>()
+        const backend = yield* Backend.make(fixtureBackend("fx"), {
+          onNotification: (method, params) => Queue.offer(notifications, { method, params }),
+          onToolsChanged: (tools) =>
+            Deferred.succeed(
+              relisted,
+              tools.map((t) => t.name)
+            )
+        })
+        yield* backend.callTool("progress", { steps: 2 }, { meta: { progressToken: "tok-1" } })
+        yield* backend.callTool("log", { message: "hello there" })
+        const seen = yield* Effect.forEach([1, 2, 3], () => Queue.take(notifications)).pipe(Effect.timeout(3_000))
+        expect(seen.map((n) => n.method)).toEqual(["notifications/progress", "notifications/progress", "notifications/message"])
+        expect(seen[0]!.params).toMatchObject({ progressToken: "tok-1", progress: 1, total: 2 })
+        expect(seen[2]!.params).toMatchObject({ data: "hello there" })
 
-      yield* backend.callTool("add_tool", { name: "brand_new" })
-      expect(yield* Deferred.await(relisted).pipe(Effect.timeout(3_000))).toContain("brand_new")
-      expect(backend.tools().map((t) => t.name)).toContain("brand_new")
-    }), 15_000)
+        yield* backend.callTool("add_tool", { name: "brand_new" })
+        expect(yield* Deferred.await(relisted).pipe(Effect.timeout(3_000))).toContain("brand_new")
+        expect(backend.tools().map((t) => t.name)).toContain("brand_new")
+      }),
+    15_000
+  )
 })
 
 describe("Backend failures", () => {
-  it.scopedLive("a timeout fails with reason timeout and sends notifications/cancelled", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("fx"))
-      const error = yield* Effect.flip(backend.callTool("hang", {}, { timeoutMs: 200 }))
-      expect(error.reason).toBe("timeout")
-      expect(error.message).toBe("Backend 'fx' failed: tools/call timed out after 200 ms")
-      const cancellations = structured(yield* backend.callTool("cancelled", {})).cancellations
-      expect(cancellations).toHaveLength(1)
-      expect(cancellations[0]).toMatchObject({ requestId: expect.any(Number), reason: "timed out after 200 ms" })
-    }), 15_000)
+  it.scopedLive(
+    "a timeout fails with reason timeout and sends notifications/cancelled",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("fx"))
+        const error = yield* Effect.flip(backend.callTool("hang", {}, { timeoutMs: 200 }))
+        expect(error.reason).toBe("timeout")
+        expect(error.message).toBe("Backend 'fx' failed: tools/call timed out after 200 ms")
+        const cancellations = structured(yield* backend.callTool("cancelled", {})).cancellations
+        expect(cancellations).toHaveLength(1)
+        expect(cancellations[0]).toMatchObject({ requestId: expect.any(Number), reason: "timed out after 200 ms" })
+      }),
+    15_000
+  )
 
-  it.scopedLive("the backend's requestTimeoutMs is the default timeout", () =>
-    Effect.gen(function* () {
-      // Long enough for the handshake on a loaded machine: the same timeout bounds `initialize`.
-      const backend = yield* Backend.make(fixtureBackend("fx", [], { requestTimeoutMs: 1_500 }), { requestTimeoutMs: 60_000 })
-      const error = yield* Effect.flip(backend.callTool("hang", {}))
-      expect(error.summary).toBe("tools/call timed out after 1500 ms")
-    }), 15_000)
+  it.scopedLive(
+    "the backend's requestTimeoutMs is the default timeout",
+    () =>
+      Effect.gen(function* () {
+        // Long enough for the handshake on a loaded machine: the same timeout bounds `initialize`.
+        const backend = yield* Backend.make(fixtureBackend("fx", [], { requestTimeoutMs: 1_500 }), { requestTimeoutMs: 60_000 })
+        const error = yield* Effect.flip(backend.callTool("hang", {}))
+        expect(error.summary).toBe("tools/call timed out after 1500 ms")
+      }),
+    15_000
+  )
 
-  it.scopedLive("an interrupted call sends notifications/cancelled", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("fx"))
-      const fiber = yield* Effect.fork(backend.callTool("hang", {}))
-      yield* Effect.sleep(100)
-      yield* Fiber.interrupt(fiber)
-      const cancellations = structured(yield* backend.callTool("cancelled", {})).cancellations
-      expect(cancellations).toEqual([{ requestId: expect.any(Number), reason: "cancelled by the client" }])
-    }), 15_000)
+  it.scopedLive(
+    "an interrupted call sends notifications/cancelled",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("fx"))
+        const fiber = yield* Effect.fork(backend.callTool("hang", {}))
+        yield* Effect.sleep(100)
+        yield* Fiber.interrupt(fiber)
+        const cancellations = structured(yield* backend.callTool("cancelled", {})).cancellations
+        expect(cancellations).toEqual([{ requestId: expect.any(Number), reason: "cancelled by the client" }])
+      }),
+    15_000
+  )
 
-  it.scopedLive("a crash fails every in-flight call at once, not at its timeout", () =>
-    Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("fx", ["--spawn-child"]), { requestTimeoutMs: 30_000 })
-      const hanging = yield* Effect.fork(Effect.flip(backend.callTool("hang", {})))
-      const started = Date.now()
-      const error = yield* Effect.flip(backend.callTool("crash", { ms: 50 }))
-      const elapsed = Date.now() - started
-      expect(error.reason).toBe("crashed")
-      expect(error.message).toBe("Backend 'fx' failed: the process exited with code 1 during tools/call")
-      // The grandchild keeps stdout open; the failure must not wait for it, nor for the 30 s timeout.
-      expect(elapsed).toBeLessThan(5_000)
-      expect((yield* Fiber.join(hanging)).reason).toBe("crashed")
-      expect(yield* backend.exited).toMatchObject({ code: 1, description: "exited with code 1" })
-      expect(backend.isRunning()).toBe(false)
-      // Calls after the exit fail at once too.
-      expect((yield* Effect.flip(backend.callTool("echo", {}))).reason).toBe("crashed")
-    }), 15_000)
+  it.scopedLive(
+    "a crash fails every in-flight call at once, not at its timeout",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("fx", ["--spawn-child"]), { requestTimeoutMs: 30_000 })
+        const hanging = yield* Effect.fork(Effect.flip(backend.callTool("hang", {})))
+        const started = Date.now()
+        const error = yield* Effect.flip(backend.callTool("crash", { ms: 50 }))
+        const elapsed = Date.now() - started
+        expect(error.reason).toBe("crashed")
+        expect(error.message).toBe("Backend 'fx' failed: the process exited with code 1 during tools/call")
+        // The grandchild keeps stdout open; the failure must not wait for it, nor for the 30 s timeout.
+        expect(elapsed).toBeLessThan(5_000)
+        expect((yield* Fiber.join(hanging)).reason).toBe("crashed")
+        expect(yield* backend.exited).toMatchObject({ code: 1, description: "exited with code 1" })
+        expect(backend.isRunning()).toBe(false)
+        // Calls after the exit fail at once too.
+        expect((yield* Effect.flip(backend.callTool("echo", {}))).reason).toBe("crashed")
+      }),
+    15_000
+  )
 
-  it.scopedLive("a command that does not exist fails permanently with a clear error", () =>
-    Effect.gen(function* () {
-      const error = yield* Effect.flip(
-        Backend.make(fixtureBackend("ghost", [], { command: "definitely-not-a-command-4711", args: [] }))
-      )
-      expect(error.message).toBe("Backend 'ghost' failed: command not found: definitely-not-a-command-4711")
-      expect(Backend.isPermanentFailure(error)).toBe(true)
-      const noDir = yield* Effect.flip(Backend.make(fixtureBackend("nodir", [], { cwd: "/definitely/not/here" })))
-      expect(noDir.summary).toBe("working directory not found: /definitely/not/here")
-    }), 15_000)
+  it.scopedLive(
+    "a command that does not exist fails permanently with a clear error",
+    () =>
+      Effect.gen(function* () {
+        const error = yield* Effect.flip(
+          Backend.make(fixtureBackend("ghost", [], { command: "definitely-not-a-command-4711", args: [] }))
+        )
+        expect(error.message).toBe("Backend 'ghost' failed: command not found: definitely-not-a-command-4711")
+        expect(Backend.isPermanentFailure(error)).toBe(true)
+        const noDir = yield* Effect.flip(Backend.make(fixtureBackend("nodir", [], { cwd: "/definitely/not/here" })))
+        expect(noDir.summary).toBe("working directory not found: /definitely/not/here")
+      }),
+    15_000
+  )
 
-  it.scopedLive("an exit during start-up says why, with the backend's stderr", () =>
-    Effect.gen(function* () {
-      const error = yield* Effect.flip(Backend.make(fixtureBackend("dies", ["--exit-during-startup"])))
-      expect(error.reason).toBe("crashed")
-      expect(error.summary).toContain("exited with code 1 during initialize")
-      expect(error.summary).toContain("fatal: the fixture was told to fail at startup")
-      expect(Backend.isPermanentFailure(error)).toBe(false)
-    }), 15_000)
+  it.scopedLive(
+    "an exit during start-up says why, with the backend's stderr",
+    () =>
+      Effect.gen(function* () {
+        const error = yield* Effect.flip(Backend.make(fixtureBackend("dies", ["--exit-during-startup"])))
+        expect(error.reason).toBe("crashed")
+        expect(error.summary).toContain("exited with code 1 during initialize")
+        expect(error.summary).toContain("fatal: the fixture was told to fail at startup")
+        expect(Backend.isPermanentFailure(error)).toBe(false)
+      }),
+    15_000
+  )
 })
 
 describe("Backend shutdown", () => {
@@ -204,77 +283,97 @@ describe("Backend shutdown", () => {
       return { backend, pid: pid as number, childPid: childPid as number }
     })
 
-  it.live("closing the scope stops the process and its grandchild", () =>
-    Effect.gen(function* () {
-      const scope = yield* Scope.make()
-      const { pid, childPid } = yield* startIn(scope, ["--spawn-child"], 5_000)
-      const started = Date.now()
-      yield* Scope.close(scope, Exit.void)
-      // Both went on SIGTERM: no waiting for the 5 s grace.
-      expect(Date.now() - started).toBeLessThan(3_000)
-      expect(yield* eventually(() => !isAlive(pid) && !isAlive(childPid))).toBe(true)
-    }), 15_000)
+  it.live(
+    "closing the scope stops the process and its grandchild",
+    () =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const { pid, childPid } = yield* startIn(scope, ["--spawn-child"], 5_000)
+        const started = Date.now()
+        yield* Scope.close(scope, Exit.void)
+        // Both went on SIGTERM: no waiting for the 5 s grace.
+        expect(Date.now() - started).toBeLessThan(3_000)
+        expect(yield* eventually(() => !isAlive(pid) && !isAlive(childPid))).toBe(true)
+      }),
+    15_000
+  )
 
-  it.live("a process group that ignores SIGTERM is killed after the grace period", () =>
-    Effect.gen(function* () {
-      const scope = yield* Scope.make()
-      const { backend, pid, childPid } = yield* startIn(scope, ["--spawn-child", "--ignore-sigterm"], 300)
-      const started = Date.now()
-      yield* Scope.close(scope, Exit.void)
-      const elapsed = Date.now() - started
-      expect(elapsed).toBeGreaterThanOrEqual(250)
-      expect(elapsed).toBeLessThan(4_000)
-      expect(yield* eventually(() => !isAlive(pid) && !isAlive(childPid))).toBe(true)
-      expect(yield* backend.exited).toMatchObject({ description: "stopped" })
-    }), 15_000)
+  it.live(
+    "a process group that ignores SIGTERM is killed after the grace period",
+    () =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const { backend, pid, childPid } = yield* startIn(scope, ["--spawn-child", "--ignore-sigterm"], 300)
+        const started = Date.now()
+        yield* Scope.close(scope, Exit.void)
+        const elapsed = Date.now() - started
+        expect(elapsed).toBeGreaterThanOrEqual(250)
+        expect(elapsed).toBeLessThan(4_000)
+        expect(yield* eventually(() => !isAlive(pid) && !isAlive(childPid))).toBe(true)
+        expect(yield* backend.exited).toMatchObject({ description: "stopped" })
+      }),
+    15_000
+  )
 
-  it.live("a grandchild does not outlive a crashed backend", () =>
-    Effect.gen(function* () {
-      const scope = yield* Scope.make()
-      const { backend, childPid } = yield* startIn(scope, ["--spawn-child"], 1_000)
-      yield* Effect.flip(backend.callTool("crash", {}))
-      expect(isAlive(childPid)).toBe(true)
-      yield* Scope.close(scope, Exit.void)
-      expect(yield* eventually(() => !isAlive(childPid))).toBe(true)
-    }), 15_000)
+  it.live(
+    "a grandchild does not outlive a crashed backend",
+    () =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const { backend, childPid } = yield* startIn(scope, ["--spawn-child"], 1_000)
+        yield* Effect.flip(backend.callTool("crash", {}))
+        expect(isAlive(childPid)).toBe(true)
+        yield* Scope.close(scope, Exit.void)
+        expect(yield* eventually(() => !isAlive(childPid))).toBe(true)
+      }),
+    15_000
+  )
 
-  it.live("in-flight calls fail with crashed when the backend is stopped", () =>
-    Effect.gen(function* () {
-      const scope = yield* Scope.make()
-      const { backend } = yield* startIn(scope, [], 1_000)
-      const call = yield* Effect.fork(Effect.flip(backend.callTool("hang", {})))
-      yield* Effect.sleep(50)
-      yield* Scope.close(scope, Exit.void)
-      const error = yield* Fiber.join(call)
-      expect(error.reason).toBe("crashed")
-      expect(error.summary).toBe("the backend was stopped during tools/call")
-    }), 15_000)
+  it.live(
+    "in-flight calls fail with crashed when the backend is stopped",
+    () =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const { backend } = yield* startIn(scope, [], 1_000)
+        const call = yield* Effect.fork(Effect.flip(backend.callTool("hang", {})))
+        yield* Effect.sleep(50)
+        yield* Scope.close(scope, Exit.void)
+        const error = yield* Fiber.join(call)
+        expect(error.reason).toBe("crashed")
+        expect(error.summary).toBe("the backend was stopped during tools/call")
+      }),
+    15_000
+  )
 })
 
 describe("Backend with the real server-filesystem", () => {
-  it.scopedLive("reads, writes and lists inside its root; outside is an isError result", () =>
-    Effect.gen(function* () {
-      const root = realpathSync(mkdtempSync(path.join(tmpdir(), "agentify-fs-")))
-      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(root, { recursive: true, force: true })))
-      writeFileSync(path.join(root, "hello.txt"), "hello from the test\n")
+  it.scopedLive(
+    "reads, writes and lists inside its root; outside is an isError result",
+    () =>
+      Effect.gen(function* () {
+        const root = realpathSync(mkdtempSync(path.join(tmpdir(), "agentify-fs-")))
+        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(root, { recursive: true, force: true })))
+        writeFileSync(path.join(root, "hello.txt"), "hello from the test\n")
 
-      const backend = yield* Backend.make(filesystemBackend("filesystem", root))
-      const names = backend.tools().map((t) => t.name)
-      expect(names).toEqual(expect.arrayContaining(["read_text_file", "write_file", "list_directory"]))
+        const backend = yield* Backend.make(filesystemBackend("filesystem", root))
+        const names = backend.tools().map((t) => t.name)
+        expect(names).toEqual(expect.arrayContaining(["read_text_file", "write_file", "list_directory"]))
 
-      const read = yield* backend.callTool("read_text_file", { path: path.join(root, "hello.txt") })
-      expect(firstText(read)).toBe("hello from the test\n")
+        const read = yield* backend.callTool("read_text_file", { path: path.join(root, "hello.txt") })
+        expect(firstText(read)).toBe("hello from the test\n")
 
-      const written = yield* backend.callTool("write_file", { path: path.join(root, "new.txt"), content: "fresh" })
-      expect((written as { isError?: boolean }).isError).not.toBe(true)
-      expect(firstText(yield* backend.callTool("read_text_file", { path: path.join(root, "new.txt") }))).toBe("fresh")
+        const written = yield* backend.callTool("write_file", { path: path.join(root, "new.txt"), content: "fresh" })
+        expect((written as { isError?: boolean }).isError).not.toBe(true)
+        expect(firstText(yield* backend.callTool("read_text_file", { path: path.join(root, "new.txt") }))).toBe("fresh")
 
-      const listing = firstText(yield* backend.callTool("list_directory", { path: root }))
-      expect(listing).toContain("[FILE] hello.txt")
-      expect(listing).toContain("[FILE] new.txt")
+        const listing = firstText(yield* backend.callTool("list_directory", { path: root }))
+        expect(listing).toContain("[FILE] hello.txt")
+        expect(listing).toContain("[FILE] new.txt")
 
-      const outside = yield* backend.callTool("read_text_file", { path: "/etc/hostname" })
-      expect(outside).toMatchObject({ isError: true })
-      expect(firstText(outside)).toMatch(/outside allowed directories|Access denied/i)
-    }), 20_000)
+        const outside = yield* backend.callTool("read_text_file", { path: "/etc/hostname" })
+        expect(outside).toMatchObject({ isError: true })
+        expect(firstText(outside)).toMatch(/outside allowed directories|Access denied/i)
+      }),
+    20_000
+  )
 })

@@ -24,7 +24,9 @@ const waitFor = (backends: Backends["Type"], id: string, check: (s: BackendStatu
       if (status !== undefined && check(status)) return status
       yield* Effect.sleep(25)
     }
-    return yield* Effect.dieMessage(`backend ${id} did not reach the expected state: ${JSON.stringify(yield* stateOf(backends, id))}`)
+    return yield* Effect.dieMessage(
+      `backend ${id} did not reach the expected state: ${JSON.stringify(yield* stateOf(backends, id))}`
+    )
   })
 
 /** Subscribes to a stream now and returns a way to take its next element (bounded). */
@@ -34,226 +36,277 @@ const subscribe = <A>(stream: Stream.Stream<A>) =>
     yield* Effect.forkScoped(Stream.runForEach(stream, (a) => Queue.offer(queue, a)))
     // Let the fiber subscribe before anything is published.
     yield* Effect.sleep(20)
-    return { next: (ms = 8_000) => Queue.take(queue).pipe(Effect.timeoutFail({ duration: ms, onTimeout: () => "nothing emitted" })), queue }
+    return {
+      next: (ms = 8_000) => Queue.take(queue).pipe(Effect.timeoutFail({ duration: ms, onTimeout: () => "nothing emitted" })),
+      queue
+    }
   })
 
 describe("Backends", () => {
-  it.scopedLive("starts every enabled backend and lists their tools in config order", () =>
-    withBackends((backends) =>
+  it.scopedLive(
+    "starts every enabled backend and lists their tools in config order",
+    () =>
+      withBackends((backends) =>
+        Effect.gen(function* () {
+          const configs: Array<BackendConfig> = [
+            fixtureBackend("alpha", [], { description: "The first" }),
+            fixtureBackend("beta", ["--tools", "2"]),
+            fixtureBackend("off", [], { enabled: false })
+          ]
+          yield* backends.start(configs, OPTIONS)
+          const tools = yield* backends.tools
+          expect(tools.map((t) => t.backendId)).toEqual(["alpha", "beta"])
+          expect(tools[0]!.description).toBe("The first")
+          expect(tools[1]!.tools.map((t) => t.name)).toContain("tool_1")
+          expect(backends.toolsSync()).toBe(backends.toolsSync())
+
+          const states = yield* backends.states
+          expect(states.map((s) => [s.id, s.state])).toEqual([
+            ["alpha", "ready"],
+            ["beta", "ready"],
+            ["off", "stopped"]
+          ])
+          expect(states[0]).toMatchObject({
+            protocolVersion: "2025-11-25",
+            restarts: 0,
+            toolCount: FIXTURE_TOOL_COUNT,
+            pid: expect.any(Number)
+          })
+
+          const result = yield* backends.executeOnBackend("beta", "tools/call", { name: "echo", arguments: { x: 1 } })
+          expect(firstText(result)).toBe('{"x":1}')
+
+          const unknown = yield* Effect.flip(backends.executeOnBackend("nope", "tools/call", {}))
+          expect(unknown.reason).toBe("not_found")
+          const disabled = yield* Effect.flip(backends.executeOnBackend("off", "tools/call", {}))
+          expect(disabled.reason).toBe("not_ready")
+          expect(disabled.message).toBe("Backend 'off' failed: disabled in the configuration")
+        })
+      ),
+    20_000
+  )
+
+  it.scopedLive(
+    "a failing backend does not affect another",
+    () =>
+      withBackends((backends) =>
+        Effect.gen(function* () {
+          yield* backends.start(
+            [
+              fixtureBackend("ghost", [], { command: "definitely-not-a-command-4711", args: [] }),
+              fixtureBackend("dies", ["--exit-during-startup"], { restartOnCrash: false }),
+              fixtureBackend("good")
+            ],
+            OPTIONS
+          )
+          const [ghost, dies, good] = yield* backends.states
+          expect(ghost).toMatchObject({ state: "failed", lastError: "command not found: definitely-not-a-command-4711" })
+          expect(dies!.state).toBe("failed")
+          expect(dies!.lastError).toContain("exited with code 1")
+          expect(good!.state).toBe("ready")
+          expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["good"])
+
+          const error = yield* Effect.flip(backends.executeOnBackend("ghost", "tools/list", {}))
+          expect(error.message).toBe("Backend 'ghost' failed: not running: command not found: definitely-not-a-command-4711")
+          expect(
+            firstText(yield* backends.executeOnBackend("good", "tools/call", { name: "add", arguments: { a: 1, b: 1 } }))
+          ).toBe("2")
+        })
+      ),
+    20_000
+  )
+
+  it.scopedLive(
+    "restarts a crashed backend; calls work again and toolsChanged tells",
+    () =>
+      withBackends((backends) =>
+        Effect.gen(function* () {
+          yield* backends.start([fixtureBackend("phoenix"), fixtureBackend("bystander")], OPTIONS)
+          const first = yield* stateOf(backends, "phoenix")
+          const changes = yield* subscribe(backends.toolsChanged)
+
+          const started = Date.now()
+          const error = yield* Effect.flip(backends.executeOnBackend("phoenix", "tools/call", { name: "crash", arguments: {} }))
+          expect(error.reason).toBe("crashed")
+          expect(Date.now() - started).toBeLessThan(5_000)
+
+          yield* changes.next() // gone
+          const ready = yield* waitFor(backends, "phoenix", (s) => s.state === "ready" && s.restarts === 1)
+          expect(ready.pid).not.toBe(first!.pid)
+          expect(ready.lastError).toBeUndefined()
+          yield* changes.next() // back
+          expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["phoenix", "bystander"])
+          const result = yield* backends.executeOnBackend("phoenix", "tools/call", { name: "echo", arguments: { again: true } })
+          expect(firstText(result)).toBe('{"again":true}')
+          expect(yield* stateOf(backends, "bystander")).toMatchObject({ state: "ready", restarts: 0 })
+        })
+      ),
+    20_000
+  )
+
+  it.scopedLive(
+    "gives up after the consecutive-failure cap",
+    () =>
+      withBackends(
+        (backends) =>
+          Effect.gen(function* () {
+            const statuses = yield* subscribe(backends.statusChanges)
+            yield* backends.start([fixtureBackend("flaky", ["--exit-during-startup"])], OPTIONS)
+            const failed = yield* waitFor(backends, "flaky", (s) => s.state === "failed")
+            expect(failed.restarts).toBe(2)
+            expect(failed.lastError).toContain("gave up after 3 consecutive failures")
+            const seen = (yield* Queue.takeAll(statuses.queue)).pipe((chunk) => [...chunk].map((s) => s.state))
+            expect(seen).toEqual(["starting", "restarting", "restarting", "failed"])
+          }),
+        Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 20, maxConsecutiveFailures: 3 } })
+      ),
+    20_000
+  )
+
+  it.scopedLive(
+    "a backend that was healthy long enough starts counting failures afresh",
+    () =>
+      withBackends(
+        (backends) =>
+          Effect.gen(function* () {
+            const crash = backends.executeOnBackend("sturdy", "tools/call", { name: "crash", arguments: {} }).pipe(Effect.flip)
+            yield* backends.start([fixtureBackend("sturdy")], OPTIONS)
+            // Two crashes with a cap of 2 would be fatal, were the backend not healthy in between.
+            for (let i = 1; i <= 2; i++) {
+              yield* Effect.sleep(250)
+              yield* crash
+              yield* waitFor(backends, "sturdy", (s) => s.state === "ready" && s.restarts === i)
+            }
+            // Two quick crashes in a row are not.
+            yield* Effect.sleep(250)
+            yield* crash
+            yield* waitFor(backends, "sturdy", (s) => s.state === "ready" && s.restarts === 3)
+            yield* crash
+            const failed = yield* waitFor(backends, "sturdy", (s) => s.state === "failed")
+            expect(failed.lastError).toBe("exited with code 1 (gave up after 2 consecutive failures)")
+          }),
+        Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 20, maxConsecutiveFailures: 2, healthyAfterMs: 200 } })
+      ),
+    20_000
+  )
+
+  it.scopedLive(
+    "a slow backend past startupTimeout becomes ready later and toolsChanged emits",
+    () =>
+      withBackends((backends) =>
+        Effect.gen(function* () {
+          const changes = yield* subscribe(backends.toolsChanged)
+          yield* Queue.takeAll(changes.queue)
+          const started = Date.now()
+          yield* backends.start([fixtureBackend("quick"), fixtureBackend("slow", ["--startup-delay-ms", "1500"])], {
+            startupTimeoutMs: 400,
+            requestTimeoutMs: 10_000
+          })
+          const elapsed = Date.now() - started
+          expect(elapsed).toBeGreaterThanOrEqual(350)
+          expect(elapsed).toBeLessThan(1_400)
+          expect((yield* stateOf(backends, "slow"))!.state).toBe("starting")
+          expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["quick"])
+          const notReady = yield* Effect.flip(backends.executeOnBackend("slow", "tools/list", {}))
+          expect(notReady.message).toBe("Backend 'slow' failed: still starting")
+
+          yield* Queue.takeAll(changes.queue)
+          yield* changes.next(10_000)
+          expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["quick", "slow"])
+        })
+      ),
+    20_000
+  )
+
+  it.scopedLive(
+    "relays backend notifications with the backend id",
+    () =>
+      withBackends((backends) =>
+        Effect.gen(function* () {
+          yield* backends.start([fixtureBackend("talker")], OPTIONS)
+          const notifications = yield* subscribe(backends.notifications)
+          yield* backends.executeOnBackend("talker", "tools/call", {
+            name: "progress",
+            arguments: { steps: 1 },
+            _meta: { progressToken: 42 }
+          })
+          const n = yield* notifications.next()
+          expect(n).toEqual({
+            backendId: "talker",
+            method: "notifications/progress",
+            params: { progressToken: 42, progress: 1, total: 1 }
+          })
+
+          // A backend that says its tools changed is listed again, and the change is announced.
+          const changes = yield* subscribe(backends.toolsChanged)
+          yield* backends.executeOnBackend("talker", "tools/call", { name: "add_tool", arguments: { name: "fresh_tool" } })
+          yield* changes.next()
+          expect((yield* backends.tools)[0]!.tools.map((t) => t.name)).toContain("fresh_tool")
+          expect((yield* stateOf(backends, "talker"))!.toolCount).toBe(FIXTURE_TOOL_COUNT + 1)
+        })
+      ),
+    20_000
+  )
+
+  it.scopedLive(
+    "stopAll during start-up stops a backend that is still starting",
+    () =>
+      withBackends((backends) =>
+        Effect.gen(function* () {
+          yield* backends.start([fixtureBackend("sleepy", ["--startup-delay-ms", "5000"])], {
+            startupTimeoutMs: 100,
+            requestTimeoutMs: 10_000
+          })
+          expect((yield* stateOf(backends, "sleepy"))!.state).toBe("starting")
+          const started = Date.now()
+          yield* backends.stopAll
+          expect(Date.now() - started).toBeLessThan(1_500)
+          expect((yield* stateOf(backends, "sleepy"))!.state).toBe("stopped")
+        })
+      ),
+    20_000
+  )
+
+  it.live(
+    "stopAll and closing the layer stop every process, grandchildren included",
+    () =>
       Effect.gen(function* () {
-        const configs: Array<BackendConfig> = [
-          fixtureBackend("alpha", [], { description: "The first" }),
-          fixtureBackend("beta", ["--tools", "2"]),
-          fixtureBackend("off", [], { enabled: false })
-        ]
-        yield* backends.start(configs, OPTIONS)
-        const tools = yield* backends.tools
-        expect(tools.map((t) => t.backendId)).toEqual(["alpha", "beta"])
-        expect(tools[0]!.description).toBe("The first")
-        expect(tools[1]!.tools.map((t) => t.name)).toContain("tool_1")
-        expect(backends.toolsSync()).toBe(backends.toolsSync())
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(TEST_LAYER, scope)
+        const backends = Context.get(context, Backends)
+        yield* backends.start([fixtureBackend("one", ["--spawn-child"]), fixtureBackend("two", ["--ignore-sigterm"])], OPTIONS)
+        const one = structured(yield* backends.executeOnBackend("one", "tools/call", { name: "pid", arguments: {} }))
+        const two = structured(yield* backends.executeOnBackend("two", "tools/call", { name: "pid", arguments: {} }))
+        const pids = [one.pid, one.childPid, two.pid] as Array<number>
+        expect(pids.every(isAlive)).toBe(true)
 
-        const states = yield* backends.states
-        expect(states.map((s) => [s.id, s.state])).toEqual([
-          ["alpha", "ready"],
-          ["beta", "ready"],
-          ["off", "stopped"]
-        ])
-        expect(states[0]).toMatchObject({ protocolVersion: "2025-11-25", restarts: 0, toolCount: FIXTURE_TOOL_COUNT, pid: expect.any(Number) })
+        // A call in flight fails when its backend is stopped.
+        const hanging = yield* Effect.fork(
+          Effect.flip(backends.executeOnBackend("one", "tools/call", { name: "hang", arguments: {} }))
+        )
+        yield* Effect.sleep(50)
+        yield* backends.stopAll
+        expect((yield* Fiber.join(hanging)).reason).toBe("crashed")
+        expect((yield* backends.states).map((s) => s.state)).toEqual(["stopped", "stopped"])
+        expect(yield* backends.tools).toEqual([])
+        expect(yield* eventually(() => !pids.some(isAlive))).toBe(true)
 
-        const result = yield* backends.executeOnBackend("beta", "tools/call", { name: "echo", arguments: { x: 1 } })
-        expect(firstText(result)).toBe('{"x":1}')
-
-        const unknown = yield* Effect.flip(backends.executeOnBackend("nope", "tools/call", {}))
-        expect(unknown.reason).toBe("not_found")
-        const disabled = yield* Effect.flip(backends.executeOnBackend("off", "tools/call", {}))
-        expect(disabled.reason).toBe("not_ready")
-        expect(disabled.message).toBe("Backend 'off' failed: disabled in the configuration")
-      })
-    ), 20_000)
-
-  it.scopedLive("a failing backend does not affect another", () =>
-    withBackends((backends) =>
-      Effect.gen(function* () {
+        // Started again, then the layer's scope closes: everything stops too, in parallel (one grace, not two).
         yield* backends.start(
           [
-            fixtureBackend("ghost", [], { command: "definitely-not-a-command-4711", args: [] }),
-            fixtureBackend("dies", ["--exit-during-startup"], { restartOnCrash: false }),
-            fixtureBackend("good")
+            fixtureBackend("three", ["--spawn-child"]),
+            fixtureBackend("four", ["--ignore-sigterm"]),
+            fixtureBackend("five", ["--ignore-sigterm"])
           ],
           OPTIONS
         )
-        const [ghost, dies, good] = yield* backends.states
-        expect(ghost).toMatchObject({ state: "failed", lastError: "command not found: definitely-not-a-command-4711" })
-        expect(dies!.state).toBe("failed")
-        expect(dies!.lastError).toContain("exited with code 1")
-        expect(good!.state).toBe("ready")
-        expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["good"])
-
-        const error = yield* Effect.flip(backends.executeOnBackend("ghost", "tools/list", {}))
-        expect(error.message).toBe("Backend 'ghost' failed: not running: command not found: definitely-not-a-command-4711")
-        expect(firstText(yield* backends.executeOnBackend("good", "tools/call", { name: "add", arguments: { a: 1, b: 1 } }))).toBe("2")
-      })
-    ), 20_000)
-
-  it.scopedLive("restarts a crashed backend; calls work again and toolsChanged tells", () =>
-    withBackends((backends) =>
-      Effect.gen(function* () {
-        yield* backends.start([fixtureBackend("phoenix"), fixtureBackend("bystander")], OPTIONS)
-        const first = yield* stateOf(backends, "phoenix")
-        const changes = yield* subscribe(backends.toolsChanged)
-
-        const started = Date.now()
-        const error = yield* Effect.flip(backends.executeOnBackend("phoenix", "tools/call", { name: "crash", arguments: {} }))
-        expect(error.reason).toBe("crashed")
-        expect(Date.now() - started).toBeLessThan(5_000)
-
-        yield* changes.next() // gone
-        const ready = yield* waitFor(backends, "phoenix", (s) => s.state === "ready" && s.restarts === 1)
-        expect(ready.pid).not.toBe(first!.pid)
-        expect(ready.lastError).toBeUndefined()
-        yield* changes.next() // back
-        expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["phoenix", "bystander"])
-        const result = yield* backends.executeOnBackend("phoenix", "tools/call", { name: "echo", arguments: { again: true } })
-        expect(firstText(result)).toBe('{"again":true}')
-        expect((yield* stateOf(backends, "bystander"))).toMatchObject({ state: "ready", restarts: 0 })
-      })
-    ), 20_000)
-
-  it.scopedLive("gives up after the consecutive-failure cap", () =>
-    withBackends(
-      (backends) =>
-        Effect.gen(function* () {
-          const statuses = yield* subscribe(backends.statusChanges)
-          yield* backends.start([fixtureBackend("flaky", ["--exit-during-startup"])], OPTIONS)
-          const failed = yield* waitFor(backends, "flaky", (s) => s.state === "failed")
-          expect(failed.restarts).toBe(2)
-          expect(failed.lastError).toContain("gave up after 3 consecutive failures")
-          const seen = (yield* Queue.takeAll(statuses.queue)).pipe((chunk) => [...chunk].map((s) => s.state))
-          expect(seen).toEqual(["starting", "restarting", "restarting", "failed"])
-        }),
-      Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 20, maxConsecutiveFailures: 3 } })
-    ), 20_000)
-
-  it.scopedLive("a backend that was healthy long enough starts counting failures afresh", () =>
-    withBackends(
-      (backends) =>
-        Effect.gen(function* () {
-          const crash = backends.executeOnBackend("sturdy", "tools/call", { name: "crash", arguments: {} }).pipe(Effect.flip)
-          yield* backends.start([fixtureBackend("sturdy")], OPTIONS)
-          // Two crashes with a cap of 2 would be fatal, were the backend not healthy in between.
-          for (let i = 1; i <= 2; i++) {
-            yield* Effect.sleep(250)
-            yield* crash
-            yield* waitFor(backends, "sturdy", (s) => s.state === "ready" && s.restarts === i)
-          }
-          // Two quick crashes in a row are not.
-          yield* Effect.sleep(250)
-          yield* crash
-          yield* waitFor(backends, "sturdy", (s) => s.state === "ready" && s.restarts === 3)
-          yield* crash
-          const failed = yield* waitFor(backends, "sturdy", (s) => s.state === "failed")
-          expect(failed.lastError).toBe("exited with code 1 (gave up after 2 consecutive failures)")
-        }),
-      Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 20, maxConsecutiveFailures: 2, healthyAfterMs: 200 } })
-    ), 20_000)
-
-  it.scopedLive("a slow backend past startupTimeout becomes ready later and toolsChanged emits", () =>
-    withBackends((backends) =>
-      Effect.gen(function* () {
-        const changes = yield* subscribe(backends.toolsChanged)
-        yield* Queue.takeAll(changes.queue)
-        const started = Date.now()
-        yield* backends.start([fixtureBackend("quick"), fixtureBackend("slow", ["--startup-delay-ms", "1500"])], {
-          startupTimeoutMs: 400,
-          requestTimeoutMs: 10_000
-        })
-        const elapsed = Date.now() - started
-        expect(elapsed).toBeGreaterThanOrEqual(350)
-        expect(elapsed).toBeLessThan(1_400)
-        expect((yield* stateOf(backends, "slow"))!.state).toBe("starting")
-        expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["quick"])
-        const notReady = yield* Effect.flip(backends.executeOnBackend("slow", "tools/list", {}))
-        expect(notReady.message).toBe("Backend 'slow' failed: still starting")
-
-        yield* Queue.takeAll(changes.queue)
-        yield* changes.next(10_000)
-        expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["quick", "slow"])
-      })
-    ), 20_000)
-
-  it.scopedLive("relays backend notifications with the backend id", () =>
-    withBackends((backends) =>
-      Effect.gen(function* () {
-        yield* backends.start([fixtureBackend("talker")], OPTIONS)
-        const notifications = yield* subscribe(backends.notifications)
-        yield* backends.executeOnBackend("talker", "tools/call", {
-          name: "progress",
-          arguments: { steps: 1 },
-          _meta: { progressToken: 42 }
-        })
-        const n = yield* notifications.next()
-        expect(n).toEqual({
-          backendId: "talker",
-          method: "notifications/progress",
-          params: { progressToken: 42, progress: 1, total: 1 }
-        })
-
-        // A backend that says its tools changed is listed again, and the change is announced.
-        const changes = yield* subscribe(backends.toolsChanged)
-        yield* backends.executeOnBackend("talker", "tools/call", { name: "add_tool", arguments: { name: "fresh_tool" } })
-        yield* changes.next()
-        expect((yield* backends.tools)[0]!.tools.map((t) => t.name)).toContain("fresh_tool")
-        expect((yield* stateOf(backends, "talker"))!.toolCount).toBe(FIXTURE_TOOL_COUNT + 1)
-      })
-    ), 20_000)
-
-  it.scopedLive("stopAll during start-up stops a backend that is still starting", () =>
-    withBackends((backends) =>
-      Effect.gen(function* () {
-        yield* backends.start([fixtureBackend("sleepy", ["--startup-delay-ms", "5000"])], {
-          startupTimeoutMs: 100,
-          requestTimeoutMs: 10_000
-        })
-        expect((yield* stateOf(backends, "sleepy"))!.state).toBe("starting")
-        const started = Date.now()
-        yield* backends.stopAll
-        expect(Date.now() - started).toBeLessThan(1_500)
-        expect((yield* stateOf(backends, "sleepy"))!.state).toBe("stopped")
-      })
-    ), 20_000)
-
-  it.live("stopAll and closing the layer stop every process, grandchildren included", () =>
-    Effect.gen(function* () {
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(TEST_LAYER, scope)
-      const backends = Context.get(context, Backends)
-      yield* backends.start([fixtureBackend("one", ["--spawn-child"]), fixtureBackend("two", ["--ignore-sigterm"])], OPTIONS)
-      const one = structured(yield* backends.executeOnBackend("one", "tools/call", { name: "pid", arguments: {} }))
-      const two = structured(yield* backends.executeOnBackend("two", "tools/call", { name: "pid", arguments: {} }))
-      const pids = [one.pid, one.childPid, two.pid] as Array<number>
-      expect(pids.every(isAlive)).toBe(true)
-
-      // A call in flight fails when its backend is stopped.
-      const hanging = yield* Effect.fork(Effect.flip(backends.executeOnBackend("one", "tools/call", { name: "hang", arguments: {} })))
-      yield* Effect.sleep(50)
-      yield* backends.stopAll
-      expect((yield* Fiber.join(hanging)).reason).toBe("crashed")
-      expect((yield* backends.states).map((s) => s.state)).toEqual(["stopped", "stopped"])
-      expect(yield* backends.tools).toEqual([])
-      expect(yield* eventually(() => !pids.some(isAlive))).toBe(true)
-
-      // Started again, then the layer's scope closes: everything stops too, in parallel (one grace, not two).
-      yield* backends.start(
-        [fixtureBackend("three", ["--spawn-child"]), fixtureBackend("four", ["--ignore-sigterm"]), fixtureBackend("five", ["--ignore-sigterm"])],
-        OPTIONS
-      )
-      const three = structured(yield* backends.executeOnBackend("three", "tools/call", { name: "pid", arguments: {} }))
-      const others = (yield* backends.states).map((s) => s.pid!)
-      const closing = Date.now()
-      yield* Scope.close(scope, Exit.void)
-      expect(Date.now() - closing).toBeLessThan(900)
-      expect(yield* eventually(() => ![three.pid, three.childPid, ...others].some(isAlive))).toBe(true)
-    }), 20_000)
+        const three = structured(yield* backends.executeOnBackend("three", "tools/call", { name: "pid", arguments: {} }))
+        const others = (yield* backends.states).map((s) => s.pid!)
+        const closing = Date.now()
+        yield* Scope.close(scope, Exit.void)
+        expect(Date.now() - closing).toBeLessThan(900)
+        expect(yield* eventually(() => ![three.pid, three.childPid, ...others].some(isAlive))).toBe(true)
+      }),
+    20_000
+  )
 })
-

@@ -37,7 +37,10 @@ describe("GatewayOptions decoding", () => {
 
   it("names every problem with its path", () => {
     const issues = issuesOf({
-      backends: [{ id: "bad id!", command: "" }, { id: "ok", command: "x", args: "nope" }],
+      backends: [
+        { id: "bad id!", command: "" },
+        { id: "ok", command: "x", args: "nope" }
+      ],
       maxToolsPerRequest: 0,
       routing: "magic"
     })
@@ -53,9 +56,14 @@ describe("GatewayOptions decoding", () => {
   })
 
   it("rejects duplicate backend ids and an empty backend list", () => {
-    expect(issuesOf({ backends: [{ id: "a", command: "x" }, { id: "a", command: "y" }] })).toEqual([
-      "backends[1].id: duplicate backend id 'a'"
-    ])
+    expect(
+      issuesOf({
+        backends: [
+          { id: "a", command: "x" },
+          { id: "a", command: "y" }
+        ]
+      })
+    ).toEqual(["backends[1].id: duplicate backend id 'a'"])
     expect(issuesOf({ backends: [] })).toEqual(["backends: must list at least one backend"])
   })
 
@@ -65,7 +73,13 @@ describe("GatewayOptions decoding", () => {
         {
           mcpServers: {
             filesystem: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], env: {} },
-            memory: { command: "npx", args: ["-y", "@modelcontextprotocol/server-memory"], disabled: true, requestTimeoutMs: 5000, restartOnCrash: false }
+            memory: {
+              command: "npx",
+              args: ["-y", "@modelcontextprotocol/server-memory"],
+              disabled: true,
+              requestTimeoutMs: 5000,
+              restartOnCrash: false
+            }
           }
         },
         "config file"
@@ -150,7 +164,9 @@ describe("precedence", () => {
   it("backend env values and --token arguments never print", () => {
     const init = Either.getOrThrow(
       decodeOptions(
-        { backends: [{ id: "gh", command: "srv", args: ["--token", "tok-abcdef-123"], env: { GITHUB_TOKEN: "ghp-env-value-77" } }] },
+        {
+          backends: [{ id: "gh", command: "srv", args: ["--token", "tok-abcdef-123"], env: { GITHUB_TOKEN: "ghp-env-value-77" } }]
+        },
         "x"
       )
     )
@@ -176,10 +192,14 @@ describe("GatewayConfig service", () => {
       expect(error.message).toContain("backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$")
       // A rejected update leaves the configuration as it was.
       expect((yield* service.current).backendsSource).toBe("default")
-      const applied = yield* service.applyInitializationOptions({ backends: [{ id: "echo", command: "node" }], routing: "backend" })
+      const applied = yield* service.applyInitializationOptions({
+        backends: [{ id: "echo", command: "node" }],
+        routing: "backend"
+      })
       expect(applied.routing).toBe("backend")
       expect((yield* service.current).backends.map((b) => b.id)).toEqual(["echo"])
-    }).pipe(Effect.provide(GatewayConfig.layer({ env: {}, cwd: "/tmp" }))))
+    }).pipe(Effect.provide(GatewayConfig.layer({ env: {}, cwd: "/tmp" })))
+  )
 })
 
 describe("start-up sources", () => {
@@ -214,14 +234,28 @@ describe("start-up sources", () => {
     const ownKey = resolve({ env: {}, dotEnv: { ...dotEnv, OPENAI_API_KEY: "sk-dotenv-key-12345" }, cwd: "/tmp" })
     expect(ownKey.openaiBaseUrl).toEqual(Option.some("http://attacker.example/v1"))
     expect(ownKey.openaiApiKeySource).toBe("dotenv")
-    const envUrl = resolve({ env: { OPENAI_API_KEY: "sk-real-key-from-env-123", OPENAI_BASE_URL: "http://127.0.0.1:1/v1" }, cwd: "/tmp" })
+    const envUrl = resolve({
+      env: { OPENAI_API_KEY: "sk-real-key-from-env-123", OPENAI_BASE_URL: "http://127.0.0.1:1/v1" },
+      cwd: "/tmp"
+    })
     expect(envUrl.openaiBaseUrl).toEqual(Option.some("http://127.0.0.1:1/v1"))
   })
 
   it("backends inherit the environment minus the gateway's settings and secrets, plus their env", () => {
-    const env = { PATH: "/bin", HOME: "/home/u", OPENAI_API_KEY: "sk-x", OPENAI_BASE_URL: "u", AGENTIFY_CONFIG: "c", LOG_LEVEL: "debug" }
+    const env = {
+      PATH: "/bin",
+      HOME: "/home/u",
+      OPENAI_API_KEY: "sk-x",
+      OPENAI_BASE_URL: "u",
+      AGENTIFY_CONFIG: "c",
+      LOG_LEVEL: "debug"
+    }
     expect(backendEnv({ env: { EXTRA: "1", PATH: "/custom" } }, env)).toEqual({ PATH: "/custom", HOME: "/home/u", EXTRA: "1" })
-    expect(backendEnv({ env: {}, inheritEnv: ["OPENAI_API_KEY"] }, env)).toEqual({ PATH: "/bin", HOME: "/home/u", OPENAI_API_KEY: "sk-x" })
+    expect(backendEnv({ env: {}, inheritEnv: ["OPENAI_API_KEY"] }, env)).toEqual({
+      PATH: "/bin",
+      HOME: "/home/u",
+      OPENAI_API_KEY: "sk-x"
+    })
   })
 
   it("refuses a config path that is not a regular file, or too large, without blocking", () => {
@@ -275,9 +309,7 @@ describe("hostile and careless config documents", () => {
     expect(issuesOf({ backends: [{ id: "a", command: "x", arg: ["y"] }] })).toEqual([
       "backends[0]: unknown key 'arg' (did you mean 'args'?)"
     ])
-    expect(issuesOf({ mcpServers: { m: { command: "x", enviroment: {} } } })).toEqual([
-      "mcpServers.m: unknown key 'enviroment'"
-    ])
+    expect(issuesOf({ mcpServers: { m: { command: "x", enviroment: {} } } })).toEqual(["mcpServers.m: unknown key 'enviroment'"])
   })
 
   it("__proto__ anywhere the gateway reads keys is an error, never silently dropped", () => {
@@ -294,7 +326,10 @@ describe("hostile and careless config documents", () => {
 
   it("keys other MCP clients write are accepted and reported as ignored", () => {
     const options = Either.getOrThrow(
-      decodeOptions({ mcpServers: { m: { command: "x", autoApprove: ["a"], alwaysAllow: [], timeout: 5, disabled: false } } }, "x")
+      decodeOptions(
+        { mcpServers: { m: { command: "x", autoApprove: ["a"], alwaysAllow: [], timeout: 5, disabled: false } } },
+        "x"
+      )
     )
     expect(options.backends?.[0]?.id).toBe("m")
     expect(options.ignoredKeys).toEqual(["mcpServers.m.autoApprove", "mcpServers.m.alwaysAllow", "mcpServers.m.timeout"])

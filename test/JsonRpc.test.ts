@@ -183,15 +183,10 @@ const testHandlers: Peer.Handlers<never> = {
 }
 
 /** Runs a connection: feeds `input` chunks (strings), returns every frame written as parsed JSON. */
-const session = (
-  chunks: ReadonlyArray<string>,
-  options: { maxFrameBytes?: number; gapMs?: number; drainMs?: number } = {}
-) =>
+const session = (chunks: ReadonlyArray<string>, options: { maxFrameBytes?: number; gapMs?: number; drainMs?: number } = {}) =>
   Effect.gen(function* () {
     const written: Array<string> = []
-    const input = Stream.fromIterable(chunks).pipe(
-      Stream.mapEffect((c) => Effect.as(Effect.sleep(options.gapMs ?? 0), bytes(c)))
-    )
+    const input = Stream.fromIterable(chunks).pipe(Stream.mapEffect((c) => Effect.as(Effect.sleep(options.gapMs ?? 0), bytes(c))))
     yield* Stdio.serve({
       input,
       output: Sink.forEach((s: string) => Effect.sync(() => written.push(s))),
@@ -205,7 +200,10 @@ const session = (
 const parseNdjson = (written: ReadonlyArray<string>) => {
   const all = written.join("")
   expect(all.endsWith("\n")).toBe(true)
-  return all.trimEnd().split("\n").map((line) => JSON.parse(line))
+  return all
+    .trimEnd()
+    .split("\n")
+    .map((line) => JSON.parse(line))
 }
 
 const req = (id: unknown, method: string, params?: unknown) =>
@@ -220,25 +218,21 @@ describe("serve", () => {
       expect(out).toHaveLength(2)
       expect(out).toContainEqual({ jsonrpc: "2.0", id: 7, result: { a: 1 } })
       expect(out).toContainEqual({ jsonrpc: "2.0", id: "seven", result: [1] })
-    }))
+    })
+  )
 
   it.live("answers a bad line with -32700 (id null) and the next request as usual", () =>
     Effect.gen(function* () {
       const out = parseNdjson(yield* session(["{bad\n", req(1, "echo", {})]))
       expect(out[0]).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } })
       expect(out[1]).toEqual({ jsonrpc: "2.0", id: 1, result: {} })
-    }))
+    })
+  )
 
   it.live("maps invalid requests to -32600, unknown methods to -32601, typed failures to their code", () =>
     Effect.gen(function* () {
       const out = parseNdjson(
-        yield* session([
-          '{"jsonrpc":"1.0","id":1,"method":"echo"}\n',
-          "42\n",
-          req(2, "nope"),
-          req(3, "bad"),
-          req(4, "echo", {})
-        ])
+        yield* session(['{"jsonrpc":"1.0","id":1,"method":"echo"}\n', "42\n", req(2, "nope"), req(3, "bad"), req(4, "echo", {})])
       )
       const byId = new Map(out.map((r) => [r.id, r]))
       expect(byId.get(1).error.code).toBe(-32600)
@@ -246,14 +240,16 @@ describe("serve", () => {
       expect(byId.get(2).error).toMatchObject({ code: -32601, message: "Method not found: nope" })
       expect(byId.get(3).error).toMatchObject({ code: -32602, data: { issues: ["x: is required"] } })
       expect(byId.get(4).result).toEqual({})
-    }))
+    })
+  )
 
   it.live("a handler defect still gets its one reply, -32603, with the id", () =>
     Effect.gen(function* () {
       const out = parseNdjson(yield* session([req("d", "boom"), req("e", "echo", {})]))
       expect(out.find((r) => r.id === "d").error.code).toBe(-32603)
       expect(out.find((r) => r.id === "e").result).toEqual({})
-    }))
+    })
+  )
 
   it.live("answers a batch with an array, without entries for notifications", () =>
     Effect.gen(function* () {
@@ -270,13 +266,15 @@ describe("serve", () => {
       expect(out[0].find((r: any) => r.id === 2).error.code).toBe(-32601)
       expect(out[0].find((r: any) => r.id === null).error.code).toBe(-32600)
       expect(out[1]).toMatchObject({ id: null, error: { code: -32600 } })
-    }))
+    })
+  )
 
   it.live("runs requests concurrently: a fast one is answered before a slow one sent earlier", () =>
     Effect.gen(function* () {
       const out = parseNdjson(yield* session([req(1, "slow", { ms: 300 }), req(2, "echo", ["fast"])]))
       expect(out.map((r) => r.id)).toEqual([2, 1])
-    }))
+    })
+  )
 
   it.live("notifications/cancelled interrupts the matching request, which replies -32800 once", () =>
     Effect.gen(function* () {
@@ -286,21 +284,24 @@ describe("serve", () => {
         { jsonrpc: "2.0", id: "h", error: { code: -32800, message: "Request cancelled" } }
       ])
       expect(out.find((r) => r.id === "after").result).toEqual([1])
-    }))
+    })
+  )
 
   it.live("a cancellation in the same chunk as its request still finds it", () =>
     Effect.gen(function* () {
       const cancel = JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 9 } })
       const out = parseNdjson(yield* session([req(9, "hang") + cancel + "\n"]))
       expect(out).toEqual([{ jsonrpc: "2.0", id: 9, error: { code: -32800, message: "Request cancelled" } }])
-    }))
+    })
+  )
 
   it.live("at end of input, requests still running get their reply, or -32800 after the drain bound", () =>
     Effect.gen(function* () {
       const out = parseNdjson(yield* session([req(1, "slow", { ms: 100 }), req(2, "hang")], { drainMs: 300 }))
       expect(out.find((r) => r.id === 1).result).toBe("slow done")
       expect(out.find((r) => r.id === 2).error.code).toBe(-32800)
-    }))
+    })
+  )
 
   it.live("replies in Content-Length framing to a Content-Length client, notifications included", () =>
     Effect.gen(function* () {
@@ -310,7 +311,8 @@ describe("serve", () => {
       expect(decodeAll([all]).framing).toBe("content-length")
       expect(frames).toContainEqual({ jsonrpc: "2.0", method: "notifications/progress", params: { n: 1 } })
       expect(frames).toContainEqual({ jsonrpc: "2.0", id: 1, result: "notified" })
-    }))
+    })
+  )
 
   it.live("rejects a frame over the size limit with a clear error and answers the next one", () =>
     Effect.gen(function* () {
@@ -321,7 +323,8 @@ describe("serve", () => {
       expect(out[0]).toMatchObject({ id: 1, error: { code: -32600 } })
       expect(out[0].error.message).toMatch(/exceeds the limit of 500 bytes/)
       expect(out[1]).toEqual({ jsonrpc: "2.0", id: 2, result: ["ok"] })
-    }))
+    })
+  )
 
   it.live("many concurrent replies never interleave: every written chunk is whole frames", () =>
     Effect.gen(function* () {
@@ -333,7 +336,8 @@ describe("serve", () => {
       expect(frames).toHaveLength(300)
       for (const frame of frames) expect(() => JSON.parse(frame)).not.toThrow()
       expect(new Set(frames.map((w) => JSON.parse(w).id)).size).toBe(300)
-    }))
+    })
+  )
 
   it.live("stop ends the connection although input never ends", () =>
     Effect.gen(function* () {
@@ -351,6 +355,12 @@ describe("serve", () => {
       yield* Effect.sleep(50)
       yield* Deferred.succeed(stop, undefined)
       yield* Fiber.join(fiber).pipe(Effect.timeout(2_000))
-      expect(Chunk.fromIterable(written).pipe(Chunk.map((s) => JSON.parse(s).id), Chunk.toReadonlyArray)).toEqual([1])
-    }))
+      expect(
+        Chunk.fromIterable(written).pipe(
+          Chunk.map((s) => JSON.parse(s).id),
+          Chunk.toReadonlyArray
+        )
+      ).toEqual([1])
+    })
+  )
 })

@@ -57,13 +57,18 @@ describe("LlmClient.layerScripted", () => {
       assert.strictEqual(response.model, "scripted")
     }).pipe(
       Effect.provide(
-        LlmClient.layerScripted([{ match: "read the file", reply: { tool: "filesystem__read_file", arguments: { path: "notes.txt" } } }])
+        LlmClient.layerScripted([
+          { match: "read the file", reply: { tool: "filesystem__read_file", arguments: { path: "notes.txt" } } }
+        ])
       )
-    ))
+    )
+  )
 
   it.effect("answers without a tool call when no rule matches, or with the fallback", () =>
     Effect.gen(function* () {
-      const none = yield* chat(request("something else")).pipe(Effect.provide(LlmClient.layerScripted([{ match: "read", reply: { tool: "x" } }])))
+      const none = yield* chat(request("something else")).pipe(
+        Effect.provide(LlmClient.layerScripted([{ match: "read", reply: { tool: "x" } }]))
+      )
       assert.deepStrictEqual(none.toolCalls, [])
       assert.strictEqual(none.content, null)
 
@@ -71,7 +76,8 @@ describe("LlmClient.layerScripted", () => {
         Effect.provide(LlmClient.layerScripted([], { fallback: { text: "I cannot help." }, model: "m1" }))
       )
       assert.deepStrictEqual(fallback, { toolCalls: [], content: "I cannot help.", model: "m1" })
-    }))
+    })
+  )
 
   it.effect("text, failure, raw arguments and several tool calls", () =>
     Effect.gen(function* () {
@@ -110,7 +116,8 @@ describe("LlmClient.layerScripted", () => {
           { match: "two at once", reply: { toolCalls: [{ name: "a", arguments: { n: 1 } }, { name: "b" }] } }
         ])
       )
-    ))
+    )
+  )
 
   it.effect("matches rules in order: predicate, RegExp (even /g), substring; function replies", () =>
     Effect.gen(function* () {
@@ -138,7 +145,8 @@ describe("LlmClient.layerScripted", () => {
           { match: "", reply: { tool: "catch-all, never reached for the above" } }
         ])
       )
-    ))
+    )
+  )
 
   it.effect("records requests (ScriptedLlm and onRequest) and accepts new rules", () => {
     const seen: Array<string> = []
@@ -179,7 +187,8 @@ describe("LlmClient.layerScripted", () => {
       yield* TestClock.adjust(Duration.seconds(1))
       const exit = yield* Fiber.interrupt(cancelled)
       assert.isTrue(Exit.isInterrupted(exit))
-    }).pipe(Effect.provide(LlmClient.layerScripted([{ match: "slow", delay: "10 seconds", reply: { tool: "late" } }]))))
+    }).pipe(Effect.provide(LlmClient.layerScripted([{ match: "slow", delay: "10 seconds", reply: { tool: "late" } }])))
+  )
 })
 
 describe("LlmClient.layerOpenAI against a fake server", () => {
@@ -205,7 +214,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       // Some compatible servers reject it; it stays unset.
       assert.isFalse("parallel_tool_calls" in sent.body)
       assert.isFalse("stream" in sent.body && sent.body.stream === true)
-    }))
+    })
+  )
 
   it.scopedLive("a text answer has no tool call; no tools means no tool_choice", () =>
     Effect.gen(function* () {
@@ -216,7 +226,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       const body = fake.requests[0]!.body
       assert.isFalse("tools" in body)
       assert.isFalse("tool_choice" in body)
-    }))
+    })
+  )
 
   it.scopedLive("the base URL comes from the config (here without /v1)", () =>
     Effect.gen(function* () {
@@ -240,7 +251,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       yield* chat(request("y")).pipe(Effect.provide(fromOptions))
       assert.strictEqual(fake.requests[1]!.path, "/v1/chat/completions")
       assert.strictEqual(fake.requests[1]!.body.model, "local-llama")
-    }))
+    })
+  )
 
   it.scopedLive("401 is an auth failure whose message carries no key", () =>
     Effect.gen(function* () {
@@ -259,7 +271,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       assert.strictEqual(error.code, -32003)
       // Not retried, even with retries enabled.
       assert.strictEqual(fake.requests.length, 1)
-    }))
+    })
+  )
 
   it.scopedLive("403 keeps the server's reason but masks key fragments", () =>
     Effect.gen(function* () {
@@ -268,7 +281,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       assert.strictEqual(error.reason, "auth")
       assert.include(error.message, "no access to model test-model")
       assert.notInclude(error.message, "sk-proj")
-    }))
+    })
+  )
 
   it.scopedLive("429 is a rate limit; retried after Retry-After, then given up", () =>
     Effect.gen(function* () {
@@ -287,7 +301,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       const recovered = yield* chat(request("x")).pipe(Effect.provide(openAI(fake, { maxRetries: 2 })))
       assert.strictEqual(recovered.toolCalls[0]!.name, "t")
       assert.strictEqual(fake.requests.length, 4 + 3)
-    }))
+    })
+  )
 
   it.scopedLive("a Retry-After beyond the limit, or an exhausted quota, fails at once", () =>
     Effect.gen(function* () {
@@ -302,7 +317,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       assert.strictEqual(quota.reason, "rate_limit")
       assert.include(quota.message, "quota")
       assert.strictEqual(fake.requests.length, 2)
-    }))
+    })
+  )
 
   it.scopedLive("5xx is a server failure", () =>
     Effect.gen(function* () {
@@ -311,7 +327,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       assert.strictEqual(error.reason, "server")
       assert.strictEqual(error.status, 500)
       assert.include(error.message, "The server had an error")
-    }))
+    })
+  )
 
   it.scopedLive("other 4xx (unknown model) is 'other' with the server's words", () =>
     Effect.gen(function* () {
@@ -321,7 +338,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       assert.strictEqual(error.status, 404)
       assert.include(error.message, "does not exist")
       assert.strictEqual(fake.requests.length, 1)
-    }))
+    })
+  )
 
   it.scopedLive("garbage, a text body and a completion without choices are bad responses", () =>
     Effect.gen(function* () {
@@ -342,12 +360,16 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       fake.setReply({ json: { choices: [{ message: { tool_calls: [{ type: "function", function: {} }] } }] } })
       const noName = yield* expectLlmFailure(chat(request("x")).pipe(Effect.provide(layer)))
       assert.strictEqual(noName.reason, "bad_response")
-    }))
+    })
+  )
 
   it.scopedLive("accepts what compatible servers send: object arguments, no id", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({
-        json: { model: "llama3", choices: [{ message: { content: "", tool_calls: [{ function: { name: "t", arguments: { a: 1 } } }] } }] }
+        json: {
+          model: "llama3",
+          choices: [{ message: { content: "", tool_calls: [{ function: { name: "t", arguments: { a: 1 } } }] } }]
+        }
       })
       const response = yield* chat(request("x")).pipe(Effect.provide(openAI(fake)))
       assert.deepStrictEqual(response, {
@@ -355,12 +377,15 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
         content: "",
         model: "llama3"
       })
-    }))
+    })
+  )
 
   it.scopedLive("no key is NotConfigured and nothing is sent", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ tool: "t" })
-      const error = yield* Effect.flip(chat(request("x")).pipe(Effect.provide(openAI(fake, {}, { OPENAI_BASE_URL: fake.baseUrl }))))
+      const error = yield* Effect.flip(
+        chat(request("x")).pipe(Effect.provide(openAI(fake, {}, { OPENAI_BASE_URL: fake.baseUrl })))
+      )
       assert.strictEqual(error._tag, "NotConfigured")
       const notConfigured = error as NotConfigured
       assert.strictEqual(notConfigured.missing, "OPENAI_API_KEY")
@@ -369,7 +394,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       assert.include(notConfigured.message, "initializationOptions.OPENAI_API_KEY")
       assert.include(notConfigured.message, "config file")
       assert.strictEqual(fake.requests.length, 0)
-    }))
+    })
+  )
 
   it.scopedLive("a key set by initializationOptions after start-up is used, and a new key replaces it", () =>
     Effect.gen(function* () {
@@ -388,7 +414,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
         yield* chat(request("x"))
         assert.strictEqual(fake.requests[1]!.headers.authorization, "Bearer sk-from-init-222222")
       }).pipe(Effect.provide(LlmClient.layerOpenAIWith({ maxRetries: 0 }).pipe(Layer.provideMerge(config))))
-    }))
+    })
+  )
 
   it.scopedLive("a server that never answers times out and the request is aborted", () =>
     Effect.gen(function* () {
@@ -403,7 +430,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       assert.strictEqual(fake.requests.length, 1)
       assert.isBelow(Date.now() - started, 5_000)
       yield* Effect.promise(() => fake.untilAborted(1))
-    }))
+    })
+  )
 
   it.scopedLive("interrupting the Effect aborts the HTTP request (Effect.timeout, fiber interrupt)", () =>
     Effect.gen(function* () {
@@ -420,7 +448,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       const exit = yield* Fiber.interrupt(fiber)
       assert.isTrue(Exit.isInterrupted(exit))
       yield* Effect.promise(() => fake.untilAborted(2))
-    }))
+    })
+  )
 
   it.scopedLive("an unreachable server is a network failure", () =>
     Effect.gen(function* () {
@@ -441,7 +470,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       assert.strictEqual(error.reason, "network")
       assert.include(error.message, `127.0.0.1:${port}`)
       assert.include(error.message, "ECONNREFUSED")
-    }))
+    })
+  )
 
   it.scopedLive("an invalid base URL fails with a message naming the setting", () =>
     Effect.gen(function* () {
@@ -451,7 +481,8 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       const error = yield* expectLlmFailure(chat(request("x")).pipe(Effect.provide(layer)))
       assert.strictEqual(error.reason, "other")
       assert.include(error.message, "OPENAI_BASE_URL")
-    }))
+    })
+  )
 
   it.scopedLive("logs the request at debug and its body at trace, never the key; SDK logs use the Effect logger", () =>
     Effect.gen(function* () {
@@ -490,10 +521,14 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       const body = lines.find((l) => l.level === "TRACE" && l.text.includes("LLM request body"))
       assert.isDefined(body)
       assert.include(body!.text, "Query: read a.txt")
-      assert.isTrue(lines.some((l) => l.text.includes("openai: ")), "the SDK's own lines reach the Effect logger")
+      assert.isTrue(
+        lines.some((l) => l.text.includes("openai: ")),
+        "the SDK's own lines reach the Effect logger"
+      )
       for (const line of lines) {
         assert.notInclude(line.text, KEY)
         assert.notInclude(JSON.stringify(line.annotations), KEY)
       }
-    }))
+    })
+  )
 })

@@ -30,8 +30,19 @@ describe("orchestration codes, each from its real situation", () => {
   const rules: ReadonlyArray<ScriptRule> = [
     { match: "say hello", reply: { tool: "echo__echo", arguments: { text: "hello" } } },
     { match: "ambiguous", reply: { text: "Which file do you mean?" } },
-    { match: "two things", reply: { toolCalls: [{ name: "echo__echo", arguments: {} }, { name: "echo__add", arguments: { a: 1, b: 2 } }] } },
-    { match: "model down", reply: { fail: new LlmRequestFailed({ reason: "rate_limit", message: "OpenAI rate limit reached (429)", status: 429 }) } },
+    {
+      match: "two things",
+      reply: {
+        toolCalls: [
+          { name: "echo__echo", arguments: {} },
+          { name: "echo__add", arguments: { a: 1, b: 2 } }
+        ]
+      }
+    },
+    {
+      match: "model down",
+      reply: { fail: new LlmRequestFailed({ reason: "rate_limit", message: "OpenAI rate limit reached (429)", status: 429 }) }
+    },
     { match: "invented tool", reply: { tool: "echo__does_not_exist", arguments: {} } },
     { match: "broken json", reply: { tool: "echo__echo", arguments: "{not json" } },
     { match: "array args", reply: { tool: "echo__echo", arguments: "[1,2]" } },
@@ -42,90 +53,104 @@ describe("orchestration codes, each from its real situation", () => {
     { match: "hang it", reply: { tool: "echo__hang", arguments: {} } }
   ]
 
-  layer(gateway({ backends: [{ ...echo, requestTimeoutMs: 1500 }] }, rules), { timeout: 60_000, excludeTestServices: true })("with an echo backend", (it) => {
-    it.effect("a tool call runs on the backend and its result comes back unchanged", () =>
-      Effect.gen(function* () {
-        const orchestrator = yield* Orchestrator
-        const result = yield* orchestrator.orchestrate({ query: "say hello", context: null })
-        expect(firstText(result)).toContain("hello")
-        const requests = yield* (yield* ScriptedLlm).requests
-        const last = requests[requests.length - 1]!
-        expect(last.messages[0]).toEqual({ role: "system", content: SYSTEM_PROMPT })
-        expect(last.tools.map((t) => t.function.name)).toContain("echo__echo")
-      }))
-
-    it.effect("-32602: params that fail validation, each problem with its path", () =>
-      Effect.gen(function* () {
-        const empty = yield* failureOf({ query: "   " })
-        expect(empty.code).toBe(-32602)
-        expect(empty.message).toContain("query: must be a non-empty string")
-        const wrong = yield* failureOf({ query: 5, context: { activeDocumentURI: 7 } })
-        expect(wrong.code).toBe(-32602)
-        expect(wrong.message).toMatch(/query: /)
-        expect(wrong.message).toMatch(/context\.activeDocumentURI: /)
-        expect((yield* failureOf(undefined)).message).toContain("query: is required")
-      }))
-
-    it.effect("-32000: the model called no tool, or more than one", () =>
-      Effect.gen(function* () {
-        const none = yield* failureOf({ query: "something ambiguous" })
-        expect(none).toMatchObject({
-          code: -32000,
-          message: "AI orchestrator could not determine an action for your query.",
-          data: { query: "something ambiguous", modelMessage: "Which file do you mean?" }
+  layer(gateway({ backends: [{ ...echo, requestTimeoutMs: 1500 }] }, rules), { timeout: 60_000, excludeTestServices: true })(
+    "with an echo backend",
+    (it) => {
+      it.effect("a tool call runs on the backend and its result comes back unchanged", () =>
+        Effect.gen(function* () {
+          const orchestrator = yield* Orchestrator
+          const result = yield* orchestrator.orchestrate({ query: "say hello", context: null })
+          expect(firstText(result)).toContain("hello")
+          const requests = yield* (yield* ScriptedLlm).requests
+          const last = requests[requests.length - 1]!
+          expect(last.messages[0]).toEqual({ role: "system", content: SYSTEM_PROMPT })
+          expect(last.tools.map((t) => t.function.name)).toContain("echo__echo")
         })
-        expect((yield* failureOf({ query: "do two things" })).code).toBe(-32000)
-      }))
+      )
 
-    it.effect("-32003: the LLM request failed", () =>
-      Effect.gen(function* () {
-        const failed = yield* failureOf({ query: "model down" })
-        expect(failed).toMatchObject({ code: -32003, message: "OpenAI rate limit reached (429)", data: { reason: "rate_limit" } })
-      }))
+      it.effect("-32602: params that fail validation, each problem with its path", () =>
+        Effect.gen(function* () {
+          const empty = yield* failureOf({ query: "   " })
+          expect(empty.code).toBe(-32602)
+          expect(empty.message).toContain("query: must be a non-empty string")
+          const wrong = yield* failureOf({ query: 5, context: { activeDocumentURI: 7 } })
+          expect(wrong.code).toBe(-32602)
+          expect(wrong.message).toMatch(/query: /)
+          expect(wrong.message).toMatch(/context\.activeDocumentURI: /)
+          expect((yield* failureOf(undefined)).message).toContain("query: is required")
+        })
+      )
 
-    it.effect("-32003: an invalid plan (unknown tool, arguments not JSON or not an object, required missing)", () =>
-      Effect.gen(function* () {
-        const unknown = yield* failureOf({ query: "use an invented tool" })
-        expect(unknown.code).toBe(-32003)
-        expect(unknown.message).toContain("echo__does_not_exist")
-        const broken = yield* failureOf({ query: "broken json please" })
-        expect(broken.code).toBe(-32003)
-        expect(broken.message).toMatch(/not valid JSON/)
-        expect((yield* failureOf({ query: "array args" })).message).toMatch(/not a JSON object/)
-        const missing = yield* failureOf({ query: "add nothing" })
-        expect(missing.code).toBe(-32003)
-        expect(missing.message).toMatch(/required arguments 'a', 'b'/)
-        // Names every object inherits are still missing when the model leaves them out.
-        const inherited = yield* failureOf({ query: "proto args" })
-        expect(inherited.code).toBe(-32003)
-        expect(inherited.message).toMatch(/required arguments 'toString', 'constructor'/)
-      }))
+      it.effect("-32000: the model called no tool, or more than one", () =>
+        Effect.gen(function* () {
+          const none = yield* failureOf({ query: "something ambiguous" })
+          expect(none).toMatchObject({
+            code: -32000,
+            message: "AI orchestrator could not determine an action for your query.",
+            data: { query: "something ambiguous", modelMessage: "Which file do you mean?" }
+          })
+          expect((yield* failureOf({ query: "do two things" })).code).toBe(-32000)
+        })
+      )
 
-    it.effect("-32004: an isError tool result, a crash, a timeout — each naming the backend", () =>
-      Effect.gen(function* () {
-        const toolError = yield* failureOf({ query: "the tool fails" })
-        expect(toolError.code).toBe(-32004)
-        expect(toolError.message).toMatch(/^Backend 'echo' failed: /)
-        expect(toolError.data).toMatchObject({ backendId: "echo", reason: "tool_error", method: "tools/call" })
-        const crashed = yield* failureOf({ query: "crash it" })
-        expect(crashed.code).toBe(-32004)
-        expect(crashed.message).toMatch(/^Backend 'echo' failed: /)
-        // The backend restarts after the crash; wait until it answers again before the timeout case.
-        const orchestrator = yield* Orchestrator
-        yield* orchestrator.orchestrate({ query: "say hello" }).pipe(
-          Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.compose(Schedule.recurs(50))))
-        )
-        const timedOut = yield* failureOf({ query: "hang it" })
-        expect(timedOut).toMatchObject({ code: -32004, data: { reason: "timeout", backendId: "echo" } })
-      }).pipe(Effect.timeout(30_000)))
-  })
+      it.effect("-32003: the LLM request failed", () =>
+        Effect.gen(function* () {
+          const failed = yield* failureOf({ query: "model down" })
+          expect(failed).toMatchObject({
+            code: -32003,
+            message: "OpenAI rate limit reached (429)",
+            data: { reason: "rate_limit" }
+          })
+        })
+      )
+
+      it.effect("-32003: an invalid plan (unknown tool, arguments not JSON or not an object, required missing)", () =>
+        Effect.gen(function* () {
+          const unknown = yield* failureOf({ query: "use an invented tool" })
+          expect(unknown.code).toBe(-32003)
+          expect(unknown.message).toContain("echo__does_not_exist")
+          const broken = yield* failureOf({ query: "broken json please" })
+          expect(broken.code).toBe(-32003)
+          expect(broken.message).toMatch(/not valid JSON/)
+          expect((yield* failureOf({ query: "array args" })).message).toMatch(/not a JSON object/)
+          const missing = yield* failureOf({ query: "add nothing" })
+          expect(missing.code).toBe(-32003)
+          expect(missing.message).toMatch(/required arguments 'a', 'b'/)
+          // Names every object inherits are still missing when the model leaves them out.
+          const inherited = yield* failureOf({ query: "proto args" })
+          expect(inherited.code).toBe(-32003)
+          expect(inherited.message).toMatch(/required arguments 'toString', 'constructor'/)
+        })
+      )
+
+      it.effect("-32004: an isError tool result, a crash, a timeout — each naming the backend", () =>
+        Effect.gen(function* () {
+          const toolError = yield* failureOf({ query: "the tool fails" })
+          expect(toolError.code).toBe(-32004)
+          expect(toolError.message).toMatch(/^Backend 'echo' failed: /)
+          expect(toolError.data).toMatchObject({ backendId: "echo", reason: "tool_error", method: "tools/call" })
+          const crashed = yield* failureOf({ query: "crash it" })
+          expect(crashed.code).toBe(-32004)
+          expect(crashed.message).toMatch(/^Backend 'echo' failed: /)
+          // The backend restarts after the crash; wait until it answers again before the timeout case.
+          const orchestrator = yield* Orchestrator
+          yield* orchestrator
+            .orchestrate({ query: "say hello" })
+            .pipe(Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.compose(Schedule.recurs(50)))))
+          const timedOut = yield* failureOf({ query: "hang it" })
+          expect(timedOut).toMatchObject({ code: -32004, data: { reason: "timeout", backendId: "echo" } })
+        }).pipe(Effect.timeout(30_000))
+      )
+    }
+  )
 
   it.live("-32002: no backend configured (every backend disabled)", () =>
     Effect.gen(function* () {
       const failed = yield* failureOf({ query: "say hello" })
       expect(failed.code).toBe(-32002)
       expect(failed.message).toMatch(/backend/i)
-    }).pipe(Effect.provide(gateway({ backends: [{ ...echo, enabled: false }] }, rules))))
+    }).pipe(Effect.provide(gateway({ backends: [{ ...echo, enabled: false }] }, rules)))
+  )
 
   it.live("-32002: no OpenAI key, with the real OpenAI layer", () =>
     Effect.gen(function* () {
@@ -139,7 +164,8 @@ describe("orchestration codes, each from its real situation", () => {
           Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [echo] }, {}))
         )
       )
-    ))
+    )
+  )
 })
 
 describe("orchestration with the real server-filesystem", () => {
@@ -168,7 +194,8 @@ describe("orchestration with the real server-filesystem", () => {
           { match: "notes.txt", reply: { tool: "filesystem__read_text_file", arguments: { path: join(root, "notes.txt") } } }
         ])
       )
-    ))
+    )
+  )
 
   it.live("routing backend (the seed's shape): one function per backend with mcp_method and mcp_params", () =>
     Effect.gen(function* () {
@@ -195,23 +222,32 @@ describe("orchestration with the real server-filesystem", () => {
             backends: [filesystemBackend("filesystem", root) as BackendConfigInput, echo]
           },
           [
-            { match: "bad tool", reply: { tool: "filesystem", arguments: { mcp_method: "tools/call", mcp_params: { name: "nope", arguments: {} } } } },
+            {
+              match: "bad tool",
+              reply: { tool: "filesystem", arguments: { mcp_method: "tools/call", mcp_params: { name: "nope", arguments: {} } } }
+            },
             {
               match: "notes.txt",
               reply: {
                 tool: "filesystem",
-                arguments: { mcp_method: "tools/call", mcp_params: { name: "read_text_file", arguments: { path: join(root, "notes.txt") } } }
+                arguments: {
+                  mcp_method: "tools/call",
+                  mcp_params: { name: "read_text_file", arguments: { path: join(root, "notes.txt") } }
+                }
               }
             }
           ]
         )
       )
-    ))
+    )
+  )
 
   it.live("more tools than maxToolsPerRequest: the best matches for the query are offered", () =>
     Effect.gen(function* () {
       const orchestrator = yield* Orchestrator
-      yield* Effect.flip(orchestrator.orchestrate({ query: "list the folder contents", context: { currentWorkingDirectory: root } }))
+      yield* Effect.flip(
+        orchestrator.orchestrate({ query: "list the folder contents", context: { currentWorkingDirectory: root } })
+      )
       const [request] = yield* (yield* ScriptedLlm).requests
       const names = request!.tools.map((t) => t.function.name)
       expect(names).toHaveLength(5)
@@ -221,10 +257,14 @@ describe("orchestration with the real server-filesystem", () => {
         gateway(
           {
             maxToolsPerRequest: 5,
-            backends: [filesystemBackend("filesystem", root) as BackendConfigInput, fixtureBackend("many", ["--tools", "60"]) as BackendConfigInput]
+            backends: [
+              filesystemBackend("filesystem", root) as BackendConfigInput,
+              fixtureBackend("many", ["--tools", "60"]) as BackendConfigInput
+            ]
           },
           []
         )
       )
-    ))
+    )
+  )
 })

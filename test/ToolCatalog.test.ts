@@ -30,25 +30,85 @@ const tool = (name: string, description: string, properties: ReadonlyArray<strin
 })
 
 const filesystemTools: ReadonlyArray<Tool> = [
-  tool("read_file", "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.", ["path", "tail", "head"]),
-  tool("read_text_file", "Read the complete contents of a file from the file system as text. Handles various text encodings and provides detailed error messages if the file cannot be read. Use this tool when you need to examine the contents of a single file. Use the 'head' parameter to read only the first N lines of a file, or the 'tail' parameter to read only the last N lines of a file. Operates on the file as text regardless of extension. Only works within allowed directories.", ["path", "tail", "head"]),
-  tool("read_media_file", "Read a file and return it as a base64-encoded content block with its MIME type. Image and audio files are returned as image/audio content; any other file type is returned as an embedded resource. Only works within allowed directories.", ["path"]),
-  tool("read_multiple_files", "Read the contents of multiple files simultaneously. This is more efficient than reading files one by one when you need to analyze or compare multiple files. Each file's content is returned with its path as a reference. Failed reads for individual files won't stop the entire operation. Only works within allowed directories.", ["paths"]),
-  tool("write_file", "Create a new file or completely overwrite an existing file with new content. Use with caution as it will overwrite existing files without warning. Handles text content with proper encoding. Only works within allowed directories.", ["path", "content"]),
-  tool("edit_file", "Make line-based edits to a text file. Each edit replaces exact line sequences with new content. Returns a git-style diff showing the changes made. Only works within allowed directories.", ["path", "edits", "dryRun"]),
-  tool("create_directory", "Create a new directory or ensure a directory exists. Can create multiple nested directories in one operation. If the directory already exists, this operation will succeed silently. Perfect for setting up directory structures for projects or ensuring required paths exist. Only works within allowed directories.", ["path"]),
-  tool("list_directory", "Get a detailed listing of all files and directories in a specified path. Results clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is essential for understanding directory structure and finding specific files within a directory. Only works within allowed directories.", ["path"]),
-  tool("list_directory_with_sizes", "Get a detailed listing of all files and directories in a specified path, including sizes. Results clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is useful for understanding directory structure and finding specific files within a directory. Only works within allowed directories.", ["path", "sortBy"]),
-  tool("directory_tree", "Get a recursive tree view of files and directories as a JSON structure. Each entry includes 'name', 'type' (file/directory), and 'children' for directories. Files have no children array, while directories always have a children array (which may be empty). The output is formatted with 2-space indentation for readability. Only works within allowed directories.", ["path", "excludePatterns"]),
-  tool("move_file", "Move or rename files and directories. Can move files between directories and rename them in a single operation. If the destination exists, the operation will fail. Works across different directories and can be used for simple renaming within the same directory. Both source and destination must be within allowed directories.", ["source", "destination"]),
-  tool("search_files", "Recursively search for files and directories matching a pattern. The patterns should be glob-style patterns that match paths relative to the working directory. Use pattern like '*.ext' to match files in current directory, and '**/*.ext' to match files in all subdirectories. Returns full paths to all matching items. Great for finding files when you don't know their exact location. Only searches within allowed directories.", ["path", "pattern", "excludePatterns"]),
-  tool("get_file_info", "Retrieve detailed metadata about a file or directory. Returns comprehensive information including size, creation time, last modified time, permissions, and type. This tool is perfect for understanding file characteristics without reading the actual content. Only works within allowed directories.", ["path"]),
-  tool("list_allowed_directories", "Returns the list of directories that this server is allowed to access. Subdirectories within these allowed directories are also accessible. Use this to understand which directories and their nested paths are available before trying to access files.", [])
+  tool("read_file", "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.", [
+    "path",
+    "tail",
+    "head"
+  ]),
+  tool(
+    "read_text_file",
+    "Read the complete contents of a file from the file system as text. Handles various text encodings and provides detailed error messages if the file cannot be read. Use this tool when you need to examine the contents of a single file. Use the 'head' parameter to read only the first N lines of a file, or the 'tail' parameter to read only the last N lines of a file. Operates on the file as text regardless of extension. Only works within allowed directories.",
+    ["path", "tail", "head"]
+  ),
+  tool(
+    "read_media_file",
+    "Read a file and return it as a base64-encoded content block with its MIME type. Image and audio files are returned as image/audio content; any other file type is returned as an embedded resource. Only works within allowed directories.",
+    ["path"]
+  ),
+  tool(
+    "read_multiple_files",
+    "Read the contents of multiple files simultaneously. This is more efficient than reading files one by one when you need to analyze or compare multiple files. Each file's content is returned with its path as a reference. Failed reads for individual files won't stop the entire operation. Only works within allowed directories.",
+    ["paths"]
+  ),
+  tool(
+    "write_file",
+    "Create a new file or completely overwrite an existing file with new content. Use with caution as it will overwrite existing files without warning. Handles text content with proper encoding. Only works within allowed directories.",
+    ["path", "content"]
+  ),
+  tool(
+    "edit_file",
+    "Make line-based edits to a text file. Each edit replaces exact line sequences with new content. Returns a git-style diff showing the changes made. Only works within allowed directories.",
+    ["path", "edits", "dryRun"]
+  ),
+  tool(
+    "create_directory",
+    "Create a new directory or ensure a directory exists. Can create multiple nested directories in one operation. If the directory already exists, this operation will succeed silently. Perfect for setting up directory structures for projects or ensuring required paths exist. Only works within allowed directories.",
+    ["path"]
+  ),
+  tool(
+    "list_directory",
+    "Get a detailed listing of all files and directories in a specified path. Results clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is essential for understanding directory structure and finding specific files within a directory. Only works within allowed directories.",
+    ["path"]
+  ),
+  tool(
+    "list_directory_with_sizes",
+    "Get a detailed listing of all files and directories in a specified path, including sizes. Results clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is useful for understanding directory structure and finding specific files within a directory. Only works within allowed directories.",
+    ["path", "sortBy"]
+  ),
+  tool(
+    "directory_tree",
+    "Get a recursive tree view of files and directories as a JSON structure. Each entry includes 'name', 'type' (file/directory), and 'children' for directories. Files have no children array, while directories always have a children array (which may be empty). The output is formatted with 2-space indentation for readability. Only works within allowed directories.",
+    ["path", "excludePatterns"]
+  ),
+  tool(
+    "move_file",
+    "Move or rename files and directories. Can move files between directories and rename them in a single operation. If the destination exists, the operation will fail. Works across different directories and can be used for simple renaming within the same directory. Both source and destination must be within allowed directories.",
+    ["source", "destination"]
+  ),
+  tool(
+    "search_files",
+    "Recursively search for files and directories matching a pattern. The patterns should be glob-style patterns that match paths relative to the working directory. Use pattern like '*.ext' to match files in current directory, and '**/*.ext' to match files in all subdirectories. Returns full paths to all matching items. Great for finding files when you don't know their exact location. Only searches within allowed directories.",
+    ["path", "pattern", "excludePatterns"]
+  ),
+  tool(
+    "get_file_info",
+    "Retrieve detailed metadata about a file or directory. Returns comprehensive information including size, creation time, last modified time, permissions, and type. This tool is perfect for understanding file characteristics without reading the actual content. Only works within allowed directories.",
+    ["path"]
+  ),
+  tool(
+    "list_allowed_directories",
+    "Returns the list of directories that this server is allowed to access. Subdirectories within these allowed directories are also accessible. Use this to understand which directories and their nested paths are available before trying to access files.",
+    []
+  )
 ]
 
 const memoryTools: ReadonlyArray<Tool> = [
   tool("create_entities", "Create multiple new entities in the knowledge graph", ["entities"]),
-  tool("create_relations", "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice", ["relations"]),
+  tool(
+    "create_relations",
+    "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
+    ["relations"]
+  ),
   tool("add_observations", "Add new observations to existing entities in the knowledge graph", ["observations"]),
   tool("delete_entities", "Delete multiple entities and their associated relations from the knowledge graph", ["entityNames"]),
   tool("delete_observations", "Delete specific observations from entities in the knowledge graph", ["deletions"]),
@@ -59,7 +119,12 @@ const memoryTools: ReadonlyArray<Tool> = [
 ]
 
 const distractors: ReadonlyArray<Tool> = [
-  tool("get_file_contents", "Get the contents of a file or directory from a GitHub repository", ["owner", "repo", "path", "branch"]),
+  tool("get_file_contents", "Get the contents of a file or directory from a GitHub repository", [
+    "owner",
+    "repo",
+    "path",
+    "branch"
+  ]),
   tool("create_issue", "Create a new issue in a GitHub repository", ["owner", "repo", "title", "body"]),
   tool("create_pull_request", "Create a new pull request in a GitHub repository", ["owner", "repo", "title", "head", "base"]),
   tool("slack_post_message", "Post a new message to a Slack channel", ["channel_id", "text"]),
@@ -156,7 +221,10 @@ describe("buildCatalog", () => {
 
   it("resolves collisions deterministically: the first keeps the name, later ones get a hash", () => {
     const backends = [
-      { backendId: "a", tools: [tool("x.y", "first"), tool("x_y", "second"), tool("x y", "third"), tool("x.y", "dup"), tool("_z", "")] },
+      {
+        backendId: "a",
+        tools: [tool("x.y", "first"), tool("x_y", "second"), tool("x y", "third"), tool("x.y", "dup"), tool("_z", "")]
+      },
       // "a_" + "__" + "z" and "a" + "__" + "_z" are the same name
       { backendId: "a_", tools: [tool("z", "another backend, the same name")] }
     ]
@@ -186,7 +254,8 @@ describe("buildCatalog", () => {
     expect(suffixed).toMatch(/^b__t_1_[0-9a-f]{6}$/)
     // a third tool whose plain name is that suffixed name keeps it; the colliding one moves on
     const exposed = names(
-      buildCatalog([{ backendId: "b", tools: [tool("t.1", ""), tool("t_1", ""), tool(suffixed.slice("b__".length), "")] }]).entries
+      buildCatalog([{ backendId: "b", tools: [tool("t.1", ""), tool("t_1", ""), tool(suffixed.slice("b__".length), "")] }])
+        .entries
     )
     expect(exposed[2]).toBe(suffixed)
     expect(new Set(exposed).size).toBe(3)
@@ -291,7 +360,10 @@ describe("backendFunctions (routing: backend)", () => {
       backendId: "fs",
       tools: [
         tool("read_text_file", "", ["path", "tail", "head"]),
-        { name: "write_file", inputSchema: { type: "object", properties: { path: {}, content: {} }, required: ["path", "content"] } },
+        {
+          name: "write_file",
+          inputSchema: { type: "object", properties: { path: {}, content: {} }, required: ["path", "content"] }
+        },
         { name: "list_allowed_directories", inputSchema: { type: "object" } }
       ]
     }
@@ -393,7 +465,21 @@ describe("rank", () => {
   })
 
   it("does not throw on empty or odd queries", () => {
-    const odd = ["", "   ", "!!!", "(*[", "\\", "'", `"unterminated`, "\u{1F600}\u{1F600}", "x".repeat(100_000), "a/b/c/", "*", "2+2", "https://"]
+    const odd = [
+      "",
+      "   ",
+      "!!!",
+      "(*[",
+      "\\",
+      "'",
+      `"unterminated`,
+      "\u{1F600}\u{1F600}",
+      "x".repeat(100_000),
+      "a/b/c/",
+      "*",
+      "2+2",
+      "https://"
+    ]
     const context: RankContext = { activeDocumentURI: null, currentWorkingDirectory: null, selectionText: null }
     for (const query of odd) {
       expect(rankEntries(catalog.entries, query, 5)).toHaveLength(5)

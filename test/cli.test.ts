@@ -8,15 +8,7 @@ import { spawn, spawnSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as rpc from "vscode-jsonrpc/node.js"
-import {
-  assertOnlyFrames,
-  BIN,
-  cleanEnv,
-  FIXTURE_SERVER,
-  parseContentLength,
-  startGateway,
-  tempDir
-} from "./support/gateway.js"
+import { assertOnlyFrames, BIN, cleanEnv, FIXTURE_SERVER, parseContentLength, startGateway, tempDir } from "./support/gateway.js"
 
 const run = (input: string, options: { args?: Array<string>; env?: NodeJS.ProcessEnv; cwd?: string } = {}) =>
   spawnSync(process.execPath, [BIN, ...(options.args ?? [])], {
@@ -47,7 +39,17 @@ describe("CLI over stdio", () => {
       [
         { jsonrpc: "2.0", id: 1, method: "tools/list" },
         { jsonrpc: "2.0", id: 2, method: "agentify/orchestrateTask", params: { query: "x" } },
-        { jsonrpc: "2.0", id: 3, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" }, initializationOptions: { backends: [{ id: "echo", command: process.execPath, args: [FIXTURE_SERVER] }] } } }
+        {
+          jsonrpc: "2.0",
+          id: 3,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-06-18",
+            capabilities: {},
+            clientInfo: { name: "t", version: "1" },
+            initializationOptions: { backends: [{ id: "echo", command: process.execPath, args: [FIXTURE_SERVER] }] }
+          }
+        }
       ]
         .map((m) => JSON.stringify(m))
         .join("\n") + "\n"
@@ -62,9 +64,16 @@ describe("CLI over stdio", () => {
   it("after initialize: unknown methods get -32601, ping and tools/list work, notifications get no reply", async () => {
     const gateway = startGateway()
     try {
-      await gateway.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } })
+      await gateway.request("initialize", {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" }
+      })
       gateway.send({ jsonrpc: "2.0", method: "notifications/initialized" })
-      expect((await gateway.request("no/such/method", {})).error).toEqual({ code: -32601, message: "Method not found: no/such/method" })
+      expect((await gateway.request("no/such/method", {})).error).toEqual({
+        code: -32601,
+        message: "Method not found: no/such/method"
+      })
       expect((await gateway.request("ping")).result).toEqual({})
       expect((await gateway.request("tools/list", {})).result.tools.length).toBeGreaterThan(1)
     } finally {
@@ -134,7 +143,9 @@ describe("CLI over stdio", () => {
       expect(tools.tools.map((t: any) => t.name)).toContain("echo__echo")
       const echoed: any = await connection.sendRequest("tools/call", { name: "echo__echo", arguments: { text: "hi" } })
       expect(JSON.stringify(echoed.content)).toContain("hi")
-      await expect(connection.sendRequest("initialize", { processId: null, rootUri: null, capabilities: {} })).rejects.toMatchObject({ code: -32600 })
+      await expect(
+        connection.sendRequest("initialize", { processId: null, rootUri: null, capabilities: {} })
+      ).rejects.toMatchObject({ code: -32600 })
       await connection.sendRequest("shutdown")
       connection.sendNotification("exit")
       const [code] = (await new Promise((resolve) => child.once("exit", (...args) => resolve(args)))) as unknown as [number]
@@ -198,7 +209,11 @@ describe("CLI over stdio", () => {
 
   it("logs go to stderr as JSON lines; stdout holds frames only, even at trace level", async () => {
     const gateway = startGateway({ args: ["--log-level", "trace"] })
-    await gateway.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } })
+    await gateway.request("initialize", {
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "t", version: "1" }
+    })
     await gateway.request("tools/list", {})
     gateway.sendRaw("not json at all\n")
     await gateway.waitFor((m) => m.error?.code === -32700)
@@ -212,7 +227,11 @@ describe("CLI over stdio", () => {
 
   it.each(["SIGTERM", "SIGINT"] as const)("%s stops the backends and exits 0", async (signal) => {
     const gateway = startGateway()
-    await gateway.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } })
+    await gateway.request("initialize", {
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "t", version: "1" }
+    })
     gateway.child.kill(signal)
     const { code } = await gateway.exited
     expect(code).toBe(0)

@@ -20,5 +20,6 @@ describe("embedding the gateway in an Effect app", () => {
     Effect.gen(function* () {
       const result = yield* main
       expect(JSON.parse(firstText(result)).name).toBe("mcp-agentify")
-    }))
+    })
+  )
 })

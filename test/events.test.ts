@@ -65,12 +65,21 @@ describe("events hub", () => {
       const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(queue)) as ReadonlyArray<Event>
       const tags = new Set(seen.map((e) => e._tag))
       expect([...tags].sort()).toEqual(["BackendMessage", "BackendState", "ClientMessage", "Log", "Session"])
-      const clientIn = seen.find((e) => e._tag === "ClientMessage" && e.direction === "in" && (e.message as any).method === "tools/call")
+      const clientIn = seen.find(
+        (e) => e._tag === "ClientMessage" && e.direction === "in" && (e.message as any).method === "tools/call"
+      )
       expect(clientIn).toMatchObject({ sessionId: "s1" })
       expect(seen.some((e) => e._tag === "ClientMessage" && e.direction === "out" && (e.message as any).id === 2)).toBe(true)
-      const toBackend = seen.find((e) => e._tag === "BackendMessage" && e.direction === "out" && (e.message as any).params?.name === "echo")
-      expect(toBackend).toMatchObject({ backendId: "fx", message: { method: "tools/call", params: { arguments: { text: "traced" } } } })
-      expect(seen.some((e) => e._tag === "BackendMessage" && e.direction === "in" && (e.message as any).result !== undefined)).toBe(true)
+      const toBackend = seen.find(
+        (e) => e._tag === "BackendMessage" && e.direction === "out" && (e.message as any).params?.name === "echo"
+      )
+      expect(toBackend).toMatchObject({
+        backendId: "fx",
+        message: { method: "tools/call", params: { arguments: { text: "traced" } } }
+      })
+      expect(
+        seen.some((e) => e._tag === "BackendMessage" && e.direction === "in" && (e.message as any).result !== undefined)
+      ).toBe(true)
       const states = seen.flatMap((e) => (e._tag === "BackendState" ? [e.status.state] : []))
       expect(states).toContain("restarting")
       expect(states.at(-1)).toBe("ready")
@@ -96,7 +105,8 @@ describe("sessions on one gateway", () => {
     Effect.gen(function* () {
       const a = yield* connect("a")
       const b = yield* connect("b")
-      const progress = (messages: Array<any>) => messages.filter((m) => m.method === "notifications/progress").map((m) => m.params)
+      const progress = (messages: Array<any>) =>
+        messages.filter((m) => m.method === "notifications/progress").map((m) => m.params)
       const [ra, rb] = yield* Effect.all(
         [
           a.call("tools/call", { name: "fx__progress", arguments: { steps: 2 }, _meta: { progressToken: 7 } }),

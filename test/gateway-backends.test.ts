@@ -120,11 +120,21 @@ describe("gateway in front of the real server-filesystem and server-memory", () 
       const exposed = (await gateway.listTools()).tools
       const names = exposed.map((t) => t.name)
       expect(names[0]).toBe("agentify_orchestrate")
-      expect(names).toEqual(expect.arrayContaining(["filesystem__read_text_file", "filesystem__write_file", "memory__create_entities", "memory__read_graph"]))
+      expect(names).toEqual(
+        expect.arrayContaining([
+          "filesystem__read_text_file",
+          "filesystem__write_file",
+          "memory__create_entities",
+          "memory__read_graph"
+        ])
+      )
       for (const name of names) expect(name).toMatch(VALID_NAME)
 
       let backendTools = 0
-      for (const [backendId, direct] of [["filesystem", directFs], ["memory", directMemory]] as const) {
+      for (const [backendId, direct] of [
+        ["filesystem", directFs],
+        ["memory", directMemory]
+      ] as const) {
         const tools = (await direct.listTools()).tools
         expect(tools.length).toBeGreaterThan(3)
         backendTools += tools.length
@@ -262,7 +272,11 @@ describe("gateway: backend failures", () => {
       // A client cancellation: -32800 to the client, notifications/cancelled to the backend.
       const cancelled = callTool(gateway, "slowpoke__hang", {}, {}, "hang-2")
       await sleep(500)
-      gateway.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "hang-2", reason: "user pressed stop" } })
+      gateway.send({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: "hang-2", reason: "user pressed stop" }
+      })
       expect((await cancelled).error).toEqual({ code: -32800, message: "Request cancelled" })
 
       const seen = (await callTool(gateway, "slowpoke__cancelled")).result.structuredContent.cancellations
@@ -288,7 +302,7 @@ describe("gateway: process cleanup", () => {
         'import { spawn } from "node:child_process"',
         "const [server, ...args] = process.argv.slice(2)",
         'const child = spawn("/bin/sh", ["-c", \'"$0" "$@"; exit $?\', process.execPath, server, ...args], { stdio: "inherit" })',
-        "child.on(\"exit\", (code) => process.exit(code ?? 1))"
+        'child.on("exit", (code) => process.exit(code ?? 1))'
       ].join("\n")
     )
     const gateway = await startInitialized({
@@ -372,13 +386,17 @@ describe("gateway: start-up", () => {
       // Later: list_changed, then the slow backend's tools are listed and work.
       const initIndex = gateway.messages().indexOf(init)
       let seen = 0
-      const names = await eventually("list_changed with the slow backend's tools", async () => {
-        const changes = gateway.messages().filter((m, i) => i > initIndex && m.method === "notifications/tools/list_changed")
-        if (changes.length === seen) return undefined
-        seen = changes.length
-        const listed = await listNames(gateway)
-        return listed.includes("slow__echo") ? listed : undefined
-      }, 30_000)
+      const names = await eventually(
+        "list_changed with the slow backend's tools",
+        async () => {
+          const changes = gateway.messages().filter((m, i) => i > initIndex && m.method === "notifications/tools/list_changed")
+          if (changes.length === seen) return undefined
+          seen = changes.length
+          const listed = await listNames(gateway)
+          return listed.includes("slow__echo") ? listed : undefined
+        },
+        30_000
+      )
       expect(names).toContain("fast__echo")
       expect(firstText((await callTool(gateway, "slow__echo", { text: "finally" })).result)).toContain("finally")
     } finally {
@@ -441,7 +459,15 @@ describe("gateway: tool names", () => {
       expect(new Set(names).size).toBe(names.length)
 
       const long = "x".repeat(70)
-      const originals = ["files.read", "files/read", "files read", "café_ünïcode", "emoji_🚀_launch", `very_long_${long}_one`, `very_long_${long}_two`]
+      const originals = [
+        "files.read",
+        "files/read",
+        "files read",
+        "café_ünïcode",
+        "emoji_🚀_launch",
+        `very_long_${long}_one`,
+        `very_long_${long}_two`
+      ]
       const exposedFor = new Map<string, string>()
       for (const original of originals) {
         const tool = tools.find((t) => t.description === `[odd] Odd name ${JSON.stringify(original)}`)

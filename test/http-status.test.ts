@@ -115,7 +115,12 @@ describe("Streamable HTTP status codes and sessions", () => {
   it("refuses a body over maxFrameBytes with 413, other methods with 405, other paths with 404", async () => {
     const { sessionId } = await openSession(url)
     const big = await send(url, {
-      body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "fx__echo", arguments: { text: "x".repeat(10_000) } } },
+      body: {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "fx__echo", arguments: { text: "x".repeat(10_000) } }
+      },
       headers: { "mcp-session-id": sessionId }
     })
     expect(big.status).toBe(413)
@@ -131,7 +136,10 @@ describe("Streamable HTTP status codes and sessions", () => {
     const noAccept = await send(url, { headers: { "mcp-session-id": sessionId, accept: "application/json" } })
     expect(noAccept.status).toBe(406)
     const controller = new AbortController()
-    const stream = await fetch(url, { headers: { accept: "text/event-stream", "mcp-session-id": sessionId }, signal: controller.signal })
+    const stream = await fetch(url, {
+      headers: { accept: "text/event-stream", "mcp-session-id": sessionId },
+      signal: controller.signal
+    })
     expect(stream.status).toBe(200)
     expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/)
     const second = await send(url, { headers: { accept: "text/event-stream", "mcp-session-id": sessionId } })
@@ -169,7 +177,12 @@ describe("Streamable HTTP status codes and sessions", () => {
 
   it("/servers/<id>/mcp of a backend that is down answers initialize with -32004 and issues no session", async () => {
     const reply = await send(`${gateway.base}/servers/broken/mcp`, {
-      body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } } }
+      body: {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } }
+      }
     })
     expect(reply.messages[0].error.code).toBe(-32004)
     expect(reply.headers.get("mcp-session-id")).toBeNull()
@@ -195,7 +208,12 @@ describe("Streamable HTTP session limit", () => {
       const first = await openSession(url)
       await openSession(url)
       const full = await send(url, {
-        body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } } }
+        body: {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } }
+        }
       })
       expect(full.status).toBe(503)
       expect(full.headers.get("retry-after")).not.toBeNull()
@@ -238,7 +256,12 @@ describe("Streamable HTTP with a token", () => {
       expect(wrong.status).toBe(401)
       const auth = { authorization: `Bearer ${TOKEN}` }
       const init = await send(url, {
-        body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } } },
+        body: {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } }
+        },
         headers: auth
       })
       expect(init.status).toBe(200)
@@ -252,7 +275,11 @@ describe("Streamable HTTP with a token", () => {
   })
 
   it("refuses to listen beyond loopback without a token (exit 2, says how to set one)", async () => {
-    const child = spawn(process.execPath, [BIN, "--http", "0.0.0.0:0"], { cwd: tempDir(), env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [BIN, "--http", "0.0.0.0:0"], {
+      cwd: tempDir(),
+      env: cleanEnv(),
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let stderr = ""
     child.stderr!.on("data", (chunk) => (stderr += chunk))
     const [code] = await once(child, "exit")

@@ -86,7 +86,9 @@ describe("Streamable HTTP: the aggregate and per-server endpoints with the SDK c
   it("/servers/<id>/mcp serves one backend as itself: its names, capabilities, results and errors", async () => {
     const { client } = await sdkClient(`${gateway.base}/servers/files/mcp`)
     const direct = new Client({ name: "direct", version: "1.0.0" })
-    await direct.connect(new StdioClientTransport({ command: process.execPath, args: [serverFilesystemEntry(), root], stderr: "pipe" }))
+    await direct.connect(
+      new StdioClientTransport({ command: process.execPath, args: [serverFilesystemEntry(), root], stderr: "pipe" })
+    )
     try {
       expect(client.getServerVersion()).toEqual(direct.getServerVersion())
       expect(client.getServerCapabilities()).toEqual(direct.getServerCapabilities())
@@ -114,7 +116,8 @@ describe("Streamable HTTP: the aggregate and per-server endpoints with the SDK c
     const progressCall = (sessionId: string, id: number, steps: number) =>
       call(url, sessionId, id, "tools/call", { name: "fx__progress", arguments: { steps }, _meta: { progressToken: "same" } })
     const [ra, rb] = await Promise.all([progressCall(a.sessionId, 1, 3), progressCall(b.sessionId, 1, 5)])
-    const progressOf = (messages: Array<any>) => messages.filter((m) => m.method === "notifications/progress").map((m) => m.params)
+    const progressOf = (messages: Array<any>) =>
+      messages.filter((m) => m.method === "notifications/progress").map((m) => m.params)
     expect(ra.contentType).toMatch(/^text\/event-stream/)
     expect(progressOf(ra.messages)).toEqual([1, 2, 3].map((progress) => ({ progressToken: "same", progress, total: 3 })))
     expect(progressOf(rb.messages)).toEqual([1, 2, 3, 4, 5].map((progress) => ({ progressToken: "same", progress, total: 5 })))
@@ -144,7 +147,9 @@ describe("Streamable HTTP: the aggregate and per-server endpoints with the SDK c
     })()
     const logged = await call(url, a.sessionId, 2, "tools/call", { name: "fx__log", arguments: { message: "for A only" } })
     const logs = logged.messages.filter((m) => m.method === "notifications/message")
-    expect(logs).toEqual([{ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", logger: "fx", data: "for A only" } }])
+    expect(logs).toEqual([
+      { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", logger: "fx", data: "for A only" } }
+    ])
     await sleep(300)
     controller.abort()
     await pump
@@ -163,11 +168,30 @@ describe("Streamable HTTP: the aggregate and per-server endpoints with the SDK c
     const listed = JSON.parse(await inspect(`${gateway.base}/mcp`, "--transport", "http", "--method", "tools/list"))
     expect(listed.tools.map((t: { name: string }) => t.name)).toContain("fx__add")
     const added = JSON.parse(
-      await inspect(`${gateway.base}/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "fx__add", "--tool-arg", "a=2", "b=3")
+      await inspect(
+        `${gateway.base}/mcp`,
+        "--transport",
+        "http",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "fx__add",
+        "--tool-arg",
+        "a=2",
+        "b=3"
+      )
     )
     expect(firstText(added)).toBe("5")
     const direct = JSON.parse(
-      await inspect(`${gateway.base}/servers/files/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "list_allowed_directories")
+      await inspect(
+        `${gateway.base}/servers/files/mcp`,
+        "--transport",
+        "http",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "list_allowed_directories"
+      )
     )
     expect(firstText(direct)).toContain(root)
   })
@@ -178,9 +202,7 @@ describe("Streamable HTTP: the aggregate and per-server endpoints with the SDK c
     const { client: b } = await sdkClient(url, "b")
     try {
       const changed = (client: Client) =>
-        new Promise<void>((resolve) =>
-          client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve())
-        )
+        new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()))
       const both = Promise.all([changed(a), changed(b)])
       // The SDK opens its GET stream after initialized; give it a moment before the change.
       await sleep(300)

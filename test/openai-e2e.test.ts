@@ -37,7 +37,11 @@ describe("orchestration through the real openai client", () => {
     const before = fake.requests.length
     const gateway = startGateway({ args: ["--config", configFile, "--log-level", "trace"], env: env(), cwd: root })
     try {
-      await gateway.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } })
+      await gateway.request("initialize", {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" }
+      })
       const reply = await gateway.request("agentify/orchestrateTask", {
         query: "show me what is in notes.txt",
         context: { currentWorkingDirectory: root }
@@ -97,7 +101,11 @@ describe("orchestration through the real openai client", () => {
   it("LLM failures come back as -32003 with a plain message and no key; no tool call is -32000", async () => {
     const gateway = startGateway({ args: ["--config", configFile], env: env(), cwd: root })
     try {
-      await gateway.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } })
+      await gateway.request("initialize", {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" }
+      })
       fake.setReply({ status: 401, message: `Incorrect API key provided: ${KEY.slice(0, 12)}***` })
       const denied = await gateway.request("agentify/orchestrateTask", { query: "show notes.txt" })
       expect(denied.error.code).toBe(-32003)

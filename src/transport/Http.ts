@@ -226,12 +226,15 @@ export const make = (options: Options) =>
         sessions.delete(entry.session.id)
         const stream = entry.stream
         entry.stream = undefined
-        return Effect.all([
-          Effect.logInfo("session closed", { session: entry.session.id, why }),
-          stream === undefined ? Effect.void : Queue.shutdown(stream),
-          Deferred.succeed(entry.session.ended, undefined),
-          Scope.close(entry.scope, Exit.void)
-        ], { discard: true })
+        return Effect.all(
+          [
+            Effect.logInfo("session closed", { session: entry.session.id, why }),
+            stream === undefined ? Effect.void : Queue.shutdown(stream),
+            Deferred.succeed(entry.session.ended, undefined),
+            Scope.close(entry.scope, Exit.void)
+          ],
+          { discard: true }
+        )
       })
 
     const openSession = (target: Target) =>
@@ -349,7 +352,10 @@ export const make = (options: Options) =>
             for (const m of early.splice(0)) Queue.unsafeOffer(q, m)
             const rest = Stream.fromQueue(q).pipe(Stream.takeUntil(isReply), Stream.ensuring(Queue.shutdown(q)))
             const events = Stream.concat(Stream.make(message), rest).pipe(Stream.map(sseEvent))
-            return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: { ...SSE_HEADERS, ...headers } })
+            return HttpServerResponse.stream(events, {
+              contentType: "text/event-stream",
+              headers: { ...SSE_HEADERS, ...headers }
+            })
           })
         })
       })
@@ -366,7 +372,9 @@ export const make = (options: Options) =>
         if (body === null) return reject(400, "Bad Request: the request body could not be read")
         if (body === undefined) {
           // The rest of the body is not worth reading: the connection closes after this reply.
-          return reject(413, `Payload Too Large: the body exceeds the limit of ${config.maxFrameBytes} bytes`, { connection: "close" })
+          return reject(413, `Payload Too Large: the body exceeds the limit of ${config.maxFrameBytes} bytes`, {
+            connection: "close"
+          })
         }
         let value: unknown
         try {
@@ -375,14 +383,21 @@ export const make = (options: Options) =>
           return json(400, failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }))
         }
         const items = Array.isArray(value) ? value : [value]
-        const isInitialize = items.some((item) => classify(item)._tag === "Request" && (item as { method: string }).method === "initialize")
+        const isInitialize = items.some(
+          (item) => classify(item)._tag === "Request" && (item as { method: string }).method === "initialize"
+        )
         if (isInitialize) {
           if (items.length > 1) return reject(400, "Bad Request: initialize must be sent alone, not in a batch")
           if (request.headers[SESSION_HEADER] !== undefined) {
             return reject(400, "Bad Request: initialize starts a session: send it without Mcp-Session-Id")
           }
           if (sessions.size >= config.maxSessions) {
-            return reject(503, `Service Unavailable: ${config.maxSessions} sessions are open (maxSessions)`, { "retry-after": "5" }, ErrorCode.InternalError)
+            return reject(
+              503,
+              `Service Unavailable: ${config.maxSessions} sessions are open (maxSessions)`,
+              { "retry-after": "5" },
+              ErrorCode.InternalError
+            )
           }
           const entry = yield* openSession(target)
           sessions.set(entry.session.id, entry)
@@ -399,10 +414,12 @@ export const make = (options: Options) =>
         }
         const found = findSession(request, target)
         if (found.refused) return found.refused
-        const expectsReply = items.length === 0 || items.some((item) => {
-          const tag = classify(item)._tag
-          return tag === "Request" || tag === "Invalid"
-        })
+        const expectsReply =
+          items.length === 0 ||
+          items.some((item) => {
+            const tag = classify(item)._tag
+            return tag === "Request" || tag === "Invalid"
+          })
         if (!expectsReply) {
           found.entry.peer.receiveValue(value, { send: () => {} })
           return HttpServerResponse.empty({ status: 202 })
@@ -450,7 +467,11 @@ export const make = (options: Options) =>
       const ready = states.every((s) => s.state === "ready")
       return json(ready ? 200 : 503, {
         status: ready ? "ready" : "not ready",
-        backends: states.map((s) => ({ id: s.id, state: s.state, ...(s.lastError === undefined ? {} : { lastError: s.lastError }) }))
+        backends: states.map((s) => ({
+          id: s.id,
+          state: s.state,
+          ...(s.lastError === undefined ? {} : { lastError: s.lastError })
+        }))
       })
     })
 
@@ -525,7 +546,11 @@ export const make = (options: Options) =>
   })
 
 /** The HTTP server on a Node listener, serving until the layer's scope closes. */
-export const layer = (options: Options): Layer.Layer<never, HttpServerError.ServeError, Gateway | GatewayConfig | Backends | Events> =>
+export const layer = (
+  options: Options
+): Layer.Layer<never, HttpServerError.ServeError, Gateway | GatewayConfig | Backends | Events> =>
   Layer.scopedDiscard(make(options)).pipe(
-    Layer.provide(NodeHttpServer.layerServer(() => createServer({ keepAliveTimeout: 65_000 }), { host: options.host, port: options.port }))
+    Layer.provide(
+      NodeHttpServer.layerServer(() => createServer({ keepAliveTimeout: 65_000 }), { host: options.host, port: options.port })
+    )
   )

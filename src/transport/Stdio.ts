@@ -200,8 +200,7 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
     Effect.gen(function* () {
       const decoder = new FrameDecoder(options.maxFrameBytes)
       const framing = () => decoder.framing ?? options.framing ?? "ndjson"
-      const writer =
-        options.output instanceof Writable ? writableWriter(options.output) : yield* sinkWriter(options.output)
+      const writer = options.output instanceof Writable ? writableWriter(options.output) : yield* sinkWriter(options.output)
       const out: Peer.Outbox = { send: (message) => writer.offer(encode(framing(), message)) }
       const notifyUnsafe = (method: string, params: unknown) => out.send(notification(method, params))
       let peer: Peer.Peer | undefined
@@ -275,7 +274,11 @@ export const serveProcess: Effect.Effect<void, never, Gateway | GatewayConfig | 
     // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
     // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
     // measured 2-3x the gateway's CPU per call).
-    input: NodeStream.fromReadable(() => process.stdin, (error) => error, { closeOnDone: false }),
+    input: NodeStream.fromReadable(
+      () => process.stdin,
+      (error) => error,
+      { closeOnDone: false }
+    ),
     output: process.stdout,
     handlers: (c) => {
       connection = c

@@ -34,14 +34,16 @@ lines(process.stdin, (message) => {
   const id = nextId++
   pending.set(id, message.id)
   let params = message.params
-  if (message.method === "tools/call" && params.name.startsWith(prefix)) params = { ...params, name: params.name.slice(prefix.length) }
+  if (message.method === "tools/call" && params.name.startsWith(prefix))
+    params = { ...params, name: params.name.slice(prefix.length) }
   child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method: message.method, params })}\n`)
 })
 lines(child.stdout, (message) => {
   if (!pending.has(message.id)) return
   const id = pending.get(message.id)
   pending.delete(message.id)
-  const reply = message.error === undefined ? { jsonrpc: "2.0", id, result: message.result } : { jsonrpc: "2.0", id, error: message.error }
+  const reply =
+    message.error === undefined ? { jsonrpc: "2.0", id, result: message.result } : { jsonrpc: "2.0", id, error: message.error }
   process.stdout.write(`${JSON.stringify(reply)}\n`)
 })
 process.stdin.on("end", () => {

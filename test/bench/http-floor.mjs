@@ -59,13 +59,21 @@ if (process.argv[2] === "--serve") {
     const messages = []
     let wake
     child.on("message", (m) => (wake ? wake(m) : messages.push(m)))
-    const next = () => (messages.length > 0 ? Promise.resolve(messages.shift()) : new Promise((r) => (wake = (m) => ((wake = undefined), r(m)))))
+    const next = () =>
+      messages.length > 0 ? Promise.resolve(messages.shift()) : new Promise((r) => (wake = (m) => ((wake = undefined), r(m))))
     const { port } = await next()
     const agent = new Agent({ keepAlive: true, maxSockets: 256 })
     const one = () =>
       new Promise((resolve) => {
         const req = request(
-          { agent, port, host: "127.0.0.1", method: "POST", path: "/mcp", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
+          {
+            agent,
+            port,
+            host: "127.0.0.1",
+            method: "POST",
+            path: "/mcp",
+            headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) }
+          },
           (res) => {
             res.resume()
             res.on("end", resolve)
@@ -76,12 +84,14 @@ if (process.argv[2] === "--serve") {
     const load = async (ms) => {
       let n = 0
       const end = Date.now() + ms
-      await Promise.all(Array.from({ length: 64 }, async () => {
-        while (Date.now() < end) {
-          await one()
-          n++
-        }
-      }))
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          while (Date.now() < end) {
+            await one()
+            n++
+          }
+        })
+      )
       return n
     }
     await load(500) // warm-up
@@ -90,7 +100,9 @@ if (process.argv[2] === "--serve") {
     const n = await load(3_000)
     child.send("cpu")
     const after = (await next()).cpuMs
-    process.stdout.write(`${mode.padEnd(6)} ${Math.round(n / 3)} calls/s, ${Math.round(((after - before) * 1000) / n)} µs CPU per request\n`)
+    process.stdout.write(
+      `${mode.padEnd(6)} ${Math.round(n / 3)} calls/s, ${Math.round(((after - before) * 1000) / n)} µs CPU per request\n`
+    )
     agent.destroy()
     child.kill()
   }

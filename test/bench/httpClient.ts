@@ -69,7 +69,9 @@ export class HttpRpcClient {
             "content-type": "application/json",
             accept: "application/json, text/event-stream",
             "content-length": Buffer.byteLength(payload),
-            ...(this.sessionId === undefined ? {} : { "mcp-session-id": this.sessionId, "mcp-protocol-version": this.protocolVersion })
+            ...(this.sessionId === undefined
+              ? {}
+              : { "mcp-session-id": this.sessionId, "mcp-protocol-version": this.protocolVersion })
           }
         },
         (res) => {
@@ -92,7 +94,11 @@ export class HttpRpcClient {
       const response = await this.post({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) })
       const message = replyIn(response.body, response.headers["content-type"] as string | undefined, id)
       if (message === undefined) {
-        return { error: { code: -1, message: `HTTP ${response.status}: ${response.body.slice(0, 200)}` }, ms: NaN, at: response.at }
+        return {
+          error: { code: -1, message: `HTTP ${response.status}: ${response.body.slice(0, 200)}` },
+          ms: NaN,
+          at: response.at
+        }
       }
       return { result: message.result, error: message.error, ms: response.at - sentAt, at: response.at }
     } catch (error) {
@@ -106,10 +112,15 @@ export class HttpRpcClient {
       jsonrpc: "2.0",
       id: 0,
       method: "initialize",
-      params: { protocolVersion: this.protocolVersion, capabilities: {}, clientInfo: { name: "mcp-agentify-bench", version: "1" } }
+      params: {
+        protocolVersion: this.protocolVersion,
+        capabilities: {},
+        clientInfo: { name: "mcp-agentify-bench", version: "1" }
+      }
     })
     const message = replyIn(response.body, response.headers["content-type"] as string | undefined, 0)
-    if (message?.result === undefined) throw new Error(`initialize failed: ${response.status} ${response.body.slice(0, 500)}${this.stderrTail()}`)
+    if (message?.result === undefined)
+      throw new Error(`initialize failed: ${response.status} ${response.body.slice(0, 500)}${this.stderrTail()}`)
     const session = response.headers["mcp-session-id"]
     this.sessionId = typeof session === "string" ? session : undefined
     await this.post({ jsonrpc: "2.0", method: "notifications/initialized" })
@@ -150,7 +161,8 @@ export const startHttpServer = async (
   const client = new HttpRpcClient(url, child, options.stderrFile)
   const deadline = Date.now() + 30_000
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${command} ${args.join(" ")} exited with ${child.exitCode}${client.stderrTail()}`)
+    if (child.exitCode !== null)
+      throw new Error(`${command} ${args.join(" ")} exited with ${child.exitCode}${client.stderrTail()}`)
     const target = new URL(url)
     const ok = await new Promise<boolean>((resolve) => {
       const socket = connect(Number(target.port), target.hostname, () => {

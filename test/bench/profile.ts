@@ -87,7 +87,9 @@ const pct = (us: number) => `${((us / totalUs) * 100).toFixed(1).padStart(5)}%`
 const ms = (us: number) => `${(us / 1000).toFixed(1).padStart(8)} ms`
 const top = Number(values.top)
 
-process.stdout.write(`${file}: ${(totalUs / 1000).toFixed(0)} ms profiled, ${profile.samples.length} samples\n\nself time by package\n`)
+process.stdout.write(
+  `${file}: ${(totalUs / 1000).toFixed(0)} ms profiled, ${profile.samples.length} samples\n\nself time by package\n`
+)
 for (const [pkg, us] of [...byPackage].sort((a, b) => b[1] - a[1])) process.stdout.write(`${ms(us)} ${pct(us)}  ${pkg}\n`)
 process.stdout.write(`\nself time by function (top ${top})\n`)
 for (const [key, us] of [...byFunction]

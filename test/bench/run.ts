@@ -59,7 +59,9 @@ const profileDir = options["cpu-prof"]
 // Another build of the CLI to measure instead of dist/bin.js (a bundle, an older commit's dist).
 const BIN = options.gateway === undefined ? DIST_BIN : resolve(options.gateway)
 // Its scripted-LLM twin, when that build has one beside it (<root>/test/support/scripted-gateway.mjs).
-const SCRIPTED = [join(dirname(BIN), "..", "test", "support", "scripted-gateway.mjs")].find(existsSync) ?? join(ROOT, "test", "support", "scripted-gateway.mjs")
+const SCRIPTED =
+  [join(dirname(BIN), "..", "test", "support", "scripted-gateway.mjs")].find(existsSync) ??
+  join(ROOT, "test", "support", "scripted-gateway.mjs")
 
 const ROUND_MS = quick ? 400 : 1_000
 const ROUNDS = quick ? 2 : 6
@@ -133,11 +135,7 @@ const summarize = (rounds: ReadonlyArray<Round>): Summary => {
 }
 
 /** Rounds of A and B alternating (A B, B A, A B ...) at one concurrency. */
-const alternate = async <T>(
-  a: () => Promise<T>,
-  b: () => Promise<T>,
-  rounds: number
-): Promise<{ a: Array<T>; b: Array<T> }> => {
+const alternate = async <T>(a: () => Promise<T>, b: () => Promise<T>, rounds: number): Promise<{ a: Array<T>; b: Array<T> }> => {
   const ra: Array<T> = []
   const rb: Array<T> = []
   for (let i = 0; i < rounds; i++) {
@@ -229,7 +227,11 @@ const benchCatalog = () => {
   // (fresh tool objects, so nothing is cached).
   const rankCold = time(quick ? 10 : 40, (i) => {
     const fresh = syntheticBackends(1_000).map((b) => ({ ...b, tools: b.tools.map((t) => ({ ...t })) }))
-    rank(buildCatalog(fresh).entries.map((e) => e.tool), QUERIES[i % QUERIES.length]!, 32)
+    rank(
+      buildCatalog(fresh).entries.map((e) => e.tool),
+      QUERIES[i % QUERIES.length]!,
+      32
+    )
   })
   results.catalog = { tools: 1_000, offered: 32, build, rank: rankWarm, rankColdIndex: rankCold }
 }
@@ -240,11 +242,22 @@ const benchStartup = async () => {
   const gatewayConfigs = new Map(
     [1, 5, 10].map((n) => [
       n,
-      writeConfig(Array.from({ length: n }, (_, i) => ({ id: `fixture${i}`, command: process.execPath, args: fixtureArgs(`fixture${i}`, delay) })))
+      writeConfig(
+        Array.from({ length: n }, (_, i) => ({
+          id: `fixture${i}`,
+          command: process.execPath,
+          args: fixtureArgs(`fixture${i}`, delay)
+        }))
+      )
     ])
   )
   const reps = quick ? 2 : 7
-  const samples = new Map<string, Array<number>>([["direct", []], ["1", []], ["5", []], ["10", []]])
+  const samples = new Map<string, Array<number>>([
+    ["direct", []],
+    ["1", []],
+    ["5", []],
+    ["10", []]
+  ])
   const once = async (client: RpcClient): Promise<number> => {
     const reply = await client.initialize()
     const ms = reply.at - client.spawnedAt
@@ -328,12 +341,17 @@ const benchPassthrough = async (fileDir: string, filePath: string) => {
         throughputRatio: round2(g.callsPerSecond / d.callsPerSecond)
       }
     }
-    results.passthrough = { tool: "read_text_file", fileBytes: readFileSync(filePath).length, roundMs: ROUND_MS, rounds: ROUNDS, concurrency: levels }
+    results.passthrough = {
+      tool: "read_text_file",
+      fileBytes: readFileSync(filePath).length,
+      roundMs: ROUND_MS,
+      rounds: ROUNDS,
+      concurrency: levels
+    }
   } finally {
     await Promise.all([direct.close(), gateway.close(), bare.close()])
   }
 }
-
 
 const BIN_DIR = join(ROOT, "node_modules", ".bin")
 
@@ -349,17 +367,32 @@ const benchHttp = async (fileDir: string, filePath: string) => {
   const direct = new RpcClient(process.execPath, fsArgs, { stderrFile: stderrFile("http-direct") })
   const clients: Array<HttpRpcClient> = []
   try {
-    const gateway = await startHttpServer(process.execPath, [...nodeFlags(), BIN, "--http", `127.0.0.1:${gatewayPort}`, "--config", config, "--log-level", "warn"], `http://127.0.0.1:${gatewayPort}/servers/filesystem/mcp`, {
-      cwd: work,
-      env: env(),
-      stderrFile: stderrFile("http-gateway")
-    })
+    const gateway = await startHttpServer(
+      process.execPath,
+      [...nodeFlags(), BIN, "--http", `127.0.0.1:${gatewayPort}`, "--config", config, "--log-level", "warn"],
+      `http://127.0.0.1:${gatewayPort}/servers/filesystem/mcp`,
+      {
+        cwd: work,
+        env: env(),
+        stderrFile: stderrFile("http-gateway")
+      }
+    )
     clients.push(gateway)
     // A second session on the same gateway process, on the aggregate endpoint.
     const aggregate = new (gateway.constructor as typeof HttpRpcClient)(`http://127.0.0.1:${gatewayPort}/mcp`, gateway.process)
     const superGateway = await startHttpServer(
       join(BIN_DIR, "supergateway"),
-      ["--stdio", [process.execPath, ...fsArgs].map((a) => JSON.stringify(a)).join(" "), "--outputTransport", "streamableHttp", "--stateful", "--port", String(superPort), "--logLevel", "none"],
+      [
+        "--stdio",
+        [process.execPath, ...fsArgs].map((a) => JSON.stringify(a)).join(" "),
+        "--outputTransport",
+        "streamableHttp",
+        "--stateful",
+        "--port",
+        String(superPort),
+        "--logLevel",
+        "none"
+      ],
       `http://127.0.0.1:${superPort}/mcp`,
       { cwd: work, env: env(), stderrFile: stderrFile("supergateway") }
     )
@@ -384,10 +417,12 @@ const benchHttp = async (fileDir: string, filePath: string) => {
     ]
     for (const side of sides) {
       const check = await side.client.request("tools/call", side.params)
-      if (check.error !== undefined || check.result?.isError) throw new Error(`${side.name}: read_text_file failed: ${JSON.stringify(check)}`)
+      if (check.error !== undefined || check.result?.isError)
+        throw new Error(`${side.name}: read_text_file failed: ${JSON.stringify(check)}`)
     }
     log("http: warm-up")
-    for (const c of CONCURRENCIES) for (const side of sides) await runCalls(side.client, "tools/call", side.params, c, quick ? 300 : 1_000)
+    for (const c of CONCURRENCIES)
+      for (const side of sides) await runCalls(side.client, "tools/call", side.params, c, quick ? 300 : 1_000)
     const levels: Record<string, unknown> = {}
     for (const c of CONCURRENCIES) {
       log(`http: concurrency ${c}, ${ROUNDS} rounds of ${ROUND_MS} ms each side`)
@@ -421,7 +456,8 @@ const benchOrchestration = async (fileDir: string, filePath: string) => {
     const callParams = { name: "filesystem__read_text_file", arguments: { path: filePath } }
     const orchestrateParams = { query: "show me the notes file", context: { currentWorkingDirectory: fileDir } }
     const check = await gateway.request("agentify/orchestrateTask", orchestrateParams)
-    if (check.error !== undefined) throw new Error(`orchestrateTask failed: ${JSON.stringify(check.error)}${gateway.stderrTail()}`)
+    if (check.error !== undefined)
+      throw new Error(`orchestrateTask failed: ${JSON.stringify(check.error)}${gateway.stderrTail()}`)
     log("orchestration: warm-up")
     await runCalls(gateway, "tools/call", callParams, 1, quick ? 300 : 1_000)
     await runCalls(gateway, "agentify/orchestrateTask", orchestrateParams, 1, quick ? 300 : 1_000)
@@ -458,14 +494,21 @@ const benchMemory = async () => {
   )
   // The probe answers SIGUSR2 with the live heap after a full GC; RSS is always read before it.
   const heapFile = join(work, "heap.json")
-  const gateway = startGateway(BIN, config, { HEAP_PROBE_FILE: heapFile }, ["--expose-gc", "--import", pathToFileURL(HEAP_PROBE).href])
+  const gateway = startGateway(BIN, config, { HEAP_PROBE_FILE: heapFile }, [
+    "--expose-gc",
+    "--import",
+    pathToFileURL(HEAP_PROBE).href
+  ])
   const liveHeapMb = async (): Promise<number> => {
     rmSync(heapFile, { force: true })
     process.kill(gateway.pid, "SIGUSR2")
     for (let i = 0; i < 100 && !existsSync(heapFile); i++) await sleep(20)
     return round2(JSON.parse(readFileSync(heapFile, "utf8")).heapUsed / 2 ** 20)
   }
-  const call = (offset: number) => (i: number) => ({ name: `fixture${(offset + i) % 10}__echo`, arguments: { text: `call ${offset + i}` } })
+  const call = (offset: number) => (i: number) => ({
+    name: `fixture${(offset + i) % 10}__echo`,
+    arguments: { text: `call ${offset + i}` }
+  })
   try {
     await gateway.initialize()
     await sleep(1_000)
@@ -526,7 +569,12 @@ const lines = (): Array<Line> => {
         goal: c === 1 ? "overhead ≤ 0.3 ms" : "",
         pass: c === 1 ? l.p50OverheadMs <= 0.3 : undefined
       })
-      out.push({ figure: `passthrough c=${c}: p99 direct / gateway (ms)`, value: `${l.direct.p99} / ${l.gateway.p99}`, goal: "", pass: undefined })
+      out.push({
+        figure: `passthrough c=${c}: p99 direct / gateway (ms)`,
+        value: `${l.direct.p99} / ${l.gateway.p99}`,
+        goal: "",
+        pass: undefined
+      })
       out.push({
         figure: `passthrough c=${c}: calls/s direct / gateway`,
         value: `${l.direct.callsPerSecond} / ${l.gateway.callsPerSecond} (${Math.round(l.throughputRatio * 100)}%)`,
@@ -586,7 +634,12 @@ const lines = (): Array<Line> => {
       goal: "overhead ≤ 1 ms",
       pass: o.p50OverheadMs <= 1
     })
-    out.push({ figure: "orchestrateTask vs tools/call: p99 (ms)", value: `${o.orchestrateTask.p99} vs ${o.toolsCall.p99}`, goal: "", pass: undefined })
+    out.push({
+      figure: "orchestrateTask vs tools/call: p99 (ms)",
+      value: `${o.orchestrateTask.p99} vs ${o.toolsCall.p99}`,
+      goal: "",
+      pass: undefined
+    })
   }
   const s = results.startup as any
   if (s !== undefined) {
@@ -603,7 +656,12 @@ const lines = (): Array<Line> => {
   const m = results.memory as any
   if (m !== undefined) {
     out.push({ figure: "memory: RSS idle, 10 backends (MB)", value: `${m.idleMb}`, goal: "≤ 80 MB", pass: m.idleMb <= 80 })
-    out.push({ figure: `memory: RSS after ${m.warmUpCalls.toLocaleString("en")} warm-up calls (MB)`, value: `${m.warmMb} (${signed(round2(((m.warmMb - m.idleMb) / m.idleMb) * 100), "%")})`, goal: "", pass: undefined })
+    out.push({
+      figure: `memory: RSS after ${m.warmUpCalls.toLocaleString("en")} warm-up calls (MB)`,
+      value: `${m.warmMb} (${signed(round2(((m.warmMb - m.idleMb) / m.idleMb) * 100), "%")})`,
+      goal: "",
+      pass: undefined
+    })
     out.push({
       figure: `memory: RSS after ${m.calls.toLocaleString("en")} more calls (MB)`,
       value: `${m.afterMb} (${signed(m.growthPercent, "%")}; ${signed(m.growthFromIdlePercent, "%")} from idle)`,
@@ -622,7 +680,9 @@ const lines = (): Array<Line> => {
     const worst = Math.max(...(Object.values(h.rank1mbMedianMs) as Array<number>))
     out.push({
       figure: "rank, 1,000 tools, 1 MB query or selection: worst median (ms)",
-      value: `${worst} (${Object.entries(h.rank1mbMedianMs).map(([k, v]) => `${k} ${v}`).join(", ")})`,
+      value: `${worst} (${Object.entries(h.rank1mbMedianMs)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")})`,
       goal: "≤ 50 ms",
       pass: worst <= 50
     })
@@ -632,11 +692,21 @@ const lines = (): Array<Line> => {
       goal: "",
       pass: undefined
     })
-    out.push({ figure: "6 MiB tool result: gateway peak RSS (MB)", value: `${h.bigReply.gatewayPeakRssMb}`, goal: "≤ 200 MB", pass: h.bigReply.gatewayPeakRssMb <= 200 })
+    out.push({
+      figure: "6 MiB tool result: gateway peak RSS (MB)",
+      value: `${h.bigReply.gatewayPeakRssMb}`,
+      goal: "≤ 200 MB",
+      pass: h.bigReply.gatewayPeakRssMb <= 200
+    })
   }
   const c = results.catalog as any
   if (c !== undefined) {
-    out.push({ figure: "catalog 1,000 tools: build + functions (ms)", value: `p50 ${c.build.median}, p99 ${c.build.p99}`, goal: "", pass: undefined })
+    out.push({
+      figure: "catalog 1,000 tools: build + functions (ms)",
+      value: `p50 ${c.build.median}, p99 ${c.build.p99}`,
+      goal: "",
+      pass: undefined
+    })
     out.push({
       figure: "catalog 1,000 tools: rank one query (ms)",
       value: `p50 ${c.rank.median}, p99 ${c.rank.p99}`,
@@ -712,7 +782,8 @@ const benchHostile = async () => {
   const call = async (client: RpcClient, name: string) => {
     const start = performance.now()
     const reply = await client.request("tools/call", { name, arguments: { bytes } })
-    if ((reply as any).result?.content?.[0]?.text?.length !== bytes) throw new Error(`bad big reply: ${JSON.stringify(reply).slice(0, 200)}`)
+    if ((reply as any).result?.content?.[0]?.text?.length !== bytes)
+      throw new Error(`bad big reply: ${JSON.stringify(reply).slice(0, 200)}`)
     return performance.now() - start
   }
   const fixture = new RpcClient(process.execPath, fixtureArgs("direct"), { stderrFile: stderrFile("fixture") })
@@ -758,7 +829,9 @@ const main = async () => {
     machine: { ...info, loadAverageAtEnd: loadavg().map(round2) },
     options: { quick, only: only ?? null, cpuProfile: profileDir !== undefined, gateway: options.gateway ?? null },
     durationSeconds: Math.round((performance.now() - started) / 1000),
-    goals: rows.filter((r) => r.pass !== undefined).map((r) => ({ figure: r.figure, value: r.value, goal: r.goal, pass: r.pass })),
+    goals: rows
+      .filter((r) => r.pass !== undefined)
+      .map((r) => ({ figure: r.figure, value: r.value, goal: r.goal, pass: r.pass })),
     results
   }
   mkdirSync(RESULTS, { recursive: true })

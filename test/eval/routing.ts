@@ -90,39 +90,171 @@ const distractors: ReadonlyArray<BackendTools> = [
   {
     backendId: "github",
     tools: [
-      tool("create_or_update_file", "Create or update a single file in a GitHub repository", { owner: "string", repo: "string", path: ["string", "Path where to create/update the file"], content: ["string", "Content of the file"], message: ["string", "Commit message"], branch: "string", sha: ["string", "SHA of the file being replaced (required when updating existing files)"] }, ["owner", "repo", "path", "content", "message", "branch"]),
-      tool("search_repositories", "Search for GitHub repositories", { query: ["string", "Search query (see GitHub search syntax)"], page: "number", perPage: "number" }, ["query"]),
-      tool("create_issue", "Create a new issue in a GitHub repository", { owner: "string", repo: "string", title: "string", body: "string", assignees: "array", labels: "array", milestone: "number" }, ["owner", "repo", "title"]),
-      tool("list_issues", "List issues in a GitHub repository with filtering options", { owner: "string", repo: "string", state: "string", labels: "array", sort: "string", direction: "string", since: "string" }, ["owner", "repo"]),
-      tool("create_pull_request", "Create a new pull request in a GitHub repository", { owner: "string", repo: "string", title: ["string", "Pull request title"], body: "string", head: ["string", "The name of the branch where your changes are implemented"], base: ["string", "The name of the branch you want the changes pulled into"], draft: "boolean" }, ["owner", "repo", "title", "head", "base"]),
-      tool("get_file_contents", "Get the contents of a file or directory from a GitHub repository", { owner: "string", repo: "string", path: ["string", "Path to the file or directory"], branch: "string" }, ["owner", "repo", "path"]),
-      tool("push_files", "Push multiple files to a GitHub repository in a single commit", { owner: "string", repo: "string", branch: "string", files: ["array", "Array of files to push"], message: ["string", "Commit message"] }, ["owner", "repo", "branch", "files", "message"]),
-      tool("create_branch", "Create a new branch in a GitHub repository", { owner: "string", repo: "string", branch: ["string", "Name for the new branch"], from_branch: "string" }, ["owner", "repo", "branch"]),
-      tool("list_commits", "Get list of commits of a branch in a GitHub repository", { owner: "string", repo: "string", sha: "string", page: "number", perPage: "number" }, ["owner", "repo"]),
-      tool("search_code", "Search for code across GitHub repositories", { q: "string", order: "string", page: "number", per_page: "number" }, ["q"]),
-      tool("add_issue_comment", "Add a comment to an existing issue", { owner: "string", repo: "string", issue_number: "number", body: "string" }, ["owner", "repo", "issue_number", "body"])
+      tool(
+        "create_or_update_file",
+        "Create or update a single file in a GitHub repository",
+        {
+          owner: "string",
+          repo: "string",
+          path: ["string", "Path where to create/update the file"],
+          content: ["string", "Content of the file"],
+          message: ["string", "Commit message"],
+          branch: "string",
+          sha: ["string", "SHA of the file being replaced (required when updating existing files)"]
+        },
+        ["owner", "repo", "path", "content", "message", "branch"]
+      ),
+      tool(
+        "search_repositories",
+        "Search for GitHub repositories",
+        { query: ["string", "Search query (see GitHub search syntax)"], page: "number", perPage: "number" },
+        ["query"]
+      ),
+      tool(
+        "create_issue",
+        "Create a new issue in a GitHub repository",
+        {
+          owner: "string",
+          repo: "string",
+          title: "string",
+          body: "string",
+          assignees: "array",
+          labels: "array",
+          milestone: "number"
+        },
+        ["owner", "repo", "title"]
+      ),
+      tool(
+        "list_issues",
+        "List issues in a GitHub repository with filtering options",
+        {
+          owner: "string",
+          repo: "string",
+          state: "string",
+          labels: "array",
+          sort: "string",
+          direction: "string",
+          since: "string"
+        },
+        ["owner", "repo"]
+      ),
+      tool(
+        "create_pull_request",
+        "Create a new pull request in a GitHub repository",
+        {
+          owner: "string",
+          repo: "string",
+          title: ["string", "Pull request title"],
+          body: "string",
+          head: ["string", "The name of the branch where your changes are implemented"],
+          base: ["string", "The name of the branch you want the changes pulled into"],
+          draft: "boolean"
+        },
+        ["owner", "repo", "title", "head", "base"]
+      ),
+      tool(
+        "get_file_contents",
+        "Get the contents of a file or directory from a GitHub repository",
+        { owner: "string", repo: "string", path: ["string", "Path to the file or directory"], branch: "string" },
+        ["owner", "repo", "path"]
+      ),
+      tool(
+        "push_files",
+        "Push multiple files to a GitHub repository in a single commit",
+        {
+          owner: "string",
+          repo: "string",
+          branch: "string",
+          files: ["array", "Array of files to push"],
+          message: ["string", "Commit message"]
+        },
+        ["owner", "repo", "branch", "files", "message"]
+      ),
+      tool(
+        "create_branch",
+        "Create a new branch in a GitHub repository",
+        { owner: "string", repo: "string", branch: ["string", "Name for the new branch"], from_branch: "string" },
+        ["owner", "repo", "branch"]
+      ),
+      tool(
+        "list_commits",
+        "Get list of commits of a branch in a GitHub repository",
+        { owner: "string", repo: "string", sha: "string", page: "number", perPage: "number" },
+        ["owner", "repo"]
+      ),
+      tool(
+        "search_code",
+        "Search for code across GitHub repositories",
+        { q: "string", order: "string", page: "number", per_page: "number" },
+        ["q"]
+      ),
+      tool(
+        "add_issue_comment",
+        "Add a comment to an existing issue",
+        { owner: "string", repo: "string", issue_number: "number", body: "string" },
+        ["owner", "repo", "issue_number", "body"]
+      )
     ]
   },
   {
     backendId: "slack",
     tools: [
-      tool("slack_post_message", "Post a new message to a Slack channel", { channel_id: ["string", "The ID of the channel to post to"], text: ["string", "The message text to post"] }, ["channel_id", "text"]),
+      tool(
+        "slack_post_message",
+        "Post a new message to a Slack channel",
+        { channel_id: ["string", "The ID of the channel to post to"], text: ["string", "The message text to post"] },
+        ["channel_id", "text"]
+      ),
       tool("slack_list_channels", "List public channels in the workspace with pagination", { limit: "number", cursor: "string" }),
-      tool("slack_get_channel_history", "Get recent messages from a channel", { channel_id: "string", limit: "number" }, ["channel_id"]),
-      tool("slack_reply_to_thread", "Reply to a specific message thread in Slack", { channel_id: "string", thread_ts: "string", text: "string" }, ["channel_id", "thread_ts", "text"]),
-      tool("slack_add_reaction", "Add a reaction emoji to a message", { channel_id: "string", timestamp: "string", reaction: ["string", "The name of the emoji reaction (without ::)"] }, ["channel_id", "timestamp", "reaction"]),
-      tool("slack_get_users", "Get a list of all users in the workspace with their basic profile information", { cursor: "string", limit: "number" })
+      tool("slack_get_channel_history", "Get recent messages from a channel", { channel_id: "string", limit: "number" }, [
+        "channel_id"
+      ]),
+      tool(
+        "slack_reply_to_thread",
+        "Reply to a specific message thread in Slack",
+        { channel_id: "string", thread_ts: "string", text: "string" },
+        ["channel_id", "thread_ts", "text"]
+      ),
+      tool(
+        "slack_add_reaction",
+        "Add a reaction emoji to a message",
+        { channel_id: "string", timestamp: "string", reaction: ["string", "The name of the emoji reaction (without ::)"] },
+        ["channel_id", "timestamp", "reaction"]
+      ),
+      tool("slack_get_users", "Get a list of all users in the workspace with their basic profile information", {
+        cursor: "string",
+        limit: "number"
+      })
     ]
   },
   {
     backendId: "playwright",
     tools: [
       tool("browser_navigate", "Navigate to a URL", { url: ["string", "The URL to navigate to"] }, ["url"]),
-      tool("browser_click", "Perform click on a web page", { element: ["string", "Human-readable element description used to obtain permission to interact with the element"], ref: ["string", "Exact target element reference from the page snapshot"] }, ["element", "ref"]),
-      tool("browser_type", "Type text into editable element", { element: "string", ref: "string", text: ["string", "Text to type into the element"], submit: "boolean" }, ["element", "ref", "text"]),
-      tool("browser_take_screenshot", "Take a screenshot of the current page. You can't perform actions based on the screenshot, use browser_snapshot for actions.", { filename: "string", fullPage: "boolean" }),
+      tool(
+        "browser_click",
+        "Perform click on a web page",
+        {
+          element: ["string", "Human-readable element description used to obtain permission to interact with the element"],
+          ref: ["string", "Exact target element reference from the page snapshot"]
+        },
+        ["element", "ref"]
+      ),
+      tool(
+        "browser_type",
+        "Type text into editable element",
+        { element: "string", ref: "string", text: ["string", "Text to type into the element"], submit: "boolean" },
+        ["element", "ref", "text"]
+      ),
+      tool(
+        "browser_take_screenshot",
+        "Take a screenshot of the current page. You can't perform actions based on the screenshot, use browser_snapshot for actions.",
+        { filename: "string", fullPage: "boolean" }
+      ),
       tool("browser_snapshot", "Capture accessibility snapshot of the current page, this is better than screenshot", {}),
-      tool("browser_file_upload", "Upload one or multiple files", { paths: ["array", "The absolute paths to the files to upload"] })
+      tool("browser_file_upload", "Upload one or multiple files", {
+        paths: ["array", "The absolute paths to the files to upload"]
+      })
     ]
   },
   {
@@ -132,26 +264,69 @@ const distractors: ReadonlyArray<BackendTools> = [
   {
     backendId: "jira",
     tools: [
-      tool("jira_create_issue", "Create a new Jira issue with optional Epic link or parent for subtasks", { project_key: "string", summary: "string", issue_type: "string", description: "string" }, ["project_key", "summary", "issue_type"]),
-      tool("jira_search", "Search Jira issues using JQL (Jira Query Language)", { jql: "string", fields: "string", limit: "number" }, ["jql"]),
-      tool("jira_transition_issue", "Transition a Jira issue to a new status", { issue_key: "string", transition_id: "string", comment: "string" }, ["issue_key", "transition_id"]),
-      tool("jira_add_comment", "Add a comment to a Jira issue", { issue_key: "string", comment: ["string", "Comment text in Markdown format"] }, ["issue_key", "comment"])
+      tool(
+        "jira_create_issue",
+        "Create a new Jira issue with optional Epic link or parent for subtasks",
+        { project_key: "string", summary: "string", issue_type: "string", description: "string" },
+        ["project_key", "summary", "issue_type"]
+      ),
+      tool(
+        "jira_search",
+        "Search Jira issues using JQL (Jira Query Language)",
+        { jql: "string", fields: "string", limit: "number" },
+        ["jql"]
+      ),
+      tool(
+        "jira_transition_issue",
+        "Transition a Jira issue to a new status",
+        { issue_key: "string", transition_id: "string", comment: "string" },
+        ["issue_key", "transition_id"]
+      ),
+      tool(
+        "jira_add_comment",
+        "Add a comment to a Jira issue",
+        { issue_key: "string", comment: ["string", "Comment text in Markdown format"] },
+        ["issue_key", "comment"]
+      )
     ]
   },
   {
     backendId: "fetch",
     tools: [
-      tool("fetch", "Fetches a URL from the internet and optionally extracts its contents as markdown.", { url: "string", max_length: "number", start_index: "number", raw: ["boolean", "Get the actual HTML content of the requested page, without simplification."] }, ["url"])
+      tool(
+        "fetch",
+        "Fetches a URL from the internet and optionally extracts its contents as markdown.",
+        {
+          url: "string",
+          max_length: "number",
+          start_index: "number",
+          raw: ["boolean", "Get the actual HTML content of the requested page, without simplification."]
+        },
+        ["url"]
+      )
     ]
   },
   {
     backendId: "git",
     tools: [
       tool("git_status", "Shows the working tree status", { repo_path: "string" }, ["repo_path"]),
-      tool("git_diff_unstaged", "Shows changes in the working directory that are not yet staged", { repo_path: "string", context_lines: "number" }, ["repo_path"]),
-      tool("git_commit", "Records changes to the repository", { repo_path: "string", message: "string" }, ["repo_path", "message"]),
+      tool(
+        "git_diff_unstaged",
+        "Shows changes in the working directory that are not yet staged",
+        { repo_path: "string", context_lines: "number" },
+        ["repo_path"]
+      ),
+      tool("git_commit", "Records changes to the repository", { repo_path: "string", message: "string" }, [
+        "repo_path",
+        "message"
+      ]),
       tool("git_log", "Shows the commit logs", { repo_path: "string", max_count: "number" }, ["repo_path"]),
-      tool("git_create_branch", "Creates a new branch from an optional base branch", { repo_path: "string", branch_name: "string", base_branch: "string" }, ["repo_path", "branch_name"])
+      tool(
+        "git_create_branch",
+        "Creates a new branch from an optional base branch",
+        { repo_path: "string", branch_name: "string", base_branch: "string" },
+        ["repo_path", "branch_name"]
+      )
     ]
   }
 ]
@@ -209,13 +384,24 @@ const main = async () => {
     console.log(`routing eval: ${ranks.length} queries, ${catalog.entries.length} tools (3 real servers + distractors)\n`)
     console.log(row(["", ...["queries", "@1", "@5", `@${K}`, "MRR"].map((h) => h.padStart(8))]))
     for (const [name, f] of Object.entries(splits)) {
-      console.log(row([name, String(f.queries).padStart(8), pct(f.recallAt1), pct(f.recallAt5), pct(f.recallAtK), f.meanReciprocalRank.toFixed(3).padStart(8)]))
+      console.log(
+        row([
+          name,
+          String(f.queries).padStart(8),
+          pct(f.recallAt1),
+          pct(f.recallAt5),
+          pct(f.recallAtK),
+          f.meanReciprocalRank.toFixed(3).padStart(8)
+        ])
+      )
     }
     const misses = ranks.filter((r) => r.rank !== 1)
     if (misses.length > 0) {
       console.log(`\nmisses at @1 (${misses.length}):`)
       for (const m of misses) {
-        console.log(`  #${m.rank}  ${JSON.stringify(m.query)}${m.context ? " (with context)" : ""}${m.split ? ` [${m.split}]` : ""}`)
+        console.log(
+          `  #${m.rank}  ${JSON.stringify(m.query)}${m.context ? " (with context)" : ""}${m.split ? ` [${m.split}]` : ""}`
+        )
         console.log(`        want ${m.expected}; top: ${m.top.join(", ")}`)
       }
     }

@@ -54,7 +54,11 @@ describe("cancellation end to end", () => {
   }
 
   it.each([
-    { how: "notifications/cancelled", method: "notifications/cancelled", params: (id: string) => ({ requestId: id, reason: "user pressed stop" }) },
+    {
+      how: "notifications/cancelled",
+      method: "notifications/cancelled",
+      params: (id: string) => ({ requestId: id, reason: "user pressed stop" })
+    },
     { how: "$/cancelRequest", method: "$/cancelRequest", params: (id: string) => ({ id }) }
   ])("$how aborts the in-flight LLM request; the request gets one -32800", async ({ method, params }) => {
     fake.setReply({ hang: true })

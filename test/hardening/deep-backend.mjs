@@ -26,12 +26,18 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   if (m.id === undefined || m.id === null || typeof m.method !== "string") return
   switch (m.method) {
     case "initialize":
-      return reply(m.id, { protocolVersion: m.params?.protocolVersion ?? "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "deep", version: "1" } })
+      return reply(m.id, {
+        protocolVersion: m.params?.protocolVersion ?? "2025-11-25",
+        capabilities: { tools: {} },
+        serverInfo: { name: "deep", version: "1" }
+      })
     case "tools/list":
       return reply(m.id, { tools })
     case "tools/call":
-      if (m.params?.name === "deep_result") return send(`{"jsonrpc":"2.0","id":${JSON.stringify(m.id)},"result":{"content":[],"structuredContent":${deep}}}`)
-      if (m.params?.name === "deep_error") return send(`{"jsonrpc":"2.0","id":${JSON.stringify(m.id)},"error":{"code":-32000,"message":"too deep","data":${deep}}}`)
+      if (m.params?.name === "deep_result")
+        return send(`{"jsonrpc":"2.0","id":${JSON.stringify(m.id)},"result":{"content":[],"structuredContent":${deep}}}`)
+      if (m.params?.name === "deep_error")
+        return send(`{"jsonrpc":"2.0","id":${JSON.stringify(m.id)},"error":{"code":-32000,"message":"too deep","data":${deep}}}`)
       return send(JSON.stringify({ jsonrpc: "2.0", id: m.id, error: { code: -32602, message: "unknown tool" } }))
     default:
       return reply(m.id, {})

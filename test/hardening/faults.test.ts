@@ -39,7 +39,15 @@ describe("backend faults", () => {
         fixtureBackend("dies", ["--exit-during-startup"]),
         fixtureBackend("junky", ["--invalid-json", "--junk-stdout"]),
         fixtureBackend("noisy", ["--stderr-flood"]),
-        { id: "deep", type: "stdio", command: process.execPath, args: [DEEP_BACKEND], env: {}, enabled: true, restartOnCrash: true }
+        {
+          id: "deep",
+          type: "stdio",
+          command: process.execPath,
+          args: [DEEP_BACKEND],
+          env: {},
+          enabled: true,
+          restartOnCrash: true
+        }
       ]
     })
     client = new Client({ args: ["--config", config] })
@@ -124,9 +132,15 @@ describe("backend faults", () => {
   })
 
   it("a backend reply nested too deeply to encode still gets its one reply, an error", async () => {
-    const [result, error] = await Promise.all([client.callTool("deep__deep_result", {}, "deep-result"), client.callTool("deep__deep_error", {}, "deep-error")])
+    const [result, error] = await Promise.all([
+      client.callTool("deep__deep_result", {}, "deep-result"),
+      client.callTool("deep__deep_error", {}, "deep-error")
+    ])
     // A result that cannot be encoded: -32603 saying so. An error: its code and message, without the data.
-    expect(result.error).toEqual({ code: -32603, message: expect.stringMatching(/^Internal error: the result cannot be encoded as JSON/) })
+    expect(result.error).toEqual({
+      code: -32603,
+      message: expect.stringMatching(/^Internal error: the result cannot be encoded as JSON/)
+    })
     expect(error.error).toEqual({ code: -32004, message: "Backend 'deep' failed: tools/call returned error -32000: too deep" })
     expect(client.counts.get("deep-result")).toBe(1)
     expect(client.counts.get("deep-error")).toBe(1)
@@ -162,25 +176,46 @@ describe("LLM endpoint faults", () => {
   })
 
   it.each([
-    { name: "401", reply: { status: 401, message: `Incorrect API key provided: ${KEY}` }, attempts: 1, reason: "auth", text: /rejected the API key \(401\)/ },
-    { name: "429", reply: { status: 429, message: "slow down" }, attempts: 3, reason: "rate_limit", text: /rate limiting.*\(429\)/ },
-    { name: "500", reply: { status: 500, message: "boom", headers: { "retry-after-ms": "0" } }, attempts: 3, reason: "server", text: /server error \(500\)/ },
+    {
+      name: "401",
+      reply: { status: 401, message: `Incorrect API key provided: ${KEY}` },
+      attempts: 1,
+      reason: "auth",
+      text: /rejected the API key \(401\)/
+    },
+    {
+      name: "429",
+      reply: { status: 429, message: "slow down" },
+      attempts: 3,
+      reason: "rate_limit",
+      text: /rate limiting.*\(429\)/
+    },
+    {
+      name: "500",
+      reply: { status: 500, message: "boom", headers: { "retry-after-ms": "0" } },
+      attempts: 3,
+      reason: "server",
+      text: /server error \(500\)/
+    },
     { name: "garbage", reply: { garbage: "<html>not json</html>" }, attempts: 1, reason: "bad_response", text: /not JSON/ }
-  ] as const)("an endpoint answering $name: -32003 with a plain message, after $attempts attempt(s)", async ({ reply, attempts, reason, text }) => {
-    fake.setReply(reply)
-    const before = fake.requests.length
-    const answer = await orchestrate("echo something")
-    expect(answer.error?.code).toBe(-32003)
-    expect(answer.error?.message).toMatch(text)
-    expect(answer.error?.data?.reason).toBe(reason)
-    expect(JSON.stringify(answer)).not.toContain(KEY)
-    expect(fake.requests.length - before).toBe(attempts)
-    // The MCP tool form: a result with isError naming the code.
-    const tool = await client.callTool("agentify_orchestrate", { query: "echo something" }, undefined, 30_000)
-    expect(tool.result?.isError).toBe(true)
-    expect(tool.result?.content?.[0]?.text).toMatch(/^Error -32003: /)
-    await expectPingStillAnswered(client)
-  })
+  ] as const)(
+    "an endpoint answering $name: -32003 with a plain message, after $attempts attempt(s)",
+    async ({ reply, attempts, reason, text }) => {
+      fake.setReply(reply)
+      const before = fake.requests.length
+      const answer = await orchestrate("echo something")
+      expect(answer.error?.code).toBe(-32003)
+      expect(answer.error?.message).toMatch(text)
+      expect(answer.error?.data?.reason).toBe(reason)
+      expect(JSON.stringify(answer)).not.toContain(KEY)
+      expect(fake.requests.length - before).toBe(attempts)
+      // The MCP tool form: a result with isError naming the code.
+      const tool = await client.callTool("agentify_orchestrate", { query: "echo something" }, undefined, 30_000)
+      expect(tool.result?.isError).toBe(true)
+      expect(tool.result?.content?.[0]?.text).toMatch(/^Error -32003: /)
+      await expectPingStillAnswered(client)
+    }
+  )
 
   it("an endpoint that never answers: -32003 after the configured timeout, and the HTTP request is aborted", async () => {
     fake.setReply({ hang: true })
@@ -221,7 +256,10 @@ describe("client faults", () => {
     const holder = spawn(process.execPath, [HOLDER, "--", process.execPath, BIN], {
       env: cleanEnv({
         HOLDER_INIT_OPTIONS: JSON.stringify({ backends: [fixtureBackend("fx", ["--spawn-child"])] }),
-        HOLDER_CALLS: JSON.stringify([{ name: "fx__slow", arguments: { ms: 60_000 } }, { name: "fx__hang", arguments: {} }])
+        HOLDER_CALLS: JSON.stringify([
+          { name: "fx__slow", arguments: { ms: 60_000 } },
+          { name: "fx__hang", arguments: {} }
+        ])
       }),
       stdio: ["ignore", "pipe", "pipe"]
     })

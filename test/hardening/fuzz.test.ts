@@ -17,7 +17,18 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { assertOnlyFrames } from "../support/gateway.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
-import { cleanEnv, Client, contentLengthFrames, descendants, type Id, isAlive, type Reply, until, untilGone, writeConfig } from "./support.js"
+import {
+  cleanEnv,
+  Client,
+  contentLengthFrames,
+  descendants,
+  type Id,
+  isAlive,
+  type Reply,
+  until,
+  untilGone,
+  writeConfig
+} from "./support.js"
 
 const MAX_FRAME_BYTES = 64 * 1024
 /** Codes a fuzzed request may get: plain JSON-RPC ones, LSP's cancel, the contract's -32000..-32004. */
@@ -103,7 +114,12 @@ const expectBody = (bytes: Buffer, mode: "ndjson" | "content-length"): Expected 
     // it (-32600); otherwise the one reply has id null. Ids anywhere else are never answered.
     const visible = idsNearEdges(text)
     return {
-      ids: [...idsIn(text).filter((id) => !visible.includes(id)).map((id): [Id, "none"] => [id, "none"]), ...visible.map((id): [Id, "maybe"] => [id, "maybe"])],
+      ids: [
+        ...idsIn(text)
+          .filter((id) => !visible.includes(id))
+          .map((id): [Id, "none"] => [id, "none"]),
+        ...visible.map((id): [Id, "maybe"] => [id, "maybe"])
+      ],
       nullMin: visible.length > 0 ? 0 : 1,
       nullMax: 1
     }
@@ -159,7 +175,10 @@ const oddString = (maxLength: number) => fc.string({ unit, maxLength })
 const idShape: fc.Arbitrary<IdShape> = fc.oneof(
   { weight: 2, arbitrary: fc.constant({ kind: "absent" as const }) },
   { weight: 4, arbitrary: oddString(40).map((prefix) => ({ kind: "string" as const, prefix })) },
-  { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }).map((n) => ({ kind: "string" as const, prefix: "L".repeat(n) })) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 1_000, max: 20_000 }).map((n) => ({ kind: "string" as const, prefix: "L".repeat(n) }))
+  },
   {
     weight: 1,
     arbitrary: fc
@@ -183,14 +202,26 @@ const idShape: fc.Arbitrary<IdShape> = fc.oneof(
 
 /** Random JSON with any top-level "id" renamed: ids must stay unique per gateway to be counted. */
 const withoutIds = (value: unknown): unknown => {
-  const strip = (v: unknown) => (isObject(v) && "id" in v ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k === "id" ? "id_" : k, x])) : v)
+  const strip = (v: unknown) =>
+    isObject(v) && "id" in v ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k === "id" ? "id_" : k, x])) : v
   return Array.isArray(value) ? value.map(strip) : strip(value)
 }
 
 const deepObject = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`
 const deepArray = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
 
-const TOOL_NAMES = ["fx__echo", "fx__add", "fx__slow", "fx__fail", "fx__log", "fx__cancelled", "agentify_orchestrate", "fx__nope", "nope", ""]
+const TOOL_NAMES = [
+  "fx__echo",
+  "fx__add",
+  "fx__slow",
+  "fx__fail",
+  "fx__log",
+  "fx__cancelled",
+  "agentify_orchestrate",
+  "fx__nope",
+  "nope",
+  ""
+]
 
 const toolCallParams: fc.Arbitrary<ParamsShape> = fc
   .record({
@@ -210,11 +241,14 @@ const orchestrateParams: fc.Arbitrary<ParamsShape> = fc
     context: fc.oneof(
       fc.constant(undefined),
       fc.constant(null),
-      fc.record({
-        activeDocumentURI: fc.oneof(fc.webUrl(), fc.constant(null), fc.integer(), oddString(10)),
-        currentWorkingDirectory: fc.oneof(fc.constant("/tmp"), fc.constant(null), fc.jsonValue({ maxDepth: 2 })),
-        selectionText: fc.oneof(oddString(30), fc.constant(null))
-      }, { requiredKeys: [] })
+      fc.record(
+        {
+          activeDocumentURI: fc.oneof(fc.webUrl(), fc.constant(null), fc.integer(), oddString(10)),
+          currentWorkingDirectory: fc.oneof(fc.constant("/tmp"), fc.constant(null), fc.jsonValue({ maxDepth: 2 })),
+          selectionText: fc.oneof(oddString(30), fc.constant(null))
+        },
+        { requiredKeys: [] }
+      )
     )
   })
   .map((value) => ({ kind: "json" as const, value }))
@@ -229,7 +263,10 @@ const paramsShape: fc.Arbitrary<ParamsShape> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .record({ depth: fc.integer({ min: 1, max: 10_000 }), where: fc.constantFrom("arguments" as const, "query" as const, "context" as const) })
+      .record({
+        depth: fc.integer({ min: 1, max: 10_000 }),
+        where: fc.constantFrom("arguments" as const, "query" as const, "context" as const)
+      })
       .map((o) => ({ kind: "deep-inside" as const, ...o }))
   }
 )
@@ -261,11 +298,17 @@ const methodShape = fc.oneof(
 const callShape: fc.Arbitrary<{ readonly method: unknown; readonly params: ParamsShape }> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ method: fc.constant("tools/call"), params: toolCallParams }) },
   { weight: 2, arbitrary: fc.record({ method: fc.constant("agentify/orchestrateTask"), params: orchestrateParams }) },
-  { weight: 1, arbitrary: fc.record({ method: fc.constantFrom("ping", "tools/list"), params: fc.constant({ kind: "absent" as const }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ method: fc.constantFrom("ping", "tools/list"), params: fc.constant({ kind: "absent" as const }) })
+  },
   {
     weight: 1,
     arbitrary: fc
-      .record({ depth: fc.integer({ min: 1, max: 10_000 }), where: fc.constantFrom("arguments" as const, "query" as const, "context" as const) })
+      .record({
+        depth: fc.integer({ min: 1, max: 10_000 }),
+        where: fc.constantFrom("arguments" as const, "query" as const, "context" as const)
+      })
       .map(({ depth, where }) => ({
         method: where === "arguments" ? "tools/call" : "agentify/orchestrateTask",
         params: { kind: "deep-inside" as const, depth, where }
@@ -282,7 +325,10 @@ const callShape: fc.Arbitrary<{ readonly method: unknown; readonly params: Param
 
 const messageShape: fc.Arbitrary<MessageShape> = fc
   .record({
-    jsonrpc: fc.oneof({ weight: 12, arbitrary: fc.constant("2.0") }, { weight: 1, arbitrary: fc.constantFrom(undefined, "1.0", 2, null, "2.0 ") }),
+    jsonrpc: fc.oneof(
+      { weight: 12, arbitrary: fc.constant("2.0") },
+      { weight: 1, arbitrary: fc.constantFrom(undefined, "1.0", 2, null, "2.0 ") }
+    ),
     id: idShape,
     call: callShape,
     response: fc.oneof(
@@ -297,7 +343,13 @@ const frameShape: fc.Arbitrary<FrameShape> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .array(fc.oneof({ weight: 4, arbitrary: messageShape }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((json) => ({ json: withoutIds(json) })) }), { maxLength: 5 })
+      .array(
+        fc.oneof(
+          { weight: 4, arbitrary: messageShape },
+          { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((json) => ({ json: withoutIds(json) })) }
+        ),
+        { maxLength: 5 }
+      )
       .map((messages) => ({ kind: "batch" as const, messages }))
   },
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((value) => ({ kind: "json" as const, value: withoutIds(value) })) },
@@ -364,8 +416,8 @@ class Builder {
           shape.where === "arguments"
             ? `{"name":"fx__echo","arguments":${deep}}`
             : shape.where === "query"
-            ? `{"query":${deep}}`
-            : `{"query":"q","context":{"activeDocumentURI":${deep}}}`
+              ? `{"query":${deep}}`
+              : `{"query":"q","context":{"activeDocumentURI":${deep}}}`
         )
       }
     }
@@ -384,7 +436,11 @@ class Builder {
     if (shape.response !== undefined) {
       for (const [k, v] of Object.entries(shape.response as object)) field(k, Buffer.from(JSON.stringify(v)))
     }
-    const bytes = Buffer.concat([Buffer.from("{"), ...parts.flatMap((p, i) => (i === 0 ? [p] : [Buffer.from(","), p])), Buffer.from("}")])
+    const bytes = Buffer.concat([
+      Buffer.from("{"),
+      ...parts.flatMap((p, i) => (i === 0 ? [p] : [Buffer.from(","), p])),
+      Buffer.from("}")
+    ])
     for (const found of idsIn(bytes.toString("utf8"))) this.recent.push(found)
     return bytes
   }
@@ -411,12 +467,18 @@ class Builder {
       case "oversize": {
         const head = `{"jsonrpc":"2.0","id":"oversize#fz${++this.n}","method":"ping","params":{"pad":"`
         const size = MAX_FRAME_BYTES + shape.extra
-        const body = shape.padding === "string" ? `${head}${"p".repeat(size - head.length - 3)}"}}` : `${head}"}}${" ".repeat(size - head.length - 3)}`
+        const body =
+          shape.padding === "string"
+            ? `${head}${"p".repeat(size - head.length - 3)}"}}`
+            : `${head}"}}${" ".repeat(size - head.length - 3)}`
         return Buffer.from(body)
       }
       case "cancel": {
         const target = this.recent[Math.max(0, this.recent.length - shape.back)] ?? "nothing"
-        return Buffer.from(JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: target, reason: "fuzz" } }), "utf8")
+        return Buffer.from(
+          JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: target, reason: "fuzz" } }),
+          "utf8"
+        )
       }
     }
   }
@@ -464,7 +526,11 @@ const writeInPieces = async (client: Client, bytes: Buffer, cuts: ReadonlyArray<
 /** Waits for every "one" id and ping of a run, then checks what can be checked at once. */
 const settle = async (client: Client, tally: Tally, waitFor: ReadonlyArray<Id>) => {
   await until(
-    `replies to ${waitFor.filter((id) => !client.counts.has(id)).slice(0, 5).map((id) => JSON.stringify(id).slice(0, 60)).join(", ")}`,
+    `replies to ${waitFor
+      .filter((id) => !client.counts.has(id))
+      .slice(0, 5)
+      .map((id) => JSON.stringify(id).slice(0, 60))
+      .join(", ")}`,
     () => waitFor.every((id) => client.counts.has(id)) && client.nullReplies.length >= tally.nullMin,
     20_000,
     5
@@ -490,7 +556,8 @@ const checkAll = (client: Client, tally: Tally, replies: ReadonlyArray<Reply>) =
   for (const id of tally.pings) expect(client.counts.get(id)).toBe(1)
   for (const [id, role] of tally.roles) {
     const count = client.counts.get(id) ?? 0
-    if (role === "one" && count !== 1) throw new Error(`id ${JSON.stringify(id).slice(0, 80)} got ${count} replies, expected exactly one`)
+    if (role === "one" && count !== 1)
+      throw new Error(`id ${JSON.stringify(id).slice(0, 80)} got ${count} replies, expected exactly one`)
     if (role === "maybe" && count > 1) throw new Error(`id ${JSON.stringify(id).slice(0, 80)} got ${count} replies`)
   }
   expect(client.nullReplies.length).toBeGreaterThanOrEqual(tally.nullMin)
@@ -504,7 +571,10 @@ const histogram = (replies: ReadonlyArray<Reply>): string => {
     const key = r.error === undefined ? "result" : String(r.error.code)
     counts.set(key, (counts.get(key) ?? 0) + 1)
   }
-  return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k}: ${n}`).join(", ")
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k}: ${n}`)
+    .join(", ")
 }
 
 const flatten = (messages: ReadonlyArray<any>): Array<Reply> =>
@@ -556,7 +626,13 @@ describe("fuzzing the wire: newline-delimited JSON", () => {
       }
       tally.frames++
     }
-    client.write(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('#utf8","method":"ping"}\n')]))
+    client.write(
+      Buffer.concat([
+        Buffer.from('{"jsonrpc":"2.0","id":"'),
+        Buffer.from([0xc3, 0x28, 0xff]),
+        Buffer.from('#utf8","method":"ping"}\n')
+      ])
+    )
     const replacement = "\ufffd(\ufffd#utf8"
     tally.pings.add(replacement)
     expect(await client.reply(replacement)).toMatchObject({ result: {} })
@@ -628,14 +704,24 @@ type HeaderShape =
 const headerShape: fc.Arbitrary<HeaderShape> = fc.oneof(
   {
     weight: 10,
-    arbitrary: fc.record({ kind: fc.constant("proper" as const), style: fc.integer({ min: 0, max: 4 }), leadingBlank: fc.boolean() })
+    arbitrary: fc.record({
+      kind: fc.constant("proper" as const),
+      style: fc.integer({ min: 0, max: 4 }),
+      leadingBlank: fc.boolean()
+    })
   },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }).map((by) => ({ kind: "short" as const, by })) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }).map((by) => ({ kind: "long" as const, by })) },
   {
     weight: 1,
     arbitrary: fc
-      .constantFrom("Content-Type: application/json", "Content-Length: -5", "Content-Length: abc", "Content-Length:", "X-Length: 12")
+      .constantFrom(
+        "Content-Type: application/json",
+        "Content-Length: -5",
+        "Content-Length: abc",
+        "Content-Length:",
+        "X-Length: 12"
+      )
       .map((header) => ({ kind: "bad" as const, header }))
   }
 )
@@ -692,7 +778,10 @@ describe("fuzzing the wire: Content-Length framing", () => {
           let expected: Expected
           switch (header.kind) {
             case "proper":
-              pieces.push(Buffer.from(`${header.leadingBlank ? "\r\n" : ""}${properHeader(body.length, header.style)}`, "latin1"), body)
+              pieces.push(
+                Buffer.from(`${header.leadingBlank ? "\r\n" : ""}${properHeader(body.length, header.style)}`, "latin1"),
+                body
+              )
               expected = expectBody(body, "content-length")
               break
             case "short": {
@@ -702,7 +791,11 @@ describe("fuzzing the wire: Content-Length framing", () => {
               break
             }
             case "long":
-              pieces.push(Buffer.from(`Content-Length: ${body.length + header.by}\r\n\r\n`), body, Buffer.from("x".repeat(header.by)))
+              pieces.push(
+                Buffer.from(`Content-Length: ${body.length + header.by}\r\n\r\n`),
+                body,
+                Buffer.from("x".repeat(header.by))
+              )
               expected = expectBody(Buffer.concat([body, Buffer.from("x".repeat(header.by))]), "content-length")
               break
             case "bad":

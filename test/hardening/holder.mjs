@@ -22,7 +22,9 @@ gateway.stdout.on("data", (chunk) => {
     const message = JSON.parse(buffer.slice(0, nl))
     buffer = buffer.slice(nl + 1)
     if (message.id === "init") {
-      calls.forEach((params, i) => gateway.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: `call${i}`, method: "tools/call", params }) + "\n"))
+      calls.forEach((params, i) =>
+        gateway.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: `call${i}`, method: "tools/call", params }) + "\n")
+      )
       // Give the calls a moment to reach the backend before reporting ready.
       setTimeout(() => process.stdout.write(JSON.stringify({ gateway: gateway.pid }) + "\n"), 300)
     }
@@ -33,7 +35,12 @@ gateway.stdin.write(
     jsonrpc: "2.0",
     id: "init",
     method: "initialize",
-    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "holder", version: "1" }, ...(init === null ? {} : { initializationOptions: init }) }
+    params: {
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "holder", version: "1" },
+      ...(init === null ? {} : { initializationOptions: init })
+    }
   }) + "\n"
 )
 setInterval(() => {}, 1 << 30)

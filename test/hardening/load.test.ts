@@ -13,7 +13,19 @@ import { existsSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { assertOnlyFrames, BIN, tempDir } from "../support/gateway.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
-import { cleanEnv, Client, closeCleanly, descendants, HEAP_PROBE, rssKiB, SCRIPTED_GATEWAY, sleep, until, untilGone, writeConfig } from "./support.js"
+import {
+  cleanEnv,
+  Client,
+  closeCleanly,
+  descendants,
+  HEAP_PROBE,
+  rssKiB,
+  SCRIPTED_GATEWAY,
+  sleep,
+  until,
+  untilGone,
+  writeConfig
+} from "./support.js"
 
 const echoed = (reply: any): string => reply?.result?.content?.[0]?.text
 
@@ -142,7 +154,10 @@ describe("load through the CLI", () => {
     )
     expect(rssGrowth).toBeLessThan(0.3)
     expect(heapGrowth).toBeLessThan(0.2)
-    expectEachAnsweredOnce(memory, Array.from({ length: WARM_UP + CALLS }, (_, i) => `mem-${i}`))
+    expectEachAnsweredOnce(
+      memory,
+      Array.from({ length: WARM_UP + CALLS }, (_, i) => `mem-${i}`)
+    )
   }, 180_000)
 })
 
@@ -185,13 +200,18 @@ describe("orchestrations under load, with a scripted LLM", () => {
 
   it("200 concurrent agentify_orchestrate tool calls: each answered once, with its own result", async () => {
     const replies = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => client.callTool("agentify_orchestrate", { query: `tool query ${i}` }, `tool-${i}`, 60_000))
+      Array.from({ length: 200 }, (_, i) =>
+        client.callTool("agentify_orchestrate", { query: `tool query ${i}` }, `tool-${i}`, 60_000)
+      )
     )
     replies.forEach((reply, i) => {
       expect(reply.result?.isError).not.toBe(true)
       expect(echoed(reply)).toBe(JSON.stringify({ text: `tool query ${i}` }))
     })
-    expectEachAnsweredOnce(client, Array.from({ length: 200 }, (_, i) => `tool-${i}`))
+    expectEachAnsweredOnce(
+      client,
+      Array.from({ length: 200 }, (_, i) => `tool-${i}`)
+    )
   })
 })
 
@@ -216,10 +236,15 @@ describe("orchestrations under load, through the real openai client", () => {
   it("200 concurrent orchestrations over HTTP: each answered once; one LLM request each", async () => {
     const before = fake.requests.length
     const replies = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => client.request("agentify/orchestrateTask", { query: `http query ${i}` }, `http-${i}`, 60_000))
+      Array.from({ length: 200 }, (_, i) =>
+        client.request("agentify/orchestrateTask", { query: `http query ${i}` }, `http-${i}`, 60_000)
+      )
     )
     for (const reply of replies) expect(echoed(reply)).toBe(JSON.stringify({ text: "from the model" }))
-    expectEachAnsweredOnce(client, Array.from({ length: 200 }, (_, i) => `http-${i}`))
+    expectEachAnsweredOnce(
+      client,
+      Array.from({ length: 200 }, (_, i) => `http-${i}`)
+    )
     expect(fake.requests.length - before).toBe(200)
     // Each query went out once, in its own request.
     const queries = new Set(fake.requests.slice(before).map((r) => r.body.messages.find((m: any) => m.role === "user").content))

@@ -26,7 +26,8 @@ const processesWithEnv = (name: string, value: string): Array<number> => {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue
     try {
-      if (readFileSync(`/proc/${entry}/environ`, "latin1").split("\0").includes(needle) && isAlive(Number(entry))) found.push(Number(entry))
+      if (readFileSync(`/proc/${entry}/environ`, "latin1").split("\0").includes(needle) && isAlive(Number(entry)))
+        found.push(Number(entry))
     } catch {
       // not ours, or gone
     }
@@ -43,7 +44,10 @@ describe("descriptor exhaustion", () => {
   it("a spawn that fails with EMFILE fails that backend only; the gateway answers everything else", async () => {
     const backends = Array.from({ length: 40 }, (_, i) => fixture(`b${i}`))
     const config = writeConfig({ backends, startupTimeoutMs: 20_000 })
-    const client = new Client({ command: "/bin/sh", args: ["-c", `ulimit -n 100 && exec "${process.execPath}" "${BIN}" --config "${config}"`] })
+    const client = new Client({
+      command: "/bin/sh",
+      args: ["-c", `ulimit -n 100 && exec "${process.execPath}" "${BIN}" --config "${config}"`]
+    })
     const init = await client.initialize()
     expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
     expect((await client.request("ping")).result).toEqual({})
@@ -103,7 +107,9 @@ describe("signals", () => {
 
   it("more signals during shutdown do not skip cleanup", async () => {
     const mark = randomUUID()
-    const config = writeConfig({ backends: [fixture("fx", ["--ignore-sigterm", "--spawn-child"], { env: { AGENTIFY_TEST_MARK: mark } })] })
+    const config = writeConfig({
+      backends: [fixture("fx", ["--ignore-sigterm", "--spawn-child"], { env: { AGENTIFY_TEST_MARK: mark } })]
+    })
     const client = new Client({ args: ["--config", config] })
     await client.initialize()
     const tree = descendants(client.pid)
@@ -175,14 +181,18 @@ describe("backends that misbehave", () => {
     await client.callTool("fx__stop_reading")
     const baseline = rssKiB(client.pid)
     const text = "z".repeat(1024 * 1024)
-    const replies = await Promise.all(Array.from({ length: 60 }, (_, i) => client.callTool("fx__echo", { text }, `big${i}`, 30_000)))
+    const replies = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => client.callTool("fx__echo", { text }, `big${i}`, 30_000))
+    )
     const peak = rssKiB(client.pid)
     const overloaded = replies.filter((r) => /not reading its input/.test(r.error?.message ?? ""))
     expect(overloaded.length).toBeGreaterThan(40)
     for (const reply of replies) expect(reply.error?.code).toBe(-32004)
     // 60 MiB were sent; what the gateway holds stays near the 8 MiB queue bound, not the whole of it.
     expect(peak - baseline).toBeLessThan(200 * 1024)
-    console.log(`stalled backend: RSS ${Math.round(baseline / 1024)} MiB before, ${Math.round(peak / 1024)} MiB after 60 MiB of calls`)
+    console.log(
+      `stalled backend: RSS ${Math.round(baseline / 1024)} MiB before, ${Math.round(peak / 1024)} MiB after 60 MiB of calls`
+    )
     await closeCleanly(client)
   }, 60_000)
 
@@ -215,7 +225,12 @@ describe("initialize interrupted", () => {
 
   it("a cancelled initialize stops what it started and can be sent again", async () => {
     const client = new Client({ args: ["--config", slow()] })
-    client.send({ jsonrpc: "2.0", id: "i1", method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } })
+    client.send({
+      jsonrpc: "2.0",
+      id: "i1",
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } }
+    })
     await until("the backend to be spawned", () => descendants(client.pid).length > 0)
     const started = descendants(client.pid)
     client.notify("notifications/cancelled", { requestId: "i1", reason: "changed my mind" })
@@ -229,16 +244,28 @@ describe("initialize interrupted", () => {
     await closeCleanly(client)
   }, 30_000)
 
-  it.each([["right behind it", false], ["while backends start", true]])("shutdown during initialize (%s) stays shut down", async (_, waitForSpawn) => {
-    const client = new Client({ args: ["--config", slow()] })
-    client.send({ jsonrpc: "2.0", id: "i1", method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } })
-    if (waitForSpawn) await until("the backend to be spawned", () => descendants(client.pid).length > 0)
-    expect((await client.request("shutdown")).result).toBeNull()
-    await client.reply("i1", 5_000)
-    const after = await client.request("tools/list")
-    expect(after.error?.message).toMatch(/shutting down/)
-    expect(descendants(client.pid)).toEqual([])
-    const { code } = await client.close()
-    expect(code).toBe(0)
-  }, 30_000)
+  it.each([
+    ["right behind it", false],
+    ["while backends start", true]
+  ])(
+    "shutdown during initialize (%s) stays shut down",
+    async (_, waitForSpawn) => {
+      const client = new Client({ args: ["--config", slow()] })
+      client.send({
+        jsonrpc: "2.0",
+        id: "i1",
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } }
+      })
+      if (waitForSpawn) await until("the backend to be spawned", () => descendants(client.pid).length > 0)
+      expect((await client.request("shutdown")).result).toBeNull()
+      await client.reply("i1", 5_000)
+      const after = await client.request("tools/list")
+      expect(after.error?.message).toMatch(/shutting down/)
+      expect(descendants(client.pid)).toEqual([])
+      const { code } = await client.close()
+      expect(code).toBe(0)
+    },
+    30_000
+  )
 })

@@ -36,7 +36,9 @@ describe("values nested too deeply for recursive code", () => {
     const result = JSON.parse(encode("ndjson", success(7, { structuredContent: deep(200_000) })))
     expect(result).toMatchObject({ jsonrpc: "2.0", id: 7, error: { code: -32603 } })
     expect(result.error.message).toMatch(/^Internal error: the result cannot be encoded as JSON/)
-    const error = JSON.parse(encode("ndjson", failure("e", { code: -32004, message: "Backend 'b' failed: x", data: deep(200_000) })))
+    const error = JSON.parse(
+      encode("ndjson", failure("e", { code: -32004, message: "Backend 'b' failed: x", data: deep(200_000) }))
+    )
     expect(error).toEqual({ jsonrpc: "2.0", id: "e", error: { code: -32004, message: "Backend 'b' failed: x" } })
     const framed = encode("content-length", [success(1, {}), success(2, deep(200_000))])
     const body = framed.slice(framed.indexOf("\r\n\r\n") + 4)

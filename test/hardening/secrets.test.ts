@@ -31,7 +31,8 @@ const expectNoSecret = (where: string, text: string, secrets: ReadonlyArray<stri
   for (const secret of secrets) {
     for (const form of formsOf(secret)) {
       const at = text.indexOf(form)
-      if (at >= 0) throw new Error(`${where} holds a secret (${JSON.stringify(form)}): ...${text.slice(Math.max(0, at - 300), at + 100)}...`)
+      if (at >= 0)
+        throw new Error(`${where} holds a secret (${JSON.stringify(form)}): ...${text.slice(Math.max(0, at - 300), at + 100)}...`)
     }
   }
 }
@@ -45,7 +46,9 @@ const leakyBackend = (id: string, extra: ReadonlyArray<string> = [], overrides =
 /** Everything on stdout a secret must not be in: error messages and data, and every notification. */
 const errorsAndData = (client: Client): string =>
   JSON.stringify(
-    client.messages.flatMap((m) => (Array.isArray(m) ? m : [m])).map((m) => ({ error: m.error, data: m.result?.structuredContent, method: m.method, params: m.params }))
+    client.messages
+      .flatMap((m) => (Array.isArray(m) ? m : [m]))
+      .map((m) => ({ error: m.error, data: m.result?.structuredContent, method: m.method, params: m.params }))
   )
 
 describe("secrets never leak, at log level trace", () => {
@@ -84,7 +87,9 @@ describe("secrets never leak, at log level trace", () => {
     // The backend's own error quotes every secret; the gateway's -32004 masks them.
     const failed = await client.callTool("sx__fail")
     expect(failed.error?.code).toBe(-32004)
-    expect(failed.error?.message).toMatch(/^Backend 'sx' failed: tools\/call returned error -32000: this tool always fails \[SECRET_TOKEN=<redacted>/)
+    expect(failed.error?.message).toMatch(
+      /^Backend 'sx' failed: tools\/call returned error -32000: this tool always fails \[SECRET_TOKEN=<redacted>/
+    )
     expect(JSON.stringify(failed.error?.data)).toContain("<redacted>")
 
     // A backend that died at start-up: its stderr (with the secrets) explains why, masked.
@@ -105,7 +110,11 @@ describe("secrets never leak, at log level trace", () => {
     fake.setReply({ status: 401, message: `Incorrect API key provided: ${KEY}. Also ${TOKEN}` })
     const denied = await client.request("agentify/orchestrateTask", { query: "anything" })
     expect(denied.error?.code).toBe(-32003)
-    fake.setReply({ status: 500, message: `upstream said ${KEY} ${TOKEN} ${QUOTED} ${ARG} ${INLINE}`, headers: { "retry-after-ms": "0" } })
+    fake.setReply({
+      status: 500,
+      message: `upstream said ${KEY} ${TOKEN} ${QUOTED} ${ARG} ${INLINE}`,
+      headers: { "retry-after-ms": "0" }
+    })
     const broken = await client.request("agentify/orchestrateTask", { query: "anything" }, undefined, 30_000)
     expect(broken.error?.code).toBe(-32003)
     expect(broken.error?.message).toMatch(/server error \(500\): upstream said .*<redacted>/)

@@ -84,11 +84,15 @@ export class Client {
   constructor(options: ClientOptions = {}) {
     this.framing = options.framing ?? "ndjson"
     this.probeFile = options.probeFile
-    this.child = spawn(options.command ?? process.execPath, options.command === undefined ? [BIN, ...(options.args ?? [])] : [...(options.args ?? [])], {
-      cwd: options.cwd ?? tempDir("agentify-hardening-"),
-      env: options.env ?? cleanEnv(),
-      stdio: ["pipe", "pipe", "pipe"]
-    })
+    this.child = spawn(
+      options.command ?? process.execPath,
+      options.command === undefined ? [BIN, ...(options.args ?? [])] : [...(options.args ?? [])],
+      {
+        cwd: options.cwd ?? tempDir("agentify-hardening-"),
+        env: options.env ?? cleanEnv(),
+        stdio: ["pipe", "pipe", "pipe"]
+      }
+    )
     this.child.stdout!.on("data", (chunk: Buffer) => this.onStdout(chunk))
     this.child.stderr!.on("data", (chunk: Buffer) => {
       // Bounded: a flood test must not make the test process hold megabytes.
@@ -193,7 +197,10 @@ export class Client {
     if (found !== undefined) return Promise.resolve(found)
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`no reply for id ${JSON.stringify(id)} within ${timeoutMs} ms; stderr tail:\n${this.err.slice(-3_000)}`)),
+        () =>
+          reject(
+            new Error(`no reply for id ${JSON.stringify(id)} within ${timeoutMs} ms; stderr tail:\n${this.err.slice(-3_000)}`)
+          ),
         timeoutMs
       )
       const list = this.waiters.get(id) ?? []

@@ -119,7 +119,11 @@ export const startFakeOpenAI = async (initial: FakeReply | ReadonlyArray<FakeRep
       notify()
 
       if (req.method !== "POST" || (path !== "/v1/chat/completions" && path !== "/chat/completions")) {
-        return send(res, 404, JSON.stringify({ error: { message: `Unknown route ${req.method} ${path}`, type: "invalid_request_error" } }))
+        return send(
+          res,
+          404,
+          JSON.stringify({ error: { message: `Unknown route ${req.method} ${path}`, type: "invalid_request_error" } })
+        )
       }
       const model = (body as { model?: unknown } | undefined)?.model
       const reply = script[Math.min(index - countBefore, script.length - 1)]!

@@ -141,7 +141,14 @@ export const openSession = async (url: string, extra: Record<string, unknown> = 
 }
 
 /** A request within a session. */
-export const call = (url: string, sessionId: string, id: number | string, method: string, params?: unknown, headers: Record<string, string> = {}) =>
+export const call = (
+  url: string,
+  sessionId: string,
+  id: number | string,
+  method: string,
+  params?: unknown,
+  headers: Record<string, string> = {}
+) =>
   send(url, {
     body: { jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) },
     headers: { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25", ...headers }

@@ -24,7 +24,9 @@ const ScriptedLive = LlmClient.layerScripted(
       match: () => true,
       reply: (request) =>
         Effect.succeed({
-          toolCalls: [{ id: `call_${calls++}`, name: tool, arguments: fixedArguments ?? JSON.stringify({ text: request.query }) }],
+          toolCalls: [
+            { id: `call_${calls++}`, name: tool, arguments: fixedArguments ?? JSON.stringify({ text: request.query }) }
+          ],
           content: null,
           model: "scripted"
         })
