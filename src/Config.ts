@@ -239,8 +239,10 @@ const decodeOptionsEither = Schema.decodeUnknownEither(GatewayOptions, { errors:
 // ---------------------------------------------------------------------------------------------
 // Keys: unknown ones are errors, so a misspelt `backend` cannot silently leave the default running
 
-const OPTION_KEYS = [...Object.keys(optionFields), "backends", "mcpServers"]
-const BACKEND_KEYS = Object.keys(BackendConfig.fields)
+/** Every key GatewayOptions accepts (the docs list each one: test/docs.test.ts). */
+export const OPTION_KEYS = [...Object.keys(optionFields), "backends", "mcpServers"]
+/** Every key a BackendConfig accepts. */
+export const BACKEND_KEYS = Object.keys(BackendConfig.fields)
 const MCP_SERVER_KEYS = Object.keys(McpServerEntry.fields)
 /** Keys that other MCP clients keep in their own config files; they mean nothing to the gateway. */
 const FOREIGN_TOP_KEYS = new Set(["$schema", "globalShortcut"])

@@ -1,0 +1,48 @@
+/**
+ * docs/protocol.md kept true by the code: every method of the method tables, every error code,
+ * every HTTP status the transport sends, every command-line option and every configuration key is
+ * documented there. The lists come from the code itself, so adding one without a line in the docs
+ * fails here.
+ */
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { USAGE } from "../src/Cli.js"
+import { BACKEND_KEYS, OPTION_KEYS } from "../src/Config.js"
+import { ErrorCode } from "../src/Errors.js"
+import { ROOT } from "./support/gateway.js"
+
+const docs = readFileSync(join(ROOT, "docs", "protocol.md"), "utf8")
+const source = (file: string) => readFileSync(join(ROOT, "src", file), "utf8")
+const backticked = (name: string) => docs.includes(`\`${name}\``)
+
+describe("docs/protocol.md", () => {
+  it("documents every method the method tables answer", () => {
+    const methods = [...source("Server.ts").matchAll(/case "([^"]+)":/g)].map((m) => m[1]!)
+    expect(methods.length).toBeGreaterThan(8)
+    expect(methods.filter((m) => !backticked(m))).toEqual([])
+  })
+
+  it("documents every error code", () => {
+    const codes = Object.values(ErrorCode).map(String)
+    expect(codes.filter((code) => !new RegExp(`^\\| ${code} \\|`, "m").test(docs))).toEqual([])
+  })
+
+  it("documents every HTTP status the transport sends", () => {
+    const http = source("transport/Http.ts")
+    const statuses = new Set([...http.matchAll(/(?:reject|json)\((\d{3})\b|status: (\d{3})\b/g)].map((m) => m[1] ?? m[2]!))
+    expect(statuses.size).toBeGreaterThan(10)
+    expect([...statuses].filter((status) => !new RegExp(`^\\| ${status}\\b`, "m").test(docs))).toEqual([])
+  })
+
+  it("documents every command-line option", () => {
+    const options = [...new Set([...USAGE.matchAll(/--[a-z][a-z-]+/g)].map((m) => m[0]))]
+    expect(options).toContain("--http")
+    expect(options.filter((option) => !docs.includes(option))).toEqual([])
+  })
+
+  it("documents every GatewayOptions and BackendConfig key", () => {
+    expect(OPTION_KEYS.filter((key) => !backticked(key))).toEqual([])
+    expect(BACKEND_KEYS.filter((key) => !backticked(key))).toEqual([])
+  })
+})
