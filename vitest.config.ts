@@ -8,6 +8,8 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    globalSetup: ["test/support/globalSetup.ts"],
+    setupFiles: ["test/support/setup.ts"],
     // Integration tests spawn real processes; on a 2-core machine a little patience avoids flakes.
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -3,15 +3,14 @@
 // is most of the gateway's start-up time and a good part of its memory (see the README's
 // Benchmarks). The library entry (dist/index.js) stays as tsc wrote it, for apps that embed it.
 // `openai` stays external: it is loaded on the first LLM request only; server-filesystem is a
-// separate process, resolved from node_modules.
+// separate process, resolved from node_modules. `npm run dev` (scripts/dev.mjs) builds the same.
 import { build } from "esbuild"
-import { recordHash } from "./sourceHash.mjs"
-import { dirname, join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { join } from "node:path"
+import { pathToFileURL } from "node:url"
+import { recordHash, root } from "./sourceHash.mjs"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-
-await build({
+/** The bundle's esbuild options. */
+export const bundleOptions = {
   entryPoints: [join(root, "src", "bin.ts")],
   outfile: join(root, "dist", "bin.js"),
   bundle: true,
@@ -29,7 +28,11 @@ await build({
   minifyWhitespace: true,
   minifySyntax: true,
   logLevel: "warning"
-})
+}
 
-// What this build was made from, for `npm start` (see sourceHash.mjs).
-recordHash()
+// Run as a script (npm run build), not when dev.mjs imports the options.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await build(bundleOptions)
+  // What this build was made from, for `npm start` (see sourceHash.mjs).
+  recordHash()
+}

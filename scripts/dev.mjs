@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process"
 import { context } from "esbuild"
 import { join } from "node:path"
+import { bundleOptions } from "./bundle.mjs"
 import { root } from "./sourceHash.mjs"
 
 const args = process.argv.slice(2)
@@ -31,17 +32,11 @@ const restart = () =>
   })
 
 const ctx = await context({
-  entryPoints: [join(root, "src", "bin.ts")],
-  outfile: entry,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  external: ["openai", "@modelcontextprotocol/server-filesystem"],
-  banner: {
-    js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);'
-  },
+  ...bundleOptions,
+  // Readable traces while developing; the build's minification is for start-up time.
   sourcemap: "inline",
+  minifyWhitespace: false,
+  minifySyntax: false,
   logLevel: "silent",
   plugins: [
     {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import type { BackendConfig } from "../src/Config.js"
 import { Backends, type BackendStatus } from "../src/Backends.js"
+import { until } from "./support/process.js"
 import { eventually, firstText, FIXTURE_TOOL_COUNT, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
 
 const OPTIONS = { startupTimeoutMs: 10_000, requestTimeoutMs: 10_000 }
@@ -17,17 +18,15 @@ const stateOf = (backends: Backends["Type"], id: string) =>
 
 /** Polls until backend `id` satisfies `check`, for at most `ms`. */
 const waitFor = (backends: Backends["Type"], id: string, check: (s: BackendStatus) => boolean, ms = 8_000) =>
-  Effect.gen(function* () {
-    const deadline = Date.now() + ms
-    while (Date.now() < deadline) {
-      const status = yield* stateOf(backends, id)
-      if (status !== undefined && check(status)) return status
-      yield* Effect.sleep(25)
-    }
-    return yield* Effect.dieMessage(
-      `backend ${id} did not reach the expected state: ${JSON.stringify(yield* stateOf(backends, id))}`
+  Effect.promise(() =>
+    until(
+      `backend ${id} to reach the expected state`,
+      () =>
+        Effect.runPromise(stateOf(backends, id)).then((status) => (status !== undefined && check(status) ? status : undefined)),
+      ms,
+      25
     )
-  })
+  )
 
 /** Subscribes to a stream now and returns a way to take its next element (bounded). */
 const subscribe = <A>(stream: Stream.Stream<A>) =>

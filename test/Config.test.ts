@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit, Option, Redacted } from "effect"
 import { execFileSync } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { writeFileSync } from "node:fs"
+import { tempDir } from "./support/gateway.js"
 import { join } from "node:path"
 import {
   decodeOptions,
@@ -19,7 +19,7 @@ import {
 import { InvalidParams } from "../src/Errors.js"
 import * as Secrets from "../src/Secrets.js"
 
-const tmp = () => mkdtempSync(join(tmpdir(), "agentify-config-"))
+const tmp = () => tempDir("agentify-config-")
 
 const issuesOf = (input: unknown) =>
   Either.match(decodeOptions(input, "initializationOptions"), {

@@ -8,7 +8,7 @@ import { spawn, spawnSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as rpc from "vscode-jsonrpc/node.js"
-import { assertOnlyFrames, BIN, cleanEnv, FIXTURE_SERVER, parseContentLength, startGateway, tempDir } from "./support/gateway.js"
+import { assertOnlyFrames, BIN, cleanEnv, FIXTURE_SERVER, contentLengthFrames, startGateway, tempDir } from "./support/gateway.js"
 
 const run = (input: string, options: { args?: Array<string>; env?: NodeJS.ProcessEnv; cwd?: string } = {}) =>
   spawnSync(process.execPath, [BIN, ...(options.args ?? [])], {
@@ -150,7 +150,7 @@ describe("CLI over stdio", () => {
       connection.sendNotification("exit")
       const [code] = (await new Promise((resolve) => child.once("exit", (...args) => resolve(args)))) as unknown as [number]
       expect(code).toBe(0)
-      const frames = parseContentLength(Buffer.concat(raw))
+      const frames = contentLengthFrames(Buffer.concat(raw))
       expect(frames.length).toBeGreaterThanOrEqual(4)
     } finally {
       connection.dispose()
@@ -167,9 +167,9 @@ describe("CLI over stdio", () => {
         clientInfo: { name: "t", version: "1" },
         initializationOptions: { backends: [{ id: "no spaces allowed", command: "x" }], routing: "random" }
       })
-      expect(bad.error.code).toBe(-32602)
-      expect(bad.error.message).toContain("backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$")
-      expect(bad.error.data.issues.some((i: string) => i.startsWith("routing: "))).toBe(true)
+      expect(bad.error!.code).toBe(-32602)
+      expect(bad.error!.message).toContain("backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$")
+      expect(bad.error!.data.issues.some((i: string) => i.startsWith("routing: "))).toBe(true)
       const good = await gateway.request("initialize", {
         protocolVersion: "1999-01-01",
         capabilities: {},

@@ -7,11 +7,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
+import { readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { serverFilesystemEntry } from "../src/Config.js"
-import { assertOnlyFrames, BIN, cleanEnv, type GatewayProcess, ROOT, sleep, startGateway, tempDir } from "./support/gateway.js"
-import { filesystemBackend, firstText, fixtureBackend, isAlive } from "./support/mcpFixture.js"
+import { assertOnlyFrames, BIN, cleanEnv, type CliClient, ROOT, sleep, startGateway, tempDir } from "./support/gateway.js"
+import { filesystemBackend, firstText, fixtureBackend } from "./support/mcpFixture.js"
+import { descendants, isAlive, until } from "./support/process.js"
 
 const MEMORY_ENTRY = join(ROOT, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
 const VALID_NAME = /^[a-zA-Z0-9_-]{1,64}$/
@@ -38,43 +39,8 @@ const connect = async (command: string, args: Array<string>, env: Record<string,
   return client
 }
 
-/** Polls `probe` until it returns something other than undefined, or fails after `timeoutMs`. */
-const eventually = async <A>(what: string, probe: () => Promise<A | undefined> | A | undefined, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (true) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(100)
-  }
-}
-
-/** Every live descendant of `pid` (children, grandchildren, ...), from /proc. */
-const descendants = (pid: number): Array<number> => {
-  const children = new Map<number, Array<number>>()
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
-    } catch {
-      // gone while we looked
-    }
-  }
-  const found: Array<number> = []
-  const queue = [pid]
-  while (queue.length > 0) {
-    for (const child of children.get(queue.shift()!) ?? []) {
-      found.push(child)
-      queue.push(child)
-    }
-  }
-  return found.filter(isAlive)
-}
-
 /** Closes the gateway and, should a test have failed half-way, kills what it left behind. */
-const shutdown = async (gateway: GatewayProcess, leftovers: Array<number> = []) => {
+const shutdown = async (gateway: CliClient, leftovers: Array<number> = []) => {
   const tree = gateway.child.pid === undefined ? [] : descendants(gateway.child.pid)
   const exit = await gateway.close()
   for (const pid of [...tree, ...leftovers]) {
@@ -83,10 +49,10 @@ const shutdown = async (gateway: GatewayProcess, leftovers: Array<number> = []) 
   return exit
 }
 
-const callTool = (gateway: GatewayProcess, name: string, args: Record<string, unknown> = {}, extra: object = {}, id?: string) =>
+const callTool = (gateway: CliClient, name: string, args: Record<string, unknown> = {}, extra: object = {}, id?: string) =>
   gateway.request("tools/call", { name, arguments: args, ...extra }, id)
 
-const listNames = async (gateway: GatewayProcess): Promise<Array<string>> =>
+const listNames = async (gateway: CliClient): Promise<Array<string>> =>
   (await gateway.request("tools/list", {})).result.tools.map((t: { name: string }) => t.name)
 
 const startInitialized = async (config: unknown) => {
@@ -97,7 +63,7 @@ const startInitialized = async (config: unknown) => {
   return gateway
 }
 
-const pidOf = async (gateway: GatewayProcess, backendId: string): Promise<{ pid: number; childPid: number | null }> =>
+const pidOf = async (gateway: CliClient, backendId: string): Promise<{ pid: number; childPid: number | null }> =>
   (await callTool(gateway, `${backendId}__pid`)).result.structuredContent
 
 // ---------------------------------------------------------------------------------------------
@@ -214,7 +180,7 @@ describe("gateway: backend failures", () => {
 
       // Restarted with backoff: calls work again a little later, on a new process.
       const failures: Array<any> = []
-      const recovered = await eventually("the victim to come back", async () => {
+      const recovered = await until("the victim to come back", async () => {
         const reply = await callTool(gateway, "victim__echo", { text: "back?" })
         if (reply.error !== undefined) failures.push(reply.error)
         return reply.result
@@ -260,7 +226,7 @@ describe("gateway: backend failures", () => {
       for (const reply of meanwhile) expect(reply.error).toBeUndefined()
       expect(firstText(meanwhile[0].result)).toContain("same backend")
       // The other calls were answered while the hanging one was still waiting.
-      const order = gateway.messages()
+      const order = gateway.messages
       for (const reply of meanwhile) expect(order.indexOf(reply)).toBeLessThan(order.indexOf(timedOut))
 
       expect(timedOut.error.code).toBe(-32004)
@@ -340,7 +306,7 @@ describe("gateway: process cleanup", () => {
       gateway.child.stdin!.end()
       const { code } = await gateway.exited
       expect(code).toBe(0)
-      await eventually("the stubborn tree to die", () => (isAlive(pid) || isAlive(childPid!) ? undefined : true), 10_000)
+      await until("the stubborn tree to die", () => (isAlive(pid) || isAlive(childPid!) ? undefined : true), 10_000)
       expect(gateway.stderr()).toMatch(/still running 2000 ms after SIGTERM; sending SIGKILL/)
     } finally {
       await shutdown(gateway, [pid, childPid!])
@@ -384,12 +350,12 @@ describe("gateway: start-up", () => {
       expect((await callTool(gateway, "nobody__echo")).error.code).toBe(-32602)
 
       // Later: list_changed, then the slow backend's tools are listed and work.
-      const initIndex = gateway.messages().indexOf(init)
+      const initIndex = gateway.messages.indexOf(init)
       let seen = 0
-      const names = await eventually(
+      const names = await until(
         "list_changed with the slow backend's tools",
         async () => {
-          const changes = gateway.messages().filter((m, i) => i > initIndex && m.method === "notifications/tools/list_changed")
+          const changes = gateway.messages.filter((m, i) => i > initIndex && m.method === "notifications/tools/list_changed")
           if (changes.length === seen) return undefined
           seen = changes.length
           const listed = await listNames(gateway)
@@ -413,7 +379,7 @@ describe("gateway: pass-through", () => {
     try {
       const reply = await callTool(gateway, "worker__progress", { steps: 3 }, { _meta: { progressToken: "p-1" } })
       expect(firstText(reply.result)).toBe("done in 3 steps")
-      const messages = gateway.messages()
+      const messages = gateway.messages
       const progress = messages.filter((m) => m.method === "notifications/progress")
       expect(progress.map((m) => m.params)).toEqual([1, 2, 3].map((progress) => ({ progressToken: "p-1", progress, total: 3 })))
       for (const m of progress) expect(messages.indexOf(m)).toBeLessThan(messages.indexOf(reply))
@@ -426,7 +392,7 @@ describe("gateway: pass-through", () => {
           callTool(gateway, "worker__progress", { steps: 4 }, { _meta: { progressToken: i % 2 === 0 ? 1_000 + i : `tok-${i}` } })
         )
       )
-      const all = gateway.messages()
+      const all = gateway.messages
       calls.forEach((reply, i) => {
         const token = i % 2 === 0 ? 1_000 + i : `tok-${i}`
         const mine = all.filter((m) => m.method === "notifications/progress" && m.params.progressToken === token)
@@ -439,9 +405,9 @@ describe("gateway: pass-through", () => {
       expect(failed.result).toEqual({ content: [{ type: "text", text: "this tool always fails" }], isError: true })
 
       const logged = await callTool(gateway, "worker__log", { message: "hello from the worker" })
-      const log = gateway.messages().find((m) => m.method === "notifications/message")
+      const log = gateway.messages.find((m) => m.method === "notifications/message")
       expect(log.params).toEqual({ level: "info", logger: "worker", data: "hello from the worker" })
-      expect(gateway.messages().indexOf(log)).toBeLessThan(gateway.messages().indexOf(logged))
+      expect(gateway.messages.indexOf(log)).toBeLessThan(gateway.messages.indexOf(logged))
     } finally {
       await shutdown(gateway)
     }

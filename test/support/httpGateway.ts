@@ -6,9 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { once } from "node:events"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { BIN, cleanEnv, ROOT, tempDir } from "./gateway.js"
-
-export const SCRIPTED_GATEWAY = join(ROOT, "test", "support", "scripted-gateway.mjs")
+import { BIN, cleanEnv, SCRIPTED_GATEWAY, tempDir } from "./gateway.js"
 
 export interface HttpGateway {
   readonly child: ChildProcess

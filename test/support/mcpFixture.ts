@@ -2,8 +2,6 @@
  * Backend configs for the fixture MCP server (test/fixtures/mcp-server.mjs) and the real
  * server-filesystem, plus process checks for the kill tests.
  */
-import { Effect } from "effect"
-import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import type { BackendConfig } from "../../src/Config.js"
 import { serverFilesystemEntry } from "../../src/Config.js"
@@ -37,24 +35,7 @@ export const filesystemBackend = (id: string, root: string): BackendConfig => ({
   restartOnCrash: true
 })
 
-/**
- * Whether `pid` is a live process. `kill(pid, 0)` alone also reports zombies, which stay around
- * in containers whose init does not reap orphans; a zombie has exited, so it counts as dead.
- */
-export const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
-  }
-  if (process.platform !== "linux") return true
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z"
-  } catch {
-    return false
-  }
-}
+export { eventually, isAlive } from "./process.js"
 
 /** The text of a CallToolResult's first text block. */
 export const firstText = (result: unknown): string => {
@@ -64,14 +45,6 @@ export const firstText = (result: unknown): string => {
 
 /** The `structuredContent` of a CallToolResult (the fixture's tools report there). */
 export const structured = (result: unknown): any => (result as { structuredContent?: unknown }).structuredContent
-
-/** Polls until `check` holds, for at most `ms` (process deaths are seen by the kernel a moment later). */
-export const eventually = (check: () => boolean, ms = 2_000) =>
-  Effect.gen(function* () {
-    const deadline = Date.now() + ms
-    while (!check() && Date.now() < deadline) yield* Effect.sleep(20)
-    return check()
-  })
 
 /** How many tools the fixture lists before `--tools N` and `--odd-names` add theirs. */
 export const FIXTURE_TOOL_COUNT = 18
