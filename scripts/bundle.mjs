@@ -22,11 +22,12 @@ export const bundleOptions = {
   banner: {
     js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);'
   },
+  // Not minified: esbuild's syntax minification starts the CLI 70 ms sooner but costs 15 MB of RSS
+  // (measured on an idle gateway: 87 against 72 MB), as V8 compiles its parenthesised functions
+  // eagerly. Memory is the scarcer of the two for a process that runs all day.
   // Beside the bundle for local debugging (node --enable-source-maps), not referenced from it nor
   // packed: 8 MB of map that embeds every dependency's source is no use to an installed CLI.
   sourcemap: "external",
-  minifyWhitespace: true,
-  minifySyntax: true,
   logLevel: "warning"
 }
 

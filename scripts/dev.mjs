@@ -33,10 +33,8 @@ const restart = () =>
 
 const ctx = await context({
   ...bundleOptions,
-  // Readable traces while developing; the build's minification is for start-up time.
+  // Readable traces while developing.
   sourcemap: "inline",
-  minifyWhitespace: false,
-  minifySyntax: false,
   logLevel: "silent",
   plugins: [
     {
