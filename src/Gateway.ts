@@ -19,6 +19,7 @@ import { Events } from "./Events.js"
 import type { LlmClient } from "./Llm.js"
 import { Orchestrator } from "./Orchestrator.js"
 import type { Handlers, RequestContext } from "./Peer.js"
+import * as Relay from "./Relay.js"
 import * as Secrets from "./Secrets.js"
 import * as Server from "./Server.js"
 import type { Session } from "./Session.js"
@@ -87,7 +88,8 @@ const make = (mode: Server.Mode) =>
       })
     }
 
-    const ctx: Server.Context = { mode, config, backends, orchestrator, forward }
+    const relay = Relay.make(backends)
+    const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward }
 
     const servesBackend = (session: Session, backendId: string) =>
       session.target._tag === "Aggregate" || session.target.backendId === backendId
@@ -126,6 +128,16 @@ const make = (mode: Server.Mode) =>
         }
         case "notifications/message":
           return routeMessage(backendId, params)
+        case "notifications/resources/list_changed":
+        case "notifications/prompts/list_changed":
+          relay.invalidate(backendId, method === "notifications/prompts/list_changed" ? "prompts" : "resources")
+          // The aggregate's lists changed with the backend's; its own endpoint's sessions hear it as sent.
+          for (const session of sessions) {
+            if (session.phase === "ready" && servesBackend(session, backendId)) {
+              session.notify(method, session.target._tag === "Backend" ? params : {})
+            }
+          }
+          return
         default:
           // Resource and prompt notifications name things only the backend's own endpoint offers.
           for (const session of sessions) {

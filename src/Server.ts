@@ -26,7 +26,8 @@ import * as Logging from "./Logging.js"
 import { IMPLEMENTATION, negotiateProtocolVersion, textResult } from "./Mcp.js"
 import { ORCHESTRATE_TOOL, type Orchestrator } from "./Orchestrator.js"
 import type { Handlers, RequestContext } from "./Peer.js"
-import { type McpLogLevel, mcpLevelOf, type Session } from "./Session.js"
+import type { Relay } from "./Relay.js"
+import { MCP_LOG_LEVELS, type McpLogLevel, mcpLevelOf, type Session } from "./Session.js"
 import { type Catalog, catalogOf } from "./ToolCatalog.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
@@ -45,6 +46,8 @@ export interface Context {
   readonly config: GatewayConfig["Type"]
   readonly backends: BackendsService
   readonly orchestrator: Orchestrator["Type"]
+  /** The backends' resources, prompts and completion, merged and routed. */
+  readonly relay: Relay
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
   readonly forward: (
     session: Session,
@@ -64,6 +67,15 @@ const outOfPhase = (session: Session, method: string): GatewayError | undefined 
   return session.phase === "shutdown"
     ? new RpcError({ code: ErrorCode.InvalidRequest, message: "The session is shutting down" })
     : new NotInitialized({ method })
+}
+
+/** What the aggregate offers: its tools, and the backends' resources, prompts, completion and logging. */
+const AGGREGATE_CAPABILITIES = {
+  tools: { listChanged: true },
+  resources: { listChanged: true },
+  prompts: { listChanged: true },
+  completions: {},
+  logging: {}
 }
 
 const INSTRUCTIONS =
@@ -195,7 +207,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     if (ctx.mode === "single") yield* startBackends(config)
     return {
       protocolVersion,
-      capabilities: { tools: { listChanged: true } },
+      capabilities: AGGREGATE_CAPABILITIES,
       serverInfo: { name: SERVER_NAME, version: SERVER_VERSION },
       instructions: INSTRUCTIONS
     }
@@ -278,6 +290,32 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       })
     )
 
+  /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
+  const relayed = (
+    route: Effect.Effect<{ readonly backendId: string; readonly params: unknown }, GatewayError>,
+    method: string,
+    context: RequestContext
+  ): Effect.Effect<unknown, GatewayError> =>
+    Effect.flatMap(route, ({ backendId, params }) =>
+      Effect.mapError(ctx.forward(session, context, backendId, method, params), asBackendSent)
+    )
+
+  /** The session's own level, and the backends' (so they send what some session may want). */
+  const setLevel = Effect.fn("Server.setLevel")(function* (params: unknown) {
+    const level = (params as { level?: unknown } | undefined)?.level
+    if (typeof level !== "string" || !(MCP_LOG_LEVELS as ReadonlyArray<string>).includes(level)) {
+      const issue = `level: must be one of ${MCP_LOG_LEVELS.join(", ")}`
+      return yield* new InvalidParams({ message: `Invalid params: ${issue}`, issues: [issue] })
+    }
+    session.logLevel = level as McpLogLevel
+    for (const backendId of yield* ctx.relay.loggingBackends) {
+      yield* backends
+        .executeOnBackend(backendId, "logging/setLevel", { level })
+        .pipe(Effect.catchAll((error) => Effect.logDebug(`logging/setLevel not taken by ${backendId}: ${error.summary}`)))
+    }
+    return {}
+  })
+
   const shutdown = Effect.gen(function* () {
     session.phase = "shutdown"
     if (ctx.mode === "shared") {
@@ -305,13 +343,20 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         return callTool(req.params, context)
       case "agentify/orchestrateTask":
         return orchestrateTask(req.params)
-      // The gateway offers no resources or prompts; empty lists keep generic clients happy.
       case "resources/list":
-        return Effect.succeed({ resources: [] })
+        return ctx.relay.listResources
       case "resources/templates/list":
-        return Effect.succeed({ resourceTemplates: [] })
+        return ctx.relay.listResourceTemplates
       case "prompts/list":
-        return Effect.succeed({ prompts: [] })
+        return ctx.relay.listPrompts
+      case "resources/read":
+        return relayed(ctx.relay.routeUri(req.params), req.method, context)
+      case "prompts/get":
+        return relayed(ctx.relay.routePrompt(req.params), req.method, context)
+      case "completion/complete":
+        return relayed(ctx.relay.routeCompletion(req.params), req.method, context)
+      case "logging/setLevel":
+        return setLevel(req.params)
       default:
         return Effect.fail(methodNotFound(req.method))
     }

@@ -1,0 +1,223 @@
+/**
+ * The aggregate's resources, prompts and completion: every ready backend's lists merged, and each
+ * request routed to the backend that owns its URI or name.
+ *
+ * Resources keep their URIs (a URI two backends offer goes to the first in configuration order,
+ * logged once); prompts are named `<backendId>__<name>` like tools. Each backend's lists are read
+ * when first needed and kept until it says they changed (`invalidate`) or it restarts.
+ */
+import { Effect } from "effect"
+import type { BackendsService } from "./Backends.js"
+import { type BackendError, InvalidParams } from "./Errors.js"
+import { exposedName } from "./ToolCatalog.js"
+
+type Item = Readonly<Record<string, unknown>>
+
+interface Lists {
+  /** The backend client these lists came from: a restarted backend is read again. */
+  readonly instance: unknown
+  resources?: ReadonlyArray<Item> | undefined
+  templates?: ReadonlyArray<Item> | undefined
+  prompts?: ReadonlyArray<Item> | undefined
+}
+
+/** Pages read per list before the rest is left out (a backend must not make a listing endless). */
+const MAX_PAGES = 50
+
+/** RFC 6570 level 1 (`{var}`), as MCP resource templates use it, to a regex over whole URIs. */
+const templateRegex = (template: string): RegExp | undefined => {
+  if (template.length > 2_000) return undefined
+  const pattern = template
+    .split(/(\{[^{}]*\})/)
+    .map((part) => (part.startsWith("{") && part.endsWith("}") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .join("")
+  return new RegExp(`^${pattern}$`)
+}
+
+export const make = (backends: BackendsService) => {
+  const lists = new Map<string, Lists>()
+  const warned = new Set<string>()
+
+  const capable = (backendId: string, capability: string): boolean => {
+    const running = backends.backend(backendId)
+    return running !== undefined && typeof running.serverCapabilities[capability] === "object"
+  }
+
+  const entry = (backendId: string): Lists => {
+    const instance = backends.backend(backendId)
+    let found = lists.get(backendId)
+    if (found === undefined || found.instance !== instance) lists.set(backendId, (found = { instance }))
+    return found
+  }
+
+  /** Every page of a list method, its items under `key`. */
+  const readAll = (backendId: string, method: string, key: string): Effect.Effect<ReadonlyArray<Item>, BackendError> =>
+    Effect.gen(function* () {
+      const items: Array<Item> = []
+      let cursor: string | undefined
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const result = (yield* backends.executeOnBackend(backendId, method, cursor === undefined ? {} : { cursor })) as
+          Record<string, unknown> | undefined
+        const got = result?.[key]
+        if (Array.isArray(got)) for (const item of got) if (typeof item === "object" && item !== null) items.push(item as Item)
+        cursor = typeof result?.nextCursor === "string" ? result.nextCursor : undefined
+        if (cursor === undefined) break
+      }
+      return items
+    })
+
+  /** One backend's list, cached; a backend that fails to list offers nothing this time. */
+  const listOf = (backendId: string, kind: "resources" | "templates" | "prompts"): Effect.Effect<ReadonlyArray<Item>> =>
+    Effect.suspend(() => {
+      const cached = entry(backendId)[kind]
+      if (cached !== undefined) return Effect.succeed(cached)
+      const [method, key] =
+        kind === "resources"
+          ? ["resources/list", "resources"]
+          : kind === "templates"
+            ? ["resources/templates/list", "resourceTemplates"]
+            : ["prompts/list", "prompts"]
+      return readAll(backendId, method, key).pipe(
+        Effect.tap((items) => Effect.sync(() => (entry(backendId)[kind] = items))),
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logWarning(`cannot list ${kind} of backend ${backendId}: ${error.summary}`), [] as ReadonlyArray<Item>)
+        )
+      )
+    })
+
+  const readyWith = (capability: string): Effect.Effect<ReadonlyArray<string>> =>
+    Effect.map(backends.states, (states) =>
+      states.filter((s) => s.state === "ready" && capable(s.id, capability)).map((s) => s.id)
+    )
+
+  /** Resources (or templates) of every ready backend, URIs unchanged, the first owner winning. */
+  const merged = (kind: "resources" | "templates") =>
+    Effect.gen(function* () {
+      const owners = new Map<string, string>()
+      const out: Array<Item> = []
+      const uriKey = kind === "resources" ? "uri" : "uriTemplate"
+      for (const backendId of yield* readyWith("resources")) {
+        for (const item of yield* listOf(backendId, kind)) {
+          const uri = item[uriKey]
+          if (typeof uri !== "string") continue
+          const owner = owners.get(uri)
+          if (owner !== undefined) {
+            const note = `${kind}:${uri}:${backendId}`
+            if (!warned.has(note)) {
+              warned.add(note)
+              yield* Effect.logWarning(`${backendId} also offers ${uri}; it stays ${owner}'s (configuration order)`)
+            }
+            continue
+          }
+          owners.set(uri, backendId)
+          out.push(item)
+        }
+      }
+      return { items: out, owners }
+    })
+
+  /** The backend a resource URI belongs to: an exact URI first, then a template that matches it. */
+  const ownerOfUri = (uri: string) =>
+    Effect.gen(function* () {
+      const exact = (yield* merged("resources")).owners.get(uri)
+      if (exact !== undefined) return exact
+      for (const [template, backendId] of (yield* merged("templates")).owners) {
+        if (templateRegex(template)?.test(uri)) return backendId
+      }
+      // A backend may serve URIs it does not list: with one resource server, it is the one.
+      const servers = yield* readyWith("resources")
+      return servers.length === 1 ? servers[0] : undefined
+    })
+
+  const unknown = (what: string, value: string) =>
+    new InvalidParams({
+      message: `Invalid params: no backend offers ${what} '${value}'`,
+      issues: [`${what}: no backend offers '${value}'`]
+    })
+
+  /** Prompts of every ready backend, named `<backendId>__<name>`, with where each one goes. */
+  const prompts = Effect.gen(function* () {
+    const routes = new Map<string, { backendId: string; name: string }>()
+    const out: Array<Item> = []
+    for (const backendId of yield* readyWith("prompts")) {
+      for (const prompt of yield* listOf(backendId, "prompts")) {
+        if (typeof prompt.name !== "string") continue
+        const name = exposedName(backendId, prompt.name)
+        if (routes.has(name)) continue
+        routes.set(name, { backendId, name: prompt.name })
+        const description = typeof prompt.description === "string" ? `[${backendId}] ${prompt.description}` : `[${backendId}]`
+        out.push({ ...prompt, name, description })
+      }
+    }
+    return { items: out, routes }
+  })
+
+  const paramsOf = (params: unknown): Record<string, unknown> =>
+    typeof params === "object" && params !== null && !Array.isArray(params) ? (params as Record<string, unknown>) : {}
+
+  return {
+    listResources: Effect.map(merged("resources"), ({ items }) => ({ resources: items })),
+    listResourceTemplates: Effect.map(merged("templates"), ({ items }) => ({ resourceTemplates: items })),
+    listPrompts: Effect.map(prompts, ({ items }) => ({ prompts: items })),
+
+    /** Where a request about a resource URI (`resources/read`, subscribe) goes. */
+    routeUri: (params: unknown) =>
+      Effect.gen(function* () {
+        const uri = paramsOf(params).uri
+        if (typeof uri !== "string") {
+          return yield* new InvalidParams({ message: "Invalid params: uri: is required", issues: ["uri: is required"] })
+        }
+        const backendId = yield* ownerOfUri(uri)
+        if (backendId === undefined) return yield* unknown("the resource", uri)
+        return { backendId, params }
+      }),
+
+    /** Where `prompts/get` goes, with the backend's own prompt name. */
+    routePrompt: (params: unknown) =>
+      Effect.gen(function* () {
+        const p = paramsOf(params)
+        if (typeof p.name !== "string") {
+          return yield* new InvalidParams({ message: "Invalid params: name: is required", issues: ["name: is required"] })
+        }
+        const route = (yield* prompts).routes.get(p.name)
+        if (route === undefined) return yield* unknown("the prompt", p.name)
+        return { backendId: route.backendId, params: { ...p, name: route.name } }
+      }),
+
+    /** Where `completion/complete` goes: by its `ref`, a prompt name or a resource (template) URI. */
+    routeCompletion: (params: unknown) =>
+      Effect.gen(function* () {
+        const p = paramsOf(params)
+        const ref = paramsOf(p.ref)
+        if (ref.type === "ref/prompt" && typeof ref.name === "string") {
+          const route = (yield* prompts).routes.get(ref.name)
+          if (route === undefined) return yield* unknown("the prompt", ref.name)
+          return { backendId: route.backendId, params: { ...p, ref: { ...ref, name: route.name } } }
+        }
+        if (ref.type === "ref/resource" && typeof ref.uri === "string") {
+          const backendId = (yield* merged("templates")).owners.get(ref.uri) ?? (yield* ownerOfUri(ref.uri))
+          if (backendId === undefined) return yield* unknown("the resource", ref.uri)
+          return { backendId, params }
+        }
+        return yield* new InvalidParams({
+          message: "Invalid params: ref: must be a ref/prompt with a name or a ref/resource with a uri",
+          issues: ["ref: must be a ref/prompt with a name or a ref/resource with a uri"]
+        })
+      }),
+
+    /** Backends with the logging capability, for `logging/setLevel`. */
+    loggingBackends: readyWith("logging"),
+
+    /** A backend said its resources or prompts changed: read them again when next needed. */
+    invalidate: (backendId: string, kind: "resources" | "prompts") => {
+      const found = lists.get(backendId)
+      if (found === undefined) return
+      if (kind === "resources") {
+        found.resources = undefined
+        found.templates = undefined
+      } else found.prompts = undefined
+    }
+  }
+}
+
+export type Relay = ReturnType<typeof make>
