@@ -88,8 +88,57 @@ const make = (mode: Server.Mode) =>
       })
     }
 
+    /** Who holds each resource subscription, by backend and URI. */
+    const subscribers = new Map<string, Set<Session>>()
+    const subscriptionKey = (backendId: string, uri: string) => `${backendId}\u0000${uri}`
+
+    const subscription = (
+      session: Session,
+      context: RequestContext,
+      backendId: string,
+      method: "resources/subscribe" | "resources/unsubscribe",
+      params: unknown
+    ): Effect.Effect<unknown, BackendError> =>
+      Effect.suspend(() => {
+        const uri = (params as { uri?: unknown } | undefined)?.uri
+        // Without a URI the backend says what is wrong.
+        if (typeof uri !== "string") return forward(session, context, backendId, method, params)
+        const key = subscriptionKey(backendId, uri)
+        const holders = subscribers.get(key) ?? new Set<Session>()
+        if (method === "resources/subscribe") {
+          const first = holders.size === 0
+          return Effect.tap(first ? forward(session, context, backendId, method, params) : Effect.succeed({}), () =>
+            Effect.sync(() => {
+              holders.add(session)
+              subscribers.set(key, holders)
+            })
+          )
+        }
+        holders.delete(session)
+        if (holders.size > 0) return Effect.succeed({})
+        subscribers.delete(key)
+        return forward(session, context, backendId, method, params)
+      })
+
+    /** A closed session's subscriptions: the backend hears of the ones nobody holds any more. */
+    const dropSubscriptions = (session: Session) =>
+      Effect.forEach(
+        [...subscribers].filter(([, holders]) => holders.has(session)),
+        ([key, holders]) => {
+          holders.delete(session)
+          if (holders.size > 0) return Effect.void
+          subscribers.delete(key)
+          const [backendId, uri] = key.split("\u0000") as [string, string]
+          // Not awaited: a session's end must not wait on a slow backend.
+          return backends
+            .executeOnBackend(backendId, "resources/unsubscribe", { uri })
+            .pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon)
+        },
+        { discard: true }
+      )
+
     const relay = Relay.make(backends)
-    const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward }
+    const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward, subscription }
 
     const servesBackend = (session: Session, backendId: string) =>
       session.target._tag === "Aggregate" || session.target.backendId === backendId
@@ -128,6 +177,12 @@ const make = (mode: Server.Mode) =>
         }
         case "notifications/message":
           return routeMessage(backendId, params)
+        case "notifications/resources/updated": {
+          const uri = (params as { uri?: unknown } | undefined)?.uri
+          const holders = typeof uri === "string" ? subscribers.get(subscriptionKey(backendId, uri)) : undefined
+          for (const session of holders ?? []) if (session.phase === "ready") session.notify(method, params)
+          return
+        }
         case "notifications/resources/list_changed":
         case "notifications/prompts/list_changed":
           relay.invalidate(backendId, method === "notifications/prompts/list_changed" ? "prompts" : "resources")
@@ -193,7 +248,7 @@ const make = (mode: Server.Mode) =>
               transport: session.transport,
               state: "closed"
             })
-          })
+          }).pipe(Effect.zipRight(dropSubscriptions(session)))
       ).pipe(
         Effect.as(
           session.target._tag === "Aggregate"

@@ -56,6 +56,18 @@ export interface Context {
     method: string,
     params: unknown
   ) => Effect.Effect<unknown, BackendError>
+  /**
+   * `resources/subscribe` or `unsubscribe` of a session on a backend: recorded, so the backend's
+   * `notifications/resources/updated` reach only the sessions that subscribed, and passed on only
+   * when it changes whether any session holds the URI.
+   */
+  readonly subscription: (
+    session: Session,
+    context: RequestContext,
+    backendId: string,
+    method: "resources/subscribe" | "resources/unsubscribe",
+    params: unknown
+  ) => Effect.Effect<unknown, BackendError>
 }
 
 /** Methods a client may call before `initialize` has completed. */
@@ -72,7 +84,7 @@ const outOfPhase = (session: Session, method: string): GatewayError | undefined 
 /** What the aggregate offers: its tools, and the backends' resources, prompts, completion and logging. */
 const AGGREGATE_CAPABILITIES = {
   tools: { listChanged: true },
-  resources: { listChanged: true },
+  resources: { subscribe: true, listChanged: true },
   prompts: { listChanged: true },
   completions: {},
   logging: {}
@@ -351,6 +363,13 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         return ctx.relay.listPrompts
       case "resources/read":
         return relayed(ctx.relay.routeUri(req.params), req.method, context)
+      case "resources/subscribe":
+      case "resources/unsubscribe": {
+        const method = req.method
+        return Effect.flatMap(ctx.relay.routeUri(req.params), ({ backendId, params }) =>
+          Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
+        )
+      }
       case "prompts/get":
         return relayed(ctx.relay.routePrompt(req.params), req.method, context)
       case "completion/complete":
@@ -439,6 +458,9 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
           session.phase = "shutdown"
           return null
         })
+      case "resources/subscribe":
+      case "resources/unsubscribe":
+        return Effect.mapError(ctx.subscription(session, context, backendId, req.method, req.params), asBackendSent)
       default:
         return Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
     }

@@ -42,6 +42,9 @@ describe("Streamable HTTP: the aggregate and per-server endpoints with the SDK c
   afterAll(async () => {
     const exit = await gateway.close()
     expect(exit.code).toBe(0)
+    // Stopped by the clean path (every backend stopped), not by the forced exit that follows a
+    // shutdown stuck on open connections (SDK clients leave keep-alive connections behind).
+    expect(gateway.stderr()).toMatch(/"msg":"backend stopped","backend":"files"/)
     // Over HTTP nothing at all goes to stdout.
     expect(gateway.stdout()).toBe("")
   })

@@ -5,12 +5,14 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BIN, cleanEnv, ROOT, tempDir } from "./support/gateway.js"
 import { firstText, fixtureBackend } from "./support/mcpFixture.js"
+import { startHttpGateway } from "./support/httpGateway.js"
 import { sleep } from "./support/process.js"
 
 const CONFORMANCE = join(ROOT, "test", "fixtures", "conformance-server.mjs")
@@ -46,7 +48,7 @@ describe("the aggregate relays resources, prompts, completion and logging", () =
   it("declares resources, prompts, completions and logging beside tools", () => {
     expect(client.getServerCapabilities()).toEqual({
       tools: { listChanged: true },
-      resources: { listChanged: true },
+      resources: { subscribe: true, listChanged: true },
       prompts: { listChanged: true },
       completions: {},
       logging: {}
@@ -151,5 +153,52 @@ describe("two backends offering the same resources", () => {
     } finally {
       await client.close()
     }
+  })
+})
+
+describe("resource subscriptions are each session's own", () => {
+  it("updates reach only the sessions that subscribed; the backend is unsubscribed when the last one lets go", async () => {
+    const gateway = await startHttpGateway({
+      config: { backends: [{ id: "conf", command: process.execPath, args: [CONFORMANCE] }] }
+    })
+    const connect = async (name: string) => {
+      const client = new Client({ name, version: "1.0.0" })
+      const updates: Array<string> = []
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+        updates.push(n.params.uri)
+      })
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`)))
+      return { client, updates }
+    }
+    const a = await connect("a")
+    const b = await connect("b")
+    try {
+      // The SDK opens its GET stream (where these notifications travel) after initialized.
+      await sleep(300)
+      const touch = async () => {
+        await a.client.callTool({ name: "conf__touch_watched_resource", arguments: {} })
+        await sleep(200)
+      }
+      await a.client.subscribeResource({ uri: "test://watched-resource" })
+      await touch()
+      expect(a.updates).toEqual(["test://watched-resource"])
+      expect(b.updates).toEqual([])
+      await b.client.subscribeResource({ uri: "test://watched-resource" })
+      await a.client.unsubscribeResource({ uri: "test://watched-resource" })
+      await touch()
+      expect(a.updates).toHaveLength(1)
+      expect(b.updates).toEqual(["test://watched-resource"])
+      await b.client.unsubscribeResource({ uri: "test://watched-resource" })
+      // One subscribe and one unsubscribe reached the backend: the first holder's and the last one's.
+      const counts = await a.client.callTool({ name: "conf__subscription_counts", arguments: {} })
+      expect(counts.structuredContent).toEqual({ subscribe: 1, unsubscribe: 1 })
+      await touch()
+      expect(b.updates).toHaveLength(1)
+    } finally {
+      await a.client.close()
+      await b.client.close()
+      await gateway.close()
+    }
+    expect(gateway.stderr()).toMatch(/"msg":"backend stopped","backend":"conf"/)
   })
 })

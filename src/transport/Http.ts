@@ -21,7 +21,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Chunk, Deferred, Effect, Exit, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
-import { createServer } from "node:http"
+import { createServer, type Server as NodeServer } from "node:http"
 import { Backends } from "../Backends.js"
 import { GatewayConfig, type ResolvedConfig } from "../Config.js"
 import { ErrorCode } from "../Errors.js"
@@ -208,8 +208,11 @@ const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number): 
 }
 
 /** Serves the gateway over HTTP until the scope closes. */
-export const make = (options: Options) =>
+export const make = (options: Options, node?: NodeServer) =>
   Effect.gen(function* () {
+    // Last of this server's finalizers, after every session closed: the connections still open
+    // (keep-alive, streams a client never closed) would hold the listener's close for ever.
+    if (node !== undefined) yield* Effect.addFinalizer(() => Effect.sync(() => node.closeAllConnections()))
     const gateway = yield* Gateway
     const backends = yield* Backends
     const events = yield* Events
@@ -549,8 +552,11 @@ export const make = (options: Options) =>
 export const layer = (
   options: Options
 ): Layer.Layer<never, HttpServerError.ServeError, Gateway | GatewayConfig | Backends | Events> =>
-  Layer.scopedDiscard(make(options)).pipe(
-    Layer.provide(
-      NodeHttpServer.layerServer(() => createServer({ keepAliveTimeout: 65_000 }), { host: options.host, port: options.port })
-    )
+  Layer.unwrapEffect(
+    Effect.sync(() => {
+      const node = createServer({ keepAliveTimeout: 65_000 })
+      return Layer.scopedDiscard(make(options, node)).pipe(
+        Layer.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
+      )
+    })
   )
