@@ -24,14 +24,35 @@ interface Lists {
 /** Pages read per list before the rest is left out (a backend must not make a listing endless). */
 const MAX_PAGES = 50
 
-/** RFC 6570 level 1 (`{var}`), as MCP resource templates use it, to a regex over whole URIs. */
-const templateRegex = (template: string): RegExp | undefined => {
-  if (template.length > 2_000) return undefined
-  const pattern = template
-    .split(/(\{[^{}]*\})/)
-    .map((part) => (part.startsWith("{") && part.endsWith("}") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
-    .join("")
-  return new RegExp(`^${pattern}$`)
+/** The most items one backend's list may hold; the rest is left out (a backend must not exhaust memory). */
+const MAX_ITEMS = 10_000
+
+/**
+ * Whether `uri` fits `template` (RFC 6570 level 1, `{var}`, as MCP resource templates use it): each
+ * variable stands for a non-empty run without `/`, up to the next literal part. A scan, not a regex:
+ * with adjacent or repeated variables a regex backtracks exponentially on a URI that does not fit,
+ * and templates come from backends and URIs from clients.
+ */
+export const templateMatches = (template: string, uri: string): boolean => {
+  // Adjacent variables match as one run.
+  const parts = template.split(/(\{[^{}]*\})/).filter((part) => part !== "")
+  let position = 0
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!
+    if (!(part.startsWith("{") && part.endsWith("}"))) {
+      if (!uri.startsWith(part, position)) return false
+      position += part.length
+      continue
+    }
+    while (i + 1 < parts.length && parts[i + 1]!.startsWith("{") && parts[i + 1]!.endsWith("}")) i++
+    const literal = parts[i + 1]
+    const end = literal === undefined ? uri.length : uri.indexOf(literal, position + 1)
+    if (end < 0 || end === position) return false
+    const slash = uri.indexOf("/", position)
+    if (slash >= 0 && slash < end) return false
+    position = end
+  }
+  return position === uri.length
 }
 
 export const make = (backends: BackendsService) => {
@@ -61,6 +82,11 @@ export const make = (backends: BackendsService) => {
         const got = result?.[key]
         if (Array.isArray(got)) for (const item of got) if (typeof item === "object" && item !== null) items.push(item as Item)
         cursor = typeof result?.nextCursor === "string" ? result.nextCursor : undefined
+        if (items.length >= MAX_ITEMS) {
+          yield* Effect.logWarning(`backend ${backendId} lists more than ${MAX_ITEMS} items (${method}); the rest is left out`)
+          items.length = MAX_ITEMS
+          break
+        }
         if (cursor === undefined) break
       }
       return items
@@ -122,7 +148,7 @@ export const make = (backends: BackendsService) => {
       const exact = (yield* merged("resources")).owners.get(uri)
       if (exact !== undefined) return exact
       for (const [template, backendId] of (yield* merged("templates")).owners) {
-        if (templateRegex(template)?.test(uri)) return backendId
+        if (templateMatches(template, uri)) return backendId
       }
       // A backend may serve URIs it does not list: with one resource server, it is the one.
       const servers = yield* readyWith("resources")
