@@ -4,11 +4,10 @@
 // its own). The build's output goes to stderr: stdout is the protocol.
 import { spawnSync } from "node:child_process"
 import { existsSync } from "node:fs"
-import { dirname, join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
-import { recordedHash, sourceHash } from "./sourceHash.mjs"
+import { join } from "node:path"
+import { pathToFileURL } from "node:url"
+import { recordedHash, root, sourceHash } from "./sourceHash.mjs"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const entry = join(root, "dist", "bin.js")
 
 const stale = !existsSync(entry) || recordedHash() !== sourceHash()

@@ -222,7 +222,11 @@ const make = (mode: Server.Mode) =>
       Effect.forkScoped
     )
     yield* backends.statusChanges.pipe(
-      Stream.runForEach((status) => Effect.sync(() => events.publish({ _tag: "BackendState", at: Date.now(), status }))),
+      Stream.runForEach((status) =>
+        Effect.sync(() => {
+          if (events.active()) events.publish({ _tag: "BackendState", at: Date.now(), status })
+        })
+      ),
       Effect.forkScoped
     )
 
@@ -230,24 +234,26 @@ const make = (mode: Server.Mode) =>
       Effect.acquireRelease(
         Effect.sync(() => {
           sessions.add(session)
-          events.publish({
-            _tag: "Session",
-            at: Date.now(),
-            sessionId: session.id,
-            transport: session.transport,
-            state: "opened"
-          })
-        }),
-        () =>
-          Effect.sync(() => {
-            sessions.delete(session)
+          if (events.active())
             events.publish({
               _tag: "Session",
               at: Date.now(),
               sessionId: session.id,
               transport: session.transport,
-              state: "closed"
+              state: "opened"
             })
+        }),
+        () =>
+          Effect.sync(() => {
+            sessions.delete(session)
+            if (events.active())
+              events.publish({
+                _tag: "Session",
+                at: Date.now(),
+                sessionId: session.id,
+                transport: session.transport,
+                state: "closed"
+              })
           }).pipe(Effect.zipRight(dropSubscriptions(session)))
       ).pipe(
         Effect.as(

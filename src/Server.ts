@@ -10,7 +10,7 @@
  */
 import { Effect } from "effect"
 import type { BackendsService } from "./Backends.js"
-import { describeBackend, type GatewayConfig, type ResolvedConfig } from "./Config.js"
+import { describeBackend, type GatewayConfig, LogLevelName, type ResolvedConfig } from "./Config.js"
 import {
   type BackendError,
   ErrorCode,
@@ -166,7 +166,7 @@ const sessionOptions = (session: Session, options: unknown): Effect.Effect<void,
   }
   const level = (options as { logLevel?: unknown }).logLevel
   if (level === undefined) return Effect.void
-  const levels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"]
+  const levels: ReadonlyArray<string> = LogLevelName.literals
   if (typeof level !== "string" || !levels.includes(level)) {
     const issue = `initializationOptions.logLevel: must be one of ${levels.join(", ")}`
     return Effect.fail(new InvalidParams({ message: `Invalid params: ${issue}`, issues: [issue] }))

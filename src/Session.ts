@@ -6,7 +6,7 @@
  * Everything process-wide (configuration, backends, the orchestrator, events) belongs to the
  * Gateway; a session only holds what one client chose.
  */
-import { Deferred, Effect } from "effect"
+import { Deferred, FiberId } from "effect"
 import type { RequestContext } from "./Peer.js"
 
 /**
@@ -58,7 +58,7 @@ export class Session {
   readonly target: Target
   readonly notify: (method: string, params: unknown) => void
   /** Completed by `exit` (or `shutdown` over HTTP): the transport ends the session. */
-  readonly ended: Deferred.Deferred<void> = Effect.runSync(Deferred.make<void>())
+  readonly ended: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
   phase: Phase = "new"
   protocolVersion: string | undefined = undefined
   clientInfo: unknown = undefined

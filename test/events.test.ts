@@ -9,8 +9,10 @@ import { Chunk, Effect, Layer, Queue } from "effect"
 import { type BackendConfigInput, GatewayConfig } from "../src/Config.js"
 import { type Event, Events } from "../src/Events.js"
 import * as Gateway from "../src/Gateway.js"
+import { Backends } from "../src/Backends.js"
 import { LlmClient } from "../src/Llm.js"
 import * as Logging from "../src/Logging.js"
+import { Orchestrator } from "../src/Orchestrator.js"
 import * as Peer from "../src/Peer.js"
 import { Session } from "../src/Session.js"
 import { fixtureBackend } from "./support/mcpFixture.js"
@@ -88,16 +90,39 @@ describe("events hub", () => {
     }).pipe(Effect.provide(GatewayLive))
   )
 
-  it.scopedLive("with nobody subscribed, nothing is published", () =>
-    Effect.gen(function* () {
-      const events = yield* Events
-      const { call } = yield* connect("quiet")
-      yield* call("tools/call", { name: "fx__echo", arguments: { text: "unseen" } })
-      // Subscribing now sees only what happens from now on.
-      const queue = yield* events.subscribe
-      expect(Chunk.size(yield* Queue.takeAll(queue))).toBe(0)
-    }).pipe(Effect.provide(GatewayLive))
-  )
+  it.scopedLive("with nobody subscribed, no producer builds an event: the hub costs nothing", () => {
+    // A hub nobody listens to that counts what reaches it: producers must check `active()` first.
+    const quiet = { reached: 0 }
+    const QuietEvents = Layer.succeed(Events, {
+      active: () => false,
+      publish: () => {
+        quiet.reached++
+      },
+      subscribe: Effect.die("nobody subscribes here")
+    })
+    const QuietLive = Gateway.Gateway.layerShared.pipe(
+      Layer.provideMerge(Orchestrator.layer.pipe(Layer.provideMerge(Backends.layerNode))),
+      Layer.provideMerge(QuietEvents),
+      Layer.provide(LlmClient.layerScripted([])),
+      Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [fixtureBackend("fx") as BackendConfigInput] }, {})),
+      Layer.provideMerge(Logging.layer({ write: () => {}, isTTY: false }))
+    )
+    return Effect.gen(function* () {
+      const backends = yield* Backends
+      const config = yield* (yield* GatewayConfig).current
+      yield* backends.start(config.backends, { startupTimeoutMs: 10_000, requestTimeoutMs: 10_000 })
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const { call } = yield* connect("quiet")
+          yield* call("tools/call", { name: "fx__echo", arguments: { text: "unseen" } })
+          yield* call("tools/call", { name: "fx__progress", arguments: { steps: 2 }, _meta: { progressToken: 1 } })
+          yield* call("tools/call", { name: "fx__log", arguments: {} })
+        })
+      )
+      // Messages both ways, a backend's start, a session opened and closed, log lines: none reached it.
+      expect(quiet.reached).toBe(0)
+    }).pipe(Effect.provide(QuietLive))
+  })
 })
 
 describe("sessions on one gateway", () => {
