@@ -21,12 +21,12 @@
  * Frames never interleave: a frame is written with a single `write` call on the one stdin
  * Writable, which queues whole chunks in order; that Writable is the single writer.
  */
-import { Deferred, Effect, Exit, FiberId, Queue } from "effect"
+import { Cause, Deferred, Effect, Exit, FiberId, FiberSet, Option, Queue } from "effect"
 import { spawn, spawnSync, type ChildProcess } from "node:child_process"
 import { statSync } from "node:fs"
 import type { BackendConfig } from "./Config.js"
 import { backendEnv, DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "./Config.js"
-import { BackendError } from "./Errors.js"
+import { BackendError, ErrorCode, type RpcError } from "./Errors.js"
 import { type EventsService, none as noEvents } from "./Events.js"
 import {
   classify,
@@ -36,7 +36,10 @@ import {
   failure,
   type Frame,
   FrameDecoder,
+  type Id,
   idOfDropped,
+  isId,
+  type Response,
   success
 } from "./JsonRpc.js"
 import * as Mcp from "./Mcp.js"
@@ -71,6 +74,14 @@ export interface Options {
   readonly events?: EventsService | undefined
   /** After the backend said its tools changed and they were listed again. */
   readonly onToolsChanged?: ((tools: ReadonlyArray<Mcp.Tool>) => Effect.Effect<void>) | undefined
+  /** The client capabilities declared in `initialize` (what `onRequest` can answer). */
+  readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined
+  /**
+   * Answers the backend's own requests other than `ping` (`roots/list`, `sampling/createMessage`,
+   * `elicitation/create`); its failure is the error reply. Interrupted when the backend cancels
+   * the request. Without it they get -32601.
+   */
+  readonly onRequest?: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
 }
 
 export interface ExitInfo {
@@ -376,7 +387,7 @@ class Connection {
     const incoming = classify(message)
     switch (incoming._tag) {
       case "Request":
-        return this.onRequest(incoming.request.id, incoming.request.method)
+        return this.onRequest(incoming.request.id, incoming.request.method, incoming.request.params)
       case "Notification":
         return this.onNotification(incoming.notification.method, incoming.notification.params)
       case "Invalid":
@@ -407,15 +418,37 @@ class Connection {
     this.relayWaiters.add({ upTo, resume: () => pending.resume(exit) })
   }
 
-  /** The backend's own requests: `ping` is answered, nothing else is offered (no roots, no sampling). */
-  private onRequest(id: string | number, method: string) {
-    const reply = method === "ping" ? success(id, {}) : failure(id, { code: -32601, message: `Method not found: ${method}` })
-    this.write(encode("ndjson", reply), true)
+  /** Answers the backend's own requests other than `ping` (see `Options.onRequest`). */
+  requestHandler: ((id: Id, method: string, params: unknown) => void) | undefined = undefined
+  /** The backend's requests being answered, by id: its `notifications/cancelled` stops one. */
+  readonly answering = new Map<Id, () => void>()
+
+  /** The backend's own requests: `ping` here, the rest by the handler. */
+  private onRequest(id: Id, method: string, params: unknown) {
+    if (method === "ping") return this.reply(success(id, {}))
+    if (this.requestHandler === undefined) {
+      return this.reply(failure(id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` }))
+    }
+    if (this.answering.has(id)) {
+      return this.reply(
+        failure(id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: id ${JSON.stringify(id)} is already in use` })
+      )
+    }
+    this.requestHandler(id, method, params)
+  }
+
+  /** A reply to one of the backend's requests: always written (a few bytes, and the backend waits on it). */
+  reply(response: Response) {
+    this.write(encode("ndjson", response), true)
   }
 
   private onNotification(method: string, params: unknown) {
     if (method === "notifications/tools/list_changed") Queue.unsafeOffer(this.inbound, { _tag: "ToolsChanged" })
-    else if (method !== "notifications/cancelled") {
+    else if (method === "notifications/cancelled") {
+      // The backend gave up on one of its own requests.
+      const target = (params as { requestId?: unknown } | undefined)?.requestId
+      if (isId(target)) this.answering.get(target)?.()
+    } else {
       this.notificationsReceived++
       Queue.unsafeOffer(this.inbound, { _tag: "Notification", method, params })
     }
@@ -840,12 +873,17 @@ interface Session {
  * `initialize`, offering the newest version first. A server that rejects the offer with an error,
  * or answers with a version we do not speak, is asked again with the next older one.
  */
-const initialize = (connection: Connection, clientInfo: ClientInfo, timeoutMs: number): Effect.Effect<Session, BackendError> =>
+const initialize = (
+  connection: Connection,
+  clientInfo: ClientInfo,
+  capabilities: Readonly<Record<string, unknown>>,
+  timeoutMs: number
+): Effect.Effect<Session, BackendError> =>
   Effect.gen(function* () {
     const problems: Array<string> = []
     for (const version of Mcp.SUPPORTED_PROTOCOL_VERSIONS) {
       const outcome = yield* connection
-        .request("initialize", { protocolVersion: version, capabilities: {}, clientInfo }, timeoutMs)
+        .request("initialize", { protocolVersion: version, capabilities, clientInfo }, timeoutMs)
         .pipe(Effect.either)
       if (outcome._tag === "Left") {
         if (outcome.left.reason !== "call_failed") return yield* outcome.left
@@ -877,6 +915,31 @@ const initialize = (connection: Connection, clientInfo: ClientInfo, timeoutMs: n
       method: "initialize",
       summary: `no common MCP protocol version (${problems.join("; ")})`
     })
+  })
+
+/**
+ * Answers the backend's requests with `handler`, each in a fiber of the current scope: the
+ * backend's `notifications/cancelled` interrupts it (no reply then, as MCP says), and so does the
+ * backend stopping.
+ */
+const serveRequests = (connection: Connection, handler: (method: string, params: unknown) => Effect.Effect<unknown, RpcError>) =>
+  Effect.gen(function* () {
+    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, RpcError>())<never>()
+    connection.requestHandler = (id, method, params) => {
+      const fiber = runFork(Effect.suspend(() => handler(method, params)))
+      connection.answering.set(id, () => fiber.unsafeInterruptAsFork(FiberId.none))
+      fiber.addObserver((exit) => {
+        connection.answering.delete(id)
+        if (Exit.isSuccess(exit)) return connection.reply(success(id, exit.value === undefined ? {} : exit.value))
+        const failed = Cause.failureOption(exit.cause)
+        if (Option.isSome(failed)) {
+          const { code, message, data } = failed.value
+          return connection.reply(failure(id, data === undefined ? { code, message } : { code, message, data }))
+        }
+        if (Cause.isInterruptedOnly(exit.cause)) return
+        connection.reply(failure(id, { code: ErrorCode.InternalError, message: `Internal error while answering ${method}` }))
+      })
+    }
   })
 
 /** Logs what the synchronous callbacks queued, so stderr floods cost a bounded queue and nothing more. */
@@ -923,7 +986,8 @@ export const make = Effect.fn("Backend.make")(
     yield* Effect.logDebug(`spawned pid ${connection.pid}`)
     yield* Effect.forkScoped(logPump(connection, logs))
 
-    const session = yield* initialize(connection, clientInfo, timeoutMs)
+    if (options.onRequest !== undefined) yield* serveRequests(connection, options.onRequest)
+    const session = yield* initialize(connection, clientInfo, options.clientCapabilities ?? {}, timeoutMs)
     connection.notify("notifications/initialized", undefined)
     let tools = yield* listAllTools(connection, timeoutMs).pipe(
       // A server without tools may not implement tools/list at all.

@@ -9,8 +9,8 @@
  */
 import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, Option, PubSub, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
-import { type BackendConfig, describeBackend } from "./Config.js"
-import { BackendError } from "./Errors.js"
+import { type BackendConfig, describeBackend, rootsOf } from "./Config.js"
+import { BackendError, ErrorCode, RpcError } from "./Errors.js"
 import { Events } from "./Events.js"
 import type { Tool } from "./Mcp.js"
 
@@ -41,11 +41,27 @@ export interface BackendNotification {
   readonly params: unknown
 }
 
+/** A request a backend sent (`roots/list`, `sampling/createMessage`, `elicitation/create`). */
+export interface BackendRequest {
+  readonly backendId: string
+  readonly method: string
+  readonly params: unknown
+  /** The backend's configured roots, as `roots/list` gives them. */
+  readonly roots: ReadonlyArray<{ readonly uri: string; readonly name?: string }>
+}
+
+export type BackendRequestHandler = (request: BackendRequest) => Effect.Effect<unknown, RpcError>
+
 export interface StartOptions {
   readonly startupTimeoutMs: number
   readonly requestTimeoutMs: number
   /** The longest stdout line accepted from a backend (its own `maxFrameBytes` wins). */
   readonly maxBackendFrameBytes?: number | undefined
+  /**
+   * The client capabilities declared to every backend (what the request handler can relay). A
+   * backend with configured `roots` declares `roots` too.
+   */
+  readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined
 }
 
 export interface RestartPolicy {
@@ -101,6 +117,12 @@ export interface BackendsService {
   readonly relayNotifications: (
     listener: (notification: BackendNotification) => Effect.Effect<void>
   ) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Answers backends' own requests with `handler` while the current scope is open (the gateway
+   * relays them to clients). Without one, `roots/list` gets the backend's configured roots and
+   * anything else -32601.
+   */
+  readonly serveRequests: (handler: BackendRequestHandler) => Effect.Effect<void, never, Scope.Scope>
   /** Every state change, for the debug UI. */
   readonly statusChanges: Stream.Stream<BackendStatus>
   /** Stops every backend in parallel and waits for the processes to exit. */
@@ -148,6 +170,23 @@ const notReady = (entry: Entry, method: string): BackendError => {
   return new BackendError({ backendId: entry.config.id, reason: "not_ready", method, summary: why })
 }
 
+/** What a backend is told the client can do: the base, and `roots` when it has configured roots. */
+const capabilitiesFor = (
+  config: BackendConfig,
+  base: Readonly<Record<string, unknown>> = {}
+): Readonly<Record<string, unknown>> => (config.roots === undefined || base.roots !== undefined ? base : { ...base, roots: {} })
+
+/** A backend's request with no gateway to relay it: its configured roots, and nothing else. */
+const answerAlone = (request: BackendRequest): Effect.Effect<unknown, RpcError> =>
+  request.method === "roots/list"
+    ? Effect.succeed({ roots: request.roots })
+    : Effect.fail(
+        new RpcError({
+          code: ErrorCode.MethodNotFound,
+          message: `Method not found: ${request.method} (no client is connected to relay it to)`
+        })
+      )
+
 /** Builds the service; its backends live in the current scope. */
 export const make = (options: ManagerOptions = {}) =>
   Effect.gen(function* () {
@@ -161,6 +200,7 @@ export const make = (options: ManagerOptions = {}) =>
     const notificationsPubSub = yield* PubSub.sliding<BackendNotification>(4_096)
     const statusPubSub = yield* PubSub.sliding<BackendStatus>(1_024)
     const listeners = new Set<(notification: BackendNotification) => Effect.Effect<void>>()
+    let requestHandler: BackendRequestHandler | undefined = undefined
     // start and stopAll replace the whole set; they must not overlap.
     const lock = yield* Effect.makeSemaphore(1)
 
@@ -212,6 +252,11 @@ export const make = (options: ManagerOptions = {}) =>
             clientInfo: options.clientInfo,
             maxFrameBytes: startOptions.maxBackendFrameBytes ?? options.maxFrameBytes,
             events,
+            clientCapabilities: capabilitiesFor(entry.config, startOptions.clientCapabilities),
+            onRequest: (method, params) => {
+              const request = { backendId: entry.config.id, method, params, roots: rootsOf(entry.config) }
+              return requestHandler === undefined ? answerAlone(request) : requestHandler(request)
+            },
             onNotification: (method, params) => {
               const notification = { backendId: entry.config.id, method, params }
               return Effect.zipRight(
@@ -383,6 +428,11 @@ export const make = (options: ManagerOptions = {}) =>
         Effect.acquireRelease(
           Effect.sync(() => listeners.add(listener)),
           () => Effect.sync(() => listeners.delete(listener))
+        ).pipe(Effect.asVoid),
+      serveRequests: (handler) =>
+        Effect.acquireRelease(
+          Effect.sync(() => (requestHandler = handler)),
+          () => Effect.sync(() => (requestHandler = requestHandler === handler ? undefined : requestHandler))
         ).pipe(Effect.asVoid),
       statusChanges: Stream.fromPubSub(statusPubSub),
       stopAll

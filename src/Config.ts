@@ -12,6 +12,7 @@ import { closeSync, constants as fsConstants, fstatSync, openSync, readSync } fr
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 import { parseEnv } from "node:util"
 import { InvalidParams } from "./Errors.js"
 import * as Secrets from "./Secrets.js"
@@ -68,6 +69,34 @@ export type LogLevelName = typeof LogLevelName.Type
 export const Routing = Schema.Literal("tool", "backend")
 export type Routing = typeof Routing.Type
 
+const isFileUri = (s: string) => /^file:\/\//i.test(s)
+
+/** A root: an absolute path or a `file://` URI, or `{uri, name}`. */
+const Root = Schema.Union(
+  Schema.String.pipe(
+    Schema.filter((s) => path.isAbsolute(s) || isFileUri(s), { message: () => "must be an absolute path or a file:// URI" })
+  ),
+  Schema.Struct({
+    uri: Schema.String.pipe(Schema.filter(isFileUri, { message: () => "must be a file:// URI" })),
+    name: Schema.optional(Schema.String)
+  })
+)
+const Roots = Schema.Array(Root).pipe(Schema.maxItems(100))
+
+/** A backend's configured roots as MCP's `roots/list` gives them. */
+export const rootsOf = (backend: {
+  readonly roots?: ReadonlyArray<typeof Root.Type> | undefined
+}): ReadonlyArray<{ readonly uri: string; readonly name?: string }> =>
+  (backend.roots ?? []).map((root) =>
+    typeof root !== "string"
+      ? root.name === undefined
+        ? { uri: root.uri }
+        : { uri: root.uri, name: root.name }
+      : isFileUri(root)
+        ? { uri: root }
+        : { uri: pathToFileURL(root).href, name: path.basename(root) || root }
+  )
+
 export const BackendConfig = Schema.Struct({
   id: BackendId,
   displayName: Schema.optional(Schema.String),
@@ -83,7 +112,9 @@ export const BackendConfig = Schema.Struct({
   requestTimeoutMs: Schema.optional(DurationMs),
   restartOnCrash: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   /** The longest stdout line (one JSON-RPC message) accepted from this backend. */
-  maxFrameBytes: Schema.optional(FrameBytes)
+  maxFrameBytes: Schema.optional(FrameBytes),
+  /** What `roots/list` answers when no client's roots can be asked (see `rootsOf`). */
+  roots: Schema.optional(Roots)
 })
 export type BackendConfig = typeof BackendConfig.Type & {
   /**
@@ -128,7 +159,8 @@ const McpServerEntry = Schema.Struct({
   inheritEnv: Schema.optional(Schema.Array(Schema.String)),
   requestTimeoutMs: Schema.optional(DurationMs),
   restartOnCrash: Schema.optional(Schema.Boolean),
-  maxFrameBytes: Schema.optional(FrameBytes)
+  maxFrameBytes: Schema.optional(FrameBytes),
+  roots: Schema.optional(Roots)
 })
 
 const McpServers = Schema.Record({ key: Schema.String, value: McpServerEntry })
@@ -385,6 +417,7 @@ const fromMcpServers = (servers: typeof McpServers.Type) =>
       ...(s.restartOnCrash === undefined ? {} : { restartOnCrash: s.restartOnCrash }),
       ...(s.inheritEnv === undefined ? {} : { inheritEnv: s.inheritEnv }),
       ...(s.maxFrameBytes === undefined ? {} : { maxFrameBytes: s.maxFrameBytes }),
+      ...(s.roots === undefined ? {} : { roots: s.roots }),
       enabled: s.disabled !== true
     }))
   )

@@ -13,6 +13,7 @@
  */
 import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { Backends, type BackendNotification } from "./Backends.js"
+import * as ClientRequests from "./ClientRequests.js"
 import { GatewayConfig } from "./Config.js"
 import type { BackendError } from "./Errors.js"
 import { Events } from "./Events.js"
@@ -140,8 +141,8 @@ const make = (mode: Server.Mode) =>
     const relay = Relay.make(backends)
     const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward, subscription }
 
-    const servesBackend = (session: Session, backendId: string) =>
-      session.target._tag === "Aggregate" || session.target.backendId === backendId
+    const clientRequests = ClientRequests.make({ mode, sessions: () => sessions, backends })
+    yield* backends.serveRequests(clientRequests.handle)
 
     /** A backend's log message: with the calls in flight on it, else to every session it concerns. */
     const routeMessage = (backendId: string, params: unknown) => {
@@ -149,7 +150,7 @@ const make = (mode: Server.Mode) =>
       let withCalls = false
       for (const session of sessions) if (session.calls.has(backendId)) withCalls = true
       for (const session of sessions) {
-        if (session.phase !== "ready" || !servesBackend(session, backendId) || !session.admits(p.level)) continue
+        if (session.phase !== "ready" || !session.serves(backendId) || !session.admits(p.level)) continue
         // Tagged with its backend on the aggregate; as the backend sent it on its own endpoint.
         const message = Secrets.scrubDeep(
           session.target._tag === "Aggregate" ? { ...p, logger: (p.logger as string | undefined) ?? backendId } : p
@@ -188,11 +189,20 @@ const make = (mode: Server.Mode) =>
           relay.invalidate(backendId, method === "notifications/prompts/list_changed" ? "prompts" : "resources")
           // The aggregate's lists changed with the backend's; its own endpoint's sessions hear it as sent.
           for (const session of sessions) {
-            if (session.phase === "ready" && servesBackend(session, backendId)) {
+            if (session.phase === "ready" && session.serves(backendId)) {
               session.notify(method, session.target._tag === "Backend" ? params : {})
             }
           }
           return
+        case "notifications/elicitation/complete": {
+          // Only to the client that was asked.
+          const owner = clientRequests.elicitationOwner((params as { elicitationId?: unknown } | undefined)?.elicitationId)
+          if (owner === undefined || owner.phase !== "ready" || !owner.serves(backendId)) return
+          const call = owner.callOn(backendId)
+          if (call !== undefined) call.notifyUnsafe(method, params)
+          else owner.notify(method, params)
+          return
+        }
         default:
           // Resource and prompt notifications name things only the backend's own endpoint offers.
           for (const session of sessions) {
@@ -221,10 +231,29 @@ const make = (mode: Server.Mode) =>
       Stream.runForEach(() => announceToolsChanged),
       Effect.forkScoped
     )
+    /** A restarted backend forgot its subscriptions: the ones sessions still hold are made again. */
+    const resubscribe = (backendId: string) =>
+      Effect.forEach(
+        [...subscribers.keys()].filter((key) => key.startsWith(`${backendId}\u0000`)),
+        (key) =>
+          backends.executeOnBackend(backendId, "resources/subscribe", { uri: key.slice(backendId.length + 1) }).pipe(
+            Effect.timeout(10_000),
+            Effect.catchAll((error) =>
+              Effect.logWarning("could not subscribe again after a restart", { key, error: String(error) })
+            )
+          ),
+        { discard: true }
+      )
+    const lastState = new Map<string, string>()
     yield* backends.statusChanges.pipe(
       Stream.runForEach((status) =>
-        Effect.sync(() => {
+        Effect.suspend(() => {
           if (events.active()) events.publish({ _tag: "BackendState", at: Date.now(), status })
+          const was = lastState.get(status.id)
+          lastState.set(status.id, status.state)
+          // Ready again after a crash (a status is also published when its tools change).
+          const restarted = status.state === "ready" && was !== undefined && was !== "ready" && status.restarts > 0
+          return restarted ? Effect.forkDaemon(resubscribe(status.id)) : Effect.void
         })
       ),
       Effect.forkScoped
@@ -254,14 +283,44 @@ const make = (mode: Server.Mode) =>
                 transport: session.transport,
                 state: "closed"
               })
+            session.failPending()
           }).pipe(Effect.zipRight(dropSubscriptions(session)))
       ).pipe(
         Effect.as(
-          session.target._tag === "Aggregate"
-            ? Server.aggregate(ctx, session, endSession(session))
-            : Server.backend(ctx, session, session.target.backendId, endSession(session))
+          withClientRequests(
+            session,
+            session.target._tag === "Aggregate"
+              ? Server.aggregate(ctx, session, endSession(session))
+              : Server.backend(ctx, session, session.target.backendId, endSession(session))
+          )
         )
       )
+
+    /**
+     * The method table, plus what concerns the gateway's own requests to the client: its answers,
+     * its progress on them, its roots changing, and when it may be asked at all.
+     */
+    const withClientRequests = (session: Session, table: Handlers<never>): Handlers<never> => ({
+      request: (request, context) => {
+        if (session.phase === "ready") session.markInitialized()
+        return table.request(request, context)
+      },
+      notification: (n) => {
+        switch (n.method) {
+          case "notifications/initialized":
+          case "initialized":
+            if (session.phase === "ready") session.markInitialized()
+            return table.notification(n)
+          case "notifications/progress":
+            return clientRequests.clientProgress(session, n.params)
+          case "notifications/roots/list_changed":
+            return session.phase === "ready" ? clientRequests.rootsChanged(session) : Effect.void
+          default:
+            return table.notification(n)
+        }
+      },
+      response: (id, payload) => session.resolve(id, payload)
+    })
 
     const service: GatewayService = { mode, open, sessions: () => [...sessions] }
     return service
@@ -288,24 +347,30 @@ export const layerCore: Layer.Layer<Orchestrator | Backends | Events, never, Gat
   Layer.provideMerge(Events.layer)
 )
 
-/** Starts every configured backend while the layer builds (bounded by `startupTimeoutMs`). */
-const startConfigured = Layer.effectDiscard(
-  Effect.gen(function* () {
-    const config = yield* (yield* GatewayConfig).current
-    const backends = yield* Backends
-    yield* backends.start(config.backends, {
-      startupTimeoutMs: config.startupTimeoutMs,
-      requestTimeoutMs: config.requestTimeoutMs,
-      maxBackendFrameBytes: config.maxBackendFrameBytes
+/**
+ * Starts every configured backend while the layer builds (bounded by `startupTimeoutMs`), telling
+ * them the client capabilities given.
+ */
+const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>) =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      const config = yield* (yield* GatewayConfig).current
+      const backends = yield* Backends
+      yield* backends.start(config.backends, {
+        startupTimeoutMs: config.startupTimeoutMs,
+        requestTimeoutMs: config.requestTimeoutMs,
+        maxBackendFrameBytes: config.maxBackendFrameBytes,
+        clientCapabilities
+      })
     })
-  })
-)
+  )
 
 /**
  * For embedding: the core with every configured backend started while the layer builds, and
- * stopped when its scope closes. Use `Orchestrator` and `Backends` from it.
+ * stopped when its scope closes. Use `Orchestrator` and `Backends` from it. No client is there to
+ * answer backends' requests: `roots/list` gets a backend's configured `roots`, the rest -32601.
  */
-export const layer: Layer.Layer<Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> = startConfigured.pipe(
+export const layer: Layer.Layer<Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> = startConfigured({}).pipe(
   Layer.provideMerge(layerCore)
 )
 
@@ -315,4 +380,8 @@ export const layerStdio: Layer.Layer<Gateway | Orchestrator | Backends | Events,
 
 /** The shared gateway: backends started with it, every session served by them (see `transport/Http`). */
 export const layerShared: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
-  Gateway.layerShared.pipe(Layer.provideMerge(layer))
+  // The gateway is in place before the backends start: their first requests find it.
+  startConfigured(ClientRequests.SHARED_CLIENT_CAPABILITIES).pipe(
+    Layer.provideMerge(Gateway.layerShared),
+    Layer.provideMerge(layerCore)
+  )

@@ -472,6 +472,10 @@ export const encodeNotification = (method: string, params: unknown): string =>
 export const notification = (method: string, params: unknown): { jsonrpc: "2.0"; method: string; params?: unknown } =>
   params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }
 
+/** A request message (the gateway's own requests to a client, on a backend's behalf). */
+export const request = (id: Id, method: string, params: unknown): { jsonrpc: "2.0"; id: Id; method: string; params?: unknown } =>
+  params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }
+
 /** Is this outgoing message the reply that ends an exchange (a response, or a batch's replies)? */
 export const isReply = (message: unknown): boolean =>
   Array.isArray(message) || (typeof message === "object" && message !== null && !("method" in message))

@@ -247,11 +247,17 @@ const parseArguments = (name: string, raw: string): Either.Either<Record<string,
 // ---------------------------------------------------------------------------------------------
 // The service
 
+/** Runs a plan's request on a backend. */
+export type Execute = (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
+
 export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
   Orchestrator,
   {
-    /** Runs `{query, context}` to the chosen backend's result (unchanged). */
-    readonly orchestrate: (params: unknown) => Effect.Effect<unknown, OrchestrationError>
+    /**
+     * Runs `{query, context}` to the chosen backend's result (unchanged). `execute` runs the plan
+     * (the gateway runs it as the session's call); by default straight on the backend.
+     */
+    readonly orchestrate: (params: unknown, execute?: Execute) => Effect.Effect<unknown, OrchestrationError>
     /** The plan the model makes for `{query, context}`, without running it. */
     readonly plan: (params: unknown) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
   }
@@ -320,9 +326,12 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         return chosen
       })
 
-      const orchestrate = Effect.fn("Orchestrator.orchestrate")(function* (params: unknown) {
+      const orchestrate = Effect.fn("Orchestrator.orchestrate")(function* (
+        params: unknown,
+        execute: Execute = backends.executeOnBackend
+      ) {
         const chosen = yield* plan(params)
-        const result = yield* backends.executeOnBackend(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
+        const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
         if (isCallToolResult(result) && result.isError === true) {
           const text = resultText(result as CallToolResult)
           return yield* new BackendError({

@@ -29,6 +29,11 @@ import * as Secrets from "./Secrets.js"
 export interface Outbox {
   /** A message object (or a batch's array of replies); never throws. */
   readonly send: (message: unknown) => void
+  /**
+   * False when only the reply can reach the client (an HTTP POST that accepts JSON only): what
+   * else is sent is dropped, so the gateway's own requests must go another way.
+   */
+  readonly streams?: boolean | undefined
 }
 
 /** What a handler can do besides returning its result. */
@@ -38,6 +43,8 @@ export interface RequestContext {
   readonly notify: (method: string, params: unknown) => Effect.Effect<void>
   /** The same, synchronously, for callbacks. */
   readonly notifyUnsafe: (method: string, params: unknown) => void
+  /** Sends any message with this request's reply (a request of the gateway's); false if it cannot. */
+  readonly send: (message: unknown) => boolean
 }
 
 export interface Handlers<R> {
@@ -45,6 +52,8 @@ export interface Handlers<R> {
   readonly request: (request: Request, context: RequestContext) => Effect.Effect<unknown, GatewayError, R>
   /** Notifications other than cancellation (handled here). */
   readonly notification: (notification: Notification) => Effect.Effect<void, never, R>
+  /** The client's answer to a request of the gateway's; false if nothing waits for it. */
+  readonly response?: ((id: Id | null, payload: unknown) => boolean) | undefined
 }
 
 export interface Options {
@@ -100,7 +109,8 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
                 events.publish({ _tag: "ClientMessage", at: Date.now(), sessionId: options.sessionId, direction: "out", message })
               }
               out.send(message)
-            }
+            },
+            streams: out.streams
           }
 
     /**
@@ -124,7 +134,12 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
 
     const contextFor = (request: Request, out: Outbox): RequestContext => {
       const notifyUnsafe = (method: string, params: unknown) => out.send(notificationMessage(method, params))
-      return { id: request.id, notifyUnsafe, notify: (method, params) => Effect.sync(() => notifyUnsafe(method, params)) }
+      const send = (message: unknown) => {
+        if (out.streams === false) return false
+        out.send(message)
+        return true
+      }
+      return { id: request.id, notifyUnsafe, send, notify: (method, params) => Effect.sync(() => notifyUnsafe(method, params)) }
     }
 
     // Suspended: a handler that throws while building its effect is a defect of that request only.
@@ -214,7 +229,8 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
           )
         }
         case "Response":
-          return Effect.as(Effect.logDebug("ignoring a response from the client", { id: incoming.id }), undefined)
+          if (handlers.response?.(incoming.id, incoming.payload) === true) return Effect.succeed(undefined)
+          return Effect.as(Effect.logDebug("a response from the client to no request of ours", { id: incoming.id }), undefined)
         case "Invalid":
           return Effect.succeed(
             failure(incoming.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${incoming.reason}` })

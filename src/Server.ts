@@ -10,6 +10,7 @@
  */
 import { Effect } from "effect"
 import type { BackendsService } from "./Backends.js"
+import { relayableCapabilities } from "./ClientRequests.js"
 import { describeBackend, type GatewayConfig, LogLevelName, type ResolvedConfig } from "./Config.js"
 import {
   type BackendError,
@@ -23,6 +24,7 @@ import {
 } from "./Errors.js"
 import type { Notification, Request } from "./JsonRpc.js"
 import * as Logging from "./Logging.js"
+import * as Secrets from "./Secrets.js"
 import { IMPLEMENTATION, negotiateProtocolVersion, textResult } from "./Mcp.js"
 import { ORCHESTRATE_TOOL, type Orchestrator } from "./Orchestrator.js"
 import type { Handlers, RequestContext } from "./Peer.js"
@@ -185,7 +187,9 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     yield* backends.start(config.backends, {
       startupTimeoutMs: config.startupTimeoutMs,
       requestTimeoutMs: config.requestTimeoutMs,
-      maxBackendFrameBytes: config.maxBackendFrameBytes
+      maxBackendFrameBytes: config.maxBackendFrameBytes,
+      // The backends are this client's alone: they are told what it can answer.
+      clientCapabilities: relayableCapabilities(session.clientCapabilities)
     })
   })
 
@@ -242,15 +246,28 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     return { tools: [ORCHESTRATE_TOOL, ...backendTools] }
   })
 
-  /** The agentify_orchestrate tool: its failures are results with isError, naming the code. */
-  const orchestrateTool = (args: unknown) =>
-    orchestrator.orchestrate(args).pipe(
+  /**
+   * The chosen backend's call goes through `forward`, as a client's own call would: it is the
+   * session's call in flight there, so the backend's progress, log messages and requests (sampling,
+   * elicitation) reach this client.
+   */
+  const execute = (context: RequestContext) => (backendId: string, method: string, params: unknown) =>
+    ctx.forward(session, context, backendId, method, params)
+
+  /**
+   * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
+   * model answered without calling a tool, its words are the text (most clients show only that).
+   */
+  const orchestrateTool = (args: unknown, context: RequestContext) =>
+    orchestrator.orchestrate(args, execute(context)).pipe(
       Effect.catchAll((error) => {
         const wire = toRpcError(error)
-        return Effect.succeed({
-          ...textResult(`Error ${wire.code}: ${wire.message}`, true),
-          structuredContent: { error: wire }
-        })
+        const said = error._tag === "NoActionDetermined" ? error.modelMessage : undefined
+        const text =
+          said === undefined || said.trim() === ""
+            ? `Error ${wire.code}: ${wire.message}`
+            : `Error ${wire.code}: ${wire.message}\n\nThe model answered: ${Secrets.scrub(said)}`
+        return Effect.succeed({ ...textResult(text, true), structuredContent: { error: wire } })
       })
     )
 
@@ -286,16 +303,18 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         new InvalidParams({ message: "Invalid params: arguments: must be an object", issues: ["arguments: must be an object"] })
       )
     }
-    if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {})
+    if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {}, context)
     const entry = catalog().byName.get(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
     // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
-    return ctx.forward(session, context, entry.backendId, "tools/call", { ...p, name: entry.toolName })
+    return ctx
+      .forward(session, context, entry.backendId, "tools/call", { ...p, name: entry.toolName })
+      .pipe(Effect.mapError(passUrlElicitation))
   }
 
   /** Adds the query to an orchestration failure's data. */
-  const orchestrateTask = (params: unknown) =>
-    orchestrator.orchestrate(params).pipe(
+  const orchestrateTask = (params: unknown, context: RequestContext) =>
+    orchestrator.orchestrate(params, execute(context)).pipe(
       Effect.mapError((error): GatewayError => {
         const query = (params as { query?: unknown } | undefined)?.query
         return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
@@ -354,7 +373,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       case "tools/call":
         return callTool(req.params, context)
       case "agentify/orchestrateTask":
-        return orchestrateTask(req.params)
+        return orchestrateTask(req.params, context)
       case "resources/list":
         return ctx.relay.listResources
       case "resources/templates/list":
@@ -411,6 +430,12 @@ const asBackendSent = (error: BackendError): GatewayError => {
   }
   return error
 }
+
+/** MCP's "URL elicitation required": the client acts on the code and data, so they pass unchanged. */
+const URL_ELICITATION_REQUIRED = -32042
+
+const passUrlElicitation = (error: BackendError): GatewayError =>
+  (error.detail as { code?: unknown } | undefined)?.code === URL_ELICITATION_REQUIRED ? asBackendSent(error) : error
 
 /** One backend as itself, for one session (`/servers/<id>/mcp`). */
 export const backend = (ctx: Context, session: Session, backendId: string, onExit: Effect.Effect<void>): Handlers<never> => {

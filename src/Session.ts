@@ -6,7 +6,9 @@
  * Everything process-wide (configuration, backends, the orchestrator, events) belongs to the
  * Gateway; a session only holds what one client chose.
  */
-import { Deferred, FiberId } from "effect"
+import { Deferred, Effect, Exit, FiberId } from "effect"
+import { ErrorCode, RpcError } from "./Errors.js"
+import { type Id, notification, request as requestMessage } from "./JsonRpc.js"
 import type { RequestContext } from "./Peer.js"
 
 /**
@@ -48,15 +50,31 @@ export interface Options {
   readonly id: string
   readonly transport: "stdio" | "http"
   readonly target?: Target | undefined
-  /** Sends a notification that belongs to no request (list_changed, log messages between calls). */
-  readonly notify: (method: string, params: unknown) => void
+  /**
+   * Sends a message that belongs to no request of the client's (list_changed, log messages between
+   * calls, a backend's request with no call in flight). False when it has nowhere to go (an HTTP
+   * session with no GET stream open).
+   */
+  readonly send: (message: unknown) => boolean
+}
+
+/**
+ * Requests the gateway may have waiting on one client at once: a backend that keeps asking a client
+ * that never answers gets an error rather than growing the gateway's memory.
+ */
+export const MAX_PENDING_CLIENT_REQUESTS = 256
+
+/** A request sent to the client, waiting for its answer. */
+interface Pending {
+  readonly resume: (exit: Exit.Exit<unknown, RpcError>) => void
+  readonly method: string
 }
 
 export class Session {
   readonly id: string
   readonly transport: "stdio" | "http"
   readonly target: Target
-  readonly notify: (method: string, params: unknown) => void
+  readonly send: (message: unknown) => boolean
   /** Completed by `exit` (or `shutdown` over HTTP): the transport ends the session. */
   readonly ended: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
   phase: Phase = "new"
@@ -68,12 +86,102 @@ export class Session {
   /** This session's requests in flight on each backend: a backend's log messages go with them. */
   readonly calls = new Map<string, Set<RequestContext>>()
   lastActivity = Date.now()
+  /**
+   * Completed when the client said `notifications/initialized` (or made a request once ready):
+   * from then on the gateway may send it requests.
+   */
+  readonly initialized: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
+  private readonly pending = new Map<Id, Pending>()
+  private nextRequestId = 1
 
   constructor(options: Options) {
     this.id = options.id
     this.transport = options.transport
     this.target = options.target ?? { _tag: "Aggregate" }
-    this.notify = options.notify
+    this.send = options.send
+  }
+
+  /** Whether what `backendId` sends concerns this session (the aggregate serves every backend). */
+  serves(backendId: string): boolean {
+    return this.target._tag === "Aggregate" || this.target.backendId === backendId
+  }
+
+  /** Sends a notification that belongs to no request of the client's. */
+  notify(method: string, params: unknown): void {
+    this.send(notification(method, params))
+  }
+
+  /** Marks the client initialized (idempotent). */
+  markInitialized(): void {
+    Deferred.unsafeDone(this.initialized, Exit.void)
+  }
+
+  /**
+   * Sends the client a request of the gateway's (a backend's `sampling/createMessage`,
+   * `elicitation/create`, `roots/list`) and waits for its answer: `via`'s stream when one of the
+   * client's requests is in flight (over HTTP that POST's SSE stream, where the client listens),
+   * else the session's own. The client's error comes back as it sent it. Interrupting the wait
+   * sends the client `notifications/cancelled`.
+   */
+  request(method: string, params: unknown, via?: RequestContext): Effect.Effect<unknown, RpcError> {
+    return Effect.async<unknown, RpcError>((resume) => {
+      const refuse = (message: string) => resume(Exit.fail(new RpcError({ code: ErrorCode.InternalError, message })))
+      if (this.phase === "shutdown") return refuse(`the client session ${this.id} is shutting down`)
+      if (this.pending.size >= MAX_PENDING_CLIENT_REQUESTS) {
+        return refuse(`${MAX_PENDING_CLIENT_REQUESTS} requests already wait for the client session's answers`)
+      }
+      const id = this.nextRequestId++
+      const message = requestMessage(id, method, params)
+      const route = via !== undefined && via.send(message) ? via : this.send(message) ? undefined : null
+      if (route === null) {
+        return refuse(
+          "the client session has no stream open to receive requests on (over HTTP: accept text/event-stream on the POST, or open the GET stream)"
+        )
+      }
+      this.pending.set(id, { resume, method })
+      return Effect.sync(() => {
+        if (!this.pending.delete(id)) return
+        const cancelled = notification("notifications/cancelled", { requestId: id, reason: "the backend cancelled its request" })
+        if (route === undefined || !route.send(cancelled)) this.send(cancelled)
+      })
+    })
+  }
+
+  /** The client's answer to one of the gateway's requests; false if none waits for it. */
+  resolve(id: Id | null, payload: unknown): boolean {
+    if (id === null) return false
+    const pending = this.pending.get(id)
+    if (pending === undefined) return false
+    this.pending.delete(id)
+    const response = payload as { readonly result?: unknown; readonly error?: unknown }
+    if (response.error !== undefined) {
+      const e = response.error as { code?: unknown; message?: unknown; data?: unknown } | null
+      pending.resume(
+        Exit.fail(
+          new RpcError({
+            code: typeof e?.code === "number" && Number.isInteger(e.code) ? e.code : ErrorCode.InternalError,
+            message: typeof e?.message === "string" ? e.message : `the client answered ${pending.method} with an error`,
+            ...(e?.data === undefined ? {} : { data: e.data })
+          })
+        )
+      )
+    } else {
+      pending.resume(Exit.succeed(response.result))
+    }
+    return true
+  }
+
+  /** The session ended: nothing it was asked will be answered. */
+  failPending(): void {
+    const pending = [...this.pending.values()]
+    this.pending.clear()
+    for (const p of pending) {
+      p.resume(
+        Exit.fail(
+          new RpcError({ code: ErrorCode.InternalError, message: `the client session ended before answering ${p.method}` })
+        )
+      )
+    }
   }
 
   /** Whether a backend log message of `level` reaches this session. */

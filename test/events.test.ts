@@ -30,7 +30,11 @@ const connect = (id: string) =>
     const gateway = yield* Gateway.Gateway
     const events = yield* Events
     const sessionLevel: Array<unknown> = []
-    const session = new Session({ id, transport: "http", notify: (method, params) => sessionLevel.push({ method, params }) })
+    const session = new Session({
+      id,
+      transport: "http",
+      send: (message: any) => sessionLevel.push({ method: message.method, params: message.params }) > 0
+    })
     const peer = yield* Peer.make(yield* gateway.open(session), { sessionId: id, events })
     let nextId = 1
     const call = (method: string, params?: unknown) =>

@@ -27,7 +27,7 @@ import { GatewayConfig, type ResolvedConfig } from "../Config.js"
 import { ErrorCode } from "../Errors.js"
 import { Events } from "../Events.js"
 import { Gateway } from "../Gateway.js"
-import { classify, failure, isReply, notification, stringify } from "../JsonRpc.js"
+import { classify, failure, isReply, stringify } from "../JsonRpc.js"
 import { isSupportedProtocolVersion } from "../Mcp.js"
 import { isLoopback } from "./Address.js"
 import * as Peer from "../Peer.js"
@@ -248,10 +248,12 @@ export const make = (options: Options, node?: NodeServer) =>
           id: `${config.sessionIdPrefix}${randomUUID()}`,
           transport: "http",
           target,
-          notify: (method, params) => {
+          send: (message) => {
             const stream = entry?.stream
-            // With no GET stream open, a notification that belongs to no request has nowhere to go.
-            if (stream !== undefined) Queue.unsafeOffer(stream, notification(method, params))
+            // With no GET stream open, a message that belongs to no request has nowhere to go.
+            if (stream === undefined) return false
+            Queue.unsafeOffer(stream, message)
+            return true
           }
         })
         const handlers = yield* Scope.extend(gateway.open(session), scope)
@@ -328,7 +330,8 @@ export const make = (options: Options, node?: NodeServer) =>
               early.push(message)
               wake?.()
             }
-          }
+          },
+          streams: sse
         })
         const first = (): Effect.Effect<unknown> =>
           early.length > 0

@@ -51,6 +51,8 @@ export interface Connection {
   /** Sends a notification in the client's framing. */
   readonly notify: (method: string, params: unknown) => Effect.Effect<void>
   readonly notifyUnsafe: (method: string, params: unknown) => void
+  /** Sends any message (a request of the gateway's) in the client's framing. */
+  readonly send: (message: unknown) => void
   /** Requests in flight now. */
   readonly inFlight: () => number
 }
@@ -206,6 +208,7 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
       let peer: Peer.Peer | undefined
       const connection: Connection = {
         notifyUnsafe,
+        send: out.send,
         notify: (method, params) => Effect.sync(() => notifyUnsafe(method, params)),
         inFlight: () => peer?.inFlight() ?? 0
       }
@@ -268,7 +271,11 @@ export const serveProcess: Effect.Effect<void, never, Gateway | GatewayConfig | 
   const session = new Session({
     id: "stdio",
     transport: "stdio",
-    notify: (method, params) => connection?.notifyUnsafe(method, params)
+    send: (message) => {
+      if (connection === undefined) return false
+      connection.send(message)
+      return true
+    }
   })
   yield* serve({
     // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per

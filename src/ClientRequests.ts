@@ -1,0 +1,193 @@
+/**
+ * Requests from backends to clients (`sampling/createMessage`, `elicitation/create`,
+ * `roots/list`): relayed to the client session they belong to, and the client's answer, error or
+ * silence relayed back. Also what the gateway declares to backends it can relay.
+ *
+ * Which session: the one with a request in flight on that backend (over stdio, the only one). A
+ * backend on stdio says nothing about which of its calls a request belongs to, so when several
+ * sessions have calls in flight on it the gateway refuses rather than guesses: asking the wrong
+ * client would show one client what another is doing.
+ *
+ * Progress both ways: a backend's progress token is swapped for the gateway's own on the way to
+ * the client (two backends may use the same token), and the client's progress goes back to the
+ * backend under its own token.
+ */
+import { Deferred, Effect } from "effect"
+import type { BackendRequest, BackendsService } from "./Backends.js"
+import { ErrorCode, RpcError } from "./Errors.js"
+import type { RequestContext } from "./Peer.js"
+import type { Session } from "./Session.js"
+
+/** What a shared gateway declares to backends: everything a session may be able to answer. */
+export const SHARED_CLIENT_CAPABILITIES: Readonly<Record<string, unknown>> = {
+  sampling: {},
+  elicitation: { form: {}, url: {} }
+}
+
+/**
+ * What the gateway declares to backends on behalf of its one stdio client: the client's own
+ * sampling, elicitation and roots (a backend must not be told of roots nobody can give it).
+ */
+export const relayableCapabilities = (client: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> => {
+  const declared: Record<string, unknown> = {}
+  for (const key of ["sampling", "elicitation", "roots"]) {
+    const value = client[key]
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) declared[key] = value
+  }
+  return declared
+}
+
+/** How long a backend's request waits for its client to finish initializing. */
+const INITIALIZED_WAIT_MS = 10_000
+/** URL elicitations remembered for their `notifications/elicitation/complete`. */
+const MAX_ELICITATIONS = 1_000
+
+const capability = (session: Session, name: string): Record<string, unknown> | undefined => {
+  const value = session.clientCapabilities[name]
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+}
+
+/** Whether the client can answer an elicitation in `mode` ("form" when the request names none). */
+const elicits = (session: Session, mode: unknown): boolean => {
+  const declared = capability(session, "elicitation")
+  if (declared === undefined) return false
+  // `elicitation: {}` (before modes existed) means form.
+  const form = "form" in declared || !("url" in declared)
+  return mode === "url" ? "url" in declared : mode === undefined || mode === "form" ? form : false
+}
+
+const notFound = (message: string) => new RpcError({ code: ErrorCode.MethodNotFound, message })
+
+interface ProgressRoute {
+  readonly session: Session
+  readonly backendId: string
+  readonly token: unknown
+}
+
+export interface Options {
+  readonly mode: "single" | "shared"
+  readonly sessions: () => Iterable<Session>
+  readonly backends: BackendsService
+}
+
+export const make = (options: Options) => {
+  const { backends, mode } = options
+  const progress = new Map<string, ProgressRoute>()
+  const elicitations = new Map<string, Session>()
+  let nextToken = 0
+
+  /** The session a backend's request belongs to, and the request of its that is in flight there. */
+  const owner = (
+    backendId: string,
+    method: string
+  ): { readonly session: Session; readonly via: RequestContext | undefined } | string => {
+    const serving = [...options.sessions()].filter((s) => s.phase !== "shutdown" && s.serves(backendId))
+    const busy = serving.filter((s) => s.calls.has(backendId))
+    if (busy.length === 1) return { session: busy[0]!, via: busy[0]!.callOn(backendId) }
+    if (busy.length > 1) {
+      return `${busy.length} client sessions have requests in flight on backend '${backendId}': the gateway cannot tell which one this ${method} belongs to`
+    }
+    // Over stdio the one client is the owner of everything, calls in flight or not.
+    if (mode === "single" && serving.length > 0) return { session: serving[0]!, via: undefined }
+    return `no client session has a request in flight on backend '${backendId}' to relay ${method} to`
+  }
+
+  const relay = (session: Session, via: RequestContext | undefined, request: BackendRequest) =>
+    Effect.gen(function* () {
+      // The client may not be asked anything before it said it is initialized (over stdio the
+      // backends start during its `initialize`, and ask for roots at once).
+      yield* Deferred.await(session.initialized).pipe(
+        Effect.timeoutFail({
+          duration: INITIALIZED_WAIT_MS,
+          onTimeout: () =>
+            new RpcError({
+              code: ErrorCode.InternalError,
+              message: `the client session did not finish initializing within ${INITIALIZED_WAIT_MS} ms`
+            })
+        })
+      )
+      const p = request.params as Record<string, unknown> | undefined
+      const meta = p?._meta as Record<string, unknown> | undefined
+      const token = typeof meta === "object" && meta !== null ? meta.progressToken : undefined
+      let key: string | undefined
+      let params = request.params
+      if (token !== undefined) {
+        key = `agentify-b${++nextToken}`
+        progress.set(key, { session, backendId: request.backendId, token })
+        params = { ...p, _meta: { ...meta, progressToken: key } }
+      }
+      const elicitationId = request.method === "elicitation/create" && p?.mode === "url" ? p.elicitationId : undefined
+      if (typeof elicitationId === "string") {
+        if (elicitations.size >= MAX_ELICITATIONS) elicitations.delete(elicitations.keys().next().value!)
+        elicitations.set(elicitationId, session)
+      }
+      return yield* session
+        .request(request.method, params, via)
+        .pipe(Effect.ensuring(Effect.sync(() => key !== undefined && progress.delete(key))))
+    })
+
+  /** Answers one backend request (see `Backends.serveRequests`). */
+  const handle = (request: BackendRequest): Effect.Effect<unknown, RpcError> =>
+    Effect.suspend(() => {
+      const { method } = request
+      switch (method) {
+        case "roots/list": {
+          const found = owner(request.backendId, method)
+          if (typeof found !== "string" && capability(found.session, "roots") !== undefined) {
+            return relay(found.session, found.via, request)
+          }
+          // Nobody to ask: the backend's configured roots (none: an empty list).
+          return Effect.succeed({ roots: request.roots })
+        }
+        case "sampling/createMessage":
+        case "elicitation/create": {
+          const found = owner(request.backendId, method)
+          if (typeof found === "string") return Effect.fail(notFound(`Method not found: ${found}`))
+          const mode = (request.params as { mode?: unknown } | undefined)?.mode
+          const able =
+            method === "sampling/createMessage"
+              ? capability(found.session, "sampling") !== undefined
+              : elicits(found.session, mode)
+          if (!able) {
+            const what =
+              method === "sampling/createMessage" ? "sampling" : `elicitation (${mode === "url" ? "url" : "form"} mode)`
+            return Effect.fail(notFound(`Method not found: the client session did not declare the ${what} capability`))
+          }
+          return relay(found.session, found.via, request)
+        }
+        default:
+          return Effect.fail(notFound(`Method not found: ${method}`))
+      }
+    })
+
+  /** A client's progress on a request a backend made: back to that backend, under its own token. */
+  const clientProgress = (session: Session, params: unknown): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const p = params as Record<string, unknown> | undefined
+      const route = typeof p?.progressToken === "string" ? progress.get(p.progressToken) : undefined
+      // Only the session that was asked may report progress on it.
+      if (route === undefined || route.session !== session) return Effect.void
+      const backend = backends.backend(route.backendId)
+      return backend === undefined ? Effect.void : backend.notify("notifications/progress", { ...p, progressToken: route.token })
+    })
+
+  /** The session a URL elicitation went to, once: its completion notification goes there. */
+  const elicitationOwner = (elicitationId: unknown): Session | undefined => {
+    if (typeof elicitationId !== "string") return undefined
+    const session = elicitations.get(elicitationId)
+    elicitations.delete(elicitationId)
+    return session
+  }
+
+  /** The client's roots changed: the backends it owns ask again (over stdio only, see README). */
+  const rootsChanged = (session: Session): Effect.Effect<void> =>
+    mode !== "single" || capability(session, "roots") === undefined
+      ? Effect.logDebug("roots/list_changed not relayed: backends are shared by every session", { session: session.id })
+      : Effect.forEach(
+          backends.toolsSync(),
+          ({ backendId }) => backends.backend(backendId)?.notify("notifications/roots/list_changed") ?? Effect.void,
+          { discard: true }
+        )
+
+  return { handle, clientProgress, elicitationOwner, rootsChanged }
+}

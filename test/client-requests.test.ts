@@ -1,0 +1,328 @@
+/**
+ * Requests from backends to clients (sampling, elicitation, roots) through the gateway, and the
+ * fidelity of what backends send back: the official SDK client in front of the built CLI, with
+ * the real server-everything, server-filesystem and the fixture server behind it, over stdio and
+ * Streamable HTTP.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import {
+  CreateMessageRequestSchema,
+  ElicitationCompleteNotificationSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema
+} from "@modelcontextprotocol/sdk/types.js"
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { pathToFileURL } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { BIN, cleanEnv, ROOT, tempDir } from "./support/gateway.js"
+import { startHttpGateway } from "./support/httpGateway.js"
+import { filesystemBackend, firstText, fixtureBackend } from "./support/mcpFixture.js"
+import { sleep, until } from "./support/process.js"
+
+const EVERYTHING = join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+const everythingBackend = { id: "everything", command: process.execPath, args: [EVERYTHING, "stdio"] }
+
+const ALL_CLIENT_CAPABILITIES = { sampling: {}, elicitation: { form: {}, url: {} }, roots: { listChanged: true } }
+
+/** What the test client was asked, and how it answers. */
+interface Asked {
+  sampling: Array<any>
+  elicitation: Array<any>
+  roots: Array<{ uri: string; name?: string }>
+  completed: Array<any>
+}
+
+/** An SDK client answering sampling, elicitation and roots as a real client would. */
+const answeringClient = (name: string, capabilities: Record<string, unknown> = ALL_CLIENT_CAPABILITIES) => {
+  const asked: Asked = { sampling: [], elicitation: [], roots: [], completed: [] }
+  const client = new Client({ name, version: "1.0.0" }, { capabilities })
+  if ("sampling" in capabilities) {
+    client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+      asked.sampling.push(request.params)
+      return { model: "test-model", role: "assistant", content: { type: "text", text: "sampled by the test client" } }
+    })
+  }
+  if ("elicitation" in capabilities) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.elicitation.push(request.params)
+      return request.params.mode === "url" ? { action: "accept" } : { action: "accept", content: { name: "Ada", check: true } }
+    })
+  }
+  if ("roots" in capabilities) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: asked.roots }))
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => {
+    asked.completed.push(n.params)
+  })
+  return { client, asked }
+}
+
+const stdioTransport = (dir: string, config: unknown) => {
+  const file = join(dir, "gateway.json")
+  writeFileSync(file, JSON.stringify(config))
+  return new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, "--config", file],
+    cwd: dir,
+    env: cleanEnv() as Record<string, string>,
+    stderr: "pipe"
+  })
+}
+
+const texts = (result: any): string => (result.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("\n")
+
+describe("over stdio, backends' requests reach the client and its answers go back", () => {
+  let client: Client
+  let asked: Asked
+  let direct: Client
+  const rootDir = realpathSync(tempDir())
+  beforeAll(async () => {
+    ;({ client, asked } = answeringClient("stdio-relay"))
+    asked.roots.push({ uri: pathToFileURL(rootDir).href, name: "workspace" })
+    await client.connect(stdioTransport(tempDir(), { backends: [everythingBackend, fixtureBackend("fx")] }))
+    // The same server directly, declared the same capabilities, for the fidelity comparisons.
+    direct = answeringClient("direct").client
+    await direct.connect(new StdioClientTransport({ command: process.execPath, args: [EVERYTHING, "stdio"], stderr: "pipe" }))
+  }, 30_000)
+  afterAll(async () => {
+    await client.close()
+    await direct.close()
+  })
+
+  it("the backend was told the client's capabilities: its sampling, elicitation and roots tools are listed", async () => {
+    const names = (await client.listTools()).tools.map((t) => t.name)
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "everything__trigger-sampling-request",
+        "everything__trigger-elicitation-request",
+        "everything__trigger-url-elicitation",
+        "everything__get-roots-list"
+      ])
+    )
+    const init = (await client.callTool({ name: "fx__client_info", arguments: {} })).structuredContent as any
+    expect(init.capabilities).toEqual(ALL_CLIENT_CAPABILITIES)
+  })
+
+  it("sampling/createMessage is answered by the client", async () => {
+    const result = await client.callTool({
+      name: "everything__trigger-sampling-request",
+      arguments: { prompt: "say hi", maxTokens: 12 }
+    })
+    expect(asked.sampling).toHaveLength(1)
+    expect(asked.sampling[0]).toMatchObject({ maxTokens: 12, systemPrompt: "You are a helpful test server." })
+    expect(JSON.stringify(asked.sampling[0].messages)).toContain("say hi")
+    expect(texts(result)).toContain("sampled by the test client")
+  })
+
+  it("elicitation/create in form and URL modes is answered by the client", async () => {
+    const form = await client.callTool({ name: "everything__trigger-elicitation-request", arguments: {} })
+    expect(asked.elicitation[0]).toMatchObject({ message: "Please provide inputs for the following fields:" })
+    expect(asked.elicitation[0].requestedSchema.properties.name).toMatchObject({ type: "string" })
+    expect(texts(form)).toContain('"name": "Ada"')
+    const url = await client.callTool({
+      name: "everything__trigger-url-elicitation",
+      arguments: { url: "https://example.com/authorize", message: "Sign in" }
+    })
+    expect(asked.elicitation[1]).toMatchObject({ mode: "url", url: "https://example.com/authorize", message: "Sign in" })
+    expect(texts(url)).toMatch(/accept/i)
+  })
+
+  it("roots/list is answered with the client's roots, and a change of roots reaches the backend", async () => {
+    expect(texts(await client.callTool({ name: "everything__get-roots-list", arguments: {} }))).toContain(
+      pathToFileURL(rootDir).href
+    )
+    const other = join(rootDir, "other")
+    mkdirSync(other)
+    asked.roots.splice(0, 1, { uri: pathToFileURL(other).href, name: "other" })
+    await client.sendRootsListChanged()
+    await until("the backend to list the new root", async () =>
+      texts(await client.callTool({ name: "everything__get-roots-list", arguments: {} })).includes(pathToFileURL(other).href)
+    )
+  })
+
+  it("the client's progress on a backend's request reaches that backend under its own token; the client's error goes back", async () => {
+    client.setRequestHandler(ListRootsRequestSchema, async (request, extra) => {
+      const token = request.params?._meta?.progressToken
+      // The gateway's token, not the backend's: two backends may use the same one.
+      expect(token).toMatch(/^agentify-b\d+$/)
+      await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token!, progress: 1, total: 2 } })
+      return { roots: [] }
+    })
+    const answered = (await client.callTool({ name: "fx__ask_client", arguments: { method: "roots/list", progressToken: 7 } }))
+      .structuredContent as any
+    expect(answered.result).toEqual({ roots: [] })
+    expect(answered.progress).toEqual([{ progressToken: 7, progress: 1, total: 2 }])
+
+    client.setRequestHandler(ListRootsRequestSchema, async () => {
+      throw Object.assign(new Error("roots are private"), { code: -32001 })
+    })
+    const refused = (await client.callTool({ name: "fx__ask_client", arguments: { method: "roots/list" } }))
+      .structuredContent as any
+    expect(refused.error).toMatchObject({ message: expect.stringContaining("roots are private") })
+    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: asked.roots }))
+  })
+
+  it("a backend cancelling its request reaches the client as notifications/cancelled", async () => {
+    let signal: AbortSignal | undefined
+    client.setRequestHandler(CreateMessageRequestSchema, async (_request, extra) => {
+      signal = extra.signal
+      await new Promise((resolve) => extra.signal.addEventListener("abort", resolve))
+      throw new Error("aborted")
+    })
+    const outcome = (
+      await client.callTool({
+        name: "fx__ask_client",
+        arguments: { method: "sampling/createMessage", params: { messages: [], maxTokens: 1 }, cancelAfterMs: 300 }
+      })
+    ).structuredContent as any
+    expect(outcome.cancelled).toBe(true)
+    // The SDK aborts a handler when notifications/cancelled names its request.
+    await until("the client's handler to be aborted", () => signal?.aborted === true)
+    expect(String(signal!.reason)).toContain("the backend cancelled its request")
+  })
+
+  it("a method the client does not have is -32601 from the client, relayed to the backend", async () => {
+    const unknown = (await client.callTool({ name: "fx__ask_client", arguments: { method: "tasks/list" } }))
+      .structuredContent as any
+    expect(unknown.error).toMatchObject({ code: -32601 })
+  })
+
+  it("tools, their results and content pass unchanged: title, annotations, schemas, structured, image, audio, resources", async () => {
+    const viaGateway = new Map((await client.listTools()).tools.map((t) => [t.name, t]))
+    for (const tool of (await direct.listTools()).tools) {
+      const relayed = viaGateway.get(`everything__${tool.name}`)
+      expect(relayed, tool.name).toBeDefined()
+      const { name: _name, description: _description, ...rest } = tool
+      const { name: _relayedName, description: _relayedDescription, ...relayedRest } = relayed!
+      expect(relayedRest, tool.name).toEqual(rest)
+    }
+    const calls: Array<[string, Record<string, unknown>]> = [
+      ["get-structured-content", { location: "New York" }],
+      ["get-tiny-image", {}],
+      ["get-annotated-message", { messageType: "error", includeImage: true }],
+      ["get-resource-reference", { resourceType: "Text", resourceId: 3 }],
+      ["get-resource-links", { count: 3 }],
+      ["echo", { message: "hello" }]
+    ]
+    for (const [name, args] of calls) {
+      const meta = { note: "carried both ways" }
+      const a = await direct.callTool({ name, arguments: args, _meta: meta })
+      const b = await client.callTool({ name: `everything__${name}`, arguments: args, _meta: meta })
+      expect(b, name).toEqual(a)
+    }
+    const image = await client.callTool({ name: "everything__get-tiny-image", arguments: {} })
+    expect((image.content as Array<{ type: string }>).map((c) => c.type)).toContain("image")
+    const weather = await client.callTool({ name: "everything__get-structured-content", arguments: { location: "New York" } })
+    expect(weather.structuredContent).toBeDefined()
+  })
+})
+
+describe("over stdio, server-filesystem serves exactly the client's roots", () => {
+  it("replaces its command-line directory with the client's roots, and follows their changes", async () => {
+    const commandLineDir = realpathSync(tempDir())
+    const first = realpathSync(tempDir())
+    const second = realpathSync(tempDir())
+    const { client, asked } = answeringClient("roots", { roots: { listChanged: true } })
+    asked.roots.push({ uri: pathToFileURL(first).href, name: "first" })
+    await client.connect(stdioTransport(tempDir(), { backends: [filesystemBackend("fs", commandLineDir)] }))
+    try {
+      const allowed = async () => firstText(await client.callTool({ name: "fs__list_allowed_directories", arguments: {} }))
+      await until("the client's root to be allowed", async () => (await allowed()).includes(first))
+      expect(await allowed()).not.toContain(commandLineDir)
+      asked.roots.splice(0, 1, { uri: pathToFileURL(second).href, name: "second" })
+      await client.sendRootsListChanged()
+      await until("the changed root to be allowed", async () => (await allowed()).includes(second))
+      expect(await allowed()).not.toContain(first)
+    } finally {
+      await client.close()
+    }
+  }, 30_000)
+
+  it("a client without roots leaves the command-line directory; a backend's configured roots are used then", async () => {
+    const commandLineDir = realpathSync(tempDir())
+    const configured = realpathSync(tempDir())
+    const { client } = answeringClient("no-roots", {})
+    await client.connect(
+      stdioTransport(tempDir(), {
+        backends: [
+          filesystemBackend("plain", commandLineDir),
+          { ...filesystemBackend("rooted", commandLineDir), roots: [configured] }
+        ]
+      })
+    )
+    try {
+      const allowed = async (id: string) =>
+        firstText(await client.callTool({ name: `${id}__list_allowed_directories`, arguments: {} }))
+      expect(await allowed("plain")).toContain(commandLineDir)
+      await until("the configured root to be allowed", async () => (await allowed("rooted")).includes(configured))
+      expect(await allowed("rooted")).not.toContain(commandLineDir)
+    } finally {
+      await client.close()
+    }
+  }, 30_000)
+})
+
+describe("over Streamable HTTP, a backend's request goes to the session whose call is in flight", () => {
+  it("answers on the call's own stream; a client without the capability gets a clear error; two sessions in flight are not guessed between", async () => {
+    const gateway = await startHttpGateway({ config: { backends: [everythingBackend, fixtureBackend("fx")] } })
+    const connect = async (name: string, capabilities?: Record<string, unknown>) => {
+      const answering = answeringClient(name, capabilities)
+      await answering.client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`)))
+      return answering
+    }
+    const a = await connect("a")
+    const b = await connect("b", {})
+    try {
+      const sampled = await a.client.callTool({
+        name: "everything__trigger-sampling-request",
+        arguments: { prompt: "over http" }
+      })
+      expect(texts(sampled)).toContain("sampled by the test client")
+      expect(JSON.stringify(a.asked.sampling[0].messages)).toContain("over http")
+
+      const url = await a.client.callTool({
+        name: "everything__trigger-url-elicitation",
+        arguments: { url: "https://example.com/x", message: "go" }
+      })
+      expect(texts(url)).toMatch(/accept/i)
+
+      // b declared nothing: its call fails with the reason, and a was not asked in its place.
+      const refused = await b.client.callTool({ name: "everything__trigger-sampling-request", arguments: { prompt: "no" } }).then(
+        (r) => texts(r),
+        (e: Error) => e.message
+      )
+      expect(refused).toMatch(/did not declare the sampling capability/)
+      expect(a.asked.sampling).toHaveLength(1)
+
+      // Both sessions with a call in flight on fx: fx's request cannot be attributed to either.
+      const slow = a.client.callTool({ name: "fx__slow", arguments: { ms: 1_500 } })
+      await sleep(200)
+      const ambiguous = (
+        await b.client.callTool({ name: "fx__ask_client", arguments: { method: "sampling/createMessage", params: {} } })
+      ).structuredContent as any
+      expect(ambiguous.error.message).toMatch(/2 client sessions have requests in flight on backend 'fx'/)
+      await slow
+      expect(a.asked.sampling).toHaveLength(1)
+
+      // A URL elicitation's completion reaches only the client that was asked.
+      const elicited = (
+        await a.client.callTool({
+          name: "fx__ask_client",
+          arguments: {
+            method: "elicitation/create",
+            params: { mode: "url", url: "https://example.com/done", message: "finish", elicitationId: "el-1" }
+          }
+        })
+      ).structuredContent as any
+      expect(elicited.result).toEqual({ action: "accept" })
+      await until("the completion to reach a", () => a.asked.completed.length > 0)
+      expect(a.asked.completed).toEqual([{ elicitationId: "el-1" }])
+      expect(b.asked.completed).toEqual([])
+    } finally {
+      await a.client.close()
+      await b.client.close()
+      await gateway.close()
+    }
+  }, 40_000)
+})
