@@ -4,7 +4,7 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import * as Backend from "../src/Backend.js"
-import { BackendError } from "../src/Errors.js"
+import { BackendError, RpcError } from "../src/Errors.js"
 import {
   eventually,
   filesystemBackend,
@@ -146,6 +146,37 @@ describe("Backend session", () => {
         const replies = structured(yield* backend.callTool("ping_client", {}))
         expect(replies.ping).toEqual({ result: {} })
         expect(replies.roots.error).toMatchObject({ code: -32601 })
+      }),
+    15_000
+  )
+
+  it.scopedLive(
+    "with onRequest: declares the capabilities given, answers with the handler's result or error, and a cancelled request stops its handler without a reply",
+    () =>
+      Effect.gen(function* () {
+        const interrupted = yield* Deferred.make<void>()
+        const backend = yield* Backend.make(fixtureBackend("fx"), {
+          clientCapabilities: { sampling: {} },
+          onRequest: (method, params) => {
+            if (method === "roots/list") return Effect.succeed({ roots: [{ uri: "file:///work" }], asked: params })
+            if (method === "sampling/createMessage") {
+              return Effect.never.pipe(Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined)))
+            }
+            return Effect.fail(new RpcError({ code: -32601, message: `no ${method} here`, data: { method } }))
+          }
+        })
+        expect(structured(yield* backend.callTool("client_info", {})).capabilities).toEqual({ sampling: {} })
+        const answered = structured(yield* backend.callTool("ask_client", { method: "roots/list", params: { x: 1 } }))
+        expect(answered.result).toEqual({ roots: [{ uri: "file:///work" }], asked: { x: 1 } })
+        const refused = structured(yield* backend.callTool("ask_client", { method: "tasks/list" }))
+        expect(refused.error).toEqual({ code: -32601, message: "no tasks/list here", data: { method: "tasks/list" } })
+        const cancelled = structured(
+          yield* backend.callTool("ask_client", { method: "sampling/createMessage", cancelAfterMs: 100 })
+        )
+        expect(cancelled.cancelled).toBe(true)
+        yield* Deferred.await(interrupted).pipe(Effect.timeout(5_000))
+        // ping still answered by the gateway itself.
+        expect(structured(yield* backend.callTool("ping_client", {})).ping).toEqual({ result: {} })
       }),
     15_000
   )

@@ -14,7 +14,8 @@ import {
   MAX_CONFIG_FILE_BYTES,
   readConfigFile,
   readDotEnv,
-  resolve
+  resolve,
+  rootsOf
 } from "../src/Config.js"
 import { InvalidParams } from "../src/Errors.js"
 import * as Secrets from "../src/Secrets.js"
@@ -49,6 +50,34 @@ describe("GatewayOptions decoding", () => {
     expect(issues.some((i) => i.startsWith("backends[1].args: "))).toBe(true)
     expect(issues).toContain("maxToolsPerRequest: must be a whole number of tools from 1 to 128")
     expect(issues.some((i) => i.startsWith("routing: "))).toBe(true)
+  })
+
+  it("a backend's roots: absolute paths and file:// URIs become MCP roots; anything else is refused with its path", () => {
+    const options = Either.getOrThrow(
+      decodeOptions(
+        {
+          backends: [
+            {
+              id: "fs",
+              command: "node",
+              roots: ["/home/me/project", "file:///srv/data", { uri: "file:///tmp/x", name: "scratch" }]
+            }
+          ]
+        },
+        "x"
+      )
+    )
+    expect(rootsOf(options.backends[0]!)).toEqual([
+      { uri: "file:///home/me/project", name: "project" },
+      { uri: "file:///srv/data" },
+      { uri: "file:///tmp/x", name: "scratch" }
+    ])
+    expect(rootsOf({})).toEqual([])
+    const issues = issuesOf({ backends: [{ id: "fs", command: "node", roots: ["relative/dir", { uri: "https://x" }] }] })
+    expect(
+      issues.some((i) => i.startsWith("backends[0].roots[0]") && i.includes("must be an absolute path or a file:// URI"))
+    ).toBe(true)
+    expect(issues.some((i) => i.startsWith("backends[0].roots[1]") && i.includes("must be a file:// URI"))).toBe(true)
   })
 
   it("says when a required field is missing", () => {

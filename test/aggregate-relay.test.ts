@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BIN, cleanEnv, ROOT, tempDir } from "./support/gateway.js"
 import { firstText, fixtureBackend } from "./support/mcpFixture.js"
 import { startHttpGateway } from "./support/httpGateway.js"
-import { sleep } from "./support/process.js"
+import { sleep, until } from "./support/process.js"
 
 const CONFORMANCE = join(ROOT, "test", "fixtures", "conformance-server.mjs")
 
@@ -194,6 +194,19 @@ describe("resource subscriptions are each session's own", () => {
       expect(counts.structuredContent).toEqual({ subscribe: 1, unsubscribe: 1 })
       await touch()
       expect(b.updates).toHaveLength(1)
+
+      // A restarted backend is subscribed again to what sessions still hold.
+      await a.client.subscribeResource({ uri: "test://watched-resource" })
+      await a.client.callTool({ name: "conf__exit_process", arguments: {} })
+      const again = await until("the restarted backend to be subscribed again", async () => {
+        const result = await a.client.callTool({ name: "conf__subscription_counts", arguments: {} }).catch(() => undefined)
+        const counts = result?.structuredContent as { subscribe: number; unsubscribe: number } | undefined
+        // The old process counted an unsubscribe; the new one starts from nothing.
+        return counts !== undefined && counts.unsubscribe === 0 && counts.subscribe > 0 ? counts : undefined
+      })
+      expect(again).toEqual({ subscribe: 1, unsubscribe: 0 })
+      await touch()
+      expect(a.updates).toHaveLength(2)
     } finally {
       await a.client.close()
       await b.client.close()

@@ -326,3 +326,41 @@ describe("over Streamable HTTP, a backend's request goes to the session whose ca
     }
   }, 40_000)
 })
+
+describe("orchestration runs the chosen tool as the session's own call", () => {
+  it("a backend's sampling during agentify_orchestrate reaches the client that asked; a model that declines is explained in the text", async () => {
+    const gateway = await startHttpGateway({
+      scripted: true,
+      env: {
+        SCRIPTED_TOOL: "everything__trigger-sampling-request",
+        SCRIPTED_ARGUMENTS: JSON.stringify({ prompt: "via the model" })
+      },
+      config: { backends: [everythingBackend] }
+    })
+    const declining = await startHttpGateway({
+      scripted: true,
+      env: { SCRIPTED_TOOL: "none", SCRIPTED_CONTENT: "Which file do you mean? Give me its path." },
+      config: { backends: [fixtureBackend("fx")] }
+    })
+    const { client, asked } = answeringClient("orchestrating")
+    const other = answeringClient("declined")
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`)))
+      const result = await client.callTool({ name: "agentify_orchestrate", arguments: { query: "ask the model" } })
+      expect(texts(result)).toContain("sampled by the test client")
+      expect(JSON.stringify(asked.sampling[0].messages)).toContain("via the model")
+
+      await other.client.connect(new StreamableHTTPClientTransport(new URL(`${declining.base}/mcp`)))
+      const declined = await other.client.callTool({ name: "agentify_orchestrate", arguments: { query: "open it" } })
+      expect(declined.isError).toBe(true)
+      expect(firstText(declined)).toBe(
+        "Error -32000: AI orchestrator could not determine an action for your query.\n\nThe model answered: Which file do you mean? Give me its path."
+      )
+    } finally {
+      await client.close()
+      await other.client.close()
+      await gateway.close()
+      await declining.close()
+    }
+  }, 40_000)
+})

@@ -6,7 +6,8 @@
  *
  * The scripted model answers every query at once with one call of `SCRIPTED_TOOL` (default
  * `fx__echo`). Its arguments are `SCRIPTED_ARGUMENTS` (JSON) when set, else `{"text": <the query>}`,
- * so a test can tell each orchestration's result from every other's. Plain JavaScript over the
+ * so a test can tell each orchestration's result from every other's. `SCRIPTED_TOOL=none` calls no
+ * tool and answers `SCRIPTED_CONTENT` instead (a model declining). Plain JavaScript over the
  * built `dist/`, so it runs under plain `node` like the CLI (no TypeScript loader in a measured
  * process). Usage: node scripted-gateway.mjs --config FILE
  */
@@ -23,13 +24,17 @@ const ScriptedLive = LlmClient.layerScripted(
     {
       match: () => true,
       reply: (request) =>
-        Effect.succeed({
-          toolCalls: [
-            { id: `call_${calls++}`, name: tool, arguments: fixedArguments ?? JSON.stringify({ text: request.query }) }
-          ],
-          content: null,
-          model: "scripted"
-        })
+        Effect.succeed(
+          tool === "none"
+            ? { toolCalls: [], content: process.env.SCRIPTED_CONTENT ?? null, model: "scripted" }
+            : {
+                toolCalls: [
+                  { id: `call_${calls++}`, name: tool, arguments: fixedArguments ?? JSON.stringify({ text: request.query }) }
+                ],
+                content: null,
+                model: "scripted"
+              }
+        )
     }
   ],
   // Nothing inspects the requests here; a long run must not keep them.
