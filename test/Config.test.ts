@@ -67,7 +67,7 @@ describe("GatewayOptions decoding", () => {
         "x"
       )
     )
-    expect(rootsOf(options.backends[0]!)).toEqual([
+    expect(rootsOf(options.backends![0]!)).toEqual([
       { uri: "file:///home/me/project", name: "project" },
       { uri: "file:///srv/data" },
       { uri: "file:///tmp/x", name: "scratch" }
