@@ -149,12 +149,22 @@ const scrubData = (data: unknown): { readonly data?: unknown } => {
   }
 }
 
+/** MCP's "URL elicitation required": the client acts on its code and data, so they pass unchanged. */
+export const URL_ELICITATION_REQUIRED = -32042
+
+/** A backend's own -32042, which must reach the client as the backend sent it. */
+const urlElicitationOf = (error: GatewayError): WireError | undefined => {
+  if (error._tag !== "BackendError" || error.reason !== "call_failed") return undefined
+  const detail = error.detail as { code?: unknown; message?: unknown; data?: unknown } | undefined
+  if (detail?.code !== URL_ELICITATION_REQUIRED || typeof detail.message !== "string") return undefined
+  return { code: URL_ELICITATION_REQUIRED, message: detail.message, ...(detail.data === undefined ? {} : { data: detail.data }) }
+}
+
 /** The wire form of a failure, with every registered secret scrubbed. */
-export const toRpcError = (error: GatewayError): WireError => ({
-  code: error.code,
-  message: Secrets.scrub(error.message),
-  ...scrubData(error.data)
-})
+export const toRpcError = (error: GatewayError): WireError => {
+  const wire = urlElicitationOf(error) ?? { code: error.code, message: error.message, data: error.data }
+  return { code: wire.code, message: Secrets.scrub(wire.message), ...scrubData(wire.data) }
+}
 
 /** Merges `extra` into a failure's data (the server adds the query to orchestration failures). */
 export const withData = (wire: WireError, extra: Record<string, unknown>): WireError => ({

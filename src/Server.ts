@@ -307,9 +307,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     const entry = catalog().byName.get(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
     // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
-    return ctx
-      .forward(session, context, entry.backendId, "tools/call", { ...p, name: entry.toolName })
-      .pipe(Effect.mapError(passUrlElicitation))
+    return ctx.forward(session, context, entry.backendId, "tools/call", { ...p, name: entry.toolName })
   }
 
   /** Adds the query to an orchestration failure's data. */
@@ -430,12 +428,6 @@ const asBackendSent = (error: BackendError): GatewayError => {
   }
   return error
 }
-
-/** MCP's "URL elicitation required": the client acts on the code and data, so they pass unchanged. */
-const URL_ELICITATION_REQUIRED = -32042
-
-const passUrlElicitation = (error: BackendError): GatewayError =>
-  (error.detail as { code?: unknown } | undefined)?.code === URL_ELICITATION_REQUIRED ? asBackendSent(error) : error
 
 /** One backend as itself, for one session (`/servers/<id>/mcp`). */
 export const backend = (ctx: Context, session: Session, backendId: string, onExit: Effect.Effect<void>): Handlers<never> => {

@@ -111,8 +111,12 @@ export class Session {
     this.send(notification(method, params))
   }
 
-  /** Marks the client initialized (idempotent). */
+  private isInitialized = false
+
+  /** Marks the client initialized (idempotent, and one comparison once done: it runs per request). */
   markInitialized(): void {
+    if (this.isInitialized) return
+    this.isInitialized = true
     Deferred.unsafeDone(this.initialized, Exit.void)
   }
 

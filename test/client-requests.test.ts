@@ -126,6 +126,15 @@ describe("over stdio, backends' requests reach the client and its answers go bac
     })
     expect(asked.elicitation[1]).toMatchObject({ mode: "url", url: "https://example.com/authorize", message: "Sign in" })
     expect(texts(url)).toMatch(/accept/i)
+    // The error path: the backend's -32042 and its elicitations reach the client as sent.
+    const required = await client
+      .callTool({
+        name: "everything__trigger-url-elicitation",
+        arguments: { url: "https://example.com/authorize", message: "Sign in", errorPath: true }
+      })
+      .catch((e) => e)
+    expect(required.code).toBe(-32042)
+    expect(required.data.elicitations[0]).toMatchObject({ mode: "url", url: "https://modelcontextprotocol.io" })
   })
 
   it("roots/list is answered with the client's roots, and a change of roots reaches the backend", async () => {
