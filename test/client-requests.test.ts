@@ -72,6 +72,43 @@ const stdioTransport = (dir: string, config: unknown) => {
 
 const texts = (result: any): string => (result.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("\n")
 
+/**
+ * server-everything's resources, templates, prompts, completion, subscriptions and logging through
+ * the gateway's aggregate (`client`), against the same server directly (`direct`).
+ */
+const checkSurface = async (client: Client, direct: Client) => {
+  const { resources } = await direct.listResources()
+  const relayed = (await client.listResources()).resources
+  for (const resource of resources) expect(relayed).toContainEqual(resource)
+  expect((await client.listResourceTemplates()).resourceTemplates).toEqual(
+    (await direct.listResourceTemplates()).resourceTemplates
+  )
+  expect(await client.readResource({ uri: resources[0]!.uri })).toEqual(await direct.readResource({ uri: resources[0]!.uri }))
+  const templated = { uri: "demo://resource/dynamic/text/7" }
+  expect(await client.readResource(templated)).toEqual(await direct.readResource(templated))
+  await client.subscribeResource({ uri: resources[0]!.uri })
+  await client.unsubscribeResource({ uri: resources[0]!.uri })
+
+  const prompts = (await direct.listPrompts()).prompts
+  expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(prompts.map((p) => `everything__${p.name}`))
+  const args = { city: "Lyon", state: "Rhône" }
+  expect(await client.getPrompt({ name: "everything__args-prompt", arguments: args })).toEqual(
+    await direct.getPrompt({ name: "args-prompt", arguments: args })
+  )
+  const department = await client.complete({
+    ref: { type: "ref/prompt", name: "everything__completable-prompt" },
+    argument: { name: "department", value: "Eng" }
+  })
+  expect(department.completion.values).toEqual(["Engineering"])
+  const lead = await client.complete({
+    ref: { type: "ref/prompt", name: "everything__completable-prompt" },
+    argument: { name: "name", value: "A" },
+    context: { arguments: { department: "Engineering" } }
+  })
+  expect(lead.completion.values).toEqual(["Alice"])
+  expect(await client.setLoggingLevel("warning")).toEqual({})
+}
+
 describe("over stdio, backends' requests reach the client and its answers go back", () => {
   let client: Client
   let asked: Asked
@@ -197,6 +234,10 @@ describe("over stdio, backends' requests reach the client and its answers go bac
     expect(unknown.error).toMatchObject({ code: -32601 })
   })
 
+  it("resources, templates, prompts with arguments, completion, subscriptions and logging are relayed", async () => {
+    await checkSurface(client, direct)
+  })
+
   it("tools, their results and content pass unchanged: title, annotations, schemas, structured, image, audio, resources", async () => {
     const viaGateway = new Map((await client.listTools()).tools.map((t) => [t.name, t]))
     for (const tool of (await direct.listTools()).tools) {
@@ -273,7 +314,7 @@ describe("over stdio, server-filesystem serves exactly the client's roots", () =
 })
 
 describe("over Streamable HTTP, a backend's request goes to the session whose call is in flight", () => {
-  it("answers on the call's own stream; a client without the capability gets a clear error; two sessions in flight are not guessed between", async () => {
+  it("relays server-everything's surface; answers on the call's own stream; a client without the capability gets a clear error; two sessions in flight are not guessed between", async () => {
     const gateway = await startHttpGateway({ config: { backends: [everythingBackend, fixtureBackend("fx")] } })
     const connect = async (name: string, capabilities?: Record<string, unknown>) => {
       const answering = answeringClient(name, capabilities)
@@ -282,7 +323,11 @@ describe("over Streamable HTTP, a backend's request goes to the session whose ca
     }
     const a = await connect("a")
     const b = await connect("b", {})
+    const direct = answeringClient("direct").client
+    await direct.connect(new StdioClientTransport({ command: process.execPath, args: [EVERYTHING, "stdio"], stderr: "pipe" }))
     try {
+      await checkSurface(a.client, direct)
+
       const sampled = await a.client.callTool({
         name: "everything__trigger-sampling-request",
         arguments: { prompt: "over http" }
@@ -331,6 +376,7 @@ describe("over Streamable HTTP, a backend's request goes to the session whose ca
     } finally {
       await a.client.close()
       await b.client.close()
+      await direct.close()
       await gateway.close()
     }
   }, 40_000)
