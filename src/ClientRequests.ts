@@ -143,6 +143,8 @@ export const make = (options: Options) => {
         case "elicitation/create": {
           const found = owner(request.backendId, method)
           if (typeof found === "string") return Effect.fail(notFound(`Method not found: ${found}`))
+          // A stateless request's client is asked by the gateway's own means, which check its capabilities.
+          if (found.session.ask !== undefined) return relay(found.session, found.via, request)
           const mode = (request.params as { mode?: unknown } | undefined)?.mode
           const able =
             method === "sampling/createMessage"

@@ -84,7 +84,7 @@ const outOfPhase = (session: Session, method: string): GatewayError | undefined 
 }
 
 /** What the aggregate offers: its tools, and the backends' resources, prompts, completion and logging. */
-const AGGREGATE_CAPABILITIES = {
+export const AGGREGATE_CAPABILITIES = {
   tools: { listChanged: true },
   resources: { subscribe: true, listChanged: true },
   prompts: { listChanged: true },
@@ -92,7 +92,7 @@ const AGGREGATE_CAPABILITIES = {
   logging: {}
 }
 
-const INSTRUCTIONS =
+export const INSTRUCTIONS =
   "Call agentify_orchestrate with a plain-language query to have the right backend tool chosen and run, or call a backend tool directly by its namespaced name."
 
 /** `initializationOptions` a session may pass when the gateway is shared: they concern it alone. */

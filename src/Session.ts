@@ -56,6 +56,11 @@ export interface Options {
    * session with no GET stream open).
    */
   readonly send: (message: unknown) => boolean
+  /**
+   * Answers the gateway's requests to this client another way than by sending them: a stateless
+   * (2026-07-28) request has nowhere to send them, its client is asked with an InputRequiredResult.
+   */
+  readonly ask?: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
 }
 
 /**
@@ -75,6 +80,8 @@ export class Session {
   readonly transport: "stdio" | "http"
   readonly target: Target
   readonly send: (message: unknown) => boolean
+  /** See `Options.ask`: set for a stateless request, whose client cannot be sent requests. */
+  readonly ask: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
   /** Completed by `exit` (or `shutdown` over HTTP): the transport ends the session. */
   readonly ended: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
   phase: Phase = "new"
@@ -99,6 +106,7 @@ export class Session {
     this.transport = options.transport
     this.target = options.target ?? { _tag: "Aggregate" }
     this.send = options.send
+    this.ask = options.ask
   }
 
   /** Whether what `backendId` sends concerns this session (the aggregate serves every backend). */
@@ -128,6 +136,7 @@ export class Session {
    * sends the client `notifications/cancelled`.
    */
   request(method: string, params: unknown, via?: RequestContext): Effect.Effect<unknown, RpcError> {
+    if (this.ask !== undefined) return this.ask(method, params)
     return Effect.async<unknown, RpcError>((resume) => {
       const refuse = (message: string) => resume(Exit.fail(new RpcError({ code: ErrorCode.InternalError, message })))
       if (this.phase === "shutdown") return refuse(`the client session ${this.id} is shutting down`)

@@ -19,7 +19,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk, Deferred, Effect, Exit, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
+import { Chunk, Deferred, Effect, Exit, FiberSet, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
 import { createServer, type Server as NodeServer } from "node:http"
 import { Backends } from "../Backends.js"
@@ -27,11 +27,12 @@ import { GatewayConfig, type ResolvedConfig } from "../Config.js"
 import { ErrorCode } from "../Errors.js"
 import { Events } from "../Events.js"
 import { Gateway } from "../Gateway.js"
-import { classify, failure, isReply, stringify } from "../JsonRpc.js"
+import { classify, failure, type Id, isReply, stringify } from "../JsonRpc.js"
 import { isSupportedProtocolVersion } from "../Mcp.js"
 import { isLoopback } from "./Address.js"
 import * as Peer from "../Peer.js"
 import { Session, type Target } from "../Session.js"
+import * as Stateless from "../Stateless.js"
 
 export interface Options {
   /** The address to bind; 127.0.0.1 unless told otherwise. */
@@ -207,6 +208,20 @@ const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number): 
   })
 }
 
+/**
+ * A request of the stateless era (2026-07-28): without a session, it names its protocol version in
+ * `_meta` or the header names one the session era does not have, or it is `server/discover`.
+ */
+const isStatelessRequest = (value: unknown, header: string | undefined): boolean => {
+  const incoming = classify(value)
+  if (incoming._tag !== "Request" || incoming.request.method === "initialize") return false
+  return (
+    Stateless.isStateless(value) ||
+    incoming.request.method === "server/discover" ||
+    (header !== undefined && !isSupportedProtocolVersion(header))
+  )
+}
+
 /** Serves the gateway over HTTP until the scope closes. */
 export const make = (options: Options, node?: NodeServer) =>
   Effect.gen(function* () {
@@ -221,6 +236,9 @@ export const make = (options: Options, node?: NodeServer) =>
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
     const guards = makeGuards(options, () => port, config)
     const sessions = new Map<string, HttpSession>()
+    const stateless = yield* Stateless.make(gateway, backends)
+    // Stateless requests run beside the exchange that answers them (their calls may outlive it).
+    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, never>())<never>()
 
     const closeSession = (entry: HttpSession, why: string) =>
       Effect.suspend(() => {
@@ -317,13 +335,26 @@ export const make = (options: Options, node?: NodeServer) =>
       sse: boolean,
       headers: Record<string, string>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+      exchangeWith(
+        (out) => entry.peer.receiveValue(value, out),
+        sse,
+        headers,
+        () => 200
+      )
+
+    const exchangeWith = (
+      dispatch: (out: Peer.Outbox) => void,
+      sse: boolean,
+      headers: Record<string, string>,
+      statusOf: (reply: unknown) => number
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
       Effect.suspend(() => {
         // Messages wait in a plain array until the first decides the response's form; a queue is
         // made only for a stream, so a plain request-reply costs one callback.
         const early: Array<unknown> = []
         let wake: (() => void) | undefined
         let queue: Queue.Queue<unknown> | undefined
-        entry.peer.receiveValue(value, {
+        dispatch({
           send: (message) => {
             if (queue !== undefined) Queue.unsafeOffer(queue, message)
             else {
@@ -350,7 +381,7 @@ export const make = (options: Options, node?: NodeServer) =>
           isReply(message) || sse ? Effect.succeed(message) : untilReply
         )
         return Effect.flatMap(untilReply, (message) => {
-          if (isReply(message)) return Effect.succeed(json(200, message, headers))
+          if (isReply(message)) return Effect.succeed(json(statusOf(message), message, headers))
           // Sliding: a client that stops reading loses the oldest notifications, never the gateway's
           // memory, and never the reply (it comes last).
           return Effect.map(Queue.sliding<unknown>(STREAM_BUFFER), (q) => {
@@ -417,6 +448,26 @@ export const make = (options: Options, node?: NodeServer) =>
             return response
           }
           return HttpServerResponse.setHeader(response, SESSION_HEADER, entry.session.id)
+        }
+        if (request.headers[SESSION_HEADER] === undefined && isStatelessRequest(value, request.headers[VERSION_HEADER])) {
+          const { id, method, params } = value as { id: Id; method: string; params: unknown }
+          const message = { id, method, params }
+          const header = request.headers[VERSION_HEADER]
+          const refused = Stateless.check(message, header === undefined ? undefined : header)
+          if (refused !== undefined) return json(refused.status, refused.response)
+          if (method === "subscriptions/listen") {
+            if (!sse) return reject(406, "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream")
+            // The listener lives as long as the stream: a client that goes away ends it.
+            const events = Stream.unwrapScoped(
+              Effect.gen(function* () {
+                const q = yield* Queue.sliding<unknown>(STREAM_BUFFER)
+                yield* stateless.listen(message, target, "http", { send: (m) => Queue.unsafeOffer(q, m) })
+                return Stream.fromQueue(q)
+              })
+            ).pipe(Stream.map(sseEvent))
+            return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: SSE_HEADERS })
+          }
+          return yield* exchangeWith((out) => runFork(stateless.serve(message, target, "http", out)), sse, {}, Stateless.statusOf)
         }
         const found = findSession(request, target)
         if (found.refused) return found.refused

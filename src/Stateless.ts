@@ -1,0 +1,565 @@
+/**
+ * MCP 2026-07-28, the stateless era, served beside the session era: no `initialize` and no
+ * session; every request carries its protocol version, client capabilities and log level in
+ * `_meta`. `server/discover` says what the gateway offers; list results carry caching hints and
+ * every result its `resultType`.
+ *
+ * The bridge to backends of the session era: when a backend asks the client something during a
+ * stateless request (`sampling/createMessage`, `elicitation/create`, `roots/list`), the gateway
+ * cannot send the client a request. It answers the client's request with an InputRequiredResult
+ * instead (the backend's questions as `inputRequests`, and a sealed `requestState`) and keeps the
+ * backend's call open; the client's retry with `inputResponses` answers the backend, and the call
+ * goes on to its result or to the next question. Calls kept open so are bounded in number and
+ * time, and end cleanly (the backend's call cancelled, its questions answered with an error) when
+ * the client never comes back.
+ */
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import type { BackendsService } from "./Backends.js"
+import { BackendError, ErrorCode, type GatewayError, RpcError, toRpcError } from "./Errors.js"
+import type { GatewayService } from "./Gateway.js"
+import { failure, type Id, notification, type Request, type Response, success } from "./JsonRpc.js"
+import * as Mcp from "./Mcp.js"
+import type { Outbox, RequestContext } from "./Peer.js"
+import * as Server from "./Server.js"
+import { MCP_LOG_LEVELS, type McpLogLevel, Session, type Target } from "./Session.js"
+
+export const PROTOCOL_VERSION = "2026-07-28"
+/** What `server/discover` lists: this era, and the session era's versions (served with `initialize`). */
+export const SUPPORTED_VERSIONS: ReadonlyArray<string> = [PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS]
+
+const META_VERSION = "io.modelcontextprotocol/protocolVersion"
+const META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+const META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+const META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+const META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+const META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+
+export const ErrorCodes = {
+  HeaderMismatch: -32020,
+  MissingClientCapability: -32021,
+  UnsupportedProtocolVersion: -32022
+} as const
+
+/** Methods of the session era that 2026-07-28 removed: -32601 (HTTP 404). */
+const REMOVED = new Set(["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "shutdown"])
+/** The only requests whose result may be an InputRequiredResult. */
+const MAY_ASK = new Set(["tools/call", "prompts/get", "resources/read"])
+/** Results that carry caching hints. */
+const CACHEABLE = new Set(["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"])
+
+/** Calls kept open across a client's round trips, at most, and for at most this long each. */
+export const MAX_OPEN_CALLS = 1_000
+export const OPEN_CALL_TTL_MS = 10 * 60_000
+/** After a backend's first question, how long its other questions of the same moment are gathered. */
+const GATHER_MS = 20
+
+/** Whether a message belongs to the stateless era: a request whose `_meta` names a protocol version. */
+export const isStateless = (message: unknown): boolean => {
+  const meta = (message as { params?: { _meta?: unknown } } | null)?.params?._meta
+  return typeof meta === "object" && meta !== null && META_VERSION in meta
+}
+
+/** A refusal before dispatch, with the HTTP status it takes. */
+export interface Refusal {
+  readonly status: number
+  readonly response: Response
+}
+
+const refusal = (status: number, id: Id | null, code: number, message: string, data?: unknown): Refusal => ({
+  status,
+  response: failure(id, data === undefined ? { code, message } : { code, message, data })
+})
+
+/** The request's `_meta`, validated; `header` is the MCP-Protocol-Version header (HTTP only). */
+export const check = (request: Request, header: string | undefined | null): Refusal | undefined => {
+  if (header === undefined) return refusal(400, request.id, ErrorCodes.HeaderMismatch, "Missing MCP-Protocol-Version header")
+  const meta = (request.params as { _meta?: unknown } | undefined)?._meta as Record<string, unknown> | undefined
+  const missing = [META_VERSION, META_CAPABILITIES].filter(
+    (key) => meta === undefined || meta === null || meta[key] === undefined
+  )
+  if (missing.length > 0 || typeof meta !== "object" || meta === null) {
+    return refusal(400, request.id, ErrorCode.InvalidParams, `Invalid params: _meta must carry ${missing.join(" and ")}`)
+  }
+  const version = meta[META_VERSION]
+  const capabilities = meta[META_CAPABILITIES]
+  if (typeof capabilities !== "object" || capabilities === null || Array.isArray(capabilities)) {
+    return refusal(400, request.id, ErrorCode.InvalidParams, `Invalid params: _meta.${META_CAPABILITIES} must be an object`)
+  }
+  const level = meta[META_LOG_LEVEL]
+  if (level !== undefined && !(MCP_LOG_LEVELS as ReadonlyArray<unknown>).includes(level)) {
+    return refusal(
+      400,
+      request.id,
+      ErrorCode.InvalidParams,
+      `Invalid params: _meta.${META_LOG_LEVEL} must be one of ${MCP_LOG_LEVELS.join(", ")}`
+    )
+  }
+  if (header !== null && header !== version) {
+    return refusal(400, request.id, ErrorCodes.HeaderMismatch, "MCP-Protocol-Version header does not match _meta protocolVersion")
+  }
+  if (version !== PROTOCOL_VERSION) {
+    return refusal(400, request.id, ErrorCodes.UnsupportedProtocolVersion, "Unsupported protocol version", {
+      supported: [PROTOCOL_VERSION],
+      requested: String(version).slice(0, 64)
+    })
+  }
+  return undefined
+}
+
+/** The HTTP status of a stateless reply sent as JSON. */
+export const statusOf = (response: unknown): number => {
+  const code = (response as { error?: { code?: unknown } } | null)?.error?.code
+  if (code === ErrorCode.MethodNotFound) return 404
+  if (
+    code === ErrorCodes.HeaderMismatch ||
+    code === ErrorCodes.MissingClientCapability ||
+    code === ErrorCodes.UnsupportedProtocolVersion
+  ) {
+    return 400
+  }
+  return 200
+}
+
+// ---------------------------------------------------------------------------------------------
+// requestState: sealed, so a client can neither forge nor alter it
+
+const KEY = randomBytes(32)
+const mac = (payload: string) => createHmac("sha256", KEY).update(payload).digest()
+
+const seal = (state: { readonly call: string; readonly round: number; readonly method: string; readonly name?: string }) => {
+  const payload = Buffer.from(JSON.stringify(state)).toString("base64url")
+  return `${payload}.${mac(payload).toString("base64url")}`
+}
+
+const unseal = (token: unknown): { call: string; round: number; method: string; name?: string } | undefined => {
+  if (typeof token !== "string" || token.length > 4_096) return undefined
+  const [payload, signature, ...rest] = token.split(".")
+  if (payload === undefined || signature === undefined || rest.length > 0) return undefined
+  const expected = mac(payload)
+  const given = Buffer.from(signature, "base64url")
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined
+  try {
+    return JSON.parse(Buffer.from(payload, "base64url").toString("utf8"))
+  } catch {
+    return undefined
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calls kept open across round trips
+
+/** A backend's question, waiting for the client's answer. */
+interface Question {
+  readonly key: string
+  readonly method: string
+  readonly params: unknown
+  readonly answer: Deferred.Deferred<unknown, RpcError>
+}
+
+/** A call that may outlive the HTTP exchange (or stdio request) that started it. */
+interface OpenCall {
+  readonly id: string
+  readonly method: string
+  readonly name: string | undefined
+  readonly scope: Scope.CloseableScope
+  readonly questions: Queue.Queue<Question>
+  /** The questions of the last InputRequiredResult not answered yet. */
+  readonly waiting: Map<string, Question>
+  fiber: Fiber.RuntimeFiber<unknown, GatewayError> | undefined
+  /** Where the call's notifications go: the exchange of its latest round. */
+  out: Outbox
+  round: number
+  busy: boolean
+  /** Set when the client lacks a capability a backend's question needs: the call fails with -32021. */
+  missing: Record<string, unknown> | undefined
+  timer: ReturnType<typeof setTimeout> | undefined
+}
+
+const CAPABILITY_OF: Record<string, string> = {
+  "sampling/createMessage": "sampling",
+  "elicitation/create": "elicitation",
+  "roots/list": "roots"
+}
+
+const keyPrefix = (method: string) => CAPABILITY_OF[method] ?? "input"
+
+/** The `io.modelcontextprotocol/*` keys of `_meta` and the round-trip fields are the gateway's, not the backend's. */
+const forBackend = (params: unknown): unknown => {
+  if (typeof params !== "object" || params === null) return params
+  const { _meta, inputResponses: _responses, requestState: _state, ...rest } = params as Record<string, unknown>
+  if (typeof _meta !== "object" || _meta === null) return rest
+  const kept = Object.fromEntries(Object.entries(_meta).filter(([key]) => !key.startsWith("io.modelcontextprotocol/")))
+  return Object.keys(kept).length === 0 ? rest : { ...rest, _meta: kept }
+}
+
+/** Adds what every 2026-07-28 result carries. */
+const finished = (method: string, result: unknown): unknown => {
+  if (typeof result !== "object" || result === null || Array.isArray(result)) return result
+  const r = result as Record<string, unknown>
+  return {
+    ...r,
+    resultType: r.resultType ?? "complete",
+    ...(CACHEABLE.has(method) ? { ttlMs: 0, cacheScope: "private" } : {})
+  }
+}
+
+export interface Stateless {
+  /**
+   * Serves one stateless request (already checked) on `target`; its reply and notifications go to
+   * `out`. Never fails; the reply is always sent.
+   */
+  readonly serve: (request: Request, target: Target, transport: "stdio" | "http", out: Outbox) => Effect.Effect<void>
+  /**
+   * `subscriptions/listen`: acknowledges, then relays the notifications asked for to `out` while
+   * the current scope is open (the stream that carries them).
+   */
+  readonly listen: (
+    request: Request,
+    target: Target,
+    transport: "stdio" | "http",
+    out: Outbox
+  ) => Effect.Effect<void, never, Scope.Scope>
+  /** Calls open now (for tests and the debug UI). */
+  readonly openCalls: () => number
+}
+
+/** What the aggregate offers a stateless client: no subscribe (subscriptions/listen replaced it), no logging/setLevel. */
+const STATELESS_CAPABILITIES = {
+  tools: { listChanged: true },
+  resources: { listChanged: true },
+  prompts: { listChanged: true },
+  completions: {}
+}
+
+/** Capabilities of a backend as a 2026-07-28 server states them. */
+const statelessCapabilities = (capabilities: Readonly<Record<string, unknown>>) => {
+  const { logging: _logging, resources, ...rest } = capabilities as Record<string, unknown>
+  if (typeof resources !== "object" || resources === null) return rest
+  const { subscribe: _subscribe, ...resourceRest } = resources as Record<string, unknown>
+  return { ...rest, resources: resourceRest }
+}
+
+const describe = (
+  backends: BackendsService,
+  target: Target
+): Effect.Effect<{ capabilities: unknown; instructions?: string; serverInfo: unknown }, GatewayError> => {
+  if (target._tag === "Aggregate") {
+    return Effect.succeed({
+      capabilities: STATELESS_CAPABILITIES,
+      instructions: Server.INSTRUCTIONS,
+      serverInfo: { name: Server.SERVER_NAME, version: Server.SERVER_VERSION }
+    })
+  }
+  const running = backends.backend(target.backendId)
+  if (running === undefined) {
+    return Effect.fail(
+      new BackendError({ backendId: target.backendId, reason: "not_ready", method: "server/discover", summary: "not running" })
+    )
+  }
+  return Effect.succeed({
+    capabilities: statelessCapabilities(running.serverCapabilities),
+    ...(running.instructions === undefined ? {} : { instructions: running.instructions }),
+    serverInfo: running.serverInfo
+  })
+}
+
+export const make = (gateway: GatewayService, backends: BackendsService) =>
+  Effect.gen(function* () {
+    const calls = new Map<string, OpenCall>()
+    let nextCall = 0
+
+    const close = (call: OpenCall, why: string) =>
+      Effect.suspend(() => {
+        if (calls.get(call.id) === call) calls.delete(call.id)
+        if (call.timer !== undefined) clearTimeout(call.timer)
+        const left = [...call.waiting.values()]
+        call.waiting.clear()
+        return Effect.all(
+          [
+            Effect.forEach(left, (q) => Deferred.fail(q.answer, new RpcError({ code: ErrorCode.InternalError, message: why })), {
+              discard: true
+            }),
+            call.fiber === undefined ? Effect.void : Fiber.interrupt(call.fiber),
+            Scope.close(call.scope, Exit.void)
+          ],
+          { discard: true }
+        )
+      })
+
+    /** The next thing the call does: finish, or ask (its questions of that moment, gathered). */
+    const nextStep = (call: OpenCall) =>
+      Effect.raceFirst(
+        Effect.map(Fiber.await(call.fiber!), (exit) => ({ _tag: "Done" as const, exit })),
+        Effect.gen(function* () {
+          const first = yield* Queue.take(call.questions)
+          yield* Effect.sleep(GATHER_MS)
+          const more = yield* Queue.takeAll(call.questions)
+          return { _tag: "Ask" as const, questions: [first, ...more] }
+        })
+      )
+
+    /** Runs the call until it finishes or asks, and answers the client's request accordingly. */
+    const round = (call: OpenCall, request: Request): Effect.Effect<Response> =>
+      Effect.gen(function* () {
+        const step = yield* nextStep(call)
+        if (call.missing !== undefined) {
+          const required = call.missing
+          yield* close(call, "the client lacks a capability")
+          return failure(request.id, {
+            code: ErrorCodes.MissingClientCapability,
+            message: `Missing required client capability: ${Object.keys(required).join(", ")}`,
+            data: { requiredCapabilities: required }
+          })
+        }
+        if (step._tag === "Done") {
+          yield* close(call, "the call finished")
+          const exit = step.exit
+          if (Exit.isSuccess(exit)) return success(request.id, finished(call.method, exit.value))
+          const failed = Cause.failureOption(exit.cause)
+          return Option.isSome(failed)
+            ? failure(request.id, toRpcError(failed.value))
+            : failure(request.id, { code: ErrorCode.InternalError, message: "Internal error" })
+        }
+        for (const q of step.questions) call.waiting.set(q.key, q)
+        return success(request.id, inputRequired(call))
+      })
+
+    const inputRequired = (call: OpenCall) => {
+      call.round++
+      call.busy = false
+      if (call.timer !== undefined) clearTimeout(call.timer)
+      call.timer = setTimeout(
+        () => Effect.runFork(close(call, "the client did not come back with its answers")),
+        OPEN_CALL_TTL_MS
+      )
+      call.timer.unref?.()
+      calls.set(call.id, call)
+      return {
+        resultType: "input_required",
+        inputRequests: Object.fromEntries([...call.waiting.values()].map((q) => [q.key, { method: q.method, params: q.params }])),
+        requestState: seal({
+          call: call.id,
+          round: call.round,
+          method: call.method,
+          ...(call.name === undefined ? {} : { name: call.name })
+        })
+      }
+    }
+
+    /** A new stateless request: an ephemeral session on the gateway, its call run in a scope of its own. */
+    const start = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox) =>
+      Effect.gen(function* () {
+        const params = (request.params ?? {}) as Record<string, unknown>
+        const meta = params._meta as Record<string, unknown>
+        const capabilities = meta[META_CAPABILITIES] as Record<string, unknown>
+        const name = typeof params.name === "string" ? params.name : undefined
+        const scope = yield* Scope.make()
+        const call: OpenCall = {
+          id: `${Date.now().toString(36)}-${++nextCall}-${randomBytes(6).toString("hex")}`,
+          method: request.method,
+          name,
+          scope,
+          questions: yield* Queue.unbounded<Question>(),
+          waiting: new Map(),
+          fiber: undefined,
+          out,
+          round: 0,
+          busy: true,
+          missing: undefined,
+          timer: undefined
+        }
+        let asked = 0
+        const ask = (method: string, askParams: unknown): Effect.Effect<unknown, RpcError> =>
+          Effect.gen(function* () {
+            const capability = CAPABILITY_OF[method]
+            const mayAsk = MAY_ASK.has(request.method)
+            if (capability === undefined || !mayAsk) {
+              return yield* new RpcError({
+                code: ErrorCode.MethodNotFound,
+                message: `Method not found: ${method} cannot be asked during ${request.method}`
+              })
+            }
+            if (capabilities[capability] === undefined) {
+              call.missing = { ...call.missing, [capability]: {} }
+              // Wakes the round, which answers the client -32021 and ends the call.
+              yield* Queue.offer(call.questions, {
+                key: "",
+                method,
+                params: askParams,
+                answer: yield* Deferred.make<unknown, RpcError>()
+              })
+              return yield* new RpcError({
+                code: ErrorCode.MethodNotFound,
+                message: `the client did not declare the ${capability} capability`
+              })
+            }
+            const answer = yield* Deferred.make<unknown, RpcError>()
+            yield* Queue.offer(call.questions, { key: `${keyPrefix(method)}-${++asked}`, method, params: askParams, answer })
+            return yield* Deferred.await(answer)
+          })
+        const session = new Session({ id: `stateless-${call.id}`, transport, target, send: () => false, ask })
+        session.phase = "ready"
+        session.protocolVersion = PROTOCOL_VERSION
+        session.clientInfo = meta[META_CLIENT_INFO]
+        session.clientCapabilities = capabilities
+        // No level: no log messages for this request (2026-07-28 makes them opt-in per request).
+        session.logLevel = (meta[META_LOG_LEVEL] as McpLogLevel | undefined) ?? "none"
+        session.markInitialized()
+        const handlers = yield* Scope.extend(gateway.open(session), scope)
+        const context: RequestContext = {
+          id: request.id,
+          notifyUnsafe: (method, p) => call.out.send(notification(method, p)),
+          notify: (method, p) => Effect.sync(() => call.out.send(notification(method, p))),
+          send: () => false
+        }
+        call.fiber = yield* Effect.forkIn(
+          Effect.suspend(() => handlers.request({ ...request, params: forBackend(request.params) }, context)),
+          scope
+        )
+        return call
+      })
+
+    /** A retry with `requestState`: the client's answers to the open call's questions. */
+    const resume = (request: Request, out: Outbox): Effect.Effect<Response | OpenCall> =>
+      Effect.gen(function* () {
+        const params = request.params as Record<string, unknown>
+        const state = unseal(params.requestState)
+        const invalid = (message: string) =>
+          failure(request.id, { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` })
+        if (state === undefined) return invalid("requestState failed its integrity check")
+        const call = calls.get(state.call)
+        if (call === undefined) return invalid("requestState names no open call (it finished, or expired)")
+        if (
+          state.round !== call.round ||
+          state.method !== request.method ||
+          state.name !== (typeof params.name === "string" ? params.name : undefined)
+        ) {
+          return invalid("requestState belongs to another request or round")
+        }
+        if (call.busy) return invalid("this call is already being resumed")
+        const responses = params.inputResponses
+        if (typeof responses !== "object" || responses === null || Array.isArray(responses)) {
+          return invalid("inputResponses must be an object keyed by the inputRequests' keys")
+        }
+        for (const [key, q] of call.waiting) {
+          const answer = (responses as Record<string, unknown>)[key]
+          if (typeof answer !== "object" || answer === null || Array.isArray(answer)) continue
+          call.waiting.delete(key)
+          yield* Deferred.succeed(q.answer, answer)
+        }
+        call.out = out
+        call.busy = true
+        return call
+      })
+
+    const discover = (request: Request, target: Target) =>
+      Effect.map(describe(backends, target), (d) => {
+        return success(request.id, {
+          supportedVersions: SUPPORTED_VERSIONS,
+          capabilities: d.capabilities,
+          ...(d.instructions === undefined ? {} : { instructions: d.instructions }),
+          resultType: "complete",
+          ttlMs: 0,
+          cacheScope: "public",
+          _meta: { [META_SERVER_INFO]: d.serverInfo }
+        })
+      })
+
+    const serve = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        if (REMOVED.has(request.method)) {
+          return out.send(
+            failure(request.id, {
+              code: ErrorCode.MethodNotFound,
+              message: `Method not found: ${request.method} (removed in ${PROTOCOL_VERSION})`
+            })
+          )
+        }
+        if (request.method === "server/discover") {
+          return out.send(
+            yield* discover(request, target).pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e)))))
+          )
+        }
+        const params = (request.params ?? {}) as Record<string, unknown>
+        let call: OpenCall
+        if (params.requestState !== undefined && MAY_ASK.has(request.method)) {
+          const resumed = yield* resume(request, out)
+          if ("jsonrpc" in resumed) return out.send(resumed)
+          call = resumed
+          // Answers the questions still open again, so the client sees what it left out.
+          if (call.waiting.size > 0) return out.send(success(request.id, inputRequired(call)))
+        } else {
+          if (calls.size >= MAX_OPEN_CALLS) {
+            return out.send(
+              failure(request.id, {
+                code: ErrorCode.InternalError,
+                message: `${MAX_OPEN_CALLS} calls are waiting for their clients' answers`
+              })
+            )
+          }
+          call = yield* start(request, target, transport, out)
+        }
+        // A client that goes away mid-round (not between rounds) ends the call.
+        const reply = yield* round(call, request).pipe(Effect.onInterrupt(() => close(call, "the client went away")))
+        out.send(reply)
+      })
+
+    /**
+     * `subscriptions/listen`: the acknowledgement, then the notifications the client opted in to,
+     * each tagged with the subscription's id, for as long as the current scope is open (the
+     * transport's stream).
+     */
+    const listen = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox) =>
+      Effect.gen(function* () {
+        const filter = (request.params as { notifications?: unknown } | undefined)?.notifications
+        if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
+          return out.send(
+            failure(request.id, { code: ErrorCode.InvalidParams, message: "Invalid params: notifications must be an object" })
+          )
+        }
+        const described = yield* Effect.either(describe(backends, target))
+        if (described._tag === "Left") return out.send(failure(request.id, toRpcError(described.left)))
+        const capabilities = described.right.capabilities as Record<string, { listChanged?: unknown } | undefined>
+        const wanted = filter as Record<string, unknown>
+        const honored: Record<string, string> = {}
+        for (const [field, capability, method] of [
+          ["toolsListChanged", "tools", "notifications/tools/list_changed"],
+          ["promptsListChanged", "prompts", "notifications/prompts/list_changed"],
+          ["resourcesListChanged", "resources", "notifications/resources/list_changed"]
+        ] as const) {
+          if (wanted[field] === true && capabilities[capability]?.listChanged === true) honored[method] = field
+        }
+        const subscriptionId = randomBytes(12).toString("hex")
+        const tagged = (params: unknown) => {
+          const p = typeof params === "object" && params !== null ? (params as Record<string, unknown>) : {}
+          const meta = typeof p._meta === "object" && p._meta !== null ? p._meta : {}
+          return { ...p, _meta: { ...meta, [META_SUBSCRIPTION]: subscriptionId } }
+        }
+        out.send(
+          notification("notifications/subscriptions/acknowledged", {
+            notifications: Object.fromEntries(Object.values(honored).map((field) => [field, true])),
+            _meta: { [META_SUBSCRIPTION]: subscriptionId }
+          })
+        )
+        const session = new Session({
+          id: `listen-${subscriptionId}`,
+          transport,
+          target,
+          send: (message) => {
+            const m = message as { method?: string; params?: unknown }
+            // Only what the client asked for, whatever the gateway broadcasts.
+            if (typeof m.method !== "string" || honored[m.method] === undefined) return true
+            out.send(notification(m.method, tagged(m.params)))
+            return true
+          }
+        })
+        session.phase = "ready"
+        session.protocolVersion = PROTOCOL_VERSION
+        session.logLevel = "none"
+        yield* gateway.open(session)
+      })
+
+    const service: Stateless = { serve, listen, openCalls: () => calls.size }
+    return service
+  })
