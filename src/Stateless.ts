@@ -264,8 +264,8 @@ const describe = (
   })
 }
 
-export const make = (gateway: GatewayService, backends: BackendsService) =>
-  Effect.gen(function* () {
+export const make = (gateway: GatewayService, backends: BackendsService): Effect.Effect<Stateless> =>
+  Effect.sync(() => {
     const calls = new Map<string, OpenCall>()
     let nextCall = 0
 
