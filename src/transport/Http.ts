@@ -214,7 +214,9 @@ const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number): 
  */
 const isStatelessRequest = (value: unknown, header: string | undefined): boolean => {
   const incoming = classify(value)
-  if (incoming._tag !== "Request" || incoming.request.method === "initialize") return false
+  if (incoming._tag !== "Request") return false
+  // `initialize` starts a session, unless it comes with the stateless era's _meta (then it is removed).
+  if (incoming.request.method === "initialize") return Stateless.isStateless(value)
   return (
     Stateless.isStateless(value) ||
     incoming.request.method === "server/discover" ||
@@ -421,7 +423,10 @@ export const make = (options: Options, node?: NodeServer) =>
         }
         const items = Array.isArray(value) ? value : [value]
         const isInitialize = items.some(
-          (item) => classify(item)._tag === "Request" && (item as { method: string }).method === "initialize"
+          (item) =>
+            classify(item)._tag === "Request" &&
+            (item as { method: string }).method === "initialize" &&
+            !Stateless.isStateless(item)
         )
         if (isInitialize) {
           if (items.length > 1) return reject(400, "Bad Request: initialize must be sent alone, not in a batch")

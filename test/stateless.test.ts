@@ -1,0 +1,252 @@
+/**
+ * MCP 2026-07-28 (stateless) over HTTP, end to end through the built CLI: a scripted client of
+ * that era (plain fetch: no SDK speaks it yet in TypeScript) against session-era backends (the
+ * real server-everything and the fixture), the bridge's InputRequiredResult round trips included.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { join } from "node:path"
+import { ROOT } from "./support/gateway.js"
+import { type HttpGateway, parseSse, startHttpGateway } from "./support/httpGateway.js"
+import { fixtureBackend } from "./support/mcpFixture.js"
+
+const EVERYTHING = join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+const VERSION = "2026-07-28"
+
+const meta = (capabilities: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
+  "io.modelcontextprotocol/protocolVersion": VERSION,
+  "io.modelcontextprotocol/clientCapabilities": capabilities,
+  "io.modelcontextprotocol/clientInfo": { name: "stateless-test", version: "1.0.0" },
+  ...extra
+})
+
+interface Reply {
+  readonly status: number
+  readonly messages: Array<any>
+  /** The message with the request's id. */
+  readonly reply: any
+}
+
+let gateway: HttpGateway
+let nextId = 0
+
+const rpc = async (
+  method: string,
+  params: unknown,
+  options: { path?: string; headers?: Record<string, string>; accept?: string } = {}
+): Promise<Reply> => {
+  const id = ++nextId
+  const res = await fetch(`${gateway.base}${options.path ?? "/mcp"}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: options.accept ?? "application/json, text/event-stream",
+      "mcp-protocol-version": VERSION,
+      ...options.headers
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) })
+  })
+  const text = await res.text()
+  const messages = (res.headers.get("content-type") ?? "").includes("text/event-stream") ? parseSse(text) : [JSON.parse(text)]
+  return { status: res.status, messages, reply: messages.find((m) => m.id === id) }
+}
+
+beforeAll(async () => {
+  gateway = await startHttpGateway({
+    config: {
+      backends: [{ id: "everything", command: process.execPath, args: [EVERYTHING, "stdio"] }, fixtureBackend("fx")]
+    }
+  })
+})
+afterAll(async () => {
+  await gateway.close()
+})
+
+describe("serving 2026-07-28 clients without sessions", () => {
+  it("server/discover: versions, capabilities, instructions and serverInfo in _meta; a backend's own on its endpoint", async () => {
+    const { status, reply } = await rpc("server/discover", { _meta: meta() })
+    expect(status).toBe(200)
+    expect(reply.result).toMatchObject({
+      supportedVersions: expect.arrayContaining([VERSION, "2025-11-25"]),
+      capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } },
+      resultType: "complete",
+      ttlMs: 0,
+      cacheScope: "public",
+      _meta: { "io.modelcontextprotocol/serverInfo": { name: "mcp-agentify" } }
+    })
+    expect(reply.result.capabilities.logging).toBeUndefined()
+    const own = await rpc("server/discover", { _meta: meta() }, { path: "/servers/everything/mcp" })
+    expect(own.reply.result._meta["io.modelcontextprotocol/serverInfo"].name).toMatch(/everything/)
+    expect(own.reply.result.capabilities.tools).toBeDefined()
+    expect(own.reply.result.capabilities.resources?.subscribe).toBeUndefined()
+  })
+
+  it("refuses what the era forbids, with the status and code it names, and the request's id", async () => {
+    const noMeta = await rpc("server/discover", {})
+    expect([noMeta.status, noMeta.reply.error.code]).toEqual([400, -32602])
+    const noCapabilities = await rpc("tools/list", { _meta: { "io.modelcontextprotocol/protocolVersion": VERSION } })
+    expect([noCapabilities.status, noCapabilities.reply.error.code]).toEqual([400, -32602])
+    const mismatch = await rpc("tools/list", { _meta: { ...meta(), "io.modelcontextprotocol/protocolVersion": "v999" } })
+    expect([mismatch.status, mismatch.reply.error.code]).toEqual([400, -32020])
+    const noHeader = await fetch(`${gateway.base}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 77, method: "tools/list", params: { _meta: meta() } })
+    })
+    expect(noHeader.status).toBe(400)
+    expect((await noHeader.json()).error).toMatchObject({ code: -32020 })
+    const unknownVersion = await rpc(
+      "server/discover",
+      { _meta: { ...meta(), "io.modelcontextprotocol/protocolVersion": "v999" } },
+      { headers: { "mcp-protocol-version": "v999" } }
+    )
+    expect(unknownVersion.status).toBe(400)
+    expect(unknownVersion.reply.error).toMatchObject({ code: -32022, data: { supported: [VERSION], requested: "v999" } })
+    for (const removed of ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "no/such"]) {
+      const r = await rpc(removed, { _meta: meta() })
+      expect([removed, r.status, r.reply.error.code]).toEqual([removed, 404, -32601])
+    }
+  })
+
+  it("serves tools, resources and prompts with resultType and caching hints; _meta of the era never reaches a backend", async () => {
+    const tools = await rpc("tools/list", { _meta: meta() })
+    expect(tools.reply.result).toMatchObject({ resultType: "complete", ttlMs: 0, cacheScope: "private" })
+    expect(tools.reply.result.tools.map((t: any) => t.name)).toContain("fx__echo")
+    const echoed = await rpc("tools/call", { name: "fx__echo", arguments: { text: "hi" }, _meta: meta() })
+    expect(echoed.reply.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: '{"text":"hi"}' }] })
+    const resources = await rpc("resources/list", { _meta: meta() })
+    const uri = resources.reply.result.resources[0].uri
+    const read = await rpc("resources/read", { uri, _meta: meta() })
+    expect(read.reply.result).toMatchObject({ resultType: "complete", ttlMs: 0, contents: [{ uri }] })
+    const prompt = await rpc("prompts/get", { name: "everything__args-prompt", arguments: { city: "Lyon" }, _meta: meta() })
+    expect(JSON.stringify(prompt.reply.result.messages)).toContain("Lyon")
+    const info = await rpc("tools/call", { name: "fx__client_info", arguments: {}, _meta: meta({}, { progressToken: 5 }) })
+    // The fixture records what it was sent on each call: here, the call's own _meta only.
+    const sent = await rpc("tools/call", { name: "fx__cancelled", arguments: {}, _meta: meta() })
+    expect(info.reply.result.resultType).toBe("complete")
+    expect(JSON.stringify(sent.reply.result)).not.toContain("io.modelcontextprotocol")
+  })
+
+  it("log messages only for a request that set a log level", async () => {
+    const silent = await rpc("tools/call", { name: "fx__log", arguments: { message: "quiet please" }, _meta: meta() })
+    expect(silent.messages.filter((m) => m.method === "notifications/message")).toEqual([])
+    const loud = await rpc("tools/call", {
+      name: "fx__log",
+      arguments: { message: "hello log" },
+      _meta: meta({}, { "io.modelcontextprotocol/logLevel": "debug" })
+    })
+    expect(loud.messages.find((m) => m.method === "notifications/message")?.params).toMatchObject({ data: "hello log" })
+  })
+})
+
+describe("the bridge: a session-era backend's questions become InputRequiredResults", () => {
+  const sampling = (prompt: string, extra: Record<string, unknown> = {}) => ({
+    name: "everything__trigger-sampling-request",
+    arguments: { prompt },
+    _meta: meta({ sampling: {} }),
+    ...extra
+  })
+
+  it("sampling: round 1 asks, the retry with inputResponses completes the backend's call", async () => {
+    const first = await rpc("tools/call", sampling("capital of France?"))
+    const asked = first.reply.result
+    expect(asked.resultType).toBe("input_required")
+    const [key, request] = Object.entries(asked.inputRequests)[0] as [string, any]
+    expect(request.method).toBe("sampling/createMessage")
+    expect(JSON.stringify(request.params.messages)).toContain("capital of France?")
+    expect(typeof asked.requestState).toBe("string")
+    const answer = { role: "assistant", content: { type: "text", text: "Paris" }, model: "test-model" }
+    const done = await rpc(
+      "tools/call",
+      sampling("capital of France?", {
+        requestState: asked.requestState,
+        inputResponses: { [key]: answer, extra: { ignored: true } }
+      })
+    )
+    expect(done.reply.result.resultType).toBe("complete")
+    expect(done.reply.result.content[0].text).toContain("Paris")
+  })
+
+  it("elicitation and roots through the fixture; a retry missing an answer is asked again, a tampered or replayed state refused", async () => {
+    const ask = (method: string, params: unknown = {}) => ({
+      name: "fx__ask_client",
+      arguments: { method, params },
+      _meta: meta({ elicitation: {}, roots: {} })
+    })
+    const first = await rpc("tools/call", ask("elicitation/create", { message: "Name?", requestedSchema: { type: "object" } }))
+    const state = first.reply.result.requestState
+    const key = Object.keys(first.reply.result.inputRequests)[0]!
+    expect(key).toMatch(/^elicitation-/)
+
+    const tampered = state.slice(0, -2) + (state.endsWith("AA") ? "BB" : "AA")
+    const refused = await rpc("tools/call", { ...ask("elicitation/create"), requestState: tampered, inputResponses: {} })
+    expect(refused.reply.error).toMatchObject({ code: -32602, message: expect.stringContaining("integrity") })
+
+    const again = await rpc("tools/call", { ...ask("elicitation/create"), requestState: state, inputResponses: { other: {} } })
+    expect(again.reply.result.resultType).toBe("input_required")
+    expect(Object.keys(again.reply.result.inputRequests)).toEqual([key])
+    // The state of the earlier round no longer resumes the call.
+    const stale = await rpc("tools/call", { ...ask("elicitation/create"), requestState: state, inputResponses: {} })
+    expect(stale.reply.error.code).toBe(-32602)
+
+    const done = await rpc("tools/call", {
+      ...ask("elicitation/create"),
+      requestState: again.reply.result.requestState,
+      inputResponses: { [key]: { action: "accept", content: { name: "Ada" } } }
+    })
+    expect(done.reply.result.structuredContent.result).toEqual({ action: "accept", content: { name: "Ada" } })
+
+    const roots = await rpc("tools/call", ask("roots/list"))
+    const rootsKey = Object.keys(roots.reply.result.inputRequests)[0]!
+    expect(roots.reply.result.inputRequests[rootsKey].method).toBe("roots/list")
+    const rootsDone = await rpc("tools/call", {
+      ...ask("roots/list"),
+      requestState: roots.reply.result.requestState,
+      inputResponses: { [rootsKey]: { roots: [{ uri: "file:///work" }] } }
+    })
+    expect(rootsDone.reply.result.structuredContent.result).toEqual({ roots: [{ uri: "file:///work" }] })
+  })
+
+  it("a question the client declared no capability for is -32021 naming it (HTTP 400)", async () => {
+    const r = await rpc("tools/call", { name: "everything__trigger-sampling-request", arguments: { prompt: "x" }, _meta: meta() })
+    expect(r.status).toBe(400)
+    expect(r.reply.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { sampling: {} } } })
+  })
+})
+
+describe("subscriptions/listen", () => {
+  it("acknowledges what it honors, then sends only the notifications asked for, tagged with the subscription id", async () => {
+    const controller = new AbortController()
+    const res = await fetch(`${gateway.base}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream", "mcp-protocol-version": VERSION },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "subscriptions/listen",
+        params: { _meta: meta(), notifications: { toolsListChanged: true, resourceSubscriptions: ["x://y"] } }
+      }),
+      signal: controller.signal
+    })
+    expect(res.headers.get("content-type")).toContain("text/event-stream")
+    const reader = res.body!.getReader()
+    let text = ""
+    const frames = async (count: number) => {
+      while (parseSse(text).length < count) {
+        const { value, done } = await reader.read()
+        if (done) break
+        text += new TextDecoder().decode(value)
+      }
+      return parseSse(text)
+    }
+    const [ack] = await frames(1)
+    expect(ack.method).toBe("notifications/subscriptions/acknowledged")
+    expect(ack.params.notifications).toEqual({ toolsListChanged: true })
+    const id = ack.params._meta["io.modelcontextprotocol/subscriptionId"]
+    expect(typeof id).toBe("string")
+    await rpc("tools/call", { name: "fx__add_tool", arguments: { name: "fresh" }, _meta: meta() })
+    const [, changed] = await frames(2)
+    expect(changed.method).toBe("notifications/tools/list_changed")
+    expect(changed.params._meta["io.modelcontextprotocol/subscriptionId"]).toBe(id)
+    controller.abort()
+  })
+})
