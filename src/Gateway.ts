@@ -69,7 +69,10 @@ const make = (mode: Server.Mode) =>
       const p = params as Record<string, unknown> | undefined
       const meta = p?._meta as Record<string, unknown> | undefined
       const token = typeof meta === "object" && meta !== null ? meta.progressToken : undefined
-      if (token === undefined && mode === "single") return backends.executeOnBackend(backendId, method, params)
+      // A stateless request is tracked even over stdio: a backend's questions during it are its own.
+      if (token === undefined && mode === "single" && session.ask === undefined) {
+        return backends.executeOnBackend(backendId, method, params)
+      }
       return Effect.suspend(() => {
         let key: string | undefined
         let forwarded = params

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { join } from "node:path"
-import { ROOT } from "./support/gateway.js"
+import { writeFileSync } from "node:fs"
+import { CliClient, ROOT, tempDir } from "./support/gateway.js"
 import { type HttpGateway, parseSse, startHttpGateway } from "./support/httpGateway.js"
 import { fixtureBackend } from "./support/mcpFixture.js"
 
@@ -93,7 +94,7 @@ describe("serving 2026-07-28 clients without sessions", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 77, method: "tools/list", params: { _meta: meta() } })
     })
     expect(noHeader.status).toBe(400)
-    expect((await noHeader.json()).error).toMatchObject({ code: -32020 })
+    expect(((await noHeader.json()) as any).error).toMatchObject({ code: -32020 })
     const unknownVersion = await rpc(
       "server/discover",
       { _meta: { ...meta(), "io.modelcontextprotocol/protocolVersion": "v999" } },
@@ -249,4 +250,37 @@ describe("subscriptions/listen", () => {
     expect(changed.params._meta["io.modelcontextprotocol/subscriptionId"]).toBe(id)
     controller.abort()
   })
+})
+
+describe("over stdio, the first message decides the connection's era", () => {
+  it("a stateless first request: discover, calls and the bridge's rounds; a session-era initialize is a removed method", async () => {
+    const dir = tempDir()
+    writeFileSync(join(dir, "gateway.json"), JSON.stringify({ backends: [fixtureBackend("fx")] }))
+    const client = new CliClient({ args: ["--config", join(dir, "gateway.json")], cwd: dir })
+    try {
+      const discovered = await client.request("server/discover", { _meta: meta() })
+      expect(discovered.result.supportedVersions).toContain(VERSION)
+      const ask = { name: "fx__ask_client", arguments: { method: "roots/list" }, _meta: meta({ roots: {} }) }
+      const first = await client.request("tools/call", ask)
+      expect(first.result.resultType).toBe("input_required")
+      const key = Object.keys(first.result.inputRequests)[0]!
+      const done = await client.request("tools/call", {
+        ...ask,
+        requestState: first.result.requestState,
+        inputResponses: { [key]: { roots: [{ uri: "file:///from/stdio" }] } }
+      })
+      expect(done.result.structuredContent.result).toEqual({ roots: [{ uri: "file:///from/stdio" }] })
+      const initialize = await client.request("initialize", {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "x", version: "1" }
+      })
+      expect(initialize.error.code).toBe(-32601)
+      const noMeta = await client.request("tools/list", {})
+      expect(noMeta.error.code).toBe(-32602)
+    } finally {
+      client.child.stdin!.end()
+      await client.exited
+    }
+  }, 30_000)
 })

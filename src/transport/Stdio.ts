@@ -10,17 +10,19 @@
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Cause, Chunk, Deferred, Effect, Fiber, Option, type Scope, type Sink, Stream } from "effect"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberSet, Option, Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
-import { Backends } from "../Backends.js"
-import { GatewayConfig } from "../Config.js"
+import { Backends, type BackendsService } from "../Backends.js"
+import { SHARED_CLIENT_CAPABILITIES } from "../ClientRequests.js"
+import { GatewayConfig, type ResolvedConfig } from "../Config.js"
 import { ErrorCode } from "../Errors.js"
 import { Events } from "../Events.js"
-import { Gateway } from "../Gateway.js"
+import { Gateway, type GatewayService } from "../Gateway.js"
 import { Session } from "../Session.js"
 import type { EventsService } from "../Events.js"
-import { encode, failure, type Frame, FrameDecoder, type Framing, idOfDropped, notification } from "../JsonRpc.js"
+import { classify, encode, failure, type Frame, FrameDecoder, type Framing, idOfDropped, notification } from "../JsonRpc.js"
 import * as Peer from "../Peer.js"
+import * as Stateless from "../Stateless.js"
 
 export interface ServeOptions<E, R> {
   /**
@@ -36,6 +38,11 @@ export interface ServeOptions<E, R> {
   /** The method table, or a function that opens a session on this connection and returns it. */
   readonly handlers: Peer.Handlers<R> | ((connection: Connection) => Effect.Effect<Peer.Handlers<R>, never, R | Scope.Scope>)
   readonly maxFrameBytes: number
+  /**
+   * Sees each frame's text before the peer does; true when it took the frame. The stateless era's
+   * lock lives here: the connection's first message decides its era.
+   */
+  readonly intercept?: ((text: string, out: Peer.Outbox) => boolean) | undefined
   /** Completing this ends the connection like end of input (`exit`). */
   readonly stop?: Deferred.Deferred<void> | undefined
   /** How long in-flight requests may go on after end of input before they are interrupted. */
@@ -228,6 +235,7 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
           case "BadHeader":
             return out.send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${frame.detail}` }))
           case "Text":
+            if (options.intercept?.(frame.text, out) === true) return
             return live.receive(frame.text, out)
         }
       }
@@ -251,6 +259,74 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
     })
   )
 
+/**
+ * The era lock of a stdio connection: when its first message is a request of the stateless era
+ * (2026-07-28), every message after it is served statelessly (the backends start with that first
+ * request, telling them what any request may relay); otherwise the session era's peer serves
+ * them all and this lets every frame through.
+ */
+const statelessEra = (gateway: GatewayService, backends: BackendsService, config: ResolvedConfig) =>
+  Effect.gen(function* () {
+    const stateless = yield* Stateless.make(gateway, backends)
+    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, never>())<never>()
+    const listeners = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(listeners, Exit.void))
+    const started: Effect.Effect<void> = yield* Effect.cached(
+      backends.start(config.backends, {
+        startupTimeoutMs: config.startupTimeoutMs,
+        requestTimeoutMs: config.requestTimeoutMs,
+        maxBackendFrameBytes: config.maxBackendFrameBytes,
+        clientCapabilities: SHARED_CLIENT_CAPABILITIES
+      })
+    )
+    let era: "undecided" | "session" | "stateless" = "undecided"
+    const intercept = (text: string, out: Peer.Outbox): boolean => {
+      if (era === "session") return false
+      let value: unknown
+      try {
+        value = JSON.parse(text)
+      } catch {
+        return era === "stateless"
+          ? (out.send(failure(null, { code: ErrorCode.ParseError, message: "Parse error" })), true)
+          : false
+      }
+      if (era === "undecided") era = Stateless.isStateless(value) ? "stateless" : "session"
+      if (era === "session") return false
+      const incoming = classify(value)
+      if (incoming._tag === "Invalid") {
+        out.send(failure(incoming.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${incoming.reason}` }))
+        return true
+      }
+      if (incoming._tag !== "Request") return true
+      const request = incoming.request
+      // The era is this connection's: a session-era handshake on it is a removed method, not bad _meta.
+      const refused =
+        request.method === "initialize"
+          ? {
+              response: failure(request.id, {
+                code: ErrorCode.MethodNotFound,
+                message: `Method not found: initialize (this connection speaks ${Stateless.PROTOCOL_VERSION})`
+              })
+            }
+          : Stateless.check(request, null)
+      if (refused !== undefined) {
+        out.send(refused.response)
+        return true
+      }
+      const target = { _tag: "Aggregate" } as const
+      runFork(
+        Effect.zipRight(
+          started,
+          request.method === "subscriptions/listen"
+            ? Scope.extend(stateless.listen(request, target, "stdio", out), listeners)
+            : stateless.serve(request, target, "stdio", out)
+        )
+      )
+      return true
+    }
+    return { intercept }
+  })
+
 /** The client closed its end of stdout: nothing more can reach it, and end of input follows. */
 const ignoreStdoutError = (): void => {}
 
@@ -258,44 +334,48 @@ const ignoreStdoutError = (): void => {}
  * Serves the gateway on this process's stdin/stdout until stdin ends or `exit` arrives, then
  * stops every backend. Nothing but frames is ever written to stdout.
  */
-export const serveProcess: Effect.Effect<void, never, Gateway | GatewayConfig | Backends | Events> = Effect.gen(function* () {
-  // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
-  // a client that went away arrives after, and unheard it would crash the process (exit 1, with
-  // the backends not yet stopped). Kept for the life of the process.
-  if (!process.stdout.listeners("error").includes(ignoreStdoutError)) process.stdout.on("error", ignoreStdoutError)
-  const gateway = yield* Gateway
-  const config = yield* (yield* GatewayConfig).current
-  const backends = yield* Backends
-  const events = yield* Events
-  let connection: Connection | undefined
-  const session = new Session({
-    id: "stdio",
-    transport: "stdio",
-    send: (message) => {
-      if (connection === undefined) return false
-      connection.send(message)
-      return true
-    }
+export const serveProcess: Effect.Effect<void, never, Gateway | GatewayConfig | Backends | Events> = Effect.scoped(
+  Effect.gen(function* () {
+    // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
+    // a client that went away arrives after, and unheard it would crash the process (exit 1, with
+    // the backends not yet stopped). Kept for the life of the process.
+    if (!process.stdout.listeners("error").includes(ignoreStdoutError)) process.stdout.on("error", ignoreStdoutError)
+    const gateway = yield* Gateway
+    const config = yield* (yield* GatewayConfig).current
+    const backends = yield* Backends
+    const events = yield* Events
+    let connection: Connection | undefined
+    const session = new Session({
+      id: "stdio",
+      transport: "stdio",
+      send: (message) => {
+        if (connection === undefined) return false
+        connection.send(message)
+        return true
+      }
+    })
+    const era = yield* statelessEra(gateway, backends, config)
+    yield* serve({
+      intercept: era.intercept,
+      // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
+      // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
+      // measured 2-3x the gateway's CPU per call).
+      input: NodeStream.fromReadable(
+        () => process.stdin,
+        (error) => error,
+        { closeOnDone: false }
+      ),
+      output: process.stdout,
+      handlers: (c) => {
+        connection = c
+        return gateway.open(session)
+      },
+      maxFrameBytes: config.maxFrameBytes,
+      stop: session.ended,
+      sessionId: session.id,
+      events
+    })
+    yield* Effect.logInfo("client disconnected: stopping backends")
+    yield* backends.stopAll
   })
-  yield* serve({
-    // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
-    // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
-    // measured 2-3x the gateway's CPU per call).
-    input: NodeStream.fromReadable(
-      () => process.stdin,
-      (error) => error,
-      { closeOnDone: false }
-    ),
-    output: process.stdout,
-    handlers: (c) => {
-      connection = c
-      return gateway.open(session)
-    },
-    maxFrameBytes: config.maxFrameBytes,
-    stop: session.ended,
-    sessionId: session.id,
-    events
-  })
-  yield* Effect.logInfo("client disconnected: stopping backends")
-  yield* backends.stopAll
-})
+)
