@@ -82,7 +82,10 @@ export const make = (options: Options) => {
     method: string
   ): { readonly session: Session; readonly via: RequestContext | undefined } | string => {
     const serving = [...options.sessions()].filter((s) => s.phase !== "shutdown" && s.serves(backendId))
-    const busy = serving.filter((s) => s.calls.has(backendId))
+    const inFlight = serving.filter((s) => s.calls.has(backendId))
+    // A call parked between a stateless client's round trips is not running: it asks nothing now.
+    const running = inFlight.filter((s) => !s.parked)
+    const busy = running.length > 0 ? running : inFlight
     if (busy.length === 1) return { session: busy[0]!, via: busy[0]!.callOn(backendId) }
     if (busy.length > 1) {
       return `${busy.length} client sessions have requests in flight on backend '${backendId}': the gateway cannot tell which one this ${method} belongs to`

@@ -94,6 +94,11 @@ export class Session {
   readonly calls = new Map<string, Set<RequestContext>>()
   lastActivity = Date.now()
   /**
+   * A stateless request whose call waits for its client's answers between round trips: a backend's
+   * new questions are not taken to be its own while others have calls running.
+   */
+  parked = false
+  /**
    * Completed when the client said `notifications/initialized` (or made a request once ready):
    * from then on the gateway may send it requests.
    */

@@ -167,6 +167,7 @@ interface OpenCall {
   /** The questions of the last InputRequiredResult not answered yet. */
   readonly waiting: Map<string, Question>
   fiber: Fiber.RuntimeFiber<unknown, GatewayError> | undefined
+  session: Session | undefined
   /** Where the call's notifications go: the exchange of its latest round. */
   out: Outbox
   round: number
@@ -328,6 +329,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
     const inputRequired = (call: OpenCall) => {
       call.round++
       call.busy = false
+      if (call.session !== undefined) call.session.parked = true
       if (call.timer !== undefined) clearTimeout(call.timer)
       call.timer = setTimeout(
         () => Effect.runFork(close(call, "the client did not come back with its answers")),
@@ -363,6 +365,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           questions: yield* Queue.unbounded<Question>(),
           waiting: new Map(),
           fiber: undefined,
+          session: undefined,
           out,
           round: 0,
           busy: true,
@@ -399,6 +402,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
             return yield* Deferred.await(answer)
           })
         const session = new Session({ id: `stateless-${call.id}`, transport, target, send: () => false, ask })
+        call.session = session
         session.phase = "ready"
         session.protocolVersion = PROTOCOL_VERSION
         session.clientInfo = meta[META_CLIENT_INFO]
@@ -450,6 +454,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         }
         call.out = out
         call.busy = true
+        if (call.session !== undefined) call.session.parked = false
         return call
       })
 

@@ -79,7 +79,8 @@ describe("the aggregate relays resources, prompts, completion and logging", () =
       "conf__test_simple_prompt",
       "conf__test_prompt_with_arguments",
       "conf__test_prompt_with_embedded_resource",
-      "conf__test_prompt_with_image"
+      "conf__test_prompt_with_image",
+      "conf__test_input_required_result_prompt"
     ])
     expect(prompts[1]!.description).toBe("[conf] A prompt with two arguments")
     expect(prompts[1]!.arguments?.map((a) => a.name)).toEqual(["arg1", "arg2"])
