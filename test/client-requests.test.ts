@@ -72,6 +72,9 @@ const stdioTransport = (dir: string, config: unknown) => {
 
 const texts = (result: any): string => (result.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("\n")
 
+/** server-everything's dynamic resources say when they were made: two reads may straddle a second. */
+const undated = (result: unknown) => JSON.parse(JSON.stringify(result).replace(/created at [^"]*/g, "created at <time>"))
+
 /**
  * server-everything's resources, templates, prompts, completion, subscriptions and logging through
  * the gateway's aggregate (`client`), against the same server directly (`direct`).
@@ -83,9 +86,13 @@ const checkSurface = async (client: Client, direct: Client) => {
   expect((await client.listResourceTemplates()).resourceTemplates).toEqual(
     (await direct.listResourceTemplates()).resourceTemplates
   )
-  expect(await client.readResource({ uri: resources[0]!.uri })).toEqual(await direct.readResource({ uri: resources[0]!.uri }))
+  expect(undated(await client.readResource({ uri: resources[0]!.uri }))).toEqual(
+    undated(await direct.readResource({ uri: resources[0]!.uri }))
+  )
   const templated = { uri: "demo://resource/dynamic/text/7" }
-  expect(await client.readResource(templated)).toEqual(await direct.readResource(templated))
+  const relayedTemplated = await client.readResource(templated)
+  expect(JSON.stringify(relayedTemplated)).toContain("Resource 7: This is a plaintext resource created at")
+  expect(undated(relayedTemplated)).toEqual(undated(await direct.readResource(templated)))
   await client.subscribeResource({ uri: resources[0]!.uri })
   await client.unsubscribeResource({ uri: resources[0]!.uri })
 
@@ -259,7 +266,7 @@ describe("over stdio, backends' requests reach the client and its answers go bac
       const meta = { note: "carried both ways" }
       const a = await direct.callTool({ name, arguments: args, _meta: meta })
       const b = await client.callTool({ name: `everything__${name}`, arguments: args, _meta: meta })
-      expect(b, name).toEqual(a)
+      expect(undated(b), name).toEqual(undated(a))
     }
     const image = await client.callTool({ name: "everything__get-tiny-image", arguments: {} })
     expect((image.content as Array<{ type: string }>).map((c) => c.type)).toContain("image")
@@ -350,8 +357,9 @@ describe("over Streamable HTTP, a backend's request goes to the session whose ca
       expect(a.asked.sampling).toHaveLength(1)
 
       // Both sessions with a call in flight on fx: fx's request cannot be attributed to either.
-      const slow = a.client.callTool({ name: "fx__slow", arguments: { ms: 1_500 } })
-      await sleep(200)
+      // Long enough that a's call is surely running when b's starts, even on a loaded machine.
+      const slow = a.client.callTool({ name: "fx__slow", arguments: { ms: 4_000 } })
+      await sleep(800)
       const ambiguous = (
         await b.client.callTool({ name: "fx__ask_client", arguments: { method: "sampling/createMessage", params: {} } })
       ).structuredContent as any
