@@ -74,6 +74,11 @@ export interface Options {
   readonly events?: EventsService | undefined
   /** After the backend said its tools changed and they were listed again. */
   readonly onToolsChanged?: ((tools: ReadonlyArray<Mcp.Tool>) => Effect.Effect<void>) | undefined
+  /**
+   * "session": speak the session era (`initialize`) without asking; otherwise (default "auto")
+   * `server/discover` first, the stateless era (2026-07-28) if it answers with it, `initialize` if not.
+   */
+  readonly era?: Era | undefined
   /** The client capabilities declared in `initialize` (what `onRequest` can answer). */
   readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined
   /**
@@ -95,10 +100,54 @@ export interface RequestOptions {
   readonly timeoutMs?: number | undefined
 }
 
+export type Era = "auto" | "stateless" | "session"
+
+/** The stateless era's protocol version, and the `_meta` keys every request of it carries. */
+export const STATELESS_VERSION = "2026-07-28"
+const META_VERSION = "io.modelcontextprotocol/protocolVersion"
+const META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+const META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+const META_PREFIX = "io.modelcontextprotocol/"
+
+/**
+ * A request's params in the backend's era: a stateless backend gets the era's `_meta` (the caller's
+ * client capabilities kept when it gave them); a session-era backend never sees those keys.
+ */
+const paramsFor = (
+  stateless: boolean,
+  params: unknown,
+  capabilities: Readonly<Record<string, unknown>>,
+  clientInfo: ClientInfo
+): unknown => {
+  const p = (typeof params === "object" && params !== null ? params : undefined) as Record<string, unknown> | undefined
+  const meta = p?._meta as Record<string, unknown> | undefined
+  if (!stateless) {
+    if (meta === undefined || typeof meta !== "object" || meta === null) return params
+    let foreign = false
+    for (const key in meta) if (key.startsWith(META_PREFIX)) foreign = true
+    if (!foreign) return params
+    const kept = Object.fromEntries(Object.entries(meta).filter(([key]) => !key.startsWith(META_PREFIX)))
+    const { _meta: _dropped, ...rest } = p!
+    return Object.keys(kept).length === 0 ? rest : { ...rest, _meta: kept }
+  }
+  return {
+    ...p,
+    _meta: {
+      [META_CAPABILITIES]: capabilities,
+      ...meta,
+      [META_VERSION]: STATELESS_VERSION,
+      [META_CLIENT_INFO]: clientInfo
+    }
+  }
+}
+
 export interface Backend {
   readonly id: string
   readonly pid: number
+  /** "2026-07-28" for a stateless backend. */
   readonly protocolVersion: string
+  /** The era it speaks (never "auto"). */
+  readonly era: Exclude<Era, "auto">
   readonly serverInfo: unknown
   readonly serverCapabilities: Readonly<Record<string, unknown>>
   readonly instructions: string | undefined
@@ -836,13 +885,15 @@ const stopStragglers = (tag: string, graceMs: number) =>
 
 const MAX_TOOL_PAGES = 1_000
 
-const listAllTools = (connection: Connection, timeoutMs: number): Effect.Effect<ReadonlyArray<Mcp.Tool>, BackendError> =>
+type Requester = (method: string, params: unknown, timeoutMs: number) => Effect.Effect<unknown, BackendError>
+
+const listAllTools = (request: Requester, timeoutMs: number): Effect.Effect<ReadonlyArray<Mcp.Tool>, BackendError> =>
   Effect.gen(function* () {
     const tools: Array<Mcp.Tool> = []
     const seen = new Set<string>()
     let cursor: string | undefined = undefined
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const result = (yield* connection.request("tools/list", cursor === undefined ? {} : { cursor }, timeoutMs)) as {
+      const result = (yield* request("tools/list", cursor === undefined ? {} : { cursor }, timeoutMs)) as {
         tools?: unknown
         nextCursor?: unknown
       } | null
@@ -942,6 +993,47 @@ const serveRequests = (connection: Connection, handler: (method: string, params:
     }
   })
 
+/** How long `server/discover` may take before a backend is taken to be of the session era. */
+const DISCOVER_TIMEOUT_MS = 3_000
+
+/**
+ * `server/discover`: the backend's session in the stateless era, or undefined when it does not
+ * speak it (an error reply, a timeout, or no 2026-07-28 among its versions).
+ */
+const discover = (
+  connection: Connection,
+  clientInfo: ClientInfo,
+  capabilities: Readonly<Record<string, unknown>>,
+  timeoutMs: number
+): Effect.Effect<Session | undefined, BackendError> =>
+  Effect.gen(function* () {
+    const outcome = yield* connection
+      .request("server/discover", paramsFor(true, {}, capabilities, clientInfo), Math.min(timeoutMs, DISCOVER_TIMEOUT_MS))
+      .pipe(Effect.either)
+    if (outcome._tag === "Left") {
+      // A process that died cannot be asked again; anything else means "not this era".
+      if (outcome.left.reason === "crashed") return yield* outcome.left
+      return undefined
+    }
+    const result = outcome.right as {
+      supportedVersions?: unknown
+      capabilities?: unknown
+      instructions?: unknown
+      serverInfo?: unknown
+      _meta?: Record<string, unknown>
+    } | null
+    if (!Array.isArray(result?.supportedVersions) || !result.supportedVersions.includes(STATELESS_VERSION)) return undefined
+    return {
+      protocolVersion: STATELESS_VERSION,
+      capabilities:
+        typeof result.capabilities === "object" && result.capabilities !== null
+          ? (result.capabilities as Record<string, unknown>)
+          : {},
+      serverInfo: result._meta?.["io.modelcontextprotocol/serverInfo"] ?? result.serverInfo,
+      instructions: typeof result.instructions === "string" ? result.instructions : undefined
+    }
+  })
+
 /** Logs what the synchronous callbacks queued, so stderr floods cost a bounded queue and nothing more. */
 const logPump = (connection: Connection, logs: Queue.Queue<LogLine>) =>
   Effect.forever(
@@ -987,9 +1079,17 @@ export const make = Effect.fn("Backend.make")(
     yield* Effect.forkScoped(logPump(connection, logs))
 
     if (options.onRequest !== undefined) yield* serveRequests(connection, options.onRequest)
-    const session = yield* initialize(connection, clientInfo, options.clientCapabilities ?? {}, timeoutMs)
-    connection.notify("notifications/initialized", undefined)
-    let tools = yield* listAllTools(connection, timeoutMs).pipe(
+    const capabilities = options.clientCapabilities ?? {}
+    const era = options.era ?? "auto"
+    // A backend known to be of the session era is not asked again (one round trip less per restart).
+    const discovered = era === "session" ? undefined : yield* discover(connection, clientInfo, capabilities, timeoutMs)
+    const stateless = discovered !== undefined
+    const session = discovered ?? (yield* initialize(connection, clientInfo, capabilities, timeoutMs))
+    if (!stateless) connection.notify("notifications/initialized", undefined)
+    // Every request in the backend's era: the stateless one's _meta, or none of it.
+    const requester: Requester = (method, params, ms) =>
+      connection.request(method, paramsFor(stateless, params, capabilities, clientInfo), ms)
+    let tools = yield* listAllTools(requester, timeoutMs).pipe(
       // A server without tools may not implement tools/list at all.
       Effect.catchIf(
         (e) => e.reason === "call_failed" && (e.detail as { code?: unknown } | undefined)?.code === -32601,
@@ -998,7 +1098,7 @@ export const make = Effect.fn("Backend.make")(
     )
     connection.starting = false
 
-    const relist = listAllTools(connection, timeoutMs).pipe(
+    const relist = listAllTools(requester, timeoutMs).pipe(
       Effect.flatMap((listed) => {
         tools = listed
         return options.onToolsChanged?.(listed) ?? Effect.void
@@ -1042,19 +1142,24 @@ export const make = Effect.fn("Backend.make")(
     yield* Effect.logDebug(`session ready: protocol ${session.protocolVersion}, ${tools.length} tools`)
 
     const request = (method: string, params?: unknown, requestOptions?: RequestOptions) =>
-      connection.orderedRequest(method, params, requestOptions?.timeoutMs ?? timeoutMs)
+      connection.orderedRequest(
+        method,
+        paramsFor(stateless, params, capabilities, clientInfo),
+        requestOptions?.timeoutMs ?? timeoutMs
+      )
 
     const backend: Backend = {
       id: config.id,
       pid: connection.pid,
       protocolVersion: session.protocolVersion,
+      era: stateless ? "stateless" : "session",
       serverInfo: session.serverInfo,
       serverCapabilities: session.capabilities,
       instructions: session.instructions,
       tools: () => tools,
       request,
       notify: (method, params) => Effect.sync(() => connection.notify(method, params)),
-      listTools: listAllTools(connection, timeoutMs).pipe(Effect.tap((listed) => Effect.sync(() => (tools = listed)))),
+      listTools: listAllTools(requester, timeoutMs).pipe(Effect.tap((listed) => Effect.sync(() => (tools = listed)))),
       callTool: (name, args, callOptions) =>
         request(
           "tools/call",
@@ -1063,7 +1168,8 @@ export const make = Effect.fn("Backend.make")(
             : { name, arguments: args ?? {}, _meta: callOptions.meta },
           callOptions
         ),
-      ping: Effect.asVoid(request("ping")),
+      // The stateless era removed ping: asking what it offers is its liveness check.
+      ping: Effect.asVoid(stateless ? request("server/discover", {}) : request("ping")),
       exited: Deferred.await(connection.exitDeferred),
       isRunning: () => !connection.hasExited
     }

@@ -140,6 +140,8 @@ interface Entry {
   restarts: number
   tools: ReadonlyArray<Tool>
   backend: Backend.Backend | undefined
+  /** The era it spoke last: a restart speaks it again without asking (see Backend `era`). */
+  era: Backend.Era
   fiber: Fiber.RuntimeFiber<void> | undefined
   /** Completed when start() may stop waiting for this backend: ready, failed, or its first attempt failed. */
   readonly settled: Deferred.Deferred<void>
@@ -253,6 +255,7 @@ export const make = (options: ManagerOptions = {}) =>
             maxFrameBytes: startOptions.maxBackendFrameBytes ?? options.maxFrameBytes,
             events,
             clientCapabilities: capabilitiesFor(entry.config, startOptions.clientCapabilities),
+            era: entry.era,
             onRequest: (method, params) => {
               const request = { backendId: entry.config.id, method, params, roots: rootsOf(entry.config) }
               return requestHandler === undefined ? answerAlone(request) : requestHandler(request)
@@ -277,6 +280,7 @@ export const make = (options: ManagerOptions = {}) =>
           entry.backend = backend
           entry.pid = backend.pid
           entry.protocolVersion = backend.protocolVersion
+          entry.era = backend.era
           entry.tools = backend.tools()
           entry.lastError = undefined
           yield* setState(entry, "ready")
@@ -370,6 +374,7 @@ export const make = (options: ManagerOptions = {}) =>
               restarts: 0,
               tools: [],
               backend: undefined,
+              era: "auto",
               fiber: undefined,
               settled: yield* Deferred.make<void>()
             })

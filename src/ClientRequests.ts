@@ -14,7 +14,7 @@
  */
 import { Deferred, Effect } from "effect"
 import type { BackendRequest, BackendsService } from "./Backends.js"
-import { ErrorCode, RpcError } from "./Errors.js"
+import { BackendError, ErrorCode, RpcError } from "./Errors.js"
 import type { RequestContext } from "./Peer.js"
 import type { Session } from "./Session.js"
 
@@ -36,6 +36,15 @@ export const relayableCapabilities = (client: Readonly<Record<string, unknown>>)
   }
   return declared
 }
+
+/** Whether a result is a stateless backend's InputRequiredResult. */
+export const isInputRequired = (result: unknown): boolean =>
+  typeof result === "object" && result !== null && (result as { resultType?: unknown }).resultType === "input_required"
+
+/** Rounds of questions a stateless backend may ask a session-era client for one request. */
+const MAX_INPUT_ROUNDS = 16
+/** MCP 2026-07-28's MissingRequiredClientCapabilityError. */
+const MISSING_CLIENT_CAPABILITY = -32021
 
 /** How long a backend's request waits for its client to finish initializing. */
 const INITIALIZED_WAIT_MS = 10_000
@@ -165,6 +174,88 @@ export const make = (options: Options) => {
       }
     })
 
+  /**
+   * A stateless backend's InputRequiredResult, answered for a session-era client: each of its
+   * `inputRequests` sent to the client as a real request, and the backend's request retried with
+   * the answers (and its `requestState`), round after round, until a result.
+   */
+  const answerInputRequired = (
+    session: Session,
+    via: RequestContext | undefined,
+    backendId: string,
+    method: string,
+    first: unknown,
+    retry: (inputResponses: Record<string, unknown>, requestState: unknown) => Effect.Effect<unknown, BackendError>
+  ): Effect.Effect<unknown, BackendError> =>
+    Effect.gen(function* () {
+      let result = first
+      for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
+        const r = result as { inputRequests?: unknown; requestState?: unknown }
+        const asked = typeof r.inputRequests === "object" && r.inputRequests !== null ? Object.entries(r.inputRequests) : []
+        const answers = yield* Effect.forEach(
+          asked,
+          ([key, question]) => {
+            const q = (question ?? {}) as { method?: unknown; params?: unknown }
+            const questionMethod = typeof q.method === "string" ? q.method : ""
+            return Effect.map(
+              askClient(session, via, { backendId, method: questionMethod, params: q.params, roots: [] }),
+              (answer) => [key, answer] as const
+            ).pipe(
+              Effect.mapError(
+                (error) =>
+                  new BackendError({
+                    backendId,
+                    reason: "call_failed",
+                    method,
+                    summary: `the client could not answer the backend's ${questionMethod || "question"}: ${error.message}`,
+                    detail: {
+                      code: error.code,
+                      message: error.message,
+                      ...(error.data === undefined ? {} : { data: error.data })
+                    }
+                  })
+              )
+            )
+          },
+          { concurrency: "unbounded" }
+        )
+        result = yield* retry(Object.fromEntries(answers), r.requestState)
+        if (!isInputRequired(result)) return result
+      }
+      return yield* new BackendError({
+        backendId,
+        reason: "call_failed",
+        method,
+        summary: `it still asked for input after ${MAX_INPUT_ROUNDS} rounds`
+      })
+    })
+
+  /** One question for the client, as a session-era request, if it declared what it needs. */
+  const askClient = (
+    session: Session,
+    via: RequestContext | undefined,
+    request: BackendRequest
+  ): Effect.Effect<unknown, RpcError> => {
+    const name =
+      request.method === "sampling/createMessage" ? "sampling" : request.method === "roots/list" ? "roots" : "elicitation"
+    const mode = (request.params as { mode?: unknown } | undefined)?.mode
+    const able =
+      request.method === "elicitation/create"
+        ? elicits(session, mode)
+        : (request.method === "sampling/createMessage" || request.method === "roots/list") &&
+          capability(session, name) !== undefined
+    if (!able) {
+      return Effect.fail(
+        new RpcError({
+          code: MISSING_CLIENT_CAPABILITY,
+          message: `Missing required client capability: ${request.method.includes("/") ? name : request.method}`,
+          data: { requiredCapabilities: { [name]: {} } }
+        })
+      )
+    }
+    return relay(session, via, request)
+  }
+
   /** A client's progress on a request a backend made: back to that backend, under its own token. */
   const clientProgress = (session: Session, params: unknown): Effect.Effect<void> =>
     Effect.suspend(() => {
@@ -194,5 +285,5 @@ export const make = (options: Options) => {
           { discard: true }
         )
 
-  return { handle, clientProgress, elicitationOwner, rootsChanged }
+  return { handle, clientProgress, elicitationOwner, rootsChanged, answerInputRequired }
 }

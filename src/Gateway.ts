@@ -69,8 +69,9 @@ const make = (mode: Server.Mode) =>
       const p = params as Record<string, unknown> | undefined
       const meta = p?._meta as Record<string, unknown> | undefined
       const token = typeof meta === "object" && meta !== null ? meta.progressToken : undefined
+      const stateless = backends.backend(backendId)?.era === "stateless"
       // A stateless request is tracked even over stdio: a backend's questions during it are its own.
-      if (token === undefined && mode === "single" && session.ask === undefined) {
+      if (token === undefined && mode === "single" && session.ask === undefined && !stateless) {
         return backends.executeOnBackend(backendId, method, params)
       }
       return Effect.suspend(() => {
@@ -82,14 +83,45 @@ const make = (mode: Server.Mode) =>
           forwarded = { ...p, _meta: { ...meta, progressToken: key } }
         }
         const untrack = session.track(backendId, context)
+        const call = !stateless
+          ? backends.executeOnBackend(backendId, method, forwarded)
+          : statelessCall(session, context, backendId, method, forwarded)
         return Effect.ensuring(
-          backends.executeOnBackend(backendId, method, forwarded),
+          call,
           Effect.sync(() => {
             untrack()
             if (key !== undefined) progress.delete(key)
           })
         )
       })
+    }
+
+    /**
+     * A request to a stateless (2026-07-28) backend: it is told what this session's client can
+     * answer; for a session-era client its InputRequiredResults are answered by asking the client,
+     * while a stateless client gets them as they are (it retries itself).
+     */
+    const statelessCall = (
+      session: Session,
+      context: RequestContext,
+      backendId: string,
+      method: string,
+      params: unknown
+    ): Effect.Effect<unknown, BackendError> => {
+      const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>
+      const meta = (typeof p._meta === "object" && p._meta !== null ? p._meta : {}) as Record<string, unknown>
+      const told =
+        session.ask !== undefined
+          ? p
+          : { ...p, _meta: { ...meta, [CLIENT_CAPABILITIES]: ClientRequests.relayableCapabilities(session.clientCapabilities) } }
+      const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams)
+      return Effect.flatMap(run(told), (result) =>
+        session.ask !== undefined || !ClientRequests.isInputRequired(result)
+          ? Effect.succeed(result)
+          : clientRequests.answerInputRequired(session, context, backendId, method, result, (inputResponses, requestState) =>
+              run({ ...told, inputResponses, ...(requestState === undefined ? {} : { requestState }) })
+            )
+      )
     }
 
     /** Who holds each resource subscription, by backend and URI. */
@@ -328,6 +360,8 @@ const make = (mode: Server.Mode) =>
     const service: GatewayService = { mode, open, sessions: () => [...sessions] }
     return service
   })
+
+const CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 

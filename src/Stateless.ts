@@ -127,14 +127,18 @@ export const statusOf = (response: unknown): number => {
 const KEY = randomBytes(32)
 const mac = (payload: string) => createHmac("sha256", KEY).update(payload).digest()
 
+/** Marks the gateway's own states: any other `requestState` is a stateless backend's, passed on to it. */
+const STATE_PREFIX = "agentify."
+const isOwnState = (token: unknown): boolean => typeof token === "string" && token.startsWith(STATE_PREFIX)
+
 const seal = (state: { readonly call: string; readonly round: number; readonly method: string; readonly name?: string }) => {
   const payload = Buffer.from(JSON.stringify(state)).toString("base64url")
-  return `${payload}.${mac(payload).toString("base64url")}`
+  return `${STATE_PREFIX}${payload}.${mac(payload).toString("base64url")}`
 }
 
 const unseal = (token: unknown): { call: string; round: number; method: string; name?: string } | undefined => {
-  if (typeof token !== "string" || token.length > 4_096) return undefined
-  const [payload, signature, ...rest] = token.split(".")
+  if (typeof token !== "string" || token.length > 4_096 || !token.startsWith(STATE_PREFIX)) return undefined
+  const [payload, signature, ...rest] = token.slice(STATE_PREFIX.length).split(".")
   if (payload === undefined || signature === undefined || rest.length > 0) return undefined
   const expected = mac(payload)
   const given = Buffer.from(signature, "base64url")
@@ -185,19 +189,12 @@ const CAPABILITY_OF: Record<string, string> = {
 
 const keyPrefix = (method: string) => CAPABILITY_OF[method] ?? "input"
 
-/** The `io.modelcontextprotocol/*` keys of `_meta` and the round-trip fields are the gateway's, not the backend's. */
-const forBackend = (params: unknown): unknown => {
-  if (typeof params !== "object" || params === null) return params
-  const { _meta, inputResponses: _responses, requestState: _state, ...rest } = params as Record<string, unknown>
-  if (typeof _meta !== "object" || _meta === null) return rest
-  const kept = Object.fromEntries(Object.entries(_meta).filter(([key]) => !key.startsWith("io.modelcontextprotocol/")))
-  return Object.keys(kept).length === 0 ? rest : { ...rest, _meta: kept }
-}
-
 /** Adds what every 2026-07-28 result carries. */
 const finished = (method: string, result: unknown): unknown => {
   if (typeof result !== "object" || result === null || Array.isArray(result)) return result
   const r = result as Record<string, unknown>
+  // A stateless backend's own InputRequiredResult passes as it is: the client retries with it.
+  if (r.resultType === "input_required") return r
   return {
     ...r,
     resultType: r.resultType ?? "complete",
@@ -418,7 +415,9 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           send: () => false
         }
         call.fiber = yield* Effect.forkIn(
-          Effect.suspend(() => handlers.request({ ...request, params: forBackend(request.params) }, context)),
+          // Passed as the client sent it: a stateless backend gets its _meta (and a requestState of
+          // its own, on a retry); a session-era backend never sees the era's _meta keys (Backend).
+          Effect.suspend(() => handlers.request(request, context)),
           scope
         )
         return call
@@ -488,7 +487,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         }
         const params = (request.params ?? {}) as Record<string, unknown>
         let call: OpenCall
-        if (params.requestState !== undefined && MAY_ASK.has(request.method)) {
+        if (isOwnState(params.requestState) && MAY_ASK.has(request.method)) {
           const resumed = yield* resume(request, out)
           if ("jsonrpc" in resumed) return out.send(resumed)
           call = resumed

@@ -3,14 +3,19 @@
  * that era (plain fetch: no SDK speaks it yet in TypeScript) against session-era backends (the
  * real server-everything and the fixture), the bridge's InputRequiredResult round trips included.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { join } from "node:path"
 import { writeFileSync } from "node:fs"
-import { CliClient, ROOT, tempDir } from "./support/gateway.js"
+import { BIN, CliClient, cleanEnv, ROOT, tempDir } from "./support/gateway.js"
 import { type HttpGateway, parseSse, startHttpGateway } from "./support/httpGateway.js"
 import { fixtureBackend } from "./support/mcpFixture.js"
 
 const EVERYTHING = join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+const MODERN = join(ROOT, "test", "fixtures", "stateless-server.mjs")
+const modernBackend = { id: "modern", command: process.execPath, args: [MODERN] }
 const VERSION = "2026-07-28"
 
 const meta = (capabilities: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
@@ -54,7 +59,11 @@ const rpc = async (
 beforeAll(async () => {
   gateway = await startHttpGateway({
     config: {
-      backends: [{ id: "everything", command: process.execPath, args: [EVERYTHING, "stdio"] }, fixtureBackend("fx")]
+      backends: [
+        { id: "everything", command: process.execPath, args: [EVERYTHING, "stdio"] },
+        fixtureBackend("fx"),
+        modernBackend
+      ]
     }
   })
 })
@@ -120,11 +129,12 @@ describe("serving 2026-07-28 clients without sessions", () => {
     expect(read.reply.result).toMatchObject({ resultType: "complete", ttlMs: 0, contents: [{ uri }] })
     const prompt = await rpc("prompts/get", { name: "everything__args-prompt", arguments: { city: "Lyon" }, _meta: meta() })
     expect(JSON.stringify(prompt.reply.result.messages)).toContain("Lyon")
-    const info = await rpc("tools/call", { name: "fx__client_info", arguments: {}, _meta: meta({}, { progressToken: 5 }) })
-    // The fixture records what it was sent on each call: here, the call's own _meta only.
-    const sent = await rpc("tools/call", { name: "fx__cancelled", arguments: {}, _meta: meta() })
-    expect(info.reply.result.resultType).toBe("complete")
-    expect(JSON.stringify(sent.reply.result)).not.toContain("io.modelcontextprotocol")
+    // A session-era backend gets the call's own _meta (its progress token, the gateway's), not the era's keys.
+    const sent = await rpc("tools/call", { name: "fx__meta", arguments: {}, _meta: meta({}, { progressToken: 5, note: "kept" }) })
+    expect(sent.reply.result.structuredContent.meta).toEqual({
+      progressToken: expect.stringMatching(/^agentify-\d+$/),
+      note: "kept"
+    })
   })
 
   it("log messages only for a request that set a log level", async () => {
@@ -281,6 +291,79 @@ describe("over stdio, the first message decides the connection's era", () => {
     } finally {
       client.child.stdin!.end()
       await client.exited
+    }
+  }, 30_000)
+})
+
+describe("a 2026-07-28 backend", () => {
+  it("is spoken to in its era: server/discover instead of initialize, the era's _meta on every request", async () => {
+    const listed = await rpc("tools/list", { _meta: meta() })
+    expect(listed.reply.result.tools.map((t: any) => t.name)).toEqual(
+      expect.arrayContaining(["modern__ask_name", "modern__echo"])
+    )
+    const own = await rpc("server/discover", { _meta: meta() }, { path: "/servers/modern/mcp" })
+    expect(own.reply.result._meta["io.modelcontextprotocol/serverInfo"]).toEqual({ name: "modern", version: "1.0.0" })
+    const sent = await rpc("tools/call", { name: "modern__meta", arguments: {}, _meta: meta({ elicitation: {} }) })
+    expect(sent.reply.result.structuredContent).toMatchObject({
+      "io.modelcontextprotocol/protocolVersion": VERSION,
+      "io.modelcontextprotocol/clientCapabilities": { elicitation: {} },
+      "io.modelcontextprotocol/clientInfo": { name: "mcp-agentify" }
+    })
+  })
+
+  it("a stateless client gets the backend's InputRequiredResult as it is and retries with the backend's own requestState", async () => {
+    const call = { name: "modern__ask_name", arguments: {}, _meta: meta({ elicitation: {} }) }
+    const first = await rpc("tools/call", call)
+    expect(first.reply.result).toMatchObject({
+      resultType: "input_required",
+      inputRequests: { user_name: { method: "elicitation/create" } }
+    })
+    const done = await rpc("tools/call", {
+      ...call,
+      requestState: first.reply.result.requestState,
+      inputResponses: { user_name: { action: "accept", content: { name: "Ada" } } }
+    })
+    expect(done.reply.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "Hello, Ada!" }] })
+  })
+
+  it("a session-era client is asked for real (elicitation, sampling, two rounds) and gets the backend's result", async () => {
+    const dir = tempDir()
+    writeFileSync(join(dir, "gateway.json"), JSON.stringify({ backends: [modernBackend] }))
+    const client = new Client({ name: "legacy", version: "1.0.0" }, { capabilities: { elicitation: {}, sampling: {} } })
+    const asked: Array<string> = []
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params.message)
+      return { action: "accept", content: { name: "Ada", color: "green" } }
+    })
+    client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+      model: "m",
+      role: "assistant",
+      content: { type: "text", text: "Paris" }
+    }))
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, "--config", join(dir, "gateway.json")],
+        cwd: dir,
+        env: cleanEnv() as Record<string, string>,
+        stderr: "pipe"
+      })
+    )
+    try {
+      const greeted = await client.callTool({ name: "modern__ask_name", arguments: {} })
+      expect((greeted.content as Array<{ text: string }>)[0]!.text).toBe("Hello, Ada!")
+      const twice = await client.callTool({ name: "modern__ask_twice", arguments: {} })
+      expect((twice.content as Array<{ text: string }>)[0]!.text).toBe("Ada likes green")
+      expect(asked).toEqual(["What is your name?", "Step 1: your name?", "Step 2: your colour?"])
+      const sampled = await client.callTool({ name: "modern__sample", arguments: {} })
+      expect((sampled.content as Array<{ text: string }>)[0]!.text).toBe("The model said: Paris")
+      // The backend was told what this client can answer.
+      const sent = await client.callTool({ name: "modern__meta", arguments: {} })
+      expect(sent.structuredContent).toMatchObject({
+        "io.modelcontextprotocol/clientCapabilities": { elicitation: {}, sampling: {} }
+      })
+    } finally {
+      await client.close()
     }
   }, 30_000)
 })
