@@ -309,6 +309,8 @@ export const make = (options: ManagerOptions = {}) =>
           let lastError: string
           if (outcome._tag === "Left") {
             lastError = outcome.left.summary
+            // A server that died of server/discover is of the session era: its restart does not ask again.
+            if (outcome.left.method === "server/discover") entry.era = "session"
             if (Backend.isPermanentFailure(outcome.left)) {
               yield* Effect.logError(`backend failed: ${lastError}`)
               return yield* setState(entry, "failed", lastError)

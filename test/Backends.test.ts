@@ -190,6 +190,20 @@ describe("Backends", () => {
   )
 
   it.scopedLive(
+    "a server that dies of server/discover is restarted without it, in the session era",
+    () =>
+      withBackends((backends) =>
+        Effect.gen(function* () {
+          yield* backends.start([fixtureBackend("old", ["--crash-on-discover"])], OPTIONS)
+          const ready = yield* waitFor(backends, "old", (s) => s.state === "ready")
+          expect(ready.restarts).toBe(1)
+          expect(ready.protocolVersion).toBe("2025-11-25")
+        })
+      ),
+    20_000
+  )
+
+  it.scopedLive(
     "a slow backend past startupTimeout becomes ready later and toolsChanged emits",
     () =>
       withBackends((backends) =>
