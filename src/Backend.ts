@@ -493,6 +493,7 @@ class Connection {
 
   private onNotification(method: string, params: unknown) {
     if (method === "notifications/tools/list_changed") Queue.unsafeOffer(this.inbound, { _tag: "ToolsChanged" })
+    else if (method === "notifications/subscriptions/acknowledged") return
     else if (method === "notifications/cancelled") {
       // The backend gave up on one of its own requests.
       const target = (params as { requestId?: unknown } | undefined)?.requestId
@@ -598,6 +599,11 @@ class Connection {
 
   notify(method: string, params: unknown): void {
     this.write(encodeNotification(method, params))
+  }
+
+  /** A request whose answer nobody waits for: a stateless backend's `subscriptions/listen` stream. */
+  openStream(method: string, params: unknown): void {
+    this.write(encodeRequest(this.nextId++, method, params))
   }
 
   private onTimeout = (id: number) => {
@@ -1139,6 +1145,20 @@ export const make = Effect.fn("Backend.make")(
       Effect.forever(Effect.flatMap(Queue.take(inbound), relay)).pipe(Effect.ensuring(Effect.sync(() => connection.stopRelay())))
     )
 
+    if (stateless) {
+      // The stateless era says what changed only on a `subscriptions/listen` stream: one for the
+      // life of the process, for the list changes it can announce.
+      const listChanged = (name: string) =>
+        (session.capabilities[name] as { listChanged?: unknown } | undefined)?.listChanged === true
+      const notifications = {
+        ...(listChanged("tools") ? { toolsListChanged: true } : {}),
+        ...(listChanged("prompts") ? { promptsListChanged: true } : {}),
+        ...(listChanged("resources") ? { resourcesListChanged: true } : {})
+      }
+      if (Object.keys(notifications).length > 0) {
+        connection.openStream("subscriptions/listen", paramsFor(true, { notifications }, capabilities, clientInfo))
+      }
+    }
     yield* Effect.logDebug(`session ready: protocol ${session.protocolVersion}, ${tools.length} tools`)
 
     const request = (method: string, params?: unknown, requestOptions?: RequestOptions) =>

@@ -12,6 +12,7 @@ import { writeFileSync } from "node:fs"
 import { BIN, CliClient, cleanEnv, ROOT, tempDir } from "./support/gateway.js"
 import { type HttpGateway, parseSse, startHttpGateway } from "./support/httpGateway.js"
 import { fixtureBackend } from "./support/mcpFixture.js"
+import { until } from "./support/process.js"
 
 const EVERYTHING = join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 const MODERN = join(ROOT, "test", "fixtures", "stateless-server.mjs")
@@ -146,6 +147,32 @@ describe("serving 2026-07-28 clients without sessions", () => {
       _meta: meta({}, { "io.modelcontextprotocol/logLevel": "debug" })
     })
     expect(loud.messages.find((m) => m.method === "notifications/message")?.params).toMatchObject({ data: "hello log" })
+  })
+})
+
+describe("a stateless client that goes away", () => {
+  it("cancels its call: the backend hears notifications/cancelled", async () => {
+    const controller = new AbortController()
+    const before = (await rpc("tools/call", { name: "fx__cancelled", arguments: {}, _meta: meta() })).reply.result
+      .structuredContent.cancellations.length
+    const hanging = fetch(`${gateway.base}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": VERSION },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "fx__hang", arguments: {}, _meta: meta() }
+      }),
+      signal: controller.signal
+    }).catch(() => undefined)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    controller.abort()
+    await hanging
+    await until("the backend to hear of the cancellation", async () => {
+      const seen = await rpc("tools/call", { name: "fx__cancelled", arguments: {}, _meta: meta() })
+      return seen.reply.result.structuredContent.cancellations.length > before
+    })
   })
 })
 
@@ -288,6 +315,15 @@ describe("over stdio, the first message decides the connection's era", () => {
       expect(initialize.error.code).toBe(-32601)
       const noMeta = await client.request("tools/list", {})
       expect(noMeta.error.code).toBe(-32602)
+      // Cancelling a stateless request: its one reply is -32800 and the backend's call is cancelled.
+      const hanging = client.request("tools/call", { name: "fx__hang", arguments: {}, _meta: meta() }, "hang-1")
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      client.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "hang-1" } })
+      expect((await hanging).error.code).toBe(-32800)
+      await until("the backend to hear of the cancellation", async () => {
+        const seen = await client.request("tools/call", { name: "fx__cancelled", arguments: {}, _meta: meta() })
+        return seen.result.structuredContent.cancellations.length > 0
+      })
     } finally {
       client.child.stdin!.end()
       await client.exited
@@ -308,6 +344,14 @@ describe("a 2026-07-28 backend", () => {
       "io.modelcontextprotocol/protocolVersion": VERSION,
       "io.modelcontextprotocol/clientCapabilities": { elicitation: {} },
       "io.modelcontextprotocol/clientInfo": { name: "mcp-agentify" }
+    })
+  })
+
+  it("its list changes, announced on the subscriptions/listen stream the gateway keeps open, reach clients", async () => {
+    await rpc("tools/call", { name: "modern__add_tool", arguments: { name: "late_tool" }, _meta: meta() })
+    await until("the new tool to be listed", async () => {
+      const listed = await rpc("tools/list", { _meta: meta() })
+      return listed.reply.result.tools.some((t: any) => t.name === "modern__late_tool")
     })
   })
 

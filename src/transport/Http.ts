@@ -19,7 +19,21 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk, Deferred, Effect, Exit, FiberSet, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
+import {
+  Chunk,
+  Deferred,
+  Effect,
+  Exit,
+  type Fiber,
+  FiberId,
+  FiberSet,
+  Layer,
+  Queue,
+  Redacted,
+  Schedule,
+  Scope,
+  Stream
+} from "effect"
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
 import { createServer, type Server as NodeServer } from "node:http"
 import { Backends } from "../Backends.js"
@@ -472,7 +486,21 @@ export const make = (options: Options, node?: NodeServer) =>
             ).pipe(Stream.map(sseEvent))
             return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: SSE_HEADERS })
           }
-          return yield* exchangeWith((out) => runFork(stateless.serve(message, target, "http", out)), sse, {}, Stateless.statusOf)
+          let served: Fiber.RuntimeFiber<void> | undefined
+          // A client that goes away mid-call cancels it (the backend hears notifications/cancelled):
+          // the connection closing before the response ended says so, whatever the response's form.
+          const response = NodeHttpServerRequest.toServerResponse(request)
+          response.once("close", () => {
+            if (!response.writableFinished) served?.unsafeInterruptAsFork(FiberId.none)
+          })
+          return yield* exchangeWith(
+            (out) => {
+              served = runFork(stateless.serve(message, target, "http", out))
+            },
+            sse,
+            {},
+            Stateless.statusOf
+          )
         }
         const found = findSession(request, target)
         if (found.refused) return found.refused

@@ -10,7 +10,7 @@
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberSet, Option, Scope, type Sink, Stream } from "effect"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberId, FiberSet, Option, Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
 import { Backends, type BackendsService } from "../Backends.js"
 import { SHARED_CLIENT_CAPABILITIES } from "../ClientRequests.js"
@@ -20,7 +20,18 @@ import { Events } from "../Events.js"
 import { Gateway, type GatewayService } from "../Gateway.js"
 import { Session } from "../Session.js"
 import type { EventsService } from "../Events.js"
-import { classify, encode, failure, type Frame, FrameDecoder, type Framing, idOfDropped, notification } from "../JsonRpc.js"
+import {
+  classify,
+  encode,
+  failure,
+  type Frame,
+  FrameDecoder,
+  type Framing,
+  type Id,
+  idOfDropped,
+  isId,
+  notification
+} from "../JsonRpc.js"
 import * as Peer from "../Peer.js"
 import * as Stateless from "../Stateless.js"
 
@@ -280,6 +291,7 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
       })
     )
     let era: "undecided" | "session" | "stateless" = "undecided"
+    const inFlight = new Map<Id, Fiber.RuntimeFiber<void>>()
     const intercept = (text: string, out: Peer.Outbox): boolean => {
       if (era === "session") return false
       let value: unknown
@@ -295,6 +307,20 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
       const incoming = classify(value)
       if (incoming._tag === "Invalid") {
         out.send(failure(incoming.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${incoming.reason}` }))
+        return true
+      }
+      if (incoming._tag === "Notification") {
+        const { method, params } = incoming.notification
+        if (method === "notifications/cancelled") {
+          const target = (params as { requestId?: unknown } | undefined)?.requestId
+          const running = isId(target) ? inFlight.get(target) : undefined
+          if (running !== undefined) {
+            // Its call is cancelled at the backend too; the request still gets its one reply.
+            inFlight.delete(target as Id)
+            running.unsafeInterruptAsFork(FiberId.none)
+            out.send(failure(target as Id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" }))
+          }
+        }
         return true
       }
       if (incoming._tag !== "Request") return true
@@ -314,14 +340,15 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
         return true
       }
       const target = { _tag: "Aggregate" } as const
-      runFork(
-        Effect.zipRight(
-          started,
-          request.method === "subscriptions/listen"
-            ? Scope.extend(stateless.listen(request, target, "stdio", out), listeners)
-            : stateless.serve(request, target, "stdio", out)
-        )
-      )
+      if (request.method === "subscriptions/listen") {
+        runFork(Effect.zipRight(started, Scope.extend(stateless.listen(request, target, "stdio", out), listeners)))
+        return true
+      }
+      const fiber = runFork(Effect.zipRight(started, stateless.serve(request, target, "stdio", out)))
+      inFlight.set(request.id, fiber)
+      fiber.addObserver(() => {
+        if (inFlight.get(request.id) === fiber) inFlight.delete(request.id)
+      })
       return true
     }
     return { intercept }
