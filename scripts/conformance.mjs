@@ -19,6 +19,8 @@ const SUITE = join(root, "node_modules", "@modelcontextprotocol", "conformance",
 const SUITE_NEXT = join(root, "node_modules", "conformance-next", "dist", "index.js")
 const REQUIREMENTS_NEXT = join(root, "node_modules", "conformance-next", "requirements", "2026-07-28.yaml")
 const FIXTURE = join(root, "test", "fixtures", "conformance-server.mjs")
+/** The same suite's 2026-07-28 server, written in that era. */
+const MODERN_FIXTURE = join(root, "test", "fixtures", "stateless-conformance-server.mjs")
 const BIN = join(root, "dist", "bin.js")
 const NODE22_VERSION = "22.23.3"
 
@@ -96,7 +98,12 @@ try {
   // roots: so the fixture's roots questions may be asked (a backend is told of roots only with real ones).
   writeFileSync(
     config,
-    JSON.stringify({ backends: [{ id: "conf", type: "stdio", command: process.execPath, args: [FIXTURE], roots: [work] }] })
+    JSON.stringify({
+      backends: [
+        { id: "conf", type: "stdio", command: process.execPath, args: [FIXTURE], roots: [work] },
+        { id: "modern", type: "stdio", command: process.execPath, args: [MODERN_FIXTURE] }
+      ]
+    })
   )
   const gateway = await startUntil(
     [BIN, "--http", "127.0.0.1:0", "--config", config],
@@ -126,23 +133,28 @@ try {
   lines.push(`${"total".padEnd(width)}  ${cell(total(directResults)).padEnd(20)}  ${cell(total(gatewayResults))}`)
   process.stdout.write(`${lines.join("\n")}\n`)
 
-  process.stderr.write("running the 2026-07-28 required scenarios against the gateway's /servers/conf/mcp...\n")
-  const next = runSuite(node, `${gateway.value}/servers/conf/mcp`, join(work, "next"), SUITE_NEXT, [
-    "--requirements",
-    "2026-07-28"
-  ])
   const required = readFileSync(REQUIREMENTS_NEXT, "utf8")
     .split(/^client:/m)[0]
     .split(/^server:/m)[1]
     .match(/^ {2}- ([a-z0-9-]+)/gm)
     .map((line) => line.trim().slice(2))
-  const scored = required.map((name) => [name, next[name]])
-  const clean = scored.filter(([, r]) => r !== undefined && r.failed === 0).length
-  const checks = total(Object.fromEntries(scored.filter(([, r]) => r !== undefined)))
-  const out = [`\n2026-07-28 required server scenarios via /servers/conf/mcp (a session-era backend: the bridge)`]
-  for (const [name, r] of scored) if (r === undefined || r.failed > 0) out.push(`  ${name.padEnd(width)}  ${cell(r)}`)
-  out.push(`  ${clean} of ${required.length} scenarios without a failure; checks: ${cell(checks)}`)
-  process.stdout.write(`${out.join("\n")}\n`)
+  for (const [id, what] of [
+    ["conf", "a session-era backend: the bridge"],
+    ["modern", "a 2026-07-28 backend"]
+  ]) {
+    process.stderr.write(`running the 2026-07-28 required scenarios against the gateway's /servers/${id}/mcp...\n`)
+    const next = runSuite(node, `${gateway.value}/servers/${id}/mcp`, join(work, `next-${id}`), SUITE_NEXT, [
+      "--requirements",
+      "2026-07-28"
+    ])
+    const scored = required.map((name) => [name, next[name]])
+    const clean = scored.filter(([, r]) => r !== undefined && r.failed === 0).length
+    const checks = total(Object.fromEntries(scored.filter(([, r]) => r !== undefined)))
+    const out = [`\n2026-07-28 required server scenarios via /servers/${id}/mcp (${what})`]
+    for (const [name, r] of scored) if (r === undefined || r.failed > 0) out.push(`  ${name.padEnd(width)}  ${cell(r)}`)
+    out.push(`  ${clean} of ${required.length} scenarios without a failure; checks: ${cell(checks)}`)
+    process.stdout.write(`${out.join("\n")}\n`)
+  }
 } finally {
   for (const child of children) child.kill("SIGTERM")
   if (!keep) rmSync(work, { recursive: true, force: true })
