@@ -2,9 +2,10 @@
  * One backend: an MCP server run as a child process, and the MCP client session the gateway holds
  * with it over the process's stdio (newline-delimited JSON-RPC).
  *
- * `make` is a scoped resource: it spawns the process, runs the handshake (`initialize` with
- * version fallback, `notifications/initialized`, `tools/list`) and returns a `Backend`; closing
- * the scope stops the process and every process it started.
+ * `make` is a scoped resource: it spawns the process, runs the handshake (`server/discover` for a
+ * 2026-07-28 server, else `initialize` with version fallback and `notifications/initialized`; then
+ * `tools/list`) and returns a `Backend`; closing the scope stops the process and every process it
+ * started. Every request is sent in the backend's era (see `paramsFor`).
  *
  * Why raw `node:child_process` inside `Effect.acquireRelease` and not @effect/platform's `Command`:
  * - The hot path stays synchronous. A reply is parsed in the stdout `data` callback and resumes
