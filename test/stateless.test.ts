@@ -289,6 +289,35 @@ describe("subscriptions/listen", () => {
   })
 })
 
+describe("listen streams are bounded", () => {
+  it("they count against maxSessions: past it, 503", async () => {
+    const small = await startHttpGateway({ config: { maxSessions: 1, backends: [fixtureBackend("fx")] } })
+    const listen = (signal?: AbortSignal) =>
+      fetch(`${small.base}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream", "mcp-protocol-version": VERSION },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "subscriptions/listen",
+          params: { _meta: meta(), notifications: { toolsListChanged: true } }
+        }),
+        ...(signal === undefined ? {} : { signal })
+      })
+    const controller = new AbortController()
+    try {
+      const first = await listen(controller.signal)
+      expect(first.status).toBe(200)
+      const second = await listen()
+      expect(second.status).toBe(503)
+      expect(((await second.json()) as any).error.message).toMatch(/maxSessions/)
+    } finally {
+      controller.abort()
+      await small.close()
+    }
+  })
+})
+
 describe("over stdio, the first message decides the connection's era", () => {
   it("a stateless first request: discover, calls and the bridge's rounds; a session-era initialize is a removed method", async () => {
     const dir = tempDir()

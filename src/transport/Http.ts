@@ -253,6 +253,8 @@ export const make = (options: Options, node?: NodeServer) =>
     const guards = makeGuards(options, () => port, config)
     const sessions = new Map<string, HttpSession>()
     const stateless = yield* Stateless.make(gateway, backends)
+    /** subscriptions/listen streams open now. */
+    let listening = 0
     // Stateless requests run beside the exchange that answers them (their calls may outlive it).
     const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, never>())<never>()
 
@@ -447,7 +449,7 @@ export const make = (options: Options, node?: NodeServer) =>
           if (request.headers[SESSION_HEADER] !== undefined) {
             return reject(400, "Bad Request: initialize starts a session: send it without Mcp-Session-Id")
           }
-          if (sessions.size >= config.maxSessions) {
+          if (sessions.size + listening >= config.maxSessions) {
             return reject(
               503,
               `Service Unavailable: ${config.maxSessions} sessions are open (maxSessions)`,
@@ -476,9 +478,22 @@ export const make = (options: Options, node?: NodeServer) =>
           if (refused !== undefined) return json(refused.status, refused.response)
           if (method === "subscriptions/listen") {
             if (!sse) return reject(406, "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream")
+            // Listen streams count against maxSessions with the sessions: each holds a listener.
+            if (sessions.size + listening >= config.maxSessions) {
+              return reject(
+                503,
+                `Service Unavailable: ${config.maxSessions} sessions and listen streams are open (maxSessions)`,
+                { "retry-after": "5" },
+                ErrorCode.InternalError
+              )
+            }
             // The listener lives as long as the stream: a client that goes away ends it.
             const events = Stream.unwrapScoped(
               Effect.gen(function* () {
+                yield* Effect.acquireRelease(
+                  Effect.sync(() => listening++),
+                  () => Effect.sync(() => listening--)
+                )
                 const q = yield* Queue.sliding<unknown>(STREAM_BUFFER)
                 yield* stateless.listen(message, target, "http", { send: (m) => Queue.unsafeOffer(q, m) })
                 return Stream.fromQueue(q)

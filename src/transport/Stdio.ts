@@ -270,6 +270,9 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
     })
   )
 
+/** `subscriptions/listen` streams one stdio connection may hold. */
+const MAX_STDIO_LISTENERS = 64
+
 /**
  * The era lock of a stdio connection: when its first message is a request of the stateless era
  * (2026-07-28), every message after it is served statelessly (the backends start with that first
@@ -292,6 +295,7 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
     )
     let era: "undecided" | "session" | "stateless" = "undecided"
     const inFlight = new Map<Id, Fiber.RuntimeFiber<void>>()
+    let listening = 0
     const intercept = (text: string, out: Peer.Outbox): boolean => {
       if (era === "session") return false
       let value: unknown
@@ -341,6 +345,16 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
       }
       const target = { _tag: "Aggregate" } as const
       if (request.method === "subscriptions/listen") {
+        // They last as long as the connection: a client that keeps opening them is refused past a bound.
+        if (++listening > MAX_STDIO_LISTENERS) {
+          out.send(
+            failure(request.id, {
+              code: ErrorCode.InternalError,
+              message: `${MAX_STDIO_LISTENERS} listen streams are open on this connection`
+            })
+          )
+          return true
+        }
         runFork(Effect.zipRight(started, Scope.extend(stateless.listen(request, target, "stdio", out), listeners)))
         return true
       }
