@@ -10,6 +10,7 @@
 import { Cause, Effect, Either, Exit, FiberId, Layer, Redacted } from "effect"
 import { parseArgs } from "node:util"
 import { type ConfigSources, GatewayConfig, LogLevelName, MAX_DURATION_MS, readConfigFile, readDotEnv } from "./Config.js"
+import * as Check from "./Check.js"
 import * as Gateway from "./Gateway.js"
 import { LlmClient } from "./Llm.js"
 import * as Logging from "./Logging.js"
@@ -22,9 +23,11 @@ import { isLoopback, parseAddress } from "./transport/Address.js"
 import * as Stdio from "./transport/Stdio.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--log-level LEVEL] [--http [HOST:]PORT] [--http-token TOKEN]
+       mcp-agentify check [--config FILE] [--log-level LEVEL]
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
-HTTP with --http.
+HTTP with --http. "check" starts every configured backend, prints what each offers and every
+problem with its fix, and exits 1 if a backend is not ready.
 
 Options:
   --config FILE       GatewayOptions or Claude Desktop style {"mcpServers": ...} JSON (env AGENTIFY_CONFIG)
@@ -61,6 +64,7 @@ export interface Settings {
 
 export type Parsed =
   | { readonly _tag: "Run"; readonly settings: Settings }
+  | { readonly _tag: "Check"; readonly settings: Settings }
   | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
 
 /** Reads the command line, the environment, `.env` and the config file; throws `UsageError`. */
@@ -70,8 +74,9 @@ export const parse = (
   cwd: string = process.cwd()
 ): Parsed => {
   let values: Record<string, string | boolean | undefined>
+  let positionals: ReadonlyArray<string>
   try {
-    values = parseArgs({
+    const parsedArgs = parseArgs({
       args: [...argv],
       options: {
         config: { type: "string", short: "c" },
@@ -82,10 +87,19 @@ export const parse = (
         version: { type: "boolean", short: "v" }
       },
       strict: true,
-      allowPositionals: false
-    }).values
+      allowPositionals: true
+    })
+    positionals = parsedArgs.positionals
+    values = parsedArgs.values
   } catch (error) {
     throw new UsageError(`${(error as Error).message}\n\n${USAGE}`)
+  }
+  const checking = positionals[0] === "check"
+  if (positionals.length > (checking ? 1 : 0)) {
+    throw new UsageError(`unexpected argument '${String(positionals[checking ? 1 : 0]).slice(0, 100)}'\n\n${USAGE}`)
+  }
+  if (checking && (values.http !== undefined || values["http-token"] !== undefined)) {
+    throw new UsageError("check starts the backends and reports; it serves nothing (no --http)")
   }
   if (values.help) return { _tag: "Print", text: USAGE, stdout: false }
   if (values.version) return { _tag: "Print", text: `${SERVER_VERSION}\n`, stdout: true }
@@ -137,7 +151,7 @@ export const parse = (
   }
 
   return {
-    _tag: "Run",
+    _tag: checking ? "Check" : "Run",
     settings: {
       sources: { env, dotEnv: dotEnv.settings, file, cliLogLevel: cliLogLevel as LogLevelName | undefined, cwd },
       openaiTimeoutMs,
@@ -253,6 +267,11 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
       process.stdout.write(parsed.text) // stdout-ok: --version, no client attached
     else process.stderr.write(parsed.text)
     process.exit(0)
+  }
+  if (parsed._tag === "Check") {
+    const report = Check.check(parsed.settings.sources, (text) => process.stdout.write(text)) // stdout-ok: check's report, no client attached
+    run(Effect.flatMap(report, (code) => Effect.sync(() => (process.exitCode = code))))
+    return
   }
   run(program(parsed.settings, options))
 }

@@ -238,3 +238,49 @@ describe("CLI over stdio", () => {
     expect(gateway.stderr()).toMatch(/stopp/)
   })
 })
+
+describe("mcp-agentify check", () => {
+  const configIn = (dir: string, config: unknown) => {
+    const file = join(dir, "gateway.json")
+    writeFileSync(file, JSON.stringify(config))
+    return file
+  }
+
+  it("a good configuration: every backend's state, protocol and offer in a table, exit 0", () => {
+    const dir = tempDir()
+    const file = configIn(dir, {
+      backends: [
+        { id: "fx", command: process.execPath, args: [FIXTURE_SERVER] },
+        { id: "off", command: "whatever", enabled: false }
+      ]
+    })
+    const result = run("", { args: ["check", "--config", file, "--log-level", "silent"], cwd: dir })
+    const out = result.stdout.toString("utf8")
+    expect(result.status).toBe(0)
+    expect(out).toMatch(/^backend\s+state\s+protocol\s+tools\s+resources\s+prompts\s+start-up$/m)
+    expect(out).toMatch(/^fx\s+ready\s+2025-11-25\s+\d+\s+-\s+-\s+\d+ ms$/m)
+    expect(out).toMatch(/^off\s+stopped/m)
+    expect(out).toContain("every enabled backend is ready")
+    expect(out).toContain("OpenAI key: not set")
+  })
+
+  it("a broken one: each problem with its fix, exit 1; a bad file is exit 2; check serves nothing", () => {
+    const dir = tempDir()
+    const file = configIn(dir, {
+      backends: [
+        { id: "ghost", command: "no-such-mcp-server-anywhere" },
+        { id: "nowhere", command: process.execPath, args: [FIXTURE_SERVER], cwd: join(dir, "missing") }
+      ]
+    })
+    const result = run("", { args: ["check", "--config", file, "--log-level", "silent"], cwd: dir })
+    const out = result.stdout.toString("utf8")
+    expect(result.status).toBe(1)
+    expect(out).toContain("- ghost: failed: command not found: no-such-mcp-server-anywhere")
+    expect(out).toContain("fix: install the command or give its absolute path in `command`")
+    expect(out).toContain("fix: create the directory or fix `cwd`")
+    writeFileSync(join(dir, "bad.json"), "{ not json")
+    expect(run("", { args: ["check", "--config", join(dir, "bad.json")], cwd: dir }).status).toBe(2)
+    expect(run("", { args: ["check", "--http", "0"], cwd: dir }).status).toBe(2)
+    expect(run("", { args: ["serve-please"], cwd: dir }).status).toBe(2)
+  })
+})

@@ -1,0 +1,125 @@
+/**
+ * `mcp-agentify check`: what a user runs before wiring the gateway into an IDE. It reads the
+ * configuration as the gateway would, starts every backend, and prints a table of what each one
+ * offers (state, protocol, tools, resources, prompts, start-up time) and every problem with its fix.
+ * The exit code says whether every enabled backend became ready (0) or not (1).
+ */
+import { Effect, Fiber, Layer, Stream } from "effect"
+import type { BackendStatus } from "./Backends.js"
+import { Backends } from "./Backends.js"
+import { GatewayConfig, type ConfigSources } from "./Config.js"
+import { LlmClient } from "./Llm.js"
+import * as Logging from "./Logging.js"
+import * as Secrets from "./Secrets.js"
+import * as Gateway from "./Gateway.js"
+
+interface Row {
+  readonly id: string
+  readonly state: string
+  readonly protocol: string
+  readonly tools: string
+  readonly resources: string
+  readonly prompts: string
+  readonly startup: string
+}
+
+/** What to do about a backend that did not become ready, from why it did not. */
+export const fixFor = (status: BackendStatus, startupTimeoutMs: number): string => {
+  const why = status.lastError ?? ""
+  if (!status.enabled) return "it is disabled in the configuration (enabled: false / disabled: true)"
+  if (status.state === "starting")
+    return `it was still starting after ${startupTimeoutMs} ms: raise startupTimeoutMs, or check that it speaks MCP on stdout`
+  if (/command not found/.test(why)) return "install the command or give its absolute path in `command`"
+  if (/permission denied/.test(why)) return "make the command executable (chmod +x) or run it through its interpreter"
+  if (/working directory not found/.test(why)) return "create the directory or fix `cwd`"
+  if (/no common MCP protocol version/.test(why)) return "the server speaks no MCP version the gateway knows: update it"
+  if (/refuse|home directory/.test(why)) return "give the server a directory of its own in the configuration"
+  return "run its command by hand to see why it exits; its last stderr lines are in the error above"
+}
+
+const pad = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd()
+    )
+    .join("\n")
+}
+
+/** Counts a list method's items on a ready backend, when it offers that capability. */
+const countOf = (backends: Backends["Type"], id: string, capability: string, method: string, field: string) =>
+  Effect.gen(function* () {
+    const backend = backends.backend(id)
+    if (backend === undefined || backend.serverCapabilities[capability] === undefined) return "-"
+    const result = yield* backends.executeOnBackend(id, method, {}).pipe(Effect.either)
+    if (result._tag === "Left") return "error"
+    const items = (result.right as Record<string, unknown> | null)?.[field]
+    return Array.isArray(items) ? String(items.length) : "?"
+  })
+
+/** Runs the check; succeeds with the process's exit code. Writes the report with `print`. */
+export const check = (sources: ConfigSources, print: (text: string) => void): Effect.Effect<number> =>
+  Effect.gen(function* () {
+    const config = yield* (yield* GatewayConfig).current
+    Logging.setLevel(config.logLevel)
+    const backends = yield* Backends
+    const started = Date.now()
+    const readyAt = new Map<string, number>()
+    const watcher = yield* backends.statusChanges.pipe(
+      Stream.runForEach((status) =>
+        Effect.sync(() => {
+          if ((status.state === "ready" || status.state === "failed") && !readyAt.has(status.id))
+            readyAt.set(status.id, Date.now())
+        })
+      ),
+      Effect.fork
+    )
+    yield* backends.start(config.backends, {
+      startupTimeoutMs: config.startupTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      maxBackendFrameBytes: config.maxBackendFrameBytes
+    })
+    yield* Fiber.interrupt(watcher)
+    const states = yield* backends.states
+    const rows: Array<Row> = []
+    for (const status of states) {
+      const ready = status.state === "ready"
+      rows.push({
+        id: status.displayName === undefined ? status.id : `${status.id} (${status.displayName})`,
+        state: status.state,
+        protocol: status.protocolVersion ?? "-",
+        tools: ready ? String(status.toolCount) : "-",
+        resources: ready ? yield* countOf(backends, status.id, "resources", "resources/list", "resources") : "-",
+        prompts: ready ? yield* countOf(backends, status.id, "prompts", "prompts/list", "prompts") : "-",
+        startup: readyAt.has(status.id) ? `${readyAt.get(status.id)! - started} ms` : "-"
+      })
+    }
+    const problems = states
+      .filter((s) => s.state !== "ready" && s.enabled)
+      .map(
+        (s) =>
+          `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, config.startupTimeoutMs)}`
+      )
+    const lines = [
+      `configuration: ${config.backendsSource}`,
+      "",
+      pad([
+        ["backend", "state", "protocol", "tools", "resources", "prompts", "start-up"],
+        ...rows.map((r) => [r.id, r.state, r.protocol, r.tools, r.resources, r.prompts, r.startup])
+      ]),
+      "",
+      `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,
+      problems.length === 0 ? "every enabled backend is ready" : `problems:\n${problems.join("\n")}`
+    ]
+    print(`${lines.join("\n")}\n`)
+    yield* backends.stopAll
+    return problems.length === 0 ? 0 : 1
+  }).pipe(
+    Effect.provide(
+      Gateway.layerCore.pipe(Layer.provide(LlmClient.layerOpenAI), Layer.provideMerge(GatewayConfig.layer(sources)))
+    ),
+    Effect.provide(Logging.layer())
+  )
