@@ -141,14 +141,20 @@ const UniqueBackends = Schema.Array(BackendConfig).pipe(
 
 const Backends = UniqueBackends.pipe(Schema.filter((backends) => backends.length > 0 || "must list at least one backend"))
 
-/** An entry of the Claude Desktop / Cursor `mcpServers` map. Only stdio servers can be launched. */
+/**
+ * An entry of the Claude Desktop / Cursor / VS Code server map. Only stdio servers can be launched
+ * yet: a remote one (`url`, or `type` http/sse) is kept as a backend that is not started, so the
+ * rest of a client's file still works.
+ */
 const McpServerEntry = Schema.Struct({
   type: Schema.optional(
-    Schema.Literal("stdio").annotations({
-      message: () => "only stdio servers are supported (command + args)"
+    Schema.Literal("stdio", "http", "sse", "streamable-http").annotations({
+      message: () => "must be stdio, http, sse or streamable-http"
     })
   ),
-  command: NonEmptyString,
+  command: Schema.optional(NonEmptyString),
+  url: Schema.optional(NonEmptyString),
+  headers: Schema.optional(SecretEnv),
   args: Schema.optional(Schema.Array(SecretString)),
   env: Schema.optional(SecretEnv),
   cwd: Schema.optional(Schema.String),
@@ -203,7 +209,9 @@ const optionFields = {
 export const GatewayOptions = Schema.Struct({
   ...optionFields,
   backends: Schema.optional(Backends),
-  mcpServers: Schema.optional(McpServers)
+  mcpServers: Schema.optional(McpServers),
+  /** VS Code's name for the same map (`.vscode/mcp.json`). */
+  servers: Schema.optional(McpServers)
 })
 export type GatewayOptions = typeof GatewayOptions.Type
 export type GatewayOptionsInput = typeof GatewayOptions.Encoded
@@ -272,12 +280,12 @@ const decodeOptionsEither = Schema.decodeUnknownEither(GatewayOptions, { errors:
 // Keys: unknown ones are errors, so a misspelt `backend` cannot silently leave the default running
 
 /** Every key GatewayOptions accepts (the docs list each one: test/docs.test.ts). */
-export const OPTION_KEYS = [...Object.keys(optionFields), "backends", "mcpServers"]
+export const OPTION_KEYS = [...Object.keys(optionFields), "backends", "mcpServers", "servers"]
 /** Every key a BackendConfig accepts. */
 export const BACKEND_KEYS = Object.keys(BackendConfig.fields)
 const MCP_SERVER_KEYS = Object.keys(McpServerEntry.fields)
 /** Keys that other MCP clients keep in their own config files; they mean nothing to the gateway. */
-const FOREIGN_TOP_KEYS = new Set(["$schema", "globalShortcut"])
+const FOREIGN_TOP_KEYS = new Set(["$schema", "globalShortcut", "inputs"])
 const FOREIGN_SERVER_KEYS = new Set([
   "autoApprove",
   "alwaysAllow",
@@ -345,10 +353,12 @@ const checkKeys = (input: Record<string, unknown>): { problems: Array<string>; i
       if (isObject(backend)) checkServer(backend, `backends[${i}]`, BACKEND_KEYS)
     })
   }
-  if (isObject(input.mcpServers)) {
-    for (const [name, server] of Object.entries(input.mcpServers)) {
-      if (RESERVED_KEYS.has(name)) problems.push(`mcpServers: the server name '${name}' is not allowed`)
-      else if (isObject(server)) checkServer(server, `mcpServers.${name}`, MCP_SERVER_KEYS)
+  for (const field of ["mcpServers", "servers"] as const) {
+    const map = input[field]
+    if (!isObject(map)) continue
+    for (const [name, server] of Object.entries(map)) {
+      if (RESERVED_KEYS.has(name)) problems.push(`${field}: the server name '${name}' is not allowed`)
+      else if (isObject(server)) checkServer(server, `${field}.${name}`, MCP_SERVER_KEYS)
     }
   }
   return { problems, ignored }
@@ -378,18 +388,21 @@ export const decodeOptions = (input: unknown, what: string): Either.Either<Norma
       return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
     }),
     Either.flatMap((options) => {
-      const { mcpServers, backends, ...rest } = options
-      if (mcpServers !== undefined && backends !== undefined) {
-        const issues = ["mcpServers: give either backends or mcpServers, not both"]
+      const { mcpServers: claude, servers, backends, ...rest } = options
+      const given = [backends && "backends", claude && "mcpServers", servers && "servers"].filter(Boolean)
+      if (given.length > 1) {
+        const issues = [`${given[1]}: give one of backends, mcpServers or servers, not ${given.join(" and ")}`]
         return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
       }
+      const mcpServers = claude ?? servers
+      const field = claude === undefined ? "servers" : "mcpServers"
       if (mcpServers === undefined) return Either.right(backends === undefined ? rest : { ...rest, backends })
       const keys = Object.keys(mcpServers)
       return fromMcpServers(mcpServers).pipe(
         Either.mapLeft((error) => {
           // The converted list is indexed; the user wrote keys, so name the key.
           const issues = formatIssues(error, ([index, ...rest]) => [
-            "mcpServers",
+            field,
             typeof index === "number" ? (keys[index] ?? index) : (index ?? ""),
             ...rest
           ])
@@ -401,18 +414,37 @@ export const decodeOptions = (input: unknown, what: string): Either.Either<Norma
   )
 }
 
-/** Claude Desktop / Cursor entries become stdio backends, one per key, in file order. */
-const fromMcpServers = (servers: typeof McpServers.Type) =>
-  Schema.decodeUnknownEither(Backends, { errors: "all" })(
-    Object.entries(servers).map(([id, s]) => ({
-      id,
+/**
+ * A server name as a backend id: characters outside `[a-zA-Z0-9_-]` become `_`, at most 64, and a
+ * name that two keys would share gets `_2`, `_3`...
+ */
+export const idsOf = (names: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const taken = new Set<string>()
+  return names.map((name) => {
+    const base = (name.replace(/[^a-zA-Z0-9_-]/g, "_") || "server").slice(0, 64)
+    let id = base
+    for (let n = 2; taken.has(id); n++) id = `${base.slice(0, 64 - String(n).length - 1)}_${n}`
+    taken.add(id)
+    return id
+  })
+}
+
+/** Claude Desktop / Cursor / VS Code entries become backends, one per key, in file order. */
+const fromMcpServers = (servers: typeof McpServers.Type) => {
+  const names = Object.keys(servers)
+  const ids = idsOf(names)
+  return Schema.decodeUnknownEither(Backends, { errors: "all" })(
+    Object.entries(servers).map(([name, s], i) => ({
+      id: ids[i]!,
       type: "stdio",
-      command: s.command,
+      // A stdio entry without a command is told it is required; a remote one is never run.
+      ...(s.command !== undefined ? { command: s.command } : s.url !== undefined ? { command: "(remote)" } : {}),
       args: s.args ?? [],
       env: s.env ?? {},
       ...(s.cwd === undefined ? {} : { cwd: s.cwd }),
       ...(s.description === undefined ? {} : { description: s.description }),
-      ...(s.displayName === undefined ? {} : { displayName: s.displayName }),
+      // A name that had to change to be an id is kept for display.
+      ...(s.displayName !== undefined ? { displayName: s.displayName } : ids[i] !== name ? { displayName: name } : {}),
       ...(s.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: s.requestTimeoutMs }),
       ...(s.restartOnCrash === undefined ? {} : { restartOnCrash: s.restartOnCrash }),
       ...(s.inheritEnv === undefined ? {} : { inheritEnv: s.inheritEnv }),
@@ -420,7 +452,22 @@ const fromMcpServers = (servers: typeof McpServers.Type) =>
       ...(s.roots === undefined ? {} : { roots: s.roots }),
       enabled: s.disabled !== true
     }))
+  ).pipe(
+    // Not a schema field: only the gateway sets why a backend must not start.
+    Either.map((backends) =>
+      backends.map((backend, i): BackendConfig => {
+        const refused = remoteOf(names[i]!, Object.values(servers)[i]!)
+        return refused === undefined ? backend : { ...backend, refused }
+      })
+    )
   )
+}
+
+/** Why a remote entry is not started (remote backends are not supported yet), or undefined for stdio. */
+const remoteOf = (name: string, s: typeof McpServerEntry.Type): string | undefined =>
+  s.url === undefined && (s.type === undefined || s.type === "stdio")
+    ? undefined
+    : `the server '${name}' is remote (${s.type ?? "url"}): remote servers are not supported yet, so it is not started`
 
 // ---------------------------------------------------------------------------------------------
 // The configuration in force
@@ -578,12 +625,13 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     notes.push({ level: "debug", message: `ignoring ${ignored}: a key of other MCP clients' configs` })
   }
 
-  const [backends, backendsSource] =
+  const [given, backendsSource] =
     init?.backends !== undefined
       ? [init.backends, "initializationOptions"]
       : file?.backends !== undefined
         ? [file.backends, `file:${sources.file!.path}`]
         : [embeddedDefault(sources.cwd ?? process.cwd(), sources.home), "default"]
+  const backends = given.map((backend) => withEnvReferences(backend, env))
   for (const backend of backends) if (backend.refused !== undefined) notes.push({ level: "warn", message: backend.refused })
 
   const debugPort = pick("DEBUG_PORT")
@@ -615,6 +663,49 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
   }
   registerSecrets(config)
   return config
+}
+
+/** `${env:NAME}` or `${NAME}` in a backend's args, env values and cwd. */
+const ENV_REFERENCE = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}/g
+/** A variable whose value is a secret by its name: registered with the scrubber once substituted. */
+const SECRET_NAME = /TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i
+
+/**
+ * A backend with its `${env:NAME}` references resolved from the gateway's environment, so a file
+ * need not hold secrets. A variable that is not set leaves the backend refused, saying which.
+ */
+const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, string | undefined>>): BackendConfig => {
+  const missing = new Set<string>()
+  const expand = (text: string) =>
+    text.replace(ENV_REFERENCE, (_, name: string) => {
+      const value = env[name]
+      if (value === undefined) {
+        missing.add(name)
+        return ""
+      }
+      if (SECRET_NAME.test(name)) Secrets.register(value)
+      return value
+    })
+  if (
+    !backend.args.some((a) => a.includes("${")) &&
+    !Object.values(backend.env).some((v) => v.includes("${")) &&
+    !backend.cwd?.includes("${")
+  ) {
+    return backend
+  }
+  const expanded: BackendConfig = {
+    ...backend,
+    args: backend.args.map(expand),
+    env: Object.fromEntries(Object.entries(backend.env).map(([k, v]) => [k, expand(v)])),
+    ...(backend.cwd === undefined ? {} : { cwd: expand(backend.cwd) })
+  }
+  if (missing.size === 0) return expanded
+  return {
+    ...backend,
+    refused:
+      backend.refused ??
+      `backend '${backend.id}' refers to ${[...missing].map((n) => `\${env:${n}}`).join(", ")}, which is not set in the gateway's environment`
+  }
 }
 
 /** Every secret the configuration holds goes into the scrubber before anything can log it. */

@@ -122,11 +122,75 @@ describe("GatewayOptions decoding", () => {
     expect(options.backends?.[0]).toMatchObject({ restartOnCrash: true })
   })
 
-  it("reports mcpServers problems with their path too", () => {
-    expect(issuesOf({ mcpServers: { "bad name": { command: "x" } } })).toEqual([
-      "mcpServers.bad name.id: must match ^[a-zA-Z0-9_-]{1,64}$"
+  it("client files as they are: names with spaces or dots become ids (kept for display), remote entries are not started, VS Code's servers", () => {
+    const options = Either.getOrThrow(
+      decodeOptions(
+        {
+          mcpServers: {
+            "my server": { command: "node", args: ["a.js"] },
+            "my.server": { command: "node" },
+            files: { command: "node", displayName: "Files" },
+            hosted: { url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer abc" } },
+            legacy: { type: "sse", url: "https://old.example.com/sse" }
+          }
+        },
+        "config file"
+      )
+    )
+    expect(options.backends?.map((b) => [b.id, b.displayName])).toEqual([
+      ["my_server", "my server"],
+      ["my_server_2", "my.server"],
+      ["files", "Files"],
+      ["hosted", undefined],
+      ["legacy", undefined]
     ])
+    expect(options.backends?.slice(0, 3).every((b) => b.refused === undefined)).toBe(true)
+    expect(options.backends?.[3]!.refused).toBe(
+      "the server 'hosted' is remote (url): remote servers are not supported yet, so it is not started"
+    )
+    expect(options.backends?.[4]!.refused).toMatch(/'legacy' is remote \(sse\)/)
+    expect(JSON.stringify(options.backends)).not.toContain("Bearer abc")
+
+    const vscode = Either.getOrThrow(
+      decodeOptions({ inputs: [], servers: { "fs tools": { type: "stdio", command: "node", args: ["x"] } } }, "config file")
+    )
+    expect(vscode.backends?.map((b) => [b.id, b.displayName, b.command])).toEqual([["fs_tools", "fs tools", "node"]])
+    expect(issuesOf({ servers: { a: { command: "x" } }, mcpServers: { b: { command: "y" } } })).toEqual([
+      "servers: give one of backends, mcpServers or servers, not mcpServers and servers"
+    ])
+    expect(issuesOf({ servers: { a: { type: "websocket", command: "x" } } })[0]).toMatch(/^servers\.a\.type: /)
+  })
+
+  it("${env:NAME} and ${NAME} in args, env and cwd come from the gateway's environment; an unset one refuses the backend", () => {
+    const file = {
+      path: "/etc/agentify.json",
+      options: Either.getOrThrow(
+        decodeOptions(
+          {
+            backends: [
+              { id: "gh", command: "gh-mcp", args: ["--repo", "${env:REPO}", "${GH_TOKEN_X}"], env: { HOME_DIR: "${HOME}" } },
+              { id: "broken", command: "x", args: ["${env:NOT_SET_ANYWHERE}"] }
+            ]
+          },
+          "config file"
+        )
+      )
+    }
+    const config = resolve({ env: { REPO: "me/repo", GH_TOKEN_X: "ghp-from-env-123456", HOME: "/home/me" }, cwd: "/tmp", file })
+    expect(config.backends[0]).toMatchObject({
+      args: ["--repo", "me/repo", "ghp-from-env-123456"],
+      env: { HOME_DIR: "/home/me" }
+    })
+    expect(config.backends[0]!.refused).toBeUndefined()
+    expect(Secrets.scrub("token ghp-from-env-123456")).not.toContain("ghp-from-env-123456")
+    expect(config.backends[1]!.refused).toBe(
+      "backend 'broken' refers to ${env:NOT_SET_ANYWHERE}, which is not set in the gateway's environment"
+    )
+  })
+
+  it("reports mcpServers problems with their path too", () => {
     expect(issuesOf({ mcpServers: { fs: { command: "" } } })).toEqual(["mcpServers.fs.command: must be a non-empty string"])
+    expect(issuesOf({ mcpServers: { fs: { args: ["x"] } } })).toEqual(["mcpServers.fs.command: is required"])
   })
 
   it("is not an object: one clear issue", () => {
