@@ -103,13 +103,6 @@ export interface RequestOptions {
 
 export type Era = "auto" | "stateless" | "session"
 
-/** The stateless era's protocol version, and the `_meta` keys every request of it carries. */
-export const STATELESS_VERSION = "2026-07-28"
-const META_VERSION = "io.modelcontextprotocol/protocolVersion"
-const META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-const META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-const META_PREFIX = "io.modelcontextprotocol/"
-
 /**
  * A request's params in the backend's era: a stateless backend gets the era's `_meta` (the caller's
  * client capabilities kept when it gave them); a session-era backend never sees those keys.
@@ -125,19 +118,19 @@ const paramsFor = (
   if (!stateless) {
     if (meta === undefined || typeof meta !== "object" || meta === null) return params
     let foreign = false
-    for (const key in meta) if (key.startsWith(META_PREFIX)) foreign = true
+    for (const key in meta) if (key.startsWith(Mcp.META_PREFIX)) foreign = true
     if (!foreign) return params
-    const kept = Object.fromEntries(Object.entries(meta).filter(([key]) => !key.startsWith(META_PREFIX)))
+    const kept = Object.fromEntries(Object.entries(meta).filter(([key]) => !key.startsWith(Mcp.META_PREFIX)))
     const { _meta: _dropped, ...rest } = p!
     return Object.keys(kept).length === 0 ? rest : { ...rest, _meta: kept }
   }
   return {
     ...p,
     _meta: {
-      [META_CAPABILITIES]: capabilities,
+      [Mcp.Meta.clientCapabilities]: capabilities,
       ...meta,
-      [META_VERSION]: STATELESS_VERSION,
-      [META_CLIENT_INFO]: clientInfo
+      [Mcp.Meta.protocolVersion]: Mcp.STATELESS_PROTOCOL_VERSION,
+      [Mcp.Meta.clientInfo]: clientInfo
     }
   }
 }
@@ -1029,14 +1022,15 @@ const discover = (
       serverInfo?: unknown
       _meta?: Record<string, unknown>
     } | null
-    if (!Array.isArray(result?.supportedVersions) || !result.supportedVersions.includes(STATELESS_VERSION)) return undefined
+    if (!Array.isArray(result?.supportedVersions) || !result.supportedVersions.includes(Mcp.STATELESS_PROTOCOL_VERSION))
+      return undefined
     return {
-      protocolVersion: STATELESS_VERSION,
+      protocolVersion: Mcp.STATELESS_PROTOCOL_VERSION,
       capabilities:
         typeof result.capabilities === "object" && result.capabilities !== null
           ? (result.capabilities as Record<string, unknown>)
           : {},
-      serverInfo: result._meta?.["io.modelcontextprotocol/serverInfo"] ?? result.serverInfo,
+      serverInfo: result._meta?.[Mcp.Meta.serverInfo] ?? result.serverInfo,
       instructions: typeof result.instructions === "string" ? result.instructions : undefined
     }
   })

@@ -15,6 +15,7 @@
 import { Deferred, Effect } from "effect"
 import type { BackendRequest, BackendsService } from "./Backends.js"
 import { BackendError, ErrorCode, RpcError } from "./Errors.js"
+import { StatelessErrorCode } from "./Mcp.js"
 import type { RequestContext } from "./Peer.js"
 import type { Session } from "./Session.js"
 
@@ -37,14 +38,19 @@ export const relayableCapabilities = (client: Readonly<Record<string, unknown>>)
   return declared
 }
 
+/** The client capability each question a backend may ask needs. */
+export const CAPABILITY_OF: Readonly<Record<string, string>> = {
+  "sampling/createMessage": "sampling",
+  "elicitation/create": "elicitation",
+  "roots/list": "roots"
+}
+
 /** Whether a result is a stateless backend's InputRequiredResult. */
 export const isInputRequired = (result: unknown): boolean =>
   typeof result === "object" && result !== null && (result as { resultType?: unknown }).resultType === "input_required"
 
 /** Rounds of questions a stateless backend may ask a session-era client for one request. */
 const MAX_INPUT_ROUNDS = 16
-/** MCP 2026-07-28's MissingRequiredClientCapabilityError. */
-const MISSING_CLIENT_CAPABILITY = -32021
 
 /** How long a backend's request waits for its client to finish initializing. */
 const INITIALIZED_WAIT_MS = 10_000
@@ -236,19 +242,15 @@ export const make = (options: Options) => {
     via: RequestContext | undefined,
     request: BackendRequest
   ): Effect.Effect<unknown, RpcError> => {
-    const name =
-      request.method === "sampling/createMessage" ? "sampling" : request.method === "roots/list" ? "roots" : "elicitation"
+    const name = CAPABILITY_OF[request.method]
+    if (name === undefined) return Effect.fail(notFound(`Method not found: ${request.method}`))
     const mode = (request.params as { mode?: unknown } | undefined)?.mode
-    const able =
-      request.method === "elicitation/create"
-        ? elicits(session, mode)
-        : (request.method === "sampling/createMessage" || request.method === "roots/list") &&
-          capability(session, name) !== undefined
+    const able = request.method === "elicitation/create" ? elicits(session, mode) : capability(session, name) !== undefined
     if (!able) {
       return Effect.fail(
         new RpcError({
-          code: MISSING_CLIENT_CAPABILITY,
-          message: `Missing required client capability: ${request.method.includes("/") ? name : request.method}`,
+          code: StatelessErrorCode.MissingClientCapability,
+          message: `Missing required client capability: ${name}`,
           data: { requiredCapabilities: { [name]: {} } }
         })
       )

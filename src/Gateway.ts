@@ -24,7 +24,7 @@ import * as Relay from "./Relay.js"
 import * as Secrets from "./Secrets.js"
 import * as Server from "./Server.js"
 import type { Session } from "./Session.js"
-import type { Tool } from "./Mcp.js"
+import { Meta, type Tool } from "./Mcp.js"
 
 export interface GatewayService {
   readonly mode: Server.Mode
@@ -113,7 +113,10 @@ const make = (mode: Server.Mode) =>
       const told =
         session.ask !== undefined
           ? p
-          : { ...p, _meta: { ...meta, [CLIENT_CAPABILITIES]: ClientRequests.relayableCapabilities(session.clientCapabilities) } }
+          : {
+              ...p,
+              _meta: { ...meta, [Meta.clientCapabilities]: ClientRequests.relayableCapabilities(session.clientCapabilities) }
+            }
       const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams)
       return Effect.flatMap(run(told), (result) =>
         session.ask !== undefined || !ClientRequests.isInputRequired(result)
@@ -294,30 +297,22 @@ const make = (mode: Server.Mode) =>
       Effect.forkScoped
     )
 
+    const publishSession = (session: Session, state: "opened" | "closed") => {
+      if (events.active()) {
+        events.publish({ _tag: "Session", at: Date.now(), sessionId: session.id, transport: session.transport, state })
+      }
+    }
+
     const open = (session: Session): Effect.Effect<Handlers<never>, never, Scope.Scope> =>
       Effect.acquireRelease(
         Effect.sync(() => {
           sessions.add(session)
-          if (events.active())
-            events.publish({
-              _tag: "Session",
-              at: Date.now(),
-              sessionId: session.id,
-              transport: session.transport,
-              state: "opened"
-            })
+          publishSession(session, "opened")
         }),
         () =>
           Effect.sync(() => {
             sessions.delete(session)
-            if (events.active())
-              events.publish({
-                _tag: "Session",
-                at: Date.now(),
-                sessionId: session.id,
-                transport: session.transport,
-                state: "closed"
-              })
+            publishSession(session, "closed")
             session.failPending()
           }).pipe(Effect.zipRight(dropSubscriptions(session)))
       ).pipe(
@@ -360,8 +355,6 @@ const make = (mode: Server.Mode) =>
     const service: GatewayService = { mode, open, sessions: () => [...sessions] }
     return service
   })
-
-const CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 

@@ -30,6 +30,27 @@ export const negotiateProtocolVersion = (requested: unknown): string =>
 export const isSupportedProtocolVersion = (version: unknown): version is string =>
   typeof version === "string" && (SUPPORTED_PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(version)
 
+/** The stateless era (no initialize, no session; every request says who it is in `_meta`). */
+export const STATELESS_PROTOCOL_VERSION = "2026-07-28"
+
+/** The `_meta` keys of the stateless era. */
+export const META_PREFIX = "io.modelcontextprotocol/"
+export const Meta = {
+  protocolVersion: `${META_PREFIX}protocolVersion`,
+  clientCapabilities: `${META_PREFIX}clientCapabilities`,
+  clientInfo: `${META_PREFIX}clientInfo`,
+  logLevel: `${META_PREFIX}logLevel`,
+  serverInfo: `${META_PREFIX}serverInfo`,
+  subscriptionId: `${META_PREFIX}subscriptionId`
+} as const
+
+/** The stateless era's own JSON-RPC errors. */
+export const StatelessErrorCode = {
+  HeaderMismatch: -32020,
+  MissingClientCapability: -32021,
+  UnsupportedProtocolVersion: -32022
+} as const
+
 /** A tool as a backend lists it. Unknown fields (annotations, outputSchema, title...) are kept. */
 export interface Tool {
   readonly name: string

@@ -16,6 +16,7 @@
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import type { BackendsService } from "./Backends.js"
+import { CAPABILITY_OF } from "./ClientRequests.js"
 import { BackendError, ErrorCode, type GatewayError, RpcError, toRpcError } from "./Errors.js"
 import type { GatewayService } from "./Gateway.js"
 import { failure, type Id, notification, type Request, type Response, success } from "./JsonRpc.js"
@@ -24,22 +25,8 @@ import type { Outbox, RequestContext } from "./Peer.js"
 import * as Server from "./Server.js"
 import { MCP_LOG_LEVELS, type McpLogLevel, Session, type Target } from "./Session.js"
 
-export const PROTOCOL_VERSION = "2026-07-28"
 /** What `server/discover` lists: this era, and the session era's versions (served with `initialize`). */
-export const SUPPORTED_VERSIONS: ReadonlyArray<string> = [PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS]
-
-const META_VERSION = "io.modelcontextprotocol/protocolVersion"
-const META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-const META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-const META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-const META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-const META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
-
-export const ErrorCodes = {
-  HeaderMismatch: -32020,
-  MissingClientCapability: -32021,
-  UnsupportedProtocolVersion: -32022
-} as const
+export const SUPPORTED_VERSIONS: ReadonlyArray<string> = [Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS]
 
 /** Methods of the session era that 2026-07-28 removed: -32601 (HTTP 404). */
 const REMOVED = new Set(["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "shutdown"])
@@ -57,7 +44,7 @@ const GATHER_MS = 20
 /** Whether a message belongs to the stateless era: a request whose `_meta` names a protocol version. */
 export const isStateless = (message: unknown): boolean => {
   const meta = (message as { params?: { _meta?: unknown } } | null)?.params?._meta
-  return typeof meta === "object" && meta !== null && META_VERSION in meta
+  return typeof meta === "object" && meta !== null && Mcp.Meta.protocolVersion in meta
 }
 
 /** A refusal before dispatch, with the HTTP status it takes. */
@@ -73,34 +60,45 @@ const refusal = (status: number, id: Id | null, code: number, message: string, d
 
 /** The request's `_meta`, validated; `header` is the MCP-Protocol-Version header (HTTP only). */
 export const check = (request: Request, header: string | undefined | null): Refusal | undefined => {
-  if (header === undefined) return refusal(400, request.id, ErrorCodes.HeaderMismatch, "Missing MCP-Protocol-Version header")
+  if (header === undefined)
+    return refusal(400, request.id, Mcp.StatelessErrorCode.HeaderMismatch, "Missing MCP-Protocol-Version header")
   const meta = (request.params as { _meta?: unknown } | undefined)?._meta as Record<string, unknown> | undefined
-  const missing = [META_VERSION, META_CAPABILITIES].filter(
+  const missing = [Mcp.Meta.protocolVersion, Mcp.Meta.clientCapabilities].filter(
     (key) => meta === undefined || meta === null || meta[key] === undefined
   )
   if (missing.length > 0 || typeof meta !== "object" || meta === null) {
     return refusal(400, request.id, ErrorCode.InvalidParams, `Invalid params: _meta must carry ${missing.join(" and ")}`)
   }
-  const version = meta[META_VERSION]
-  const capabilities = meta[META_CAPABILITIES]
+  const version = meta[Mcp.Meta.protocolVersion]
+  const capabilities = meta[Mcp.Meta.clientCapabilities]
   if (typeof capabilities !== "object" || capabilities === null || Array.isArray(capabilities)) {
-    return refusal(400, request.id, ErrorCode.InvalidParams, `Invalid params: _meta.${META_CAPABILITIES} must be an object`)
+    return refusal(
+      400,
+      request.id,
+      ErrorCode.InvalidParams,
+      `Invalid params: _meta.${Mcp.Meta.clientCapabilities} must be an object`
+    )
   }
-  const level = meta[META_LOG_LEVEL]
+  const level = meta[Mcp.Meta.logLevel]
   if (level !== undefined && !(MCP_LOG_LEVELS as ReadonlyArray<unknown>).includes(level)) {
     return refusal(
       400,
       request.id,
       ErrorCode.InvalidParams,
-      `Invalid params: _meta.${META_LOG_LEVEL} must be one of ${MCP_LOG_LEVELS.join(", ")}`
+      `Invalid params: _meta.${Mcp.Meta.logLevel} must be one of ${MCP_LOG_LEVELS.join(", ")}`
     )
   }
   if (header !== null && header !== version) {
-    return refusal(400, request.id, ErrorCodes.HeaderMismatch, "MCP-Protocol-Version header does not match _meta protocolVersion")
+    return refusal(
+      400,
+      request.id,
+      Mcp.StatelessErrorCode.HeaderMismatch,
+      "MCP-Protocol-Version header does not match _meta protocolVersion"
+    )
   }
-  if (version !== PROTOCOL_VERSION) {
-    return refusal(400, request.id, ErrorCodes.UnsupportedProtocolVersion, "Unsupported protocol version", {
-      supported: [PROTOCOL_VERSION],
+  if (version !== Mcp.STATELESS_PROTOCOL_VERSION) {
+    return refusal(400, request.id, Mcp.StatelessErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version", {
+      supported: [Mcp.STATELESS_PROTOCOL_VERSION],
       requested: String(version).slice(0, 64)
     })
   }
@@ -112,9 +110,9 @@ export const statusOf = (response: unknown): number => {
   const code = (response as { error?: { code?: unknown } } | null)?.error?.code
   if (code === ErrorCode.MethodNotFound) return 404
   if (
-    code === ErrorCodes.HeaderMismatch ||
-    code === ErrorCodes.MissingClientCapability ||
-    code === ErrorCodes.UnsupportedProtocolVersion
+    code === Mcp.StatelessErrorCode.HeaderMismatch ||
+    code === Mcp.StatelessErrorCode.MissingClientCapability ||
+    code === Mcp.StatelessErrorCode.UnsupportedProtocolVersion
   ) {
     return 400
   }
@@ -179,12 +177,6 @@ interface OpenCall {
   /** Set when the client lacks a capability a backend's question needs: the call fails with -32021. */
   missing: Record<string, unknown> | undefined
   timer: ReturnType<typeof setTimeout> | undefined
-}
-
-const CAPABILITY_OF: Record<string, string> = {
-  "sampling/createMessage": "sampling",
-  "elicitation/create": "elicitation",
-  "roots/list": "roots"
 }
 
 const keyPrefix = (method: string) => CAPABILITY_OF[method] ?? "input"
@@ -305,7 +297,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           const required = call.missing
           yield* close(call, "the client lacks a capability")
           return failure(request.id, {
-            code: ErrorCodes.MissingClientCapability,
+            code: Mcp.StatelessErrorCode.MissingClientCapability,
             message: `Missing required client capability: ${Object.keys(required).join(", ")}`,
             data: { requiredCapabilities: required }
           })
@@ -351,7 +343,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
       Effect.gen(function* () {
         const params = (request.params ?? {}) as Record<string, unknown>
         const meta = params._meta as Record<string, unknown>
-        const capabilities = meta[META_CAPABILITIES] as Record<string, unknown>
+        const capabilities = meta[Mcp.Meta.clientCapabilities] as Record<string, unknown>
         const name = typeof params.name === "string" ? params.name : undefined
         const scope = yield* Scope.make()
         const call: OpenCall = {
@@ -401,11 +393,11 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         const session = new Session({ id: `stateless-${call.id}`, transport, target, send: () => false, ask })
         call.session = session
         session.phase = "ready"
-        session.protocolVersion = PROTOCOL_VERSION
-        session.clientInfo = meta[META_CLIENT_INFO]
+        session.protocolVersion = Mcp.STATELESS_PROTOCOL_VERSION
+        session.clientInfo = meta[Mcp.Meta.clientInfo]
         session.clientCapabilities = capabilities
         // No level: no log messages for this request (2026-07-28 makes them opt-in per request).
-        session.logLevel = (meta[META_LOG_LEVEL] as McpLogLevel | undefined) ?? "none"
+        session.logLevel = (meta[Mcp.Meta.logLevel] as McpLogLevel | undefined) ?? "none"
         session.markInitialized()
         const handlers = yield* Scope.extend(gateway.open(session), scope)
         const context: RequestContext = {
@@ -466,7 +458,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           resultType: "complete",
           ttlMs: 0,
           cacheScope: "public",
-          _meta: { [META_SERVER_INFO]: d.serverInfo }
+          _meta: { [Mcp.Meta.serverInfo]: d.serverInfo }
         })
       })
 
@@ -476,7 +468,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           return out.send(
             failure(request.id, {
               code: ErrorCode.MethodNotFound,
-              message: `Method not found: ${request.method} (removed in ${PROTOCOL_VERSION})`
+              message: `Method not found: ${request.method} (removed in ${Mcp.STATELESS_PROTOCOL_VERSION})`
             })
           )
         }
@@ -538,12 +530,12 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         const tagged = (params: unknown) => {
           const p = typeof params === "object" && params !== null ? (params as Record<string, unknown>) : {}
           const meta = typeof p._meta === "object" && p._meta !== null ? p._meta : {}
-          return { ...p, _meta: { ...meta, [META_SUBSCRIPTION]: subscriptionId } }
+          return { ...p, _meta: { ...meta, [Mcp.Meta.subscriptionId]: subscriptionId } }
         }
         out.send(
           notification("notifications/subscriptions/acknowledged", {
             notifications: Object.fromEntries(Object.values(honored).map((field) => [field, true])),
-            _meta: { [META_SUBSCRIPTION]: subscriptionId }
+            _meta: { [Mcp.Meta.subscriptionId]: subscriptionId }
           })
         )
         const session = new Session({
@@ -559,7 +551,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           }
         })
         session.phase = "ready"
-        session.protocolVersion = PROTOCOL_VERSION
+        session.protocolVersion = Mcp.STATELESS_PROTOCOL_VERSION
         session.logLevel = "none"
         yield* gateway.open(session)
       })

@@ -251,20 +251,19 @@ describe("the bridge: a session-era backend's questions become InputRequiredResu
   })
 })
 
+/** Opens a `subscriptions/listen` stream on `base`'s /mcp. */
+const listen = (base: string, notifications: Record<string, unknown>, signal?: AbortSignal) =>
+  fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "text/event-stream", "mcp-protocol-version": VERSION },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "subscriptions/listen", params: { _meta: meta(), notifications } }),
+    ...(signal === undefined ? {} : { signal })
+  })
+
 describe("subscriptions/listen", () => {
   it("acknowledges what it honors, then sends only the notifications asked for, tagged with the subscription id", async () => {
     const controller = new AbortController()
-    const res = await fetch(`${gateway.base}/mcp`, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", "mcp-protocol-version": VERSION },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "subscriptions/listen",
-        params: { _meta: meta(), notifications: { toolsListChanged: true, resourceSubscriptions: ["x://y"] } }
-      }),
-      signal: controller.signal
-    })
+    const res = await listen(gateway.base, { toolsListChanged: true, resourceSubscriptions: ["x://y"] }, controller.signal)
     expect(res.headers.get("content-type")).toContain("text/event-stream")
     const reader = res.body!.getReader()
     let text = ""
@@ -292,23 +291,11 @@ describe("subscriptions/listen", () => {
 describe("listen streams are bounded", () => {
   it("they count against maxSessions: past it, 503", async () => {
     const small = await startHttpGateway({ config: { maxSessions: 1, backends: [fixtureBackend("fx")] } })
-    const listen = (signal?: AbortSignal) =>
-      fetch(`${small.base}/mcp`, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "text/event-stream", "mcp-protocol-version": VERSION },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "subscriptions/listen",
-          params: { _meta: meta(), notifications: { toolsListChanged: true } }
-        }),
-        ...(signal === undefined ? {} : { signal })
-      })
     const controller = new AbortController()
     try {
-      const first = await listen(controller.signal)
+      const first = await listen(small.base, { toolsListChanged: true }, controller.signal)
       expect(first.status).toBe(200)
-      const second = await listen()
+      const second = await listen(small.base, { toolsListChanged: true })
       expect(second.status).toBe(503)
       expect(((await second.json()) as any).error.message).toMatch(/maxSessions/)
     } finally {

@@ -33,6 +33,7 @@ import {
   notification
 } from "../JsonRpc.js"
 import * as Peer from "../Peer.js"
+import { STATELESS_PROTOCOL_VERSION } from "../Mcp.js"
 import * as Stateless from "../Stateless.js"
 
 export interface ServeOptions<E, R> {
@@ -335,7 +336,7 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
           ? {
               response: failure(request.id, {
                 code: ErrorCode.MethodNotFound,
-                message: `Method not found: initialize (this connection speaks ${Stateless.PROTOCOL_VERSION})`
+                message: `Method not found: initialize (this connection speaks ${STATELESS_PROTOCOL_VERSION})`
               })
             }
           : Stateless.check(request, null)
