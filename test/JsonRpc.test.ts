@@ -104,6 +104,15 @@ describe("FrameDecoder", () => {
     expect(texts(decodeAll([`Content-Length: 1e3\r\n\r\n${cl(body)}`]).frames)).toEqual(["BadHeader", body])
   })
 
+  it("junk glued before the next header, even a lone hyphen, does not swallow the frame after it", () => {
+    const body = '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    // A header block without a length, then its one-byte body glued to the next frame's header.
+    const { frames } = decodeAll([cl(body), `Content-Type: application/json\r\n\r\n-${cl(body)}`])
+    expect(texts(frames)).toEqual([body, "BadHeader", body])
+    const { frames: junk } = decodeAll([cl(body), `Content-Type: application/json\r\n\r\n"}-${cl(body)}`])
+    expect(texts(junk)).toEqual([body, "BadHeader", body])
+  })
+
   it("a long line arriving in many chunks is joined once (linear), and its edges are kept when dropped", () => {
     const decoder = new JsonRpc.FrameDecoder(64 * 1024 * 1024, "ndjson")
     const line = `{"jsonrpc":"2.0","id":9,"result":{"text":"${"r".repeat(8 * 1024 * 1024)}"}}`
