@@ -247,7 +247,9 @@ describe("Backend failures", () => {
         yield* Effect.sleep(100)
         yield* Fiber.interrupt(fiber)
         const cancellations = structured(yield* backend.callTool("cancelled", {})).cancellations
-        expect(cancellations).toEqual([{ requestId: expect.any(Number), reason: "cancelled by the client" }])
+        expect(cancellations).toEqual([
+          { requestId: expect.any(Number), reason: "cancelled by the client", of: "tools/call hang" }
+        ])
       }),
     15_000
   )

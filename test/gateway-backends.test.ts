@@ -247,8 +247,8 @@ describe("gateway: backend failures", () => {
 
       const seen = (await callTool(gateway, "slowpoke__cancelled")).result.structuredContent.cancellations
       expect(seen).toEqual([
-        { requestId: expect.anything(), reason: "timed out after 1000 ms" },
-        { requestId: expect.anything(), reason: "cancelled by the client" }
+        { requestId: expect.anything(), reason: "timed out after 1000 ms", of: "tools/call hang" },
+        { requestId: expect.anything(), reason: "cancelled by the client", of: "tools/call hang" }
       ])
     } finally {
       await shutdown(gateway)
