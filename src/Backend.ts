@@ -26,7 +26,7 @@ import { Cause, Deferred, Effect, Exit, FiberId, FiberSet, Option, Queue } from 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process"
 import { statSync } from "node:fs"
 import type { BackendConfig } from "./Config.js"
-import { backendEnv, DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "./Config.js"
+import { backendEnv, DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, transportOf } from "./Config.js"
 import { BackendError, ErrorCode, type RpcError } from "./Errors.js"
 import { type EventsService, none as noEvents } from "./Events.js"
 import {
@@ -45,6 +45,7 @@ import {
 } from "./JsonRpc.js"
 import * as Mcp from "./Mcp.js"
 import * as Reaper from "./Reaper.js"
+import * as Remote from "./Remote.js"
 import * as Secrets from "./Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -137,7 +138,10 @@ const paramsFor = (
 
 export interface Backend {
   readonly id: string
-  readonly pid: number
+  /** Undefined for a remote server. */
+  readonly pid: number | undefined
+  /** "pid 1234", or a remote server's URL (without credentials or query). */
+  readonly address: string
   /** "2026-07-28" for a stateless backend. */
   readonly protocolVersion: string
   /** The era it speaks (never "auto"). */
@@ -164,10 +168,13 @@ export interface Backend {
 
 /**
  * A failure that retrying cannot fix: the process could not be started at all (command or working
- * directory missing, permission denied) or it speaks no protocol version we support.
+ * directory missing, permission denied), or it refused `initialize` (no protocol version we
+ * support, credentials refused). A remote server that cannot be reached is retried.
  */
 export const isPermanentFailure = (error: BackendError): boolean =>
-  error.method === "spawn" || (error.method === "initialize" && error.reason === "call_failed")
+  error.method === "spawn" ||
+  // A remote server that is overloaded or restarting (HTTP 5xx, 429) may answer the next time.
+  (error.method === "initialize" && error.reason === "call_failed" && !/HTTP (5\d\d|429)/.test(error.summary))
 
 // ---------------------------------------------------------------------------------------------
 // Process
@@ -247,7 +254,8 @@ class Connection {
   private warnedJunk = false
 
   constructor(
-    readonly child: ChildProcess,
+    /** The process, or a remote server's link that looks like one (see Remote). */
+    readonly child: ChildProcess | Remote.Link,
     readonly backendId: string,
     /** The marker of this process tree (see Reaper). */
     readonly tag: string,
@@ -268,8 +276,13 @@ class Connection {
     child.on("exit", this.onExit)
   }
 
-  get pid(): number {
-    return this.child.pid!
+  /** Undefined for a remote server. */
+  get pid(): number | undefined {
+    return this.child.pid
+  }
+
+  get remote(): Remote.Link | undefined {
+    return this.child instanceof Remote.Link ? this.child : undefined
   }
 
   private log(line: LogLine) {
@@ -387,9 +400,11 @@ class Connection {
         p.resume(Exit.fail(this.crashed(p.method)))
       }
       this.child.stdin!.destroy()
-      signalGroup(this.pid, "SIGTERM")
+      const pid = this.pid
+      if (pid === undefined) return this.remote?.kill()
+      signalGroup(pid, "SIGTERM")
       setTimeout(() => {
-        if (this.exitInfo === undefined) signalGroup(this.pid, "SIGKILL")
+        if (this.exitInfo === undefined) signalGroup(pid, "SIGKILL")
       }, DEFAULT_KILL_GRACE_MS).unref()
     }, STDOUT_CLOSED_GRACE_MS).unref()
   }
@@ -662,7 +677,9 @@ class Connection {
         ? "the backend closed its stdout"
         : info === undefined
           ? "the process is not running"
-          : `the process ${info.code === null ? "was " : ""}${info.description}`
+          : this.remote !== undefined
+            ? `the server ${info.description}`
+            : `the process ${info.code === null ? "was " : ""}${info.description}`
     return new BackendError({
       backendId: this.backendId,
       reason: "crashed",
@@ -688,7 +705,7 @@ class Connection {
         ? "stopped"
         : this.deafSince !== undefined
           ? `closed its stdout while running (stopped, then ${describeExit(code, signal)})`
-          : describeExit(code, signal)
+          : (this.remote?.lostReason ?? describeExit(code, signal))
     }
     Deferred.unsafeDone(this.leaderExited, Exit.void)
     // Let what the process wrote before dying be read (a last reply, the stderr that says why),
@@ -776,7 +793,7 @@ const spawnConnection = (
     const tag = Reaper.newTag()
     let child: ChildProcess
     try {
-      const command = isWindows ? quoteForShell(config.command) : config.command
+      const command = isWindows ? quoteForShell(config.command!) : config.command!
       const args = isWindows ? config.args.map(quoteForShell) : config.args
       child = spawn(command, args, {
         stdio: ["pipe", "pipe", "pipe"],
@@ -815,6 +832,37 @@ const spawnConnection = (
     connection = new Connection(child, config.id, tag, maxFrameBytes, logs, inbound, events)
   })
 
+/** Opens a remote backend's link (see Remote): its failure is retried with backoff like a crash. */
+const connectRemote = (
+  config: BackendConfig,
+  maxFrameBytes: number,
+  logs: Queue.Queue<LogLine>,
+  inbound: Queue.Queue<Inbound>,
+  events: EventsService | undefined
+): Effect.Effect<Connection, BackendError> =>
+  Effect.suspend(() => {
+    const link = new Remote.Link({
+      url: config.url!,
+      transport: transportOf(config) as Remote.Transport,
+      headers: config.headers ?? {},
+      maxFrameBytes
+    })
+    const connection = new Connection(link, config.id, "", maxFrameBytes, logs, inbound, events)
+    return Effect.tryPromise({
+      try: () => link.connect(),
+      catch: (error) =>
+        new BackendError({
+          backendId: config.id,
+          reason: "crashed",
+          method: "connect",
+          summary: `${link.address} ${Secrets.scrub(error instanceof Error ? error.message : String(error))}`
+        })
+    }).pipe(
+      Effect.tapError(() => Effect.sync(() => link.kill())),
+      Effect.as(connection)
+    )
+  })
+
 const signalGroup = (pid: number, signal: NodeJS.Signals): void => {
   if (isWindows) {
     // No process groups nor SIGTERM: end the tree at once.
@@ -845,6 +893,12 @@ const terminate = (connection: Connection, graceMs: number): Effect.Effect<void>
   Effect.gen(function* () {
     connection.closing = true
     const pgid = connection.pid
+    if (pgid === undefined) {
+      // A remote server: its session is ended and the link closed; nothing to signal.
+      connection.remote?.kill()
+      yield* awaitExit(connection, graceMs)
+      return connection.dispose()
+    }
     connection.endStdin()
     if (!connection.hasExited || Reaper.groupAlive(pgid)) {
       signalGroup(pgid, "SIGTERM")
@@ -928,16 +982,20 @@ const initialize = (
   connection: Connection,
   clientInfo: ClientInfo,
   capabilities: Readonly<Record<string, unknown>>,
-  timeoutMs: number
+  timeoutMs: number,
+  versions: ReadonlyArray<string> = Mcp.SUPPORTED_PROTOCOL_VERSIONS
 ): Effect.Effect<Session, BackendError> =>
   Effect.gen(function* () {
     const problems: Array<string> = []
-    for (const version of Mcp.SUPPORTED_PROTOCOL_VERSIONS) {
+    for (const version of versions) {
       const outcome = yield* connection
         .request("initialize", { protocolVersion: version, capabilities, clientInfo }, timeoutMs)
         .pipe(Effect.either)
       if (outcome._tag === "Left") {
-        if (outcome.left.reason !== "call_failed") return yield* outcome.left
+        // A transport failure (HTTP 401, 503...) is not about the version: no use offering another.
+        if (outcome.left.reason !== "call_failed" || Remote.httpStatusOf(outcome.left.detail) !== undefined) {
+          return yield* outcome.left
+        }
         problems.push(`${version}: ${outcome.left.summary}`)
         continue
       }
@@ -947,7 +1005,10 @@ const initialize = (
         serverInfo?: unknown
         instructions?: unknown
       } | null
-      if (Mcp.isSupportedProtocolVersion(result?.protocolVersion)) {
+      if (
+        Mcp.isSupportedProtocolVersion(result?.protocolVersion) &&
+        (versions.length > 1 || result.protocolVersion === version)
+      ) {
         return {
           protocolVersion: result.protocolVersion,
           capabilities:
@@ -992,6 +1053,12 @@ const serveRequests = (connection: Connection, handler: (method: string, params:
       })
     }
   })
+
+/** A reply that says the server no longer knows this client's session. */
+const isSessionLost = (error: BackendError): boolean =>
+  error.reason === "call_failed" &&
+  error.method !== "initialize" &&
+  /not initiali[sz]ed|session not found|no valid session|ended the session/i.test(error.summary)
 
 /** How long `server/discover` may take before a backend is taken to be of the session era. */
 const DISCOVER_TIMEOUT_MS = 3_000
@@ -1065,8 +1132,9 @@ export const make = Effect.fn("Backend.make")(
     const logs = yield* Queue.dropping<LogLine>(1_024)
     const inbound = yield* Queue.unbounded<Inbound>()
 
+    const open = transportOf(config) === "stdio" ? spawnConnection : connectRemote
     const connection = yield* Effect.acquireRelease(
-      spawnConnection(
+      open(
         config,
         config.maxFrameBytes ?? options.maxFrameBytes ?? DEFAULT_MAX_BACKEND_FRAME_BYTES,
         logs,
@@ -1075,17 +1143,32 @@ export const make = Effect.fn("Backend.make")(
       ),
       (connection) => terminate(connection, graceMs)
     )
-    yield* Effect.annotateCurrentSpan({ backend: config.id, pid: connection.pid })
-    yield* Effect.logDebug(`spawned pid ${connection.pid}`)
+    const address = connection.remote?.address ?? `pid ${connection.pid}`
+    yield* Effect.annotateCurrentSpan({ backend: config.id, address })
+    yield* Effect.logDebug(connection.remote === undefined ? `spawned ${address}` : `connected to ${address}`)
     yield* Effect.forkScoped(logPump(connection, logs))
 
     if (options.onRequest !== undefined) yield* serveRequests(connection, options.onRequest)
+    // Some servers read their stdin (or listen) only a while after they start.
+    if (config.startupDelayMs !== undefined) yield* Effect.sleep(config.startupDelayMs)
     const capabilities = options.clientCapabilities ?? {}
-    const era = options.era ?? "auto"
-    // A backend known to be of the session era is not asked again (one round trip less per restart).
+    const pinned = config.protocolVersion
+    // A backend known to be of the session era is not asked again (one round trip less per restart);
+    // one pinned to a version is asked only in that version's era.
+    const era =
+      pinned === undefined ? (options.era ?? "auto") : pinned === Mcp.STATELESS_PROTOCOL_VERSION ? "stateless" : "session"
     const discovered = era === "session" ? undefined : yield* discover(connection, clientInfo, capabilities, timeoutMs)
+    if (discovered === undefined && era === "stateless") {
+      return yield* new BackendError({
+        backendId: config.id,
+        reason: "call_failed",
+        method: "initialize",
+        summary: `server/discover did not offer ${Mcp.STATELESS_PROTOCOL_VERSION}, the protocolVersion it is pinned to`
+      })
+    }
     const stateless = discovered !== undefined
-    const session = discovered ?? (yield* initialize(connection, clientInfo, capabilities, timeoutMs))
+    const versions = pinned === undefined ? Mcp.SUPPORTED_PROTOCOL_VERSIONS : [pinned]
+    const session = discovered ?? (yield* initialize(connection, clientInfo, capabilities, timeoutMs, versions))
     if (!stateless) connection.notify("notifications/initialized", undefined)
     // Every request in the backend's era: the stateless one's _meta, or none of it.
     const requester: Requester = (method, params, ms) =>
@@ -1156,16 +1239,41 @@ export const make = Effect.fn("Backend.make")(
     }
     yield* Effect.logDebug(`session ready: protocol ${session.protocolVersion}, ${tools.length} tools`)
 
-    const request = (method: string, params?: unknown, requestOptions?: RequestOptions) =>
+    const send = (method: string, params: unknown, requestOptions: RequestOptions | undefined) =>
       connection.orderedRequest(
         method,
         paramsFor(stateless, params, capabilities, clientInfo),
         requestOptions?.timeoutMs ?? timeoutMs
       )
+    // A server that forgot the session (restarted behind a URL, expired it, or lost its state) says
+    // so: it is initialized again, once however many calls noticed, and each call is retried once.
+    let generation = 0
+    const reinitializing = yield* Effect.makeSemaphore(1)
+    const reinitialize = (seen: number) =>
+      reinitializing.withPermits(1)(
+        Effect.suspend(() => {
+          if (generation !== seen) return Effect.void
+          return initialize(connection, clientInfo, capabilities, timeoutMs, versions).pipe(
+            Effect.flatMap(() => {
+              connection.notify("notifications/initialized", undefined)
+              generation++
+              return Effect.logWarning("the backend had lost its session: initialized it again")
+            })
+          )
+        })
+      )
+    const request = (method: string, params?: unknown, requestOptions?: RequestOptions) => {
+      if (stateless) return send(method, params, requestOptions)
+      const seen = generation
+      return send(method, params, requestOptions).pipe(
+        Effect.catchIf(isSessionLost, () => Effect.zipRight(reinitialize(seen), send(method, params, requestOptions)))
+      )
+    }
 
     const backend: Backend = {
       id: config.id,
       pid: connection.pid,
+      address,
       protocolVersion: session.protocolVersion,
       era: stateless ? "stateless" : "session",
       serverInfo: session.serverInfo,

@@ -285,7 +285,7 @@ export const make = (options: ManagerOptions = {}) =>
           entry.lastError = undefined
           yield* setState(entry, "ready")
           yield* Effect.logInfo(
-            `backend ready: pid ${backend.pid}, protocol ${backend.protocolVersion}, ${entry.tools.length} tools`
+            `backend ready: ${backend.address}, protocol ${backend.protocolVersion}, ${entry.tools.length} tools`
           )
           yield* Deferred.succeed(entry.settled, undefined)
           const readyAt = Date.now()
@@ -310,7 +310,7 @@ export const make = (options: ManagerOptions = {}) =>
           if (outcome._tag === "Left") {
             lastError = outcome.left.summary
             // A server that died of server/discover is of the session era: its restart does not ask again.
-            if (outcome.left.method === "server/discover") entry.era = "session"
+            if (outcome.left.method === "server/discover" && config.url === undefined) entry.era = "session"
             if (Backend.isPermanentFailure(outcome.left)) {
               yield* Effect.logError(`backend failed: ${lastError}`)
               return yield* setState(entry, "failed", lastError)

@@ -15,6 +15,8 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { parseEnv } from "node:util"
 import { InvalidParams } from "./Errors.js"
+import * as Mcp from "./Mcp.js"
+import * as Remote from "./Remote.js"
 import * as Secrets from "./Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -97,12 +99,50 @@ export const rootsOf = (backend: {
         : { uri: pathToFileURL(root).href, name: path.basename(root) || root }
   )
 
-export const BackendConfig = Schema.Struct({
+/** How a backend is reached: a child process, or a remote server (see `transportOf`). */
+export const BackendType = Schema.Literal("stdio", "http", "streamable-http", "sse", "websocket").annotations({
+  message: () => ({ message: "must be stdio, http, streamable-http, sse or websocket", override: true })
+})
+export type BackendType = typeof BackendType.Type
+
+/** A remote server's address: http(s) for the HTTP transports, ws(s) for WebSocket. */
+const RemoteUrl = Schema.String.pipe(
+  Schema.filter(
+    (s) => {
+      // A ${env:NAME} reference is checked once it is resolved.
+      if (s.includes("${")) return true
+      try {
+        return /^(https?|wss?):$/.test(new URL(s).protocol)
+      } catch {
+        return false
+      }
+    },
+    { message: () => "must be an http://, https://, ws:// or wss:// URL" }
+  )
+)
+
+/** A protocol version a backend can be pinned to. */
+const ProtocolVersion = Schema.Literal(...Mcp.SUPPORTED_PROTOCOL_VERSIONS, Mcp.STATELESS_PROTOCOL_VERSION).annotations({
+  message: () => ({
+    message: `must be one of ${[Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS].join(", ")}`,
+    override: true
+  })
+})
+
+/** The most processes one backend may run (`maxInstances`). */
+export const MAX_INSTANCES = 16
+
+const BackendFields = Schema.Struct({
   id: BackendId,
   displayName: Schema.optional(Schema.String),
   description: Schema.optional(Schema.String),
-  type: Schema.optionalWith(Schema.Literal("stdio"), { default: () => "stdio" as const }),
-  command: NonEmptyString,
+  /** Without it: "stdio", or for a `url`, "websocket" (ws://, wss://) or "http". */
+  type: Schema.optional(BackendType),
+  command: Schema.optional(NonEmptyString),
+  /** A remote server's address (with `type` http, streamable-http, sse or websocket). */
+  url: Schema.optional(RemoteUrl),
+  /** Sent to a remote server with every request (credentials: secrets, never logged). */
+  headers: Schema.optional(SecretEnv),
   args: Schema.optionalWith(Schema.Array(SecretString), { default: () => [] }),
   env: Schema.optionalWith(SecretEnv, { default: () => ({}) }),
   /** Gateway settings a backend may inherit all the same (e.g. OPENAI_API_KEY); see `backendEnv`. */
@@ -114,8 +154,50 @@ export const BackendConfig = Schema.Struct({
   /** The longest stdout line (one JSON-RPC message) accepted from this backend. */
   maxFrameBytes: Schema.optional(FrameBytes),
   /** What `roots/list` answers when no client's roots can be asked (see `rootsOf`). */
-  roots: Schema.optional(Roots)
+  roots: Schema.optional(Roots),
+  /** Waited after the process starts and before the handshake, for servers slow to listen. */
+  startupDelayMs: Schema.optional(DurationMs),
+  /** The only protocol version offered (a server that misbehaves with newer ones). */
+  protocolVersion: Schema.optional(ProtocolVersion),
+  /** Processes run for a server that keeps no state between calls; calls go to the least busy. */
+  maxInstances: Schema.optional(BoundedInt(MAX_INSTANCES, "instances")),
+  /** True (the default): the server keeps state per connection, so one process serves it. */
+  requiresStatefulConnection: Schema.optional(Schema.Boolean)
 })
+
+/** How a backend is reached. */
+export const transportOf = (backend: { readonly type?: BackendType | undefined; readonly url?: string | undefined }) =>
+  backend.type ?? (backend.url === undefined ? "stdio" : /^wss?:/i.test(backend.url) ? "websocket" : "http")
+
+export const BackendConfig = BackendFields.pipe(
+  Schema.filter((backend) => {
+    const transport = transportOf(backend)
+    if ((backend.maxInstances ?? 1) > 1) {
+      if (transport !== "stdio") return { path: ["maxInstances"], message: "is for stdio servers (processes run here)" }
+      if (backend.requiresStatefulConnection !== false) {
+        return {
+          path: ["maxInstances"],
+          message: "needs requiresStatefulConnection: false (a server that keeps state per connection must be one process)"
+        }
+      }
+    }
+    if (transport === "stdio") {
+      if (backend.command === undefined) return { path: ["command"], message: "is required (or give a url for a remote server)" }
+      if (backend.url !== undefined) return { path: ["url"], message: "is for remote servers: give a type other than stdio" }
+      return true
+    }
+    if (backend.url === undefined) return { path: ["url"], message: `is required for a ${transport} backend` }
+    if (backend.command !== undefined) return { path: ["command"], message: "is for stdio servers: a remote one has a url" }
+    const ws = /^wss?:/i.test(backend.url)
+    if (ws !== (transport === "websocket") && !backend.url.startsWith("${")) {
+      return {
+        path: ["url"],
+        message: transport === "websocket" ? "must be a ws:// or wss:// URL" : "must be an http:// or https:// URL"
+      }
+    }
+    return true
+  })
+)
 export type BackendConfig = typeof BackendConfig.Type & {
   /**
    * Set by the gateway, never by a file: why this backend must not start. The embedded default
@@ -142,18 +224,19 @@ const UniqueBackends = Schema.Array(BackendConfig).pipe(
 const Backends = UniqueBackends.pipe(Schema.filter((backends) => backends.length > 0 || "must list at least one backend"))
 
 /**
- * An entry of the Claude Desktop / Cursor / VS Code server map. Only stdio servers can be launched
- * yet: a remote one (`url`, or `type` http/sse) is kept as a backend that is not started, so the
- * rest of a client's file still works.
+ * An entry of a server map: Claude Desktop / Cursor `mcpServers`, VS Code `servers` (stdio, or
+ * remote with `url`, `type` and `headers`), and the `servers`/`defaults` shape whose options
+ * (`enabled`, `timeout`, `startupDelay`, ...) are in milliseconds.
  */
 const McpServerEntry = Schema.Struct({
   type: Schema.optional(
-    Schema.Literal("stdio", "http", "sse", "streamable-http").annotations({
-      message: () => "must be stdio, http, sse or streamable-http"
+    // Cline writes streamableHttp.
+    Schema.Literal(...BackendType.literals, "streamableHttp").annotations({
+      message: () => ({ message: "must be stdio, http, streamable-http, sse or websocket", override: true })
     })
   ),
   command: Schema.optional(NonEmptyString),
-  url: Schema.optional(NonEmptyString),
+  url: Schema.optional(RemoteUrl),
   headers: Schema.optional(SecretEnv),
   args: Schema.optional(Schema.Array(SecretString)),
   env: Schema.optional(SecretEnv),
@@ -166,10 +249,28 @@ const McpServerEntry = Schema.Struct({
   requestTimeoutMs: Schema.optional(DurationMs),
   restartOnCrash: Schema.optional(Schema.Boolean),
   maxFrameBytes: Schema.optional(FrameBytes),
-  roots: Schema.optional(Roots)
+  roots: Schema.optional(Roots),
+  /** Cline's name for `type`. */
+  transportType: Schema.optional(
+    Schema.Literal("stdio", "sse", "streamableHttp").annotations({
+      message: () => ({ message: "must be stdio, sse or streamableHttp", override: true })
+    })
+  ),
+  enabled: Schema.optional(Schema.Boolean),
+  /** Milliseconds, as `requestTimeoutMs` (only in a `servers` map: Cline writes seconds in `mcpServers`). */
+  timeout: Schema.optional(DurationMs),
+  /** Milliseconds waited after the process starts. */
+  startupDelay: Schema.optional(DurationMs),
+  startupDelayMs: Schema.optional(DurationMs),
+  protocolVersion: Schema.optional(ProtocolVersion),
+  maxInstances: Schema.optional(BoundedInt(MAX_INSTANCES, "instances")),
+  requiresStatefulConnection: Schema.optional(Schema.Boolean)
 })
 
 const McpServers = Schema.Record({ key: Schema.String, value: McpServerEntry })
+
+/** `defaults`: options laid beneath every entry of the server map (never a command or address). */
+const ServerDefaults = McpServerEntry.omit("type", "command", "url", "args", "cwd", "displayName", "description")
 
 /** Every GatewayOptions field but `backends`; shared by the file and `initializationOptions`. */
 const optionFields = {
@@ -210,8 +311,9 @@ export const GatewayOptions = Schema.Struct({
   ...optionFields,
   backends: Schema.optional(Backends),
   mcpServers: Schema.optional(McpServers),
-  /** VS Code's name for the same map (`.vscode/mcp.json`). */
-  servers: Schema.optional(McpServers)
+  /** VS Code's name for the same map (`.vscode/mcp.json`), and that of the `servers`/`defaults` shape. */
+  servers: Schema.optional(McpServers),
+  defaults: Schema.optional(ServerDefaults)
 })
 export type GatewayOptions = typeof GatewayOptions.Type
 export type GatewayOptionsInput = typeof GatewayOptions.Encoded
@@ -280,22 +382,16 @@ const decodeOptionsEither = Schema.decodeUnknownEither(GatewayOptions, { errors:
 // Keys: unknown ones are errors, so a misspelt `backend` cannot silently leave the default running
 
 /** Every key GatewayOptions accepts (the docs list each one: test/docs.test.ts). */
-export const OPTION_KEYS = [...Object.keys(optionFields), "backends", "mcpServers", "servers"]
+export const OPTION_KEYS = [...Object.keys(optionFields), "backends", "mcpServers", "servers", "defaults"]
 /** Every key a BackendConfig accepts. */
-export const BACKEND_KEYS = Object.keys(BackendConfig.fields)
+export const BACKEND_KEYS = Object.keys(BackendFields.fields)
 const MCP_SERVER_KEYS = Object.keys(McpServerEntry.fields)
+const DEFAULTS_KEYS = Object.keys(ServerDefaults.fields)
 /** Keys that other MCP clients keep in their own config files; they mean nothing to the gateway. */
 const FOREIGN_TOP_KEYS = new Set(["$schema", "globalShortcut", "inputs"])
-const FOREIGN_SERVER_KEYS = new Set([
-  "autoApprove",
-  "alwaysAllow",
-  "disabledTools",
-  "timeout",
-  "transportType",
-  "trust",
-  "includeTools",
-  "excludeTools"
-])
+const FOREIGN_SERVER_KEYS = new Set(["autoApprove", "alwaysAllow", "disabledTools", "trust", "includeTools", "excludeTools"])
+/** In `mcpServers`, `timeout` is Cline's, in seconds: ignored there (see `fromMcpServers`). */
+const CLINE_FOREIGN_KEYS = new Set([...FOREIGN_SERVER_KEYS, "timeout"])
 /** Names that JavaScript objects treat specially: a key like this would be dropped while decoding. */
 const RESERVED_KEYS = new Set(["__proto__", "constructor", "prototype"])
 
@@ -343,8 +439,13 @@ const checkKeys = (input: Record<string, unknown>): { problems: Array<string>; i
   }
   check(input, "", OPTION_KEYS, FOREIGN_TOP_KEYS)
   /** A server's own keys, and `__proto__` in its free-form `env` (it would vanish in decoding). */
-  const checkServer = (server: Record<string, unknown>, where: string, known: ReadonlyArray<string>) => {
-    check(server, where, known, FOREIGN_SERVER_KEYS)
+  const checkServer = (
+    server: Record<string, unknown>,
+    where: string,
+    known: ReadonlyArray<string>,
+    foreign: ReadonlySet<string> = FOREIGN_SERVER_KEYS
+  ) => {
+    check(server, where, known, foreign)
     if (isObject(server.env) && Object.hasOwn(server.env, "__proto__"))
       problems.push(`${where}.env: the key '__proto__' is not allowed`)
   }
@@ -358,9 +459,16 @@ const checkKeys = (input: Record<string, unknown>): { problems: Array<string>; i
     if (!isObject(map)) continue
     for (const [name, server] of Object.entries(map)) {
       if (RESERVED_KEYS.has(name)) problems.push(`${field}: the server name '${name}' is not allowed`)
-      else if (isObject(server)) checkServer(server, `${field}.${name}`, MCP_SERVER_KEYS)
+      else if (isObject(server))
+        checkServer(
+          server,
+          `${field}.${name}`,
+          MCP_SERVER_KEYS,
+          field === "mcpServers" ? CLINE_FOREIGN_KEYS : FOREIGN_SERVER_KEYS
+        )
     }
   }
+  if (isObject(input.defaults)) checkServer(input.defaults, "defaults", DEFAULTS_KEYS)
   return { problems, ignored }
 }
 
@@ -371,7 +479,10 @@ export interface NormalizedOptions extends Omit<GatewayOptions, "mcpServers" | "
   readonly ignoredKeys?: ReadonlyArray<string>
 }
 
-export const decodeOptions = (input: unknown, what: string): Either.Either<NormalizedOptions, InvalidParams> => {
+export const decodeOptions = (given: unknown, what: string): Either.Either<NormalizedOptions, InvalidParams> => {
+  const input =
+    isMcpConfig(given) || (Array.isArray(given) && given.length > 0 && given.every(isMcpConfig)) ? fromMcpConfigs(given) : given
+  if (input instanceof InvalidParams) return Either.left(input)
   if (!isObject(input)) {
     return Either.left(new InvalidParams({ message: `${what} must be a JSON object`, issues: [`${what}: must be an object`] }))
   }
@@ -388,7 +499,7 @@ export const decodeOptions = (input: unknown, what: string): Either.Either<Norma
       return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
     }),
     Either.flatMap((options) => {
-      const { mcpServers: claude, servers, backends, ...rest } = options
+      const { mcpServers: claude, servers, backends, defaults, ...rest } = options
       const given = [backends && "backends", claude && "mcpServers", servers && "servers"].filter(Boolean)
       if (given.length > 1) {
         const issues = [`${given[1]}: give one of backends, mcpServers or servers, not ${given.join(" and ")}`]
@@ -396,9 +507,15 @@ export const decodeOptions = (input: unknown, what: string): Either.Either<Norma
       }
       const mcpServers = claude ?? servers
       const field = claude === undefined ? "servers" : "mcpServers"
-      if (mcpServers === undefined) return Either.right(backends === undefined ? rest : { ...rest, backends })
+      if (mcpServers === undefined) {
+        if (defaults !== undefined) {
+          const issues = ["defaults: applies to the entries of mcpServers or servers, and there are none"]
+          return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
+        }
+        return Either.right(backends === undefined ? rest : { ...rest, backends })
+      }
       const keys = Object.keys(mcpServers)
-      return fromMcpServers(mcpServers).pipe(
+      return fromMcpServers(mcpServers, defaults ?? {}, field).pipe(
         Either.mapLeft((error) => {
           // The converted list is indexed; the user wrote keys, so name the key.
           const issues = formatIssues(error, ([index, ...rest]) => [
@@ -429,45 +546,89 @@ export const idsOf = (names: ReadonlyArray<string>): ReadonlyArray<string> => {
   })
 }
 
-/** Claude Desktop / Cursor / VS Code entries become backends, one per key, in file order. */
-const fromMcpServers = (servers: typeof McpServers.Type) => {
+/** Seed 002's `MCPConfig`: one server as `{serverName, transport, connection, auth}`. */
+const isMcpConfig = (u: unknown): u is Record<string, unknown> => isObject(u) && typeof u.serverName === "string"
+
+/**
+ * One `MCPConfig` or an array of them, as the `servers` map it means: `connection` holds the
+ * entry's own keys, `transport` is its `type`, a bearer `auth` becomes an Authorization header.
+ * Other keys stay where the key check and the schema will judge them.
+ */
+const fromMcpConfigs = (given: unknown): Record<string, unknown> | InvalidParams => {
+  const servers: Record<string, unknown> = {}
+  for (const config of (Array.isArray(given) ? given : [given]) as Array<Record<string, unknown>>) {
+    const { serverName, transport, connection, auth, ...rest } = config
+    const name = serverName as string
+    const problem = (issue: string) => new InvalidParams({ message: `Invalid ${name}: ${issue}`, issues: [`${name}.${issue}`] })
+    if (connection !== undefined && !isObject(connection)) return problem("connection: must be an object")
+    let authorization: Record<string, string> = {}
+    if (auth !== undefined) {
+      if (!isObject(auth) || (auth.type !== "bearer" && auth.type !== "none")) return problem("auth.type: must be bearer or none")
+      if (auth.type === "bearer") {
+        if (typeof auth.token !== "string" || auth.token.trim() === "") return problem("auth.token: must be a non-empty string")
+        authorization = { Authorization: `Bearer ${auth.token}` }
+      }
+    }
+    if (Object.hasOwn(servers, name)) return problem("serverName: the same name twice")
+    const own = isObject(connection) ? connection : {}
+    const headers = isObject(own.headers) ? own.headers : {}
+    servers[name] = {
+      ...rest,
+      ...own,
+      ...(transport === undefined ? {} : { type: transport }),
+      // A `headers` that is not an object stays as it is, for the schema to refuse.
+      ...(Object.keys(authorization).length === 0 || (own.headers !== undefined && !isObject(own.headers))
+        ? {}
+        : { headers: { ...headers, ...authorization } })
+    }
+  }
+  return { servers }
+}
+
+/** Drops the keys whose value is undefined (an optional field absent stays absent). */
+const defined = <A extends Record<string, unknown>>(record: A): A =>
+  Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as A
+
+/**
+ * Server map entries become backends, one per key, in file order, each over `defaults`. `timeout`
+ * counts only in a `servers` map: Cline writes seconds under the same name in `mcpServers`.
+ */
+const fromMcpServers = (
+  servers: typeof McpServers.Type,
+  defaults: typeof ServerDefaults.Type,
+  field: "mcpServers" | "servers"
+) => {
   const names = Object.keys(servers)
   const ids = idsOf(names)
   return Schema.decodeUnknownEither(Backends, { errors: "all" })(
-    Object.entries(servers).map(([name, s], i) => ({
-      id: ids[i]!,
-      type: "stdio",
-      // A stdio entry without a command is told it is required; a remote one is never run.
-      ...(s.command !== undefined ? { command: s.command } : s.url !== undefined ? { command: "(remote)" } : {}),
-      args: s.args ?? [],
-      env: s.env ?? {},
-      ...(s.cwd === undefined ? {} : { cwd: s.cwd }),
-      ...(s.description === undefined ? {} : { description: s.description }),
-      // A name that had to change to be an id is kept for display.
-      ...(s.displayName !== undefined ? { displayName: s.displayName } : ids[i] !== name ? { displayName: name } : {}),
-      ...(s.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: s.requestTimeoutMs }),
-      ...(s.restartOnCrash === undefined ? {} : { restartOnCrash: s.restartOnCrash }),
-      ...(s.inheritEnv === undefined ? {} : { inheritEnv: s.inheritEnv }),
-      ...(s.maxFrameBytes === undefined ? {} : { maxFrameBytes: s.maxFrameBytes }),
-      ...(s.roots === undefined ? {} : { roots: s.roots }),
-      enabled: s.disabled !== true
-    }))
-  ).pipe(
-    // Not a schema field: only the gateway sets why a backend must not start.
-    Either.map((backends) =>
-      backends.map((backend, i): BackendConfig => {
-        const refused = remoteOf(names[i]!, Object.values(servers)[i]!)
-        return refused === undefined ? backend : { ...backend, refused }
+    Object.entries(servers).map(([name, entry], i) => {
+      const s = { ...defaults, ...defined(entry), env: { ...defaults.env, ...entry.env } }
+      return defined({
+        id: ids[i]!,
+        type: ((type) => (type === "streamableHttp" ? "streamable-http" : type))(s.type ?? s.transportType),
+        command: s.command,
+        url: s.url,
+        headers: s.headers,
+        args: s.args ?? [],
+        env: s.env,
+        cwd: s.cwd,
+        description: s.description,
+        // A name that had to change to be an id is kept for display.
+        displayName: s.displayName ?? (ids[i] !== name ? name : undefined),
+        requestTimeoutMs: s.requestTimeoutMs ?? (field === "servers" ? s.timeout : undefined),
+        restartOnCrash: s.restartOnCrash,
+        inheritEnv: s.inheritEnv,
+        maxFrameBytes: s.maxFrameBytes,
+        roots: s.roots,
+        startupDelayMs: s.startupDelayMs ?? s.startupDelay,
+        protocolVersion: s.protocolVersion,
+        maxInstances: s.maxInstances,
+        requiresStatefulConnection: s.requiresStatefulConnection,
+        enabled: s.enabled ?? s.disabled !== true
       })
-    )
+    })
   )
 }
-
-/** Why a remote entry is not started (remote backends are not supported yet), or undefined for stdio. */
-const remoteOf = (name: string, s: typeof McpServerEntry.Type): string | undefined =>
-  s.url === undefined && (s.type === undefined || s.type === "stdio")
-    ? undefined
-    : `the server '${name}' is remote (${s.type ?? "url"}): remote servers are not supported yet, so it is not started`
 
 // ---------------------------------------------------------------------------------------------
 // The configuration in force
@@ -665,8 +826,10 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
   return config
 }
 
-/** `${env:NAME}` or `${NAME}` in a backend's args, env values and cwd. */
-const ENV_REFERENCE = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}/g
+/** `${env:NAME}`, `${NAME}` or `${NAME:-default}` in a backend's args, env, headers, url and cwd. */
+const ENV_REFERENCE = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g
+/** VS Code's `${input:id}`: a value VS Code prompts for, which the gateway cannot. */
+const INPUT_REFERENCE = /\$\{input:([^}]*)\}/
 /** A variable whose value is a secret by its name: registered with the scrubber once substituted. */
 const SECRET_NAME = /TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i
 
@@ -676,9 +839,12 @@ const SECRET_NAME = /TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i
  */
 const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, string | undefined>>): BackendConfig => {
   const missing = new Set<string>()
-  const expand = (text: string) =>
-    text.replace(ENV_REFERENCE, (_, name: string) => {
-      const value = env[name]
+  const inputs = new Set<string>()
+  const expand = (text: string) => {
+    const input = INPUT_REFERENCE.exec(text)
+    if (input !== null) inputs.add(input[1]!)
+    return text.replace(ENV_REFERENCE, (_, name: string, fallback: string | undefined) => {
+      const value = env[name] ?? fallback
       if (value === undefined) {
         missing.add(name)
         return ""
@@ -686,18 +852,39 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
       if (SECRET_NAME.test(name)) Secrets.register(value)
       return value
     })
+  }
+  const headers = backend.headers ?? {}
   if (
     !backend.args.some((a) => a.includes("${")) &&
     !Object.values(backend.env).some((v) => v.includes("${")) &&
-    !backend.cwd?.includes("${")
+    !Object.values(headers).some((v) => v.includes("${")) &&
+    !backend.cwd?.includes("${") &&
+    !backend.url?.includes("${")
   ) {
     return backend
   }
+  const expandAll = (record: Readonly<Record<string, string>>) =>
+    Object.fromEntries(Object.entries(record).map(([k, v]) => [k, expand(v)]))
   const expanded: BackendConfig = {
     ...backend,
     args: backend.args.map(expand),
-    env: Object.fromEntries(Object.entries(backend.env).map(([k, v]) => [k, expand(v)])),
-    ...(backend.cwd === undefined ? {} : { cwd: expand(backend.cwd) })
+    env: expandAll(backend.env),
+    ...(backend.headers === undefined ? {} : { headers: expandAll(backend.headers) }),
+    ...(backend.cwd === undefined ? {} : { cwd: expand(backend.cwd) }),
+    ...(backend.url === undefined ? {} : { url: expand(backend.url) })
+  }
+  // A URL is checked once its references are resolved (the schema let `${...}` through).
+  if (missing.size === 0 && expanded.url !== undefined && !validRemoteUrl(expanded)) {
+    return { ...backend, refused: `backend '${backend.id}': its url is not a valid ${transportOf(backend)} URL once resolved` }
+  }
+  if (inputs.size > 0) {
+    return {
+      ...backend,
+      refused:
+        backend.refused ??
+        `backend '${backend.id}' uses VS Code's \${input:${[...inputs][0]}}, which only VS Code can prompt for: ` +
+          "put the value in the gateway's environment and refer to it as ${env:NAME}"
+    }
   }
   if (missing.size === 0) return expanded
   return {
@@ -708,20 +895,40 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
   }
 }
 
+/** A URL's password, and its query values whose names say they are secrets (`?api_key=`). */
+const registerUrlSecrets = (raw: string) => {
+  try {
+    const url = new URL(raw)
+    Secrets.register(decodeURIComponent(url.password))
+    Secrets.register(url.password)
+    if (url.password !== "") Secrets.register(`${url.username}:${url.password}`)
+    for (const [name, value] of url.searchParams) if (SECRET_NAME.test(name)) Secrets.register(value)
+  } catch {
+    // Not a URL: whoever uses it says so without printing it.
+  }
+}
+
+const validRemoteUrl = (backend: BackendConfig): boolean => {
+  try {
+    const protocol = new URL(backend.url!).protocol
+    return transportOf(backend) === "websocket" ? /^wss?:$/.test(protocol) : /^https?:$/.test(protocol)
+  } catch {
+    return false
+  }
+}
+
 /** Every secret the configuration holds goes into the scrubber before anything can log it. */
 const registerSecrets = (config: ResolvedConfig) => {
   Option.map(config.openaiApiKey, Secrets.register)
-  Option.map(config.openaiBaseUrl, (raw) => {
-    try {
-      const url = new URL(raw)
-      Secrets.register(decodeURIComponent(url.password))
-      Secrets.register(url.password)
-      if (url.password !== "") Secrets.register(`${url.username}:${url.password}`)
-    } catch {
-      // Not a URL: the LLM client says so without printing it.
-    }
-  })
+  Option.map(config.openaiBaseUrl, registerUrlSecrets)
   for (const backend of config.backends) {
+    for (const value of Object.values(backend.headers ?? {})) {
+      Secrets.register(value)
+      // "Bearer <token>": the token alone too, wherever a server echoes it.
+      const credential = /^\s*\S+\s+(\S+)\s*$/.exec(value)?.[1]
+      if (credential !== undefined) Secrets.register(credential)
+    }
+    if (backend.url !== undefined) registerUrlSecrets(backend.url)
     for (const value of Object.values(backend.env)) Secrets.register(value)
     for (const value of Secrets.secretArgs(backend.args)) Secrets.register(value)
   }
@@ -730,7 +937,13 @@ const registerSecrets = (config: ResolvedConfig) => {
 /** A backend as it may be printed: args masked, env reduced to its names. */
 export const describeBackend = (backend: BackendConfig) => ({
   id: backend.id,
-  command: backend.command,
+  ...(backend.url === undefined
+    ? { command: backend.command }
+    : {
+        transport: transportOf(backend),
+        url: Remote.displayUrl(backend.url),
+        headerNames: Object.keys(backend.headers ?? {})
+      }),
   args: Secrets.maskArgs(backend.args),
   envKeys: Object.keys(backend.env),
   ...(backend.cwd === undefined ? {} : { cwd: backend.cwd }),

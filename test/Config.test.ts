@@ -15,8 +15,10 @@ import {
   readConfigFile,
   readDotEnv,
   resolve,
-  rootsOf
+  rootsOf,
+  transportOf
 } from "../src/Config.js"
+import type { BackendConfig } from "../src/Config.js"
 import { InvalidParams } from "../src/Errors.js"
 import * as Secrets from "../src/Secrets.js"
 
@@ -31,9 +33,7 @@ const issuesOf = (input: unknown) =>
 describe("GatewayOptions decoding", () => {
   it("applies BackendConfig defaults", () => {
     const options = Either.getOrThrow(decodeOptions({ backends: [{ id: "fs", command: "node" }] }, "x"))
-    expect(options.backends).toEqual([
-      { id: "fs", type: "stdio", command: "node", args: [], env: {}, enabled: true, restartOnCrash: true }
-    ])
+    expect(options.backends).toEqual([{ id: "fs", command: "node", args: [], env: {}, enabled: true, restartOnCrash: true }])
   })
 
   it("names every problem with its path", () => {
@@ -81,7 +81,10 @@ describe("GatewayOptions decoding", () => {
   })
 
   it("says when a required field is missing", () => {
-    expect(issuesOf({ backends: [{ id: "a" }] })).toEqual(["backends[0].command: is required"])
+    expect(issuesOf({ backends: [{ id: "a" }] })).toEqual([
+      "backends[0].command: is required (or give a url for a remote server)"
+    ])
+    expect(issuesOf({ backends: [{ id: "a", type: "sse" }] })).toEqual(["backends[0].url: is required for a sse backend"])
   })
 
   it("rejects duplicate backend ids and an empty backend list", () => {
@@ -122,7 +125,7 @@ describe("GatewayOptions decoding", () => {
     expect(options.backends?.[0]).toMatchObject({ restartOnCrash: true })
   })
 
-  it("client files as they are: names with spaces or dots become ids (kept for display), remote entries are not started, VS Code's servers", () => {
+  it("client files as they are: names with spaces or dots become ids (kept for display), remote entries, VS Code's servers", () => {
     const options = Either.getOrThrow(
       decodeOptions(
         {
@@ -144,12 +147,18 @@ describe("GatewayOptions decoding", () => {
       ["hosted", undefined],
       ["legacy", undefined]
     ])
-    expect(options.backends?.slice(0, 3).every((b) => b.refused === undefined)).toBe(true)
-    expect(options.backends?.[3]!.refused).toBe(
-      "the server 'hosted' is remote (url): remote servers are not supported yet, so it is not started"
-    )
-    expect(options.backends?.[4]!.refused).toMatch(/'legacy' is remote \(sse\)/)
-    expect(JSON.stringify(options.backends)).not.toContain("Bearer abc")
+    expect(options.backends?.every((b) => b.refused === undefined)).toBe(true)
+    expect(options.backends?.[3]).toMatchObject({ url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer abc" } })
+    expect(options.backends?.map(transportOf)).toEqual(["stdio", "stdio", "stdio", "http", "sse"])
+    expect(describeBackend(options.backends![3]!)).toEqual({
+      id: "hosted",
+      transport: "http",
+      url: "https://mcp.example.com/mcp",
+      headerNames: ["Authorization"],
+      args: [],
+      envKeys: [],
+      enabled: true
+    })
 
     const vscode = Either.getOrThrow(
       decodeOptions({ inputs: [], servers: { "fs tools": { type: "stdio", command: "node", args: ["x"] } } }, "config file")
@@ -158,7 +167,16 @@ describe("GatewayOptions decoding", () => {
     expect(issuesOf({ servers: { a: { command: "x" } }, mcpServers: { b: { command: "y" } } })).toEqual([
       "servers: give one of backends, mcpServers or servers, not mcpServers and servers"
     ])
-    expect(issuesOf({ servers: { a: { type: "websocket", command: "x" } } })[0]).toMatch(/^servers\.a\.type: /)
+    expect(issuesOf({ servers: { a: { type: "websocket", command: "x" } } })).toEqual([
+      "servers.a.url: is required for a websocket backend"
+    ])
+    expect(issuesOf({ servers: { a: { type: "ftp", url: "ftp://x" } } })).toEqual([
+      "servers.a.type: must be stdio, http, streamable-http, sse or websocket",
+      "servers.a.url: must be an http://, https://, ws:// or wss:// URL"
+    ])
+    expect(issuesOf({ servers: { a: { type: "sse", url: "ws://x/sse" } } })).toEqual([
+      "servers.a.url: must be an http:// or https:// URL"
+    ])
   })
 
   it("${env:NAME} and ${NAME} in args, env and cwd come from the gateway's environment; an unset one refuses the backend", () => {
@@ -190,11 +208,135 @@ describe("GatewayOptions decoding", () => {
 
   it("reports mcpServers problems with their path too", () => {
     expect(issuesOf({ mcpServers: { fs: { command: "" } } })).toEqual(["mcpServers.fs.command: must be a non-empty string"])
-    expect(issuesOf({ mcpServers: { fs: { args: ["x"] } } })).toEqual(["mcpServers.fs.command: is required"])
+    expect(issuesOf({ mcpServers: { fs: { args: ["x"] } } })).toEqual([
+      "mcpServers.fs.command: is required (or give a url for a remote server)"
+    ])
   })
 
   it("is not an object: one clear issue", () => {
     expect(issuesOf("nope")).toEqual(["initializationOptions: must be an object"])
+  })
+})
+
+describe("every client's config file, as its documentation shows it", () => {
+  const CONFIGS = new URL("./fixtures/configs/", import.meta.url).pathname
+  const load = (name: string, env: Record<string, string> = {}) => {
+    const file = Either.getOrThrow(readConfigFile(join(CONFIGS, name)))
+    return resolve({ env, cwd: "/tmp", file }).backends
+  }
+  const summary = (backends: ReadonlyArray<BackendConfig>) =>
+    backends.map((b) => ({ id: b.id, transport: transportOf(b), where: b.url ?? b.command, refused: b.refused }))
+
+  it("Claude Desktop", () => {
+    expect(summary(load("claude-desktop.json"))).toEqual([
+      { id: "filesystem", transport: "stdio", where: "npx", refused: undefined }
+    ])
+  })
+
+  it("Cursor: a stdio server and a remote one with headers", () => {
+    const backends = load("cursor.json")
+    expect(summary(backends)).toEqual([
+      { id: "server-name", transport: "stdio", where: "npx", refused: undefined },
+      { id: "remote-server", transport: "http", where: "http://localhost:3000/mcp", refused: undefined }
+    ])
+    expect(backends[1]!.headers).toEqual({ API_KEY: "value" })
+  })
+
+  it("VS Code: servers with types, inputs ignored, ${input:} refused with the way out, ${env:} resolved", () => {
+    const backends = load("vscode-mcp.json", { GITHUB_TOKEN: "ghp-vscode-token-777" })
+    expect(summary(backends)).toEqual([
+      {
+        id: "Perplexity",
+        transport: "stdio",
+        where: "npx",
+        refused:
+          "backend 'Perplexity' uses VS Code's ${input:perplexity-key}, which only VS Code can prompt for: " +
+          "put the value in the gateway's environment and refer to it as ${env:NAME}"
+      },
+      { id: "fetch", transport: "stdio", where: "uvx", refused: undefined },
+      { id: "github", transport: "http", where: "https://api.githubcopilot.com/mcp/", refused: undefined },
+      { id: "legacy-sse", transport: "sse", where: "http://localhost:3001/sse", refused: undefined }
+    ])
+    expect(backends[2]!.headers).toEqual({ Authorization: "Bearer ghp-vscode-token-777" })
+    expect(Secrets.scrub("saw ghp-vscode-token-777")).toBe("saw <redacted>")
+  })
+
+  it("Claude Code: ${VAR:-default} in a url, ${VAR} in headers", () => {
+    expect(summary(load("claude-code.mcp.json", { API_KEY: "cc-key-123456" }))).toEqual([
+      { id: "api-server", transport: "http", where: "https://api.example.com/mcp", refused: undefined },
+      { id: "local-tools", transport: "stdio", where: "/path/to/server", refused: undefined }
+    ])
+    const custom = load("claude-code.mcp.json", { API_KEY: "cc-key-123456", API_BASE_URL: "http://127.0.0.1:8080" })
+    expect(custom[0]!.url).toBe("http://127.0.0.1:8080/mcp")
+    expect(load("claude-code.mcp.json")[0]!.refused).toBe(
+      "backend 'api-server' refers to ${env:API_KEY}, which is not set in the gateway's environment"
+    )
+  })
+
+  it("Cline: streamableHttp and transportType, its timeout in seconds ignored", () => {
+    const backends = load("cline.json")
+    expect(summary(backends)).toEqual([
+      { id: "local-server", transport: "stdio", where: "node", refused: undefined },
+      { id: "remote-server", transport: "streamable-http", where: "https://your-server-url.com/mcp", refused: undefined },
+      { id: "legacy-server", transport: "sse", where: "https://legacy.example.com/sse", refused: undefined }
+    ])
+    expect(backends[1]!.requestTimeoutMs).toBeUndefined()
+  })
+
+  it("seed 002: an array of MCPConfig, a bearer auth becoming a secret Authorization header", () => {
+    const backends = load("seed-002.json", { GITHUB_TOKEN: "ghp-seed-002-token" })
+    expect(summary(backends)).toEqual([
+      { id: "filesystem", transport: "stdio", where: "npx", refused: undefined },
+      { id: "github", transport: "streamable-http", where: "https://mcp.example.com/github/mcp", refused: undefined },
+      { id: "browser", transport: "websocket", where: "ws://127.0.0.1:9222/mcp", refused: undefined },
+      { id: "events", transport: "sse", where: "https://mcp.example.com/events/sse", refused: undefined }
+    ])
+    expect(backends[1]!.headers).toEqual({ Authorization: "Bearer ghp-seed-002-token" })
+    expect(Secrets.scrub("plain-token-123456 and ghp-seed-002-token")).toBe("<redacted> and <redacted>")
+    // One MCPConfig alone is a file too; a bad auth is named.
+    expect(
+      Either.getOrThrow(decodeOptions({ serverName: "one", transport: "sse", connection: { url: "http://h/sse" } }, "x")).backends
+    ).toMatchObject([{ id: "one", type: "sse", url: "http://h/sse" }])
+    expect(issuesOf({ serverName: "one", connection: { url: "http://h/mcp" }, auth: { type: "oauth" } })).toEqual([
+      "one.auth.type: must be bearer or none"
+    ])
+  })
+
+  it("seed 004: servers over defaults, in milliseconds, with its per-server quirks", () => {
+    const backends = load("seed-004.json")
+    expect(
+      backends.map((b) => [
+        b.id,
+        b.enabled,
+        b.requestTimeoutMs,
+        b.startupDelayMs,
+        b.maxInstances,
+        b.requiresStatefulConnection,
+        b.protocolVersion,
+        b.restartOnCrash
+      ])
+    ).toEqual([
+      ["memory", true, 30_000, 250, 1, undefined, undefined, true],
+      ["calculator", true, 5_000, 250, 4, false, undefined, true],
+      ["legacy-tool", true, 30_000, 2_000, undefined, undefined, "2024-11-05", true],
+      ["experimental", false, 30_000, 250, undefined, undefined, undefined, true]
+    ])
+    expect(issuesOf({ servers: { a: { command: "x", maxInstances: 3 } } })).toEqual([
+      "servers.a.maxInstances: needs requiresStatefulConnection: false (a server that keeps state per connection must be one process)"
+    ])
+    expect(issuesOf({ servers: { a: { command: "x", protocolVersion: "2023-01-01" } } })[0]).toMatch(
+      /^servers\.a\.protocolVersion: must be one of 2026-07-28, 2025-11-25/
+    )
+    expect(issuesOf({ defaults: { startupDelay: 5, restartOnCrsh: true }, servers: { a: { command: "x" } } })).toEqual([
+      "defaults: unknown key 'restartOnCrsh' (did you mean 'restartOnCrash'?)"
+    ])
+    // A command or an address is each server's own.
+    expect(issuesOf({ defaults: { command: "x" }, servers: { a: { command: "x" } } })).toEqual([
+      "defaults: unknown key 'command'"
+    ])
+    expect(issuesOf({ defaults: { timeout: 5 }, backends: [{ id: "a", command: "x" }] })).toEqual([
+      "defaults: applies to the entries of mcpServers or servers, and there are none"
+    ])
   })
 })
 
