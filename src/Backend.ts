@@ -22,7 +22,7 @@
  * Frames never interleave: a frame is written with a single `write` call on the one stdin
  * Writable, which queues whole chunks in order; that Writable is the single writer.
  */
-import { Cause, Deferred, Effect, Exit, FiberId, FiberSet, Option, Queue } from "effect"
+import { Cause, Deferred, Effect, Exit, FiberId, FiberSet, Option, Queue, type Scope } from "effect"
 import { spawn, spawnSync, type ChildProcess } from "node:child_process"
 import { statSync } from "node:fs"
 import type { BackendConfig } from "./Config.js"
@@ -1121,10 +1121,59 @@ const logPump = (connection: Connection, logs: Queue.Queue<LogLine>) =>
   )
 
 /**
- * Spawns the backend and opens its MCP session. The returned Backend lives as long as the scope;
- * closing the scope stops the process tree (SIGTERM, then SIGKILL after the grace period).
+ * Starts the backend (spawns its process or connects to it) and opens its MCP session. The
+ * returned Backend lives as long as the scope; closing the scope stops the process tree (SIGTERM,
+ * then SIGKILL after the grace period). With `maxInstances` > 1, a pool (see `makePool`).
  */
-export const make = Effect.fn("Backend.make")(
+export const make = (config: BackendConfig, options: Options = {}): Effect.Effect<Backend, BackendError, Scope.Scope> =>
+  (config.maxInstances ?? 1) > 1 ? makePool(config, options) : makeOne(config, options)
+
+/**
+ * `maxInstances` processes of a server that keeps no state between calls, as one Backend: each
+ * request goes to the member with the fewest in flight, notifications go to all. Their tools,
+ * capabilities and change notices are the first one's. When one member exits the pool is over
+ * (`exited`), and the supervisor starts it afresh: simpler than healing members one by one, and a
+ * crash is rare where it matters.
+ */
+const makePool = Effect.fn("Backend.makePool")(function* (config: BackendConfig, options: Options) {
+  const size = config.maxInstances!
+  const single = { ...config, maxInstances: 1 }
+  const members = yield* Effect.forEach(
+    Array.from({ length: size }, (_, i) => i),
+    (i) => makeOne(single, i === 0 ? options : { ...options, onToolsChanged: undefined }),
+    { concurrency: "unbounded" }
+  )
+  const inFlight = members.map(() => 0)
+  const leastBusy = (): number => {
+    let best = 0
+    for (let i = 1; i < members.length; i++) if (inFlight[i]! < inFlight[best]!) best = i
+    return best
+  }
+  const onLeastBusy = <A>(run: (member: Backend) => Effect.Effect<A, BackendError>): Effect.Effect<A, BackendError> =>
+    Effect.suspend(() => {
+      const i = leastBusy()
+      inFlight[i]!++
+      return Effect.ensuring(
+        run(members[i]!),
+        Effect.sync(() => inFlight[i]!--)
+      )
+    })
+  const first = members[0]!
+  yield* Effect.logInfo(`pool of ${size}: ${members.map((m) => m.address).join(", ")}`)
+  const pool: Backend = {
+    ...first,
+    address: members.map((m) => m.address).join(", "),
+    request: (method, params, requestOptions) => onLeastBusy((m) => m.request(method, params, requestOptions)),
+    callTool: (name, args, callOptions) => onLeastBusy((m) => m.callTool(name, args, callOptions)),
+    notify: (method, params) => Effect.forEach(members, (m) => m.notify(method, params), { discard: true }),
+    ping: Effect.forEach(members, (m) => m.ping, { discard: true, concurrency: "unbounded" }),
+    exited: Effect.raceAll(members.map((m) => m.exited)),
+    isRunning: () => members.every((m) => m.isRunning())
+  }
+  return pool
+})
+
+const makeOne = Effect.fn("Backend.make")(
   function* (config: BackendConfig, options: Options = {}) {
     const timeoutMs = config.requestTimeoutMs ?? options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
     const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS

@@ -410,3 +410,87 @@ describe("Backend with the real server-filesystem", () => {
     20_000
   )
 })
+
+describe("per-backend quirks (startupDelayMs, protocolVersion, a forgotten session, maxInstances)", () => {
+  it.scopedLive(
+    "startupDelayMs waits before the handshake",
+    () =>
+      Effect.gen(function* () {
+        const started = Date.now()
+        yield* Backend.make(fixtureBackend("late", [], { startupDelayMs: 400 }))
+        expect(Date.now() - started).toBeGreaterThanOrEqual(400)
+      }),
+    15_000
+  )
+
+  it.scopedLive(
+    "protocolVersion offers only that version, and a server that will not speak it fails for good",
+    () =>
+      Effect.gen(function* () {
+        const pinned = yield* Backend.make(fixtureBackend("pinned", [], { protocolVersion: "2025-03-26" }))
+        expect(pinned.protocolVersion).toBe("2025-03-26")
+        expect(structured(yield* pinned.callTool("client_info", {})).protocolVersion).toBe("2025-03-26")
+        // A server that only speaks 2024-11-05 is not asked in another version.
+        const refused = yield* Effect.flip(
+          Backend.make(fixtureBackend("stubborn", ["--protocol", "2024-11-05"], { protocolVersion: "2025-06-18" }))
+        )
+        expect(refused.summary).toMatch(/^no common MCP protocol version \(2025-06-18: /)
+        expect(Backend.isPermanentFailure(refused)).toBe(true)
+        // Pinned to the stateless era, a session-era server is refused rather than spoken to in another era.
+        const modern = yield* Effect.flip(Backend.make(fixtureBackend("old", [], { protocolVersion: "2026-07-28" })))
+        expect(modern.summary).toBe("server/discover did not offer 2026-07-28, the protocolVersion it is pinned to")
+      }),
+    20_000
+  )
+
+  it.scopedLive(
+    "a server that answers 'not initialized' is initialized again, once, and the calls retried",
+    () =>
+      Effect.gen(function* () {
+        const backend = yield* Backend.make(fixtureBackend("forgetful"))
+        expect(structured(yield* backend.callTool("pid", {})).initializeCount).toBe(1)
+        yield* backend.callTool("forget_session", {})
+        // Three calls notice at once: one re-initialization serves them all.
+        const echoed = yield* Effect.all(
+          [1, 2, 3].map((n) => backend.callTool("echo", { n })),
+          { concurrency: "unbounded" }
+        )
+        expect(echoed.map(firstText)).toEqual(['{"n":1}', '{"n":2}', '{"n":3}'])
+        expect(structured(yield* backend.callTool("pid", {})).initializeCount).toBe(2)
+      }),
+    15_000
+  )
+
+  it.scopedLive(
+    "maxInstances runs a pool: calls go to the least busy process, and one exit ends it",
+    () =>
+      Effect.gen(function* () {
+        const pool = yield* Backend.make(fixtureBackend("pool", [], { maxInstances: 3, requiresStatefulConnection: false }))
+        expect(pool.address).toMatch(/^pid \d+, pid \d+, pid \d+$/)
+        expect(pool.tools().length).toBe(FIXTURE_TOOL_COUNT)
+        // Two slow calls keep two members busy: the next calls all go to the third, idle one.
+        const busy = yield* Effect.fork(
+          Effect.all([pool.callTool("slow", { ms: 1_500 }), pool.callTool("slow", { ms: 1_500 })], {
+            concurrency: "unbounded"
+          })
+        )
+        yield* Effect.sleep(200)
+        const idle = new Set<number>()
+        for (let i = 0; i < 4; i++) idle.add(structured(yield* pool.callTool("pid", {})).pid)
+        expect(idle.size).toBe(1)
+        yield* Fiber.join(busy)
+        // Idle again: three concurrent calls go one to each.
+        const spread = yield* Effect.all(
+          [1, 2, 3].map(() => pool.callTool("pid", {})),
+          { concurrency: "unbounded" }
+        )
+        expect(new Set(spread.map((result) => structured(result).pid)).size).toBe(3)
+        yield* pool.ping
+        // One member crashing ends the pool (the supervisor starts a new one).
+        yield* Effect.either(pool.callTool("crash", {}))
+        const exit = yield* pool.exited
+        expect(exit.description).toBe("exited with code 1")
+      }),
+    30_000
+  )
+})
