@@ -7,7 +7,7 @@
 import { Effect, Fiber, Layer, Stream } from "effect"
 import type { BackendStatus } from "./Backends.js"
 import { Backends } from "./Backends.js"
-import { GatewayConfig, type ConfigSources } from "./Config.js"
+import { GatewayConfig, type ConfigSources, transportOf } from "./Config.js"
 import { LlmClient } from "./Llm.js"
 import * as Logging from "./Logging.js"
 import * as Secrets from "./Secrets.js"
@@ -15,6 +15,7 @@ import * as Gateway from "./Gateway.js"
 
 interface Row {
   readonly id: string
+  readonly transport: string
   readonly state: string
   readonly protocol: string
   readonly tools: string
@@ -33,6 +34,15 @@ export const fixFor = (status: BackendStatus, startupTimeoutMs: number): string 
   if (/permission denied/.test(why)) return "make the command executable (chmod +x) or run it through its interpreter"
   if (/working directory not found/.test(why)) return "create the directory or fix `cwd`"
   if (/no common MCP protocol version/.test(why)) return "the server speaks no MCP version the gateway knows: update it"
+  if (/HTTP 40[13]/.test(why))
+    return "the server refused the credentials: check `headers` (or `auth`) and the variables they refer to"
+  if (/HTTP 404/.test(why))
+    return "nothing answers MCP at that address: check the path of `url` (often /mcp, or /sse for older servers)"
+  if (/could not be reached|closed the WebSocket|closed its event stream/.test(why))
+    return "check that the server is running and that `url` (host, port, http/https) is right"
+  if (/\$\{input:/.test(why))
+    return "VS Code inputs are prompted by VS Code: set the value in the environment and use ${env:NAME}"
+  if (/\$\{env:/.test(why)) return "set that variable in the environment the gateway runs in (or in its client's env block)"
   if (/refuse|home directory/.test(why)) return "give the server a directory of its own in the configuration"
   return "run its command by hand to see why it exits; its last stderr lines are in the error above"
 }
@@ -87,8 +97,10 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
     const rows: Array<Row> = []
     for (const status of states) {
       const ready = status.state === "ready"
+      const configured = config.backends.find((b) => b.id === status.id)
       rows.push({
         id: status.displayName === undefined ? status.id : `${status.id} (${status.displayName})`,
+        transport: configured === undefined ? "-" : transportOf(configured),
         state: status.state,
         protocol: status.protocolVersion ?? "-",
         tools: ready ? String(status.toolCount) : "-",
@@ -103,12 +115,14 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
         (s) =>
           `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, config.startupTimeoutMs)}`
       )
+    const found = config.notes.filter((n) => n.level === "info" || /servers-dir|not a server in/.test(n.message))
     const lines = [
       `configuration: ${config.backendsSource}`,
+      ...found.map((n) => `  ${n.message}`),
       "",
       pad([
-        ["backend", "state", "protocol", "tools", "resources", "prompts", "start-up"],
-        ...rows.map((r) => [r.id, r.state, r.protocol, r.tools, r.resources, r.prompts, r.startup])
+        ["backend", "transport", "state", "protocol", "tools", "resources", "prompts", "start-up"],
+        ...rows.map((r) => [r.id, r.transport, r.state, r.protocol, r.tools, r.resources, r.prompts, r.startup])
       ]),
       "",
       `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,

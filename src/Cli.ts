@@ -8,8 +8,17 @@
  * (`main(argv, { llm })`), so what they measure is what users run.
  */
 import { Cause, Effect, Either, Exit, FiberId, Layer, Redacted } from "effect"
+import * as path from "node:path"
 import { parseArgs } from "node:util"
-import { type ConfigSources, GatewayConfig, LogLevelName, MAX_DURATION_MS, readConfigFile, readDotEnv } from "./Config.js"
+import {
+  type ConfigSources,
+  decodeOptions,
+  GatewayConfig,
+  LogLevelName,
+  MAX_DURATION_MS,
+  readConfigFile,
+  readDotEnv
+} from "./Config.js"
 import * as Check from "./Check.js"
 import * as Gateway from "./Gateway.js"
 import { LlmClient } from "./Llm.js"
@@ -17,13 +26,15 @@ import * as Logging from "./Logging.js"
 import * as Reaper from "./Reaper.js"
 import * as Secrets from "./Secrets.js"
 import { SERVER_VERSION } from "./Server.js"
+import * as ServersDir from "./ServersDir.js"
 import { onStopSignal } from "./Signals.js"
 import * as Http from "./transport/Http.js"
 import { isLoopback, parseAddress } from "./transport/Address.js"
 import * as Stdio from "./transport/Stdio.js"
 
-export const USAGE = `Usage: mcp-agentify [--config FILE] [--log-level LEVEL] [--http [HOST:]PORT] [--http-token TOKEN]
-       mcp-agentify check [--config FILE] [--log-level LEVEL]
+export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
+                    [--http-token TOKEN]
+       mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL]
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
 HTTP with --http. "check" starts every configured backend, prints what each offers and every
@@ -31,6 +42,9 @@ problem with its fix, and exits 1 if a backend is not ready.
 
 Options:
   --config FILE       GatewayOptions or Claude Desktop style {"mcpServers": ...} JSON (env AGENTIFY_CONFIG)
+  --servers-dir DIR   every subfolder of DIR is a server, run as its package.json, pyproject.toml, go.mod
+                      or Cargo.toml says; DIR/config.json ({"servers": ..., "defaults": ...}) overrides
+                      per folder. Added to --config's backends.
   --log-level LEVEL   trace | debug | info | warn | error | fatal | silent (env LOG_LEVEL; default info)
   --http [HOST:]PORT  serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (env AGENTIFY_HTTP;
                       HOST defaults to 127.0.0.1; PORT 0 picks a free one). Each backend is also served
@@ -80,6 +94,7 @@ export const parse = (
       args: [...argv],
       options: {
         config: { type: "string", short: "c" },
+        "servers-dir": { type: "string" },
         "log-level": { type: "string" },
         http: { type: "string" },
         "http-token": { type: "string" },
@@ -110,12 +125,15 @@ export const parse = (
     throw new UsageError(`--log-level must be one of ${LogLevelName.literals.join(", ")}`)
   }
   const configPath = (values.config as string | undefined) ?? (env.AGENTIFY_CONFIG?.trim() || undefined)
-  const file =
+  const configFile =
     configPath === undefined
       ? undefined
       : Either.getOrElse(readConfigFile(configPath), (error) => {
           throw new UsageError(error.message)
         })
+  const serversDir =
+    values["servers-dir"] === undefined ? undefined : scanServersDir(values["servers-dir"] as string, env, configFile)
+  const file = serversDir?.file ?? configFile
 
   // The LLM request timeout per attempt (default 30 s): a knob for slow local models and for tests.
   const rawTimeout = (env.OPENAI_TIMEOUT_MS ?? dotEnv.settings.OPENAI_TIMEOUT_MS)?.trim()
@@ -153,12 +171,52 @@ export const parse = (
   return {
     _tag: checking ? "Check" : "Run",
     settings: {
-      sources: { env, dotEnv: dotEnv.settings, file, cliLogLevel: cliLogLevel as LogLevelName | undefined, cwd },
+      sources: {
+        env,
+        dotEnv: dotEnv.settings,
+        file,
+        serversDir: serversDir?.found,
+        cliLogLevel: cliLogLevel as LogLevelName | undefined,
+        cwd
+      },
       openaiTimeoutMs,
       http,
       dotEnvRefused: dotEnv.refused
     }
   }
+}
+
+/**
+ * `--servers-dir`: the servers found, validated as a `{servers, defaults}` document, added after
+ * the config file's backends (an id in both is an error: say which one to keep).
+ */
+const scanServersDir = (
+  dir: string,
+  env: Readonly<Record<string, string | undefined>>,
+  configFile: ConfigSources["file"]
+): { file: NonNullable<ConfigSources["file"]>; found: NonNullable<ConfigSources["serversDir"]> } => {
+  let scanned: ServersDir.Scan
+  try {
+    scanned = ServersDir.scan(dir, env)
+  } catch (error) {
+    throw new UsageError((error as Error).message)
+  }
+  const where = path.resolve(dir)
+  const options = Either.getOrElse(decodeOptions(ServersDir.toOptions(scanned), `servers directory ${where}`), (error) => {
+    throw new UsageError(error.message)
+  })
+  const found = { path: where, found: scanned.servers.map((s) => `${s.name}: ${s.how}`), skipped: scanned.skipped }
+  const fromDir = options.backends ?? []
+  if (fromDir.length === 0 && configFile === undefined) {
+    throw new UsageError(`no servers found in ${where}${scanned.skipped.length > 0 ? ` (${scanned.skipped.join("; ")})` : ""}`)
+  }
+  if (configFile === undefined) return { file: { path: where, options }, found }
+  const own = configFile.options.backends ?? []
+  const clash = fromDir.find((b) => own.some((o) => o.id === b.id))
+  if (clash !== undefined) {
+    throw new UsageError(`the server '${clash.id}' is both in ${configFile.path} and in ${where}: rename or remove one`)
+  }
+  return { file: { ...configFile, options: { ...configFile.options, backends: [...own, ...fromDir] } }, found }
 }
 
 export interface ProgramOptions {
@@ -190,7 +248,11 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
       )
     }
     for (const note of config.notes)
-      yield* note.level === "warn" ? Effect.logWarning(note.message) : Effect.logDebug(note.message)
+      yield* note.level === "warn"
+        ? Effect.logWarning(note.message)
+        : note.level === "info"
+          ? Effect.logInfo(note.message)
+          : Effect.logDebug(note.message)
   })
 
   // One configuration for the whole program; announced before any backend starts.

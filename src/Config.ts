@@ -674,7 +674,8 @@ export interface ResolvedConfig {
 }
 
 export interface ConfigNote {
-  readonly level: "debug" | "warn"
+  /** "info": what `--servers-dir` found, also shown by `check`. */
+  readonly level: "debug" | "info" | "warn"
   readonly message: string
 }
 
@@ -684,6 +685,9 @@ export interface ConfigSources {
   /** The gateway settings a `.env` in the working directory supplied (see `readDotEnv`). */
   readonly dotEnv?: Readonly<Partial<Record<DotEnvSetting, string>>> | undefined
   readonly file?: { readonly path: string; readonly options: NormalizedOptions } | undefined
+  /** What `--servers-dir` found (its servers are already among the file's backends). */
+  readonly serversDir?:
+    { readonly path: string; readonly found: ReadonlyArray<string>; readonly skipped: ReadonlyArray<string> } | undefined
   /** `--log-level` on the command line beats every other source. */
   readonly cliLogLevel?: LogLevelName | undefined
   /** The embedded default's root; the current directory unless a test says otherwise. */
@@ -782,6 +786,10 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
       })
     }
   }
+  for (const found of sources.serversDir?.found ?? [])
+    notes.push({ level: "info", message: `found in ${sources.serversDir!.path}: ${found}` })
+  for (const skipped of sources.serversDir?.skipped ?? [])
+    notes.push({ level: "warn", message: `not a server in ${sources.serversDir!.path}: ${skipped}` })
   for (const ignored of [...(file?.ignoredKeys ?? []), ...(init?.ignoredKeys ?? [])]) {
     notes.push({ level: "debug", message: `ignoring ${ignored}: a key of other MCP clients' configs` })
   }
@@ -923,6 +931,8 @@ const registerSecrets = (config: ResolvedConfig) => {
   Option.map(config.openaiBaseUrl, registerUrlSecrets)
   for (const backend of config.backends) {
     for (const value of Object.values(backend.headers ?? {})) {
+      // A backend refused for an unset variable keeps its `${env:NAME}`: a name, not a secret.
+      if (backend.refused !== undefined && value.includes("${")) continue
       Secrets.register(value)
       // "Bearer <token>": the token alone too, wherever a server echoes it.
       const credential = /^\s*\S+\s+(\S+)\s*$/.exec(value)?.[1]

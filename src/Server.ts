@@ -200,7 +200,11 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       config = yield* ctx.config.applyInitializationOptions(p.initializationOptions)
       Logging.setLevel(config.logLevel)
       for (const note of config.notes)
-        yield* note.level === "warn" ? Effect.logWarning(note.message) : Effect.logDebug(note.message)
+        yield* note.level === "warn"
+          ? Effect.logWarning(note.message)
+          : note.level === "info"
+            ? Effect.logInfo(note.message)
+            : Effect.logDebug(note.message)
     } else {
       yield* sessionOptions(session, p.initializationOptions)
       config = yield* ctx.config.current

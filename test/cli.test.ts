@@ -257,9 +257,9 @@ describe("mcp-agentify check", () => {
     const result = run("", { args: ["check", "--config", file, "--log-level", "silent"], cwd: dir })
     const out = result.stdout.toString("utf8")
     expect(result.status).toBe(0)
-    expect(out).toMatch(/^backend\s+state\s+protocol\s+tools\s+resources\s+prompts\s+start-up$/m)
-    expect(out).toMatch(/^fx\s+ready\s+2025-11-25\s+\d+\s+-\s+-\s+\d+ ms$/m)
-    expect(out).toMatch(/^off\s+stopped/m)
+    expect(out).toMatch(/^backend\s+transport\s+state\s+protocol\s+tools\s+resources\s+prompts\s+start-up$/m)
+    expect(out).toMatch(/^fx\s+stdio\s+ready\s+2025-11-25\s+\d+\s+-\s+-\s+\d+ ms$/m)
+    expect(out).toMatch(/^off\s+stdio\s+stopped/m)
     expect(out).toContain("every enabled backend is ready")
     expect(out).toContain("OpenAI key: not set")
   })
@@ -283,4 +283,62 @@ describe("mcp-agentify check", () => {
     expect(run("", { args: ["check", "--http", "0"], cwd: dir }).status).toBe(2)
     expect(run("", { args: ["serve-please"], cwd: dir }).status).toBe(2)
   })
+
+  it("remote backends: a refused token and an address nobody answers, each with its fix", () => {
+    const dir = tempDir()
+    const file = configIn(dir, {
+      mcpServers: {
+        closed: { url: "http://127.0.0.1:1/mcp" },
+        secret: { url: "http://127.0.0.1:1/mcp", headers: { Authorization: "Bearer ${env:NOT_SET_TOKEN}" } }
+      }
+    })
+    const result = run("", { args: ["check", "--config", file, "--log-level", "silent"], cwd: dir })
+    const out = result.stdout.toString("utf8")
+    expect(result.status).toBe(1)
+    expect(out).toMatch(/^closed\s+http\s+(failed|restarting)/m)
+    expect(out).toContain("fix: check that the server is running and that `url` (host, port, http/https) is right")
+    expect(out).toContain("- secret: failed: backend 'secret' refers to ${env:NOT_SET_TOKEN}")
+    expect(out).toContain("fix: set that variable in the environment the gateway runs in")
+  })
+})
+
+describe("--servers-dir", () => {
+  const SERVERS = new URL("./fixtures/servers/", import.meta.url).pathname
+
+  it("check: a Node and a Python server detected and started, config.json applied, a folder without a server named", () => {
+    const result = run("", { args: ["check", "--servers-dir", SERVERS, "--log-level", "silent"] })
+    const out = result.stdout.toString("utf8")
+    expect(result.status).toBe(0)
+    expect(out).toContain("found in ")
+    expect(out).toMatch(/node-echo: package\.json bin \(node server\.mjs\)/)
+    expect(out).toMatch(/py-echo: pyproject\.toml \[project\.scripts\] py-echo \((uv run|python3, py_echo\.server:main)\)/)
+    expect(out).toContain("not a server in")
+    expect(out).toContain("notes: no package.json, pyproject.toml, go.mod or Cargo.toml")
+    expect(out).toMatch(/^node-echo\s+stdio\s+ready\s+2025-11-25\s+1\s/m)
+    expect(out).toMatch(/^py-echo\s+stdio\s+ready\s+2025-11-25\s+1\s/m)
+  })
+
+  it("serves the servers it found beside --config's, under their folder names", async () => {
+    const dir = tempDir()
+    const file = join(dir, "gateway.json")
+    writeFileSync(file, JSON.stringify({ backends: [{ id: "fx", command: process.execPath, args: [FIXTURE_SERVER] }] }))
+    const gateway = startGateway({ args: ["--config", file, "--servers-dir", SERVERS], cwd: dir })
+    try {
+      await gateway.initialize()
+      const names = (await gateway.request("tools/list")).result.tools.map((t: { name: string }) => t.name)
+      expect(names).toEqual(expect.arrayContaining(["fx__echo", "node-echo__echo", "py-echo__echo"]))
+      const node = await gateway.callTool("node-echo__echo", { text: "a" })
+      expect(node.result.content[0].text).toBe("node hi from config.json: a")
+      const python = await gateway.callTool("py-echo__echo", { text: "b" })
+      expect(python.result.content[0].text).toBe("python: b")
+    } finally {
+      await gateway.close()
+    }
+    // The same id in both is refused, naming both places.
+    writeFileSync(file, JSON.stringify({ backends: [{ id: "py-echo", command: "x" }] }))
+    const clash = run("", { args: ["--config", file, "--servers-dir", SERVERS] })
+    expect(clash.status).toBe(2)
+    expect(clash.stderr.toString()).toContain("the server 'py-echo' is both in")
+    expect(run("", { args: ["--servers-dir", join(dir, "nope")] }).status).toBe(2)
+  }, 30_000)
 })
