@@ -162,7 +162,7 @@ export const scan = (given: string, env: Readonly<Record<string, string | undefi
     try {
       overrides = readJson(configFile) as Record<string, unknown>
     } catch (error) {
-      throw new Error(`${configFile} is not valid JSON: ${(error as Error).message}`)
+      throw new Error(`${configFile} is not valid JSON: ${(error as Error).message}`, { cause: error })
     }
   }
   const servers: Array<Detected> = []
