@@ -152,9 +152,8 @@ export const scan = (given: string, env: Readonly<Record<string, string | undefi
       .map((entry) => entry.name)
       .sort()
   } catch (error) {
-    throw new Error(
-      `cannot read the servers directory ${dir}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`
-    )
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message
+    throw new Error(`cannot read the servers directory ${dir}: ${why}`, { cause: error })
   }
   let overrides: Record<string, unknown> | undefined
   const configFile = path.join(dir, "config.json")
