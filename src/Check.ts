@@ -70,6 +70,9 @@ const countOf = (backends: Backends["Type"], id: string, capability: string, met
     return Array.isArray(items) ? String(items.length) : "?"
   })
 
+/** The least time a check gives backends to start (a first `npx` download takes a while). */
+const CHECK_STARTUP_MS = 30_000
+
 /** Runs the check; succeeds with the process's exit code. Writes the report with `print`. */
 export const check = (sources: ConfigSources, print: (text: string) => void): Effect.Effect<number> =>
   Effect.gen(function* () {
@@ -87,8 +90,10 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
       ),
       Effect.fork
     )
+    // A check waits longer than a client's initialize: it reports what each backend ends up as.
+    const startupTimeoutMs = Math.max(config.startupTimeoutMs, CHECK_STARTUP_MS)
     yield* backends.start(config.backends, {
-      startupTimeoutMs: config.startupTimeoutMs,
+      startupTimeoutMs,
       requestTimeoutMs: config.requestTimeoutMs,
       maxBackendFrameBytes: config.maxBackendFrameBytes
     })
@@ -113,7 +118,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
       .filter((s) => s.state !== "ready" && s.enabled)
       .map(
         (s) =>
-          `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, config.startupTimeoutMs)}`
+          `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, startupTimeoutMs)}`
       )
     const found = config.notes.filter((n) => n.level === "info" || /servers-dir|not a server in/.test(n.message))
     const lines = [

@@ -635,7 +635,12 @@ const fromMcpServers = (
 
 export const DEFAULT_MODEL = "gpt-4.1-mini"
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
-export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000
+/**
+ * How long `initialize` waits for backends: long enough for servers started from a local install
+ * (measured under 1.5 s for ten), short enough that one slow `npx` download or a remote server
+ * that does not answer holds no client up; later backends' tools arrive with `list_changed`.
+ */
+export const DEFAULT_STARTUP_TIMEOUT_MS = 5_000
 export const DEFAULT_MAX_TOOLS = 32
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 /** Larger than a client's: server-filesystem sends a file's text twice (content and structuredContent). */
