@@ -183,6 +183,8 @@ export class Link extends EventEmitter {
       this.initializeId = message.id
       this.session++
       this.getStream?.abort()
+      // The new session opens its own stream once initialized.
+      this.getStream = undefined
     } else {
       if (this.sessionId !== undefined && !stateless) extra["mcp-session-id"] = this.sessionId
       const version = stateless ? metaVersion : this.protocolVersion
