@@ -127,6 +127,11 @@ export interface BackendsService {
   readonly statusChanges: Stream.Stream<BackendStatus>
   /** Stops every backend in parallel and waits for the processes to exit. */
   readonly stopAll: Effect.Effect<void>
+  /**
+   * Stops one backend (if running) and starts it afresh, as after a crash but at once and with its
+   * failure count reset. "unknown" for an id not configured, "disabled" for a disabled one.
+   */
+  readonly restart: (backendId: string) => Effect.Effect<"restarting" | "unknown" | "disabled">
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -360,10 +365,29 @@ export const make = (options: ManagerOptions = {}) =>
 
     const stopAll: Effect.Effect<void> = lock.withPermits(1)(stopUnlocked)
 
+    let lastStartOptions: StartOptions | undefined
+
+    const restart = (backendId: string) =>
+      lock.withPermits(1)(
+        Effect.gen(function* () {
+          const entry = byId.get(backendId)
+          if (entry === undefined || lastStartOptions === undefined) return "unknown" as const
+          if (!entry.config.enabled) return "disabled" as const
+          const fiber = entry.fiber
+          entry.fiber = undefined
+          if (fiber !== undefined) yield* Fiber.interrupt(fiber)
+          entry.restarts++
+          yield* Effect.logInfo("restarting on request", { backend: backendId })
+          entry.fiber = yield* Effect.forkIn(lifecycle(entry, lastStartOptions), scope)
+          return "restarting" as const
+        })
+      )
+
     /** Replaces the set and forks the lifecycles; returns the entries start() waits for. */
     const replace = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions) =>
       lock.withPermits(1)(
         Effect.gen(function* () {
+          lastStartOptions = startOptions
           yield* stopUnlocked
           const fresh: Array<Entry> = []
           for (const config of configs) {
@@ -442,7 +466,8 @@ export const make = (options: ManagerOptions = {}) =>
           () => Effect.sync(() => (requestHandler = requestHandler === handler ? undefined : requestHandler))
         ).pipe(Effect.asVoid),
       statusChanges: Stream.fromPubSub(statusPubSub),
-      stopAll
+      stopAll,
+      restart
     }
     return service
   })

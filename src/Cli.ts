@@ -27,13 +27,14 @@ import * as Reaper from "./Reaper.js"
 import * as Secrets from "./Secrets.js"
 import { SERVER_VERSION } from "./Server.js"
 import * as ServersDir from "./ServersDir.js"
+import * as DebugServer from "./debug/DebugServer.js"
 import { onStopSignal } from "./Signals.js"
 import * as Http from "./transport/Http.js"
 import { isLoopback, parseAddress } from "./transport/Address.js"
 import * as Stdio from "./transport/Stdio.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
-                    [--http-token TOKEN]
+                    [--http-token TOKEN] [--debug-port [HOST:]PORT]
        mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL]
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
@@ -51,11 +52,14 @@ Options:
                       as itself at /servers/<id>/mcp; /healthz and /readyz report health.
   --http-token TOKEN  require "Authorization: Bearer TOKEN" on every HTTP request (env AGENTIFY_HTTP_TOKEN;
                       required when HOST is not a loopback address)
+  --debug-port [HOST:]PORT
+                      serve the debug UI and its API at http://HOST:PORT/ (env DEBUG_PORT; HOST defaults to
+                      127.0.0.1; another host needs AGENTIFY_DEBUG_TOKEN, sent as a bearer token or ?token=)
   --help              print this and exit
   --version           print the version and exit
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL, DEBUG_PORT,
-AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES, AGENTIFY_HTTP, AGENTIFY_HTTP_TOKEN. A .env file in the
+AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES, AGENTIFY_HTTP, AGENTIFY_HTTP_TOKEN, AGENTIFY_DEBUG_TOKEN. A .env file in the
 current directory may supply these settings (never AGENTIFY_CONFIG, AGENTIFY_HTTP or
 AGENTIFY_HTTP_TOKEN) and never overrides variables already set; backends never inherit them (see
 inheritEnv).
@@ -74,6 +78,8 @@ export interface Settings {
   readonly http: Http.Options | undefined
   /** `.env` names ignored because only the real environment may set them. */
   readonly dotEnvRefused: ReadonlyArray<string>
+  /** Where the debug UI listens (its port comes from the configuration) and its token. */
+  readonly debug: Omit<DebugServer.Options, "port"> | undefined
 }
 
 export type Parsed =
@@ -98,6 +104,7 @@ export const parse = (
         "log-level": { type: "string" },
         http: { type: "string" },
         "http-token": { type: "string" },
+        "debug-port": { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" }
       },
@@ -168,6 +175,26 @@ export const parse = (
     throw new UsageError("--http-token is only used with --http")
   }
 
+  // The debug UI: --debug-port [HOST:]PORT, else DEBUG_PORT (env, .env, file, initializationOptions).
+  const debugText = values["debug-port"] as string | undefined
+  const debugAddress = debugText === undefined ? undefined : parseAddress(debugText)
+  if (debugText !== undefined && debugAddress === undefined) {
+    throw new UsageError(`--debug-port must be [HOST:]PORT (PORT from 0 to 65535), not '${debugText.slice(0, 100)}'`)
+  }
+  const debugTokenText = env.AGENTIFY_DEBUG_TOKEN?.trim() || undefined
+  if (debugTokenText !== undefined && debugTokenText.length < 16) {
+    throw new UsageError("AGENTIFY_DEBUG_TOKEN must be at least 16 characters")
+  }
+  if (debugTokenText !== undefined) Secrets.register(debugTokenText)
+  const debugHost = debugAddress?.host ?? "127.0.0.1"
+  if (!isLoopback(debugHost) && debugTokenText === undefined) {
+    throw new UsageError(`--debug-port on ${debugHost} is reachable from other machines: set AGENTIFY_DEBUG_TOKEN`)
+  }
+  const debug = {
+    host: debugHost,
+    token: debugTokenText === undefined ? undefined : Redacted.make(debugTokenText)
+  }
+
   return {
     _tag: checking ? "Check" : "Run",
     settings: {
@@ -176,12 +203,14 @@ export const parse = (
         dotEnv: dotEnv.settings,
         file,
         serversDir: serversDir?.found,
+        ...(debugAddress === undefined ? {} : { cliDebugPort: debugAddress.port }),
         cliLogLevel: cliLogLevel as LogLevelName | undefined,
         cwd
       },
       openaiTimeoutMs,
       http,
-      dotEnvRefused: dotEnv.refused
+      dotEnvRefused: dotEnv.refused,
+      debug: checking ? undefined : debug
     }
   }
 }
@@ -255,12 +284,12 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
           : Effect.logDebug(note.message)
   })
 
-  // One configuration for the whole program; announced before any backend starts.
-  const GatewayLive = (settings.http === undefined ? Gateway.layerStdio : Gateway.layerShared).pipe(
-    Layer.provide(llm),
-    Layer.provide(Layer.effectDiscard(announce)),
-    Layer.provideMerge(ConfigLive)
-  )
+  // One configuration for the whole program; announced before any backend starts. The debug UI
+  // starts when a debug port is configured (now, or by a client's initializationOptions).
+  const debug = settings.debug === undefined ? Layer.empty : DebugServer.layer(settings.debug)
+  const GatewayLive = (
+    settings.http === undefined ? debug.pipe(Layer.provideMerge(Gateway.layerStdio)) : Gateway.layerSharedWith(debug)
+  ).pipe(Layer.provide(llm), Layer.provide(Layer.effectDiscard(announce)), Layer.provideMerge(ConfigLive))
   const http = settings.http
   const serve: Effect.Effect<void> =
     http === undefined

@@ -7,7 +7,7 @@
  * `AGENTIFY_CONFIG`), the environment (with `.env` loaded beneath it), the embedded default.
  * The OpenAI key is the exception the contract names: env `OPENAI_API_KEY` wins over both.
  */
-import { Context, Effect, Either, Layer, Option, ParseResult, Redacted, Ref, Schema } from "effect"
+import { Context, Effect, Either, Layer, Option, ParseResult, Redacted, Schema, type Stream, SubscriptionRef } from "effect"
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync } from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
@@ -693,6 +693,8 @@ export interface ConfigSources {
   /** What `--servers-dir` found (its servers are already among the file's backends). */
   readonly serversDir?:
     { readonly path: string; readonly found: ReadonlyArray<string>; readonly skipped: ReadonlyArray<string> } | undefined
+  /** `--debug-port` on the command line beats every other source. */
+  readonly cliDebugPort?: number | undefined
   /** `--log-level` on the command line beats every other source. */
   readonly cliLogLevel?: LogLevelName | undefined
   /** The embedded default's root; the current directory unless a test says otherwise. */
@@ -819,7 +821,12 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     openaiBaseUrl: Option.fromNullable(baseUrl),
     model: pick("model") ?? setting("OPENAI_MODEL") ?? DEFAULT_MODEL,
     logLevel: sources.cliLogLevel ?? pick("logLevel") ?? envLogLevel(setting("LOG_LEVEL")) ?? "info",
-    debugPort: debugPort === null ? Option.none() : Option.fromNullable(debugPort ?? envDebugPort),
+    debugPort:
+      sources.cliDebugPort !== undefined
+        ? Option.some(sources.cliDebugPort)
+        : debugPort === null
+          ? Option.none()
+          : Option.fromNullable(debugPort ?? envDebugPort),
     routing: pick("routing") ?? "tool",
     exposeBackendTools: pick("exposeBackendTools") ?? true,
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
@@ -1111,6 +1118,8 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
   {
     /** The configuration in force now. */
     readonly current: Effect.Effect<ResolvedConfig>
+    /** The configuration in force, then each new one (a client's `initializationOptions`). */
+    readonly changes: Stream.Stream<ResolvedConfig>
     /** Validates a client's `initializationOptions` and makes them the configuration in force. */
     readonly applyInitializationOptions: (options: unknown) => Effect.Effect<ResolvedConfig, InvalidParams>
   }
@@ -1120,17 +1129,18 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
     Layer.effect(
       GatewayConfig,
       Effect.gen(function* () {
-        const ref = yield* Ref.make(resolve(sources))
+        const ref = yield* SubscriptionRef.make(resolve(sources))
         return {
-          current: Ref.get(ref),
+          current: SubscriptionRef.get(ref),
+          changes: ref.changes,
           applyInitializationOptions: (options: unknown) =>
             options === undefined || options === null
-              ? Ref.get(ref)
+              ? SubscriptionRef.get(ref)
               : Either.match(decodeOptions(options, "initializationOptions"), {
                   onLeft: Effect.fail,
                   onRight: (init) => {
                     const resolved = resolve(sources, init)
-                    return Effect.as(Ref.set(ref, resolved), resolved)
+                    return Effect.as(SubscriptionRef.set(ref, resolved), resolved)
                   }
                 })
         }

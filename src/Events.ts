@@ -38,6 +38,8 @@ export type Event =
       readonly transport: string
       readonly state: "opened" | "closed"
     }
+  /** One orchestration, from the query to the result (published only while someone listens). */
+  | ({ readonly _tag: "Orchestration"; readonly at: number } & OrchestrationRecord)
   | {
       readonly _tag: "Log"
       readonly at: number
@@ -45,6 +47,25 @@ export type Event =
       readonly message: string
       readonly fields: Readonly<Record<string, unknown>>
     }
+
+export interface OrchestrationRecord {
+  readonly query: string
+  readonly context: unknown
+  readonly routing: string
+  /** What the model was offered, best first, with the ranking's score when it ranked. */
+  readonly offered: ReadonlyArray<{ readonly name: string; readonly score?: number }>
+  readonly model?: string | undefined
+  /** The function the model called and its arguments (JSON text), if it called one. */
+  readonly choice?: { readonly name: string; readonly arguments: string } | undefined
+  /** What the model said besides (its explanation, or why it called nothing). */
+  readonly explanation?: string | null | undefined
+  readonly plan?: { readonly backendId: string; readonly method: string; readonly params: unknown } | undefined
+  readonly result?: unknown
+  readonly error?: { readonly code: number; readonly message: string } | undefined
+  readonly llmMs?: number | undefined
+  readonly usage?: { readonly promptTokens: number; readonly completionTokens: number; readonly totalTokens: number } | undefined
+  readonly totalMs: number
+}
 
 /** Events kept for a subscriber that has not taken them yet; older ones are dropped. */
 export const SUBSCRIBER_CAPACITY = 16_384

@@ -408,10 +408,19 @@ export const layer: Layer.Layer<Orchestrator | Backends | Events, never, Gateway
 export const layerStdio: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
   Gateway.layerSingle.pipe(Layer.provideMerge(layerCore))
 
-/** The shared gateway: backends started with it, every session served by them (see `transport/Http`). */
-export const layerShared: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
+/**
+ * The shared gateway with `observer` (the debug UI) built before the backends start, so it sees
+ * their start-up.
+ */
+export const layerSharedWith = (
+  observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
+): Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
   // The gateway is in place before the backends start: their first requests find it.
   startConfigured(ClientRequests.SHARED_CLIENT_CAPABILITIES).pipe(
     Layer.provideMerge(Gateway.layerShared),
-    Layer.provideMerge(layerCore)
+    Layer.provideMerge(observer.pipe(Layer.provideMerge(layerCore)))
   )
+
+/** The shared gateway: backends started with it, every session served by them (see `transport/Http`). */
+export const layerShared: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
+  layerSharedWith(Layer.empty)

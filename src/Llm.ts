@@ -76,6 +76,8 @@ export interface ChatResponse {
   /** What the model said, if anything (its refusal when it refused). */
   readonly content: string | null
   readonly model?: string
+  /** Tokens the request used, when the endpoint says (the debug UI shows them). */
+  readonly usage?: { readonly promptTokens: number; readonly completionTokens: number; readonly totalTokens: number }
 }
 
 export type LlmError = LlmRequestFailed | NotConfigured
@@ -505,10 +507,21 @@ const parseCompletion = (body: unknown, endpoint: Endpoint): Effect.Effect<ChatR
   }
   const content =
     typeof message.content === "string" ? message.content : typeof message.refusal === "string" ? message.refusal : null
+  const usage = isRecord(body.usage) ? body.usage : undefined
+  const count = (u: unknown) => (typeof u === "number" && Number.isFinite(u) ? u : 0)
   return Effect.succeed({
     toolCalls,
     content,
-    ...(typeof body.model === "string" ? { model: body.model } : {})
+    ...(typeof body.model === "string" ? { model: body.model } : {}),
+    ...(usage === undefined
+      ? {}
+      : {
+          usage: {
+            promptTokens: count(usage.prompt_tokens),
+            completionTokens: count(usage.completion_tokens),
+            totalTokens: count(usage.total_tokens)
+          }
+        })
   })
 }
 

@@ -7,14 +7,26 @@
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
  */
-import { Context, Effect, Either, Layer, Schema } from "effect"
+import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { fileURLToPath } from "node:url"
 import { Backends, type BackendTools } from "./Backends.js"
 import { formatIssues, GatewayConfig, type ResolvedConfig } from "./Config.js"
 import { BackendError, InvalidParams, InvalidPlan, type LlmRequestFailed, NoActionDetermined, NotConfigured } from "./Errors.js"
 import { type ChatRequest, type ChatTool, LlmClient } from "./Llm.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "./Mcp.js"
-import { backendFunctions, type Catalog, type CatalogEntry, catalogOf, rankEntries, toolFunctions } from "./ToolCatalog.js"
+import { Events, none as noEvents, type OrchestrationRecord } from "./Events.js"
+import {
+  backendFunctions,
+  type Catalog,
+  type CatalogEntry,
+  catalogOf,
+  rankEntries,
+  scoreEntries,
+  toolFunctions
+} from "./ToolCatalog.js"
+
+/** An orchestration's record while it runs. */
+type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "totalMs">]: OrchestrationRecord[K] }
 
 /** The one backend call the model chose. */
 export interface Plan {
@@ -268,6 +280,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       const gatewayConfig = yield* GatewayConfig
       const backends = yield* Backends
       const llm = yield* LlmClient
+      // Optional: an orchestrator built without the hub publishes nothing.
+      const events = Option.getOrElse(yield* Effect.serviceOption(Events), () => noEvents)
 
       const readyBackends = (config: ResolvedConfig) =>
         Effect.gen(function* () {
@@ -292,15 +306,26 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           return ready
         })
 
-      const plan = Effect.fn("Orchestrator.plan")(function* (params: unknown) {
+      /**
+       * The plan; `record`, when given (someone watches the events hub), is filled with what the
+       * debug UI shows: the offer with its ranking scores, the model's answer, the LLM's time.
+       */
+      const planRecorded = Effect.fn("Orchestrator.plan")(function* (params: unknown, record?: Recording) {
         const { query, context } = yield* validateParams(params)
+        if (record !== undefined) Object.assign(record, { query, context })
         const config = yield* gatewayConfig.current
         const ready = yield* readyBackends(config)
+        const catalog = config.routing === "backend" ? undefined : catalogOf(ready)
         const offer =
-          config.routing === "backend"
-            ? offerBackends(ready)
-            : offerTools(catalogOf(ready), query, context, config.maxToolsPerRequest)
+          catalog === undefined ? offerBackends(ready) : offerTools(catalog, query, context, config.maxToolsPerRequest)
         yield* Effect.annotateCurrentSpan({ routing: config.routing, offered: offer.functions.length })
+        if (record !== undefined) {
+          record.routing = config.routing
+          record.offered =
+            catalog === undefined
+              ? offer.functions.map((f) => ({ name: f.function.name }))
+              : scoreEntries(catalog.entries, query, config.maxToolsPerRequest, context)
+        }
 
         const request: ChatRequest = {
           query,
@@ -310,7 +335,16 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           ],
           tools: offer.functions
         }
+        const asked = Date.now()
         const response = yield* llm.chat(request)
+        if (record !== undefined) {
+          record.llmMs = Date.now() - asked
+          record.model = response.model
+          record.usage = response.usage
+          record.explanation = response.content
+          const first = response.toolCalls[0]
+          if (first !== undefined) record.choice = { name: first.name, arguments: first.arguments }
+        }
         if (response.toolCalls.length !== 1) {
           return yield* new NoActionDetermined({
             query,
@@ -323,14 +357,14 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         const chosen = yield* offer.plan(call.name, args)
         yield* Effect.logInfo("orchestration plan", { backendId: chosen.backendId, method: chosen.mcpMethod, tool: call.name })
         yield* Effect.logDebug("orchestration arguments", { arguments: args })
+        if (record !== undefined)
+          record.plan = { backendId: chosen.backendId, method: chosen.mcpMethod, params: chosen.mcpParams }
         return chosen
       })
+      const plan = (params: unknown) => planRecorded(params)
 
-      const orchestrate = Effect.fn("Orchestrator.orchestrate")(function* (
-        params: unknown,
-        execute: Execute = backends.executeOnBackend
-      ) {
-        const chosen = yield* plan(params)
+      const run = Effect.fn("Orchestrator.orchestrate")(function* (params: unknown, execute: Execute, record?: Recording) {
+        const chosen = yield* planRecorded(params, record)
         const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
         if (isCallToolResult(result) && result.isError === true) {
           const text = resultText(result as CallToolResult)
@@ -344,6 +378,30 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         }
         return result
       })
+
+      const orchestrate = (params: unknown, execute: Execute = backends.executeOnBackend) => {
+        if (!events.active()) return run(params, execute)
+        const started = Date.now()
+        const record: Recording = { query: "", context: null, routing: "", offered: [] }
+        return run(params, execute, record).pipe(
+          Effect.tapBoth({
+            onFailure: (error) =>
+              Effect.sync(() =>
+                events.publish({
+                  _tag: "Orchestration",
+                  at: started,
+                  ...record,
+                  error: { code: error.code, message: error.message },
+                  totalMs: Date.now() - started
+                })
+              ),
+            onSuccess: (result) =>
+              Effect.sync(() =>
+                events.publish({ _tag: "Orchestration", at: started, ...record, result, totalMs: Date.now() - started })
+              )
+          })
+        )
+      }
 
       return { orchestrate, plan }
     })

@@ -936,7 +936,9 @@ const rankWith = <T extends object>(
   sourceOf: (item: T) => DocumentSource,
   query: string,
   k: number,
-  context: RankContext | null | undefined
+  context: RankContext | null | undefined,
+  /** Filled with the picked items' scores (0 for a tool that matched nothing), when given. */
+  scoresOut?: Map<T, number>
 ): Array<T> => {
   const limit = Math.min(normalizeLimit(k), items.length)
   if (limit === 0) return []
@@ -1005,6 +1007,7 @@ const rankWith = <T extends object>(
     // Unmatched tools still fill the request, in their listed order.
     for (let i = 0; i < items.length && picked.length < limit; i++) if ((scores[i] ?? 0) <= 0) picked.push(i)
   }
+  if (scoresOut !== undefined) for (const i of picked) scoresOut.set(items[i] as T, Math.max(0, scores[i] ?? 0))
   return picked.map((i) => items[i] as T)
 }
 
@@ -1025,6 +1028,20 @@ export const rankEntries = (
   k: number,
   context?: RankContext | null
 ): Array<CatalogEntry> => rankWith(entries, sourceOfEntry, query, k, context)
+
+/** `rankEntries` with each entry's score, best first: what the debug UI shows of a ranking. */
+export const scoreEntries = (
+  entries: ReadonlyArray<CatalogEntry>,
+  query: string,
+  k: number,
+  context?: RankContext | null
+): Array<{ readonly name: string; readonly score: number }> => {
+  const scores = new Map<CatalogEntry, number>()
+  return rankWith(entries, sourceOfEntry, query, k, context, scores).map((entry) => ({
+    name: entry.name,
+    score: Math.round((scores.get(entry) ?? 0) * 1_000) / 1_000
+  }))
+}
 
 /**
  * Builds and caches the ranking index of `entries` now (tens of milliseconds per thousand tools),

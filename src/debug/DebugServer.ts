@@ -1,0 +1,356 @@
+/**
+ * The debug UI and its API (`--debug-port`, env `DEBUG_PORT`, `initializationOptions.DEBUG_PORT`):
+ * an HTTP server on @effect/platform, on 127.0.0.1 unless told otherwise (another host needs a
+ * token), fed by the events hub through a `Recorder`.
+ *
+ *   GET  /                          the page
+ *   GET  /api/status                version, pid, uptime, backends ready, what is recorded
+ *   GET  /api/backends              each backend's state, address, restarts, counts, calls, latency
+ *   GET  /api/config                the configuration in force, secrets left out
+ *   GET  /api/logs?level=&limit=&search=
+ *   GET  /api/mcptrace?limit=&backend=&session=&method=
+ *   GET  /api/orchestrations?limit=
+ *   POST /api/backends/<id>/restart
+ *   WS   /ws/logs?level=, /ws/mcptrace?backend=&session=&method= (orchestrations ride along)
+ *
+ * Nothing of this runs unless a debug port is configured: the hub has no subscriber then, and
+ * producers build no event at all.
+ */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Effect, Layer, Option, Queue, Redacted, Stream } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { createServer } from "node:http"
+import { Backends } from "../Backends.js"
+import { describeBackend, GatewayConfig, type ResolvedConfig, transportOf } from "../Config.js"
+import { Events } from "../Events.js"
+import * as Secrets from "../Secrets.js"
+import { SERVER_VERSION } from "../Server.js"
+import { isLoopback } from "../transport/Address.js"
+import { PAGE } from "./page.js"
+import { LOG_CAPACITY, logMatches, Recorder, TRACE_CAPACITY, type TraceEntry } from "./Recorder.js"
+
+export interface Options {
+  readonly host: string
+  readonly port: number
+  /** Required for a host other than loopback (env AGENTIFY_DEBUG_TOKEN). */
+  readonly token?: Redacted.Redacted<string> | undefined
+}
+
+/** Entries waiting for a slow WebSocket reader before the oldest are dropped. */
+const SOCKET_BUFFER = 4_096
+/** How long a backend's resource and prompt counts are reused before they are listed again. */
+const COUNTS_TTL_MS = 5_000
+
+const json = (body: unknown, status = 200) =>
+  HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json" })
+
+const digest = (text: string) => createHash("sha256").update(text).digest()
+
+const clamp = (raw: string | null, fallback: number, max: number) => {
+  const n = raw === null ? fallback : Number(raw)
+  return Number.isInteger(n) && n > 0 ? Math.min(n, max) : fallback
+}
+
+const traceMatches = (entry: TraceEntry, query: URLSearchParams): boolean => {
+  const backend = query.get("backend")
+  const session = query.get("session")
+  const method = query.get("method")
+  if (backend !== null && (entry.channel !== "backend" || entry.peer !== backend)) return false
+  if (session !== null && (entry.channel !== "client" || entry.peer !== session)) return false
+  if (method !== null && entry.method !== method) return false
+  return true
+}
+
+/** The configuration as the UI may show it: no key, no env values, no header values, args masked. */
+const publicConfig = (config: ResolvedConfig) => ({
+  backendsSource: config.backendsSource,
+  openaiApiKey: config.openaiApiKeySource === "none" ? "not set" : `set (from ${config.openaiApiKeySource})`,
+  openaiBaseUrl: Option.getOrUndefined(Option.map(config.openaiBaseUrl, (url) => Secrets.scrub(url))),
+  model: config.model,
+  routing: config.routing,
+  logLevel: config.logLevel,
+  exposeBackendTools: config.exposeBackendTools,
+  maxToolsPerRequest: config.maxToolsPerRequest,
+  requestTimeoutMs: config.requestTimeoutMs,
+  startupTimeoutMs: config.startupTimeoutMs,
+  backends: config.backends.map((b) => ({ ...describeBackend(b), transport: transportOf(b) }))
+})
+
+/** Feeds `recorder` from the events hub until the scope closes (subscribed when this returns). */
+export const record = (recorder: Recorder) =>
+  Effect.gen(function* () {
+    const queue = yield* (yield* Events).subscribe
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.map(Queue.takeBetween(queue, 1, 1_024), (batch) => {
+          for (const event of batch) recorder.record(event)
+        })
+      )
+    )
+  })
+
+/** Serves the debug UI from `recorder` until the scope closes; resolves once it listens. */
+export const serve = (options: Options, recorder: Recorder) =>
+  Effect.gen(function* () {
+    const backends = yield* Backends
+    const gatewayConfig = yield* GatewayConfig
+    const started = Date.now()
+
+    const counts = new Map<string, { at: number; resources: string; prompts: string }>()
+    const countOf = (id: string, capability: string, method: string, field: string) =>
+      Effect.gen(function* () {
+        const backend = backends.backend(id)
+        if (backend === undefined || backend.serverCapabilities[capability] === undefined) return "-"
+        const listed = yield* backends.executeOnBackend(id, method, {}).pipe(Effect.timeoutOption(1_000), Effect.either)
+        if (listed._tag === "Left" || Option.isNone(listed.right)) return "?"
+        const items = (listed.right.value as Record<string, unknown> | null)?.[field]
+        return Array.isArray(items) ? String(items.length) : "?"
+      })
+    const countsOf = (id: string) =>
+      Effect.gen(function* () {
+        const cached = counts.get(id)
+        if (cached !== undefined && Date.now() - cached.at < COUNTS_TTL_MS) return cached
+        const fresh = {
+          at: Date.now(),
+          resources: yield* countOf(id, "resources", "resources/list", "resources"),
+          prompts: yield* countOf(id, "prompts", "prompts/list", "prompts")
+        }
+        counts.set(id, fresh)
+        return fresh
+      })
+
+    const backendsView = Effect.gen(function* () {
+      const states = yield* backends.states
+      return yield* Effect.forEach(
+        states,
+        (s) =>
+          Effect.gen(function* () {
+            const stats = recorder.stats.get(s.id)
+            const latency = recorder.latencyOf(s.id)
+            const ready = s.state === "ready"
+            const c = ready ? yield* countsOf(s.id) : undefined
+            return {
+              id: s.id,
+              displayName: s.displayName,
+              state: s.state,
+              enabled: s.enabled,
+              pid: s.pid,
+              address: backends.backend(s.id)?.address,
+              restarts: s.restarts,
+              lastError: s.lastError === undefined ? undefined : Secrets.scrub(s.lastError),
+              protocolVersion: s.protocolVersion,
+              tools: s.toolCount,
+              resources: c?.resources,
+              prompts: c?.prompts,
+              calls: stats?.calls ?? 0,
+              errors: stats?.errors ?? 0,
+              p50Ms: latency.p50,
+              p99Ms: latency.p99
+            }
+          }),
+        { concurrency: "unbounded" }
+      )
+    })
+
+    /** A WebSocket that gets each new entry `pick` lets through, as JSON, until it closes. */
+    const stream = (pick: (kind: "log" | "trace" | "orchestration", entry: unknown) => unknown) =>
+      Effect.gen(function* () {
+        const socket = yield* HttpServerRequest.upgrade
+        const write = yield* socket.writer
+        const outbox = yield* Queue.sliding<string>(SOCKET_BUFFER)
+        const unlisten = recorder.listen((kind, entry) => {
+          const message = pick(kind, entry)
+          if (message !== undefined) Queue.unsafeOffer(outbox, JSON.stringify(message))
+        })
+        yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(outbox), write)))
+        // Reading must run for the socket to work; what the page sends is ignored.
+        yield* socket
+          .runRaw(() => {})
+          .pipe(
+            Effect.catchAll(() => Effect.void),
+            Effect.ensuring(Effect.sync(unlisten))
+          )
+        return HttpServerResponse.empty()
+      }).pipe(Effect.scoped)
+
+    const port = { value: options.port }
+    const hostAllowed = (header: string | undefined) => {
+      if (header === undefined) return false
+      const value = header.toLowerCase()
+      const names = isLoopback(options.host) ? ["127.0.0.1", "localhost", "[::1]"] : [options.host.toLowerCase()]
+      return names.some((name) => value === `${name}:${port.value}` || value === name)
+    }
+    const originAllowed = (origin: string | undefined) => {
+      if (origin === undefined) return true
+      try {
+        const url = new URL(origin)
+        return isLoopback(url.hostname.replace(/^\[|\]$/g, "")) || url.host === `${options.host}:${port.value}`
+      } catch {
+        return false
+      }
+    }
+    const authorized = (request: HttpServerRequest.HttpServerRequest, query: URLSearchParams) => {
+      if (options.token === undefined) return true
+      const header = /^Bearer[ \t]+(\S+)$/i.exec(request.headers["authorization"] ?? "")?.[1]
+      const given = header ?? query.get("token") ?? ""
+      return given.length > 0 && timingSafeEqual(digest(given), digest(Redacted.value(options.token)))
+    }
+
+    const app = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      // A page on another site must not read the gateway's traffic (DNS rebinding, cross-site WebSocket).
+      if (!hostAllowed(request.headers["host"])) return json({ error: "Host not allowed" }, 403)
+      if (!originAllowed(request.headers["origin"])) return json({ error: "Origin not allowed" }, 403)
+      const url = new URL(request.url, "http://localhost")
+      const query = url.searchParams
+      if (!authorized(request, query)) return json({ error: "a bearer token is required" }, 401)
+      const path = url.pathname
+      if (request.method === "GET") {
+        switch (path) {
+          case "/":
+            return HttpServerResponse.text(PAGE, {
+              contentType: "text/html; charset=utf-8",
+              headers: {
+                "content-security-policy":
+                  "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'"
+              }
+            })
+          case "/api/status": {
+            const states = yield* backends.states
+            return json({
+              version: SERVER_VERSION,
+              pid: process.pid,
+              uptimeMs: Date.now() - started,
+              backends: {
+                total: states.length,
+                enabled: states.filter((s) => s.enabled).length,
+                ready: states.filter((s) => s.state === "ready").length
+              },
+              recorded: {
+                logs: recorder.logs.length,
+                trace: recorder.trace.length,
+                orchestrations: recorder.orchestrations.length
+              }
+            })
+          }
+          case "/api/backends":
+            return json(yield* backendsView)
+          case "/api/config":
+            return json(publicConfig(yield* gatewayConfig.current))
+          case "/api/logs": {
+            const level = query.get("level") ?? undefined
+            const search = query.get("search") ?? undefined
+            const limit = clamp(query.get("limit"), 500, LOG_CAPACITY)
+            return json(
+              recorder.logs
+                .toArray()
+                .filter((e) => logMatches(e, level, search))
+                .slice(-limit)
+            )
+          }
+          case "/api/mcptrace": {
+            const limit = clamp(query.get("limit"), 500, TRACE_CAPACITY)
+            return json(
+              recorder.trace
+                .toArray()
+                .filter((e) => traceMatches(e, query))
+                .slice(-limit)
+            )
+          }
+          case "/api/orchestrations":
+            return json(recorder.orchestrations.toArray().slice(-clamp(query.get("limit"), 100, 500)))
+          case "/ws/logs": {
+            const level = query.get("level") ?? undefined
+            return yield* stream((kind, entry) =>
+              kind === "log" && logMatches(entry as Parameters<typeof logMatches>[0], level, undefined) ? entry : undefined
+            )
+          }
+          case "/ws/mcptrace":
+            return yield* stream((kind, entry) =>
+              kind === "trace"
+                ? traceMatches(entry as TraceEntry, query)
+                  ? entry
+                  : undefined
+                : kind === "orchestration"
+                  ? { kind: "orchestration", entry }
+                  : undefined
+            )
+        }
+      }
+      const restart = /^\/api\/backends\/([^/]+)\/restart$/.exec(path)
+      if (restart !== null && request.method === "POST") {
+        const id = decodeURIComponent(restart[1]!)
+        const outcome = yield* backends.restart(id)
+        return outcome === "restarting"
+          ? json({ id, state: "restarting" }, 202)
+          : json(
+              { error: outcome === "unknown" ? `no backend '${id}'` : `backend '${id}' is disabled` },
+              outcome === "unknown" ? 404 : 409
+            )
+      }
+      return json({ error: "not found" }, 404)
+    })
+
+    const server = yield* HttpServer.HttpServer
+    if (server.address._tag === "TcpAddress") port.value = server.address.port
+    yield* server.serve(app.pipe(Effect.catchAllCause(() => Effect.succeed(json({ error: "internal error" }, 500)))))
+    const shown = options.host.includes(":") ? `[${options.host}]` : options.host
+    yield* Effect.logInfo(`debug UI at http://${shown}:${port.value}/`, {
+      token: options.token === undefined ? "none" : "required"
+    })
+  })
+
+/** The debug server on a Node listener of its own, until interrupted. */
+export const make = (options: Options, recorder: Recorder): Effect.Effect<never, unknown, GatewayConfig | Backends> =>
+  Effect.gen(function* () {
+    const node = createServer()
+    // Last: open WebSockets and keep-alive connections would hold the listener's close for ever.
+    yield* Effect.addFinalizer(() => Effect.sync(() => node.closeAllConnections()))
+    return yield* serve(options, recorder).pipe(
+      Effect.zipRight(Effect.never),
+      Effect.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
+    )
+  }).pipe(Effect.scoped)
+
+/**
+ * Starts the debug server once a debug port is configured: at start-up (`--debug-port`,
+ * `DEBUG_PORT`, the file), or when a client's `initializationOptions` set `DEBUG_PORT`.
+ * `host` and `token` come from the command line; the port from the configuration. Configured at
+ * start-up, recording begins while this layer builds, so a gateway that starts its backends after
+ * it (the shared gateway) has their start-up on record.
+ */
+export const layer = (
+  base: Omit<Options, "port"> = { host: "127.0.0.1" }
+): Layer.Layer<never, never, GatewayConfig | Backends | Events> =>
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const config = yield* GatewayConfig
+      const recorder = new Recorder()
+      const serveOn = (port: number) =>
+        make({ ...base, port }, recorder).pipe(
+          Effect.catchAllCause((cause) => Effect.logError("cannot serve the debug UI", cause))
+        )
+      const now = (yield* config.current).debugPort
+      if (Option.isSome(now)) {
+        yield* record(recorder)
+        yield* Effect.forkScoped(serveOn(now.value))
+        return
+      }
+      yield* Effect.forkScoped(
+        config.changes.pipe(
+          Stream.filterMap((c) => c.debugPort),
+          Stream.runHead,
+          Effect.flatMap(
+            Option.match({
+              onNone: () => Effect.void,
+              onSome: (port) => Effect.zipRight(record(recorder), serveOn(port))
+            })
+          ),
+          Effect.scoped
+        )
+      )
+    })
+  )

@@ -1,0 +1,290 @@
+/**
+ * What the debug UI shows, kept from the events hub: bounded ring buffers of log records, MCP
+ * messages (client⇄gateway and gateway⇄backend, a request paired with its reply for duration and
+ * status) and orchestrations, and per-backend call statistics (calls, errors, p50/p99 latency).
+ *
+ * Everything is scrubbed of secrets when it is recorded, and each message's JSON is cut to a
+ * bounded size, so the buffers' memory is bounded whatever crosses the gateway.
+ */
+import type { Event, OrchestrationRecord } from "../Events.js"
+import * as Secrets from "../Secrets.js"
+
+export const LOG_CAPACITY = 5_000
+export const TRACE_CAPACITY = 10_000
+export const ORCHESTRATION_CAPACITY = 500
+/** A message's JSON kept for the UI, at most (the rest is cut, saying how long it was). */
+export const MAX_MESSAGE_CHARS = 8_192
+/** Latency samples kept per backend for p50/p99. */
+const LATENCY_SAMPLES = 1_000
+/** Requests waiting for their reply, per channel, before the oldest are forgotten. */
+const MAX_PENDING = 10_000
+
+const HANDSHAKE = new Set(["initialize", "server/discover"])
+
+export const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const
+
+/** A fixed-size ring: the newest `capacity` items, oldest first. */
+export class Ring<A> {
+  private readonly items: Array<A | undefined>
+  private next = 0
+  private size = 0
+  constructor(readonly capacity: number) {
+    this.items = new Array(capacity)
+  }
+  push(item: A) {
+    this.items[this.next] = item
+    this.next = (this.next + 1) % this.capacity
+    if (this.size < this.capacity) this.size++
+  }
+  /** Oldest first. */
+  toArray(): Array<A> {
+    const out: Array<A> = []
+    const start = (this.next - this.size + this.capacity) % this.capacity
+    for (let i = 0; i < this.size; i++) out.push(this.items[(start + i) % this.capacity]!)
+    return out
+  }
+  get length() {
+    return this.size
+  }
+}
+
+export interface LogEntry {
+  readonly seq: number
+  readonly at: number
+  readonly level: string
+  readonly message: string
+  readonly fields: Readonly<Record<string, unknown>>
+}
+
+export interface TraceEntry {
+  readonly seq: number
+  readonly at: number
+  /** "client": a client⇄gateway message; "backend": gateway⇄backend. */
+  readonly channel: "client" | "backend"
+  /** The session id (client) or backend id. */
+  readonly peer: string
+  /** "in": to the gateway; "out": from it. */
+  readonly direction: "in" | "out"
+  readonly kind: "request" | "response" | "notification" | "batch" | "other"
+  readonly method?: string | undefined
+  readonly id?: string | number | undefined
+  /** A reply's time since its request. */
+  readonly durationMs?: number | undefined
+  /** A reply's outcome: "ok", or the error code. */
+  readonly status?: string | undefined
+  /** The message as JSON, scrubbed and cut to MAX_MESSAGE_CHARS. */
+  readonly json: string
+}
+
+/** An orchestration as kept: big parts (the plan's params, the result) as cut, scrubbed JSON text. */
+export interface OrchestrationEntry extends Omit<OrchestrationRecord, "result" | "plan" | "context"> {
+  readonly seq: number
+  readonly at: number
+  readonly context: string
+  readonly plan?: { readonly backendId: string; readonly method: string; readonly params: string } | undefined
+  readonly result?: string | undefined
+}
+
+const cut = (text: string | null | undefined) =>
+  text === null || text === undefined
+    ? text
+    : Secrets.scrub(text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS)}…` : text)
+
+const orchestrationEntry = (record: OrchestrationRecord & { readonly at: number }, seq: number): OrchestrationEntry => ({
+  seq,
+  at: record.at,
+  query: cut(record.query)!,
+  context: sanitized(record.context ?? null),
+  routing: record.routing,
+  offered: record.offered.map((o) => ({ ...o, name: Secrets.scrub(o.name) })),
+  model: record.model,
+  choice: record.choice === undefined ? undefined : { name: record.choice.name, arguments: cut(record.choice.arguments)! },
+  explanation: cut(record.explanation),
+  plan:
+    record.plan === undefined
+      ? undefined
+      : { backendId: record.plan.backendId, method: record.plan.method, params: sanitized(record.plan.params) },
+  result: record.result === undefined ? undefined : sanitized(record.result),
+  error: record.error === undefined ? undefined : { code: record.error.code, message: Secrets.scrub(record.error.message) },
+  llmMs: record.llmMs,
+  usage: record.usage,
+  totalMs: record.totalMs
+})
+
+export interface BackendStats {
+  calls: number
+  errors: number
+  readonly latencies: Ring<number>
+}
+
+const percentile = (samples: ReadonlyArray<number>, p: number): number | undefined => {
+  if (samples.length === 0) return undefined
+  const sorted = [...samples].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+}
+
+/** JSON of anything, scrubbed and cut. */
+export const sanitized = (value: unknown): string => {
+  let json: string
+  try {
+    json = JSON.stringify(value) ?? "null"
+  } catch {
+    json = JSON.stringify(String(value))
+  }
+  if (json.length > MAX_MESSAGE_CHARS) {
+    json = `${json.slice(0, MAX_MESSAGE_CHARS)}… (cut: ${json.length} characters in all)`
+  }
+  return Secrets.scrub(json)
+}
+
+interface Pending {
+  readonly at: number
+  readonly method: string
+}
+
+export class Recorder {
+  readonly logs = new Ring<LogEntry>(LOG_CAPACITY)
+  readonly trace = new Ring<TraceEntry>(TRACE_CAPACITY)
+  readonly orchestrations = new Ring<OrchestrationEntry>(ORCHESTRATION_CAPACITY)
+  readonly stats = new Map<string, BackendStats>()
+  private seq = 0
+  private readonly pending = new Map<string, Pending>()
+  private readonly listeners = new Set<(kind: "log" | "trace" | "orchestration", entry: unknown) => void>()
+
+  /** Called with every new entry (the WebSockets); returns the unsubscribe. */
+  listen(listener: (kind: "log" | "trace" | "orchestration", entry: unknown) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  private emit(kind: "log" | "trace" | "orchestration", entry: unknown) {
+    for (const listener of this.listeners) listener(kind, entry)
+  }
+
+  statsOf(backendId: string): BackendStats {
+    let stats = this.stats.get(backendId)
+    if (stats === undefined) {
+      stats = { calls: 0, errors: 0, latencies: new Ring<number>(LATENCY_SAMPLES) }
+      this.stats.set(backendId, stats)
+    }
+    return stats
+  }
+
+  latencyOf(backendId: string): { p50: number | undefined; p99: number | undefined } {
+    const samples = this.stats.get(backendId)?.latencies.toArray() ?? []
+    return { p50: percentile(samples, 50), p99: percentile(samples, 99) }
+  }
+
+  record(event: Event) {
+    switch (event._tag) {
+      case "Log": {
+        const entry: LogEntry = {
+          seq: ++this.seq,
+          at: event.at,
+          level: event.level,
+          message: Secrets.scrub(event.message),
+          fields: JSON.parse(sanitizedFields(event.fields)) as Record<string, unknown>
+        }
+        this.logs.push(entry)
+        return this.emit("log", entry)
+      }
+      case "ClientMessage":
+        return this.message("client", event.sessionId, event.direction, event.message, event.at)
+      case "BackendMessage":
+        return this.message("backend", event.backendId, event.direction, event.message, event.at)
+      case "Orchestration": {
+        const { _tag, ...record } = event
+        const entry = orchestrationEntry(record, ++this.seq)
+        this.orchestrations.push(entry)
+        return this.emit("orchestration", entry)
+      }
+      default:
+        return
+    }
+  }
+
+  private message(channel: "client" | "backend", peer: string, direction: "in" | "out", message: unknown, at: number) {
+    const m = (typeof message === "object" && message !== null ? message : {}) as {
+      method?: unknown
+      id?: unknown
+      error?: { code?: unknown }
+    }
+    const id = typeof m.id === "string" || typeof m.id === "number" ? m.id : undefined
+    const method = typeof m.method === "string" ? m.method : undefined
+    const kind: TraceEntry["kind"] = Array.isArray(message)
+      ? "batch"
+      : method !== undefined
+        ? id !== undefined
+          ? "request"
+          : "notification"
+        : id !== undefined || "result" in m || "error" in m
+          ? "response"
+          : "other"
+    // A request and its reply travel in opposite directions on the same channel and peer.
+    const key = (requestDirection: "in" | "out") => `${channel}\u0000${peer}\u0000${requestDirection}\u0000${String(id)}`
+    let durationMs: number | undefined
+    let status: string | undefined
+    let replyTo: string | undefined
+    if (kind === "request") {
+      if (this.pending.size >= MAX_PENDING) this.pending.delete(this.pending.keys().next().value!)
+      this.pending.set(key(direction), { at, method: method! })
+    } else if (kind === "response" && id !== undefined) {
+      const requestKey = key(direction === "in" ? "out" : "in")
+      const request = this.pending.get(requestKey)
+      if (request !== undefined) {
+        this.pending.delete(requestKey)
+        durationMs = at - request.at
+        replyTo = request.method
+      }
+      status = m.error !== undefined ? String(typeof m.error?.code === "number" ? m.error.code : "error") : "ok"
+      // Calls the gateway made to a backend (not its replies to the backend's own requests, nor the
+      // handshake: a session-era server's error to the `server/discover` probe is no failure).
+      if (channel === "backend" && direction === "in" && request !== undefined && !HANDSHAKE.has(request.method)) {
+        const stats = this.statsOf(peer)
+        stats.calls++
+        if (status !== "ok") stats.errors++
+        stats.latencies.push(durationMs!)
+      }
+    }
+    const entry: TraceEntry = {
+      seq: ++this.seq,
+      at,
+      channel,
+      peer,
+      direction,
+      kind,
+      method: method ?? replyTo,
+      id,
+      durationMs,
+      status,
+      json: sanitized(message)
+    }
+    this.trace.push(entry)
+    this.emit("trace", entry)
+  }
+}
+
+const sanitizedFields = (fields: Readonly<Record<string, unknown>>): string => {
+  const json = sanitized(fields)
+  // A cut object is no longer JSON: keep it as one text field then.
+  try {
+    JSON.parse(json)
+    return json
+  } catch {
+    return JSON.stringify({ fields: json })
+  }
+}
+
+/** Whether a log entry passes `level` (the least severe shown) and `search` (case-insensitive). */
+export const logMatches = (entry: LogEntry, level: string | undefined, search: string | undefined): boolean => {
+  if (level !== undefined) {
+    const min = LEVELS.indexOf(level as (typeof LEVELS)[number])
+    if (min > 0 && LEVELS.indexOf(entry.level as (typeof LEVELS)[number]) < min) return false
+  }
+  if (search !== undefined && search !== "") {
+    const needle = search.toLowerCase()
+    if (!entry.message.toLowerCase().includes(needle) && !JSON.stringify(entry.fields).toLowerCase().includes(needle))
+      return false
+  }
+  return true
+}

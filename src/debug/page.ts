@@ -1,0 +1,222 @@
+/**
+ * The debug UI's one page: plain HTML, CSS and JavaScript served from the package (no CDN, no
+ * framework, works offline). Lists are virtual (only the rows in view are in the DOM), so 10,000
+ * trace entries or an orchestration that offered 1,000 tools stay responsive. Every value is put
+ * in the page as text (`textContent`), never as HTML: a tool description or a log line cannot
+ * inject script.
+ */
+export const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>mcp-agentify debug</title>
+<style>
+  :root { font: 13px/1.4 system-ui, sans-serif; color: #1d2230; background: #f6f7f9; }
+  body { margin: 0; }
+  header { display: flex; gap: 16px; align-items: baseline; padding: 8px 14px; background: #1d2230; color: #fff; }
+  header h1 { font-size: 15px; margin: 0; }
+  header #status { opacity: .8; }
+  main { padding: 10px 14px; display: grid; gap: 10px; }
+  table { border-collapse: collapse; width: 100%; background: #fff; }
+  th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #e3e6ea; white-space: nowrap; }
+  th { font-weight: 600; background: #eef0f3; }
+  .state-ready { color: #17803d; } .state-failed { color: #b42318; } .state-restarting, .state-starting { color: #b25e09; }
+  .state-stopped { color: #667085; }
+  nav button { border: 1px solid #c9ced6; background: #fff; padding: 4px 12px; cursor: pointer; }
+  nav button.active { background: #1d2230; color: #fff; }
+  .toolbar { display: flex; gap: 8px; margin: 6px 0; align-items: center; }
+  .panel { display: none; } .panel.active { display: block; }
+  .list { height: 46vh; overflow-y: auto; position: relative; background: #fff; border: 1px solid #e3e6ea;
+    font: 12px/20px ui-monospace, monospace; }
+  .list .spacer { position: relative; }
+  .row { position: absolute; left: 0; right: 0; height: 20px; padding: 0 6px; white-space: nowrap; overflow: hidden;
+    text-overflow: ellipsis; cursor: pointer; }
+  .row:hover { background: #eef4ff; } .row.selected { background: #dbe8ff; }
+  .lvl-warn { color: #b25e09; } .lvl-error, .lvl-fatal { color: #b42318; } .lvl-debug, .lvl-trace { color: #667085; }
+  .err { color: #b42318; }
+  pre.detail { background: #fff; border: 1px solid #e3e6ea; padding: 8px; max-height: 38vh; overflow: auto; margin: 6px 0 0;
+    white-space: pre-wrap; word-break: break-word; }
+  .muted { color: #667085; }
+  dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; background: #fff; padding: 8px;
+    border: 1px solid #e3e6ea; margin: 6px 0 0; }
+  dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; white-space: pre-wrap; word-break: break-word; }
+</style>
+</head>
+<body>
+<header><h1>mcp-agentify</h1><span id="status">connecting…</span></header>
+<main>
+  <section>
+    <table id="backends"><thead><tr>
+      <th>backend</th><th>state</th><th>address</th><th>protocol</th><th>tools</th><th>resources</th><th>prompts</th>
+      <th>restarts</th><th>calls</th><th>errors</th><th>p50</th><th>p99</th><th>last error</th><th></th>
+    </tr></thead><tbody></tbody></table>
+  </section>
+  <nav><button data-tab="logs" class="active">Logs</button><button data-tab="trace">MCP trace</button><button data-tab="orchestrations">Orchestrations</button></nav>
+  <section id="logs" class="panel active">
+    <div class="toolbar">
+      <label>level <select id="log-level">
+        <option value="trace">trace</option><option value="debug">debug</option><option value="info" selected>info</option>
+        <option value="warn">warn</option><option value="error">error</option></select></label>
+      <input id="log-search" type="search" placeholder="search logs">
+      <span id="log-count" class="muted"></span>
+    </div>
+    <div class="list" id="log-list"><div class="spacer"></div></div>
+  </section>
+  <section id="trace" class="panel">
+    <div class="toolbar">
+      <input id="trace-filter" type="search" placeholder="filter: method, backend or session">
+      <span id="trace-count" class="muted"></span>
+    </div>
+    <div class="list" id="trace-list"><div class="spacer"></div></div>
+    <pre class="detail" id="trace-detail">Click a message to see its JSON.</pre>
+  </section>
+  <section id="orchestrations" class="panel">
+    <div class="list" id="orch-list" style="height: 22vh"><div class="spacer"></div></div>
+    <div id="orch-detail" class="muted">Click an orchestration to see it.</div>
+  </section>
+</main>
+<script>
+"use strict";
+const token = new URLSearchParams(location.search).get("token");
+const withToken = (path) => token ? path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token) : path;
+const api = (path, init) => fetch(withToken(path), init).then((r) => r.json());
+const el = (tag, text, cls) => { const e = document.createElement(tag); if (text !== undefined) e.textContent = String(text); if (cls) e.className = cls; return e; };
+const time = (at) => new Date(at).toISOString().slice(11, 23);
+const ms = (v) => v === undefined || v === null ? "-" : v + " ms";
+
+/** A list that renders only the rows in view. */
+class VirtualList {
+  constructor(container, render, onPick) {
+    this.container = container; this.spacer = container.firstElementChild; this.render = render; this.onPick = onPick;
+    this.items = []; this.selected = undefined; this.stick = true;
+    container.addEventListener("scroll", () => { this.stick = container.scrollTop + container.clientHeight >= container.scrollHeight - 24; this.draw(); });
+  }
+  set(items) { this.items = items; this.spacer.style.height = items.length * 20 + "px"; if (this.stick) this.container.scrollTop = this.container.scrollHeight; this.draw(); }
+  draw() {
+    const first = Math.max(0, Math.floor(this.container.scrollTop / 20) - 5);
+    const last = Math.min(this.items.length, first + Math.ceil(this.container.clientHeight / 20) + 10);
+    this.spacer.replaceChildren();
+    for (let i = first; i < last; i++) {
+      const item = this.items[i];
+      const row = this.render(item); row.classList.add("row"); row.style.top = i * 20 + "px";
+      if (item === this.selected) row.classList.add("selected");
+      row.addEventListener("click", () => { this.selected = item; this.onPick && this.onPick(item); this.draw(); });
+      this.spacer.appendChild(row);
+    }
+  }
+}
+
+// -- backends
+async function refreshBackends() {
+  try {
+    const [status, backends] = await Promise.all([api("/api/status"), api("/api/backends")]);
+    document.getElementById("status").textContent =
+      "v" + status.version + " · pid " + status.pid + " · " + status.backends.ready + "/" + status.backends.enabled + " backends ready · up " + Math.round(status.uptimeMs / 1000) + " s";
+    const body = document.querySelector("#backends tbody");
+    body.replaceChildren(...backends.map((b) => {
+      const tr = el("tr"); tr.dataset.backend = b.id;
+      const cells = [b.displayName ? b.id + " (" + b.displayName + ")" : b.id, b.state, b.address ?? "-", b.protocolVersion ?? "-",
+        b.tools, b.resources ?? "-", b.prompts ?? "-", b.restarts, b.calls, b.errors, ms(b.p50Ms), ms(b.p99Ms), b.lastError ?? ""];
+      cells.forEach((c, i) => tr.appendChild(el("td", c, i === 1 ? "state state-" + b.state : i === 12 ? "err" : undefined)));
+      const td = el("td"); const button = el("button", "restart"); button.disabled = !b.enabled;
+      button.addEventListener("click", () => fetch(withToken("/api/backends/" + encodeURIComponent(b.id) + "/restart"), { method: "POST" }).then(refreshBackends));
+      td.appendChild(button); tr.appendChild(td);
+      return tr;
+    }));
+  } catch (e) { document.getElementById("status").textContent = "gateway not reachable"; }
+}
+refreshBackends(); setInterval(refreshBackends, 1500);
+
+// -- tabs
+document.querySelectorAll("nav button").forEach((b) => b.addEventListener("click", () => {
+  document.querySelectorAll("nav button").forEach((x) => x.classList.toggle("active", x === b));
+  document.querySelectorAll(".panel").forEach((p) => p.classList.toggle("active", p.id === b.dataset.tab));
+  lists[b.dataset.tab].draw();
+}));
+
+const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"];
+const MAX = 10000;
+const live = (path, onEntry) => {
+  const open = () => {
+    const ws = new WebSocket(withToken((location.protocol === "https:" ? "wss://" : "ws://") + location.host + path));
+    ws.onmessage = (m) => onEntry(JSON.parse(m.data));
+    ws.onclose = () => setTimeout(open, 1000);
+  };
+  open();
+};
+
+// -- logs
+const logs = [];
+const logList = new VirtualList(document.getElementById("log-list"), (e) => {
+  const fields = Object.keys(e.fields).length ? " " + JSON.stringify(e.fields) : "";
+  return el("div", time(e.at) + " " + e.level.padEnd(5) + " " + e.message + fields, "lvl-" + e.level);
+});
+const showLogs = () => {
+  const min = LEVELS.indexOf(document.getElementById("log-level").value);
+  const q = document.getElementById("log-search").value.toLowerCase();
+  const shown = logs.filter((e) => LEVELS.indexOf(e.level) >= min && (!q || (e.message + JSON.stringify(e.fields)).toLowerCase().includes(q)));
+  document.getElementById("log-count").textContent = shown.length + " of " + logs.length;
+  logList.set(shown);
+};
+document.getElementById("log-level").addEventListener("change", showLogs);
+document.getElementById("log-search").addEventListener("input", showLogs);
+
+// -- trace
+const trace = [];
+const traceDetail = document.getElementById("trace-detail");
+const traceList = new VirtualList(document.getElementById("trace-list"), (e) => {
+  const arrow = e.channel === "client" ? (e.direction === "in" ? "client → gateway" : "gateway → client") : (e.direction === "out" ? "gateway → " + e.peer : e.peer + " → gateway");
+  const text = [time(e.at), arrow.padEnd(26), e.kind.padEnd(12), (e.method ?? "").padEnd(28), e.id === undefined ? "" : "#" + e.id,
+    e.durationMs === undefined ? "" : e.durationMs + " ms", e.status ?? ""].join("  ");
+  return el("div", text, e.status && e.status !== "ok" ? "err" : undefined);
+}, (e) => { try { traceDetail.textContent = JSON.stringify(JSON.parse(e.json), null, 2); } catch { traceDetail.textContent = e.json; } });
+const showTrace = () => {
+  const q = document.getElementById("trace-filter").value.toLowerCase();
+  const shown = q ? trace.filter((e) => ((e.method ?? "") + " " + e.peer).toLowerCase().includes(q)) : trace;
+  document.getElementById("trace-count").textContent = shown.length + " of " + trace.length;
+  traceList.set(shown);
+};
+document.getElementById("trace-filter").addEventListener("input", showTrace);
+
+// -- orchestrations
+const orchestrations = [];
+const orchDetail = document.getElementById("orch-detail");
+const orchList = new VirtualList(document.getElementById("orch-list"), (o) =>
+  el("div", time(o.at) + "  " + (o.error ? "✗ " : "✓ ") + o.query.slice(0, 120) + "  → " + (o.choice ? o.choice.name : "(no tool)") + "  " + o.totalMs + " ms", o.error ? "err" : undefined),
+  (o) => {
+    const dl = el("dl", undefined, "kv");
+    const add = (k, v) => { dl.appendChild(el("dt", k)); dl.appendChild(el("dd", v)); };
+    add("query", o.query);
+    add("context", o.context);
+    add("routing", o.routing + " · " + o.offered.length + " offered");
+    add("offered (ranking)", o.offered.map((t) => t.name + (t.score === undefined ? "" : "  " + t.score)).join("\\n"));
+    add("model", (o.model ?? "-") + " · " + ms(o.llmMs) + (o.usage ? " · tokens " + o.usage.promptTokens + " in, " + o.usage.completionTokens + " out" : ""));
+    add("choice", o.choice ? o.choice.name + " " + o.choice.arguments : "(none)");
+    add("explanation", o.explanation ?? "");
+    add("plan", o.plan ? o.plan.backendId + " " + o.plan.method + " " + o.plan.params : "-");
+    if (o.error) add("error", o.error.code + " " + o.error.message); else add("result", o.result ?? "");
+    add("total", ms(o.totalMs));
+    orchDetail.replaceChildren(dl); orchDetail.className = "";
+  });
+const lists = { logs: logList, trace: traceList, orchestrations: orchList };
+
+const push = (array, item, show) => { array.push(item); if (array.length > MAX) array.shift(); schedule(show); };
+const pending = new Set();
+const schedule = (show) => { if (pending.has(show)) return; pending.add(show); requestAnimationFrame(() => { pending.delete(show); show(); }); };
+
+Promise.all([api("/api/logs?limit=5000&level=trace"), api("/api/mcptrace?limit=10000"), api("/api/orchestrations?limit=500")]).then(([l, t, o]) => {
+  logs.push(...l); trace.push(...t); orchestrations.push(...o);
+  showLogs(); showTrace(); orchList.set(orchestrations);
+  const seen = (array) => array.length ? array[array.length - 1].seq : 0;
+  let lastLog = seen(logs), lastTrace = seen(trace);
+  live("/ws/logs", (e) => { if (e.seq > lastLog) { lastLog = e.seq; push(logs, e, showLogs); } });
+  live("/ws/mcptrace", (e) => {
+    if (e.kind === "orchestration") return push(orchestrations, e.entry, () => orchList.set(orchestrations));
+    if (e.seq > lastTrace) { lastTrace = e.seq; push(trace, e, showTrace); }
+  });
+});
+</script>
+</body>
+</html>
+`

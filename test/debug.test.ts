@@ -1,0 +1,186 @@
+/**
+ * The debug UI's API and WebSockets, on the CLI serving Streamable HTTP with a scripted model:
+ * what is recorded (calls, latency, trace pairs, orchestrations with their ranking), what is kept
+ * out (secrets, other hosts), and restarting a backend.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { get as httpGet } from "node:http"
+import WebSocket from "ws"
+import { fixtureBackend } from "./support/mcpFixture.js"
+import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"
+import { until } from "./support/process.js"
+
+export const SECRET = "debug-secret-value-8d1f2a"
+
+/** Starts a gateway with `--debug-port 0` and returns it with the debug UI's base URL. */
+export const startDebugGateway = async (
+  extraEnv: Record<string, string> = {}
+): Promise<{ gateway: HttpGateway; debug: string }> => {
+  const gateway = await startHttpGateway({
+    scripted: true,
+    args: ["--debug-port", "0"],
+    env: { SCRIPTED_TOOL: "fx__echo", ...extraEnv },
+    config: {
+      maxToolsPerRequest: 5,
+      backends: [
+        fixtureBackend("fx", ["--leak-env", "FX_TOKEN"], { env: { FX_TOKEN: SECRET }, restartOnCrash: true }),
+        fixtureBackend("other")
+      ]
+    }
+  })
+  const port = await until(
+    "the debug UI to listen",
+    () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(gateway.stderr())?.[1]
+  )
+  return { gateway, debug: `http://127.0.0.1:${port}` }
+}
+
+const get = async (url: string, headers: Record<string, string> = {}) => {
+  const response = await fetch(url, { headers })
+  return { status: response.status, body: (await response.json()) as any }
+}
+
+let gateway: HttpGateway
+let debug: string
+let mcp: string
+let session: string
+
+beforeAll(async () => {
+  ;({ gateway, debug } = await startDebugGateway())
+  mcp = `${gateway.base}/mcp`
+  session = (await openSession(mcp)).sessionId
+}, 30_000)
+afterAll(async () => {
+  await gateway?.close()
+})
+
+describe("debug API", () => {
+  it("backends: state, address, calls, errors and latency of the calls made", async () => {
+    for (let i = 0; i < 5; i++) await call(mcp, session, `e${i}`, "tools/call", { name: "fx__echo", arguments: { i } })
+    await call(mcp, session, "f", "tools/call", { name: "fx__fail", arguments: {} })
+    const { status, body } = await get(`${debug}/api/backends`)
+    expect(status).toBe(200)
+    const fx = body.find((b: any) => b.id === "fx")
+    expect(fx).toMatchObject({ state: "ready", enabled: true, restarts: 0, protocolVersion: "2025-11-25", tools: 21 })
+    expect(fx.address).toMatch(/^pid \d+$/)
+    // tools/list at start-up (the handshake is not counted) and the six calls; `fail` answers an
+    // error reply (the fixture's --leak-env makes it a JSON-RPC error).
+    expect(fx.calls).toBe(7)
+    expect(fx.errors).toBe(1)
+    expect(fx.p50Ms).toBeGreaterThanOrEqual(0)
+    expect(fx.p99Ms).toBeGreaterThanOrEqual(fx.p50Ms)
+    const status_ = await get(`${debug}/api/status`)
+    expect(status_.body).toMatchObject({ backends: { total: 2, enabled: 2, ready: 2 } })
+  })
+
+  it("mcptrace: both channels, requests paired with replies, filters by backend and method; secrets scrubbed", async () => {
+    await call(mcp, session, "t1", "tools/call", { name: "fx__env", arguments: { names: ["FX_TOKEN"] } })
+    const all = (await get(`${debug}/api/mcptrace?limit=10000`)).body as Array<any>
+    const clientReply = all.find((e) => e.channel === "client" && e.direction === "out" && e.id === "t1")
+    expect(clientReply).toMatchObject({ kind: "response", method: "tools/call", status: "ok" })
+    expect(clientReply.durationMs).toBeGreaterThanOrEqual(0)
+    const backendCall = all.filter((e) => e.channel === "backend" && e.peer === "fx" && e.method === "tools/call")
+    expect(backendCall.some((e) => e.direction === "out" && e.kind === "request")).toBe(true)
+    expect(backendCall.some((e) => e.direction === "in" && e.kind === "response" && e.status === "ok")).toBe(true)
+    // The backend echoed its secret; the trace never holds it.
+    expect(JSON.stringify(all)).not.toContain(SECRET)
+    expect(JSON.stringify(all)).toContain("<redacted>")
+
+    const filtered = (await get(`${debug}/api/mcptrace?backend=other&method=tools/list`)).body as Array<any>
+    expect(filtered.length).toBeGreaterThan(0)
+    expect(filtered.every((e) => e.peer === "other" && e.method === "tools/list")).toBe(true)
+    expect((await get(`${debug}/api/mcptrace?limit=2`)).body).toHaveLength(2)
+  })
+
+  it("config and logs: no secret anywhere; logs filtered by level", async () => {
+    const config = await get(`${debug}/api/config`)
+    expect(config.body.backends[0]).toMatchObject({ id: "fx", envKeys: ["FX_TOKEN"], transport: "stdio" })
+    expect(JSON.stringify(config.body)).not.toContain(SECRET)
+    const warnings = (await get(`${debug}/api/logs?level=warn&limit=5000`)).body as Array<any>
+    expect(warnings.every((e) => ["warn", "error", "fatal"].includes(e.level))).toBe(true)
+    const all = (await get(`${debug}/api/logs?level=trace&limit=5000`)).body as Array<any>
+    expect(all.some((e) => e.level === "info" && /backend ready/.test(e.message))).toBe(true)
+    expect(JSON.stringify(all)).not.toContain(SECRET)
+  })
+
+  it("orchestrations: the query, the ranked offer with scores, the model's choice, the plan and the result", async () => {
+    await call(mcp, session, "o1", "agentify/orchestrateTask", { query: "echo the word banana back to me" })
+    const orchestrations = await until("the orchestration to be recorded", async () => {
+      const list = (await get(`${debug}/api/orchestrations`)).body as Array<any>
+      return list.length > 0 ? list : undefined
+    })
+    const o = orchestrations.at(-1)
+    expect(o.query).toBe("echo the word banana back to me")
+    expect(o.routing).toBe("tool")
+    expect(o.offered).toHaveLength(5)
+    expect(o.offered[0]).toEqual({ name: "fx__echo", score: expect.any(Number) })
+    expect(o.offered[0].score).toBeGreaterThan(0)
+    expect(o.choice).toEqual({ name: "fx__echo", arguments: JSON.stringify({ text: "echo the word banana back to me" }) })
+    expect(o.plan).toMatchObject({ backendId: "fx", method: "tools/call" })
+    expect(o.result).toContain("banana")
+    expect(o.llmMs).toBeGreaterThanOrEqual(0)
+    expect(o.model).toBe("scripted")
+  })
+
+  it("WebSockets stream new log and trace entries as JSON", async () => {
+    const trace = new WebSocket(`${debug.replace("http", "ws")}/ws/mcptrace?backend=fx`)
+    const logs = new WebSocket(`${debug.replace("http", "ws")}/ws/logs?level=info`)
+    const traced: Array<any> = []
+    const logged: Array<any> = []
+    trace.on("message", (data) => traced.push(JSON.parse(String(data))))
+    logs.on("message", (data) => logged.push(JSON.parse(String(data))))
+    await Promise.all([new Promise((r) => trace.once("open", r)), new Promise((r) => logs.once("open", r))])
+    await call(mcp, session, "w1", "tools/call", { name: "fx__echo", arguments: { live: true } })
+    await call(mcp, session, "w2", "tools/call", { name: "other__echo", arguments: {} })
+    await until("the call to be streamed", () => traced.some((e) => e.kind === "response" && e.method === "tools/call"))
+    expect(traced.every((e) => e.peer === "fx")).toBe(true)
+    // A restart is logged at info.
+    await fetch(`${debug}/api/backends/other/restart`, { method: "POST" })
+    await until("the restart to be streamed", () => logged.some((e) => /restarting on request/.test(e.message)))
+    expect(logged.every((e) => ["info", "warn", "error", "fatal"].includes(e.level))).toBe(true)
+    trace.close()
+    logs.close()
+  })
+
+  it("restart: a backend is stopped and started again (new pid, restarts counted); unknown ids are 404", async () => {
+    const before = (await get(`${debug}/api/backends`)).body.find((b: any) => b.id === "fx")
+    const restart = await fetch(`${debug}/api/backends/fx/restart`, { method: "POST" })
+    expect(restart.status).toBe(202)
+    const after = await until("fx to be ready again", async () => {
+      const fx = (await get(`${debug}/api/backends`)).body.find((b: any) => b.id === "fx")
+      return fx.state === "ready" && fx.address !== before.address ? fx : undefined
+    })
+    expect(after.restarts).toBe(before.restarts + 1)
+    expect((await fetch(`${debug}/api/backends/nope/restart`, { method: "POST" })).status).toBe(404)
+  })
+
+  it("refuses another Host or a foreign Origin (DNS rebinding, cross-site WebSocket)", async () => {
+    // fetch sets Host itself: a raw request sends the rebound name.
+    const rebound = await new Promise<number>((resolve, reject) => {
+      const request = httpGet(`${debug}/api/status`, { headers: { host: "evil.example" } }, (response) => {
+        response.resume()
+        resolve(response.statusCode!)
+      })
+      request.on("error", reject)
+    })
+    expect(rebound).toBe(403)
+    expect((await get(`${debug}/api/status`, { origin: "https://evil.example" })).status).toBe(403)
+    expect((await get(`${debug}/api/status`, { origin: debug })).status).toBe(200)
+  })
+})
+
+describe("debug API with a token", () => {
+  it("AGENTIFY_DEBUG_TOKEN: every request needs it, as a bearer token or ?token=", async () => {
+    const token = "debug-token-abcdef-123456"
+    const { gateway: guarded, debug: url } = await startDebugGateway({ AGENTIFY_DEBUG_TOKEN: token })
+    try {
+      expect((await get(`${url}/api/status`)).status).toBe(401)
+      expect((await get(`${url}/api/status`, { authorization: `Bearer ${token}` })).status).toBe(200)
+      expect((await get(`${url}/api/status?token=${token}`)).status).toBe(200)
+      expect((await get(`${url}/api/status?token=wrong-token-000000000`)).status).toBe(401)
+      expect(guarded.stderr()).not.toContain(token)
+    } finally {
+      await guarded.close()
+    }
+  }, 30_000)
+})
