@@ -811,7 +811,8 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
   for (const backend of backends) if (backend.refused !== undefined) notes.push({ level: "warn", message: backend.refused })
 
   const debugPort = pick("DEBUG_PORT")
-  const envDebugPort = envNumber(setting("DEBUG_PORT"), 0, 65535)
+  // Never from .env: a checkout's file must not open a window on the gateway's traffic.
+  const envDebugPort = envNumber(env.DEBUG_PORT, 0, 65535)
 
   const config: ResolvedConfig = {
     backends,
@@ -977,7 +978,8 @@ export const describeBackend = (backend: BackendConfig) => ({
 
 /**
  * The settings a `.env` may supply: the documented gateway settings and nothing else. Never what
- * chooses a program (AGENTIFY_CONFIG, NODE_OPTIONS, PATH) nor anything backends would inherit:
+ * chooses a program (AGENTIFY_CONFIG, NODE_OPTIONS, PATH), nor opens a port (AGENTIFY_HTTP,
+ * DEBUG_PORT: the debug UI shows every message), nor anything backends would inherit:
  * the values stay with the gateway and are never put into `process.env`.
  */
 export const DOTENV_SETTINGS = [
@@ -986,13 +988,18 @@ export const DOTENV_SETTINGS = [
   "OPENAI_MODEL",
   "OPENAI_TIMEOUT_MS",
   "LOG_LEVEL",
-  "DEBUG_PORT",
   "AGENTIFY_MAX_FRAME_BYTES"
 ] as const
 export type DotEnvSetting = (typeof DOTENV_SETTINGS)[number]
 
 /** The gateway's own environment variables: never passed on to backends (see `backendEnv`). */
-const GATEWAY_VARIABLES = new Set<string>([...DOTENV_SETTINGS, "AGENTIFY_CONFIG", "AGENTIFY_HTTP", "AGENTIFY_HTTP_TOKEN"])
+const GATEWAY_VARIABLES = new Set<string>([
+  ...DOTENV_SETTINGS,
+  "AGENTIFY_CONFIG",
+  "AGENTIFY_HTTP",
+  "AGENTIFY_HTTP_TOKEN",
+  "DEBUG_PORT"
+])
 const isGatewayVariable = (name: string) => GATEWAY_VARIABLES.has(name) || name.startsWith("AGENTIFY_")
 
 /**

@@ -200,7 +200,9 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       assert.deepStrictEqual(response, {
         toolCalls: [{ id: "call_abc", name: "filesystem__read_file", arguments: '{"path":"a.txt"}' }],
         content: null,
-        model: "test-model"
+        model: "test-model",
+        // The fake's usage block, as the debug UI shows it.
+        usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 }
       })
       assert.strictEqual(fake.requests.length, 1)
       const sent = fake.requests[0]!

@@ -41,6 +41,13 @@ describe("docs/protocol.md", () => {
     expect(options.filter((option) => !docs.includes(option))).toEqual([])
   })
 
+  it("documents every endpoint of the debug UI", () => {
+    const routes = [...source("debug/DebugServer.ts").matchAll(/case "(\/[^"]*)":/g)].map((m) => m[1]!)
+    expect(routes).toContain("/api/mcptrace")
+    expect(routes.filter((route) => !new RegExp(`\`GET ${route.replace(/[/]/g, "\\/")}[?\`]`).test(docs))).toEqual([])
+    expect(docs).toContain("`POST /api/backends/<id>/restart`")
+  })
+
   it("documents every GatewayOptions and BackendConfig key", () => {
     expect(OPTION_KEYS.filter((key) => !backticked(key))).toEqual([])
     expect(BACKEND_KEYS.filter((key) => !backticked(key))).toEqual([])

@@ -1,0 +1,123 @@
+/**
+ * The debug page in headless Chromium (Debian's `chromium`, driven by playwright-core; `.ci/run`
+ * installs it): it shows a backend go down and come back, filters logs, opens a trace entry and an
+ * orchestration. Screenshots are kept in test/artifacts/.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { existsSync, mkdirSync } from "node:fs"
+import { join } from "node:path"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { fixtureBackend } from "./support/mcpFixture.js"
+import { ROOT } from "./support/gateway.js"
+import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"
+import { until } from "./support/process.js"
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find(existsSync)
+const ARTIFACTS = join(ROOT, "test", "artifacts")
+
+let gateway: HttpGateway
+let debug: string
+let browser: Browser
+let page: Page
+
+const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `debug-ui-${name}.png`), fullPage: true })
+
+/** The state cell of a backend's row. */
+const stateOf = (id: string) => page.locator(`#backends tr[data-backend="${id}"] td.state`)
+
+beforeAll(async () => {
+  if (CHROMIUM === undefined) throw new Error("no Chromium: apt-get install chromium, or set CHROMIUM_PATH")
+  mkdirSync(ARTIFACTS, { recursive: true })
+  gateway = await startHttpGateway({
+    scripted: true,
+    args: ["--debug-port", "0"],
+    env: { SCRIPTED_TOOL: "fx__echo" },
+    config: {
+      maxToolsPerRequest: 4,
+      backends: [fixtureBackend("fx"), fixtureBackend("slowpoke", ["--startup-delay-ms", "1500"])]
+    }
+  })
+  const port = await until(
+    "the debug UI to listen",
+    () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(gateway.stderr())?.[1]
+  )
+  debug = `http://127.0.0.1:${port}`
+  // Something to see: calls, an orchestration.
+  const mcp = `${gateway.base}/mcp`
+  const { sessionId } = await openSession(mcp)
+  await call(mcp, sessionId, "c1", "tools/call", { name: "fx__echo", arguments: { word: "kiwi" } })
+  await call(mcp, sessionId, "o1", "agentify/orchestrateTask", { query: "please echo the word mango" })
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } })
+  await page.goto(`${debug}/`)
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await gateway?.close()
+})
+
+describe("the debug page in a browser", () => {
+  it("shows the backends, and one going down and coming back", async () => {
+    await expectText(stateOf("fx"), "ready")
+    await expectText(stateOf("slowpoke"), "ready")
+    await shot("backends")
+    const backends = (await (await fetch(`${debug}/api/backends`)).json()) as Array<{ id: string; pid: number }>
+    process.kill(backends.find((b) => b.id === "slowpoke")!.pid, "SIGKILL")
+    // Down: restarting, then starting for 1.5 s (its start-up delay).
+    await until("the page to show slowpoke down", async () => (await stateOf("slowpoke").textContent()) !== "ready", 10_000, 50)
+    await shot("backend-down")
+    await expectText(stateOf("slowpoke"), "ready", 15_000)
+    const restarts = await page.locator('#backends tr[data-backend="slowpoke"] td').nth(7).textContent()
+    expect(Number(restarts)).toBeGreaterThanOrEqual(1)
+  }, 30_000)
+
+  it("filters logs by level and by search", async () => {
+    await page.click('nav button[data-tab="logs"]')
+    await page.selectOption("#log-level", "warn")
+    await until("warnings only", async () => {
+      const rows = await page.locator("#log-list .row").allTextContents()
+      return rows.length > 0 && rows.every((r) => / (warn|error|fatal) /.test(r))
+    })
+    // The crash above was logged as a warning with its reason.
+    expect((await page.locator("#log-list .row").allTextContents()).join("\n")).toMatch(/slowpoke|crashed|killed/)
+    await page.selectOption("#log-level", "trace")
+    await page.fill("#log-search", "backend ready")
+    await until("the search to filter", async () => {
+      const rows = await page.locator("#log-list .row").allTextContents()
+      return rows.length > 0 && rows.every((r) => r.includes("backend ready"))
+    })
+    await shot("logs")
+  }, 20_000)
+
+  it("opens a trace entry's JSON", async () => {
+    await page.click('nav button[data-tab="trace"]')
+    await page.fill("#trace-filter", "tools/call")
+    const row = page.locator("#trace-list .row", { hasText: "#c1" }).first()
+    await row.waitFor()
+    await row.click()
+    await until("the JSON to show", async () => ((await page.textContent("#trace-detail")) ?? "").includes('"kiwi"'))
+    expect(await page.textContent("#trace-detail")).toContain('"jsonrpc": "2.0"')
+    await shot("trace")
+  }, 20_000)
+
+  it("opens an orchestration: query, ranked offer, choice, plan, result", async () => {
+    await page.click('nav button[data-tab="orchestrations"]')
+    const row = page.locator("#orch-list .row", { hasText: "mango" }).first()
+    await row.waitFor()
+    await row.click()
+    const detail = page.locator("#orch-detail dl")
+    await detail.waitFor()
+    const text = (await detail.textContent()) ?? ""
+    expect(text).toContain("please echo the word mango")
+    expect(text).toContain("4 offered")
+    expect(text).toMatch(/fx__echo {2}\d/)
+    expect(text).toContain("fx tools/call")
+    expect(text).toContain("mango")
+    await shot("orchestration")
+  }, 20_000)
+})
+
+/** Waits until `locator`'s text is `text`. */
+const expectText = (locator: ReturnType<Page["locator"]>, text: string, ms = 10_000) =>
+  until(`"${text}"`, async () => (await locator.textContent()) === text, ms, 50)
