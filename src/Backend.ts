@@ -47,6 +47,7 @@ import * as Mcp from "./Mcp.js"
 import * as Reaper from "./Reaper.js"
 import * as Remote from "./Remote.js"
 import * as Secrets from "./Secrets.js"
+import * as Telemetry from "./Telemetry.js"
 
 // ---------------------------------------------------------------------------------------------
 // Public shapes
@@ -1288,12 +1289,17 @@ const makeOne = Effect.fn("Backend.make")(
     }
     yield* Effect.logDebug(`session ready: protocol ${session.protocolVersion}, ${tools.length} tools`)
 
-    const send = (method: string, params: unknown, requestOptions: RequestOptions | undefined) =>
+    const sendNow = (method: string, params: unknown, requestOptions: RequestOptions | undefined) =>
       connection.orderedRequest(
         method,
         paramsFor(stateless, params, capabilities, clientInfo),
         requestOptions?.timeoutMs ?? timeoutMs
       )
+    // Traced (a client span, `_meta.traceparent` passed on) only when telemetry is exported.
+    const send = (method: string, params: unknown, requestOptions: RequestOptions | undefined) =>
+      Telemetry.isActive()
+        ? Telemetry.clientSpan(config.id, method, params, (traced) => sendNow(method, traced, requestOptions))
+        : sendNow(method, params, requestOptions)
     // A server that forgot the session (restarted behind a URL, expired it, or lost its state) says
     // so: it is initialized again, once however many calls noticed, and each call is retried once.
     let generation = 0

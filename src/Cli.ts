@@ -27,6 +27,7 @@ import * as Reaper from "./Reaper.js"
 import * as Secrets from "./Secrets.js"
 import { SERVER_VERSION } from "./Server.js"
 import * as ServersDir from "./ServersDir.js"
+import * as Telemetry from "./Telemetry.js"
 import * as DebugServer from "./debug/DebugServer.js"
 import { onStopSignal } from "./Signals.js"
 import * as Http from "./transport/Http.js"
@@ -59,7 +60,8 @@ Options:
   --version           print the version and exit
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL, DEBUG_PORT,
-AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES, AGENTIFY_HTTP, AGENTIFY_HTTP_TOKEN, AGENTIFY_DEBUG_TOKEN. A .env file in the
+AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES, AGENTIFY_HTTP, AGENTIFY_HTTP_TOKEN, AGENTIFY_DEBUG_TOKEN;
+OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME) exports traces and metrics. A .env file in the
 current directory may supply these settings (never AGENTIFY_CONFIG, AGENTIFY_HTTP or
 AGENTIFY_HTTP_TOKEN) and never overrides variables already set; backends never inherit them (see
 inheritEnv).
@@ -308,6 +310,8 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
 
   return serve.pipe(
     Effect.catchAllDefect((defect) => Effect.logFatal("gateway failed", defect)),
+    // OpenTelemetry export when OTEL_EXPORTER_OTLP_ENDPOINT is set; nothing otherwise.
+    Effect.provide(Telemetry.layer(settings.sources.env, SERVER_VERSION)),
     Effect.provide(Logging.layer())
   )
 }

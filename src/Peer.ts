@@ -23,6 +23,7 @@ import {
   type Response,
   success
 } from "./JsonRpc.js"
+import * as Telemetry from "./Telemetry.js"
 import * as Secrets from "./Secrets.js"
 
 /** Where a message's replies and its requests' notifications go. */
@@ -143,8 +144,12 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
     }
 
     // Suspended: a handler that throws while building its effect is a defect of that request only.
-    const handle = (request: Request, out: Outbox): Effect.Effect<unknown, GatewayError, R> =>
-      Effect.suspend(() => handlers.request(request, contextFor(request, out)))
+    const handle = (request: Request, out: Outbox): Effect.Effect<unknown, GatewayError, R> => {
+      const handled = Effect.suspend(() => handlers.request(request, contextFor(request, out)))
+      return Telemetry.isActive()
+        ? Telemetry.serverSpan(request.method, request.id, request.params, options.sessionId, handled)
+        : handled
+    }
 
     /** The request's one reply; a defect (a bug of ours) is logged, the client sees -32603. */
     const reply = (request: Request, exit: Exit.Exit<unknown, GatewayError>): Response => {
