@@ -34,7 +34,12 @@ beforeAll(async () => {
     env: { SCRIPTED_TOOL: "fx__echo" },
     config: {
       maxToolsPerRequest: 4,
-      backends: [fixtureBackend("fx"), fixtureBackend("slowpoke", ["--startup-delay-ms", "1500"])]
+      backends: [
+        fixtureBackend("fx"),
+        fixtureBackend("slowpoke", ["--startup-delay-ms", "1500"]),
+        // A thousand tools: the page must not list them all anywhere.
+        fixtureBackend("wide", ["--tools", "1000"])
+      ]
     }
   })
   const port = await until(
@@ -116,6 +121,30 @@ describe("the debug page in a browser", () => {
     expect(text).toContain("mango")
     await shot("orchestration")
   }, 20_000)
+})
+
+describe("the debug page at scale", () => {
+  it("10,000 trace entries and 1,000 tools: only the rows in view are in the page, and filtering works", async () => {
+    const mcp = `${gateway.base}/mcp`
+    const { sessionId } = await openSession(mcp)
+    // Each call is four entries (client in and out, backend out and in): fill the 10,000 kept.
+    for (let batch = 0; batch < 25; batch++) {
+      await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          call(mcp, sessionId, `bulk-${batch}-${i}`, "tools/call", { name: "wide__tool_7", arguments: {} })
+        )
+      )
+    }
+    await page.reload()
+    await expectText(page.locator('#backends tr[data-backend="wide"] td').nth(4), "1021")
+    await page.click('nav button[data-tab="trace"]')
+    await until("10,000 entries loaded", async () => (await page.textContent("#trace-count")) === "10000 of 10000")
+    expect(await page.locator("#trace-list .row").count()).toBeLessThan(100)
+    await page.fill("#trace-filter", "wide")
+    await until("the filter to apply", async () => /^\d+ of 10000$/.test((await page.textContent("#trace-count")) ?? ""))
+    expect(await page.locator("#trace-list .row").count()).toBeLessThan(100)
+    await shot("trace-10k")
+  }, 60_000)
 })
 
 /** Waits until `locator`'s text is `text`. */
