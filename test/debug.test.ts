@@ -8,6 +8,7 @@ import { get as httpGet } from "node:http"
 import WebSocket from "ws"
 import { fixtureBackend } from "./support/mcpFixture.js"
 import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"
+import { startGateway } from "./support/gateway.js"
 import { until } from "./support/process.js"
 
 export const SECRET = "debug-secret-value-8d1f2a"
@@ -167,6 +168,27 @@ describe("debug API", () => {
     expect((await get(`${debug}/api/status`, { origin: "https://evil.example" })).status).toBe(403)
     expect((await get(`${debug}/api/status`, { origin: debug })).status).toBe(200)
   })
+})
+
+describe("the debug UI started by a client", () => {
+  it("initializationOptions.DEBUG_PORT on stdio starts it at initialize, and it sees that client's calls", async () => {
+    const client = startGateway()
+    try {
+      await client.initialize({ DEBUG_PORT: 0, backends: [fixtureBackend("fx")] })
+      const port = await until(
+        "the debug UI to listen",
+        () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(client.stderr())?.[1]
+      )
+      await client.callTool("fx__echo", { via: "stdio" })
+      const trace = await until("the call in the trace", async () => {
+        const entries = (await get(`http://127.0.0.1:${port}/api/mcptrace?method=tools/call`)).body as Array<any>
+        return entries.some((e) => e.channel === "backend" && e.kind === "response") ? entries : undefined
+      })
+      expect(trace.some((e) => e.channel === "client" && e.peer === "stdio")).toBe(true)
+    } finally {
+      await client.close()
+    }
+  }, 30_000)
 })
 
 describe("debug API with a token", () => {
