@@ -429,7 +429,13 @@ export class Link extends EventEmitter {
     }
     for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
       const m = message as { id?: unknown; result?: { protocolVersion?: unknown } }
-      if (m.id !== undefined && m.id === this.initializeId && typeof m.result?.protocolVersion === "string") {
+      // Sent back as a header: only a plausible version (a newline would break every later request).
+      if (
+        m.id !== undefined &&
+        m.id === this.initializeId &&
+        typeof m.result?.protocolVersion === "string" &&
+        /^[A-Za-z0-9._-]{1,32}$/.test(m.result.protocolVersion)
+      ) {
         this.protocolVersion = m.result.protocolVersion
       }
       this.stdout.write(`${JSON.stringify(message)}\n`)

@@ -86,7 +86,13 @@ export const record = (recorder: Recorder) =>
     yield* Effect.forkScoped(
       Effect.forever(
         Effect.map(Queue.takeBetween(queue, 1, 1_024), (batch) => {
-          for (const event of batch) recorder.record(event)
+          for (const event of batch) {
+            try {
+              recorder.record(event)
+            } catch {
+              // An event that cannot be recorded is skipped; the recording goes on.
+            }
+          }
         })
       )
     )
@@ -282,7 +288,12 @@ export const serve = (options: Options, recorder: Recorder) =>
       }
       const restart = /^\/api\/backends\/([^/]+)\/restart$/.exec(path)
       if (restart !== null && request.method === "POST") {
-        const id = decodeURIComponent(restart[1]!)
+        let id: string
+        try {
+          id = decodeURIComponent(restart[1]!)
+        } catch {
+          return json({ error: "not found" }, 404)
+        }
         const outcome = yield* backends.restart(id)
         return outcome === "restarting"
           ? json({ id, state: "restarting" }, 202)
