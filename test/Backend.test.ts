@@ -470,7 +470,7 @@ describe("per-backend quirks (startupDelayMs, protocolVersion, a forgotten sessi
         expect(pool.tools().length).toBe(FIXTURE_TOOL_COUNT)
         // Two slow calls keep two members busy: the next calls all go to the third, idle one.
         const busy = yield* Effect.fork(
-          Effect.all([pool.callTool("slow", { ms: 1_500 }), pool.callTool("slow", { ms: 1_500 })], {
+          Effect.all([pool.callTool("slow", { ms: 3_000 }), pool.callTool("slow", { ms: 3_000 })], {
             concurrency: "unbounded"
           })
         )

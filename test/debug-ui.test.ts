@@ -36,7 +36,7 @@ beforeAll(async () => {
       maxToolsPerRequest: 4,
       backends: [
         fixtureBackend("fx"),
-        fixtureBackend("slowpoke", ["--startup-delay-ms", "1500"]),
+        fixtureBackend("slowpoke", ["--startup-delay-ms", "3000"]),
         // A thousand tools: the page must not list them all anywhere.
         fixtureBackend("wide", ["--tools", "1000"])
       ]
@@ -69,7 +69,7 @@ describe("the debug page in a browser", () => {
     await shot("backends")
     const backends = (await (await fetch(`${debug}/api/backends`)).json()) as Array<{ id: string; pid: number }>
     process.kill(backends.find((b) => b.id === "slowpoke")!.pid, "SIGKILL")
-    // Down: restarting, then starting for 1.5 s (its start-up delay).
+    // Down: restarting, then starting for 3 s (its start-up delay).
     await until("the page to show slowpoke down", async () => (await stateOf("slowpoke").textContent()) !== "ready", 10_000, 50)
     await shot("backend-down")
     await expectText(stateOf("slowpoke"), "ready", 15_000)
