@@ -781,13 +781,16 @@ const checkCwd = (config: BackendConfig): BackendError | undefined => {
   })
 }
 
-const spawnConnection = (
+/** Opens a backend's connection: a child process (`spawnConnection`) or a remote link (`connectRemote`). */
+type Open = (
   config: BackendConfig,
   maxFrameBytes: number,
   logs: Queue.Queue<LogLine>,
   inbound: Queue.Queue<Inbound>,
   events: EventsService | undefined
-): Effect.Effect<Connection, BackendError> =>
+) => Effect.Effect<Connection, BackendError>
+
+const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, events) =>
   Effect.async<Connection, BackendError>((resume) => {
     const cwdProblem = checkCwd(config)
     if (cwdProblem !== undefined) return resume(Effect.fail(cwdProblem))
@@ -834,13 +837,7 @@ const spawnConnection = (
   })
 
 /** Opens a remote backend's link (see Remote): its failure is retried with backoff like a crash. */
-const connectRemote = (
-  config: BackendConfig,
-  maxFrameBytes: number,
-  logs: Queue.Queue<LogLine>,
-  inbound: Queue.Queue<Inbound>,
-  events: EventsService | undefined
-): Effect.Effect<Connection, BackendError> =>
+const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events) =>
   Effect.suspend(() => {
     const link = new Remote.Link({
       url: config.url!,
@@ -1059,7 +1056,7 @@ const serveRequests = (connection: Connection, handler: (method: string, params:
 const isSessionLost = (error: BackendError): boolean =>
   error.reason === "call_failed" &&
   error.method !== "initialize" &&
-  /not initiali[sz]ed|session not found|no valid session|ended the session/i.test(error.summary)
+  /not initiali[sz]ed|session not found|no valid session/i.test(error.summary)
 
 /** How long `server/discover` may take before a backend is taken to be of the session era. */
 const DISCOVER_TIMEOUT_MS = 3_000

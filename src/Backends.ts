@@ -134,6 +134,30 @@ export interface BackendsService {
   readonly restart: (backendId: string) => Effect.Effect<"restarting" | "unknown" | "disabled">
 }
 
+/**
+ * How many items a list method (`resources/list`, `prompts/list`) gives on a ready backend, as
+ * `check` and the debug UI show it: "-" when it does not offer `capability`, "error" when listing
+ * fails, "?" for an answer without the list.
+ */
+export const countListed = (
+  backends: BackendsService,
+  backendId: string,
+  capability: string,
+  method: string,
+  field: string
+): Effect.Effect<string> =>
+  Effect.suspend(() => {
+    const backend = backends.backend(backendId)
+    if (backend === undefined || backend.serverCapabilities[capability] === undefined) return Effect.succeed("-")
+    return backends.executeOnBackend(backendId, method, {}).pipe(
+      Effect.map((result) => {
+        const items = (result as Record<string, unknown> | null)?.[field]
+        return Array.isArray(items) ? String(items.length) : "?"
+      }),
+      Effect.orElseSucceed(() => "error")
+    )
+  })
+
 // ---------------------------------------------------------------------------------------------
 
 interface Entry {

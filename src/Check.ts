@@ -6,7 +6,7 @@
  */
 import { Effect, Fiber, Layer, Stream } from "effect"
 import type { BackendStatus } from "./Backends.js"
-import { Backends } from "./Backends.js"
+import { Backends, countListed } from "./Backends.js"
 import { GatewayConfig, type ConfigSources, transportOf } from "./Config.js"
 import { LlmClient } from "./Llm.js"
 import * as Logging from "./Logging.js"
@@ -59,17 +59,6 @@ const pad = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
     .join("\n")
 }
 
-/** Counts a list method's items on a ready backend, when it offers that capability. */
-const countOf = (backends: Backends["Type"], id: string, capability: string, method: string, field: string) =>
-  Effect.gen(function* () {
-    const backend = backends.backend(id)
-    if (backend === undefined || backend.serverCapabilities[capability] === undefined) return "-"
-    const result = yield* backends.executeOnBackend(id, method, {}).pipe(Effect.either)
-    if (result._tag === "Left") return "error"
-    const items = (result.right as Record<string, unknown> | null)?.[field]
-    return Array.isArray(items) ? String(items.length) : "?"
-  })
-
 /** The least time a check gives backends to start (a first `npx` download takes a while). */
 const CHECK_STARTUP_MS = 30_000
 
@@ -109,8 +98,8 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
         state: status.state,
         protocol: status.protocolVersion ?? "-",
         tools: ready ? String(status.toolCount) : "-",
-        resources: ready ? yield* countOf(backends, status.id, "resources", "resources/list", "resources") : "-",
-        prompts: ready ? yield* countOf(backends, status.id, "prompts", "prompts/list", "prompts") : "-",
+        resources: ready ? yield* countListed(backends, status.id, "resources", "resources/list", "resources") : "-",
+        prompts: ready ? yield* countListed(backends, status.id, "prompts", "prompts/list", "prompts") : "-",
         startup: readyAt.has(status.id) ? `${readyAt.get(status.id)! - started} ms` : "-"
       })
     }
@@ -120,7 +109,8 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
         (s) =>
           `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, startupTimeoutMs)}`
       )
-    const found = config.notes.filter((n) => n.level === "info" || /servers-dir|not a server in/.test(n.message))
+    // What --servers-dir found (info) and the folders it could not use.
+    const found = config.notes.filter((n) => n.level === "info" || n.message.startsWith("not a server in "))
     const lines = [
       `configuration: ${config.backendsSource}`,
       ...found.map((n) => `  ${n.message}`),

@@ -165,6 +165,18 @@ const BackendFields = Schema.Struct({
   requiresStatefulConnection: Schema.optional(Schema.Boolean)
 })
 
+/** Why `url` does not suit `transport` (its scheme, or not a URL at all), or undefined. */
+const remoteUrlProblem = (transport: BackendType, url: string): string | undefined => {
+  let protocol: string
+  try {
+    protocol = new URL(url).protocol
+  } catch {
+    return "must be an http://, https://, ws:// or wss:// URL"
+  }
+  if (transport === "websocket") return /^wss?:$/.test(protocol) ? undefined : "must be a ws:// or wss:// URL"
+  return /^https?:$/.test(protocol) ? undefined : "must be an http:// or https:// URL"
+}
+
 /** How a backend is reached. */
 export const transportOf = (backend: { readonly type?: BackendType | undefined; readonly url?: string | undefined }) =>
   backend.type ?? (backend.url === undefined ? "stdio" : /^wss?:/i.test(backend.url) ? "websocket" : "http")
@@ -188,14 +200,9 @@ export const BackendConfig = BackendFields.pipe(
     }
     if (backend.url === undefined) return { path: ["url"], message: `is required for a ${transport} backend` }
     if (backend.command !== undefined) return { path: ["command"], message: "is for stdio servers: a remote one has a url" }
-    const ws = /^wss?:/i.test(backend.url)
-    if (ws !== (transport === "websocket") && !backend.url.startsWith("${")) {
-      return {
-        path: ["url"],
-        message: transport === "websocket" ? "must be a ws:// or wss:// URL" : "must be an http:// or https:// URL"
-      }
-    }
-    return true
+    // A ${env:NAME} reference is checked once it is resolved (see `withEnvReferences`).
+    const problem = backend.url.includes("${") ? undefined : remoteUrlProblem(transport, backend.url)
+    return problem === undefined || { path: ["url"], message: problem }
   })
 )
 export type BackendConfig = typeof BackendConfig.Type & {
@@ -235,21 +242,28 @@ const McpServerEntry = Schema.Struct({
       message: () => ({ message: "must be stdio, http, streamable-http, sse or websocket", override: true })
     })
   ),
-  command: Schema.optional(NonEmptyString),
-  url: Schema.optional(RemoteUrl),
-  headers: Schema.optional(SecretEnv),
+  // BackendConfig's own options are accepted here too, so one file can keep the familiar shape
+  // (those with a default are optional here, so `defaults` can tell an absent one).
+  ...BackendFields.pick(
+    "command",
+    "url",
+    "headers",
+    "cwd",
+    "description",
+    "displayName",
+    "inheritEnv",
+    "requestTimeoutMs",
+    "maxFrameBytes",
+    "roots",
+    "startupDelayMs",
+    "protocolVersion",
+    "maxInstances",
+    "requiresStatefulConnection"
+  ).fields,
   args: Schema.optional(Schema.Array(SecretString)),
   env: Schema.optional(SecretEnv),
-  cwd: Schema.optional(Schema.String),
-  disabled: Schema.optional(Schema.Boolean),
-  description: Schema.optional(Schema.String),
-  // BackendConfig's own options are accepted here too, so one file can keep the familiar shape.
-  displayName: Schema.optional(Schema.String),
-  inheritEnv: Schema.optional(Schema.Array(Schema.String)),
-  requestTimeoutMs: Schema.optional(DurationMs),
   restartOnCrash: Schema.optional(Schema.Boolean),
-  maxFrameBytes: Schema.optional(FrameBytes),
-  roots: Schema.optional(Roots),
+  disabled: Schema.optional(Schema.Boolean),
   /** Cline's name for `type`. */
   transportType: Schema.optional(
     Schema.Literal("stdio", "sse", "streamableHttp").annotations({
@@ -259,12 +273,8 @@ const McpServerEntry = Schema.Struct({
   enabled: Schema.optional(Schema.Boolean),
   /** Milliseconds, as `requestTimeoutMs` (only in a `servers` map: Cline writes seconds in `mcpServers`). */
   timeout: Schema.optional(DurationMs),
-  /** Milliseconds waited after the process starts. */
-  startupDelay: Schema.optional(DurationMs),
-  startupDelayMs: Schema.optional(DurationMs),
-  protocolVersion: Schema.optional(ProtocolVersion),
-  maxInstances: Schema.optional(BoundedInt(MAX_INSTANCES, "instances")),
-  requiresStatefulConnection: Schema.optional(Schema.Boolean)
+  /** Milliseconds waited after the process starts (`startupDelayMs`). */
+  startupDelay: Schema.optional(DurationMs)
 })
 
 const McpServers = Schema.Record({ key: Schema.String, value: McpServerEntry })
@@ -895,8 +905,9 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
     ...(backend.url === undefined ? {} : { url: expand(backend.url) })
   }
   // A URL is checked once its references are resolved (the schema let `${...}` through).
-  if (missing.size === 0 && expanded.url !== undefined && !validRemoteUrl(expanded)) {
-    return { ...backend, refused: `backend '${backend.id}': its url is not a valid ${transportOf(backend)} URL once resolved` }
+  const urlProblem = expanded.url === undefined ? undefined : remoteUrlProblem(transportOf(backend), expanded.url)
+  if (missing.size === 0 && urlProblem !== undefined) {
+    return { ...backend, refused: `backend '${backend.id}': its url ${urlProblem} once resolved` }
   }
   if (inputs.size > 0) {
     return {
@@ -926,15 +937,6 @@ const registerUrlSecrets = (raw: string) => {
     for (const [name, value] of url.searchParams) if (SECRET_NAME.test(name)) Secrets.register(value)
   } catch {
     // Not a URL: whoever uses it says so without printing it.
-  }
-}
-
-const validRemoteUrl = (backend: BackendConfig): boolean => {
-  try {
-    const protocol = new URL(backend.url!).protocol
-    return transportOf(backend) === "websocket" ? /^wss?:$/.test(protocol) : /^https?:$/.test(protocol)
-  } catch {
-    return false
   }
 }
 

@@ -55,8 +55,11 @@ export const httpStatusOf = (error: unknown): number | undefined => {
   return typeof status === "number" ? status : undefined
 }
 
-/** The message of the error reply for a request in a session the server no longer knows. */
-export const SESSION_ENDED = "the server ended the session (HTTP 404)"
+/**
+ * The error reply for a request in a session the server no longer knows: worded as servers word
+ * it, so Backend's one check for a lost session (re-initialize, retry once) covers it.
+ */
+const SESSION_ENDED = "session not found: the server ended it (HTTP 404)"
 
 interface Outgoing {
   readonly id?: string | number

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { get as httpGet } from "node:http"
 import WebSocket from "ws"
 import { fixtureBackend } from "./support/mcpFixture.js"
-import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"
+import { call, type HttpGateway, openSession, send, startHttpGateway } from "./support/httpGateway.js"
 import { startGateway } from "./support/gateway.js"
 import { until } from "./support/process.js"
 
@@ -37,8 +37,8 @@ export const startDebugGateway = async (
 }
 
 const get = async (url: string, headers: Record<string, string> = {}) => {
-  const response = await fetch(url, { headers })
-  return { status: response.status, body: (await response.json()) as any }
+  const reply = await send(url, { headers })
+  return { status: reply.status, body: reply.messages[0] as any }
 }
 
 let gateway: HttpGateway

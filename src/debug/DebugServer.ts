@@ -20,24 +20,20 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Layer, Option, Queue, Redacted, Stream } from "effect"
-import { createHash, timingSafeEqual } from "node:crypto"
+import { Effect, Layer, Option, Queue, Stream } from "effect"
 import { createServer } from "node:http"
-import { Backends } from "../Backends.js"
+import { Backends, countListed } from "../Backends.js"
 import { describeBackend, GatewayConfig, type ResolvedConfig, transportOf } from "../Config.js"
 import { Events } from "../Events.js"
 import * as Secrets from "../Secrets.js"
 import { SERVER_VERSION } from "../Server.js"
-import { isLoopback } from "../transport/Address.js"
+import { makeGuards, tokenMatches } from "../transport/Guards.js"
+import type * as Http from "../transport/Http.js"
 import { PAGE } from "./page.js"
 import { LOG_CAPACITY, logMatches, Recorder, TRACE_CAPACITY, type TraceEntry } from "./Recorder.js"
 
-export interface Options {
-  readonly host: string
-  readonly port: number
-  /** Required for a host other than loopback (env AGENTIFY_DEBUG_TOKEN). */
-  readonly token?: Redacted.Redacted<string> | undefined
-}
+/** As for `--http`; the token is AGENTIFY_DEBUG_TOKEN. */
+export type Options = Http.Options
 
 /** Entries waiting for a slow WebSocket reader before the oldest are dropped. */
 const SOCKET_BUFFER = 4_096
@@ -46,8 +42,6 @@ const COUNTS_TTL_MS = 5_000
 
 const json = (body: unknown, status = 200) =>
   HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json" })
-
-const digest = (text: string) => createHash("sha256").update(text).digest()
 
 const clamp = (raw: string | null, fallback: number, max: number) => {
   const n = raw === null ? fallback : Number(raw)
@@ -106,15 +100,12 @@ export const serve = (options: Options, recorder: Recorder) =>
     const started = Date.now()
 
     const counts = new Map<string, { at: number; resources: string; prompts: string }>()
+    // A backend slow to list is shown as "?" rather than holding the page.
     const countOf = (id: string, capability: string, method: string, field: string) =>
-      Effect.gen(function* () {
-        const backend = backends.backend(id)
-        if (backend === undefined || backend.serverCapabilities[capability] === undefined) return "-"
-        const listed = yield* backends.executeOnBackend(id, method, {}).pipe(Effect.timeoutOption(1_000), Effect.either)
-        if (listed._tag === "Left" || Option.isNone(listed.right)) return "?"
-        const items = (listed.right.value as Record<string, unknown> | null)?.[field]
-        return Array.isArray(items) ? String(items.length) : "?"
-      })
+      countListed(backends, id, capability, method, field).pipe(
+        Effect.timeoutOption(1_000),
+        Effect.map(Option.getOrElse(() => "?"))
+      )
     const countsOf = (id: string) =>
       Effect.gen(function* () {
         const cached = counts.get(id)
@@ -183,33 +174,20 @@ export const serve = (options: Options, recorder: Recorder) =>
       }).pipe(Effect.scoped)
 
     const port = { value: options.port }
-    const hostAllowed = (header: string | undefined) => {
-      if (header === undefined) return false
-      const value = header.toLowerCase()
-      const names = isLoopback(options.host) ? ["127.0.0.1", "localhost", "[::1]"] : [options.host.toLowerCase()]
-      return names.some((name) => value === `${name}:${port.value}` || value === name)
-    }
-    const originAllowed = (origin: string | undefined) => {
-      if (origin === undefined) return true
-      try {
-        const url = new URL(origin)
-        return isLoopback(url.hostname.replace(/^\[|\]$/g, "")) || url.host === `${options.host}:${port.value}`
-      } catch {
-        return false
-      }
-    }
+    // Only this server's own names and this machine's pages: the MCP transport's allowances do not apply.
+    const guards = makeGuards(options, () => port.value, { allowedHosts: [], allowedOrigins: [] })
+    // The page and its WebSockets cannot set headers: `?token=` stands for the bearer header.
     const authorized = (request: HttpServerRequest.HttpServerRequest, query: URLSearchParams) => {
       if (options.token === undefined) return true
-      const header = /^Bearer[ \t]+(\S+)$/i.exec(request.headers["authorization"] ?? "")?.[1]
-      const given = header ?? query.get("token") ?? ""
-      return given.length > 0 && timingSafeEqual(digest(given), digest(Redacted.value(options.token)))
+      const fromQuery = query.get("token")
+      return tokenMatches(fromQuery === null ? request.headers["authorization"] : `Bearer ${fromQuery}`, options.token)
     }
 
     const app = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       // A page on another site must not read the gateway's traffic (DNS rebinding, cross-site WebSocket).
-      if (!hostAllowed(request.headers["host"])) return json({ error: "Host not allowed" }, 403)
-      if (!originAllowed(request.headers["origin"])) return json({ error: "Origin not allowed" }, 403)
+      if (!guards.hostAllowed(request.headers["host"])) return json({ error: "Host not allowed" }, 403)
+      if (!guards.originAllowed(request.headers["origin"])) return json({ error: "Origin not allowed" }, 403)
       const url = new URL(request.url, "http://localhost")
       const query = url.searchParams
       if (!authorized(request, query)) return json({ error: "a bearer token is required" }, 401)

@@ -34,16 +34,16 @@ import {
   Scope,
   Stream
 } from "effect"
-import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import { createServer, type Server as NodeServer } from "node:http"
 import { Backends } from "../Backends.js"
-import { GatewayConfig, type ResolvedConfig } from "../Config.js"
+import { GatewayConfig } from "../Config.js"
 import { ErrorCode } from "../Errors.js"
 import { Events } from "../Events.js"
 import { Gateway } from "../Gateway.js"
 import { classify, failure, type Id, isReply, stringify } from "../JsonRpc.js"
 import { isSupportedProtocolVersion } from "../Mcp.js"
-import { isLoopback } from "./Address.js"
+import { makeGuards, tokenMatches } from "./Guards.js"
 import * as Peer from "../Peer.js"
 import { Session, type Target } from "../Session.js"
 import * as Stateless from "../Stateless.js"
@@ -64,8 +64,6 @@ const STREAM_BUFFER = 4_096
 const SESSION_HEADER = "mcp-session-id"
 const VERSION_HEADER = "mcp-protocol-version"
 
-const isWildcard = (host: string) => host === "0.0.0.0" || host === "::"
-
 // ---------------------------------------------------------------------------------------------
 // Responses
 
@@ -79,66 +77,6 @@ const reject = (status: number, message: string, headers: Record<string, string>
 const encoder = new TextEncoder()
 const sseEvent = (message: unknown) => encoder.encode(`event: message\ndata: ${stringify(message)}\n\n`)
 const SSE_HEADERS = { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
-
-// ---------------------------------------------------------------------------------------------
-// Guards
-
-const digest = (text: string) => createHash("sha256").update(text).digest()
-
-/** Constant-time: both sides are hashed to the same length first. */
-const tokenMatches = (header: string | undefined, token: Redacted.Redacted<string>): boolean => {
-  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")
-  const given = match?.[1] ?? ""
-  return timingSafeEqual(digest(given), digest(Redacted.value(token))) && given.length > 0
-}
-
-const hostOf = (authority: string): string => {
-  const match = /^(\[[^\]]*\]|[^:]*)(?::\d+)?$/.exec(authority)
-  return (match?.[1] ?? authority).toLowerCase()
-}
-
-/** Host and Origin checks (DNS rebinding): what this server accepts. */
-const makeGuards = (options: Options, port: () => number, config: ResolvedConfig) => {
-  const allowedHosts = new Set(config.allowedHosts.map((h) => h.toLowerCase()))
-  const allowedOrigins = new Set(config.allowedOrigins.map((o) => o.toLowerCase().replace(/\/+$/, "")))
-  const bound = options.host.includes(":") ? `[${options.host.toLowerCase()}]` : options.host.toLowerCase()
-  const hostAllowed = (header: string | undefined): boolean => {
-    if (header === undefined) return false
-    const value = header.toLowerCase()
-    if (allowedHosts.has(value) || allowedHosts.has(hostOf(value))) return true
-    const name = hostOf(value)
-    const withPort = (h: string) => value === h || value === `${h}:${port()}`
-    // A wildcard bind has no name to check against: only allowedHosts (and the token) limit it.
-    if (isWildcard(options.host)) return allowedHosts.size === 0 || isLoopback(name.replace(/^\[|\]$/g, ""))
-    if (isLoopback(options.host)) return ["localhost", "127.0.0.1", "[::1]", bound].some(withPort)
-    return withPort(bound)
-  }
-  const originAllowed = (origin: string | undefined): boolean => {
-    if (origin === undefined) return true
-    const value = origin.toLowerCase().replace(/\/+$/, "")
-    if (allowedOrigins.has(value)) return true
-    try {
-      // A page served from this machine; a rebound name (evil.example resolving to 127.0.0.1) is not.
-      return isLoopback(new URL(value).hostname.replace(/^\[|\]$/g, ""))
-    } catch {
-      return false
-    }
-  }
-  // Clients send the same few values on every request: remember the verdicts (a bounded set).
-  const memo = (check: (value: string | undefined) => boolean) => {
-    const seen = new Map<string | undefined, boolean>()
-    return (value: string | undefined): boolean => {
-      let verdict = seen.get(value)
-      if (verdict === undefined) {
-        verdict = check(value)
-        if (seen.size >= 256) seen.clear()
-        seen.set(value, verdict)
-      }
-      return verdict
-    }
-  }
-  return { hostAllowed: memo(hostAllowed), originAllowed: memo(originAllowed) }
-}
 
 const accepted = new Map<string, { json: boolean; sse: boolean }>()
 
