@@ -869,15 +869,19 @@ const SECRET_NAME = /TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i
  * need not hold secrets. A variable that is not set leaves the backend refused, saying which.
  */
 const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, string | undefined>>): BackendConfig => {
-  const missing = new Set<string>()
-  const inputs = new Set<string>()
-  const expand = (text: string) => {
+  // Where each unset variable or VS Code input is used ("env MEMORY_FILE_PATH", "args[2]"): names
+  // and places are not secrets, and a user needs both to fix the file.
+  const missing = new Map<string, Set<string>>()
+  const inputs = new Map<string, Set<string>>()
+  const note = (into: Map<string, Set<string>>, name: string, where: string) =>
+    into.set(name, (into.get(name) ?? new Set()).add(where))
+  const expand = (where: string) => (text: string) => {
     const input = INPUT_REFERENCE.exec(text)
-    if (input !== null) inputs.add(input[1]!)
+    if (input !== null) note(inputs, input[1]!, where)
     return text.replace(ENV_REFERENCE, (_, name: string, fallback: string | undefined) => {
       const value = env[name] ?? fallback
       if (value === undefined) {
-        missing.add(name)
+        note(missing, name, where)
         return ""
       }
       if (SECRET_NAME.test(name)) Secrets.register(value)
@@ -894,27 +898,29 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
   ) {
     return backend
   }
-  const expandAll = (record: Readonly<Record<string, string>>) =>
-    Object.fromEntries(Object.entries(record).map(([k, v]) => [k, expand(v)]))
+  const expandAll = (field: string, record: Readonly<Record<string, string>>) =>
+    Object.fromEntries(Object.entries(record).map(([k, v]) => [k, expand(`${field} ${k}`)(v)]))
   const expanded: BackendConfig = {
     ...backend,
-    args: backend.args.map(expand),
-    env: expandAll(backend.env),
-    ...(backend.headers === undefined ? {} : { headers: expandAll(backend.headers) }),
-    ...(backend.cwd === undefined ? {} : { cwd: expand(backend.cwd) }),
-    ...(backend.url === undefined ? {} : { url: expand(backend.url) })
+    args: backend.args.map((arg, i) => expand(`args[${i}]`)(arg)),
+    env: expandAll("env", backend.env),
+    ...(backend.headers === undefined ? {} : { headers: expandAll("header", backend.headers) }),
+    ...(backend.cwd === undefined ? {} : { cwd: expand("cwd")(backend.cwd) }),
+    ...(backend.url === undefined ? {} : { url: expand("url")(backend.url) })
   }
+  const places = (where: Set<string> | undefined) => [...(where ?? [])].join(", ")
   // A URL is checked once its references are resolved (the schema let `${...}` through).
   const urlProblem = expanded.url === undefined ? undefined : remoteUrlProblem(transportOf(backend), expanded.url)
   if (missing.size === 0 && urlProblem !== undefined) {
     return { ...backend, refused: `backend '${backend.id}': its url ${urlProblem} once resolved` }
   }
   if (inputs.size > 0) {
+    const [input, where] = [...inputs][0]!
     return {
       ...backend,
       refused:
         backend.refused ??
-        `backend '${backend.id}' uses VS Code's \${input:${[...inputs][0]}}, which only VS Code can prompt for: ` +
+        `backend '${backend.id}' uses VS Code's \${input:${input}} in ${places(where)}, which only VS Code can prompt for: ` +
           "put the value in the gateway's environment and refer to it as ${env:NAME}"
     }
   }
@@ -923,9 +929,16 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
     ...backend,
     refused:
       backend.refused ??
-      `backend '${backend.id}' refers to ${[...missing].map((n) => `\${env:${n}}`).join(", ")}, which is not set in the gateway's environment`
+      `backend '${backend.id}' refers to ${[...missing].map(([n, where]) => `\${env:${n}} in ${places(where)}`).join("; ")}, ` +
+        `which ${missing.size === 1 ? "is" : "are"} not set in the gateway's environment`
   }
 }
+
+/**
+ * The literal parts of a value that may hold `${...}` references: what is a secret in a backend
+ * that was refused before its references were resolved. The references themselves are names.
+ */
+const literalParts = (value: string): Array<string> => value.split(/\$\{[^}]*\}/)
 
 /** A URL's password, and its query values whose names say they are secrets (`?api_key=`). */
 const registerUrlSecrets = (raw: string) => {
@@ -947,14 +960,20 @@ const registerSecrets = (config: ResolvedConfig) => {
   for (const backend of config.backends) {
     for (const value of Object.values(backend.headers ?? {})) {
       // A backend refused for an unset variable keeps its `${env:NAME}`: a name, not a secret.
-      if (backend.refused !== undefined && value.includes("${")) continue
+      if (backend.refused !== undefined && value.includes("${")) {
+        for (const part of literalParts(value)) Secrets.register(part)
+        continue
+      }
       Secrets.register(value)
       // "Bearer <token>": the token alone too, wherever a server echoes it.
       const credential = /^\s*\S+\s+(\S+)\s*$/.exec(value)?.[1]
       if (credential !== undefined) Secrets.register(credential)
     }
     if (backend.url !== undefined) registerUrlSecrets(backend.url)
-    for (const value of Object.values(backend.env)) Secrets.register(value)
+    for (const value of Object.values(backend.env)) {
+      if (backend.refused !== undefined && value.includes("${")) for (const part of literalParts(value)) Secrets.register(part)
+      else Secrets.register(value)
+    }
     for (const value of Secrets.secretArgs(backend.args)) Secrets.register(value)
   }
 }

@@ -98,7 +98,11 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
     const events = options.events
     const running = yield* FiberSet.make<unknown, unknown>()
     // Forks into `running` from anywhere, a Node callback included; the fiber starts at once.
-    const runFork = yield* FiberSet.runtime(running)<R>()
+    // Interruptible whatever region made the peer: a runtime captured while a layer was built (an
+    // HTTP server's handlers) is uninterruptible, and its requests could then be neither cancelled
+    // nor stopped at shutdown.
+    const forkIn = yield* FiberSet.runtime(running)<R>()
+    const runFork = <A, E>(effect: Effect.Effect<A, E, R>) => forkIn(Effect.interruptible(effect))
     const cancels = new Map<string, InFlight>()
 
     const traced = (out: Outbox): Outbox =>
@@ -292,16 +296,20 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
 
     const drain = (graceMs: number): Effect.Effect<void> =>
       Effect.gen(function* () {
+        // Interruptible: a drain at shutdown runs in a finalizer, where a timeout could not
+        // otherwise cut the wait short.
         const drained = yield* FiberSet.awaitEmpty(running).pipe(
+          Effect.interruptible,
           Effect.timeout(graceMs),
           Effect.as(true),
           Effect.orElseSucceed(() => false)
         )
         if (drained) return
         // Cancel rather than kill them, so each still sends its one reply (-32800).
-        yield* Effect.logWarning("cancelling requests still in flight at end of input", { count: cancels.size })
+        yield* Effect.logWarning("cancelling requests still in flight", { count: cancels.size })
         yield* Effect.sync(() => cancels.forEach(cancel))
         yield* FiberSet.awaitEmpty(running).pipe(
+          Effect.interruptible,
           Effect.timeout(1_000),
           Effect.orElse(() => FiberSet.clear(running))
         )

@@ -202,8 +202,37 @@ describe("GatewayOptions decoding", () => {
     expect(config.backends[0]!.refused).toBeUndefined()
     expect(Secrets.scrub("token ghp-from-env-123456")).not.toContain("ghp-from-env-123456")
     expect(config.backends[1]!.refused).toBe(
-      "backend 'broken' refers to ${env:NOT_SET_ANYWHERE}, which is not set in the gateway's environment"
+      "backend 'broken' refers to ${env:NOT_SET_ANYWHERE} in args[0], which is not set in the gateway's environment"
     )
+  })
+
+  it("an unset variable is named with the key that uses it, and the message survives the scrubber (names are not secrets)", () => {
+    const file = {
+      path: "/etc/agentify.json",
+      options: Either.getOrThrow(
+        decodeOptions(
+          {
+            backends: [
+              {
+                id: "a",
+                command: "x",
+                env: { MEMORY_FILE_PATH: "${env:MY_MEMORY_PATH}", OTHER: "lit-secret-${env:MY_MEMORY_PATH}" }
+              },
+              { id: "b", command: "x", env: { TOKEN: "${input:tok}" } }
+            ]
+          },
+          "config file"
+        )
+      )
+    }
+    const [a, b] = resolve({ env: {}, cwd: "/tmp", file }).backends
+    const expected =
+      "backend 'a' refers to ${env:MY_MEMORY_PATH} in env MEMORY_FILE_PATH, env OTHER, which is not set in the gateway's environment"
+    expect(a!.refused).toBe(expected)
+    expect(Secrets.scrub(a!.refused!)).toBe(expected)
+    // The literal part of a value that also holds a reference is still a secret.
+    expect(Secrets.scrub("saw lit-secret-")).toBe("saw <redacted>")
+    expect(Secrets.scrub(b!.refused!)).toContain("uses VS Code's ${input:tok} in env TOKEN")
   })
 
   it("reports mcpServers problems with their path too", () => {
@@ -250,7 +279,7 @@ describe("every client's config file, as its documentation shows it", () => {
         transport: "stdio",
         where: "npx",
         refused:
-          "backend 'Perplexity' uses VS Code's ${input:perplexity-key}, which only VS Code can prompt for: " +
+          "backend 'Perplexity' uses VS Code's ${input:perplexity-key} in env PERPLEXITY_API_KEY, which only VS Code can prompt for: " +
           "put the value in the gateway's environment and refer to it as ${env:NAME}"
       },
       { id: "fetch", transport: "stdio", where: "uvx", refused: undefined },
@@ -269,7 +298,7 @@ describe("every client's config file, as its documentation shows it", () => {
     const custom = load("claude-code.mcp.json", { API_KEY: "cc-key-123456", API_BASE_URL: "http://127.0.0.1:8080" })
     expect(custom[0]!.url).toBe("http://127.0.0.1:8080/mcp")
     expect(load("claude-code.mcp.json")[0]!.refused).toBe(
-      "backend 'api-server' refers to ${env:API_KEY}, which is not set in the gateway's environment"
+      "backend 'api-server' refers to ${env:API_KEY} in header Authorization, which is not set in the gateway's environment"
     )
   })
 

@@ -155,6 +155,15 @@ describe("debug API", () => {
     expect((await fetch(`${debug}/api/backends/nope/restart`, { method: "POST" })).status).toBe(404)
   })
 
+  it("the page refuses to be framed (a foreign page could lure a click on restart); no favicon 404", async () => {
+    const page = await fetch(`${debug}/`)
+    await page.text()
+    expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'")
+    expect(page.headers.get("x-frame-options")).toBe("DENY")
+    const icon = await fetch(`${debug}/favicon.ico`)
+    expect(icon.status).toBe(204)
+  })
+
   it("refuses another Host or a foreign Origin (DNS rebinding, cross-site WebSocket)", async () => {
     // fetch sets Host itself: a raw request sends the rebound name.
     const rebound = await new Promise<number>((resolve, reject) => {

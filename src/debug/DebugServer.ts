@@ -28,6 +28,7 @@ import { Events } from "../Events.js"
 import * as Secrets from "../Secrets.js"
 import { SERVER_VERSION } from "../Server.js"
 import { makeGuards, tokenMatches } from "../transport/Guards.js"
+import * as Listener from "../transport/Listener.js"
 import type * as Http from "../transport/Http.js"
 import { PAGE } from "./page.js"
 import { LOG_CAPACITY, logMatches, Recorder, TRACE_CAPACITY, type TraceEntry } from "./Recorder.js"
@@ -198,10 +199,16 @@ export const serve = (options: Options, recorder: Recorder) =>
             return HttpServerResponse.text(PAGE, {
               contentType: "text/html; charset=utf-8",
               headers: {
+                // Never framed: a page of another site could lure a click on a restart button.
                 "content-security-policy":
-                  "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'"
+                  "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; " +
+                  "frame-ancestors 'none'",
+                "x-frame-options": "DENY"
               }
             })
+          case "/favicon.ico":
+            // No icon, and no 404 in the browser's console for it.
+            return HttpServerResponse.empty({ status: 204 })
           case "/api/status": {
             const states = yield* backends.states
             return json({
@@ -285,7 +292,14 @@ export const serve = (options: Options, recorder: Recorder) =>
 
     const server = yield* HttpServer.HttpServer
     if (server.address._tag === "TcpAddress") port.value = server.address.port
-    yield* server.serve(app.pipe(Effect.catchAllCause(() => Effect.succeed(json({ error: "internal error" }, 500)))))
+    // Interruptible: the platform forks WebSocket handlers with a runtime captured in an
+    // uninterruptible region, and a page's socket must not hold the server's stop.
+    yield* server.serve(
+      app.pipe(
+        Effect.catchAllCause(() => Effect.succeed(json({ error: "internal error" }, 500))),
+        Effect.interruptible
+      )
+    )
     const shown = options.host.includes(":") ? `[${options.host}]` : options.host
     yield* Effect.logInfo(`debug UI at http://${shown}:${port.value}/`, {
       token: options.token === undefined ? "none" : "required"
@@ -296,10 +310,12 @@ export const serve = (options: Options, recorder: Recorder) =>
 export const make = (options: Options, recorder: Recorder): Effect.Effect<never, unknown, GatewayConfig | Backends> =>
   Effect.gen(function* () {
     const node = createServer()
-    // Last: open WebSockets and keep-alive connections would hold the listener's close for ever.
-    yield* Effect.addFinalizer(() => Effect.sync(() => node.closeAllConnections()))
+    const connections = Listener.track(node)
     return yield* serve(options, recorder).pipe(
       Effect.zipRight(Effect.never),
+      // Before the listener closes (it waits for every connection): a page's WebSockets and
+      // keep-alive requests end now, or stopping the gateway would wait for the page to go.
+      Effect.ensuring(connections.close(0)),
       Effect.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
     )
   }).pipe(Effect.scoped)
@@ -320,7 +336,9 @@ export const layer = (
       const recorder = new Recorder()
       const serveOn = (port: number) =>
         make({ ...base, port }, recorder).pipe(
-          Effect.catchAllCause((cause) => Effect.logError("cannot serve the debug UI", cause))
+          Effect.catchAllCause((cause) => Effect.logError("cannot serve the debug UI", cause)),
+          // Forked while the layer builds (uninterruptible): it must still stop with the gateway.
+          Effect.interruptible
         )
       const now = (yield* config.current).debugPort
       if (Option.isSome(now)) {

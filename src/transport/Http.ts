@@ -35,7 +35,7 @@ import {
   Stream
 } from "effect"
 import { randomUUID } from "node:crypto"
-import { createServer, type Server as NodeServer } from "node:http"
+import { createServer } from "node:http"
 import { Backends } from "../Backends.js"
 import { GatewayConfig } from "../Config.js"
 import { ErrorCode } from "../Errors.js"
@@ -44,6 +44,7 @@ import { Gateway } from "../Gateway.js"
 import { classify, failure, type Id, isReply, stringify } from "../JsonRpc.js"
 import { isSupportedProtocolVersion } from "../Mcp.js"
 import { makeGuards, tokenMatches } from "./Guards.js"
+import * as Listener from "./Listener.js"
 import * as Peer from "../Peer.js"
 import { Session, type Target } from "../Session.js"
 import * as Stateless from "../Stateless.js"
@@ -176,12 +177,18 @@ const isStatelessRequest = (value: unknown, header: string | undefined): boolean
   )
 }
 
+/**
+ * How long requests in flight at shutdown may still finish on their own before they are cancelled
+ * (each still gets its reply), and then how long their responses may take to be written.
+ */
+const STOP_GRACE_MS = 1_000
+
 /** Serves the gateway over HTTP until the scope closes. */
-export const make = (options: Options, node?: NodeServer) =>
+export const make = (options: Options, connections?: Listener.Connections) =>
   Effect.gen(function* () {
     // Last of this server's finalizers, after every session closed: the connections still open
     // (keep-alive, streams a client never closed) would hold the listener's close for ever.
-    if (node !== undefined) yield* Effect.addFinalizer(() => Effect.sync(() => node.closeAllConnections()))
+    if (connections !== undefined) yield* Effect.addFinalizer(() => connections.close(STOP_GRACE_MS))
     const gateway = yield* Gateway
     const backends = yield* Backends
     const events = yield* Events
@@ -194,7 +201,10 @@ export const make = (options: Options, node?: NodeServer) =>
     /** subscriptions/listen streams open now. */
     let listening = 0
     // Stateless requests run beside the exchange that answers them (their calls may outlive it).
-    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, never>())<never>()
+    // Interruptible: this runtime is captured while the layer builds, an uninterruptible region.
+    const statelessCalls = yield* FiberSet.make<unknown, never>()
+    const forkCall = yield* FiberSet.runtime(statelessCalls)<never>()
+    const runFork = (effect: Effect.Effect<void>) => forkCall(Effect.interruptible(effect))
 
     const closeSession = (entry: HttpSession, why: string) =>
       Effect.suspend(() => {
@@ -256,6 +266,24 @@ export const make = (options: Options, node?: NodeServer) =>
     )
     yield* Effect.addFinalizer(() =>
       Effect.forEach([...sessions.values()], (e) => closeSession(e, "gateway stopping"), { discard: true })
+    )
+    // First at shutdown: requests in flight get a grace to finish, then are cancelled at their
+    // backends, and each still gets its reply before the sessions and connections close.
+    yield* Effect.addFinalizer(() =>
+      Effect.all(
+        [
+          Effect.forEach([...sessions.values()], (e) => e.peer.drain(STOP_GRACE_MS), {
+            concurrency: "unbounded",
+            discard: true
+          }),
+          FiberSet.awaitEmpty(statelessCalls).pipe(
+            Effect.interruptible,
+            Effect.timeoutOption(STOP_GRACE_MS),
+            Effect.zipRight(FiberSet.clear(statelessCalls))
+          )
+        ],
+        { concurrency: "unbounded", discard: true }
+      )
     )
 
     /** The session a request names, or the response that refuses it. */
@@ -448,7 +476,18 @@ export const make = (options: Options, node?: NodeServer) =>
           })
           return yield* exchangeWith(
             (out) => {
-              served = runFork(stateless.serve(message, target, "http", out))
+              served = runFork(
+                stateless.serve(message, target, "http", out).pipe(
+                  // Cancelled by the gateway's stop (a client that went away reads nothing more).
+                  Effect.onInterrupt(() =>
+                    Effect.sync(() =>
+                      out.send(
+                        failure(id, { code: ErrorCode.RequestCancelled, message: "Request cancelled: the gateway is stopping" })
+                      )
+                    )
+                  )
+                )
+              )
             },
             sse,
             {},
@@ -578,7 +617,9 @@ export const make = (options: Options, node?: NodeServer) =>
 
     // No span per request: the gateway's own events and traces describe its exchanges, and the
     // platform's (URL parsing, a span and every header as an attribute) cost more than the rest.
-    yield* HttpMiddleware.withTracerDisabledWhenEffect(server.serve(app), () => true)
+    // Interruptible: the platform forks handlers with a runtime captured where this runs, while
+    // the layer builds (uninterruptible); without this no request could be stopped at shutdown.
+    yield* HttpMiddleware.withTracerDisabledWhenEffect(server.serve(Effect.interruptible(app)), () => true)
     const shown = options.host.includes(":") ? `[${options.host}]` : options.host
     yield* Effect.logInfo(`serving MCP over Streamable HTTP at http://${shown}:${port}/mcp`, {
       host: options.host,
@@ -595,7 +636,7 @@ export const layer = (
   Layer.unwrapEffect(
     Effect.sync(() => {
       const node = createServer({ keepAliveTimeout: 65_000 })
-      return Layer.scopedDiscard(make(options, node)).pipe(
+      return Layer.scopedDiscard(make(options, Listener.track(node))).pipe(
         Layer.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
       )
     })

@@ -1,0 +1,91 @@
+/**
+ * Stopping is bounded and clean whatever is open: a debug page's WebSocket (open, or opened and
+ * closed), a call in flight over HTTP. The gateway's forced exit comes 8 s after a signal; each
+ * case must end well before it, with exit 0, its backends stopped by the gateway (logged), and
+ * every request in flight answered.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import WebSocket from "ws"
+import { startGateway } from "../support/gateway.js"
+import { fixtureBackend } from "../support/mcpFixture.js"
+import { call, openSession, startHttpGateway } from "../support/httpGateway.js"
+import { sleep, until } from "../support/process.js"
+
+/** Well below the 8 s forced exit, well above a clean stop (40-100 ms) on a loaded machine. */
+const BOUND_MS = 4_000
+
+const debugPortOf = (stderr: () => string) =>
+  until("the debug UI to listen", () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(stderr())?.[1])
+
+const openSocket = async (url: string) => {
+  const socket = new WebSocket(url)
+  socket.on("error", () => {})
+  await new Promise((resolve) => socket.once("open", resolve))
+  return socket
+}
+
+describe("stopping with the debug page open", () => {
+  for (const page of ["opened and closed", "still open"] as const) {
+    it(`stdio: end of input with a page WebSocket ${page} exits 0 at once`, async () => {
+      const client = startGateway({ args: ["--debug-port", "0"] })
+      try {
+        await client.initialize({ backends: [fixtureBackend("fx")] })
+        const port = await debugPortOf(() => client.stderr())
+        const socket = await openSocket(`ws://127.0.0.1:${port}/ws/logs`)
+        await client.callTool("fx__echo", { x: 1 })
+        if (page === "opened and closed") {
+          socket.close()
+          await new Promise((resolve) => socket.once("close", resolve))
+        }
+        const started = Date.now()
+        const exit = await client.close(BOUND_MS)
+        expect(exit).toEqual({ code: 0, signal: null })
+        expect(Date.now() - started).toBeLessThan(BOUND_MS)
+        expect(client.stderr()).toMatch(/"msg":"backend stopped","backend":"fx"/)
+      } finally {
+        if (client.running) client.child.kill("SIGKILL")
+      }
+    }, 30_000)
+  }
+
+  it("--http: SIGTERM with a page WebSocket open exits 0 at once, the backends stopped by the gateway", async () => {
+    const gateway = await startHttpGateway({ args: ["--debug-port", "0"], config: { backends: [fixtureBackend("fx")] } })
+    try {
+      const port = await debugPortOf(gateway.stderr)
+      const socket = await openSocket(`ws://127.0.0.1:${port}/ws/mcptrace`)
+      const closed = new Promise((resolve) => socket.once("close", resolve))
+      const started = Date.now()
+      const exit = await gateway.close()
+      expect(exit).toEqual({ code: 0, signal: null })
+      expect(Date.now() - started).toBeLessThan(BOUND_MS)
+      expect(gateway.stderr()).toMatch(/"msg":"backend stopped","backend":"fx"/)
+      await closed
+    } finally {
+      gateway.child.kill("SIGKILL")
+    }
+  }, 30_000)
+})
+
+describe("stopping with a call in flight over HTTP", () => {
+  it("SIGTERM: the call gets an error reply (cancelled at the backend), the backend is stopped, exit 0 within the bound", async () => {
+    const gateway = await startHttpGateway({ config: { backends: [fixtureBackend("fx")] } })
+    try {
+      const mcp = `${gateway.base}/mcp`
+      const { sessionId } = await openSession(mcp)
+      const inFlight = call(mcp, sessionId, "long", "tools/call", { name: "fx__slow", arguments: { ms: 30_000 } })
+      // Time for the call to reach the backend (it is in flight either way).
+      await sleep(500)
+      const started = Date.now()
+      const exited = gateway.close()
+      const reply = await inFlight
+      expect(reply.status).toBe(200)
+      expect(reply.messages.at(-1)).toMatchObject({ id: "long", error: { code: -32800 } })
+      const exit = await exited
+      expect(exit).toEqual({ code: 0, signal: null })
+      expect(Date.now() - started).toBeLessThan(BOUND_MS)
+      expect(gateway.stderr()).toMatch(/"msg":"backend stopped","backend":"fx"/)
+    } finally {
+      gateway.child.kill("SIGKILL")
+    }
+  }, 30_000)
+})
