@@ -235,15 +235,25 @@ export class FrameDecoder {
     this.buffer = Buffer.alloc(0)
     for (;;) {
       if (this.discarding > 0) {
-        // A sender that lied about a length would make every later frame part of this body: a
-        // header at the start of a line ends the skipping early (JSON text never has one there).
+        // A sender that lied about a length would make every later frame part of this body. A
+        // header block (`Content-Length: N` and a blank line) cannot occur in JSON text, where
+        // line breaks are escaped: one in the skipped bytes, at a line's start or glued to the
+        // body before it (as LSP clients send frames), ends the skipping there.
         const span = data.subarray(0, Math.min(data.length, this.discarding))
-        const resync = headerLineStart(span, this.discarded!.bytes === 0 || this.discarded!.tail.at(-1) === LF)
-        const skipped = resync < 0 ? span : span.subarray(0, resync)
+        const found = gluedHeader(span)
+        // A header whose blank line has not arrived, or a name split at the chunk's end, is kept
+        // for the next chunk; what comes before it is skipped now.
+        const keepFrom =
+          found?.complete === false
+            ? found.at
+            : found === undefined && span.length === data.length && this.discarding > span.length
+              ? Math.max(0, span.length - (CONTENT_LENGTH_HEADER.length - 1))
+              : span.length
+        const skipped = span.subarray(0, found?.complete === true ? found.at : keepFrom)
         addTail(this.discarded!, skipped)
         this.discarding -= skipped.length
         data = data.subarray(skipped.length)
-        if (resync < 0 && this.discarding > 0) return out
+        if (found?.complete !== true && this.discarding > 0) break
         out.push(tooLarge(this.discarded!))
         this.discarded = undefined
         this.discarding = 0
@@ -330,20 +340,35 @@ const contentLength = (header: string): number | undefined => {
   return undefined
 }
 
-/** Where a `Content-Length:` header starts a line in `data` (or at its start when `atLineStart`), or -1. */
-const headerLineStart = (data: Buffer, atLineStart: boolean): number => {
-  let start = atLineStart ? 0 : data.indexOf(LF) + 1
-  if (start === 0 && !atLineStart) return -1
-  for (;;) {
-    if (
-      data.length - start >= CONTENT_LENGTH_HEADER.length &&
-      data.toString("latin1", start, start + CONTENT_LENGTH_HEADER.length).toLowerCase() === CONTENT_LENGTH_HEADER
-    )
-      return start
-    const nl = data.indexOf(LF, start)
-    if (nl < 0) return -1
-    start = nl + 1
+/**
+ * Where a whole header block with a valid Content-Length starts in `data`, wherever it is glued
+ * (`complete`), or where one may start whose blank line has not arrived yet; undefined if none.
+ */
+const gluedHeader = (data: Buffer): { at: number; complete: boolean } | undefined => {
+  for (let from = 0; ;) {
+    const at = nameAt(data, from)
+    if (at < 0) return undefined
+    const rest = data.subarray(at, at + MAX_HEADER_BYTES)
+    const end = headerEnd(rest)
+    if (end === undefined) {
+      const opening = rest.toString("latin1", 0, 64)
+      if (rest.length < MAX_HEADER_BYTES && /^content-length:[ \t]*\d*[ \t]*(\r|\n|$)/i.test(opening)) {
+        return { at, complete: false }
+      }
+    } else {
+      // The header's own line holds nothing but the length (a JSON string could hold the words).
+      const first = rest.toString("latin1", 0, end.headerLength).split("\n", 1)[0]!
+      if (/^content-length:[ \t]*\d{1,15}[ \t]*\r?$/i.test(first)) return { at, complete: true }
+    }
+    from = at + 1
   }
+}
+
+/** The next `Content-Length:` in `data`, as clients write it or in lower case. */
+const nameAt = (data: Buffer, from: number): number => {
+  const proper = data.indexOf("Content-Length:", from, "latin1")
+  const lower = data.indexOf(CONTENT_LENGTH_HEADER, from, "latin1")
+  return proper < 0 ? lower : lower < 0 ? proper : Math.min(proper, lower)
 }
 
 /**

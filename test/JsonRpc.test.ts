@@ -94,6 +94,26 @@ describe("FrameDecoder", () => {
     expect(texts(frames)).toEqual(["TooLarge", ping])
   })
 
+  it("an absurd Content-Length loses only its own frame when the next headers are glued to bodies (as LSP clients send)", () => {
+    const ping = (id: number) => `{"jsonrpc":"2.0","id":${id},"method":"ping"}`
+    const pings = Array.from({ length: 20 }, (_, i) => ping(i + 1))
+    const glued = pings.map(cl).join("")
+    for (const lie of ["99999999999999999999", "5000"]) {
+      const { frames } = decodeAll([`Content-Length: ${lie}\r\n\r\n${ping(0)}${glued}`], 1024)
+      expect(texts(frames)).toEqual(["TooLarge", ...pings])
+    }
+    // Split anywhere: in the header's name, before its blank line, one byte at a time.
+    const text = `Content-Length: 99999999999999999999\r\n\r\n${ping(0)}${glued}`
+    for (const size of [1, 7, 16, 61]) {
+      const chunks: Array<string> = []
+      for (let i = 0; i < text.length; i += size) chunks.push(text.slice(i, i + size))
+      expect(texts(decodeAll(chunks, 1024).frames)).toEqual(["TooLarge", ...pings])
+    }
+    // An honest oversized body is skipped whole, whatever text its strings hold.
+    const honest = `{"text":"Content-Length: 5 ${"x".repeat(2000)}"}`
+    expect(texts(decodeAll([cl(honest), cl(ping(1))], 1024).frames)).toEqual(["TooLarge", ping(1)])
+  })
+
   it("matches header names whole: X-Content-Length is not Content-Length", () => {
     const body = '{"jsonrpc":"2.0","id":1,"method":"ping"}'
     // The first frame decides the framing; the header blocks after it are the ones under test.
