@@ -206,10 +206,19 @@ const MAX_LOGGED_LINE = 2_000
 const STDERR_FLUSH_CHARS = 16_384
 const STDERR_TAIL_LINES = 8
 /**
- * What may wait to be written to a backend that does not read its stdin; past it calls fail at
- * once (-32004) instead of buffering without bound. A frame is always accepted when nothing waits.
+ * What may wait to be written to a backend at once, whatever its pace: a memory bound, four times
+ * the default frame limit, so that one large request never makes concurrent calls fail. A frame
+ * is always accepted when nothing waits.
  */
-export const MAX_QUEUED_BYTES = 8 * 1024 * 1024
+export const MAX_QUEUED_BYTES = 64 * 1024 * 1024
+/**
+ * A backend that has taken none of the bytes waiting for it for this long is not reading its
+ * input: calls fail at once (-32004) rather than queue behind it. Judged by progress, not size:
+ * a backend draining a large request slowly is busy, not stuck.
+ */
+export const STALLED_AFTER_MS = 5_000
+/** Large writes go in slices of this size, so that progress shows while a long frame drains. */
+const WRITE_SLICE_BYTES = 256 * 1024
 /** A backend whose stdout ended and that has not exited after this long is treated as dead. */
 const STDOUT_CLOSED_GRACE_MS = 200
 /** After `exit`, how long buffered stdout/stderr may still be read when the pipes stay open (a grandchild holds them). */
@@ -292,12 +301,18 @@ class Connection {
 
   // -- writing
 
-  /** "full": the backend is not reading its stdin and `MAX_QUEUED_BYTES` already wait for it. */
-  write(frame: string, force = false): "ok" | "closed" | "full" {
+  /**
+   * "stalled": bytes wait and the backend has taken none for `STALLED_AFTER_MS`; "full": taking
+   * this frame would hold more than `MAX_QUEUED_BYTES` for it.
+   */
+  write(frame: string, force = false): "ok" | "closed" | "full" | "stalled" {
     if (!this.stdinOpen || this.exitInfo !== undefined || this.deafSince !== undefined) return "closed"
     if (this.events.active()) this.trace("out", frame)
     const queued = this.child.stdin!.writableLength + this.outgoingBytes
-    if (!force && queued > 0 && queued + frame.length > MAX_QUEUED_BYTES) return "full"
+    if (!force && queued > 0) {
+      if (Date.now() - this.drainedAt > STALLED_AFTER_MS) return "stalled"
+      if (queued + frame.length > MAX_QUEUED_BYTES) return "full"
+    }
     // Frames written in the same tick leave together, joined into one write: under load that is
     // one syscall (and one wake-up of the backend) for many requests, not one each.
     this.outgoing.push(frame)
@@ -321,12 +336,31 @@ class Connection {
 
   private outgoing: Array<string> = []
   private outgoingBytes = 0
+  /** When the backend last took bytes from its input, or when bytes began to wait for it. */
+  private drainedAt = Date.now()
+  private onWritten = (error?: Error | null) => {
+    if (error === undefined || error === null) this.drainedAt = Date.now()
+  }
   private flush = () => {
     const frames = this.outgoing
     if (frames.length === 0) return
     this.outgoing = []
     this.outgoingBytes = 0
-    if (this.stdinOpen && this.exitInfo === undefined) this.child.stdin!.write(frames.length === 1 ? frames[0]! : frames.join(""))
+    if (!this.stdinOpen || this.exitInfo !== undefined) return
+    const stdin = this.child.stdin!
+    // Nothing was waiting: the backend's clock starts now.
+    if (stdin.writableLength === 0) this.drainedAt = Date.now()
+    const text = frames.length === 1 ? frames[0]! : frames.join("")
+    // A remote link takes whole lines per write; its own transport reports progress.
+    if (text.length <= WRITE_SLICE_BYTES || this.remote !== undefined) {
+      stdin.write(text, this.onWritten)
+      return
+    }
+    // Sliced as bytes (a string cut could split a character): each slice written is progress.
+    const bytes = Buffer.from(text, "utf8")
+    for (let at = 0; at < bytes.length; at += WRITE_SLICE_BYTES) {
+      stdin.write(bytes.subarray(at, at + WRITE_SLICE_BYTES), this.onWritten)
+    }
   }
 
   private onStdinError = (error: Error) => {
@@ -599,7 +633,7 @@ class Connection {
       }
       const written = this.write(frame)
       if (written !== "ok") {
-        return resume(Exit.fail(written === "closed" ? this.crashed(method) : this.overloaded(method)))
+        return resume(Exit.fail(written === "closed" ? this.crashed(method) : this.overloaded(method, written)))
       }
       const timer = setTimeout(this.onTimeout, timeoutMs, id)
       this.pending.set(id, { resume, timer, method, timeoutMs, ordered })
@@ -660,13 +694,17 @@ class Connection {
     })
   }
 
-  private overloaded(method: string): BackendError {
+  private overloaded(method: string, why: "full" | "stalled"): BackendError {
     const queued = this.child.stdin!.writableLength + this.outgoingBytes
     return new BackendError({
       backendId: this.backendId,
       reason: "overloaded",
       method,
-      summary: `the backend is not reading its input (${queued} bytes already wait for it)`
+      summary:
+        why === "stalled"
+          ? `the backend is not reading its input: it has taken none of the ${queued} bytes waiting for it for ` +
+            `${Math.round((Date.now() - this.drainedAt) / 1000)} s`
+          : `the backend is behind on its input: ${queued} bytes already wait for it`
     })
   }
 

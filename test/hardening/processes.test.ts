@@ -175,24 +175,55 @@ describe("backends that misbehave", () => {
     await closeCleanly(client)
   }, 40_000)
 
-  it("one that stops reading its stdin gets a bounded queue; calls beyond it fail at once", async () => {
-    const client = new Client({ args: ["--config", writeConfig({ backends: [fixture("fx", [], { requestTimeoutMs: 4_000 })] })] })
+  it("one that stops reading its stdin is found by its lack of progress; calls then fail at once, memory bounded", async () => {
+    const client = new Client({
+      args: ["--config", writeConfig({ backends: [fixture("fx", [], { requestTimeoutMs: 30_000 })] })]
+    })
     await client.initialize()
     await client.callTool("fx__stop_reading")
     const baseline = rssKiB(client.pid)
     const text = "z".repeat(1024 * 1024)
+    // Bytes wait and none drain: after 5 s without progress the backend is judged not reading.
+    const first = client.callTool("fx__echo", { text }, "first", 40_000)
+    await sleep(5_500)
+    const started = Date.now()
     const replies = await Promise.all(
       Array.from({ length: 60 }, (_, i) => client.callTool("fx__echo", { text }, `big${i}`, 30_000))
     )
     const peak = rssKiB(client.pid)
-    const overloaded = replies.filter((r) => /not reading its input/.test(r.error?.message ?? ""))
-    expect(overloaded.length).toBeGreaterThan(40)
-    for (const reply of replies) expect(reply.error?.code).toBe(-32004)
-    // 60 MiB were sent; what the gateway holds stays near the 8 MiB queue bound, not the whole of it.
+    for (const reply of replies) {
+      expect(reply.error?.code).toBe(-32004)
+      expect(reply.error?.message).toMatch(/not reading its input: it has taken none of the \d+ bytes waiting for it for [5-9] s/)
+    }
+    // At once: not after the call timeout (30 s).
+    expect(Date.now() - started).toBeLessThan(10_000)
+    // 61 MiB were sent; the gateway holds the first call's bytes, not the rest.
     expect(peak - baseline).toBeLessThan(200 * 1024)
     console.log(
-      `stalled backend: RSS ${Math.round(baseline / 1024)} MiB before, ${Math.round(peak / 1024)} MiB after 60 MiB of calls`
+      `stalled backend: RSS ${Math.round(baseline / 1024)} MiB before, ${Math.round(peak / 1024)} MiB after 61 MiB of calls`
     )
+    await closeCleanly(client)
+    await first
+  }, 60_000)
+
+  it("one large request being drained does not make the backend look stuck: concurrent calls succeed", async () => {
+    const client = new Client({ args: ["--config", writeConfig({ backends: [fixture("fx")] })] })
+    await client.initialize()
+    const text = "w".repeat(10 * 1024 * 1024)
+    // The large request and ten small ones in one write: they reach the gateway together.
+    const frames = [
+      { jsonrpc: "2.0", id: "large", method: "tools/call", params: { name: "fx__echo", arguments: { text } } },
+      ...Array.from({ length: 10 }, (_, i) => ({
+        jsonrpc: "2.0",
+        id: `small${i}`,
+        method: "tools/call",
+        params: { name: "fx__echo", arguments: { i } }
+      }))
+    ]
+    client.write(frames.map((f) => `${JSON.stringify(f)}\n`).join(""))
+    const replies = await Promise.all(frames.map((f) => client.reply(f.id, 30_000)))
+    for (const reply of replies) expect(reply.error).toBeUndefined()
+    expect(replies[0]!.result.content[0].text.length).toBeGreaterThanOrEqual(text.length)
     await closeCleanly(client)
   }, 60_000)
 
