@@ -12,10 +12,6 @@
  * Off, none of this exists: `isActive()` is a module flag (set once when the layer builds) so the
  * hot paths check one boolean and build no span, attribute or metric.
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import * as OtlpMetrics from "@effect/opentelemetry/OtlpMetrics"
-import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { Effect, Layer, Metric, MetricBoundaries, Option, Tracer } from "effect"
 import * as Secrets from "./Secrets.js"
 
@@ -49,33 +45,37 @@ export const settingsFrom = (env: Readonly<Record<string, string | undefined>>) 
   }
 }
 
-/** The exporters, or nothing when `env` sets no endpoint. */
+export type Settings = NonNullable<ReturnType<typeof settingsFrom>>
+
+/**
+ * The exporters, or nothing when `env` sets no endpoint. They are loaded only then:
+ * @effect/opentelemetry is an optional peer of the library, absent from most apps that embed it.
+ */
 export const layer = (env: Readonly<Record<string, string | undefined>>, version: string): Layer.Layer<never> => {
   const settings = settingsFrom(env)
   if (settings === undefined) return Layer.empty
-  const resource = { serviceName: settings.serviceName, serviceVersion: version }
-  const exporters = Layer.mergeAll(
-    OtlpTracer.layer({
-      url: settings.traces,
-      resource,
-      headers: settings.headers,
-      exportInterval: settings.exportIntervalMs
-    }),
-    settings.metrics === undefined
-      ? Layer.empty
-      : OtlpMetrics.layer({
-          url: settings.metrics,
-          resource,
-          headers: settings.headers,
-          exportInterval: settings.exportIntervalMs
-        })
-  ).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(NodeHttpClient.layerUndici))
-  return Layer.merge(
-    exporters,
-    Layer.effectDiscard(
-      Effect.sync(() => {
-        active = true
-      })
+  return Layer.unwrapEffect(
+    Effect.tryPromise(() => import("./TelemetryExport.js")).pipe(
+      Effect.map(({ exporters }) =>
+        Layer.merge(
+          exporters(settings, version),
+          Layer.effectDiscard(
+            Effect.sync(() => {
+              active = true
+            })
+          )
+        )
+      ),
+      Effect.catchAll((error) =>
+        Effect.as(
+          Effect.logError(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the exporters cannot be loaded " +
+              "(install @effect/opentelemetry beside mcp-agentify); telemetry is off",
+            String(error.cause)
+          ),
+          Layer.empty
+        )
+      )
     )
   )
 }

@@ -1,0 +1,30 @@
+/**
+ * The OTLP/HTTP exporters of traces and metrics, through @effect/opentelemetry (no OpenTelemetry
+ * SDK). A module of its own so that it is loaded only when telemetry is on (see Telemetry.layer).
+ */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as OtlpMetrics from "@effect/opentelemetry/OtlpMetrics"
+import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
+import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+import { Layer } from "effect"
+import type { Settings } from "./Telemetry.js"
+
+export const exporters = (settings: Settings, version: string): Layer.Layer<never> => {
+  const resource = { serviceName: settings.serviceName, serviceVersion: version }
+  return Layer.mergeAll(
+    OtlpTracer.layer({
+      url: settings.traces,
+      resource,
+      headers: settings.headers,
+      exportInterval: settings.exportIntervalMs
+    }),
+    settings.metrics === undefined
+      ? Layer.empty
+      : OtlpMetrics.layer({
+          url: settings.metrics,
+          resource,
+          headers: settings.headers,
+          exportInterval: settings.exportIntervalMs
+        })
+  ).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(NodeHttpClient.layerUndici))
+}
