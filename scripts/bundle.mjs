@@ -1,18 +1,25 @@
 #!/usr/bin/env node
-// Bundles the CLI into one file (dist/bin.js, over tsc's output). Loading hundreds of ES modules
+// Bundles the CLI (dist/bin.js and its chunks, over tsc's output). Loading hundreds of ES modules
 // is most of the gateway's start-up time and a good part of its memory (see the README's
 // Benchmarks). The library entry (dist/index.js) stays as tsc wrote it, for apps that embed it.
 // `openai` stays external: it is loaded on the first LLM request only; server-filesystem is a
 // separate process, resolved from node_modules. `npm run dev` (scripts/dev.mjs) builds the same.
 import { build } from "esbuild"
+import { rmSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { recordHash, root } from "./sourceHash.mjs"
 
-/** The bundle's esbuild options. */
+/**
+ * The bundle's esbuild options. `dist/bin.js` is a launcher of a few lines (it installs the signal
+ * handlers before anything is loaded); the gateway is a chunk it imports, in `dist/chunks/`.
+ */
 export const bundleOptions = {
   entryPoints: [join(root, "src", "bin.ts")],
-  outfile: join(root, "dist", "bin.js"),
+  outdir: join(root, "dist"),
+  entryNames: "[name]",
+  chunkNames: "chunks/[name]-[hash]",
+  splitting: true,
   bundle: true,
   platform: "node",
   format: "esm",
@@ -33,6 +40,8 @@ export const bundleOptions = {
 
 // Run as a script (npm run build), not when dev.mjs imports the options.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  // Chunks are named by their content's hash: those of earlier builds go.
+  rmSync(join(root, "dist", "chunks"), { recursive: true, force: true })
   await build(bundleOptions)
   // What this build was made from, for `npm start` (see sourceHash.mjs).
   recordHash()

@@ -5,8 +5,10 @@
  * every request in flight answered.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
+import { once } from "node:events"
 import WebSocket from "ws"
-import { startGateway } from "../support/gateway.js"
+import { BIN, cleanEnv, startGateway, tempDir } from "../support/gateway.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
 import { call, openSession, startHttpGateway } from "../support/httpGateway.js"
 import { sleep, until } from "../support/process.js"
@@ -88,4 +90,38 @@ describe("stopping with a call in flight over HTTP", () => {
       gateway.child.kill("SIGKILL")
     }
   }, 30_000)
+})
+
+describe("a signal while the gateway is still loading", () => {
+  // A load hook that makes every large module slow to load (a slow disk, a busy machine) and says
+  // when it starts delaying one: the signal is sent then, while the gateway's code is loading.
+  const hook = `export async function load(url, context, next) {
+    const result = await next(url, context)
+    const size = result.source?.length ?? 0
+    if (size > 100000 && url.includes("/dist/")) {
+      process.stderr.write("slow-load " + url + "\\n")
+      await new Promise((resolve) => setTimeout(resolve, 400))
+    }
+    return result
+  }`
+  const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)})`
+
+  it("SIGTERM or SIGINT as soon as the program runs exits 0 every time (the launcher handles it before loading the rest)", async () => {
+    const outcomes: Array<string> = []
+    for (let i = 0; i < 10; i++) {
+      const child = spawn(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(register)}`, BIN], {
+        cwd: tempDir(),
+        env: cleanEnv(),
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+      let stderr = ""
+      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+      const exited = once(child, "exit")
+      await until("a module to load slowly", () => stderr.includes("slow-load") || undefined)
+      child.kill(i % 2 === 0 ? "SIGTERM" : "SIGINT")
+      const [code, signal] = (await exited) as [number | null, NodeJS.Signals | null]
+      outcomes.push(`${code}/${signal}`)
+    }
+    expect(outcomes).toEqual(Array.from({ length: 10 }, () => "0/null"))
+  }, 60_000)
 })
