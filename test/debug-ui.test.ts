@@ -12,7 +12,18 @@ import { ROOT } from "./support/gateway.js"
 import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"
 import { until } from "./support/process.js"
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find(existsSync)
+const CHROMIUM = [process.env.CHROMIUM_PATH || "/usr/bin/chromium", "/usr/bin/chromium-browser"].find(existsSync)
+/**
+ * Outside CI a machine without Chromium skips these tests, saying how to run them; under CI
+ * (`.ci/run` installs it) a missing browser fails the run.
+ */
+const SKIP = CHROMIUM === undefined && process.env.CI !== "true"
+if (SKIP) {
+  process.stderr.write(
+    "debug-ui.test.ts: no Chromium, so the debug page's browser tests are skipped " +
+      "(apt-get install chromium, or set CHROMIUM_PATH; under CI=true they must run)\n"
+  )
+}
 const ARTIFACTS = join(ROOT, "test", "artifacts")
 
 let gateway: HttpGateway
@@ -26,6 +37,7 @@ const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `debug-ui
 const stateOf = (id: string) => page.locator(`#backends tr[data-backend="${id}"] td.state`)
 
 beforeAll(async () => {
+  if (SKIP) return
   if (CHROMIUM === undefined) throw new Error("no Chromium: apt-get install chromium, or set CHROMIUM_PATH")
   mkdirSync(ARTIFACTS, { recursive: true })
   gateway = await startHttpGateway({
@@ -62,7 +74,7 @@ afterAll(async () => {
   await gateway?.close()
 })
 
-describe("the debug page in a browser", () => {
+describe.skipIf(SKIP)("the debug page in a browser", () => {
   it("shows the backends, and one going down and coming back", async () => {
     await expectText(stateOf("fx"), "ready")
     await expectText(stateOf("slowpoke"), "ready")
@@ -123,7 +135,7 @@ describe("the debug page in a browser", () => {
   }, 20_000)
 })
 
-describe("the debug page at scale", () => {
+describe.skipIf(SKIP)("the debug page at scale", () => {
   it("10,000 trace entries and 1,000 tools: only the rows in view are in the page, and filtering works", async () => {
     const mcp = `${gateway.base}/mcp`
     const { sessionId } = await openSession(mcp)
