@@ -17,6 +17,7 @@ import { parseEnv } from "node:util"
 import { InvalidParams } from "./Errors.js"
 import * as Mcp from "./Mcp.js"
 import * as Remote from "./Remote.js"
+import { parseJsonc } from "./Jsonc.js"
 import * as Secrets from "./Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -1113,16 +1114,11 @@ export const readConfigFile = (file: string): Either.Either<NonNullable<ConfigSo
   if (Either.isLeft(read)) {
     return Either.left(new ConfigFileError({ path: absolute, message: `Cannot read config file ${absolute}: ${read.left}` }))
   }
-  const text = read.right
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    return Either.left(
-      new ConfigFileError({ path: absolute, message: `Config file ${absolute} is not valid JSON: ${(error as Error).message}` })
-    )
+  const parsed = parseJsonc(read.right, absolute)
+  if (Either.isLeft(parsed)) {
+    return Either.left(new ConfigFileError({ path: absolute, message: `Config file is not valid JSON: ${parsed.left}` }))
   }
-  return decodeOptions(json, "config file").pipe(
+  return decodeOptions(parsed.right, "config file").pipe(
     Either.mapLeft(
       (error) =>
         new ConfigFileError({

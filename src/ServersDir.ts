@@ -8,8 +8,10 @@
  * The scan only reads files: nothing is installed or built (a server whose dependencies are
  * missing fails to start and says so, like any other).
  */
+import { Either } from "effect"
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import * as path from "node:path"
+import { parseJsonc } from "./Jsonc.js"
 
 export interface Detected {
   /** The folder's name: the server's key in the map. */
@@ -158,11 +160,9 @@ export const scan = (given: string, env: Readonly<Record<string, string | undefi
   let overrides: Record<string, unknown> | undefined
   const configFile = path.join(dir, "config.json")
   if (existsSync(configFile)) {
-    try {
-      overrides = readJson(configFile) as Record<string, unknown>
-    } catch (error) {
-      throw new Error(`${configFile} is not valid JSON: ${(error as Error).message}`, { cause: error })
-    }
+    const parsed = parseJsonc(readFileSync(configFile, "utf8"), configFile)
+    if (Either.isLeft(parsed)) throw new Error(`not valid JSON: ${parsed.left}`)
+    overrides = parsed.right as Record<string, unknown>
   }
   const servers: Array<Detected> = []
   const skipped: Array<string> = []

@@ -256,6 +256,14 @@ describe("every client's config file, as its documentation shows it", () => {
   const summary = (backends: ReadonlyArray<BackendConfig>) =>
     backends.map((b) => ({ id: b.id, transport: transportOf(b), where: b.url ?? b.command, refused: b.refused }))
 
+  it("JSONC everywhere: comments and trailing commas accepted; a broken file named at file:line:column", () => {
+    const dir = tmp()
+    const file = join(dir, "broken.json")
+    writeFileSync(file, '{\n  // a comment\n  "mcpServers": {\n    "fs": { "command": "node" "args": [] }\n  }\n}\n')
+    const read = readConfigFile(file)
+    expect(Either.isLeft(read) && read.left.message).toBe(`Config file is not valid JSON: ${file}:4:31: ',' was expected`)
+  })
+
   it("Claude Desktop", () => {
     expect(summary(load("claude-desktop.json"))).toEqual([
       { id: "filesystem", transport: "stdio", where: "npx", refused: undefined }

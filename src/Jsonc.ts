@@ -1,0 +1,54 @@
+/**
+ * Config files as people write them: JSON with comments and trailing commas (JSONC, as VS Code's
+ * `.vscode/mcp.json` and most editors' settings are), parsed by Microsoft's `jsonc-parser`. A
+ * file that is not even that is reported at `file:line:column`, as editors show it.
+ */
+import { Either } from "effect"
+import { parse, type ParseError, printParseErrorCode } from "jsonc-parser"
+
+/** What the parser's error codes mean to a person. */
+const WORDING: Record<string, string> = {
+  InvalidSymbol: "unexpected character",
+  InvalidNumberFormat: "invalid number",
+  PropertyNameExpected: "a property name (in double quotes) was expected",
+  ValueExpected: "a value was expected",
+  ColonExpected: "':' was expected",
+  CommaExpected: "',' was expected",
+  CloseBraceExpected: "'}' was expected",
+  CloseBracketExpected: "']' was expected",
+  EndOfFileExpected: "nothing more was expected",
+  InvalidCommentToken: "invalid comment",
+  UnexpectedEndOfComment: "a comment is not closed",
+  UnexpectedEndOfString: "a string is not closed",
+  UnexpectedEndOfNumber: "a number is cut short",
+  InvalidUnicode: "invalid \\u escape",
+  InvalidEscapeCharacter: "invalid escape character",
+  InvalidCharacter: "invalid character in a string"
+}
+
+/** `line:column` (both from 1) of an offset in `text`. */
+const position = (text: string, offset: number): string => {
+  let line = 1
+  let lineStart = 0
+  for (let i = text.indexOf("\n"); i >= 0 && i < offset; i = text.indexOf("\n", i + 1)) {
+    line++
+    lineStart = i + 1
+  }
+  return `${line}:${offset - lineStart + 1}`
+}
+
+/**
+ * The value of a JSONC text, or the first problem as `file:line:column: what` (with how many
+ * more there are).
+ */
+export const parseJsonc = (text: string, file: string): Either.Either<unknown, string> => {
+  const errors: Array<ParseError> = []
+  // A byte-order mark is not an error (Windows editors write one).
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+  const value: unknown = parse(body, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false })
+  if (errors.length === 0) return Either.right(value)
+  const first = errors[0]!
+  const code = printParseErrorCode(first.error)
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""
+  return Either.left(`${file}:${position(body, first.offset)}: ${WORDING[code] ?? code}${more}`)
+}
