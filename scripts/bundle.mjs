@@ -25,6 +25,8 @@ export const bundleOptions = {
   format: "esm",
   target: "node20",
   external: ["openai", "@modelcontextprotocol/server-filesystem"],
+  // jsonc-parser's main is a UMD build whose requires esbuild cannot follow: bundle its ES modules.
+  alias: { "jsonc-parser": "jsonc-parser/lib/esm/main.js" },
   // Modules bundled from CommonJS call `require`; ESM output has none of its own.
   banner: {
     js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);'

@@ -807,7 +807,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
   for (const found of sources.serversDir?.found ?? [])
     notes.push({ level: "info", message: `found in ${sources.serversDir!.path}: ${found}` })
   for (const skipped of sources.serversDir?.skipped ?? [])
-    notes.push({ level: "warn", message: `not a server in ${sources.serversDir!.path}: ${skipped}` })
+    notes.push({ level: "info", message: `not a server in ${sources.serversDir!.path}: ${skipped}` })
   for (const ignored of [...(file?.ignoredKeys ?? []), ...(init?.ignoredKeys ?? [])]) {
     notes.push({ level: "debug", message: `ignoring ${ignored}: a key of other MCP clients' configs` })
   }

@@ -9,7 +9,7 @@
  * missing fails to start and says so, like any other).
  */
 import { Either } from "effect"
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
+import { type Dirent, existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs"
 import * as path from "node:path"
 import { parseJsonc } from "./Jsonc.js"
 
@@ -144,19 +144,71 @@ const detect = (dir: string, env: Readonly<Record<string, string | undefined>>):
   return "no package.json, pyproject.toml, go.mod or Cargo.toml"
 }
 
+/** Files of DIR that are the scan's own, not servers. */
+const OWN_FILES = new Set(["config.json"])
+
+/**
+ * The entries of DIR that may be servers: folders, and links to folders (servers are often
+ * linked in). Every other entry is named in `skipped` with why, so nothing is left out silently;
+ * a link back into DIR's own path, or to a folder already listed, is skipped (no loops, no twins).
+ */
+const candidates = (dir: string, entries: ReadonlyArray<Dirent>, skipped: Array<string>): Array<string> => {
+  const names: Array<string> = []
+  const seen = new Map<string, string>()
+  const home = realpathSync(dir)
+  for (const entry of entries) {
+    const name = entry.name
+    if (OWN_FILES.has(name)) continue
+    if (name.startsWith(".")) {
+      skipped.push(`${name}: hidden`)
+      continue
+    }
+    if (name === "node_modules") {
+      skipped.push(`${name}: dependencies, not a server`)
+      continue
+    }
+    const full = path.join(dir, name)
+    let real: string
+    let isFolder: boolean
+    try {
+      real = realpathSync(full)
+      isFolder = statSync(real).isDirectory()
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      skipped.push(`${name}: ${code === "ELOOP" ? "a link that loops" : `a link to nothing (${code ?? "unreadable"})`}`)
+      continue
+    }
+    if (!isFolder) {
+      skipped.push(`${name}: a file, not a folder`)
+      continue
+    }
+    if (home === real || home.startsWith(real + path.sep)) {
+      skipped.push(`${name}: links back to the servers directory or a folder above it`)
+      continue
+    }
+    const twin = seen.get(real)
+    if (twin !== undefined) {
+      skipped.push(`${name}: the same folder as ${twin}`)
+      continue
+    }
+    seen.set(real, name)
+    names.push(name)
+  }
+  return names
+}
+
 /** Scans DIR; throws with a plain message when DIR cannot be read or its config.json is not JSON. */
 export const scan = (given: string, env: Readonly<Record<string, string | undefined>> = process.env): Scan => {
   const dir = path.resolve(given)
-  let names: Array<string>
+  let entries: Array<Dirent>
   try {
-    names = readdirSync(dir, { withFileTypes: true })
-      .filter((entry) => entry.isDirectory() && !entry.name.startsWith(".") && entry.name !== "node_modules")
-      .map((entry) => entry.name)
-      .sort()
+    entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))
   } catch (error) {
     const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message
     throw new Error(`cannot read the servers directory ${dir}: ${why}`, { cause: error })
   }
+  const skipped: Array<string> = []
+  const names = candidates(dir, entries, skipped)
   let overrides: Record<string, unknown> | undefined
   const configFile = path.join(dir, "config.json")
   if (existsSync(configFile)) {
@@ -165,7 +217,6 @@ export const scan = (given: string, env: Readonly<Record<string, string | undefi
     overrides = parsed.right as Record<string, unknown>
   }
   const servers: Array<Detected> = []
-  const skipped: Array<string> = []
   for (const name of names) {
     const found = detect(path.join(dir, name), env)
     if (typeof found === "string") skipped.push(`${name}: ${found}`)

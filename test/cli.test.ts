@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { spawn, spawnSync } from "node:child_process"
-import { writeFileSync } from "node:fs"
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as rpc from "vscode-jsonrpc/node.js"
 import { assertOnlyFrames, BIN, cleanEnv, FIXTURE_SERVER, contentLengthFrames, startGateway, tempDir } from "./support/gateway.js"
@@ -316,6 +316,34 @@ describe("--servers-dir", () => {
     expect(out).toContain("notes: no package.json, pyproject.toml, go.mod or Cargo.toml")
     expect(out).toMatch(/^node-echo\s+stdio\s+ready\s+2025-11-25\s+1\s/m)
     expect(out).toMatch(/^py-echo\s+stdio\s+ready\s+2025-11-25\s+1\s/m)
+  })
+
+  it("follows linked folders (no loops, no twins) and names every entry it does not use, with why", () => {
+    const dir = tempDir()
+    symlinkSync(join(SERVERS, "node-echo"), join(dir, "linked-echo"))
+    symlinkSync(join(SERVERS, "node-echo"), join(dir, "twin-echo"))
+    symlinkSync(dir, join(dir, "loop"))
+    symlinkSync(join(dir, "nowhere"), join(dir, "dangling"))
+    symlinkSync(join(dir, "self-a"), join(dir, "self-b"))
+    symlinkSync(join(dir, "self-b"), join(dir, "self-a"))
+    mkdirSync(join(dir, ".git"))
+    writeFileSync(join(dir, "README.md"), "servers")
+    const result = run("", { args: ["check", "--servers-dir", dir, "--log-level", "silent"] })
+    const out = result.stdout.toString("utf8")
+    expect(result.status).toBe(0)
+    expect(out).toMatch(/linked-echo: package\.json bin \(node server\.mjs\)/)
+    expect(out).toMatch(/^linked-echo\s+stdio\s+ready/m)
+    for (const reason of [
+      ".git: hidden",
+      "README.md: a file, not a folder",
+      "dangling: a link to nothing (ENOENT)",
+      "loop: links back to the servers directory or a folder above it",
+      "self-a: a link that loops",
+      "twin-echo: the same folder as linked-echo"
+    ]) {
+      expect(out).toContain(reason)
+    }
+    expect(out).not.toMatch(/^twin-echo\s+stdio/m)
   })
 
   it("serves the servers it found beside --config's, under their folder names", async () => {
