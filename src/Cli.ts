@@ -28,6 +28,7 @@ import * as Secrets from "./Secrets.js"
 import { SERVER_VERSION } from "./Server.js"
 import * as ServersDir from "./ServersDir.js"
 import * as Telemetry from "./Telemetry.js"
+import * as Terminal from "./Terminal.js"
 import * as DebugServer from "./debug/DebugServer.js"
 import { onStopSignal } from "./Signals.js"
 import * as Http from "./transport/Http.js"
@@ -37,10 +38,14 @@ import * as Stdio from "./transport/Stdio.js"
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
                     [--http-token TOKEN] [--debug-port [HOST:]PORT]
        mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL]
+       mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR]   (same options as check)
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
 HTTP with --http. "check" starts every configured backend, prints what each offers and every
-problem with its fix, and exits 1 if a backend is not ready.
+problem with its fix, and exits 1 if a backend is not ready. For a person in a terminal: "tools"
+lists every tool with its backend, "call" calls one and prints its result, "ask" runs one
+orchestration and prints the tools offered, the model's choice, the plan and the result; each
+exits 1 when what it ran failed.
 
 Options:
   --config FILE       GatewayOptions or Claude Desktop style {"mcpServers": ...} JSON (env AGENTIFY_CONFIG)
@@ -87,7 +92,39 @@ export interface Settings {
 export type Parsed =
   | { readonly _tag: "Run"; readonly settings: Settings }
   | { readonly _tag: "Check"; readonly settings: Settings }
+  | { readonly _tag: "Terminal"; readonly command: Terminal.Command; readonly settings: Settings }
   | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
+
+const COMMANDS = ["check", "tools", "call", "ask"] as const
+const OPTIONS = ["config", "servers-dir", "log-level", "http", "http-token", "debug-port", "cwd", "help", "version"] as const
+
+/** Edits between two words (insertions, deletions, substitutions). */
+const distance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = current
+  }
+  return previous[b.length]!
+}
+
+/** " (did you mean X?)" when one of `known` is close to `given`, else "". */
+export const didYouMean = (given: string, known: ReadonlyArray<string>, prefix = ""): string => {
+  const word = given.replace(/^-+/, "").split("=")[0]!.toLowerCase()
+  let best: string | undefined
+  let bestDistance = Number.POSITIVE_INFINITY
+  for (const candidate of known) {
+    const d = candidate.startsWith(word) && word.length >= 2 ? 0.5 : distance(word, candidate)
+    if (d < bestDistance) [best, bestDistance] = [candidate, d]
+  }
+  const allowed = word.length <= 3 ? 1 : Math.max(2, Math.floor(word.length / 3))
+  return best !== undefined && bestDistance <= allowed ? ` (did you mean ${prefix}${best}?)` : ""
+}
+
+const SEE_HELP = "mcp-agentify --help shows the usage"
 
 /** Reads the command line, the environment, `.env` and the config file; throws `UsageError`. */
 export const parse = (
@@ -107,6 +144,7 @@ export const parse = (
         http: { type: "string" },
         "http-token": { type: "string" },
         "debug-port": { type: "string" },
+        cwd: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" }
       },
@@ -116,17 +154,28 @@ export const parse = (
     positionals = parsedArgs.positionals
     values = parsedArgs.values
   } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`)
-  }
-  const checking = positionals[0] === "check"
-  if (positionals.length > (checking ? 1 : 0)) {
-    throw new UsageError(`unexpected argument '${String(positionals[checking ? 1 : 0]).slice(0, 100)}'\n\n${USAGE}`)
-  }
-  if (checking && (values.http !== undefined || values["http-token"] !== undefined)) {
-    throw new UsageError("check starts the backends and reports; it serves nothing (no --http)")
+    const message = (error as Error).message
+    const unknown = /^Unknown option '([^']+)'/.exec(message)?.[1]
+    if (unknown !== undefined) {
+      throw new UsageError(`unknown option '${unknown.slice(0, 100)}'${didYouMean(unknown, OPTIONS, "--")}; ${SEE_HELP}`)
+    }
+    throw new UsageError(`${message.split(". ")[0]}; ${SEE_HELP}`)
   }
   if (values.help) return { _tag: "Print", text: USAGE, stdout: false }
   if (values.version) return { _tag: "Print", text: `${SERVER_VERSION}\n`, stdout: true }
+  const first = positionals[0]
+  if (first !== undefined && !(COMMANDS as ReadonlyArray<string>).includes(first)) {
+    throw new UsageError(`unknown command '${first.slice(0, 100)}'${didYouMean(first, COMMANDS)}; ${SEE_HELP}`)
+  }
+  const subcommand = first as (typeof COMMANDS)[number] | undefined
+  const command = terminalCommand(subcommand, positionals.slice(1), values, cwd)
+  if (subcommand !== undefined && subcommand !== "ask" && values.cwd !== undefined) {
+    throw new UsageError(`--cwd is only used with ask; ${SEE_HELP}`)
+  }
+  const checking = subcommand === "check"
+  if (subcommand !== undefined && (values.http !== undefined || values["http-token"] !== undefined)) {
+    throw new UsageError(`${subcommand} starts the backends and reports; it serves nothing (no --http)`)
+  }
 
   const dotEnv = readDotEnv(cwd)
   const cliLogLevel = values["log-level"] as string | undefined
@@ -197,22 +246,68 @@ export const parse = (
     token: debugTokenText === undefined ? undefined : Redacted.make(debugTokenText)
   }
 
-  return {
-    _tag: checking ? "Check" : "Run",
-    settings: {
-      sources: {
-        env,
-        dotEnv: dotEnv.settings,
-        file,
-        serversDir: serversDir?.found,
-        ...(debugAddress === undefined ? {} : { cliDebugPort: debugAddress.port }),
-        cliLogLevel: cliLogLevel as LogLevelName | undefined,
-        cwd
-      },
-      openaiTimeoutMs,
-      http,
-      dotEnvRefused: dotEnv.refused,
-      debug: checking ? undefined : debug
+  const settings: Settings = {
+    sources: {
+      env,
+      dotEnv: dotEnv.settings,
+      file,
+      serversDir: serversDir?.found,
+      ...(debugAddress === undefined ? {} : { cliDebugPort: debugAddress.port }),
+      // A person at a terminal wants the answer, not the start-up log: warnings only, unless asked.
+      cliLogLevel: (cliLogLevel ?? (command !== undefined && env.LOG_LEVEL === undefined ? "warn" : undefined)) as
+        LogLevelName | undefined,
+      cwd
+    },
+    openaiTimeoutMs,
+    http,
+    dotEnvRefused: dotEnv.refused,
+    debug: subcommand === undefined ? debug : undefined
+  }
+  if (command !== undefined) return { _tag: "Terminal", command, settings }
+  return { _tag: checking ? "Check" : "Run", settings }
+}
+
+/** `tools`, `call NAME [JSON]` and `ask QUERY` as commands (their arguments checked), or undefined. */
+const terminalCommand = (
+  subcommand: (typeof COMMANDS)[number] | undefined,
+  rest: ReadonlyArray<string>,
+  values: Record<string, string | boolean | undefined>,
+  cwd: string
+): Terminal.Command | undefined => {
+  const extra = (allowed: number) => {
+    if (rest.length > allowed) throw new UsageError(`unexpected argument '${String(rest[allowed]).slice(0, 100)}'; ${SEE_HELP}`)
+  }
+  switch (subcommand) {
+    case undefined:
+    case "check":
+      extra(0)
+      return undefined
+    case "tools":
+      extra(0)
+      return { _tag: "Tools" }
+    case "call": {
+      extra(2)
+      const name = rest[0]
+      if (name === undefined) throw new UsageError(`call needs a tool name: mcp-agentify call NAME '{"arg": "value"}'`)
+      let args: unknown = {}
+      if (rest[1] !== undefined) {
+        try {
+          args = JSON.parse(rest[1])
+        } catch (error) {
+          throw new UsageError(`call: the arguments are not JSON (${(error as Error).message})`)
+        }
+        if (typeof args !== "object" || args === null || Array.isArray(args)) {
+          throw new UsageError(`call: the arguments must be a JSON object, as '{"path": "README.md"}'`)
+        }
+      }
+      return { _tag: "Call", name, arguments: args }
+    }
+    case "ask": {
+      extra(1)
+      const query = rest[0]?.trim()
+      if (query === undefined || query === "")
+        throw new UsageError(`ask needs a question: mcp-agentify ask "list the files here"`)
+      return { _tag: "Ask", query, cwd: path.resolve(cwd, (values.cwd as string | undefined) ?? ".") }
     }
   }
 }
@@ -363,10 +458,23 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
     else process.stderr.write(parsed.text)
     process.exit(0)
   }
+  if (parsed._tag === "Terminal") {
+    const print = (text: string) => void process.stdout.write(text) // stdout-ok: a subcommand's answer, no client attached
+    const done = Terminal.run(parsed.command, parsed.settings.sources, print, options.llm)
+    run(Effect.flatMap(done, (code) => Effect.sync(() => (process.exitCode = code))))
+    return
+  }
   if (parsed._tag === "Check") {
     const report = Check.check(parsed.settings.sources, (text) => process.stdout.write(text)) // stdout-ok: check's report, no client attached
     run(Effect.flatMap(report, (code) => Effect.sync(() => (process.exitCode = code))))
     return
+  }
+  if (parsed.settings.http === undefined && process.stdin.isTTY) {
+    // A person typed it: the protocol waits on stdin, and the subcommands speak for them.
+    process.stderr.write(
+      "mcp-agentify: serving MCP on stdio, for an MCP client; in a terminal try: mcp-agentify tools, " +
+        `mcp-agentify call NAME '{"arg": "value"}', mcp-agentify ask "query" (--help for more)\n`
+    )
   }
   run(program(parsed.settings, options))
 }

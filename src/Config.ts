@@ -816,7 +816,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     init?.backends !== undefined
       ? [init.backends, "initializationOptions"]
       : file?.backends !== undefined
-        ? [file.backends, `file:${sources.file!.path}`]
+        ? [file.backends, fileSource(sources)]
         : [embeddedDefault(sources.cwd ?? process.cwd(), sources.home), "default"]
   const backends = given.map((backend) => withEnvReferences(backend, env))
   for (const backend of backends) if (backend.refused !== undefined) notes.push({ level: "warn", message: backend.refused })
@@ -940,6 +940,14 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
  * that was refused before its references were resolved. The references themselves are names.
  */
 const literalParts = (value: string): Array<string> => value.split(/\$\{[^}]*\}/)
+
+/** Where the file's backends came from: a config file, a servers directory, or both. */
+const fileSource = (sources: ConfigSources): string => {
+  const dir = sources.serversDir?.path
+  const file = sources.file!.path
+  if (dir === undefined) return `file:${file}`
+  return dir === file ? `servers directory:${dir}` : `file:${file} and servers directory:${dir}`
+}
 
 /** A URL's password, and its query values whose names say they are secrets (`?api_key=`). */
 const registerUrlSecrets = (raw: string) => {

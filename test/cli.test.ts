@@ -9,6 +9,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as rpc from "vscode-jsonrpc/node.js"
 import { assertOnlyFrames, BIN, cleanEnv, FIXTURE_SERVER, contentLengthFrames, startGateway, tempDir } from "./support/gateway.js"
+import { startFakeOpenAI } from "./support/fakeOpenAI.js"
 
 const run = (input: string, options: { args?: Array<string>; env?: NodeJS.ProcessEnv; cwd?: string } = {}) =>
   spawnSync(process.execPath, [BIN, ...(options.args ?? [])], {
@@ -200,11 +201,12 @@ describe("CLI over stdio", () => {
     expect(viaEnv.stderr.toString("utf8")).toMatch(/missing\.json.*no such file/)
   })
 
-  it("unknown arguments print usage and exit 2", () => {
+  it("unknown arguments get one line naming them and pointing at --help, and exit 2", () => {
     const result = run("", { args: ["--bogus"] })
     expect(result.status).toBe(2)
-    expect(result.stderr.toString("utf8")).toContain("Usage: mcp-agentify")
+    expect(result.stderr.toString("utf8")).toBe("mcp-agentify: unknown option '--bogus'; mcp-agentify --help shows the usage\n")
     expect(result.stdout.length).toBe(0)
+    expect(run("", { args: ["--help"] }).stderr.toString("utf8")).toContain("Usage: mcp-agentify")
   })
 
   it("logs go to stderr as JSON lines; stdout holds frames only, even at trace level", async () => {
@@ -369,4 +371,91 @@ describe("--servers-dir", () => {
     expect(clash.stderr.toString()).toContain("the server 'py-echo' is both in")
     expect(run("", { args: ["--servers-dir", join(dir, "nope")] }).status).toBe(2)
   }, 30_000)
+})
+
+describe("subcommands for a person in a terminal", () => {
+  /** The CLI run to its end without blocking this process (the fake model answers from here). */
+  const runAsync = (args: ReadonlyArray<string>, options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [BIN, ...args], {
+        cwd: options.cwd ?? tempDir(),
+        env: options.env ?? cleanEnv(),
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+      child.on("exit", (status) => resolve({ status, stdout, stderr }))
+    })
+
+  const project = () => {
+    const dir = tempDir()
+    writeFileSync(join(dir, "notes.txt"), "pelican notes\n")
+    return dir
+  }
+
+  it("tools: every tool with its backend and one line of description, on the embedded default", () => {
+    const result = run("", { args: ["tools"], cwd: project() })
+    const out = result.stdout.toString("utf8")
+    expect(result.status).toBe(0)
+    expect(out).toMatch(/^tool\s+backend\s+description$/m)
+    expect(out).toMatch(/^agentify_orchestrate\s+gateway\s+\S/m)
+    expect(out).toMatch(/^filesystem__read_text_file\s+filesystem\s+Read the complete contents/m)
+    expect(out).toMatch(/^15 tools$/m)
+    // A person gets the answer, not the start-up log.
+    expect(result.stderr.toString("utf8")).not.toContain("backend ready")
+  })
+
+  it("call: prints the result; an isError result, an unknown tool or bad JSON exit non-zero", () => {
+    const dir = project()
+    const ok = run("", { args: ["call", "filesystem__read_text_file", '{"path": "notes.txt"}'], cwd: dir })
+    expect(ok.stdout.toString("utf8")).toBe("pelican notes\n\n")
+    expect(ok.status).toBe(0)
+    const failed = run("", { args: ["call", "filesystem__read_text_file", '{"path": "/etc/passwd"}'], cwd: dir })
+    expect(failed.status).toBe(1)
+    expect(failed.stdout.toString("utf8")).toContain("Access denied")
+    const unknown = run("", { args: ["call", "filesystem__nope"], cwd: dir })
+    expect(unknown.status).toBe(1)
+    expect(unknown.stdout.toString("utf8")).toMatch(/^error -32602: .*filesystem__nope/)
+    const bad = run("", { args: ["call", "filesystem__read_text_file", "{path: x}"], cwd: dir })
+    expect(bad.status).toBe(2)
+    expect(bad.stderr.toString("utf8")).toContain("call: the arguments are not JSON")
+  })
+
+  it("ask: the tools offered, the model's choice, the plan and the result, against a Chat Completions server", async () => {
+    const dir = project()
+    const model = await startFakeOpenAI({ tool: "filesystem__read_text_file", arguments: { path: join(dir, "notes.txt") } })
+    try {
+      const env = cleanEnv({ OPENAI_API_KEY: "sk-test-terminal-123456", OPENAI_BASE_URL: model.baseUrl })
+      const asked = await runAsync(["ask", "show me the pelican notes", "--cwd", dir], { env, cwd: dir })
+      expect(asked.status, `${asked.stdout}\n${asked.stderr.slice(-800)}`).toBe(0)
+      expect(asked.stdout).toMatch(/^offered \(\d+, best first\): filesystem__/m)
+      expect(asked.stdout).toContain(`choice: filesystem__read_text_file {"path":"${join(dir, "notes.txt")}"}`)
+      expect(asked.stdout).toMatch(/^plan: tools\/call on filesystem /m)
+      expect(asked.stdout).toMatch(/^result:\npelican notes$/m)
+      // The model heard the query and the working directory.
+      expect(JSON.stringify(model.requests[0]?.body)).toContain(dir)
+      // No key: the error says what is missing, and the exit status says it failed.
+      const nokey = await runAsync(["ask", "anything"], { cwd: dir })
+      expect(nokey.status).toBe(1)
+      expect(nokey.stdout).toContain("error -32002: No OpenAI API key is configured")
+    } finally {
+      await model.close()
+    }
+  }, 30_000)
+
+  it("mistakes get one line with a suggestion, not the whole usage", () => {
+    const option = run("", { args: ["--conifg", "x.json"] })
+    expect(option.status).toBe(2)
+    expect(option.stderr.toString("utf8")).toBe(
+      "mcp-agentify: unknown option '--conifg' (did you mean --config?); mcp-agentify --help shows the usage\n"
+    )
+    const command = run("", { args: ["tols"] })
+    expect(command.status).toBe(2)
+    expect(command.stderr.toString("utf8")).toBe(
+      "mcp-agentify: unknown command 'tols' (did you mean tools?); mcp-agentify --help shows the usage\n"
+    )
+    expect(run("", { args: ["ask"] }).stderr.toString("utf8")).toContain("ask needs a question")
+  })
 })

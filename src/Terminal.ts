@@ -1,0 +1,178 @@
+/**
+ * The gateway for a person in a terminal: `tools` (every tool, its backend, one line of its
+ * description), `call NAME '{json}'` (one tool call, its result printed), `ask "query"` (one
+ * orchestration: the tools offered, the model's choice, the plan, the result).
+ *
+ * Each runs the gateway as a client would see it: the configured backends started, one session
+ * opened in process, and the same method table a client's `tools/list`, `tools/call` and
+ * `agentify/orchestrateTask` reach, so what a person sees here is what an IDE gets.
+ */
+import { Effect, Fiber, Layer, Queue } from "effect"
+import { randomUUID } from "node:crypto"
+import { GatewayConfig, type ConfigSources } from "./Config.js"
+import { toRpcError } from "./Errors.js"
+import { type OrchestrationRecord, Events } from "./Events.js"
+import * as Gateway from "./Gateway.js"
+import type { Request } from "./JsonRpc.js"
+import { LlmClient } from "./Llm.js"
+import * as Logging from "./Logging.js"
+import * as Secrets from "./Secrets.js"
+import { Session } from "./Session.js"
+
+export type Command =
+  | { readonly _tag: "Tools" }
+  | { readonly _tag: "Call"; readonly name: string; readonly arguments: unknown }
+  | { readonly _tag: "Ask"; readonly query: string; readonly cwd: string }
+
+/** A request that failed: its JSON-RPC error. */
+class Refused {
+  constructor(readonly error: { readonly code: number; readonly message: string }) {}
+}
+
+const oneLine = (text: unknown, width: number): string => {
+  const line = String(text ?? "")
+    .split("\n")[0]!
+    .trim()
+  return line.length > width ? `${line.slice(0, width - 1)}…` : line
+}
+
+/** A CallToolResult as a person reads it: text blocks as text, anything else as JSON. */
+export const formatResult = (result: unknown): string => {
+  const r = result as { content?: ReadonlyArray<{ type?: string; text?: string }>; structuredContent?: unknown }
+  const blocks = (r?.content ?? []).map((block) =>
+    block.type === "text" && typeof block.text === "string" ? block.text : JSON.stringify(block, null, 2)
+  )
+  if (blocks.length === 0 && r?.structuredContent !== undefined) blocks.push(JSON.stringify(r.structuredContent, null, 2))
+  return blocks.join("\n")
+}
+
+const showOrchestration = (record: OrchestrationRecord | undefined): Array<string> => {
+  if (record === undefined) return []
+  const offered = record.offered.slice(0, 10).map((t) => (t.score === undefined ? t.name : `${t.name} (${t.score.toFixed(2)})`))
+  const more = record.offered.length > 10 ? `, and ${record.offered.length - 10} more` : ""
+  return [
+    `offered (${record.offered.length}, best first): ${offered.join(", ")}${more}`,
+    `model: ${record.model ?? "-"}${record.llmMs === undefined ? "" : `, ${record.llmMs} ms`}`,
+    `choice: ${record.choice === undefined ? "none" : `${record.choice.name} ${record.choice.arguments}`}`,
+    ...(record.explanation ? [`model says: ${record.explanation}`] : []),
+    `plan: ${record.plan === undefined ? "none" : `${record.plan.method} on ${record.plan.backendId} ${JSON.stringify(record.plan.params)}`}`
+  ]
+}
+
+/**
+ * Runs `command`; succeeds with the exit code (0, or 1 when the call failed). What a person
+ * asked for goes to `print` (stdout), the gateway's log to stderr as always.
+ */
+export const run = (
+  command: Command,
+  sources: ConfigSources,
+  print: (text: string) => void,
+  llm: Layer.Layer<LlmClient, never, GatewayConfig> = LlmClient.layerOpenAI
+): Effect.Effect<number> =>
+  Effect.gen(function* () {
+    const gateway = yield* Gateway.Gateway
+    const events = yield* Events
+    const session = new Session({ id: `terminal-${randomUUID()}`, transport: "stdio", send: () => false })
+    const handlers = yield* gateway.open(session)
+    let nextId = 1
+    const request = (method: string, params: unknown) =>
+      Effect.suspend(() => {
+        const id = nextId++
+        const message: Request = { jsonrpc: "2.0", id, method, params } as Request
+        return handlers.request(message, {
+          id,
+          notify: () => Effect.void,
+          notifyUnsafe: () => {},
+          send: () => false
+        })
+      }).pipe(
+        Effect.mapError((error) => {
+          const wire = toRpcError(error)
+          return new Refused({ code: wire.code, message: Secrets.scrub(wire.message) })
+        })
+      )
+    yield* request("initialize", {
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "mcp-agentify-terminal", version: "1" }
+    })
+    yield* handlers.notification({ jsonrpc: "2.0", method: "notifications/initialized" } as never)
+
+    switch (command._tag) {
+      case "Tools": {
+        const tools: Array<{ name: string; description?: string }> = []
+        let cursor: string | undefined
+        do {
+          const page = (yield* request("tools/list", cursor === undefined ? {} : { cursor })) as {
+            tools: Array<{ name: string; description?: string }>
+            nextCursor?: string
+          }
+          tools.push(...page.tools)
+          cursor = page.nextCursor
+        } while (cursor !== undefined)
+        const rows = tools.map((t) => {
+          const owner = /^\[([^\]]+)\] /.exec(t.description ?? "")
+          return {
+            name: t.name,
+            backend: owner?.[1] ?? "gateway",
+            description: oneLine(owner === null ? t.description : t.description!.slice(owner[0].length), 100)
+          }
+        })
+        const width = Math.max(4, ...rows.map((r) => r.name.length))
+        const backendWidth = Math.max(7, ...rows.map((r) => r.backend.length))
+        print(
+          [
+            `${"tool".padEnd(width)}  ${"backend".padEnd(backendWidth)}  description`,
+            ...rows.map((r) => `${r.name.padEnd(width)}  ${r.backend.padEnd(backendWidth)}  ${r.description}`)
+          ].join("\n") + `\n${tools.length} tools\n`
+        )
+        return 0
+      }
+      case "Call": {
+        const result = (yield* request("tools/call", { name: command.name, arguments: command.arguments })) as {
+          isError?: boolean
+        }
+        print(`${formatResult(result)}\n`)
+        return result?.isError === true ? 1 : 0
+      }
+      case "Ask": {
+        // The orchestration's own record (offer, choice, plan) comes from the events hub.
+        const records = yield* events.subscribe
+        const asked = yield* Effect.fork(
+          request("agentify/orchestrateTask", { query: command.query, context: { currentWorkingDirectory: command.cwd } })
+        )
+        const outcome = yield* Fiber.join(asked).pipe(Effect.either)
+        const seen = yield* Queue.takeAll(records)
+        let record: OrchestrationRecord | undefined
+        for (const event of seen) if (event._tag === "Orchestration") record = event
+        const lines = showOrchestration(record)
+        if (outcome._tag === "Left") {
+          print([...lines, `error ${outcome.left.error.code}: ${outcome.left.error.message}`].join("\n") + "\n")
+          return 1
+        }
+        print([...lines, "result:", formatResult(outcome.right)].join("\n") + "\n")
+        return (outcome.right as { isError?: boolean })?.isError === true ? 1 : 0
+      }
+    }
+  }).pipe(
+    Effect.catchAll((refused) =>
+      Effect.sync(() => {
+        print(`error ${refused.error.code}: ${refused.error.message}\n`)
+        return 1
+      })
+    ),
+    Effect.scoped,
+    Effect.provide(
+      Gateway.layerShared.pipe(
+        Layer.provide(llm),
+        // The level is set before the backends start (they start while the layer builds).
+        Layer.provide(
+          Layer.effectDiscard(
+            Effect.flatMap(GatewayConfig, (config) => Effect.map(config.current, (c) => Logging.setLevel(c.logLevel)))
+          )
+        ),
+        Layer.provideMerge(GatewayConfig.layer(sources))
+      )
+    ),
+    Effect.provide(Logging.layer())
+  )
