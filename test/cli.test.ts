@@ -311,6 +311,7 @@ describe("--servers-dir", () => {
     const result = run("", { args: ["check", "--servers-dir", SERVERS, "--log-level", "silent"] })
     const out = result.stdout.toString("utf8")
     expect(result.status).toBe(0)
+    expect(out).toContain(`configuration: servers directory:${SERVERS.replace(/\/$/, "")}\n`)
     expect(out).toContain("found in ")
     expect(out).toMatch(/node-echo: package\.json bin \(node server\.mjs\)/)
     expect(out).toMatch(/py-echo: pyproject\.toml \[project\.scripts\] py-echo \((uv run|python3, py_echo\.server:main)\)/)
