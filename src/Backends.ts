@@ -12,6 +12,7 @@ import * as Backend from "./Backend.js"
 import { type BackendConfig, describeBackend, rootsOf } from "./Config.js"
 import { BackendError, ErrorCode, RpcError } from "./Errors.js"
 import { Events } from "./Events.js"
+import * as Logging from "./Logging.js"
 import type { Tool } from "./Mcp.js"
 
 export type BackendState = "starting" | "ready" | "failed" | "restarting" | "stopped"
@@ -328,7 +329,8 @@ export const make = (options: ManagerOptions = {}) =>
         const { config } = entry
         let failures = 0
         if (config.refused !== undefined) {
-          yield* Effect.logError(`backend not started: ${config.refused}`)
+          // Said once: the configuration's own warning may have said it already.
+          if (Logging.firstTime(config.refused)) yield* Effect.logError(`backend not started: ${config.refused}`)
           return yield* setState(entry, "failed", config.refused)
         }
         yield* Effect.logInfo("starting backend", describeBackend(config))

@@ -368,17 +368,16 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
       transport: settings.http === undefined ? "stdio" : "http",
       backendsFrom: config.backendsSource
     })
-    if (settings.dotEnvRefused.length > 0) {
-      yield* Effect.logWarning(
-        `ignoring variables in .env that only the real environment may set: ${settings.dotEnvRefused.join(", ")}`
-      )
-    }
-    for (const note of config.notes)
-      yield* note.level === "warn"
-        ? Effect.logWarning(note.message)
-        : note.level === "info"
-          ? Effect.logInfo(note.message)
-          : Effect.logDebug(note.message)
+    const dotEnv =
+      settings.dotEnvRefused.length === 0
+        ? []
+        : [
+            {
+              level: "warn" as const,
+              message: `ignoring variables in .env that only the real environment may set: ${settings.dotEnvRefused.join(", ")}`
+            }
+          ]
+    yield* Logging.logNotes([...dotEnv, ...config.notes])
   })
 
   // One configuration for the whole program; announced before any backend starts. The debug UI

@@ -5,7 +5,7 @@
  * lines when a person is watching. Every line passes through the secret scrubber. The level is
  * module state so a client's `initializationOptions.logLevel` can change it after start-up.
  */
-import { Cause, Context, FiberRef, FiberRefs, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, LogLevel } from "effect"
 import type { LogLevelName } from "./Config.js"
 import { Events } from "./Events.js"
 import * as Secrets from "./Secrets.js"
@@ -28,6 +28,35 @@ export const setLevel = (level: LogLevelName): void => {
 }
 
 export const level = (): LogLevel.LogLevel => threshold
+
+/**
+ * What the configuration has to say (a refused backend, an ignored `.env` line) is said once per
+ * process, however often the configuration is read again (a client's `initialize`) or the same
+ * problem is met again (a refused backend not started).
+ */
+const said = new Set<string>()
+
+/** True the first time `message` is given, false after. */
+export const firstTime = (message: string): boolean => {
+  if (said.has(message)) return false
+  said.add(message)
+  return true
+}
+
+/** Logs each configuration note at its level, once per process. */
+export const logNotes = (
+  notes: ReadonlyArray<{ readonly level: "warn" | "info" | "debug"; readonly message: string }>
+): Effect.Effect<void> =>
+  Effect.forEach(
+    notes.filter((note) => firstTime(note.message)),
+    (note) =>
+      note.level === "warn"
+        ? Effect.logWarning(note.message)
+        : note.level === "info"
+          ? Effect.logInfo(note.message)
+          : Effect.logDebug(note.message),
+    { discard: true }
+  )
 
 /** Where lines go; tests swap it to capture them. */
 export interface Sink {

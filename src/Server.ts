@@ -199,12 +199,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     if (ctx.mode === "single") {
       config = yield* ctx.config.applyInitializationOptions(p.initializationOptions)
       Logging.setLevel(config.logLevel)
-      for (const note of config.notes)
-        yield* note.level === "warn"
-          ? Effect.logWarning(note.message)
-          : note.level === "info"
-            ? Effect.logInfo(note.message)
-            : Effect.logDebug(note.message)
+      yield* Logging.logNotes(config.notes)
     } else {
       yield* sessionOptions(session, p.initializationOptions)
       config = yield* ctx.config.current

@@ -446,6 +446,29 @@ describe("subcommands for a person in a terminal", () => {
     }
   }, 30_000)
 
+  it("each warning is said once, however often the configuration is read (start-up, initialize, backend start)", async () => {
+    const dir = tempDir()
+    writeFileSync(join(dir, ".env"), "AGENTIFY_HTTP=9999\nFOO=1\n")
+    writeFileSync(
+      join(dir, "mcp.json"),
+      JSON.stringify({ servers: { secret: { type: "stdio", command: "node", env: { TOKEN: "${input:tok}" } } } })
+    )
+    const gateway = startGateway({ args: ["--config", "mcp.json"], cwd: dir })
+    try {
+      await gateway.initialize()
+      await gateway.request("tools/list")
+    } finally {
+      await gateway.close()
+    }
+    const count = (pattern: RegExp) =>
+      gateway
+        .stderr()
+        .split("\n")
+        .filter((line) => pattern.test(line)).length
+    expect(count(/ignoring variables in \.env/)).toBe(1)
+    expect(count(/uses VS Code's \$\{input:tok\} in env TOKEN/)).toBe(1)
+  }, 30_000)
+
   it("mistakes get one line with a suggestion, not the whole usage", () => {
     const option = run("", { args: ["--conifg", "x.json"] })
     expect(option.status).toBe(2)
