@@ -1352,11 +1352,28 @@ const makeOne = Effect.fn("Backend.make")(
           )
         })
       )
-    const request = (method: string, params?: unknown, requestOptions?: RequestOptions) => {
+    const requestOnce = (method: string, params?: unknown, requestOptions?: RequestOptions) => {
       if (stateless) return send(method, params, requestOptions)
       const seen = generation
       return send(method, params, requestOptions).pipe(
         Effect.catchIf(isSessionLost, () => Effect.zipRight(reinitialize(seen), send(method, params, requestOptions)))
+      )
+    }
+    // Each call's outcome for observers (the debug UI's calls and errors), only while one listens.
+    const events = options.events
+    const request = (method: string, params?: unknown, requestOptions?: RequestOptions) => {
+      if (events === undefined || !events.active()) return requestOnce(method, params, requestOptions)
+      const started = Date.now()
+      const publish = (outcome: "ok" | "error" | "isError" | "cancelled") =>
+        Effect.sync(() =>
+          events.publish({ _tag: "BackendCall", at: Date.now(), backendId: config.id, method, ms: Date.now() - started, outcome })
+        )
+      return requestOnce(method, params, requestOptions).pipe(
+        Effect.onExit((exit) =>
+          Exit.isSuccess(exit)
+            ? publish((exit.value as { isError?: unknown } | null)?.isError === true ? "isError" : "ok")
+            : publish(Cause.isInterruptedOnly(exit.cause) ? "cancelled" : "error")
+        )
       )
     }
 

@@ -467,7 +467,12 @@ export const make = (options: ManagerOptions = {}) =>
           )
         }
         const backend = entry.backend
-        return backend === undefined ? Effect.fail(notReady(entry, method)) : backend.request(method, params)
+        if (backend !== undefined) return backend.request(method, params)
+        // A call to a backend that is not running failed too (the running ones count their own).
+        if (events?.active()) {
+          events.publish({ _tag: "BackendCall", at: Date.now(), backendId, method, ms: 0, outcome: "error" })
+        }
+        return Effect.fail(notReady(entry, method))
       })
 
     yield* Effect.addFinalizer(() => stopAll)

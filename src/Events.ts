@@ -31,6 +31,18 @@ export type Event =
       readonly message: unknown
     }
   | { readonly _tag: "BackendState"; readonly at: number; readonly status: BackendStatus }
+  /**
+   * A request the gateway made of a backend, once it ended: "error" for a JSON-RPC error, a crash,
+   * a timeout or a backend not running, "isError" for a tool result that says it failed.
+   */
+  | {
+      readonly _tag: "BackendCall"
+      readonly at: number
+      readonly backendId: string
+      readonly method: string
+      readonly ms: number
+      readonly outcome: "ok" | "error" | "isError" | "cancelled"
+    }
   | {
       readonly _tag: "Session"
       readonly at: number

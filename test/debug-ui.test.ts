@@ -30,6 +30,8 @@ let gateway: HttpGateway
 let debug: string
 let browser: Browser
 let page: Page
+/** What the page's console reported as errors (a missing favicon, a script error). */
+const consoleErrors: Array<string> = []
 
 const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `debug-ui-${name}.png`), fullPage: true })
 
@@ -66,6 +68,10 @@ beforeAll(async () => {
   await call(mcp, sessionId, "o1", "agentify/orchestrateTask", { query: "please echo the word mango" })
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } })
+  page.on("console", (message) => {
+    if (message.type() === "error") consoleErrors.push(`${message.text()} ${JSON.stringify(message.location())}`)
+  })
+  page.on("pageerror", (error) => consoleErrors.push(error.message))
   await page.goto(`${debug}/`)
 }, 60_000)
 
@@ -117,6 +123,32 @@ describe.skipIf(SKIP)("the debug page in a browser", () => {
     expect(await page.textContent("#trace-detail")).toContain('"jsonrpc": "2.0"')
     await shot("trace")
   }, 20_000)
+
+  it("reads the trace newest first on asking; the server/discover probe is not shown as a failure; errors are counted", async () => {
+    await page.click('nav button[data-tab="trace"]')
+    await page.fill("#trace-filter", "")
+    const firstRow = () => page.locator("#trace-list .row").first().textContent()
+    const oldest = await firstRow()
+    await page.check("#trace-newest")
+    await until("the newest entry on top", async () => (await firstRow()) !== oldest)
+    await page.fill("#trace-filter", "server/discover")
+    const probe = page.locator("#trace-list .row", { hasText: "probe" }).first()
+    await probe.waitFor()
+    expect(await probe.getAttribute("class")).not.toContain("err")
+    await page.fill("#trace-filter", "")
+    await page.uncheck("#trace-newest")
+    // A failed call shows in the backend's errors column.
+    const mcp = `${gateway.base}/mcp`
+    await call(mcp, (await openSession(mcp)).sessionId, "broken", "tools/call", { name: "fx__fail", arguments: {} })
+    await until(
+      "the error counted",
+      async () => Number(await page.locator('#backends tr[data-backend="fx"] td').nth(9).textContent()) >= 1
+    )
+  }, 20_000)
+
+  it("the console stays clean (no 404 for a favicon, no script error)", () => {
+    expect(consoleErrors).toEqual([])
+  })
 
   it("opens an orchestration: query, ranked offer, choice, plan, result", async () => {
     await page.click('nav button[data-tab="orchestrations"]')

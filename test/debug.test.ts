@@ -64,14 +64,41 @@ describe("debug API", () => {
     const fx = body.find((b: any) => b.id === "fx")
     expect(fx).toMatchObject({ state: "ready", enabled: true, restarts: 0, protocolVersion: "2025-11-25", tools: 21 })
     expect(fx.address).toMatch(/^pid \d+$/)
-    // tools/list at start-up (the handshake is not counted) and the six calls; `fail` answers an
-    // error reply (the fixture's --leak-env makes it a JSON-RPC error).
-    expect(fx.calls).toBe(7)
+    // The six calls (the handshake and its tools/list are not counted); `fail` answers an error
+    // reply (the fixture's --leak-env makes it a JSON-RPC error).
+    expect(fx.calls).toBe(6)
     expect(fx.errors).toBe(1)
     expect(fx.p50Ms).toBeGreaterThanOrEqual(0)
     expect(fx.p99Ms).toBeGreaterThanOrEqual(fx.p50Ms)
     const status_ = await get(`${debug}/api/status`)
     expect(status_.body).toMatchObject({ backends: { total: 2, enabled: 2, ready: 2 } })
+  })
+
+  it("errors count every failed call: an isError result, a crash mid-call, a call while the backend is down", async () => {
+    const before = (await get(`${debug}/api/backends`)).body.find((b: any) => b.id === "other")
+    const isError = await call(mcp, session, "x1", "tools/call", { name: "other__fail", arguments: {} })
+    expect(isError.messages.at(-1).result.isError).toBe(true)
+    const crashed = await call(mcp, session, "x2", "tools/call", { name: "other__crash", arguments: {} })
+    expect(crashed.messages.at(-1).error.code).toBe(-32004)
+    const down = await call(mcp, session, "x3", "tools/call", { name: "other__echo", arguments: {} })
+    expect(down.messages.at(-1).error.code).toBe(-32004)
+    const after = (await get(`${debug}/api/backends`)).body.find((b: any) => b.id === "other")
+    expect(after.calls - before.calls).toBe(3)
+    expect(after.errors - before.errors).toBe(3)
+    await until(
+      "other to be back",
+      async () => (await get(`${debug}/api/backends`)).body.find((b: any) => b.id === "other").state === "ready"
+    )
+  })
+
+  it("mcptrace: the server/discover probe a session-era backend refuses is marked probe, not an error; newest first on asking", async () => {
+    const probes = (await get(`${debug}/api/mcptrace?method=server/discover&limit=10000`)).body as Array<any>
+    const refused = probes.filter((e) => e.kind === "response")
+    expect(refused.length).toBeGreaterThan(0)
+    expect(refused.every((e) => e.status === "probe")).toBe(true)
+    const oldest = (await get(`${debug}/api/mcptrace?limit=5`)).body as Array<any>
+    const newest = (await get(`${debug}/api/mcptrace?limit=5&order=newest`)).body as Array<any>
+    expect(newest.map((e) => e.seq)).toEqual(oldest.map((e) => e.seq).reverse())
   })
 
   it("mcptrace: both channels, requests paired with replies, filters by backend and method; secrets scrubbed", async () => {

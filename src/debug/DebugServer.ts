@@ -244,12 +244,11 @@ export const serve = (options: Options, recorder: Recorder) =>
           }
           case "/api/mcptrace": {
             const limit = clamp(query.get("limit"), 500, TRACE_CAPACITY)
-            return json(
-              recorder.trace
-                .toArray()
-                .filter((e) => traceMatches(e, query))
-                .slice(-limit)
-            )
+            const newest = recorder.trace
+              .toArray()
+              .filter((e) => traceMatches(e, query))
+              .slice(-limit)
+            return json(query.get("order") === "newest" ? newest.reverse() : newest)
           }
           case "/api/orchestrations":
             return json(recorder.orchestrations.toArray().slice(-clamp(query.get("limit"), 100, 500)))

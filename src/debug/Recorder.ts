@@ -19,8 +19,6 @@ const LATENCY_SAMPLES = 1_000
 /** Requests waiting for their reply, per channel, before the oldest are forgotten. */
 const MAX_PENDING = 10_000
 
-const HANDSHAKE = new Set(["initialize", "server/discover"])
-
 export const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const
 
 /** A fixed-size ring: the newest `capacity` items, oldest first. */
@@ -192,6 +190,15 @@ export class Recorder {
         return this.message("client", event.sessionId, event.direction, event.message, event.at)
       case "BackendMessage":
         return this.message("backend", event.backendId, event.direction, event.message, event.at)
+      case "BackendCall": {
+        // Every call the gateway made of a backend with its outcome, the handshake not among them:
+        // JSON-RPC errors, crashes, timeouts, a backend not running and `isError` results all count.
+        const stats = this.statsOf(event.backendId)
+        stats.calls++
+        if (event.outcome === "error" || event.outcome === "isError") stats.errors++
+        stats.latencies.push(event.ms)
+        return
+      }
       case "Orchestration": {
         const { _tag, ...record } = event
         const entry = orchestrationEntry(record, ++this.seq)
@@ -237,13 +244,9 @@ export class Recorder {
         replyTo = request.method
       }
       status = m.error !== undefined ? String(typeof m.error?.code === "number" ? m.error.code : "error") : "ok"
-      // Calls the gateway made to a backend (not its replies to the backend's own requests, nor the
-      // handshake: a session-era server's error to the `server/discover` probe is no failure).
-      if (channel === "backend" && direction === "in" && request !== undefined && !HANDSHAKE.has(request.method)) {
-        const stats = this.statsOf(peer)
-        stats.calls++
-        if (status !== "ok") stats.errors++
-        stats.latencies.push(durationMs!)
+      // A session-era server's -32601 to the `server/discover` probe is how the era is found, not a failure.
+      if (status !== "ok" && channel === "backend" && replyTo === "server/discover" && m.error?.code === -32601) {
+        status = "probe"
       }
     }
     const entry: TraceEntry = {

@@ -66,6 +66,7 @@ export const PAGE = `<!doctype html>
   <section id="trace" class="panel">
     <div class="toolbar">
       <input id="trace-filter" type="search" placeholder="filter: method, backend or session">
+      <label><input id="trace-newest" type="checkbox"> newest first</label>
       <span id="trace-count" class="muted"></span>
     </div>
     <div class="list" id="trace-list"><div class="spacer"></div></div>
@@ -89,10 +90,15 @@ const ms = (v) => v === undefined || v === null ? "-" : v + " ms";
 class VirtualList {
   constructor(container, render, onPick) {
     this.container = container; this.spacer = container.firstElementChild; this.render = render; this.onPick = onPick;
-    this.items = []; this.selected = undefined; this.stick = true;
-    container.addEventListener("scroll", () => { this.stick = container.scrollTop + container.clientHeight >= container.scrollHeight - 24; this.draw(); });
+    this.items = []; this.selected = undefined; this.stick = true; this.newestFirst = false;
+    container.addEventListener("scroll", () => { this.stick = this.newestFirst ? container.scrollTop <= 24 : container.scrollTop + container.clientHeight >= container.scrollHeight - 24; this.draw(); });
   }
-  set(items) { this.items = items; this.spacer.style.height = items.length * 20 + "px"; if (this.stick) this.container.scrollTop = this.container.scrollHeight; this.draw(); }
+  /** Follows the newest entry while the view is at its end (the bottom, or the top when newest first). */
+  set(items) {
+    this.items = items; this.spacer.style.height = items.length * 20 + "px";
+    if (this.stick) this.container.scrollTop = this.newestFirst ? 0 : this.container.scrollHeight;
+    this.draw();
+  }
   draw() {
     const first = Math.max(0, Math.floor(this.container.scrollTop / 20) - 5);
     const last = Math.min(this.items.length, first + Math.ceil(this.container.clientHeight / 20) + 10);
@@ -169,15 +175,18 @@ const traceList = new VirtualList(document.getElementById("trace-list"), (e) => 
   const arrow = e.channel === "client" ? (e.direction === "in" ? "client → gateway" : "gateway → client") : (e.direction === "out" ? "gateway → " + e.peer : e.peer + " → gateway");
   const text = [time(e.at), arrow.padEnd(26), e.kind.padEnd(12), (e.method ?? "").padEnd(28), e.id === undefined ? "" : "#" + e.id,
     e.durationMs === undefined ? "" : e.durationMs + " ms", e.status ?? ""].join("  ");
-  return el("div", text, e.status && e.status !== "ok" ? "err" : undefined);
+  // The server/discover probe a session-era backend refuses is how its era is found: no failure.
+  return el("div", text, e.status === "probe" ? "muted" : e.status && e.status !== "ok" ? "err" : undefined);
 }, (e) => { try { traceDetail.textContent = JSON.stringify(JSON.parse(e.json), null, 2); } catch { traceDetail.textContent = e.json; } });
 const showTrace = () => {
   const q = document.getElementById("trace-filter").value.toLowerCase();
-  const shown = q ? trace.filter((e) => ((e.method ?? "") + " " + e.peer).toLowerCase().includes(q)) : trace;
+  const shown = q ? trace.filter((e) => ((e.method ?? "") + " " + e.peer).toLowerCase().includes(q)) : trace.slice();
   document.getElementById("trace-count").textContent = shown.length + " of " + trace.length;
-  traceList.set(shown);
+  traceList.newestFirst = document.getElementById("trace-newest").checked;
+  traceList.set(traceList.newestFirst ? shown.reverse() : shown);
 };
 document.getElementById("trace-filter").addEventListener("input", showTrace);
+document.getElementById("trace-newest").addEventListener("change", () => { traceList.stick = true; showTrace(); });
 
 // -- orchestrations
 const orchestrations = [];
