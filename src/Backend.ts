@@ -162,6 +162,13 @@ export interface Backend {
     options?: RequestOptions & { readonly meta?: Readonly<Record<string, unknown>> | undefined }
   ) => Effect.Effect<unknown, BackendError>
   readonly ping: Effect.Effect<void, BackendError>
+  /** When it last sent a message, and when a call to it last timed out (ms since the epoch; 0 never). */
+  readonly activity: () => { readonly heardAt: number; readonly timedOutAt: number }
+  /**
+   * A heartbeat: `ping` (a stateless backend: `server/discover`), "silent" when no answer comes
+   * within `timeoutMs`. Any answer, an error included (-32601 from a server without `ping`), is life.
+   */
+  readonly probe: (timeoutMs: number) => Effect.Effect<"alive" | "silent">
   /** Succeeds when the process has exited, with why. */
   readonly exited: Effect.Effect<ExitInfo>
   readonly isRunning: () => boolean
@@ -309,7 +316,9 @@ class Connection {
     if (!this.stdinOpen || this.exitInfo !== undefined || this.deafSince !== undefined) return "closed"
     if (this.events.active()) this.trace("out", frame)
     const queued = this.child.stdin!.writableLength + this.outgoingBytes
-    if (!force && queued > 0) {
+    // Nothing was waiting: the backend's clock starts now (time with nothing to read is no stall).
+    if (queued === 0) this.drainedAt = Date.now()
+    else if (!force) {
       if (Date.now() - this.drainedAt > STALLED_AFTER_MS) return "stalled"
       if (queued + frame.length > MAX_QUEUED_BYTES) return "full"
     }
@@ -348,8 +357,6 @@ class Connection {
     this.outgoingBytes = 0
     if (!this.stdinOpen || this.exitInfo !== undefined) return
     const stdin = this.child.stdin!
-    // Nothing was waiting: the backend's clock starts now.
-    if (stdin.writableLength === 0) this.drainedAt = Date.now()
     const text = frames.length === 1 ? frames[0]! : frames.join("")
     // A remote link takes whole lines per write; its own transport reports progress.
     if (text.length <= WRITE_SLICE_BYTES || this.remote !== undefined) {
@@ -475,7 +482,12 @@ class Connection {
     this.log({ level: "debug", message: `not JSON-RPC: ${Secrets.scrubAndCut(line, MAX_LOGGED_LINE)}`, stream: "stdout" })
   }
 
+  /** When the backend last sent anything that was JSON-RPC (it is alive), and when a call last timed out. */
+  heardAt = Date.now()
+  timedOutAt = 0
+
   private onMessage(message: unknown, line: string) {
+    this.heardAt = Date.now()
     if (this.events.active()) this.trace("in", message)
     const incoming = classify(message)
     switch (incoming._tag) {
@@ -654,6 +666,7 @@ class Connection {
     const pending = this.pending.get(id)
     if (pending === undefined) return
     this.pending.delete(id)
+    this.timedOutAt = Date.now()
     this.sendCancelled(id, pending.method, `timed out after ${pending.timeoutMs} ms`)
     pending.resume(
       Exit.fail(
@@ -1203,6 +1216,16 @@ const makePool = Effect.fn("Backend.makePool")(function* (config: BackendConfig,
     callTool: (name, args, callOptions) => onLeastBusy((m) => m.callTool(name, args, callOptions)),
     notify: (method, params) => Effect.forEach(members, (m) => m.notify(method, params), { discard: true }),
     ping: Effect.forEach(members, (m) => m.ping, { discard: true, concurrency: "unbounded" }),
+    // The pool is as alive as its most silent member.
+    activity: () => ({
+      heardAt: Math.min(...members.map((m) => m.activity().heardAt)),
+      timedOutAt: Math.max(...members.map((m) => m.activity().timedOutAt))
+    }),
+    probe: (timeoutMs) =>
+      Effect.map(
+        Effect.forEach(members, (m) => m.probe(timeoutMs), { concurrency: "unbounded" }),
+        (answers) => (answers.includes("silent") ? "silent" : "alive")
+      ),
     exited: Effect.raceAll(members.map((m) => m.exited)),
     isRunning: () => members.every((m) => m.isRunning())
   }
@@ -1400,6 +1423,15 @@ const makeOne = Effect.fn("Backend.make")(
         ),
       // The stateless era removed ping: asking what it offers is its liveness check.
       ping: Effect.asVoid(stateless ? request("server/discover", {}) : request("ping")),
+      activity: () => ({ heardAt: connection.heardAt, timedOutAt: connection.timedOutAt }),
+      probe: (probeTimeoutMs) =>
+        sendNow(stateless ? "server/discover" : "ping", stateless ? {} : undefined, { timeoutMs: probeTimeoutMs }).pipe(
+          Effect.as("alive" as const),
+          // A backend whose input is stuck cannot even be asked: as silent as one that does not answer.
+          Effect.catchAll((error) =>
+            Effect.succeed(error.reason === "timeout" || error.reason === "overloaded" ? ("silent" as const) : ("alive" as const))
+          )
+        ),
       exited: Deferred.await(connection.exitDeferred),
       isRunning: () => !connection.hasExited
     }

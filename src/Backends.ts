@@ -9,7 +9,7 @@
  */
 import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, Option, PubSub, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
-import { type BackendConfig, describeBackend, rootsOf } from "./Config.js"
+import { type BackendConfig, describeBackend, type HealthCheck, healthCheckOf, rootsOf } from "./Config.js"
 import { BackendError, ErrorCode, RpcError } from "./Errors.js"
 import { Events } from "./Events.js"
 import * as Logging from "./Logging.js"
@@ -219,6 +219,43 @@ const answerAlone = (request: BackendRequest): Effect.Effect<unknown, RpcError> 
         })
       )
 
+/**
+ * Watches a running backend until it stops answering: every `intervalMs` it is asked (`probe`)
+ * only if it sent nothing in that time or a call to it timed out, so a busy healthy backend is
+ * never pinged. After `failures` silent probes in a row it ends, with why, and the lifecycle
+ * restarts the backend as if it had crashed (closing its scope stops the process).
+ */
+const heartbeat = (backend: Backend.Backend, check: HealthCheck): Effect.Effect<Backend.ExitInfo> =>
+  Effect.gen(function* () {
+    let misses = 0
+    let lastLook = Date.now()
+    while (true) {
+      yield* Effect.sleep(check.intervalMs)
+      const { heardAt, timedOutAt } = backend.activity()
+      const now = Date.now()
+      const quiet = now - heardAt >= check.intervalMs
+      const timingOut = timedOutAt > lastLook
+      lastLook = now
+      if (!quiet && !timingOut) {
+        misses = 0
+        continue
+      }
+      if ((yield* backend.probe(check.timeoutMs)) === "alive") {
+        misses = 0
+        continue
+      }
+      misses++
+      yield* Effect.logWarning(`health check: no answer to ping within ${check.timeoutMs} ms (${misses} of ${check.failures})`)
+      if (misses >= check.failures) {
+        return {
+          code: null,
+          signal: null,
+          description: `stopped answering: ${misses} health checks in a row got no answer within ${check.timeoutMs} ms`
+        }
+      }
+    }
+  })
+
 /** Builds the service; its backends live in the current scope. */
 export const make = (options: ManagerOptions = {}) =>
   Effect.gen(function* () {
@@ -319,7 +356,8 @@ export const make = (options: ManagerOptions = {}) =>
           )
           yield* Deferred.succeed(entry.settled, undefined)
           const readyAt = Date.now()
-          const exit = yield* backend.exited
+          const check = healthCheckOf(entry.config)
+          const exit = yield* check === undefined ? backend.exited : Effect.raceFirst(backend.exited, heartbeat(backend, check))
           return { exit, readyMs: Date.now() - readyAt }
         })
       )

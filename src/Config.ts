@@ -163,8 +163,42 @@ const BackendFields = Schema.Struct({
   /** Processes run for a server that keeps no state between calls; calls go to the least busy. */
   maxInstances: Schema.optional(BoundedInt(MAX_INSTANCES, "instances")),
   /** True (the default): the server keeps state per connection, so one process serves it. */
-  requiresStatefulConnection: Schema.optional(Schema.Boolean)
+  requiresStatefulConnection: Schema.optional(Schema.Boolean),
+  /** Heartbeats (see `healthCheckOf`); false turns them off. */
+  healthCheck: Schema.optional(
+    Schema.Union(
+      Schema.Literal(false),
+      Schema.Struct({
+        intervalMs: Schema.optional(DurationMs),
+        timeoutMs: Schema.optional(DurationMs),
+        failures: Schema.optional(BoundedInt(100, "failures"))
+      })
+    )
+  )
 })
+
+/** A backend's heartbeat: every `intervalMs` of silence a ping, answered within `timeoutMs`. */
+export interface HealthCheck {
+  readonly intervalMs: number
+  readonly timeoutMs: number
+  /** Missed pings in a row after which the backend is restarted. */
+  readonly failures: number
+}
+
+export const DEFAULT_HEALTH_CHECK: HealthCheck = { intervalMs: 15_000, timeoutMs: 5_000, failures: 3 }
+
+/** The heartbeat a backend gets: the defaults with its own settings over them, or none. */
+export const healthCheckOf = (backend: {
+  readonly healthCheck?: false | { readonly [K in keyof HealthCheck]?: number | undefined } | undefined
+}): HealthCheck | undefined => {
+  const own = backend.healthCheck
+  if (own === false) return undefined
+  return {
+    intervalMs: own?.intervalMs ?? DEFAULT_HEALTH_CHECK.intervalMs,
+    timeoutMs: own?.timeoutMs ?? DEFAULT_HEALTH_CHECK.timeoutMs,
+    failures: own?.failures ?? DEFAULT_HEALTH_CHECK.failures
+  }
+}
 
 /** Why `url` does not suit `transport` (its scheme, or not a URL at all), or undefined. */
 const remoteUrlProblem = (transport: BackendType, url: string): string | undefined => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
-import type { BackendConfig } from "../src/Config.js"
+import { type BackendConfig, DEFAULT_HEALTH_CHECK, healthCheckOf } from "../src/Config.js"
 import { Backends, type BackendStatus } from "../src/Backends.js"
 import { until } from "./support/process.js"
 import { eventually, firstText, FIXTURE_TOOL_COUNT, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
@@ -326,4 +326,63 @@ describe("Backends", () => {
       }),
     20_000
   )
+})
+
+describe("heartbeats (healthCheck)", () => {
+  const FAST = { intervalMs: 300, timeoutMs: 300, failures: 2 }
+  const pidOf = (backends: Backends["Type"], id: string) =>
+    Effect.map(backends.executeOnBackend(id, "tools/call", { name: "pid", arguments: {} }), (r) => structured(r).pid as number)
+
+  it.scopedLive("a backend alive but no longer answering (frozen, pipes open) is restarted after `failures` silent pings", () =>
+    withBackends((backends) =>
+      Effect.gen(function* () {
+        yield* backends.start([fixtureBackend("fx", [], { healthCheck: FAST })], OPTIONS)
+        const before = yield* pidOf(backends, "fx")
+        yield* backends.executeOnBackend("fx", "tools/call", { name: "freeze", arguments: {} })
+        const frozenAt = Date.now()
+        yield* waitFor(backends, "fx", (s) => s.state === "ready" && s.pid !== before && s.restarts === 1, 10_000)
+        const after = yield* pidOf(backends, "fx")
+        expect(after).not.toBe(before)
+        expect(isAlive(before)).toBe(false)
+        // Two intervals of silence, two unanswered pings, the restart: a second or two, not a minute.
+        expect(Date.now() - frozenAt).toBeLessThan(8_000)
+        const status = yield* stateOf(backends, "fx")
+        expect(status?.lastError).toBeUndefined()
+      })
+    )
+  )
+
+  it.scopedLive("a server without ping (-32601) counts as alive; a busy backend is never pinged, a quiet one is", () =>
+    withBackends((backends) =>
+      Effect.gen(function* () {
+        yield* backends.start(
+          [fixtureBackend("noping", ["--no-ping"], { healthCheck: FAST }), fixtureBackend("busy", [], { healthCheck: FAST })],
+          OPTIONS
+        )
+        const noping = yield* pidOf(backends, "noping")
+        // Busy: a call every 100 ms for two seconds, so it is never quiet for an interval.
+        for (let i = 0; i < 20; i++) {
+          yield* backends.executeOnBackend("busy", "tools/call", { name: "echo", arguments: { i } })
+          yield* Effect.sleep(100)
+        }
+        const pingsWhileBusy = yield* backends.executeOnBackend("busy", "tools/call", { name: "pings", arguments: {} })
+        expect(structured(pingsWhileBusy).pings).toBe(0)
+        // Quiet for a while: now it is asked.
+        yield* Effect.sleep(1_200)
+        const pingsWhenQuiet = yield* backends.executeOnBackend("busy", "tools/call", { name: "pings", arguments: {} })
+        expect(structured(pingsWhenQuiet).pings).toBeGreaterThan(0)
+        // The server without ping was asked and answered -32601: still the same process.
+        const asked = yield* backends.executeOnBackend("noping", "tools/call", { name: "pings", arguments: {} })
+        expect(structured(asked).pings).toBeGreaterThan(0)
+        expect(yield* pidOf(backends, "noping")).toBe(noping)
+        expect((yield* stateOf(backends, "noping"))?.restarts).toBe(0)
+      })
+    )
+  )
+
+  it("healthCheck: defaults, a partial setting over them, false for none", () => {
+    expect(healthCheckOf({})).toEqual(DEFAULT_HEALTH_CHECK)
+    expect(healthCheckOf({ healthCheck: { intervalMs: 1_000 } })).toEqual({ ...DEFAULT_HEALTH_CHECK, intervalMs: 1_000 })
+    expect(healthCheckOf({ healthCheck: false })).toBeUndefined()
+  })
 })

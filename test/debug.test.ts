@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { get as httpGet } from "node:http"
 import WebSocket from "ws"
-import { fixtureBackend } from "./support/mcpFixture.js"
+import { FIXTURE_TOOL_COUNT, fixtureBackend } from "./support/mcpFixture.js"
 import { call, type HttpGateway, openSession, send, startHttpGateway } from "./support/httpGateway.js"
 import { startGateway } from "./support/gateway.js"
 import { until } from "./support/process.js"
@@ -62,7 +62,13 @@ describe("debug API", () => {
     const { status, body } = await get(`${debug}/api/backends`)
     expect(status).toBe(200)
     const fx = body.find((b: any) => b.id === "fx")
-    expect(fx).toMatchObject({ state: "ready", enabled: true, restarts: 0, protocolVersion: "2025-11-25", tools: 21 })
+    expect(fx).toMatchObject({
+      state: "ready",
+      enabled: true,
+      restarts: 0,
+      protocolVersion: "2025-11-25",
+      tools: FIXTURE_TOOL_COUNT
+    })
     expect(fx.address).toMatch(/^pid \d+$/)
     // The six calls (the handshake and its tools/list are not counted); `fail` answers an error
     // reply (the fixture's --leak-env makes it a JSON-RPC error).
