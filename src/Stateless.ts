@@ -157,7 +157,17 @@ interface Question {
   readonly method: string
   readonly params: unknown
   readonly answer: Deferred.Deferred<unknown, RpcError>
+  /** The client capability it needs and the client did not declare, if any. */
+  readonly unanswerable?: string | undefined
 }
+
+/**
+ * `_meta` key by which a backend of the session era may name its question in the stateless era's
+ * `inputRequests` (a key that stays the same whichever era the client speaks); the gateway's own,
+ * removed before the client sees the question.
+ */
+export const INPUT_KEY_META = "agentify/inputKey"
+const INPUT_KEY = /^[A-Za-z0-9_.-]{1,64}$/
 
 /** A call that may outlive the HTTP exchange (or stdio request) that started it. */
 interface OpenCall {
@@ -176,10 +186,32 @@ interface OpenCall {
   busy: boolean
   /** Set when the client lacks a capability a backend's question needs: the call fails with -32021. */
   missing: Record<string, unknown> | undefined
+  /**
+   * Questions the client cannot answer (a capability it did not declare), held while it answers
+   * the others it can: they are refused when its answers arrive, so the backend may go on without.
+   */
+  held: Array<Question>
   timer: ReturnType<typeof setTimeout> | undefined
 }
 
 const keyPrefix = (method: string) => CAPABILITY_OF[method] ?? "input"
+
+/**
+ * A question's key in `inputRequests`: the one its backend named (`_meta["agentify/inputKey"]`,
+ * when valid and not taken in this call), else the gateway's own; the naming key leaves `_meta`.
+ */
+const keyed = (method: string, params: unknown, n: number, taken: Set<string>): { key: string; params: unknown } => {
+  const p = params as { _meta?: Record<string, unknown> } | undefined
+  const named = p?._meta?.[INPUT_KEY_META]
+  const fallback = `${keyPrefix(method)}-${n}`
+  if (named === undefined) return { key: fallback, params }
+  const { [INPUT_KEY_META]: _named, ...meta } = p!._meta!
+  const { _meta: _old, ...rest } = p!
+  const shown = Object.keys(meta).length === 0 ? rest : { ...rest, _meta: meta }
+  const usable = typeof named === "string" && INPUT_KEY.test(named) && !taken.has(named) && !/^[a-z]+-\d+$/.test(named)
+  if (usable) taken.add(named)
+  return { key: usable ? named : fallback, params: shown }
+}
 
 /** Adds what every 2026-07-28 result carries. */
 const finished = (method: string, result: unknown): unknown => {
@@ -292,7 +324,32 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
     /** Runs the call until it finishes or asks, and answers the client's request accordingly. */
     const round = (call: OpenCall, request: Request): Effect.Effect<Response> =>
       Effect.gen(function* () {
-        const step = yield* nextStep(call)
+        // The client has answered what it could: what it cannot is refused now.
+        const held = call.held.splice(0)
+        yield* Effect.forEach(
+          held,
+          (q) =>
+            Deferred.fail(
+              q.answer,
+              new RpcError({
+                code: ErrorCode.MethodNotFound,
+                message: `the client did not declare the ${q.unanswerable} capability`
+              })
+            ),
+          { discard: true }
+        )
+        let step = yield* nextStep(call)
+        if (step._tag === "Ask") {
+          const answerable = step.questions.filter((q) => q.unanswerable === undefined)
+          const unanswerable = step.questions.filter((q) => q.unanswerable !== undefined)
+          // Only questions the client cannot answer: the backend needs what the client lacks.
+          if (answerable.length === 0) {
+            call.missing = Object.fromEntries(unanswerable.map((q) => [q.unanswerable!, {}]))
+          } else {
+            call.held.push(...unanswerable)
+            step = { _tag: "Ask", questions: answerable }
+          }
+        }
         if (call.missing !== undefined) {
           const required = call.missing
           yield* close(call, "the client lacks a capability")
@@ -359,9 +416,21 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           round: 0,
           busy: true,
           missing: undefined,
+          held: [],
           timer: undefined
         }
         let asked = 0
+        /**
+         * `inputResponses` sent with the first request (no `requestState`): answers to questions
+         * whose keys the client knows (a backend's named ones), each used once; the rest ignored.
+         */
+        const responses = params.inputResponses
+        const presupplied =
+          typeof responses === "object" && responses !== null && !Array.isArray(responses)
+            ? { ...(responses as Record<string, unknown>) }
+            : undefined
+        /** Keys the backend named in this call (each once; the gateway's own are `<capability>-<n>`). */
+        const named = new Set<string>()
         const ask = (method: string, askParams: unknown): Effect.Effect<unknown, RpcError> =>
           Effect.gen(function* () {
             const capability = CAPABILITY_OF[method]
@@ -372,22 +441,20 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
                 message: `Method not found: ${method} cannot be asked during ${request.method}`
               })
             }
-            if (capabilities[capability] === undefined) {
-              call.missing = { ...call.missing, [capability]: {} }
-              // Wakes the round, which answers the client -32021 and ends the call.
-              yield* Queue.offer(call.questions, {
-                key: "",
-                method,
-                params: askParams,
-                answer: yield* Deferred.make<unknown, RpcError>()
-              })
-              return yield* new RpcError({
-                code: ErrorCode.MethodNotFound,
-                message: `the client did not declare the ${capability} capability`
-              })
-            }
             const answer = yield* Deferred.make<unknown, RpcError>()
-            yield* Queue.offer(call.questions, { key: `${keyPrefix(method)}-${++asked}`, method, params: askParams, answer })
+            if (capabilities[capability] === undefined) {
+              // The round decides: held while the client answers others, else the call fails -32021.
+              yield* Queue.offer(call.questions, { key: "", method, params: askParams, answer, unanswerable: capability })
+              return yield* Deferred.await(answer)
+            }
+            const { key, params: shown } = keyed(method, askParams, ++asked, named)
+            // Answered already: a first request may carry inputResponses for keys it knows.
+            const given = presupplied?.[key]
+            if (typeof given === "object" && given !== null && !Array.isArray(given)) {
+              delete presupplied![key]
+              return given
+            }
+            yield* Queue.offer(call.questions, { key, method, params: shown, answer })
             return yield* Deferred.await(answer)
           })
         const session = new Session({ id: `stateless-${call.id}`, transport, target, send: () => false, ask })

@@ -87,6 +87,25 @@ describe("Streamable HTTP status codes and sessions", () => {
     expect(html.status).toBe(406)
   })
 
+  it("a reply comes as JSON unless the client ranks the event stream first (by q, then by order)", async () => {
+    const { sessionId } = await openSession(url)
+    const asking = (id: number, accept: string) =>
+      call(url, sessionId, id, "ping", undefined, { accept }).then((r) => ({
+        type: r.contentType.split(";")[0],
+        reply: r.messages
+      }))
+    expect(await asking(1, "application/json, text/event-stream")).toEqual({
+      type: "application/json",
+      reply: [{ jsonrpc: "2.0", id: 1, result: {} }]
+    })
+    expect(await asking(2, "text/event-stream, application/json")).toEqual({
+      type: "text/event-stream",
+      reply: [{ jsonrpc: "2.0", id: 2, result: {} }]
+    })
+    expect((await asking(3, "text/event-stream;q=0.5, application/json")).type).toBe("application/json")
+    expect((await asking(4, "application/json;q=0.9, text/event-stream")).type).toBe("text/event-stream")
+  })
+
   it("answers 202 with no body to notifications and responses, and JSON-RPC errors to bad JSON", async () => {
     const { sessionId } = await openSession(url)
     const headers = { "mcp-session-id": sessionId }

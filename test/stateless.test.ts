@@ -244,6 +244,69 @@ describe("the bridge: a session-era backend's questions become InputRequiredResu
     expect(rootsDone.reply.result.structuredContent.result).toEqual({ roots: [{ uri: "file:///work" }] })
   })
 
+  it("a session-era backend may name its question's key (_meta agentify/inputKey), which the client never sees in _meta", async () => {
+    const call = {
+      name: "fx__ask_client",
+      arguments: {
+        method: "elicitation/create",
+        params: { message: "Name?", requestedSchema: { type: "object" }, _meta: { "agentify/inputKey": "user_name", kept: 1 } }
+      },
+      _meta: meta({ elicitation: {} })
+    }
+    const first = await rpc("tools/call", call)
+    const requests = first.reply.result.inputRequests
+    expect(Object.keys(requests)).toEqual(["user_name"])
+    expect(requests.user_name.params._meta).toEqual({ kept: 1 })
+    const done = await rpc("tools/call", {
+      ...call,
+      requestState: first.reply.result.requestState,
+      inputResponses: { user_name: { action: "accept", content: { name: "Ada" } } }
+    })
+    expect(done.reply.result.structuredContent.result).toEqual({ action: "accept", content: { name: "Ada" } })
+  })
+
+  it("a first request may answer a named question at once (inputResponses without requestState); a non-object answer is asked for", async () => {
+    const call = (inputResponses: Record<string, unknown>) => ({
+      name: "fx__ask_client",
+      arguments: {
+        method: "elicitation/create",
+        params: { message: "Name?", requestedSchema: { type: "object" }, _meta: { "agentify/inputKey": "user_name" } }
+      },
+      inputResponses,
+      _meta: meta({ elicitation: {} })
+    })
+    const answer = { action: "accept", content: { name: "Alice" } }
+    const once = await rpc("tools/call", call({ user_name: answer, unknown_extra: { action: "accept" } }))
+    expect(once.reply.result.resultType).toBe("complete")
+    expect(once.reply.result.structuredContent.result).toEqual(answer)
+    const invalid = await rpc("tools/call", call({ user_name: 12345 }))
+    expect(invalid.reply.result.resultType).toBe("input_required")
+    expect(Object.keys(invalid.reply.result.inputRequests)).toEqual(["user_name"])
+  })
+
+  it("questions the client cannot answer are held while it answers the ones it can, then refused", async () => {
+    const call = {
+      name: "fx__ask_client_all",
+      arguments: {
+        requests: [
+          { method: "elicitation/create", params: { message: "Name?", requestedSchema: { type: "object" } } },
+          { method: "sampling/createMessage", params: { messages: [], maxTokens: 5 } }
+        ]
+      },
+      _meta: meta({ sampling: {} })
+    }
+    const first = await rpc("tools/call", call)
+    const asked = first.reply.result
+    expect(asked.resultType).toBe("input_required")
+    expect(Object.values(asked.inputRequests).map((r: any) => r.method)).toEqual(["sampling/createMessage"])
+    const [key] = Object.keys(asked.inputRequests)
+    const answer = { role: "assistant", content: { type: "text", text: "hi" }, model: "m" }
+    const done = await rpc("tools/call", { ...call, requestState: asked.requestState, inputResponses: { [key!]: answer } })
+    const [elicited, sampled] = done.reply.result.structuredContent.outcomes
+    expect(sampled).toEqual({ result: answer })
+    expect(elicited.error.message).toContain("did not declare the elicitation capability")
+  })
+
   it("a question the client declared no capability for is -32021 naming it (HTTP 400)", async () => {
     const r = await rpc("tools/call", { name: "everything__trigger-sampling-request", arguments: { prompt: "x" }, _meta: meta() })
     expect(r.status).toBe(400)

@@ -79,18 +79,43 @@ const encoder = new TextEncoder()
 const sseEvent = (message: unknown) => encoder.encode(`event: message\ndata: ${stringify(message)}\n\n`)
 const SSE_HEADERS = { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
 
-const accepted = new Map<string, { json: boolean; sse: boolean }>()
+interface Accepted {
+  readonly json: boolean
+  readonly sse: boolean
+  /** The client ranks the event stream first (by q, then by order): a reply goes as a stream too. */
+  readonly prefersSse: boolean
+}
+const accepted = new Map<string, Accepted>()
 
 /** What an Accept header admits, remembered: clients send the same one every time. */
-const acceptsOf = (header: string | undefined): { json: boolean; sse: boolean } => {
-  if (header === undefined) return { json: true, sse: true }
+const acceptsOf = (header: string | undefined): Accepted => {
+  if (header === undefined) return { json: true, sse: true, prefersSse: false }
   let verdict = accepted.get(header)
   if (verdict === undefined) {
-    verdict = { json: accepts(header, "application/json"), sse: accepts(header, "text/event-stream") }
+    const json = accepts(header, "application/json")
+    const sse = accepts(header, "text/event-stream")
+    verdict = { json, sse, prefersSse: sse && (!json || ranksFirst(header, "text/event-stream", "application/json")) }
     if (accepted.size >= 256) accepted.clear()
     accepted.set(header, verdict)
   }
   return verdict
+}
+
+/** Whether `a` is ranked above `b` in an Accept header: a higher q, or the same q and listed first. */
+const ranksFirst = (header: string, a: string, b: string): boolean => {
+  const ranked = header
+    .toLowerCase()
+    .split(",")
+    .map((part, index) => {
+      const [media, ...parameters] = part.split(";").map((x) => x.trim())
+      const q = Number(/^q=([0-9.]+)$/.exec(parameters.find((x) => x.startsWith("q=")) ?? "")?.[1] ?? "1")
+      return { media, q: Number.isFinite(q) ? q : 1, index }
+    })
+  const rank = (type: string) => ranked.find((r) => r.media === type)
+  const first = rank(a)
+  const second = rank(b)
+  if (first === undefined || second === undefined) return false
+  return first.q > second.q || (first.q === second.q && first.index < second.index)
 }
 
 const accepts = (header: string | undefined, type: "application/json" | "text/event-stream"): boolean => {
@@ -311,26 +336,30 @@ export const make = (options: Options, connections?: Listener.Connections) =>
 
     /**
      * Dispatches a body that expects replies and answers with them: JSON when the reply comes
-     * first, an SSE stream when a notification does (and the client accepts one).
+     * first, an SSE stream when a notification does (and the client accepts one), or always a
+     * stream when the client ranks it first (`alwaysStream`).
      */
     const exchange = (
       entry: HttpSession,
       value: unknown,
       sse: boolean,
-      headers: Record<string, string>
+      headers: Record<string, string>,
+      alwaysStream = false
     ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
       exchangeWith(
         (out) => entry.peer.receiveValue(value, out),
         sse,
         headers,
-        () => 200
+        () => 200,
+        alwaysStream
       )
 
     const exchangeWith = (
       dispatch: (out: Peer.Outbox) => void,
       sse: boolean,
       headers: Record<string, string>,
-      statusOf: (reply: unknown) => number
+      statusOf: (reply: unknown) => number,
+      alwaysStream = false
     ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
       Effect.suspend(() => {
         // Messages wait in a plain array until the first decides the response's form; a queue is
@@ -365,7 +394,15 @@ export const make = (options: Options, connections?: Listener.Connections) =>
           isReply(message) || sse ? Effect.succeed(message) : untilReply
         )
         return Effect.flatMap(untilReply, (message) => {
-          if (isReply(message)) return Effect.succeed(json(statusOf(message), message, headers))
+          if (isReply(message)) {
+            if (!alwaysStream) return Effect.succeed(json(statusOf(message), message, headers))
+            return Effect.succeed(
+              HttpServerResponse.stream(Stream.make(sseEvent(message)), {
+                contentType: "text/event-stream",
+                headers: { ...SSE_HEADERS, ...headers }
+              })
+            )
+          }
           // Sliding: a client that stops reading loses the oldest notifications, never the gateway's
           // memory, and never the reply (it comes last).
           return Effect.map(Queue.sliding<unknown>(STREAM_BUFFER), (q) => {
@@ -387,7 +424,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         if (!/^application\/json\s*(;|$)/i.test(contentType)) {
           return reject(415, "Unsupported Media Type: Content-Type must be application/json")
         }
-        const { json: json_, sse } = acceptsOf(request.headers["accept"])
+        const { json: json_, sse, prefersSse } = acceptsOf(request.headers["accept"])
         if (!json_ && !sse) return reject(406, "Not Acceptable: Accept must include application/json or text/event-stream")
         const body = yield* readBody(request, config.maxFrameBytes)
         if (body === null) return reject(400, "Bad Request: the request body could not be read")
@@ -506,7 +543,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
           found.entry.peer.receiveValue(value, { send: () => {} })
           return HttpServerResponse.empty({ status: 202 })
         }
-        return yield* exchange(found.entry, value, sse, {})
+        return yield* exchange(found.entry, value, sse, {}, prefersSse)
       })
 
     const get = (request: HttpServerRequest.HttpServerRequest, target: Target) =>

@@ -47,4 +47,4 @@ export const firstText = (result: unknown): string => {
 export const structured = (result: unknown): any => (result as { structuredContent?: unknown }).structuredContent
 
 /** How many tools the fixture lists before `--tools N` and `--odd-names` add theirs. */
-export const FIXTURE_TOOL_COUNT = 23
+export const FIXTURE_TOOL_COUNT = 24
