@@ -113,8 +113,9 @@ describe("the aggregate relays resources, prompts, completion and logging", () =
 
   it("an unknown prompt is -32602; an unlisted URI goes to the only resource server, whose own error comes back", async () => {
     const resource = await client.readResource({ uri: "nowhere://x" }).catch((e) => e)
-    expect(resource.code).toBe(-32603)
-    expect(resource.message).toMatch(/Resource not found: nowhere:\/\/x/)
+    expect(resource.code).toBe(-32602)
+    expect(resource.message).toMatch(/Resource not found/)
+    expect(resource.data).toEqual({ uri: "nowhere://x" })
     const prompt = await client.getPrompt({ name: "fx__nothing" }).catch((e) => e)
     expect(prompt.code).toBe(-32602)
     const level = await client.setLoggingLevel("loud" as never).catch((e) => e)

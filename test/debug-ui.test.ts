@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
-import { fixtureBackend } from "./support/mcpFixture.js"
+import { FIXTURE_TOOL_COUNT, fixtureBackend } from "./support/mcpFixture.js"
 import { ROOT } from "./support/gateway.js"
 import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"
 import { until } from "./support/process.js"
@@ -180,7 +180,7 @@ describe.skipIf(SKIP)("the debug page at scale", () => {
       )
     }
     await page.reload()
-    await expectText(page.locator('#backends tr[data-backend="wide"] td').nth(4), "1021")
+    await expectText(page.locator('#backends tr[data-backend="wide"] td').nth(4), String(1000 + FIXTURE_TOOL_COUNT))
     await page.click('nav button[data-tab="trace"]')
     await until("10,000 entries loaded", async () => (await page.textContent("#trace-count")) === "10000 of 10000")
     expect(await page.locator("#trace-list .row").count()).toBeLessThan(100)

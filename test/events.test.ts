@@ -70,7 +70,10 @@ describe("events hub", () => {
       yield* Effect.sleep(1_500)
       const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(queue)) as ReadonlyArray<Event>
       const tags = new Set(seen.map((e) => e._tag))
-      expect([...tags].sort()).toEqual(["BackendMessage", "BackendState", "ClientMessage", "Log", "Session"])
+      expect([...tags].sort()).toEqual(["BackendCall", "BackendMessage", "BackendState", "ClientMessage", "Log", "Session"])
+      // Each call's outcome: the echo answered, the crash failed.
+      const outcomes = seen.flatMap((e) => (e._tag === "BackendCall" && e.method === "tools/call" ? [e.outcome] : []))
+      expect(outcomes).toEqual(["ok", "error"])
       const clientIn = seen.find(
         (e) => e._tag === "ClientMessage" && e.direction === "in" && (e.message as any).method === "tools/call"
       )
