@@ -27,6 +27,7 @@ import * as Reaper from "./Reaper.js"
 import * as Secrets from "./Secrets.js"
 import { SERVER_VERSION } from "./Server.js"
 import * as ServersDir from "./ServersDir.js"
+import { closest } from "./Suggest.js"
 import * as Telemetry from "./Telemetry.js"
 import * as Terminal from "./Terminal.js"
 import * as DebugServer from "./debug/DebugServer.js"
@@ -98,30 +99,10 @@ export type Parsed =
 const COMMANDS = ["check", "tools", "call", "ask"] as const
 const OPTIONS = ["config", "servers-dir", "log-level", "http", "http-token", "debug-port", "cwd", "help", "version"] as const
 
-/** Edits between two words (insertions, deletions, substitutions). */
-const distance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-    previous = current
-  }
-  return previous[b.length]!
-}
-
 /** " (did you mean X?)" when one of `known` is close to `given`, else "". */
 export const didYouMean = (given: string, known: ReadonlyArray<string>, prefix = ""): string => {
-  const word = given.replace(/^-+/, "").split("=")[0]!.toLowerCase()
-  let best: string | undefined
-  let bestDistance = Number.POSITIVE_INFINITY
-  for (const candidate of known) {
-    const d = candidate.startsWith(word) && word.length >= 2 ? 0.5 : distance(word, candidate)
-    if (d < bestDistance) [best, bestDistance] = [candidate, d]
-  }
-  const allowed = word.length <= 3 ? 1 : Math.max(2, Math.floor(word.length / 3))
-  return best !== undefined && bestDistance <= allowed ? ` (did you mean ${prefix}${best}?)` : ""
+  const best = closest(given.replace(/^-+/, "").split("=")[0]!, known)
+  return best === undefined ? "" : ` (did you mean ${prefix}${best}?)`
 }
 
 const SEE_HELP = "mcp-agentify --help shows the usage"

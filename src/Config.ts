@@ -19,6 +19,7 @@ import * as Mcp from "./Mcp.js"
 import * as Remote from "./Remote.js"
 import { parseJsonc } from "./Jsonc.js"
 import * as Secrets from "./Secrets.js"
+import { closest } from "./Suggest.js"
 
 // ---------------------------------------------------------------------------------------------
 // Schemas
@@ -440,29 +441,10 @@ const CLINE_FOREIGN_KEYS = new Set([...FOREIGN_SERVER_KEYS, "timeout"])
 /** Names that JavaScript objects treat specially: a key like this would be dropped while decoding. */
 const RESERVED_KEYS = new Set(["__proto__", "constructor", "prototype"])
 
-const editDistance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-    previous = current
-  }
-  return previous[b.length]!
-}
-
 /** `unknown key 'backend' (did you mean 'backends'?)` */
 const unknownKey = (key: string, known: ReadonlyArray<string>): string => {
-  const lower = key.toLowerCase()
-  let best: string | undefined
-  let bestDistance = Infinity
-  for (const candidate of known) {
-    const d = editDistance(lower, candidate.toLowerCase())
-    if (d < bestDistance) [best, bestDistance] = [candidate, d]
-  }
-  const close = best !== undefined && bestDistance <= Math.max(2, Math.floor(key.length / 3))
-  return `unknown key '${key.slice(0, 64)}'${close ? ` (did you mean '${best}'?)` : ""}`
+  const best = closest(key, known)
+  return `unknown key '${key.slice(0, 64)}'${best === undefined ? "" : ` (did you mean '${best}'?)`}`
 }
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
