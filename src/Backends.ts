@@ -13,22 +13,10 @@ import { type BackendConfig, describeBackend, type HealthCheck, healthCheckOf, r
 import { BackendError, ErrorCode, RpcError } from "./Errors.js"
 import { Events } from "./Events.js"
 import * as Logging from "./Logging.js"
+import type { BackendState, BackendStatus } from "./BackendStatus.js"
 import type { Tool } from "./Mcp.js"
 
-export type BackendState = "starting" | "ready" | "failed" | "restarting" | "stopped"
-
-export interface BackendStatus {
-  readonly id: string
-  readonly displayName?: string
-  readonly state: BackendState
-  readonly lastError?: string
-  readonly pid?: number
-  readonly restarts: number
-  readonly toolCount: number
-  readonly protocolVersion?: string
-  /** False for a backend the configuration disables (it stays "stopped"). */
-  readonly enabled: boolean
-}
+export type { BackendState, BackendStatus } from "./BackendStatus.js"
 
 export interface BackendTools {
   readonly backendId: string

@@ -5,7 +5,7 @@
  * The exit code says whether every enabled backend became ready (0) or not (1).
  */
 import { Effect, Fiber, Layer, Stream } from "effect"
-import type { BackendStatus } from "./Backends.js"
+import type { BackendStatus } from "./BackendStatus.js"
 import { Backends, countListed } from "./Backends.js"
 import { GatewayConfig, type ConfigSources, transportOf } from "./Config.js"
 import { LlmClient } from "./Llm.js"

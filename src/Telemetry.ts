@@ -14,6 +14,7 @@
  */
 import { Effect, Layer, Metric, MetricBoundaries, Option, Tracer } from "effect"
 import * as Secrets from "./Secrets.js"
+import type { ExportSettings } from "./TelemetryExport.js"
 
 let active = false
 
@@ -21,7 +22,7 @@ let active = false
 export const isActive = (): boolean => active
 
 /** The export settings from the standard OTEL_* variables, or undefined when export is off. */
-export const settingsFrom = (env: Readonly<Record<string, string | undefined>>) => {
+export const settingsFrom = (env: Readonly<Record<string, string | undefined>>): ExportSettings | undefined => {
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
   const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || (base ? `${base.replace(/\/+$/, "")}/v1/traces` : undefined)
   if (traces === undefined || env.OTEL_SDK_DISABLED === "true") return undefined
@@ -44,8 +45,6 @@ export const settingsFrom = (env: Readonly<Record<string, string | undefined>>) 
     exportIntervalMs: Number.isInteger(delay) && delay > 0 ? delay : 5_000
   }
 }
-
-export type Settings = NonNullable<ReturnType<typeof settingsFrom>>
 
 /**
  * The exporters, or nothing when `env` sets no endpoint. They are loaded only then:

@@ -7,9 +7,18 @@ import * as OtlpMetrics from "@effect/opentelemetry/OtlpMetrics"
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { Layer } from "effect"
-import type { Settings } from "./Telemetry.js"
 
-export const exporters = (settings: Settings, version: string): Layer.Layer<never> => {
+/** Where and how to export (from the standard OTEL_* variables, see `Telemetry.settingsFrom`). */
+export interface ExportSettings {
+  readonly traces: string
+  readonly metrics: string | undefined
+  /** Credentials: registered as secrets where they are read. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly serviceName: string
+  readonly exportIntervalMs: number
+}
+
+export const exporters = (settings: ExportSettings, version: string): Layer.Layer<never> => {
   const resource = { serviceName: settings.serviceName, serviceVersion: version }
   return Layer.mergeAll(
     OtlpTracer.layer({

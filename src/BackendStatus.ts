@@ -1,0 +1,19 @@
+/**
+ * What a backend is doing, as the gateway reports it (the debug UI, `check`, `/readyz`, the events
+ * hub). Apart from the service that keeps it, so that observers can name it without importing the
+ * service.
+ */
+export type BackendState = "starting" | "ready" | "failed" | "restarting" | "stopped"
+
+export interface BackendStatus {
+  readonly id: string
+  readonly displayName?: string
+  readonly state: BackendState
+  readonly lastError?: string
+  readonly pid?: number
+  readonly restarts: number
+  readonly toolCount: number
+  readonly protocolVersion?: string
+  /** False for a backend the configuration disables (it stays "stopped"). */
+  readonly enabled: boolean
+}
