@@ -17,10 +17,10 @@ import {
   resolve,
   rootsOf,
   transportOf
-} from "../src/Config.js"
-import type { BackendConfig } from "../src/Config.js"
-import { InvalidParams } from "../src/Errors.js"
-import * as Secrets from "../src/Secrets.js"
+} from "../src/config/Config.js"
+import type { BackendConfig } from "../src/config/Config.js"
+import { InvalidParams } from "../src/protocol/Errors.js"
+import * as Secrets from "../src/observability/Secrets.js"
 
 const tmp = () => tempDir("agentify-config-")
 

@@ -7,9 +7,9 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { USAGE } from "../src/Cli.js"
-import { BACKEND_KEYS, OPTION_KEYS } from "../src/Config.js"
-import { ErrorCode } from "../src/Errors.js"
+import { USAGE } from "../src/cli/Cli.js"
+import { BACKEND_KEYS, OPTION_KEYS } from "../src/config/Config.js"
+import { ErrorCode } from "../src/protocol/Errors.js"
 import { ROOT } from "./support/gateway.js"
 
 const docs = readFileSync(join(ROOT, "docs", "protocol.md"), "utf8")
@@ -18,7 +18,7 @@ const backticked = (name: string) => docs.includes(`\`${name}\``)
 
 describe("docs/protocol.md", () => {
   it("documents every method the method tables answer", () => {
-    const methods = [...source("Server.ts").matchAll(/case "([^"]+)":/g)].map((m) => m[1]!)
+    const methods = [...source("gateway/Server.ts").matchAll(/case "([^"]+)":/g)].map((m) => m[1]!)
     expect(methods.length).toBeGreaterThan(8)
     expect(methods.filter((m) => !backticked(m))).toEqual([])
   })

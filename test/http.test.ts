@@ -10,7 +10,7 @@ import { ListResourcesResultSchema, ToolListChangedNotificationSchema } from "@m
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { serverFilesystemEntry } from "../src/Config.js"
+import { serverFilesystemEntry } from "../src/config/Config.js"
 import { execFile } from "node:child_process"
 import { ROOT, sleep, tempDir } from "./support/gateway.js"
 import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"

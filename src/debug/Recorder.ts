@@ -6,8 +6,8 @@
  * Everything is scrubbed of secrets when it is recorded, and each message's JSON is cut to a
  * bounded size, so the buffers' memory is bounded whatever crosses the gateway.
  */
-import type { Event, OrchestrationRecord } from "../Events.js"
-import * as Secrets from "../Secrets.js"
+import type { Event, OrchestrationRecord } from "../observability/Events.js"
+import * as Secrets from "../observability/Secrets.js"
 
 export const LOG_CAPACITY = 5_000
 export const TRACE_CAPACITY = 10_000

@@ -12,14 +12,14 @@
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberId, FiberSet, Option, Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
-import { Backends, type BackendsService } from "../Backends.js"
-import { SHARED_CLIENT_CAPABILITIES } from "../ClientRequests.js"
-import { GatewayConfig, type ResolvedConfig } from "../Config.js"
-import { ErrorCode } from "../Errors.js"
-import { Events } from "../Events.js"
-import { Gateway, type GatewayService } from "../Gateway.js"
-import { Session } from "../Session.js"
-import type { EventsService } from "../Events.js"
+import { Backends, type BackendsService } from "../backend/Backends.js"
+import { SHARED_CLIENT_CAPABILITIES } from "../gateway/ClientRequests.js"
+import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
+import { ErrorCode } from "../protocol/Errors.js"
+import { Events } from "../observability/Events.js"
+import { Gateway, type GatewayService } from "../gateway/Gateway.js"
+import { Session } from "../gateway/Session.js"
+import type { EventsService } from "../observability/Events.js"
 import {
   classify,
   encode,
@@ -31,10 +31,10 @@ import {
   idOfDropped,
   isId,
   notification
-} from "../JsonRpc.js"
-import * as Peer from "../Peer.js"
-import { STATELESS_PROTOCOL_VERSION } from "../Mcp.js"
-import * as Stateless from "../Stateless.js"
+} from "../jsonrpc/JsonRpc.js"
+import * as Peer from "../jsonrpc/Peer.js"
+import { STATELESS_PROTOCOL_VERSION } from "../protocol/Mcp.js"
+import * as Stateless from "../gateway/Stateless.js"
 
 export interface ServeOptions<E, R> {
   /**

@@ -3,8 +3,8 @@
  * descriptions and input schemas shaped like real MCP servers' (verb_noun names, a sentence or two
  * of description, a few described parameters). Deterministic: the same count gives the same tools.
  */
-import type { Tool } from "../../src/Mcp.js"
-import type { BackendTools } from "../../src/ToolCatalog.js"
+import type { Tool } from "../../src/protocol/Mcp.js"
+import type { BackendTools } from "../../src/catalog/ToolCatalog.js"
 
 const VERBS = [
   "get",

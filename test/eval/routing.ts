@@ -19,8 +19,8 @@ import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import type { Tool } from "../../src/Mcp.js"
-import { buildCatalog, rankEntries, type BackendTools, type RankContext } from "../../src/ToolCatalog.js"
+import type { Tool } from "../../src/protocol/Mcp.js"
+import { buildCatalog, rankEntries, type BackendTools, type RankContext } from "../../src/catalog/ToolCatalog.js"
 
 const K = 32 // the default maxToolsPerRequest
 const here = dirname(fileURLToPath(import.meta.url))

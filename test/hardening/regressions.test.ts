@@ -4,11 +4,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
-import { formatIssues } from "../../src/Config.js"
-import { BackendError, toRpcError } from "../../src/Errors.js"
-import { encode, failure, success } from "../../src/JsonRpc.js"
-import { validateParams } from "../../src/Orchestrator.js"
-import * as Secrets from "../../src/Secrets.js"
+import { formatIssues } from "../../src/config/Config.js"
+import { BackendError, toRpcError } from "../../src/protocol/Errors.js"
+import { encode, failure, success } from "../../src/jsonrpc/JsonRpc.js"
+import { validateParams } from "../../src/orchestration/Orchestrator.js"
+import * as Secrets from "../../src/observability/Secrets.js"
 
 const deep = (depth: number) => JSON.parse(`${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`)
 

@@ -6,7 +6,7 @@
 import { writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import type { BackendConfigInput } from "../../src/Config.js"
+import type { BackendConfigInput } from "../../src/config/Config.js"
 import { expect } from "vitest"
 import { assertOnlyFrames, type CliClient, tempDir } from "../support/gateway.js"
 import { descendants, untilGone } from "../support/process.js"

@@ -3,8 +3,8 @@
  * server-filesystem, plus process checks for the kill tests.
  */
 import { fileURLToPath } from "node:url"
-import type { BackendConfig } from "../../src/Config.js"
-import { serverFilesystemEntry } from "../../src/Config.js"
+import type { BackendConfig } from "../../src/config/Config.js"
+import { serverFilesystemEntry } from "../../src/config/Config.js"
 
 export const FIXTURE_SERVER = fileURLToPath(new URL("../fixtures/mcp-server.mjs", import.meta.url))
 

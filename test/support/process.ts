@@ -63,7 +63,7 @@ const parentOf = (pid: number): number | undefined => {
   }
 }
 
-/** The gateway's watchdog (see src/Reaper.ts): its own helper, not a backend. */
+/** The gateway's watchdog (see src/backend/Reaper.ts): its own helper, not a backend. */
 export const isWatchdog = (pid: number): boolean => {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").includes("agentify-watchdog")

@@ -12,8 +12,8 @@
  * process). Usage: node scripted-gateway.mjs --config FILE
  */
 import { Effect } from "effect"
-import { main } from "../../dist/Cli.js"
-import { LlmClient } from "../../dist/Llm.js"
+import { main } from "../../dist/cli/Cli.js"
+import { LlmClient } from "../../dist/orchestration/Llm.js"
 
 const tool = process.env.SCRIPTED_TOOL ?? "fx__echo"
 const fixedArguments = process.env.SCRIPTED_ARGUMENTS === undefined ? undefined : process.env.SCRIPTED_ARGUMENTS

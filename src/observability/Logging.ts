@@ -6,7 +6,7 @@
  * module state so a client's `initializationOptions.logLevel` can change it after start-up.
  */
 import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, LogLevel } from "effect"
-import type { LogLevelName } from "./Config.js"
+import type { LogLevelName } from "../config/Config.js"
 import { Events } from "./Events.js"
 import * as Secrets from "./Secrets.js"
 

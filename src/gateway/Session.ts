@@ -7,9 +7,9 @@
  * Gateway; a session only holds what one client chose.
  */
 import { Deferred, Effect, Exit, FiberId } from "effect"
-import { ErrorCode, RpcError } from "./Errors.js"
-import { type Id, notification, request as requestMessage } from "./JsonRpc.js"
-import type { RequestContext } from "./Peer.js"
+import { ErrorCode, RpcError } from "../protocol/Errors.js"
+import { type Id, notification, request as requestMessage } from "../jsonrpc/JsonRpc.js"
+import type { RequestContext } from "../jsonrpc/Peer.js"
 
 /**
  * The lifecycle: new -> initializing -> ready, and shutdown from any of them (final). Every exit of

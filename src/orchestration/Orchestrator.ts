@@ -9,12 +9,19 @@
  */
 import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { fileURLToPath } from "node:url"
-import { Backends, type BackendTools } from "./Backends.js"
-import { formatIssues, GatewayConfig, type ResolvedConfig } from "./Config.js"
-import { BackendError, InvalidParams, InvalidPlan, type LlmRequestFailed, NoActionDetermined, NotConfigured } from "./Errors.js"
+import { Backends, type BackendTools } from "../backend/Backends.js"
+import { formatIssues, GatewayConfig, type ResolvedConfig } from "../config/Config.js"
+import {
+  BackendError,
+  InvalidParams,
+  InvalidPlan,
+  type LlmRequestFailed,
+  NoActionDetermined,
+  NotConfigured
+} from "../protocol/Errors.js"
 import { type ChatRequest, type ChatTool, LlmClient } from "./Llm.js"
-import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "./Mcp.js"
-import { Events, none as noEvents, type OrchestrationRecord } from "./Events.js"
+import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "../protocol/Mcp.js"
+import { Events, none as noEvents, type OrchestrationRecord } from "../observability/Events.js"
 import {
   backendFunctions,
   type Catalog,
@@ -23,7 +30,7 @@ import {
   rankEntries,
   scoreEntries,
   toolFunctions
-} from "./ToolCatalog.js"
+} from "../catalog/ToolCatalog.js"
 
 /** An orchestration's record while it runs. */
 type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "totalMs">]: OrchestrationRecord[K] }

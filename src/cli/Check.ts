@@ -5,13 +5,13 @@
  * The exit code says whether every enabled backend became ready (0) or not (1).
  */
 import { Effect, Fiber, Layer, Stream } from "effect"
-import type { BackendStatus } from "./BackendStatus.js"
-import { Backends, countListed } from "./Backends.js"
-import { GatewayConfig, type ConfigSources, transportOf } from "./Config.js"
-import { LlmClient } from "./Llm.js"
-import * as Logging from "./Logging.js"
-import * as Secrets from "./Secrets.js"
-import * as Gateway from "./Gateway.js"
+import type { BackendStatus } from "../backend/BackendStatus.js"
+import { Backends, countListed } from "../backend/Backends.js"
+import { GatewayConfig, type ConfigSources, transportOf } from "../config/Config.js"
+import { LlmClient } from "../orchestration/Llm.js"
+import * as Logging from "../observability/Logging.js"
+import * as Secrets from "../observability/Secrets.js"
+import * as Gateway from "../gateway/Gateway.js"
 
 interface Row {
   readonly id: string

@@ -7,9 +7,9 @@
  * when first needed and kept until it says they changed (`invalidate`) or it restarts.
  */
 import { Effect } from "effect"
-import type { BackendsService } from "./Backends.js"
-import { type BackendError, InvalidParams } from "./Errors.js"
-import { exposedName } from "./ToolCatalog.js"
+import type { BackendsService } from "../backend/Backends.js"
+import { type BackendError, InvalidParams } from "../protocol/Errors.js"
+import { exposedName } from "../catalog/ToolCatalog.js"
 
 type Item = Readonly<Record<string, unknown>>
 

@@ -27,9 +27,9 @@
 import { Context, Duration, Effect, Layer, Option, Random, Redacted, Ref, Runtime } from "effect"
 import type OpenAI from "openai"
 import type { APIError } from "openai"
-import { GatewayConfig, type ResolvedConfig } from "./Config.js"
-import { LlmRequestFailed, NotConfigured } from "./Errors.js"
-import * as Secrets from "./Secrets.js"
+import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
+import { LlmRequestFailed, NotConfigured } from "../protocol/Errors.js"
+import * as Secrets from "../observability/Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
 // Shapes

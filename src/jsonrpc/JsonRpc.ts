@@ -7,8 +7,8 @@
  * Written by hand rather than with @effect/rpc's serialization, which loses string ids, answers
  * notifications and stops on one malformed line. A bad frame never stops the frames after it.
  */
-import { ErrorCode, type WireError } from "./Errors.js"
-import * as Secrets from "./Secrets.js"
+import { ErrorCode, type WireError } from "../protocol/Errors.js"
+import * as Secrets from "../observability/Secrets.js"
 
 // ---------------------------------------------------------------------------------------------
 // Messages

@@ -13,10 +13,10 @@
  * backend under its own token.
  */
 import { Deferred, Effect } from "effect"
-import type { BackendRequest, BackendsService } from "./Backends.js"
-import { BackendError, ErrorCode, RpcError } from "./Errors.js"
-import { StatelessErrorCode } from "./Mcp.js"
-import type { RequestContext } from "./Peer.js"
+import type { BackendRequest, BackendsService } from "../backend/Backends.js"
+import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
+import { StatelessErrorCode } from "../protocol/Mcp.js"
+import type { RequestContext } from "../jsonrpc/Peer.js"
 import type { Session } from "./Session.js"
 
 /** What a shared gateway declares to backends: everything a session may be able to answer. */

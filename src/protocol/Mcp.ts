@@ -7,19 +7,9 @@
 import { Schema } from "effect"
 import { createRequire } from "node:module"
 
-// src/Mcp.ts and dist/Mcp.js sit one level below package.json, the CLI's chunk (dist/chunks/) two.
-const pkg = ((): { name: string; version: string } => {
-  const require = createRequire(import.meta.url)
-  for (const candidate of ["../package.json", "../../package.json"]) {
-    try {
-      const found = require(candidate) as { name?: unknown; version?: unknown }
-      if (found.name === "mcp-agentify" && typeof found.version === "string") return { name: found.name, version: found.version }
-    } catch {
-      // Not at this level.
-    }
-  }
-  throw new Error("mcp-agentify: its package.json is missing beside dist/")
-})()
+// src/protocol/Mcp.ts, dist/protocol/Mcp.js and the CLI's chunks (dist/chunks/) all sit two levels
+// below package.json.
+const pkg = createRequire(import.meta.url)("../../package.json") as { name: string; version: string }
 
 /** The gateway as an MCP implementation: its `serverInfo` to clients, its `clientInfo` to backends. */
 export const IMPLEMENTATION: { readonly name: string; readonly version: string } = {

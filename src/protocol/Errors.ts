@@ -6,7 +6,7 @@
  * error can leak a key even if one slipped into a backend's message.
  */
 import { Schema } from "effect"
-import * as Secrets from "./Secrets.js"
+import * as Secrets from "../observability/Secrets.js"
 
 /** Plain JSON-RPC codes. */
 export const ErrorCode = {

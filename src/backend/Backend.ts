@@ -25,10 +25,10 @@
 import { Cause, Deferred, Effect, Exit, FiberId, FiberSet, Option, Queue, type Scope } from "effect"
 import { spawn, spawnSync, type ChildProcess } from "node:child_process"
 import { statSync } from "node:fs"
-import type { BackendConfig } from "./Config.js"
-import { backendEnv, DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, transportOf } from "./Config.js"
-import { BackendError, ErrorCode, type RpcError } from "./Errors.js"
-import { type EventsService, none as noEvents } from "./Events.js"
+import type { BackendConfig } from "../config/Config.js"
+import { backendEnv, DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, transportOf } from "../config/Config.js"
+import { BackendError, ErrorCode, type RpcError } from "../protocol/Errors.js"
+import { type EventsService, none as noEvents } from "../observability/Events.js"
 import {
   classify,
   encode,
@@ -42,12 +42,12 @@ import {
   isId,
   type Response,
   success
-} from "./JsonRpc.js"
-import * as Mcp from "./Mcp.js"
+} from "../jsonrpc/JsonRpc.js"
+import * as Mcp from "../protocol/Mcp.js"
 import * as Reaper from "./Reaper.js"
 import * as Remote from "./Remote.js"
-import * as Secrets from "./Secrets.js"
-import * as Telemetry from "./Telemetry.js"
+import * as Secrets from "../observability/Secrets.js"
+import * as Telemetry from "../observability/Telemetry.js"
 
 // ---------------------------------------------------------------------------------------------
 // Public shapes

@@ -22,7 +22,7 @@
  * matches), name coverage, deprecated and deleting tools last unless asked for, a tool named
  * outright first. test/eval/routing.ts measures it. Deterministic: ties keep the input order.
  */
-import type { JsonObject, Tool } from "./Mcp.js"
+import type { JsonObject, Tool } from "../protocol/Mcp.js"
 
 // ---------------------------------------------------------------------------------------------
 // Naming

@@ -15,13 +15,13 @@
  */
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
-import type { BackendsService } from "./Backends.js"
+import type { BackendsService } from "../backend/Backends.js"
 import { CAPABILITY_OF } from "./ClientRequests.js"
-import { BackendError, ErrorCode, type GatewayError, RpcError, toRpcError } from "./Errors.js"
+import { BackendError, ErrorCode, type GatewayError, RpcError, toRpcError } from "../protocol/Errors.js"
 import type { GatewayService } from "./Gateway.js"
-import { failure, type Id, notification, type Request, type Response, success } from "./JsonRpc.js"
-import * as Mcp from "./Mcp.js"
-import type { Outbox, RequestContext } from "./Peer.js"
+import { failure, type Id, notification, type Request, type Response, success } from "../jsonrpc/JsonRpc.js"
+import * as Mcp from "../protocol/Mcp.js"
+import type { Outbox, RequestContext } from "../jsonrpc/Peer.js"
 import * as Server from "./Server.js"
 import { MCP_LOG_LEVELS, type McpLogLevel, Session, type Target } from "./Session.js"
 

@@ -16,8 +16,8 @@
 import { EventEmitter } from "node:events"
 import { PassThrough, Writable } from "node:stream"
 import WebSocket from "ws"
-import * as Mcp from "./Mcp.js"
-import * as Secrets from "./Secrets.js"
+import * as Mcp from "../protocol/Mcp.js"
+import * as Secrets from "../observability/Secrets.js"
 
 /** "http" is Streamable HTTP that falls back to HTTP+SSE when the server does not speak it (as VS Code does). */
 export type Transport = "http" | "streamable-http" | "sse" | "websocket"

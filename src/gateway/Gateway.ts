@@ -12,19 +12,19 @@
  * `layerScripted`).
  */
 import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
-import { Backends, type BackendNotification } from "./Backends.js"
+import { Backends, type BackendNotification } from "../backend/Backends.js"
 import * as ClientRequests from "./ClientRequests.js"
-import { GatewayConfig } from "./Config.js"
-import type { BackendError } from "./Errors.js"
-import { Events } from "./Events.js"
-import type { LlmClient } from "./Llm.js"
-import { Orchestrator } from "./Orchestrator.js"
-import type { Handlers, RequestContext } from "./Peer.js"
+import { GatewayConfig } from "../config/Config.js"
+import type { BackendError } from "../protocol/Errors.js"
+import { Events } from "../observability/Events.js"
+import type { LlmClient } from "../orchestration/Llm.js"
+import { Orchestrator } from "../orchestration/Orchestrator.js"
+import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import * as Relay from "./Relay.js"
-import * as Secrets from "./Secrets.js"
+import * as Secrets from "../observability/Secrets.js"
 import * as Server from "./Server.js"
 import type { Session } from "./Session.js"
-import { Meta, type Tool } from "./Mcp.js"
+import { Meta, type Tool } from "../protocol/Mcp.js"
 
 export interface GatewayService {
   readonly mode: Server.Mode

@@ -10,8 +10,8 @@
  * never gets one, and a bad message never stops the messages after it.
  */
 import { Cause, Effect, Exit, type Fiber, FiberId, FiberSet, Option, type Scope } from "effect"
-import { ErrorCode, type GatewayError, toRpcError } from "./Errors.js"
-import type { EventsService } from "./Events.js"
+import { ErrorCode, type GatewayError, toRpcError } from "../protocol/Errors.js"
+import type { EventsService } from "../observability/Events.js"
 import {
   classify,
   failure,
@@ -23,8 +23,8 @@ import {
   type Response,
   success
 } from "./JsonRpc.js"
-import * as Telemetry from "./Telemetry.js"
-import * as Secrets from "./Secrets.js"
+import * as Telemetry from "../observability/Telemetry.js"
+import * as Secrets from "../observability/Secrets.js"
 
 /** Where a message's replies and its requests' notifications go. */
 export interface Outbox {

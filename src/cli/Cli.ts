@@ -18,23 +18,23 @@ import {
   MAX_DURATION_MS,
   readConfigFile,
   readDotEnv
-} from "./Config.js"
+} from "../config/Config.js"
 import * as Check from "./Check.js"
-import * as Gateway from "./Gateway.js"
-import { LlmClient } from "./Llm.js"
-import * as Logging from "./Logging.js"
-import * as Reaper from "./Reaper.js"
-import * as Secrets from "./Secrets.js"
-import { SERVER_VERSION } from "./Server.js"
-import * as ServersDir from "./ServersDir.js"
-import { closest } from "./Suggest.js"
-import * as Telemetry from "./Telemetry.js"
+import * as Gateway from "../gateway/Gateway.js"
+import { LlmClient } from "../orchestration/Llm.js"
+import * as Logging from "../observability/Logging.js"
+import * as Reaper from "../backend/Reaper.js"
+import * as Secrets from "../observability/Secrets.js"
+import { SERVER_VERSION } from "../gateway/Server.js"
+import * as ServersDir from "../config/ServersDir.js"
+import { closest } from "../config/Suggest.js"
+import * as Telemetry from "../observability/Telemetry.js"
 import * as Terminal from "./Terminal.js"
-import * as DebugServer from "./debug/DebugServer.js"
+import * as DebugServer from "../debug/DebugServer.js"
 import { onStopSignal } from "./Signals.js"
-import * as Http from "./transport/Http.js"
-import { isLoopback, parseAddress } from "./transport/Address.js"
-import * as Stdio from "./transport/Stdio.js"
+import * as Http from "../transport/Http.js"
+import { isLoopback, parseAddress } from "../transport/Address.js"
+import * as Stdio from "../transport/Stdio.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
                     [--http-token TOKEN] [--debug-port [HOST:]PORT]

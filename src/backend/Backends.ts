@@ -9,12 +9,12 @@
  */
 import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, Option, PubSub, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
-import { type BackendConfig, describeBackend, type HealthCheck, healthCheckOf, rootsOf } from "./Config.js"
-import { BackendError, ErrorCode, RpcError } from "./Errors.js"
-import { Events } from "./Events.js"
-import * as Logging from "./Logging.js"
+import { type BackendConfig, describeBackend, type HealthCheck, healthCheckOf, rootsOf } from "../config/Config.js"
+import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
+import { Events } from "../observability/Events.js"
+import * as Logging from "../observability/Logging.js"
 import type { BackendState, BackendStatus } from "./BackendStatus.js"
-import type { Tool } from "./Mcp.js"
+import type { Tool } from "../protocol/Mcp.js"
 
 export type { BackendState, BackendStatus } from "./BackendStatus.js"
 

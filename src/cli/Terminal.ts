@@ -9,15 +9,15 @@
  */
 import { Effect, Fiber, Layer, Queue } from "effect"
 import { randomUUID } from "node:crypto"
-import { GatewayConfig, type ConfigSources } from "./Config.js"
-import { toRpcError } from "./Errors.js"
-import { type OrchestrationRecord, Events } from "./Events.js"
-import * as Gateway from "./Gateway.js"
-import type { Request } from "./JsonRpc.js"
-import { LlmClient } from "./Llm.js"
-import * as Logging from "./Logging.js"
-import * as Secrets from "./Secrets.js"
-import { Session } from "./Session.js"
+import { GatewayConfig, type ConfigSources } from "../config/Config.js"
+import { toRpcError } from "../protocol/Errors.js"
+import { type OrchestrationRecord, Events } from "../observability/Events.js"
+import * as Gateway from "../gateway/Gateway.js"
+import type { Request } from "../jsonrpc/JsonRpc.js"
+import { LlmClient } from "../orchestration/Llm.js"
+import * as Logging from "../observability/Logging.js"
+import * as Secrets from "../observability/Secrets.js"
+import { Session } from "../gateway/Session.js"
 
 export type Command =
   | { readonly _tag: "Tools" }

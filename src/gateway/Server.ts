@@ -9,9 +9,9 @@
  * failures.
  */
 import { Effect } from "effect"
-import type { BackendsService } from "./Backends.js"
+import type { BackendsService } from "../backend/Backends.js"
 import { relayableCapabilities } from "./ClientRequests.js"
-import { describeBackend, type GatewayConfig, LogLevelName, type ResolvedConfig } from "./Config.js"
+import { describeBackend, type GatewayConfig, LogLevelName, type ResolvedConfig } from "../config/Config.js"
 import {
   type BackendError,
   ErrorCode,
@@ -21,16 +21,16 @@ import {
   RpcError,
   toRpcError,
   withData
-} from "./Errors.js"
-import type { Notification, Request } from "./JsonRpc.js"
-import * as Logging from "./Logging.js"
-import * as Secrets from "./Secrets.js"
-import { IMPLEMENTATION, negotiateProtocolVersion, textResult } from "./Mcp.js"
-import { ORCHESTRATE_TOOL, type Orchestrator } from "./Orchestrator.js"
-import type { Handlers, RequestContext } from "./Peer.js"
+} from "../protocol/Errors.js"
+import type { Notification, Request } from "../jsonrpc/JsonRpc.js"
+import * as Logging from "../observability/Logging.js"
+import * as Secrets from "../observability/Secrets.js"
+import { IMPLEMENTATION, negotiateProtocolVersion, textResult } from "../protocol/Mcp.js"
+import { ORCHESTRATE_TOOL, type Orchestrator } from "../orchestration/Orchestrator.js"
+import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import type { Relay } from "./Relay.js"
 import { MCP_LOG_LEVELS, type McpLogLevel, mcpLevelOf, type Session } from "./Session.js"
-import { type Catalog, catalogOf } from "./ToolCatalog.js"
+import { type Catalog, catalogOf } from "../catalog/ToolCatalog.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version
