@@ -13,10 +13,10 @@ import { type BackendConfig, describeBackend, type HealthCheck, healthCheckOf, r
 import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
-import type { BackendState, BackendStatus } from "./BackendStatus.js"
+import type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 import type { Tool } from "../protocol/Mcp.js"
 
-export type { BackendState, BackendStatus } from "./BackendStatus.js"
+export type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 
 export interface BackendTools {
   readonly backendId: string

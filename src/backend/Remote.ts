@@ -39,15 +39,7 @@ const STREAM_RETRY_MAX_MS = 60_000
 /** How much of an HTTP error's body goes into the error message. */
 const ERROR_BODY_CHARS = 300
 
-/** The URL as it may be printed: no credentials, no query (tokens often travel there). */
-export const displayUrl = (raw: string): string => {
-  try {
-    const url = new URL(raw)
-    return `${url.protocol}//${url.host}${url.pathname}`
-  } catch {
-    return "(invalid URL)"
-  }
-}
+export const displayUrl = Secrets.displayUrl
 
 /** The HTTP status of an error reply the link wrote for a request the server refused. */
 export const httpStatusOf = (error: unknown): number | undefined => {

@@ -5,7 +5,7 @@
  * The exit code says whether every enabled backend became ready (0) or not (1).
  */
 import { Effect, Fiber, Layer, Stream } from "effect"
-import type { BackendStatus } from "../backend/BackendStatus.js"
+import type { BackendStatus } from "../observability/BackendStatus.js"
 import { Backends, countListed } from "../backend/Backends.js"
 import { GatewayConfig, type ConfigSources, transportOf } from "../config/Config.js"
 import { LlmClient } from "../orchestration/Llm.js"

@@ -16,8 +16,8 @@ import { pathToFileURL } from "node:url"
 import { parseEnv } from "node:util"
 import { InvalidParams } from "../protocol/Errors.js"
 import * as Mcp from "../protocol/Mcp.js"
-import * as Remote from "../backend/Remote.js"
 import { parseJsonc } from "./Jsonc.js"
+import { LOG_LEVEL_NAMES, type LogLevelName as LevelName } from "../observability/Logging.js"
 import * as Secrets from "../observability/Secrets.js"
 import { closest } from "./Suggest.js"
 
@@ -67,8 +67,8 @@ const NonEmptyString = Schema.String.pipe(
   Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })
 )
 
-export const LogLevelName = Schema.Literal("trace", "debug", "info", "warn", "error", "fatal", "silent")
-export type LogLevelName = typeof LogLevelName.Type
+export const LogLevelName = Schema.Literal(...LOG_LEVEL_NAMES)
+export type LogLevelName = LevelName
 
 export const Routing = Schema.Literal("tool", "backend")
 export type Routing = typeof Routing.Type
@@ -1010,7 +1010,7 @@ export const describeBackend = (backend: BackendConfig) => ({
     ? { command: backend.command }
     : {
         transport: transportOf(backend),
-        url: Remote.displayUrl(backend.url),
+        url: Secrets.displayUrl(backend.url),
         headerNames: Object.keys(backend.headers ?? {})
       }),
   args: Secrets.maskArgs(backend.args),

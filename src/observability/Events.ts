@@ -9,7 +9,7 @@
  * events are dropped for it).
  */
 import { Context, Effect, Layer, PubSub, type Queue, type Scope } from "effect"
-import type { BackendStatus } from "../backend/BackendStatus.js"
+import type { BackendStatus } from "./BackendStatus.js"
 
 export type Direction = "in" | "out"
 

@@ -6,9 +6,12 @@
  * module state so a client's `initializationOptions.logLevel` can change it after start-up.
  */
 import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, LogLevel } from "effect"
-import type { LogLevelName } from "../config/Config.js"
 import { Events } from "./Events.js"
 import * as Secrets from "./Secrets.js"
+
+/** The levels a configuration may name, least severe first ("silent": nothing). */
+export const LOG_LEVEL_NAMES = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const
+export type LogLevelName = (typeof LOG_LEVEL_NAMES)[number]
 
 const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {
   trace: LogLevel.Trace,

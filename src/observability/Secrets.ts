@@ -127,3 +127,13 @@ export const maskArgs = (args: ReadonlyArray<string>): Array<string> => {
     return hidden.has(arg) ? MASK : arg
   })
 }
+
+/** The URL as it may be printed: no credentials, no query (tokens often travel there). */
+export const displayUrl = (raw: string): string => {
+  try {
+    const url = new URL(raw)
+    return `${url.protocol}//${url.host}${url.pathname}`
+  } catch {
+    return "(invalid URL)"
+  }
+}
