@@ -19,7 +19,7 @@ import {
   readConfigFile,
   readDotEnv
 } from "../config/Config.js"
-import * as Check from "./Check.js"
+import type * as Check from "./Check.js"
 import * as Gateway from "../gateway/Gateway.js"
 import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
@@ -29,10 +29,11 @@ import { SERVER_VERSION } from "../gateway/Server.js"
 import * as ServersDir from "../config/ServersDir.js"
 import { closest } from "../config/Suggest.js"
 import * as Telemetry from "../observability/Telemetry.js"
-import * as Terminal from "./Terminal.js"
-import * as DebugServer from "../debug/DebugServer.js"
+import type * as Terminal from "./Terminal.js"
+import * as Debug from "../debug/Debug.js"
+import type * as DebugServer from "../debug/DebugServer.js"
 import { onStopSignal } from "./Signals.js"
-import * as Http from "../transport/Http.js"
+import type * as Http from "../transport/Http.js"
 import { isLoopback, parseAddress } from "../transport/Address.js"
 import * as Stdio from "../transport/Stdio.js"
 
@@ -363,7 +364,7 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
 
   // One configuration for the whole program; announced before any backend starts. The debug UI
   // starts when a debug port is configured (now, or by a client's initializationOptions).
-  const debug = settings.debug === undefined ? Layer.empty : DebugServer.layer(settings.debug)
+  const debug = settings.debug === undefined ? Layer.empty : Debug.layer(settings.debug)
   const GatewayLive = (
     settings.http === undefined ? debug.pipe(Layer.provideMerge(Gateway.layerStdio)) : Gateway.layerSharedWith(debug)
   ).pipe(Layer.provide(llm), Layer.provide(Layer.effectDiscard(announce)), Layer.provideMerge(ConfigLive))
@@ -372,7 +373,9 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
     http === undefined
       ? Stdio.serveProcess.pipe(Effect.provide(GatewayLive))
       : // Backends start while the layer builds; the server then runs until interrupted (a signal).
-        Layer.launch(Http.layer(http).pipe(Layer.provide(GatewayLive))).pipe(
+        // The HTTP transport is loaded only here: the stdio gateway never reads its code.
+        Effect.promise(() => import("../transport/Http.js")).pipe(
+          Effect.flatMap((Http) => Layer.launch(Http.layer(http).pipe(Layer.provide(GatewayLive)))),
           Effect.catchAll((error) =>
             Effect.zipRight(
               Effect.logFatal(`cannot serve HTTP on ${http.host}:${http.port}`, error),
@@ -438,14 +441,23 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
     else process.stderr.write(parsed.text)
     process.exit(0)
   }
+  // The subcommands' modules are loaded only when one runs.
   if (parsed._tag === "Terminal") {
     const print = (text: string) => void process.stdout.write(text) // stdout-ok: a subcommand's answer, no client attached
-    const done = Terminal.run(parsed.command, parsed.settings.sources, print, options.llm)
+    const { command, settings } = parsed
+    const done = Effect.flatMap(
+      Effect.promise(() => import("./Terminal.js") as Promise<typeof Terminal>),
+      (terminal) => terminal.run(command, settings.sources, print, options.llm)
+    )
     run(Effect.flatMap(done, (code) => Effect.sync(() => (process.exitCode = code))))
     return
   }
   if (parsed._tag === "Check") {
-    const report = Check.check(parsed.settings.sources, (text) => process.stdout.write(text)) // stdout-ok: check's report, no client attached
+    const sources = parsed.settings.sources
+    const report = Effect.flatMap(
+      Effect.promise(() => import("./Check.js") as Promise<typeof Check>),
+      (check) => check.check(sources, (text) => process.stdout.write(text)) // stdout-ok: check's report, no client attached
+    )
     run(Effect.flatMap(report, (code) => Effect.sync(() => (process.exitCode = code))))
     return
   }

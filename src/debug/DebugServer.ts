@@ -20,11 +20,10 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Layer, Option, Queue, Stream } from "effect"
+import { Effect, Option, Queue } from "effect"
 import { createServer } from "node:http"
 import { Backends, countListed } from "../backend/Backends.js"
 import { describeBackend, GatewayConfig, type ResolvedConfig, transportOf } from "../config/Config.js"
-import { Events } from "../observability/Events.js"
 import * as Secrets from "../observability/Secrets.js"
 import { SERVER_VERSION } from "../gateway/Server.js"
 import { makeGuards, tokenMatches } from "../transport/Guards.js"
@@ -73,25 +72,6 @@ const publicConfig = (config: ResolvedConfig) => ({
   startupTimeoutMs: config.startupTimeoutMs,
   backends: config.backends.map((b) => ({ ...describeBackend(b), transport: transportOf(b) }))
 })
-
-/** Feeds `recorder` from the events hub until the scope closes (subscribed when this returns). */
-export const record = (recorder: Recorder) =>
-  Effect.gen(function* () {
-    const queue = yield* (yield* Events).subscribe
-    yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.map(Queue.takeBetween(queue, 1, 1_024), (batch) => {
-          for (const event of batch) {
-            try {
-              recorder.record(event)
-            } catch {
-              // An event that cannot be recorded is skipped; the recording goes on.
-            }
-          }
-        })
-      )
-    )
-  })
 
 /** Serves the debug UI from `recorder` until the scope closes; resolves once it listens. */
 export const serve = (options: Options, recorder: Recorder) =>
@@ -318,45 +298,3 @@ export const make = (options: Options, recorder: Recorder): Effect.Effect<never,
       Effect.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
     )
   }).pipe(Effect.scoped)
-
-/**
- * Starts the debug server once a debug port is configured: at start-up (`--debug-port`,
- * `DEBUG_PORT`, the file), or when a client's `initializationOptions` set `DEBUG_PORT`.
- * `host` and `token` come from the command line; the port from the configuration. Configured at
- * start-up, recording begins while this layer builds, so a gateway that starts its backends after
- * it (the shared gateway) has their start-up on record.
- */
-export const layer = (
-  base: Omit<Options, "port"> = { host: "127.0.0.1" }
-): Layer.Layer<never, never, GatewayConfig | Backends | Events> =>
-  Layer.scopedDiscard(
-    Effect.gen(function* () {
-      const config = yield* GatewayConfig
-      const recorder = new Recorder()
-      const serveOn = (port: number) =>
-        make({ ...base, port }, recorder).pipe(
-          Effect.catchAllCause((cause) => Effect.logError("cannot serve the debug UI", cause)),
-          // Forked while the layer builds (uninterruptible): it must still stop with the gateway.
-          Effect.interruptible
-        )
-      const now = (yield* config.current).debugPort
-      if (Option.isSome(now)) {
-        yield* record(recorder)
-        yield* Effect.forkScoped(serveOn(now.value))
-        return
-      }
-      yield* Effect.forkScoped(
-        config.changes.pipe(
-          Stream.filterMap((c) => c.debugPort),
-          Stream.runHead,
-          Effect.flatMap(
-            Option.match({
-              onNone: () => Effect.void,
-              onSome: (port) => Effect.zipRight(record(recorder), serveOn(port))
-            })
-          ),
-          Effect.scoped
-        )
-      )
-    })
-  )
