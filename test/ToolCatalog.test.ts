@@ -168,6 +168,12 @@ describe("exposedName", () => {
     // exactly 64 is kept as it is
     const exact = "t".repeat(64 - "backend__".length)
     expect(exposedName("backend", exact)).toBe(`backend__${exact}`)
+    // one past it, and every length just above: cut and hashed, never let through
+    for (let length = 65; length <= 72; length++) {
+      const name = exposedName("backend", "t".repeat(length - "backend__".length))
+      expect(name).toHaveLength(64)
+      expect(name).toMatch(/_[0-9a-f]{6}$/)
+    }
   })
 })
 

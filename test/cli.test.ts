@@ -10,6 +10,7 @@ import { join } from "node:path"
 import * as rpc from "vscode-jsonrpc/node.js"
 import { assertOnlyFrames, BIN, cleanEnv, FIXTURE_SERVER, contentLengthFrames, startGateway, tempDir } from "./support/gateway.js"
 import { startFakeOpenAI } from "./support/fakeOpenAI.js"
+import { descendants, isAlive } from "./support/process.js"
 
 const run = (input: string, options: { args?: Array<string>; env?: NodeJS.ProcessEnv; cwd?: string } = {}) =>
   spawnSync(process.execPath, [BIN, ...(options.args ?? [])], {
@@ -234,10 +235,14 @@ describe("CLI over stdio", () => {
       capabilities: {},
       clientInfo: { name: "t", version: "1" }
     })
+    const tree = descendants(gateway.pid)
+    expect(tree.length).toBeGreaterThanOrEqual(1)
     gateway.child.kill(signal)
     const { code } = await gateway.exited
     expect(code).toBe(0)
-    expect(gateway.stderr()).toMatch(/stopp/)
+    // Stopped by the gateway before it exited (not only announced), and nothing left running.
+    expect(gateway.stderr()).toMatch(/"msg":"backend stopped","backend":"filesystem"/)
+    expect(tree.filter(isAlive)).toEqual([])
   })
 })
 

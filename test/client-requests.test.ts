@@ -16,7 +16,7 @@ import {
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
 import { BIN, cleanEnv, ROOT, tempDir } from "./support/gateway.js"
 import { startHttpGateway } from "./support/httpGateway.js"
 import { filesystemBackend, firstText, fixtureBackend } from "./support/mcpFixture.js"
@@ -39,23 +39,27 @@ interface Asked {
 const answeringClient = (name: string, capabilities: Record<string, unknown> = ALL_CLIENT_CAPABILITIES) => {
   const asked: Asked = { sampling: [], elicitation: [], roots: [], completed: [] }
   const client = new Client({ name, version: "1.0.0" }, { capabilities })
-  if ("sampling" in capabilities) {
-    client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
-      asked.sampling.push(request.params)
-      return { model: "test-model", role: "assistant", content: { type: "text", text: "sampled by the test client" } }
-    })
+  /** The client's own answers; a test that replaces one puts them back (tests run in any order). */
+  const answerAsUsual = () => {
+    if ("sampling" in capabilities) {
+      client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+        asked.sampling.push(request.params)
+        return { model: "test-model", role: "assistant", content: { type: "text", text: "sampled by the test client" } }
+      })
+    }
+    if ("elicitation" in capabilities) {
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        asked.elicitation.push(request.params)
+        return request.params.mode === "url" ? { action: "accept" } : { action: "accept", content: { name: "Ada", check: true } }
+      })
+    }
+    if ("roots" in capabilities) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: asked.roots }))
   }
-  if ("elicitation" in capabilities) {
-    client.setRequestHandler(ElicitRequestSchema, async (request) => {
-      asked.elicitation.push(request.params)
-      return request.params.mode === "url" ? { action: "accept" } : { action: "accept", content: { name: "Ada", check: true } }
-    })
-  }
-  if ("roots" in capabilities) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: asked.roots }))
+  answerAsUsual()
   client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => {
     asked.completed.push(n.params)
   })
-  return { client, asked }
+  return { client, asked, answerAsUsual }
 }
 
 const stdioTransport = (dir: string, config: unknown) => {
@@ -119,10 +123,11 @@ const checkSurface = async (client: Client, direct: Client) => {
 describe("over stdio, backends' requests reach the client and its answers go back", () => {
   let client: Client
   let asked: Asked
+  let answerAsUsual: () => void
   let direct: Client
   const rootDir = realpathSync(tempDir())
   beforeAll(async () => {
-    ;({ client, asked } = answeringClient("stdio-relay"))
+    ;({ client, asked, answerAsUsual } = answeringClient("stdio-relay"))
     asked.roots.push({ uri: pathToFileURL(rootDir).href, name: "workspace" })
     await client.connect(stdioTransport(tempDir(), { backends: [everythingBackend, fixtureBackend("fx")] }))
     // The same server directly, declared the same capabilities, for the fidelity comparisons.
@@ -149,26 +154,28 @@ describe("over stdio, backends' requests reach the client and its answers go bac
   })
 
   it("sampling/createMessage is answered by the client", async () => {
+    const before = asked.sampling.length
     const result = await client.callTool({
       name: "everything__trigger-sampling-request",
       arguments: { prompt: "say hi", maxTokens: 12 }
     })
-    expect(asked.sampling).toHaveLength(1)
-    expect(asked.sampling[0]).toMatchObject({ maxTokens: 12, systemPrompt: "You are a helpful test server." })
-    expect(JSON.stringify(asked.sampling[0].messages)).toContain("say hi")
+    expect(asked.sampling).toHaveLength(before + 1)
+    expect(asked.sampling.at(-1)).toMatchObject({ maxTokens: 12, systemPrompt: "You are a helpful test server." })
+    expect(JSON.stringify(asked.sampling.at(-1).messages)).toContain("say hi")
     expect(texts(result)).toContain("sampled by the test client")
   })
 
   it("elicitation/create in form and URL modes is answered by the client", async () => {
+    const before = asked.elicitation.length
     const form = await client.callTool({ name: "everything__trigger-elicitation-request", arguments: {} })
-    expect(asked.elicitation[0]).toMatchObject({ message: "Please provide inputs for the following fields:" })
-    expect(asked.elicitation[0].requestedSchema.properties.name).toMatchObject({ type: "string" })
+    expect(asked.elicitation[before]).toMatchObject({ message: "Please provide inputs for the following fields:" })
+    expect(asked.elicitation[before].requestedSchema.properties.name).toMatchObject({ type: "string" })
     expect(texts(form)).toContain('"name": "Ada"')
     const url = await client.callTool({
       name: "everything__trigger-url-elicitation",
       arguments: { url: "https://example.com/authorize", message: "Sign in" }
     })
-    expect(asked.elicitation[1]).toMatchObject({ mode: "url", url: "https://example.com/authorize", message: "Sign in" })
+    expect(asked.elicitation[before + 1]).toMatchObject({ mode: "url", url: "https://example.com/authorize", message: "Sign in" })
     expect(texts(url)).toMatch(/accept/i)
     // The error path: the backend's -32042 and its elicitations reach the client as sent.
     const required = await client
@@ -195,6 +202,7 @@ describe("over stdio, backends' requests reach the client and its answers go bac
   })
 
   it("the client's progress on a backend's request reaches that backend under its own token; the client's error goes back", async () => {
+    onTestFinished(answerAsUsual)
     client.setRequestHandler(ListRootsRequestSchema, async (request, extra) => {
       const token = request.params?._meta?.progressToken
       // The gateway's token, not the backend's: two backends may use the same one.
@@ -213,10 +221,10 @@ describe("over stdio, backends' requests reach the client and its answers go bac
     const refused = (await client.callTool({ name: "fx__ask_client", arguments: { method: "roots/list" } }))
       .structuredContent as any
     expect(refused.error).toMatchObject({ message: expect.stringContaining("roots are private") })
-    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: asked.roots }))
   })
 
   it("a backend cancelling its request reaches the client as notifications/cancelled", async () => {
+    onTestFinished(answerAsUsual)
     let signal: AbortSignal | undefined
     client.setRequestHandler(CreateMessageRequestSchema, async (_request, extra) => {
       signal = extra.signal

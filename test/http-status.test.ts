@@ -219,6 +219,26 @@ describe("Streamable HTTP status codes and sessions", () => {
   })
 })
 
+describe("Streamable HTTP with allowedHosts and allowedOrigins", () => {
+  it("a Host or Origin named in the configuration is served; others still get 403", async () => {
+    const gateway = await startHttpGateway({
+      config: {
+        allowedHosts: ["mcp.example.test"],
+        allowedOrigins: ["https://app.example.test"],
+        backends: [fixtureBackend("fx")]
+      }
+    })
+    try {
+      expect((await rawGet(gateway.port, "/healthz", { host: `mcp.example.test:${gateway.port}` })).status).toBe(200)
+      expect((await rawGet(gateway.port, "/healthz", { host: `other.example.test:${gateway.port}` })).status).toBe(403)
+      expect((await send(`${gateway.base}/healthz`, { headers: { origin: "https://app.example.test" } })).status).toBe(200)
+      expect((await send(`${gateway.base}/healthz`, { headers: { origin: "https://other.example.test" } })).status).toBe(403)
+    } finally {
+      await gateway.close()
+    }
+  })
+})
+
 describe("Streamable HTTP session limit", () => {
   it("at most maxSessions live at once, then 503 with Retry-After; ending one makes room", async () => {
     const gateway = await startHttpGateway({ config: { maxSessions: 2, backends: [fixtureBackend("fx")] } })

@@ -555,7 +555,12 @@ const checkAll = (client: Client, tally: Tally, replies: ReadonlyArray<Reply>) =
     if (tally.pings.has(reply.id)) expect(reply).toEqual({ jsonrpc: "2.0", id: reply.id, result: {} })
     else if ("error" in reply) {
       if (!ALLOWED_CODES.has(reply.error!.code)) throw new Error(`unexpected error code: ${JSON.stringify(reply).slice(0, 400)}`)
-    } else expect("result" in reply).toBe(true)
+    } else {
+      // A success is a well-formed JSON-RPC 2.0 response: exactly these members, and a result.
+      expect(Object.keys(reply).sort()).toEqual(["id", "jsonrpc", "result"])
+      expect(reply.jsonrpc).toBe("2.0")
+      expect((reply as { result?: unknown }).result).not.toBeUndefined()
+    }
   }
   for (const id of tally.pings) expect(client.counts.get(id)).toBe(1)
   for (const [id, role] of tally.roles) {
