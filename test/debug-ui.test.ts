@@ -105,6 +105,12 @@ describe.skipIf(SKIP)("the debug page in a browser", () => {
   it("filters logs by level and by search", async () => {
     // A warning of its own to find, whatever ran before: slowpoke killed (it comes back by itself).
     process.kill(await readyPid("slowpoke"), "SIGKILL")
+    await until("the crash to be logged", async () => {
+      const warnings = (await (await fetch(`${debug}/api/logs?level=warn&limit=5000`)).json()) as Array<{ fields: unknown }>
+      return warnings.some((w) => JSON.stringify(w).includes("slowpoke"))
+    })
+    // The page as a person opens it now: the logs so far, then live ones.
+    await page.reload()
     await page.click('nav button[data-tab="logs"]')
     await page.selectOption("#log-level", "warn")
     await until("warnings only", async () => {
