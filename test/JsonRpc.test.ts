@@ -124,6 +124,12 @@ describe("FrameDecoder", () => {
     expect(texts(decodeAll([`Content-Length: 1e3\r\n\r\n${cl(body)}`]).frames)).toEqual(["BadHeader", body])
   })
 
+  it("the leftover of a short frame ending in an underscore does not hide the header glued after it", () => {
+    const ping = (id: number) => `{"jsonrpc":"2.0","id":${id},"method":"ping"}`
+    const { frames } = decodeAll([`Content-Length: 1\r\n\r\nproto_${cl(ping(2))}${cl(ping(3))}`])
+    expect(texts(frames)).toEqual(["p", ping(2), ping(3)])
+  })
+
   it("junk glued before the next header, even a lone hyphen, does not swallow the frame after it", () => {
     const body = '{"jsonrpc":"2.0","id":1,"method":"ping"}'
     // A header block without a length, then its one-byte body glued to the next frame's header.

@@ -322,11 +322,11 @@ const addTail = <T extends { bytes: number; tail: Buffer }>(dropped: T, piece: B
 
 /**
  * `Content-Length: N` as a header of its own line: at the start of the line, or after junk glued
- * before it (the leftover of a frame whose length was too short, or the body of a header block
- * without a length: a lone `-` included), but never as the end of a longer hyphenated name
- * (`X-Content-Length`, `X_Content-Length`).
+ * before it (the leftover of a frame whose length was too short, `proto_` or a lone `-` included,
+ * or the body of a header block without a length), but never as the end of a longer hyphenated
+ * name (`X-Content-Length`). Header names are hyphenated; an underscore is junk's, not a name's.
  */
-const CONTENT_LENGTH_LINE = /(?<![A-Za-z0-9][_-])content-length[ \t]*:[ \t]*(\S*)[ \t]*$/i
+const CONTENT_LENGTH_LINE = /(?<![A-Za-z0-9]-)content-length[ \t]*:[ \t]*(\S*)[ \t]*$/i
 
 /** The Content-Length of a header block, matched line by line; the value must be digits only. */
 const contentLength = (header: string): number | undefined => {

@@ -504,6 +504,12 @@ interface Tally {
   nullMax: number
 }
 
+/** FUZZ_SEED (and FUZZ_PATH) replay a failure fast-check printed. */
+const replay =
+  process.env.FUZZ_SEED === undefined
+    ? {}
+    : { seed: Number(process.env.FUZZ_SEED), ...(process.env.FUZZ_PATH === undefined ? {} : { path: process.env.FUZZ_PATH }) }
+
 const newTally = (): Tally => ({ frames: 0, bytes: 0, roles: new Map(), pings: new Set(), nullMin: 0, nullMax: 0 })
 
 const record = (tally: Tally, expected: Expected) => {
@@ -683,7 +689,7 @@ describe("fuzzing the wire: newline-delimited JSON", () => {
         await settle(client, tally, waitFor)
       }
     )
-    await fc.assert(run, { numRuns: 300, endOnFailure: true })
+    await fc.assert(run, { numRuns: 300, endOnFailure: true, ...replay })
 
     const { code, signal } = await client.close()
     expect({ code, signal }).toEqual({ code: 0, signal: null })
@@ -745,8 +751,17 @@ const properHeader = (length: number, style: number): string =>
   ][style]!
 
 /** A body that may be mis-framed must not look like a header block itself. */
-const safeToMisframe = (body: Buffer) =>
-  body.length > 0 && body.length < 4_000 && !body.includes("\n") && !/content-length/i.test(body.toString("latin1"))
+/**
+ * A body whose framing may lie: one line, no header name in it, and not ending like the start of a
+ * hyphenated header name (`X-`): glued before the next header, that is `X-Content-Length`, another
+ * header by design, and the frame after it would be lost with it.
+ */
+const safeToMisframe = (body: Buffer) => {
+  const text = body.toString("latin1")
+  return (
+    body.length > 0 && body.length < 4_000 && !body.includes("\n") && !/content-length/i.test(text) && !/[A-Za-z0-9]-$/.test(text)
+  )
+}
 
 describe("fuzzing the wire: Content-Length framing", () => {
   let client: Client
@@ -828,7 +843,7 @@ describe("fuzzing the wire: Content-Length framing", () => {
         await settle(client, tally, waitFor)
       }
     )
-    await fc.assert(run, { numRuns: 150, endOnFailure: true })
+    await fc.assert(run, { numRuns: 150, endOnFailure: true, ...replay })
 
     const { code, signal } = await client.close()
     expect({ code, signal }).toEqual({ code: 0, signal: null })
