@@ -400,7 +400,8 @@ class Builder {
         }
         break
       case "unusable":
-        return Buffer.from(shape.raw)
+        // An object id holding an id: numbered, so that two of them in a run never share one.
+        return Buffer.from(shape.raw.replace('{"id":1}', `{"id":${3_000_000 + n}}`))
     }
   }
 
