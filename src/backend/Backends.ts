@@ -9,7 +9,14 @@
  */
 import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, Option, PubSub, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
-import { type BackendConfig, describeBackend, type HealthCheck, healthCheckOf, rootsOf } from "../config/Config.js"
+import {
+  type BackendConfig,
+  describeBackend,
+  type HealthCheck,
+  healthCheckOf,
+  type ResolvedConfig,
+  rootsOf
+} from "../config/Config.js"
 import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
@@ -20,7 +27,7 @@ export type { BackendState, BackendStatus } from "../observability/BackendStatus
 
 export interface BackendTools {
   readonly backendId: string
-  readonly description?: string
+  readonly description?: string | undefined
   readonly tools: ReadonlyArray<Tool>
 }
 
@@ -52,6 +59,17 @@ export interface StartOptions {
    */
   readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined
 }
+
+/** How the configuration's backends are started: the one place its settings become start options. */
+export const startOptionsOf = (
+  config: Pick<ResolvedConfig, "startupTimeoutMs" | "requestTimeoutMs" | "maxBackendFrameBytes">,
+  clientCapabilities?: Readonly<Record<string, unknown>>
+): StartOptions => ({
+  startupTimeoutMs: config.startupTimeoutMs,
+  requestTimeoutMs: config.requestTimeoutMs,
+  maxBackendFrameBytes: config.maxBackendFrameBytes,
+  ...(clientCapabilities === undefined ? {} : { clientCapabilities })
+})
 
 export interface RestartPolicy {
   /** The first delay after a crash; it doubles with each consecutive failure. */

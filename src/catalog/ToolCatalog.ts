@@ -22,6 +22,7 @@
  * matches), name coverage, deprecated and deleting tools last unless asked for, a tool named
  * outright first. test/eval/routing.ts measures it. Deterministic: ties keep the input order.
  */
+import type { BackendTools } from "../backend/Backends.js"
 import type { JsonObject, Tool } from "../protocol/Mcp.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -78,11 +79,8 @@ export interface Catalog {
   readonly byName: ReadonlyMap<string, CatalogEntry>
 }
 
-export interface BackendTools {
-  readonly backendId: string
-  readonly description?: string | undefined
-  readonly tools: ReadonlyArray<Tool>
-}
+/** One backend's tools, as the backends service lists them (declared there). */
+export type { BackendTools } from "../backend/Backends.js"
 
 /**
  * Namespaces every backend's tools, backends in the given order and tools in theirs. When two tools

@@ -6,7 +6,7 @@
  */
 import { Effect, Fiber, Layer, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
-import { Backends, countListed } from "../backend/Backends.js"
+import { Backends, countListed, startOptionsOf } from "../backend/Backends.js"
 import { GatewayConfig, type ConfigSources, transportOf } from "../config/Config.js"
 import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
@@ -81,11 +81,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
     )
     // A check waits longer than a client's initialize: it reports what each backend ends up as.
     const startupTimeoutMs = Math.max(config.startupTimeoutMs, CHECK_STARTUP_MS)
-    yield* backends.start(config.backends, {
-      startupTimeoutMs,
-      requestTimeoutMs: config.requestTimeoutMs,
-      maxBackendFrameBytes: config.maxBackendFrameBytes
-    })
+    yield* backends.start(config.backends, startOptionsOf({ ...config, startupTimeoutMs }))
     yield* Fiber.interrupt(watcher)
     const states = yield* backends.states
     const rows: Array<Row> = []

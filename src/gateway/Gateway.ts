@@ -12,7 +12,7 @@
  * `layerScripted`).
  */
 import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
-import { Backends, type BackendNotification } from "../backend/Backends.js"
+import { Backends, type BackendNotification, startOptionsOf } from "../backend/Backends.js"
 import * as ClientRequests from "./ClientRequests.js"
 import { GatewayConfig } from "../config/Config.js"
 import type { BackendError } from "../protocol/Errors.js"
@@ -386,12 +386,7 @@ const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>) 
     Effect.gen(function* () {
       const config = yield* (yield* GatewayConfig).current
       const backends = yield* Backends
-      yield* backends.start(config.backends, {
-        startupTimeoutMs: config.startupTimeoutMs,
-        requestTimeoutMs: config.requestTimeoutMs,
-        maxBackendFrameBytes: config.maxBackendFrameBytes,
-        clientCapabilities
-      })
+      yield* backends.start(config.backends, startOptionsOf(config, clientCapabilities))
     })
   )
 

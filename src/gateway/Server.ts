@@ -9,7 +9,7 @@
  * failures.
  */
 import { Effect } from "effect"
-import type { BackendsService } from "../backend/Backends.js"
+import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { relayableCapabilities } from "./ClientRequests.js"
 import { describeBackend, type GatewayConfig, LogLevelName, type ResolvedConfig } from "../config/Config.js"
 import {
@@ -184,13 +184,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const catalog = (): Catalog => catalogOf(backends.toolsSync())
 
   const startBackends = Effect.fn("Server.startBackends")(function* (config: ResolvedConfig) {
-    yield* backends.start(config.backends, {
-      startupTimeoutMs: config.startupTimeoutMs,
-      requestTimeoutMs: config.requestTimeoutMs,
-      maxBackendFrameBytes: config.maxBackendFrameBytes,
-      // The backends are this client's alone: they are told what it can answer.
-      clientCapabilities: relayableCapabilities(session.clientCapabilities)
-    })
+    // The backends are this client's alone: they are told what it can answer.
+    yield* backends.start(config.backends, startOptionsOf(config, relayableCapabilities(session.clientCapabilities)))
   })
 
   const runInitialize = Effect.fn("Server.initialize")(function* (params: unknown) {

@@ -27,6 +27,7 @@
 import { Context, Duration, Effect, Layer, Option, Random, Redacted, Ref, Runtime } from "effect"
 import type OpenAI from "openai"
 import type { APIError } from "openai"
+import type { ChatTool } from "../catalog/ToolCatalog.js"
 import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import { LlmRequestFailed, NotConfigured } from "../protocol/Errors.js"
 import * as Secrets from "../observability/Secrets.js"
@@ -42,15 +43,8 @@ let sdk: Promise<Sdk> | undefined
  */
 const loadSdk: Effect.Effect<Sdk> = Effect.promise(() => (sdk ??= import("openai")))
 
-/** An OpenAI Chat Completions function tool (what `ToolCatalog` produces). */
-export interface ChatTool {
-  readonly type: "function"
-  readonly function: {
-    readonly name: string
-    readonly description?: string
-    readonly parameters?: Record<string, unknown>
-  }
-}
+/** An OpenAI Chat Completions function tool: what `ToolCatalog` produces, declared there. */
+export type { ChatTool } from "../catalog/ToolCatalog.js"
 
 export interface ChatMessage {
   readonly role: "system" | "user"

@@ -12,7 +12,7 @@
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberId, FiberSet, Option, Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
-import { Backends, type BackendsService } from "../backend/Backends.js"
+import { Backends, type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { SHARED_CLIENT_CAPABILITIES } from "../gateway/ClientRequests.js"
 import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
@@ -287,12 +287,7 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
     const listeners = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(listeners, Exit.void))
     const started: Effect.Effect<void> = yield* Effect.cached(
-      backends.start(config.backends, {
-        startupTimeoutMs: config.startupTimeoutMs,
-        requestTimeoutMs: config.requestTimeoutMs,
-        maxBackendFrameBytes: config.maxBackendFrameBytes,
-        clientCapabilities: SHARED_CLIENT_CAPABILITIES
-      })
+      backends.start(config.backends, startOptionsOf(config, SHARED_CLIENT_CAPABILITIES))
     )
     let era: "undecided" | "session" | "stateless" = "undecided"
     const inFlight = new Map<Id, Fiber.RuntimeFiber<void>>()
