@@ -1,0 +1,119 @@
+/**
+ * The LLM service answering from rules (first match wins), for tests and for apps that embed the
+ * gateway: no network, no key, and `ScriptedLlm` to see what was asked.
+ */
+import { Context, type Duration, Effect, Ref } from "effect"
+import type { ChatRequest, ChatResponse, ChatToolCall, LlmError, LlmService } from "./Chat.js"
+
+// ---------------------------------------------------------------------------------------------
+// Scripted layer options
+
+/** A substring of the query (case-insensitive), a pattern tested on the query, or a predicate. */
+export type ScriptMatch = string | RegExp | ((request: ChatRequest) => boolean)
+
+export type ScriptReply =
+  /** One tool call. An object is JSON-stringified; a string is sent raw (to test invalid JSON). */
+  | { readonly tool: string; readonly arguments?: unknown }
+  | { readonly toolCalls: ReadonlyArray<{ readonly name: string; readonly arguments?: unknown }> }
+  /** An answer without a tool call. */
+  | { readonly text: string }
+  | { readonly fail: LlmError }
+  | ((request: ChatRequest) => Effect.Effect<ChatResponse, LlmError>)
+
+export interface ScriptRule {
+  readonly match: ScriptMatch
+  readonly reply: ScriptReply
+  /** Waits before replying; interruptible, so cancellation can be tested. */
+  readonly delay?: Duration.DurationInput
+}
+
+export interface ScriptedOptions {
+  /** Reported as `ChatResponse.model`. Default "scripted". */
+  readonly model?: string
+  /** The reply when no rule matches. Default: no tool call and no text. */
+  readonly fallback?: ScriptReply
+  /** How many of the latest requests `ScriptedLlm.requests` keeps. Default 1,000. */
+  readonly keepRequests?: number
+  /** Called with every request before it is answered, for apps that are not Effect code. */
+  readonly onRequest?: (request: ChatRequest) => void
+}
+
+/** The scripted layer's controls; `layerScripted` provides it beside `LlmClient`. */
+export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
+  ScriptedLlm,
+  {
+    /** The requests received so far (the latest `keepRequests`), oldest first. */
+    readonly requests: Effect.Effect<ReadonlyArray<ChatRequest>>
+    /** Replaces the rules for the requests that follow. */
+    readonly setRules: (rules: ReadonlyArray<ScriptRule>) => Effect.Effect<void>
+    /** Forgets the recorded requests. */
+    readonly clear: Effect.Effect<void>
+  }
+>() {}
+
+// ---------------------------------------------------------------------------------------------
+// Scripted
+
+const matches = (match: ScriptMatch, request: ChatRequest): boolean =>
+  typeof match === "string"
+    ? request.query.toLowerCase().includes(match.toLowerCase())
+    : match instanceof RegExp
+      ? request.query.search(match) !== -1 // `search` ignores `lastIndex`, so a /g pattern is safe
+      : match(request)
+
+const stringifyArguments = (args: unknown): string => (typeof args === "string" ? args : JSON.stringify(args ?? {}))
+
+/** The scripted service and its controls, for apps that assemble their own context. */
+export const makeScripted = (
+  rules: ReadonlyArray<ScriptRule>,
+  options: ScriptedOptions = {}
+): Effect.Effect<{ readonly client: LlmService; readonly control: ScriptedLlm["Type"] }> =>
+  Effect.gen(function* () {
+    const rulesRef = yield* Ref.make(rules)
+    // Appended in place (copying per call would cost O(n²) over a long run), and bounded so an
+    // app that embeds the scripted layer for long does not grow without limit.
+    const recorded: Array<ChatRequest> = []
+    const keep = options.keepRequests ?? 1_000
+    const nextId = yield* Ref.make(0)
+    const model = options.model ?? "scripted"
+
+    const callId = Ref.getAndUpdate(nextId, (n) => n + 1).pipe(Effect.map((n) => `call_scripted_${n}`))
+    const calls = (list: ReadonlyArray<{ readonly name: string; readonly arguments?: unknown }>) =>
+      Effect.forEach(list, (call) =>
+        Effect.map(callId, (id): ChatToolCall => ({ id, name: call.name, arguments: stringifyArguments(call.arguments) }))
+      )
+
+    const answer = (reply: ScriptReply, request: ChatRequest): Effect.Effect<ChatResponse, LlmError> => {
+      if (typeof reply === "function") return reply(request)
+      if ("fail" in reply) return Effect.fail(reply.fail)
+      if ("text" in reply) return Effect.succeed({ toolCalls: [], content: reply.text, model })
+      const list = "toolCalls" in reply ? reply.toolCalls : [{ name: reply.tool, arguments: reply.arguments }]
+      return Effect.map(calls(list), (toolCalls) => ({ toolCalls, content: null, model }))
+    }
+
+    const chat = Effect.fn("Llm.chat")(function* (request: ChatRequest) {
+      recorded.push(request)
+      if (recorded.length > keep * 2) recorded.splice(0, recorded.length - keep)
+      options.onRequest?.(request)
+      const rule = (yield* Ref.get(rulesRef)).find((r) => matches(r.match, request))
+      yield* Effect.logDebug("LLM request (scripted)").pipe(
+        Effect.annotateLogs({ tools: request.tools.length, matched: rule !== undefined })
+      )
+      if (rule === undefined) {
+        return options.fallback === undefined ? { toolCalls: [], content: null, model } : yield* answer(options.fallback, request)
+      }
+      if (rule.delay !== undefined) yield* Effect.sleep(rule.delay)
+      return yield* answer(rule.reply, request)
+    })
+
+    return {
+      client: { chat },
+      control: {
+        requests: Effect.sync(() => recorded.slice(-keep)),
+        setRules: (next: ReadonlyArray<ScriptRule>) => Ref.set(rulesRef, next),
+        clear: Effect.sync(() => {
+          recorded.length = 0
+        })
+      }
+    }
+  })
