@@ -1,0 +1,376 @@
+/**
+ * Ranking: which tools to offer the model first when there are more than `maxToolsPerRequest`.
+ * Longer than most modules: the vocabulary, the analysis and the index are one scoring policy.
+ *
+ * Ranking is hand-written rather than built on minisearch or @orama/orama. What decides its quality
+ * is not the index but the words: users say "folder", "ls", "save", "rename", "remember" where
+ * tools say directory, list, write, move, entities; a library still needs that vocabulary, name
+ * splitting, the split of a tool into fields (name, first sentence, parameters, backend) and the
+ * query-side hints (paths, globs, URLs, the IDE context) written around it. What a library adds on
+ * top, fuzzy and prefix matching, hurts on a corpus this small and terse ("list"~"lint",
+ * "file"~"fill"), and its index would be one more dependency for a few hundred short documents that
+ * an inverted index of Maps scores in a fraction of a millisecond. So: BM25F over a few fields with
+ * a soft document frequency, a light suffix stemmer, a vocabulary mapping synonyms, phrases and
+ * idioms to shared concept terms (applied to tools and query alike), hints from the query's shape
+ * and the IDE context, and multiplicative priors: coordination (how much of the query a tool
+ * matches), name coverage, deprecated and deleting tools last unless asked for, a tool named
+ * outright first. test/eval/routing.ts measures it. Deterministic: ties keep the input order.
+ */
+import type { Tool } from "../protocol/Mcp.js"
+import { type CatalogEntry, SEPARATOR } from "./Naming.js"
+import { analyze, analyzeQuery, CONCEPT_PREFIX, type RankContext, splitWords, STOP_WORDS } from "./Analysis.js"
+
+export { MAX_RANKED_QUERY_CHARS, type RankContext } from "./Analysis.js"
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+// ---------------------------------------------------------------------------------------------
+// Ranking: the index
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * BM25F fields. The name carries the intent ("read_text_file"); the first sentence of a description
+ * says the same in prose; the rest is caveats ("Only works within allowed directories") that
+ * should weigh little; the backend id helps only to pick between backends ("on github").
+ */
+const FIELDS = [
+  { weight: 3, b: 0.3 }, // name
+  { weight: 1.5, b: 0.5 }, // first sentence
+  { weight: 0.8, b: 0.5 }, // parameter names
+  { weight: 0.4, b: 0.75 }, // rest of the description, parameter descriptions and enums
+  { weight: 0.6, b: 0 } // backend id
+] as const
+const K1 = 1.2
+/**
+ * Document frequency is soft: a tool counts fully towards a term's frequency only when the term is
+ * in its name or first sentence. Otherwise boilerplate ("Only works within allowed directories")
+ * and weak synonyms ("get" for read) make the concepts people actually ask for look common.
+ */
+const DF_REFERENCE_WEIGHT = 1.5
+/** How much a tool gains when the query accounts for all the words of its name. */
+const NAME_COVERAGE_BOOST = 0.6
+const DEPRECATED_FACTOR = 0.7
+/** A tool matching none but one of several aspects of the query keeps this share of its score. */
+const COORDINATION_FLOOR = 0.3
+/** A tool that deletes should not be the first pick for "link Bob to Acme" just because it matches as well. */
+const DESTRUCTIVE_FACTOR = 0.75
+/** Words in tool names that name no action or object. */
+const GENERIC_NAME_WORDS = new Set(["get", "do", "run", "tool", "mcp", "execute", "perform", "simple"])
+
+interface Document {
+  /** Its distinct terms; `counts[t * FIELDS.length + f]` is term t's weighted count in field f. */
+  readonly terms: ReadonlyArray<string>
+  readonly counts: Float64Array
+  /** Term t's field-weighted count, for the soft document frequency. */
+  readonly presence: Float64Array
+  readonly lengths: ReadonlyArray<number>
+  /** Per meaningful word of the tool's name: the terms it stands for. */
+  readonly nameSlots: ReadonlyArray<ReadonlyMap<string, number>>
+  readonly deprecated: boolean
+  /** Its name says it deletes: offered only when deleting is asked for. */
+  readonly destructive: boolean
+  /** Multi-word identifiers ("read_text_file") the user may type to name the tool outright. */
+  readonly mentions: ReadonlyArray<string>
+}
+
+interface DocumentSource {
+  readonly backendId: string | undefined
+  readonly toolName: string
+  readonly description: string
+  readonly inputSchema: unknown
+}
+
+const termCounts = (text: string, identifier = false): { terms: Map<string, number>; length: number } => {
+  const terms = new Map<string, number>()
+  const length = analyze(text, (term, weight) => terms.set(term, (terms.get(term) ?? 0) + weight), 1, identifier)
+  return { terms, length }
+}
+
+/** Property names and descriptions of a schema, nested objects and array items included, bounded. */
+const schemaText = (schema: unknown): { names: Array<string>; prose: Array<string> } => {
+  const names: Array<string> = []
+  const prose: Array<string> = []
+  const visit = (node: unknown, depth: number) => {
+    if (!isRecord(node) || depth > 3 || names.length > 64) return
+    if (isRecord(node.properties)) {
+      for (const [key, child] of Object.entries(node.properties)) {
+        names.push(key)
+        if (isRecord(child)) {
+          if (typeof child.description === "string") prose.push(child.description)
+          if (Array.isArray(child.enum)) prose.push(child.enum.filter((e) => typeof e === "string").join(" "))
+        }
+        visit(child, depth + 1)
+      }
+    }
+    if (isRecord(node.items)) visit(node.items, depth + 1)
+  }
+  visit(schema, 0)
+  return { names, prose }
+}
+
+const analyzeDocument = (source: DocumentSource): Document => {
+  const description = source.description.trim()
+  const firstSentence = /^[\s\S]*?[.!?](?=\s|$)/.exec(description)?.[0] ?? description
+  const rest = description.slice(firstSentence.length)
+  const schema = schemaText(source.inputSchema)
+  // In the order of FIELDS.
+  const parts = [
+    termCounts(source.toolName, true),
+    termCounts(firstSentence),
+    termCounts(schema.names.join(" "), true),
+    termCounts(`${rest} ${schema.prose.join(" ")}`),
+    termCounts(source.backendId ?? "", true)
+  ]
+  const backendWords = new Set(splitWords(source.backendId ?? "", true))
+  const nameSlots = splitWords(source.toolName, true)
+    .filter((w) => !GENERIC_NAME_WORDS.has(w) && !backendWords.has(w) && !STOP_WORDS.has(w) && w.length > 1)
+    .map((word) => {
+      const slot = new Map<string, number>()
+      analyze(word, (term, weight) => slot.set(term, Math.max(slot.get(term) ?? 0, weight)), 1, true)
+      return slot
+    })
+    .filter((slot) => slot.size > 0)
+  const identifiers = [source.toolName, source.backendId ? `${source.backendId}${SEPARATOR}${source.toolName}` : ""]
+  // Flattened once here so that indexing a list (per list, not per tool) allocates almost nothing.
+  const termIds = new Map<string, number>()
+  parts.forEach((part) => part.terms.forEach((_, term) => termIds.has(term) || termIds.set(term, termIds.size)))
+  const counts = new Float64Array(termIds.size * FIELDS.length)
+  const presence = new Float64Array(termIds.size)
+  parts.forEach((part, f) =>
+    part.terms.forEach((count, term) => {
+      const t = termIds.get(term) ?? 0
+      counts[t * FIELDS.length + f] = count
+      presence[t] = (presence[t] ?? 0) + (FIELDS[f]?.weight ?? 0) * count
+    })
+  )
+  return {
+    terms: [...termIds.keys()],
+    counts,
+    presence,
+    lengths: parts.map((p) => p.length),
+    nameSlots,
+    deprecated: /\bdeprecated\b/i.test(description),
+    destructive: nameSlots.some((slot) => (slot.get(`${CONCEPT_PREFIX}delete`) ?? 0) >= 0.8),
+    mentions: identifiers.filter((id) => /[a-z0-9][_-]|[a-z][A-Z]/.test(id)).map((id) => id.toLowerCase())
+  }
+}
+
+/** The tool's own parts: the backend prefix of an exposed name and description taken back off. */
+const sourceOfTool = (tool: Tool): DocumentSource => {
+  const at = tool.name.indexOf(SEPARATOR)
+  const backendId = at > 0 ? tool.name.slice(0, at) : undefined
+  const description = tool.description ?? ""
+  return {
+    backendId,
+    toolName: backendId === undefined ? tool.name : tool.name.slice(at + SEPARATOR.length),
+    description:
+      backendId !== undefined && description.startsWith(`[${backendId}] `)
+        ? description.slice(backendId.length + 3)
+        : description,
+    inputSchema: tool.inputSchema
+  }
+}
+
+const sourceOfEntry = (entry: CatalogEntry): DocumentSource => {
+  const description = entry.tool.description ?? ""
+  const prefix = `[${entry.backendId}] `
+  return {
+    backendId: entry.backendId,
+    toolName: entry.toolName,
+    description: description.startsWith(prefix) ? description.slice(prefix.length) : description,
+    inputSchema: entry.tool.inputSchema
+  }
+}
+
+interface Index {
+  readonly items: ReadonlyArray<object>
+  readonly documents: ReadonlyArray<Document>
+  /** term -> [document index, saturated-ready pseudo term frequency] pairs, flattened. */
+  readonly postings: ReadonlyMap<string, { readonly docs: Array<number>; readonly tfs: Array<number> }>
+  readonly idf: ReadonlyMap<string, number>
+}
+
+// Per item (tool or entry object): analysing text is the costly part and does not depend on the list.
+const documentCache = new WeakMap<object, Document>()
+// Per list: lengths and frequencies depend on the whole list; a catalog is ranked many times.
+const indexCache = new WeakMap<ReadonlyArray<object>, Index>()
+
+const buildIndex = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: T) => DocumentSource): Index => {
+  const documents = items.map((item) => {
+    let document = documentCache.get(item)
+    if (document === undefined) {
+      document = analyzeDocument(sourceOf(item))
+      documentCache.set(item, document)
+    }
+    return document
+  })
+  const n = documents.length
+  const averages = FIELDS.map((_, f) => Math.max(1, documents.reduce((sum, d) => sum + (d.lengths[f] ?? 0), 0) / Math.max(1, n)))
+  const postings = new Map<string, { docs: Array<number>; tfs: Array<number> }>()
+  const df = new Map<string, number>()
+  const fieldCount = FIELDS.length
+  const scale = new Float64Array(fieldCount)
+  documents.forEach((document, i) => {
+    // BM25F: each field's count weighted and length-normalised, then summed into one pseudo-frequency.
+    for (let f = 0; f < fieldCount; f++) {
+      const { weight, b } = FIELDS[f] ?? { weight: 0, b: 0 }
+      scale[f] = weight / (1 - b + (b * (document.lengths[f] ?? 0)) / (averages[f] ?? 1))
+    }
+    document.terms.forEach((term, t) => {
+      let tf = 0
+      for (let f = 0; f < fieldCount; f++) tf += (document.counts[t * fieldCount + f] ?? 0) * (scale[f] ?? 0)
+      let posting = postings.get(term)
+      if (posting === undefined) postings.set(term, (posting = { docs: [], tfs: [] }))
+      posting.docs.push(i)
+      posting.tfs.push(tf)
+      df.set(term, (df.get(term) ?? 0) + Math.min(1, (document.presence[t] ?? 0) / DF_REFERENCE_WEIGHT))
+    })
+  })
+  const idf = new Map<string, number>()
+  for (const [term, count] of df) idf.set(term, Math.log(1 + (n - count + 0.5) / (count + 0.5)))
+  return { items: [...items], documents, postings, idf }
+}
+
+const indexOf = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: T) => DocumentSource): Index => {
+  const cached = indexCache.get(items)
+  // A caller that mutated its array after ranking gets a fresh index rather than a wrong one.
+  if (cached !== undefined && cached.items.length === items.length && cached.items.every((item, i) => item === items[i])) {
+    return cached
+  }
+  const index = buildIndex(items, sourceOf)
+  indexCache.set(items, index)
+  return index
+}
+
+const mentioned = (text: string, identifier: string): boolean => {
+  let from = 0
+  for (;;) {
+    const at = text.indexOf(identifier, from)
+    if (at < 0) return false
+    const before = text[at - 1]
+    const after = text[at + identifier.length]
+    if ((before === undefined || !/[a-z0-9_-]/.test(before)) && (after === undefined || !/[a-z0-9_-]/.test(after))) return true
+    from = at + 1
+  }
+}
+
+const normalizeLimit = (k: number): number => (Number.isNaN(k) || k <= 0 ? 0 : Math.floor(Math.min(k, Number.MAX_SAFE_INTEGER)))
+
+const rankWith = <T extends object>(
+  items: ReadonlyArray<T>,
+  sourceOf: (item: T) => DocumentSource,
+  query: string,
+  k: number,
+  context: RankContext | null | undefined,
+  /** Filled with the picked items' scores (0 for a tool that matched nothing), when given. */
+  scoresOut?: Map<T, number>
+): Array<T> => {
+  const limit = Math.min(normalizeLimit(k), items.length)
+  if (limit === 0) return []
+  const index = indexOf(items, sourceOf)
+  const { aspects, terms, text } = analyzeQuery(typeof query === "string" ? query : String(query ?? ""), context)
+  const scores = new Float64Array(items.length)
+  // Coordination: how much of what the query asks for a tool matches at all, each aspect counted
+  // by its strongest term the tool has. Summed BM25 alone lets one strong word ("open" in
+  // open_nodes) outweigh a tool that matches everything asked for.
+  const coordination = new Float64Array(items.length)
+  const stamp = new Int32Array(items.length)
+  let askedFor = 0
+  aspects.forEach((aspect, a) => {
+    let known = false
+    for (const [term, weight] of [...aspect].sort((x, y) => y[1] - x[1])) {
+      const posting = index.postings.get(term)
+      if (posting === undefined) continue
+      known = true
+      for (const doc of posting.docs) {
+        if (stamp[doc] === a + 1) continue
+        stamp[doc] = a + 1
+        coordination[doc] = (coordination[doc] ?? 0) + weight
+      }
+    }
+    // Words no tool knows (names, "webpack") are arguments: they neither help nor hurt.
+    if (known) askedFor += Math.max(...aspect.values())
+  })
+  for (const [term, queryWeight] of terms) {
+    const posting = index.postings.get(term)
+    if (posting === undefined) continue
+    const idf = index.idf.get(term) ?? 0
+    for (let j = 0; j < posting.docs.length; j++) {
+      const tf = posting.tfs[j] ?? 0
+      const doc = posting.docs[j] ?? 0
+      scores[doc] = (scores[doc] ?? 0) + (queryWeight * idf * tf * (K1 + 1)) / (tf + K1)
+    }
+  }
+  const wantsDeletion = (terms.get(`${CONCEPT_PREFIX}delete`) ?? 0) >= 0.5
+  const scored: Array<number> = []
+  for (let i = 0; i < items.length; i++) {
+    const document = index.documents[i]
+    let score = scores[i] ?? 0
+    if (document === undefined) continue
+    if (score > 0) {
+      if (askedFor > 0) score *= COORDINATION_FLOOR + ((1 - COORDINATION_FLOOR) * (coordination[i] ?? 0)) / askedFor
+      if (document.nameSlots.length > 0) {
+        let covered = 0
+        for (const slot of document.nameSlots) {
+          let best = 0
+          for (const [term, weight] of slot) best = Math.max(best, Math.min(1, weight * (terms.get(term) ?? 0)))
+          covered += best
+        }
+        score *= 1 + (NAME_COVERAGE_BOOST * covered) / document.nameSlots.length
+      }
+      if (document.deprecated) score *= DEPRECATED_FACTOR
+      if (document.destructive && !wantsDeletion) score *= DESTRUCTIVE_FACTOR
+    }
+    // Naming the tool outright beats any amount of word overlap.
+    if (document.mentions.some((id) => mentioned(text, id))) score = (score + 1) * 3
+    scores[i] = score
+    if (score > 0) scored.push(i)
+  }
+  scored.sort((a, b) => (scores[b] ?? 0) - (scores[a] ?? 0) || a - b)
+  const picked = scored.slice(0, limit)
+  if (picked.length < limit) {
+    // Unmatched tools still fill the request, in their listed order.
+    for (let i = 0; i < items.length && picked.length < limit; i++) if ((scores[i] ?? 0) <= 0) picked.push(i)
+  }
+  if (scoresOut !== undefined) for (const i of picked) scoresOut.set(items[i] as T, Math.max(0, scores[i] ?? 0))
+  return picked.map((i) => items[i] as T)
+}
+
+/**
+ * The `k` tools that best match `query` (all of them, ranked, when there are fewer), best first;
+ * tools that match nothing follow in their listed order. `context` (the orchestration request's)
+ * only hints. Pure and deterministic. Exposed names (`<backendId>__<tool>`) and `[<backendId>] `
+ * description prefixes are understood. The index is cached per array (and per tool object), so
+ * pass the same array for the same list.
+ */
+export const rank = <T extends Tool>(tools: ReadonlyArray<T>, query: string, k: number, context?: RankContext | null): Array<T> =>
+  rankWith(tools, sourceOfTool, query, k, context)
+
+/** `rank` for catalog entries: what the orchestrator uses to pick the tools it offers the model. */
+export const rankEntries = (
+  entries: ReadonlyArray<CatalogEntry>,
+  query: string,
+  k: number,
+  context?: RankContext | null
+): Array<CatalogEntry> => rankWith(entries, sourceOfEntry, query, k, context)
+
+/** `rankEntries` with each entry's score, best first: what the debug UI shows of a ranking. */
+export const scoreEntries = (
+  entries: ReadonlyArray<CatalogEntry>,
+  query: string,
+  k: number,
+  context?: RankContext | null
+): Array<{ readonly name: string; readonly score: number }> => {
+  const scores = new Map<CatalogEntry, number>()
+  return rankWith(entries, sourceOfEntry, query, k, context, scores).map((entry) => ({
+    name: entry.name,
+    score: Math.round((scores.get(entry) ?? 0) * 1_000) / 1_000
+  }))
+}
+
+/**
+ * Builds and caches the ranking index of `entries` now (tens of milliseconds per thousand tools),
+ * so that the first query after the tool list changes does not wait for it. Optional.
+ */
+export const prepareRanking = (entries: ReadonlyArray<CatalogEntry>): void => {
+  indexOf(entries, sourceOfEntry)
+}
