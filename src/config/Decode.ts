@@ -1,0 +1,308 @@
+/**
+ * Decoding a configuration document with readable issues: each problem with its path, unknown keys
+ * refused with "did you mean", the keys other clients keep in their files ignored, and the other
+ * clients' shapes (`mcpServers`, VS Code's `servers`, seed shapes) turned into GatewayOptions.
+ */
+import { Either, ParseResult, Schema } from "effect"
+import { InvalidParams } from "../protocol/Errors.js"
+import { closest } from "./Suggest.js"
+
+import {
+  BackendConfig,
+  BackendFields,
+  Backends,
+  GatewayOptions,
+  McpServerEntry,
+  McpServers,
+  ServerDefaults,
+  optionFields
+} from "./Schema.js"
+
+const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>(
+    (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`),
+    ""
+  )
+
+/**
+ * Effect's formatter prints the offending value, recursively: a value nested some thousands of
+ * levels deep (a client can send one) overflows the stack. Then each problem is formatted on its
+ * own, and one whose value cannot be printed gets a plain message, so the reply stays -32602.
+ */
+const formatIssueSafely = (
+  issue: ParseResult.ParseIssue,
+  path: ReadonlyArray<PropertyKey>
+): Array<ParseResult.ArrayFormatterIssue> => {
+  try {
+    return ParseResult.ArrayFormatter.formatIssueSync(issue).map((i) => ({ ...i, path: [...path, ...i.path] }))
+  } catch {
+    switch (issue._tag) {
+      case "Pointer":
+        return formatIssueSafely(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path])])
+      case "Composite":
+        return (Array.isArray(issue.issues) ? issue.issues : [issue.issues]).flatMap((i) => formatIssueSafely(i, path))
+      case "Refinement":
+      case "Transformation":
+        return formatIssueSafely(issue.issue, path)
+      default:
+        return [
+          {
+            _tag: issue._tag,
+            path,
+            message:
+              issue._tag === "Type"
+                ? `Expected ${String(issue.ast)}, actual a value nested too deeply to show`
+                : "is invalid (a value nested too deeply to show)"
+          }
+        ]
+    }
+  }
+}
+
+/** `path: problem` lines, e.g. `backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$`. */
+export const formatIssues = (
+  error: ParseResult.ParseError,
+  mapPath: (path: ReadonlyArray<PropertyKey>) => ReadonlyArray<PropertyKey> = (p) => p
+): Array<string> =>
+  formatIssueSafely(error.issue, [])
+    // An optional field is a union with undefined; its "Expected undefined" branch is noise.
+    .filter((issue) => !issue.message.startsWith("Expected undefined, actual"))
+    .map((issue) => {
+      const where = formatPath(mapPath(issue.path))
+      const what = issue._tag === "Missing" ? "is required" : issue.message
+      return where === "" ? what : `${where}: ${what}`
+    })
+
+const decodeOptionsEither = Schema.decodeUnknownEither(GatewayOptions, { errors: "all" })
+
+// Keys: unknown ones are errors, so a misspelt `backend` cannot silently leave the default running
+
+/** Every key GatewayOptions accepts (the docs list each one: test/docs.test.ts). */
+export const OPTION_KEYS = [...Object.keys(optionFields), "backends", "mcpServers", "servers", "defaults"]
+/** Every key a BackendConfig accepts. */
+export const BACKEND_KEYS = Object.keys(BackendFields.fields)
+const MCP_SERVER_KEYS = Object.keys(McpServerEntry.fields)
+const DEFAULTS_KEYS = Object.keys(ServerDefaults.fields)
+/** Keys that other MCP clients keep in their own config files; they mean nothing to the gateway. */
+const FOREIGN_TOP_KEYS = new Set(["$schema", "globalShortcut", "inputs"])
+const FOREIGN_SERVER_KEYS = new Set(["autoApprove", "alwaysAllow", "disabledTools", "trust", "includeTools", "excludeTools"])
+/** In `mcpServers`, `timeout` is Cline's, in seconds: ignored there (see `fromMcpServers`). */
+const CLINE_FOREIGN_KEYS = new Set([...FOREIGN_SERVER_KEYS, "timeout"])
+/** Names that JavaScript objects treat specially: a key like this would be dropped while decoding. */
+const RESERVED_KEYS = new Set(["__proto__", "constructor", "prototype"])
+
+/** `unknown key 'backend' (did you mean 'backends'?)` */
+const unknownKey = (key: string, known: ReadonlyArray<string>): string => {
+  const best = closest(key, known)
+  return `unknown key '${key.slice(0, 64)}'${best === undefined ? "" : ` (did you mean '${best}'?)`}`
+}
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * The key problems of a GatewayOptions document, as `path: problem` lines, and the foreign keys
+ * it ignores. Only the gateway's own structures are checked (a backend's `env` is free-form).
+ */
+const checkKeys = (input: Record<string, unknown>): { problems: Array<string>; ignored: Array<string> } => {
+  const problems: Array<string> = []
+  const ignored: Array<string> = []
+  const check = (object: Record<string, unknown>, where: string, known: ReadonlyArray<string>, foreign: ReadonlySet<string>) => {
+    for (const key of Object.keys(object)) {
+      const path = where === "" ? key : `${where}.${key}`
+      if (RESERVED_KEYS.has(key)) problems.push(`${where === "" ? "" : `${where}: `}the key '${key}' is not allowed`)
+      else if (foreign.has(key)) ignored.push(path)
+      else if (!known.includes(key)) problems.push(`${where === "" ? "" : `${where}: `}${unknownKey(key, known)}`)
+    }
+  }
+  check(input, "", OPTION_KEYS, FOREIGN_TOP_KEYS)
+  /** A server's own keys, and `__proto__` in its free-form `env` (it would vanish in decoding). */
+  const checkServer = (
+    server: Record<string, unknown>,
+    where: string,
+    known: ReadonlyArray<string>,
+    foreign: ReadonlySet<string> = FOREIGN_SERVER_KEYS
+  ) => {
+    check(server, where, known, foreign)
+    if (isObject(server.env) && Object.hasOwn(server.env, "__proto__"))
+      problems.push(`${where}.env: the key '__proto__' is not allowed`)
+  }
+  if (Array.isArray(input.backends)) {
+    input.backends.forEach((backend, i) => {
+      if (isObject(backend)) checkServer(backend, `backends[${i}]`, BACKEND_KEYS)
+    })
+  }
+  for (const field of ["mcpServers", "servers"] as const) {
+    const map = input[field]
+    if (!isObject(map)) continue
+    for (const [name, server] of Object.entries(map)) {
+      if (RESERVED_KEYS.has(name)) problems.push(`${field}: the server name '${name}' is not allowed`)
+      else if (isObject(server))
+        checkServer(
+          server,
+          `${field}.${name}`,
+          MCP_SERVER_KEYS,
+          field === "mcpServers" ? CLINE_FOREIGN_KEYS : FOREIGN_SERVER_KEYS
+        )
+    }
+  }
+  if (isObject(input.defaults)) checkServer(input.defaults, "defaults", DEFAULTS_KEYS)
+  return { problems, ignored }
+}
+
+/** The options with `mcpServers` turned into stdio backends. */
+export interface NormalizedOptions extends Omit<GatewayOptions, "mcpServers" | "backends"> {
+  readonly backends?: ReadonlyArray<BackendConfig>
+  /** Keys other MCP clients write that the gateway ignores (logged at debug level). */
+  readonly ignoredKeys?: ReadonlyArray<string>
+}
+
+export const decodeOptions = (given: unknown, what: string): Either.Either<NormalizedOptions, InvalidParams> => {
+  const input =
+    isMcpConfig(given) || (Array.isArray(given) && given.length > 0 && given.every(isMcpConfig)) ? fromMcpConfigs(given) : given
+  if (input instanceof InvalidParams) return Either.left(input)
+  if (!isObject(input)) {
+    return Either.left(new InvalidParams({ message: `${what} must be a JSON object`, issues: [`${what}: must be an object`] }))
+  }
+  const keys = checkKeys(input)
+  if (keys.problems.length > 0) {
+    return Either.left(new InvalidParams({ message: `Invalid ${what}: ${keys.problems.join("; ")}`, issues: keys.problems }))
+  }
+  return decodeOptionsEither(input).pipe(
+    Either.map((options): GatewayOptions & { ignoredKeys?: ReadonlyArray<string> } =>
+      keys.ignored.length === 0 ? options : { ...options, ignoredKeys: keys.ignored }
+    ),
+    Either.mapLeft((error) => {
+      const issues = formatIssues(error)
+      return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
+    }),
+    Either.flatMap((options) => {
+      const { mcpServers: claude, servers, backends, defaults, ...rest } = options
+      const given = [backends && "backends", claude && "mcpServers", servers && "servers"].filter(Boolean)
+      if (given.length > 1) {
+        const issues = [`${given[1]}: give one of backends, mcpServers or servers, not ${given.join(" and ")}`]
+        return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
+      }
+      const mcpServers = claude ?? servers
+      const field = claude === undefined ? "servers" : "mcpServers"
+      if (mcpServers === undefined) {
+        if (defaults !== undefined) {
+          const issues = ["defaults: applies to the entries of mcpServers or servers, and there are none"]
+          return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
+        }
+        return Either.right(backends === undefined ? rest : { ...rest, backends })
+      }
+      const keys = Object.keys(mcpServers)
+      return fromMcpServers(mcpServers, defaults ?? {}, field).pipe(
+        Either.mapLeft((error) => {
+          // The converted list is indexed; the user wrote keys, so name the key.
+          const issues = formatIssues(error, ([index, ...rest]) => [
+            field,
+            typeof index === "number" ? (keys[index] ?? index) : (index ?? ""),
+            ...rest
+          ])
+          return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
+        }),
+        Either.map((converted) => ({ ...rest, backends: converted }))
+      )
+    })
+  )
+}
+
+/**
+ * A server name as a backend id: characters outside `[a-zA-Z0-9_-]` become `_`, at most 64, and a
+ * name that two keys would share gets `_2`, `_3`...
+ */
+export const idsOf = (names: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const taken = new Set<string>()
+  return names.map((name) => {
+    const base = (name.replace(/[^a-zA-Z0-9_-]/g, "_") || "server").slice(0, 64)
+    let id = base
+    for (let n = 2; taken.has(id); n++) id = `${base.slice(0, 64 - String(n).length - 1)}_${n}`
+    taken.add(id)
+    return id
+  })
+}
+
+/** Seed 002's `MCPConfig`: one server as `{serverName, transport, connection, auth}`. */
+const isMcpConfig = (u: unknown): u is Record<string, unknown> => isObject(u) && typeof u.serverName === "string"
+
+/**
+ * One `MCPConfig` or an array of them, as the `servers` map it means: `connection` holds the
+ * entry's own keys, `transport` is its `type`, a bearer `auth` becomes an Authorization header.
+ * Other keys stay where the key check and the schema will judge them.
+ */
+const fromMcpConfigs = (given: unknown): Record<string, unknown> | InvalidParams => {
+  const servers: Record<string, unknown> = {}
+  for (const config of (Array.isArray(given) ? given : [given]) as Array<Record<string, unknown>>) {
+    const { serverName, transport, connection, auth, ...rest } = config
+    const name = serverName as string
+    const problem = (issue: string) => new InvalidParams({ message: `Invalid ${name}: ${issue}`, issues: [`${name}.${issue}`] })
+    if (connection !== undefined && !isObject(connection)) return problem("connection: must be an object")
+    let authorization: Record<string, string> = {}
+    if (auth !== undefined) {
+      if (!isObject(auth) || (auth.type !== "bearer" && auth.type !== "none")) return problem("auth.type: must be bearer or none")
+      if (auth.type === "bearer") {
+        if (typeof auth.token !== "string" || auth.token.trim() === "") return problem("auth.token: must be a non-empty string")
+        authorization = { Authorization: `Bearer ${auth.token}` }
+      }
+    }
+    if (Object.hasOwn(servers, name)) return problem("serverName: the same name twice")
+    const own = isObject(connection) ? connection : {}
+    const headers = isObject(own.headers) ? own.headers : {}
+    servers[name] = {
+      ...rest,
+      ...own,
+      ...(transport === undefined ? {} : { type: transport }),
+      // A `headers` that is not an object stays as it is, for the schema to refuse.
+      ...(Object.keys(authorization).length === 0 || (own.headers !== undefined && !isObject(own.headers))
+        ? {}
+        : { headers: { ...headers, ...authorization } })
+    }
+  }
+  return { servers }
+}
+
+/** Drops the keys whose value is undefined (an optional field absent stays absent). */
+const defined = <A extends Record<string, unknown>>(record: A): A =>
+  Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as A
+
+/**
+ * Server map entries become backends, one per key, in file order, each over `defaults`. `timeout`
+ * counts only in a `servers` map: Cline writes seconds under the same name in `mcpServers`.
+ */
+const fromMcpServers = (
+  servers: typeof McpServers.Type,
+  defaults: typeof ServerDefaults.Type,
+  field: "mcpServers" | "servers"
+) => {
+  const names = Object.keys(servers)
+  const ids = idsOf(names)
+  return Schema.decodeUnknownEither(Backends, { errors: "all" })(
+    Object.entries(servers).map(([name, entry], i) => {
+      const s = { ...defaults, ...defined(entry), env: { ...defaults.env, ...entry.env } }
+      return defined({
+        id: ids[i]!,
+        type: ((type) => (type === "streamableHttp" ? "streamable-http" : type))(s.type ?? s.transportType),
+        command: s.command,
+        url: s.url,
+        headers: s.headers,
+        args: s.args ?? [],
+        env: s.env,
+        cwd: s.cwd,
+        description: s.description,
+        // A name that had to change to be an id is kept for display.
+        displayName: s.displayName ?? (ids[i] !== name ? name : undefined),
+        requestTimeoutMs: s.requestTimeoutMs ?? (field === "servers" ? s.timeout : undefined),
+        restartOnCrash: s.restartOnCrash,
+        inheritEnv: s.inheritEnv,
+        maxFrameBytes: s.maxFrameBytes,
+        roots: s.roots,
+        startupDelayMs: s.startupDelayMs ?? s.startupDelay,
+        protocolVersion: s.protocolVersion,
+        maxInstances: s.maxInstances,
+        requiresStatefulConnection: s.requiresStatefulConnection,
+        enabled: s.enabled ?? s.disabled !== true
+      })
+    })
+  )
+}

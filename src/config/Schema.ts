@@ -1,0 +1,349 @@
+/**
+ * The configuration's shapes: GatewayOptions and BackendConfig as Effect schemas (with the
+ * defaults and ranges the README documents), and the other clients' shapes they accept.
+ */
+import { Schema } from "effect"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import * as Mcp from "../protocol/Mcp.js"
+import { LOG_LEVEL_NAMES, type LogLevelName as LevelName } from "../observability/Logging.js"
+
+const ID_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
+
+const BackendId = Schema.String.pipe(
+  Schema.filter((s) => ID_PATTERN.test(s), { message: () => "must match ^[a-zA-Z0-9_-]{1,64}$" })
+)
+
+/** OpenAI accepts at most 128 tools in one request. */
+export const MAX_TOOLS_LIMIT = 128
+
+/**
+ * A whole number in [1, max]. Every duration and size is bounded: Node clamps a timer over 2^31-1 ms
+ * to 1 ms, so an unbounded "wait a month" would become "time out at once", in a loop.
+ */
+const BoundedInt = (max: number, unit: string) =>
+  Schema.Number.pipe(
+    Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= max, {
+      message: () => `must be a whole number of ${unit} from 1 to ${max}`
+    })
+  )
+
+/** The longest duration any setting accepts: 24 hours. */
+export const MAX_DURATION_MS = 86_400_000
+/** The largest frame any setting accepts: 1 GiB. */
+export const MAX_FRAME_LIMIT = 1024 * 1024 * 1024
+const DurationMs = BoundedInt(MAX_DURATION_MS, "milliseconds")
+const MAX_SESSIONS_LIMIT = 100_000
+const FrameBytes = BoundedInt(MAX_FRAME_LIMIT, "bytes")
+
+/**
+ * A string whose value is never echoed in an error: env values, arguments and keys are secrets,
+ * and Effect's default message ("Expected string, actual ...") would print a mistyped one.
+ */
+const SecretString = Schema.String.annotations({ message: () => "must be a string (value not shown)" })
+const SecretEnv = Schema.Record({ key: Schema.String, value: SecretString })
+
+const Port = Schema.Number.pipe(
+  Schema.filter((n) => Number.isInteger(n) && n >= 0 && n <= 65535, { message: () => "must be a port number (0-65535)" })
+)
+
+const NonEmptyString = Schema.String.pipe(
+  Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })
+)
+
+export const LogLevelName = Schema.Literal(...LOG_LEVEL_NAMES)
+export type LogLevelName = LevelName
+
+export const Routing = Schema.Literal("tool", "backend")
+export type Routing = typeof Routing.Type
+
+const isFileUri = (s: string) => /^file:\/\//i.test(s)
+
+/** A root: an absolute path or a `file://` URI, or `{uri, name}`. */
+const Root = Schema.Union(
+  Schema.String.pipe(
+    Schema.filter((s) => path.isAbsolute(s) || isFileUri(s), { message: () => "must be an absolute path or a file:// URI" })
+  ),
+  Schema.Struct({
+    uri: Schema.String.pipe(Schema.filter(isFileUri, { message: () => "must be a file:// URI" })),
+    name: Schema.optional(Schema.String)
+  })
+)
+const Roots = Schema.Array(Root).pipe(Schema.maxItems(100))
+
+/** A backend's configured roots as MCP's `roots/list` gives them. */
+export const rootsOf = (backend: {
+  readonly roots?: ReadonlyArray<typeof Root.Type> | undefined
+}): ReadonlyArray<{ readonly uri: string; readonly name?: string }> =>
+  (backend.roots ?? []).map((root) =>
+    typeof root !== "string"
+      ? root.name === undefined
+        ? { uri: root.uri }
+        : { uri: root.uri, name: root.name }
+      : isFileUri(root)
+        ? { uri: root }
+        : { uri: pathToFileURL(root).href, name: path.basename(root) || root }
+  )
+
+/** How a backend is reached: a child process, or a remote server (see `transportOf`). */
+export const BackendType = Schema.Literal("stdio", "http", "streamable-http", "sse", "websocket").annotations({
+  message: () => ({ message: "must be stdio, http, streamable-http, sse or websocket", override: true })
+})
+export type BackendType = typeof BackendType.Type
+
+/** A remote server's address: http(s) for the HTTP transports, ws(s) for WebSocket. */
+const RemoteUrl = Schema.String.pipe(
+  Schema.filter(
+    (s) => {
+      // A ${env:NAME} reference is checked once it is resolved.
+      if (s.includes("${")) return true
+      try {
+        return /^(https?|wss?):$/.test(new URL(s).protocol)
+      } catch {
+        return false
+      }
+    },
+    { message: () => "must be an http://, https://, ws:// or wss:// URL" }
+  )
+)
+
+/** A protocol version a backend can be pinned to. */
+const ProtocolVersion = Schema.Literal(...Mcp.SUPPORTED_PROTOCOL_VERSIONS, Mcp.STATELESS_PROTOCOL_VERSION).annotations({
+  message: () => ({
+    message: `must be one of ${[Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS].join(", ")}`,
+    override: true
+  })
+})
+
+/** The most processes one backend may run (`maxInstances`). */
+export const MAX_INSTANCES = 16
+
+export const BackendFields = Schema.Struct({
+  id: BackendId,
+  displayName: Schema.optional(Schema.String),
+  description: Schema.optional(Schema.String),
+  /** Without it: "stdio", or for a `url`, "websocket" (ws://, wss://) or "http". */
+  type: Schema.optional(BackendType),
+  command: Schema.optional(NonEmptyString),
+  /** A remote server's address (with `type` http, streamable-http, sse or websocket). */
+  url: Schema.optional(RemoteUrl),
+  /** Sent to a remote server with every request (credentials: secrets, never logged). */
+  headers: Schema.optional(SecretEnv),
+  args: Schema.optionalWith(Schema.Array(SecretString), { default: () => [] }),
+  env: Schema.optionalWith(SecretEnv, { default: () => ({}) }),
+  /** Gateway settings a backend may inherit all the same (e.g. OPENAI_API_KEY); see `backendEnv`. */
+  inheritEnv: Schema.optional(Schema.Array(Schema.String)),
+  cwd: Schema.optional(Schema.String),
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  requestTimeoutMs: Schema.optional(DurationMs),
+  restartOnCrash: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /** The longest stdout line (one JSON-RPC message) accepted from this backend. */
+  maxFrameBytes: Schema.optional(FrameBytes),
+  /** What `roots/list` answers when no client's roots can be asked (see `rootsOf`). */
+  roots: Schema.optional(Roots),
+  /** Waited after the process starts and before the handshake, for servers slow to listen. */
+  startupDelayMs: Schema.optional(DurationMs),
+  /** The only protocol version offered (a server that misbehaves with newer ones). */
+  protocolVersion: Schema.optional(ProtocolVersion),
+  /** Processes run for a server that keeps no state between calls; calls go to the least busy. */
+  maxInstances: Schema.optional(BoundedInt(MAX_INSTANCES, "instances")),
+  /** True (the default): the server keeps state per connection, so one process serves it. */
+  requiresStatefulConnection: Schema.optional(Schema.Boolean),
+  /** Heartbeats (see `healthCheckOf`); false turns them off. */
+  healthCheck: Schema.optional(
+    Schema.Union(
+      Schema.Literal(false),
+      Schema.Struct({
+        intervalMs: Schema.optional(DurationMs),
+        timeoutMs: Schema.optional(DurationMs),
+        failures: Schema.optional(BoundedInt(100, "failures"))
+      })
+    )
+  )
+})
+
+/** A backend's heartbeat: every `intervalMs` of silence a ping, answered within `timeoutMs`. */
+export interface HealthCheck {
+  readonly intervalMs: number
+  readonly timeoutMs: number
+  /** Missed pings in a row after which the backend is restarted. */
+  readonly failures: number
+}
+
+export const DEFAULT_HEALTH_CHECK: HealthCheck = { intervalMs: 15_000, timeoutMs: 5_000, failures: 3 }
+
+/** The heartbeat a backend gets: the defaults with its own settings over them, or none. */
+export const healthCheckOf = (backend: {
+  readonly healthCheck?: false | { readonly [K in keyof HealthCheck]?: number | undefined } | undefined
+}): HealthCheck | undefined => {
+  const own = backend.healthCheck
+  if (own === false) return undefined
+  return {
+    intervalMs: own?.intervalMs ?? DEFAULT_HEALTH_CHECK.intervalMs,
+    timeoutMs: own?.timeoutMs ?? DEFAULT_HEALTH_CHECK.timeoutMs,
+    failures: own?.failures ?? DEFAULT_HEALTH_CHECK.failures
+  }
+}
+
+/** Why `url` does not suit `transport` (its scheme, or not a URL at all), or undefined. */
+export const remoteUrlProblem = (transport: BackendType, url: string): string | undefined => {
+  let protocol: string
+  try {
+    protocol = new URL(url).protocol
+  } catch {
+    return "must be an http://, https://, ws:// or wss:// URL"
+  }
+  if (transport === "websocket") return /^wss?:$/.test(protocol) ? undefined : "must be a ws:// or wss:// URL"
+  return /^https?:$/.test(protocol) ? undefined : "must be an http:// or https:// URL"
+}
+
+/** How a backend is reached. */
+export const transportOf = (backend: { readonly type?: BackendType | undefined; readonly url?: string | undefined }) =>
+  backend.type ?? (backend.url === undefined ? "stdio" : /^wss?:/i.test(backend.url) ? "websocket" : "http")
+
+export const BackendConfig = BackendFields.pipe(
+  Schema.filter((backend) => {
+    const transport = transportOf(backend)
+    if ((backend.maxInstances ?? 1) > 1) {
+      if (transport !== "stdio") return { path: ["maxInstances"], message: "is for stdio servers (processes run here)" }
+      if (backend.requiresStatefulConnection !== false) {
+        return {
+          path: ["maxInstances"],
+          message: "needs requiresStatefulConnection: false (a server that keeps state per connection must be one process)"
+        }
+      }
+    }
+    if (transport === "stdio") {
+      if (backend.command === undefined) return { path: ["command"], message: "is required (or give a url for a remote server)" }
+      if (backend.url !== undefined) return { path: ["url"], message: "is for remote servers: give a type other than stdio" }
+      return true
+    }
+    if (backend.url === undefined) return { path: ["url"], message: `is required for a ${transport} backend` }
+    if (backend.command !== undefined) return { path: ["command"], message: "is for stdio servers: a remote one has a url" }
+    // A ${env:NAME} reference is checked once it is resolved (see `withEnvReferences`).
+    const problem = backend.url.includes("${") ? undefined : remoteUrlProblem(transport, backend.url)
+    return problem === undefined || { path: ["url"], message: problem }
+  })
+)
+export type BackendConfig = typeof BackendConfig.Type & {
+  /**
+   * Set by the gateway, never by a file: why this backend must not start. The embedded default
+   * refuses to serve `/` or the home directory; the backend is then `failed` with this reason.
+   */
+  readonly refused?: string | undefined
+}
+export type BackendConfigInput = typeof BackendConfig.Encoded
+
+const UniqueBackends = Schema.Array(BackendConfig).pipe(
+  Schema.filter((backends) => {
+    const seen = new Set<string>()
+    for (let i = 0; i < backends.length; i++) {
+      const id = backends[i]!.id
+      if (seen.has(id)) {
+        return { path: [i, "id"], message: `duplicate backend id '${id}'` }
+      }
+      seen.add(id)
+    }
+    return true
+  })
+)
+
+export const Backends = UniqueBackends.pipe(Schema.filter((backends) => backends.length > 0 || "must list at least one backend"))
+
+/**
+ * An entry of a server map: Claude Desktop / Cursor `mcpServers`, VS Code `servers` (stdio, or
+ * remote with `url`, `type` and `headers`), and the `servers`/`defaults` shape whose options
+ * (`enabled`, `timeout`, `startupDelay`, ...) are in milliseconds.
+ */
+export const McpServerEntry = Schema.Struct({
+  type: Schema.optional(
+    // Cline writes streamableHttp.
+    Schema.Literal(...BackendType.literals, "streamableHttp").annotations({
+      message: () => ({ message: "must be stdio, http, streamable-http, sse or websocket", override: true })
+    })
+  ),
+  // BackendConfig's own options are accepted here too, so one file can keep the familiar shape
+  // (those with a default are optional here, so `defaults` can tell an absent one).
+  ...BackendFields.pick(
+    "command",
+    "url",
+    "headers",
+    "cwd",
+    "description",
+    "displayName",
+    "inheritEnv",
+    "requestTimeoutMs",
+    "maxFrameBytes",
+    "roots",
+    "startupDelayMs",
+    "protocolVersion",
+    "maxInstances",
+    "requiresStatefulConnection"
+  ).fields,
+  args: Schema.optional(Schema.Array(SecretString)),
+  env: Schema.optional(SecretEnv),
+  restartOnCrash: Schema.optional(Schema.Boolean),
+  disabled: Schema.optional(Schema.Boolean),
+  /** Cline's name for `type`. */
+  transportType: Schema.optional(
+    Schema.Literal("stdio", "sse", "streamableHttp").annotations({
+      message: () => ({ message: "must be stdio, sse or streamableHttp", override: true })
+    })
+  ),
+  enabled: Schema.optional(Schema.Boolean),
+  /** Milliseconds, as `requestTimeoutMs` (only in a `servers` map: Cline writes seconds in `mcpServers`). */
+  timeout: Schema.optional(DurationMs),
+  /** Milliseconds waited after the process starts (`startupDelayMs`). */
+  startupDelay: Schema.optional(DurationMs)
+})
+
+export const McpServers = Schema.Record({ key: Schema.String, value: McpServerEntry })
+
+/** `defaults`: options laid beneath every entry of the server map (never a command or address). */
+export const ServerDefaults = McpServerEntry.omit("type", "command", "url", "args", "cwd", "displayName", "description")
+
+/** Every GatewayOptions field but `backends`; shared by the file and `initializationOptions`. */
+export const optionFields = {
+  OPENAI_API_KEY: Schema.optional(SecretString),
+  logLevel: Schema.optional(LogLevelName),
+  DEBUG_PORT: Schema.optional(Schema.NullOr(Port)),
+  model: Schema.optional(NonEmptyString),
+  openaiBaseUrl: Schema.optional(NonEmptyString),
+  routing: Schema.optional(Routing),
+  exposeBackendTools: Schema.optional(Schema.Boolean),
+  maxToolsPerRequest: Schema.optional(BoundedInt(MAX_TOOLS_LIMIT, "tools")),
+  requestTimeoutMs: Schema.optional(DurationMs),
+  startupTimeoutMs: Schema.optional(DurationMs),
+  maxFrameBytes: Schema.optional(FrameBytes),
+  maxBackendFrameBytes: Schema.optional(FrameBytes),
+  // Streamable HTTP (--http): process-wide, so a session's initializationOptions cannot set them.
+  sessionIdleMs: Schema.optional(DurationMs),
+  maxSessions: Schema.optional(BoundedInt(MAX_SESSIONS_LIMIT, "sessions")),
+  /** Host header values accepted besides the bound address (DNS-rebinding protection). */
+  allowedHosts: Schema.optional(Schema.Array(NonEmptyString)),
+  /** Origin header values accepted besides loopback origins. */
+  allowedOrigins: Schema.optional(Schema.Array(NonEmptyString)),
+  /** Starts every Mcp-Session-Id this gateway issues, so a proxy in front of several can route by it. */
+  sessionIdPrefix: Schema.optional(
+    Schema.String.pipe(
+      Schema.filter((s) => /^[A-Za-z0-9._-]{1,32}$/.test(s), {
+        message: () => "must be 1 to 32 letters, digits, '.', '_' or '-'"
+      })
+    )
+  )
+}
+
+/**
+ * GatewayOptions as a source gives them: every field optional (an `initializationOptions`
+ * carrying only a key is fine), `backends` or `mcpServers` (not both) when backends are given.
+ */
+export const GatewayOptions = Schema.Struct({
+  ...optionFields,
+  backends: Schema.optional(Backends),
+  mcpServers: Schema.optional(McpServers),
+  /** VS Code's name for the same map (`.vscode/mcp.json`), and that of the `servers`/`defaults` shape. */
+  servers: Schema.optional(McpServers),
+  defaults: Schema.optional(ServerDefaults)
+})
+export type GatewayOptions = typeof GatewayOptions.Type
+export type GatewayOptionsInput = typeof GatewayOptions.Encoded
