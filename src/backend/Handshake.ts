@@ -1,0 +1,199 @@
+/**
+ * The MCP session with a backend: `server/discover` or `initialize` with version fallback, the tool
+ * list, its requests served, a lost session noticed, and its stderr logged.
+ */
+import { Cause, Effect, Exit, FiberId, FiberSet, Option, Queue } from "effect"
+import { BackendError, ErrorCode, type RpcError } from "../protocol/Errors.js"
+import { failure, success } from "../jsonrpc/JsonRpc.js"
+import * as Mcp from "../protocol/Mcp.js"
+import * as Remote from "./Remote.js"
+import { ClientInfo, paramsFor } from "./Contract.js"
+import { Connection, LogLine } from "./Connection.js"
+
+// The session
+
+const MAX_TOOL_PAGES = 1_000
+
+export type Requester = (method: string, params: unknown, timeoutMs: number) => Effect.Effect<unknown, BackendError>
+
+export const listAllTools = (request: Requester, timeoutMs: number): Effect.Effect<ReadonlyArray<Mcp.Tool>, BackendError> =>
+  Effect.gen(function* () {
+    const tools: Array<Mcp.Tool> = []
+    const seen = new Set<string>()
+    let cursor: string | undefined = undefined
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const result = (yield* request("tools/list", cursor === undefined ? {} : { cursor }, timeoutMs)) as {
+        tools?: unknown
+        nextCursor?: unknown
+      } | null
+      const listed = Array.isArray(result?.tools) ? result.tools : []
+      for (const tool of listed) {
+        if (typeof tool !== "object" || tool === null || typeof tool.name !== "string") continue
+        // A tool without a schema still takes an object (the MCP default).
+        tools.push(
+          typeof tool.inputSchema === "object" && tool.inputSchema !== null ? tool : { ...tool, inputSchema: { type: "object" } }
+        )
+      }
+      const next = result?.nextCursor
+      if (typeof next !== "string" || next === "" || seen.has(next)) break
+      seen.add(next)
+      cursor = next
+    }
+    return tools
+  })
+
+interface Session {
+  readonly protocolVersion: string
+  readonly capabilities: Readonly<Record<string, unknown>>
+  readonly serverInfo: unknown
+  readonly instructions: string | undefined
+}
+
+/**
+ * `initialize`, offering the newest version first. A server that rejects the offer with an error,
+ * or answers with a version we do not speak, is asked again with the next older one.
+ */
+export const initialize = (
+  connection: Connection,
+  clientInfo: ClientInfo,
+  capabilities: Readonly<Record<string, unknown>>,
+  timeoutMs: number,
+  versions: ReadonlyArray<string> = Mcp.SUPPORTED_PROTOCOL_VERSIONS
+): Effect.Effect<Session, BackendError> =>
+  Effect.gen(function* () {
+    const problems: Array<string> = []
+    for (const version of versions) {
+      const outcome = yield* connection
+        .request("initialize", { protocolVersion: version, capabilities, clientInfo }, timeoutMs)
+        .pipe(Effect.either)
+      if (outcome._tag === "Left") {
+        // A transport failure (HTTP 401, 503...) is not about the version: no use offering another.
+        if (outcome.left.reason !== "call_failed" || Remote.httpStatusOf(outcome.left.detail) !== undefined) {
+          return yield* outcome.left
+        }
+        problems.push(`${version}: ${outcome.left.summary}`)
+        continue
+      }
+      const result = outcome.right as {
+        protocolVersion?: unknown
+        capabilities?: unknown
+        serverInfo?: unknown
+        instructions?: unknown
+      } | null
+      if (
+        Mcp.isSupportedProtocolVersion(result?.protocolVersion) &&
+        (versions.length > 1 || result.protocolVersion === version)
+      ) {
+        return {
+          protocolVersion: result.protocolVersion,
+          capabilities:
+            typeof result.capabilities === "object" && result.capabilities !== null
+              ? (result.capabilities as Record<string, unknown>)
+              : {},
+          serverInfo: result.serverInfo,
+          instructions: typeof result.instructions === "string" ? result.instructions : undefined
+        }
+      }
+      problems.push(`${version}: answered with unsupported version ${JSON.stringify(result?.protocolVersion)}`)
+    }
+    return yield* new BackendError({
+      backendId: connection.backendId,
+      reason: "call_failed",
+      method: "initialize",
+      summary: `no common MCP protocol version (${problems.join("; ")})`
+    })
+  })
+
+/**
+ * Answers the backend's requests with `handler`, each in a fiber of the current scope: the
+ * backend's `notifications/cancelled` interrupts it (no reply then, as MCP says), and so does the
+ * backend stopping.
+ */
+export const serveRequests = (
+  connection: Connection,
+  handler: (method: string, params: unknown) => Effect.Effect<unknown, RpcError>
+) =>
+  Effect.gen(function* () {
+    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, RpcError>())<never>()
+    connection.requestHandler = (id, method, params) => {
+      const fiber = runFork(Effect.suspend(() => handler(method, params)))
+      connection.answering.set(id, () => fiber.unsafeInterruptAsFork(FiberId.none))
+      fiber.addObserver((exit) => {
+        connection.answering.delete(id)
+        if (Exit.isSuccess(exit)) return connection.reply(success(id, exit.value === undefined ? {} : exit.value))
+        const failed = Cause.failureOption(exit.cause)
+        if (Option.isSome(failed)) {
+          const { code, message, data } = failed.value
+          return connection.reply(failure(id, data === undefined ? { code, message } : { code, message, data }))
+        }
+        if (Cause.isInterruptedOnly(exit.cause)) return
+        connection.reply(failure(id, { code: ErrorCode.InternalError, message: `Internal error while answering ${method}` }))
+      })
+    }
+  })
+
+/** A reply that says the server no longer knows this client's session. */
+export const isSessionLost = (error: BackendError): boolean =>
+  error.reason === "call_failed" &&
+  error.method !== "initialize" &&
+  /not initiali[sz]ed|session not found|no valid session/i.test(error.summary)
+
+/** How long `server/discover` may take before a backend is taken to be of the session era. */
+const DISCOVER_TIMEOUT_MS = 3_000
+
+/**
+ * `server/discover`: the backend's session in the stateless era, or undefined when it does not
+ * speak it (an error reply, a timeout, or no 2026-07-28 among its versions).
+ */
+export const discover = (
+  connection: Connection,
+  clientInfo: ClientInfo,
+  capabilities: Readonly<Record<string, unknown>>,
+  timeoutMs: number
+): Effect.Effect<Session | undefined, BackendError> =>
+  Effect.gen(function* () {
+    const outcome = yield* connection
+      .request("server/discover", paramsFor(true, {}, capabilities, clientInfo), Math.min(timeoutMs, DISCOVER_TIMEOUT_MS))
+      .pipe(Effect.either)
+    if (outcome._tag === "Left") {
+      // A process that died cannot be asked again; anything else means "not this era".
+      if (outcome.left.reason === "crashed") return yield* outcome.left
+      return undefined
+    }
+    const result = outcome.right as {
+      supportedVersions?: unknown
+      capabilities?: unknown
+      instructions?: unknown
+      serverInfo?: unknown
+      _meta?: Record<string, unknown>
+    } | null
+    if (!Array.isArray(result?.supportedVersions) || !result.supportedVersions.includes(Mcp.STATELESS_PROTOCOL_VERSION))
+      return undefined
+    return {
+      protocolVersion: Mcp.STATELESS_PROTOCOL_VERSION,
+      capabilities:
+        typeof result.capabilities === "object" && result.capabilities !== null
+          ? (result.capabilities as Record<string, unknown>)
+          : {},
+      serverInfo: result._meta?.[Mcp.Meta.serverInfo] ?? result.serverInfo,
+      instructions: typeof result.instructions === "string" ? result.instructions : undefined
+    }
+  })
+
+/** Logs what the synchronous callbacks queued, so stderr floods cost a bounded queue and nothing more. */
+export const logPump = (connection: Connection, logs: Queue.Queue<LogLine>) =>
+  Effect.forever(
+    Effect.gen(function* () {
+      const lines = yield* Queue.takeBetween(logs, 1, 256)
+      for (const line of lines) {
+        const annotations = line.stream === undefined ? {} : { stream: line.stream }
+        yield* (line.level === "warn" ? Effect.logWarning(line.message) : Effect.logDebug(line.message)).pipe(
+          Effect.annotateLogs(annotations)
+        )
+      }
+      if (connection.droppedLogLines > 0) {
+        yield* Effect.logDebug(`dropped ${connection.droppedLogLines} output lines (logging could not keep up)`)
+        connection.droppedLogLines = 0
+      }
+    })
+  )
