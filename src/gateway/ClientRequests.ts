@@ -17,6 +17,7 @@ import type { BackendRequest, BackendsService } from "../backend/Backends.js"
 import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
 import { StatelessErrorCode } from "../protocol/Mcp.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
+import * as Progress from "./Progress.js"
 import type { Session } from "./Session.js"
 
 /** What a shared gateway declares to backends: everything a session may be able to answer. */
@@ -125,14 +126,13 @@ export const make = (options: Options) => {
         })
       )
       const p = request.params as Record<string, unknown> | undefined
-      const meta = p?._meta as Record<string, unknown> | undefined
-      const token = typeof meta === "object" && meta !== null ? meta.progressToken : undefined
+      const token = Progress.tokenOf(request.params)
       let key: string | undefined
       let params = request.params
       if (token !== undefined) {
         key = `agentify-b${++nextToken}`
         progress.set(key, { session, backendId: request.backendId, token })
-        params = { ...p, _meta: { ...meta, progressToken: key } }
+        params = Progress.withToken(request.params, key)
       }
       const elicitationId = request.method === "elicitation/create" && p?.mode === "url" ? p.elicitationId : undefined
       if (typeof elicitationId === "string") {

@@ -20,6 +20,7 @@ import { Events } from "../observability/Events.js"
 import type { LlmClient } from "../orchestration/Llm.js"
 import { Orchestrator } from "../orchestration/Orchestrator.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
+import * as Progress from "./Progress.js"
 import * as Relay from "./Relay.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Server from "./Server.js"
@@ -66,9 +67,7 @@ const make = (mode: Server.Mode) =>
       method: string,
       params: unknown
     ): Effect.Effect<unknown, BackendError> => {
-      const p = params as Record<string, unknown> | undefined
-      const meta = p?._meta as Record<string, unknown> | undefined
-      const token = typeof meta === "object" && meta !== null ? meta.progressToken : undefined
+      const token = Progress.tokenOf(params)
       const stateless = backends.backend(backendId)?.era === "stateless"
       // A stateless request is tracked even over stdio: a backend's questions during it are its own.
       if (token === undefined && mode === "single" && session.ask === undefined && !stateless) {
@@ -80,7 +79,7 @@ const make = (mode: Server.Mode) =>
         if (token !== undefined) {
           key = `agentify-${++nextToken}`
           progress.set(key, { backendId, context, token })
-          forwarded = { ...p, _meta: { ...meta, progressToken: key } }
+          forwarded = Progress.withToken(params, key)
         }
         const untrack = session.track(backendId, context)
         const call = !stateless
