@@ -41,9 +41,24 @@ import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import { Gateway } from "../gateway/Gateway.js"
-import { classify, failure, type Id, isReply, stringify } from "../jsonrpc/JsonRpc.js"
+import { classify, failure, type Id } from "../jsonrpc/JsonRpc.js"
 import { isSupportedProtocolVersion } from "../protocol/Mcp.js"
 import { makeGuards, tokenMatches } from "./Guards.js"
+import {
+  accepts,
+  acceptsOf,
+  encoder,
+  exchangeWith,
+  json,
+  KEEPALIVE_MS,
+  readBody,
+  reject,
+  SESSION_HEADER,
+  SSE_HEADERS,
+  sseEvent,
+  STREAM_BUFFER,
+  VERSION_HEADER
+} from "./HttpWire.js"
 import * as Listener from "./Listener.js"
 import * as Peer from "../jsonrpc/Peer.js"
 import { Session, type Target } from "../gateway/Session.js"
@@ -58,78 +73,6 @@ export interface Options {
   readonly token?: Redacted.Redacted<string> | undefined
 }
 
-/** A stream with nothing to say sends a comment this often, so proxies keep it open. */
-const KEEPALIVE_MS = 25_000
-/** Messages waiting for a slow SSE reader before the oldest are dropped. */
-const STREAM_BUFFER = 4_096
-const SESSION_HEADER = "mcp-session-id"
-const VERSION_HEADER = "mcp-protocol-version"
-
-// ---------------------------------------------------------------------------------------------
-// Responses
-
-const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  HttpServerResponse.text(stringify(body), { status, contentType: "application/json", headers })
-
-/** A transport-level refusal, as a JSON-RPC error with id null (what the SDKs expect). */
-const reject = (status: number, message: string, headers: Record<string, string> = {}, code: number = ErrorCode.InvalidRequest) =>
-  json(status, failure(null, { code, message }), headers)
-
-const encoder = new TextEncoder()
-const sseEvent = (message: unknown) => encoder.encode(`event: message\ndata: ${stringify(message)}\n\n`)
-const SSE_HEADERS = { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
-
-interface Accepted {
-  readonly json: boolean
-  readonly sse: boolean
-  /** The client ranks the event stream first (by q, then by order): a reply goes as a stream too. */
-  readonly prefersSse: boolean
-}
-const accepted = new Map<string, Accepted>()
-
-/** What an Accept header admits, remembered: clients send the same one every time. */
-const acceptsOf = (header: string | undefined): Accepted => {
-  if (header === undefined) return { json: true, sse: true, prefersSse: false }
-  let verdict = accepted.get(header)
-  if (verdict === undefined) {
-    const json = accepts(header, "application/json")
-    const sse = accepts(header, "text/event-stream")
-    verdict = { json, sse, prefersSse: sse && (!json || ranksFirst(header, "text/event-stream", "application/json")) }
-    if (accepted.size >= 256) accepted.clear()
-    accepted.set(header, verdict)
-  }
-  return verdict
-}
-
-/** Whether `a` is ranked above `b` in an Accept header: a higher q, or the same q and listed first. */
-const ranksFirst = (header: string, a: string, b: string): boolean => {
-  const ranked = header
-    .toLowerCase()
-    .split(",")
-    .map((part, index) => {
-      const [media, ...parameters] = part.split(";").map((x) => x.trim())
-      const q = Number(/^q=([0-9.]+)$/.exec(parameters.find((x) => x.startsWith("q=")) ?? "")?.[1] ?? "1")
-      return { media, q: Number.isFinite(q) ? q : 1, index }
-    })
-  const rank = (type: string) => ranked.find((r) => r.media === type)
-  const first = rank(a)
-  const second = rank(b)
-  if (first === undefined || second === undefined) return false
-  return first.q > second.q || (first.q === second.q && first.index < second.index)
-}
-
-const accepts = (header: string | undefined, type: "application/json" | "text/event-stream"): boolean => {
-  if (header === undefined || header.trim() === "") return true
-  const [major] = type.split("/")
-  return header
-    .toLowerCase()
-    .split(",")
-    .some((part) => {
-      const media = part.split(";")[0]!.trim()
-      return media === type || media === "*/*" || media === `${major}/*`
-    })
-}
-
 // ---------------------------------------------------------------------------------------------
 // Sessions
 
@@ -140,50 +83,6 @@ interface HttpSession {
   /** The open GET stream, if any. */
   stream: Queue.Queue<unknown> | undefined
   closed: boolean
-}
-
-/**
- * Reads a body of at most `limit` bytes; `undefined` when it is larger, `null` when it failed.
- * From Node's request itself: a body is one or two chunks, and a stream pipeline per request cost
- * more than the rest of the exchange.
- */
-const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<string | undefined | null> => {
-  const declared = Number(request.headers["content-length"])
-  if (Number.isFinite(declared) && declared > limit) return Effect.succeed(undefined)
-  const source = NodeHttpServerRequest.toIncomingMessage(request)
-  return Effect.async<string | undefined | null>((resume) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > limit) {
-        done()
-        // The rest is read and dropped, so the connection can still carry the 413.
-        source.resume()
-        return resume(Effect.succeed(undefined))
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = () => {
-      done()
-      resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")))
-    }
-    const onError = () => {
-      done()
-      resume(Effect.succeed(null))
-    }
-    const done = () => {
-      source.off("data", onData)
-      source.off("end", onEnd)
-      source.off("error", onError)
-      source.off("aborted", onError)
-    }
-    source.on("data", onData)
-    source.once("end", onEnd)
-    source.once("error", onError)
-    source.once("aborted", onError)
-    return Effect.sync(done)
-  })
 }
 
 /**
@@ -353,70 +252,6 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         () => 200,
         alwaysStream
       )
-
-    const exchangeWith = (
-      dispatch: (out: Peer.Outbox) => void,
-      sse: boolean,
-      headers: Record<string, string>,
-      statusOf: (reply: unknown) => number,
-      alwaysStream = false
-    ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-      Effect.suspend(() => {
-        // Messages wait in a plain array until the first decides the response's form; a queue is
-        // made only for a stream, so a plain request-reply costs one callback.
-        const early: Array<unknown> = []
-        let wake: (() => void) | undefined
-        let queue: Queue.Queue<unknown> | undefined
-        dispatch({
-          send: (message) => {
-            if (queue !== undefined) Queue.unsafeOffer(queue, message)
-            else {
-              early.push(message)
-              wake?.()
-            }
-          },
-          streams: sse
-        })
-        const first = (): Effect.Effect<unknown> =>
-          early.length > 0
-            ? Effect.succeed(early.shift())
-            : Effect.async<unknown>((resume) => {
-                wake = () => {
-                  wake = undefined
-                  resume(Effect.succeed(early.shift()))
-                }
-                return Effect.sync(() => {
-                  wake = undefined
-                })
-              })
-        const untilReply: Effect.Effect<unknown> = Effect.flatMap(first(), (message) =>
-          // The client takes JSON only: what comes before the reply cannot be sent.
-          isReply(message) || sse ? Effect.succeed(message) : untilReply
-        )
-        return Effect.flatMap(untilReply, (message) => {
-          if (isReply(message)) {
-            if (!alwaysStream) return Effect.succeed(json(statusOf(message), message, headers))
-            return Effect.succeed(
-              HttpServerResponse.stream(Stream.make(sseEvent(message)), {
-                contentType: "text/event-stream",
-                headers: { ...SSE_HEADERS, ...headers }
-              })
-            )
-          }
-          // Sliding: a client that stops reading loses the oldest notifications, never the gateway's
-          // memory, and never the reply (it comes last).
-          return Effect.map(Queue.sliding<unknown>(STREAM_BUFFER), (q) => {
-            queue = q
-            for (const m of early.splice(0)) Queue.unsafeOffer(q, m)
-            const rest = Stream.fromQueue(q).pipe(Stream.takeUntil(isReply), Stream.ensuring(Queue.shutdown(q)))
-            const events = Stream.concat(Stream.make(message), rest).pipe(Stream.map(sseEvent))
-            return HttpServerResponse.stream(events, {
-              contentType: "text/event-stream",
-              headers: { ...SSE_HEADERS, ...headers }
-            })
-          })
-        })
-      })
 
     const post = (request: HttpServerRequest.HttpServerRequest, target: Target) =>
       Effect.gen(function* () {
