@@ -2,7 +2,8 @@
  * One backend's channel: its process (or remote link) pipes, frames written in order and judged by
  * progress, frames read and classified, the pending requests with their timeouts and cancellation,
  * and the backend's own requests and notifications. Longer than most modules: the JSON-RPC client
- * and the pipes it owns share every piece of state.
+ * and the pipes it owns share every piece of state, until the request engine is taken out of it
+ * (the rebuild's next step: one engine for backends and clients).
  */
 import { Deferred, Effect, Exit, FiberId, Queue } from "effect"
 import { spawnSync, type ChildProcess } from "node:child_process"

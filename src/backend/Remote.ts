@@ -11,7 +11,8 @@
  *
  * Written on Node's `fetch` and `ws` rather than the MCP SDK's client transports: those do not
  * speak the 2026-07-28 era, Node 20 has no WebSocket of its own, and the SDK would bring express
- * and a dozen packages into the install.
+ * and a dozen packages into the install. Longer than most modules until the remote transports are
+ * split by kind behind a channel interface (the rebuild's next step): one `Link` holds all three.
  */
 import { EventEmitter } from "node:events"
 import { PassThrough, Writable } from "node:stream"
@@ -38,8 +39,6 @@ const STREAM_RETRY_MS = 1_000
 const STREAM_RETRY_MAX_MS = 60_000
 /** How much of an HTTP error's body goes into the error message. */
 const ERROR_BODY_CHARS = 300
-
-export const displayUrl = Secrets.displayUrl
 
 /** The HTTP status of an error reply the link wrote for a request the server refused. */
 export const httpStatusOf = (error: unknown): number | undefined => {
@@ -103,7 +102,7 @@ export class Link extends EventEmitter {
 
   /** Where it goes, as it may be printed. */
   get address(): string {
-    return displayUrl(this.options.url)
+    return Secrets.displayUrl(this.options.url)
   }
 
   /**
@@ -500,7 +499,7 @@ const httpProblem = (response: Response, body: string): string => {
     status === 401 || status === 403
       ? " (check the backend's headers or bearer token)"
       : status >= 300 && status < 400
-        ? ` (redirected to ${displayUrl(new URL(response.headers.get("location") ?? "", response.url || "http://x").href)}: configure that URL)`
+        ? ` (redirected to ${Secrets.displayUrl(new URL(response.headers.get("location") ?? "", response.url || "http://x").href)}: configure that URL)`
         : ""
   return Secrets.scrub(
     `HTTP ${status}${response.statusText ? ` ${response.statusText}` : ""}${hint}${detail ? `: ${detail}` : ""}`

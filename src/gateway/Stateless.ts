@@ -14,8 +14,9 @@
  * the client never comes back.
  */
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import type { BackendsService } from "../backend/Backends.js"
+import { isOwnState, keyed, seal, unseal } from "./BridgeTokens.js"
 import { CAPABILITY_OF } from "./ClientRequests.js"
 import { BackendError, ErrorCode, type GatewayError, RpcError, toRpcError } from "../protocol/Errors.js"
 import type { GatewayService } from "./Gateway.js"
@@ -120,35 +121,6 @@ export const statusOf = (response: unknown): number => {
 }
 
 // ---------------------------------------------------------------------------------------------
-// requestState: sealed, so a client can neither forge nor alter it
-
-const KEY = randomBytes(32)
-const mac = (payload: string) => createHmac("sha256", KEY).update(payload).digest()
-
-/** Marks the gateway's own states: any other `requestState` is a stateless backend's, passed on to it. */
-const STATE_PREFIX = "agentify."
-const isOwnState = (token: unknown): boolean => typeof token === "string" && token.startsWith(STATE_PREFIX)
-
-const seal = (state: { readonly call: string; readonly round: number; readonly method: string; readonly name?: string }) => {
-  const payload = Buffer.from(JSON.stringify(state)).toString("base64url")
-  return `${STATE_PREFIX}${payload}.${mac(payload).toString("base64url")}`
-}
-
-const unseal = (token: unknown): { call: string; round: number; method: string; name?: string } | undefined => {
-  if (typeof token !== "string" || token.length > 4_096 || !token.startsWith(STATE_PREFIX)) return undefined
-  const [payload, signature, ...rest] = token.slice(STATE_PREFIX.length).split(".")
-  if (payload === undefined || signature === undefined || rest.length > 0) return undefined
-  const expected = mac(payload)
-  const given = Buffer.from(signature, "base64url")
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined
-  try {
-    return JSON.parse(Buffer.from(payload, "base64url").toString("utf8"))
-  } catch {
-    return undefined
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Calls kept open across round trips
 
 /** A backend's question, waiting for the client's answer. */
@@ -160,14 +132,6 @@ interface Question {
   /** The client capability it needs and the client did not declare, if any. */
   readonly unanswerable?: string | undefined
 }
-
-/**
- * `_meta` key by which a backend of the session era may name its question in the stateless era's
- * `inputRequests` (a key that stays the same whichever era the client speaks); the gateway's own,
- * removed before the client sees the question.
- */
-export const INPUT_KEY_META = "agentify/inputKey"
-const INPUT_KEY = /^[A-Za-z0-9_.-]{1,64}$/
 
 /** A call that may outlive the HTTP exchange (or stdio request) that started it. */
 interface OpenCall {
@@ -192,25 +156,6 @@ interface OpenCall {
    */
   held: Array<Question>
   timer: ReturnType<typeof setTimeout> | undefined
-}
-
-const keyPrefix = (method: string) => CAPABILITY_OF[method] ?? "input"
-
-/**
- * A question's key in `inputRequests`: the one its backend named (`_meta["agentify/inputKey"]`,
- * when valid and not taken in this call), else the gateway's own; the naming key leaves `_meta`.
- */
-const keyed = (method: string, params: unknown, n: number, taken: Set<string>): { key: string; params: unknown } => {
-  const p = params as { _meta?: Record<string, unknown> } | undefined
-  const named = p?._meta?.[INPUT_KEY_META]
-  const fallback = `${keyPrefix(method)}-${n}`
-  if (named === undefined) return { key: fallback, params }
-  const { [INPUT_KEY_META]: _named, ...meta } = p!._meta!
-  const { _meta: _old, ...rest } = p!
-  const shown = Object.keys(meta).length === 0 ? rest : { ...rest, _meta: meta }
-  const usable = typeof named === "string" && INPUT_KEY.test(named) && !taken.has(named) && !/^[a-z]+-\d+$/.test(named)
-  if (usable) taken.add(named)
-  return { key: usable ? named : fallback, params: shown }
 }
 
 /** Adds what every 2026-07-28 result carries. */

@@ -97,12 +97,10 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
   Effect.gen(function* () {
     const events = options.events
     const running = yield* FiberSet.make<unknown, unknown>()
-    // Forks into `running` from anywhere, a Node callback included; the fiber starts at once.
-    // Interruptible whatever region made the peer: a runtime captured while a layer was built (an
-    // HTTP server's handlers) is uninterruptible, and its requests could then be neither cancelled
-    // nor stopped at shutdown.
-    const forkIn = yield* FiberSet.runtime(running)<R>()
-    const runFork = <A, E>(effect: Effect.Effect<A, E, R>) => forkIn(Effect.interruptible(effect))
+    // Forks into `running` from anywhere, a Node callback included; the fiber starts at once. The
+    // peer must be made in an interruptible region (its requests inherit it), which the
+    // transports see to.
+    const runFork = yield* FiberSet.runtime(running)<R>()
     const cancels = new Map<string, InFlight>()
 
     const traced = (out: Outbox): Outbox =>
