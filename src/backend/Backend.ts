@@ -9,7 +9,7 @@
  *
  * Why raw `node:child_process` inside `Effect.acquireRelease` and not @effect/platform's `Command`:
  * - The hot path stays synchronous. A reply is parsed in the stdout `data` callback and resumes
- *   the waiting fiber directly from a Map of pending ids; a request is one `stdin.write` of a
+ *   the waiting fiber directly from the request engine's table of pending ids; a request is one `stdin.write` of a
  *   whole frame. `Command` gives stdout as a Stream and stdin as a Sink, which puts a stream
  *   pipeline and a writer fiber on every call (the gateway has a budget of 0.3 ms per call).
  * - Exit codes and signals arrive as values (`exit` gives both), spawn errors as errno codes;
@@ -23,8 +23,10 @@
  * Writable, which queues whole chunks in order; that Writable is the single writer.
  *
  * This module is the public interface and assembles the parts: `Contract` (what a backend is to
- * the rest of the gateway), `Connection` (its pipes and JSON-RPC client), `Process` (spawn, connect,
- * stop) and `Handshake` (the MCP session); here are `make` and the `maxInstances` pool.
+ * the rest of the gateway), `Channel` (what carries its frames: `ProcessChannel`, or a remote
+ * transport under `remote/`), `Connection` (its JSON-RPC client over the channel, on the request
+ * engine of jsonrpc/Requests), `Process` (spawn, connect, stop) and `Handshake` (the MCP session);
+ * here are `make` and the `maxInstances` pool.
  */
 import { Cause, Deferred, Effect, Exit, Queue, type Scope } from "effect"
 import type { BackendConfig } from "../config/Config.js"
@@ -48,7 +50,7 @@ export {
   type Options,
   type RequestOptions
 } from "./Contract.js"
-export { MAX_QUEUED_BYTES, STALLED_AFTER_MS } from "./Connection.js"
+export { MAX_QUEUED_BYTES, STALLED_AFTER_MS } from "./ProcessChannel.js"
 
 /**
  * Starts the backend (spawns its process or connects to it) and opens its MCP session. The
@@ -132,9 +134,9 @@ const makeOne = Effect.fn("Backend.make")(
       ),
       (connection) => terminate(connection, graceMs)
     )
-    const address = connection.remote?.address ?? `pid ${connection.pid}`
+    const address = connection.channel.address
     yield* Effect.annotateCurrentSpan({ backend: config.id, address })
-    yield* Effect.logDebug(connection.remote === undefined ? `spawned ${address}` : `connected to ${address}`)
+    yield* Effect.logDebug(!connection.channel.remote ? `spawned ${address}` : `connected to ${address}`)
     yield* Effect.forkScoped(logPump(connection, logs))
 
     if (options.onRequest !== undefined) yield* serveRequests(connection, options.onRequest)

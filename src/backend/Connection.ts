@@ -1,12 +1,9 @@
 /**
- * One backend's channel: its process (or remote link) pipes, frames written in order and judged by
- * progress, frames read and classified, the pending requests with their timeouts and cancellation,
- * and the backend's own requests and notifications. Longer than most modules: the JSON-RPC client
- * and the pipes it owns share every piece of state, until the request engine is taken out of it
- * (the rebuild's next step: one engine for backends and clients).
+ * One backend's JSON-RPC connection over its channel (a process's pipes or a remote transport, see
+ * Channel): requests sent through the engine (jsonrpc/Requests), frames read and classified, the
+ * backend's own requests and notifications, and the wording of every way a call can fail.
  */
 import { Deferred, Effect, Exit, FiberId, Queue } from "effect"
-import { spawnSync, type ChildProcess } from "node:child_process"
 import { BackendError, ErrorCode } from "../protocol/Errors.js"
 import { type EventsService, none as noEvents } from "../observability/Events.js"
 import {
@@ -15,21 +12,16 @@ import {
   encodeNotification,
   encodeRequest,
   failure,
-  type Frame,
-  FrameDecoder,
   type Id,
   idOfDropped,
   isId,
   type Response,
   success
 } from "../jsonrpc/JsonRpc.js"
-import * as Remote from "./Remote.js"
+import { Requests } from "../jsonrpc/Requests.js"
 import * as Secrets from "../observability/Secrets.js"
-import { DEFAULT_KILL_GRACE_MS, ExitInfo } from "./Contract.js"
-
-// Process
-
-export const isWindows = process.platform === "win32"
+import type { Channel, ChannelEnd, Receiver, TooLarge } from "./Channel.js"
+import type { ExitInfo } from "./Contract.js"
 
 /** A line a synchronous callback wants logged; a fiber logs them so callbacks never block. */
 export interface LogLine {
@@ -38,124 +30,70 @@ export interface LogLine {
   readonly stream?: "stderr" | "stdout"
 }
 
-interface Pending {
-  readonly resume: (exit: Exit.Exit<unknown, BackendError>) => void
-  readonly timer: ReturnType<typeof setTimeout>
-  readonly method: string
-  readonly timeoutMs: number
-  /** Its reply waits for the notifications the backend sent before it (see `orderedRequest`). */
-  readonly ordered: boolean
-}
-
 export type Inbound =
   { readonly _tag: "Notification"; readonly method: string; readonly params: unknown } | { readonly _tag: "ToolsChanged" }
 
 const MAX_LOGGED_LINE = 2_000
-/** A stderr line without a newline is logged in pieces of about this size. */
-const STDERR_FLUSH_CHARS = 16_384
 const STDERR_TAIL_LINES = 8
-/**
- * What may wait to be written to a backend at once, whatever its pace: a memory bound, four times
- * the default frame limit, so that one large request never makes concurrent calls fail. A frame
- * is always accepted when nothing waits.
- */
-export const MAX_QUEUED_BYTES = 64 * 1024 * 1024
-/**
- * A backend that has taken none of the bytes waiting for it for this long is not reading its
- * input: calls fail at once (-32004) rather than queue behind it. Judged by progress, not size:
- * a backend draining a large request slowly is busy, not stuck.
- */
-export const STALLED_AFTER_MS = 5_000
-/** Large writes go in slices of this size, so that progress shows while a long frame drains. */
-const WRITE_SLICE_BYTES = 256 * 1024
 /** A backend whose stdout ended and that has not exited after this long is treated as dead. */
 const STDOUT_CLOSED_GRACE_MS = 200
-/** After `exit`, how long buffered stdout/stderr may still be read when the pipes stay open (a grandchild holds them). */
-const EXIT_DRAIN_MS = 50
 
 const describeExit = (code: number | null, signal: string | null): string =>
   code !== null ? `exited with code ${code}` : `killed by ${signal ?? "an unknown signal"}`
 
-export const quoteForShell = (arg: string): string => (/[\s"&|<>^]/.test(arg) ? `"${arg.replace(/"/g, '""')}"` : arg)
-
 /**
- * The process and its JSON-RPC connection. Plain mutable state: every callback runs on the one JS
- * thread, and the hot path must not allocate fibers.
+ * Plain mutable state: every callback runs on the one JS thread, and the hot path must not
+ * allocate fibers.
  */
-/** Ends a backend's whole process group (on Windows, its process tree). */
-export const signalGroup = (pid: number, signal: NodeJS.Signals): void => {
-  if (isWindows) {
-    // No process groups nor SIGTERM: end the tree at once.
-    spawnSync("taskkill", ["/pid", String(pid), "/T", "/F"], { stdio: "ignore", windowsHide: true })
-    return
-  }
-  try {
-    process.kill(-pid, signal)
-  } catch {
-    // ESRCH: the group is gone already.
-  }
-}
-
-export class Connection {
-  readonly pending = new Map<number, Pending>()
-  nextId = 1
-  /** Set at the process's `exit`; requests fail at once from then on. */
+export class Connection implements Receiver {
+  readonly channel: Channel
+  readonly requests: Requests<BackendError>
+  /** Set when the channel ended; requests fail at once from then on. */
   exitInfo: ExitInfo | undefined = undefined
-  /** Completed once buffered output was read after the exit (or `EXIT_DRAIN_MS` later). */
+  /** Completed once what the channel had read was delivered after its end. */
   readonly exitDeferred = Deferred.unsafeMake<ExitInfo>(FiberId.none)
-  /** Completed at the raw `exit` event, for the kill path. */
+  /** Completed when the channel ended (a process's raw `exit`), for the kill path. */
   readonly leaderExited = Deferred.unsafeMake<void>(FiberId.none)
   /** The gateway is stopping it: failures read "stopped", not "killed by SIGTERM". */
   closing = false
   /** Until the session is ready, crash errors carry the stderr tail (why start-up failed). */
   starting = true
-  /**
-   * Notifications received, and relayed by the session's relay fiber: a reply waits for those
-   * the backend sent before it (see `orderedRequest`), so a client sees a call's progress before its result.
-   */
-  notificationsReceived = 0
-  notificationsRelayed = 0
-  private readonly relayWaiters = new Set<{ readonly upTo: number; readonly resume: () => void }>()
-  private relayStopped = false
   droppedLogLines = 0
-  private stdinOpen = true
-  private readonly decoder: FrameDecoder
   /** Set when the backend closed its stdout while still running: it can never answer again. */
   private deafSince: number | undefined = undefined
-  private stderrBuffer = ""
   private readonly stderrTail: Array<string> = []
   private warnedJunk = false
+  /** When the backend last sent anything that was JSON-RPC (it is alive). */
+  heardAt = Date.now()
 
   constructor(
-    /** The process, or a remote server's link that looks like one (see Remote). */
-    readonly child: ChildProcess | Remote.Link,
     readonly backendId: string,
-    /** The marker of this process tree (see Reaper). */
-    readonly tag: string,
     private readonly maxFrameBytes: number,
     private readonly logs: Queue.Queue<LogLine>,
     private readonly inbound: Queue.Queue<Inbound>,
-    private readonly events: EventsService = noEvents
+    private readonly events: EventsService = noEvents,
+    open: (receiver: Receiver) => Channel
   ) {
-    this.decoder = new FrameDecoder(maxFrameBytes, "ndjson")
-    child.stderr!.setEncoding("utf8")
-    child.stdout!.on("data", this.onStdout)
-    child.stdout!.on("end", this.onStdoutEnd)
-    // Always drained, whatever it writes: a full stderr pipe would block the backend.
-    child.stderr!.on("data", this.onStderr)
-    child.stdin!.on("error", this.onStdinError)
-    child.stdout!.on("error", () => {})
-    child.stderr!.on("error", () => {})
-    child.on("exit", this.onExit)
+    this.requests = new Requests<BackendError>({
+      send: (id, method, params) => this.sendRequest(id, method, params),
+      cancelled: (id, method, reason) => {
+        // MCP: `initialize` must never be cancelled.
+        if (method !== "initialize") this.notify("notifications/cancelled", { requestId: id, reason })
+      },
+      timedOut: (method, ms) =>
+        new BackendError({ backendId: this.backendId, reason: "timeout", method, summary: `${method} timed out after ${ms} ms` }),
+      failed: (method, error) => this.callFailed(method, error)
+    })
+    this.channel = open(this)
   }
 
   /** Undefined for a remote server. */
   get pid(): number | undefined {
-    return this.child.pid
+    return this.channel.pid
   }
 
-  get remote(): Remote.Link | undefined {
-    return this.child instanceof Remote.Link ? this.child : undefined
+  get timedOutAt(): number {
+    return this.requests.timedOutAt
   }
 
   private log(line: LogLine) {
@@ -164,26 +102,27 @@ export class Connection {
 
   // -- writing
 
-  /**
-   * "stalled": bytes wait and the backend has taken none for `STALLED_AFTER_MS`; "full": taking
-   * this frame would hold more than `MAX_QUEUED_BYTES` for it.
-   */
-  write(frame: string, force = false): "ok" | "closed" | "full" | "stalled" {
-    if (!this.stdinOpen || this.exitInfo !== undefined || this.deafSince !== undefined) return "closed"
+  private write(frame: string, force = false) {
+    if (this.exitInfo !== undefined || this.deafSince !== undefined) return "closed"
     if (this.events.active()) this.trace("out", frame)
-    const queued = this.child.stdin!.writableLength + this.outgoingBytes
-    // Nothing was waiting: the backend's clock starts now (time with nothing to read is no stall).
-    if (queued === 0) this.drainedAt = Date.now()
-    else if (!force) {
-      if (Date.now() - this.drainedAt > STALLED_AFTER_MS) return "stalled"
-      if (queued + frame.length > MAX_QUEUED_BYTES) return "full"
+    return this.channel.write(frame, force)
+  }
+
+  private sendRequest(id: number, method: string, params: unknown): BackendError | undefined {
+    if (this.exitInfo !== undefined) return this.crashed(method)
+    let frame: string
+    try {
+      frame = encodeRequest(id, method, params)
+    } catch (error) {
+      return new BackendError({
+        backendId: this.backendId,
+        reason: "call_failed",
+        method,
+        summary: `${method} params are not JSON: ${String((error as Error).message)}`
+      })
     }
-    // Frames written in the same tick leave together, joined into one write: under load that is
-    // one syscall (and one wake-up of the backend) for many requests, not one each.
-    this.outgoing.push(frame)
-    this.outgoingBytes += frame.length
-    if (this.outgoing.length === 1) process.nextTick(this.flush)
-    return "ok"
+    const written = this.write(frame)
+    return written === "ok" ? undefined : written === "closed" ? this.crashed(method) : this.overloaded(method, written)
   }
 
   /** Publishes one message (parsed only when someone listens). */
@@ -199,115 +138,47 @@ export class Connection {
     this.events.publish({ _tag: "BackendMessage", at: Date.now(), backendId: this.backendId, direction, message })
   }
 
-  private outgoing: Array<string> = []
-  private outgoingBytes = 0
-  /** When the backend last took bytes from its input, or when bytes began to wait for it. */
-  private drainedAt = Date.now()
-  private onWritten = (error?: Error | null) => {
-    if (error === undefined || error === null) this.drainedAt = Date.now()
-  }
-  private flush = () => {
-    const frames = this.outgoing
-    if (frames.length === 0) return
-    this.outgoing = []
-    this.outgoingBytes = 0
-    if (!this.stdinOpen || this.exitInfo !== undefined) return
-    const stdin = this.child.stdin!
-    const text = frames.length === 1 ? frames[0]! : frames.join("")
-    // A remote link takes whole lines per write; its own transport reports progress.
-    if (text.length <= WRITE_SLICE_BYTES || this.remote !== undefined) {
-      stdin.write(text, this.onWritten)
-      return
-    }
-    // Sliced as bytes (a string cut could split a character): each slice written is progress.
-    const bytes = Buffer.from(text, "utf8")
-    for (let at = 0; at < bytes.length; at += WRITE_SLICE_BYTES) {
-      stdin.write(bytes.subarray(at, at + WRITE_SLICE_BYTES), this.onWritten)
-    }
-  }
-
-  private onStdinError = (error: Error) => {
-    // EPIPE once the process is gone; the exit handler reports it.
-    this.stdinOpen = false
-    this.log({ level: "debug", message: `stdin closed: ${error.message}` })
-  }
-
   endStdin() {
-    if (!this.stdinOpen) return
-    this.flush()
-    this.stdinOpen = false
-    this.child.stdin!.end()
+    this.channel.endInput()
   }
 
-  // -- reading
-
-  // The same line framing as the client side (JsonRpc.FrameDecoder): linear in time and memory
-  // however long a line is, and a line over the limit is dropped as it streams by.
-  private onStdout = (chunk: Buffer) => {
-    for (const frame of this.decoder.push(chunk)) this.onFrame(frame)
-  }
-
-  private onFrame(frame: Frame) {
-    if (frame._tag === "Text") this.onLine(frame.text)
-    else if (frame._tag === "TooLarge") this.onOversized(frame)
-  }
-
-  /** A reply over the limit fails its call at once, rather than leaving it to time out. */
-  private onOversized(frame: Extract<Frame, { _tag: "TooLarge" }>) {
-    const raw = idOfDropped(frame)
-    const id = typeof raw === "number" ? raw : raw === null ? undefined : Number(raw)
-    const onlyOne = this.pending.size === 1 ? [...this.pending.keys()][0] : undefined
-    const target = id !== undefined && this.pending.has(id) ? id : raw === null ? onlyOne : undefined
-    const summary = `a message of ${frame.bytes} bytes is over the limit of ${this.maxFrameBytes} bytes (maxFrameBytes)`
-    const pending = target === undefined ? undefined : this.pending.get(target)
-    if (target === undefined || pending === undefined) {
-      return this.log({ level: "warn", message: `dropped ${summary}: it answers no pending request` })
-    }
-    this.pending.delete(target)
-    clearTimeout(pending.timer)
-    this.log({ level: "warn", message: `dropped the reply to ${pending.method}: ${summary}` })
-    pending.resume(
-      Exit.fail(
-        new BackendError({
-          backendId: this.backendId,
-          reason: "call_failed",
-          method: pending.method,
-          summary: `the reply to ${pending.method} is ${frame.bytes} bytes, over the limit of ${this.maxFrameBytes} bytes (raise maxFrameBytes or maxBackendFrameBytes)`,
-          detail: { bytes: frame.bytes, limit: this.maxFrameBytes }
-        })
-      )
-    )
-  }
+  // -- requests
 
   /**
-   * Its stdout ended. Normally the process is exiting; if it is still running a little later, it
-   * can never answer again: every call fails now and the process is stopped, so the supervisor
-   * restarts it rather than leaving it "ready" with every call timing out.
+   * A request whose outcome is delivered only once every notification the backend sent before its
+   * reply has been relayed: progress and log messages reach the client before the result, as MCP
+   * clients expect (the SDK drops progress for a request that already completed).
    */
-  private onStdoutEnd = () => {
-    for (const frame of this.decoder.end()) this.onFrame(frame)
-    if (this.closing || this.exitInfo !== undefined) return
-    setTimeout(() => {
-      if (this.closing || this.exitInfo !== undefined) return
-      this.deafSince = Date.now()
-      this.log({ level: "warn", message: "closed its stdout but kept running: stopping it" })
-      const pending = [...this.pending.values()]
-      this.pending.clear()
-      for (const p of pending) {
-        clearTimeout(p.timer)
-        p.resume(Exit.fail(this.crashed(p.method)))
-      }
-      this.child.stdin!.destroy()
-      const pid = this.pid
-      if (pid === undefined) return this.remote?.kill()
-      signalGroup(pid, "SIGTERM")
-      setTimeout(() => {
-        if (this.exitInfo === undefined) signalGroup(pid, "SIGKILL")
-      }, DEFAULT_KILL_GRACE_MS).unref()
-    }, STDOUT_CLOSED_GRACE_MS).unref()
+  orderedRequest(method: string, params: unknown, timeoutMs: number): Effect.Effect<unknown, BackendError> {
+    return this.requests.request(method, params, timeoutMs, true)
   }
 
-  private onLine(raw: string) {
+  request(method: string, params: unknown, timeoutMs: number): Effect.Effect<unknown, BackendError> {
+    return this.requests.request(method, params, timeoutMs)
+  }
+
+  notify(method: string, params: unknown): void {
+    this.write(encodeNotification(method, params))
+  }
+
+  /** A request whose answer nobody waits for: a stateless backend's `subscriptions/listen` stream. */
+  openStream(method: string, params: unknown): void {
+    this.write(encodeRequest(this.requests.takeId(), method, params))
+  }
+
+  /** Called by the relay fiber after each notification (relayed or not). */
+  markRelayed() {
+    this.requests.markRelayed()
+  }
+
+  /** The relay fiber is gone (the session's scope closed): nobody waits for it any more. */
+  stopRelay() {
+    this.requests.stopRelay()
+  }
+
+  // -- reading (the channel's Receiver)
+
+  text(raw: string) {
     const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw
     const first = line.trimStart()[0]
     if (first === undefined) return
@@ -320,10 +191,62 @@ export class Connection {
     }
     if (Array.isArray(message)) {
       // JSON-RPC batches (2025-03-26 allowed them).
-      for (const item of message) this.onMessage(item, line)
+      for (const item of message) this.message(item, line)
     } else {
-      this.onMessage(message, line)
+      this.message(message, line)
     }
+  }
+
+  /** A reply over the limit fails its call at once, rather than leaving it to time out. */
+  oversized(frame: TooLarge) {
+    const raw = idOfDropped(frame)
+    const id = typeof raw === "number" ? raw : raw === null ? undefined : Number(raw)
+    const target =
+      id !== undefined && this.requests.methodOf(id) !== undefined ? id : raw === null ? this.requests.sole() : undefined
+    const summary = `a message of ${frame.bytes} bytes is over the limit of ${this.maxFrameBytes} bytes (maxFrameBytes)`
+    const method = target === undefined ? undefined : this.requests.methodOf(target)
+    if (target === undefined || method === undefined) {
+      return this.log({ level: "warn", message: `dropped ${summary}: it answers no pending request` })
+    }
+    this.log({ level: "warn", message: `dropped the reply to ${method}: ${summary}` })
+    this.requests.fail(
+      target,
+      (method) =>
+        new BackendError({
+          backendId: this.backendId,
+          reason: "call_failed",
+          method,
+          summary: `the reply to ${method} is ${frame.bytes} bytes, over the limit of ${this.maxFrameBytes} bytes (raise maxFrameBytes or maxBackendFrameBytes)`,
+          detail: { bytes: frame.bytes, limit: this.maxFrameBytes }
+        })
+    )
+  }
+
+  diagnostic(raw: string, own = false) {
+    const line = Secrets.scrubAndCut(raw.endsWith("\r") ? raw.slice(0, -1) : raw, MAX_LOGGED_LINE)
+    if (line.trim() === "") return
+    if (own) return this.log({ level: "debug", message: line })
+    if (this.starting) {
+      this.stderrTail.push(line)
+      if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift()
+    }
+    this.log({ level: "debug", message: line, stream: "stderr" })
+  }
+
+  /**
+   * Its stdout ended. Normally the process is exiting; if it is still running a little later, it
+   * can never answer again: every call fails now and the process is stopped, so the supervisor
+   * restarts it rather than leaving it "ready" with every call timing out.
+   */
+  inputEnded() {
+    if (this.closing || this.exitInfo !== undefined) return
+    setTimeout(() => {
+      if (this.closing || this.exitInfo !== undefined) return
+      this.deafSince = Date.now()
+      this.log({ level: "warn", message: "closed its stdout but kept running: stopping it" })
+      this.requests.failAll((method) => this.crashed(method))
+      this.channel.abort()
+    }, STDOUT_CLOSED_GRACE_MS).unref()
   }
 
   private junk(line: string) {
@@ -338,11 +261,7 @@ export class Connection {
     this.log({ level: "debug", message: `not JSON-RPC: ${Secrets.scrubAndCut(line, MAX_LOGGED_LINE)}`, stream: "stdout" })
   }
 
-  /** When the backend last sent anything that was JSON-RPC (it is alive), and when a call last timed out. */
-  heardAt = Date.now()
-  timedOutAt = 0
-
-  private onMessage(message: unknown, line: string) {
+  message(message: unknown, line: string) {
     this.heardAt = Date.now()
     if (this.events.active()) this.trace("in", message)
     const incoming = classify(message)
@@ -356,27 +275,14 @@ export class Connection {
       case "Response":
         break
     }
-    const m = incoming.payload as { result?: unknown; error?: unknown }
-    const id = typeof incoming.id === "number" ? incoming.id : Number(incoming.id)
-    const pending = incoming.id === null ? undefined : this.pending.get(id)
-    if (pending === undefined) {
+    const id = incoming.id === null ? undefined : typeof incoming.id === "number" ? incoming.id : Number(incoming.id)
+    if (id === undefined || !this.requests.settle(id, incoming.payload as { result?: unknown; error?: unknown })) {
       // A reply after its timeout or cancellation, or an error about an unparsable frame (id null).
       this.log({
         level: incoming.id === null ? "warn" : "debug",
         message: `reply to no pending request: ${Secrets.scrubAndCut(line, MAX_LOGGED_LINE)}`
       })
-      return
     }
-    this.pending.delete(id)
-    clearTimeout(pending.timer)
-    this.deliver(pending, m.error !== undefined ? Exit.fail(this.callFailed(pending.method, m.error)) : Exit.succeed(m.result))
-  }
-
-  /** A reply, once every notification the backend sent before it was relayed (ordered requests). */
-  private deliver(pending: Pending, exit: Exit.Exit<unknown, BackendError>) {
-    const upTo = this.notificationsReceived
-    if (!pending.ordered || upTo <= this.notificationsRelayed || this.relayStopped) return pending.resume(exit)
-    this.relayWaiters.add({ upTo, resume: () => pending.resume(exit) })
   }
 
   /** Answers the backend's own requests other than `ping` (see `Options.onRequest`). */
@@ -411,144 +317,12 @@ export class Connection {
       const target = (params as { requestId?: unknown } | undefined)?.requestId
       if (isId(target)) this.answering.get(target)?.()
     } else {
-      this.notificationsReceived++
+      this.requests.noteNotification()
       Queue.unsafeOffer(this.inbound, { _tag: "Notification", method, params })
     }
   }
 
-  private onStderr = (chunk: string) => {
-    const buffer = this.stderrBuffer + chunk
-    let start = 0
-    let newline: number
-    while ((newline = buffer.indexOf("\n", start)) !== -1) {
-      this.stderrLine(buffer.slice(start, newline))
-      start = newline + 1
-    }
-    this.stderrBuffer = buffer.slice(start)
-    if (this.stderrBuffer.length > STDERR_FLUSH_CHARS) {
-      // A line without end is logged in pieces, never split inside a secret (each piece is
-      // scrubbed on its own).
-      const cut = Secrets.flushableLength(this.stderrBuffer)
-      if (cut > 0) {
-        this.stderrLine(this.stderrBuffer.slice(0, cut))
-        this.stderrBuffer = this.stderrBuffer.slice(cut)
-      }
-    }
-  }
-
-  private stderrLine(raw: string) {
-    const line = Secrets.scrubAndCut(raw.endsWith("\r") ? raw.slice(0, -1) : raw, MAX_LOGGED_LINE)
-    if (line.trim() === "") return
-    if (this.starting) {
-      this.stderrTail.push(line)
-      if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift()
-    }
-    this.log({ level: "debug", message: line, stream: "stderr" })
-  }
-
-  // -- relay order
-
-  /** Called by the relay fiber after each notification (relayed or not). */
-  markRelayed() {
-    this.notificationsRelayed++
-    for (const waiter of this.relayWaiters) {
-      if (waiter.upTo <= this.notificationsRelayed) {
-        this.relayWaiters.delete(waiter)
-        waiter.resume()
-      }
-    }
-  }
-
-  /** The relay fiber is gone (the session's scope closed): nobody waits for it any more. */
-  stopRelay() {
-    this.relayStopped = true
-    for (const waiter of this.relayWaiters) waiter.resume()
-    this.relayWaiters.clear()
-  }
-
-  // -- requests
-
-  /**
-   * A request whose outcome is delivered only once every notification the backend sent before its
-   * reply has been relayed: progress and log messages reach the client before the result, as MCP
-   * clients expect (the SDK drops progress for a request that already completed). Without
-   * notifications in flight this adds one comparison.
-   */
-  orderedRequest(method: string, params: unknown, timeoutMs: number): Effect.Effect<unknown, BackendError> {
-    // Decided when the reply is read (`deliver`): no extra effect per call when nothing is pending.
-    return this.request(method, params, timeoutMs, true)
-  }
-
-  request(method: string, params: unknown, timeoutMs: number, ordered = false): Effect.Effect<unknown, BackendError> {
-    // One parameter: Effect.async then allocates no AbortController.
-    return Effect.async<unknown, BackendError>((resume) => {
-      if (this.exitInfo !== undefined) return resume(Exit.fail(this.crashed(method)))
-      const id = this.nextId++
-      let frame: string
-      try {
-        frame = encodeRequest(id, method, params)
-      } catch (error) {
-        return resume(
-          Exit.fail(
-            new BackendError({
-              backendId: this.backendId,
-              reason: "call_failed",
-              method,
-              summary: `${method} params are not JSON: ${String((error as Error).message)}`
-            })
-          )
-        )
-      }
-      const written = this.write(frame)
-      if (written !== "ok") {
-        return resume(Exit.fail(written === "closed" ? this.crashed(method) : this.overloaded(method, written)))
-      }
-      const timer = setTimeout(this.onTimeout, timeoutMs, id)
-      this.pending.set(id, { resume, timer, method, timeoutMs, ordered })
-      return Effect.sync(() => this.cancel(id, "cancelled by the client"))
-    })
-  }
-
-  notify(method: string, params: unknown): void {
-    this.write(encodeNotification(method, params))
-  }
-
-  /** A request whose answer nobody waits for: a stateless backend's `subscriptions/listen` stream. */
-  openStream(method: string, params: unknown): void {
-    this.write(encodeRequest(this.nextId++, method, params))
-  }
-
-  private onTimeout = (id: number) => {
-    const pending = this.pending.get(id)
-    if (pending === undefined) return
-    this.pending.delete(id)
-    this.timedOutAt = Date.now()
-    this.sendCancelled(id, pending.method, `timed out after ${pending.timeoutMs} ms`)
-    pending.resume(
-      Exit.fail(
-        new BackendError({
-          backendId: this.backendId,
-          reason: "timeout",
-          method: pending.method,
-          summary: `${pending.method} timed out after ${pending.timeoutMs} ms`
-        })
-      )
-    )
-  }
-
-  /** The caller went away (interrupted): tell the backend, as MCP cancellation says. */
-  private cancel(id: number, reason: string) {
-    const pending = this.pending.get(id)
-    if (pending === undefined) return
-    this.pending.delete(id)
-    clearTimeout(pending.timer)
-    this.sendCancelled(id, pending.method, reason)
-  }
-
-  private sendCancelled(id: number, method: string, reason: string) {
-    // MCP: `initialize` must never be cancelled.
-    if (method !== "initialize") this.notify("notifications/cancelled", { requestId: id, reason })
-  }
+  // -- failures
 
   private callFailed(method: string, error: unknown): BackendError {
     const e = error as { code?: unknown; message?: unknown }
@@ -564,16 +338,16 @@ export class Connection {
   }
 
   private overloaded(method: string, why: "full" | "stalled"): BackendError {
-    const queued = this.child.stdin!.writableLength + this.outgoingBytes
+    const { bytes, idleMs } = this.channel.backlog()
     return new BackendError({
       backendId: this.backendId,
       reason: "overloaded",
       method,
       summary:
         why === "stalled"
-          ? `the backend is not reading its input: it has taken none of the ${queued} bytes waiting for it for ` +
-            `${Math.round((Date.now() - this.drainedAt) / 1000)} s`
-          : `the backend is behind on its input: ${queued} bytes already wait for it`
+          ? `the backend is not reading its input: it has taken none of the ${bytes} bytes waiting for it for ` +
+            `${Math.round(idleMs / 1000)} s`
+          : `the backend is behind on its input: ${bytes} bytes already wait for it`
     })
   }
 
@@ -585,7 +359,7 @@ export class Connection {
         ? "the backend closed its stdout"
         : info === undefined
           ? "the process is not running"
-          : this.remote !== undefined
+          : this.channel.remote
             ? `the server ${info.description}`
             : `the process ${info.code === null ? "was " : ""}${info.description}`
     return new BackendError({
@@ -603,9 +377,9 @@ export class Connection {
     return tail === "" ? "" : `: ${Secrets.scrub(tail.slice(-1_000))}`
   }
 
-  // -- exit
+  // -- the end
 
-  private onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+  ended({ code, signal, reason }: ChannelEnd) {
     this.exitInfo = {
       code,
       signal,
@@ -613,29 +387,13 @@ export class Connection {
         ? "stopped"
         : this.deafSince !== undefined
           ? `closed its stdout while running (stopped, then ${describeExit(code, signal)})`
-          : (this.remote?.lostReason ?? describeExit(code, signal))
+          : (reason ?? describeExit(code, signal))
     }
     Deferred.unsafeDone(this.leaderExited, Exit.void)
-    // Let what the process wrote before dying be read (a last reply, the stderr that says why),
-    // but do not wait for pipes a surviving grandchild keeps open.
-    if (this.child.stdout!.readableEnded && this.child.stderr!.readableEnded) return this.finishExit()
-    const timer = setTimeout(this.finishExit, EXIT_DRAIN_MS)
-    this.child.once("close", () => {
-      clearTimeout(timer)
-      this.finishExit()
-    })
   }
 
-  private exitFinished = false
-  private finishExit = () => {
-    if (this.exitFinished) return
-    this.exitFinished = true
-    const pending = [...this.pending.values()]
-    this.pending.clear()
-    for (const p of pending) {
-      clearTimeout(p.timer)
-      p.resume(Exit.fail(this.crashed(p.method)))
-    }
+  finished() {
+    this.requests.failAll((method) => this.crashed(method))
     Deferred.unsafeDone(this.exitDeferred, Exit.succeed(this.exitInfo!))
   }
 
@@ -644,11 +402,6 @@ export class Connection {
   }
 
   dispose() {
-    this.child.stdout!.off("end", this.onStdoutEnd)
-    this.child.stdout!.off("data", this.onStdout)
-    this.child.stderr!.off("data", this.onStderr)
-    this.child.stdout!.destroy()
-    this.child.stderr!.destroy()
-    this.child.stdin!.destroy()
+    this.channel.dispose()
   }
 }

@@ -6,7 +6,7 @@ import { Cause, Effect, Exit, FiberId, FiberSet, Option, Queue } from "effect"
 import { BackendError, ErrorCode, type RpcError } from "../protocol/Errors.js"
 import { failure, success } from "../jsonrpc/JsonRpc.js"
 import * as Mcp from "../protocol/Mcp.js"
-import * as Remote from "./Remote.js"
+import * as Remote from "./remote/Remote.js"
 import { ClientInfo, paramsFor } from "./Contract.js"
 import { Connection, LogLine } from "./Connection.js"
 

@@ -10,9 +10,9 @@ import { backendEnv, transportOf } from "../config/Config.js"
 import { BackendError } from "../protocol/Errors.js"
 import { type EventsService } from "../observability/Events.js"
 import * as Reaper from "./Reaper.js"
-import * as Remote from "./Remote.js"
-import * as Secrets from "../observability/Secrets.js"
-import { Connection, Inbound, LogLine, isWindows, quoteForShell, signalGroup } from "./Connection.js"
+import * as Remote from "./remote/Remote.js"
+import { Connection, Inbound, LogLine } from "./Connection.js"
+import { isWindows, ProcessChannel, quoteForShell, signalGroup } from "./ProcessChannel.js"
 
 // Spawning and stopping
 
@@ -100,30 +100,43 @@ export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, even
     child.once("spawn", onSpawn)
     if (!child.stdin || !child.stdout || !child.stderr) return
     // Listeners go on before anything can be emitted: an early exit must not be missed.
-    connection = new Connection(child, config.id, tag, maxFrameBytes, logs, inbound, events)
+    connection = new Connection(
+      config.id,
+      maxFrameBytes,
+      logs,
+      inbound,
+      events,
+      (receiver) => new ProcessChannel(child, tag, maxFrameBytes, receiver)
+    )
   })
 
-/** Opens a remote backend's link (see Remote): its failure is retried with backoff like a crash. */
+/** Opens a remote backend's channel (see remote/): its failure is retried with backoff like a crash. */
 export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events) =>
   Effect.suspend(() => {
-    const link = new Remote.Link({
-      url: config.url!,
-      transport: transportOf(config) as Remote.Transport,
-      headers: config.headers ?? {},
-      maxFrameBytes
+    let channel: Remote.RemoteChannel | undefined
+    const connection = new Connection(config.id, maxFrameBytes, logs, inbound, events, (receiver) => {
+      channel = Remote.open(
+        {
+          url: config.url!,
+          transport: transportOf(config) as Remote.Transport,
+          headers: config.headers ?? {},
+          maxFrameBytes
+        },
+        receiver
+      )
+      return channel
     })
-    const connection = new Connection(link, config.id, "", maxFrameBytes, logs, inbound, events)
-    return Effect.tryPromise({
-      try: () => link.connect(),
-      catch: (error) =>
-        new BackendError({
-          backendId: config.id,
-          reason: "crashed",
-          method: "connect",
-          summary: `${link.address} ${Secrets.scrub(error instanceof Error ? error.message : String(error))}`
-        })
-    }).pipe(
-      Effect.tapError(() => Effect.sync(() => link.kill())),
+    return channel!.connect.pipe(
+      Effect.mapError(
+        (error) =>
+          new BackendError({
+            backendId: config.id,
+            reason: "crashed",
+            method: "connect",
+            summary: `${channel!.address} ${error.message}`
+          })
+      ),
+      Effect.tapError(() => Effect.sync(() => channel!.abort())),
       Effect.as(connection)
     )
   })
@@ -147,7 +160,7 @@ export const terminate = (connection: Connection, graceMs: number): Effect.Effec
     const pgid = connection.pid
     if (pgid === undefined) {
       // A remote server: its session is ended and the link closed; nothing to signal.
-      connection.remote?.kill()
+      connection.channel.abort()
       yield* awaitExit(connection, graceMs)
       return connection.dispose()
     }
@@ -163,7 +176,7 @@ export const terminate = (connection: Connection, graceMs: number): Effect.Effec
         yield* awaitExit(connection, 2_000)
       }
     }
-    yield* stopStragglers(connection.tag, graceMs)
+    yield* stopStragglers(connection.channel.tag, graceMs)
     Reaper.untrack(pgid)
     connection.dispose()
   }).pipe(Effect.annotateLogs({ backend: connection.backendId, pid: connection.pid }))

@@ -9,6 +9,7 @@
 import { Deferred, Effect, Exit, FiberId } from "effect"
 import { ErrorCode, RpcError } from "../protocol/Errors.js"
 import { type Id, notification, request as requestMessage } from "../jsonrpc/JsonRpc.js"
+import { Requests } from "../jsonrpc/Requests.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
 
 /**
@@ -69,12 +70,6 @@ export interface Options {
  */
 export const MAX_PENDING_CLIENT_REQUESTS = 256
 
-/** A request sent to the client, waiting for its answer. */
-interface Pending {
-  readonly resume: (exit: Exit.Exit<unknown, RpcError>) => void
-  readonly method: string
-}
-
 export class Session {
   readonly id: string
   readonly transport: "stdio" | "http"
@@ -103,8 +98,8 @@ export class Session {
    * from then on the gateway may send it requests.
    */
   readonly initialized: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
-  private readonly pending = new Map<Id, Pending>()
-  private nextRequestId = 1
+  /** The gateway's requests to this client (see `request`), on the engine requests to backends use. */
+  private readonly requests: Requests<RpcError, RequestContext>
 
   constructor(options: Options) {
     this.id = options.id
@@ -112,6 +107,38 @@ export class Session {
     this.target = options.target ?? { _tag: "Aggregate" }
     this.send = options.send
     this.ask = options.ask
+    const refuse = (message: string) => new RpcError({ code: ErrorCode.InternalError, message })
+    this.requests = new Requests<RpcError, RequestContext>(
+      {
+        send: (id, method, params, via) => {
+          if (this.phase === "shutdown") return refuse(`the client session ${this.id} is shutting down`)
+          const message = requestMessage(id, method, params)
+          if ((via === undefined || !via.send(message)) && !this.send(message)) {
+            return refuse(
+              "the client session has no stream open to receive requests on (over HTTP: accept text/event-stream on the POST, or open the GET stream)"
+            )
+          }
+          return undefined
+        },
+        // Cancelled where it was sent (`via`'s stream), else on the session's own.
+        cancelled: (id, _method, reason, via) => {
+          const cancelled = notification("notifications/cancelled", { requestId: id, reason })
+          if (via === undefined || !via.send(cancelled)) this.send(cancelled)
+        },
+        // The gateway's requests to a client wait as long as the call that made them.
+        timedOut: (method) => refuse(`${method} timed out`),
+        failed: (method, error) => {
+          const e = error as { code?: unknown; message?: unknown; data?: unknown } | null
+          return new RpcError({
+            code: typeof e?.code === "number" && Number.isInteger(e.code) ? e.code : ErrorCode.InternalError,
+            message: typeof e?.message === "string" ? e.message : `the client answered ${method} with an error`,
+            ...(e?.data === undefined ? {} : { data: e.data })
+          })
+        },
+        full: (_method, limit) => refuse(`${limit} requests already wait for the client session's answers`)
+      },
+      { limit: MAX_PENDING_CLIENT_REQUESTS, interruptedReason: "the backend cancelled its request" }
+    )
   }
 
   /** Whether what `backendId` sends concerns this session (the aggregate serves every backend). */
@@ -142,64 +169,20 @@ export class Session {
    */
   request(method: string, params: unknown, via?: RequestContext): Effect.Effect<unknown, RpcError> {
     if (this.ask !== undefined) return this.ask(method, params)
-    return Effect.async<unknown, RpcError>((resume) => {
-      const refuse = (message: string) => resume(Exit.fail(new RpcError({ code: ErrorCode.InternalError, message })))
-      if (this.phase === "shutdown") return refuse(`the client session ${this.id} is shutting down`)
-      if (this.pending.size >= MAX_PENDING_CLIENT_REQUESTS) {
-        return refuse(`${MAX_PENDING_CLIENT_REQUESTS} requests already wait for the client session's answers`)
-      }
-      const id = this.nextRequestId++
-      const message = requestMessage(id, method, params)
-      const route = via !== undefined && via.send(message) ? via : this.send(message) ? undefined : null
-      if (route === null) {
-        return refuse(
-          "the client session has no stream open to receive requests on (over HTTP: accept text/event-stream on the POST, or open the GET stream)"
-        )
-      }
-      this.pending.set(id, { resume, method })
-      return Effect.sync(() => {
-        if (!this.pending.delete(id)) return
-        const cancelled = notification("notifications/cancelled", { requestId: id, reason: "the backend cancelled its request" })
-        if (route === undefined || !route.send(cancelled)) this.send(cancelled)
-      })
-    })
+    return this.requests.request(method, params, undefined, false, via)
   }
 
   /** The client's answer to one of the gateway's requests; false if none waits for it. */
   resolve(id: Id | null, payload: unknown): boolean {
-    if (id === null) return false
-    const pending = this.pending.get(id)
-    if (pending === undefined) return false
-    this.pending.delete(id)
-    const response = payload as { readonly result?: unknown; readonly error?: unknown }
-    if (response.error !== undefined) {
-      const e = response.error as { code?: unknown; message?: unknown; data?: unknown } | null
-      pending.resume(
-        Exit.fail(
-          new RpcError({
-            code: typeof e?.code === "number" && Number.isInteger(e.code) ? e.code : ErrorCode.InternalError,
-            message: typeof e?.message === "string" ? e.message : `the client answered ${pending.method} with an error`,
-            ...(e?.data === undefined ? {} : { data: e.data })
-          })
-        )
-      )
-    } else {
-      pending.resume(Exit.succeed(response.result))
-    }
-    return true
+    if (typeof id !== "number") return false
+    return this.requests.settle(id, payload as { readonly result?: unknown; readonly error?: unknown })
   }
 
   /** The session ended: nothing it was asked will be answered. */
   failPending(): void {
-    const pending = [...this.pending.values()]
-    this.pending.clear()
-    for (const p of pending) {
-      p.resume(
-        Exit.fail(
-          new RpcError({ code: ErrorCode.InternalError, message: `the client session ended before answering ${p.method}` })
-        )
-      )
-    }
+    this.requests.failAll(
+      (method) => new RpcError({ code: ErrorCode.InternalError, message: `the client session ended before answering ${method}` })
+    )
   }
 
   /** Whether a backend log message of `level` reaches this session. */

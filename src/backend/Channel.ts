@@ -1,0 +1,63 @@
+/**
+ * What carries a backend's messages: frames out, frames in, diagnostics, and an end with a reason.
+ * Implemented by a child process's pipes (`ProcessChannel`) and by each remote transport
+ * (`remote/`); the backend's JSON-RPC connection (`Connection`) is the same over all of them.
+ */
+import type { Frame } from "../jsonrpc/JsonRpc.js"
+
+export type TooLarge = Extract<Frame, { _tag: "TooLarge" }>
+
+/** How a channel ended: a process's exit code or signal, or why a server cannot be reached. */
+export interface ChannelEnd {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  /** A remote server's words for its loss ("could not be reached (...)"); undefined for a process. */
+  readonly reason?: string | undefined
+}
+
+/** Where a channel delivers what it reads. Called synchronously, in the order things happened. */
+export interface Receiver {
+  /** One frame of text: a JSON-RPC message or batch, or junk (a banner, a notice). */
+  readonly text: (line: string) => void
+  /** One message a transport already parsed (`raw`: its text, for the log if it is not JSON-RPC). */
+  readonly message: (message: unknown, raw: string) => void
+  /** A frame over the limit, dropped as it streamed by (its id, when it showed, fails its call). */
+  readonly oversized: (frame: TooLarge) => void
+  /**
+   * One line of diagnostics, not yet scrubbed: the process's stderr, a remote transport's notes;
+   * `own`: the channel's own remark (logged as the gateway's, not as the backend's output).
+   */
+  readonly diagnostic: (line: string, own?: boolean) => void
+  /** The peer stopped sending (a process closed its stdout) while the channel is still open. */
+  readonly inputEnded: () => void
+  /** The channel ended: nothing can be written from now on. What was already read follows. */
+  readonly ended: (end: ChannelEnd) => void
+  /** Everything the channel had read was delivered: nothing more will come. */
+  readonly finished: () => void
+}
+
+export type WriteOutcome = "ok" | "closed" | "full" | "stalled"
+
+export interface Channel {
+  /** The process id; undefined for a remote server. */
+  readonly pid: number | undefined
+  /** The marker of a process tree (see Reaper); "" for a remote server. */
+  readonly tag: string
+  /** Where it goes, as it may be printed: "pid 123", or a URL without credentials. */
+  readonly address: string
+  readonly remote: boolean
+  /**
+   * Queues one frame (JSON text ending in a newline). "stalled": bytes wait and the peer has taken
+   * none for a while; "full": taking it would hold too much for the peer. `force` writes anyway
+   * (a reply the peer waits on).
+   */
+  write(frame: string, force: boolean): WriteOutcome
+  /** Bytes waiting for the peer, and since when it has taken none (for the error that says so). */
+  backlog(): { readonly bytes: number; readonly idleMs: number }
+  /** No more frames will be written (a process's stdin is closed once what waits is flushed). */
+  endInput(): void
+  /** Ends it at once from the gateway's side: a process's group is signalled, a session ended. */
+  abort(): void
+  /** Releases what it holds once it ended. */
+  dispose(): void
+}

@@ -1,0 +1,150 @@
+/**
+ * What every remote transport shares: a channel (see ../Channel) whose work runs in fibers of its
+ * own scope, so that closing it interrupts every request, stream and socket at once; messages
+ * handed to the connection as they arrive; errors for requests the transport failed; the loss
+ * of the server as the channel's end (the supervisor then reconnects, with its backoff).
+ */
+import { Effect, Exit, type Fiber, FiberSet, Scope } from "effect"
+import * as Secrets from "../../observability/Secrets.js"
+import type { Channel, Receiver, WriteOutcome } from "../Channel.js"
+
+/** "http" is Streamable HTTP that falls back to HTTP+SSE when the server does not speak it (as VS Code does). */
+export type Transport = "http" | "streamable-http" | "sse" | "websocket"
+
+export interface Options {
+  readonly url: string
+  readonly transport: Transport
+  /** Sent with every HTTP request and the WebSocket handshake (credentials: never logged). */
+  readonly headers: Readonly<Record<string, string>>
+  /** The largest message accepted: an SSE event, a JSON body or a WebSocket message. */
+  readonly maxFrameBytes: number
+}
+
+/** How long connecting (the SSE stream's `endpoint` event, the WebSocket handshake) may take. */
+export const CONNECT_TIMEOUT_MS = 30_000
+
+/** A message the gateway sends, as far as a transport looks into it. */
+export interface Outgoing {
+  readonly id?: string | number
+  readonly method?: string
+  readonly params?: { readonly _meta?: Record<string, unknown>; readonly requestId?: unknown }
+}
+
+/** The HTTP status of an error reply a transport wrote for a request the server refused. */
+export const httpStatusOf = (error: unknown): number | undefined => {
+  const status = (error as { data?: { httpStatus?: unknown } } | undefined)?.data?.httpStatus
+  return typeof status === "number" ? status : undefined
+}
+
+export abstract class RemoteChannel implements Channel {
+  readonly pid = undefined
+  readonly tag = ""
+  readonly remote = true
+  readonly url: URL
+  protected closed = false
+  private readonly scope: Scope.CloseableScope
+  private readonly runIn: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+
+  constructor(
+    readonly options: Options,
+    protected readonly receiver: Receiver
+  ) {
+    this.url = new URL(options.url)
+    this.scope = Effect.runSync(Scope.make())
+    const set = Effect.runSync(Scope.extend(FiberSet.make<unknown, unknown>(), this.scope))
+    this.runIn = Effect.runSync(FiberSet.runtime(set)<never>())
+  }
+
+  /** Where it goes, as it may be printed. */
+  get address(): string {
+    return Secrets.displayUrl(this.options.url)
+  }
+
+  /** Opens what must be open before the first message (an event stream, a socket). */
+  abstract readonly connect: Effect.Effect<void, Error>
+
+  /** Sends one message; what the server answers comes back through `incoming`. */
+  protected abstract send(message: Outgoing, line: string): void
+
+  /** Runs `effect` until the channel closes. */
+  protected run<A, E>(effect: Effect.Effect<A, E>): Fiber.RuntimeFiber<A, E> {
+    return this.runIn(effect)
+  }
+
+  write(frame: string, _force: boolean): WriteOutcome {
+    // Once the server is lost, frames are dropped and their calls fail with the loss's reason
+    // when the channel's end is delivered (a moment later), not with a generic "closed".
+    if (this.closed) return "ok"
+    for (const line of frame.split("\n")) {
+      if (line === "") continue
+      let message: Outgoing
+      try {
+        message = JSON.parse(line) as Outgoing
+      } catch {
+        continue
+      }
+      this.send(message, line)
+    }
+    return "ok"
+  }
+
+  /** A remote server's pace is its transport's: nothing waits here. */
+  backlog() {
+    return { bytes: 0, idleMs: 0 }
+  }
+
+  endInput() {}
+
+  /** The gateway stops it: everything in flight is dropped. */
+  abort() {
+    this.finish(undefined)
+  }
+
+  dispose() {}
+
+  /** What the server sent: one message or a batch, handed on one message at a time. */
+  protected incoming(data: string) {
+    if (this.closed || data.trim() === "") return
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(data)
+    } catch {
+      // Not JSON-RPC: the connection logs it as junk, on one line.
+      return this.receiver.text(data.replace(/[\r\n]+/g, " "))
+    }
+    for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
+      this.observe(message)
+      this.receiver.message(message, data)
+    }
+  }
+
+  /** A look at each message from the server before it is handed on (the negotiated version). */
+  protected observe(_message: unknown): void {}
+
+  /** An error reply for a request the transport failed; `data.httpStatus` tells it from the server's own. */
+  protected replyError(id: string | number, message: string, httpStatus?: number) {
+    const error = { code: -32603, message, ...(httpStatus === undefined ? {} : { data: { httpStatus } }) }
+    this.incoming(JSON.stringify({ jsonrpc: "2.0", id, error }))
+  }
+
+  /** A diagnostic line, logged at debug level with the backend's id (and kept for start-up errors). */
+  protected note = (text: string) => {
+    if (!this.closed) this.receiver.diagnostic(Secrets.scrub(text))
+  }
+
+  /** The server cannot be reached: every call in flight fails, and the supervisor reconnects. */
+  protected lose(reason: string) {
+    this.finish(Secrets.scrub(reason))
+  }
+
+  protected finish(reason: string | undefined) {
+    if (this.closed) return
+    this.closed = true
+    Effect.runFork(Scope.close(this.scope, Exit.void))
+    // After what is being handed on now, as a process's exit comes after its last output.
+    setImmediate(() => {
+      this.receiver.ended({ code: reason === undefined ? null : 1, signal: reason === undefined ? "SIGTERM" : null, reason })
+      this.receiver.finished()
+    })
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * Streamable HTTP, both protocol eras: each message is one POST, answered with JSON or an event
+ * stream; a session (`Mcp-Session-Id`) gets a GET stream for what the server sends outside any
+ * request, reopened with backoff; a stateless (2026-07-28) request is cancelled by closing its
+ * HTTP request. The "http" transport falls back to HTTP+SSE at the same address when the server
+ * refuses the first POST as only an older server does (400, 404, 405), as VS Code does.
+ */
+import { Effect, Fiber, Schedule } from "effect"
+import * as Mcp from "../../protocol/Mcp.js"
+import { readEvents } from "./EventStream.js"
+import * as Fetch from "./Fetch.js"
+import { type Outgoing, RemoteChannel } from "./RemoteChannel.js"
+import { SseChannel } from "./Sse.js"
+
+/**
+ * The error reply for a request in a session the server no longer knows: worded as servers word
+ * it, so Backend's one check for a lost session (re-initialize, retry once) covers it.
+ */
+const SESSION_ENDED = "session not found: the server ended it (HTTP 404)"
+
+/** The GET stream is opened again after a second, doubling up to a minute while it keeps failing. */
+const STREAM_RETRY = Schedule.exponential("1 second").pipe(Schedule.union(Schedule.spaced("1 minute")))
+/** A stream that stayed open this long was healthy: the next failure starts the backoff afresh. */
+const STREAM_HEALTHY_MS = 10_000
+
+type StreamOutcome = "again" | "healthy" | "done"
+
+export class StreamableHttpChannel extends RemoteChannel {
+  private sessionId: string | undefined = undefined
+  private protocolVersion: string | undefined = undefined
+  private initializeId: string | number | undefined = undefined
+  /** Bumped by each `initialize`: a GET stream of an older session stops. */
+  private session = 0
+  private getStream: Fiber.RuntimeFiber<unknown> | undefined = undefined
+  /** Stateless requests in flight: cancelling one closes its HTTP request, as that era says. */
+  private readonly statelessInFlight = new Map<string | number, Fiber.RuntimeFiber<void>>()
+  /** Once the server turned out to speak HTTP+SSE: everything goes there. */
+  private fallback: SseChannel | undefined = undefined
+  /** Frames written while the fallback connects. */
+  private queued: Array<string> | undefined = undefined
+
+  /** Nothing to open before the first request. */
+  readonly connect = Effect.void
+
+  override write(frame: string, force: boolean) {
+    if (this.fallback !== undefined) return this.fallback.write(frame, force)
+    if (this.queued !== undefined) {
+      this.queued.push(frame)
+      return "ok" as const
+    }
+    return super.write(frame, force)
+  }
+
+  /** The gateway stops it: the session is ended politely (bounded), everything in flight is dropped. */
+  override abort() {
+    if (this.fallback !== undefined) return this.fallback.abort()
+    const session = this.sessionId
+    if (!this.closed && session !== undefined) {
+      // Best effort: a server that is gone must not hold the shutdown.
+      Effect.runFork(
+        Fetch.request(this.url, { method: "DELETE", headers: this.headers({ "mcp-session-id": session }) }).pipe(
+          Effect.flatMap(Fetch.discard),
+          Effect.timeout(1_000),
+          Effect.ignore
+        )
+      )
+    }
+    super.abort()
+  }
+
+  private headers(extra: Record<string, string>): Record<string, string> {
+    return { ...this.options.headers, ...extra }
+  }
+
+  protected send(message: Outgoing, body: string) {
+    const isRequest = message.id !== undefined && message.method !== undefined
+    const metaVersion = message.params?._meta?.[Mcp.Meta.protocolVersion]
+    const stateless = typeof metaVersion === "string"
+    if (message.method === "notifications/cancelled" && this.cancelStateless(message.params?.requestId)) return
+    const extra: Record<string, string> = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream"
+    }
+    if (message.method === "initialize") {
+      // A new session: the old one's id and stream go (a re-initialize after the server forgot it).
+      this.sessionId = undefined
+      this.protocolVersion = undefined
+      this.initializeId = message.id
+      this.session++
+      if (this.getStream !== undefined) Effect.runFork(Fiber.interrupt(this.getStream))
+      // The new session opens its own stream once initialized.
+      this.getStream = undefined
+    } else {
+      if (this.sessionId !== undefined && !stateless) extra["mcp-session-id"] = this.sessionId
+      const version = stateless ? metaVersion : this.protocolVersion
+      if (version !== undefined) extra["mcp-protocol-version"] = version
+    }
+    const fiber = this.run(this.post(message, body, extra, isRequest))
+    if (stateless && isRequest) {
+      const id = message.id!
+      this.statelessInFlight.set(id, fiber)
+      fiber.addObserver(() => {
+        if (this.statelessInFlight.get(id) === fiber) this.statelessInFlight.delete(id)
+      })
+    }
+  }
+
+  /** One message; what the server answers is handed on as it arrives. */
+  private post(message: Outgoing, body: string, extra: Record<string, string>, isRequest: boolean) {
+    return Effect.gen(this, function* () {
+      const response = yield* Fetch.request(this.url, { method: "POST", headers: this.headers(extra), body })
+      if (message.method === "initialize" && response.ok) {
+        const session = response.headers.get("mcp-session-id")
+        if (session !== null && /^[\x21-\x7e]{1,1024}$/.test(session)) this.sessionId = session
+      }
+      if (!response.ok) {
+        const status = response.status
+        const text = yield* Fetch.readText(response, Fetch.ERROR_BODY_CHARS * 4)
+        if (
+          this.options.transport === "http" &&
+          message.method === "initialize" &&
+          (status === 400 || status === 404 || status === 405)
+        ) {
+          // Not a Streamable HTTP server: the older HTTP+SSE transport at the same address.
+          this.note(`POST initialize answered HTTP ${status}: trying the HTTP+SSE transport`)
+          return yield* this.fallBackToSse(body)
+        }
+        if (!isRequest) return this.note(`${message.method ?? "a reply"} was refused: HTTP ${status}`)
+        const expired = status === 404 && extra["mcp-session-id"] !== undefined
+        return this.replyError(message.id!, expired ? SESSION_ENDED : Fetch.httpProblem(response, text), status)
+      }
+      if (message.method === "notifications/initialized") this.openGetStream()
+      if (response.status === 202 || !isRequest || response.body === null) return yield* Fetch.discard(response)
+      const type = response.headers.get("content-type") ?? ""
+      if (type.includes("text/event-stream")) {
+        return yield* readEvents(response.body, this.options.maxFrameBytes, (event) => this.incoming(event.data), this.note)
+      }
+      const text = yield* Fetch.readText(response, this.options.maxFrameBytes)
+      if (text.length >= this.options.maxFrameBytes) {
+        return this.replyError(message.id!, `the reply is over the limit of ${this.options.maxFrameBytes} bytes (maxFrameBytes)`)
+      }
+      this.incoming(text)
+    }).pipe(
+      Effect.catchAll((error) =>
+        Effect.sync(() => {
+          if (!this.closed) this.lose(`could not be reached (${error.message})`)
+        })
+      )
+    )
+  }
+
+  /** The `initialize` this transport was refused, and what followed it, go to an HTTP+SSE channel. */
+  private fallBackToSse(initialize: string) {
+    return Effect.gen(this, function* () {
+      this.queued = []
+      const sse = new SseChannel(this.options, this.receiver)
+      const connected = yield* Effect.either(sse.connect)
+      const queued = this.queued
+      this.queued = undefined
+      if (connected._tag === "Left") {
+        sse.abort()
+        return this.lose(connected.left.message)
+      }
+      this.fallback = sse
+      sse.write(`${initialize}\n`, false)
+      for (const frame of queued) sse.write(frame, false)
+    })
+  }
+
+  /** Closes a stateless request's HTTP request (that era's cancellation); false if it is not one. */
+  private cancelStateless(requestId: unknown): boolean {
+    if (typeof requestId !== "string" && typeof requestId !== "number") return false
+    const fiber = this.statelessInFlight.get(requestId)
+    if (fiber === undefined) return false
+    this.statelessInFlight.delete(requestId)
+    Effect.runFork(Fiber.interrupt(fiber))
+    return true
+  }
+
+  /** Server-sent messages outside any request: the session's GET stream, kept open while it lives. */
+  private openGetStream() {
+    const session = this.session
+    if (this.sessionId === undefined || this.getStream !== undefined) return
+    const alive = () => !this.closed && session === this.session
+    const once: Effect.Effect<StreamOutcome> = Effect.gen(this, function* () {
+      const opened = Date.now()
+      const headers: Record<string, string> = { accept: "text/event-stream", "mcp-session-id": this.sessionId! }
+      if (this.protocolVersion !== undefined) headers["mcp-protocol-version"] = this.protocolVersion
+      const response = yield* Fetch.request(this.url, { method: "GET", headers: this.headers(headers) })
+      if (response.status === 405) return "done" as const // The server offers no such stream.
+      if (!response.ok || response.body === null) {
+        yield* Fetch.discard(response)
+        this.note(`the session's event stream was refused: HTTP ${response.status}`)
+        return response.status === 404 || response.status === 401 || response.status === 403
+          ? ("done" as const)
+          : ("again" as const)
+      }
+      yield* readEvents(response.body, this.options.maxFrameBytes, (event) => this.incoming(event.data), this.note)
+      return Date.now() - opened > STREAM_HEALTHY_MS ? ("healthy" as const) : ("again" as const)
+    }).pipe(
+      Effect.catchAll((error) =>
+        Effect.sync(() => {
+          this.note(`the session's event stream failed: ${error.message}`)
+          return "again" as const
+        })
+      )
+    )
+    // Failing streams back off; after a healthy one the backoff starts afresh, a second later.
+    let last: StreamOutcome = "again"
+    const backingOff = once.pipe(
+      Effect.tap((outcome) => void (last = outcome)),
+      Effect.repeat({ schedule: STREAM_RETRY, while: (outcome) => outcome === "again" && alive() }),
+      Effect.map(() => last)
+    )
+    const fiber = this.run(
+      backingOff.pipe(
+        Effect.repeat({ schedule: Schedule.spaced("1 second"), while: (outcome) => outcome === "healthy" && alive() }),
+        Effect.ensuring(
+          Effect.sync(() => {
+            if (this.getStream === fiber) this.getStream = undefined
+          })
+        )
+      )
+    )
+    this.getStream = fiber
+  }
+
+  /** The version the server chose, sent back as a header: only a plausible one (a newline would break every later request). */
+  protected override observe(message: unknown) {
+    const m = message as { id?: unknown; result?: { protocolVersion?: unknown } }
+    if (
+      m.id !== undefined &&
+      m.id === this.initializeId &&
+      typeof m.result?.protocolVersion === "string" &&
+      /^[A-Za-z0-9._-]{1,32}$/.test(m.result.protocolVersion)
+    ) {
+      this.protocolVersion = m.result.protocolVersion
+    }
+  }
+}
