@@ -19,21 +19,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import {
-  Chunk,
-  Deferred,
-  Effect,
-  Exit,
-  type Fiber,
-  FiberId,
-  FiberSet,
-  Layer,
-  Queue,
-  Redacted,
-  Schedule,
-  Scope,
-  Stream
-} from "effect"
+import { Chunk, Deferred, Effect, Exit, type Fiber, FiberId, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import { Backends } from "../backend/Backends.js"
@@ -62,6 +48,7 @@ import {
 import * as Listener from "./Listener.js"
 import * as Peer from "../jsonrpc/Peer.js"
 import { Session, type Target } from "../gateway/Session.js"
+import * as Dispatch from "../gateway/Dispatch.js"
 import * as Stateless from "../gateway/Stateless.js"
 
 export interface Options {
@@ -121,14 +108,19 @@ export const make = (options: Options, connections?: Listener.Connections) =>
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
     const guards = makeGuards(options, () => port, config)
     const sessions = new Map<string, HttpSession>()
-    const stateless = yield* Stateless.make(gateway, backends)
-    /** subscriptions/listen streams open now. */
-    let listening = 0
     // Stateless requests run beside the exchange that answers them (their calls may outlive it).
-    // Interruptible: this runtime is captured while the layer builds, an uninterruptible region.
-    const statelessCalls = yield* FiberSet.make<unknown, never>()
-    const forkCall = yield* FiberSet.runtime(statelessCalls)<never>()
-    const runFork = (effect: Effect.Effect<void>) => forkCall(Effect.interruptible(effect))
+    const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
+      transport: "http",
+      // Listen streams count against maxSessions with the sessions: each holds a listener.
+      listenRefusal: () =>
+        sessions.size + dispatcher.listening() >= config.maxSessions
+          ? {
+              status: 503,
+              message: `Service Unavailable: ${config.maxSessions} sessions and listen streams are open (maxSessions)`,
+              headers: { "retry-after": "5" }
+            }
+          : undefined
+    })
 
     const closeSession = (entry: HttpSession, why: string) =>
       Effect.suspend(() => {
@@ -200,11 +192,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
             concurrency: "unbounded",
             discard: true
           }),
-          FiberSet.awaitEmpty(statelessCalls).pipe(
-            Effect.interruptible,
-            Effect.timeoutOption(STOP_GRACE_MS),
-            Effect.zipRight(FiberSet.clear(statelessCalls))
-          )
+          dispatcher.drain(STOP_GRACE_MS)
         ],
         { concurrency: "unbounded", discard: true }
       )
@@ -287,7 +275,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
           if (request.headers[SESSION_HEADER] !== undefined) {
             return reject(400, "Bad Request: initialize starts a session: send it without Mcp-Session-Id")
           }
-          if (sessions.size + listening >= config.maxSessions) {
+          if (sessions.size + dispatcher.listening() >= config.maxSessions) {
             return reject(
               503,
               `Service Unavailable: ${config.maxSessions} sessions are open (maxSessions)`,
@@ -312,28 +300,17 @@ export const make = (options: Options, connections?: Listener.Connections) =>
           const { id, method, params } = value as { id: Id; method: string; params: unknown }
           const message = { id, method, params }
           const header = request.headers[VERSION_HEADER]
-          const refused = Stateless.check(message, header === undefined ? undefined : header)
+          const refused = dispatcher.check(message, header === undefined ? undefined : header)
           if (refused !== undefined) return json(refused.status, refused.response)
           if (method === "subscriptions/listen") {
             if (!sse) return reject(406, "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream")
-            // Listen streams count against maxSessions with the sessions: each holds a listener.
-            if (sessions.size + listening >= config.maxSessions) {
-              return reject(
-                503,
-                `Service Unavailable: ${config.maxSessions} sessions and listen streams are open (maxSessions)`,
-                { "retry-after": "5" },
-                ErrorCode.InternalError
-              )
-            }
+            const refusal = dispatcher.listenRefusal()
+            if (refusal !== undefined) return reject(refusal.status, refusal.message, refusal.headers, ErrorCode.InternalError)
             // The listener lives as long as the stream: a client that goes away ends it.
             const events = Stream.unwrapScoped(
               Effect.gen(function* () {
-                yield* Effect.acquireRelease(
-                  Effect.sync(() => listening++),
-                  () => Effect.sync(() => listening--)
-                )
                 const q = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-                yield* stateless.listen(message, target, "http", { send: (m) => Queue.unsafeOffer(q, m) })
+                yield* dispatcher.listen(message, target, { send: (m: unknown) => Queue.unsafeOffer(q, m) })
                 return Stream.fromQueue(q)
               })
             ).pipe(Stream.map(sseEvent))
@@ -348,18 +325,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
           })
           return yield* exchangeWith(
             (out) => {
-              served = runFork(
-                stateless.serve(message, target, "http", out).pipe(
-                  // Cancelled by the gateway's stop (a client that went away reads nothing more).
-                  Effect.onInterrupt(() =>
-                    Effect.sync(() =>
-                      out.send(
-                        failure(id, { code: ErrorCode.RequestCancelled, message: "Request cancelled: the gateway is stopping" })
-                      )
-                    )
-                  )
-                )
-              )
+              served = dispatcher.serve(message, target, out)
             },
             sse,
             {},

@@ -10,7 +10,7 @@
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberId, FiberSet, Option, Scope, type Sink, Stream } from "effect"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberSet, Option, Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
 import { Backends, type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { SHARED_CLIENT_CAPABILITIES } from "../gateway/ClientRequests.js"
@@ -27,13 +27,12 @@ import {
   type Frame,
   FrameDecoder,
   type Framing,
-  type Id,
   idOfDropped,
-  isId,
   notification
 } from "../jsonrpc/JsonRpc.js"
 import * as Peer from "../jsonrpc/Peer.js"
 import { STATELESS_PROTOCOL_VERSION } from "../protocol/Mcp.js"
+import * as Dispatch from "../gateway/Dispatch.js"
 import * as Stateless from "../gateway/Stateless.js"
 
 export interface ServeOptions<E, R> {
@@ -276,22 +275,29 @@ const MAX_STDIO_LISTENERS = 64
 
 /**
  * The era lock of a stdio connection: when its first message is a request of the stateless era
- * (2026-07-28), every message after it is served statelessly (the backends start with that first
- * request, telling them what any request may relay); otherwise the session era's peer serves
+ * (2026-07-28), every message after it goes to the era's dispatcher (the backends start with that
+ * first request, telling them what any request may relay); otherwise the session era's peer serves
  * them all and this lets every frame through.
  */
 const statelessEra = (gateway: GatewayService, backends: BackendsService, config: ResolvedConfig) =>
   Effect.gen(function* () {
-    const stateless = yield* Stateless.make(gateway, backends)
-    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, never>())<never>()
-    const listeners = yield* Scope.make()
-    yield* Effect.addFinalizer(() => Scope.close(listeners, Exit.void))
     const started: Effect.Effect<void> = yield* Effect.cached(
       backends.start(config.backends, startOptionsOf(config, SHARED_CLIENT_CAPABILITIES))
     )
+    const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
+      transport: "stdio",
+      ready: started,
+      // They last as long as the connection: a client that keeps opening them is refused past a bound.
+      listenRefusal: () =>
+        dispatcher.listening() >= MAX_STDIO_LISTENERS
+          ? { status: 503, message: `${MAX_STDIO_LISTENERS} listen streams are open on this connection` }
+          : undefined
+    })
+    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, never>())<never>()
+    const listeners = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(listeners, Exit.void))
     let era: "undecided" | "session" | "stateless" = "undecided"
-    const inFlight = new Map<Id, Fiber.RuntimeFiber<void>>()
-    let listening = 0
+    const target = { _tag: "Aggregate" } as const
     const intercept = (text: string, out: Peer.Outbox): boolean => {
       if (era === "session") return false
       let value: unknown
@@ -311,16 +317,8 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
       }
       if (incoming._tag === "Notification") {
         const { method, params } = incoming.notification
-        if (method === "notifications/cancelled") {
-          const target = (params as { requestId?: unknown } | undefined)?.requestId
-          const running = isId(target) ? inFlight.get(target) : undefined
-          if (running !== undefined) {
-            // Its call is cancelled at the backend too; the request still gets its one reply.
-            inFlight.delete(target as Id)
-            running.unsafeInterruptAsFork(FiberId.none)
-            out.send(failure(target as Id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" }))
-          }
-        }
+        if (method === "notifications/cancelled")
+          dispatcher.cancel((params as { requestId?: unknown } | undefined)?.requestId, out)
         return true
       }
       if (incoming._tag !== "Request") return true
@@ -334,31 +332,23 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
                 message: `Method not found: initialize (this connection speaks ${STATELESS_PROTOCOL_VERSION})`
               })
             }
-          : Stateless.check(request, null)
+          : dispatcher.check(request, null)
       if (refused !== undefined) {
         out.send(refused.response)
         return true
       }
-      const target = { _tag: "Aggregate" } as const
       if (request.method === "subscriptions/listen") {
-        // They last as long as the connection: a client that keeps opening them is refused past a bound.
-        if (++listening > MAX_STDIO_LISTENERS) {
-          out.send(
-            failure(request.id, {
-              code: ErrorCode.InternalError,
-              message: `${MAX_STDIO_LISTENERS} listen streams are open on this connection`
+        runFork(
+          Scope.extend(dispatcher.listen(request, target, out), listeners).pipe(
+            Effect.map((refusal) => {
+              if (refusal !== undefined)
+                out.send(failure(request.id, { code: ErrorCode.InternalError, message: refusal.message }))
             })
           )
-          return true
-        }
-        runFork(Effect.zipRight(started, Scope.extend(stateless.listen(request, target, "stdio", out), listeners)))
+        )
         return true
       }
-      const fiber = runFork(Effect.zipRight(started, stateless.serve(request, target, "stdio", out)))
-      inFlight.set(request.id, fiber)
-      fiber.addObserver(() => {
-        if (inFlight.get(request.id) === fiber) inFlight.delete(request.id)
-      })
+      dispatcher.serve(request, target, out)
       return true
     }
     return { intercept }

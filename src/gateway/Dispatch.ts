@@ -1,0 +1,120 @@
+/**
+ * One dispatcher for the stateless era's (2026-07-28) requests, whatever carries them: each request
+ * checked (its version and `_meta`), served beside the others with exactly one reply, cancelled by
+ * id (`notifications/cancelled`) or by the gateway's stop (it still replies), and listen streams
+ * bounded. A transport frames messages and carries replies; it knows nothing of the era.
+ */
+import { Effect, FiberId, FiberSet, type Fiber, type Scope } from "effect"
+import { failure, type Id, isId, type Request } from "../jsonrpc/JsonRpc.js"
+import type { Outbox } from "../jsonrpc/Peer.js"
+import { ErrorCode } from "../protocol/Errors.js"
+import type { BackendsService } from "../backend/Backends.js"
+import type { GatewayService } from "./Gateway.js"
+import * as Stateless from "./Stateless.js"
+import type { Target } from "./Session.js"
+
+export interface Options {
+  readonly transport: "stdio" | "http"
+  /** Awaited before a request is served (stdio starts its backends with the first one). */
+  readonly ready?: Effect.Effect<void> | undefined
+  /** Why one more listen stream is refused now (a bound of the transport's), or undefined. */
+  readonly listenRefusal: () => Refusal | undefined
+}
+
+export interface Refusal {
+  /** The HTTP status, where there is one. */
+  readonly status: number
+  readonly message: string
+  /** Headers of an HTTP refusal (retry-after). */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+export interface Dispatcher {
+  /** The era's own checks (version, `_meta`): the refusal to send, or undefined to go on. */
+  readonly check: (request: Request, header: string | undefined | null) => Stateless.Refusal | undefined
+  /** Serves one request beside the others; its one reply goes to `out`. */
+  readonly serve: (request: Request, target: Target, out: Outbox) => Fiber.RuntimeFiber<void>
+  /** The client gave up on a request (`notifications/cancelled`): stopped at its backend, still replied to. */
+  readonly cancel: (requestId: unknown, out: Outbox) => void
+  /**
+   * A `subscriptions/listen` stream in the caller's scope: acknowledged, then the notifications asked
+   * for, until the scope closes. A refusal (the transport's bound) instead when there is one.
+   */
+  readonly listen: (request: Request, target: Target, out: Outbox) => Effect.Effect<Refusal | undefined, never, Scope.Scope>
+  /** Listen streams open now. */
+  readonly listening: () => number
+  /** Why one more listen stream would be refused now (the transport's bound), or undefined. */
+  readonly listenRefusal: () => Refusal | undefined
+  /** Requests in flight get `graceMs` to finish, then are cancelled (each still replies). */
+  readonly drain: (graceMs: number) => Effect.Effect<void>
+}
+
+export const make = (gateway: GatewayService, backends: BackendsService, options: Options) =>
+  Effect.gen(function* () {
+    const stateless = yield* Stateless.make(gateway, backends)
+    const calls = yield* FiberSet.make<unknown, never>()
+    // Interruptible: a transport's runtime may be captured while a layer builds, an uninterruptible region.
+    const runFork = yield* FiberSet.runtime(calls)<never>()
+    const ready = options.ready ?? Effect.void
+    const inFlight = new Map<Id, Fiber.RuntimeFiber<void>>()
+    /** Requests the client cancelled: their reply says so (others interrupted are the gateway stopping). */
+    const cancelled = new Set<Id>()
+    let listening = 0
+
+    const serve = (request: Request, target: Target, out: Outbox) => {
+      const id = request.id
+      const fiber = runFork(
+        Effect.interruptible(
+          Effect.zipRight(ready, stateless.serve(request, target, options.transport, out)).pipe(
+            Effect.onInterrupt(() =>
+              Effect.sync(() => {
+                const message = cancelled.delete(id) ? "Request cancelled" : "Request cancelled: the gateway is stopping"
+                out.send(failure(id, { code: ErrorCode.RequestCancelled, message }))
+              })
+            )
+          )
+        )
+      )
+      inFlight.set(id, fiber)
+      fiber.addObserver(() => {
+        if (inFlight.get(id) === fiber) inFlight.delete(id)
+      })
+      return fiber
+    }
+
+    const cancel = (requestId: unknown, _out: Outbox) => {
+      const running = isId(requestId) ? inFlight.get(requestId) : undefined
+      if (running === undefined) return
+      // Its call is cancelled at the backend too; the request still gets its one reply.
+      inFlight.delete(requestId as Id)
+      cancelled.add(requestId as Id)
+      running.unsafeInterruptAsFork(FiberId.none)
+    }
+
+    const listen = (request: Request, target: Target, out: Outbox) =>
+      Effect.gen(function* () {
+        const refused = options.listenRefusal()
+        if (refused !== undefined) return refused
+        yield* Effect.acquireRelease(
+          Effect.sync(() => listening++),
+          () => Effect.sync(() => listening--)
+        )
+        yield* ready
+        yield* stateless.listen(request, target, options.transport, out)
+        return undefined
+      })
+
+    const drain = (graceMs: number) =>
+      FiberSet.awaitEmpty(calls).pipe(Effect.interruptible, Effect.timeoutOption(graceMs), Effect.zipRight(FiberSet.clear(calls)))
+
+    const dispatcher: Dispatcher = {
+      check: Stateless.check,
+      serve,
+      cancel,
+      listen,
+      listening: () => listening,
+      listenRefusal: options.listenRefusal,
+      drain
+    }
+    return dispatcher
+  })
