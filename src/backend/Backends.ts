@@ -7,7 +7,20 @@
  * stops every process tree. Calls go straight to the ready `Backend` (a Map lookup and one
  * write), so this module adds nothing measurable to the hot path.
  */
-import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, Option, PubSub, Scope, Stream } from "effect"
+import {
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  ExecutionStrategy,
+  Fiber,
+  Layer,
+  Option,
+  PubSub,
+  Schedule,
+  Scope,
+  Stream
+} from "effect"
 import * as Backend from "./Backend.js"
 import {
   type BackendConfig,
@@ -80,6 +93,13 @@ export interface RestartPolicy {
   /** A backend that stayed ready this long starts counting failures afresh. */
   readonly healthyAfterMs: number
 }
+
+/** The waits between restarts: `initialDelayMs`, doubling with each consecutive failure, at most `maxDelayMs`. */
+export const restartDelays = (policy: RestartPolicy): Schedule.Schedule<Duration.Duration> =>
+  Schedule.exponential(Duration.millis(policy.initialDelayMs)).pipe(
+    Schedule.union(Schedule.spaced(Duration.millis(policy.maxDelayMs))),
+    Schedule.delays
+  )
 
 export const DEFAULT_RESTART_POLICY: RestartPolicy = {
   initialDelayMs: 500,
@@ -379,6 +399,9 @@ export const make = (options: ManagerOptions = {}) =>
         }
         yield* Effect.logInfo("starting backend", describeBackend(config))
         yield* setState(entry, "starting")
+        // Said and shown before each wait (the schedule's output is the wait it is about to take).
+        let announce: (delay: Duration.Duration) => Effect.Effect<void> = () => Effect.void
+        const restarts = yield* Schedule.driver(restartDelays(policy).pipe(Schedule.tapOutput((delay) => announce(delay))))
         while (true) {
           const outcome = yield* Effect.either(runOnce(entry, startOptions))
           let lastError: string
@@ -392,7 +415,10 @@ export const make = (options: ManagerOptions = {}) =>
             }
           } else {
             lastError = outcome.right.exit.description
-            if (outcome.right.readyMs >= policy.healthyAfterMs) failures = 0
+            if (outcome.right.readyMs >= policy.healthyAfterMs) {
+              failures = 0
+              yield* restarts.reset
+            }
           }
           failures++
           if (!config.restartOnCrash) {
@@ -404,13 +430,15 @@ export const make = (options: ManagerOptions = {}) =>
             yield* Effect.logError(`backend failed: ${gaveUp}`)
             return yield* setState(entry, "failed", gaveUp)
           }
-          const delay = Math.min(policy.initialDelayMs * 2 ** (failures - 1), policy.maxDelayMs)
           const what = outcome._tag === "Left" ? "could not start" : "crashed"
-          yield* Effect.logWarning(`backend ${what}: ${lastError}; restarting in ${delay} ms`)
-          yield* setState(entry, "restarting", lastError)
-          // start() does not wait through backoff: the backend shows up later via toolsChanged.
-          yield* Deferred.succeed(entry.settled, undefined)
-          yield* Effect.sleep(delay)
+          announce = (delay) =>
+            Effect.gen(function* () {
+              yield* Effect.logWarning(`backend ${what}: ${lastError}; restarting in ${Duration.toMillis(delay)} ms`)
+              yield* setState(entry, "restarting", lastError)
+              // start() does not wait through backoff: the backend shows up later via toolsChanged.
+              yield* Deferred.succeed(entry.settled, undefined)
+            })
+          yield* restarts.next(undefined)
           entry.restarts++
         }
       }).pipe(

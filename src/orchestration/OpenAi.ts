@@ -23,7 +23,7 @@
  * - Error messages never carry the key: the server's text is dropped for 401, and every message
  *   goes through `Secrets.scrub` plus a mask for `sk-...` fragments that servers echo back.
  */
-import { Duration, Effect, Option, Random, Redacted, Ref, Runtime } from "effect"
+import { Duration, Effect, Option, Redacted, Ref, Runtime, Schedule, ScheduleDecision } from "effect"
 import type OpenAI from "openai"
 import type { APIError } from "openai"
 import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
@@ -160,32 +160,50 @@ export const makeOpenAI = (options: OpenAIOptions = {}): Effect.Effect<LlmServic
         catch: (error) => error
       }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => new AttemptTimedOut() }))
 
+    /**
+     * The retries of one request: 0.5 s doubling up to 8 s with 25 % jitter, or the wait the server
+     * asked for; only while the failure is retryable and its asked wait is within `maxRetryDelayMs`.
+     */
+    const retries = Schedule.exponential(Duration.millis(500)).pipe(
+      Schedule.union(Schedule.spaced(Duration.seconds(8))),
+      Schedule.jitteredWith({ min: 0.75, max: 1 }),
+      Schedule.delays,
+      Schedule.intersect(Schedule.identity<Classified>()),
+      Schedule.modifyDelay(([delay, failure]) =>
+        failure.retryAfterMs === undefined ? delay : Duration.millis(failure.retryAfterMs)
+      ),
+      Schedule.whileInput(
+        (failure: Classified) =>
+          failure.retryable && (failure.retryAfterMs === undefined || failure.retryAfterMs <= maxRetryDelayMs)
+      ),
+      Schedule.intersect(Schedule.recurs(maxRetries)),
+      // Said only when it does retry (a tap on the output would also run on the last, giving-up step).
+      Schedule.onDecision(([[delay, failure], retry], decision) =>
+        ScheduleDecision.isContinue(decision)
+          ? Effect.logInfo(
+              `LLM request failed (${failure.error.reason}), retrying in ${Math.round(failure.retryAfterMs ?? Duration.toMillis(delay))} ms`
+            ).pipe(Effect.annotateLogs({ attempt: retry + 1, maxRetries }))
+          : Effect.void
+      )
+    )
+
     const withRetries = (
       send: Effect.Effect<unknown, unknown>,
-      classify: (error: unknown) => Classified,
-      retry = 0
+      classify: (error: unknown) => Classified
     ): Effect.Effect<unknown, LlmRequestFailed> =>
-      Effect.catchAll(send, (error) => {
-        const failure = classify(error)
-        if (!failure.retryable || retry >= maxRetries) return Effect.fail(failure.error)
-        if (failure.retryAfterMs !== undefined && failure.retryAfterMs > maxRetryDelayMs) {
-          return Effect.fail(
-            new LlmRequestFailed({
-              reason: failure.error.reason,
-              status: failure.error.status,
-              message: `${failure.error.message} (the server asked to retry after ${Math.ceil(failure.retryAfterMs / 1000)} s)`
-            })
-          )
-        }
-        return Effect.gen(function* () {
-          const wait = failure.retryAfterMs ?? (yield* backoff(retry))
-          yield* Effect.logInfo(`LLM request failed (${failure.error.reason}), retrying in ${Math.round(wait)} ms`).pipe(
-            Effect.annotateLogs({ attempt: retry + 1, maxRetries })
-          )
-          yield* Effect.sleep(Duration.millis(wait))
-          return yield* withRetries(send, classify, retry + 1)
-        })
-      })
+      send.pipe(
+        Effect.mapError(classify),
+        Effect.retry(retries),
+        Effect.mapError((failure) =>
+          failure.retryable && failure.retryAfterMs !== undefined && failure.retryAfterMs > maxRetryDelayMs
+            ? new LlmRequestFailed({
+                reason: failure.error.reason,
+                status: failure.error.status,
+                message: `${failure.error.message} (the server asked to retry after ${Math.ceil(failure.retryAfterMs / 1000)} s)`
+              })
+            : failure.error
+        )
+      )
 
     const chat = Effect.fn("Llm.chat")(function* (request: ChatRequest) {
       const config = yield* gateway.current
@@ -298,8 +316,6 @@ const retryAfterMs = (headers: Headers | undefined): number | undefined => {
 }
 
 const isRetryableStatus = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500
-
-const backoff = (retry: number) => Effect.map(Random.next, (r) => Math.min(500 * 2 ** retry, 8_000) * (1 - r * 0.25))
 
 const classify = (
   sdk: Sdk,
