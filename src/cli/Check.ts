@@ -66,7 +66,7 @@ const CHECK_STARTUP_MS = 30_000
 export const check = (sources: ConfigSources, print: (text: string) => void): Effect.Effect<number> =>
   Effect.gen(function* () {
     const config = yield* (yield* GatewayConfig).current
-    Logging.setLevel(config.logLevel)
+    yield* Logging.applyLevel(config.logLevel)
     const backends = yield* Backends
     const started = Date.now()
     const readyAt = new Map<string, number>()

@@ -343,7 +343,7 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
 
   const announce = Effect.gen(function* () {
     const config = yield* (yield* GatewayConfig).current
-    Logging.setLevel(config.logLevel)
+    yield* Logging.applyLevel(config.logLevel)
     yield* Effect.logInfo("mcp-agentify started", {
       version: SERVER_VERSION,
       pid: process.pid,

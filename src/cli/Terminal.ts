@@ -168,7 +168,7 @@ export const run = (
         // The level is set before the backends start (they start while the layer builds).
         Layer.provide(
           Layer.effectDiscard(
-            Effect.flatMap(GatewayConfig, (config) => Effect.map(config.current, (c) => Logging.setLevel(c.logLevel)))
+            Effect.flatMap(GatewayConfig, (config) => Effect.flatMap(config.current, (c) => Logging.applyLevel(c.logLevel)))
           )
         ),
         Layer.provideMerge(GatewayConfig.layer(sources))

@@ -59,6 +59,10 @@ const formatIssueSafely = (
   }
 }
 
+/** Each problem of a decode, with its own message (a schema's annotation wins), never overflowing the stack. */
+export const safeIssues = (error: ParseResult.ParseError): Array<ParseResult.ArrayFormatterIssue> =>
+  formatIssueSafely(error.issue, [])
+
 /** `path: problem` lines, e.g. `backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$`. */
 export const formatIssues = (
   error: ParseResult.ParseError,

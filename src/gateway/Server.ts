@@ -8,10 +8,10 @@
  * what it needs (`Context`) and the session it serves. It only validates, routes and maps
  * failures.
  */
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { relayableCapabilities } from "./ClientRequests.js"
-import { describeBackend, type GatewayConfig, LogLevelName, type ResolvedConfig } from "../config/Config.js"
+import { describeBackend, type GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import {
   type BackendError,
   ErrorCode,
@@ -28,8 +28,9 @@ import * as Secrets from "../observability/Secrets.js"
 import { IMPLEMENTATION, negotiateProtocolVersion, textResult } from "../protocol/Mcp.js"
 import { ORCHESTRATE_TOOL, type Orchestrator } from "../orchestration/Orchestrator.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
+import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
-import { MCP_LOG_LEVELS, type McpLogLevel, mcpLevelOf, type Session } from "./Session.js"
+import { mcpLevelOf, type Session } from "./Session.js"
 import { type Catalog, catalogOf } from "../catalog/ToolCatalog.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
@@ -133,7 +134,7 @@ const guardInitialize = (
   })
 
 /** Records who the client is and what it declared. */
-const recordClient = (session: Session, p: Record<string, unknown>): string => {
+const recordClient = (session: Session, p: typeof Params.InitializeParams.Type): string => {
   const protocolVersion = negotiateProtocolVersion(p.protocolVersion)
   session.protocolVersion = protocolVersion
   session.clientInfo = p.clientInfo
@@ -141,6 +142,11 @@ const recordClient = (session: Session, p: Record<string, unknown>): string => {
     typeof p.capabilities === "object" && p.capabilities !== null ? (p.capabilities as Record<string, unknown>) : {}
   return protocolVersion
 }
+
+const decodeCallTool = Params.decode(Params.CallToolParams)
+const decodeSetLevel = Params.decode(Params.SetLevelParams)
+const decodeSessionOptions = Params.decode(Params.SessionOptions)
+const decodeInitialize = Params.decode(Params.InitializeParams)
 
 /** Over a shared gateway only per-session options are accepted; anything else is a clear -32602. */
 const sessionOptions = (session: Session, options: unknown): Effect.Effect<void, InvalidParams> => {
@@ -166,15 +172,8 @@ const sessionOptions = (session: Session, options: unknown): Effect.Effect<void,
       })
     )
   }
-  const level = (options as { logLevel?: unknown }).logLevel
-  if (level === undefined) return Effect.void
-  const levels: ReadonlyArray<string> = LogLevelName.literals
-  if (typeof level !== "string" || !levels.includes(level)) {
-    const issue = `initializationOptions.logLevel: must be one of ${levels.join(", ")}`
-    return Effect.fail(new InvalidParams({ message: `Invalid params: ${issue}`, issues: [issue] }))
-  }
-  return Effect.sync(() => {
-    session.logLevel = mcpLevelOf(level) as McpLogLevel | "none"
+  return Effect.map(decodeSessionOptions(options), ({ logLevel }) => {
+    if (logLevel !== undefined) session.logLevel = mcpLevelOf(logLevel)
   })
 }
 
@@ -189,11 +188,11 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   })
 
   const runInitialize = Effect.fn("Server.initialize")(function* (params: unknown) {
-    const p = (params ?? {}) as Record<string, unknown>
+    const p = yield* decodeInitialize(params)
     let config: ResolvedConfig
     if (ctx.mode === "single") {
       config = yield* ctx.config.applyInitializationOptions(p.initializationOptions)
-      Logging.setLevel(config.logLevel)
+      yield* Logging.applyLevel(config.logLevel)
       yield* Logging.logNotes(config.notes)
     } else {
       yield* sessionOptions(session, p.initializationOptions)
@@ -288,15 +287,9 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   // A plain function rather than a traced generator: this is the passthrough hot path, where a
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
   const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
-    const p = params as Record<string, unknown> | undefined
-    if (typeof p?.name !== "string") {
-      return Effect.fail(new InvalidParams({ message: "Invalid params: name: is required", issues: ["name: is required"] }))
-    }
-    if (p.arguments !== undefined && (typeof p.arguments !== "object" || p.arguments === null || Array.isArray(p.arguments))) {
-      return Effect.fail(
-        new InvalidParams({ message: "Invalid params: arguments: must be an object", issues: ["arguments: must be an object"] })
-      )
-    }
+    const decoded = decodeCallTool(params)
+    if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
+    const p = decoded.right as Params.CallToolParams
     if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {}, context)
     const entry = catalog().byName.get(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
@@ -325,12 +318,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   /** The session's own level, and the backends' (so they send what some session may want). */
   const setLevel = Effect.fn("Server.setLevel")(function* (params: unknown) {
-    const level = (params as { level?: unknown } | undefined)?.level
-    if (typeof level !== "string" || !(MCP_LOG_LEVELS as ReadonlyArray<string>).includes(level)) {
-      const issue = `level: must be one of ${MCP_LOG_LEVELS.join(", ")}`
-      return yield* new InvalidParams({ message: `Invalid params: ${issue}`, issues: [issue] })
-    }
-    session.logLevel = level as McpLogLevel
+    const { level } = yield* decodeSetLevel(params)
+    session.logLevel = level
     for (const backendId of yield* ctx.relay.loggingBackends) {
       yield* backends
         .executeOnBackend(backendId, "logging/setLevel", { level })
@@ -431,7 +420,7 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     guardInitialize(
       session,
       Effect.gen(function* () {
-        const p = (params ?? {}) as Record<string, unknown>
+        const p = yield* decodeInitialize(params)
         yield* sessionOptions(session, p.initializationOptions)
         const running = backends.backend(backendId)
         if (running === undefined) {

@@ -3,7 +3,9 @@
  *
  * JSON lines when stderr is not a terminal (an MCP client capturing it, a log file), readable
  * lines when a person is watching. Every line passes through the secret scrubber. The level is
- * module state so a client's `initializationOptions.logLevel` can change it after start-up.
+ * the logger's own (`LogThreshold`, provided with it by `layer`), not the module's: a client's
+ * `initializationOptions.logLevel` changes it through the service, and two gateways embedded in
+ * one process each have their own.
  */
 import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, LogLevel } from "effect"
 import { Events } from "./Events.js"
@@ -23,14 +25,24 @@ const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {
   silent: LogLevel.None
 }
 
-let threshold: LogLevel.LogLevel = LogLevel.Info
-
-/** Sets the level in force for every logger built by this module. */
-export const setLevel = (level: LogLevelName): void => {
-  threshold = LEVELS[level]
+/** The least severe level a logger writes; set while it runs (a client's initializationOptions). */
+export interface Threshold {
+  readonly get: () => LogLevel.LogLevel
+  readonly set: (level: LogLevelName) => void
 }
 
-export const level = (): LogLevel.LogLevel => threshold
+export class LogThreshold extends Context.Tag("mcp-agentify/LogThreshold")<LogThreshold, Threshold>() {}
+
+export const makeThreshold = (initial: LogLevelName = "info"): Threshold => {
+  let current = LEVELS[initial]
+  return { get: () => current, set: (level) => void (current = LEVELS[level]) }
+}
+
+/** Sets the level of the logger in use (none provided, as when embedded with a logger of one's own: nothing). */
+export const applyLevel = (level: LogLevelName): Effect.Effect<void> =>
+  Effect.map(Effect.serviceOption(LogThreshold), (threshold) => {
+    if (threshold._tag === "Some") threshold.value.set(level)
+  })
 
 /**
  * What the configuration has to say (a refused backend, an ignored `.env` line) is said once per
@@ -108,10 +120,11 @@ const safeJson = (value: unknown): string => {
   }
 }
 
-/** A logger writing JSON or readable lines to `sink`, filtered by the module's level. */
-export const make = (sink: Sink = stderrSink): Logger.Logger<unknown, void> =>
+/** A logger writing JSON or readable lines to `sink`, filtered by `threshold`. */
+export const make = (sink: Sink = stderrSink, threshold: Threshold = makeThreshold()): Logger.Logger<unknown, void> =>
   Logger.make(({ annotations, cause, context, date, logLevel, message, spans }) => {
-    if (logLevel.ordinal < threshold.ordinal || threshold === LogLevel.None) return
+    const least = threshold.get()
+    if (logLevel.ordinal < least.ordinal || least === LogLevel.None) return
     const fields: Record<string, unknown> = {}
     for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = render(value)
     const now = date.getTime()
@@ -143,6 +156,13 @@ export const make = (sink: Sink = stderrSink): Logger.Logger<unknown, void> =>
     sink.write(Secrets.scrub(line))
   })
 
-/** Replaces Effect's stdout logger with the stderr one; the level is decided by `setLevel`. */
-export const layer = (sink?: Sink): Layer.Layer<never> =>
-  Layer.merge(Logger.replace(Logger.defaultLogger, make(sink)), Logger.minimumLogLevel(LogLevel.All))
+/** Replaces Effect's stdout logger with the stderr one, and provides its level (`applyLevel`). */
+export const layer = (sink?: Sink): Layer.Layer<LogThreshold> =>
+  Layer.suspend(() => {
+    const threshold = makeThreshold()
+    return Layer.mergeAll(
+      Logger.replace(Logger.defaultLogger, make(sink, threshold)),
+      Logger.minimumLogLevel(LogLevel.All),
+      Layer.succeed(LogThreshold, threshold)
+    )
+  })

@@ -1,0 +1,76 @@
+/**
+ * The params of the gateway's own methods, decoded with Schema at the edge (as the MCP SDK's and
+ * @effect/ai's McpSchema do): a handler gets typed params, or the client gets -32602 naming each
+ * problem in the words the gateway has always used ("name: is required").
+ */
+import { Either, ParseResult, Schema } from "effect"
+import { LogLevelName } from "../config/Config.js"
+import { safeIssues } from "../config/Decode.js"
+import { InvalidParams } from "../protocol/Errors.js"
+import { MCP_LOG_LEVELS } from "./Session.js"
+
+/** A field whose every problem reads `text` (missing or of the wrong type). */
+const worded = <A, I>(schema: Schema.Schema<A, I>, text: string) =>
+  Schema.propertySignature(schema.annotations({ message: () => ({ message: text, override: true }) })).annotations({
+    missingMessage: () => text
+  })
+
+const optionalWorded = <A, I>(schema: Schema.Schema<A, I>, text: string) =>
+  Schema.optional(schema.annotations({ message: () => ({ message: text, override: true }) }))
+
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** `tools/call`: the rest of the params (`_meta`, a task) are kept and forwarded as sent. */
+export const CallToolParams = Schema.Struct({
+  name: worded(Schema.String, "name: is required"),
+  arguments: optionalWorded(JsonObject, "arguments: must be an object")
+})
+export type CallToolParams = typeof CallToolParams.Type & { readonly [key: string]: unknown }
+
+/** `logging/setLevel`. */
+export const SetLevelParams = Schema.Struct({
+  level: worded(Schema.Literal(...MCP_LOG_LEVELS), `level: must be one of ${MCP_LOG_LEVELS.join(", ")}`)
+})
+
+/**
+ * `initialize`: what the gateway reads of it. Lenient as MCP peers are: a field of an unexpected
+ * shape is as good as absent (the version is negotiated, capabilities default to none).
+ */
+export const InitializeParams = Schema.Struct({
+  protocolVersion: Schema.optional(Schema.Unknown),
+  capabilities: Schema.optional(Schema.Unknown),
+  clientInfo: Schema.optional(Schema.Unknown),
+  initializationOptions: Schema.optional(Schema.Unknown)
+}).annotations({ message: () => ({ message: "params: must be an object", override: false }) })
+
+/** What one session of a shared gateway may set in `initializationOptions`. */
+export const SessionOptions = Schema.Struct({
+  logLevel: optionalWorded(
+    Schema.Literal(...LogLevelName.literals),
+    `initializationOptions.logLevel: must be one of ${LogLevelName.literals.join(", ")}`
+  )
+})
+
+/** Decodes `params` (absent is `{}`), keeping fields it does not name; -32602 with each problem. */
+export const decode =
+  <A, I>(schema: Schema.Schema<A, I>) =>
+  (params: unknown): Either.Either<A, InvalidParams> => {
+    const decoded = decoders(schema)(params ?? {})
+    if (Either.isRight(decoded)) return Either.right(decoded.right)
+    // Safely: a client may send a value nested too deeply for Effect's formatter to print.
+    const issues = safeIssues(decoded.left)
+      .map((issue) => issue.message)
+      // An optional field is a union with undefined; its "Expected undefined" branch is noise.
+      .filter((message) => !message.startsWith("Expected undefined, actual"))
+    return Either.left(new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues }))
+  }
+
+const cache = new WeakMap<object, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
+const decoders = <A, I>(schema: Schema.Schema<A, I>) => {
+  let decoder = cache.get(schema)
+  if (decoder === undefined) {
+    decoder = Schema.decodeUnknownEither(schema, { onExcessProperty: "preserve" })
+    cache.set(schema, decoder)
+  }
+  return decoder as (u: unknown) => Either.Either<A, ParseResult.ParseError>
+}

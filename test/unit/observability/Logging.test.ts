@@ -1,0 +1,38 @@
+/**
+ * The logger's level belongs to the logger (provided with it), not to the module: a client's
+ * initializationOptions change the level of the gateway it talks to, and nothing else.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Logging from "../../../src/observability/Logging.js"
+
+const capture = () => {
+  const lines: Array<string> = []
+  return { lines, sink: { isTTY: false, write: (line: string) => void lines.push(line) } }
+}
+
+describe("Logging", () => {
+  it("applyLevel changes the level of the logger in use, and of no other", async () => {
+    const a = capture()
+    const b = capture()
+    // Two apps in one process, each with the gateway's logger, run side by side.
+    const appA = Effect.gen(function* () {
+      yield* Effect.sleep(5)
+      yield* Effect.logDebug("a-debug")
+      yield* Effect.logInfo("a-info")
+    }).pipe(Effect.provide(Logging.layer(a.sink)))
+    const appB = Effect.gen(function* () {
+      yield* Logging.applyLevel("debug")
+      yield* Effect.logDebug("b-debug")
+      yield* Effect.sleep(10)
+      yield* Logging.applyLevel("error")
+      yield* Effect.logWarning("b-warning")
+      yield* Effect.logError("b-error")
+    }).pipe(Effect.provide(Logging.layer(b.sink)))
+    await Promise.all([Effect.runPromise(appA), Effect.runPromise(appB)])
+    expect(a.lines.map((line) => JSON.parse(line).msg)).toEqual(["a-info"])
+    expect(b.lines.map((line) => JSON.parse(line).msg)).toEqual(["b-debug", "b-error"])
+    // Without a logger of the gateway's, setting a level is nothing (an embedder's own logger).
+    await Effect.runPromise(Logging.applyLevel("trace"))
+  })
+})
