@@ -81,7 +81,7 @@ const decodeOptionsEither = Schema.decodeUnknownEither(GatewayOptions, { errors:
 
 // Keys: unknown ones are errors, so a misspelt `backend` cannot silently leave the default running
 
-/** Every key GatewayOptions accepts (the docs list each one: test/docs.test.ts). */
+/** Every key GatewayOptions accepts (the docs list each one: test/e2e/docs.test.ts). */
 export const OPTION_KEYS = [...Object.keys(optionFields), "backends", "mcpServers", "servers", "defaults"]
 /** Every key a BackendConfig accepts. */
 export const BACKEND_KEYS = Object.keys(BackendFields.fields)

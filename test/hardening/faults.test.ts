@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { onTestFinished } from "vitest"
 import { spawn } from "node:child_process"
 import { type FakeOpenAI, startFakeOpenAI } from "../support/fakeOpenAI.js"
-import { BIN } from "../support/gateway.js"
+import { BIN } from "../support/stdioClient.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
 import { cleanEnv, Client, closeCleanly, DEEP_BACKEND, descendants, HOLDER, sleep, untilGone, writeConfig } from "./support.js"
 

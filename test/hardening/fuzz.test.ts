@@ -15,7 +15,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import { assertOnlyFrames } from "../support/gateway.js"
+import { assertOnlyFrames } from "../support/stdioClient.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
 import {
   cleanEnv,

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { BIN, FIXTURE_SERVER, tempDir } from "../support/gateway.js"
+import { BIN, FIXTURE_SERVER, tempDir } from "../support/stdioClient.js"
 import { startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { cleanEnv, Client, closeCleanly, writeConfig } from "./support.js"
 

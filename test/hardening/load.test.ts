@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { type FakeOpenAI, startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { existsSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { assertOnlyFrames, BIN, tempDir } from "../support/gateway.js"
+import { assertOnlyFrames, BIN, tempDir } from "../support/stdioClient.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
 import {
   cleanEnv,

@@ -9,7 +9,7 @@ import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { readdirSync, readFileSync } from "node:fs"
 import { randomUUID } from "node:crypto"
-import { BIN, FIXTURE_SERVER } from "../support/gateway.js"
+import { BIN, FIXTURE_SERVER } from "../support/stdioClient.js"
 import { cleanEnv, Client, closeCleanly, descendants, isAlive, rssKiB, sleep, until, untilGone, writeConfig } from "./support.js"
 
 const fixture = (id: string, args: ReadonlyArray<string> = [], extra: Record<string, unknown> = {}) => ({

@@ -8,9 +8,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
 import { once } from "node:events"
 import WebSocket from "ws"
-import { BIN, cleanEnv, startGateway, tempDir } from "../support/gateway.js"
+import { BIN, cleanEnv, startGateway, tempDir } from "../support/stdioClient.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
-import { call, openSession, startHttpGateway } from "../support/httpGateway.js"
+import { call, openSession, startHttpGateway } from "../support/httpClient.js"
 import { sleep, until } from "../support/process.js"
 
 /** Well below the 8 s forced exit, well above a clean stop (40-100 ms) on a loaded machine. */

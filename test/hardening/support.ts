@@ -8,12 +8,12 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { BackendConfigInput } from "../../src/config/Config.js"
 import { expect } from "vitest"
-import { assertOnlyFrames, type CliClient, tempDir } from "../support/gateway.js"
+import { assertOnlyFrames, type CliClient, tempDir } from "../support/stdioClient.js"
 import { descendants, untilGone } from "../support/process.js"
 
 // One implementation of each, shared with every other test (test/support).
-export { cleanEnv, CliClient as Client, contentLengthFrames, INIT_PARAMS, SCRIPTED_GATEWAY } from "../support/gateway.js"
-export type { ClientOptions, Id, Reply } from "../support/gateway.js"
+export { cleanEnv, CliClient as Client, contentLengthFrames, INIT_PARAMS, SCRIPTED_GATEWAY } from "../support/stdioClient.js"
+export type { ClientOptions, Id, Reply } from "../support/stdioClient.js"
 export { descendants, isAlive, isWatchdog, rssKiB, sleep, until, untilGone } from "../support/process.js"
 
 export const HERE = dirname(fileURLToPath(import.meta.url))

@@ -4,7 +4,7 @@
  * the runner's stdout. The temp directories a file made are removed when it ends.
  */
 import { afterAll } from "vitest"
-import { removeTempDirs } from "./gateway.js"
+import { removeTempDirs } from "./stdioClient.js"
 
 console.log = console.error
 console.info = console.error

@@ -5,10 +5,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
-import { main } from "../examples/embedding.js"
-import { firstText } from "./support/mcpFixture.js"
+import { main } from "../../examples/embedding.js"
+import { firstText } from "../support/mcpFixture.js"
 
-const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), "utf8")
+const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8")
 
 describe("embedding the gateway in an Effect app", () => {
   it("the README shows exactly examples/embedding.ts", () => {
@@ -31,7 +31,7 @@ describe("embedding the gateway in an Effect app", () => {
       return next(specifier, context)
     }`
     const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)})`
-    const program = `const lib = await import(${JSON.stringify(new URL("../dist/index.js", import.meta.url).href)})
+    const program = `const lib = await import(${JSON.stringify(new URL("../../dist/index.js", import.meta.url).href)})
       const opened = lib.Config.decodeOptions({ backends: [{ id: "fs", command: "node" }] }, "x")
       console.log(Object.keys(lib).length > 10 && opened._tag === "Right" ? "loaded" : "broken")`
     const run = spawnSync(

@@ -7,10 +7,10 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { USAGE } from "../src/cli/Cli.js"
-import { BACKEND_KEYS, OPTION_KEYS } from "../src/config/Config.js"
-import { ErrorCode } from "../src/protocol/Errors.js"
-import { ROOT } from "./support/gateway.js"
+import { USAGE } from "../../src/cli/Cli.js"
+import { BACKEND_KEYS, OPTION_KEYS } from "../../src/config/Config.js"
+import { ErrorCode } from "../../src/protocol/Errors.js"
+import { ROOT } from "../support/stdioClient.js"
 
 const docs = readFileSync(join(ROOT, "docs", "protocol.md"), "utf8")
 const source = (file: string) => readFileSync(join(ROOT, "src", file), "utf8")

@@ -6,16 +6,16 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Layer, Queue } from "effect"
-import { type BackendConfigInput, GatewayConfig } from "../src/config/Config.js"
-import { type Event, Events } from "../src/observability/Events.js"
-import * as Gateway from "../src/gateway/Gateway.js"
-import { Backends } from "../src/backend/Backends.js"
-import { LlmClient } from "../src/orchestration/Llm.js"
-import * as Logging from "../src/observability/Logging.js"
-import { Orchestrator } from "../src/orchestration/Orchestrator.js"
-import * as Peer from "../src/jsonrpc/Peer.js"
-import { Session } from "../src/gateway/Session.js"
-import { fixtureBackend } from "./support/mcpFixture.js"
+import { type BackendConfigInput, GatewayConfig } from "../../../src/config/Config.js"
+import { type Event, Events } from "../../../src/observability/Events.js"
+import * as Gateway from "../../../src/gateway/Gateway.js"
+import { Backends } from "../../../src/backend/Backends.js"
+import { LlmClient } from "../../../src/orchestration/Llm.js"
+import * as Logging from "../../../src/observability/Logging.js"
+import { Orchestrator } from "../../../src/orchestration/Orchestrator.js"
+import * as Peer from "../../../src/jsonrpc/Peer.js"
+import { Session } from "../../../src/gateway/Session.js"
+import { fixtureBackend } from "../../support/mcpFixture.js"
 
 // The gateway's own logger (it publishes log records to the hub), its lines kept off the runner's output.
 const GatewayLive = Gateway.layerShared.pipe(

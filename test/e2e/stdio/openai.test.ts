@@ -7,9 +7,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { serverFilesystemEntry } from "../src/config/Config.js"
-import { type FakeOpenAI, startFakeOpenAI } from "./support/fakeOpenAI.js"
-import { assertOnlyFrames, BIN, cleanEnv, startGateway, tempDir } from "./support/gateway.js"
+import { serverFilesystemEntry } from "../../../src/config/Config.js"
+import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
+import { assertOnlyFrames, BIN, cleanEnv, startGateway, tempDir } from "../../support/stdioClient.js"
 
 const KEY = "sk-e2e-distinctive-key-6f1c2a9b7d"
 

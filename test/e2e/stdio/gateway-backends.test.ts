@@ -9,10 +9,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { serverFilesystemEntry } from "../src/config/Config.js"
-import { assertOnlyFrames, BIN, cleanEnv, type CliClient, ROOT, sleep, startGateway, tempDir } from "./support/gateway.js"
-import { filesystemBackend, firstText, fixtureBackend } from "./support/mcpFixture.js"
-import { descendants, isAlive, until } from "./support/process.js"
+import { serverFilesystemEntry } from "../../../src/config/Config.js"
+import { assertOnlyFrames, BIN, cleanEnv, type CliClient, ROOT, sleep, startGateway, tempDir } from "../../support/stdioClient.js"
+import { filesystemBackend, firstText, fixtureBackend } from "../../support/mcpFixture.js"
+import { descendants, isAlive, until } from "../../support/process.js"
 
 const MEMORY_ENTRY = join(ROOT, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
 const VALID_NAME = /^[a-zA-Z0-9_-]{1,64}$/

@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
-import { FIXTURE_TOOL_COUNT, fixtureBackend } from "./support/mcpFixture.js"
-import { ROOT } from "./support/gateway.js"
-import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"
-import { until } from "./support/process.js"
+import { FIXTURE_TOOL_COUNT, fixtureBackend } from "../../support/mcpFixture.js"
+import { ROOT } from "../../support/stdioClient.js"
+import { call, type HttpGateway, openSession, startHttpGateway } from "../../support/httpClient.js"
+import { until } from "../../support/process.js"
 
 const CHROMIUM = [process.env.CHROMIUM_PATH || "/usr/bin/chromium", "/usr/bin/chromium-browser"].find(existsSync)
 /**

@@ -9,10 +9,10 @@ import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextpr
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { join } from "node:path"
 import { writeFileSync } from "node:fs"
-import { BIN, CliClient, cleanEnv, ROOT, tempDir } from "./support/gateway.js"
-import { type HttpGateway, parseSse, startHttpGateway } from "./support/httpGateway.js"
-import { fixtureBackend } from "./support/mcpFixture.js"
-import { until } from "./support/process.js"
+import { BIN, CliClient, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
+import { type HttpGateway, parseSse, startHttpGateway } from "../../support/httpClient.js"
+import { fixtureBackend } from "../../support/mcpFixture.js"
+import { until } from "../../support/process.js"
 
 const EVERYTHING = join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 const MODERN = join(ROOT, "test", "fixtures", "stateless-server.mjs")

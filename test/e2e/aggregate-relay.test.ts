@@ -10,10 +10,10 @@ import { LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } f
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { BIN, cleanEnv, ROOT, tempDir } from "./support/gateway.js"
-import { firstText, fixtureBackend } from "./support/mcpFixture.js"
-import { startHttpGateway } from "./support/httpGateway.js"
-import { sleep, until } from "./support/process.js"
+import { BIN, cleanEnv, ROOT, tempDir } from "../support/stdioClient.js"
+import { firstText, fixtureBackend } from "../support/mcpFixture.js"
+import { startHttpGateway } from "../support/httpClient.js"
+import { sleep, until } from "../support/process.js"
 
 const CONFORMANCE = join(ROOT, "test", "fixtures", "conformance-server.mjs")
 

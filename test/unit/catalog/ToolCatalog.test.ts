@@ -4,7 +4,7 @@
  * list themselves, schemas reduced to property names) plus a few look-alike distractors.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { Tool } from "../src/protocol/Mcp.js"
+import type { Tool } from "../../../src/protocol/Mcp.js"
 import {
   backendFunctions,
   buildCatalog,
@@ -15,7 +15,7 @@ import {
   toolFunctions,
   type CatalogEntry,
   type RankContext
-} from "../src/catalog/ToolCatalog.js"
+} from "../../../src/catalog/ToolCatalog.js"
 
 const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
 

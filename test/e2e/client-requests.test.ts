@@ -17,10 +17,10 @@ import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
-import { BIN, cleanEnv, ROOT, tempDir } from "./support/gateway.js"
-import { startHttpGateway } from "./support/httpGateway.js"
-import { filesystemBackend, firstText, fixtureBackend } from "./support/mcpFixture.js"
-import { sleep, until } from "./support/process.js"
+import { BIN, cleanEnv, ROOT, tempDir } from "../support/stdioClient.js"
+import { startHttpGateway } from "../support/httpClient.js"
+import { filesystemBackend, firstText, fixtureBackend } from "../support/mcpFixture.js"
+import { sleep, until } from "../support/process.js"
 
 const EVERYTHING = join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 const everythingBackend = { id: "everything", command: process.execPath, args: [EVERYTHING, "stdio"] }

@@ -8,9 +8,9 @@ import { once } from "node:events"
 import { writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { join } from "node:path"
-import { CliClient, cleanEnv, SCRIPTED_GATEWAY, tempDir } from "./support/gateway.js"
-import { fixtureBackend } from "./support/mcpFixture.js"
-import { until } from "./support/process.js"
+import { CliClient, cleanEnv, SCRIPTED_GATEWAY, tempDir } from "../../support/stdioClient.js"
+import { fixtureBackend } from "../../support/mcpFixture.js"
+import { until } from "../../support/process.js"
 
 interface OtlpSpan {
   traceId: string

@@ -9,16 +9,16 @@ import { once } from "node:events"
 import { writeFileSync } from "node:fs"
 import { type AddressInfo, createServer } from "node:net"
 import { join } from "node:path"
-import * as Backend from "../src/backend/Backend.js"
-import type { BackendConfig, BackendType } from "../src/config/Config.js"
-import { startGateway, tempDir, cleanEnv } from "./support/gateway.js"
-import { startHttpGateway, type HttpGateway } from "./support/httpGateway.js"
-import { structured } from "./support/mcpFixture.js"
-import { until } from "./support/process.js"
-import { type RemoteServer, startRemoteServer } from "./support/remoteServer.js"
+import * as Backend from "../../../src/backend/Backend.js"
+import type { BackendConfig, BackendType } from "../../../src/config/Config.js"
+import { startGateway, tempDir, cleanEnv } from "../../support/stdioClient.js"
+import { startHttpGateway, type HttpGateway } from "../../support/httpClient.js"
+import { structured } from "../../support/mcpFixture.js"
+import { until } from "../../support/process.js"
+import { type RemoteServer, startRemoteServer } from "../../support/remoteServer.js"
 
 const TOKEN = "remote-test-token-4f9a1c"
-const STATELESS_FIXTURE = new URL("./fixtures/stateless-server.mjs", import.meta.url).pathname
+const STATELESS_FIXTURE = new URL("../../fixtures/stateless-server.mjs", import.meta.url).pathname
 
 const remote = (type: BackendType, url: string, headers: Record<string, string> = {}): BackendConfig => ({
   id: "far",

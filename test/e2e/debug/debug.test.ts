@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { get as httpGet } from "node:http"
 import WebSocket from "ws"
-import { FIXTURE_TOOL_COUNT, fixtureBackend } from "./support/mcpFixture.js"
-import { call, type HttpGateway, openSession, send, startHttpGateway } from "./support/httpGateway.js"
-import { startGateway } from "./support/gateway.js"
-import { until } from "./support/process.js"
+import { FIXTURE_TOOL_COUNT, fixtureBackend } from "../../support/mcpFixture.js"
+import { call, type HttpGateway, openSession, send, startHttpGateway } from "../../support/httpClient.js"
+import { startGateway } from "../../support/stdioClient.js"
+import { until } from "../../support/process.js"
 
 export const SECRET = "debug-secret-value-8d1f2a"
 

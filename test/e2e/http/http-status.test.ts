@@ -6,9 +6,9 @@ import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { BIN, cleanEnv, sleep, tempDir } from "./support/gateway.js"
-import { call, type HttpGateway, openSession, send, startHttpGateway } from "./support/httpGateway.js"
-import { fixtureBackend } from "./support/mcpFixture.js"
+import { BIN, cleanEnv, sleep, tempDir } from "../../support/stdioClient.js"
+import { call, type HttpGateway, openSession, send, startHttpGateway } from "../../support/httpClient.js"
+import { fixtureBackend } from "../../support/mcpFixture.js"
 
 const TOKEN = "s3cret-token-for-http-tests"
 

@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { once } from "node:events"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { BIN, cleanEnv, SCRIPTED_GATEWAY, tempDir } from "./gateway.js"
+import { BIN, cleanEnv, SCRIPTED_GATEWAY, tempDir } from "./stdioClient.js"
 
 export interface HttpGateway {
   readonly child: ChildProcess

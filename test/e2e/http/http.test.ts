@@ -10,11 +10,11 @@ import { ListResourcesResultSchema, ToolListChangedNotificationSchema } from "@m
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { serverFilesystemEntry } from "../src/config/Config.js"
+import { serverFilesystemEntry } from "../../../src/config/Config.js"
 import { execFile } from "node:child_process"
-import { ROOT, sleep, tempDir } from "./support/gateway.js"
-import { call, type HttpGateway, openSession, startHttpGateway } from "./support/httpGateway.js"
-import { firstText, FIXTURE_TOOL_COUNT, fixtureBackend } from "./support/mcpFixture.js"
+import { ROOT, sleep, tempDir } from "../../support/stdioClient.js"
+import { call, type HttpGateway, openSession, startHttpGateway } from "../../support/httpClient.js"
+import { firstText, FIXTURE_TOOL_COUNT, fixtureBackend } from "../../support/mcpFixture.js"
 
 const sdkClient = async (url: string, name = "http-e2e") => {
   const client = new Client({ name, version: "1.0.0" })

@@ -3,8 +3,8 @@ import { Deferred, Effect, Exit, Fiber, Queue, Scope } from "effect"
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
-import * as Backend from "../src/backend/Backend.js"
-import { BackendError, RpcError } from "../src/protocol/Errors.js"
+import * as Backend from "../../../src/backend/Backend.js"
+import { BackendError, RpcError } from "../../../src/protocol/Errors.js"
 import {
   eventually,
   filesystemBackend,
@@ -13,7 +13,7 @@ import {
   fixtureBackend,
   isAlive,
   structured
-} from "./support/mcpFixture.js"
+} from "../../support/mcpFixture.js"
 
 describe("Backend session", () => {
   it.scopedLive(

@@ -8,9 +8,9 @@ import { spawn, spawnSync } from "node:child_process"
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as rpc from "vscode-jsonrpc/node.js"
-import { assertOnlyFrames, BIN, cleanEnv, FIXTURE_SERVER, contentLengthFrames, startGateway, tempDir } from "./support/gateway.js"
-import { startFakeOpenAI } from "./support/fakeOpenAI.js"
-import { descendants, isAlive } from "./support/process.js"
+import { assertOnlyFrames, BIN, cleanEnv, FIXTURE_SERVER, contentLengthFrames, startGateway, tempDir } from "../../support/stdioClient.js"
+import { startFakeOpenAI } from "../../support/fakeOpenAI.js"
+import { descendants, isAlive } from "../../support/process.js"
 
 const run = (input: string, options: { args?: Array<string>; env?: NodeJS.ProcessEnv; cwd?: string } = {}) =>
   spawnSync(process.execPath, [BIN, ...(options.args ?? [])], {
@@ -310,7 +310,7 @@ describe("mcp-agentify check", () => {
 })
 
 describe("--servers-dir", () => {
-  const SERVERS = new URL("./fixtures/servers/", import.meta.url).pathname
+  const SERVERS = new URL("../../fixtures/servers/", import.meta.url).pathname
 
   it("check: a Node and a Python server detected and started, config.json applied, a folder without a server named", () => {
     const result = run("", { args: ["check", "--servers-dir", SERVERS, "--log-level", "silent"] })

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit, Option, Redacted } from "effect"
 import { execFileSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
-import { tempDir } from "./support/gateway.js"
+import { tempDir } from "../../support/stdioClient.js"
 import { join } from "node:path"
 import {
   decodeOptions,
@@ -17,10 +17,10 @@ import {
   resolve,
   rootsOf,
   transportOf
-} from "../src/config/Config.js"
-import type { BackendConfig } from "../src/config/Config.js"
-import { InvalidParams } from "../src/protocol/Errors.js"
-import * as Secrets from "../src/observability/Secrets.js"
+} from "../../../src/config/Config.js"
+import type { BackendConfig } from "../../../src/config/Config.js"
+import { InvalidParams } from "../../../src/protocol/Errors.js"
+import * as Secrets from "../../../src/observability/Secrets.js"
 
 const tmp = () => tempDir("agentify-config-")
 
@@ -248,7 +248,7 @@ describe("GatewayOptions decoding", () => {
 })
 
 describe("every client's config file, as its documentation shows it", () => {
-  const CONFIGS = new URL("./fixtures/configs/", import.meta.url).pathname
+  const CONFIGS = new URL("../../fixtures/configs/", import.meta.url).pathname
   const load = (name: string, env: Record<string, string> = {}) => {
     const file = Either.getOrThrow(readConfigFile(join(CONFIGS, name)))
     return resolve({ env, cwd: "/tmp", file }).backends

@@ -1,6 +1,6 @@
 /** Resource template matching (RFC 6570 level 1): what fits, what does not, and in linear time. */
 import { describe, expect, it } from "vitest"
-import { templateMatches } from "../src/gateway/Relay.js"
+import { templateMatches } from "../../../src/gateway/Relay.js"
 
 describe("templateMatches", () => {
   it("matches each variable to a non-empty run without '/' up to the next literal", () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Fiber, Queue, Sink, Stream } from "effect"
-import { ErrorCode, InvalidParams, RpcError } from "../src/protocol/Errors.js"
-import * as JsonRpc from "../src/jsonrpc/JsonRpc.js"
-import type * as Peer from "../src/jsonrpc/Peer.js"
-import * as Stdio from "../src/transport/Stdio.js"
+import { ErrorCode, InvalidParams, RpcError } from "../../../src/protocol/Errors.js"
+import * as JsonRpc from "../../../src/jsonrpc/JsonRpc.js"
+import type * as Peer from "../../../src/jsonrpc/Peer.js"
+import * as Stdio from "../../../src/transport/Stdio.js"
 
 const bytes = (s: string) => new TextEncoder().encode(s)
 const cl = (json: string) => `Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`

@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, HashMap, Layer, Logger, LogLevel, TestClock } from "effect"
 import * as net from "node:net"
-import { GatewayConfig } from "../src/config/Config.js"
-import { LlmRequestFailed, NotConfigured } from "../src/protocol/Errors.js"
-import { type ChatRequest, type ChatTool, LlmClient, type OpenAIOptions, ScriptedLlm } from "../src/orchestration/Llm.js"
-import { type FakeOpenAI, fakeOpenAI } from "./support/fakeOpenAI.js"
+import { GatewayConfig } from "../../../src/config/Config.js"
+import { LlmRequestFailed, NotConfigured } from "../../../src/protocol/Errors.js"
+import { type ChatRequest, type ChatTool, LlmClient, type OpenAIOptions, ScriptedLlm } from "../../../src/orchestration/Llm.js"
+import { type FakeOpenAI, fakeOpenAI } from "../../support/fakeOpenAI.js"
 
 const KEY = "sk-test-llm-0123456789abcdef"
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
-import { type BackendConfig, DEFAULT_HEALTH_CHECK, healthCheckOf } from "../src/config/Config.js"
-import { Backends, type BackendStatus } from "../src/backend/Backends.js"
-import { until } from "./support/process.js"
-import { eventually, firstText, FIXTURE_TOOL_COUNT, fixtureBackend, isAlive, structured } from "./support/mcpFixture.js"
+import { type BackendConfig, DEFAULT_HEALTH_CHECK, healthCheckOf } from "../../../src/config/Config.js"
+import { Backends, type BackendStatus } from "../../../src/backend/Backends.js"
+import { until } from "../../support/process.js"
+import { eventually, firstText, FIXTURE_TOOL_COUNT, fixtureBackend, isAlive, structured } from "../../support/mcpFixture.js"
 
 const OPTIONS = { startupTimeoutMs: 10_000, requestTimeoutMs: 10_000 }
 /** Fast restarts and a short kill grace keep the tests quick. */
