@@ -8,7 +8,15 @@ import { spawn, spawnSync } from "node:child_process"
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as rpc from "vscode-jsonrpc/node.js"
-import { assertOnlyFrames, BIN, cleanEnv, FIXTURE_SERVER, contentLengthFrames, startGateway, tempDir } from "../../support/stdioClient.js"
+import {
+  assertOnlyFrames,
+  BIN,
+  cleanEnv,
+  FIXTURE_SERVER,
+  contentLengthFrames,
+  startGateway,
+  tempDir
+} from "../../support/stdioClient.js"
 import { startFakeOpenAI } from "../../support/fakeOpenAI.js"
 import { descendants, isAlive } from "../../support/process.js"
 
