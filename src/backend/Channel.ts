@@ -61,3 +61,12 @@ export interface Channel {
   /** Releases what it holds once it ended. */
   dispose(): void
 }
+
+/**
+ * The HTTP status of an error reply a remote transport wrote for a request the server refused
+ * (`data.httpStatus`): how it is told from the server's own JSON-RPC errors.
+ */
+export const httpStatusOf = (error: unknown): number | undefined => {
+  const status = (error as { data?: { httpStatus?: unknown } } | undefined)?.data?.httpStatus
+  return typeof status === "number" ? status : undefined
+}

@@ -6,7 +6,7 @@ import { Cause, Effect, Exit, FiberId, FiberSet, Option, Queue } from "effect"
 import { BackendError, ErrorCode, type RpcError } from "../protocol/Errors.js"
 import { failure, success } from "../jsonrpc/JsonRpc.js"
 import * as Mcp from "../protocol/Mcp.js"
-import * as Remote from "./remote/Remote.js"
+import { httpStatusOf } from "./Channel.js"
 import { ClientInfo, paramsFor } from "./Contract.js"
 import { Connection, LogLine } from "./Connection.js"
 
@@ -68,7 +68,7 @@ export const initialize = (
         .pipe(Effect.either)
       if (outcome._tag === "Left") {
         // A transport failure (HTTP 401, 503...) is not about the version: no use offering another.
-        if (outcome.left.reason !== "call_failed" || Remote.httpStatusOf(outcome.left.detail) !== undefined) {
+        if (outcome.left.reason !== "call_failed" || httpStatusOf(outcome.left.detail) !== undefined) {
           return yield* outcome.left
         }
         problems.push(`${version}: ${outcome.left.summary}`)

@@ -10,7 +10,7 @@ import { backendEnv, transportOf } from "../config/Config.js"
 import { BackendError } from "../protocol/Errors.js"
 import { type EventsService } from "../observability/Events.js"
 import * as Reaper from "./Reaper.js"
-import * as Remote from "./remote/Remote.js"
+import type * as Remote from "./remote/Remote.js"
 import { Connection, Inbound, LogLine } from "./Connection.js"
 import { isWindows, ProcessChannel, quoteForShell, signalGroup } from "./ProcessChannel.js"
 
@@ -110,9 +110,12 @@ export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, even
     )
   })
 
+/** The remote transports (and `ws`) load with the first remote backend: a run without one never reads them. */
+const loadRemote = Effect.promise(() => import("./remote/Remote.js"))
+
 /** Opens a remote backend's channel (see remote/): its failure is retried with backoff like a crash. */
 export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events) =>
-  Effect.suspend(() => {
+  Effect.flatMap(loadRemote, (Remote) => {
     let channel: Remote.RemoteChannel | undefined
     const connection = new Connection(config.id, maxFrameBytes, logs, inbound, events, (receiver) => {
       channel = Remote.open(

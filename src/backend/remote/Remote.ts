@@ -15,7 +15,7 @@ import { SseChannel } from "./Sse.js"
 import { StreamableHttpChannel } from "./StreamableHttp.js"
 import { WebSocketChannel } from "./WebSocket.js"
 
-export { CONNECT_TIMEOUT_MS, httpStatusOf, type Options, RemoteChannel, type Transport } from "./RemoteChannel.js"
+export { CONNECT_TIMEOUT_MS, type Options, RemoteChannel, type Transport } from "./RemoteChannel.js"
 
 /** The channel for `options.transport`; `connect` opens it. */
 export const open = (options: Options, receiver: Receiver): RemoteChannel => {

@@ -30,12 +30,6 @@ export interface Outgoing {
   readonly params?: { readonly _meta?: Record<string, unknown>; readonly requestId?: unknown }
 }
 
-/** The HTTP status of an error reply a transport wrote for a request the server refused. */
-export const httpStatusOf = (error: unknown): number | undefined => {
-  const status = (error as { data?: { httpStatus?: unknown } } | undefined)?.data?.httpStatus
-  return typeof status === "number" ? status : undefined
-}
-
 export abstract class RemoteChannel implements Channel {
   readonly pid = undefined
   readonly tag = ""
@@ -121,7 +115,7 @@ export abstract class RemoteChannel implements Channel {
   /** A look at each message from the server before it is handed on (the negotiated version). */
   protected observe(_message: unknown): void {}
 
-  /** An error reply for a request the transport failed; `data.httpStatus` tells it from the server's own. */
+  /** An error reply for a request the transport failed; `data.httpStatus` tells it from the server's own (see Channel.httpStatusOf). */
   protected replyError(id: string | number, message: string, httpStatus?: number) {
     const error = { code: -32603, message, ...(httpStatus === undefined ? {} : { data: { httpStatus } }) }
     this.incoming(JSON.stringify({ jsonrpc: "2.0", id, error }))
