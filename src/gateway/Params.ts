@@ -3,7 +3,7 @@
  * @effect/ai's McpSchema do): a handler gets typed params, or the client gets -32602 naming each
  * problem in the words the gateway has always used ("name: is required").
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Schema } from "effect"
 import { LogLevelName } from "../config/Config.js"
 import { safeIssues } from "../config/Decode.js"
 import { InvalidParams } from "../protocol/Errors.js"
@@ -51,11 +51,18 @@ export const SessionOptions = Schema.Struct({
   )
 })
 
-/** Decodes `params` (absent is `{}`), keeping fields it does not name; -32602 with each problem. */
-export const decode =
-  <A, I>(schema: Schema.Schema<A, I>) =>
-  (params: unknown): Either.Either<A, InvalidParams> => {
-    const decoded = decoders(schema)(params ?? {})
+/**
+ * Decodes `params` (absent is `{}`), keeping fields it does not name; -32602 with each problem.
+ * These schemas transform nothing, so params that already are their type pass as they are: the
+ * check (0.2 µs for tools/call) rather than the decode that copies them (1.2 µs) on the hot path.
+ */
+export const decode = <A, I>(schema: Schema.Schema<A, I>) => {
+  const is = Schema.is(schema)
+  const decodeUnknown = Schema.decodeUnknownEither(schema, { onExcessProperty: "preserve" })
+  return (params: unknown): Either.Either<A, InvalidParams> => {
+    const value = params ?? {}
+    if (is(value)) return Either.right(value)
+    const decoded = decodeUnknown(value)
     if (Either.isRight(decoded)) return Either.right(decoded.right)
     // Safely: a client may send a value nested too deeply for Effect's formatter to print.
     const issues = safeIssues(decoded.left)
@@ -64,13 +71,4 @@ export const decode =
       .filter((message) => !message.startsWith("Expected undefined, actual"))
     return Either.left(new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues }))
   }
-
-const cache = new WeakMap<object, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
-const decoders = <A, I>(schema: Schema.Schema<A, I>) => {
-  let decoder = cache.get(schema)
-  if (decoder === undefined) {
-    decoder = Schema.decodeUnknownEither(schema, { onExcessProperty: "preserve" })
-    cache.set(schema, decoder)
-  }
-  return decoder as (u: unknown) => Either.Either<A, ParseResult.ParseError>
 }
