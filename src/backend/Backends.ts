@@ -6,6 +6,10 @@
  * its process in its own scope, so a backend failing never touches another and closing the layer
  * stops every process tree. Calls go straight to the ready `Backend` (a Map lookup and one
  * write), so this module adds nothing measurable to the hot path.
+ *
+ * Longer than most modules: start, restart, replace and stop are one state machine over one table
+ * of entries under one lock, and splitting it would hand that table around. The parts it uses are
+ * apart: the heartbeat (`Heartbeat`), one backend (`Backend`), the restart delays (a `Schedule`).
  */
 import {
   Context,
@@ -22,10 +26,10 @@ import {
   Stream
 } from "effect"
 import * as Backend from "./Backend.js"
+import * as Heartbeat from "./Heartbeat.js"
 import {
   type BackendConfig,
   describeBackend,
-  type HealthCheck,
   healthCheckOf,
   type ResolvedConfig,
   rootsOf
@@ -245,43 +249,6 @@ const answerAlone = (request: BackendRequest): Effect.Effect<unknown, RpcError> 
         })
       )
 
-/**
- * Watches a running backend until it stops answering: every `intervalMs` it is asked (`probe`)
- * only if it sent nothing in that time or a call to it timed out, so a busy healthy backend is
- * never pinged. After `failures` silent probes in a row it ends, with why, and the lifecycle
- * restarts the backend as if it had crashed (closing its scope stops the process).
- */
-const heartbeat = (backend: Backend.Backend, check: HealthCheck): Effect.Effect<Backend.ExitInfo> =>
-  Effect.gen(function* () {
-    let misses = 0
-    let lastLook = Date.now()
-    while (true) {
-      yield* Effect.sleep(check.intervalMs)
-      const { heardAt, timedOutAt } = backend.activity()
-      const now = Date.now()
-      const quiet = now - heardAt >= check.intervalMs
-      const timingOut = timedOutAt > lastLook
-      lastLook = now
-      if (!quiet && !timingOut) {
-        misses = 0
-        continue
-      }
-      if ((yield* backend.probe(check.timeoutMs)) === "alive") {
-        misses = 0
-        continue
-      }
-      misses++
-      yield* Effect.logWarning(`health check: no answer to ping within ${check.timeoutMs} ms (${misses} of ${check.failures})`)
-      if (misses >= check.failures) {
-        return {
-          code: null,
-          signal: null,
-          description: `stopped answering: ${misses} health checks in a row got no answer within ${check.timeoutMs} ms`
-        }
-      }
-    }
-  })
-
 /** Builds the service; its backends live in the current scope. */
 export const make = (options: ManagerOptions = {}) =>
   Effect.gen(function* () {
@@ -383,7 +350,9 @@ export const make = (options: ManagerOptions = {}) =>
           yield* Deferred.succeed(entry.settled, undefined)
           const readyAt = Date.now()
           const check = healthCheckOf(entry.config)
-          const exit = yield* check === undefined ? backend.exited : Effect.raceFirst(backend.exited, heartbeat(backend, check))
+          const exit = yield* check === undefined
+            ? backend.exited
+            : Effect.raceFirst(backend.exited, Heartbeat.watch(backend, check))
           return { exit, readyMs: Date.now() - readyAt }
         })
       )

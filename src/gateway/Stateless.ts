@@ -12,6 +12,10 @@
  * goes on to its result or to the next question. Calls kept open so are bounded in number and
  * time, and end cleanly (the backend's call cancelled, its questions answered with an error) when
  * the client never comes back.
+ *
+ * Longer than most modules: serving a request, its rounds and its listen stream share the table of
+ * open calls and their questions. What is apart: the sealed tokens (`BridgeTokens`), and what every
+ * transport shares of this era (`Dispatch`).
  */
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { randomBytes } from "node:crypto"
