@@ -27,13 +27,7 @@ import {
 } from "effect"
 import * as Backend from "./Backend.js"
 import * as Heartbeat from "./Heartbeat.js"
-import {
-  type BackendConfig,
-  describeBackend,
-  healthCheckOf,
-  type ResolvedConfig,
-  rootsOf
-} from "../config/Config.js"
+import { type BackendConfig, describeBackend, healthCheckOf, type ResolvedConfig, rootsOf } from "../config/Config.js"
 import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
