@@ -23,6 +23,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
  */
 export const DEFAULT_STARTUP_TIMEOUT_MS = 5_000
 export const DEFAULT_MAX_TOOLS = 32
+/** Model turns per orchestration: a search, a read and an answer fit, a runaway loop does not. */
+export const DEFAULT_MAX_STEPS = 6
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 /** Larger than a client's: server-filesystem sends a file's text twice (content and structuredContent). */
 export const DEFAULT_MAX_BACKEND_FRAME_BYTES = 64 * 1024 * 1024
@@ -41,6 +43,7 @@ export interface ResolvedConfig {
   readonly routing: Routing
   readonly exposeBackendTools: boolean
   readonly maxToolsPerRequest: number
+  readonly maxSteps: number
   readonly requestTimeoutMs: number
   readonly startupTimeoutMs: number
   readonly maxFrameBytes: number
@@ -212,6 +215,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     routing: pick("routing") ?? "tool",
     exposeBackendTools: pick("exposeBackendTools") ?? true,
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
+    maxSteps: pick("maxSteps") ?? DEFAULT_MAX_STEPS,
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,
     maxFrameBytes:

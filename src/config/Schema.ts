@@ -16,6 +16,8 @@ const BackendId = Schema.String.pipe(
 
 /** OpenAI accepts at most 128 tools in one request. */
 export const MAX_TOOLS_LIMIT = 128
+/** The most model turns one orchestration may take (each may call tools). */
+export const MAX_STEPS_LIMIT = 32
 
 /**
  * A whole number in [1, max]. Every duration and size is bounded: Node clamps a timer over 2^31-1 ms
@@ -312,6 +314,7 @@ export const optionFields = {
   routing: Schema.optional(Routing),
   exposeBackendTools: Schema.optional(Schema.Boolean),
   maxToolsPerRequest: Schema.optional(BoundedInt(MAX_TOOLS_LIMIT, "tools")),
+  maxSteps: Schema.optional(BoundedInt(MAX_STEPS_LIMIT, "steps")),
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),
   maxFrameBytes: Schema.optional(FrameBytes),

@@ -25,8 +25,9 @@ import {
 import type { Notification, Request } from "../jsonrpc/JsonRpc.js"
 import * as Logging from "../observability/Logging.js"
 import * as Secrets from "../observability/Secrets.js"
-import { IMPLEMENTATION, negotiateProtocolVersion, textResult } from "../protocol/Mcp.js"
-import { ORCHESTRATE_TOOL, type Orchestrator } from "../orchestration/Orchestrator.js"
+import { IMPLEMENTATION, isCallToolResult, negotiateProtocolVersion, textResult } from "../protocol/Mcp.js"
+import { type OnStep, ORCHESTRATE_TOOL, type Orchestrator } from "../orchestration/Orchestrator.js"
+import * as Progress from "./Progress.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
@@ -177,6 +178,25 @@ const sessionOptions = (session: Session, options: unknown): Effect.Effect<void,
   })
 }
 
+/** With a progress token, one progress notification as each orchestration step starts. */
+const stepProgress = (context: RequestContext, progressToken: unknown): OnStep | undefined =>
+  progressToken === undefined
+    ? undefined
+    : (step, maxSteps, tools) =>
+        context.notify("notifications/progress", {
+          progressToken,
+          progress: step,
+          total: maxSteps,
+          message: `step ${step}/${maxSteps}: ${tools.join(", ")}`
+        })
+
+/** The agentify_orchestrate tool: the last result's content, then the model's closing words, if any. */
+const withAnswerText = (result: unknown): unknown => {
+  const answer = (result as { _meta?: Record<string, unknown> } | null)?._meta?.["agentify/answer"]
+  if (typeof answer !== "string" || !isCallToolResult(result)) return result
+  return { ...result, content: [...result.content, { type: "text", text: answer }] }
+}
+
 /** The gateway's own surface for one session. */
 export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<void>): Handlers<never> => {
   const { backends, orchestrator } = ctx
@@ -251,8 +271,9 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
    * model answered without calling a tool, its words are the text (most clients show only that).
    */
-  const orchestrateTool = (args: unknown, context: RequestContext) =>
-    orchestrator.orchestrate(args, execute(context)).pipe(
+  const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown) =>
+    orchestrator.orchestrate(args, execute(context), stepProgress(context, progressToken)).pipe(
+      Effect.map(withAnswerText),
       Effect.catchAll((error) => {
         const wire = toRpcError(error)
         const said = error._tag === "NoActionDetermined" ? error.modelMessage : undefined
@@ -290,7 +311,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     const decoded = decodeCallTool(params)
     if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
     const p = decoded.right as Params.CallToolParams
-    if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {}, context)
+    if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p))
     const entry = catalog().byName.get(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
     // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
@@ -299,7 +320,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   /** Adds the query to an orchestration failure's data. */
   const orchestrateTask = (params: unknown, context: RequestContext) =>
-    orchestrator.orchestrate(params, execute(context)).pipe(
+    orchestrator.orchestrate(params, execute(context), stepProgress(context, Progress.tokenOf(params))).pipe(
       Effect.mapError((error): GatewayError => {
         const query = (params as { query?: unknown } | undefined)?.query
         return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))

@@ -10,10 +10,11 @@ import type { LlmRequestFailed, NotConfigured } from "../protocol/Errors.js"
 export type { ChatTool } from "../catalog/ToolCatalog.js"
 import type { ChatTool } from "../catalog/ToolCatalog.js"
 
-export interface ChatMessage {
-  readonly role: "system" | "user"
-  readonly content: string
-}
+/** The conversation: instructions, the request, and for each step the model's calls and their results. */
+export type ChatMessage =
+  | { readonly role: "system" | "user"; readonly content: string }
+  | { readonly role: "assistant"; readonly content: string | null; readonly toolCalls: ReadonlyArray<ChatToolCall> }
+  | { readonly role: "tool"; readonly toolCallId: string; readonly content: string }
 
 export interface ChatRequest {
   /** The user's raw query, for scripted rules and logs; the model sees `messages`. */

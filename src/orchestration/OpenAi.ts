@@ -240,7 +240,28 @@ export const makeOpenAI = (options: OpenAIOptions = {}): Effect.Effect<LlmServic
 
 const requestBody = (model: string, request: ChatRequest): OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming => ({
   model,
-  messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
+  messages: request.messages.map((m): OpenAI.Chat.Completions.ChatCompletionMessageParam => {
+    switch (m.role) {
+      case "assistant":
+        return {
+          role: "assistant",
+          content: m.content,
+          ...(m.toolCalls.length === 0
+            ? {}
+            : {
+                tool_calls: m.toolCalls.map((call) => ({
+                  id: call.id,
+                  type: "function" as const,
+                  function: { name: call.name, arguments: call.arguments }
+                }))
+              })
+        }
+      case "tool":
+        return { role: "tool", tool_call_id: m.toolCallId, content: m.content }
+      default:
+        return { role: m.role, content: m.content }
+    }
+  }),
   ...(request.tools.length === 0
     ? {}
     : {

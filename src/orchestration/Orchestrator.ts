@@ -1,8 +1,10 @@
 /**
- * Orchestration: a natural-language request becomes one backend call.
+ * Orchestration: a natural-language request becomes the backend calls that do it.
  *
- *   params -> tools offered to the model -> one Chat Completions request -> plan -> checked plan
- *   -> backend call -> result
+ *   params -> tools offered to the model -> Chat Completions request -> plans -> checked plans
+ *   -> backend calls -> their results back to the model -> ... -> its answer; the last result
+ *
+ * At most `maxSteps` model turns (a request's, else the config's; 1 is the single shot).
  *
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
@@ -19,7 +21,8 @@ import {
   NoActionDetermined,
   NotConfigured
 } from "../protocol/Errors.js"
-import { type ChatRequest, type ChatTool, LlmClient } from "./Llm.js"
+import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, LlmClient } from "./Llm.js"
+import * as Secrets from "../observability/Secrets.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "../protocol/Mcp.js"
 import { Events, none as noEvents, type OrchestrationRecord } from "../observability/Events.js"
 import {
@@ -51,7 +54,7 @@ export type OrchestrationError =
 export const ORCHESTRATE_TOOL = {
   name: "agentify_orchestrate",
   description:
-    "Describe a task in plain language; an AI orchestrator picks the right tool of the MCP servers behind this gateway, fills in its arguments and runs it, returning that tool's result.",
+    "Describe a task in plain language; an AI orchestrator picks the right tools of the MCP servers behind this gateway, fills in their arguments and runs them, step by step, returning the last tool's result and its closing answer.",
   inputSchema: {
     type: "object",
     properties: {
@@ -64,13 +67,28 @@ export const ORCHESTRATE_TOOL = {
           currentWorkingDirectory: { type: ["string", "null"], description: "Absolute path of the workspace." },
           selectionText: { type: ["string", "null"], description: "The text currently selected." }
         }
-      }
+      },
+      maxSteps: {
+        type: "integer",
+        minimum: 1,
+        maximum: 32,
+        description: "Model turns at most (default: the gateway's maxSteps, 6); 1 runs a single planned call."
+      },
+      dryRun: { type: "boolean", description: "Plan the first call and return it without running anything." }
     },
     required: ["query"]
   }
 } as const
 
 export const SYSTEM_PROMPT = [
+  "You are the orchestrator of an MCP gateway. The functions offered to you are the tools of the MCP servers behind the gateway.",
+  "Call the functions that accomplish the user's request, with arguments that follow their schemas. Each result comes back to you: call further functions when the task needs them (several independent calls may go in one turn), and when it is done, answer in one or two sentences without calling anything.",
+  "Use the context to fill in parameters: resolve relative paths against the current working directory, read 'this file' as the active document, and use the selected text where the request refers to it.",
+  "If the request is ambiguous, not supported by any function, or missing information a function needs, call no function and say briefly what is missing."
+].join("\n")
+
+/** With `maxSteps: 1` the model has one turn: one call, whose result is the answer. */
+export const SINGLE_STEP_PROMPT = [
   "You are the orchestrator of an MCP gateway. The functions offered to you are the tools of the MCP servers behind the gateway.",
   "Choose exactly one function that accomplishes the user's request and call it once, with arguments that follow its schema.",
   "Use the context to fill in parameters: resolve relative paths against the current working directory, read 'this file' as the active document, and use the selected text where the request refers to it.",
@@ -264,6 +282,78 @@ const parseArguments = (name: string, raw: string): Either.Either<Record<string,
 }
 
 // ---------------------------------------------------------------------------------------------
+// Steps
+
+/** One step's call, as `_meta["agentify/steps"]` shows it (arguments scrubbed of secrets). */
+export interface StepRecord {
+  readonly tool: string
+  readonly arguments: unknown
+  readonly isError: boolean
+  readonly ms: number
+}
+
+/** Told as each step starts: its number, the bound, the tools it calls (progress notifications). */
+export type OnStep = (step: number, maxSteps: number, tools: ReadonlyArray<string>) => Effect.Effect<void>
+
+/** A tool result as the model reads it: its text, else its JSON; bounded, as a model's context is. */
+const MAX_TOOL_MESSAGE_CHARS = 32_000
+const toolMessage = (result: unknown): string => {
+  const text = isCallToolResult(result) ? resultText(result as CallToolResult) : ""
+  const whole = text.length > 0 ? text : (JSON.stringify(result) ?? "null")
+  return whole.length <= MAX_TOOL_MESSAGE_CHARS
+    ? whole
+    : `${whole.slice(0, MAX_TOOL_MESSAGE_CHARS)}\n[cut at ${MAX_TOOL_MESSAGE_CHARS} characters]`
+}
+
+/** The last result, unchanged but for what the orchestration adds to its `_meta`. */
+const withSteps = (result: unknown, steps: ReadonlyArray<StepRecord>, answer: string | undefined): unknown => {
+  if (typeof result !== "object" || result === null || Array.isArray(result)) return result
+  const meta = (result as { _meta?: unknown })._meta
+  return {
+    ...result,
+    _meta: {
+      ...(typeof meta === "object" && meta !== null ? meta : {}),
+      "agentify/steps": steps,
+      ...(answer === undefined || answer.trim() === "" ? {} : { "agentify/answer": answer })
+    }
+  }
+}
+
+/** `dryRun`: the first planned call, run by nobody. */
+const dryRunResult = (chosen: Plan) => {
+  const plan = {
+    tool: chosen.functionName,
+    backendId: chosen.backendId,
+    method: chosen.mcpMethod,
+    arguments: Secrets.scrubDeep(
+      chosen.mcpMethod === "tools/call" ? (chosen.mcpParams as { arguments?: unknown }).arguments : chosen.mcpParams
+    )
+  }
+  return {
+    content: [{ type: "text", text: `Would call ${plan.tool} with ${JSON.stringify(plan.arguments)} (dry run: nothing ran)` }],
+    structuredContent: { dryRun: true, plan }
+  }
+}
+
+const noAction = (query: string, response: ChatResponse) =>
+  new NoActionDetermined({
+    query,
+    toolCalls: response.toolCalls.length,
+    ...(response.content ? { modelMessage: response.content } : {})
+  })
+
+const addUsage = (a: ChatResponse["usage"], b: ChatResponse["usage"]): ChatResponse["usage"] =>
+  a === undefined
+    ? b
+    : b === undefined
+      ? a
+      : {
+          promptTokens: a.promptTokens + b.promptTokens,
+          completionTokens: a.completionTokens + b.completionTokens,
+          totalTokens: a.totalTokens + b.totalTokens
+        }
+
+// ---------------------------------------------------------------------------------------------
 // The service
 
 /** Runs a plan's request on a backend. */
@@ -276,7 +366,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
      * Runs `{query, context}` to the chosen backend's result (unchanged). `execute` runs the plan
      * (the gateway runs it as the session's call); by default straight on the backend.
      */
-    readonly orchestrate: (params: unknown, execute?: Execute) => Effect.Effect<unknown, OrchestrationError>
+    readonly orchestrate: (params: unknown, execute?: Execute, onStep?: OnStep) => Effect.Effect<unknown, OrchestrationError>
     /** The plan the model makes for `{query, context}`, without running it. */
     readonly plan: (params: unknown) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
   }
@@ -313,12 +403,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           return ready
         })
 
-      /**
-       * The plan; `record`, when given (someone watches the events hub), is filled with what the
-       * debug UI shows: the offer with its ranking scores, the model's answer, the LLM's time.
-       */
-      const planRecorded = Effect.fn("Orchestrator.plan")(function* (params: unknown, record?: Recording) {
-        const { query, context } = yield* validateParams(params)
+      /** What one request's orchestration works with, decided before the model is asked. */
+      const prepare = Effect.fn("Orchestrator.prepare")(function* (params: unknown, record?: Recording) {
+        const { query, context, maxSteps, dryRun } = yield* validateParams(params)
         if (record !== undefined) Object.assign(record, { query, context })
         const config = yield* gatewayConfig.current
         const ready = yield* readyBackends(config)
@@ -333,46 +420,118 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
               ? offer.functions.map((f) => ({ name: f.function.name }))
               : scoreEntries(catalog.entries, query, config.maxToolsPerRequest, context)
         }
-
-        const request: ChatRequest = {
-          query,
-          messages: [
-            { role: "system", content: SYSTEM_PROMPT },
-            { role: "user", content: userMessage(query, context) }
-          ],
-          tools: offer.functions
-        }
-        const asked = Date.now()
-        const response = yield* llm.chat(request)
-        if (record !== undefined) {
-          record.llmMs = Date.now() - asked
-          record.model = response.model
-          record.usage = response.usage
-          record.explanation = response.content
-          const first = response.toolCalls[0]
-          if (first !== undefined) record.choice = { name: first.name, arguments: first.arguments }
-        }
-        if (response.toolCalls.length !== 1) {
-          return yield* new NoActionDetermined({
-            query,
-            toolCalls: response.toolCalls.length,
-            ...(response.content ? { modelMessage: response.content } : {})
-          })
-        }
-        const call = response.toolCalls[0]!
-        const args = yield* parseArguments(call.name, call.arguments)
-        const chosen = yield* offer.plan(call.name, args)
-        yield* Effect.logInfo("orchestration plan", { backendId: chosen.backendId, method: chosen.mcpMethod, tool: call.name })
-        yield* Effect.logDebug("orchestration arguments", { arguments: args })
-        if (record !== undefined)
-          record.plan = { backendId: chosen.backendId, method: chosen.mcpMethod, params: chosen.mcpParams }
-        return chosen
+        const steps = maxSteps ?? config.maxSteps
+        const messages: Array<ChatMessage> = [
+          { role: "system", content: steps === 1 ? SINGLE_STEP_PROMPT : SYSTEM_PROMPT },
+          { role: "user", content: userMessage(query, context) }
+        ]
+        return { query, offer, messages, maxSteps: steps, dryRun: dryRun === true }
       })
-      const plan = (params: unknown) => planRecorded(params)
 
-      const run = Effect.fn("Orchestrator.orchestrate")(function* (params: unknown, execute: Execute, record?: Recording) {
-        const chosen = yield* planRecorded(params, record)
-        const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
+      /** One model turn; the first is what the debug UI's record shows. */
+      const ask = (query: string, messages: ReadonlyArray<ChatMessage>, offer: Offer, record?: Recording) =>
+        Effect.gen(function* () {
+          const asked = Date.now()
+          const response = yield* llm.chat({ query, messages: [...messages], tools: offer.functions })
+          if (record !== undefined) {
+            record.llmMs = (record.llmMs ?? 0) + (Date.now() - asked)
+            record.model = response.model
+            record.usage = addUsage(record.usage, response.usage)
+            if (record.choice === undefined) {
+              record.explanation = response.content
+              const first = response.toolCalls[0]
+              if (first !== undefined) record.choice = { name: first.name, arguments: first.arguments }
+            }
+          }
+          return response
+        })
+
+      /** The model's call resolved to a backend call, or why it cannot run. */
+      const planCall = (offer: Offer, call: ChatToolCall, record?: Recording) =>
+        Effect.gen(function* () {
+          const args = yield* parseArguments(call.name, call.arguments)
+          const chosen = yield* offer.plan(call.name, args)
+          yield* Effect.logInfo("orchestration plan", { backendId: chosen.backendId, method: chosen.mcpMethod, tool: call.name })
+          yield* Effect.logDebug("orchestration arguments", { arguments: args })
+          if (record !== undefined && record.plan === undefined) {
+            record.plan = { backendId: chosen.backendId, method: chosen.mcpMethod, params: chosen.mcpParams }
+          }
+          return { chosen, args }
+        })
+
+      /** The first step's plan, run by nobody (`plan`, and `dryRun`). */
+      const firstPlan = (query: string, messages: ReadonlyArray<ChatMessage>, offer: Offer, record?: Recording) =>
+        Effect.gen(function* () {
+          const response = yield* ask(query, messages, offer, record)
+          if (response.toolCalls.length !== 1) return yield* noAction(query, response)
+          return (yield* planCall(offer, response.toolCalls[0]!, record)).chosen
+        })
+
+      const plan = Effect.fn("Orchestrator.plan")(function* (params: unknown) {
+        const { query, offer, messages } = yield* prepare(params)
+        return yield* firstPlan(query, messages, offer)
+      })
+
+      /**
+       * The loop: the model is asked, its calls run (concurrently when it made several), their
+       * results go back to it as tool messages, until it answers in text or `maxSteps` turns were
+       * taken. The last tool result is the result, with the steps and the model's answer in `_meta`.
+       */
+      const run = Effect.fn("Orchestrator.orchestrate")(function* (
+        params: unknown,
+        execute: Execute,
+        onStep: OnStep | undefined,
+        record?: Recording
+      ) {
+        const { query, offer, messages, maxSteps, dryRun } = yield* prepare(params, record)
+        if (dryRun) {
+          const chosen = yield* firstPlan(query, messages, offer, record)
+          return dryRunResult(chosen)
+        }
+        const steps: Array<StepRecord> = []
+        let last: { readonly result: unknown; readonly chosen: Plan } | undefined
+        let answer: string | undefined
+        /** One model turn and the calls it made; "done" when the model answered without calling. */
+        const turn = (step: number) =>
+          Effect.gen(function* () {
+            const response = yield* ask(query, messages, offer, record)
+            if (response.toolCalls.length === 0) {
+              if (last === undefined) return yield* noAction(query, response)
+              answer = response.content ?? undefined
+              return "done" as const
+            }
+            // The seed's single shot: exactly one call.
+            if (maxSteps === 1 && response.toolCalls.length !== 1) return yield* noAction(query, response)
+            const planned = yield* Effect.forEach(response.toolCalls, (call) => planCall(offer, call, record))
+            if (onStep !== undefined)
+              yield* onStep(
+                step,
+                maxSteps,
+                planned.map((p) => p.chosen.functionName)
+              )
+            const outcomes = yield* Effect.forEach(
+              planned,
+              ({ chosen, args }) =>
+                Effect.gen(function* () {
+                  const started = Date.now()
+                  const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
+                  const isError = isCallToolResult(result) && result.isError === true
+                  steps.push({ tool: chosen.functionName, arguments: Secrets.scrubDeep(args), isError, ms: Date.now() - started })
+                  return { chosen, result }
+                }),
+              { concurrency: "unbounded" }
+            )
+            messages.push({ role: "assistant", content: response.content, toolCalls: response.toolCalls })
+            outcomes.forEach(({ result }, i) =>
+              messages.push({ role: "tool", toolCallId: response.toolCalls[i]!.id, content: toolMessage(result) })
+            )
+            last = outcomes[outcomes.length - 1]
+            return "more" as const
+          }).pipe(Effect.withSpan("Orchestrator.step", { attributes: { "agentify.step": step } }))
+        for (let step = 1; step <= maxSteps; step++) {
+          if ((yield* turn(step)) === "done") break
+        }
+        const { result, chosen } = last!
         if (isCallToolResult(result) && result.isError === true) {
           const text = resultText(result as CallToolResult)
           return yield* new BackendError({
@@ -383,14 +542,14 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             detail: result
           })
         }
-        return result
+        return withSteps(result, steps, answer)
       })
 
-      const orchestrate = (params: unknown, execute: Execute = backends.executeOnBackend) => {
-        if (!events.active()) return run(params, execute)
+      const orchestrate = (params: unknown, execute: Execute = backends.executeOnBackend, onStep?: OnStep) => {
+        if (!events.active()) return run(params, execute, onStep)
         const started = Date.now()
         const record: Recording = { query: "", context: null, routing: "", offered: [] }
-        return run(params, execute, record).pipe(
+        return run(params, execute, onStep, record).pipe(
           Effect.tapBoth({
             onFailure: (error) =>
               Effect.sync(() =>

@@ -23,6 +23,12 @@ export type ScriptReply =
 export interface ScriptRule {
   readonly match: ScriptMatch
   readonly reply: ScriptReply
+  /**
+   * The orchestration step it answers: 1 (the default) is the first request, 2 the one after the
+   * first tool results, ...; "any" answers every step. A step no rule answers gets the fallback
+   * (by default no tool call and no text: the orchestration ends with the last tool result).
+   */
+  readonly step?: number | "any"
   /** Waits before replying; interruptible, so cancellation can be tested. */
   readonly delay?: Duration.DurationInput
 }
@@ -54,7 +60,13 @@ export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
 // ---------------------------------------------------------------------------------------------
 // Scripted
 
-const matches = (match: ScriptMatch, request: ChatRequest): boolean =>
+/** Which step of an orchestration a request is: 1 + the model turns already in its conversation. */
+export const stepOf = (request: ChatRequest): number => 1 + request.messages.filter((m) => m.role === "assistant").length
+
+const matches = (rule: ScriptRule, request: ChatRequest): boolean =>
+  (rule.step === "any" || (rule.step ?? 1) === stepOf(request)) && matchesQuery(rule.match, request)
+
+const matchesQuery = (match: ScriptMatch, request: ChatRequest): boolean =>
   typeof match === "string"
     ? request.query.toLowerCase().includes(match.toLowerCase())
     : match instanceof RegExp
@@ -95,7 +107,7 @@ export const makeScripted = (
       recorded.push(request)
       if (recorded.length > keep * 2) recorded.splice(0, recorded.length - keep)
       options.onRequest?.(request)
-      const rule = (yield* Ref.get(rulesRef)).find((r) => matches(r.match, request))
+      const rule = (yield* Ref.get(rulesRef)).find((r) => matches(r, request))
       yield* Effect.logDebug("LLM request (scripted)").pipe(
         Effect.annotateLogs({ tools: request.tools.length, matched: rule !== undefined })
       )

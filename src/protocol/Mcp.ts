@@ -115,6 +115,14 @@ export type TaskContext = typeof TaskContext.Type
 
 export const OrchestrateParams = Schema.Struct({
   query: Schema.String.pipe(Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })),
-  context: Schema.optional(Schema.NullOr(TaskContext))
+  context: Schema.optional(Schema.NullOr(TaskContext)),
+  /** Model turns at most (the config's `maxSteps` when absent); 1 is a single plan and call. */
+  maxSteps: Schema.optional(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= 32, { message: () => "must be a whole number from 1 to 32" })
+    )
+  ),
+  /** Plan the first call and return it, running nothing. */
+  dryRun: Schema.optional(Schema.Boolean)
 })
 export type OrchestrateParams = typeof OrchestrateParams.Type

@@ -245,7 +245,7 @@ describe("orchestrations under load, through the real openai client", () => {
     await fake.close()
   })
 
-  it("200 concurrent orchestrations over HTTP: each answered once; one LLM request each", async () => {
+  it("200 concurrent orchestrations over HTTP: each answered once; two LLM requests each (the call, then the answer)", async () => {
     const before = fake.requests.length
     const replies = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
@@ -257,9 +257,11 @@ describe("orchestrations under load, through the real openai client", () => {
       client,
       Array.from({ length: 200 }, (_, i) => `http-${i}`)
     )
-    expect(fake.requests.length - before).toBe(200)
-    // Each query went out once, in its own request.
-    const queries = new Set(fake.requests.slice(before).map((r) => r.body.messages.find((m: any) => m.role === "user").content))
+    expect(fake.requests.length - before).toBe(400)
+    // Each query went out twice in its own conversation: first alone, then with its one tool result.
+    const sent = fake.requests.slice(before).map((r) => r.body.messages)
+    const queries = new Set(sent.map((messages) => messages.find((m: any) => m.role === "user").content))
     expect(queries.size).toBe(200)
+    expect(sent.filter((messages) => messages.some((m: any) => m.role === "tool"))).toHaveLength(200)
   })
 })

@@ -46,8 +46,14 @@ export interface FakeOpenAI {
   readonly requests: ReadonlyArray<RecordedRequest>
   /** Requests whose client went away before the answer was complete. */
   readonly aborted: number
-  /** One reply for every request, or a sequence (the last one repeats). */
+  /**
+   * The reply to an orchestration's first request, or a sequence of them (the last one repeats).
+   * A later step's request (one that carries tool results) is answered `{ text: "Done." }`, as a
+   * model answers once its call ran, unless `setSteps` says otherwise.
+   */
   readonly setReply: (reply: FakeReply | ReadonlyArray<FakeReply>) => void
+  /** The reply for each step of an orchestration (1 + the model turns in the request), the last repeating. */
+  readonly setSteps: (replies: ReadonlyArray<FakeReply>) => void
   /** Resolves once `n` requests have arrived; rejects after `timeoutMs`. */
   readonly untilRequests: (n: number, timeoutMs?: number) => Promise<void>
   /** Resolves once `n` requests have been aborted by the client; rejects after `timeoutMs`. */
@@ -126,7 +132,16 @@ export const startFakeOpenAI = async (initial: FakeReply | ReadonlyArray<FakeRep
         )
       }
       const model = (body as { model?: unknown } | undefined)?.model
-      const reply = script[Math.min(index - countBefore, script.length - 1)]!
+      const step =
+        1 +
+        ((body as { messages?: Array<{ role?: unknown }> } | undefined)?.messages ?? []).filter((m) => m.role === "assistant")
+          .length
+      const reply =
+        steps !== undefined
+          ? steps[Math.min(step - 1, steps.length - 1)]!
+          : step > 1
+            ? ({ text: "Done." } as const)
+            : script[Math.min(index - countBefore, script.length - 1)]!
       if ("hang" in reply) return
       if ("status" in reply) {
         const headers = { ...(reply.status === 429 ? { "retry-after": "0" } : {}), ...reply.headers }
@@ -162,6 +177,7 @@ export const startFakeOpenAI = async (initial: FakeReply | ReadonlyArray<FakeRep
 
   // The script's sequence restarts at each `setReply`.
   let countBefore = 0
+  let steps: ReadonlyArray<FakeReply> | undefined = undefined
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject)
@@ -180,6 +196,10 @@ export const startFakeOpenAI = async (initial: FakeReply | ReadonlyArray<FakeRep
     setReply: (reply) => {
       script = Array.isArray(reply) ? reply : [reply as FakeReply]
       countBefore = requests.length
+      steps = undefined
+    },
+    setSteps: (replies) => {
+      steps = replies
     },
     untilRequests: (n, timeoutMs = 5_000) => until(`${n} request(s)`, () => requests.length >= n, timeoutMs),
     untilAborted: (n, timeoutMs = 5_000) => until(`${n} aborted request(s)`, () => aborted >= n, timeoutMs),

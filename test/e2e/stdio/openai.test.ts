@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { writeFileSync } from "node:fs"
+import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { serverFilesystemEntry } from "../../../src/config/Config.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
@@ -49,7 +49,23 @@ describe("orchestration through the real openai client", () => {
       expect(reply.error).toBeUndefined()
       expect(reply.result.content[0].text).toContain("buy oat milk")
 
-      expect(fake.requests.length).toBe(before + 1)
+      // Two turns: the call, then (with its result as a tool message) the model's closing answer.
+      expect(fake.requests.length).toBe(before + 2)
+      const followUp = fake.requests[before + 1]!.body.messages
+      const assistant = followUp.find((m: any) => m.role === "assistant")
+      expect(assistant.tool_calls[0].function.name).toBe("filesystem__read_text_file")
+      const toolMessage = followUp.find((m: any) => m.role === "tool")
+      expect(toolMessage.tool_call_id).toBe(assistant.tool_calls[0].id)
+      expect(toolMessage.content).toContain("buy oat milk")
+      expect(reply.result._meta["agentify/answer"]).toBe("Done.")
+      expect(reply.result._meta["agentify/steps"]).toEqual([
+        {
+          tool: "filesystem__read_text_file",
+          arguments: { path: join(root, "notes.txt") },
+          isError: false,
+          ms: expect.any(Number)
+        }
+      ])
       const sent = fake.requests[before]!
       expect(sent.path).toBe("/v1/chat/completions")
       expect(sent.headers.authorization).toBe(`Bearer ${KEY}`)
@@ -92,7 +108,10 @@ describe("orchestration through the real openai client", () => {
         arguments: { query: "show me what is in notes.txt", context: { currentWorkingDirectory: root } }
       })
       expect(result.isError).not.toBe(true)
-      expect((result.content as Array<{ text: string }>)[0]!.text).toContain("buy oat milk")
+      const blocks = result.content as Array<{ text: string }>
+      expect(blocks[0]!.text).toContain("buy oat milk")
+      // The model's closing words follow the tool's content (most clients show only the content).
+      expect(blocks[blocks.length - 1]).toEqual({ type: "text", text: "Done." })
     } finally {
       await client.close()
     }
@@ -128,5 +147,138 @@ describe("orchestration through the real openai client", () => {
       await gateway.close()
     }
     expect(gateway.stderr()).not.toContain(KEY)
+  })
+})
+
+describe("orchestration in several steps, through the real openai client", () => {
+  let fake: FakeOpenAI
+  const root = tempDir("agentify-steps-")
+  writeFileSync(join(root, "pelican.txt"), "the pelican nests by the sea\n")
+  writeFileSync(join(root, "gulls.txt"), "gulls steal chips\n")
+  const configFile = join(root, "agentify.json")
+  writeFileSync(
+    configFile,
+    JSON.stringify({ mcpServers: { filesystem: { command: process.execPath, args: [serverFilesystemEntry(), root] } } })
+  )
+  const env = () => cleanEnv({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl })
+  let gateway: ReturnType<typeof startGateway>
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI()
+    gateway = startGateway({ args: ["--config", configFile], env: env(), cwd: root })
+    await gateway.request("initialize", {
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "t", version: "1" }
+    })
+  })
+  afterAll(async () => {
+    await gateway.close()
+    await fake.close()
+  })
+
+  it("a two-step task: each result goes back to the model, the last result is the answer, the steps in _meta, progress per step", async () => {
+    fake.setSteps([
+      { tool: "filesystem__list_directory", arguments: { path: root } },
+      { tool: "filesystem__read_text_file", arguments: { path: join(root, "pelican.txt") } },
+      { text: "pelican.txt mentions the pelican; here it is." }
+    ])
+    const before = fake.requests.length
+    const reply = await gateway.request("agentify/orchestrateTask", {
+      query: "find the file that mentions the pelican and show it",
+      _meta: { progressToken: "steps-1" }
+    })
+    expect(reply.error).toBeUndefined()
+    expect(reply.result.content[0].text).toBe("the pelican nests by the sea\n")
+    expect(reply.result._meta["agentify/answer"]).toBe("pelican.txt mentions the pelican; here it is.")
+    expect(reply.result._meta["agentify/steps"].map((s: any) => [s.tool, s.isError])).toEqual([
+      ["filesystem__list_directory", false],
+      ["filesystem__read_text_file", false]
+    ])
+    const sent = fake.requests.slice(before).map((r) => r.body.messages)
+    expect(sent).toHaveLength(3)
+    // The listing reached the model before it chose what to read.
+    const listing = sent[1].find((m: any) => m.role === "tool")
+    expect(listing.content).toContain("pelican.txt")
+    expect(sent[2].filter((m: any) => m.role === "tool")).toHaveLength(2)
+    const progress = gateway.messages.filter((m) => m.method === "notifications/progress" && m.params.progressToken === "steps-1")
+    expect(progress.map((m) => m.params.message)).toEqual([
+      "step 1/6: filesystem__list_directory",
+      "step 2/6: filesystem__read_text_file"
+    ])
+    expect(progress.map((m) => [m.params.progress, m.params.total])).toEqual([
+      [1, 6],
+      [2, 6]
+    ])
+  })
+
+  it("two calls in one turn run together; both results go back; the last is the result", async () => {
+    fake.setSteps([
+      {
+        toolCalls: [
+          { name: "filesystem__read_text_file", arguments: { path: join(root, "gulls.txt") } },
+          { name: "filesystem__read_text_file", arguments: { path: join(root, "pelican.txt") } }
+        ]
+      },
+      { text: "Both read." }
+    ])
+    const before = fake.requests.length
+    const reply = await gateway.request("agentify/orchestrateTask", { query: "read both bird files" })
+    expect(reply.result.content[0].text).toBe("the pelican nests by the sea\n")
+    expect(reply.result._meta["agentify/steps"]).toHaveLength(2)
+    const followUp = fake.requests[before + 1]!.body.messages
+    const results = followUp.filter((m: any) => m.role === "tool")
+    expect(results.map((m: any) => m.content)).toEqual(["gulls steal chips\n", "the pelican nests by the sea\n"])
+    const calls = followUp.find((m: any) => m.role === "assistant").tool_calls
+    expect(results.map((m: any) => m.tool_call_id)).toEqual(calls.map((c: any) => c.id))
+  })
+
+  it("maxSteps bounds the turns: a model that keeps calling stops there, with the last result", async () => {
+    fake.setSteps([{ tool: "filesystem__read_text_file", arguments: { path: join(root, "gulls.txt") } }])
+    const before = fake.requests.length
+    const reply = await gateway.request("agentify/orchestrateTask", { query: "read gulls forever", maxSteps: 2 })
+    expect(reply.result.content[0].text).toBe("gulls steal chips\n")
+    expect(reply.result._meta["agentify/steps"]).toHaveLength(2)
+    expect(reply.result._meta["agentify/answer"]).toBeUndefined()
+    expect(fake.requests.length - before).toBe(2)
+    // maxSteps 1 is the single shot: one request, whose system prompt asks for exactly one call.
+    const single = await gateway.request("agentify/orchestrateTask", { query: "read gulls once", maxSteps: 1 })
+    expect(single.result._meta["agentify/steps"]).toHaveLength(1)
+    expect(fake.requests.length - before).toBe(3)
+    expect(fake.requests[before + 2]!.body.messages[0].content).toContain("Choose exactly one function")
+    const refused = await gateway.request("agentify/orchestrateTask", { query: "x", maxSteps: 0 })
+    expect(refused.error).toMatchObject({ code: -32602, message: expect.stringContaining("maxSteps") })
+  })
+
+  it("dryRun plans the first call and runs nothing", async () => {
+    const target = join(root, "new-file.txt")
+    fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "hello" } }])
+    const before = fake.requests.length
+    const reply = await gateway.request("agentify/orchestrateTask", { query: "write hello to new-file.txt", dryRun: true })
+    expect(reply.result.structuredContent).toEqual({
+      dryRun: true,
+      plan: {
+        tool: "filesystem__write_file",
+        backendId: "filesystem",
+        method: "tools/call",
+        arguments: { path: target, content: "hello" }
+      }
+    })
+    expect(fake.requests.length - before).toBe(1)
+    expect(existsSync(target)).toBe(false)
+  })
+
+  it("a cancelled orchestration stops where it is: the model's request in flight is dropped and no step follows", async () => {
+    fake.setSteps([{ tool: "filesystem__list_directory", arguments: { path: root } }, { hang: true }])
+    const before = fake.requests.length
+    const abortedBefore = fake.aborted
+    gateway.send({ jsonrpc: "2.0", id: "to-cancel", method: "agentify/orchestrateTask", params: { query: "list then wait" } })
+    await fake.untilRequests(before + 2)
+    gateway.notify("notifications/cancelled", { requestId: "to-cancel", reason: "the user gave up" })
+    await fake.untilAborted(abortedBefore + 1)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(fake.requests.length - before).toBe(2)
+    // The gateway still answers.
+    expect((await gateway.request("ping")).result).toEqual({})
   })
 })

@@ -104,7 +104,7 @@ describe("OpenTelemetry export", () => {
     expect(reply.result.structuredContent.meta.traceparent).toBe(`00-${TRACE_ID}-${backendCall.spanId}-01`)
   }, 20_000)
 
-  it("an orchestration: request, orchestrator, plan, LLM and backend call in one trace", async () => {
+  it("an orchestration: request, orchestrator, each step, LLM and backend call in one trace", async () => {
     await client.request("agentify/orchestrateTask", { query: "echo otel" })
     const server = await until("the orchestration's span", () =>
       spans.find((s) => s.name === "agentify/orchestrateTask" && s.kind === SERVER)
@@ -115,9 +115,16 @@ describe("OpenTelemetry export", () => {
     const ancestry = (span: OtlpSpan): Array<string> =>
       span.parentSpanId && byId.has(span.parentSpanId) ? [...ancestry(byId.get(span.parentSpanId)!), span.name] : [span.name]
     const call = inTrace().find((s) => s.name === "tools/call echo")!
-    expect(ancestry(call)).toEqual(["agentify/orchestrateTask", "Orchestrator.orchestrate", "tools/call echo"])
+    expect(ancestry(call)).toEqual([
+      "agentify/orchestrateTask",
+      "Orchestrator.orchestrate",
+      "Orchestrator.step",
+      "tools/call echo"
+    ])
     const llm = inTrace().find((s) => s.name === "Llm.chat")!
-    expect(ancestry(llm)).toEqual(["agentify/orchestrateTask", "Orchestrator.orchestrate", "Orchestrator.plan", "Llm.chat"])
+    expect(ancestry(llm)).toEqual(["agentify/orchestrateTask", "Orchestrator.orchestrate", "Orchestrator.step", "Llm.chat"])
+    const step = inTrace().find((s) => s.name === "Orchestrator.step")!
+    expect(Number(attribute(step, "agentify.step"))).toBe(1)
   }, 20_000)
 
   it("metrics of backend calls are exported; the exporter's credential is sent but never logged", async () => {

@@ -81,7 +81,7 @@ describe("orchestration codes, each from its real situation", () => {
         })
       )
 
-      it.effect("-32000: the model called no tool, or more than one", () =>
+      it.effect("-32000: the model called no tool, or (single shot, maxSteps 1) more than one", () =>
         Effect.gen(function* () {
           const none = yield* failureOf({ query: "something ambiguous" })
           expect(none).toMatchObject({
@@ -89,7 +89,7 @@ describe("orchestration codes, each from its real situation", () => {
             message: "AI orchestrator could not determine an action for your query.",
             data: { query: "something ambiguous", modelMessage: "Which file do you mean?" }
           })
-          expect((yield* failureOf({ query: "do two things" })).code).toBe(-32000)
+          expect((yield* failureOf({ query: "do two things", maxSteps: 1 })).code).toBe(-32000)
         })
       )
 
