@@ -133,9 +133,33 @@ export const validateParams = (params: unknown): Either.Either<OrchestrateParams
 // The functions offered
 
 interface Offer {
-  readonly functions: ReadonlyArray<ChatTool>
+  /** The functions offered now (they grow as the model searches). */
+  readonly functions: () => ReadonlyArray<ChatTool>
   /** Resolves a function the model called into a plan, or says why it cannot run. */
   readonly plan: (name: string, args: Record<string, unknown>) => Either.Either<Plan, InvalidPlan>
+  /**
+   * `agentify_search_tools`: the next best tools for a query, offered from the next turn on, as the
+   * model reads them; undefined when every tool is offered already (then the function is not).
+   */
+  readonly search?: (query: string) => ReadonlyArray<{ readonly name: string; readonly description: string }>
+}
+
+/** Offered beside the best-ranked tools when not all fit: how the model reaches the others. */
+export const SEARCH_TOOL = "agentify_search_tools"
+/** How many tools one search adds. */
+const SEARCH_RESULTS = 8
+const searchFunction: ChatTool = {
+  type: "function",
+  function: {
+    name: SEARCH_TOOL,
+    description:
+      "Finds further tools of the gateway's MCP servers when none of the functions offered fits the task: describe what the tool should do. The best matches are returned (name and description) and can be called from the next turn on.",
+    parameters: {
+      type: "object",
+      properties: { query: { type: "string", description: "What the tool should do, in plain words." } },
+      required: ["query"]
+    }
+  }
 }
 
 /** When every tool fits, every query offers the same functions: built once per catalog. */
@@ -152,8 +176,19 @@ const offerTools = (catalog: Catalog, query: string, context: TaskContext | null
   // Ranked over the catalog's own array: the ranking index is cached per array.
   const entries: ReadonlyArray<CatalogEntry> = all ? catalog.entries : rankEntries(catalog.entries, query, max, context)
   const offered: ReadonlyMap<string, CatalogEntry> = all ? catalog.byName : new Map(entries.map((e) => [e.name, e]))
+  let functions: ReadonlyArray<ChatTool> = all ? allFunctions(catalog) : [...toolFunctions(entries), searchFunction]
+  const search = (wanted: string) => {
+    const more = rankEntries(catalog.entries, wanted, offered.size + SEARCH_RESULTS, context)
+      .filter((e) => !offered.has(e.name))
+      .slice(0, SEARCH_RESULTS)
+    // Only reached when not all fit: `offered` is this offer's own Map then.
+    for (const e of more) (offered as Map<string, CatalogEntry>).set(e.name, e)
+    functions = [...functions, ...toolFunctions(more)]
+    return more.map((e) => ({ name: e.name, description: e.tool.description ?? "" }))
+  }
   return {
-    functions: all ? allFunctions(catalog) : toolFunctions(entries),
+    functions: () => functions,
+    ...(all ? {} : { search }),
     plan: (name, args) => {
       const entry = offered.get(name)
       if (entry === undefined) {
@@ -191,8 +226,9 @@ const FORBIDDEN_METHODS = new Set(["initialize", "ping", "shutdown", "exit"])
 /** `routing: "backend"` (the seed's shape): one function per backend taking `{mcp_method, mcp_params}`. */
 const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
   const byId = new Map(backends.map((b) => [b.backendId, b]))
+  const functions = backendFunctions(backends)
   return {
-    functions: backendFunctions(backends),
+    functions: () => functions,
     plan: (name, args) => {
       const backend = byId.get(name)
       if (backend === undefined) {
@@ -290,6 +326,20 @@ export interface StepRecord {
   readonly arguments: unknown
   readonly isError: boolean
   readonly ms: number
+}
+
+/** One call of a turn: a search the gateway answers (`planned` undefined), or a planned backend call. */
+interface TurnCall {
+  readonly call: ChatToolCall
+  readonly args: Record<string, unknown>
+  readonly planned: { readonly chosen: Plan; readonly args: Record<string, unknown> } | undefined
+}
+
+/** What a call of a turn gave: the tool message for the model, and the backend result if one ran. */
+interface TurnOutcome {
+  readonly call: ChatToolCall
+  readonly content: string
+  readonly ran: { readonly chosen: Plan; readonly result: unknown } | undefined
 }
 
 /** Told as each step starts: its number, the bound, the tools it calls (progress notifications). */
@@ -412,12 +462,12 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         const catalog = config.routing === "backend" ? undefined : catalogOf(ready)
         const offer =
           catalog === undefined ? offerBackends(ready) : offerTools(catalog, query, context, config.maxToolsPerRequest)
-        yield* Effect.annotateCurrentSpan({ routing: config.routing, offered: offer.functions.length })
+        yield* Effect.annotateCurrentSpan({ routing: config.routing, offered: offer.functions().length })
         if (record !== undefined) {
           record.routing = config.routing
           record.offered =
             catalog === undefined
-              ? offer.functions.map((f) => ({ name: f.function.name }))
+              ? offer.functions().map((f) => ({ name: f.function.name }))
               : scoreEntries(catalog.entries, query, config.maxToolsPerRequest, context)
         }
         const steps = maxSteps ?? config.maxSteps
@@ -432,7 +482,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       const ask = (query: string, messages: ReadonlyArray<ChatMessage>, offer: Offer, record?: Recording) =>
         Effect.gen(function* () {
           const asked = Date.now()
-          const response = yield* llm.chat({ query, messages: [...messages], tools: offer.functions })
+          const response = yield* llm.chat({ query, messages: [...messages], tools: offer.functions() })
           if (record !== undefined) {
             record.llmMs = (record.llmMs ?? 0) + (Date.now() - asked)
             record.model = response.model
@@ -484,13 +534,24 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         record?: Recording
       ) {
         const { query, offer, messages, maxSteps, dryRun } = yield* prepare(params, record)
-        if (dryRun) {
-          const chosen = yield* firstPlan(query, messages, offer, record)
-          return dryRunResult(chosen)
-        }
         const steps: Array<StepRecord> = []
         let last: { readonly result: unknown; readonly chosen: Plan } | undefined
         let answer: string | undefined
+        let dry: Plan | undefined
+
+        /** A search the model asked for: answered here, its finds offered from the next turn on. */
+        const searched = (call: ChatToolCall, args: Record<string, unknown>) =>
+          Effect.sync((): TurnOutcome => {
+            const wanted = typeof args.query === "string" ? args.query : ""
+            const found = wanted.trim() === "" ? [] : offer.search!(wanted)
+            steps.push({ tool: SEARCH_TOOL, arguments: Secrets.scrubDeep(args), isError: false, ms: 0 })
+            const content =
+              found.length === 0
+                ? "No further tools match; use the functions already offered, or answer that none fits."
+                : JSON.stringify({ tools: found })
+            return { call, content, ran: undefined }
+          })
+
         /** One model turn and the calls it made; "done" when the model answered without calling. */
         const turn = (step: number) =>
           Effect.gen(function* () {
@@ -502,36 +563,61 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             }
             // The seed's single shot: exactly one call.
             if (maxSteps === 1 && response.toolCalls.length !== 1) return yield* noAction(query, response)
-            const planned = yield* Effect.forEach(response.toolCalls, (call) => planCall(offer, call, record))
-            if (onStep !== undefined)
+            const calls = yield* Effect.forEach(response.toolCalls, (call): Effect.Effect<TurnCall, InvalidPlan> =>
+              call.name === SEARCH_TOOL && offer.search !== undefined
+                ? Effect.map(parseArguments(call.name, call.arguments), (args) => ({ call, args, planned: undefined }))
+                : Effect.map(planCall(offer, call, record), (planned) => ({ call, args: planned.args, planned }))
+            )
+            const firstCall = calls.find((c) => c.planned !== undefined)?.planned
+            if (dryRun && firstCall !== undefined) {
+              dry = firstCall.chosen
+              return "done" as const
+            }
+            if (onStep !== undefined) {
               yield* onStep(
                 step,
                 maxSteps,
-                planned.map((p) => p.chosen.functionName)
+                calls.map((c) => c.planned?.chosen.functionName ?? SEARCH_TOOL)
               )
+            }
             const outcomes = yield* Effect.forEach(
-              planned,
-              ({ chosen, args }) =>
-                Effect.gen(function* () {
-                  const started = Date.now()
-                  const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
-                  const isError = isCallToolResult(result) && result.isError === true
-                  steps.push({ tool: chosen.functionName, arguments: Secrets.scrubDeep(args), isError, ms: Date.now() - started })
-                  return { chosen, result }
-                }),
+              calls,
+              ({ call, args, planned }): Effect.Effect<TurnOutcome, BackendError> =>
+                planned === undefined
+                  ? searched(call, args)
+                  : Effect.gen(function* () {
+                      const { chosen } = planned
+                      const started = Date.now()
+                      const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
+                      const isError = isCallToolResult(result) && result.isError === true
+                      steps.push({
+                        tool: chosen.functionName,
+                        arguments: Secrets.scrubDeep(args),
+                        isError,
+                        ms: Date.now() - started
+                      })
+                      return { call, content: toolMessage(result), ran: { chosen, result } }
+                    }),
               { concurrency: "unbounded" }
             )
             messages.push({ role: "assistant", content: response.content, toolCalls: response.toolCalls })
-            outcomes.forEach(({ result }, i) =>
-              messages.push({ role: "tool", toolCallId: response.toolCalls[i]!.id, content: toolMessage(result) })
-            )
-            last = outcomes[outcomes.length - 1]
+            for (const { call, content } of outcomes) messages.push({ role: "tool", toolCallId: call.id, content })
+            last = [...outcomes].reverse().find((o) => o.ran !== undefined)?.ran ?? last
             return "more" as const
           }).pipe(Effect.withSpan("Orchestrator.step", { attributes: { "agentify.step": step } }))
         for (let step = 1; step <= maxSteps; step++) {
           if ((yield* turn(step)) === "done") break
         }
-        const { result, chosen } = last!
+        if (dry !== undefined) return dryRunResult(dry)
+        // Every turn only searched (or, dry, never planned a call): nothing ran.
+        if (last === undefined || dryRun) {
+          return yield* new NoActionDetermined({
+            query,
+            toolCalls: 0,
+            modelMessage: `no tool was called within ${maxSteps} steps`
+          })
+        }
+        const { result, chosen } = last
         if (isCallToolResult(result) && result.isError === true) {
           const text = resultText(result as CallToolResult)
           return yield* new BackendError({

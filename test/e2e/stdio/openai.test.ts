@@ -74,6 +74,8 @@ describe("orchestration through the real openai client", () => {
       const names = sent.body.tools.map((t: any) => t.function.name)
       expect(names).toContain("filesystem__read_text_file")
       expect(names).not.toContain("agentify_orchestrate")
+      // Every tool fits: nothing to search for.
+      expect(names).not.toContain("agentify_search_tools")
       expect(sent.body.messages[0].role).toBe("system")
       const user = sent.body.messages.find((m: any) => m.role === "user").content
       expect(user).toContain("show me what is in notes.txt")
@@ -280,5 +282,50 @@ describe("orchestration in several steps, through the real openai client", () =>
     expect(fake.requests.length - before).toBe(2)
     // The gateway still answers.
     expect((await gateway.request("ping")).result).toEqual({})
+  })
+
+  it("a tool ranked outside the offered ones is reached through agentify_search_tools, and only so", async () => {
+    const narrow = join(root, "narrow.json")
+    writeFileSync(
+      narrow,
+      JSON.stringify({
+        maxToolsPerRequest: 3,
+        mcpServers: { filesystem: { command: process.execPath, args: [serverFilesystemEntry(), root] } }
+      })
+    )
+    const small = startGateway({ args: ["--config", narrow], env: env(), cwd: root })
+    try {
+      await small.request("initialize", {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" }
+      })
+      fake.setSteps([
+        { tool: "agentify_search_tools", arguments: { query: "file size and modification time" } },
+        { tool: "filesystem__get_file_info", arguments: { path: join(root, "gulls.txt") } },
+        { text: "Here is its information." }
+      ])
+      const before = fake.requests.length
+      const reply = await small.request("agentify/orchestrateTask", { query: "read the gulls file" })
+      expect(reply.error).toBeUndefined()
+      const offered = (i: number) => fake.requests[before + i]!.body.tools.map((t: any) => t.function.name)
+      expect(offered(0)).toContain("agentify_search_tools")
+      expect(offered(0)).toHaveLength(4)
+      expect(offered(0)).not.toContain("filesystem__get_file_info")
+      const found = JSON.parse(fake.requests[before + 1]!.body.messages.find((m: any) => m.role === "tool").content)
+      expect(found.tools.map((t: any) => t.name)).toContain("filesystem__get_file_info")
+      expect(offered(1)).toContain("filesystem__get_file_info")
+      expect(reply.result.content[0].text).toMatch(/size/)
+      expect(reply.result._meta["agentify/steps"].map((s: any) => s.tool)).toEqual([
+        "agentify_search_tools",
+        "filesystem__get_file_info"
+      ])
+      // Called without the search, the same tool is not among the offered ones: -32003 naming it.
+      fake.setSteps([{ tool: "filesystem__get_file_info", arguments: { path: join(root, "gulls.txt") } }])
+      const refused = await small.request("agentify/orchestrateTask", { query: "read the gulls file" })
+      expect(refused.error).toMatchObject({ code: -32003, message: expect.stringContaining("filesystem__get_file_info") })
+    } finally {
+      await small.close()
+    }
   })
 })

@@ -242,7 +242,7 @@ describe("orchestration with the real server-filesystem", () => {
     )
   )
 
-  it.live("more tools than maxToolsPerRequest: the best matches for the query are offered", () =>
+  it.live("more tools than maxToolsPerRequest: the best matches for the query are offered, and the search for the rest", () =>
     Effect.gen(function* () {
       const orchestrator = yield* Orchestrator
       yield* Effect.flip(
@@ -250,8 +250,9 @@ describe("orchestration with the real server-filesystem", () => {
       )
       const [request] = yield* (yield* ScriptedLlm).requests
       const names = request!.tools.map((t) => t.function.name)
-      expect(names).toHaveLength(5)
+      expect(names).toHaveLength(6)
       expect(names).toContain("filesystem__list_directory")
+      expect(names[5]).toBe("agentify_search_tools")
     }).pipe(
       Effect.provide(
         gateway(
