@@ -23,6 +23,7 @@ import {
 } from "../protocol/Errors.js"
 import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, LlmClient } from "./Llm.js"
 import * as Secrets from "../observability/Secrets.js"
+import * as Arguments from "./Arguments.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "../protocol/Mcp.js"
 import { Events, none as noEvents, type OrchestrationRecord } from "../observability/Events.js"
 import {
@@ -45,6 +46,8 @@ export interface Plan {
   readonly mcpParams: Record<string, unknown>
   /** The function name the model called, as offered to it. */
   readonly functionName: string
+  /** The tool's inputSchema, which the model's arguments are checked against before the call. */
+  readonly inputSchema?: Record<string, unknown> | undefined
 }
 
 export type OrchestrationError =
@@ -196,22 +199,12 @@ const offerTools = (catalog: Catalog, query: string, context: TaskContext | null
           new InvalidPlan({ message: `The model chose a tool that was not offered: '${name}'`, toolName: name, arguments: args })
         )
       }
-      // Own properties only: `in` would count `toString` and every other Object.prototype name as given.
-      const missing = requiredProperties(entry.tool.inputSchema).filter((p) => !Object.hasOwn(args, p))
-      if (missing.length > 0) {
-        return Either.left(
-          new InvalidPlan({
-            message: `The model called '${name}' without its required argument${missing.length > 1 ? "s" : ""} ${missing.map((m) => `'${m}'`).join(", ")}`,
-            toolName: name,
-            arguments: args
-          })
-        )
-      }
       return Either.right({
         backendId: entry.backendId,
         mcpMethod: "tools/call",
         mcpParams: { name: entry.toolName, arguments: args },
-        functionName: name
+        functionName: name,
+        inputSchema: entry.tool.inputSchema
       })
     }
   }
@@ -287,7 +280,8 @@ const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
           backendId: name,
           mcpMethod: method,
           mcpParams: { ...mcpParams, arguments: callArgs },
-          functionName: name
+          functionName: name,
+          inputSchema: tool.inputSchema
         })
       }
       return Either.right({ backendId: name, mcpMethod: method, mcpParams, functionName: name })
@@ -381,9 +375,20 @@ const dryRunResult = (chosen: Plan) => {
   }
   return {
     content: [{ type: "text", text: `Would call ${plan.tool} with ${JSON.stringify(plan.arguments)} (dry run: nothing ran)` }],
-    structuredContent: { dryRun: true, plan }
+    structuredContent: { dryRun: true, plan, valid: true }
   }
 }
+
+/** `dryRun` of a call that would not run: what the model planned, and why it is refused. */
+const dryRunRefused = (refused: InvalidPlan) => ({
+  content: [{ type: "text", text: `Would not run: ${refused.message} (dry run: nothing ran)` }],
+  structuredContent: {
+    dryRun: true,
+    plan: { tool: refused.toolName, arguments: Secrets.scrubDeep(refused.arguments) },
+    valid: false,
+    problems: refused.problems ?? [refused.message]
+  }
+})
 
 const noAction = (query: string, response: ChatResponse) =>
   new NoActionDetermined({
@@ -501,6 +506,23 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         Effect.gen(function* () {
           const args = yield* parseArguments(call.name, call.arguments)
           const chosen = yield* offer.plan(call.name, args)
+          if (chosen.inputSchema !== undefined) {
+            const callArgs = (chosen.mcpParams as { arguments?: Record<string, unknown> }).arguments ?? {}
+            // Uncheckable schema: at least its required properties (own ones: not `toString`).
+            const problems =
+              (yield* Arguments.check(chosen.functionName, chosen.inputSchema, callArgs)) ??
+              requiredProperties(chosen.inputSchema)
+                .filter((p) => !Object.hasOwn(callArgs, p))
+                .map((p) => `(root): must have required property '${p}'`)
+            if (problems.length > 0) {
+              return yield* new InvalidPlan({
+                message: `The model's arguments for '${call.name}' do not fit its inputSchema: ${problems.join("; ")}`,
+                toolName: call.name,
+                arguments: args,
+                problems
+              })
+            }
+          }
           yield* Effect.logInfo("orchestration plan", { backendId: chosen.backendId, method: chosen.mcpMethod, tool: call.name })
           yield* Effect.logDebug("orchestration arguments", { arguments: args })
           if (record !== undefined && record.plan === undefined) {
@@ -538,6 +560,10 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         let last: { readonly result: unknown; readonly chosen: Plan } | undefined
         let answer: string | undefined
         let dry: Plan | undefined
+        let dryRefused: InvalidPlan | undefined
+        /** A turn whose calls could not run, told to the model once so that it may correct them. */
+        let invalid: InvalidPlan | undefined
+        let repaired = false
 
         /** A search the model asked for: answered here, its finds offered from the next turn on. */
         const searched = (call: ChatToolCall, args: Record<string, unknown>) =>
@@ -557,17 +583,53 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           Effect.gen(function* () {
             const response = yield* ask(query, messages, offer, record)
             if (response.toolCalls.length === 0) {
+              // It gave up on correcting its call: that call's problem is the answer.
+              if (last === undefined && invalid !== undefined) return yield* invalid
               if (last === undefined) return yield* noAction(query, response)
               answer = response.content ?? undefined
               return "done" as const
             }
             // The seed's single shot: exactly one call.
             if (maxSteps === 1 && response.toolCalls.length !== 1) return yield* noAction(query, response)
-            const calls = yield* Effect.forEach(response.toolCalls, (call): Effect.Effect<TurnCall, InvalidPlan> =>
-              call.name === SEARCH_TOOL && offer.search !== undefined
-                ? Effect.map(parseArguments(call.name, call.arguments), (args) => ({ call, args, planned: undefined }))
-                : Effect.map(planCall(offer, call, record), (planned) => ({ call, args: planned.args, planned }))
+            const checked = yield* Effect.forEach(response.toolCalls, (call) =>
+              Effect.either(
+                call.name === SEARCH_TOOL && offer.search !== undefined
+                  ? Effect.map(parseArguments(call.name, call.arguments), (args): TurnCall => ({
+                      call,
+                      args,
+                      planned: undefined
+                    }))
+                  : Effect.map(planCall(offer, call, record), (planned): TurnCall => ({ call, args: planned.args, planned }))
+              )
             )
+            const refused = checked.find(Either.isLeft)?.left
+            if (refused !== undefined) {
+              // One repair turn per orchestration, when a step is left for it: the model reads what
+              // is wrong with each call (nothing of the turn runs) and may call again.
+              if (dryRun) {
+                dryRefused = refused
+                return "done" as const
+              }
+              if (repaired || step === maxSteps) return yield* refused
+              repaired = true
+              invalid = refused
+              yield* Effect.logInfo("orchestration: the model's call is invalid, asking it to correct it", {
+                problem: refused.message
+              })
+              messages.push({ role: "assistant", content: response.content, toolCalls: response.toolCalls })
+              checked.forEach((outcome, i) =>
+                messages.push({
+                  role: "tool",
+                  toolCallId: response.toolCalls[i]!.id,
+                  content: Either.isLeft(outcome)
+                    ? `Not run: ${outcome.left.message}. Correct the call and make it again.`
+                    : "Not run: another call of this turn was invalid. Make it again if it is still needed."
+                })
+              )
+              return "more" as const
+            }
+            const calls = checked.map((outcome) => (outcome as Either.Right<InvalidPlan, TurnCall>).right)
+            invalid = undefined
             const firstCall = calls.find((c) => c.planned !== undefined)?.planned
             if (dryRun && firstCall !== undefined) {
               dry = firstCall.chosen
@@ -609,6 +671,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           if ((yield* turn(step)) === "done") break
         }
         if (dry !== undefined) return dryRunResult(dry)
+        if (dryRefused !== undefined) return dryRunRefused(dryRefused)
         // Every turn only searched (or, dry, never planned a call): nothing ran.
         if (last === undefined || dryRun) {
           return yield* new NoActionDetermined({

@@ -91,11 +91,17 @@ export class LlmRequestFailed extends Schema.TaggedError<LlmRequestFailed>()("Ll
 export class InvalidPlan extends Schema.TaggedError<InvalidPlan>()("InvalidPlan", {
   message: Schema.String,
   toolName: Schema.String,
-  arguments: Schema.optional(Schema.Unknown)
+  arguments: Schema.optional(Schema.Unknown),
+  /** Each way the arguments break the tool's inputSchema, with its path. */
+  problems: Schema.optional(Schema.Array(Schema.String))
 }) {
   readonly code = ErrorCode.LlmFailed
   get data(): unknown {
-    return { toolName: this.toolName, arguments: this.arguments }
+    return {
+      toolName: this.toolName,
+      arguments: this.arguments,
+      ...(this.problems === undefined ? {} : { problems: this.problems })
+    }
   }
 }
 

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { existsSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { serverFilesystemEntry } from "../../../src/config/Config.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
@@ -264,9 +264,15 @@ describe("orchestration in several steps, through the real openai client", () =>
         backendId: "filesystem",
         method: "tools/call",
         arguments: { path: target, content: "hello" }
-      }
+      },
+      valid: true
     })
     expect(fake.requests.length - before).toBe(1)
+    expect(existsSync(target)).toBe(false)
+    // A plan that would be refused says why, and still runs nothing.
+    fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: 42 } }])
+    const invalid = await gateway.request("agentify/orchestrateTask", { query: "write 42", dryRun: true })
+    expect(invalid.result.structuredContent).toMatchObject({ dryRun: true, valid: false, problems: ["/content: must be string"] })
     expect(existsSync(target)).toBe(false)
   })
 
@@ -327,5 +333,33 @@ describe("orchestration in several steps, through the real openai client", () =>
     } finally {
       await small.close()
     }
+  })
+
+  it("the model's arguments are checked against the tool's inputSchema: one repair turn, then -32003 naming each problem", async () => {
+    const target = join(root, "repaired.txt")
+    fake.setSteps([
+      { tool: "filesystem__write_file", arguments: { path: target, content: 42 } },
+      { tool: "filesystem__write_file", arguments: { path: target, content: "fixed" } },
+      { text: "Written." }
+    ])
+    const before = fake.requests.length
+    const repaired = await gateway.request("agentify/orchestrateTask", { query: "write to repaired.txt" })
+    expect(repaired.error).toBeUndefined()
+    expect(readFileSync(target, "utf8")).toBe("fixed")
+    // The model was told what was wrong, by path; the invalid call never reached the backend.
+    const told = fake.requests[before + 1]!.body.messages.find((m: any) => m.role === "tool").content
+    expect(told).toContain("/content: must be string")
+    expect(repaired.result._meta["agentify/steps"]).toEqual([
+      { tool: "filesystem__write_file", arguments: { path: target, content: "fixed" }, isError: false, ms: expect.any(Number) }
+    ])
+
+    fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: 7, extra: true } }])
+    const refused = await gateway.request("agentify/orchestrateTask", { query: "write badly" })
+    expect(refused.error.code).toBe(-32003)
+    expect(refused.error.message).toContain("/path: must be string")
+    expect(refused.error.message).toContain("must have required property 'content'")
+    expect(refused.error.data.problems).toEqual(
+      expect.arrayContaining(["/path: must be string", "(root): must have required property 'content'"])
+    )
   })
 })
