@@ -30,7 +30,8 @@ export {
   type GatewayOptionsInput,
   type HealthCheck,
   LogLevelName,
-  Routing
+  Routing,
+  ConfirmTools
 } from "./Schema.js"
 export { BACKEND_KEYS, OPTION_KEYS, decodeOptions, formatIssues, idsOf, type NormalizedOptions } from "./Decode.js"
 export {

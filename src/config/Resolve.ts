@@ -10,7 +10,15 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Secrets from "../observability/Secrets.js"
 
-import { BackendConfig, LogLevelName, MAX_FRAME_LIMIT, Routing, remoteUrlProblem, transportOf } from "./Schema.js"
+import {
+  BackendConfig,
+  type ConfirmTools,
+  LogLevelName,
+  MAX_FRAME_LIMIT,
+  Routing,
+  remoteUrlProblem,
+  transportOf
+} from "./Schema.js"
 import { NormalizedOptions } from "./Decode.js"
 import { ConfigFile, DotEnvSetting } from "./Files.js"
 
@@ -44,6 +52,7 @@ export interface ResolvedConfig {
   readonly exposeBackendTools: boolean
   readonly maxToolsPerRequest: number
   readonly maxSteps: number
+  readonly confirmTools: ConfirmTools
   readonly requestTimeoutMs: number
   readonly startupTimeoutMs: number
   readonly maxFrameBytes: number
@@ -216,6 +225,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     exposeBackendTools: pick("exposeBackendTools") ?? true,
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
     maxSteps: pick("maxSteps") ?? DEFAULT_MAX_STEPS,
+    confirmTools: pick("confirmTools") ?? "destructive",
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,
     maxFrameBytes:

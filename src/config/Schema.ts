@@ -59,6 +59,13 @@ export type LogLevelName = LevelName
 export const Routing = Schema.Literal("tool", "backend")
 export type Routing = typeof Routing.Type
 
+/**
+ * Which tools orchestration runs only after the user agreed: "destructive" those annotated
+ * `destructiveHint: true`, "writes" every tool not annotated `readOnlyHint: true`, "never" none.
+ */
+export const ConfirmTools = Schema.Literal("destructive", "writes", "never")
+export type ConfirmTools = typeof ConfirmTools.Type
+
 const isFileUri = (s: string) => /^file:\/\//i.test(s)
 
 /** A root: an absolute path or a `file://` URI, or `{uri, name}`. */
@@ -315,6 +322,7 @@ export const optionFields = {
   exposeBackendTools: Schema.optional(Schema.Boolean),
   maxToolsPerRequest: Schema.optional(BoundedInt(MAX_TOOLS_LIMIT, "tools")),
   maxSteps: Schema.optional(BoundedInt(MAX_STEPS_LIMIT, "steps")),
+  confirmTools: Schema.optional(ConfirmTools),
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),
   maxFrameBytes: Schema.optional(FrameBytes),

@@ -26,7 +26,7 @@ import type { Notification, Request } from "../jsonrpc/JsonRpc.js"
 import * as Logging from "../observability/Logging.js"
 import * as Secrets from "../observability/Secrets.js"
 import { IMPLEMENTATION, isCallToolResult, negotiateProtocolVersion, textResult } from "../protocol/Mcp.js"
-import { type OnStep, ORCHESTRATE_TOOL, type Orchestrator } from "../orchestration/Orchestrator.js"
+import { type Confirm, type OnStep, ORCHESTRATE_TOOL, type Orchestrator } from "../orchestration/Orchestrator.js"
 import * as Progress from "./Progress.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import * as Params from "./Params.js"
@@ -268,11 +268,37 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     ctx.forward(session, context, backendId, method, params)
 
   /**
+   * Asks this client's user whether a tool may run (`confirmTools`), as a request of the session's
+   * own on the orchestration's stream: `elicitation/create` for a client that declared elicitation
+   * (a 2026-07-28 client gets it as an `input_required` result). A client error is no agreement.
+   */
+  const confirmWith =
+    (context: RequestContext): Confirm =>
+    ({ tool, arguments: args }) =>
+      session.clientCapabilities.elicitation === undefined
+        ? Effect.succeed("unavailable")
+        : session
+            .request(
+              "elicitation/create",
+              {
+                message: `Allow ${tool} to run with these arguments?\n${JSON.stringify(args, null, 2)}`,
+                requestedSchema: { type: "object", properties: {} }
+              },
+              context
+            )
+            .pipe(
+              Effect.map((answer) => ((answer as { action?: unknown } | null)?.action === "accept" ? "accepted" : "declined")),
+              Effect.catchAll((error) =>
+                Effect.as(Effect.logInfo(`confirmation of ${tool} not given: ${error.message}`), "declined" as const)
+              )
+            )
+
+  /**
    * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
    * model answered without calling a tool, its words are the text (most clients show only that).
    */
   const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown) =>
-    orchestrator.orchestrate(args, execute(context), stepProgress(context, progressToken)).pipe(
+    orchestrator.orchestrate(args, execute(context), stepProgress(context, progressToken), confirmWith(context)).pipe(
       Effect.map(withAnswerText),
       Effect.catchAll((error) => {
         const wire = toRpcError(error)
@@ -320,12 +346,14 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   /** Adds the query to an orchestration failure's data. */
   const orchestrateTask = (params: unknown, context: RequestContext) =>
-    orchestrator.orchestrate(params, execute(context), stepProgress(context, Progress.tokenOf(params))).pipe(
-      Effect.mapError((error): GatewayError => {
-        const query = (params as { query?: unknown } | undefined)?.query
-        return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
-      })
-    )
+    orchestrator
+      .orchestrate(params, execute(context), stepProgress(context, Progress.tokenOf(params)), confirmWith(context))
+      .pipe(
+        Effect.mapError((error): GatewayError => {
+          const query = (params as { query?: unknown } | undefined)?.query
+          return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
+        })
+      )
 
   /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
   const relayed = (

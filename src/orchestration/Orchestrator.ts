@@ -12,7 +12,7 @@
 import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { fileURLToPath } from "node:url"
 import { Backends, type BackendTools } from "../backend/Backends.js"
-import { formatIssues, GatewayConfig, type ResolvedConfig } from "../config/Config.js"
+import { type ConfirmTools, formatIssues, GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import {
   BackendError,
   InvalidParams,
@@ -48,6 +48,23 @@ export interface Plan {
   readonly functionName: string
   /** The tool's inputSchema, which the model's arguments are checked against before the call. */
   readonly inputSchema?: Record<string, unknown> | undefined
+  /** The tool's annotations (readOnlyHint, destructiveHint): whether the user must agree first. */
+  readonly annotations?: Readonly<Record<string, unknown>> | undefined
+}
+
+/** Asks the user whether a call may run; "unavailable" when the client cannot be asked. */
+export type Confirm = (call: {
+  readonly tool: string
+  readonly arguments: unknown
+}) => Effect.Effect<"accepted" | "declined" | "unavailable">
+
+/** Whether `confirmTools` asks the user before this tool runs. */
+export const needsConfirmation = (mode: ConfirmTools, annotations: Readonly<Record<string, unknown>> | undefined): boolean =>
+  mode === "destructive" ? annotations?.destructiveHint === true : mode === "writes" ? annotations?.readOnlyHint !== true : false
+
+const annotationsOf = (tool: unknown): Readonly<Record<string, unknown>> | undefined => {
+  const annotations = (tool as { annotations?: unknown }).annotations
+  return typeof annotations === "object" && annotations !== null ? (annotations as Record<string, unknown>) : undefined
 }
 
 export type OrchestrationError =
@@ -204,7 +221,8 @@ const offerTools = (catalog: Catalog, query: string, context: TaskContext | null
         mcpMethod: "tools/call",
         mcpParams: { name: entry.toolName, arguments: args },
         functionName: name,
-        inputSchema: entry.tool.inputSchema
+        inputSchema: entry.tool.inputSchema,
+        annotations: annotationsOf(entry.tool)
       })
     }
   }
@@ -281,7 +299,8 @@ const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
           mcpMethod: method,
           mcpParams: { ...mcpParams, arguments: callArgs },
           functionName: name,
-          inputSchema: tool.inputSchema
+          inputSchema: tool.inputSchema,
+          annotations: annotationsOf(tool)
         })
       }
       return Either.right({ backendId: name, mcpMethod: method, mcpParams, functionName: name })
@@ -364,7 +383,7 @@ const withSteps = (result: unknown, steps: ReadonlyArray<StepRecord>, answer: st
 }
 
 /** `dryRun`: the first planned call, run by nobody. */
-const dryRunResult = (chosen: Plan) => {
+const dryRunResult = (chosen: Plan, needsConfirmation: boolean) => {
   const plan = {
     tool: chosen.functionName,
     backendId: chosen.backendId,
@@ -375,7 +394,7 @@ const dryRunResult = (chosen: Plan) => {
   }
   return {
     content: [{ type: "text", text: `Would call ${plan.tool} with ${JSON.stringify(plan.arguments)} (dry run: nothing ran)` }],
-    structuredContent: { dryRun: true, plan, valid: true }
+    structuredContent: { dryRun: true, plan, valid: true, needsConfirmation }
   }
 }
 
@@ -421,7 +440,12 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
      * Runs `{query, context}` to the chosen backend's result (unchanged). `execute` runs the plan
      * (the gateway runs it as the session's call); by default straight on the backend.
      */
-    readonly orchestrate: (params: unknown, execute?: Execute, onStep?: OnStep) => Effect.Effect<unknown, OrchestrationError>
+    readonly orchestrate: (
+      params: unknown,
+      execute?: Execute,
+      onStep?: OnStep,
+      confirm?: Confirm
+    ) => Effect.Effect<unknown, OrchestrationError>
     /** The plan the model makes for `{query, context}`, without running it. */
     readonly plan: (params: unknown) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
   }
@@ -480,7 +504,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           { role: "system", content: steps === 1 ? SINGLE_STEP_PROMPT : SYSTEM_PROMPT },
           { role: "user", content: userMessage(query, context) }
         ]
-        return { query, offer, messages, maxSteps: steps, dryRun: dryRun === true }
+        return { query, offer, messages, maxSteps: steps, dryRun: dryRun === true, confirmTools: config.confirmTools }
       })
 
       /** One model turn; the first is what the debug UI's record shows. */
@@ -553,9 +577,28 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         params: unknown,
         execute: Execute,
         onStep: OnStep | undefined,
+        confirm: Confirm | undefined,
         record?: Recording
       ) {
-        const { query, offer, messages, maxSteps, dryRun } = yield* prepare(params, record)
+        const { query, offer, messages, maxSteps, dryRun, confirmTools } = yield* prepare(params, record)
+        /** Whether each call may run: asked of the user when `confirmTools` says so. */
+        const agreed = ({ planned, args }: TurnCall): Effect.Effect<"run" | "declined", InvalidPlan> => {
+          if (planned === undefined || !needsConfirmation(confirmTools, planned.chosen.annotations)) return Effect.succeed("run")
+          const tool = planned.chosen.functionName
+          const asked =
+            confirm === undefined ? Effect.succeed("unavailable" as const) : confirm({ tool, arguments: Secrets.scrubDeep(args) })
+          return Effect.flatMap(asked, (answer) =>
+            answer === "unavailable"
+              ? Effect.fail(
+                  new InvalidPlan({
+                    message: `'${tool}' runs only after the user agrees (confirmTools: "${confirmTools}"), and this client cannot be asked (it declared no elicitation); confirmTools: "never" in the gateway's configuration runs it without asking`,
+                    toolName: tool,
+                    arguments: Secrets.scrubDeep(args)
+                  })
+                )
+              : Effect.succeed(answer === "accepted" ? ("run" as const) : ("declined" as const))
+          )
+        }
         const steps: Array<StepRecord> = []
         let last: { readonly result: unknown; readonly chosen: Plan } | undefined
         let answer: string | undefined
@@ -635,6 +678,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
               dry = firstCall.chosen
               return "done" as const
             }
+            // Asked one after the other, before anything of the turn runs.
+            const decisions = yield* Effect.forEach(calls, agreed)
             if (onStep !== undefined) {
               yield* onStep(
                 step,
@@ -644,22 +689,36 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             }
             const outcomes = yield* Effect.forEach(
               calls,
-              ({ call, args, planned }): Effect.Effect<TurnOutcome, BackendError> =>
+              ({ call, args, planned }, i): Effect.Effect<TurnOutcome, BackendError> =>
                 planned === undefined
                   ? searched(call, args)
-                  : Effect.gen(function* () {
-                      const { chosen } = planned
-                      const started = Date.now()
-                      const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
-                      const isError = isCallToolResult(result) && result.isError === true
-                      steps.push({
-                        tool: chosen.functionName,
-                        arguments: Secrets.scrubDeep(args),
-                        isError,
-                        ms: Date.now() - started
+                  : decisions[i] === "declined"
+                    ? Effect.sync((): TurnOutcome => {
+                        steps.push({
+                          tool: planned.chosen.functionName,
+                          arguments: Secrets.scrubDeep(args),
+                          isError: true,
+                          ms: 0
+                        })
+                        return {
+                          call,
+                          content: `Not run: the user declined to run ${planned.chosen.functionName}. Do not call it again; answer without it.`,
+                          ran: undefined
+                        }
                       })
-                      return { call, content: toolMessage(result), ran: { chosen, result } }
-                    }),
+                    : Effect.gen(function* () {
+                        const { chosen } = planned
+                        const started = Date.now()
+                        const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
+                        const isError = isCallToolResult(result) && result.isError === true
+                        steps.push({
+                          tool: chosen.functionName,
+                          arguments: Secrets.scrubDeep(args),
+                          isError,
+                          ms: Date.now() - started
+                        })
+                        return { call, content: toolMessage(result), ran: { chosen, result } }
+                      }),
               { concurrency: "unbounded" }
             )
             messages.push({ role: "assistant", content: response.content, toolCalls: response.toolCalls })
@@ -670,7 +729,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         for (let step = 1; step <= maxSteps; step++) {
           if ((yield* turn(step)) === "done") break
         }
-        if (dry !== undefined) return dryRunResult(dry)
+        if (dry !== undefined) return dryRunResult(dry, needsConfirmation(confirmTools, dry.annotations))
         if (dryRefused !== undefined) return dryRunRefused(dryRefused)
         // Every turn only searched (or, dry, never planned a call): nothing ran.
         if (last === undefined || dryRun) {
@@ -694,11 +753,11 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         return withSteps(result, steps, answer)
       })
 
-      const orchestrate = (params: unknown, execute: Execute = backends.executeOnBackend, onStep?: OnStep) => {
-        if (!events.active()) return run(params, execute, onStep)
+      const orchestrate = (params: unknown, execute: Execute = backends.executeOnBackend, onStep?: OnStep, confirm?: Confirm) => {
+        if (!events.active()) return run(params, execute, onStep, confirm)
         const started = Date.now()
         const record: Recording = { query: "", context: null, routing: "", offered: [] }
-        return run(params, execute, onStep, record).pipe(
+        return run(params, execute, onStep, confirm, record).pipe(
           Effect.tapBoth({
             onFailure: (error) =>
               Effect.sync(() =>

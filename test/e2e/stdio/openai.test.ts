@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { join } from "node:path"
 import { serverFilesystemEntry } from "../../../src/config/Config.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
@@ -265,7 +266,9 @@ describe("orchestration in several steps, through the real openai client", () =>
         method: "tools/call",
         arguments: { path: target, content: "hello" }
       },
-      valid: true
+      valid: true,
+      // write_file is annotated destructive: the default confirmTools would ask first.
+      needsConfirmation: true
     })
     expect(fake.requests.length - before).toBe(1)
     expect(existsSync(target)).toBe(false)
@@ -336,21 +339,21 @@ describe("orchestration in several steps, through the real openai client", () =>
   })
 
   it("the model's arguments are checked against the tool's inputSchema: one repair turn, then -32003 naming each problem", async () => {
-    const target = join(root, "repaired.txt")
+    const made = join(root, "made-dir")
     fake.setSteps([
-      { tool: "filesystem__write_file", arguments: { path: target, content: 42 } },
-      { tool: "filesystem__write_file", arguments: { path: target, content: "fixed" } },
-      { text: "Written." }
+      { tool: "filesystem__create_directory", arguments: { path: 7 } },
+      { tool: "filesystem__create_directory", arguments: { path: made } },
+      { text: "Made." }
     ])
     const before = fake.requests.length
-    const repaired = await gateway.request("agentify/orchestrateTask", { query: "write to repaired.txt" })
+    const repaired = await gateway.request("agentify/orchestrateTask", { query: "make a directory" })
     expect(repaired.error).toBeUndefined()
-    expect(readFileSync(target, "utf8")).toBe("fixed")
+    expect(existsSync(made)).toBe(true)
     // The model was told what was wrong, by path; the invalid call never reached the backend.
     const told = fake.requests[before + 1]!.body.messages.find((m: any) => m.role === "tool").content
-    expect(told).toContain("/content: must be string")
+    expect(told).toContain("/path: must be string")
     expect(repaired.result._meta["agentify/steps"]).toEqual([
-      { tool: "filesystem__write_file", arguments: { path: target, content: "fixed" }, isError: false, ms: expect.any(Number) }
+      { tool: "filesystem__create_directory", arguments: { path: made }, isError: false, ms: expect.any(Number) }
     ])
 
     fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: 7, extra: true } }])
@@ -361,5 +364,129 @@ describe("orchestration in several steps, through the real openai client", () =>
     expect(refused.error.data.problems).toEqual(
       expect.arrayContaining(["/path: must be string", "(root): must have required property 'content'"])
     )
+  })
+})
+
+describe("confirmation before destructive actions", () => {
+  let fake: FakeOpenAI
+  const root = tempDir("agentify-confirm-")
+  const config = (extra: Record<string, unknown> = {}) => {
+    const file = join(root, `agentify-${Object.keys(extra).join("-") || "default"}.json`)
+    writeFileSync(
+      file,
+      JSON.stringify({
+        ...extra,
+        mcpServers: { filesystem: { command: process.execPath, args: [serverFilesystemEntry(), root] } }
+      })
+    )
+    return file
+  }
+  beforeAll(async () => {
+    fake = await startFakeOpenAI()
+  })
+  afterAll(async () => {
+    await fake.close()
+  })
+
+  /** An SDK client over stdio; with `answer`, it declares elicitation and answers each request so. */
+  const connect = async (configFile: string, answer?: "accept" | "decline") => {
+    const client = new Client({ name: "sdk", version: "1" }, answer === undefined ? {} : { capabilities: { elicitation: {} } })
+    const asked: Array<any> = []
+    if (answer !== undefined) {
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        asked.push(request.params)
+        return { action: answer }
+      })
+    }
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, "--config", configFile],
+        env: cleanEnv({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl }) as Record<string, string>,
+        stderr: "pipe"
+      })
+    )
+    return { client, asked }
+  }
+  const orchestrate = (client: Client, query: string) =>
+    client.callTool({ name: "agentify_orchestrate", arguments: { query } }) as Promise<{
+      content: Array<any>
+      isError?: boolean
+      _meta?: any
+    }>
+
+  it("a destructive tool runs once the user agreed; the question names the tool and shows its arguments", async () => {
+    const target = join(root, "agreed.txt")
+    fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "yes" } }, { text: "Written." }])
+    const { client, asked } = await connect(config(), "accept")
+    try {
+      const result = await orchestrate(client, "write yes to agreed.txt")
+      expect(result.isError).not.toBe(true)
+      expect(readFileSync(target, "utf8")).toBe("yes")
+      expect(asked).toHaveLength(1)
+      expect(asked[0].message).toContain("filesystem__write_file")
+      expect(asked[0].message).toContain(JSON.stringify(target))
+    } finally {
+      await client.close()
+    }
+  })
+
+  it("declined: nothing runs, the model is told and may answer instead", async () => {
+    const target = join(root, "declined.txt")
+    fake.setSteps([
+      { tool: "filesystem__write_file", arguments: { path: target, content: "no" } },
+      { text: "I did not write it." }
+    ])
+    const before = fake.requests.length
+    const { client, asked } = await connect(config(), "decline")
+    try {
+      const result = await orchestrate(client, "write no to declined.txt")
+      expect(asked).toHaveLength(1)
+      expect(existsSync(target)).toBe(false)
+      const told = fake.requests[before + 1]!.body.messages.find((m: any) => m.role === "tool").content
+      expect(told).toContain("the user declined to run filesystem__write_file")
+      // No tool ran: the model's words are the answer, as a call-less answer is (-32000 with them).
+      expect(result.isError).toBe(true)
+      expect(result.content[0].text).toContain("I did not write it.")
+    } finally {
+      await client.close()
+    }
+  })
+
+  it("a client that cannot be asked gets a refusal naming the tool and the setting; confirmTools never and read-only tools are not asked", async () => {
+    const target = join(root, "unasked.txt")
+    fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "x" } }, { text: "Written." }])
+    const { client } = await connect(config())
+    try {
+      const refused = await orchestrate(client, "write x")
+      expect(refused.isError).toBe(true)
+      expect(refused.content[0].text).toContain("filesystem__write_file")
+      expect(refused.content[0].text).toContain('confirmTools: "never"')
+      expect(existsSync(target)).toBe(false)
+      // Direct calls are the client's own decision: not gated.
+      await client.callTool({ name: "filesystem__write_file", arguments: { path: target, content: "direct" } })
+      expect(readFileSync(target, "utf8")).toBe("direct")
+    } finally {
+      await client.close()
+    }
+    const never = await connect(config({ confirmTools: "never" }))
+    try {
+      fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "unasked" } }, { text: "Written." }])
+      expect((await orchestrate(never.client, "write unasked")).isError).not.toBe(true)
+      expect(readFileSync(target, "utf8")).toBe("unasked")
+    } finally {
+      await never.client.close()
+    }
+    // "writes": create_directory (not destructive, not read-only) is asked too; a read never is.
+    const writes = await connect(config({ confirmTools: "writes" }), "accept")
+    try {
+      fake.setSteps([{ tool: "filesystem__create_directory", arguments: { path: join(root, "w") } }, { text: "Made." }])
+      await orchestrate(writes.client, "make w")
+      fake.setSteps([{ tool: "filesystem__read_text_file", arguments: { path: target } }, { text: "Read." }])
+      await orchestrate(writes.client, "read it")
+      expect(writes.asked.map((a) => a.message.split(" ")[1])).toEqual(["filesystem__create_directory"])
+    } finally {
+      await writes.client.close()
+    }
   })
 })
