@@ -36,7 +36,11 @@ export const SUPPORTED_VERSIONS: ReadonlyArray<string> = [Mcp.STATELESS_PROTOCOL
 /** Methods of the session era that 2026-07-28 removed: -32601 (HTTP 404). */
 const REMOVED = new Set(["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "shutdown"])
 /** The only requests whose result may be an InputRequiredResult. */
-const MAY_ASK = new Set(["tools/call", "prompts/get", "resources/read"])
+/**
+ * Requests whose result may be an InputRequiredResult: the era's three, and the gateway's own
+ * orchestration (it asks for confirmation, and its tool calls may ask what a backend asks).
+ */
+const MAY_ASK = new Set(["tools/call", "prompts/get", "resources/read", "agentify/orchestrateTask"])
 /** Results that carry caching hints. */
 const CACHEABLE = new Set(["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"])
 

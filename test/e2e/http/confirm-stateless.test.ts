@@ -1,0 +1,85 @@
+/**
+ * Confirmation for a 2026-07-28 client over HTTP: with no session to send it a request, the
+ * gateway's question (may this destructive tool run?) is an `input_required` result, and the
+ * client's retry with its answer lets the orchestration go on; declined, nothing runs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { serverFilesystemEntry } from "../../../src/config/Config.js"
+import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
+import { type HttpGateway, parseSse, startHttpGateway } from "../../support/httpClient.js"
+import { tempDir } from "../../support/stdioClient.js"
+
+const VERSION = "2026-07-28"
+const root = tempDir("agentify-confirm-http-")
+let fake: FakeOpenAI
+let gateway: HttpGateway
+let nextId = 0
+
+const orchestrate = async (params: Record<string, unknown>) => {
+  const id = ++nextId
+  const res = await fetch(`${gateway.base}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": VERSION
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method: "agentify/orchestrateTask",
+      params: {
+        ...params,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": VERSION,
+          "io.modelcontextprotocol/clientCapabilities": { elicitation: {} },
+          "io.modelcontextprotocol/clientInfo": { name: "stateless-confirm", version: "1" }
+        }
+      }
+    })
+  })
+  const text = await res.text()
+  const messages = (res.headers.get("content-type") ?? "").includes("text/event-stream") ? parseSse(text) : [JSON.parse(text)]
+  return messages.find((m) => m.id === id)
+}
+
+beforeAll(async () => {
+  fake = await startFakeOpenAI()
+  gateway = await startHttpGateway({
+    config: { mcpServers: { filesystem: { command: process.execPath, args: [serverFilesystemEntry(), root] } } },
+    env: { OPENAI_API_KEY: "sk-confirm-http-123456", OPENAI_BASE_URL: fake.baseUrl }
+  })
+})
+afterAll(async () => {
+  await gateway.close()
+  await fake.close()
+})
+
+describe("confirmation for a 2026-07-28 client", () => {
+  for (const action of ["accept", "decline"] as const) {
+    it(`the question is an input_required result; the retry that answers ${action} ${action === "accept" ? "runs the tool" : "runs nothing"}`, async () => {
+      const target = join(root, `${action}.txt`)
+      fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: action } }, { text: "Finished." }])
+      const query = { query: `write ${action}` }
+      const first = await orchestrate(query)
+      expect(first.result.resultType).toBe("input_required")
+      const [key, question] = Object.entries(first.result.inputRequests)[0] as [string, any]
+      expect(question.method).toBe("elicitation/create")
+      expect(question.params.message).toContain("filesystem__write_file")
+      expect(existsSync(target)).toBe(false)
+      const done = await orchestrate({ ...query, requestState: first.result.requestState, inputResponses: { [key]: { action } } })
+      if (action === "accept") {
+        expect(done.result.resultType).toBe("complete")
+        expect(readFileSync(target, "utf8")).toBe("accept")
+      } else {
+        expect(existsSync(target)).toBe(false)
+        // Told to the model, which answered without a tool: its words, as a call-less answer is.
+        expect(done.error).toMatchObject({ code: -32000, data: { modelMessage: "Finished." } })
+        const told = fake.requests[fake.requests.length - 1]!.body.messages.find((m: any) => m.role === "tool").content
+        expect(told).toContain("the user declined to run filesystem__write_file")
+      }
+    })
+  }
+})
