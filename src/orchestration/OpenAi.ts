@@ -416,6 +416,31 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
  * nothing about it is trusted. Compatible servers differ in small ways that are accepted:
  * arguments sent as an object rather than JSON text, a tool call without an id.
  */
+/**
+ * Tool calls written as text in the Hermes/Qwen form; undefined unless every block is a call (a
+ * model quoting the syntax in prose is not calling anything).
+ */
+const TOOL_CALL_BLOCK = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g
+const textToolCalls = (text: string): { readonly calls: Array<ChatToolCall>; readonly rest: string } | undefined => {
+  const calls: Array<ChatToolCall> = []
+  for (const [, json] of text.matchAll(TOOL_CALL_BLOCK)) {
+    let call: unknown
+    try {
+      call = JSON.parse(json!)
+    } catch {
+      return undefined
+    }
+    if (!isRecord(call) || typeof call.name !== "string" || call.name === "") return undefined
+    const args = call.arguments ?? call.parameters
+    calls.push({
+      id: `call_text_${calls.length}`,
+      name: call.name,
+      arguments: typeof args === "string" ? args : args === undefined || args === null ? "{}" : JSON.stringify(args)
+    })
+  }
+  return calls.length === 0 ? undefined : { calls, rest: text.replace(TOOL_CALL_BLOCK, "").trim() }
+}
+
 const parseCompletion = (body: unknown, endpoint: Endpoint): Effect.Effect<ChatResponse, LlmRequestFailed> => {
   const bad = (what: string) =>
     Effect.fail(
@@ -448,8 +473,17 @@ const parseCompletion = (body: unknown, endpoint: Endpoint): Effect.Effect<ChatR
       arguments: typeof args === "string" ? args : args === undefined || args === null ? "{}" : JSON.stringify(args)
     })
   }
-  const content =
+  let content =
     typeof message.content === "string" ? message.content : typeof message.refusal === "string" ? message.refusal : null
+  // Local servers without a tool-call parser for their model (Hermes, Qwen) leave the calls in the
+  // text: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, one block per call.
+  if (toolCalls.length === 0 && content !== null && content.includes("<tool_call>")) {
+    const written = textToolCalls(content)
+    if (written !== undefined) {
+      toolCalls.push(...written.calls)
+      content = written.rest === "" ? null : written.rest
+    }
+  }
   const usage = isRecord(body.usage) ? body.usage : undefined
   const count = (u: unknown) => (typeof u === "number" && Number.isFinite(u) ? u : 0)
   return Effect.succeed({

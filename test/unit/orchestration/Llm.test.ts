@@ -382,6 +382,59 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
+  it.scopedLive("recorded quirks of local servers: finish_reason stop with tool calls, a null id, calls written as text", () =>
+    Effect.gen(function* () {
+      // vLLM / LM Studio: tool calls with finish_reason "stop" and an id of null.
+      const fake = yield* fakeOpenAI({
+        json: {
+          id: "chatcmpl-local",
+          object: "chat.completion",
+          model: "qwen2.5-7b-instruct",
+          choices: [
+            {
+              index: 0,
+              finish_reason: "stop",
+              message: {
+                role: "assistant",
+                content: null,
+                tool_calls: [{ id: null, type: "function", function: { name: "fs__read", arguments: '{"path":"a.txt"}' } }]
+              }
+            }
+          ]
+        }
+      })
+      const stop = yield* chat(request("x")).pipe(Effect.provide(openAI(fake)))
+      assert.deepStrictEqual(stop.toolCalls, [{ id: "call_0", name: "fs__read", arguments: '{"path":"a.txt"}' }])
+      // llama.cpp's server or Ollama without a tool parser for the model: Hermes/Qwen blocks in the text.
+      fake.setReply({
+        json: {
+          model: "hermes-3",
+          choices: [
+            {
+              finish_reason: "stop",
+              message: {
+                role: "assistant",
+                content:
+                  'Let me look.\n<tool_call>\n{"name": "fs__list", "arguments": {"path": "."}}\n</tool_call>\n<tool_call>{"name": "fs__read", "arguments": "{\\"path\\": \\"b\\"}"}</tool_call>'
+              }
+            }
+          ]
+        }
+      })
+      const written = yield* chat(request("x")).pipe(Effect.provide(openAI(fake)))
+      assert.deepStrictEqual(written.toolCalls, [
+        { id: "call_text_0", name: "fs__list", arguments: '{"path":"."}' },
+        { id: "call_text_1", name: "fs__read", arguments: '{"path": "b"}' }
+      ])
+      assert.strictEqual(written.content, "Let me look.")
+      // The syntax quoted in prose, not a call: left as text.
+      fake.setReply({ json: { choices: [{ message: { content: "Write <tool_call>{name}</tool_call> to call a tool." } }] } })
+      const prose = yield* chat(request("x")).pipe(Effect.provide(openAI(fake)))
+      assert.deepStrictEqual(prose.toolCalls, [])
+      assert.strictEqual(prose.content, "Write <tool_call>{name}</tool_call> to call a tool.")
+    })
+  )
+
   it.scopedLive("no key is NotConfigured and nothing is sent", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ tool: "t" })
