@@ -6,7 +6,7 @@
  * Everything is scrubbed of secrets when it is recorded, and each message's JSON is cut to a
  * bounded size, so the buffers' memory is bounded whatever crosses the gateway.
  */
-import type { Event, OrchestrationRecord } from "../observability/Events.js"
+import type { Event, OrchestrationRecord, OrchestrationStep } from "../observability/Events.js"
 import * as Secrets from "../observability/Secrets.js"
 
 export const LOG_CAPACITY = 5_000
@@ -75,7 +75,8 @@ export interface TraceEntry {
 }
 
 /** An orchestration as kept: big parts (the plan's params, the result) as cut, scrubbed JSON text. */
-export interface OrchestrationEntry extends Omit<OrchestrationRecord, "result" | "plan" | "context"> {
+export interface OrchestrationEntry extends Omit<OrchestrationRecord, "result" | "plan" | "context" | "steps"> {
+  readonly steps?: ReadonlyArray<Omit<OrchestrationStep, "arguments"> & { readonly arguments: string }> | undefined
   readonly seq: number
   readonly at: number
   readonly context: string
@@ -102,6 +103,12 @@ const orchestrationEntry = (record: OrchestrationRecord & { readonly at: number 
     record.plan === undefined
       ? undefined
       : { backendId: record.plan.backendId, method: record.plan.method, params: sanitized(record.plan.params) },
+  steps: record.steps?.map((s) => ({
+    ...s,
+    tool: Secrets.scrub(s.tool),
+    arguments: sanitized(s.arguments),
+    detail: s.detail === undefined ? undefined : cut(s.detail)!
+  })),
   result: record.result === undefined ? undefined : sanitized(record.result),
   error: record.error === undefined ? undefined : { code: record.error.code, message: Secrets.scrub(record.error.message) },
   llmMs: record.llmMs,

@@ -60,6 +60,16 @@ export type Event =
       readonly fields: Readonly<Record<string, unknown>>
     }
 
+export interface OrchestrationStep {
+  readonly step: number
+  readonly tool: string
+  readonly arguments: unknown
+  readonly outcome: "ok" | "error" | "search" | "declined" | "invalid"
+  readonly ms: number
+  /** What the search found, why the call was refused. */
+  readonly detail?: string | undefined
+}
+
 export interface OrchestrationRecord {
   readonly query: string
   readonly context: unknown
@@ -72,6 +82,8 @@ export interface OrchestrationRecord {
   /** What the model said besides (its explanation, or why it called nothing). */
   readonly explanation?: string | null | undefined
   readonly plan?: { readonly backendId: string; readonly method: string; readonly params: unknown } | undefined
+  /** Each call of each step as it went: run (ok or error), a search, declined, or refused as invalid. */
+  readonly steps?: ReadonlyArray<OrchestrationStep> | undefined
   readonly result?: unknown
   readonly error?: { readonly code: number; readonly message: string } | undefined
   readonly llmMs?: number | undefined

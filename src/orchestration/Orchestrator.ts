@@ -25,7 +25,7 @@ import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, 
 import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "../protocol/Mcp.js"
-import { Events, none as noEvents, type OrchestrationRecord } from "../observability/Events.js"
+import { Events, none as noEvents, type OrchestrationRecord, type OrchestrationStep } from "../observability/Events.js"
 import {
   backendFunctions,
   type Catalog,
@@ -581,6 +581,11 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         record?: Recording
       ) {
         const { query, offer, messages, maxSteps, dryRun, confirmTools } = yield* prepare(params, record)
+        /** For the debug UI: each call of each step as it went. */
+        const note = (entry: OrchestrationStep) => {
+          if (record !== undefined) record.steps = [...(record.steps ?? []), entry]
+        }
+        let current = 0
         /** Whether each call may run: asked of the user when `confirmTools` says so. */
         const agreed = ({ planned, args }: TurnCall): Effect.Effect<"run" | "declined", InvalidPlan> => {
           if (planned === undefined || !needsConfirmation(confirmTools, planned.chosen.annotations)) return Effect.succeed("run")
@@ -614,6 +619,14 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             const wanted = typeof args.query === "string" ? args.query : ""
             const found = wanted.trim() === "" ? [] : offer.search!(wanted)
             steps.push({ tool: SEARCH_TOOL, arguments: Secrets.scrubDeep(args), isError: false, ms: 0 })
+            note({
+              step: current,
+              tool: SEARCH_TOOL,
+              arguments: args,
+              outcome: "search",
+              ms: 0,
+              detail: found.map((t) => t.name).join(", ") || "nothing found"
+            })
             const content =
               found.length === 0
                 ? "No further tools match; use the functions already offered, or answer that none fits."
@@ -624,6 +637,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         /** One model turn and the calls it made; "done" when the model answered without calling. */
         const turn = (step: number) =>
           Effect.gen(function* () {
+            current = step
             const response = yield* ask(query, messages, offer, record)
             if (response.toolCalls.length === 0) {
               // It gave up on correcting its call: that call's problem is the answer.
@@ -656,6 +670,12 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
               if (repaired || step === maxSteps) return yield* refused
               repaired = true
               invalid = refused
+              for (const outcome of checked) {
+                if (Either.isLeft(outcome)) {
+                  const { toolName, arguments: given, message } = outcome.left
+                  note({ step, tool: toolName, arguments: given, outcome: "invalid", ms: 0, detail: message })
+                }
+              }
               yield* Effect.logInfo("orchestration: the model's call is invalid, asking it to correct it", {
                 problem: refused.message
               })
@@ -700,6 +720,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                           isError: true,
                           ms: 0
                         })
+                        note({ step, tool: planned.chosen.functionName, arguments: args, outcome: "declined", ms: 0 })
                         return {
                           call,
                           content: `Not run: the user declined to run ${planned.chosen.functionName}. Do not call it again; answer without it.`,
@@ -711,12 +732,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                         const started = Date.now()
                         const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
                         const isError = isCallToolResult(result) && result.isError === true
-                        steps.push({
-                          tool: chosen.functionName,
-                          arguments: Secrets.scrubDeep(args),
-                          isError,
-                          ms: Date.now() - started
-                        })
+                        const ms = Date.now() - started
+                        steps.push({ tool: chosen.functionName, arguments: Secrets.scrubDeep(args), isError, ms })
+                        note({ step, tool: chosen.functionName, arguments: args, outcome: isError ? "error" : "ok", ms })
                         return { call, content: toolMessage(result), ran: { chosen, result } }
                       }),
               { concurrency: "unbounded" }

@@ -147,7 +147,7 @@ describe("debug API", () => {
     expect(JSON.stringify(all)).not.toContain(SECRET)
   })
 
-  it("orchestrations: the query, the ranked offer with scores, the model's choice, the plan and the result", async () => {
+  it("orchestrations: the query, the ranked offer with scores, the model's choice, the plan, each step and the result", async () => {
     await call(mcp, session, "o1", "agentify/orchestrateTask", { query: "echo the word banana back to me" })
     const orchestrations = await until("the orchestration to be recorded", async () => {
       const list = (await get(`${debug}/api/orchestrations`)).body as Array<any>
@@ -164,6 +164,16 @@ describe("debug API", () => {
     expect(o.result).toContain("banana")
     expect(o.llmMs).toBeGreaterThanOrEqual(0)
     expect(o.model).toBe("scripted")
+    // Each call of each step, as it went (the scripted model answers the first step only).
+    expect(o.steps).toEqual([
+      {
+        step: 1,
+        tool: "fx__echo",
+        arguments: JSON.stringify({ text: "echo the word banana back to me" }),
+        outcome: "ok",
+        ms: expect.any(Number)
+      }
+    ])
   })
 
   it("WebSockets stream new log and trace entries as JSON", async () => {
