@@ -355,6 +355,32 @@ interface TurnOutcome {
   readonly ran: { readonly chosen: Plan; readonly result: unknown } | undefined
 }
 
+/**
+ * Runs a turn's calls: concurrently across backends, and on one backend concurrently only when
+ * every call of the turn to it is annotated read-only; otherwise one after the other in the model's
+ * order (servers are not all safe for concurrent writes: two concurrent `create_entities` on
+ * server-memory keep only one). The outcomes come back in the calls' order.
+ */
+const inTurn = <E>(
+  calls: ReadonlyArray<TurnCall>,
+  run: (call: TurnCall, i: number) => Effect.Effect<TurnOutcome, E>
+): Effect.Effect<ReadonlyArray<TurnOutcome>, E> => {
+  const groups = new Map<string, Array<number>>()
+  calls.forEach((c, i) => {
+    const key = c.planned === undefined ? `search-${i}` : c.planned.chosen.backendId
+    groups.set(key, [...(groups.get(key) ?? []), i])
+  })
+  const outcomes: Array<TurnOutcome> = []
+  return Effect.forEach(
+    groups.values(),
+    (indices) =>
+      Effect.forEach(indices, (i) => Effect.map(run(calls[i]!, i), (outcome) => void (outcomes[i] = outcome)), {
+        concurrency: indices.every((i) => calls[i]!.planned?.chosen.annotations?.readOnlyHint === true) ? "unbounded" : 1
+      }),
+    { concurrency: "unbounded", discard: true }
+  ).pipe(Effect.as(outcomes))
+}
+
 /** Told as each step starts: its number, the bound, the tools it calls (progress notifications). */
 export type OnStep = (step: number, maxSteps: number, tools: ReadonlyArray<string>) => Effect.Effect<void>
 
@@ -707,38 +733,35 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                 calls.map((c) => c.planned?.chosen.functionName ?? SEARCH_TOOL)
               )
             }
-            const outcomes = yield* Effect.forEach(
-              calls,
-              ({ call, args, planned }, i): Effect.Effect<TurnOutcome, BackendError> =>
-                planned === undefined
-                  ? searched(call, args)
-                  : decisions[i] === "declined"
-                    ? Effect.sync((): TurnOutcome => {
-                        steps.push({
-                          tool: planned.chosen.functionName,
-                          arguments: Secrets.scrubDeep(args),
-                          isError: true,
-                          ms: 0
-                        })
-                        note({ step, tool: planned.chosen.functionName, arguments: args, outcome: "declined", ms: 0 })
-                        return {
-                          call,
-                          content: `Not run: the user declined to run ${planned.chosen.functionName}. Do not call it again; answer without it.`,
-                          ran: undefined
-                        }
+            const runCall = ({ call, args, planned }: TurnCall, i: number): Effect.Effect<TurnOutcome, BackendError> =>
+              planned === undefined
+                ? searched(call, args)
+                : decisions[i] === "declined"
+                  ? Effect.sync((): TurnOutcome => {
+                      steps.push({
+                        tool: planned.chosen.functionName,
+                        arguments: Secrets.scrubDeep(args),
+                        isError: true,
+                        ms: 0
                       })
-                    : Effect.gen(function* () {
-                        const { chosen } = planned
-                        const started = Date.now()
-                        const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
-                        const isError = isCallToolResult(result) && result.isError === true
-                        const ms = Date.now() - started
-                        steps.push({ tool: chosen.functionName, arguments: Secrets.scrubDeep(args), isError, ms })
-                        note({ step, tool: chosen.functionName, arguments: args, outcome: isError ? "error" : "ok", ms })
-                        return { call, content: toolMessage(result), ran: { chosen, result } }
-                      }),
-              { concurrency: "unbounded" }
-            )
+                      note({ step, tool: planned.chosen.functionName, arguments: args, outcome: "declined", ms: 0 })
+                      return {
+                        call,
+                        content: `Not run: the user declined to run ${planned.chosen.functionName}. Do not call it again; answer without it.`,
+                        ran: undefined
+                      }
+                    })
+                  : Effect.gen(function* () {
+                      const { chosen } = planned
+                      const started = Date.now()
+                      const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
+                      const isError = isCallToolResult(result) && result.isError === true
+                      const ms = Date.now() - started
+                      steps.push({ tool: chosen.functionName, arguments: Secrets.scrubDeep(args), isError, ms })
+                      note({ step, tool: chosen.functionName, arguments: args, outcome: isError ? "error" : "ok", ms })
+                      return { call, content: toolMessage(result), ran: { chosen, result } }
+                    })
+            const outcomes = yield* inTurn(calls, runCall)
             messages.push({ role: "assistant", content: response.content, toolCalls: response.toolCalls })
             for (const { call, content } of outcomes) messages.push({ role: "tool", toolCallId: call.id, content })
             last = [...outcomes].reverse().find((o) => o.ran !== undefined)?.ran ?? last

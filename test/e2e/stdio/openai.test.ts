@@ -10,7 +10,7 @@ import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { join } from "node:path"
 import { serverFilesystemEntry } from "../../../src/config/Config.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
-import { assertOnlyFrames, BIN, cleanEnv, startGateway, tempDir } from "../../support/stdioClient.js"
+import { assertOnlyFrames, BIN, cleanEnv, ROOT, startGateway, tempDir } from "../../support/stdioClient.js"
 
 const KEY = "sk-e2e-distinctive-key-6f1c2a9b7d"
 
@@ -487,6 +487,62 @@ describe("confirmation before destructive actions", () => {
       expect(writes.asked.map((a) => a.message.split(" ")[1])).toEqual(["filesystem__create_directory"])
     } finally {
       await writes.client.close()
+    }
+  })
+})
+
+describe("a task over server-memory in steps", () => {
+  it("'record that Alice manages Bob': the two people in one turn, then the relation, then read back", async () => {
+    const fake = await startFakeOpenAI()
+    const dir = tempDir("agentify-memory-")
+    const configFile = join(dir, "agentify.json")
+    const memoryEntry = join(ROOT, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        mcpServers: {
+          memory: { command: process.execPath, args: [memoryEntry], env: { MEMORY_FILE_PATH: join(dir, "memory.jsonl") } }
+        }
+      })
+    )
+    const gateway = startGateway({
+      args: ["--config", configFile],
+      env: cleanEnv({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl }),
+      cwd: dir
+    })
+    try {
+      await gateway.request("initialize", {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" }
+      })
+      const person = (name: string) => ({ name, entityType: "person", observations: [] })
+      fake.setSteps([
+        {
+          toolCalls: [
+            { name: "memory__create_entities", arguments: { entities: [person("Alice")] } },
+            { name: "memory__create_entities", arguments: { entities: [person("Bob")] } }
+          ]
+        },
+        { tool: "memory__create_relations", arguments: { relations: [{ from: "Alice", to: "Bob", relationType: "manages" }] } },
+        { tool: "memory__read_graph", arguments: {} },
+        { text: "Recorded: Alice manages Bob." }
+      ])
+      const reply = await gateway.request("agentify/orchestrateTask", { query: "record that Alice manages Bob" })
+      expect(reply.error).toBeUndefined()
+      expect(reply.result._meta["agentify/steps"].map((s: any) => s.tool)).toEqual([
+        "memory__create_entities",
+        "memory__create_entities",
+        "memory__create_relations",
+        "memory__read_graph"
+      ])
+      const graph = reply.result.structuredContent ?? JSON.parse(reply.result.content[0].text)
+      expect(graph.entities.map((e: any) => e.name).sort()).toEqual(["Alice", "Bob"])
+      expect(graph.relations).toEqual([{ from: "Alice", to: "Bob", relationType: "manages" }])
+      expect(reply.result._meta["agentify/answer"]).toBe("Recorded: Alice manages Bob.")
+    } finally {
+      await gateway.close()
+      await fake.close()
     }
   })
 })
