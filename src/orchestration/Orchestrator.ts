@@ -395,7 +395,12 @@ const toolMessage = (result: unknown): string => {
 }
 
 /** The last result, unchanged but for what the orchestration adds to its `_meta`. */
-const withSteps = (result: unknown, steps: ReadonlyArray<StepRecord>, answer: string | undefined): unknown => {
+const withSteps = (
+  result: unknown,
+  steps: ReadonlyArray<StepRecord>,
+  answer: string | undefined,
+  usage: ChatResponse["usage"]
+): unknown => {
   if (typeof result !== "object" || result === null || Array.isArray(result)) return result
   const meta = (result as { _meta?: unknown })._meta
   return {
@@ -403,13 +408,14 @@ const withSteps = (result: unknown, steps: ReadonlyArray<StepRecord>, answer: st
     _meta: {
       ...(typeof meta === "object" && meta !== null ? meta : {}),
       "agentify/steps": steps,
-      ...(answer === undefined || answer.trim() === "" ? {} : { "agentify/answer": answer })
+      ...(answer === undefined || answer.trim() === "" ? {} : { "agentify/answer": answer }),
+      ...(usage === undefined ? {} : { "agentify/usage": usage })
     }
   }
 }
 
 /** `dryRun`: the first planned call, run by nobody. */
-const dryRunResult = (chosen: Plan, needsConfirmation: boolean) => {
+const dryRunResult = (chosen: Plan, needsConfirmation: boolean, usage: ChatResponse["usage"]) => {
   const plan = {
     tool: chosen.functionName,
     backendId: chosen.backendId,
@@ -420,7 +426,8 @@ const dryRunResult = (chosen: Plan, needsConfirmation: boolean) => {
   }
   return {
     content: [{ type: "text", text: `Would call ${plan.tool} with ${JSON.stringify(plan.arguments)} (dry run: nothing ran)` }],
-    structuredContent: { dryRun: true, plan, valid: true, needsConfirmation }
+    structuredContent: { dryRun: true, plan, valid: true, needsConfirmation },
+    ...(usage === undefined ? {} : { _meta: { "agentify/usage": usage } })
   }
 }
 
@@ -638,6 +645,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         /** A turn whose calls could not run, told to the model once so that it may correct them. */
         let invalid: InvalidPlan | undefined
         let repaired = false
+        /** Tokens over every turn, when the endpoint says. */
+        let usage: ChatResponse["usage"] = undefined
 
         /** A search the model asked for: answered here, its finds offered from the next turn on. */
         const searched = (call: ChatToolCall, args: Record<string, unknown>) =>
@@ -665,6 +674,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           Effect.gen(function* () {
             current = step
             const response = yield* ask(query, messages, offer, record)
+            usage = addUsage(usage, response.usage)
             if (response.toolCalls.length === 0) {
               // It gave up on correcting its call: that call's problem is the answer.
               if (last === undefined && invalid !== undefined) return yield* invalid
@@ -770,7 +780,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         for (let step = 1; step <= maxSteps; step++) {
           if ((yield* turn(step)) === "done") break
         }
-        if (dry !== undefined) return dryRunResult(dry, needsConfirmation(confirmTools, dry.annotations))
+        if (dry !== undefined) return dryRunResult(dry, needsConfirmation(confirmTools, dry.annotations), usage)
         if (dryRefused !== undefined) return dryRunRefused(dryRefused)
         // Every turn only searched (or, dry, never planned a call): nothing ran.
         if (last === undefined || dryRun) {
@@ -791,7 +801,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             detail: result
           })
         }
-        return withSteps(result, steps, answer)
+        return withSteps(result, steps, answer, usage)
       })
 
       const orchestrate = (params: unknown, execute: Execute = backends.executeOnBackend, onStep?: OnStep, confirm?: Confirm) => {

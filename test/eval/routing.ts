@@ -11,6 +11,7 @@
  *
  *     npm run eval            a table and the misses at @1
  *     npm run eval -- --json  the figures as JSON on stdout
+ *     npm run eval -- --live [--limit N]  the queries end to end with the configured model (live.ts)
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
@@ -337,6 +338,13 @@ const distractors: ReadonlyArray<BackendTools> = [
 
 const main = async () => {
   const json = process.argv.includes("--json")
+  if (process.argv.includes("--live")) {
+    const limitAt = process.argv.indexOf("--limit")
+    const limit = limitAt === -1 ? undefined : Number(process.argv[limitAt + 1])
+    const queries = JSON.parse(readFileSync(join(here, "queries.json"), "utf8")) as Array<Query>
+    const { runLive } = await import("./live.js")
+    return runLive(queries, { json, ...(limit === undefined || !Number.isInteger(limit) ? {} : { limit }) })
+  }
   const scratch = mkdtempSync(join(tmpdir(), "agentify-eval-"))
   try {
     const [filesystem, memory, everything] = await Promise.all([
