@@ -12,6 +12,7 @@
  *     npm run eval            a table and the misses at @1
  *     npm run eval -- --json  the figures as JSON on stdout
  *     npm run eval -- --live [--limit N]  the queries end to end with the configured model (live.ts)
+ *     npm run eval -- --scale N  the same queries among N more synthetic tools (as a large gateway has)
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
@@ -22,6 +23,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Tool } from "../../src/protocol/Mcp.js"
 import { buildCatalog, rankEntries, type BackendTools, type RankContext } from "../../src/catalog/ToolCatalog.js"
+import { syntheticBackends } from "../bench/catalog.js"
 
 const K = 32 // the default maxToolsPerRequest
 const here = dirname(fileURLToPath(import.meta.url))
@@ -352,11 +354,15 @@ const main = async () => {
       listTools("@modelcontextprotocol/server-memory", [], { MEMORY_FILE_PATH: join(scratch, "memory.jsonl") }),
       listTools("@modelcontextprotocol/server-everything", ["stdio"])
     ])
+    const scaleAt = process.argv.indexOf("--scale")
+    const scale = scaleAt === -1 ? 0 : Number(process.argv[scaleAt + 1])
     const catalog = buildCatalog([
       { backendId: "filesystem", tools: filesystem },
       { backendId: "memory", tools: memory },
       { backendId: "everything", tools: everything },
-      ...distractors
+      ...distractors,
+      // The benchmark's deterministic synthetic servers (GitHub-, Slack-, database-like...).
+      ...(Number.isInteger(scale) && scale > 0 ? syntheticBackends(scale) : [])
     ])
     const queries = JSON.parse(readFileSync(join(here, "queries.json"), "utf8")) as Array<Query>
     for (const q of queries) {
