@@ -72,6 +72,19 @@ export const isWatchdog = (pid: number): boolean => {
   }
 }
 
+const cmdlineOf = (pid: number): string | undefined => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1")
+  } catch {
+    return undefined
+  }
+}
+
+const forkNotExecuted = (child: number, parent: number): boolean => {
+  const own = cmdlineOf(child)
+  return own !== undefined && own === cmdlineOf(parent)
+}
+
 /** Every live process below `pid` (children, grandchildren, ...), from /proc; the watchdog aside. */
 export const descendants = (pid: number): Array<number> => {
   const children = new Map<number, Array<number>>()
@@ -87,7 +100,9 @@ export const descendants = (pid: number): Array<number> => {
   const found: Array<number> = []
   const visit = (p: number) => {
     for (const c of children.get(p) ?? []) {
-      if (isWatchdog(c)) continue
+      // A fork that has not run its program yet still reads as its parent (the watchdog, between
+      // spawn and exec, is then not yet recognisable): it is nothing yet, the next look sees it.
+      if (isWatchdog(c) || forkNotExecuted(c, p)) continue
       if (isAlive(c)) found.push(c)
       visit(c)
     }
