@@ -35,7 +35,7 @@ export interface Dispatcher {
   /** Serves one request beside the others; its one reply goes to `out`. */
   readonly serve: (request: Request, target: Target, out: Outbox) => Fiber.RuntimeFiber<void>
   /** The client gave up on a request (`notifications/cancelled`): stopped at its backend, still replied to. */
-  readonly cancel: (requestId: unknown, out: Outbox) => void
+  readonly cancel: (requestId: unknown) => void
   /**
    * A `subscriptions/listen` stream in the caller's scope: acknowledged, then the notifications asked
    * for, until the scope closes. A refusal (the transport's bound) instead when there is one.
@@ -82,7 +82,7 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
       return fiber
     }
 
-    const cancel = (requestId: unknown, _out: Outbox) => {
+    const cancel = (requestId: unknown) => {
       const running = isId(requestId) ? inFlight.get(requestId) : undefined
       if (running === undefined) return
       // Its call is cancelled at the backend too; the request still gets its one reply.

@@ -6,13 +6,17 @@
  *
  * At most `maxSteps` model turns (a request's, else the config's; 1 is the single shot).
  *
+ * Longer than most modules: the turn loop's state (the conversation, the steps, the one repair, the
+ * dry run, the tokens) is shared by every part of a turn. What it offers and how a call becomes a
+ * plan are in `Offer`; the pieces of a turn (how its calls run, what they give back) in `Steps`.
+ *
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
  */
 import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { fileURLToPath } from "node:url"
-import { Backends, type BackendTools } from "../backend/Backends.js"
-import { type ConfirmTools, formatIssues, GatewayConfig, type ResolvedConfig } from "../config/Config.js"
+import { Backends } from "../backend/Backends.js"
+import { formatIssues, GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import {
   BackendError,
   InvalidParams,
@@ -21,51 +25,35 @@ import {
   NoActionDetermined,
   NotConfigured
 } from "../protocol/Errors.js"
-import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, LlmClient } from "./Llm.js"
+import { type ChatMessage, type ChatResponse, type ChatToolCall, LlmClient } from "./Llm.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "../protocol/Mcp.js"
 import { Events, none as noEvents, type OrchestrationRecord, type OrchestrationStep } from "../observability/Events.js"
+import { catalogOf, scoreEntries } from "../catalog/ToolCatalog.js"
+
+import { offerBackends, offerTools, type Offer, parseArguments, type Plan, requiredProperties, SEARCH_TOOL } from "./Offer.js"
 import {
-  backendFunctions,
-  type Catalog,
-  type CatalogEntry,
-  catalogOf,
-  rankEntries,
-  scoreEntries,
-  toolFunctions
-} from "../catalog/ToolCatalog.js"
+  addUsage,
+  type Confirm,
+  dryRunRefused,
+  dryRunResult,
+  inTurn,
+  needsConfirmation,
+  noAction,
+  type OnStep,
+  type StepRecord,
+  toolMessage,
+  type TurnCall,
+  type TurnOutcome,
+  withSteps
+} from "./Steps.js"
+
+export { type Plan, SEARCH_TOOL } from "./Offer.js"
+export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
 
 /** An orchestration's record while it runs. */
 type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "totalMs">]: OrchestrationRecord[K] }
-
-/** The one backend call the model chose. */
-export interface Plan {
-  readonly backendId: string
-  readonly mcpMethod: string
-  readonly mcpParams: Record<string, unknown>
-  /** The function name the model called, as offered to it. */
-  readonly functionName: string
-  /** The tool's inputSchema, which the model's arguments are checked against before the call. */
-  readonly inputSchema?: Record<string, unknown> | undefined
-  /** The tool's annotations (readOnlyHint, destructiveHint): whether the user must agree first. */
-  readonly annotations?: Readonly<Record<string, unknown>> | undefined
-}
-
-/** Asks the user whether a call may run; "unavailable" when the client cannot be asked. */
-export type Confirm = (call: {
-  readonly tool: string
-  readonly arguments: unknown
-}) => Effect.Effect<"accepted" | "declined" | "unavailable">
-
-/** Whether `confirmTools` asks the user before this tool runs. */
-export const needsConfirmation = (mode: ConfirmTools, annotations: Readonly<Record<string, unknown>> | undefined): boolean =>
-  mode === "destructive" ? annotations?.destructiveHint === true : mode === "writes" ? annotations?.readOnlyHint !== true : false
-
-const annotationsOf = (tool: unknown): Readonly<Record<string, unknown>> | undefined => {
-  const annotations = (tool as { annotations?: unknown }).annotations
-  return typeof annotations === "object" && annotations !== null ? (annotations as Record<string, unknown>) : undefined
-}
 
 export type OrchestrationError =
   InvalidParams | NotConfigured | LlmRequestFailed | InvalidPlan | NoActionDetermined | BackendError
@@ -148,317 +136,6 @@ export const validateParams = (params: unknown): Either.Either<OrchestrateParams
       return new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues })
     })
   )
-
-// ---------------------------------------------------------------------------------------------
-// The functions offered
-
-interface Offer {
-  /** The functions offered now (they grow as the model searches). */
-  readonly functions: () => ReadonlyArray<ChatTool>
-  /** Resolves a function the model called into a plan, or says why it cannot run. */
-  readonly plan: (name: string, args: Record<string, unknown>) => Either.Either<Plan, InvalidPlan>
-  /**
-   * `agentify_search_tools`: the next best tools for a query, offered from the next turn on, as the
-   * model reads them; undefined when every tool is offered already (then the function is not).
-   */
-  readonly search?: (query: string) => ReadonlyArray<{ readonly name: string; readonly description: string }>
-}
-
-/** Offered beside the best-ranked tools when not all fit: how the model reaches the others. */
-export const SEARCH_TOOL = "agentify_search_tools"
-/** How many tools one search adds. */
-const SEARCH_RESULTS = 8
-const searchFunction: ChatTool = {
-  type: "function",
-  function: {
-    name: SEARCH_TOOL,
-    description:
-      "Finds further tools of the gateway's MCP servers when none of the functions offered fits the task: describe what the tool should do. The best matches are returned (name and description) and can be called from the next turn on.",
-    parameters: {
-      type: "object",
-      properties: { query: { type: "string", description: "What the tool should do, in plain words." } },
-      required: ["query"]
-    }
-  }
-}
-
-/** When every tool fits, every query offers the same functions: built once per catalog. */
-const functionsCache = new WeakMap<Catalog, ReadonlyArray<ChatTool>>()
-const allFunctions = (catalog: Catalog): ReadonlyArray<ChatTool> => {
-  let functions = functionsCache.get(catalog)
-  if (functions === undefined) functionsCache.set(catalog, (functions = toolFunctions(catalog.entries)))
-  return functions
-}
-
-/** `routing: "tool"`: one function per backend tool; the best matches first when they do not all fit. */
-const offerTools = (catalog: Catalog, query: string, context: TaskContext | null | undefined, max: number): Offer => {
-  const all = catalog.entries.length <= max
-  // Ranked over the catalog's own array: the ranking index is cached per array.
-  const entries: ReadonlyArray<CatalogEntry> = all ? catalog.entries : rankEntries(catalog.entries, query, max, context)
-  const offered: ReadonlyMap<string, CatalogEntry> = all ? catalog.byName : new Map(entries.map((e) => [e.name, e]))
-  let functions: ReadonlyArray<ChatTool> = all ? allFunctions(catalog) : [...toolFunctions(entries), searchFunction]
-  const search = (wanted: string) => {
-    const more = rankEntries(catalog.entries, wanted, offered.size + SEARCH_RESULTS, context)
-      .filter((e) => !offered.has(e.name))
-      .slice(0, SEARCH_RESULTS)
-    // Only reached when not all fit: `offered` is this offer's own Map then.
-    for (const e of more) (offered as Map<string, CatalogEntry>).set(e.name, e)
-    functions = [...functions, ...toolFunctions(more)]
-    return more.map((e) => ({ name: e.name, description: e.tool.description ?? "" }))
-  }
-  return {
-    functions: () => functions,
-    ...(all ? {} : { search }),
-    plan: (name, args) => {
-      const entry = offered.get(name)
-      if (entry === undefined) {
-        return Either.left(
-          new InvalidPlan({ message: `The model chose a tool that was not offered: '${name}'`, toolName: name, arguments: args })
-        )
-      }
-      return Either.right({
-        backendId: entry.backendId,
-        mcpMethod: "tools/call",
-        mcpParams: { name: entry.toolName, arguments: args },
-        functionName: name,
-        inputSchema: entry.tool.inputSchema,
-        annotations: annotationsOf(entry.tool)
-      })
-    }
-  }
-}
-
-const requiredProperties = (schema: Record<string, unknown>): Array<string> =>
-  Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []
-
-/** Methods the model may ask a backend for in `routing: "backend"`; lifecycle ones are the gateway's. */
-const FORBIDDEN_METHODS = new Set(["initialize", "ping", "shutdown", "exit"])
-
-/** `routing: "backend"` (the seed's shape): one function per backend taking `{mcp_method, mcp_params}`. */
-const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
-  const byId = new Map(backends.map((b) => [b.backendId, b]))
-  const functions = backendFunctions(backends)
-  return {
-    functions: () => functions,
-    plan: (name, args) => {
-      const backend = byId.get(name)
-      if (backend === undefined) {
-        return Either.left(
-          new InvalidPlan({
-            message: `The model chose a backend that was not offered: '${name}'`,
-            toolName: name,
-            arguments: args
-          })
-        )
-      }
-      const method = args.mcp_method
-      const params = args.mcp_params ?? {}
-      if (
-        typeof method !== "string" ||
-        method.length === 0 ||
-        method.startsWith("notifications/") ||
-        FORBIDDEN_METHODS.has(method)
-      ) {
-        return Either.left(
-          new InvalidPlan({
-            message: `The model gave no usable mcp_method for backend '${name}'`,
-            toolName: name,
-            arguments: args
-          })
-        )
-      }
-      if (typeof params !== "object" || params === null || Array.isArray(params)) {
-        return Either.left(
-          new InvalidPlan({ message: `mcp_params for backend '${name}' is not a JSON object`, toolName: name, arguments: args })
-        )
-      }
-      const mcpParams = params as Record<string, unknown>
-      if (method === "tools/call") {
-        const tool = backend.tools.find((t) => t.name === mcpParams.name)
-        if (tool === undefined) {
-          return Either.left(
-            new InvalidPlan({
-              message: `Backend '${name}' has no tool '${String(mcpParams.name)}'`,
-              toolName: name,
-              arguments: args
-            })
-          )
-        }
-        const callArgs = mcpParams.arguments ?? {}
-        if (typeof callArgs !== "object" || callArgs === null || Array.isArray(callArgs)) {
-          return Either.left(
-            new InvalidPlan({
-              message: `The arguments for '${tool.name}' are not a JSON object`,
-              toolName: name,
-              arguments: args
-            })
-          )
-        }
-        return Either.right({
-          backendId: name,
-          mcpMethod: method,
-          mcpParams: { ...mcpParams, arguments: callArgs },
-          functionName: name,
-          inputSchema: tool.inputSchema,
-          annotations: annotationsOf(tool)
-        })
-      }
-      return Either.right({ backendId: name, mcpMethod: method, mcpParams, functionName: name })
-    }
-  }
-}
-
-/** The model's arguments: JSON text that must hold an object ("" counts as `{}`, as some models send). */
-const parseArguments = (name: string, raw: string): Either.Either<Record<string, unknown>, InvalidPlan> => {
-  if (raw.trim() === "") return Either.right({})
-  let value: unknown
-  try {
-    value = JSON.parse(raw)
-  } catch {
-    return Either.left(
-      new InvalidPlan({ message: `The model's arguments for '${name}' are not valid JSON`, toolName: name, arguments: raw })
-    )
-  }
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? Either.right(value as Record<string, unknown>)
-    : Either.left(
-        new InvalidPlan({
-          message: `The model's arguments for '${name}' are not a JSON object`,
-          toolName: name,
-          arguments: value
-        })
-      )
-}
-
-// ---------------------------------------------------------------------------------------------
-// Steps
-
-/** One step's call, as `_meta["agentify/steps"]` shows it (arguments scrubbed of secrets). */
-export interface StepRecord {
-  readonly tool: string
-  readonly arguments: unknown
-  readonly isError: boolean
-  readonly ms: number
-}
-
-/** One call of a turn: a search the gateway answers (`planned` undefined), or a planned backend call. */
-interface TurnCall {
-  readonly call: ChatToolCall
-  readonly args: Record<string, unknown>
-  readonly planned: { readonly chosen: Plan; readonly args: Record<string, unknown> } | undefined
-}
-
-/** What a call of a turn gave: the tool message for the model, and the backend result if one ran. */
-interface TurnOutcome {
-  readonly call: ChatToolCall
-  readonly content: string
-  readonly ran: { readonly chosen: Plan; readonly result: unknown } | undefined
-}
-
-/**
- * Runs a turn's calls: concurrently across backends, and on one backend concurrently only when
- * every call of the turn to it is annotated read-only; otherwise one after the other in the model's
- * order (servers are not all safe for concurrent writes: two concurrent `create_entities` on
- * server-memory keep only one). The outcomes come back in the calls' order.
- */
-const inTurn = <E>(
-  calls: ReadonlyArray<TurnCall>,
-  run: (call: TurnCall, i: number) => Effect.Effect<TurnOutcome, E>
-): Effect.Effect<ReadonlyArray<TurnOutcome>, E> => {
-  const groups = new Map<string, Array<number>>()
-  calls.forEach((c, i) => {
-    const key = c.planned === undefined ? `search-${i}` : c.planned.chosen.backendId
-    groups.set(key, [...(groups.get(key) ?? []), i])
-  })
-  const outcomes: Array<TurnOutcome> = []
-  return Effect.forEach(
-    groups.values(),
-    (indices) =>
-      Effect.forEach(indices, (i) => Effect.map(run(calls[i]!, i), (outcome) => void (outcomes[i] = outcome)), {
-        concurrency: indices.every((i) => calls[i]!.planned?.chosen.annotations?.readOnlyHint === true) ? "unbounded" : 1
-      }),
-    { concurrency: "unbounded", discard: true }
-  ).pipe(Effect.as(outcomes))
-}
-
-/** Told as each step starts: its number, the bound, the tools it calls (progress notifications). */
-export type OnStep = (step: number, maxSteps: number, tools: ReadonlyArray<string>) => Effect.Effect<void>
-
-/** A tool result as the model reads it: its text, else its JSON; bounded, as a model's context is. */
-const MAX_TOOL_MESSAGE_CHARS = 32_000
-const toolMessage = (result: unknown): string => {
-  const text = isCallToolResult(result) ? resultText(result as CallToolResult) : ""
-  const whole = text.length > 0 ? text : (JSON.stringify(result) ?? "null")
-  return whole.length <= MAX_TOOL_MESSAGE_CHARS
-    ? whole
-    : `${whole.slice(0, MAX_TOOL_MESSAGE_CHARS)}\n[cut at ${MAX_TOOL_MESSAGE_CHARS} characters]`
-}
-
-/** The last result, unchanged but for what the orchestration adds to its `_meta`. */
-const withSteps = (
-  result: unknown,
-  steps: ReadonlyArray<StepRecord>,
-  answer: string | undefined,
-  usage: ChatResponse["usage"]
-): unknown => {
-  if (typeof result !== "object" || result === null || Array.isArray(result)) return result
-  const meta = (result as { _meta?: unknown })._meta
-  return {
-    ...result,
-    _meta: {
-      ...(typeof meta === "object" && meta !== null ? meta : {}),
-      "agentify/steps": steps,
-      ...(answer === undefined || answer.trim() === "" ? {} : { "agentify/answer": answer }),
-      ...(usage === undefined ? {} : { "agentify/usage": usage })
-    }
-  }
-}
-
-/** `dryRun`: the first planned call, run by nobody. */
-const dryRunResult = (chosen: Plan, needsConfirmation: boolean, usage: ChatResponse["usage"]) => {
-  const plan = {
-    tool: chosen.functionName,
-    backendId: chosen.backendId,
-    method: chosen.mcpMethod,
-    arguments: Secrets.scrubDeep(
-      chosen.mcpMethod === "tools/call" ? (chosen.mcpParams as { arguments?: unknown }).arguments : chosen.mcpParams
-    )
-  }
-  return {
-    content: [{ type: "text", text: `Would call ${plan.tool} with ${JSON.stringify(plan.arguments)} (dry run: nothing ran)` }],
-    structuredContent: { dryRun: true, plan, valid: true, needsConfirmation },
-    ...(usage === undefined ? {} : { _meta: { "agentify/usage": usage } })
-  }
-}
-
-/** `dryRun` of a call that would not run: what the model planned, and why it is refused. */
-const dryRunRefused = (refused: InvalidPlan) => ({
-  content: [{ type: "text", text: `Would not run: ${refused.message} (dry run: nothing ran)` }],
-  structuredContent: {
-    dryRun: true,
-    plan: { tool: refused.toolName, arguments: Secrets.scrubDeep(refused.arguments) },
-    valid: false,
-    problems: refused.problems ?? [refused.message]
-  }
-})
-
-const noAction = (query: string, response: ChatResponse) =>
-  new NoActionDetermined({
-    query,
-    toolCalls: response.toolCalls.length,
-    ...(response.content ? { modelMessage: response.content } : {})
-  })
-
-const addUsage = (a: ChatResponse["usage"], b: ChatResponse["usage"]): ChatResponse["usage"] =>
-  a === undefined
-    ? b
-    : b === undefined
-      ? a
-      : {
-          promptTokens: a.promptTokens + b.promptTokens,
-          completionTokens: a.completionTokens + b.completionTokens,
-          totalTokens: a.totalTokens + b.totalTokens
-        }
 
 // ---------------------------------------------------------------------------------------------
 // The service

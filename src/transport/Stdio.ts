@@ -317,8 +317,7 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
       }
       if (incoming._tag === "Notification") {
         const { method, params } = incoming.notification
-        if (method === "notifications/cancelled")
-          dispatcher.cancel((params as { requestId?: unknown } | undefined)?.requestId, out)
+        if (method === "notifications/cancelled") dispatcher.cancel((params as { requestId?: unknown } | undefined)?.requestId)
         return true
       }
       if (incoming._tag !== "Request") return true

@@ -1,0 +1,213 @@
+/**
+ * What the model is offered in one orchestration, and how its calls become plans: one function per
+ * backend tool (the best-ranked when not all fit, with `agentify_search_tools` for the rest) or one
+ * per backend (`routing: "backend"`), and the checks a call passes before it is a plan.
+ */
+import { Either } from "effect"
+import type { BackendTools } from "../backend/Backends.js"
+import {
+  backendFunctions,
+  type Catalog,
+  type CatalogEntry,
+  type ChatTool,
+  rankEntries,
+  toolFunctions
+} from "../catalog/ToolCatalog.js"
+import type { TaskContext } from "../protocol/Mcp.js"
+import { InvalidPlan } from "../protocol/Errors.js"
+
+/** The one backend call the model chose. */
+export interface Plan {
+  readonly backendId: string
+  readonly mcpMethod: string
+  readonly mcpParams: Record<string, unknown>
+  /** The function name the model called, as offered to it. */
+  readonly functionName: string
+  /** The tool's inputSchema, which the model's arguments are checked against before the call. */
+  readonly inputSchema?: Record<string, unknown> | undefined
+  /** The tool's annotations (readOnlyHint, destructiveHint): whether the user must agree first. */
+  readonly annotations?: Readonly<Record<string, unknown>> | undefined
+}
+
+const annotationsOf = (tool: unknown): Readonly<Record<string, unknown>> | undefined => {
+  const annotations = (tool as { annotations?: unknown }).annotations
+  return typeof annotations === "object" && annotations !== null ? (annotations as Record<string, unknown>) : undefined
+}
+
+export interface Offer {
+  /** The functions offered now (they grow as the model searches). */
+  readonly functions: () => ReadonlyArray<ChatTool>
+  /** Resolves a function the model called into a plan, or says why it cannot run. */
+  readonly plan: (name: string, args: Record<string, unknown>) => Either.Either<Plan, InvalidPlan>
+  /**
+   * `agentify_search_tools`: the next best tools for a query, offered from the next turn on, as the
+   * model reads them; undefined when every tool is offered already (then the function is not).
+   */
+  readonly search?: (query: string) => ReadonlyArray<{ readonly name: string; readonly description: string }>
+}
+
+/** Offered beside the best-ranked tools when not all fit: how the model reaches the others. */
+export const SEARCH_TOOL = "agentify_search_tools"
+/** How many tools one search adds. */
+const SEARCH_RESULTS = 8
+const searchFunction: ChatTool = {
+  type: "function",
+  function: {
+    name: SEARCH_TOOL,
+    description:
+      "Finds further tools of the gateway's MCP servers when none of the functions offered fits the task: describe what the tool should do. The best matches are returned (name and description) and can be called from the next turn on.",
+    parameters: {
+      type: "object",
+      properties: { query: { type: "string", description: "What the tool should do, in plain words." } },
+      required: ["query"]
+    }
+  }
+}
+
+/** When every tool fits, every query offers the same functions: built once per catalog. */
+const functionsCache = new WeakMap<Catalog, ReadonlyArray<ChatTool>>()
+const allFunctions = (catalog: Catalog): ReadonlyArray<ChatTool> => {
+  let functions = functionsCache.get(catalog)
+  if (functions === undefined) functionsCache.set(catalog, (functions = toolFunctions(catalog.entries)))
+  return functions
+}
+
+/** `routing: "tool"`: one function per backend tool; the best matches first when they do not all fit. */
+export const offerTools = (catalog: Catalog, query: string, context: TaskContext | null | undefined, max: number): Offer => {
+  const all = catalog.entries.length <= max
+  // Ranked over the catalog's own array: the ranking index is cached per array.
+  const entries: ReadonlyArray<CatalogEntry> = all ? catalog.entries : rankEntries(catalog.entries, query, max, context)
+  const offered: ReadonlyMap<string, CatalogEntry> = all ? catalog.byName : new Map(entries.map((e) => [e.name, e]))
+  let functions: ReadonlyArray<ChatTool> = all ? allFunctions(catalog) : [...toolFunctions(entries), searchFunction]
+  const search = (wanted: string) => {
+    const more = rankEntries(catalog.entries, wanted, offered.size + SEARCH_RESULTS, context)
+      .filter((e) => !offered.has(e.name))
+      .slice(0, SEARCH_RESULTS)
+    // Only reached when not all fit: `offered` is this offer's own Map then.
+    for (const e of more) (offered as Map<string, CatalogEntry>).set(e.name, e)
+    functions = [...functions, ...toolFunctions(more)]
+    return more.map((e) => ({ name: e.name, description: e.tool.description ?? "" }))
+  }
+  return {
+    functions: () => functions,
+    ...(all ? {} : { search }),
+    plan: (name, args) => {
+      const entry = offered.get(name)
+      if (entry === undefined) {
+        return Either.left(
+          new InvalidPlan({ message: `The model chose a tool that was not offered: '${name}'`, toolName: name, arguments: args })
+        )
+      }
+      return Either.right({
+        backendId: entry.backendId,
+        mcpMethod: "tools/call",
+        mcpParams: { name: entry.toolName, arguments: args },
+        functionName: name,
+        inputSchema: entry.tool.inputSchema,
+        annotations: annotationsOf(entry.tool)
+      })
+    }
+  }
+}
+
+export const requiredProperties = (schema: Record<string, unknown>): Array<string> =>
+  Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []
+
+/** Methods the model may ask a backend for in `routing: "backend"`; lifecycle ones are the gateway's. */
+const FORBIDDEN_METHODS = new Set(["initialize", "ping", "shutdown", "exit"])
+
+/** `routing: "backend"` (the seed's shape): one function per backend taking `{mcp_method, mcp_params}`. */
+export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
+  const byId = new Map(backends.map((b) => [b.backendId, b]))
+  const functions = backendFunctions(backends)
+  return {
+    functions: () => functions,
+    plan: (name, args) => {
+      const backend = byId.get(name)
+      if (backend === undefined) {
+        return Either.left(
+          new InvalidPlan({
+            message: `The model chose a backend that was not offered: '${name}'`,
+            toolName: name,
+            arguments: args
+          })
+        )
+      }
+      const method = args.mcp_method
+      const params = args.mcp_params ?? {}
+      if (
+        typeof method !== "string" ||
+        method.length === 0 ||
+        method.startsWith("notifications/") ||
+        FORBIDDEN_METHODS.has(method)
+      ) {
+        return Either.left(
+          new InvalidPlan({
+            message: `The model gave no usable mcp_method for backend '${name}'`,
+            toolName: name,
+            arguments: args
+          })
+        )
+      }
+      if (typeof params !== "object" || params === null || Array.isArray(params)) {
+        return Either.left(
+          new InvalidPlan({ message: `mcp_params for backend '${name}' is not a JSON object`, toolName: name, arguments: args })
+        )
+      }
+      const mcpParams = params as Record<string, unknown>
+      if (method === "tools/call") {
+        const tool = backend.tools.find((t) => t.name === mcpParams.name)
+        if (tool === undefined) {
+          return Either.left(
+            new InvalidPlan({
+              message: `Backend '${name}' has no tool '${String(mcpParams.name)}'`,
+              toolName: name,
+              arguments: args
+            })
+          )
+        }
+        const callArgs = mcpParams.arguments ?? {}
+        if (typeof callArgs !== "object" || callArgs === null || Array.isArray(callArgs)) {
+          return Either.left(
+            new InvalidPlan({
+              message: `The arguments for '${tool.name}' are not a JSON object`,
+              toolName: name,
+              arguments: args
+            })
+          )
+        }
+        return Either.right({
+          backendId: name,
+          mcpMethod: method,
+          mcpParams: { ...mcpParams, arguments: callArgs },
+          functionName: name,
+          inputSchema: tool.inputSchema,
+          annotations: annotationsOf(tool)
+        })
+      }
+      return Either.right({ backendId: name, mcpMethod: method, mcpParams, functionName: name })
+    }
+  }
+}
+
+/** The model's arguments: JSON text that must hold an object ("" counts as `{}`, as some models send). */
+export const parseArguments = (name: string, raw: string): Either.Either<Record<string, unknown>, InvalidPlan> => {
+  if (raw.trim() === "") return Either.right({})
+  let value: unknown
+  try {
+    value = JSON.parse(raw)
+  } catch {
+    return Either.left(
+      new InvalidPlan({ message: `The model's arguments for '${name}' are not valid JSON`, toolName: name, arguments: raw })
+    )
+  }
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? Either.right(value as Record<string, unknown>)
+    : Either.left(
+        new InvalidPlan({
+          message: `The model's arguments for '${name}' are not a JSON object`,
+          toolName: name,
+          arguments: value
+        })
+      )
+}

@@ -1,0 +1,148 @@
+/**
+ * The pieces of an orchestration's turns: what each call gave (for the model and for `_meta`), how
+ * a turn's calls run together, the confirmation policy, and the results a run or a dry run returns.
+ */
+import { Effect } from "effect"
+import type { ConfirmTools } from "../config/Config.js"
+import * as Secrets from "../observability/Secrets.js"
+import { type InvalidPlan, NoActionDetermined } from "../protocol/Errors.js"
+import { type CallToolResult, isCallToolResult, resultText } from "../protocol/Mcp.js"
+import type { ChatResponse, ChatToolCall } from "./Chat.js"
+import type { Plan } from "./Offer.js"
+
+/** Asks the user whether a call may run; "unavailable" when the client cannot be asked. */
+export type Confirm = (call: {
+  readonly tool: string
+  readonly arguments: unknown
+}) => Effect.Effect<"accepted" | "declined" | "unavailable">
+
+/** Whether `confirmTools` asks the user before this tool runs. */
+export const needsConfirmation = (mode: ConfirmTools, annotations: Readonly<Record<string, unknown>> | undefined): boolean =>
+  mode === "destructive" ? annotations?.destructiveHint === true : mode === "writes" ? annotations?.readOnlyHint !== true : false
+
+/** One step's call, as `_meta["agentify/steps"]` shows it (arguments scrubbed of secrets). */
+export interface StepRecord {
+  readonly tool: string
+  readonly arguments: unknown
+  readonly isError: boolean
+  readonly ms: number
+}
+
+/** One call of a turn: a search the gateway answers (`planned` undefined), or a planned backend call. */
+export interface TurnCall {
+  readonly call: ChatToolCall
+  readonly args: Record<string, unknown>
+  readonly planned: { readonly chosen: Plan; readonly args: Record<string, unknown> } | undefined
+}
+
+/** What a call of a turn gave: the tool message for the model, and the backend result if one ran. */
+export interface TurnOutcome {
+  readonly call: ChatToolCall
+  readonly content: string
+  readonly ran: { readonly chosen: Plan; readonly result: unknown } | undefined
+}
+
+/**
+ * Runs a turn's calls: concurrently across backends, and on one backend concurrently only when
+ * every call of the turn to it is annotated read-only; otherwise one after the other in the model's
+ * order (servers are not all safe for concurrent writes: two concurrent `create_entities` on
+ * server-memory keep only one). The outcomes come back in the calls' order.
+ */
+export const inTurn = <E>(
+  calls: ReadonlyArray<TurnCall>,
+  run: (call: TurnCall, i: number) => Effect.Effect<TurnOutcome, E>
+): Effect.Effect<ReadonlyArray<TurnOutcome>, E> => {
+  const groups = new Map<string, Array<number>>()
+  calls.forEach((c, i) => {
+    const key = c.planned === undefined ? `search-${i}` : c.planned.chosen.backendId
+    groups.set(key, [...(groups.get(key) ?? []), i])
+  })
+  const outcomes: Array<TurnOutcome> = []
+  return Effect.forEach(
+    groups.values(),
+    (indices) =>
+      Effect.forEach(indices, (i) => Effect.map(run(calls[i]!, i), (outcome) => void (outcomes[i] = outcome)), {
+        concurrency: indices.every((i) => calls[i]!.planned?.chosen.annotations?.readOnlyHint === true) ? "unbounded" : 1
+      }),
+    { concurrency: "unbounded", discard: true }
+  ).pipe(Effect.as(outcomes))
+}
+
+/** Told as each step starts: its number, the bound, the tools it calls (progress notifications). */
+export type OnStep = (step: number, maxSteps: number, tools: ReadonlyArray<string>) => Effect.Effect<void>
+
+/** A tool result as the model reads it: its text, else its JSON; bounded, as a model's context is. */
+const MAX_TOOL_MESSAGE_CHARS = 32_000
+export const toolMessage = (result: unknown): string => {
+  const text = isCallToolResult(result) ? resultText(result as CallToolResult) : ""
+  const whole = text.length > 0 ? text : (JSON.stringify(result) ?? "null")
+  return whole.length <= MAX_TOOL_MESSAGE_CHARS
+    ? whole
+    : `${whole.slice(0, MAX_TOOL_MESSAGE_CHARS)}\n[cut at ${MAX_TOOL_MESSAGE_CHARS} characters]`
+}
+
+/** The last result, unchanged but for what the orchestration adds to its `_meta`. */
+export const withSteps = (
+  result: unknown,
+  steps: ReadonlyArray<StepRecord>,
+  answer: string | undefined,
+  usage: ChatResponse["usage"]
+): unknown => {
+  if (typeof result !== "object" || result === null || Array.isArray(result)) return result
+  const meta = (result as { _meta?: unknown })._meta
+  return {
+    ...result,
+    _meta: {
+      ...(typeof meta === "object" && meta !== null ? meta : {}),
+      "agentify/steps": steps,
+      ...(answer === undefined || answer.trim() === "" ? {} : { "agentify/answer": answer }),
+      ...(usage === undefined ? {} : { "agentify/usage": usage })
+    }
+  }
+}
+
+/** `dryRun`: the first planned call, run by nobody. */
+export const dryRunResult = (chosen: Plan, needsConfirmation: boolean, usage: ChatResponse["usage"]) => {
+  const plan = {
+    tool: chosen.functionName,
+    backendId: chosen.backendId,
+    method: chosen.mcpMethod,
+    arguments: Secrets.scrubDeep(
+      chosen.mcpMethod === "tools/call" ? (chosen.mcpParams as { arguments?: unknown }).arguments : chosen.mcpParams
+    )
+  }
+  return {
+    content: [{ type: "text", text: `Would call ${plan.tool} with ${JSON.stringify(plan.arguments)} (dry run: nothing ran)` }],
+    structuredContent: { dryRun: true, plan, valid: true, needsConfirmation },
+    ...(usage === undefined ? {} : { _meta: { "agentify/usage": usage } })
+  }
+}
+
+/** `dryRun` of a call that would not run: what the model planned, and why it is refused. */
+export const dryRunRefused = (refused: InvalidPlan) => ({
+  content: [{ type: "text", text: `Would not run: ${refused.message} (dry run: nothing ran)` }],
+  structuredContent: {
+    dryRun: true,
+    plan: { tool: refused.toolName, arguments: Secrets.scrubDeep(refused.arguments) },
+    valid: false,
+    problems: refused.problems ?? [refused.message]
+  }
+})
+
+export const noAction = (query: string, response: ChatResponse) =>
+  new NoActionDetermined({
+    query,
+    toolCalls: response.toolCalls.length,
+    ...(response.content ? { modelMessage: response.content } : {})
+  })
+
+export const addUsage = (a: ChatResponse["usage"], b: ChatResponse["usage"]): ChatResponse["usage"] =>
+  a === undefined
+    ? b
+    : b === undefined
+      ? a
+      : {
+          promptTokens: a.promptTokens + b.promptTokens,
+          completionTokens: a.completionTokens + b.completionTokens,
+          totalTokens: a.totalTokens + b.totalTokens
+        }
