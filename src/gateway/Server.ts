@@ -6,7 +6,8 @@
  *
  * It knows nothing of stdio or HTTP, and nothing process-wide lives here: the Gateway hands it
  * what it needs (`Context`) and the session it serves. It only validates, routes and maps
- * failures.
+ * failures. Longer than most modules: both tables share the lifecycle and the initialize guard,
+ * and the aggregate's orchestration entry points (progress, confirmation) sit with its tools.
  */
 import { Effect, Either } from "effect"
 import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
