@@ -33,7 +33,8 @@ interface Query {
   readonly query: string
   readonly expected: string
   readonly context?: RankContext
-  readonly split?: "holdout"
+  /** "holdout": written after tuning, never tuned on; "fresh": a second such set, written before the synonym work. */
+  readonly split?: "holdout" | "fresh"
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -385,8 +386,9 @@ const main = async () => {
     }
     const splits = {
       all: figuresOf(ranks),
-      tuning: figuresOf(ranks.filter((r) => r.split !== "holdout")),
-      holdout: figuresOf(ranks.filter((r) => r.split === "holdout"))
+      tuning: figuresOf(ranks.filter((r) => r.split === undefined)),
+      holdout: figuresOf(ranks.filter((r) => r.split === "holdout")),
+      fresh: figuresOf(ranks.filter((r) => r.split === "fresh"))
     }
 
     if (json) {
