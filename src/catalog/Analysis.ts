@@ -363,6 +363,13 @@ const removeUrls = (text: string, found: () => void): string => {
   return out + text.slice(from)
 }
 
+/** Concepts that say what to do; without one, a query names only things. */
+const ACTIONS = ["read", "write", "create", "edit", "delete", "move", "copy", "list", "tree", "search", "info", "compress"]
+
+/** The opening of an SQL statement; linear (no nested repetition), bounded by the query's length. */
+const SQL_STATEMENT =
+  /\b(?:select\s[^;]{0,200}?\sfrom|insert\s+into|delete\s+from|update\s+\w+\s+set|create\s+table|alter\s+table|drop\s+table)\b/i
+
 const weightOf = (terms: ReadonlyMap<string, number>, concept: string): number => terms.get(CONCEPT_PREFIX + concept) ?? 0
 
 interface QueryTerms {
@@ -390,6 +397,14 @@ export const analyzeQuery = (fullQuery: string, context: RankContext | null | un
   let text = query
   // Arithmetic written out ("2+40") has no words to match.
   if (/\d\s*[+]\s*\d/.test(text)) hint("sum", 1)
+  // A statement of SQL is a database query; its words ("count", "users") are its argument.
+  const sql = SQL_STATEMENT.exec(text)
+  if (sql !== null) {
+    hint("sql", 1)
+    analyze("sql query", put, 0.8, false, MAPPED_WORD_WEIGHT)
+    analyze(text.slice(sql.index), put, 0.3, false, MAPPED_WORD_WEIGHT)
+    text = text.slice(0, sql.index)
+  }
   text = removeUrls(text, () => hint("url", 1))
   // Quoted text is mostly an argument (what to echo, search for, write), not the intent.
   text = text.replace(/(^|[\s(:=])(["'`“‘])([^"'`”’]+)["'`”’](?=$|[\s),.;:!?])/g, (_m, before: string, _q, body: string) => {
@@ -409,7 +424,10 @@ export const analyzeQuery = (fullQuery: string, context: RankContext | null | un
   for (const path of paths) {
     const extension = extensionOf(path)
     if (/[*?]/.test(path)) hint("search", 0.7)
-    if (extension === undefined) {
+    if (/[\\/]$/.test(path)) {
+      // "scripts/": written as a folder.
+      hint("dir", 0.8)
+    } else if (extension === undefined) {
       hint("dir", 0.4)
       hint("file", 0.3)
     } else if (IMAGE_EXTENSIONS.has(extension)) {
@@ -426,6 +444,8 @@ export const analyzeQuery = (fullQuery: string, context: RankContext | null | un
   // What some combinations of concepts mean together, which no single word says.
   // Showing or reading a folder is listing it.
   if (weightOf(terms, "dir") >= 0.8 && weightOf(terms, "read") >= 0.5) hint("list", 0.7)
+  // A folder named with no action on it ("which files live in scripts/?") asks what is in it.
+  else if (weightOf(terms, "dir") >= 0.8 && ACTIONS.every((action) => weightOf(terms, action) < 0.5)) hint("list", 0.6)
   // "add 17 and 25" is a calculation, not adding a thing.
   if (weightOf(terms, "number") >= 0.6 && weightOf(terms, "sum") > 0) hint("sum", 1)
 

@@ -339,6 +339,16 @@ const distractors: ReadonlyArray<BackendTools> = [
 // The eval
 // ---------------------------------------------------------------------------------------------
 
+/** A synthetic backend renamed when its id is taken, by the first free numbered suffix. */
+const distinctFrom =
+  (taken: Set<string>) =>
+  (backend: BackendTools): BackendTools => {
+    let id = backend.backendId
+    for (let n = 2; taken.has(id); n++) id = `${backend.backendId}${n}`
+    taken.add(id)
+    return { ...backend, backendId: id }
+  }
+
 const main = async () => {
   const json = process.argv.includes("--json")
   if (process.argv.includes("--live")) {
@@ -357,13 +367,15 @@ const main = async () => {
     ])
     const scaleAt = process.argv.indexOf("--scale")
     const scale = scaleAt === -1 ? 0 : Number(process.argv[scaleAt + 1])
+    const realIds = new Set(["filesystem", "memory", "everything", ...distractors.map((d) => d.backendId)])
     const catalog = buildCatalog([
       { backendId: "filesystem", tools: filesystem },
       { backendId: "memory", tools: memory },
       { backendId: "everything", tools: everything },
       ...distractors,
-      // The benchmark's deterministic synthetic servers (GitHub-, Slack-, database-like...).
-      ...(Number.isInteger(scale) && scale > 0 ? syntheticBackends(scale) : [])
+      // The benchmark's deterministic synthetic servers (GitHub-, Slack-, database-like...), under
+      // ids of their own: a gateway's backend ids are unique, so a synthetic "memory" server is "memory2".
+      ...(Number.isInteger(scale) && scale > 0 ? syntheticBackends(scale).map(distinctFrom(realIds)) : [])
     ])
     const queries = JSON.parse(readFileSync(join(here, "queries.json"), "utf8")) as Array<Query>
     for (const q of queries) {

@@ -436,6 +436,19 @@ describe("rank", () => {
     })
   }
 
+  it("reads an SQL statement as a database query, its words as the argument", () => {
+    const withDatabase = buildCatalog([
+      { backendId: "postgres", tools: [tool("query", "Run a read-only SQL query", ["sql"])] },
+      { backendId: "crm", tools: [tool("count_users", "Count the users of a team", ["team"])] },
+      { backendId: "filesystem", tools: filesystemTools }
+    ])
+    expect(names(rankEntries(withDatabase.entries, "run SELECT count(*) FROM users", 1))).toEqual(["postgres__query"])
+  })
+
+  it("reads a path ending in a slash as a folder", () => {
+    expect(positionOf("which files live in scripts/?", "filesystem__list_directory")).toBe(0)
+  })
+
   it("returns k tools, or all of them ranked when there are fewer", () => {
     expect(rankEntries(catalog.entries, "read a file", 3)).toHaveLength(3)
     expect(rankEntries(catalog.entries, "read a file", 1000)).toHaveLength(catalog.entries.length)
