@@ -27,7 +27,15 @@ import {
 } from "effect"
 import * as Backend from "./Backend.js"
 import * as Heartbeat from "./Heartbeat.js"
-import { type BackendConfig, describeBackend, healthCheckOf, type ResolvedConfig, rootsOf } from "../config/Config.js"
+import {
+  type BackendConfig,
+  describeBackend,
+  EXPOSURE_KEYS,
+  type Exposure,
+  healthCheckOf,
+  type ResolvedConfig,
+  rootsOf
+} from "../config/Config.js"
 import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
@@ -40,6 +48,8 @@ export interface BackendTools {
   readonly backendId: string
   readonly description?: string | undefined
   readonly tools: ReadonlyArray<Tool>
+  /** Its filters, overrides and namespace (from its configuration); none: all tools, its id as namespace. */
+  readonly exposure?: Exposure | undefined
 }
 
 export interface BackendNotification {
@@ -126,6 +136,8 @@ export interface BackendsService {
   /** The same, synchronously, for hot paths. */
   readonly toolsSync: () => ReadonlyArray<BackendTools>
   readonly states: Effect.Effect<ReadonlyArray<BackendStatus>>
+  /** A backend's configuration in force (its exposure settings, for the lists and routes). */
+  readonly configOf: (backendId: string) => BackendConfig | undefined
   /** The backend's running client when it is ready (its capabilities, server info, instructions). */
   readonly backend: (backendId: string) => Backend.Backend | undefined
   /** Any MCP request on a ready backend; the result passes through unchanged. */
@@ -157,6 +169,34 @@ export interface BackendsService {
    * failure count reset. "unknown" for an id not configured, "disabled" for a disabled one.
    */
   readonly restart: (backendId: string) => Effect.Effect<"restarting" | "unknown" | "disabled">
+  /**
+   * Makes `configs` the set in force as a difference from the running one (a configuration
+   * reload): added backends start, removed ones stop (their calls in flight fail with "backend
+   * removed"), those whose way of running changed restart, and the rest keep their process, with
+   * only their exposure settings (filters, overrides, namespace, description) replaced. Does
+   * nothing but record the set before the first `start`. Does not wait for new backends.
+   */
+  readonly apply: (configs: ReadonlyArray<BackendConfig>) => Effect.Effect<Applied>
+}
+
+/** What `apply` changed, by backend id. */
+export interface Applied {
+  readonly added: ReadonlyArray<string>
+  readonly removed: ReadonlyArray<string>
+  /** Restarted: how they run changed. */
+  readonly restarted: ReadonlyArray<string>
+  /** Kept running; what they expose (or how they are described) changed. */
+  readonly reexposed: ReadonlyArray<string>
+}
+
+/** Settings that do not change how a backend runs: a change in them keeps its process. */
+const EXPOSURE_ONLY = new Set<string>([...EXPOSURE_KEYS, "description", "displayName"])
+
+/** Whether two configurations of one backend run it the same way. */
+export const runsTheSame = (a: BackendConfig, b: BackendConfig): boolean => {
+  const running = (config: BackendConfig) =>
+    JSON.stringify(Object.entries(config).filter(([key, value]) => !EXPOSURE_ONLY.has(key) && value !== undefined))
+  return running(a) === running(b)
 }
 
 /**
@@ -186,7 +226,10 @@ export const countListed = (
 // ---------------------------------------------------------------------------------------------
 
 interface Entry {
-  readonly config: BackendConfig
+  /** Replaced in place by `apply` when only its exposure settings changed. */
+  config: BackendConfig
+  /** Why it was stopped for good ("backend removed"): what its calls in flight fail with. */
+  stoppedFor: string | undefined
   state: BackendState
   lastError: string | undefined
   pid: number | undefined
@@ -271,7 +314,8 @@ export const make = (options: ManagerOptions = {}) =>
           .map((e) => ({
             backendId: e.config.id,
             ...(e.config.description === undefined ? {} : { description: e.config.description }),
-            tools: e.tools
+            tools: e.tools,
+            exposure: e.config
           }))
       }
       return toolsCache
@@ -424,9 +468,15 @@ export const make = (options: ManagerOptions = {}) =>
       )
     })
 
-    const stopAll: Effect.Effect<void> = lock.withPermits(1)(stopUnlocked)
-
     let lastStartOptions: StartOptions | undefined
+
+    // Stopped is stopped: a reload after it starts nothing (the next `start` does).
+    const stopAll: Effect.Effect<void> = lock.withPermits(1)(
+      Effect.zipRight(
+        Effect.sync(() => (lastStartOptions = undefined)),
+        stopUnlocked
+      )
+    )
 
     const restart = (backendId: string) =>
       lock.withPermits(1)(
@@ -444,6 +494,73 @@ export const make = (options: ManagerOptions = {}) =>
         })
       )
 
+    const newEntry = (config: BackendConfig) =>
+      Effect.map(Deferred.make<void>(), (settled): Entry => ({
+        config,
+        stoppedFor: undefined,
+        state: "stopped",
+        lastError: undefined,
+        pid: undefined,
+        protocolVersion: undefined,
+        restarts: 0,
+        tools: [],
+        backend: undefined,
+        era: "auto",
+        fiber: undefined,
+        settled
+      }))
+
+    const apply = (configs: ReadonlyArray<BackendConfig>): Effect.Effect<Applied> =>
+      lock.withPermits(1)(
+        Effect.gen(function* () {
+          const applied = {
+            added: [] as Array<string>,
+            removed: [] as Array<string>,
+            restarted: [] as Array<string>,
+            reexposed: [] as Array<string>
+          }
+          const startOptions = lastStartOptions
+          if (startOptions === undefined) return applied
+          const next = new Map(configs.map((c) => [c.id, c]))
+          const stopping: Array<Entry> = []
+          for (const entry of entries) {
+            const config = next.get(entry.config.id)
+            if (config === undefined) {
+              entry.stoppedFor = "backend removed"
+              applied.removed.push(entry.config.id)
+              stopping.push(entry)
+            } else if (!runsTheSame(entry.config, config)) {
+              entry.stoppedFor = "backend restarted for a configuration change"
+              applied.restarted.push(entry.config.id)
+              stopping.push(entry)
+            }
+          }
+          const fibers = stopping.flatMap((e) => (e.fiber === undefined ? [] : [e.fiber]))
+          for (const e of stopping) e.fiber = undefined
+          if (fibers.length > 0) yield* Fiber.interruptAll(fibers)
+          const fresh: Array<Entry> = []
+          const starting: Array<Entry> = []
+          for (const config of configs) {
+            const entry = byId.get(config.id)
+            if (entry !== undefined && entry.stoppedFor === undefined) {
+              if (JSON.stringify(entry.config) !== JSON.stringify(config)) applied.reexposed.push(config.id)
+              entry.config = config
+              fresh.push(entry)
+              continue
+            }
+            if (entry === undefined) applied.added.push(config.id)
+            const created = yield* newEntry(config)
+            fresh.push(created)
+            if (config.enabled) starting.push(created)
+          }
+          entries = fresh
+          byId = new Map(fresh.map((e) => [e.config.id, e]))
+          for (const entry of starting) entry.fiber = yield* Effect.forkIn(lifecycle(entry, startOptions), scope)
+          yield* toolsChangedNow
+          return applied
+        })
+      )
+
     /** Replaces the set and forks the lifecycles; returns the entries start() waits for. */
     const replace = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions) =>
       lock.withPermits(1)(
@@ -451,21 +568,7 @@ export const make = (options: ManagerOptions = {}) =>
           lastStartOptions = startOptions
           yield* stopUnlocked
           const fresh: Array<Entry> = []
-          for (const config of configs) {
-            fresh.push({
-              config,
-              state: "stopped",
-              lastError: undefined,
-              pid: undefined,
-              protocolVersion: undefined,
-              restarts: 0,
-              tools: [],
-              backend: undefined,
-              era: "auto",
-              fiber: undefined,
-              settled: yield* Deferred.make<void>()
-            })
-          }
+          for (const config of configs) fresh.push(yield* newEntry(config))
           entries = fresh
           byId = new Map(fresh.map((e) => [e.config.id, e]))
           yield* toolsChangedNow
@@ -502,7 +605,17 @@ export const make = (options: ManagerOptions = {}) =>
           )
         }
         const backend = entry.backend
-        if (backend !== undefined) return backend.request(method, params)
+        if (backend !== undefined) {
+          // Stopped for good while the call ran (a reload removed it): say so, not "stopped".
+          return Effect.catchIf(
+            backend.request(method, params),
+            (error) => entry.stoppedFor !== undefined && error.reason === "crashed",
+            () =>
+              Effect.fail(
+                new BackendError({ backendId, reason: "crashed", method, summary: `${entry.stoppedFor} during ${method}` })
+              )
+          )
+        }
         // A call to a backend that is not running failed too (the running ones count their own).
         if (events?.active()) {
           events.publish({ _tag: "BackendCall", at: Date.now(), backendId, method, ms: 0, outcome: "error" })
@@ -518,6 +631,7 @@ export const make = (options: ManagerOptions = {}) =>
       toolsSync,
       states: Effect.sync(() => entries.map(statusOf)),
       backend: (backendId) => byId.get(backendId)?.backend,
+      configOf: (backendId) => byId.get(backendId)?.config,
       executeOnBackend,
       toolsChanged: Stream.fromPubSub(toolsPubSub),
       notifications: Stream.fromPubSub(notificationsPubSub),
@@ -533,7 +647,8 @@ export const make = (options: ManagerOptions = {}) =>
         ).pipe(Effect.asVoid),
       statusChanges: Stream.fromPubSub(statusPubSub),
       stopAll,
-      restart
+      restart,
+      apply
     }
     return service
   })

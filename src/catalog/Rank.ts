@@ -175,7 +175,7 @@ const sourceOfEntry = (entry: CatalogEntry): DocumentSource => {
   const prefix = `[${entry.backendId}] `
   return {
     backendId: entry.backendId,
-    toolName: entry.toolName,
+    toolName: entry.baseName,
     description: description.startsWith(prefix) ? description.slice(prefix.length) : description,
     inputSchema: entry.tool.inputSchema
   }

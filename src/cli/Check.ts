@@ -2,12 +2,14 @@
  * `mcp-agentify check`: what a user runs before wiring the gateway into an IDE. It reads the
  * configuration as the gateway would, starts every backend, and prints a table of what each one
  * offers (state, protocol, tools, resources, prompts, start-up time) and every problem with its fix.
- * The exit code says whether every enabled backend became ready (0) or not (1).
+ * The exit code says whether every enabled backend became ready with every tool exposed (0) or
+ * not (1). `--profile` checks one profile: its backends, and the tools it serves.
  */
 import { Effect, Fiber, Layer, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
 import { Backends, countListed, startOptionsOf } from "../backend/Backends.js"
 import { GatewayConfig, type ConfigSources, transportOf } from "../config/Config.js"
+import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
 import * as Secrets from "../observability/Secrets.js"
@@ -62,10 +64,15 @@ const pad = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
 /** The least time a check gives backends to start (a first `npx` download takes a while). */
 const CHECK_STARTUP_MS = 30_000
 
-/** Runs the check; succeeds with the process's exit code. Writes the report with `print`. */
-export const check = (sources: ConfigSources, print: (text: string) => void): Effect.Effect<number> =>
+/**
+ * Runs the check; succeeds with the process's exit code. Writes the report with `print`. With a
+ * `profile` (known to the configuration: the command line checked), only its backends start and
+ * the tools it serves are listed.
+ */
+export const check = (sources: ConfigSources, print: (text: string) => void, profileName?: string): Effect.Effect<number> =>
   Effect.gen(function* () {
     const config = yield* (yield* GatewayConfig).current
+    const profile = profileName === undefined ? undefined : config.profiles[profileName]
     yield* Logging.applyLevel(config.logLevel)
     const backends = yield* Backends
     const started = Date.now()
@@ -81,7 +88,8 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
     )
     // A check waits longer than a client's initialize: it reports what each backend ends up as.
     const startupTimeoutMs = Math.max(config.startupTimeoutMs, CHECK_STARTUP_MS)
-    yield* backends.start(config.backends, startOptionsOf({ ...config, startupTimeoutMs }))
+    const checked = config.backends.filter((b) => profileServes(profile, b.id))
+    yield* backends.start(checked, startOptionsOf({ ...config, startupTimeoutMs }))
     yield* Fiber.interrupt(watcher)
     const states = yield* backends.states
     const rows: Array<Row> = []
@@ -105,6 +113,19 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
         (s) =>
           `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, startupTimeoutMs)}`
       )
+    // Tools two backends would share a name for: the later one's are not exposed.
+    const catalog = inProfile(catalogOf(backends.toolsSync()), profile)
+    for (const conflict of catalog.conflicts) {
+      problems.push(`- ${conflict.dropped.backendId}: ${describeConflict(conflict)}`)
+    }
+    const served =
+      profileName === undefined
+        ? []
+        : [
+            "",
+            `profile ${profileName}${profile?.description === undefined ? "" : ` (${profile.description})`}: ${catalog.entries.length} tools`,
+            ...catalog.entries.map((e) => `  ${e.name}  [${e.backendId}]`)
+          ]
     // What --servers-dir found (info) and the folders it could not use.
     const found = config.notes.filter((n) => n.level === "info" || n.message.startsWith("not a server in "))
     const lines = [
@@ -115,6 +136,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void): Ef
         ["backend", "transport", "state", "protocol", "tools", "resources", "prompts", "start-up"],
         ...rows.map((r) => [r.id, r.transport, r.state, r.protocol, r.tools, r.resources, r.prompts, r.startup])
       ]),
+      ...served,
       "",
       `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,
       problems.length === 0 ? "every enabled backend is ready" : `problems:\n${problems.join("\n")}`

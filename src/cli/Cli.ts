@@ -10,15 +10,7 @@
 import { Cause, Effect, Either, Exit, FiberId, Layer, Redacted } from "effect"
 import * as path from "node:path"
 import { parseArgs } from "node:util"
-import {
-  type ConfigSources,
-  decodeOptions,
-  GatewayConfig,
-  LogLevelName,
-  MAX_DURATION_MS,
-  readConfigFile,
-  readDotEnv
-} from "../config/Config.js"
+import { type ConfigSources, GatewayConfig, LogLevelName, MAX_DURATION_MS, readDotEnv } from "../config/Config.js"
 import type * as Check from "./Check.js"
 import * as Gateway from "../gateway/Gateway.js"
 import { LlmClient } from "../orchestration/Llm.js"
@@ -26,7 +18,7 @@ import * as Logging from "../observability/Logging.js"
 import * as Reaper from "../backend/Reaper.js"
 import * as Secrets from "../observability/Secrets.js"
 import { SERVER_VERSION } from "../gateway/Server.js"
-import * as ServersDir from "../config/ServersDir.js"
+import * as Load from "../config/Load.js"
 import { closest } from "../config/Suggest.js"
 import * as Telemetry from "../observability/Telemetry.js"
 import type * as Terminal from "./Terminal.js"
@@ -38,8 +30,8 @@ import { isLoopback, parseAddress } from "../transport/Address.js"
 import * as Stdio from "../transport/Stdio.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
-                    [--http-token TOKEN] [--debug-port [HOST:]PORT]
-       mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL]
+                    [--http-token TOKEN] [--debug-port [HOST:]PORT] [--profile NAME]
+       mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--profile NAME]
        mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR]   (same options as check)
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
@@ -54,6 +46,8 @@ Options:
   --servers-dir DIR   every subfolder of DIR is a server, run as its package.json, pyproject.toml, go.mod
                       or Cargo.toml says; DIR/config.json ({"servers": ..., "defaults": ...}) overrides
                       per folder. Added to --config's backends.
+  --profile NAME      serve (or check) only the tools of the configuration's profile NAME (over HTTP every
+                      profile is served at /profiles/<name>/mcp instead)
   --log-level LEVEL   trace | debug | info | warn | error | fatal | silent (env LOG_LEVEL; default info)
   --http [HOST:]PORT  serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (env AGENTIFY_HTTP;
                       HOST defaults to 127.0.0.1; PORT 0 picks a free one). Each backend is also served
@@ -89,6 +83,8 @@ export interface Settings {
   readonly dotEnvRefused: ReadonlyArray<string>
   /** Where the debug UI listens (its port comes from the configuration) and its token. */
   readonly debug: Omit<DebugServer.Options, "port"> | undefined
+  /** `--profile`: the configured profile the stdio client (or `check`) is served. */
+  readonly profile?: string | undefined
 }
 
 export type Parsed =
@@ -98,7 +94,18 @@ export type Parsed =
   | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
 
 const COMMANDS = ["check", "tools", "call", "ask"] as const
-const OPTIONS = ["config", "servers-dir", "log-level", "http", "http-token", "debug-port", "cwd", "help", "version"] as const
+const OPTIONS = [
+  "config",
+  "servers-dir",
+  "log-level",
+  "http",
+  "http-token",
+  "debug-port",
+  "profile",
+  "cwd",
+  "help",
+  "version"
+] as const
 
 /** " (did you mean X?)" when one of `known` is close to `given`, else "". */
 export const didYouMean = (given: string, known: ReadonlyArray<string>, prefix = ""): string => {
@@ -126,6 +133,7 @@ export const parse = (
         http: { type: "string" },
         "http-token": { type: "string" },
         "debug-port": { type: "string" },
+        profile: { type: "string" },
         cwd: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" }
@@ -165,15 +173,24 @@ export const parse = (
     throw new UsageError(`--log-level must be one of ${LogLevelName.literals.join(", ")}`)
   }
   const configPath = (values.config as string | undefined) ?? (env.AGENTIFY_CONFIG?.trim() || undefined)
-  const configFile =
-    configPath === undefined
-      ? undefined
-      : Either.getOrElse(readConfigFile(configPath), (error) => {
-          throw new UsageError(error.message)
-        })
-  const serversDir =
-    values["servers-dir"] === undefined ? undefined : scanServersDir(values["servers-dir"] as string, env, configFile)
-  const file = serversDir?.file ?? configFile
+  const disk = { configPath, serversDir: values["servers-dir"] as string | undefined }
+  const loaded = Either.getOrElse(Load.load(disk, env), (message) => {
+    throw new UsageError(message)
+  })
+  const file = loaded.file
+  const profile = values.profile as string | undefined
+  if (profile !== undefined) {
+    if (command !== undefined) throw new UsageError(`--profile is used with the gateway itself and with check; ${SEE_HELP}`)
+    if (values.http !== undefined || env.AGENTIFY_HTTP?.trim()) {
+      throw new UsageError("--profile is for stdio: over HTTP every profile is served at /profiles/<name>/mcp")
+    }
+    const known = Object.keys(file?.options.profiles ?? {})
+    if (!known.includes(profile)) {
+      throw new UsageError(
+        `no profile '${profile.slice(0, 64)}' is configured (${known.length === 0 ? "there are none: add profiles to the config file" : `there are: ${known.join(", ")}`})`
+      )
+    }
+  }
 
   // The LLM request timeout per attempt (default 30 s): a knob for slow local models and for tests.
   const rawTimeout = (env.OPENAI_TIMEOUT_MS ?? dotEnv.settings.OPENAI_TIMEOUT_MS)?.trim()
@@ -233,7 +250,8 @@ export const parse = (
       env,
       dotEnv: dotEnv.settings,
       file,
-      serversDir: serversDir?.found,
+      serversDir: loaded.serversDir,
+      disk,
       ...(debugAddress === undefined ? {} : { cliDebugPort: debugAddress.port }),
       // A person at a terminal wants the answer, not the start-up log: warnings only, unless asked.
       cliLogLevel: (cliLogLevel ?? (command !== undefined && env.LOG_LEVEL === undefined ? "warn" : undefined)) as
@@ -243,7 +261,8 @@ export const parse = (
     openaiTimeoutMs,
     http,
     dotEnvRefused: dotEnv.refused,
-    debug: subcommand === undefined ? debug : undefined
+    debug: subcommand === undefined ? debug : undefined,
+    profile
   }
   if (command !== undefined) return { _tag: "Terminal", command, settings }
   return { _tag: checking ? "Check" : "Run", settings }
@@ -294,39 +313,6 @@ const terminalCommand = (
   }
 }
 
-/**
- * `--servers-dir`: the servers found, validated as a `{servers, defaults}` document, added after
- * the config file's backends (an id in both is an error: say which one to keep).
- */
-const scanServersDir = (
-  dir: string,
-  env: Readonly<Record<string, string | undefined>>,
-  configFile: ConfigSources["file"]
-): { file: NonNullable<ConfigSources["file"]>; found: NonNullable<ConfigSources["serversDir"]> } => {
-  let scanned: ServersDir.Scan
-  try {
-    scanned = ServersDir.scan(dir, env)
-  } catch (error) {
-    throw new UsageError((error as Error).message)
-  }
-  const where = path.resolve(dir)
-  const options = Either.getOrElse(decodeOptions(ServersDir.toOptions(scanned), `servers directory ${where}`), (error) => {
-    throw new UsageError(error.message)
-  })
-  const found = { path: where, found: scanned.servers.map((s) => `${s.name}: ${s.how}`), skipped: scanned.skipped }
-  const fromDir = options.backends ?? []
-  if (fromDir.length === 0 && configFile === undefined) {
-    throw new UsageError(`no servers found in ${where}${scanned.skipped.length > 0 ? ` (${scanned.skipped.join("; ")})` : ""}`)
-  }
-  if (configFile === undefined) return { file: { path: where, options }, found }
-  const own = configFile.options.backends ?? []
-  const clash = fromDir.find((b) => own.some((o) => o.id === b.id))
-  if (clash !== undefined) {
-    throw new UsageError(`the server '${clash.id}' is both in ${configFile.path} and in ${where}: rename or remove one`)
-  }
-  return { file: { ...configFile, options: { ...configFile.options, backends: [...own, ...fromDir] } }, found }
-}
-
 export interface ProgramOptions {
   /** The model; OpenAI's Chat Completions API unless a test or an embedder says otherwise. */
   readonly llm?: Layer.Layer<LlmClient, never, GatewayConfig> | undefined
@@ -371,7 +357,7 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
   const http = settings.http
   const serve: Effect.Effect<void> =
     http === undefined
-      ? Stdio.serveProcess.pipe(Effect.provide(GatewayLive))
+      ? Stdio.serveProcessAs(settings.profile).pipe(Effect.provide(GatewayLive))
       : // Backends start while the layer builds; the server then runs until interrupted (a signal).
         // The HTTP transport is loaded only here: the stdio gateway never reads its code.
         Effect.promise(() => import("../transport/Http.js")).pipe(
@@ -456,7 +442,7 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
     const sources = parsed.settings.sources
     const report = Effect.flatMap(
       Effect.promise(() => import("./Check.js") as Promise<typeof Check>),
-      (check) => check.check(sources, (text) => process.stdout.write(text)) // stdout-ok: check's report, no client attached
+      (check) => check.check(sources, (text) => process.stdout.write(text), parsed.settings.profile) // stdout-ok: check's report, no client attached
     )
     run(Effect.flatMap(report, (code) => Effect.sync(() => (process.exitCode = code))))
     return

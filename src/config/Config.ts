@@ -11,7 +11,15 @@ import { Context, Effect, Either, Layer, type Stream, SubscriptionRef } from "ef
 import { InvalidParams } from "../protocol/Errors.js"
 import { GatewayOptionsInput } from "./Schema.js"
 import { decodeOptions } from "./Decode.js"
-import { ConfigSources, ResolvedConfig, resolve } from "./Resolve.js"
+import { ConfigSources, type DiskSources, ResolvedConfig, resolve } from "./Resolve.js"
+import type { NormalizedOptions } from "./Decode.js"
+import { load, profileProblems } from "./Load.js"
+
+/** A configuration read from disk and resolved, with the sources it came from, not yet in force. */
+export interface Candidate {
+  readonly config: ResolvedConfig
+  readonly sources: ConfigSources
+}
 
 export {
   DEFAULT_HEALTH_CHECK,
@@ -31,7 +39,11 @@ export {
   type HealthCheck,
   LogLevelName,
   Routing,
-  ConfirmTools
+  ConfirmTools,
+  EXPOSURE_KEYS,
+  type Exposure,
+  namespaceOf,
+  Profile
 } from "./Schema.js"
 export { BACKEND_KEYS, OPTION_KEYS, decodeOptions, formatIssues, idsOf, type NormalizedOptions } from "./Decode.js"
 export {
@@ -63,8 +75,10 @@ export {
   serverFilesystemEntry,
   type ConfigNote,
   type ConfigSources,
+  type DiskSources,
   type ResolvedConfig
 } from "./Resolve.js"
+export { load, profileProblems, type Loaded } from "./Load.js"
 
 export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
   GatewayConfig,
@@ -75,6 +89,15 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
     readonly changes: Stream.Stream<ResolvedConfig>
     /** Validates a client's `initializationOptions` and makes them the configuration in force. */
     readonly applyInitializationOptions: (options: unknown) => Effect.Effect<ResolvedConfig, InvalidParams>
+    /** Where the configuration on disk is, when it came from there (the watcher's paths). */
+    readonly disk: DiskSources | undefined
+    /**
+     * The configuration the disk holds now, resolved as at start-up (the same environment and
+     * `initializationOptions`), not yet in force; Left is why it cannot be (start-up's messages).
+     */
+    readonly candidate: Effect.Effect<Either.Either<Candidate, string>>
+    /** Makes a candidate the configuration in force. */
+    readonly replace: (candidate: Candidate) => Effect.Effect<void>
   }
 >() {
   /** From start-up sources (the CLI). */
@@ -83,6 +106,11 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
       GatewayConfig,
       Effect.gen(function* () {
         const ref = yield* SubscriptionRef.make(resolve(sources))
+        // What the latest read of the disk and the client's options were: a reload keeps the one
+        // it does not read again.
+        let latest = sources
+        let init: NormalizedOptions | undefined
+        const disk = sources.disk?.configPath === undefined && sources.disk?.serversDir === undefined ? undefined : sources.disk
         return {
           current: SubscriptionRef.get(ref),
           changes: ref.changes,
@@ -91,11 +119,32 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
               ? SubscriptionRef.get(ref)
               : Either.match(decodeOptions(options, "initializationOptions"), {
                   onLeft: Effect.fail,
-                  onRight: (init) => {
-                    const resolved = resolve(sources, init)
+                  onRight: (decoded) => {
+                    const problems = profileProblems(decoded)
+                    if (problems.length > 0) {
+                      return Effect.fail(
+                        new InvalidParams({ message: `Invalid initializationOptions: ${problems.join("; ")}`, issues: problems })
+                      )
+                    }
+                    init = decoded
+                    const resolved = resolve(latest, init)
                     return Effect.as(SubscriptionRef.set(ref, resolved), resolved)
                   }
+                }),
+          disk,
+          candidate: Effect.sync(() =>
+            disk === undefined
+              ? Either.left("the configuration was not read from a file")
+              : Either.map(load(disk, sources.env), (loaded): Candidate => {
+                  const next = { ...sources, file: loaded.file, serversDir: loaded.serversDir }
+                  return { config: resolve(next, init), sources: next }
                 })
+          ),
+          replace: (candidate: Candidate) =>
+            Effect.suspend(() => {
+              latest = candidate.sources
+              return SubscriptionRef.set(ref, candidate.config)
+            })
         }
       })
     )

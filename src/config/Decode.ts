@@ -11,6 +11,7 @@ import {
   BackendConfig,
   BackendFields,
   Backends,
+  EXPOSURE_KEYS,
   GatewayOptions,
   McpServerEntry,
   McpServers,
@@ -305,6 +306,7 @@ const fromMcpServers = (
         protocolVersion: s.protocolVersion,
         maxInstances: s.maxInstances,
         requiresStatefulConnection: s.requiresStatefulConnection,
+        ...Object.fromEntries(EXPOSURE_KEYS.map((key) => [key, s[key]])),
         enabled: s.enabled ?? s.disabled !== true
       })
     })

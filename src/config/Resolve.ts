@@ -13,6 +13,7 @@ import * as Secrets from "../observability/Secrets.js"
 import {
   BackendConfig,
   type ConfirmTools,
+  type Profile,
   LogLevelName,
   MAX_FRAME_LIMIT,
   Routing,
@@ -53,6 +54,8 @@ export interface ResolvedConfig {
   readonly maxToolsPerRequest: number
   readonly maxSteps: number
   readonly confirmTools: ConfirmTools
+  /** Named subsets of the tools (`/profiles/<name>/mcp`, `--profile`). */
+  readonly profiles: Readonly<Record<string, Profile>>
   readonly requestTimeoutMs: number
   readonly startupTimeoutMs: number
   readonly maxFrameBytes: number
@@ -77,12 +80,20 @@ export interface ConfigNote {
   readonly message: string
 }
 
+/** Where the configuration on disk is (what start-up was given), to read it again on a change. */
+export interface DiskSources {
+  readonly configPath?: string | undefined
+  readonly serversDir?: string | undefined
+}
+
 /** What start-up gathered before any client spoke. */
 export interface ConfigSources {
   readonly env: Readonly<Record<string, string | undefined>>
   /** The gateway settings a `.env` in the working directory supplied (see `readDotEnv`). */
   readonly dotEnv?: Readonly<Partial<Record<DotEnvSetting, string>>> | undefined
   readonly file?: ConfigFile | undefined
+  /** Where `file` and `serversDir` were read from; the gateway watches them. */
+  readonly disk?: DiskSources | undefined
   /** What `--servers-dir` found (its servers are already among the file's backends). */
   readonly serversDir?:
     { readonly path: string; readonly found: ReadonlyArray<string>; readonly skipped: ReadonlyArray<string> } | undefined
@@ -226,6 +237,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
     maxSteps: pick("maxSteps") ?? DEFAULT_MAX_STEPS,
     confirmTools: pick("confirmTools") ?? "destructive",
+    profiles: pick("profiles") ?? {},
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,
     maxFrameBytes:

@@ -124,6 +124,63 @@ const ProtocolVersion = Schema.Literal(...Mcp.SUPPORTED_PROTOCOL_VERSIONS, Mcp.S
   })
 })
 
+/**
+ * A glob over names or URIs: `*` any run without `/`, `**` any run, `?` one character but `/`
+ * (tool and prompt names have no `/`, so there `*` is any run). See catalog/Exposure.
+ */
+const Glob = Schema.String.pipe(
+  Schema.filter((s) => s.length > 0 && s.length <= 512, { message: () => "must be a pattern of 1 to 512 characters" })
+)
+const Globs = Schema.Array(Glob).pipe(Schema.maxItems(1_000))
+
+/** A backend tool's exposed name and description, instead of its own (`toolOverrides`). */
+const ToolOverride = Schema.Struct({
+  name: Schema.optional(
+    Schema.String.pipe(
+      Schema.filter((s) => /^[a-zA-Z0-9_-]{1,64}$/.test(s), { message: () => "must match ^[a-zA-Z0-9_-]{1,64}$" })
+    )
+  ),
+  description: Schema.optional(Schema.String)
+})
+
+/** What a backend exposes of itself: the fields that shape names and lists, not how it runs. */
+export const EXPOSURE_KEYS = [
+  "allowTools",
+  "denyTools",
+  "allowResources",
+  "denyResources",
+  "allowPrompts",
+  "denyPrompts",
+  "toolOverrides",
+  "namespace"
+] as const
+
+const exposureFields = {
+  /** Globs over the backend's own tool names: only these are exposed (deny wins). */
+  allowTools: Schema.optional(Globs),
+  denyTools: Schema.optional(Globs),
+  /** Globs over resource URIs (and resource template URIs). */
+  allowResources: Schema.optional(Globs),
+  denyResources: Schema.optional(Globs),
+  /** Globs over the backend's own prompt names. */
+  allowPrompts: Schema.optional(Globs),
+  denyPrompts: Schema.optional(Globs),
+  /** `{"<own name>": {name?, description?}}`, applied before the namespace. */
+  toolOverrides: Schema.optional(Schema.Record({ key: Schema.String, value: ToolOverride })),
+  /** The prefix of its tool and prompt names (default: its id); false for its own names. */
+  namespace: Schema.optional(
+    Schema.Union(
+      Schema.Literal(false),
+      Schema.String.pipe(
+        Schema.filter((s) => ID_PATTERN.test(s), { message: () => "must be false or match ^[a-zA-Z0-9_-]{1,64}$" })
+      )
+    )
+  )
+}
+
+/** A backend's exposure settings (the `EXPOSURE_KEYS`). */
+export type Exposure = Partial<Schema.Struct.Type<typeof exposureFields>>
+
 /** The most processes one backend may run (`maxInstances`). */
 export const MAX_INSTANCES = 16
 
@@ -158,6 +215,7 @@ export const BackendFields = Schema.Struct({
   maxInstances: Schema.optional(BoundedInt(MAX_INSTANCES, "instances")),
   /** True (the default): the server keeps state per connection, so one process serves it. */
   requiresStatefulConnection: Schema.optional(Schema.Boolean),
+  ...exposureFields,
   /** Heartbeats (see `healthCheckOf`); false turns them off. */
   healthCheck: Schema.optional(
     Schema.Union(
@@ -243,6 +301,10 @@ export type BackendConfig = typeof BackendConfig.Type & {
 }
 export type BackendConfigInput = typeof BackendConfig.Encoded
 
+/** The namespace a backend's names take: its id by default, "" for `namespace: false`. */
+export const namespaceOf = (backend: { readonly id: string; readonly namespace?: string | false | undefined }): string =>
+  backend.namespace === false ? "" : (backend.namespace ?? backend.id)
+
 const UniqueBackends = Schema.Array(BackendConfig).pipe(
   Schema.filter((backends) => {
     const seen = new Set<string>()
@@ -252,6 +314,24 @@ const UniqueBackends = Schema.Array(BackendConfig).pipe(
         return { path: [i, "id"], message: `duplicate backend id '${id}'` }
       }
       seen.add(id)
+    }
+    // Two overrides giving one name in one namespace: known before any tool is listed.
+    const named = new Map<string, string>()
+    for (let i = 0; i < backends.length; i++) {
+      const backend = backends[i]!
+      for (const [own, override] of Object.entries(backend.toolOverrides ?? {})) {
+        if (override.name === undefined) continue
+        const key = `${namespaceOf(backend)}\u0000${override.name}`
+        const first = named.get(key)
+        const here = `${backend.id}'s '${own}'`
+        if (first !== undefined) {
+          return {
+            path: [i, "toolOverrides", own, "name"],
+            message: `'${override.name}' is also the name given to ${first} in the same namespace: the names would collide`
+          }
+        }
+        named.set(key, here)
+      }
     }
     return true
   })
@@ -287,7 +367,8 @@ export const McpServerEntry = Schema.Struct({
     "startupDelayMs",
     "protocolVersion",
     "maxInstances",
-    "requiresStatefulConnection"
+    "requiresStatefulConnection",
+    ...EXPOSURE_KEYS
   ).fields,
   args: Schema.optional(Schema.Array(SecretString)),
   env: Schema.optional(SecretEnv),
@@ -310,6 +391,25 @@ export const McpServers = Schema.Record({ key: Schema.String, value: McpServerEn
 
 /** `defaults`: options laid beneath every entry of the server map (never a command or address). */
 export const ServerDefaults = McpServerEntry.omit("type", "command", "url", "args", "cwd", "displayName", "description")
+
+/** A profile's name, as it appears in `/profiles/<name>/mcp` and `--profile`. */
+const ProfileName = Schema.String.pipe(
+  Schema.filter((s) => ID_PATTERN.test(s), { message: () => "must match ^[a-zA-Z0-9_-]{1,64}$" })
+)
+
+/**
+ * A named subset of the aggregate: the backends it draws on (default all) and globs over the
+ * exposed (namespaced) tool names (deny wins). A client picks it by endpoint or `--profile`.
+ */
+export const Profile = Schema.Struct({
+  description: Schema.optional(Schema.String),
+  backends: Schema.optional(Schema.Array(BackendId)),
+  allowTools: Schema.optional(Globs),
+  denyTools: Schema.optional(Globs)
+})
+export type Profile = typeof Profile.Type
+
+export const Profiles = Schema.Record({ key: ProfileName, value: Profile })
 
 /** Every GatewayOptions field but `backends`; shared by the file and `initializationOptions`. */
 export const optionFields = {
@@ -335,6 +435,8 @@ export const optionFields = {
   /** Origin header values accepted besides loopback origins. */
   allowedOrigins: Schema.optional(Schema.Array(NonEmptyString)),
   /** Starts every Mcp-Session-Id this gateway issues, so a proxy in front of several can route by it. */
+  /** Named subsets of the tools, served at `/profiles/<name>/mcp` and chosen with `--profile`. */
+  profiles: Schema.optional(Profiles),
   sessionIdPrefix: Schema.optional(
     Schema.String.pipe(
       Schema.filter((s) => /^[A-Za-z0-9._-]{1,32}$/.test(s), {

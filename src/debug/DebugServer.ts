@@ -4,7 +4,7 @@
  * token), fed by the events hub through a `Recorder`.
  *
  *   GET  /                          the page
- *   GET  /api/status                version, pid, uptime, backends ready, what is recorded
+ *   GET  /api/status                version, pid, uptime, backends ready, what is recorded, config reloads
  *   GET  /api/backends              each backend's state, address, restarts, counts, calls, latency
  *   GET  /api/config                the configuration in force, secrets left out
  *   GET  /api/logs?level=&limit=&search=
@@ -204,7 +204,8 @@ export const serve = (options: Options, recorder: Recorder) =>
                 logs: recorder.logs.length,
                 trace: recorder.trace.length,
                 orchestrations: recorder.orchestrations.length
-              }
+              },
+              reloads: recorder.reloads.toArray()
             })
           }
           case "/api/backends":

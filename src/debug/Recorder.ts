@@ -147,10 +147,17 @@ interface Pending {
   readonly method: string
 }
 
+/** The reloads kept: enough to see what the last edits did. */
+const RELOAD_CAPACITY = 50
+
+export type ReloadEntry = Omit<Extract<Event, { _tag: "ConfigReload" }>, "_tag">
+
 export class Recorder {
   readonly logs = new Ring<LogEntry>(LOG_CAPACITY)
   readonly trace = new Ring<TraceEntry>(TRACE_CAPACITY)
   readonly orchestrations = new Ring<OrchestrationEntry>(ORCHESTRATION_CAPACITY)
+  /** Configuration reloads, applied or refused, newest last. */
+  readonly reloads = new Ring<ReloadEntry>(RELOAD_CAPACITY)
   readonly stats = new Map<string, BackendStats>()
   private seq = 0
   private readonly pending = new Map<string, Pending>()
@@ -204,6 +211,12 @@ export class Recorder {
         stats.calls++
         if (event.outcome === "error" || event.outcome === "isError") stats.errors++
         stats.latencies.push(event.ms)
+        return
+      }
+      case "ConfigReload": {
+        const { _tag, ...reload } = event
+        // A refusal quotes the file's problems: scrubbed like every other message shown.
+        this.reloads.push({ ...reload, ...(reload.message === undefined ? {} : { message: Secrets.scrub(reload.message) }) })
         return
       }
       case "Orchestration": {

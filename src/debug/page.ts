@@ -114,11 +114,20 @@ class VirtualList {
 }
 
 // -- backends
+// The last configuration reload: applied (what it changed) or refused (why), as the log says it.
+function reloadText(reloads) {
+  const last = reloads && reloads[reloads.length - 1];
+  if (!last) return "";
+  const when = new Date(last.at).toLocaleTimeString();
+  if (last.outcome === "refused") return " · config change refused at " + when + ": " + last.message;
+  const what = ["added", "removed", "restarted", "reexposed"].filter((k) => last[k] && last[k].length).map((k) => k + " " + last[k].join(", "));
+  return " · config reloaded at " + when + (what.length ? " (" + what.join("; ") + ")" : "");
+}
 async function refreshBackends() {
   try {
     const [status, backends] = await Promise.all([api("/api/status"), api("/api/backends")]);
     document.getElementById("status").textContent =
-      "v" + status.version + " · pid " + status.pid + " · " + status.backends.ready + "/" + status.backends.enabled + " backends ready · up " + Math.round(status.uptimeMs / 1000) + " s";
+      "v" + status.version + " · pid " + status.pid + " · " + status.backends.ready + "/" + status.backends.enabled + " backends ready · up " + Math.round(status.uptimeMs / 1000) + " s" + reloadText(status.reloads);
     const body = document.querySelector("#backends tbody");
     body.replaceChildren(...backends.map((b) => {
       const tr = el("tr"); tr.dataset.backend = b.id;

@@ -25,7 +25,14 @@ import * as Relay from "./Relay.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Server from "./Server.js"
 import type { Session } from "./Session.js"
-import { Meta, type Tool } from "../protocol/Mcp.js"
+import { Meta } from "../protocol/Mcp.js"
+import type { Profile } from "../config/Config.js"
+import { profileServes } from "../catalog/ToolCatalog.js"
+import * as ListChanged from "./ListChanged.js"
+import * as Reload from "./Reload.js"
+
+/** What a session of a profile that is no longer configured sees: nothing. */
+const NO_PROFILE: Profile = { backends: [] }
 
 export interface GatewayService {
   readonly mode: Server.Mode
@@ -176,7 +183,18 @@ const make = (mode: Server.Mode) =>
       )
 
     const relay = Relay.make(backends)
-    const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward, subscription }
+    // The configuration in force, at hand for the hot path (a session's profile on every call).
+    let current = yield* config.current
+    yield* config.changes.pipe(
+      Stream.runForEach((next) => Effect.sync(() => (current = next))),
+      Effect.forkScoped
+    )
+    const profileOf = (session: Session): Profile | undefined => {
+      const name = session.target._tag === "Aggregate" ? session.target.profile : undefined
+      return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
+    }
+    const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward, subscription, profileOf }
+    const listChanged = ListChanged.make(backends, profileOf)
 
     const clientRequests = ClientRequests.make({ mode, sessions: () => sessions, backends })
     yield* backends.serveRequests(clientRequests.handle)
@@ -251,23 +269,15 @@ const make = (mode: Server.Mode) =>
     }
     yield* backends.relayNotifications((notification) => Effect.sync(() => route(notification)))
 
-    /** Each backend's tools as last announced, so a backend's own sessions hear only of its changes. */
-    let announced = new Map<string, ReadonlyArray<Tool>>()
-    const announceToolsChanged = Effect.sync(() => {
-      const now = new Map(backends.toolsSync().map((b) => [b.backendId, b.tools]))
-      for (const session of sessions) {
-        if (session.phase !== "ready") continue
-        if (session.target._tag === "Aggregate") session.notify("notifications/tools/list_changed", {})
-        else if (announced.get(session.target.backendId) !== now.get(session.target.backendId)) {
-          session.notify("notifications/tools/list_changed", {})
-        }
-      }
-      announced = now
-    })
+    // Each session hears of the changes to what it sees (see ListChanged).
     yield* backends.toolsChanged.pipe(
-      Stream.runForEach(() => announceToolsChanged),
+      Stream.runForEach(() => Effect.sync(() => listChanged.announce(sessions))),
       Effect.forkScoped
     )
+    // The configuration on disk, applied as it changes (see Reload).
+    if (config.disk !== undefined) {
+      yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped)
+    }
     /** A restarted backend forgot its subscriptions: the ones sessions still hold are made again. */
     const resubscribe = (backendId: string) =>
       Effect.forEach(
@@ -306,6 +316,10 @@ const make = (mode: Server.Mode) =>
       Effect.acquireRelease(
         Effect.sync(() => {
           sessions.add(session)
+          if (session.target._tag === "Aggregate" && session.target.profile !== undefined) {
+            session.scope = (backendId) => profileServes(profileOf(session), backendId)
+          }
+          listChanged.remember(session)
           publishSession(session, "opened")
         }),
         () =>

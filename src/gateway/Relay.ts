@@ -3,13 +3,17 @@
  * request routed to the backend that owns its URI or name.
  *
  * Resources keep their URIs (a URI two backends offer goes to the first in configuration order,
- * logged once); prompts are named `<backendId>__<name>` like tools. Each backend's lists are read
- * when first needed and kept until it says they changed (`invalidate`) or it restarts.
+ * logged once); prompts are named in the backend's namespace like tools (`<backendId>__<name>` by
+ * default). A backend's `allowResources`/`denyResources` and `allowPrompts`/`denyPrompts` hide
+ * what they exclude from lists and routes alike, and a profile sees only its backends. Each
+ * backend's lists are read when first needed and kept until it says they changed (`invalidate`)
+ * or it restarts.
  */
 import { Effect } from "effect"
 import type { BackendsService } from "../backend/Backends.js"
 import { type BackendError, InvalidParams } from "../protocol/Errors.js"
-import { exposedName } from "../catalog/ToolCatalog.js"
+import { exposedNameIn, profileServes, promptAdmitted, resourceAdmitted } from "../catalog/ToolCatalog.js"
+import type { Profile } from "../config/Config.js"
 
 type Item = Readonly<Record<string, unknown>>
 
@@ -111,21 +115,24 @@ export const make = (backends: BackendsService) => {
       )
     })
 
-  const readyWith = (capability: string): Effect.Effect<ReadonlyArray<string>> =>
+  const readyWith = (capability: string, profile?: Profile): Effect.Effect<ReadonlyArray<string>> =>
     Effect.map(backends.states, (states) =>
-      states.filter((s) => s.state === "ready" && capable(s.id, capability)).map((s) => s.id)
+      states.filter((s) => s.state === "ready" && capable(s.id, capability) && profileServes(profile, s.id)).map((s) => s.id)
     )
 
+  /** Whether the backend's filters let this URI through. */
+  const uriAdmitted = (backendId: string, uri: string) => resourceAdmitted(backends.configOf(backendId), uri)
+
   /** Resources (or templates) of every ready backend, URIs unchanged, the first owner winning. */
-  const merged = (kind: "resources" | "templates") =>
+  const merged = (kind: "resources" | "templates", profile: Profile | undefined) =>
     Effect.gen(function* () {
       const owners = new Map<string, string>()
       const out: Array<Item> = []
       const uriKey = kind === "resources" ? "uri" : "uriTemplate"
-      for (const backendId of yield* readyWith("resources")) {
+      for (const backendId of yield* readyWith("resources", profile)) {
         for (const item of yield* listOf(backendId, kind)) {
           const uri = item[uriKey]
-          if (typeof uri !== "string") continue
+          if (typeof uri !== "string" || !uriAdmitted(backendId, uri)) continue
           const owner = owners.get(uri)
           if (owner !== undefined) {
             const note = `${kind}:${uri}:${backendId}`
@@ -143,16 +150,16 @@ export const make = (backends: BackendsService) => {
     })
 
   /** The backend a resource URI belongs to: an exact URI first, then a template that matches it. */
-  const ownerOfUri = (uri: string) =>
+  const ownerOfUri = (uri: string, profile: Profile | undefined) =>
     Effect.gen(function* () {
-      const exact = (yield* merged("resources")).owners.get(uri)
+      const exact = (yield* merged("resources", profile)).owners.get(uri)
       if (exact !== undefined) return exact
-      for (const [template, backendId] of (yield* merged("templates")).owners) {
-        if (templateMatches(template, uri)) return backendId
+      for (const [template, backendId] of (yield* merged("templates", profile)).owners) {
+        if (templateMatches(template, uri) && uriAdmitted(backendId, uri)) return backendId
       }
       // A backend may serve URIs it does not list: with one resource server, it is the one.
-      const servers = yield* readyWith("resources")
-      return servers.length === 1 ? servers[0] : undefined
+      const servers = yield* readyWith("resources", profile)
+      return servers.length === 1 && uriAdmitted(servers[0]!, uri) ? servers[0] : undefined
     })
 
   const unknown = (what: string, value: string) =>
@@ -161,67 +168,71 @@ export const make = (backends: BackendsService) => {
       issues: [`${what}: no backend offers '${value}'`]
     })
 
-  /** Prompts of every ready backend, named `<backendId>__<name>`, with where each one goes. */
-  const prompts = Effect.gen(function* () {
-    const routes = new Map<string, { backendId: string; name: string }>()
-    const out: Array<Item> = []
-    for (const backendId of yield* readyWith("prompts")) {
-      for (const prompt of yield* listOf(backendId, "prompts")) {
-        if (typeof prompt.name !== "string") continue
-        const name = exposedName(backendId, prompt.name)
-        if (routes.has(name)) continue
-        routes.set(name, { backendId, name: prompt.name })
-        const description = typeof prompt.description === "string" ? `[${backendId}] ${prompt.description}` : `[${backendId}]`
-        out.push({ ...prompt, name, description })
+  /** Prompts of every ready backend, named in its namespace, with where each one goes. */
+  const prompts = (profile: Profile | undefined) =>
+    Effect.gen(function* () {
+      const routes = new Map<string, { backendId: string; name: string }>()
+      const out: Array<Item> = []
+      for (const backendId of yield* readyWith("prompts", profile)) {
+        const config = backends.configOf(backendId)
+        for (const prompt of yield* listOf(backendId, "prompts")) {
+          if (typeof prompt.name !== "string" || !promptAdmitted(config, prompt.name)) continue
+          const name = exposedNameIn({ id: backendId, namespace: config?.namespace }, prompt.name)
+          if (routes.has(name)) continue
+          routes.set(name, { backendId, name: prompt.name })
+          const description = typeof prompt.description === "string" ? `[${backendId}] ${prompt.description}` : `[${backendId}]`
+          out.push({ ...prompt, name, description })
+        }
       }
-    }
-    return { items: out, routes }
-  })
+      return { items: out, routes }
+    })
 
   const paramsOf = (params: unknown): Record<string, unknown> =>
     typeof params === "object" && params !== null && !Array.isArray(params) ? (params as Record<string, unknown>) : {}
 
   return {
-    listResources: Effect.map(merged("resources"), ({ items }) => ({ resources: items })),
-    listResourceTemplates: Effect.map(merged("templates"), ({ items }) => ({ resourceTemplates: items })),
-    listPrompts: Effect.map(prompts, ({ items }) => ({ prompts: items })),
+    listResources: (profile: Profile | undefined) =>
+      Effect.map(merged("resources", profile), ({ items }) => ({ resources: items })),
+    listResourceTemplates: (profile: Profile | undefined) =>
+      Effect.map(merged("templates", profile), ({ items }) => ({ resourceTemplates: items })),
+    listPrompts: (profile: Profile | undefined) => Effect.map(prompts(profile), ({ items }) => ({ prompts: items })),
 
     /** Where a request about a resource URI (`resources/read`, subscribe) goes. */
-    routeUri: (params: unknown) =>
+    routeUri: (params: unknown, profile: Profile | undefined) =>
       Effect.gen(function* () {
         const uri = paramsOf(params).uri
         if (typeof uri !== "string") {
           return yield* new InvalidParams({ message: "Invalid params: uri: is required", issues: ["uri: is required"] })
         }
-        const backendId = yield* ownerOfUri(uri)
+        const backendId = yield* ownerOfUri(uri, profile)
         if (backendId === undefined) return yield* unknown("the resource", uri)
         return { backendId, params }
       }),
 
     /** Where `prompts/get` goes, with the backend's own prompt name. */
-    routePrompt: (params: unknown) =>
+    routePrompt: (params: unknown, profile: Profile | undefined) =>
       Effect.gen(function* () {
         const p = paramsOf(params)
         if (typeof p.name !== "string") {
           return yield* new InvalidParams({ message: "Invalid params: name: is required", issues: ["name: is required"] })
         }
-        const route = (yield* prompts).routes.get(p.name)
+        const route = (yield* prompts(profile)).routes.get(p.name)
         if (route === undefined) return yield* unknown("the prompt", p.name)
         return { backendId: route.backendId, params: { ...p, name: route.name } }
       }),
 
     /** Where `completion/complete` goes: by its `ref`, a prompt name or a resource (template) URI. */
-    routeCompletion: (params: unknown) =>
+    routeCompletion: (params: unknown, profile: Profile | undefined) =>
       Effect.gen(function* () {
         const p = paramsOf(params)
         const ref = paramsOf(p.ref)
         if (ref.type === "ref/prompt" && typeof ref.name === "string") {
-          const route = (yield* prompts).routes.get(ref.name)
+          const route = (yield* prompts(profile)).routes.get(ref.name)
           if (route === undefined) return yield* unknown("the prompt", ref.name)
           return { backendId: route.backendId, params: { ...p, ref: { ...ref, name: route.name } } }
         }
         if (ref.type === "ref/resource" && typeof ref.uri === "string") {
-          const backendId = (yield* merged("templates")).owners.get(ref.uri) ?? (yield* ownerOfUri(ref.uri))
+          const backendId = (yield* merged("templates", profile)).owners.get(ref.uri) ?? (yield* ownerOfUri(ref.uri, profile))
           if (backendId === undefined) return yield* unknown("the resource", ref.uri)
           return { backendId, params }
         }
@@ -232,7 +243,7 @@ export const make = (backends: BackendsService) => {
       }),
 
     /** Backends with the logging capability, for `logging/setLevel`. */
-    loggingBackends: readyWith("logging"),
+    loggingBackends: (profile: Profile | undefined) => readyWith("logging", profile),
 
     /** A backend said its resources or prompts changed: read them again when next needed. */
     invalidate: (backendId: string, kind: "resources" | "prompts") => {

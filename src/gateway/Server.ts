@@ -12,7 +12,14 @@
 import { Effect, Either } from "effect"
 import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { relayableCapabilities } from "./ClientRequests.js"
-import { describeBackend, type GatewayConfig, type ResolvedConfig } from "../config/Config.js"
+import {
+  describeBackend,
+  type Exposure,
+  type GatewayConfig,
+  namespaceOf,
+  type Profile,
+  type ResolvedConfig
+} from "../config/Config.js"
 import {
   type BackendError,
   ErrorCode,
@@ -33,7 +40,17 @@ import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
 import { mcpLevelOf, type Session } from "./Session.js"
-import { type Catalog, catalogOf } from "../catalog/ToolCatalog.js"
+import {
+  type Catalog,
+  catalogOf,
+  filtersAnything,
+  inProfile,
+  ownToolName,
+  profileAdmits,
+  promptAdmitted,
+  resourceAdmitted,
+  toolAdmitted
+} from "../catalog/ToolCatalog.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version
@@ -53,6 +70,11 @@ export interface Context {
   readonly orchestrator: Orchestrator["Type"]
   /** The backends' resources, prompts and completion, merged and routed. */
   readonly relay: Relay
+  /**
+   * The profile a session is served (`/profiles/<name>/mcp`, `--profile`), as configured now;
+   * undefined for the whole aggregate. A profile a reload removed admits nothing.
+   */
+  readonly profileOf: (session: Session) => Profile | undefined
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
   readonly forward: (
     session: Session,
@@ -201,7 +223,8 @@ const withAnswerText = (result: unknown): unknown => {
 /** The gateway's own surface for one session. */
 export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<void>): Handlers<never> => {
   const { backends, orchestrator } = ctx
-  const catalog = (): Catalog => catalogOf(backends.toolsSync())
+  const profile = () => ctx.profileOf(session)
+  const catalog = (): Catalog => inProfile(catalogOf(backends.toolsSync()), profile())
 
   const startBackends = Effect.fn("Server.startBackends")(function* (config: ResolvedConfig) {
     // The backends are this client's alone: they are told what it can answer.
@@ -299,7 +322,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    * model answered without calling a tool, its words are the text (most clients show only that).
    */
   const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown) =>
-    orchestrator.orchestrate(args, execute(context), stepProgress(context, progressToken), confirmWith(context)).pipe(
+    orchestrator.orchestrate(args, execute(context), stepProgress(context, progressToken), confirmWith(context), profile()).pipe(
       Effect.map(withAnswerText),
       Effect.catchAll((error) => {
         const wire = toRpcError(error)
@@ -315,8 +338,9 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   /**
    * A name the catalog does not list. A backend that is not ready (starting, restarting after a
    * crash, failed, disabled) lists no tools, yet a client may still hold their names: say what
-   * is wrong with the backend (-32004) rather than "unknown tool". The longest id wins, as ids
-   * may contain "__".
+   * is wrong with the backend (-32004) rather than "unknown tool", when the name is in its
+   * namespace and its filters and the session's profile would let it through. The longest
+   * namespace wins, as namespaces may contain "__".
    */
   const unlistedTool = Effect.fn("Server.unlistedTool")(function* (
     p: Record<string, unknown>,
@@ -324,10 +348,15 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     context: RequestContext
   ) {
     const owner = (yield* backends.states)
-      .filter((s) => s.state !== "ready" && name.startsWith(`${s.id}__`))
-      .sort((a, b) => b.id.length - a.id.length)[0]
-    if (owner !== undefined) {
-      return yield* ctx.forward(session, context, owner.id, "tools/call", { ...p, name: name.slice(owner.id.length + 2) })
+      .flatMap((s) => {
+        const config = backends.configOf(s.id)
+        const namespace = config === undefined ? s.id : namespaceOf(config)
+        return s.state !== "ready" && namespace !== "" && name.startsWith(`${namespace}__`) ? [{ s, config, namespace }] : []
+      })
+      .sort((a, b) => b.namespace.length - a.namespace.length)[0]
+    const own = owner === undefined ? undefined : ownToolName(owner.config, name.slice(owner.namespace.length + 2))
+    if (owner !== undefined && own !== undefined && profileAdmits(profile(), owner.s.id, name)) {
+      return yield* ctx.forward(session, context, owner.s.id, "tools/call", { ...p, name: own })
     }
     return yield* new InvalidParams({ message: `Unknown tool: ${name}`, issues: [`name: no tool named '${name}'`] })
   })
@@ -348,7 +377,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   /** Adds the query to an orchestration failure's data. */
   const orchestrateTask = (params: unknown, context: RequestContext) =>
     orchestrator
-      .orchestrate(params, execute(context), stepProgress(context, Progress.tokenOf(params)), confirmWith(context))
+      .orchestrate(params, execute(context), stepProgress(context, Progress.tokenOf(params)), confirmWith(context), profile())
       .pipe(
         Effect.mapError((error): GatewayError => {
           const query = (params as { query?: unknown } | undefined)?.query
@@ -370,7 +399,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const setLevel = Effect.fn("Server.setLevel")(function* (params: unknown) {
     const { level } = yield* decodeSetLevel(params)
     session.logLevel = level
-    for (const backendId of yield* ctx.relay.loggingBackends) {
+    for (const backendId of yield* ctx.relay.loggingBackends(profile())) {
       yield* backends
         .executeOnBackend(backendId, "logging/setLevel", { level })
         .pipe(Effect.catchAll((error) => Effect.logDebug(`logging/setLevel not taken by ${backendId}: ${error.summary}`)))
@@ -406,24 +435,24 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       case "agentify/orchestrateTask":
         return orchestrateTask(req.params, context)
       case "resources/list":
-        return ctx.relay.listResources
+        return ctx.relay.listResources(profile())
       case "resources/templates/list":
-        return ctx.relay.listResourceTemplates
+        return ctx.relay.listResourceTemplates(profile())
       case "prompts/list":
-        return ctx.relay.listPrompts
+        return ctx.relay.listPrompts(profile())
       case "resources/read":
-        return relayed(ctx.relay.routeUri(req.params), req.method, context)
+        return relayed(ctx.relay.routeUri(req.params, profile()), req.method, context)
       case "resources/subscribe":
       case "resources/unsubscribe": {
         const method = req.method
-        return Effect.flatMap(ctx.relay.routeUri(req.params), ({ backendId, params }) =>
+        return Effect.flatMap(ctx.relay.routeUri(req.params, profile()), ({ backendId, params }) =>
           Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
         )
       }
       case "prompts/get":
-        return relayed(ctx.relay.routePrompt(req.params), req.method, context)
+        return relayed(ctx.relay.routePrompt(req.params, profile()), req.method, context)
       case "completion/complete":
-        return relayed(ctx.relay.routeCompletion(req.params), req.method, context)
+        return relayed(ctx.relay.routeCompletion(req.params, profile()), req.method, context)
       case "logging/setLevel":
         return setLevel(req.params)
       default:
@@ -460,6 +489,46 @@ const asBackendSent = (error: BackendError): GatewayError => {
     })
   }
   return error
+}
+
+/**
+ * What a backend's filters hide from its own endpoint: a call of a filtered tool, a read of a
+ * filtered resource, a filtered prompt are refused as the aggregate refuses unknown names (-32602).
+ */
+const hiddenBy = (config: Exposure | undefined, method: string, params: unknown): InvalidParams | undefined => {
+  const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>
+  const refuse = (what: string, name: string) =>
+    new InvalidParams({
+      message: `Unknown ${what}: ${name}`,
+      issues: [`${what === "tool" ? "name" : "uri"}: no ${what} '${name}'`]
+    })
+  if (method === "tools/call" && typeof p.name === "string" && !toolAdmitted(config, p.name)) return refuse("tool", p.name)
+  if (method === "prompts/get" && typeof p.name === "string" && !promptAdmitted(config, p.name)) return refuse("prompt", p.name)
+  if (method.startsWith("resources/") && typeof p.uri === "string" && !resourceAdmitted(config, p.uri)) {
+    return refuse("resource", p.uri)
+  }
+  return undefined
+}
+
+/** A list result with what the backend's filters hide taken out; other results unchanged. */
+const filteredList = (config: Exposure | undefined, method: string, result: unknown): unknown => {
+  const fields: Record<string, readonly [string, string, (config: Exposure | undefined, name: string) => boolean]> = {
+    "tools/list": ["tools", "name", toolAdmitted],
+    "prompts/list": ["prompts", "name", promptAdmitted],
+    "resources/list": ["resources", "uri", resourceAdmitted],
+    "resources/templates/list": ["resourceTemplates", "uriTemplate", resourceAdmitted]
+  }
+  const field = fields[method]
+  const r = result as Record<string, unknown> | null
+  if (field === undefined || typeof r !== "object" || r === null || !Array.isArray(r[field[0]])) return result
+  const [key, nameKey, admitted] = field
+  return {
+    ...r,
+    [key]: (r[key] as Array<Record<string, unknown>>).filter((item) => {
+      const name = item?.[nameKey]
+      return typeof name !== "string" || admitted(config, name)
+    })
+  }
 }
 
 /** One backend as itself, for one session (`/servers/<id>/mcp`). */
@@ -509,10 +578,20 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
           return null
         })
       case "resources/subscribe":
-      case "resources/unsubscribe":
+      case "resources/unsubscribe": {
+        const hidden = hiddenBy(backends.configOf(backendId), req.method, req.params)
+        if (hidden !== undefined) return Effect.fail(hidden)
         return Effect.mapError(ctx.subscription(session, context, backendId, req.method, req.params), asBackendSent)
-      default:
-        return Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
+      }
+      default: {
+        const config = backends.configOf(backendId)
+        const forwarded = Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
+        // The common case, no filter: the result passes through untouched.
+        if (!filtersAnything(config)) return forwarded
+        const hidden = hiddenBy(config, req.method, req.params)
+        if (hidden !== undefined) return Effect.fail(hidden)
+        return Effect.map(forwarded, (result) => filteredList(config, req.method, result))
+      }
     }
   }
 

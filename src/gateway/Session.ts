@@ -20,7 +20,12 @@ import type { RequestContext } from "../jsonrpc/Peer.js"
 export type Phase = "new" | "initializing" | "ready" | "shutdown"
 
 /** What the session talks to: the gateway's aggregate surface, or one backend as itself. */
-export type Target = { readonly _tag: "Aggregate" } | { readonly _tag: "Backend"; readonly backendId: string }
+export type Target =
+  { readonly _tag: "Aggregate"; readonly profile?: string | undefined } | { readonly _tag: "Backend"; readonly backendId: string }
+
+/** Whether two targets are the same endpoint (an HTTP session is found only on its own). */
+export const sameTarget = (a: Target, b: Target): boolean =>
+  a._tag === "Aggregate" ? b._tag === "Aggregate" && a.profile === b.profile : b._tag === "Backend" && a.backendId === b.backendId
 
 /** MCP's log levels (RFC 5424), least severe first. */
 export const MCP_LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] as const
@@ -141,9 +146,12 @@ export class Session {
     )
   }
 
-  /** Whether what `backendId` sends concerns this session (the aggregate serves every backend). */
+  /** Which backends a profile's session serves (set by the gateway); none: every backend. */
+  scope: ((backendId: string) => boolean) | undefined = undefined
+
+  /** Whether what `backendId` sends concerns this session (the aggregate serves every backend, a profile its own). */
   serves(backendId: string): boolean {
-    return this.target._tag === "Aggregate" || this.target.backendId === backendId
+    return this.target._tag === "Aggregate" ? (this.scope?.(backendId) ?? true) : this.target.backendId === backendId
   }
 
   /** Sends a notification that belongs to no request of the client's. */

@@ -1,6 +1,7 @@
 /**
  * The events hub: what crosses the gateway (client⇄gateway and gateway⇄backend messages), backend
- * state changes, sessions opening and closing, and log records, on one Effect `PubSub`.
+ * state changes, sessions opening and closing, configuration reloads, and log records, on one
+ * Effect `PubSub`.
  *
  * Observers (the debug UI, OpenTelemetry, tests) subscribe; producers call `publish` from plain
  * callbacks. With nobody subscribed `publish` is one comparison and builds nothing: producers
@@ -49,6 +50,18 @@ export type Event =
       readonly sessionId: string
       readonly transport: string
       readonly state: "opened" | "closed"
+    }
+  /** A change of the configuration on disk: applied (what it changed, by backend id) or refused (why). */
+  | {
+      readonly _tag: "ConfigReload"
+      readonly at: number
+      readonly outcome: "applied" | "refused"
+      readonly added?: ReadonlyArray<string>
+      readonly removed?: ReadonlyArray<string>
+      readonly restarted?: ReadonlyArray<string>
+      readonly reexposed?: ReadonlyArray<string>
+      readonly ms?: number
+      readonly message?: string
     }
   /** One orchestration, from the query to the result (published only while someone listens). */
   | ({ readonly _tag: "Orchestration"; readonly at: number } & OrchestrationRecord)

@@ -10,10 +10,14 @@ import {
   type Catalog,
   type CatalogEntry,
   type ChatTool,
+  profileServes,
+  promptAdmitted,
   rankEntries,
+  resourceAdmitted,
   toolFunctions
 } from "../catalog/ToolCatalog.js"
 import type { TaskContext } from "../protocol/Mcp.js"
+import type { Profile } from "../config/Config.js"
 import { InvalidPlan } from "../protocol/Errors.js"
 
 /** The one backend call the model chose. */
@@ -155,6 +159,21 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
         )
       }
       const mcpParams = params as Record<string, unknown>
+      // What the backend's filters hide, the model cannot reach by the method's own name either.
+      const hidden =
+        (method.startsWith("resources/") &&
+          typeof mcpParams.uri === "string" &&
+          !resourceAdmitted(backend.exposure, mcpParams.uri)) ||
+        (method === "prompts/get" && typeof mcpParams.name === "string" && !promptAdmitted(backend.exposure, mcpParams.name))
+      if (hidden) {
+        return Either.left(
+          new InvalidPlan({
+            message: `Backend '${name}' does not expose what ${method} names (its configuration filters it)`,
+            toolName: name,
+            arguments: args
+          })
+        )
+      }
       if (method === "tools/call") {
         const tool = backend.tools.find((t) => t.name === mcpParams.name)
         if (tool === undefined) {
@@ -210,4 +229,15 @@ export const parseArguments = (name: string, raw: string): Either.Either<Record<
           arguments: value
         })
       )
+}
+
+/**
+ * The backends as a catalog view shows them, for routing "backend": those it serves, each with
+ * only the tools it exposes (under their own names, as that routing calls them).
+ */
+export const backendsIn = (view: Catalog, ready: ReadonlyArray<BackendTools>, profile: Profile | undefined) => {
+  const exposed = new Set(view.entries.map((e) => `${e.backendId}\u0000${e.toolName}`))
+  return ready
+    .filter((b) => profileServes(profile, b.backendId))
+    .map((b) => ({ ...b, tools: b.tools.filter((t) => exposed.has(`${b.backendId}\u0000${t.name}`)) }))
 }

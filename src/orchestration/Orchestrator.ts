@@ -16,7 +16,7 @@
 import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { fileURLToPath } from "node:url"
 import { Backends } from "../backend/Backends.js"
-import { formatIssues, GatewayConfig, type ResolvedConfig } from "../config/Config.js"
+import { formatIssues, GatewayConfig, type Profile, type ResolvedConfig } from "../config/Config.js"
 import {
   BackendError,
   InvalidParams,
@@ -30,9 +30,18 @@ import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "../protocol/Mcp.js"
 import { Events, none as noEvents, type OrchestrationRecord, type OrchestrationStep } from "../observability/Events.js"
-import { catalogOf, scoreEntries } from "../catalog/ToolCatalog.js"
+import { catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
 
-import { offerBackends, offerTools, type Offer, parseArguments, type Plan, requiredProperties, SEARCH_TOOL } from "./Offer.js"
+import {
+  backendsIn,
+  offerBackends,
+  offerTools,
+  type Offer,
+  parseArguments,
+  type Plan,
+  requiredProperties,
+  SEARCH_TOOL
+} from "./Offer.js"
 import {
   addUsage,
   type Confirm,
@@ -148,16 +157,21 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
   {
     /**
      * Runs `{query, context}` to the chosen backend's result (unchanged). `execute` runs the plan
-     * (the gateway runs it as the session's call); by default straight on the backend.
+     * (the gateway runs it as the session's call); by default straight on the backend. With a
+     * `profile`, the model sees and may call only the profile's tools.
      */
     readonly orchestrate: (
       params: unknown,
       execute?: Execute,
       onStep?: OnStep,
-      confirm?: Confirm
+      confirm?: Confirm,
+      profile?: Profile
     ) => Effect.Effect<unknown, OrchestrationError>
     /** The plan the model makes for `{query, context}`, without running it. */
-    readonly plan: (params: unknown) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
+    readonly plan: (
+      params: unknown,
+      profile?: Profile
+    ) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
   }
 >() {
   static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient> = Layer.effect(
@@ -193,14 +207,22 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         })
 
       /** What one request's orchestration works with, decided before the model is asked. */
-      const prepare = Effect.fn("Orchestrator.prepare")(function* (params: unknown, record?: Recording) {
+      const prepare = Effect.fn("Orchestrator.prepare")(function* (
+        params: unknown,
+        profile: Profile | undefined,
+        record?: Recording
+      ) {
         const { query, context, maxSteps, dryRun } = yield* validateParams(params)
         if (record !== undefined) Object.assign(record, { query, context })
         const config = yield* gatewayConfig.current
         const ready = yield* readyBackends(config)
-        const catalog = config.routing === "backend" ? undefined : catalogOf(ready)
+        // What the session's profile sees (everything without one): the tools, or the backends.
+        const view = inProfile(catalogOf(ready), profile)
+        const catalog = config.routing === "backend" ? undefined : view
         const offer =
-          catalog === undefined ? offerBackends(ready) : offerTools(catalog, query, context, config.maxToolsPerRequest)
+          catalog === undefined
+            ? offerBackends(backendsIn(view, ready, profile))
+            : offerTools(catalog, query, context, config.maxToolsPerRequest)
         yield* Effect.annotateCurrentSpan({ routing: config.routing, offered: offer.functions().length })
         if (record !== undefined) {
           record.routing = config.routing
@@ -273,8 +295,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           return (yield* planCall(offer, response.toolCalls[0]!, record)).chosen
         })
 
-      const plan = Effect.fn("Orchestrator.plan")(function* (params: unknown) {
-        const { query, offer, messages } = yield* prepare(params)
+      const plan = Effect.fn("Orchestrator.plan")(function* (params: unknown, profile?: Profile) {
+        const { query, offer, messages } = yield* prepare(params, profile)
         return yield* firstPlan(query, messages, offer)
       })
 
@@ -288,9 +310,10 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         execute: Execute,
         onStep: OnStep | undefined,
         confirm: Confirm | undefined,
+        profile: Profile | undefined,
         record?: Recording
       ) {
-        const { query, offer, messages, maxSteps, dryRun, confirmTools } = yield* prepare(params, record)
+        const { query, offer, messages, maxSteps, dryRun, confirmTools } = yield* prepare(params, profile, record)
         /** For the debug UI: each call of each step as it went. */
         const note = (entry: OrchestrationStep) => {
           if (record !== undefined) record.steps = [...(record.steps ?? []), entry]
@@ -481,11 +504,17 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         return withSteps(result, steps, answer, usage)
       })
 
-      const orchestrate = (params: unknown, execute: Execute = backends.executeOnBackend, onStep?: OnStep, confirm?: Confirm) => {
-        if (!events.active()) return run(params, execute, onStep, confirm)
+      const orchestrate = (
+        params: unknown,
+        execute: Execute = backends.executeOnBackend,
+        onStep?: OnStep,
+        confirm?: Confirm,
+        profile?: Profile
+      ) => {
+        if (!events.active()) return run(params, execute, onStep, confirm, profile)
         const started = Date.now()
         const record: Recording = { query: "", context: null, routing: "", offered: [] }
-        return run(params, execute, onStep, confirm, record).pipe(
+        return run(params, execute, onStep, confirm, profile, record).pipe(
           Effect.tapBoth({
             onFailure: (error) =>
               Effect.sync(() =>

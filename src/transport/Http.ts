@@ -5,7 +5,8 @@
  * - `POST /mcp`: JSON-RPC in; the reply as JSON, or as an SSE stream when the request sends
  *   notifications before its result (progress, log messages). 202 for notifications and responses.
  * - `GET /mcp`: the session's own notification stream (SSE); `DELETE /mcp` ends the session.
- * - `/servers/<id>/mcp`: the same, for one backend served as itself.
+ * - `/servers/<id>/mcp`: the same, for one backend served as itself; `/profiles/<name>/mcp` for the
+ *   aggregate as a configured profile sees it.
  * - `GET /healthz` (serving) and `GET /readyz` (every enabled backend ready, else 503 with states).
  *
  * Every request passes the token check (when a token is set), the Host check and the Origin
@@ -47,7 +48,7 @@ import {
 } from "./HttpWire.js"
 import * as Listener from "./Listener.js"
 import * as Peer from "../jsonrpc/Peer.js"
-import { Session, type Target } from "../gateway/Session.js"
+import { sameTarget, Session, type Target } from "../gateway/Session.js"
 import * as Dispatch from "../gateway/Dispatch.js"
 import * as Stateless from "../gateway/Stateless.js"
 
@@ -103,7 +104,10 @@ export const make = (options: Options, connections?: Listener.Connections) =>
     const gateway = yield* Gateway
     const backends = yield* Backends
     const events = yield* Events
-    const config = yield* (yield* GatewayConfig).current
+    const gatewayConfig = yield* GatewayConfig
+    // The transport's own settings (bounds, hosts, idle time) are read once; what it serves (the
+    // backends and profiles) is looked up as configured now, so a reload's backends are reachable.
+    const config = yield* gatewayConfig.current
     const server = yield* HttpServer.HttpServer
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
     const guards = makeGuards(options, () => port, config)
@@ -205,12 +209,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         return { refused: reject(400, "Bad Request: Mcp-Session-Id header is required (send initialize first)") } as const
       }
       const entry = sessions.get(id)
-      const sameTarget =
-        entry !== undefined &&
-        (target._tag === "Aggregate"
-          ? entry.session.target._tag === "Aggregate"
-          : entry.session.target._tag === "Backend" && entry.session.target.backendId === target.backendId)
-      if (entry === undefined || !sameTarget) {
+      if (entry === undefined || !sameTarget(entry.session.target, target)) {
         return { refused: reject(404, "Session not found: it expired or was closed; send initialize again") } as const
       }
       const version = request.headers[VERSION_HEADER]
@@ -400,24 +399,36 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         return Effect.succeed(json(200, { status: "ok", sessions: sessions.size }))
       }
       if (path === "/readyz" && (request.method === "GET" || request.method === "HEAD")) return readiness
-      let target: Target | undefined
-      if (path === "/mcp") target = { _tag: "Aggregate" }
-      else {
-        const match = /^\/servers\/([^/]+)\/mcp$/.exec(path)
-        if (match !== null) {
-          let backendId: string
-          try {
-            backendId = decodeURIComponent(match[1]!)
-          } catch {
-            return Effect.succeed(reject(404, "Not Found"))
-          }
-          if (!config.backends.some((b) => b.id === backendId)) {
-            return Effect.succeed(reject(404, `Not Found: no backend '${backendId.slice(0, 64)}' is configured`))
-          }
-          target = { _tag: "Backend", backendId }
-        }
+      if (path === "/mcp") return serveOn(request, { _tag: "Aggregate" })
+      const match = /^\/(servers|profiles)\/([^/]+)\/mcp$/.exec(path)
+      if (match === null) {
+        return Effect.succeed(reject(404, "Not Found: MCP is served at /mcp, /servers/<id>/mcp and /profiles/<name>/mcp"))
       }
-      if (target === undefined) return Effect.succeed(reject(404, "Not Found: MCP is served at /mcp and /servers/<id>/mcp"))
+      let name: string
+      try {
+        name = decodeURIComponent(match[2]!)
+      } catch {
+        return Effect.succeed(reject(404, "Not Found"))
+      }
+      if (match[1] === "servers") {
+        if (backends.configOf(name) === undefined) {
+          return Effect.succeed(reject(404, `Not Found: no backend '${name.slice(0, 64)}' is configured`))
+        }
+        return serveOn(request, { _tag: "Backend", backendId: name })
+      }
+      return Effect.flatMap(gatewayConfig.current, ({ profiles }) => {
+        if (Object.hasOwn(profiles, name)) return serveOn(request, { _tag: "Aggregate", profile: name })
+        const known = Object.keys(profiles)
+        return Effect.succeed(
+          reject(
+            404,
+            `Not Found: no profile '${name.slice(0, 64)}' is configured (${known.length === 0 ? "there are none" : `there are: ${known.join(", ")}`})`
+          )
+        )
+      })
+    }
+
+    const serveOn = (request: HttpServerRequest.HttpServerRequest, target: Target) => {
       switch (request.method) {
         case "POST":
           return post(request, target)
@@ -463,7 +474,9 @@ export const make = (options: Options, connections?: Listener.Connections) =>
       host: options.host,
       port,
       token: options.token === undefined ? "none" : "required",
-      backends: `/servers/<id>/mcp for ${config.backends.map((b) => b.id).join(", ")}`
+      backends: `/servers/<id>/mcp for ${config.backends.map((b) => b.id).join(", ")}`,
+      profiles:
+        Object.keys(config.profiles).length === 0 ? "none" : `/profiles/<name>/mcp for ${Object.keys(config.profiles).join(", ")}`
     })
   })
 

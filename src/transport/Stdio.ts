@@ -18,7 +18,7 @@ import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import { Gateway, type GatewayService } from "../gateway/Gateway.js"
-import { Session } from "../gateway/Session.js"
+import { Session, type Target } from "../gateway/Session.js"
 import type { EventsService } from "../observability/Events.js"
 import {
   classify,
@@ -279,7 +279,7 @@ const MAX_STDIO_LISTENERS = 64
  * first request, telling them what any request may relay); otherwise the session era's peer serves
  * them all and this lets every frame through.
  */
-const statelessEra = (gateway: GatewayService, backends: BackendsService, config: ResolvedConfig) =>
+const statelessEra = (gateway: GatewayService, backends: BackendsService, config: ResolvedConfig, target: Target) =>
   Effect.gen(function* () {
     const started: Effect.Effect<void> = yield* Effect.cached(
       backends.start(config.backends, startOptionsOf(config, SHARED_CLIENT_CAPABILITIES))
@@ -297,7 +297,6 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
     const listeners = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(listeners, Exit.void))
     let era: "undecided" | "session" | "stateless" = "undecided"
-    const target = { _tag: "Aggregate" } as const
     const intercept = (text: string, out: Peer.Outbox): boolean => {
       if (era === "session") return false
       let value: unknown
@@ -358,50 +357,59 @@ const ignoreStdoutError = (): void => {}
 
 /**
  * Serves the gateway on this process's stdin/stdout until stdin ends or `exit` arrives, then
- * stops every backend. Nothing but frames is ever written to stdout.
+ * stops every backend. Nothing but frames is ever written to stdout. With a `profile`
+ * (`--profile`), the client is served that profile's view of the aggregate.
  */
-export const serveProcess: Effect.Effect<void, never, Gateway | GatewayConfig | Backends | Events> = Effect.scoped(
-  Effect.gen(function* () {
-    // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
-    // a client that went away arrives after, and unheard it would crash the process (exit 1, with
-    // the backends not yet stopped). Kept for the life of the process.
-    if (!process.stdout.listeners("error").includes(ignoreStdoutError)) process.stdout.on("error", ignoreStdoutError)
-    const gateway = yield* Gateway
-    const config = yield* (yield* GatewayConfig).current
-    const backends = yield* Backends
-    const events = yield* Events
-    let connection: Connection | undefined
-    const session = new Session({
-      id: "stdio",
-      transport: "stdio",
-      send: (message) => {
-        if (connection === undefined) return false
-        connection.send(message)
-        return true
-      }
+export const serveProcessAs = (
+  profile: string | undefined
+): Effect.Effect<void, never, Gateway | GatewayConfig | Backends | Events> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
+      // a client that went away arrives after, and unheard it would crash the process (exit 1, with
+      // the backends not yet stopped). Kept for the life of the process.
+      if (!process.stdout.listeners("error").includes(ignoreStdoutError)) process.stdout.on("error", ignoreStdoutError)
+      const gateway = yield* Gateway
+      const config = yield* (yield* GatewayConfig).current
+      const backends = yield* Backends
+      const events = yield* Events
+      let connection: Connection | undefined
+      const target = { _tag: "Aggregate", profile } as const
+      const session = new Session({
+        id: "stdio",
+        transport: "stdio",
+        target,
+        send: (message) => {
+          if (connection === undefined) return false
+          connection.send(message)
+          return true
+        }
+      })
+      const era = yield* statelessEra(gateway, backends, config, target)
+      yield* serve({
+        intercept: era.intercept,
+        // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
+        // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
+        // measured 2-3x the gateway's CPU per call).
+        input: NodeStream.fromReadable(
+          () => process.stdin,
+          (error) => error,
+          { closeOnDone: false }
+        ),
+        output: process.stdout,
+        handlers: (c) => {
+          connection = c
+          return gateway.open(session)
+        },
+        maxFrameBytes: config.maxFrameBytes,
+        stop: session.ended,
+        sessionId: session.id,
+        events
+      })
+      yield* Effect.logInfo("client disconnected: stopping backends")
+      yield* backends.stopAll
     })
-    const era = yield* statelessEra(gateway, backends, config)
-    yield* serve({
-      intercept: era.intercept,
-      // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
-      // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
-      // measured 2-3x the gateway's CPU per call).
-      input: NodeStream.fromReadable(
-        () => process.stdin,
-        (error) => error,
-        { closeOnDone: false }
-      ),
-      output: process.stdout,
-      handlers: (c) => {
-        connection = c
-        return gateway.open(session)
-      },
-      maxFrameBytes: config.maxFrameBytes,
-      stop: session.ended,
-      sessionId: session.id,
-      events
-    })
-    yield* Effect.logInfo("client disconnected: stopping backends")
-    yield* backends.stopAll
-  })
-)
+  )
+
+/** `serveProcessAs` the whole aggregate. */
+export const serveProcess = serveProcessAs(undefined)

@@ -22,7 +22,7 @@ interface Query {
   readonly query: string
   readonly expected: string
   readonly context?: object
-  readonly split?: "holdout"
+  readonly split?: "holdout" | "fresh"
 }
 
 interface Outcome {
