@@ -27,7 +27,7 @@ import * as Server from "./Server.js"
 import type { Session } from "./Session.js"
 import { Meta } from "../protocol/Mcp.js"
 import type { Profile } from "../config/Config.js"
-import { profileServes } from "../catalog/ToolCatalog.js"
+import { catalogOf, describeConflict, profileServes } from "../catalog/ToolCatalog.js"
 import * as ListChanged from "./ListChanged.js"
 import * as Reload from "./Reload.js"
 
@@ -269,9 +269,19 @@ const make = (mode: Server.Mode) =>
     }
     yield* backends.relayNotifications((notification) => Effect.sync(() => route(notification)))
 
-    // Each session hears of the changes to what it sees (see ListChanged).
+    // Each session hears of the changes to what it sees (see ListChanged); a tool whose name
+    // another backend already has is said once, when its backend lists it.
+    const conflictsSaid = new Set<string>()
     yield* backends.toolsChanged.pipe(
-      Stream.runForEach(() => Effect.sync(() => listChanged.announce(sessions))),
+      Stream.runForEach(() =>
+        Effect.suspend(() => {
+          listChanged.announce(sessions)
+          const conflicts = catalogOf(backends.toolsSync()).conflicts.map(describeConflict)
+          const fresh = conflicts.filter((c) => !conflictsSaid.has(c))
+          for (const c of fresh) conflictsSaid.add(c)
+          return Effect.forEach(fresh, (c) => Effect.logError(c), { discard: true })
+        })
+      ),
       Effect.forkScoped
     )
     // The configuration on disk, applied as it changes (see Reload).

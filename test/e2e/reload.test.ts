@@ -1,0 +1,177 @@
+/**
+ * The config file edited while an SDK client is connected over stdio, with real servers behind the
+ * built CLI: a backend added, one removed (its call in flight fails with "backend removed"), one
+ * changed (restarted), one only re-exposed and one untouched (both keep their process), then an
+ * invalid edit refused while everything stays, then a valid edit applied again. The client's
+ * list_changed notifications and the backends' pids are the evidence.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import {
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ToolListChangedNotificationSchema
+} from "@modelcontextprotocol/sdk/types.js"
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { BIN, cleanEnv, ROOT, tempDir } from "../support/stdioClient.js"
+import { descendants, sleep, until, untilGone } from "../support/process.js"
+
+const modules = join(ROOT, "node_modules", "@modelcontextprotocol")
+const FILESYSTEM = join(modules, "server-filesystem", "dist", "index.js")
+const MEMORY = join(modules, "server-memory", "dist", "index.js")
+const EVERYTHING = join(modules, "server-everything", "dist", "index.js")
+
+/** Each backend's process carries its id in its environment, so its pid can be found from /proc. */
+const marked = (id: string, backend: Record<string, unknown>) => ({
+  id,
+  command: process.execPath,
+  ...backend,
+  env: { ...((backend.env as Record<string, string> | undefined) ?? {}), TEST_BACKEND_ID: id }
+})
+
+const backendPids = (gatewayPid: number): Map<string, number> => {
+  const pids = new Map<string, number>()
+  for (const pid of descendants(gatewayPid)) {
+    try {
+      const id = /(?:^|\0)TEST_BACKEND_ID=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, "utf8"))?.[1]
+      if (id !== undefined) pids.set(id, pid)
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids
+}
+
+describe("config changes without a restart, seen by a connected client", () => {
+  let dir: string
+  let file: string
+  let client: Client
+  let transport: StdioClientTransport
+  let stderr = ""
+  const heard: Array<{ method: string; at: number }> = []
+
+  const v1 = (root: string) => ({
+    backends: [
+      marked("fs", { args: [FILESYSTEM, root] }),
+      marked("mem", { args: [MEMORY], env: { MEMORY_FILE_PATH: join(root, "mem.jsonl") } }),
+      marked("ev", { args: [EVERYTHING, "stdio"] }),
+      marked("kg", { args: [MEMORY], env: { MEMORY_FILE_PATH: join(root, "kg.jsonl") }, namespace: "kg" })
+    ]
+  })
+
+  beforeAll(async () => {
+    dir = tempDir()
+    file = join(dir, "gateway.json")
+    writeFileSync(file, JSON.stringify(v1(dir), null, 2))
+    client = new Client({ name: "reload-e2e", version: "1.0.0" })
+    for (const [schema, method] of [
+      [ToolListChangedNotificationSchema, "tools"],
+      [ResourceListChangedNotificationSchema, "resources"],
+      [PromptListChangedNotificationSchema, "prompts"]
+    ] as const) {
+      client.setNotificationHandler(schema, () => void heard.push({ method, at: Date.now() }))
+    }
+    transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, "--config", file, "--log-level", "debug"],
+      cwd: dir,
+      env: cleanEnv() as Record<string, string>,
+      stderr: "pipe"
+    })
+    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    await client.connect(transport)
+  })
+  afterAll(async () => {
+    await client.close()
+  })
+
+  const toolNames = async () => (await client.listTools()).tools.map((t) => t.name)
+
+  it("applies an edit as a difference: added, removed, restarted, re-exposed, untouched", async () => {
+    const before = backendPids(transport.pid!)
+    expect([...before.keys()].sort()).toEqual(["ev", "fs", "kg", "mem"])
+    expect(await toolNames()).toContain("ev__echo")
+    // A call in flight on the backend about to be removed.
+    const inFlight = client
+      .callTool({ name: "ev__trigger-long-running-operation", arguments: { duration: 30, steps: 3 } }, undefined, {
+        timeout: 60_000
+      })
+      .then(
+        () => undefined,
+        (error: { code: number; message: string }) => error
+      )
+    await sleep(300)
+
+    const edited = v1(dir)
+    edited.backends[0] = { ...edited.backends[0]!, denyTools: ["write_file"] } as (typeof edited.backends)[number] // re-exposed only
+    edited.backends[3] = marked("kg", { args: [MEMORY], env: { MEMORY_FILE_PATH: join(dir, "kg2.jsonl") }, namespace: "kg" }) // changed
+    edited.backends.splice(2, 1) // ev removed
+    edited.backends.push(marked("fs2", { args: [FILESYSTEM, join(ROOT, "docs")] })) // added
+    heard.length = 0
+    writeFileSync(file, JSON.stringify(edited, null, 2))
+
+    const failed = await inFlight
+    expect(failed?.code).toBe(-32004)
+    expect(failed?.message).toContain("backend removed")
+
+    await until("fs2's tools", async () => (await toolNames()).includes("fs2__read_text_file"), 20_000)
+    const names = await toolNames()
+    expect(names.filter((n) => n.startsWith("ev__"))).toEqual([])
+    expect(names).not.toContain("fs__write_file")
+    expect(names).toContain("fs__read_text_file")
+    expect(names).toContain("kg__read_graph")
+    expect(names).toContain("mem__read_graph")
+
+    await until("the list_changed notifications", () => heard.some((h) => h.method === "tools"), 5_000)
+    // server-everything offered resources and prompts: the client's lists of both changed too
+    expect(heard.some((h) => h.method === "resources")).toBe(true)
+    expect(heard.some((h) => h.method === "prompts")).toBe(true)
+
+    await until(
+      "kg restarted",
+      () => backendPids(transport.pid!).get("kg") !== undefined && backendPids(transport.pid!).get("kg") !== before.get("kg"),
+      20_000
+    )
+    const after = backendPids(transport.pid!)
+    expect(after.get("fs")).toBe(before.get("fs"))
+    expect(after.get("mem")).toBe(before.get("mem"))
+    expect(after.has("fs2")).toBe(true)
+    expect(after.has("ev")).toBe(false)
+    await untilGone([before.get("ev")!])
+    expect(stderr).toContain("configuration reloaded from file:")
+    expect(stderr).toMatch(/added fs2; removed ev; restarted kg; re-exposed fs/)
+  })
+
+  it("refuses an invalid edit with start-up's message and keeps everything running", async () => {
+    const pids = backendPids(transport.pid!)
+    const tools = await toolNames()
+    heard.length = 0
+    writeFileSync(file, JSON.stringify({ backends: [{ id: "broken" }] }))
+    await until("the refusal in the log", () => stderr.includes("configuration change refused"), 10_000)
+    expect(stderr).toContain("backends[0].command: is required")
+    writeFileSync(file, "{ not json")
+    await until("the second refusal", () => /configuration change refused[^\n]*not valid JSON/.test(stderr), 10_000)
+    await sleep(500)
+    expect(heard).toEqual([])
+    expect(await toolNames()).toEqual(tools)
+    expect(backendPids(transport.pid!)).toEqual(pids)
+  })
+
+  it("applies the next valid edit after a refused one", async () => {
+    const pids = backendPids(transport.pid!)
+    heard.length = 0
+    const edited = v1(dir)
+    edited.backends.splice(2, 1) // still without ev
+    edited.backends[0] = { ...edited.backends[0]!, denyTools: ["write_file"] } as (typeof edited.backends)[number]
+    edited.backends[2] = marked("kg", { args: [MEMORY], env: { MEMORY_FILE_PATH: join(dir, "kg2.jsonl") }, namespace: "kg" })
+    // fs2 removed now
+    writeFileSync(file, JSON.stringify(edited))
+    await until("fs2 gone", async () => !(await toolNames()).some((n) => n.startsWith("fs2__")), 10_000)
+    await until("the notification", () => heard.some((h) => h.method === "tools"), 5_000)
+    await untilGone([pids.get("fs2")!])
+    const after = backendPids(transport.pid!)
+    for (const id of ["fs", "mem", "kg"]) expect(after.get(id), id).toBe(pids.get(id))
+  })
+})
