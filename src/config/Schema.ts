@@ -169,12 +169,9 @@ const exposureFields = {
   toolOverrides: Schema.optional(Schema.Record({ key: Schema.String, value: ToolOverride })),
   /** The prefix of its tool and prompt names (default: its id); false for its own names. */
   namespace: Schema.optional(
-    Schema.Union(
-      Schema.Literal(false),
-      Schema.String.pipe(
-        Schema.filter((s) => ID_PATTERN.test(s), { message: () => "must be false or match ^[a-zA-Z0-9_-]{1,64}$" })
-      )
-    )
+    Schema.Union(Schema.Literal(false), Schema.String.pipe(Schema.filter((s) => ID_PATTERN.test(s)))).annotations({
+      message: () => ({ message: "must be false or match ^[a-zA-Z0-9_-]{1,64}$", override: true })
+    })
   )
 }
 
@@ -392,11 +389,6 @@ export const McpServers = Schema.Record({ key: Schema.String, value: McpServerEn
 /** `defaults`: options laid beneath every entry of the server map (never a command or address). */
 export const ServerDefaults = McpServerEntry.omit("type", "command", "url", "args", "cwd", "displayName", "description")
 
-/** A profile's name, as it appears in `/profiles/<name>/mcp` and `--profile`. */
-const ProfileName = Schema.String.pipe(
-  Schema.filter((s) => ID_PATTERN.test(s), { message: () => "must match ^[a-zA-Z0-9_-]{1,64}$" })
-)
-
 /**
  * A named subset of the aggregate: the backends it draws on (default all) and globs over the
  * exposed (namespaced) tool names (deny wins). A client picks it by endpoint or `--profile`.
@@ -409,7 +401,13 @@ export const Profile = Schema.Struct({
 })
 export type Profile = typeof Profile.Type
 
-export const Profiles = Schema.Record({ key: ProfileName, value: Profile })
+/** Profiles by name; a name is a path segment (`/profiles/<name>/mcp`) and an argument (`--profile`). */
+export const Profiles = Schema.Record({ key: Schema.String, value: Profile }).pipe(
+  Schema.filter((profiles) => {
+    const bad = Object.keys(profiles).find((name) => !ID_PATTERN.test(name))
+    return bad === undefined || { path: [bad], message: "a profile's name must match ^[a-zA-Z0-9_-]{1,64}$" }
+  })
+)
 
 /** Every GatewayOptions field but `backends`; shared by the file and `initializationOptions`. */
 export const optionFields = {

@@ -5,7 +5,8 @@
  * What a backend sends is routed here: a call's progress goes to the request that carries its
  * token (tokens are rewritten on the way in, so two sessions' tokens never meet), a log message
  * goes with the calls in flight on that backend (to every session when there are none), and a
- * tools change reaches every ready session.
+ * change of what a session sees (tools, resources, prompts: a backend's, a profile's, a reload's)
+ * reaches that session (see ListChanged). It also runs the reload of the configuration on disk.
  *
  * Layers, for the CLI and for Effect apps that embed the gateway; all take the configuration and
  * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/

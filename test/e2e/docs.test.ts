@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { USAGE } from "../../src/cli/Cli.js"
-import { BACKEND_KEYS, OPTION_KEYS } from "../../src/config/Config.js"
+import { BACKEND_KEYS, EXPOSURE_KEYS, OPTION_KEYS, Profile } from "../../src/config/Config.js"
 import { ErrorCode } from "../../src/protocol/Errors.js"
 import { ROOT } from "../support/stdioClient.js"
 
@@ -51,5 +51,15 @@ describe("docs/protocol.md", () => {
   it("documents every GatewayOptions and BackendConfig key", () => {
     expect(OPTION_KEYS.filter((key) => !backticked(key))).toEqual([])
     expect(BACKEND_KEYS.filter((key) => !backticked(key))).toEqual([])
+    expect(Object.keys(Profile.fields).filter((key) => !backticked(key))).toEqual([])
+  })
+})
+
+describe("README", () => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+  it("says how to use every exposure key, profiles and their endpoints", () => {
+    const keys = [...EXPOSURE_KEYS, "profiles", ...Object.keys(Profile.fields)]
+    expect(keys.filter((key) => !readme.includes(`\`${key}\``))).toEqual([])
+    for (const text of ["/profiles/<name>/mcp", "--profile", "check --profile", "backend removed"]) expect(readme).toContain(text)
   })
 })

@@ -12,11 +12,14 @@ import {
   ResourceListChangedNotificationSchema,
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { readFileSync, writeFileSync } from "node:fs"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { pathToFileURL } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BIN, cleanEnv, ROOT, tempDir } from "../support/stdioClient.js"
 import { descendants, sleep, until, untilGone } from "../support/process.js"
+import { startHttpGateway } from "../support/httpClient.js"
 
 const modules = join(ROOT, "node_modules", "@modelcontextprotocol")
 const FILESYSTEM = join(modules, "server-filesystem", "dist", "index.js")
@@ -116,7 +119,15 @@ describe("config changes without a restart, seen by a connected client", () => {
     expect(failed?.code).toBe(-32004)
     expect(failed?.message).toContain("backend removed")
 
-    await until("fs2's tools", async () => (await toolNames()).includes("fs2__read_text_file"), 20_000)
+    // fs2 starting, kg restarting: both list their tools once ready
+    await until(
+      "fs2's and the restarted kg's tools",
+      async () => {
+        const now = await toolNames()
+        return now.includes("fs2__read_text_file") && now.includes("kg__read_graph")
+      },
+      20_000
+    )
     const names = await toolNames()
     expect(names.filter((n) => n.startsWith("ev__"))).toEqual([])
     expect(names).not.toContain("fs__write_file")
@@ -173,5 +184,91 @@ describe("config changes without a restart, seen by a connected client", () => {
     await untilGone([pids.get("fs2")!])
     const after = backendPids(transport.pid!)
     for (const id of ["fs", "mem", "kg"]) expect(after.get(id), id).toBe(pids.get(id))
+  })
+})
+
+describe("config changes over HTTP, per profile, and in --servers-dir", () => {
+  it("tells only the sessions whose view changed, serves a profile added by the edit, and shows the reload in the debug UI", async () => {
+    const dir = tempDir()
+    const file = join(dir, "profiles.json")
+    const config = (memExtra: Record<string, unknown>, profiles: Record<string, unknown>) => ({
+      backends: [
+        marked("fs", { args: [FILESYSTEM, dir] }),
+        marked("mem", { args: [MEMORY], env: { MEMORY_FILE_PATH: join(dir, "mem.jsonl") }, ...memExtra })
+      ],
+      profiles
+    })
+    const twoProfiles = { files: { backends: ["fs"] }, graph: { backends: ["mem"] } }
+    writeFileSync(file, JSON.stringify(config({}, twoProfiles)))
+    const gateway = await startHttpGateway({ args: ["--config", file, "--debug-port", "0"] })
+    const connect = async (path: string) => {
+      const client = new Client({ name: path, version: "1.0.0" })
+      const changed: Array<number> = []
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed.push(Date.now()))
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}${path}`)))
+      // The notification stream (GET) is open once a first request has gone through.
+      await client.listTools()
+      return { client, changed }
+    }
+    try {
+      const files = await connect("/profiles/files/mcp")
+      const graph = await connect("/profiles/graph/mcp")
+      await sleep(300)
+      const pids = backendPids(gateway.child.pid!)
+      writeFileSync(file, JSON.stringify(config({ denyTools: ["delete_*"] }, { ...twoProfiles, both: {} })))
+      await until("the graph client's list_changed", () => graph.changed.length > 0, 10_000)
+      expect((await graph.client.listTools()).tools.map((t) => t.name).filter((n) => n.startsWith("mem__delete_"))).toEqual([])
+      await sleep(500)
+      expect(files.changed).toEqual([])
+      expect(backendPids(gateway.child.pid!)).toEqual(pids)
+      // the profile the edit added is served without a restart
+      const both = await connect("/profiles/both/mcp")
+      const names = (await both.client.listTools()).tools.map((t) => t.name)
+      expect(names).toContain("fs__read_text_file")
+      expect(names).toContain("mem__read_graph")
+      await both.client.close()
+      const debugPort = /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(gateway.stderr())?.[1]
+      const status = (await (await fetch(`http://127.0.0.1:${debugPort}/api/status`)).json()) as {
+        reloads: Array<{ outcome: string; reexposed?: Array<string> }>
+      }
+      expect(status.reloads.at(-1)).toMatchObject({ outcome: "applied", reexposed: ["mem"] })
+      await files.client.close()
+      await graph.client.close()
+    } finally {
+      await gateway.close()
+    }
+  })
+
+  it("starts a server whose folder appears in --servers-dir, and stops one whose folder goes", async () => {
+    const servers = tempDir()
+    const echo = pathToFileURL(join(ROOT, "test", "fixtures", "servers", "node-echo", "server.mjs")).href
+    const addServer = (name: string) => {
+      mkdirSync(join(servers, name))
+      writeFileSync(join(servers, name, "server.mjs"), `import ${JSON.stringify(echo)}\n`)
+      writeFileSync(join(servers, name, "package.json"), JSON.stringify({ name, type: "module", bin: { [name]: "server.mjs" } }))
+    }
+    addServer("one")
+    const client = new Client({ name: "servers-dir", version: "1.0.0" })
+    const changed: Array<number> = []
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed.push(Date.now()))
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, "--servers-dir", servers],
+        cwd: servers,
+        env: cleanEnv() as Record<string, string>,
+        stderr: "ignore"
+      })
+    )
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain("one__echo")
+      addServer("two")
+      await until("two's tools", async () => (await client.listTools()).tools.some((t) => t.name === "two__echo"), 15_000)
+      expect(changed.length).toBeGreaterThan(0)
+      rmSync(join(servers, "one"), { recursive: true })
+      await until("one's tools gone", async () => !(await client.listTools()).tools.some((t) => t.name === "one__echo"), 15_000)
+    } finally {
+      await client.close()
+    }
   })
 })

@@ -326,6 +326,65 @@ describe("Backends", () => {
       }),
     20_000
   )
+
+  it.scopedLive(
+    "applies a new set as a difference: added start, removed stop (calls in flight: backend removed), changed restart, the rest keep their process",
+    () =>
+      withBackends((backends) =>
+        Effect.gen(function* () {
+          const same = fixtureBackend("same")
+          const exposed = fixtureBackend("exposed")
+          const changed = fixtureBackend("changed")
+          const removed = fixtureBackend("removed")
+          yield* backends.start([same, exposed, changed, removed], OPTIONS)
+          const before = new Map((yield* backends.states).map((s) => [s.id, s.pid]))
+          const inFlight = yield* Effect.fork(
+            Effect.flip(backends.executeOnBackend("removed", "tools/call", { name: "slow", arguments: { ms: 10_000 } }))
+          )
+          yield* Effect.sleep(100)
+          const applied = yield* backends.apply([
+            same,
+            { ...exposed, denyTools: ["echo"], description: "now described" },
+            { ...changed, env: { CHANGED: "1" } },
+            fixtureBackend("added")
+          ])
+          expect(applied).toEqual({ added: ["added"], removed: ["removed"], restarted: ["changed"], reexposed: ["exposed"] })
+          const error = yield* Fiber.join(inFlight)
+          expect(error.summary).toBe("backend removed during tools/call")
+          yield* waitFor(backends, "added", (s) => s.state === "ready")
+          const after = yield* waitFor(backends, "changed", (s) => s.state === "ready")
+          expect(after.pid).not.toBe(before.get("changed"))
+          expect(yield* eventually(() => !isAlive(before.get("removed")!))).toBe(true)
+          const states = new Map((yield* backends.states).map((s) => [s.id, s]))
+          expect([...states.keys()]).toEqual(["same", "exposed", "changed", "added"])
+          expect(states.get("same")!.pid).toBe(before.get("same"))
+          expect(states.get("exposed")!.pid).toBe(before.get("exposed"))
+          // the re-exposed backend's tools carry its new settings
+          expect((yield* backends.tools).find((b) => b.backendId === "exposed")?.exposure?.denyTools).toEqual(["echo"])
+          const gone = yield* Effect.flip(backends.executeOnBackend("removed", "tools/call", { name: "echo", arguments: {} }))
+          expect(gone.reason).toBe("not_found")
+        })
+      ),
+    30_000
+  )
+
+  it.scopedLive("applies nothing before the first start, and nothing after stopAll", () =>
+    withBackends((backends) =>
+      Effect.gen(function* () {
+        expect(yield* backends.apply([fixtureBackend("early")])).toEqual({ added: [], removed: [], restarted: [], reexposed: [] })
+        expect(yield* backends.states).toEqual([])
+        yield* backends.start([fixtureBackend("one")], OPTIONS)
+        yield* backends.stopAll
+        expect(yield* backends.apply([fixtureBackend("one"), fixtureBackend("two")])).toEqual({
+          added: [],
+          removed: [],
+          restarted: [],
+          reexposed: []
+        })
+        expect((yield* backends.states).every((s) => s.state !== "ready" && s.state !== "starting")).toBe(true)
+      })
+    )
+  )
 })
 
 describe("heartbeats (healthCheck)", () => {

@@ -11,6 +11,7 @@ import {
   embeddedDefault,
   backendEnv,
   GatewayConfig,
+  load,
   MAX_CONFIG_FILE_BYTES,
   readConfigFile,
   readDotEnv,
@@ -629,5 +630,100 @@ describe("hostile and careless config documents", () => {
     expect(issues.join("\n")).not.toMatch(/123456789123|987654321987|555444333222/)
     expect(issues).toContain("backends[0].env.TOKEN: must be a string (value not shown)")
     expect(issues).toContain("OPENAI_API_KEY: must be a string (value not shown)")
+  })
+})
+
+describe("exposure and profiles in the configuration", () => {
+  it("accepts the exposure keys on backends and server-map entries, and profiles", () => {
+    const options = Either.getOrThrow(
+      decodeOptions(
+        {
+          mcpServers: { files: { command: "node", allowTools: ["read_*"], namespace: false } },
+          defaults: { denyTools: ["delete_*"] },
+          profiles: { readers: { backends: ["files"], denyTools: ["*write*"] } }
+        },
+        "x"
+      )
+    )
+    expect(options.backends?.[0]).toMatchObject({
+      id: "files",
+      allowTools: ["read_*"],
+      denyTools: ["delete_*"],
+      namespace: false
+    })
+    expect(options.profiles).toEqual({ readers: { backends: ["files"], denyTools: ["*write*"] } })
+  })
+
+  it("names what is wrong with a namespace, an override, a profile", () => {
+    expect(
+      issuesOf({
+        backends: [
+          { id: "a", command: "x", namespace: "has space", toolOverrides: { t: { name: "bad name!" } } },
+          { id: "b", command: "x", namespace: true, allowTools: [""] }
+        ],
+        profiles: { "bad name": {}, ok: { backends: ["has space"] } }
+      })
+    ).toEqual([
+      "profiles.ok.backends[0]: must match ^[a-zA-Z0-9_-]{1,64}$",
+      "backends[0].toolOverrides.t.name: must match ^[a-zA-Z0-9_-]{1,64}$",
+      "backends[0].namespace: must be false or match ^[a-zA-Z0-9_-]{1,64}$",
+      "backends[1].allowTools[0]: must be a pattern of 1 to 512 characters",
+      "backends[1].namespace: must be false or match ^[a-zA-Z0-9_-]{1,64}$"
+    ])
+    expect(issuesOf({ profiles: { "bad name": {} } })).toEqual([
+      "profiles.bad name: a profile's name must match ^[a-zA-Z0-9_-]{1,64}$"
+    ])
+  })
+
+  it("refuses two overrides giving one name in one namespace, naming both", () => {
+    expect(
+      issuesOf({
+        backends: [
+          { id: "a", command: "x", toolOverrides: { one: { name: "same" }, two: { name: "same" } } },
+          { id: "b", command: "x", namespace: "a", toolOverrides: { three: { name: "other" } } }
+        ]
+      })
+    ).toEqual([
+      "backends[0].toolOverrides.two.name: 'same' is also the name given to a's 'one' in the same namespace: the names would collide"
+    ])
+  })
+
+  it("refuses a profile that names a backend the configuration does not have, at start-up and in initializationOptions", () => {
+    const dir = tmp()
+    const file = join(dir, "c.json")
+    writeFileSync(file, JSON.stringify({ backends: [{ id: "fs", command: "x" }], profiles: { p: { backends: ["fs", "nope"] } } }))
+    const loaded = load({ configPath: file }, {})
+    expect(Either.isLeft(loaded) && loaded.left).toContain("profiles.p.backends: no backend 'nope' (there are: fs)")
+    const refused = Effect.runSync(
+      Effect.flip(
+        Effect.flatMap(GatewayConfig, (c) =>
+          c.applyInitializationOptions({ backends: [{ id: "fs", command: "x" }], profiles: { p: { backends: ["gone"] } } })
+        ).pipe(Effect.provide(GatewayConfig.layer({ env: {} })))
+      )
+    )
+    expect(refused.message).toContain("profiles.p.backends: no backend 'gone' (there are: fs)")
+  })
+
+  it("reads the disk again for a candidate, without putting it in force until replaced", () => {
+    const dir = tmp()
+    const file = join(dir, "c.json")
+    writeFileSync(file, JSON.stringify({ backends: [{ id: "one", command: "x" }] }))
+    const sources = { env: {}, file: Either.getOrThrow(readConfigFile(file)), disk: { configPath: file } }
+    const ids = Effect.runSync(
+      Effect.gen(function* () {
+        const config = yield* GatewayConfig
+        writeFileSync(file, JSON.stringify({ backends: [{ id: "two", command: "x" }] }))
+        const candidate = Either.getOrThrow(yield* config.candidate)
+        const before = (yield* config.current).backends.map((b) => b.id)
+        yield* config.replace(candidate)
+        const after = (yield* config.current).backends.map((b) => b.id)
+        writeFileSync(file, "{ broken")
+        const refused = yield* config.candidate
+        return { before, after, refused: Either.isLeft(refused) ? refused.left : "" }
+      }).pipe(Effect.provide(GatewayConfig.layer(sources)))
+    )
+    expect(ids.before).toEqual(["one"])
+    expect(ids.after).toEqual(["two"])
+    expect(ids.refused).toContain("is not valid JSON")
   })
 })
