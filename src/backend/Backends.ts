@@ -7,8 +7,9 @@
  * stops every process tree. Calls go straight to the ready `Backend` (a Map lookup and one
  * write), so this module adds nothing measurable to the hot path.
  *
- * Longer than most modules: start, restart, replace and stop are one state machine over one table
- * of entries under one lock, and splitting it would hand that table around. The parts it uses are
+ * Longer than most modules: start, restart, replace, apply (a reload's difference) and stop are one
+ * state machine over one table of entries under one lock, and splitting it would hand that table
+ * around. The parts it uses are
  * apart: the heartbeat (`Heartbeat`), one backend (`Backend`), the restart delays (a `Schedule`).
  */
 import {
@@ -27,10 +28,10 @@ import {
 } from "effect"
 import * as Backend from "./Backend.js"
 import * as Heartbeat from "./Heartbeat.js"
+import { type Applied, runsTheSame } from "./Diff.js"
 import {
   type BackendConfig,
   describeBackend,
-  EXPOSURE_KEYS,
   type Exposure,
   healthCheckOf,
   type ResolvedConfig,
@@ -43,6 +44,7 @@ import type { BackendState, BackendStatus } from "../observability/BackendStatus
 import type { Tool } from "../protocol/Mcp.js"
 
 export type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
+export { type Applied, runsTheSame } from "./Diff.js"
 
 export interface BackendTools {
   readonly backendId: string
@@ -177,26 +179,6 @@ export interface BackendsService {
    * nothing but record the set before the first `start`. Does not wait for new backends.
    */
   readonly apply: (configs: ReadonlyArray<BackendConfig>) => Effect.Effect<Applied>
-}
-
-/** What `apply` changed, by backend id. */
-export interface Applied {
-  readonly added: ReadonlyArray<string>
-  readonly removed: ReadonlyArray<string>
-  /** Restarted: how they run changed. */
-  readonly restarted: ReadonlyArray<string>
-  /** Kept running; what they expose (or how they are described) changed. */
-  readonly reexposed: ReadonlyArray<string>
-}
-
-/** Settings that do not change how a backend runs: a change in them keeps its process. */
-const EXPOSURE_ONLY = new Set<string>([...EXPOSURE_KEYS, "description", "displayName"])
-
-/** Whether two configurations of one backend run it the same way. */
-export const runsTheSame = (a: BackendConfig, b: BackendConfig): boolean => {
-  const running = (config: BackendConfig) =>
-    JSON.stringify(Object.entries(config).filter(([key, value]) => !EXPOSURE_ONLY.has(key) && value !== undefined))
-  return running(a) === running(b)
 }
 
 /**

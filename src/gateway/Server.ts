@@ -12,14 +12,7 @@
 import { Effect, Either } from "effect"
 import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { relayableCapabilities } from "./ClientRequests.js"
-import {
-  describeBackend,
-  type Exposure,
-  type GatewayConfig,
-  namespaceOf,
-  type Profile,
-  type ResolvedConfig
-} from "../config/Config.js"
+import { describeBackend, type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import {
   type BackendError,
   ErrorCode,
@@ -40,17 +33,8 @@ import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
 import { mcpLevelOf, type Session } from "./Session.js"
-import {
-  type Catalog,
-  catalogOf,
-  filtersAnything,
-  inProfile,
-  ownToolName,
-  profileAdmits,
-  promptAdmitted,
-  resourceAdmitted,
-  toolAdmitted
-} from "../catalog/ToolCatalog.js"
+import { type Catalog, catalogOf, filtersAnything, inProfile, ownToolName, profileAdmits } from "../catalog/ToolCatalog.js"
+import { filteredList, hiddenBy } from "./BackendFilters.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version
@@ -489,46 +473,6 @@ const asBackendSent = (error: BackendError): GatewayError => {
     })
   }
   return error
-}
-
-/**
- * What a backend's filters hide from its own endpoint: a call of a filtered tool, a read of a
- * filtered resource, a filtered prompt are refused as the aggregate refuses unknown names (-32602).
- */
-const hiddenBy = (config: Exposure | undefined, method: string, params: unknown): InvalidParams | undefined => {
-  const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>
-  const refuse = (what: string, name: string) =>
-    new InvalidParams({
-      message: `Unknown ${what}: ${name}`,
-      issues: [`${what === "tool" ? "name" : "uri"}: no ${what} '${name}'`]
-    })
-  if (method === "tools/call" && typeof p.name === "string" && !toolAdmitted(config, p.name)) return refuse("tool", p.name)
-  if (method === "prompts/get" && typeof p.name === "string" && !promptAdmitted(config, p.name)) return refuse("prompt", p.name)
-  if (method.startsWith("resources/") && typeof p.uri === "string" && !resourceAdmitted(config, p.uri)) {
-    return refuse("resource", p.uri)
-  }
-  return undefined
-}
-
-/** A list result with what the backend's filters hide taken out; other results unchanged. */
-const filteredList = (config: Exposure | undefined, method: string, result: unknown): unknown => {
-  const fields: Record<string, readonly [string, string, (config: Exposure | undefined, name: string) => boolean]> = {
-    "tools/list": ["tools", "name", toolAdmitted],
-    "prompts/list": ["prompts", "name", promptAdmitted],
-    "resources/list": ["resources", "uri", resourceAdmitted],
-    "resources/templates/list": ["resourceTemplates", "uriTemplate", resourceAdmitted]
-  }
-  const field = fields[method]
-  const r = result as Record<string, unknown> | null
-  if (field === undefined || typeof r !== "object" || r === null || !Array.isArray(r[field[0]])) return result
-  const [key, nameKey, admitted] = field
-  return {
-    ...r,
-    [key]: (r[key] as Array<Record<string, unknown>>).filter((item) => {
-      const name = item?.[nameKey]
-      return typeof name !== "string" || admitted(config, name)
-    })
-  }
 }
 
 /** One backend as itself, for one session (`/servers/<id>/mcp`). */
