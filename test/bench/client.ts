@@ -69,6 +69,9 @@ export class RpcClient {
     })
   }
 
+  /** Called with each notification's method and when it arrived (`performance.now()`). */
+  onNotification: ((method: string, at: number) => void) | undefined = undefined
+
   get pid(): number {
     return this.child.pid!
   }
@@ -83,7 +86,11 @@ export class RpcClient {
       start = nl + 1
       if (line.length === 0) continue
       const message = JSON.parse(line)
-      if (typeof message.id !== "number") continue // notifications, or a reply we did not ask for
+      if (message.id === undefined && typeof message.method === "string") {
+        this.onNotification?.(message.method, now)
+        continue
+      }
+      if (typeof message.id !== "number") continue // a reply we did not ask for
       const p = this.pending.get(message.id)
       if (p === undefined) continue
       this.pending.delete(message.id)

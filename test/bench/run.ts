@@ -11,6 +11,8 @@
  *   memory        the gateway's RSS with 10 backends: idle, after a 1,000-call warm-up, after 20,000
  *                 calls more; and its live heap after a full GC (test/support/heap-probe.mjs)
  *   catalog       buildCatalog + toolFunctions, and rank, over 1,000 tools (in this process)
+ *   reload        a config file edit to the client's tools/list_changed: a filter edited (the backend
+ *                 keeps running) and a backend added (its process starts), over stdio
  *   hostile       rank with a 1 MB query and a 1 MB selection (in this process, the event-loop stall a
  *                 pasted megabyte costs); a 6 MiB tool result direct vs through the gateway (time,
  *                 and the gateway's peak RSS)
@@ -50,7 +52,7 @@ const { values: options } = parseArgs({
     gateway: { type: "string" }
   }
 })
-const SECTIONS = ["catalog", "startup", "passthrough", "http", "orchestration", "memory", "hostile"] as const
+const SECTIONS = ["catalog", "startup", "passthrough", "http", "orchestration", "memory", "reload", "hostile"] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
 const enabled = (section: Section) => only === undefined || only.includes(section)
@@ -289,6 +291,61 @@ const benchStartup = async () => {
       [1, 5, 10].map((n) => [String(n), { ms: med(String(n)), ratio: round2(med(String(n)) / direct) }])
     ),
     samples: Object.fromEntries([...samples].map(([k, v]) => [k, v.map(round2)]))
+  }
+}
+
+/**
+ * A config file edit to the client's `tools/list_changed`: the time a user waits between saving the
+ * file and the IDE seeing the new tools. Includes the watch's 150 ms debounce (a save is a burst
+ * of events); "filter" re-exposes a running backend, "add" starts one (the fixture with no delay).
+ */
+const benchReload = async () => {
+  const file = join(work, "reload.json")
+  const backend = (id: string, extra: Record<string, unknown> = {}) => ({
+    id,
+    type: "stdio",
+    command: process.execPath,
+    args: fixtureArgs(id),
+    ...extra
+  })
+  const write = (backends: ReadonlyArray<unknown>) => writeFileSync(file, JSON.stringify({ backends }))
+  write([backend("kept")])
+  const client = new RpcClient(process.execPath, [...nodeFlags(), BIN, "--config", file], {
+    cwd: work,
+    env: env(),
+    stderrFile: stderrFile("reload")
+  })
+  await client.initialize()
+  let heard: (at: number) => void = () => {}
+  client.onNotification = (method, at) => {
+    if (method === "notifications/tools/list_changed") heard(at)
+  }
+  const edit = async (backends: ReadonlyArray<unknown>): Promise<number> => {
+    const arrived = new Promise<number>((resolve) => (heard = resolve))
+    const written = performance.now()
+    write(backends)
+    const at = await Promise.race([arrived, sleep(10_000).then(() => NaN)])
+    // Let the rest of this change settle (an added backend's own ready) before the next edit.
+    await sleep(300)
+    return at - written
+  }
+  const reps = quick ? 3 : 10
+  const filter: Array<number> = []
+  const add: Array<number> = []
+  log(`reload: ${reps} filter edits and ${reps} backends added and removed`)
+  for (let r = 0; r < reps; r++) {
+    filter.push(await edit([backend("kept", { denyTools: [`tool${r}`, "echo"] })]))
+    filter.push(await edit([backend("kept")]))
+    add.push(await edit([backend("kept"), backend(`added${r}`)]))
+    await edit([backend("kept")])
+  }
+  await client.close()
+  const med = (xs: ReadonlyArray<number>) => round2(percentile(sortedCopy(xs.filter(Number.isFinite)), 50))
+  results.reload = {
+    debounceMs: 150,
+    filterMs: { p50: med(filter), max: round2(Math.max(...filter)) },
+    addMs: { p50: med(add), max: round2(Math.max(...add)) },
+    missed: [...filter, ...add].filter((x) => !Number.isFinite(x)).length
   }
 }
 
@@ -675,6 +732,21 @@ const lines = (): Array<Line> => {
       pass: undefined
     })
   }
+  const rl = results.reload as any
+  if (rl !== undefined) {
+    out.push({
+      figure: "reload: file write to tools/list_changed, filter edited (ms)",
+      value: `p50 ${rl.filterMs.p50}, max ${rl.filterMs.max}${rl.missed > 0 ? `, ${rl.missed} missed` : ""}`,
+      goal: "p50 ≤ 500 ms",
+      pass: rl.filterMs.p50 <= 500 && rl.missed === 0
+    })
+    out.push({
+      figure: "reload: file write to tools/list_changed, backend added (ms)",
+      value: `p50 ${rl.addMs.p50}, max ${rl.addMs.max}`,
+      goal: "",
+      pass: undefined
+    })
+  }
   const h = results.hostile as any
   if (h !== undefined) {
     const worst = Math.max(...(Object.values(h.rank1mbMedianMs) as Array<number>))
@@ -823,6 +895,7 @@ const main = async () => {
   if (enabled("http")) await benchHttp(fileDir, filePath)
   if (enabled("orchestration")) await benchOrchestration(fileDir, filePath)
   if (enabled("memory")) await benchMemory()
+  if (enabled("reload")) await benchReload()
   if (enabled("hostile")) await benchHostile()
   const rows = lines()
   const report = {
