@@ -9,33 +9,70 @@ import { type Exposure, namespaceOf, type Profile } from "../config/Config.js"
 /** The separator between a namespace and a name. */
 export const SEPARATOR = "__"
 
-const compiled = new Map<string, RegExp>()
+/** A glob's parts: a character, `?` (one but `/`), `*` (a run without `/`) or `**` (any run). */
+type Part = string | { readonly any: "one" | "segment" | "all" }
 
-/**
- * A glob as a RegExp: `**` any run, `*` any run without `/`, `?` one character but `/`, the rest
- * literal. Patterns come from the configuration, so a few hundred of them compile once.
- */
-const globToRegExp = (pattern: string): RegExp => {
-  let regexp = compiled.get(pattern)
-  if (regexp === undefined) {
-    let source = ""
+const compiled = new Map<string, ReadonlyArray<Part>>()
+
+const partsOf = (pattern: string): ReadonlyArray<Part> => {
+  let parts = compiled.get(pattern)
+  if (parts === undefined) {
+    const out: Array<Part> = []
     for (let i = 0; i < pattern.length; i++) {
       const c = pattern[i]!
       if (c === "*" && pattern[i + 1] === "*") {
-        source += ".*"
         while (pattern[i + 1] === "*") i++
-      } else if (c === "*") source += "[^/]*"
-      else if (c === "?") source += "[^/]"
-      else source += c.replace(/[\\^$.|+()[\]{}]/g, "\\$&")
+        out.push({ any: "all" })
+      } else if (c === "*") out.push({ any: "segment" })
+      else if (c === "?") out.push({ any: "one" })
+      else out.push(c)
     }
-    regexp = new RegExp(`^${source}$`, "s")
+    parts = out
     if (compiled.size > 10_000) compiled.clear()
-    compiled.set(pattern, regexp)
+    compiled.set(pattern, parts)
   }
-  return regexp
+  return parts
 }
 
-export const matchesGlob = (pattern: string, text: string): boolean => globToRegExp(pattern).test(text)
+/**
+ * Whether `text` matches the glob: `**` any run, `*` any run without `/`, `?` one character but
+ * `/`, the rest literal. Every position of the pattern is followed at once through the text (a
+ * set of states, not backtracking), so the time is at most the text's length times the
+ * pattern's, whatever names a backend lists: a RegExp of several stars backtracks exponentially.
+ */
+export const matchesGlob = (pattern: string, text: string): boolean => {
+  const parts = partsOf(pattern)
+  const size = parts.length + 1
+  let states = new Uint8Array(size)
+  let next = new Uint8Array(size)
+  // A star may match nothing: reaching it reaches what follows it too.
+  const enter = (into: Uint8Array, at: number) => {
+    for (let s = at; s < size && into[s] === 0; s++) {
+      into[s] = 1
+      const part = parts[s]
+      if (part === undefined || typeof part === "string" || part.any === "one") break
+    }
+  }
+  enter(states, 0)
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!
+    next.fill(0)
+    let alive = false
+    for (let s = 0; s < parts.length; s++) {
+      if (states[s] === 0) continue
+      const part = parts[s]!
+      const star = typeof part !== "string" && part.any !== "one"
+      const takes = typeof part === "string" ? part === c : part.any === "all" || c !== "/"
+      if (!takes) continue
+      // A star takes this character and may take more, or stop here; anything else moves on.
+      enter(next, star ? s : s + 1)
+      alive = true
+    }
+    if (!alive) return false
+    ;[states, next] = [next, states]
+  }
+  return states[parts.length] === 1
+}
 
 /** Allowed by the lists: in `allow` (when there is one) and in no `deny`. */
 export const admits = (

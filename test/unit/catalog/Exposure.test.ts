@@ -27,6 +27,17 @@ describe("globs", () => {
     expect(matchesGlob("echo", "echo2")).toBe(false)
   })
 
+  it("matches in one pass whatever the stars: a name built against a pattern cannot make it backtrack", () => {
+    // As a RegExp (^[^/]*a[^/]*a...b$) this takes exponential time on a run of a's without the b.
+    const pattern = `${"*a".repeat(12)}*b`
+    expect(matchesGlob(pattern, "a".repeat(20_000))).toBe(false)
+    expect(matchesGlob(pattern, `${"a".repeat(20_000)}b`)).toBe(true)
+    expect(matchesGlob("**/x/**", `${"d/".repeat(5_000)}x/y`)).toBe(true)
+    expect(matchesGlob("", "")).toBe(true)
+    expect(matchesGlob("*", "")).toBe(true)
+    expect(matchesGlob("?", "")).toBe(false)
+  })
+
   it("lets deny win over allow, and everything through without lists", () => {
     expect(admits(undefined, undefined, "anything")).toBe(true)
     expect(admits(["read_*"], ["read_media_file"], "read_text_file")).toBe(true)
