@@ -92,6 +92,12 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
     yield* backends.start(checked, startOptionsOf({ ...config, startupTimeoutMs }))
     yield* Fiber.interrupt(watcher)
     const states = yield* backends.states
+    // "5 of 14" when filters or conflicts hide some of what a backend lists.
+    const exposed = catalogOf(backends.toolsSync())
+    const exposedOf = (id: string, listed: number) => {
+      const shown = exposed.entries.filter((e) => e.backendId === id).length
+      return shown === listed ? String(listed) : `${shown} of ${listed}`
+    }
     const rows: Array<Row> = []
     for (const status of states) {
       const ready = status.state === "ready"
@@ -101,7 +107,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
         transport: configured === undefined ? "-" : transportOf(configured),
         state: status.state,
         protocol: status.protocolVersion ?? "-",
-        tools: ready ? String(status.toolCount) : "-",
+        tools: ready ? exposedOf(status.id, status.toolCount) : "-",
         resources: ready ? yield* countListed(backends, status.id, "resources", "resources/list", "resources") : "-",
         prompts: ready ? yield* countListed(backends, status.id, "prompts", "prompts/list", "prompts") : "-",
         startup: readyAt.has(status.id) ? `${readyAt.get(status.id)! - started} ms` : "-"

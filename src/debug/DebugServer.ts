@@ -23,7 +23,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option, Queue } from "effect"
 import { createServer } from "node:http"
 import { Backends, countListed } from "../backend/Backends.js"
-import { describeBackend, GatewayConfig, type ResolvedConfig, transportOf } from "../config/Config.js"
+import { describeBackend, EXPOSURE_KEYS, GatewayConfig, type ResolvedConfig, transportOf } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { SERVER_VERSION } from "../gateway/Server.js"
 import { makeGuards, tokenMatches } from "../transport/Guards.js"
@@ -70,7 +70,15 @@ const publicConfig = (config: ResolvedConfig) => ({
   maxToolsPerRequest: config.maxToolsPerRequest,
   requestTimeoutMs: config.requestTimeoutMs,
   startupTimeoutMs: config.startupTimeoutMs,
-  backends: config.backends.map((b) => ({ ...describeBackend(b), transport: transportOf(b) }))
+  maxSteps: config.maxSteps,
+  confirmTools: config.confirmTools,
+  profiles: config.profiles,
+  backends: config.backends.map((b) => ({
+    ...describeBackend(b),
+    transport: transportOf(b),
+    // What it exposes: names and globs, never values of env or headers.
+    ...Object.fromEntries(EXPOSURE_KEYS.flatMap((key) => (b[key] === undefined ? [] : [[key, b[key]]])))
+  }))
 })
 
 /** Serves the debug UI from `recorder` until the scope closes; resolves once it listens. */

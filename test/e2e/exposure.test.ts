@@ -207,6 +207,8 @@ describe("namespace: false", () => {
     const check = spawnSync(process.execPath, [BIN, "check", "--config", config], { cwd: dir, env: cleanEnv(), encoding: "utf8" })
     expect(check.status).toBe(1)
     expect(check.stdout).toContain("- second: the tool name 'open_nodes' of backend 'second'")
+    // listed 9, exposed none: its two allowed tools both lost their names to the first
+    expect(check.stdout).toMatch(/^second\s+stdio\s+ready\s+\S+\s+0 of 9\s/m)
   })
 
   it("refuses at load two overrides that give one name in one namespace, naming both", () => {
