@@ -30,7 +30,7 @@ import { isLoopback, parseAddress } from "../transport/Address.js"
 import * as Stdio from "../transport/Stdio.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
-                    [--http-token TOKEN] [--debug-port [HOST:]PORT] [--profile NAME]
+                    [--http-token TOKEN] [--http-auth oauth] [--debug-port [HOST:]PORT] [--profile NAME]
        mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--profile NAME]
        mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR]   (same options as check)
 
@@ -53,7 +53,10 @@ Options:
                       HOST defaults to 127.0.0.1; PORT 0 picks a free one). Each backend is also served
                       as itself at /servers/<id>/mcp; /healthz and /readyz report health.
   --http-token TOKEN  require "Authorization: Bearer TOKEN" on every HTTP request (env AGENTIFY_HTTP_TOKEN;
-                      required when HOST is not a loopback address)
+                      required when HOST is not a loopback address, unless --http-auth oauth)
+  --http-auth oauth   require an OAuth access token (a JWT of the config file's httpAuth.issuer for its
+                      httpAuth.audience, with its scopes) on every HTTP request; serves the protected-
+                      resource metadata at /.well-known/oauth-protected-resource
   --debug-port [HOST:]PORT
                       serve the debug UI and its API at http://HOST:PORT/ (env DEBUG_PORT; HOST defaults to
                       127.0.0.1; another host needs AGENTIFY_DEBUG_TOKEN, sent as a bearer token or ?token=)
@@ -100,6 +103,7 @@ const OPTIONS = [
   "log-level",
   "http",
   "http-token",
+  "http-auth",
   "debug-port",
   "profile",
   "cwd",
@@ -132,6 +136,7 @@ export const parse = (
         "log-level": { type: "string" },
         http: { type: "string" },
         "http-token": { type: "string" },
+        "http-auth": { type: "string" },
         "debug-port": { type: "string" },
         profile: { type: "string" },
         cwd: { type: "string" },
@@ -163,7 +168,10 @@ export const parse = (
     throw new UsageError(`--cwd is only used with ask; ${SEE_HELP}`)
   }
   const checking = subcommand === "check"
-  if (subcommand !== undefined && (values.http !== undefined || values["http-token"] !== undefined)) {
+  if (
+    subcommand !== undefined &&
+    (values.http !== undefined || values["http-token"] !== undefined || values["http-auth"] !== undefined)
+  ) {
     throw new UsageError(`${subcommand} starts the backends and reports; it serves nothing (no --http)`)
   }
 
@@ -215,14 +223,22 @@ export const parse = (
       throw new UsageError("the HTTP token must be at least 16 characters")
     }
     if (tokenText !== undefined) Secrets.register(tokenText)
-    http = { ...address, token: tokenText === undefined ? undefined : Redacted.make(tokenText.trim()) }
-    if (!isLoopback(http.host) && http.token === undefined) {
+    const auth = values["http-auth"] as string | undefined
+    if (auth !== undefined && auth !== "oauth") throw new UsageError(`--http-auth must be oauth, not '${auth.slice(0, 100)}'`)
+    if (auth === "oauth" && tokenText !== undefined) {
+      throw new UsageError("--http-auth oauth and --http-token are two ways to protect the endpoint: choose one")
+    }
+    if (auth === "oauth" && file?.options.httpAuth === undefined) {
+      throw new UsageError('--http-auth oauth needs "httpAuth": {"issuer", "audience", "scopes"?} in the config file (--config)')
+    }
+    http = { ...address, token: tokenText === undefined ? undefined : Redacted.make(tokenText.trim()), oauth: auth === "oauth" }
+    if (!isLoopback(http.host) && http.token === undefined && !http.oauth) {
       throw new UsageError(
-        `--http on ${http.host} is reachable from other machines: set a token with --http-token or AGENTIFY_HTTP_TOKEN`
+        `--http on ${http.host} is reachable from other machines: set a token with --http-token or AGENTIFY_HTTP_TOKEN, or use --http-auth oauth`
       )
     }
-  } else if (values["http-token"] !== undefined) {
-    throw new UsageError("--http-token is only used with --http")
+  } else if (values["http-token"] !== undefined || values["http-auth"] !== undefined) {
+    throw new UsageError(`${values["http-token"] !== undefined ? "--http-token" : "--http-auth"} is only used with --http`)
   }
 
   // The debug UI: --debug-port [HOST:]PORT, else DEBUG_PORT (env, .env, file, initializationOptions).

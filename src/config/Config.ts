@@ -43,7 +43,8 @@ export {
   EXPOSURE_KEYS,
   type Exposure,
   namespaceOf,
-  Profile
+  Profile,
+  HttpAuth
 } from "./Schema.js"
 export { BACKEND_KEYS, OPTION_KEYS, decodeOptions, formatIssues, idsOf, type NormalizedOptions } from "./Decode.js"
 export {

@@ -13,6 +13,7 @@ import * as Secrets from "../observability/Secrets.js"
 import {
   BackendConfig,
   type ConfirmTools,
+  type HttpAuth,
   type Profile,
   LogLevelName,
   MAX_FRAME_LIMIT,
@@ -56,6 +57,8 @@ export interface ResolvedConfig {
   readonly confirmTools: ConfirmTools
   /** Named subsets of the tools (`/profiles/<name>/mcp`, `--profile`). */
   readonly profiles: Readonly<Record<string, Profile>>
+  /** `--http-auth oauth`: the issuer, audience and scopes tokens are checked against (file only). */
+  readonly httpAuth: HttpAuth | undefined
   readonly requestTimeoutMs: number
   readonly startupTimeoutMs: number
   readonly maxFrameBytes: number
@@ -248,6 +251,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     allowedHosts: file?.allowedHosts ?? [],
     allowedOrigins: file?.allowedOrigins ?? [],
     sessionIdPrefix: file?.sessionIdPrefix ?? "",
+    httpAuth: file?.httpAuth,
     notes
   }
   registerSecrets(config)

@@ -397,7 +397,9 @@ export const Profile = Schema.Struct({
   description: Schema.optional(Schema.String),
   backends: Schema.optional(Schema.Array(BackendId)),
   allowTools: Schema.optional(Globs),
-  denyTools: Schema.optional(Globs)
+  denyTools: Schema.optional(Globs),
+  /** With `--http-auth oauth`: the scopes a token needs to use this profile (beside `httpAuth.scopes`). */
+  scopes: Schema.optional(Schema.Array(NonEmptyString))
 })
 export type Profile = typeof Profile.Type
 
@@ -408,6 +410,32 @@ export const Profiles = Schema.Record({ key: Schema.String, value: Profile }).pi
     return bad === undefined || { path: [bad], message: "a profile's name must match ^[a-zA-Z0-9_-]{1,64}$" }
   })
 )
+
+/** An http(s) URL (an issuer, a resource). */
+const HttpUrl = Schema.String.pipe(
+  Schema.filter(
+    (s) => {
+      try {
+        return /^https?:$/.test(new URL(s).protocol)
+      } catch {
+        return false
+      }
+    },
+    { message: () => "must be an http:// or https:// URL" }
+  )
+)
+
+/**
+ * `--http-auth oauth`: the gateway's endpoint as an OAuth 2.1 resource server. Access tokens are
+ * JWTs of `issuer`, for `audience` (the gateway's public URL, as clients reach it), carrying every
+ * one of `scopes`.
+ */
+export const HttpAuth = Schema.Struct({
+  issuer: HttpUrl,
+  audience: HttpUrl,
+  scopes: Schema.optional(Schema.Array(NonEmptyString))
+})
+export type HttpAuth = typeof HttpAuth.Type
 
 /** Every GatewayOptions field but `backends`; shared by the file and `initializationOptions`. */
 export const optionFields = {
@@ -433,6 +461,8 @@ export const optionFields = {
   /** Origin header values accepted besides loopback origins. */
   allowedOrigins: Schema.optional(Schema.Array(NonEmptyString)),
   /** Starts every Mcp-Session-Id this gateway issues, so a proxy in front of several can route by it. */
+  /** `--http-auth oauth`: how tokens are checked (file only, as the HTTP settings above). */
+  httpAuth: Schema.optional(HttpAuth),
   /** Named subsets of the tools, served at `/profiles/<name>/mcp` and chosen with `--profile`. */
   profiles: Schema.optional(Profiles),
   sessionIdPrefix: Schema.optional(

@@ -213,7 +213,8 @@ export const serve = (options: Options, recorder: Recorder) =>
                 trace: recorder.trace.length,
                 orchestrations: recorder.orchestrations.length
               },
-              reloads: recorder.reloads.toArray()
+              reloads: recorder.reloads.toArray(),
+              sessions: [...recorder.sessions].map(([id, session]) => ({ id, ...session }))
             })
           }
           case "/api/backends":

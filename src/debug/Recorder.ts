@@ -147,6 +147,9 @@ interface Pending {
   readonly method: string
 }
 
+/** Open sessions listed (an HTTP gateway may have thousands; the count stays right in /api/status). */
+const SESSION_CAPACITY = 1_000
+
 /** The reloads kept: enough to see what the last edits did. */
 const RELOAD_CAPACITY = 50
 
@@ -156,6 +159,8 @@ export class Recorder {
   readonly logs = new Ring<LogEntry>(LOG_CAPACITY)
   readonly trace = new Ring<TraceEntry>(TRACE_CAPACITY)
   readonly orchestrations = new Ring<OrchestrationEntry>(ORCHESTRATION_CAPACITY)
+  /** The sessions open now, with who their access token speaks for (bounded). */
+  readonly sessions = new Map<string, { readonly transport: string; readonly openedAt: number; readonly subject?: string }>()
   /** Configuration reloads, applied or refused, newest last. */
   readonly reloads = new Ring<ReloadEntry>(RELOAD_CAPACITY)
   readonly stats = new Map<string, BackendStats>()
@@ -211,6 +216,17 @@ export class Recorder {
         stats.calls++
         if (event.outcome === "error" || event.outcome === "isError") stats.errors++
         stats.latencies.push(event.ms)
+        return
+      }
+      case "Session": {
+        if (event.state === "closed") this.sessions.delete(event.sessionId)
+        else if (this.sessions.size < SESSION_CAPACITY) {
+          this.sessions.set(event.sessionId, {
+            transport: event.transport,
+            openedAt: event.at,
+            ...(event.subject === undefined ? {} : { subject: event.subject })
+          })
+        }
         return
       }
       case "ConfigReload": {

@@ -319,7 +319,14 @@ const make = (mode: Server.Mode) =>
 
     const publishSession = (session: Session, state: "opened" | "closed") => {
       if (events.active()) {
-        events.publish({ _tag: "Session", at: Date.now(), sessionId: session.id, transport: session.transport, state })
+        events.publish({
+          _tag: "Session",
+          at: Date.now(),
+          sessionId: session.id,
+          transport: session.transport,
+          state,
+          ...(session.subject === undefined ? {} : { subject: session.subject })
+        })
       }
     }
 

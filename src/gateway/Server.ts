@@ -227,9 +227,11 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       config = yield* ctx.config.current
     }
     const protocolVersion = recordClient(session, p)
+    if (session.subject !== undefined) yield* Effect.annotateCurrentSpan({ subject: session.subject })
     yield* Effect.logInfo("initialize", {
       session: session.id,
       client: (p.clientInfo as { name?: unknown } | undefined)?.name ?? "unknown",
+      ...(session.subject === undefined ? {} : { subject: session.subject }),
       protocolVersion,
       ...(ctx.mode === "single"
         ? {

@@ -56,6 +56,8 @@ export interface Options {
   readonly id: string
   readonly transport: "stdio" | "http"
   readonly target?: Target | undefined
+  /** Who the client's access token speaks for (`--http-auth oauth`). */
+  readonly subject?: string | undefined
   /**
    * Sends a message that belongs to no request of the client's (list_changed, log messages between
    * calls, a backend's request with no call in flight). False when it has nowhere to go (an HTTP
@@ -79,6 +81,8 @@ export class Session {
   readonly id: string
   readonly transport: "stdio" | "http"
   readonly target: Target
+  /** Who the client's access token speaks for, when the endpoint requires one. */
+  readonly subject: string | undefined
   readonly send: (message: unknown) => boolean
   /** See `Options.ask`: set for a stateless request, whose client cannot be sent requests. */
   readonly ask: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
@@ -110,6 +114,7 @@ export class Session {
     this.id = options.id
     this.transport = options.transport
     this.target = options.target ?? { _tag: "Aggregate" }
+    this.subject = options.subject
     this.send = options.send
     this.ask = options.ask
     const refuse = (message: string) => new RpcError({ code: ErrorCode.InternalError, message })

@@ -49,6 +49,8 @@ export type Event =
       readonly at: number
       readonly sessionId: string
       readonly transport: string
+      /** Who its access token speaks for (`--http-auth oauth`). */
+      readonly subject?: string | undefined
       readonly state: "opened" | "closed"
     }
   /** A change of the configuration on disk: applied (what it changed, by backend id) or refused (why). */

@@ -20,7 +20,21 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk, Deferred, Effect, Exit, type Fiber, FiberId, Layer, Queue, Redacted, Schedule, Scope, Stream } from "effect"
+import {
+  Chunk,
+  Deferred,
+  Effect,
+  Either,
+  Exit,
+  type Fiber,
+  FiberId,
+  Layer,
+  Queue,
+  Redacted,
+  Schedule,
+  Scope,
+  Stream
+} from "effect"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import { Backends } from "../backend/Backends.js"
@@ -49,6 +63,18 @@ import {
 import * as Listener from "./Listener.js"
 import * as Peer from "../jsonrpc/Peer.js"
 import { sameTarget, Session, type Target } from "../gateway/Session.js"
+import * as ResourceServer from "../auth/ResourceServer.js"
+
+/** Who the request's access token speaks for (`--http-auth oauth`); undefined otherwise. */
+type Principal = ResourceServer.Principal | undefined
+
+const safeDecode = (text: string): string => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
 import * as Dispatch from "../gateway/Dispatch.js"
 import * as Stateless from "../gateway/Stateless.js"
 
@@ -59,6 +85,11 @@ export interface Options {
   readonly port: number
   /** Required for a host other than loopback: every request must carry it as a bearer token. */
   readonly token?: Redacted.Redacted<string> | undefined
+  /**
+   * `--http-auth oauth`: every request carries an access token the configuration's `httpAuth`
+   * accepts (see auth/ResourceServer); instead of `token`.
+   */
+  readonly oauth?: boolean | undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -108,6 +139,19 @@ export const make = (options: Options, connections?: Listener.Connections) =>
     // The transport's own settings (bounds, hosts, idle time) are read once; what it serves (the
     // backends and profiles) is looked up as configured now, so a reload's backends are reachable.
     const config = yield* gatewayConfig.current
+    const resourceServer =
+      options.oauth === true && config.httpAuth !== undefined
+        ? ResourceServer.make(
+            config.httpAuth,
+            Object.values(config.profiles).flatMap((p) => p.scopes ?? [])
+          )
+        : undefined
+    /** The scopes a profile's endpoint needs beside the configured ones (as configured now). */
+    const scopesFor = (path: string) =>
+      Effect.map(gatewayConfig.current, ({ profiles }) => {
+        const name = /^\/profiles\/([^/]+)\/mcp$/.exec(path)?.[1]
+        return name === undefined ? [] : (profiles[safeDecode(name)]?.scopes ?? [])
+      })
     const server = yield* HttpServer.HttpServer
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
     const guards = makeGuards(options, () => port, config)
@@ -144,7 +188,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         )
       })
 
-    const openSession = (target: Target) =>
+    const openSession = (target: Target, principal: Principal) =>
       Effect.gen(function* () {
         const scope = yield* Scope.make()
         let entry: HttpSession | undefined
@@ -152,6 +196,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
           id: `${config.sessionIdPrefix}${randomUUID()}`,
           transport: "http",
           target,
+          subject: principal?.subject,
           send: (message) => {
             const stream = entry?.stream
             // With no GET stream open, a message that belongs to no request has nowhere to go.
@@ -203,13 +248,14 @@ export const make = (options: Options, connections?: Listener.Connections) =>
     )
 
     /** The session a request names, or the response that refuses it. */
-    const findSession = (request: HttpServerRequest.HttpServerRequest, target: Target) => {
+    const findSession = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {
       const id = request.headers[SESSION_HEADER]
       if (id === undefined || id === "") {
         return { refused: reject(400, "Bad Request: Mcp-Session-Id header is required (send initialize first)") } as const
       }
       const entry = sessions.get(id)
-      if (entry === undefined || !sameTarget(entry.session.target, target)) {
+      // A session is its subject's: another's token does not reach it (nor learns it exists).
+      if (entry === undefined || !sameTarget(entry.session.target, target) || entry.session.subject !== principal?.subject) {
         return { refused: reject(404, "Session not found: it expired or was closed; send initialize again") } as const
       }
       const version = request.headers[VERSION_HEADER]
@@ -240,7 +286,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         alwaysStream
       )
 
-    const post = (request: HttpServerRequest.HttpServerRequest, target: Target) =>
+    const post = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
       Effect.gen(function* () {
         const contentType = request.headers["content-type"] ?? ""
         if (!/^application\/json\s*(;|$)/i.test(contentType)) {
@@ -282,7 +328,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
               ErrorCode.InternalError
             )
           }
-          const entry = yield* openSession(target)
+          const entry = yield* openSession(target, principal)
           sessions.set(entry.session.id, entry)
           // Always JSON: the session exists only if initialize succeeded, known once it replied.
           const response = yield* exchange(entry, value, false, {}).pipe(
@@ -331,7 +377,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
             Stateless.statusOf
           )
         }
-        const found = findSession(request, target)
+        const found = findSession(request, target, principal)
         if (found.refused) return found.refused
         const expectsReply =
           items.length === 0 ||
@@ -346,12 +392,12 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         return yield* exchange(found.entry, value, sse, {}, prefersSse)
       })
 
-    const get = (request: HttpServerRequest.HttpServerRequest, target: Target) =>
+    const get = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
       Effect.gen(function* () {
         if (!accepts(request.headers["accept"], "text/event-stream") || request.headers["accept"] === undefined) {
           return reject(406, "Not Acceptable: Accept must include text/event-stream")
         }
-        const found = findSession(request, target)
+        const found = findSession(request, target, principal)
         if (found.refused) return found.refused
         const entry = found.entry
         if (entry.stream !== undefined) return reject(409, "Conflict: this session already has a GET stream open")
@@ -373,9 +419,9 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
       })
 
-    const del = (request: HttpServerRequest.HttpServerRequest, target: Target) =>
+    const del = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
       Effect.gen(function* () {
-        const found = findSession(request, target)
+        const found = findSession(request, target, principal)
         if (found.refused) return found.refused
         yield* closeSession(found.entry, "ended by the client (DELETE)")
         return HttpServerResponse.empty({ status: 204 })
@@ -394,12 +440,12 @@ export const make = (options: Options, connections?: Listener.Connections) =>
       })
     })
 
-    const route = (request: HttpServerRequest.HttpServerRequest, path: string) => {
+    const route = (request: HttpServerRequest.HttpServerRequest, path: string, principal: Principal) => {
       if (path === "/healthz" && (request.method === "GET" || request.method === "HEAD")) {
         return Effect.succeed(json(200, { status: "ok", sessions: sessions.size }))
       }
       if (path === "/readyz" && (request.method === "GET" || request.method === "HEAD")) return readiness
-      if (path === "/mcp") return serveOn(request, { _tag: "Aggregate" })
+      if (path === "/mcp") return serveOn(request, { _tag: "Aggregate" }, principal)
       const match = /^\/(servers|profiles)\/([^/]+)\/mcp$/.exec(path)
       if (match === null) {
         return Effect.succeed(reject(404, "Not Found: MCP is served at /mcp, /servers/<id>/mcp and /profiles/<name>/mcp"))
@@ -414,10 +460,10 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         if (backends.configOf(name) === undefined) {
           return Effect.succeed(reject(404, `Not Found: no backend '${name.slice(0, 64)}' is configured`))
         }
-        return serveOn(request, { _tag: "Backend", backendId: name })
+        return serveOn(request, { _tag: "Backend", backendId: name }, principal)
       }
       return Effect.flatMap(gatewayConfig.current, ({ profiles }) => {
-        if (Object.hasOwn(profiles, name)) return serveOn(request, { _tag: "Aggregate", profile: name })
+        if (Object.hasOwn(profiles, name)) return serveOn(request, { _tag: "Aggregate", profile: name }, principal)
         const known = Object.keys(profiles)
         return Effect.succeed(
           reject(
@@ -428,14 +474,14 @@ export const make = (options: Options, connections?: Listener.Connections) =>
       })
     }
 
-    const serveOn = (request: HttpServerRequest.HttpServerRequest, target: Target) => {
+    const serveOn = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {
       switch (request.method) {
         case "POST":
-          return post(request, target)
+          return post(request, target, principal)
         case "GET":
-          return get(request, target)
+          return get(request, target, principal)
         case "DELETE":
-          return del(request, target)
+          return del(request, target, principal)
         default:
           return Effect.succeed(reject(405, "Method Not Allowed", { allow: "GET, POST, DELETE" }))
       }
@@ -443,8 +489,31 @@ export const make = (options: Options, connections?: Listener.Connections) =>
 
     const app = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      const queryAt = request.url.indexOf("?")
+      const path = queryAt < 0 ? request.url : request.url.slice(0, queryAt)
+      // Where to get a token is public: a client reads it before it has one (any origin may: it
+      // holds nothing but URLs and scope names).
+      if (
+        resourceServer !== undefined &&
+        (path === ResourceServer.METADATA_PATH || path.startsWith(`${ResourceServer.METADATA_PATH}/`))
+      ) {
+        return request.method === "GET" || request.method === "HEAD"
+          ? json(200, resourceServer.metadata, { "access-control-allow-origin": "*", "cache-control": "max-age=3600" })
+          : reject(405, "Method Not Allowed", { allow: "GET" })
+      }
       if (options.token !== undefined && !tokenMatches(request.headers["authorization"], options.token)) {
         return reject(401, "Unauthorized: a bearer token is required", { "www-authenticate": 'Bearer realm="mcp-agentify"' })
+      }
+      let principal: Principal = undefined
+      if (resourceServer !== undefined) {
+        const checked = yield* Effect.either(resourceServer.verify(request.headers["authorization"], yield* scopesFor(path)))
+        if (Either.isLeft(checked)) {
+          const refused = checked.left
+          return reject(refused.status, `${refused.status === 401 ? "Unauthorized" : "Forbidden"}: ${refused.description}`, {
+            "www-authenticate": ResourceServer.challenge(refused, config.httpAuth!.audience)
+          })
+        }
+        principal = checked.right
       }
       if (!guards.hostAllowed(request.headers["host"])) {
         return reject(403, "Forbidden: the Host header does not name this server (add it to allowedHosts)")
@@ -452,9 +521,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
       if (!guards.originAllowed(request.headers["origin"])) {
         return reject(403, "Forbidden: Origin not allowed (add it to allowedOrigins)")
       }
-      const queryAt = request.url.indexOf("?")
-      const path = queryAt < 0 ? request.url : request.url.slice(0, queryAt)
-      return yield* route(request, path)
+      return yield* route(request, path, principal)
     }).pipe(
       Effect.catchAllCause((cause) =>
         Effect.zipRight(
@@ -474,6 +541,9 @@ export const make = (options: Options, connections?: Listener.Connections) =>
       host: options.host,
       port,
       token: options.token === undefined ? "none" : "required",
+      ...(resourceServer === undefined
+        ? {}
+        : { oauth: `access tokens of ${config.httpAuth!.issuer} for ${config.httpAuth!.audience}` }),
       backends: `/servers/<id>/mcp for ${config.backends.map((b) => b.id).join(", ")}`,
       profiles:
         Object.keys(config.profiles).length === 0 ? "none" : `/profiles/<name>/mcp for ${Object.keys(config.profiles).join(", ")}`
