@@ -110,6 +110,12 @@ export interface ResourceServer {
   ) => Effect.Effect<Principal, TokenRefused>
 }
 
+/**
+ * A token naming a key the cached set lacks fetches the set again (a rotation), at most once per
+ * this long: tokens with made-up `kid`s cannot make the gateway hammer the issuer.
+ */
+const JWKS_COOLDOWN_MS = 5_000
+
 /** How long a token's times may be off (clocks of the issuer and the gateway differ a little). */
 const CLOCK_TOLERANCE_S = 30
 
@@ -119,7 +125,9 @@ export const make = (settings: HttpAuth, scopesSupported: ReadonlyArray<string> 
   let keys: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined
   const keySet = () => {
     if (keys === undefined) {
-      keys = discoverJwks(settings.issuer).then((uri) => createRemoteJWKSet(uri, { timeoutDuration: DISCOVERY_TIMEOUT_MS }))
+      keys = discoverJwks(settings.issuer).then((uri) =>
+        createRemoteJWKSet(uri, { timeoutDuration: DISCOVERY_TIMEOUT_MS, cooldownDuration: JWKS_COOLDOWN_MS })
+      )
       keys.catch(() => (keys = undefined))
     }
     return keys

@@ -14,8 +14,10 @@ export interface AuthServer {
   readonly issuer: string
   /** A client-credentials access token for `resource` with `scope`, as the provider issues it. */
   readonly clientCredentials: (options: { readonly resource: string; readonly scope: string }) => Promise<string>
-  /** A token signed with the provider's own key (or a stranger's), with exactly these claims. */
+  /** A token signed with the provider's newest key (or a stranger's), with exactly these claims. */
   readonly sign: (claims: JWTPayload, options?: { readonly stranger?: boolean }) => Promise<string>
+  /** Rotates its signing key: a new key (a new `kid`) signs from now on; its JWKS lists both. */
+  readonly rotate: () => Promise<void>
   readonly close: () => Promise<void>
 }
 
@@ -30,12 +32,16 @@ export const startAuthServer = async (options: {
   const server = http.createServer()
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  const key = await generateKeyPair("RS256", { extractable: true })
   const stranger = await generateKeyPair("RS256", { extractable: true })
-  const jwk = { ...(await exportJWK(key.privateKey)), kid: "test-key-1", alg: "RS256", use: "sig" }
+  const newKey = async (kid: string) => {
+    const pair = await generateKeyPair("RS256", { extractable: true })
+    return { privateKey: pair.privateKey, jwk: { ...(await exportJWK(pair.privateKey)), kid, alg: "RS256", use: "sig" } }
+  }
+  /** Newest first: the provider signs with the first. */
+  const keys = [await newKey("test-key-1")]
   const scope = options.scopes.join(" ")
-  const provider = new Provider(issuer, {
-    jwks: { keys: [jwk] },
+  const configuration = () => ({
+    jwks: { keys: keys.map((k) => k.jwk) },
     clients: [
       {
         client_id: M2M_CLIENT.id,
@@ -63,7 +69,7 @@ export const startAuthServer = async (options: {
     },
     ttl: { ClientCredentials: options.accessTokenTtlS ?? 300 }
   })
-  server.on("request", provider.callback())
+  server.on("request", new Provider(issuer, configuration()).callback())
   return {
     issuer,
     clientCredentials: async ({ resource, scope: wanted }) => {
@@ -81,8 +87,14 @@ export const startAuthServer = async (options: {
     },
     sign: (claims, signOptions = {}) =>
       new SignJWT(claims)
-        .setProtectedHeader({ alg: "RS256", kid: signOptions.stranger === true ? "stranger" : jwk.kid, typ: "at+jwt" })
-        .sign(signOptions.stranger === true ? stranger.privateKey : key.privateKey),
+        .setProtectedHeader({ alg: "RS256", kid: signOptions.stranger === true ? "stranger" : keys[0]!.jwk.kid, typ: "at+jwt" })
+        .sign(signOptions.stranger === true ? stranger.privateKey : keys[0]!.privateKey),
+    rotate: async () => {
+      keys.unshift(await newKey(`test-key-${keys.length + 1}`))
+      // The same issuer at the same address, now with both keys (its state, tokens and clients, starts afresh).
+      server.removeAllListeners("request")
+      server.on("request", new Provider(issuer, configuration()).callback())
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

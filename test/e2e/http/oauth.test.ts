@@ -147,6 +147,16 @@ describe("--http-auth oauth", () => {
     expect((await initialize("/profiles/admin/mcp", both)).status).toBe(200)
   })
 
+  it("follows a rotation of the issuer's keys: a token signed by the new key is accepted", async () => {
+    const claims = () => ({ iss: auth.issuer, aud: resource, sub: "carol", scope: "mcp:tools", iat: now(), exp: now() + 300 })
+    expect((await initialize("/mcp", await auth.sign(claims()))).status).toBe(200)
+    await auth.rotate()
+    const rotated = await auth.sign(claims())
+    // The keys were fetched moments ago: a new one is looked for again after the 5 s cooldown.
+    await until("the new key to be accepted", async () => (await initialize("/mcp", rotated)).status === 200, 15_000, 500)
+    expect((await initialize("/mcp", await auth.sign(claims(), { stranger: true }))).status).toBe(401)
+  }, 30_000)
+
   it("keeps a session to its subject: another subject's valid token does not reach it", async () => {
     const claims = { iss: auth.issuer, aud: resource, scope: "mcp:tools", iat: now(), exp: now() + 300 }
     const alice = await auth.sign({ ...claims, sub: "alice" })
