@@ -28,6 +28,8 @@ import {
 } from "effect"
 import * as Backend from "./Backend.js"
 import * as Heartbeat from "./Heartbeat.js"
+import { needsAuthOf } from "./Channel.js"
+import * as Store from "../auth/Store.js"
 import { type Applied, runsTheSame } from "./Diff.js"
 import {
   type BackendConfig,
@@ -247,7 +249,9 @@ const notReady = (entry: Entry, method: string): BackendError => {
         ? `restarting${entry.lastError === undefined ? "" : ` after: ${entry.lastError}`}`
         : entry.state === "failed"
           ? `not running: ${entry.lastError ?? "failed"}`
-          : "stopped"
+          : entry.state === "needs auth"
+            ? (entry.lastError ?? `needs auth; run \`mcp-agentify auth ${entry.config.id}\``)
+            : "stopped"
   return new BackendError({ backendId: entry.config.id, reason: "not_ready", method, summary: why })
 }
 
@@ -396,6 +400,16 @@ export const make = (options: ManagerOptions = {}) =>
           let lastError: string
           if (outcome._tag === "Left") {
             lastError = outcome.left.summary
+            // A person must sign in first: said once, then it waits for the token, not the backoff.
+            if (needsAuthOf(outcome.left.detail)) {
+              yield* Effect.logWarning(`backend ${lastError}`)
+              yield* setState(entry, "needs auth", lastError)
+              yield* Deferred.succeed(entry.settled, undefined)
+              yield* Store.written(Store.directory(), config.id)
+              yield* Effect.logInfo("a token was stored: starting again")
+              yield* setState(entry, "starting")
+              continue
+            }
             // A server that died of server/discover is of the session era: its restart does not ask again.
             if (outcome.left.method === "server/discover" && config.url === undefined) entry.era = "session"
             if (Backend.isPermanentFailure(outcome.left)) {

@@ -70,3 +70,7 @@ export const httpStatusOf = (error: unknown): number | undefined => {
   const status = (error as { data?: { httpStatus?: unknown } } | undefined)?.data?.httpStatus
   return typeof status === "number" ? status : undefined
 }
+
+/** Whether an error reply says a person must sign in first (see remote/RemoteChannel `NEEDS_AUTH`). */
+export const needsAuthOf = (error: unknown): boolean =>
+  (error as { data?: { needsAuth?: unknown } } | undefined)?.data?.needsAuth === true

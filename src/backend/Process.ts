@@ -6,7 +6,7 @@ import { Deferred, Effect, Queue } from "effect"
 import { spawn, type ChildProcess } from "node:child_process"
 import { statSync } from "node:fs"
 import type { BackendConfig } from "../config/Config.js"
-import { backendEnv, transportOf } from "../config/Config.js"
+import { backendEnv, oauthOf, transportOf } from "../config/Config.js"
 import { BackendError } from "../protocol/Errors.js"
 import { type EventsService } from "../observability/Events.js"
 import * as Reaper from "./Reaper.js"
@@ -110,20 +110,30 @@ export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, even
     )
   })
 
-/** The remote transports (and `ws`) load with the first remote backend: a run without one never reads them. */
-const loadRemote = Effect.promise(() => import("./remote/Remote.js"))
+/**
+ * The remote transports (with `ws`) and the OAuth client (with `openid-client`) load with the first
+ * remote backend: a run without one never reads them.
+ */
+const loadRemote = Effect.promise(() => Promise.all([import("./remote/Remote.js"), import("../auth/Client.js")]))
 
 /** Opens a remote backend's channel (see remote/): its failure is retried with backoff like a crash. */
 export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events) =>
-  Effect.flatMap(loadRemote, (Remote) => {
+  Effect.flatMap(loadRemote, ([Remote, OAuth]) => {
     let channel: Remote.RemoteChannel | undefined
+    // OAuth for a backend configured for it, or one with no Authorization header of its own (its
+    // 401 may name an authorization server; a token stored for it by `auth` is used).
+    const ownAuthorization = Object.keys(config.headers ?? {}).some((h) => h.toLowerCase() === "authorization")
+    const settings = oauthOf(config)
+    const tokens =
+      settings !== undefined || !ownAuthorization ? new OAuth.BackendTokens(config.id, config.url!, settings) : undefined
     const connection = new Connection(config.id, maxFrameBytes, logs, inbound, events, (receiver) => {
       channel = Remote.open(
         {
           url: config.url!,
           transport: transportOf(config) as Remote.Transport,
           headers: config.headers ?? {},
-          maxFrameBytes
+          maxFrameBytes,
+          tokens
         },
         receiver
       )

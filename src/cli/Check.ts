@@ -30,6 +30,7 @@ interface Row {
 export const fixFor = (status: BackendStatus, startupTimeoutMs: number): string => {
   const why = status.lastError ?? ""
   if (!status.enabled) return "it is disabled in the configuration (enabled: false / disabled: true)"
+  if (status.state === "needs auth") return `sign in: mcp-agentify auth ${status.id} (the gateway picks the token up by itself)`
   if (status.state === "starting")
     return `it was still starting after ${startupTimeoutMs} ms: raise startupTimeoutMs, or check that it speaks MCP on stdout`
   if (/command not found/.test(why)) return "install the command or give its absolute path in `command`"

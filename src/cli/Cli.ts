@@ -22,6 +22,7 @@ import * as Load from "../config/Load.js"
 import { closest } from "../config/Suggest.js"
 import * as Telemetry from "../observability/Telemetry.js"
 import type * as Terminal from "./Terminal.js"
+import type * as Auth from "./Auth.js"
 import * as Debug from "../debug/Debug.js"
 import type * as DebugServer from "../debug/DebugServer.js"
 import { onStopSignal } from "./Signals.js"
@@ -33,6 +34,7 @@ export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [-
                     [--http-token TOKEN] [--http-auth oauth] [--debug-port [HOST:]PORT] [--profile NAME]
        mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--profile NAME]
        mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR]   (same options as check)
+       mcp-agentify auth BACKEND_ID [--no-browser]   sign in to a remote backend that requires OAuth
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
 HTTP with --http. "check" starts every configured backend, prints what each offers and every
@@ -60,6 +62,7 @@ Options:
   --debug-port [HOST:]PORT
                       serve the debug UI and its API at http://HOST:PORT/ (env DEBUG_PORT; HOST defaults to
                       127.0.0.1; another host needs AGENTIFY_DEBUG_TOKEN, sent as a bearer token or ?token=)
+  --no-browser        auth: print the sign-in URL without opening a browser
   --help              print this and exit
   --version           print the version and exit
 
@@ -93,10 +96,11 @@ export interface Settings {
 export type Parsed =
   | { readonly _tag: "Run"; readonly settings: Settings }
   | { readonly _tag: "Check"; readonly settings: Settings }
+  | { readonly _tag: "Auth"; readonly backendId: string; readonly browser: boolean; readonly settings: Settings }
   | { readonly _tag: "Terminal"; readonly command: Terminal.Command; readonly settings: Settings }
   | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
 
-const COMMANDS = ["check", "tools", "call", "ask"] as const
+const COMMANDS = ["check", "tools", "call", "ask", "auth"] as const
 const OPTIONS = [
   "config",
   "servers-dir",
@@ -106,6 +110,7 @@ const OPTIONS = [
   "http-auth",
   "debug-port",
   "profile",
+  "no-browser",
   "cwd",
   "help",
   "version"
@@ -139,6 +144,7 @@ export const parse = (
         "http-auth": { type: "string" },
         "debug-port": { type: "string" },
         profile: { type: "string" },
+        "no-browser": { type: "boolean" },
         cwd: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" }
@@ -281,6 +287,14 @@ export const parse = (
     profile
   }
   if (command !== undefined) return { _tag: "Terminal", command, settings }
+  if (subcommand === "auth") {
+    const backendId = positionals[1]
+    if (backendId === undefined || positionals.length > 2) {
+      throw new UsageError("auth needs one backend id: mcp-agentify auth BACKEND_ID")
+    }
+    return { _tag: "Auth", backendId, browser: values["no-browser"] !== true, settings }
+  }
+  if (values["no-browser"] !== undefined) throw new UsageError(`--no-browser is only used with auth; ${SEE_HELP}`)
   return { _tag: checking ? "Check" : "Run", settings }
 }
 
@@ -298,6 +312,8 @@ const terminalCommand = (
     case undefined:
     case "check":
       extra(0)
+      return undefined
+    case "auth":
       return undefined
     case "tools":
       extra(0)
@@ -452,6 +468,15 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
       (terminal) => terminal.run(command, settings.sources, print, options.llm)
     )
     run(Effect.flatMap(done, (code) => Effect.sync(() => (process.exitCode = code))))
+    return
+  }
+  if (parsed._tag === "Auth") {
+    const { backendId, browser, settings } = parsed
+    const signedIn = Effect.flatMap(
+      Effect.promise(() => import("./Auth.js") as Promise<typeof Auth>),
+      (auth) => auth.run(backendId, settings.sources, (text) => process.stdout.write(text), browser) // stdout-ok: auth's instructions, no client attached
+    )
+    run(Effect.flatMap(signedIn, (code) => Effect.sync(() => (process.exitCode = code))))
     return
   }
   if (parsed._tag === "Check") {

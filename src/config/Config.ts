@@ -44,7 +44,9 @@ export {
   type Exposure,
   namespaceOf,
   Profile,
-  HttpAuth
+  HttpAuth,
+  OAuthSettings,
+  oauthOf
 } from "./Schema.js"
 export { BACKEND_KEYS, OPTION_KEYS, decodeOptions, formatIssues, idsOf, type NormalizedOptions } from "./Decode.js"
 export {

@@ -306,6 +306,7 @@ const fromMcpServers = (
         protocolVersion: s.protocolVersion,
         maxInstances: s.maxInstances,
         requiresStatefulConnection: s.requiresStatefulConnection,
+        auth: s.auth,
         ...Object.fromEntries(EXPOSURE_KEYS.map((key) => [key, s[key]])),
         enabled: s.enabled ?? s.disabled !== true
       })

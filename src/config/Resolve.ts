@@ -17,6 +17,7 @@ import {
   type Profile,
   LogLevelName,
   MAX_FRAME_LIMIT,
+  oauthOf,
   Routing,
   remoteUrlProblem,
   transportOf
@@ -384,6 +385,7 @@ const registerSecrets = (config: ResolvedConfig) => {
       else Secrets.register(value)
     }
     for (const value of Secrets.secretArgs(backend.args)) Secrets.register(value)
+    Secrets.register(oauthOf(backend)?.clientSecret ?? "")
   }
 }
 
@@ -398,6 +400,7 @@ export const describeBackend = (backend: BackendConfig) => ({
         headerNames: Object.keys(backend.headers ?? {})
       }),
   args: Secrets.maskArgs(backend.args),
+  ...(backend.auth === undefined ? {} : { auth: oauthOf(backend)?.grant ?? "authorization_code" }),
   envKeys: Object.keys(backend.env),
   ...(backend.cwd === undefined ? {} : { cwd: backend.cwd }),
   enabled: backend.enabled

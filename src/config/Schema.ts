@@ -178,6 +178,31 @@ const exposureFields = {
 /** A backend's exposure settings (the `EXPOSURE_KEYS`). */
 export type Exposure = Partial<Schema.Struct.Type<typeof exposureFields>>
 
+/**
+ * A remote backend's OAuth (see auth/Client): the client identity when it is not registered
+ * dynamically, the scopes to ask for, and the grant: "authorization_code" (a person signs in once,
+ * `mcp-agentify auth <id>`) or "client_credentials" (machine to machine, no one signs in).
+ */
+export const OAuthSettings = Schema.Struct({
+  type: Schema.Literal("oauth"),
+  clientId: Schema.optional(NonEmptyString),
+  clientSecret: Schema.optional(SecretString),
+  scopes: Schema.optional(Schema.Array(NonEmptyString)),
+  grant: Schema.optional(Schema.Literal("authorization_code", "client_credentials")),
+  /** An https URL of the gateway's Client ID Metadata Document, for servers that accept one as client_id. */
+  clientMetadataUrl: Schema.optional(NonEmptyString)
+})
+export type OAuthSettings = typeof OAuthSettings.Type
+
+/** `auth`: "oauth", or the settings above. */
+const Auth = Schema.Union(Schema.Literal("oauth"), OAuthSettings).annotations({
+  message: () => ({ message: 'must be "oauth" or {"type": "oauth", clientId?, clientSecret?, scopes?, grant?}', override: true })
+})
+
+/** A backend's OAuth settings, if it uses OAuth ("oauth" means all defaults). */
+export const oauthOf = (backend: { readonly auth?: typeof Auth.Type | undefined }): OAuthSettings | undefined =>
+  backend.auth === undefined ? undefined : backend.auth === "oauth" ? { type: "oauth" } : backend.auth
+
 /** The most processes one backend may run (`maxInstances`). */
 export const MAX_INSTANCES = 16
 
@@ -192,6 +217,8 @@ export const BackendFields = Schema.Struct({
   url: Schema.optional(RemoteUrl),
   /** Sent to a remote server with every request (credentials: secrets, never logged). */
   headers: Schema.optional(SecretEnv),
+  /** A remote server that requires OAuth: the gateway signs in as its client (see `oauthOf`). */
+  auth: Schema.optional(Auth),
   args: Schema.optionalWith(Schema.Array(SecretString), { default: () => [] }),
   env: Schema.optionalWith(SecretEnv, { default: () => ({}) }),
   /** Gateway settings a backend may inherit all the same (e.g. OPENAI_API_KEY); see `backendEnv`. */
@@ -278,6 +305,8 @@ export const BackendConfig = BackendFields.pipe(
       }
     }
     if (transport === "stdio") {
+      if (backend.auth !== undefined)
+        return { path: ["auth"], message: "is for remote servers (a url): a process is not signed in to" }
       if (backend.command === undefined) return { path: ["command"], message: "is required (or give a url for a remote server)" }
       if (backend.url !== undefined) return { path: ["url"], message: "is for remote servers: give a type other than stdio" }
       return true
@@ -365,6 +394,7 @@ export const McpServerEntry = Schema.Struct({
     "protocolVersion",
     "maxInstances",
     "requiresStatefulConnection",
+    "auth",
     ...EXPOSURE_KEYS
   ).fields,
   args: Schema.optional(Schema.Array(SecretString)),

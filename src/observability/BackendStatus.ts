@@ -3,7 +3,8 @@
  * hub). Apart from the service that keeps it, so that observers can name it without importing the
  * service.
  */
-export type BackendState = "starting" | "ready" | "failed" | "restarting" | "stopped"
+/** "needs auth": a remote server that requires OAuth, with no usable token until someone signs in. */
+export type BackendState = "starting" | "ready" | "failed" | "restarting" | "stopped" | "needs auth"
 
 export interface BackendStatus {
   readonly id: string

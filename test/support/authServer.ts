@@ -1,6 +1,7 @@
 /**
  * A real OAuth 2.1 / OpenID authorization server on 127.0.0.1 for the tests: `oidc-provider` (a
- * certified OpenID provider) with client credentials, dynamic registration and resource
+ * certified OpenID provider) with its development login and consent pages, the authorization code
+ * flow with PKCE, refresh tokens, client credentials, dynamic registration, revocation and resource
  * indicators, issuing JWT access tokens for a resource. The tests also sign tokens of their own
  * with its key (expired, another audience) and with a stranger's key.
  */
@@ -18,6 +19,8 @@ export interface AuthServer {
   readonly sign: (claims: JWTPayload, options?: { readonly stranger?: boolean }) => Promise<string>
   /** Rotates its signing key: a new key (a new `kid`) signs from now on; its JWKS lists both. */
   readonly rotate: () => Promise<void>
+  /** Revokes a refresh token of a public client (RFC 7009), as an administrator or the user would. */
+  readonly revoke: (token: string, clientId: string) => Promise<void>
   readonly close: () => Promise<void>
 }
 
@@ -56,6 +59,7 @@ export const startAuthServer = async (options: {
     features: {
       devInteractions: { enabled: true },
       clientCredentials: { enabled: true },
+      revocation: { enabled: true },
       registration: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -89,6 +93,14 @@ export const startAuthServer = async (options: {
       new SignJWT(claims)
         .setProtectedHeader({ alg: "RS256", kid: signOptions.stranger === true ? "stranger" : keys[0]!.jwk.kid, typ: "at+jwt" })
         .sign(signOptions.stranger === true ? stranger.privateKey : keys[0]!.privateKey),
+    revoke: async (token, clientId) => {
+      const response = await fetch(`${issuer}/token/revocation`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ token, token_type_hint: "refresh_token", client_id: clientId })
+      })
+      if (!response.ok) throw new Error(`revocation: HTTP ${response.status} ${await response.text()}`)
+    },
     rotate: async () => {
       keys.unshift(await newKey(`test-key-${keys.length + 1}`))
       // The same issuer at the same address, now with both keys (its state, tokens and clients, starts afresh).

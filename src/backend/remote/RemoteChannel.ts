@@ -18,7 +18,20 @@ export interface Options {
   readonly headers: Readonly<Record<string, string>>
   /** The largest message accepted: an SSE event, a JSON body or a WebSocket message. */
   readonly maxFrameBytes: number
+  /** OAuth access tokens for this server (see auth/Client), when it may need them. */
+  readonly tokens?: Authorizer | undefined
 }
+
+/** Where a remote channel gets its `Authorization` header, and a new one after a 401. */
+export interface Authorizer {
+  /** The header for the next request; undefined: send none (nothing stored, none required). */
+  readonly header: () => Promise<string | undefined>
+  /** The server answered 401 with this challenge: a new header, or a rejection (a `NeedsAuth`). */
+  readonly rejected: (challenge: string | null) => Promise<string | undefined>
+}
+
+/** The marker in an error reply's data that a person must sign in (the backend is then "needs auth"). */
+export const NEEDS_AUTH = "needsAuth"
 
 /** How long connecting (the SSE stream's `endpoint` event, the WebSocket handshake) may take. */
 export const CONNECT_TIMEOUT_MS = 30_000
@@ -116,8 +129,12 @@ export abstract class RemoteChannel implements Channel {
   protected observe(_message: unknown): void {}
 
   /** An error reply for a request the transport failed; `data.httpStatus` tells it from the server's own (see Channel.httpStatusOf). */
-  protected replyError(id: string | number, message: string, httpStatus?: number) {
-    const error = { code: -32603, message, ...(httpStatus === undefined ? {} : { data: { httpStatus } }) }
+  protected replyError(id: string | number, message: string, httpStatus?: number, needsAuth = false) {
+    const error = {
+      code: -32603,
+      message,
+      ...(httpStatus === undefined ? {} : { data: { httpStatus, ...(needsAuth ? { [NEEDS_AUTH]: true } : {}) } })
+    }
     this.incoming(JSON.stringify({ jsonrpc: "2.0", id, error }))
   }
 

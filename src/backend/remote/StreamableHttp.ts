@@ -7,6 +7,7 @@
  */
 import { Effect, Fiber, Schedule } from "effect"
 import * as Mcp from "../../protocol/Mcp.js"
+import * as Secrets from "../../observability/Secrets.js"
 import { readEvents } from "./EventStream.js"
 import * as Fetch from "./Fetch.js"
 import { type Outgoing, RemoteChannel } from "./RemoteChannel.js"
@@ -68,9 +69,34 @@ export class StreamableHttpChannel extends RemoteChannel {
     super.abort()
   }
 
-  private headers(extra: Record<string, string>): Record<string, string> {
-    return { ...this.options.headers, ...extra }
+  private headers(extra: Record<string, string>, authorization?: string): Record<string, string> {
+    return { ...this.options.headers, ...extra, ...(authorization === undefined ? {} : { authorization }) }
   }
+
+  /** The OAuth header for the next request, if this server takes one (a refresh happens here). */
+  private authorization(renew?: { readonly challenge: string | null }) {
+    const tokens = this.options.tokens
+    if (tokens === undefined) return Effect.succeed(undefined)
+    return Effect.tryPromise({
+      try: () => (renew === undefined ? tokens.header() : tokens.rejected(renew.challenge)),
+      catch: (error) => error as Error
+    })
+  }
+
+  /**
+   * A person must sign in: the request fails saying so, and the connection is given up, so the
+   * backend is started again, finds no token, and shows "needs auth" until someone signs in.
+   */
+  private needsAuth(id: string | number | undefined, error: Error) {
+    const message = Secrets.scrub(error.message)
+    if (id !== undefined) this.replyError(id, message, 401, true)
+    // Once it was working, the backend is started again (and finds it needs auth); before, the
+    // error reply is enough: the handshake fails with it.
+    if (!this.closed && this.answered) this.lose(message)
+  }
+
+  /** The server has answered a request: the connection was up (see `needsAuth`). */
+  private answered = false
 
   protected send(message: Outgoing, body: string) {
     const isRequest = message.id !== undefined && message.method !== undefined
@@ -108,7 +134,22 @@ export class StreamableHttpChannel extends RemoteChannel {
   /** One message; what the server answers is handed on as it arrives. */
   private post(message: Outgoing, body: string, extra: Record<string, string>, isRequest: boolean) {
     return Effect.gen(this, function* () {
-      const response = yield* Fetch.request(this.url, { method: "POST", headers: this.headers(extra), body })
+      const authorized = yield* Effect.either(this.authorization())
+      if (authorized._tag === "Left") return this.needsAuth(message.id, authorized.left)
+      let response = yield* Fetch.request(this.url, { method: "POST", headers: this.headers(extra, authorized.right), body })
+      // 401: the token expired early or was revoked, or the server wants one it was never given.
+      if (response.status === 401 && this.options.tokens !== undefined) {
+        const renewed = yield* Effect.either(this.authorization({ challenge: response.headers.get("www-authenticate") }))
+        if (renewed._tag === "Left") {
+          yield* Fetch.discard(response)
+          return this.needsAuth(message.id, renewed.left)
+        }
+        if (renewed.right !== undefined) {
+          yield* Fetch.discard(response)
+          response = yield* Fetch.request(this.url, { method: "POST", headers: this.headers(extra, renewed.right), body })
+        }
+      }
+      if (response.ok) this.answered = true
       if (message.method === "initialize" && response.ok) {
         const session = response.headers.get("mcp-session-id")
         if (session !== null && /^[\x21-\x7e]{1,1024}$/.test(session)) this.sessionId = session
@@ -186,7 +227,8 @@ export class StreamableHttpChannel extends RemoteChannel {
       const opened = Date.now()
       const headers: Record<string, string> = { accept: "text/event-stream", "mcp-session-id": this.sessionId! }
       if (this.protocolVersion !== undefined) headers["mcp-protocol-version"] = this.protocolVersion
-      const response = yield* Fetch.request(this.url, { method: "GET", headers: this.headers(headers) })
+      const authorization = yield* Effect.orElseSucceed(this.authorization(), () => undefined)
+      const response = yield* Fetch.request(this.url, { method: "GET", headers: this.headers(headers, authorization) })
       if (response.status === 405) return "done" as const // The server offers no such stream.
       if (!response.ok || response.body === null) {
         yield* Fetch.discard(response)

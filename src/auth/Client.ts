@@ -1,0 +1,248 @@
+/**
+ * The gateway as an OAuth client of a remote backend, as the MCP authorization specification
+ * describes it: the backend's protected-resource metadata (RFC 9728, from its 401's
+ * `WWW-Authenticate` or the well-known URL) names its authorization server; the server's metadata
+ * (RFC 8414, else OpenID discovery) says how to ask. Tokens are always asked for the backend's URL
+ * as `resource` (RFC 8707), refreshed a minute before they expire and after a 401, and kept in the
+ * token store (see Store).
+ *
+ * `openid-client` does the protocol (discovery, registration, PKCE, the `state` and issuer checks,
+ * the grants); written here is what MCP adds: the resource metadata, which client identity to use
+ * (a configured one, a Client ID Metadata Document, dynamic registration), and when to ask.
+ */
+import * as oauth from "openid-client"
+import type { OAuthSettings } from "../config/Config.js"
+import * as Secrets from "../observability/Secrets.js"
+import * as Store from "./Store.js"
+
+/** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
+export class NeedsAuth extends Error {
+  constructor(
+    readonly backendId: string,
+    readonly reason: string
+  ) {
+    super(`needs auth: ${reason}; run \`mcp-agentify auth ${backendId}\``)
+  }
+}
+
+/**
+ * Refresh this long before the access token expires, so no call carries one about to lapse: a
+ * minute, or a tenth of a short-lived token's life (a 5-minute token is not renewed every call).
+ */
+const REFRESH_MARGIN_MS = 60_000
+const marginOf = (tokens: Store.StoredTokens): number =>
+  tokens.expires_at === undefined || tokens.obtained_at === undefined
+    ? REFRESH_MARGIN_MS
+    : Math.min(REFRESH_MARGIN_MS, (tokens.expires_at - tokens.obtained_at) / 10)
+const TIMEOUT_MS = 10_000
+
+const isLoopbackUrl = (url: URL) => ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)
+
+/** openid-client refuses plain http: allowed for a server on this machine only (tests, local servers). */
+const execute = (url: URL) => (url.protocol === "http:" && isLoopbackUrl(url) ? [oauth.allowInsecureRequests] : [])
+
+/** `resource_metadata="..."` of a `WWW-Authenticate: Bearer` challenge. */
+export const resourceMetadataOf = (challenge: string | null | undefined): string | undefined =>
+  /resource_metadata="([^"]+)"/i.exec(challenge ?? "")?.[1]
+
+/** A URL without its fragment and trailing slash, to compare resources (RFC 8707 canonical form). */
+const canonical = (url: string) => {
+  const u = new URL(url)
+  u.hash = ""
+  return u.href.replace(/\/$/, "")
+}
+
+const getJson = async (url: string): Promise<Record<string, unknown>> => {
+  const response = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS), redirect: "error" })
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`)
+  return (await response.json()) as Record<string, unknown>
+}
+
+export interface ProtectedResource {
+  readonly resource: string
+  readonly issuer: string
+  readonly scopesSupported: ReadonlyArray<string>
+}
+
+/**
+ * Which authorization server protects `resourceUrl`: from the metadata URL its 401 named, else the
+ * well-known URL with the resource's path, else without it. The document must name this resource.
+ */
+export const protectedResource = async (resourceUrl: string, challenge?: string | null): Promise<ProtectedResource> => {
+  const url = new URL(resourceUrl)
+  const path = url.pathname === "/" ? "" : url.pathname.replace(/\/$/, "")
+  const candidates = [
+    resourceMetadataOf(challenge),
+    `${url.origin}/.well-known/oauth-protected-resource${path}`,
+    `${url.origin}/.well-known/oauth-protected-resource`
+  ].filter((c): c is string => c !== undefined)
+  const tried: Array<string> = []
+  for (const candidate of candidates) {
+    try {
+      const metadata = await getJson(candidate)
+      const servers = metadata.authorization_servers
+      if (typeof metadata.resource !== "string" || canonical(metadata.resource) !== canonical(resourceUrl)) {
+        tried.push(`${candidate} describes ${String(metadata.resource)}, not ${resourceUrl}`)
+        continue
+      }
+      if (!Array.isArray(servers) || typeof servers[0] !== "string") {
+        tried.push(`${candidate} names no authorization server`)
+        continue
+      }
+      const scopes = Array.isArray(metadata.scopes_supported)
+        ? metadata.scopes_supported.filter((s): s is string => typeof s === "string")
+        : []
+      return { resource: metadata.resource, issuer: servers[0], scopesSupported: scopes }
+    } catch (error) {
+      tried.push((error as Error).message)
+    }
+  }
+  throw new Error(`no protected-resource metadata for ${Secrets.displayUrl(resourceUrl)} (${tried.join("; ")})`)
+}
+
+/** The authorization server's configuration for a client: RFC 8414 metadata, else OpenID's. */
+export const configuration = async (
+  issuer: string,
+  client: Store.Stored["client"],
+  clientAuth?: oauth.ClientAuth
+): Promise<oauth.Configuration> => {
+  const url = new URL(issuer)
+  const auth = clientAuth ?? (client.client_secret === undefined ? oauth.None() : oauth.ClientSecretBasic(client.client_secret))
+  try {
+    return await oauth.discovery(url, client.client_id, undefined, auth, {
+      algorithm: "oauth2",
+      execute: execute(url),
+      timeout: TIMEOUT_MS / 1000
+    })
+  } catch {
+    return await oauth.discovery(url, client.client_id, undefined, auth, {
+      algorithm: "oidc",
+      execute: execute(url),
+      timeout: TIMEOUT_MS / 1000
+    })
+  }
+}
+
+export const toStored = (response: oauth.TokenEndpointResponse, previous?: Store.StoredTokens): Store.StoredTokens => ({
+  access_token: response.access_token,
+  token_type: response.token_type,
+  // A refresh may not rotate the refresh token: keep the one we had.
+  refresh_token: response.refresh_token ?? previous?.refresh_token,
+  expires_at: typeof response.expires_in === "number" ? Date.now() + response.expires_in * 1000 : undefined,
+  obtained_at: Date.now(),
+  scope: response.scope ?? previous?.scope
+})
+
+/**
+ * A backend's access token, when a request needs one: the stored one while it is good, else
+ * refreshed (or, for `grant: "client_credentials"`, asked for afresh); `NeedsAuth` when only a
+ * person signing in can give one. One refresh at a time, shared by the requests waiting for it.
+ */
+export class BackendTokens {
+  private pending: Promise<string> | undefined
+
+  /**
+   * `settings` undefined: a remote backend without `auth`. It gets a token only if one was stored
+   * for it (someone ran `mcp-agentify auth`), and a 401 naming its resource metadata makes it
+   * "needs auth" rather than failed.
+   */
+  constructor(
+    readonly backendId: string,
+    readonly resourceUrl: string,
+    readonly settings: OAuthSettings | undefined,
+    readonly dir: string = Store.directory()
+  ) {}
+
+  /** `Bearer <token>` for the next request; undefined when it takes none. */
+  header(): Promise<string | undefined> {
+    const stored = this.usable()
+    const tokens = stored?.tokens
+    if (tokens !== undefined && (tokens.expires_at === undefined || tokens.expires_at - marginOf(tokens) > Date.now())) {
+      return Promise.resolve(`Bearer ${tokens.access_token}`)
+    }
+    if (this.settings === undefined && tokens === undefined) return Promise.resolve(undefined)
+    return this.renew(stored, undefined)
+  }
+
+  /** The backend answered 401 with `challenge`: a new header, undefined (not an OAuth refusal), or `NeedsAuth`. */
+  rejected(challenge: string | null): Promise<string | undefined> {
+    const stored = this.usable(true)
+    if (this.settings === undefined && stored?.tokens === undefined) {
+      return resourceMetadataOf(challenge) === undefined
+        ? Promise.resolve(undefined)
+        : Promise.reject(new NeedsAuth(this.backendId, "the server requires OAuth"))
+    }
+    return this.renew(stored, challenge)
+  }
+
+  /** The store's file as last read or written: read once, not on every request (a backend runs for days). */
+  private cached: { readonly stored: Store.Stored | undefined } | undefined
+
+  /**
+   * What is stored, when it is for this backend's URL: tokens for another resource are never sent.
+   * `fresh`: read the file again (after a 401: `mcp-agentify auth` may have written it since).
+   */
+  private usable(fresh = false): Store.Stored | undefined {
+    if (fresh || this.cached === undefined) this.cached = { stored: Store.read(this.dir, this.backendId) }
+    const stored = this.cached.stored
+    return stored !== undefined && canonical(stored.resource) === canonical(this.resourceUrl) ? stored : undefined
+  }
+
+  private save(stored: Store.Stored): void {
+    Store.write(this.dir, this.backendId, stored)
+    this.cached = { stored }
+  }
+
+  private renew(stored: Store.Stored | undefined, challenge: string | null | undefined): Promise<string> {
+    if (this.pending === undefined) {
+      this.pending = this.obtain(stored, challenge).finally(() => (this.pending = undefined))
+    }
+    return this.pending
+  }
+
+  private async obtain(stored: Store.Stored | undefined, challenge: string | null | undefined): Promise<string> {
+    const scope = this.settings?.scopes?.join(" ")
+    if (stored?.tokens?.refresh_token !== undefined) {
+      const config = await configuration(stored.issuer, stored.client)
+      try {
+        const refreshed = await oauth.refreshTokenGrant(config, stored.tokens.refresh_token, { resource: this.resourceUrl })
+        const tokens = toStored(refreshed, stored.tokens)
+        this.save({ ...stored, tokens })
+        return `Bearer ${tokens.access_token}`
+      } catch (error) {
+        // Refused (revoked, expired): the tokens are useless now; a person must sign in again.
+        const { tokens: _refused, ...rest } = stored
+        this.save(rest)
+        if (this.settings?.grant !== "client_credentials") {
+          throw new NeedsAuth(this.backendId, `the authorization server refused the refresh (${oauthMessage(error)})`)
+        }
+      }
+    }
+    if (this.settings?.grant === "client_credentials") {
+      if (this.settings.clientId === undefined || this.settings.clientSecret === undefined) {
+        throw new NeedsAuth(this.backendId, 'grant "client_credentials" needs clientId and clientSecret in auth')
+      }
+      const found = await protectedResource(this.resourceUrl, challenge)
+      const client = { client_id: this.settings.clientId, client_secret: this.settings.clientSecret }
+      const config = await configuration(found.issuer, client)
+      const response = await oauth.clientCredentialsGrant(config, {
+        resource: this.resourceUrl,
+        ...(scope === undefined ? {} : { scope })
+      })
+      const tokens = toStored(response)
+      this.save({ resource: this.resourceUrl, issuer: found.issuer, client, tokens })
+      return `Bearer ${tokens.access_token}`
+    }
+    throw new NeedsAuth(this.backendId, stored?.tokens === undefined ? "no token yet" : "the access token was refused")
+  }
+}
+
+/** An OAuth error's words (`invalid_grant: grant request is invalid`), never a token. */
+export const oauthMessage = (error: unknown): string => {
+  const e = error as { error?: unknown; error_description?: unknown; message?: unknown }
+  const text =
+    typeof e.error === "string"
+      ? `${e.error}${typeof e.error_description === "string" ? `: ${e.error_description}` : ""}`
+      : String(e.message ?? error)
+  return Secrets.scrub(text.slice(0, 300))
+}

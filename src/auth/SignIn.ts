@@ -1,0 +1,196 @@
+/**
+ * `mcp-agentify auth <backendId>`: a person signs the gateway in to a remote backend, once. The
+ * authorization code flow of OAuth 2.1 with PKCE (S256) and `state`, the code received on a
+ * loopback redirect (RFC 8252), the issuer checked (RFC 9207, by openid-client), the backend's URL
+ * as `resource`; the tokens go to the token store, where the running gateway finds them.
+ *
+ * Which client the gateway is to the authorization server: the configured `clientId`, else its
+ * Client ID Metadata Document (`clientMetadataUrl`) when the server accepts one, else a client
+ * registered now (RFC 7591), since the loopback port changes with every sign-in.
+ */
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { spawn } from "node:child_process"
+import * as oauth from "openid-client"
+import type { OAuthSettings } from "../config/Config.js"
+import * as Secrets from "../observability/Secrets.js"
+import { configuration, oauthMessage, protectedResource, toStored } from "./Client.js"
+import * as Store from "./Store.js"
+
+export interface SignInOptions {
+  /** Where to keep the tokens (the token store's directory). */
+  readonly dir: string
+  /** Says what the person must do (the URL to open). */
+  readonly print: (line: string) => void
+  /** Opens the URL in a browser, when there is one. */
+  readonly openBrowser: boolean
+  /** How long to wait for the person (default 5 minutes). */
+  readonly timeoutMs?: number
+}
+
+const DEFAULT_TIMEOUT_MS = 5 * 60_000
+
+/** The backend's 401 challenge, if it gives one to a request without a token. */
+const challengeOf = async (url: string): Promise<string | null> => {
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "mcp-agentify", version: "0" } }
+      }),
+      signal: AbortSignal.timeout(10_000),
+      redirect: "manual"
+    })
+    await response.body?.cancel().catch(() => {})
+    return response.status === 401 ? response.headers.get("www-authenticate") : null
+  } catch {
+    return null
+  }
+}
+
+/** Opens `url` with the desktop's opener; quietly nothing where there is none. */
+const open = (url: string) => {
+  const [command, args] =
+    process.platform === "darwin"
+      ? ["open", [url]]
+      : process.platform === "win32"
+        ? ["cmd", ["/c", "start", "", url]]
+        : ["xdg-open", [url]]
+  try {
+    const child = spawn(command, args as Array<string>, { stdio: "ignore", detached: true })
+    child.on("error", () => {})
+    child.unref()
+  } catch {
+    // No opener: the printed URL is the way.
+  }
+}
+
+const page = (title: string, text: string) =>
+  `<!doctype html><meta charset="utf-8"><title>${title}</title><p>${text.replace(/[<>&]/g, (c) => `&#${c.charCodeAt(0)};`)}</p>`
+
+/** Signs in to `backend` and stores its tokens; rejects with what went wrong. */
+export const signIn = async (
+  backend: { readonly id: string; readonly url: string; readonly settings: OAuthSettings | undefined },
+  options: SignInOptions
+): Promise<Store.Stored> => {
+  const settings = backend.settings ?? { type: "oauth" as const }
+  if (settings.grant === "client_credentials") {
+    throw new Error(
+      `backend '${backend.id}' uses the client_credentials grant: the gateway gets its tokens itself, no one signs in`
+    )
+  }
+  const found = await protectedResource(backend.url, await challengeOf(backend.url))
+  // Where the code comes back: this machine, a port of its own (RFC 8252 section 7.3).
+  let deliver: (url: URL) => void = () => {}
+  const callback = new Promise<URL>((resolve) => (deliver = resolve))
+  const server = http.createServer((request, response) => {
+    // The redirect URI as registered (its port included): the token request must repeat it exactly.
+    const url = new URL(request.url ?? "/", `http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+    if (url.pathname !== "/callback") {
+      response.writeHead(404).end()
+      return
+    }
+    const failed = url.searchParams.get("error")
+    response.writeHead(200, { "content-type": "text/html; charset=utf-8" })
+    response.end(
+      failed === null
+        ? page("Signed in", `mcp-agentify is signed in to ${backend.id}. You can close this tab.`)
+        : page("Not signed in", `The authorization server said: ${failed}. You can close this tab.`)
+    )
+    deliver(url)
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  try {
+    const redirectUri = `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`
+    // The server's metadata, read once with a placeholder client (discovery needs one).
+    const metadata = (await configuration(found.issuer, { client_id: "mcp-agentify" })).serverMetadata()
+    const offline = metadata.scopes_supported?.includes("offline_access") === true ? ["offline_access"] : []
+    const scope = [...new Set([...(settings.scopes ?? found.scopesSupported), ...offline])].join(" ")
+    let client: Store.Stored["client"]
+    let config: oauth.Configuration
+    if (settings.clientId !== undefined) {
+      client = { client_id: settings.clientId, client_secret: settings.clientSecret }
+      config = await configuration(found.issuer, client)
+    } else if (settings.clientMetadataUrl !== undefined && metadata.client_id_metadata_document_supported === true) {
+      client = { client_id: settings.clientMetadataUrl }
+      config = await configuration(found.issuer, client)
+    } else if (typeof metadata.registration_endpoint === "string") {
+      const issuer = new URL(found.issuer)
+      config = await oauth.dynamicClientRegistration(
+        issuer,
+        {
+          client_name: "mcp-agentify",
+          // A native application (RFC 8252): its redirect is a loopback address over plain http.
+          application_type: "native",
+          redirect_uris: [redirectUri],
+          grant_types: ["authorization_code", "refresh_token"],
+          response_types: ["code"],
+          token_endpoint_auth_method: "none",
+          ...(scope === "" ? {} : { scope })
+        },
+        oauth.None(),
+        issuer.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(issuer.hostname)
+          ? { execute: [oauth.allowInsecureRequests] }
+          : {}
+      )
+      const registered = config.clientMetadata()
+      client = {
+        client_id: registered.client_id,
+        ...(typeof registered.client_secret === "string" ? { client_secret: registered.client_secret } : {})
+      }
+    } else {
+      throw new Error(
+        `${found.issuer} offers no dynamic client registration: set auth.clientId (and clientSecret) for backend '${backend.id}'`
+      )
+    }
+    const verifier = oauth.randomPKCECodeVerifier()
+    const state = oauth.randomState()
+    const authorizationUrl = oauth.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      response_type: "code",
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
+      state,
+      resource: backend.url,
+      ...(scope === "" ? {} : { scope }),
+      ...(offline.length > 0 ? { prompt: "consent" } : {})
+    })
+    options.print(`Sign in to ${backend.id} (${Secrets.displayUrl(backend.url)}) at ${found.issuer}:`)
+    options.print(authorizationUrl.href)
+    if (options.openBrowser) open(authorizationUrl.href)
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    let timer: NodeJS.Timeout | undefined
+    const returned = await Promise.race([
+      callback,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no sign-in within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs)
+      })
+    ]).finally(() => clearTimeout(timer))
+    let response: oauth.TokenEndpointResponse
+    try {
+      response = await oauth.authorizationCodeGrant(
+        config,
+        returned,
+        { pkceCodeVerifier: verifier, expectedState: state },
+        { resource: backend.url }
+      )
+    } catch (error) {
+      throw new Error(`the sign-in was not completed: ${oauthMessage(error)}`, { cause: error })
+    }
+    const stored: Store.Stored = {
+      resource: backend.url,
+      issuer: found.issuer,
+      client,
+      tokens: toStored(response)
+    }
+    Store.write(options.dir, backend.id, stored)
+    return stored
+  } finally {
+    server.closeAllConnections()
+    server.close()
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * The gateway as an OAuth client of a remote backend, against real parts on 127.0.0.1: an
+ * authorization server (oidc-provider, with dynamic registration, PKCE, its own login and consent
+ * pages) and a remote MCP server (the SDK's, behind its bearer-auth middleware) that accepts only
+ * its tokens. Without a token the backend is "needs auth" (check, the client's call) while the
+ * others work; `mcp-agentify auth` registers, prints the URL, and headless Chromium signs in and
+ * consents; the running gateway picks the token up by itself; an expired access token is
+ * refreshed without the client noticing; a revoked refresh token makes the backend "needs auth"
+ * again and the rest keeps working.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { once } from "node:events"
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { chromium } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startAuthServer, type AuthServer } from "../../support/authServer.js"
+import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
+import { fixtureBackend, firstText } from "../../support/mcpFixture.js"
+import { freePort } from "../../bench/httpClient.js"
+import { sleep, until } from "../../support/process.js"
+
+const CHROMIUM = [process.env.CHROMIUM_PATH || "/usr/bin/chromium", "/usr/bin/chromium-browser"].find(existsSync)
+const SKIP = CHROMIUM === undefined && process.env.CI !== "true"
+if (SKIP) process.stderr.write("oauth-client.test.ts: no Chromium, so the sign-in tests are skipped\n")
+
+const OAUTH_SERVER = join(ROOT, "test", "fixtures", "oauth-server.mjs")
+/** Short-lived access tokens, so that the test sees one expire and be refreshed. */
+const ACCESS_TOKEN_TTL_S = 4
+
+let auth: AuthServer
+let server: ChildProcess
+let mcpUrl: string
+let dir: string
+let tokens: string
+let config: string
+let env: NodeJS.ProcessEnv
+
+beforeAll(async () => {
+  const port = await freePort()
+  mcpUrl = `http://127.0.0.1:${port}/mcp`
+  auth = await startAuthServer({ resources: [mcpUrl], scopes: ["mcp:tools"], accessTokenTtlS: ACCESS_TOKEN_TTL_S })
+  server = spawn(process.execPath, [OAUTH_SERVER, "--port", String(port), "--issuer", auth.issuer], {
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  await once(server.stdout!, "data")
+  dir = tempDir()
+  tokens = join(dir, "tokens")
+  config = join(dir, "gateway.json")
+  writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx"), { id: "secure", url: mcpUrl, auth: "oauth" }] }))
+  env = cleanEnv({ AGENTIFY_TOKEN_DIR: tokens })
+})
+afterAll(async () => {
+  server?.kill()
+  await auth?.close()
+})
+
+const whoami = async (client: Client) => JSON.parse(firstText(await client.callTool({ name: "secure__whoami", arguments: {} })))
+
+describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", () => {
+  let client: Client
+  let transport: StdioClientTransport
+  const changed: Array<number> = []
+  let stderr = ""
+
+  beforeAll(async () => {
+    client = new Client({ name: "oauth-client-e2e", version: "1.0.0" })
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed.push(Date.now()))
+    transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, "--config", config],
+      cwd: dir,
+      env: env as Record<string, string>,
+      stderr: "pipe"
+    })
+    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    await client.connect(transport)
+  })
+  afterAll(async () => {
+    await client?.close()
+  })
+
+  it("shows a backend without a token as needs auth, with the command that fixes it, and the rest works", async () => {
+    const check = spawnSync(process.execPath, [BIN, "check", "--config", config], { cwd: dir, env, encoding: "utf8" })
+    expect(check.status).toBe(1)
+    expect(check.stdout).toMatch(/^secure\s+http\s+needs auth\s/m)
+    expect(check.stdout).toContain("fix: sign in: mcp-agentify auth secure")
+    const names = (await client.listTools()).tools.map((t) => t.name)
+    expect(names).toContain("fx__echo")
+    expect(names.filter((n) => n.startsWith("secure__"))).toEqual([])
+    expect(firstText(await client.callTool({ name: "fx__echo", arguments: { still: "working" } }))).toContain("working")
+  })
+
+  it("signs in with `mcp-agentify auth`: registers, PKCE, login and consent in a browser; the gateway picks the token up", async () => {
+    const signIn = spawn(process.execPath, [BIN, "auth", "secure", "--config", config, "--no-browser"], {
+      cwd: dir,
+      env,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let out = ""
+    signIn.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")))
+    signIn.stderr!.resume()
+    const exited = once(signIn, "exit")
+    const url = await until("the sign-in URL", () => /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m.exec(out)?.[1], 20_000)
+    expect(new URL(url).searchParams.get("code_challenge_method")).toBe("S256")
+    expect(new URL(url).searchParams.get("resource")).toBe(mcpUrl)
+    const browser = await chromium.launch({ executablePath: CHROMIUM!, args: ["--no-sandbox"] })
+    try {
+      const page = await browser.newPage()
+      await page.goto(url)
+      // oidc-provider's development login page, then its consent page.
+      await page.fill('input[name="login"]', "alice")
+      await page.fill('input[name="password"]', "any")
+      await page.click('button[type="submit"]')
+      await page.waitForSelector("text=Authorize", { timeout: 10_000 })
+      await page.click('button[type="submit"]')
+      await page.waitForSelector("text=mcp-agentify is signed in to secure", { timeout: 10_000 })
+    } finally {
+      await browser.close()
+    }
+    const [code] = await exited
+    expect(code, out).toBe(0)
+    expect(out).toContain("Signed in to secure")
+    const file = join(tokens, "secure.json")
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+    const stored = JSON.parse(readFileSync(file, "utf8")) as { resource: string; tokens: { refresh_token?: string } }
+    expect(stored.resource).toBe(mcpUrl)
+    expect(stored.tokens.refresh_token).toBeDefined()
+    // The running gateway's backend starts by itself, and the client hears of its tools.
+    await until("secure's tools", async () => (await client.listTools()).tools.some((t) => t.name === "secure__whoami"), 20_000)
+    expect(changed.length).toBeGreaterThan(0)
+    expect((await whoami(client)).sub).toBe("alice")
+  }, 60_000)
+
+  it("refreshes an expired access token without the client noticing", async () => {
+    const first = await whoami(client)
+    await sleep(ACCESS_TOKEN_TTL_S * 1000 + 500)
+    const second = await whoami(client)
+    expect(second.sub).toBe("alice")
+    expect(second.jti).not.toBe(first.jti)
+    // Neither token shows in the gateway's log.
+    const stored = JSON.parse(readFileSync(join(tokens, "secure.json"), "utf8")) as {
+      tokens: { access_token: string; refresh_token: string }
+    }
+    expect(stderr).not.toContain(stored.tokens.access_token)
+    expect(stderr).not.toContain(stored.tokens.refresh_token)
+    expect(stderr).toContain("secure")
+  }, 30_000)
+
+  it("makes the backend needs auth when its refresh token is revoked; the rest keeps working", async () => {
+    const stored = JSON.parse(readFileSync(join(tokens, "secure.json"), "utf8")) as {
+      client: { client_id: string }
+      tokens: { refresh_token: string }
+    }
+    await auth.revoke(stored.tokens.refresh_token, stored.client.client_id)
+    await sleep(ACCESS_TOKEN_TTL_S * 1000 + 500)
+    const failed = await client.callTool({ name: "secure__whoami", arguments: {} }).then(
+      () => undefined,
+      (error: { code: number; message: string }) => error
+    )
+    expect(failed?.code).toBe(-32004)
+    expect(failed?.message).toContain("needs auth")
+    expect(failed?.message).toContain("mcp-agentify auth secure")
+    await until(
+      "secure's tools gone",
+      async () => !(await client.listTools()).tools.some((t) => t.name.startsWith("secure__")),
+      20_000
+    )
+    expect(firstText(await client.callTool({ name: "fx__echo", arguments: { after: "revocation" } }))).toContain("revocation")
+  }, 30_000)
+})
