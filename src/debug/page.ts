@@ -21,7 +21,7 @@ export const PAGE = `<!doctype html>
   table { border-collapse: collapse; width: 100%; background: #fff; }
   th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #e3e6ea; white-space: nowrap; }
   th { font-weight: 600; background: #eef0f3; }
-  .state-ready { color: #17803d; } .state-failed { color: #b42318; } .state-restarting, .state-starting { color: #b25e09; }
+  .state-ready { color: #17803d; } .state-failed { color: #b42318; } .state-restarting, .state-starting, .state-needs { color: #b25e09; }
   .state-stopped { color: #667085; }
   nav button { border: 1px solid #c9ced6; background: #fff; padding: 4px 12px; cursor: pointer; }
   nav button.active { background: #1d2230; color: #fff; }

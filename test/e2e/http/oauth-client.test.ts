@@ -17,7 +17,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { chromium } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startAuthServer, type AuthServer } from "../../support/authServer.js"
+import { M2M_CLIENT, startAuthServer, type AuthServer } from "../../support/authServer.js"
 import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
 import { fixtureBackend, firstText } from "../../support/mcpFixture.js"
 import { freePort } from "../../bench/httpClient.js"
@@ -170,5 +170,53 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
       20_000
     )
     expect(firstText(await client.callTool({ name: "fx__echo", arguments: { after: "revocation" } }))).toContain("revocation")
+  }, 30_000)
+})
+
+describe("the client-credentials grant, machine to machine", () => {
+  it("gets and renews its own tokens from the configured client, nobody signing in", async () => {
+    const machineDir = tempDir()
+    const machineConfig = join(machineDir, "gateway.json")
+    writeFileSync(
+      machineConfig,
+      JSON.stringify({
+        backends: [
+          {
+            id: "machine",
+            url: mcpUrl,
+            auth: {
+              type: "oauth",
+              grant: "client_credentials",
+              clientId: M2M_CLIENT.id,
+              clientSecret: M2M_CLIENT.secret,
+              scopes: ["mcp:tools"]
+            }
+          }
+        ]
+      })
+    )
+    const client = new Client({ name: "oauth-machine", version: "1.0.0" })
+    let stderr = ""
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, "--config", machineConfig],
+      cwd: machineDir,
+      env: cleanEnv({ AGENTIFY_TOKEN_DIR: join(machineDir, "tokens") }) as Record<string, string>,
+      stderr: "pipe"
+    })
+    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    await client.connect(transport)
+    try {
+      const call = async () =>
+        JSON.parse(firstText(await client.callTool({ name: "machine__whoami", arguments: {} }))) as { sub: string; jti: string }
+      const first = await call()
+      expect(first.sub).toBe(M2M_CLIENT.id)
+      await sleep(ACCESS_TOKEN_TTL_S * 1000 + 500)
+      const second = await call()
+      expect(second.jti).not.toBe(first.jti)
+      expect(stderr).not.toContain(M2M_CLIENT.secret)
+    } finally {
+      await client.close()
+    }
   }, 30_000)
 })

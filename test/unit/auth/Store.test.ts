@@ -1,0 +1,65 @@
+import { statSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { BackendTokens, NeedsAuth } from "../../../src/auth/Client.js"
+import * as Store from "../../../src/auth/Store.js"
+import * as Secrets from "../../../src/observability/Secrets.js"
+import { tempDir } from "../../support/stdioClient.js"
+
+const stored = (resource: string, expiresInMs = 3_600_000): Store.Stored => ({
+  resource,
+  issuer: "http://127.0.0.1:1",
+  client: { client_id: "gateway" },
+  tokens: { access_token: "at-0123456789abcdef-secret", expires_at: Date.now() + expiresInMs, obtained_at: Date.now() }
+})
+
+describe("the token store", () => {
+  it("writes a file per backend, 0600 in a 0700 directory, and reads it back", () => {
+    const dir = join(tempDir(), "tokens")
+    Store.write(dir, "linear", stored("https://mcp.example.com/mcp"))
+    expect(statSync(Store.fileOf(dir, "linear")).mode & 0o777).toBe(0o600)
+    expect(statSync(dir).mode & 0o777).toBe(0o700)
+    expect(Store.read(dir, "linear")?.tokens?.access_token).toBe("at-0123456789abcdef-secret")
+    expect(Store.read(dir, "other")).toBeUndefined()
+    // Read or written, a token is a secret from then on.
+    expect(Secrets.scrub("sent at-0123456789abcdef-secret")).not.toContain("at-0123456789abcdef-secret")
+  })
+
+  it("is where AGENTIFY_TOKEN_DIR says, else under XDG_CONFIG_HOME, else ~/.config", () => {
+    expect(Store.directory({ AGENTIFY_TOKEN_DIR: "/srv/tokens" })).toBe("/srv/tokens")
+    expect(Store.directory({ XDG_CONFIG_HOME: "/home/u/.cfg" })).toBe("/home/u/.cfg/mcp-agentify/tokens")
+    expect(Store.directory({})).toMatch(/\.config\/mcp-agentify\/tokens$/)
+  })
+})
+
+describe("a backend's tokens", () => {
+  it("sends a stored token only to the URL it was issued for", async () => {
+    const dir = tempDir()
+    Store.write(dir, "docs", stored("https://mcp.example.com/mcp"))
+    expect(await new BackendTokens("docs", "https://mcp.example.com/mcp/", undefined, dir).header()).toBe(
+      "Bearer at-0123456789abcdef-secret"
+    )
+    // The configuration now points the backend elsewhere: that server never gets the token.
+    expect(await new BackendTokens("docs", "https://evil.example.com/mcp", undefined, dir).header()).toBeUndefined()
+    await expect(
+      new BackendTokens("docs", "https://evil.example.com/mcp", { type: "oauth" }, dir).header()
+    ).rejects.toBeInstanceOf(NeedsAuth)
+  })
+
+  it("says who must sign in, and how, when there is no token", async () => {
+    const error = await new BackendTokens("linear", "https://mcp.example.com/mcp", { type: "oauth" }, tempDir())
+      .header()
+      .catch((e: unknown) => e as NeedsAuth)
+    expect(error).toBeInstanceOf(NeedsAuth)
+    expect((error as NeedsAuth).message).toBe("needs auth: no token yet; run `mcp-agentify auth linear`")
+  })
+
+  it("leaves a backend without auth alone on a 401 that names no resource metadata", async () => {
+    const tokens = new BackendTokens("plain", "https://mcp.example.com/mcp", undefined, tempDir())
+    expect(await tokens.header()).toBeUndefined()
+    expect(await tokens.rejected('Bearer realm="x"')).toBeUndefined()
+    await expect(
+      tokens.rejected('Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource"')
+    ).rejects.toBeInstanceOf(NeedsAuth)
+  })
+})
