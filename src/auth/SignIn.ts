@@ -6,7 +6,8 @@
  *
  * Which client the gateway is to the authorization server: the configured `clientId`, else its
  * Client ID Metadata Document (`clientMetadataUrl`) when the server accepts one, else a client
- * registered now (RFC 7591), since the loopback port changes with every sign-in.
+ * registered now (RFC 7591), since the loopback port changes with every sign-in. The registration
+ * is the one request written by hand (see `register`); openid-client does the rest.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -72,6 +73,33 @@ const open = (url: string) => {
 const page = (title: string, text: string) =>
   `<!doctype html><meta charset="utf-8"><title>${title}</title><p>${text.replace(/[<>&]/g, (c) => `&#${c.charCodeAt(0)};`)}</p>`
 
+/**
+ * Dynamic client registration (RFC 7591). By hand, not openid-client's: servers in the wild (the
+ * MCP conformance suite's among them) issue a `client_secret` without the `client_secret_expires_at`
+ * the RFC asks for, which openid-client rejects; a client_id is all that is needed.
+ */
+const register = async (endpoint: string, metadata: Record<string, unknown>): Promise<Store.Stored["client"]> => {
+  const response = await fetch(endpoint, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json" },
+    body: JSON.stringify(metadata),
+    signal: AbortSignal.timeout(10_000),
+    redirect: "error"
+  })
+  const body = (await response.json().catch(() => ({}))) as { client_id?: unknown; client_secret?: unknown; error?: unknown }
+  if (!response.ok || typeof body.client_id !== "string") {
+    throw new Error(
+      `the registration at ${endpoint} was refused: HTTP ${response.status}${typeof body.error === "string" ? ` ${body.error}` : ""}`
+    )
+  }
+  const b = body as { token_endpoint_auth_method?: unknown }
+  return {
+    client_id: body.client_id,
+    ...(typeof body.client_secret === "string" ? { client_secret: body.client_secret } : {}),
+    ...(typeof b.token_endpoint_auth_method === "string" ? { token_endpoint_auth_method: b.token_endpoint_auth_method } : {})
+  }
+}
+
 /** Signs in to `backend` and stores its tokens; rejects with what went wrong. */
 export const signIn = async (
   backend: { readonly id: string; readonly url: string; readonly settings: OAuthSettings | undefined },
@@ -83,7 +111,8 @@ export const signIn = async (
       `backend '${backend.id}' uses the client_credentials grant: the gateway gets its tokens itself, no one signs in`
     )
   }
-  const found = await protectedResource(backend.url, await challengeOf(backend.url))
+  const challenge = await challengeOf(backend.url)
+  const found = await protectedResource(backend.url, challenge)
   // Where the code comes back: this machine, a port of its own (RFC 8252 section 7.3).
   let deliver: (url: URL) => void = () => {}
   const callback = new Promise<URL>((resolve) => (deliver = resolve))
@@ -109,7 +138,12 @@ export const signIn = async (
     // The server's metadata, read once with a placeholder client (discovery needs one).
     const metadata = (await configuration(found.issuer, { client_id: "mcp-agentify" })).serverMetadata()
     const offline = metadata.scopes_supported?.includes("offline_access") === true ? ["offline_access"] : []
-    const scope = [...new Set([...(settings.scopes ?? found.scopesSupported), ...offline])].join(" ")
+    // The scopes: configured, else what the server's 401 asked for, else all it supports (MCP's order).
+    const asked = /scope="([^"]*)"/i
+      .exec(challenge ?? "")?.[1]
+      ?.split(" ")
+      .filter((s) => s !== "")
+    const scope = [...new Set([...(settings.scopes ?? asked ?? found.scopesSupported), ...offline])].join(" ")
     let client: Store.Stored["client"]
     let config: oauth.Configuration
     if (settings.clientId !== undefined) {
@@ -119,29 +153,17 @@ export const signIn = async (
       client = { client_id: settings.clientMetadataUrl }
       config = await configuration(found.issuer, client)
     } else if (typeof metadata.registration_endpoint === "string") {
-      const issuer = new URL(found.issuer)
-      config = await oauth.dynamicClientRegistration(
-        issuer,
-        {
-          client_name: "mcp-agentify",
-          // A native application (RFC 8252): its redirect is a loopback address over plain http.
-          application_type: "native",
-          redirect_uris: [redirectUri],
-          grant_types: ["authorization_code", "refresh_token"],
-          response_types: ["code"],
-          token_endpoint_auth_method: "none",
-          ...(scope === "" ? {} : { scope })
-        },
-        oauth.None(),
-        issuer.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(issuer.hostname)
-          ? { execute: [oauth.allowInsecureRequests] }
-          : {}
-      )
-      const registered = config.clientMetadata()
-      client = {
-        client_id: registered.client_id,
-        ...(typeof registered.client_secret === "string" ? { client_secret: registered.client_secret } : {})
-      }
+      client = await register(metadata.registration_endpoint, {
+        client_name: "mcp-agentify",
+        // A native application (RFC 8252): its redirect is a loopback address over plain http.
+        application_type: "native",
+        redirect_uris: [redirectUri],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+        ...(scope === "" ? {} : { scope })
+      })
+      config = await configuration(found.issuer, client)
     } else {
       throw new Error(
         `${found.issuer} offers no dynamic client registration: set auth.clientId (and clientSecret) for backend '${backend.id}'`
@@ -155,7 +177,7 @@ export const signIn = async (
       code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
       code_challenge_method: "S256",
       state,
-      resource: backend.url,
+      resource: found.resource,
       ...(scope === "" ? {} : { scope }),
       ...(offline.length > 0 ? { prompt: "consent" } : {})
     })
@@ -176,13 +198,13 @@ export const signIn = async (
         config,
         returned,
         { pkceCodeVerifier: verifier, expectedState: state },
-        { resource: backend.url }
+        { resource: found.resource }
       )
     } catch (error) {
       throw new Error(`the sign-in was not completed: ${oauthMessage(error)}`, { cause: error })
     }
     const stored: Store.Stored = {
-      resource: backend.url,
+      resource: found.resource,
       issuer: found.issuer,
       client,
       tokens: toStored(response)

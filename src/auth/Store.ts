@@ -27,11 +27,16 @@ export interface StoredTokens {
 }
 
 export interface Stored {
-  /** The backend URL the tokens are for (RFC 8707 `resource`). */
+  /** The resource the tokens are for (RFC 8707 `resource`): the backend's URL, or a path above it. */
   readonly resource: string
   readonly issuer: string
   /** The client as the authorization server knows it (registered, or configured). */
-  readonly client: { readonly client_id: string; readonly client_secret?: string | undefined }
+  readonly client: {
+    readonly client_id: string
+    readonly client_secret?: string | undefined
+    /** How it authenticates at the token endpoint, when its registration said. */
+    readonly token_endpoint_auth_method?: string | undefined
+  }
   readonly tokens?: StoredTokens | undefined
 }
 
