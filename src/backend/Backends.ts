@@ -402,6 +402,9 @@ export const make = (options: ManagerOptions = {}) =>
             lastError = outcome.left.summary
             // A person must sign in first: said once, then it waits for the token, not the backoff.
             if (needsAuthOf(outcome.left.detail)) {
+              // Its own words ("needs auth: no token yet; run `mcp-agentify auth linear`"), not the handshake's.
+              const said = (outcome.left.detail as { message?: unknown }).message
+              if (typeof said === "string") lastError = said
               yield* Effect.logWarning(`backend ${lastError}`)
               yield* setState(entry, "needs auth", lastError)
               yield* Deferred.succeed(entry.settled, undefined)

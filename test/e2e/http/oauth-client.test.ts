@@ -92,6 +92,15 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
     expect(names).toContain("fx__echo")
     expect(names.filter((n) => n.startsWith("secure__"))).toEqual([])
     expect(firstText(await client.callTool({ name: "fx__echo", arguments: { still: "working" } }))).toContain("working")
+    // The log says it too, with the command.
+    await until("the log line", () => stderr.includes("backend needs auth: no token yet; run `mcp-agentify auth secure`"), 5_000)
+    const refused = await client.callTool({ name: "secure__whoami", arguments: {} }).then(
+      () => undefined,
+      (error: { code: number; message: string }) => error
+    )
+    // A call of its tool (a client may hold the name) says what to do, not "unknown tool".
+    expect(refused?.code).toBe(-32004)
+    expect(refused?.message).toContain("needs auth: no token yet; run `mcp-agentify auth secure`")
   })
 
   it("signs in with `mcp-agentify auth`: registers, PKCE, login and consent in a browser; the gateway picks the token up", async () => {
