@@ -67,7 +67,8 @@ Options:
   --version           print the version and exit
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL, DEBUG_PORT,
-AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES, AGENTIFY_HTTP, AGENTIFY_HTTP_TOKEN, AGENTIFY_DEBUG_TOKEN;
+AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES, AGENTIFY_HTTP, AGENTIFY_HTTP_TOKEN, AGENTIFY_DEBUG_TOKEN,
+AGENTIFY_TOKEN_DIR (OAuth tokens of remote backends; default ~/.config/mcp-agentify/tokens);
 OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME) exports traces and metrics. A .env file in the
 current directory may supply these settings (never AGENTIFY_CONFIG, AGENTIFY_HTTP or
 AGENTIFY_HTTP_TOKEN) and never overrides variables already set; backends never inherit them (see
