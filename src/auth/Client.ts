@@ -15,6 +15,9 @@ import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Store from "./Store.js"
 
+/** Marks a second attempt with tokens another process stored (at most one). */
+const RETRIED = "\u0000retried"
+
 /** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
 export class NeedsAuth extends Error {
   constructor(
@@ -203,12 +206,15 @@ export class BackendTokens {
 
   /** `Bearer <token>` for the next request; undefined when it takes none. */
   header(): Promise<string | undefined> {
-    const stored = this.usable()
-    const tokens = stored?.tokens
-    if (tokens !== undefined && (tokens.expires_at === undefined || tokens.expires_at - marginOf(tokens) > Date.now())) {
-      return Promise.resolve(`Bearer ${tokens.access_token}`)
-    }
-    if (this.settings === undefined && tokens === undefined) return Promise.resolve(undefined)
+    const good = (tokens: Store.StoredTokens | undefined): tokens is Store.StoredTokens =>
+      tokens !== undefined && (tokens.expires_at === undefined || tokens.expires_at - marginOf(tokens) > Date.now())
+    let stored = this.usable()
+    if (good(stored?.tokens)) return Promise.resolve(`Bearer ${stored.tokens.access_token}`)
+    // Due for renewal: another process on this store (a second gateway, `auth`) may have renewed
+    // already, and servers rotate refresh tokens and revoke a grant whose old one is used again.
+    stored = this.usable(true)
+    if (good(stored?.tokens)) return Promise.resolve(`Bearer ${stored.tokens.access_token}`)
+    if (this.settings === undefined && stored?.tokens === undefined) return Promise.resolve(undefined)
     return this.renew(stored, undefined)
   }
 
@@ -258,6 +264,15 @@ export class BackendTokens {
         this.save({ ...stored, tokens })
         return `Bearer ${tokens.access_token}`
       } catch (error) {
+        // Another process using this store (a second gateway, `mcp-agentify auth`) may have
+        // refreshed first: servers rotate refresh tokens, so ours is spent but the file has new ones.
+        const onDisk = this.usable(true)
+        const theirs = onDisk?.tokens
+        if (theirs !== undefined && theirs.refresh_token !== stored.tokens.refresh_token) {
+          if (theirs.expires_at === undefined || theirs.expires_at - marginOf(theirs) > Date.now())
+            return `Bearer ${theirs.access_token}`
+          if (theirs.refresh_token !== undefined && challenge !== RETRIED) return this.obtain(onDisk, RETRIED)
+        }
         // Refused (revoked, expired): the tokens are useless now; a person must sign in again.
         const { tokens: _refused, ...rest } = stored
         this.save(rest)

@@ -159,6 +159,35 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
     expect(stderr).toContain("secure")
   }, 30_000)
 
+  it("refreshes after a 401: a token the server refuses before it expires is renewed and the call made again", async () => {
+    // A second gateway on the same token store, whose stored access token the server does not take.
+    const file = join(tokens, "secure.json")
+    const stored = JSON.parse(readFileSync(file, "utf8")) as { tokens: Record<string, unknown> }
+    stored.tokens.access_token = "not-a-token-the-server-takes"
+    stored.tokens.expires_at = Date.now() + 3_600_000
+    writeFileSync(file, JSON.stringify(stored))
+    const second = new Client({ name: "oauth-second", version: "1.0.0" })
+    await second.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, "--config", config],
+        cwd: dir,
+        env: env as Record<string, string>,
+        stderr: "ignore"
+      })
+    )
+    try {
+      expect((await whoami(second)).sub).toBe("alice")
+      const renewed = JSON.parse(readFileSync(file, "utf8")) as { tokens: { access_token: string } }
+      expect(renewed.tokens.access_token).not.toBe("not-a-token-the-server-takes")
+    } finally {
+      await second.close()
+    }
+    // The first gateway's refresh token was rotated by the second: it takes the new ones from the store.
+    await sleep(ACCESS_TOKEN_TTL_S * 1000 + 500)
+    expect((await whoami(client)).sub).toBe("alice")
+  }, 30_000)
+
   it("makes the backend needs auth when its refresh token is revoked; the rest keeps working", async () => {
     const stored = JSON.parse(readFileSync(join(tokens, "secure.json"), "utf8")) as {
       client: { client_id: string }
