@@ -15,11 +15,11 @@ import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Store from "./Store.js"
 
-/** Marks a second attempt with tokens another process stored (at most one). */
-const RETRIED = "\u0000retried"
-
 /** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
 export class NeedsAuth extends Error {
+  /** What the channel tells apart from an authorization server that could not be asked. */
+  readonly needsAuth = true
+
   constructor(
     readonly backendId: string,
     readonly reason: string
@@ -254,16 +254,20 @@ export class BackendTokens {
     return this.pending
   }
 
-  private async obtain(stored: Store.Stored | undefined, challenge: string | null | undefined): Promise<string> {
+  private async obtain(stored: Store.Stored | undefined, challenge: string | null | undefined, again = false): Promise<string> {
     const scope = this.settings?.scopes?.join(" ")
     if (stored?.tokens?.refresh_token !== undefined) {
-      const config = await configuration(stored.issuer, stored.client)
       try {
+        const config = await configuration(stored.issuer, stored.client)
         const refreshed = await oauth.refreshTokenGrant(config, stored.tokens.refresh_token, { resource: stored.resource })
         const tokens = toStored(refreshed, stored.tokens)
         this.save({ ...stored, tokens })
         return `Bearer ${tokens.access_token}`
       } catch (error) {
+        // Not an answer of the server (unreachable, a timeout): the tokens may still be good.
+        if (!(error instanceof oauth.ResponseBodyError)) {
+          throw new Error(`the authorization server could not be asked for a new token: ${oauthMessage(error)}`, { cause: error })
+        }
         // Another process using this store (a second gateway, `mcp-agentify auth`) may have
         // refreshed first: servers rotate refresh tokens, so ours is spent but the file has new ones.
         const onDisk = this.usable(true)
@@ -271,7 +275,7 @@ export class BackendTokens {
         if (theirs !== undefined && theirs.refresh_token !== stored.tokens.refresh_token) {
           if (theirs.expires_at === undefined || theirs.expires_at - marginOf(theirs) > Date.now())
             return `Bearer ${theirs.access_token}`
-          if (theirs.refresh_token !== undefined && challenge !== RETRIED) return this.obtain(onDisk, RETRIED)
+          if (theirs.refresh_token !== undefined && !again) return this.obtain(onDisk, challenge, true)
         }
         // Refused (revoked, expired): the tokens are useless now; a person must sign in again.
         const { tokens: _refused, ...rest } = stored

@@ -79,7 +79,7 @@ export class StreamableHttpChannel extends RemoteChannel {
     if (tokens === undefined) return Effect.succeed(undefined)
     return Effect.tryPromise({
       try: () => (renew === undefined ? tokens.header() : tokens.rejected(renew.challenge)),
-      catch: (error) => error as Error
+      catch: (error) => error as Error & { readonly needsAuth?: boolean }
     })
   }
 
@@ -87,8 +87,14 @@ export class StreamableHttpChannel extends RemoteChannel {
    * A person must sign in: the request fails saying so, and the connection is given up, so the
    * backend is started again, finds no token, and shows "needs auth" until someone signs in.
    */
-  private needsAuth(id: string | number | undefined, error: Error) {
+  private needsAuth(id: string | number | undefined, error: Error & { readonly needsAuth?: boolean }) {
     const message = Secrets.scrub(error.message)
+    // The authorization server could not be asked (down, a timeout): this request fails, the
+    // tokens stay, and the next request asks again.
+    if (error.needsAuth !== true) {
+      if (id !== undefined) this.replyError(id, message, 503)
+      return
+    }
     if (id !== undefined) this.replyError(id, message, 401, true)
     // Once it was working, the backend is started again (and finds it needs auth); before, the
     // error reply is enough: the handshake fails with it.

@@ -54,6 +54,25 @@ describe("a backend's tokens", () => {
     expect((error as NeedsAuth).message).toBe("needs auth: no token yet; run `mcp-agentify auth linear`")
   })
 
+  it("keeps the tokens when the authorization server cannot be asked: a failure, not needs auth", async () => {
+    const dir = tempDir()
+    const expired: Store.Stored = {
+      resource: "https://mcp.example.com/mcp",
+      // Nothing listens there: the refresh cannot get an answer.
+      issuer: "http://127.0.0.1:1",
+      client: { client_id: "gateway" },
+      tokens: { access_token: "old-access-0123456789", refresh_token: "refresh-0123456789abcdef", expires_at: Date.now() - 1_000 }
+    }
+    Store.write(dir, "docs", expired)
+    const error = await new BackendTokens("docs", "https://mcp.example.com/mcp", { type: "oauth" }, dir)
+      .header()
+      .catch((e: unknown) => e as Error)
+    expect(error).toBeInstanceOf(Error)
+    expect(error).not.toBeInstanceOf(NeedsAuth)
+    expect((error as Error).message).toMatch(/^the authorization server could not be asked for a new token/)
+    expect(Store.read(dir, "docs")?.tokens?.refresh_token).toBe("refresh-0123456789abcdef")
+  })
+
   it("leaves a backend without auth alone on a 401 that names no resource metadata", async () => {
     const tokens = new BackendTokens("plain", "https://mcp.example.com/mcp", undefined, tempDir())
     expect(await tokens.header()).toBeUndefined()
