@@ -33,7 +33,7 @@ export interface Dispatcher {
   /** The era's own checks (version, `_meta`): the refusal to send, or undefined to go on. */
   readonly check: (request: Request, header: string | undefined | null) => Stateless.Refusal | undefined
   /** Serves one request beside the others; its one reply goes to `out`. */
-  readonly serve: (request: Request, target: Target, out: Outbox) => Fiber.RuntimeFiber<void>
+  readonly serve: (request: Request, target: Target, out: Outbox, subject?: string) => Fiber.RuntimeFiber<void>
   /** The client gave up on a request (`notifications/cancelled`): stopped at its backend, still replied to. */
   readonly cancel: (requestId: unknown) => void
   /**
@@ -61,11 +61,11 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
     const cancelled = new Set<Id>()
     let listening = 0
 
-    const serve = (request: Request, target: Target, out: Outbox) => {
+    const serve = (request: Request, target: Target, out: Outbox, subject?: string) => {
       const id = request.id
       const fiber = runFork(
         Effect.interruptible(
-          Effect.zipRight(ready, stateless.serve(request, target, options.transport, out)).pipe(
+          Effect.zipRight(ready, stateless.serve(request, target, options.transport, out, subject)).pipe(
             Effect.onInterrupt(() =>
               Effect.sync(() => {
                 const message = cancelled.delete(id) ? "Request cancelled" : "Request cancelled: the gateway is stopping"

@@ -184,7 +184,14 @@ export interface Stateless {
    * Serves one stateless request (already checked) on `target`; its reply and notifications go to
    * `out`. Never fails; the reply is always sent.
    */
-  readonly serve: (request: Request, target: Target, transport: "stdio" | "http", out: Outbox) => Effect.Effect<void>
+  readonly serve: (
+    request: Request,
+    target: Target,
+    transport: "stdio" | "http",
+    out: Outbox,
+    /** Who the request's OAuth access token speaks for (`--http-auth oauth`). */
+    subject?: string
+  ) => Effect.Effect<void>
   /**
    * `subscriptions/listen`: acknowledges, then relays the notifications asked for to `out` while
    * the current scope is open (the stream that carries them).
@@ -349,7 +356,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
     }
 
     /** A new stateless request: an ephemeral session on the gateway, its call run in a scope of its own. */
-    const start = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox) =>
+    const start = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox, subject?: string) =>
       Effect.gen(function* () {
         const params = (request.params ?? {}) as Record<string, unknown>
         const meta = params._meta as Record<string, unknown>
@@ -410,7 +417,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
             yield* Queue.offer(call.questions, { key, method, params: shown, answer })
             return yield* Deferred.await(answer)
           })
-        const session = new Session({ id: `stateless-${call.id}`, transport, target, send: () => false, ask })
+        const session = new Session({ id: `stateless-${call.id}`, transport, target, subject, send: () => false, ask })
         call.session = session
         session.phase = "ready"
         session.protocolVersion = Mcp.STATELESS_PROTOCOL_VERSION
@@ -482,7 +489,13 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         })
       })
 
-    const serve = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox): Effect.Effect<void> =>
+    const serve = (
+      request: Request,
+      target: Target,
+      transport: "stdio" | "http",
+      out: Outbox,
+      subject?: string
+    ): Effect.Effect<void> =>
       Effect.gen(function* () {
         if (REMOVED.has(request.method)) {
           return out.send(
@@ -514,7 +527,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
               })
             )
           }
-          call = yield* start(request, target, transport, out)
+          call = yield* start(request, target, transport, out, subject)
         }
         // A client that goes away mid-round (not between rounds) ends the call.
         const reply = yield* round(call, request).pipe(Effect.onInterrupt(() => close(call, "the client went away")))

@@ -370,7 +370,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
           })
           return yield* exchangeWith(
             (out) => {
-              served = dispatcher.serve(message, target, out)
+              served = dispatcher.serve(message, target, out, principal?.subject)
             },
             sse,
             {},

@@ -138,6 +138,36 @@ describe("--http-auth oauth", () => {
     expect((await initialize("/mcp", await auth.sign(claims))).status).toBe(200)
   })
 
+  it("checks a 2026-07-28 (stateless) request's token as any other", async () => {
+    const body = {
+      jsonrpc: "2.0",
+      id: 9,
+      method: "tools/call",
+      params: {
+        name: "fx__echo",
+        arguments: { stateless: true },
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {},
+          "io.modelcontextprotocol/clientInfo": { name: "stateless-oauth", version: "1.0.0" }
+        }
+      }
+    }
+    const headers = { "mcp-protocol-version": "2026-07-28" }
+    expect((await post("/mcp", body, headers)).status).toBe(401)
+    const token = await auth.sign({
+      iss: auth.issuer,
+      aud: resource,
+      sub: "dave",
+      scope: "mcp:tools",
+      iat: now(),
+      exp: now() + 300
+    })
+    const response = await post("/mcp", body, { ...headers, authorization: `Bearer ${token}` })
+    expect(response.status).toBe(200)
+    expect(await response.text()).toContain("stateless")
+  })
+
   it("asks the scopes a profile needs, beside the configured ones", async () => {
     const tools = await auth.clientCredentials({ resource, scope: "mcp:tools" })
     const refused = await initialize("/profiles/admin/mcp", tools)
