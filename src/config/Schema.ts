@@ -312,6 +312,12 @@ export const BackendConfig = BackendFields.pipe(
       return true
     }
     if (backend.url === undefined) return { path: ["url"], message: `is required for a ${transport} backend` }
+    if (backend.auth !== undefined && (transport === "sse" || transport === "websocket")) {
+      return {
+        path: ["auth"],
+        message: `is spoken over Streamable HTTP (type http or streamable-http); over ${transport}, give a token in headers`
+      }
+    }
     if (backend.command !== undefined) return { path: ["command"], message: "is for stdio servers: a remote one has a url" }
     // A ${env:NAME} reference is checked once it is resolved (see `withEnvReferences`).
     const problem = backend.url.includes("${") ? undefined : remoteUrlProblem(transport, backend.url)

@@ -675,6 +675,19 @@ describe("exposure and profiles in the configuration", () => {
     ])
   })
 
+  it("takes auth on Streamable HTTP backends only", () => {
+    expect(issuesOf({ backends: [{ id: "a", url: "https://mcp.example.com/mcp", auth: "oauth" }] })).toEqual([])
+    expect(issuesOf({ backends: [{ id: "a", url: "https://mcp.example.com/sse", type: "sse", auth: "oauth" }] })).toEqual([
+      "backends[0].auth: is spoken over Streamable HTTP (type http or streamable-http); over sse, give a token in headers"
+    ])
+    expect(issuesOf({ backends: [{ id: "a", command: "node", auth: "oauth" }] })).toEqual([
+      "backends[0].auth: is for remote servers (a url): a process is not signed in to"
+    ])
+    expect(
+      issuesOf({ backends: [{ id: "a", url: "https://x.example/mcp", auth: { type: "oauth", grant: "password" } }] })
+    ).toEqual(['backends[0].auth: must be "oauth" or {"type": "oauth", clientId?, clientSecret?, scopes?, grant?}'])
+  })
+
   it("refuses two overrides giving one name in one namespace, naming both", () => {
     expect(
       issuesOf({
