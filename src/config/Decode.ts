@@ -90,7 +90,7 @@ const MCP_SERVER_KEYS = Object.keys(McpServerEntry.fields)
 const DEFAULTS_KEYS = Object.keys(ServerDefaults.fields)
 /** Keys that other MCP clients keep in their own config files; they mean nothing to the gateway. */
 const FOREIGN_TOP_KEYS = new Set(["$schema", "globalShortcut", "inputs"])
-const FOREIGN_SERVER_KEYS = new Set(["autoApprove", "alwaysAllow", "disabledTools", "trust", "includeTools", "excludeTools"])
+const FOREIGN_SERVER_KEYS = new Set(["autoApprove", "alwaysAllow", "trust"])
 /** In `mcpServers`, `timeout` is Cline's, in seconds: ignored there (see `fromMcpServers`). */
 const CLINE_FOREIGN_KEYS = new Set([...FOREIGN_SERVER_KEYS, "timeout"])
 /** Names that JavaScript objects treat specially: a key like this would be dropped while decoding. */
@@ -267,6 +267,12 @@ const fromMcpConfigs = (given: unknown): Record<string, unknown> | InvalidParams
   return { servers }
 }
 
+/** The lists together, or undefined when none is given. */
+const unionOf = (...lists: ReadonlyArray<ReadonlyArray<string> | undefined>): ReadonlyArray<string> | undefined => {
+  const given = lists.filter((l): l is ReadonlyArray<string> => l !== undefined)
+  return given.length === 0 ? undefined : [...new Set(given.flat())]
+}
+
 /** Drops the keys whose value is undefined (an optional field absent stays absent). */
 const defined = <A extends Record<string, unknown>>(record: A): A =>
   Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as A
@@ -308,6 +314,9 @@ const fromMcpServers = (
         requiresStatefulConnection: s.requiresStatefulConnection,
         auth: s.auth,
         ...Object.fromEntries(EXPOSURE_KEYS.map((key) => [key, s[key]])),
+        // What other clients call the tool filters, as theirs read them.
+        allowTools: s.allowTools ?? s.includeTools,
+        denyTools: unionOf(s.denyTools, s.excludeTools, s.disabledTools),
         enabled: s.enabled ?? s.disabled !== true
       })
     })

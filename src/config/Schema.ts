@@ -417,7 +417,11 @@ export const McpServerEntry = Schema.Struct({
   /** Milliseconds, as `requestTimeoutMs` (only in a `servers` map: Cline writes seconds in `mcpServers`). */
   timeout: Schema.optional(DurationMs),
   /** Milliseconds waited after the process starts (`startupDelayMs`). */
-  startupDelay: Schema.optional(DurationMs)
+  startupDelay: Schema.optional(DurationMs),
+  /** Gemini CLI's and others' names for `allowTools` and `denyTools` (exact tool names). */
+  includeTools: Schema.optional(Schema.Array(Schema.String)),
+  excludeTools: Schema.optional(Schema.Array(Schema.String)),
+  disabledTools: Schema.optional(Schema.Array(Schema.String))
 })
 
 export const McpServers = Schema.Record({ key: Schema.String, value: McpServerEntry })

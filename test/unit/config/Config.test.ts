@@ -608,6 +608,24 @@ describe("hostile and careless config documents", () => {
     expect(options.ignoredKeys).toEqual(["mcpServers.m.autoApprove", "mcpServers.m.alwaysAllow", "mcpServers.m.timeout"])
   })
 
+  it("reads other clients' tool filters (includeTools, excludeTools, disabledTools) as allowTools and denyTools", () => {
+    const options = Either.getOrThrow(
+      decodeOptions(
+        {
+          mcpServers: {
+            g: { command: "x", includeTools: ["read_file", "list_directory"], excludeTools: ["write_file"] },
+            c: { command: "x", disabledTools: ["delete_entities"], denyTools: ["delete_*"] }
+          }
+        },
+        "x"
+      )
+    )
+    expect(options.backends?.[0]).toMatchObject({ allowTools: ["read_file", "list_directory"], denyTools: ["write_file"] })
+    expect(options.backends?.[1]).toMatchObject({ denyTools: ["delete_*", "delete_entities"] })
+    expect(options.backends?.[1]?.allowTools).toBeUndefined()
+    expect(options.ignoredKeys).toBeUndefined()
+  })
+
   it("every duration and size is bounded, with the bound in the error", () => {
     expect(issuesOf({ requestTimeoutMs: 3_000_000_000 })).toEqual([
       "requestTimeoutMs: must be a whole number of milliseconds from 1 to 86400000"
