@@ -9,8 +9,8 @@
  *
  * Longer than most modules: start, restart, replace, apply (a reload's difference) and stop are one
  * state machine over one table of entries under one lock, and splitting it would hand that table
- * around. The parts it uses are
- * apart: the heartbeat (`Heartbeat`), one backend (`Backend`), the restart delays (a `Schedule`).
+ * around. The parts it uses are apart: the heartbeat (`Heartbeat`), one backend (`Backend`), the
+ * restart policy and its `Schedule` (`Restart`), what a new set changes (`Diff`).
  */
 import {
   Context,
@@ -30,7 +30,9 @@ import * as Backend from "./Backend.js"
 import * as Heartbeat from "./Heartbeat.js"
 import { needsAuthOf } from "./Channel.js"
 import * as Store from "../auth/Store.js"
-import { type Applied, runsTheSame } from "./Diff.js"
+import { type Applied, diff, NOTHING_APPLIED } from "./Diff.js"
+import { answerAlone, type BackendRequestHandler, capabilitiesFor } from "./BackendRequests.js"
+import { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelays } from "./Restart.js"
 import {
   type BackendConfig,
   describeBackend,
@@ -39,14 +41,17 @@ import {
   type ResolvedConfig,
   rootsOf
 } from "../config/Config.js"
-import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
+import { BackendError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
 import type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 import type { Tool } from "../protocol/Mcp.js"
 
 export type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
-export { type Applied, runsTheSame } from "./Diff.js"
+export { type Applied, diff, runsTheSame } from "./Diff.js"
+export type { BackendRequest, BackendRequestHandler } from "./BackendRequests.js"
+export { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelays } from "./Restart.js"
+export { countListed } from "./Listing.js"
 
 export interface BackendTools {
   readonly backendId: string
@@ -61,17 +66,6 @@ export interface BackendNotification {
   readonly method: string
   readonly params: unknown
 }
-
-/** A request a backend sent (`roots/list`, `sampling/createMessage`, `elicitation/create`). */
-export interface BackendRequest {
-  readonly backendId: string
-  readonly method: string
-  readonly params: unknown
-  /** The backend's configured roots, as `roots/list` gives them. */
-  readonly roots: ReadonlyArray<{ readonly uri: string; readonly name?: string }>
-}
-
-export type BackendRequestHandler = (request: BackendRequest) => Effect.Effect<unknown, RpcError>
 
 export interface StartOptions {
   readonly startupTimeoutMs: number
@@ -95,30 +89,6 @@ export const startOptionsOf = (
   maxBackendFrameBytes: config.maxBackendFrameBytes,
   ...(clientCapabilities === undefined ? {} : { clientCapabilities })
 })
-
-export interface RestartPolicy {
-  /** The first delay after a crash; it doubles with each consecutive failure. */
-  readonly initialDelayMs: number
-  readonly maxDelayMs: number
-  /** Consecutive failures (crashes or failed starts) before the backend is left "failed". */
-  readonly maxConsecutiveFailures: number
-  /** A backend that stayed ready this long starts counting failures afresh. */
-  readonly healthyAfterMs: number
-}
-
-/** The waits between restarts: `initialDelayMs`, doubling with each consecutive failure, at most `maxDelayMs`. */
-export const restartDelays = (policy: RestartPolicy): Schedule.Schedule<Duration.Duration> =>
-  Schedule.exponential(Duration.millis(policy.initialDelayMs)).pipe(
-    Schedule.union(Schedule.spaced(Duration.millis(policy.maxDelayMs))),
-    Schedule.delays
-  )
-
-export const DEFAULT_RESTART_POLICY: RestartPolicy = {
-  initialDelayMs: 500,
-  maxDelayMs: 30_000,
-  maxConsecutiveFailures: 10,
-  healthyAfterMs: 60_000
-}
 
 export interface ManagerOptions {
   /** SIGTERM-to-SIGKILL grace when a backend is stopped (default 2 s). */
@@ -183,30 +153,6 @@ export interface BackendsService {
   readonly apply: (configs: ReadonlyArray<BackendConfig>) => Effect.Effect<Applied>
 }
 
-/**
- * How many items a list method (`resources/list`, `prompts/list`) gives on a ready backend, as
- * `check` and the debug UI show it: "-" when it does not offer `capability`, "error" when listing
- * fails, "?" for an answer without the list.
- */
-export const countListed = (
-  backends: BackendsService,
-  backendId: string,
-  capability: string,
-  method: string,
-  field: string
-): Effect.Effect<string> =>
-  Effect.suspend(() => {
-    const backend = backends.backend(backendId)
-    if (backend === undefined || backend.serverCapabilities[capability] === undefined) return Effect.succeed("-")
-    return backends.executeOnBackend(backendId, method, {}).pipe(
-      Effect.map((result) => {
-        const items = (result as Record<string, unknown> | null)?.[field]
-        return Array.isArray(items) ? String(items.length) : "?"
-      }),
-      Effect.orElseSucceed(() => "error")
-    )
-  })
-
 // ---------------------------------------------------------------------------------------------
 
 interface Entry {
@@ -254,23 +200,6 @@ const notReady = (entry: Entry, method: string): BackendError => {
             : "stopped"
   return new BackendError({ backendId: entry.config.id, reason: "not_ready", method, summary: why })
 }
-
-/** What a backend is told the client can do: the base, and `roots` when it has configured roots. */
-const capabilitiesFor = (
-  config: BackendConfig,
-  base: Readonly<Record<string, unknown>> = {}
-): Readonly<Record<string, unknown>> => (config.roots === undefined || base.roots !== undefined ? base : { ...base, roots: {} })
-
-/** A backend's request with no gateway to relay it: its configured roots, and nothing else. */
-const answerAlone = (request: BackendRequest): Effect.Effect<unknown, RpcError> =>
-  request.method === "roots/list"
-    ? Effect.succeed({ roots: request.roots })
-    : Effect.fail(
-        new RpcError({
-          code: ErrorCode.MethodNotFound,
-          message: `Method not found: ${request.method} (no client is connected to relay it to)`
-        })
-      )
 
 /** Builds the service; its backends live in the current scope. */
 export const make = (options: ManagerOptions = {}) =>
@@ -456,16 +385,19 @@ export const make = (options: ManagerOptions = {}) =>
         Effect.annotateLogs({ backend: entry.config.id })
       )
 
-    const stopUnlocked = Effect.suspend(() => {
-      const stopping = entries
-      const fibers = stopping.flatMap((e) => (e.fiber === undefined ? [] : [e.fiber]))
-      for (const e of stopping) e.fiber = undefined
-      return (fibers.length === 0 ? Effect.void : Fiber.interruptAll(fibers)).pipe(
-        // A lifecycle interrupted before it ever ran never reaches its own `ensuring`: release a
-        // start() still waiting for it (a shutdown right behind initialize).
-        Effect.zipRight(Effect.forEach(stopping, (e) => Deferred.succeed(e.settled, undefined), { discard: true }))
-      )
-    })
+    /** Stops these entries' lifecycles (and with them their processes), waiting for them. */
+    const stopEntries = (stopping: ReadonlyArray<Entry>) =>
+      Effect.suspend(() => {
+        const fibers = stopping.flatMap((e) => (e.fiber === undefined ? [] : [e.fiber]))
+        for (const e of stopping) e.fiber = undefined
+        return (fibers.length === 0 ? Effect.void : Fiber.interruptAll(fibers)).pipe(
+          // A lifecycle interrupted before it ever ran never reaches its own `ensuring`: release a
+          // start() still waiting for it (a shutdown right behind initialize).
+          Effect.zipRight(Effect.forEach(stopping, (e) => Deferred.succeed(e.settled, undefined), { discard: true }))
+        )
+      })
+
+    const stopUnlocked = Effect.suspend(() => stopEntries(entries))
 
     let lastStartOptions: StartOptions | undefined
 
@@ -512,42 +444,29 @@ export const make = (options: ManagerOptions = {}) =>
     const apply = (configs: ReadonlyArray<BackendConfig>): Effect.Effect<Applied> =>
       lock.withPermits(1)(
         Effect.gen(function* () {
-          const applied = {
-            added: [] as Array<string>,
-            removed: [] as Array<string>,
-            restarted: [] as Array<string>,
-            reexposed: [] as Array<string>
-          }
           const startOptions = lastStartOptions
-          if (startOptions === undefined) return applied
-          const next = new Map(configs.map((c) => [c.id, c]))
-          const stopping: Array<Entry> = []
-          for (const entry of entries) {
-            const config = next.get(entry.config.id)
-            if (config === undefined) {
-              entry.stoppedFor = "backend removed"
-              applied.removed.push(entry.config.id)
-              stopping.push(entry)
-            } else if (!runsTheSame(entry.config, config)) {
-              entry.stoppedFor = "backend restarted for a configuration change"
-              applied.restarted.push(entry.config.id)
-              stopping.push(entry)
-            }
+          if (startOptions === undefined) return NOTHING_APPLIED
+          const applied = diff(
+            entries.map((e) => e.config),
+            configs
+          )
+          const stopping = entries.filter((e) => applied.removed.includes(e.config.id) || applied.restarted.includes(e.config.id))
+          for (const e of stopping) {
+            e.stoppedFor = applied.removed.includes(e.config.id)
+              ? "backend removed"
+              : "backend restarted for a configuration change"
           }
-          const fibers = stopping.flatMap((e) => (e.fiber === undefined ? [] : [e.fiber]))
-          for (const e of stopping) e.fiber = undefined
-          if (fibers.length > 0) yield* Fiber.interruptAll(fibers)
+          yield* stopEntries(stopping)
           const fresh: Array<Entry> = []
           const starting: Array<Entry> = []
           for (const config of configs) {
             const entry = byId.get(config.id)
             if (entry !== undefined && entry.stoppedFor === undefined) {
-              if (JSON.stringify(entry.config) !== JSON.stringify(config)) applied.reexposed.push(config.id)
+              // Kept: only how it is exposed or described may have changed.
               entry.config = config
               fresh.push(entry)
               continue
             }
-            if (entry === undefined) applied.added.push(config.id)
             const created = yield* newEntry(config)
             fresh.push(created)
             if (config.enabled) starting.push(created)

@@ -23,3 +23,21 @@ export const runsTheSame = (a: BackendConfig, b: BackendConfig): boolean => {
     JSON.stringify(Object.entries(config).filter(([key, value]) => !EXPOSURE_ONLY.has(key) && value !== undefined))
   return running(a) === running(b)
 }
+
+export const NOTHING_APPLIED: Applied = { added: [], removed: [], restarted: [], reexposed: [] }
+
+/** What making `next` the set in force changes about `running`, by backend id (each list in its set's order). */
+export const diff = (running: ReadonlyArray<BackendConfig>, next: ReadonlyArray<BackendConfig>): Applied => {
+  const before = new Map(running.map((c) => [c.id, c]))
+  const kept = new Set(next.map((c) => c.id))
+  const ids = (configs: ReadonlyArray<BackendConfig>) => configs.map((c) => c.id)
+  const stays = next.filter((c) => before.has(c.id))
+  return {
+    added: ids(next.filter((c) => !before.has(c.id))),
+    removed: ids(running.filter((c) => !kept.has(c.id))),
+    restarted: ids(stays.filter((c) => !runsTheSame(before.get(c.id)!, c))),
+    reexposed: ids(
+      stays.filter((c) => runsTheSame(before.get(c.id)!, c) && JSON.stringify(before.get(c.id)) !== JSON.stringify(c))
+    )
+  }
+}
