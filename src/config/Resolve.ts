@@ -36,6 +36,9 @@ export const DEFAULT_STARTUP_TIMEOUT_MS = 5_000
 export const DEFAULT_MAX_TOOLS = 32
 /** Model turns per orchestration: a search, a read and an answer fit, a runaway loop does not. */
 export const DEFAULT_MAX_STEPS = 6
+/** A few thousand tokens of each result: what a model's context holds comfortably, turn after turn. */
+export const DEFAULT_MAX_RESULT_CHARS = 32_000
+export const DEFAULT_MAX_CALLS_PER_TURN = 16
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 /** Larger than a client's: server-filesystem sends a file's text twice (content and structuredContent). */
 export const DEFAULT_MAX_BACKEND_FRAME_BYTES = 64 * 1024 * 1024
@@ -56,6 +59,10 @@ export interface ResolvedConfig {
   readonly maxToolsPerRequest: number
   readonly maxSteps: number
   readonly confirmTools: ConfirmTools
+  /** How much of each tool result (and of each call's arguments) goes back to the model. */
+  readonly maxResultChars: number
+  /** The tool calls one model turn may make. */
+  readonly maxCallsPerTurn: number
   /** Named subsets of the tools (`/profiles/<name>/mcp`, `--profile`). */
   readonly profiles: Readonly<Record<string, Profile>>
   /** `--http-auth oauth`: the issuer, audience and scopes tokens are checked against (file only). */
@@ -241,6 +248,8 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
     maxSteps: pick("maxSteps") ?? DEFAULT_MAX_STEPS,
     confirmTools: pick("confirmTools") ?? "destructive",
+    maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,
+    maxCallsPerTurn: pick("maxCallsPerTurn") ?? DEFAULT_MAX_CALLS_PER_TURN,
     profiles: pick("profiles") ?? {},
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,

@@ -489,6 +489,8 @@ export const optionFields = {
   maxToolsPerRequest: Schema.optional(BoundedInt(MAX_TOOLS_LIMIT, "tools")),
   maxSteps: Schema.optional(BoundedInt(MAX_STEPS_LIMIT, "steps")),
   confirmTools: Schema.optional(ConfirmTools),
+  maxResultChars: Schema.optional(Mcp.MaxResultChars),
+  maxCallsPerTurn: Schema.optional(Mcp.MaxCallsPerTurn),
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),
   maxFrameBytes: Schema.optional(FrameBytes),

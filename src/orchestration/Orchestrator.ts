@@ -29,6 +29,7 @@ import { type ChatMessage, type ChatResponse, type ChatToolCall, LlmClient } fro
 import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
 import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "../protocol/Mcp.js"
+import * as Mcp from "../protocol/Mcp.js"
 import { Events, none as noEvents, type OrchestrationRecord, type OrchestrationStep } from "../observability/Events.js"
 import { catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
 
@@ -45,6 +46,7 @@ import {
 import {
   addUsage,
   type Confirm,
+  declinedResult,
   dryRunRefused,
   dryRunResult,
   inTurn,
@@ -52,11 +54,12 @@ import {
   noAction,
   type OnStep,
   type StepRecord,
-  toolMessage,
   type TurnCall,
   type TurnOutcome,
-  withSteps
+  withSteps,
+  withStepsRan
 } from "./Steps.js"
+import * as Results from "./Results.js"
 
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
 export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
@@ -91,7 +94,20 @@ export const ORCHESTRATE_TOOL = {
         maximum: 32,
         description: "Model turns at most (default: the gateway's maxSteps, 6); 1 runs a single planned call."
       },
-      dryRun: { type: "boolean", description: "Plan the first call and return it without running anything." }
+      dryRun: { type: "boolean", description: "Plan the first call and return it without running anything." },
+      maxResultChars: {
+        type: "integer",
+        minimum: Mcp.MIN_RESULT_CHARS,
+        maximum: Mcp.MAX_RESULT_CHARS_LIMIT,
+        description:
+          "Characters of each tool result the model reads at once (default: the gateway's maxResultChars, 32,000); it can read on past a cut."
+      },
+      maxCallsPerTurn: {
+        type: "integer",
+        minimum: 1,
+        maximum: Mcp.MAX_CALLS_PER_TURN_LIMIT,
+        description: "Tool calls one model turn may make (default: the gateway's maxCallsPerTurn, 16)."
+      }
     },
     required: ["query"]
   }
@@ -212,7 +228,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         profile: Profile | undefined,
         record?: Recording
       ) {
-        const { query, context, maxSteps, dryRun } = yield* validateParams(params)
+        const { query, context, maxSteps, dryRun, maxResultChars, maxCallsPerTurn } = yield* validateParams(params)
         if (record !== undefined) Object.assign(record, { query, context })
         const config = yield* gatewayConfig.current
         const ready = yield* readyBackends(config)
@@ -236,14 +252,31 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           { role: "system", content: steps === 1 ? SINGLE_STEP_PROMPT : SYSTEM_PROMPT },
           { role: "user", content: userMessage(query, context) }
         ]
-        return { query, offer, messages, maxSteps: steps, dryRun: dryRun === true, confirmTools: config.confirmTools }
+        return {
+          query,
+          offer,
+          messages,
+          maxSteps: steps,
+          dryRun: dryRun === true,
+          confirmTools: config.confirmTools,
+          results: Results.make(maxResultChars ?? config.maxResultChars),
+          maxCallsPerTurn: maxCallsPerTurn ?? config.maxCallsPerTurn
+        }
       })
 
       /** One model turn; the first is what the debug UI's record shows. */
-      const ask = (query: string, messages: ReadonlyArray<ChatMessage>, offer: Offer, record?: Recording) =>
+      const ask = (
+        query: string,
+        messages: ReadonlyArray<ChatMessage>,
+        offer: Offer,
+        record?: Recording,
+        results?: Results.Results
+      ) =>
         Effect.gen(function* () {
           const asked = Date.now()
-          const response = yield* llm.chat({ query, messages: [...messages], tools: offer.functions() })
+          // Reading on is offered once a result was cut.
+          const tools = results?.anyKept() ? [...offer.functions(), Results.readResultFunction] : offer.functions()
+          const response = yield* llm.chat({ query, messages: [...messages], tools })
           if (record !== undefined) {
             record.llmMs = (record.llmMs ?? 0) + (Date.now() - asked)
             record.model = response.model
@@ -313,7 +346,11 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         profile: Profile | undefined,
         record?: Recording
       ) {
-        const { query, offer, messages, maxSteps, dryRun, confirmTools } = yield* prepare(params, profile, record)
+        const { query, offer, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn } = yield* prepare(
+          params,
+          profile,
+          record
+        )
         /** For the debug UI: each call of each step as it went. */
         const note = (entry: OrchestrationStep) => {
           if (record !== undefined) record.steps = [...(record.steps ?? []), entry]
@@ -347,6 +384,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         let repaired = false
         /** Tokens over every turn, when the endpoint says. */
         let usage: ChatResponse["usage"] = undefined
+        /** Whether the model was told that its turn made more calls than `maxCallsPerTurn`. */
+        let toldBound = false
 
         /** A search the model asked for: answered here, its finds offered from the next turn on. */
         const searched = (call: ChatToolCall, args: Record<string, unknown>) =>
@@ -369,24 +408,75 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             return { call, content, ran: undefined }
           })
 
+        /** `agentify_read_result`: more of a result that was cut, answered here. */
+        const readOn = (call: ChatToolCall, args: Record<string, unknown>) =>
+          Effect.sync((): TurnOutcome => {
+            steps.push({ tool: Results.READ_RESULT_TOOL, arguments: Secrets.scrubDeep(args), isError: false, ms: 0 })
+            note({ step: current, tool: Results.READ_RESULT_TOOL, arguments: args, outcome: "search", ms: 0 })
+            return { call, content: results.read(args), ran: undefined }
+          })
+
+        /** A call the gateway answers itself: a search, or reading on. */
+        const answeredHere = (call: ChatToolCall): boolean =>
+          (call.name === SEARCH_TOOL && offer.search !== undefined) ||
+          (call.name === Results.READ_RESULT_TOOL && results.anyKept())
+
+        /**
+         * A turn with more calls than `maxCallsPerTurn`: none of them runs (not even their arguments are
+         * read: a model's fan-out of thousands must cost nothing). The model is told once and may try
+         * again with fewer; a second such turn, or one with no turn left after it, is -32003.
+         */
+        const overBound = (step: number, response: ChatResponse) =>
+          Effect.gen(function* () {
+            const made = response.toolCalls.length
+            const refusal = new InvalidPlan({
+              message: `The model made ${made} tool calls in one turn, more than maxCallsPerTurn (${maxCallsPerTurn}) allows; none of them ran`,
+              toolName: response.toolCalls[0]!.name,
+              problems: [`${made} calls in one turn; maxCallsPerTurn is ${maxCallsPerTurn}`]
+            })
+            if (toldBound || step === maxSteps || dryRun) return yield* refusal
+            toldBound = true
+            yield* Effect.logWarning("orchestration: the model made more calls in one turn than allowed; none ran", {
+              calls: made,
+              maxCallsPerTurn
+            })
+            note({
+              step,
+              tool: response.toolCalls[0]!.name,
+              arguments: { calls: made },
+              outcome: "invalid",
+              ms: 0,
+              detail: refusal.message
+            })
+            // Its calls are not replayed: each would need an answer, thousands of them.
+            messages.push({ role: "assistant", content: response.content ?? `(${made} tool calls, not run)`, toolCalls: [] })
+            messages.push({
+              role: "system",
+              content: `None of your ${made} tool calls ran: one turn may make at most ${maxCallsPerTurn}. Make at most ${maxCallsPerTurn} calls, the most needed first; later turns can make more.`
+            })
+            return "more" as const
+          })
+
         /** One model turn and the calls it made; "done" when the model answered without calling. */
         const turn = (step: number) =>
           Effect.gen(function* () {
             current = step
-            const response = yield* ask(query, messages, offer, record)
+            const response = yield* ask(query, messages, offer, record, results)
             usage = addUsage(usage, response.usage)
             if (response.toolCalls.length === 0) {
               // It gave up on correcting its call: that call's problem is the answer.
               if (last === undefined && invalid !== undefined) return yield* invalid
-              if (last === undefined) return yield* noAction(query, response)
+              // The user declined what it wanted to run, and it answered: that is the answer.
+              if (last === undefined && !steps.some((s) => s.declined === true)) return yield* noAction(query, response)
               answer = response.content ?? undefined
               return "done" as const
             }
             // The seed's single shot: exactly one call.
             if (maxSteps === 1 && response.toolCalls.length !== 1) return yield* noAction(query, response)
+            if (response.toolCalls.length > maxCallsPerTurn) return yield* overBound(step, response)
             const checked = yield* Effect.forEach(response.toolCalls, (call) =>
               Effect.either(
-                call.name === SEARCH_TOOL && offer.search !== undefined
+                answeredHere(call)
                   ? Effect.map(parseArguments(call.name, call.arguments), (args): TurnCall => ({
                       call,
                       args,
@@ -415,7 +505,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
               yield* Effect.logInfo("orchestration: the model's call is invalid, asking it to correct it", {
                 problem: refused.message
               })
-              messages.push({ role: "assistant", content: response.content, toolCalls: response.toolCalls })
+              messages.push({ role: "assistant", content: response.content, toolCalls: results.replayed(response.toolCalls) })
               checked.forEach((outcome, i) =>
                 messages.push({
                   role: "tool",
@@ -445,14 +535,17 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             }
             const runCall = ({ call, args, planned }: TurnCall, i: number): Effect.Effect<TurnOutcome, BackendError> =>
               planned === undefined
-                ? searched(call, args)
+                ? call.name === Results.READ_RESULT_TOOL
+                  ? readOn(call, args)
+                  : searched(call, args)
                 : decisions[i] === "declined"
                   ? Effect.sync((): TurnOutcome => {
                       steps.push({
                         tool: planned.chosen.functionName,
                         arguments: Secrets.scrubDeep(args),
                         isError: true,
-                        ms: 0
+                        ms: 0,
+                        declined: true
                       })
                       note({ step, tool: planned.chosen.functionName, arguments: args, outcome: "declined", ms: 0 })
                       return {
@@ -469,19 +562,23 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                       const ms = Date.now() - started
                       steps.push({ tool: chosen.functionName, arguments: Secrets.scrubDeep(args), isError, ms })
                       note({ step, tool: chosen.functionName, arguments: args, outcome: isError ? "error" : "ok", ms })
-                      return { call, content: toolMessage(result), ran: { chosen, result } }
+                      return { call, content: results.toolMessage(result), ran: { chosen, result } }
                     })
             const outcomes = yield* inTurn(calls, runCall)
-            messages.push({ role: "assistant", content: response.content, toolCalls: response.toolCalls })
+            messages.push({ role: "assistant", content: response.content, toolCalls: results.replayed(response.toolCalls) })
             for (const { call, content } of outcomes) messages.push({ role: "tool", toolCallId: call.id, content })
             last = [...outcomes].reverse().find((o) => o.ran !== undefined)?.ran ?? last
             return "more" as const
           }).pipe(Effect.withSpan("Orchestrator.step", { attributes: { "agentify.step": step } }))
         for (let step = 1; step <= maxSteps; step++) {
-          if ((yield* turn(step)) === "done") break
+          if ((yield* turn(step).pipe(Effect.mapError((error) => withStepsRan(error, steps)))) === "done") break
         }
         if (dry !== undefined) return dryRunResult(dry, needsConfirmation(confirmTools, dry.annotations), usage)
         if (dryRefused !== undefined) return dryRunRefused(dryRefused)
+        // Nothing ran because the user said no: their decision, with the model's words on it.
+        if (last === undefined && !dryRun && steps.some((s) => s.declined === true)) {
+          return declinedResult(steps, answer, usage)
+        }
         // Every turn only searched (or, dry, never planned a call): nothing ran.
         if (last === undefined || dryRun) {
           return yield* new NoActionDetermined({
@@ -498,7 +595,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             reason: "tool_error",
             method: chosen.mcpMethod,
             summary: text.length > 0 ? text : "the tool reported an error",
-            detail: result
+            detail: result,
+            steps
           })
         }
         return withSteps(result, steps, answer, usage)

@@ -5,8 +5,8 @@
 import { Effect } from "effect"
 import type { ConfirmTools } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
-import { type InvalidPlan, NoActionDetermined } from "../protocol/Errors.js"
-import { type CallToolResult, isCallToolResult, resultText } from "../protocol/Mcp.js"
+import { BackendError, InvalidPlan, LlmRequestFailed, NoActionDetermined } from "../protocol/Errors.js"
+import type { CallToolResult } from "../protocol/Mcp.js"
 import type { ChatResponse, ChatToolCall } from "./Chat.js"
 import type { Plan } from "./Offer.js"
 
@@ -26,6 +26,8 @@ export interface StepRecord {
   readonly arguments: unknown
   readonly isError: boolean
   readonly ms: number
+  /** The user declined to run it: it did not run. */
+  readonly declined?: true
 }
 
 /** One call of a turn: a search the gateway answers (`planned` undefined), or a planned backend call. */
@@ -42,13 +44,25 @@ export interface TurnOutcome {
   readonly ran: { readonly chosen: Plan; readonly result: unknown } | undefined
 }
 
+/** How many calls of one turn run at once, whatever the model asked (`maxCallsPerTurn` bounds how many it may ask). */
+export const MAX_CONCURRENT_CALLS = 8
+
 /**
  * Runs a turn's calls: concurrently across backends, and on one backend concurrently only when
  * every call of the turn to it is annotated read-only; otherwise one after the other in the model's
  * order (servers are not all safe for concurrent writes: two concurrent `create_entities` on
- * server-memory keep only one). The outcomes come back in the calls' order.
+ * server-memory keep only one). At most `MAX_CONCURRENT_CALLS` at once. The outcomes come back in
+ * the calls' order.
  */
 export const inTurn = <E>(
+  calls: ReadonlyArray<TurnCall>,
+  run: (call: TurnCall, i: number) => Effect.Effect<TurnOutcome, E>
+): Effect.Effect<ReadonlyArray<TurnOutcome>, E> =>
+  Effect.flatMap(Effect.makeSemaphore(MAX_CONCURRENT_CALLS), (permits) =>
+    inGroups(calls, (c, i) => permits.withPermits(1)(run(c, i)))
+  )
+
+const inGroups = <E>(
   calls: ReadonlyArray<TurnCall>,
   run: (call: TurnCall, i: number) => Effect.Effect<TurnOutcome, E>
 ): Effect.Effect<ReadonlyArray<TurnOutcome>, E> => {
@@ -71,16 +85,6 @@ export const inTurn = <E>(
 /** Told as each step starts: its number, the bound, the tools it calls (progress notifications). */
 export type OnStep = (step: number, maxSteps: number, tools: ReadonlyArray<string>) => Effect.Effect<void>
 
-/** A tool result as the model reads it: its text, else its JSON; bounded, as a model's context is. */
-const MAX_TOOL_MESSAGE_CHARS = 32_000
-export const toolMessage = (result: unknown): string => {
-  const text = isCallToolResult(result) ? resultText(result as CallToolResult) : ""
-  const whole = text.length > 0 ? text : (JSON.stringify(result) ?? "null")
-  return whole.length <= MAX_TOOL_MESSAGE_CHARS
-    ? whole
-    : `${whole.slice(0, MAX_TOOL_MESSAGE_CHARS)}\n[cut at ${MAX_TOOL_MESSAGE_CHARS} characters]`
-}
-
 /** The last result, unchanged but for what the orchestration adds to its `_meta`. */
 export const withSteps = (
   result: unknown,
@@ -99,6 +103,50 @@ export const withSteps = (
       ...(usage === undefined ? {} : { "agentify/usage": usage })
     }
   }
+}
+
+/**
+ * Nothing ran because the user declined what the model wanted to run: an answer, not a failure. The
+ * model's closing words follow (as `agentify/answer`), the declined tools are named.
+ */
+export const declinedResult = (
+  steps: ReadonlyArray<StepRecord>,
+  answer: string | undefined,
+  usage: ChatResponse["usage"]
+): CallToolResult => {
+  const declined = [...new Set(steps.filter((s) => s.declined === true).map((s) => s.tool))]
+  return withSteps(
+    {
+      content: [{ type: "text", text: `Nothing ran: the user declined to run ${declined.join(", ")}.` }],
+      structuredContent: { declined }
+    },
+    steps,
+    answer,
+    usage
+  ) as CallToolResult
+}
+
+/**
+ * A failure after some step ran carries the steps (`data.steps`): a client must learn that a file
+ * was written even when the next model turn failed.
+ */
+export const withStepsRan = <E>(error: E, steps: ReadonlyArray<StepRecord>): E => {
+  if (steps.length === 0) return error
+  const e = error as unknown
+  if (e instanceof LlmRequestFailed) {
+    return new LlmRequestFailed({ reason: e.reason, message: e.message, status: e.status, steps }) as E
+  }
+  if (e instanceof InvalidPlan) {
+    return new InvalidPlan({ message: e.message, toolName: e.toolName, arguments: e.arguments, problems: e.problems, steps }) as E
+  }
+  if (e instanceof BackendError) {
+    const { backendId, reason, summary, method, detail } = e
+    return new BackendError({ backendId, reason, summary, method, detail, steps }) as E
+  }
+  if (e instanceof NoActionDetermined) {
+    return new NoActionDetermined({ query: e.query, modelMessage: e.modelMessage, toolCalls: e.toolCalls, steps }) as E
+  }
+  return error
 }
 
 /** `dryRun`: the first planned call, run by nobody. */

@@ -24,6 +24,9 @@ export const ErrorCode = {
   BackendFailed: -32004
 } as const
 
+const stepsOf = (error: { readonly steps?: ReadonlyArray<unknown> | undefined }) =>
+  error.steps === undefined || error.steps.length === 0 ? {} : { steps: error.steps }
+
 /** -32602: params or initializationOptions failed validation; `issues` are `path: problem` lines. */
 export class InvalidParams extends Schema.TaggedError<InvalidParams>()("InvalidParams", {
   message: Schema.String,
@@ -40,14 +43,16 @@ export class NoActionDetermined extends Schema.TaggedError<NoActionDetermined>()
   query: Schema.String,
   /** What the model said instead of calling a tool, if anything. */
   modelMessage: Schema.optional(Schema.String),
-  toolCalls: Schema.optional(Schema.Number)
+  toolCalls: Schema.optional(Schema.Number),
+  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
+  steps: Schema.optional(Schema.Array(Schema.Unknown))
 }) {
   readonly code = ErrorCode.NoAction
   override get message() {
     return "AI orchestrator could not determine an action for your query."
   }
   get data(): unknown {
-    return { query: this.query, modelMessage: this.modelMessage, toolCalls: this.toolCalls }
+    return { query: this.query, modelMessage: this.modelMessage, toolCalls: this.toolCalls, ...stepsOf(this) }
   }
 }
 
@@ -79,11 +84,13 @@ export class NotConfigured extends Schema.TaggedError<NotConfigured>()("NotConfi
 export class LlmRequestFailed extends Schema.TaggedError<LlmRequestFailed>()("LlmRequestFailed", {
   reason: Schema.Literal("auth", "rate_limit", "network", "timeout", "server", "bad_response", "other"),
   message: Schema.String,
-  status: Schema.optional(Schema.Number)
+  status: Schema.optional(Schema.Number),
+  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
+  steps: Schema.optional(Schema.Array(Schema.Unknown))
 }) {
   readonly code = ErrorCode.LlmFailed
   get data(): unknown {
-    return { reason: this.reason, status: this.status }
+    return { reason: this.reason, status: this.status, ...stepsOf(this) }
   }
 }
 
@@ -93,14 +100,17 @@ export class InvalidPlan extends Schema.TaggedError<InvalidPlan>()("InvalidPlan"
   toolName: Schema.String,
   arguments: Schema.optional(Schema.Unknown),
   /** Each way the arguments break the tool's inputSchema, with its path. */
-  problems: Schema.optional(Schema.Array(Schema.String))
+  problems: Schema.optional(Schema.Array(Schema.String)),
+  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
+  steps: Schema.optional(Schema.Array(Schema.Unknown))
 }) {
   readonly code = ErrorCode.LlmFailed
   get data(): unknown {
     return {
       toolName: this.toolName,
       arguments: this.arguments,
-      ...(this.problems === undefined ? {} : { problems: this.problems })
+      ...(this.problems === undefined ? {} : { problems: this.problems }),
+      ...stepsOf(this)
     }
   }
 }
@@ -115,14 +125,16 @@ export class BackendError extends Schema.TaggedError<BackendError>()("BackendErr
   summary: Schema.String,
   method: Schema.optional(Schema.String),
   /** The backend's own JSON-RPC error, or its isError result. */
-  detail: Schema.optional(Schema.Unknown)
+  detail: Schema.optional(Schema.Unknown),
+  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
+  steps: Schema.optional(Schema.Array(Schema.Unknown))
 }) {
   readonly code = ErrorCode.BackendFailed
   override get message() {
     return `Backend '${this.backendId}' failed: ${this.summary}`
   }
   get data(): unknown {
-    return { backendId: this.backendId, reason: this.reason, method: this.method, detail: this.detail }
+    return { backendId: this.backendId, reason: this.reason, method: this.method, detail: this.detail, ...stepsOf(this) }
   }
 }
 

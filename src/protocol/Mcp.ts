@@ -113,6 +113,23 @@ export const TaskContext = Schema.Struct({
 })
 export type TaskContext = typeof TaskContext.Type
 
+/** `maxResultChars`: how much of each tool result (and of each call's arguments) the model reads back. */
+export const MIN_RESULT_CHARS = 200
+export const MAX_RESULT_CHARS_LIMIT = 1_000_000
+export const MaxResultChars = Schema.Number.pipe(
+  Schema.filter((n) => Number.isInteger(n) && n >= MIN_RESULT_CHARS && n <= MAX_RESULT_CHARS_LIMIT, {
+    message: () => `must be a whole number of characters from ${MIN_RESULT_CHARS} to ${MAX_RESULT_CHARS_LIMIT}`
+  })
+)
+
+/** `maxCallsPerTurn`: the tool calls one model turn may make (past it, none of the turn's run). */
+export const MAX_CALLS_PER_TURN_LIMIT = 128
+export const MaxCallsPerTurn = Schema.Number.pipe(
+  Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= MAX_CALLS_PER_TURN_LIMIT, {
+    message: () => `must be a whole number of calls from 1 to ${MAX_CALLS_PER_TURN_LIMIT}`
+  })
+)
+
 export const OrchestrateParams = Schema.Struct({
   query: Schema.String.pipe(Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })),
   context: Schema.optional(Schema.NullOr(TaskContext)),
@@ -123,6 +140,10 @@ export const OrchestrateParams = Schema.Struct({
     )
   ),
   /** Plan the first call and return it, running nothing. */
-  dryRun: Schema.optional(Schema.Boolean)
+  dryRun: Schema.optional(Schema.Boolean),
+  /** The config's `maxResultChars` for this request. */
+  maxResultChars: Schema.optional(MaxResultChars),
+  /** The config's `maxCallsPerTurn` for this request. */
+  maxCallsPerTurn: Schema.optional(MaxCallsPerTurn)
 })
 export type OrchestrateParams = typeof OrchestrateParams.Type

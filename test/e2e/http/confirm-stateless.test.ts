@@ -75,8 +75,11 @@ describe("confirmation for a 2026-07-28 client", () => {
         expect(readFileSync(target, "utf8")).toBe("accept")
       } else {
         expect(existsSync(target)).toBe(false)
-        // Told to the model, which answered without a tool: its words, as a call-less answer is.
-        expect(done.error).toMatchObject({ code: -32000, data: { modelMessage: "Finished." } })
+        // Told to the model, which answered without a tool: the user's decision is the result, with its words.
+        expect(done.error).toBeUndefined()
+        expect(done.result.resultType).toBe("complete")
+        expect(done.result.content[0].text).toBe("Nothing ran: the user declined to run filesystem__write_file.")
+        expect(done.result._meta["agentify/answer"]).toBe("Finished.")
         const told = fake.requests[fake.requests.length - 1]!.body.messages.find((m: any) => m.role === "tool").content
         expect(told).toContain("the user declined to run filesystem__write_file")
       }

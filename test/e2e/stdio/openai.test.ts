@@ -445,9 +445,12 @@ describe("confirmation before destructive actions", () => {
       expect(existsSync(target)).toBe(false)
       const told = fake.requests[before + 1]!.body.messages.find((m: any) => m.role === "tool").content
       expect(told).toContain("the user declined to run filesystem__write_file")
-      // No tool ran: the model's words are the answer, as a call-less answer is (-32000 with them).
-      expect(result.isError).toBe(true)
-      expect(result.content[0].text).toContain("I did not write it.")
+      // The user decided: nothing ran, which is a result naming what was declined, with the model's words.
+      expect(result.isError).toBeUndefined()
+      expect(result.content.map((c: any) => c.text)).toEqual([
+        "Nothing ran: the user declined to run filesystem__write_file.",
+        "I did not write it."
+      ])
     } finally {
       await client.close()
     }
