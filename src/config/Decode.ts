@@ -6,6 +6,7 @@
 import { Either, ParseResult, Schema } from "effect"
 import { InvalidParams } from "../protocol/Errors.js"
 import { closest } from "./Suggest.js"
+import { setOwn } from "./Jsonc.js"
 
 import {
   BackendConfig,
@@ -254,7 +255,7 @@ const fromMcpConfigs = (given: unknown): Record<string, unknown> | InvalidParams
     if (Object.hasOwn(servers, name)) return problem("serverName: the same name twice")
     const own = isObject(connection) ? connection : {}
     const headers = isObject(own.headers) ? own.headers : {}
-    servers[name] = {
+    setOwn(servers, name, {
       ...rest,
       ...own,
       ...(transport === undefined ? {} : { type: transport }),
@@ -262,7 +263,7 @@ const fromMcpConfigs = (given: unknown): Record<string, unknown> | InvalidParams
       ...(Object.keys(authorization).length === 0 || (own.headers !== undefined && !isObject(own.headers))
         ? {}
         : { headers: { ...headers, ...authorization } })
-    }
+    })
   }
   return { servers }
 }

@@ -111,6 +111,8 @@ export const readDotEnv = (dir: string): DotEnv => {
     if ((DOTENV_SETTINGS as ReadonlyArray<string>).includes(name)) settings[name as DotEnvSetting] = value
     else refused.push(name)
   }
+  // Node's parser drops this name without a word (it builds its object by assignment): named here.
+  if (/^[ \t]*(?:export[ \t]+)?__proto__[ \t]*=/m.test(text.right)) refused.push("__proto__")
   return { settings, refused }
 }
 

@@ -2,9 +2,37 @@
  * Config files as people write them: JSON with comments and trailing commas (JSONC, as VS Code's
  * `.vscode/mcp.json` and most editors' settings are), parsed by Microsoft's `jsonc-parser`. A
  * file that is not even that is reported at `file:line:column`, as editors show it.
+ *
+ * Objects are built with own data properties, as `JSON.parse` builds them: the parser's own values
+ * are built by assignment, where a key `__proto__` sets the object's prototype and vanishes (a file
+ * whose backends sat under it started the default backend instead). Kept as data, such a key is
+ * then refused by name where the config is checked.
  */
 import { Either } from "effect"
-import { parse, type ParseError, printParseErrorCode } from "jsonc-parser"
+import { type Node, type ParseError, parseTree, printParseErrorCode } from "jsonc-parser"
+
+/** `object[key] = value` as an own data property, whatever the key (`__proto__` included). */
+export const setOwn = (object: Record<string, unknown>, key: string, value: unknown): void => {
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true })
+}
+
+/** A parsed node's value, its objects built with own data properties. */
+const valueOf = (node: Node): unknown => {
+  switch (node.type) {
+    case "object": {
+      const object: Record<string, unknown> = {}
+      for (const property of node.children ?? []) {
+        const [key, value] = property.children ?? []
+        if (key !== undefined) setOwn(object, key.value as string, value === undefined ? undefined : valueOf(value))
+      }
+      return object
+    }
+    case "array":
+      return (node.children ?? []).map(valueOf)
+    default:
+      return node.value
+  }
+}
 
 /** What the parser's error codes mean to a person. */
 const WORDING: Record<string, string> = {
@@ -45,8 +73,8 @@ export const parseJsonc = (text: string, file: string): Either.Either<unknown, s
   const errors: Array<ParseError> = []
   // A byte-order mark is not an error (Windows editors write one).
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
-  const value: unknown = parse(body, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false })
-  if (errors.length === 0) return Either.right(value)
+  const tree = parseTree(body, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false })
+  if (errors.length === 0) return Either.right(tree === undefined ? undefined : valueOf(tree))
   const first = errors[0]!
   const code = printParseErrorCode(first.error)
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""

@@ -11,7 +11,7 @@
 import { Either } from "effect"
 import { type Dirent, existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs"
 import * as path from "node:path"
-import { parseJsonc } from "./Jsonc.js"
+import { parseJsonc, setOwn } from "./Jsonc.js"
 
 export interface Detected {
   /** The folder's name: the server's key in the map. */
@@ -237,8 +237,11 @@ export const toOptions = (result: Scan): Record<string, unknown> => {
     Record<string, unknown>
   >
   const servers: Record<string, unknown> = {}
-  for (const server of result.servers) servers[server.name] = { ...server.entry, ...own[server.name] }
-  for (const [name, entry] of Object.entries(own)) if (!(name in servers)) servers[name] = entry
+  // Own data properties: a folder or an entry named `__proto__` is kept, for the config check to refuse by name.
+  for (const server of result.servers) {
+    setOwn(servers, server.name, { ...server.entry, ...(Object.hasOwn(own, server.name) ? own[server.name] : {}) })
+  }
+  for (const [name, entry] of Object.entries(own)) if (!Object.hasOwn(servers, name)) setOwn(servers, name, entry)
   const { servers: _servers, ...rest } = overrides
   return { ...rest, servers }
 }
