@@ -171,11 +171,13 @@ const makeOne = Effect.fn("Backend.make")(
         () => Effect.succeed<ReadonlyArray<Mcp.Tool>>([])
       )
     )
+    connection.channel.toolsListed?.(tools)
     connection.starting = false
 
     const relist = listAllTools(requester, timeoutMs).pipe(
       Effect.flatMap((listed) => {
         tools = listed
+        connection.channel.toolsListed?.(listed)
         return options.onToolsChanged?.(listed) ?? Effect.void
       }),
       Effect.catchAllCause((cause) => Effect.logWarning("could not list the tools again", cause))
@@ -295,7 +297,14 @@ const makeOne = Effect.fn("Backend.make")(
       tools: () => tools,
       request,
       notify: (method, params) => Effect.sync(() => connection.notify(method, params)),
-      listTools: listAllTools(requester, timeoutMs).pipe(Effect.tap((listed) => Effect.sync(() => (tools = listed)))),
+      listTools: listAllTools(requester, timeoutMs).pipe(
+        Effect.tap((listed) =>
+          Effect.sync(() => {
+            tools = listed
+            connection.channel.toolsListed?.(listed)
+          })
+        )
+      ),
       callTool: (name, args, callOptions) =>
         request(
           "tools/call",

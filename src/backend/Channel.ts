@@ -4,6 +4,7 @@
  * (`remote/`); the backend's JSON-RPC connection (`Connection`) is the same over all of them.
  */
 import type { Frame } from "../jsonrpc/JsonRpc.js"
+import type { Tool } from "../protocol/Mcp.js"
 
 export type TooLarge = Extract<Frame, { _tag: "TooLarge" }>
 
@@ -60,6 +61,8 @@ export interface Channel {
   abort(): void
   /** Releases what it holds once it ended. */
   dispose(): void
+  /** The backend's tools as it listed them, for a transport whose requests name their arguments (SEP-2243). */
+  toolsListed?(tools: ReadonlyArray<Tool>): void
 }
 
 /**

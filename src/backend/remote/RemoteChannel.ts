@@ -40,7 +40,7 @@ export const CONNECT_TIMEOUT_MS = 30_000
 export interface Outgoing {
   readonly id?: string | number
   readonly method?: string
-  readonly params?: { readonly _meta?: Record<string, unknown>; readonly requestId?: unknown }
+  readonly params?: { readonly _meta?: Record<string, unknown>; readonly requestId?: unknown; readonly [key: string]: unknown }
 }
 
 export abstract class RemoteChannel implements Channel {

@@ -9,6 +9,7 @@ import { Effect, Fiber, Schedule } from "effect"
 import * as Mcp from "../../protocol/Mcp.js"
 import * as Secrets from "../../observability/Secrets.js"
 import { readEvents } from "./EventStream.js"
+import { McpHeaders } from "./McpHeaders.js"
 import * as Fetch from "./Fetch.js"
 import { type Outgoing, RemoteChannel } from "./RemoteChannel.js"
 import { SseChannel } from "./Sse.js"
@@ -39,6 +40,13 @@ export class StreamableHttpChannel extends RemoteChannel {
   private fallback: SseChannel | undefined = undefined
   /** Frames written while the fallback connects. */
   private queued: Array<string> | undefined = undefined
+  /** SEP-2243: every POST says what it is in its headers, as the body does. */
+  private readonly mcpHeaders = new McpHeaders()
+
+  /** Which tool arguments travel in `Mcp-Param-*` headers too. */
+  toolsListed(tools: ReadonlyArray<Mcp.Tool>) {
+    this.mcpHeaders.toolsListed(tools)
+  }
 
   /** Nothing to open before the first request. */
   readonly connect = Effect.void
@@ -111,7 +119,8 @@ export class StreamableHttpChannel extends RemoteChannel {
     if (message.method === "notifications/cancelled" && this.cancelStateless(message.params?.requestId)) return
     const extra: Record<string, string> = {
       "content-type": "application/json",
-      accept: "application/json, text/event-stream"
+      accept: "application/json, text/event-stream",
+      ...this.mcpHeaders.for(message)
     }
     if (message.method === "initialize") {
       // A new session: the old one's id and stream go (a re-initialize after the server forgot it).
