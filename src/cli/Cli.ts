@@ -20,6 +20,7 @@ import * as Secrets from "../observability/Secrets.js"
 import { SERVER_VERSION } from "../gateway/Server.js"
 import * as Load from "../config/Load.js"
 import { closest } from "../config/Suggest.js"
+import { onPath } from "../config/ServersDir.js"
 import * as Telemetry from "../observability/Telemetry.js"
 import type * as Terminal from "./Terminal.js"
 import type * as Auth from "./Auth.js"
@@ -277,7 +278,7 @@ export const parse = (
       disk,
       ...(debugAddress === undefined ? {} : { cliDebugPort: debugAddress.port }),
       // A person at a terminal wants the answer, not the start-up log: warnings only, unless asked.
-      cliLogLevel: (cliLogLevel ?? (command !== undefined && env.LOG_LEVEL === undefined ? "warn" : undefined)) as
+      cliLogLevel: (cliLogLevel ?? ((command !== undefined || checking) && env.LOG_LEVEL === undefined ? "warn" : undefined)) as
         LogLevelName | undefined,
       cwd
     },
@@ -344,6 +345,17 @@ const terminalCommand = (
       return { _tag: "Ask", query, cwd: path.resolve(cwd, (values.cwd as string | undefined) ?? ".") }
     }
   }
+}
+
+/**
+ * How the person who started this gateway starts it again with a subcommand: `mcp-agentify` when
+ * that is on PATH (installed), `npm start --` under `npm start` in a clone, else `node <this script>`.
+ */
+const selfCommand = (): string => {
+  if (process.env.npm_lifecycle_event === "start") return "npm start --"
+  if (onPath("mcp-agentify")) return "mcp-agentify"
+  const script = process.argv[1]
+  return script === undefined ? "mcp-agentify" : `node ${path.relative(process.cwd(), script) || script}`
 }
 
 export interface ProgramOptions {
@@ -491,9 +503,10 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
   }
   if (parsed.settings.http === undefined && process.stdin.isTTY) {
     // A person typed it: the protocol waits on stdin, and the subcommands speak for them.
+    const self = selfCommand()
     process.stderr.write(
-      "mcp-agentify: serving MCP on stdio, for an MCP client; in a terminal try: mcp-agentify tools, " +
-        `mcp-agentify call NAME '{"arg": "value"}', mcp-agentify ask "query" (--help for more)\n`
+      `mcp-agentify: serving MCP on stdio, for an MCP client; in a terminal try: ${self} tools, ` +
+        `${self} call NAME '{"arg": "value"}', ${self} ask "query" (--help for more)\n`
     )
   }
   run(program(parsed.settings, options))

@@ -1,7 +1,8 @@
 /**
  * The gateway for a person in a terminal: `tools` (every tool, its backend, one line of its
- * description), `call NAME '{json}'` (one tool call, its result printed), `ask "query"` (one
- * orchestration: the tools offered, the model's choice, the plan, the result).
+ * description; exit 1 when a backend could not start), `call NAME '{json}'` (one tool call, its
+ * result printed; a mistyped name gets "did you mean"), `ask "query"` (one orchestration: the tools
+ * offered, the model's first choice, each step as it ran, the result and the model's answer).
  *
  * Each runs the gateway as a client would see it: the configured backends started, one session
  * opened in process, and the same method table a client's `tools/list`, `tools/call` and
@@ -18,6 +19,8 @@ import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
 import * as Secrets from "../observability/Secrets.js"
 import { Session } from "../gateway/Session.js"
+import { Backends } from "../backend/Backends.js"
+import { closest } from "../config/Suggest.js"
 
 export type Command =
   | { readonly _tag: "Tools" }
@@ -26,8 +29,23 @@ export type Command =
 
 /** A request that failed: its JSON-RPC error. */
 class Refused {
-  constructor(readonly error: { readonly code: number; readonly message: string }) {}
+  constructor(readonly error: { readonly code: number; readonly message: string; readonly data?: unknown }) {}
 }
+
+interface Step {
+  readonly tool: string
+  readonly ms: number
+  readonly isError: boolean
+  readonly declined?: boolean
+}
+
+/** Each step as it ran (`_meta["agentify/steps"]`, or a failure's `data.steps`): tool, time, outcome. */
+export const showSteps = (steps: unknown): Array<string> =>
+  Array.isArray(steps)
+    ? (steps as ReadonlyArray<Step>).map(
+        (s, i) => `step ${i + 1}: ${s.tool}, ${s.ms} ms, ${s.declined === true ? "declined" : s.isError ? "error" : "ok"}`
+      )
+    : []
 
 const oneLine = (text: unknown, width: number): string => {
   const line = String(text ?? "")
@@ -72,6 +90,7 @@ export const run = (
   Effect.gen(function* () {
     const gateway = yield* Gateway.Gateway
     const events = yield* Events
+    const backends = yield* Backends
     const session = new Session({ id: `terminal-${randomUUID()}`, transport: "stdio", send: () => false })
     const handlers = yield* gateway.open(session)
     let nextId = 1
@@ -88,7 +107,7 @@ export const run = (
       }).pipe(
         Effect.mapError((error) => {
           const wire = toRpcError(error)
-          return new Refused({ code: wire.code, message: Secrets.scrub(wire.message) })
+          return new Refused({ code: wire.code, message: Secrets.scrub(wire.message), data: wire.data })
         })
       )
     yield* request("initialize", {
@@ -120,16 +139,33 @@ export const run = (
         })
         const width = Math.max(4, ...rows.map((r) => r.name.length))
         const backendWidth = Math.max(7, ...rows.map((r) => r.backend.length))
+        // A backend that could not start lists nothing: that is a failure, as `check` says.
+        const failed = (yield* backends.states).filter((b) => b.state === "failed" || b.state === "needs auth")
         print(
           [
             `${"tool".padEnd(width)}  ${"backend".padEnd(backendWidth)}  description`,
-            ...rows.map((r) => `${r.name.padEnd(width)}  ${r.backend.padEnd(backendWidth)}  ${r.description}`)
-          ].join("\n") + `\n${tools.length} tools\n`
+            ...rows.map((r) => `${r.name.padEnd(width)}  ${r.backend.padEnd(backendWidth)}  ${r.description}`),
+            `${tools.length} ${tools.length === 1 ? "tool" : "tools"}`,
+            ...failed.map(
+              (b) => `backend ${b.id} ${b.state === "failed" ? "failed" : "needs auth"}: ${b.lastError ?? "no reason given"}`
+            )
+          ].join("\n") + "\n"
         )
-        return 0
+        return failed.length === 0 ? 0 : 1
       }
       case "Call": {
-        const result = (yield* request("tools/call", { name: command.name, arguments: command.arguments })) as {
+        const result = (yield* request("tools/call", { name: command.name, arguments: command.arguments }).pipe(
+          Effect.catchIf(
+            (refused) => refused.error.code === -32602 && refused.error.message.startsWith("Unknown tool"),
+            (refused) =>
+              Effect.flatMap(request("tools/list", {}), (listed) => {
+                const names = ((listed as { tools?: ReadonlyArray<{ name: string }> }).tools ?? []).map((t) => t.name)
+                const best = closest(command.name, names)
+                const hint = best === undefined ? " (mcp-agentify tools lists them)" : ` (did you mean '${best}'?)`
+                return Effect.fail(new Refused({ ...refused.error, message: `${refused.error.message}${hint}` }))
+              })
+          )
+        )) as {
           isError?: boolean
         }
         print(`${formatResult(result)}\n`)
@@ -147,10 +183,22 @@ export const run = (
         for (const event of seen) if (event._tag === "Orchestration") record = event
         const lines = showOrchestration(record)
         if (outcome._tag === "Left") {
-          print([...lines, `error ${outcome.left.error.code}: ${outcome.left.error.message}`].join("\n") + "\n")
+          const { code, message, data } = outcome.left.error
+          const ran = showSteps((data as { steps?: unknown } | undefined)?.steps)
+          print([...lines, ...ran, `error ${code}: ${message}`].join("\n") + "\n")
           return 1
         }
-        print([...lines, "result:", formatResult(outcome.right)].join("\n") + "\n")
+        const meta = (outcome.right as { _meta?: Record<string, unknown> } | null)?._meta
+        const answer = meta?.["agentify/answer"]
+        print(
+          [
+            ...lines,
+            ...showSteps(meta?.["agentify/steps"]),
+            "result:",
+            formatResult(outcome.right),
+            ...(typeof answer === "string" && answer.trim() !== "" ? ["answer:", answer] : [])
+          ].join("\n") + "\n"
+        )
         return (outcome.right as { isError?: boolean })?.isError === true ? 1 : 0
       }
     }

@@ -6,7 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { spawn, spawnSync } from "node:child_process"
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { join, relative } from "node:path"
 import * as rpc from "vscode-jsonrpc/node.js"
 import {
   assertOnlyFrames,
@@ -458,6 +458,73 @@ describe("subcommands for a person in a terminal", () => {
       await model.close()
     }
   }, 30_000)
+
+  it("tools: a backend that cannot start is named and the exit status is 1, as check's", () => {
+    const dir = project()
+    const file = join(dir, "agentify.json")
+    writeFileSync(
+      file,
+      JSON.stringify({
+        backends: [
+          { id: "fx", type: "stdio", command: process.execPath, args: [FIXTURE_SERVER] },
+          { id: "broken", type: "stdio", command: process.execPath, args: ["-e", "process.exit(3)"], restartOnCrash: false }
+        ]
+      })
+    )
+    const result = run("", { args: ["tools", "--config", file], cwd: dir })
+    const out = result.stdout.toString("utf8")
+    expect(out).toMatch(/^fx__echo\s+fx\s/m)
+    expect(out).toMatch(/^backend broken failed: /m)
+    expect(result.status).toBe(1)
+  })
+
+  it("call: a mistyped tool name gets the closest one", () => {
+    const unknown = run("", { args: ["call", "filesystem__read_txt_file", '{"path": "notes.txt"}'], cwd: project() })
+    expect(unknown.status).toBe(1)
+    expect(unknown.stdout.toString("utf8")).toContain("(did you mean 'filesystem__read_text_file'?)")
+  })
+
+  it("check is quiet by default: its report, and no log lines, on a stderr that is not a terminal", () => {
+    const result = run("", { args: ["check"], cwd: project() })
+    expect(result.status).toBe(0)
+    expect(result.stdout.toString("utf8")).toMatch(/^filesystem \(Filesystem\)\s+stdio\s+ready/m)
+    expect(result.stderr.toString("utf8")).not.toContain('"level":"info"')
+  })
+
+  it("ask: each step of a two-step task with its time and outcome, then the result and the model's answer", async () => {
+    const dir = project()
+    const model = await startFakeOpenAI()
+    model.setSteps([
+      { tool: "filesystem__list_directory", arguments: { path: dir } },
+      { tool: "filesystem__read_text_file", arguments: { path: join(dir, "notes.txt") } },
+      { text: "notes.txt holds the pelican notes." }
+    ])
+    try {
+      const env = cleanEnv({ OPENAI_API_KEY: "sk-test-terminal-123456", OPENAI_BASE_URL: model.baseUrl })
+      const asked = await runAsync(["ask", "find the pelican notes and show them", "--cwd", dir], { env, cwd: dir })
+      expect(asked.status, asked.stderr.slice(-800)).toBe(0)
+      expect(asked.stdout).toMatch(
+        /^step 1: filesystem__list_directory, \d+ ms, ok\nstep 2: filesystem__read_text_file, \d+ ms, ok$/m
+      )
+      expect(asked.stdout).toMatch(/^result:\npelican notes\n/m)
+      expect(asked.stdout).toMatch(/^answer:\nnotes.txt holds the pelican notes.$/m)
+    } finally {
+      await model.close()
+    }
+  }, 30_000)
+
+  it("in a terminal, the stdio server's hint names a command that runs here", async () => {
+    // `script` gives the gateway a terminal for its stdin; a clone has no mcp-agentify on PATH.
+    const dir = tempDir()
+    const result = spawnSync("script", ["-qec", `${process.execPath} ${BIN} --log-level silent`, "/dev/null"], {
+      cwd: dir,
+      env: cleanEnv({ PATH: "/usr/bin:/bin" }),
+      input: "",
+      timeout: 10_000
+    })
+    const said = result.stdout.toString("utf8")
+    expect(said).toContain(`in a terminal try: node ${relative(dir, BIN)} tools`)
+  })
 
   it("each warning is said once, however often the configuration is read (start-up, initialize, backend start)", async () => {
     const dir = tempDir()
