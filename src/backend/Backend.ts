@@ -272,16 +272,29 @@ const makeOne = Effect.fn("Backend.make")(
     const request = (method: string, params?: unknown, requestOptions?: RequestOptions) => {
       if (events === undefined || !events.active()) return requestOnce(method, params, requestOptions)
       const started = Date.now()
-      const publish = (outcome: "ok" | "error" | "isError" | "cancelled") =>
+      const publish = (outcome: "ok" | "error" | "isError" | "cancelled", detail?: string) =>
         Effect.sync(() =>
-          events.publish({ _tag: "BackendCall", at: Date.now(), backendId: config.id, method, ms: Date.now() - started, outcome })
+          events.publish({
+            _tag: "BackendCall",
+            at: Date.now(),
+            backendId: config.id,
+            method,
+            ms: Date.now() - started,
+            outcome,
+            detail
+          })
         )
       return requestOnce(method, params, requestOptions).pipe(
-        Effect.onExit((exit) =>
-          Exit.isSuccess(exit)
-            ? publish((exit.value as { isError?: unknown } | null)?.isError === true ? "isError" : "ok")
-            : publish(Cause.isInterruptedOnly(exit.cause) ? "cancelled" : "error")
-        )
+        Effect.onExit((exit) => {
+          if (Exit.isSuccess(exit)) {
+            return Mcp.isCallToolResult(exit.value) && exit.value.isError === true
+              ? publish("isError", Mcp.resultText(exit.value).slice(0, 500) || "the tool reported an error")
+              : publish("ok")
+          }
+          if (Cause.isInterruptedOnly(exit.cause)) return publish("cancelled")
+          const failure = Cause.failureOption(exit.cause)
+          return publish("error", failure._tag === "Some" ? failure.value.message : "the call failed")
+        })
       )
     }
 

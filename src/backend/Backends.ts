@@ -536,7 +536,17 @@ export const make = (options: ManagerOptions = {}) =>
         }
         // A call to a backend that is not running failed too (the running ones count their own).
         if (events?.active()) {
-          events.publish({ _tag: "BackendCall", at: Date.now(), backendId, method, ms: 0, outcome: "error" })
+          const error = notReady(entry, method)
+          events.publish({
+            _tag: "BackendCall",
+            at: Date.now(),
+            backendId,
+            method,
+            ms: 0,
+            outcome: "error",
+            detail: error.message
+          })
+          return Effect.fail(error)
         }
         return Effect.fail(notReady(entry, method))
       })

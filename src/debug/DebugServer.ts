@@ -126,7 +126,9 @@ export const serve = (options: Options, recorder: Recorder) =>
               pid: s.pid,
               address: backends.backend(s.id)?.address,
               restarts: s.restarts,
-              lastError: s.lastError === undefined ? undefined : Secrets.scrub(s.lastError),
+              // The backend's own (a crash, a failed start: cleared once it is ready again), else its
+              // last failed call's (an isError result counts, as in `errors`); null when there is none.
+              lastError: s.lastError !== undefined ? Secrets.scrub(s.lastError) : (stats?.lastError?.message ?? null),
               protocolVersion: s.protocolVersion,
               tools: s.toolCount,
               resources: c?.resources,

@@ -120,6 +120,8 @@ export interface BackendStats {
   calls: number
   errors: number
   readonly latencies: Ring<number>
+  /** The last call that failed or answered isError: when, and what it said (scrubbed). */
+  lastError?: { readonly at: number; readonly message: string }
 }
 
 const percentile = (samples: ReadonlyArray<number>, p: number): number | undefined => {
@@ -214,7 +216,11 @@ export class Recorder {
         // JSON-RPC errors, crashes, timeouts, a backend not running and `isError` results all count.
         const stats = this.statsOf(event.backendId)
         stats.calls++
-        if (event.outcome === "error" || event.outcome === "isError") stats.errors++
+        if (event.outcome === "error" || event.outcome === "isError") {
+          stats.errors++
+          const what = event.detail ?? (event.outcome === "isError" ? "the tool reported an error" : "the call failed")
+          stats.lastError = { at: event.at, message: Secrets.scrub(`${event.method}: ${what}`) }
+        }
         stats.latencies.push(event.ms)
         return
       }

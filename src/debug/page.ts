@@ -120,6 +120,7 @@ function reloadText(reloads) {
   if (!last) return "";
   const when = new Date(last.at).toLocaleTimeString();
   if (last.outcome === "refused") return " · config change refused at " + when + ": " + last.message;
+  if (last.outcome === "unchanged") return " · config file checked at " + when + ": the running configuration";
   const what = ["added", "removed", "restarted", "reexposed"].filter((k) => last[k] && last[k].length).map((k) => k + " " + last[k].join(", "));
   return " · config reloaded at " + when + (what.length ? " (" + what.join("; ") + ")" : "");
 }

@@ -81,7 +81,11 @@ export const reload = ({ config, backends, events }: Deps): Effect.Effect<void> 
     const conflicts = newConflicts(backends.toolsSync(), next)
     if (conflicts.length > 0) return yield* refuse(conflicts.join("; "))
     const before = yield* config.current
-    if (same(before, next)) return yield* Effect.logDebug("configuration file changed; nothing in it did")
+    if (same(before, next)) {
+      // Said to observers too: an earlier refusal is no longer what the file holds.
+      if (events.active()) events.publish({ _tag: "ConfigReload", at: started, outcome: "unchanged" })
+      return yield* Effect.logDebug("configuration file changed; nothing in it did")
+    }
     yield* config.replace(candidate.right)
     if (next.logLevel !== before.logLevel) yield* Logging.applyLevel(next.logLevel)
     const applied = yield* backends.apply(next.backends)

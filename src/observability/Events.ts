@@ -43,6 +43,8 @@ export type Event =
       readonly method: string
       readonly ms: number
       readonly outcome: "ok" | "error" | "isError" | "cancelled"
+      /** What went wrong (the error's message, an isError result's text), not yet scrubbed. */
+      readonly detail?: string | undefined
     }
   | {
       readonly _tag: "Session"
@@ -53,11 +55,14 @@ export type Event =
       readonly subject?: string | undefined
       readonly state: "opened" | "closed"
     }
-  /** A change of the configuration on disk: applied (what it changed, by backend id) or refused (why). */
+  /**
+   * A change of the configuration on disk: applied (what it changed, by backend id), refused (why),
+   * or unchanged (valid, and what already runs: after a refusal, the file was put back).
+   */
   | {
       readonly _tag: "ConfigReload"
       readonly at: number
-      readonly outcome: "applied" | "refused"
+      readonly outcome: "applied" | "refused" | "unchanged"
       readonly added?: ReadonlyArray<string>
       readonly removed?: ReadonlyArray<string>
       readonly restarted?: ReadonlyArray<string>

@@ -232,6 +232,16 @@ describe("config changes over HTTP, per profile, and in --servers-dir", () => {
         reloads: Array<{ outcome: string; reexposed?: Array<string> }>
       }
       expect(status.reloads.at(-1)).toMatchObject({ outcome: "applied", reexposed: ["mem"] })
+      // A refused edit, then the running configuration written back: the header no longer says refused.
+      const lastReload = async () =>
+        (
+          (await (await fetch(`http://127.0.0.1:${debugPort}/api/status`)).json()) as { reloads: Array<{ outcome: string }> }
+        ).reloads.at(-1)?.outcome
+      writeFileSync(file, "{ not json")
+      await until("the refusal", async () => (await lastReload()) === "refused", 10_000)
+      writeFileSync(file, JSON.stringify(config({ denyTools: ["delete_*"] }, { ...twoProfiles, both: {} })))
+      await until("the file back to the running configuration", async () => (await lastReload()) === "unchanged", 10_000)
+      expect(backendPids(gateway.child.pid!)).toEqual(pids)
       await files.client.close()
       await graph.client.close()
     } finally {

@@ -159,6 +159,10 @@ describe.skipIf(SKIP)("the debug page in a browser", () => {
       "the error counted",
       async () => Number(await page.locator('#backends tr[data-backend="fx"] td').nth(9).textContent()) >= 1
     )
+    // ... and in its last error column, with what the call answered.
+    await until("the last error shown", async () =>
+      ((await page.locator('#backends tr[data-backend="fx"] td').nth(12).textContent()) ?? "").startsWith("tools/call: ")
+    )
   }, 20_000)
 
   it("the console stays clean (no 404 for a favicon, no script error)", () => {

@@ -61,7 +61,8 @@ describe("debug API", () => {
     const fxOf = async () => (await get(`${debug}/api/backends`)).body.find((b: any) => b.id === "fx")
     await until("fx to be ready", async () => (await fxOf()).state === "ready")
     const before = await fxOf()
-    for (let i = 0; i < 5; i++) await call(mcp, session, `e${i}`, "tools/call", { name: "fx__echo", arguments: { i } })
+    // Calls of a known length: the percentiles must say so (the fixture answers after `ms`).
+    for (let i = 0; i < 5; i++) await call(mcp, session, `e${i}`, "tools/call", { name: "fx__slow", arguments: { ms: 60 } })
     await call(mcp, session, "f", "tools/call", { name: "fx__fail", arguments: {} })
     const { status, body } = await get(`${debug}/api/backends`)
     expect(status).toBe(200)
@@ -78,8 +79,12 @@ describe("debug API", () => {
     // reply (the fixture's --leak-env makes it a JSON-RPC error).
     expect(fx.calls - before.calls).toBe(6)
     expect(fx.errors - before.errors).toBe(1)
-    expect(fx.p50Ms).toBeGreaterThanOrEqual(0)
+    // Over the last samples, most are the 60 ms calls (this backend's earlier calls are fast ones).
+    expect(fx.p99Ms).toBeGreaterThanOrEqual(60)
     expect(fx.p99Ms).toBeGreaterThanOrEqual(fx.p50Ms)
+    // The failed call is the last error, in the backend's row as in the page's column.
+    expect(fx.lastError).toMatch(/^tools\/call: /)
+    expect(fx.lastError).not.toContain(SECRET)
     const status_ = await get(`${debug}/api/status`)
     expect(status_.body).toMatchObject({ backends: { total: 2, enabled: 2, ready: 2 } })
   })
@@ -90,6 +95,9 @@ describe("debug API", () => {
     const before = await otherOf()
     const isError = await call(mcp, session, "x1", "tools/call", { name: "other__fail", arguments: {} })
     expect(isError.messages.at(-1).result.isError).toBe(true)
+    // An isError result counts as an error, and is the last error, with its text.
+    const text = isError.messages.at(-1).result.content[0].text
+    expect((await otherOf()).lastError).toBe(`tools/call: ${text}`)
     const crashed = await call(mcp, session, "x2", "tools/call", { name: "other__crash", arguments: {} })
     expect(crashed.messages.at(-1).error.code).toBe(-32004)
     const down = await call(mcp, session, "x3", "tools/call", { name: "other__echo", arguments: {} })
