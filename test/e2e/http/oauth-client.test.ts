@@ -16,7 +16,7 @@ import { once } from "node:events"
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { chromium } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { M2M_CLIENT, startAuthServer, type AuthServer } from "../../support/authServer.js"
 import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
 import { fixtureBackend, firstText } from "../../support/mcpFixture.js"
@@ -35,7 +35,6 @@ let auth: AuthServer
 let server: ChildProcess
 let mcpUrl: string
 let dir: string
-let tokens: string
 let config: string
 let env: NodeJS.ProcessEnv
 
@@ -48,43 +47,92 @@ beforeAll(async () => {
   })
   await once(server.stdout!, "data")
   dir = tempDir()
-  tokens = join(dir, "tokens")
   config = join(dir, "gateway.json")
   writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx"), { id: "secure", url: mcpUrl, auth: "oauth" }] }))
-  env = cleanEnv({ AGENTIFY_TOKEN_DIR: tokens })
+  // Each test sets AGENTIFY_TOKEN_DIR to a store of its own.
+  env = cleanEnv()
 })
 afterAll(async () => {
   server?.kill()
   await auth?.close()
 })
 
+/**
+ * `mcp-agentify auth secure` with the sign-in done in Chromium (oidc-provider's development login,
+ * then its consent page), into `tokenDir`. Resolves with what the command printed.
+ */
+const signIn = async (tokenDir: string): Promise<string> => {
+  const signing = spawn(process.execPath, [BIN, "auth", "secure", "--config", config, "--no-browser"], {
+    cwd: dir,
+    env: { ...env, AGENTIFY_TOKEN_DIR: tokenDir },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  signing.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")))
+  signing.stderr!.resume()
+  const exited = once(signing, "exit")
+  const url = await until("the sign-in URL", () => /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m.exec(out)?.[1], 20_000)
+  expect(new URL(url).searchParams.get("code_challenge_method")).toBe("S256")
+  expect(new URL(url).searchParams.get("resource")).toBe(mcpUrl)
+  const browser = await chromium.launch({ executablePath: CHROMIUM!, args: ["--no-sandbox"] })
+  try {
+    const page = await browser.newPage()
+    await page.goto(url)
+    await page.fill('input[name="login"]', "alice")
+    await page.fill('input[name="password"]', "any")
+    await page.click('button[type="submit"]')
+    await page.waitForSelector("text=Authorize", { timeout: 10_000 })
+    await page.click('button[type="submit"]')
+    await page.waitForSelector("text=mcp-agentify is signed in to secure", { timeout: 10_000 })
+  } finally {
+    await browser.close()
+  }
+  const [code] = await exited
+  expect(code, out).toBe(0)
+  return out
+}
+
+/** A gateway over stdio on `tokenDir`, with an SDK client that counts list_changed. */
+const connectGateway = async (tokenDir: string) => {
+  const client = new Client({ name: "oauth-client-e2e", version: "1.0.0" })
+  const changed: Array<number> = []
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed.push(Date.now()))
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, "--config", config],
+    cwd: dir,
+    env: { ...env, AGENTIFY_TOKEN_DIR: tokenDir } as Record<string, string>,
+    stderr: "pipe"
+  })
+  const log = { stderr: "" }
+  transport.stderr?.on("data", (chunk: Buffer) => (log.stderr += chunk.toString("utf8")))
+  await client.connect(transport)
+  return { client, changed, log }
+}
+
 const whoami = async (client: Client) => JSON.parse(firstText(await client.callTool({ name: "secure__whoami", arguments: {} })))
 
 describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", () => {
+  // Each test has a token store and a gateway of its own, starting with no token.
+  let tokens: string
   let client: Client
-  let transport: StdioClientTransport
-  const changed: Array<number> = []
-  let stderr = ""
+  let changed: Array<number>
+  let log: { stderr: string }
 
-  beforeAll(async () => {
-    client = new Client({ name: "oauth-client-e2e", version: "1.0.0" })
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed.push(Date.now()))
-    transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [BIN, "--config", config],
-      cwd: dir,
-      env: env as Record<string, string>,
-      stderr: "pipe"
-    })
-    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-    await client.connect(transport)
+  beforeEach(async () => {
+    tokens = join(tempDir(), "tokens")
+    ;({ client, changed, log } = await connectGateway(tokens))
   })
-  afterAll(async () => {
+  afterEach(async () => {
     await client?.close()
   })
 
   it("shows a backend without a token as needs auth, with the command that fixes it, and the rest works", async () => {
-    const check = spawnSync(process.execPath, [BIN, "check", "--config", config], { cwd: dir, env, encoding: "utf8" })
+    const check = spawnSync(process.execPath, [BIN, "check", "--config", config], {
+      cwd: dir,
+      env: { ...env, AGENTIFY_TOKEN_DIR: tokens },
+      encoding: "utf8"
+    })
     expect(check.status).toBe(1)
     expect(check.stdout).toMatch(/^secure\s+http\s+needs auth\s/m)
     expect(check.stdout).toContain("fix: sign in: mcp-agentify auth secure")
@@ -93,7 +141,11 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
     expect(names.filter((n) => n.startsWith("secure__"))).toEqual([])
     expect(firstText(await client.callTool({ name: "fx__echo", arguments: { still: "working" } }))).toContain("working")
     // The log says it too, with the command.
-    await until("the log line", () => stderr.includes("backend needs auth: no token yet; run `mcp-agentify auth secure`"), 5_000)
+    await until(
+      "the log line",
+      () => log.stderr.includes("backend needs auth: no token yet; run `mcp-agentify auth secure`"),
+      5_000
+    )
     const refused = await client.callTool({ name: "secure__whoami", arguments: {} }).then(
       () => undefined,
       (error: { code: number; message: string }) => error
@@ -104,34 +156,7 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
   })
 
   it("signs in with `mcp-agentify auth`: registers, PKCE, login and consent in a browser; the gateway picks the token up", async () => {
-    const signIn = spawn(process.execPath, [BIN, "auth", "secure", "--config", config, "--no-browser"], {
-      cwd: dir,
-      env,
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let out = ""
-    signIn.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")))
-    signIn.stderr!.resume()
-    const exited = once(signIn, "exit")
-    const url = await until("the sign-in URL", () => /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m.exec(out)?.[1], 20_000)
-    expect(new URL(url).searchParams.get("code_challenge_method")).toBe("S256")
-    expect(new URL(url).searchParams.get("resource")).toBe(mcpUrl)
-    const browser = await chromium.launch({ executablePath: CHROMIUM!, args: ["--no-sandbox"] })
-    try {
-      const page = await browser.newPage()
-      await page.goto(url)
-      // oidc-provider's development login page, then its consent page.
-      await page.fill('input[name="login"]', "alice")
-      await page.fill('input[name="password"]', "any")
-      await page.click('button[type="submit"]')
-      await page.waitForSelector("text=Authorize", { timeout: 10_000 })
-      await page.click('button[type="submit"]')
-      await page.waitForSelector("text=mcp-agentify is signed in to secure", { timeout: 10_000 })
-    } finally {
-      await browser.close()
-    }
-    const [code] = await exited
-    expect(code, out).toBe(0)
+    const out = await signIn(tokens)
     expect(out).toContain("Signed in to secure")
     const file = join(tokens, "secure.json")
     expect(statSync(file).mode & 0o777).toBe(0o600)
@@ -143,6 +168,24 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
     expect(changed.length).toBeGreaterThan(0)
     expect((await whoami(client)).sub).toBe("alice")
   }, 60_000)
+})
+
+describe.skipIf(SKIP)("a gateway signed in to a remote backend", () => {
+  // Each test signs in afresh into a token store of its own: none depends on another's tokens
+  // (refresh tokens rotate, and one test revokes its grant).
+  let tokenDir: string
+  let client: Client
+  let log: { stderr: string }
+
+  beforeEach(async () => {
+    tokenDir = join(tempDir(), "tokens")
+    await signIn(tokenDir)
+    ;({ client, log } = await connectGateway(tokenDir))
+    await until("secure's tools", async () => (await client.listTools()).tools.some((t) => t.name === "secure__whoami"), 20_000)
+  }, 60_000)
+  afterEach(async () => {
+    await client?.close()
+  })
 
   it("refreshes an expired access token without the client noticing", async () => {
     const first = await whoami(client)
@@ -151,37 +194,34 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
     expect(second.sub).toBe("alice")
     expect(second.jti).not.toBe(first.jti)
     // Neither token shows in the gateway's log.
-    const stored = JSON.parse(readFileSync(join(tokens, "secure.json"), "utf8")) as {
+    const stored = JSON.parse(readFileSync(join(tokenDir, "secure.json"), "utf8")) as {
       tokens: { access_token: string; refresh_token: string }
     }
-    expect(stderr).not.toContain(stored.tokens.access_token)
-    expect(stderr).not.toContain(stored.tokens.refresh_token)
-    expect(stderr).toContain("secure")
+    expect(log.stderr).not.toContain(stored.tokens.access_token)
+    expect(log.stderr).not.toContain(stored.tokens.refresh_token)
+    expect(log.stderr).toContain("secure")
   }, 30_000)
 
   it("refreshes after a 401: a token the server refuses before it expires is renewed and the call made again", async () => {
     // A second gateway on the same token store, whose stored access token the server does not take.
-    const file = join(tokens, "secure.json")
+    const file = join(tokenDir, "secure.json")
     const stored = JSON.parse(readFileSync(file, "utf8")) as { tokens: Record<string, unknown> }
     stored.tokens.access_token = "not-a-token-the-server-takes"
     stored.tokens.expires_at = Date.now() + 3_600_000
     writeFileSync(file, JSON.stringify(stored))
-    const second = new Client({ name: "oauth-second", version: "1.0.0" })
-    await second.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [BIN, "--config", config],
-        cwd: dir,
-        env: env as Record<string, string>,
-        stderr: "ignore"
-      })
-    )
+    const second = await connectGateway(tokenDir)
     try {
-      expect((await whoami(second)).sub).toBe("alice")
+      // Its backend connects on the refused token (a 401, then a refresh) in the background.
+      await until(
+        "the second gateway's secure tools",
+        async () => (await second.client.listTools()).tools.some((t) => t.name === "secure__whoami"),
+        20_000
+      )
+      expect((await whoami(second.client)).sub).toBe("alice")
       const renewed = JSON.parse(readFileSync(file, "utf8")) as { tokens: { access_token: string } }
       expect(renewed.tokens.access_token).not.toBe("not-a-token-the-server-takes")
     } finally {
-      await second.close()
+      await second.client.close()
     }
     // The first gateway's refresh token was rotated by the second: it takes the new ones from the store.
     await sleep(ACCESS_TOKEN_TTL_S * 1000 + 500)
@@ -189,7 +229,7 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
   }, 30_000)
 
   it("makes the backend needs auth when its refresh token is revoked; the rest keeps working", async () => {
-    const stored = JSON.parse(readFileSync(join(tokens, "secure.json"), "utf8")) as {
+    const stored = JSON.parse(readFileSync(join(tokenDir, "secure.json"), "utf8")) as {
       client: { client_id: string }
       tokens: { refresh_token: string }
     }

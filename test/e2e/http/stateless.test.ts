@@ -427,11 +427,32 @@ describe("a 2026-07-28 backend", () => {
   })
 
   it("its list changes, announced on the subscriptions/listen stream the gateway keeps open, reach clients", async () => {
-    await rpc("tools/call", { name: "modern__add_tool", arguments: { name: "late_tool" }, _meta: meta() })
-    await until("the new tool to be listed", async () => {
-      const listed = await rpc("tools/list", { _meta: meta() })
-      return listed.reply.result.tools.some((t: any) => t.name === "modern__late_tool")
-    })
+    // A client listening at the aggregate hears list_changed, and the list then holds the new tool.
+    const controller = new AbortController()
+    const res = await listen(gateway.base, { toolsListChanged: true }, controller.signal)
+    const reader = res.body!.getReader()
+    let text = ""
+    const next = async (count: number) => {
+      while (parseSse(text).length < count) {
+        const { value, done } = await reader.read()
+        if (done) throw new Error(`the listen stream ended after ${parseSse(text).length} frames`)
+        text += new TextDecoder().decode(value)
+      }
+      return parseSse(text)
+    }
+    try {
+      const [ack] = await next(1)
+      expect(ack.method).toBe("notifications/subscriptions/acknowledged")
+      await rpc("tools/call", { name: "modern__add_tool", arguments: { name: "late_tool" }, _meta: meta() })
+      const [, changed] = await next(2)
+      expect(changed.method).toBe("notifications/tools/list_changed")
+      await until("the new tool to be listed", async () => {
+        const listed = await rpc("tools/list", { _meta: meta() })
+        return listed.reply.result.tools.some((t: any) => t.name === "modern__late_tool")
+      })
+    } finally {
+      controller.abort()
+    }
   })
 
   it("a stateless client gets the backend's InputRequiredResult as it is and retries with the backend's own requestState", async () => {

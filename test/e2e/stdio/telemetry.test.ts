@@ -128,6 +128,8 @@ describe("OpenTelemetry export", () => {
   }, 20_000)
 
   it("metrics of backend calls are exported; the exporter's credential is sent but never logged", async () => {
+    // A backend call of its own: the metrics exist once a call was made, whatever ran before.
+    expect((await client.request("tools/call", { name: "fx__echo", arguments: { for: "metrics" } })).error).toBeUndefined()
     await until("the backend metrics", () => metricNames.has("mcp.backend.calls") && metricNames.has("mcp.backend.duration"))
     expect(authorizations).toEqual(new Set([`Bearer ${EXPORT_SECRET}`]))
     expect(client.stderr()).not.toContain(EXPORT_SECRET)
