@@ -156,12 +156,24 @@ export const make = (sink: Sink = stderrSink, threshold: Threshold = makeThresho
     sink.write(Secrets.scrub(line))
   })
 
-/** Replaces Effect's stdout logger with the stderr one, and provides its level (`applyLevel`). */
+/**
+ * Replaces Effect's stdout logger with the stderr one, and provides its level (`applyLevel`).
+ *
+ * The runtime's minimum is `All` because the level changes while the gateway runs (a client's
+ * `initializationOptions`); the threshold is applied by each logger instead. Effect's tracer logger
+ * (a log line as an event of the current span) is held to the same threshold: unfiltered, it
+ * stringified every trace-level message, such as a 10,000-call completion, stalling the event loop.
+ */
 export const layer = (sink?: Sink): Layer.Layer<LogThreshold> =>
   Layer.suspend(() => {
     const threshold = makeThreshold()
+    const atThreshold = (level: LogLevel.LogLevel) => {
+      const least = threshold.get()
+      return least !== LogLevel.None && level.ordinal >= least.ordinal
+    }
     return Layer.mergeAll(
       Logger.replace(Logger.defaultLogger, make(sink, threshold)),
+      Logger.replace(Logger.tracerLogger, Logger.filterLogLevel(Logger.tracerLogger, atThreshold)),
       Logger.minimumLogLevel(LogLevel.All),
       Layer.succeed(LogThreshold, threshold)
     )

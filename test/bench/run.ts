@@ -16,6 +16,8 @@
  *   hostile       rank with a 1 MB query and a 1 MB selection (in this process, the event-loop stall a
  *                 pasted megabyte costs); a 6 MiB tool result direct vs through the gateway (time,
  *                 and the gateway's peak RSS)
+ *   fanout        a model turn of 10,000 tool calls (ms to the reply, the worst ping meanwhile, the
+ *                 exit after stdin EOF in the middle of it) and a 1 MB file cut for the model
  *
  * The machine may be busy: every comparison runs in alternating rounds (A B, B A, ...) so that load
  * falls on both sides alike. No network. Writes test/bench/results/latest.json.
@@ -24,7 +26,8 @@
  * .cpuprofile files there; summarise them with test/bench/profile.ts), --gateway FILE (measure another
  * build of the CLI than dist/bin.js). A run with any of these writes results/latest.tmp.json instead.
  */
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
+import { once } from "node:events"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, tmpdir, totalmem } from "node:os"
 import { dirname, join, resolve } from "node:path"
@@ -34,7 +37,8 @@ import { parseArgs } from "node:util"
 import { serverFilesystemEntry } from "../../src/config/Config.js"
 import { buildCatalog, rank, rankEntries, toolFunctions } from "../../src/catalog/ToolCatalog.js"
 import { QUERIES, syntheticBackends } from "./catalog.js"
-import { percentile, type Round, RpcClient, runCalls, runRound, sortedCopy } from "./client.js"
+import { median, percentile, type Round, RpcClient, runCalls, runRound, sortedCopy } from "./client.js"
+import { startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { freePort, type HttpRpcClient, startHttpServer } from "./httpClient.js"
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
@@ -42,6 +46,7 @@ const DIST_BIN = join(ROOT, "dist", "bin.js")
 const FIXTURE = join(ROOT, "test", "fixtures", "mcp-server.mjs")
 const HEAP_PROBE = join(ROOT, "test", "support", "heap-probe.mjs")
 const BARE_PROXY = join(ROOT, "test", "bench", "bare-proxy.mjs")
+const FAKE_LLM = join(ROOT, "test", "bench", "fake-llm.ts")
 const RESULTS = join(ROOT, "test", "bench", "results")
 
 const { values: options } = parseArgs({
@@ -52,7 +57,7 @@ const { values: options } = parseArgs({
     gateway: { type: "string" }
   }
 })
-const SECTIONS = ["catalog", "startup", "passthrough", "http", "orchestration", "memory", "reload", "hostile"] as const
+const SECTIONS = ["catalog", "startup", "passthrough", "http", "orchestration", "memory", "reload", "hostile", "fanout"] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
 const enabled = (section: Section) => only === undefined || only.includes(section)
@@ -771,6 +776,33 @@ const lines = (): Array<Line> => {
       pass: h.bigReply.gatewayPeakRssMb <= 200
     })
   }
+  const f = results.fanout as any
+  if (f !== undefined) {
+    out.push({
+      figure: "10,000 tool calls in one model turn: ms to the -32003 reply",
+      value: `${f.replyMedianMs}`,
+      goal: "< 5,000 ms",
+      pass: f.replyMedianMs < 5_000
+    })
+    out.push({
+      figure: "10,000 tool calls in one model turn: worst ping meanwhile (ms)",
+      value: `${f.worstPingMs}`,
+      goal: "< 100 ms",
+      pass: f.worstPingMs < 100
+    })
+    out.push({
+      figure: "stdin EOF during the fan-out: exit code, ms to exit",
+      value: `${f.exitCodes.join(",")}, ${f.eofExitMedianMs}`,
+      goal: "0",
+      pass: f.exitCodes.length === 1 && f.exitCodes[0] === 0
+    })
+    out.push({
+      figure: `a ${f.bigFile.chars.toLocaleString("en-US")}-character file, maxResultChars 2000: characters the model got`,
+      value: `${f.bigFile.modelGotChars}`,
+      goal: "",
+      pass: undefined
+    })
+  }
   const c = results.catalog as any
   if (c !== undefined) {
     out.push({
@@ -880,6 +912,96 @@ const benchHostile = async () => {
   }
 }
 
+/**
+ * A misbehaving model, through the real openai client and a local Chat Completions server: one turn
+ * of 10,000 tool calls (ms to the -32003 reply, the worst ping answered meanwhile; then the exit code
+ * and ms after stdin EOF in the middle of it), and a 1 MB file read with `maxResultChars: 2000`
+ * (the characters of the tool message the model got).
+ */
+const benchFanOut = async (fileDir: string) => {
+  const fake = await startFakeOpenAI()
+  const big = join(fileDir, "big.txt")
+  writeFileSync(big, "a line of the big file, to be cut for the model\n".repeat(21_000))
+  const config = writeConfig([{ id: "filesystem", command: process.execPath, args: [serverFilesystemEntry(), fileDir] }])
+  const llmEnv = { OPENAI_API_KEY: "sk-bench-fanout", OPENAI_BASE_URL: fake.baseUrl }
+  const fanOut = {
+    toolCalls: Array.from({ length: 10_000 }, () => ({ name: "filesystem__read_text_file", arguments: { path: big } }))
+  }
+  const reps = quick ? 2 : 5
+  const replyMs: Array<number> = []
+  const worstPingMs: Array<number> = []
+  const exitMs: Array<number> = []
+  const exitCodes: Array<number | null> = []
+  try {
+    // The model that fans out runs in a process of its own: building its 10,000 calls here would
+    // stall this process, the one measuring the pings.
+    const model = spawn(process.execPath, ["--import", "tsx", FAKE_LLM], {
+      env: {
+        ...process.env,
+        FAKE_CALLS: "10000",
+        FAKE_TOOL: "filesystem__read_text_file",
+        FAKE_ARGUMENTS: JSON.stringify({ path: big })
+      },
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    const [line] = (await once(model.stdout!, "data")) as [Buffer]
+    const remote = { ...llmEnv, OPENAI_BASE_URL: JSON.parse(String(line)).baseUrl as string }
+    for (let r = 0; r < reps; r++) {
+      fake.setSteps([fanOut])
+      const gateway = startGateway(BIN, config, remote)
+      await gateway.initialize()
+      let done = false
+      const pings: Array<number> = []
+      const pinging = (async () => {
+        while (!done) {
+          pings.push((await gateway.request("ping")).ms)
+          await sleep(5)
+        }
+      })()
+      const reply = await gateway.request("agentify/orchestrateTask", { query: "read big.txt ten thousand times" })
+      done = true
+      await pinging
+      if (reply.error?.code !== -32003) throw new Error(`fan-out: expected -32003, got ${JSON.stringify(reply).slice(0, 300)}`)
+      replyMs.push(reply.ms)
+      worstPingMs.push(Math.max(...pings))
+      await gateway.close()
+    }
+    model.kill()
+    for (let r = 0; r < reps; r++) {
+      // The same, and stdin ends while the gateway answers the model's fan-out.
+      fake.setSteps([fanOut])
+      const gateway = startGateway(BIN, config, llmEnv)
+      await gateway.initialize()
+      const before = fake.requests.length
+      void gateway.request("agentify/orchestrateTask", { query: "fan out" })
+      await fake.untilRequests(before + 1)
+      const eof = performance.now()
+      gateway.child.stdin!.end()
+      const timer = setTimeout(() => gateway.child.kill("SIGKILL"), 10_000)
+      exitCodes.push(await gateway.exited)
+      clearTimeout(timer)
+      exitMs.push(performance.now() - eof)
+    }
+    fake.setSteps([{ tool: "filesystem__read_text_file", arguments: { path: big } }, { text: "Read." }])
+    const gateway = startGateway(BIN, config, llmEnv)
+    await gateway.initialize()
+    const before = fake.requests.length
+    await gateway.request("agentify/orchestrateTask", { query: "read big.txt", maxResultChars: 2_000 })
+    const told = fake.requests[before + 1]?.body.messages.find((m: any) => m.role === "tool")?.content as string | undefined
+    await gateway.close()
+    results.fanout = {
+      calls: 10_000,
+      replyMedianMs: round2(median(replyMs)),
+      worstPingMs: round2(Math.max(...worstPingMs)),
+      eofExitMedianMs: round2(median(exitMs)),
+      exitCodes: [...new Set(exitCodes)],
+      bigFile: { chars: readFileSync(big, "utf8").length, modelGotChars: told?.length ?? null, maxResultChars: 2_000 }
+    }
+  } finally {
+    await fake.close()
+  }
+}
+
 const main = async () => {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first`)
   const info = machine()
@@ -897,6 +1019,7 @@ const main = async () => {
   if (enabled("memory")) await benchMemory()
   if (enabled("reload")) await benchReload()
   if (enabled("hostile")) await benchHostile()
+  if (enabled("fanout")) await benchFanOut(fileDir)
   const rows = lines()
   const report = {
     machine: { ...info, loadAverageAtEnd: loadavg().map(round2) },

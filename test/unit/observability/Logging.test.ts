@@ -36,3 +36,30 @@ describe("Logging", () => {
     await Effect.runPromise(Logging.applyLevel("trace"))
   })
 })
+
+describe("Logging in a span", () => {
+  it("a message under the level is not rendered by Effect's tracer logger (a span event) either", async () => {
+    // A huge object logged at trace level (the LLM's completion) must cost nothing at info.
+    let rendered = 0
+    const message = {
+      toJSON() {
+        rendered++
+        return {}
+      }
+    }
+    const out = capture()
+    let underTheLevel = -1
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* Logging.applyLevel("info")
+        yield* Effect.logTrace("body", message).pipe(Effect.withSpan("under-the-level"))
+        underTheLevel = rendered
+        yield* Effect.logInfo("shown", message).pipe(Effect.withSpan("at-the-level"))
+      }).pipe(Effect.provide(Logging.layer(out.sink)))
+    )
+    expect(underTheLevel).toBe(0)
+    // At the level, it is rendered (the line, and the span's event).
+    expect(rendered).toBeGreaterThan(0)
+    expect(out.lines).toHaveLength(1)
+  })
+})
