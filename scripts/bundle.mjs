@@ -15,7 +15,8 @@ import { recordHash, root } from "./sourceHash.mjs"
  * handlers before anything is loaded); the gateway is a chunk it imports, in `dist/chunks/`.
  */
 export const bundleOptions = {
-  entryPoints: [join(root, "src", "bin.ts")],
+  // Code mode's sandbox runs in a worker thread: its own entry, loaded when a script first runs.
+  entryPoints: { bin: join(root, "src", "bin.ts"), "sandbox-worker": join(root, "src", "sandbox", "Worker.ts") },
   outdir: join(root, "dist"),
   entryNames: "[name]",
   chunkNames: "chunks/[name]-[hash]",
@@ -24,7 +25,9 @@ export const bundleOptions = {
   platform: "node",
   format: "esm",
   target: "node20",
-  external: ["openai", "@modelcontextprotocol/server-filesystem"],
+  // QuickJS's variant finds its .wasm beside its own module: it stays in node_modules.
+  // esbuild (code mode strips TypeScript with it) is a native binary's driver: loaded from node_modules.
+  external: ["openai", "@modelcontextprotocol/server-filesystem", "quickjs-emscripten-core", "@jitl/*", "esbuild"],
   // jsonc-parser's main is a UMD build whose requires esbuild cannot follow: bundle its ES modules.
   alias: { "jsonc-parser": "jsonc-parser/lib/esm/main.js" },
   // Modules bundled from CommonJS call `require`; ESM output has none of its own.

@@ -40,6 +40,7 @@ export {
   LogLevelName,
   Routing,
   ConfirmTools,
+  CodeMode,
   EXPOSURE_KEYS,
   type Exposure,
   namespaceOf,

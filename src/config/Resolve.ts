@@ -12,6 +12,7 @@ import * as Secrets from "../observability/Secrets.js"
 
 import {
   BackendConfig,
+  type CodeMode,
   type ConfirmTools,
   type HttpAuth,
   type Profile,
@@ -63,6 +64,8 @@ export interface ResolvedConfig {
   readonly maxResultChars: number
   /** The tool calls one model turn may make. */
   readonly maxCallsPerTurn: number
+  /** `agentify_run_code`: false when removed, else its limits as configured (the sandbox's defaults for the rest). */
+  readonly codeMode: CodeMode
   /** Named subsets of the tools (`/profiles/<name>/mcp`, `--profile`). */
   readonly profiles: Readonly<Record<string, Profile>>
   /** `--http-auth oauth`: the issuer, audience and scopes tokens are checked against (file only). */
@@ -250,6 +253,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     confirmTools: pick("confirmTools") ?? "destructive",
     maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,
     maxCallsPerTurn: pick("maxCallsPerTurn") ?? DEFAULT_MAX_CALLS_PER_TURN,
+    codeMode: pick("codeMode") ?? {},
     profiles: pick("profiles") ?? {},
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,

@@ -477,6 +477,25 @@ export const HttpAuth = Schema.Struct({
 })
 export type HttpAuth = typeof HttpAuth.Type
 
+/** `codeMode`: false removes `agentify_run_code`; an object sets its limits. */
+export const CodeMode = Schema.Union(
+  Schema.Literal(false),
+  Schema.Struct({
+    timeoutMs: Schema.optional(BoundedInt(600_000, "milliseconds")),
+    memoryMb: Schema.optional(
+      Schema.Number.pipe(
+        Schema.filter((n) => Number.isInteger(n) && n >= 16 && n <= 1024, {
+          message: () => "must be a whole number of MiB from 16 to 1024"
+        })
+      )
+    ),
+    maxCalls: Schema.optional(BoundedInt(100_000, "calls")),
+    maxConcurrentCalls: Schema.optional(BoundedInt(64, "calls")),
+    maxOutputBytes: Schema.optional(BoundedInt(64 * 1024 * 1024, "bytes"))
+  })
+)
+export type CodeMode = typeof CodeMode.Type
+
 /** Every GatewayOptions field but `backends`; shared by the file and `initializationOptions`. */
 export const optionFields = {
   OPENAI_API_KEY: Schema.optional(SecretString),
@@ -491,6 +510,7 @@ export const optionFields = {
   confirmTools: Schema.optional(ConfirmTools),
   maxResultChars: Schema.optional(Mcp.MaxResultChars),
   maxCallsPerTurn: Schema.optional(Mcp.MaxCallsPerTurn),
+  codeMode: Schema.optional(CodeMode),
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),
   maxFrameBytes: Schema.optional(FrameBytes),

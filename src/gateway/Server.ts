@@ -29,6 +29,7 @@ import * as Secrets from "../observability/Secrets.js"
 import { IMPLEMENTATION, isCallToolResult, negotiateProtocolVersion, textResult } from "../protocol/Mcp.js"
 import { type Confirm, type OnStep, ORCHESTRATE_TOOL, type Orchestrator } from "../orchestration/Orchestrator.js"
 import * as Progress from "./Progress.js"
+import * as RunCode from "./RunCode.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
@@ -263,10 +264,19 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         : Effect.void
     )
 
+  /** A backend's namespace in the exposed names (its id unless configured otherwise). */
+  const namespaceOfBackend = (backendId: string) => {
+    const config = backends.configOf(backendId)
+    return config === undefined ? backendId : namespaceOf(config)
+  }
+
   const listTools = Effect.gen(function* () {
     const config = yield* ctx.config.current
-    const backendTools = config.exposeBackendTools ? catalog().entries.map((e) => e.tool) : []
-    return { tools: [ORCHESTRATE_TOOL, ...backendTools] }
+    const view = catalog()
+    const backendTools = config.exposeBackendTools ? view.entries.map((e) => e.tool) : []
+    // Code mode's tool declares what this session's scripts can call (its profile's tools).
+    const runCode = config.codeMode === false ? [] : [RunCode.runCodeTool(RunCode.scriptTools(view, namespaceOfBackend))]
+    return { tools: [ORCHESTRATE_TOOL, ...runCode, ...backendTools] }
   })
 
   /**
@@ -354,11 +364,32 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
     const p = decoded.right as Params.CallToolParams
     if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p))
+    if (p.name === RunCode.RUN_CODE_TOOL_NAME) return runCode(p.arguments ?? {}, context)
     const entry = catalog().byName.get(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
     // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
     return ctx.forward(session, context, entry.backendId, "tools/call", { ...p, name: entry.toolName })
   }
+
+  /** `agentify_run_code`: a script whose every call goes this session's way (see RunCode). */
+  const runCode = (args: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+    Effect.flatMap(ctx.config.current, (config) =>
+      config.codeMode === false
+        ? Effect.fail(
+            new InvalidParams({
+              message: `Unknown tool: ${RunCode.RUN_CODE_TOOL_NAME} (codeMode is false in the gateway's configuration)`,
+              issues: [`name: no tool named '${RunCode.RUN_CODE_TOOL_NAME}'`]
+            })
+          )
+        : RunCode.run(args, {
+            catalog,
+            namespaceOf: namespaceOfBackend,
+            settings: config.codeMode,
+            confirmTools: config.confirmTools,
+            confirm: confirmWith(context),
+            forward: (backendId, params) => ctx.forward(session, context, backendId, "tools/call", params)
+          })
+    )
 
   /** Adds the query to an orchestration failure's data. */
   const orchestrateTask = (params: unknown, context: RequestContext) =>

@@ -1,0 +1,219 @@
+/**
+ * `agentify_run_code`: a client's model sends one script that calls many tools; it runs in the
+ * sandbox (see sandbox/), and every call it makes goes the way a call of that client goes: only the
+ * tools its profile and filters let it see (a hidden tool does not exist in `tools`), arguments
+ * checked against the inputSchema before a backend sees them, `confirmTools` asked of the user, the
+ * call forwarded as the session's own. A dry run calls read-only tools for real and holds back every
+ * other call, listing it: a preview of what the script would change.
+ *
+ * The sandbox (QuickJS and its worker) is loaded on the first run: a gateway never asked to run
+ * code never reads it.
+ */
+import { Effect, Either, Schema } from "effect"
+import type { CodeMode, ConfirmTools } from "../config/Config.js"
+import type { Catalog, CatalogEntry } from "../catalog/ToolCatalog.js"
+import * as Arguments from "../orchestration/Arguments.js"
+import type { Confirm } from "../orchestration/Orchestrator.js"
+import { needsConfirmation } from "../orchestration/Steps.js"
+import * as Secrets from "../observability/Secrets.js"
+import { formatIssues } from "../config/Config.js"
+import { type CallToolResult, isCallToolResult, resultText, textResult } from "../protocol/Mcp.js"
+import type { GatewayError } from "../protocol/Errors.js"
+import { InvalidParams } from "../protocol/Errors.js"
+import { rankEntries } from "../catalog/ToolCatalog.js"
+import * as Declarations from "../sandbox/Declarations.js"
+import type * as Sandbox from "../sandbox/Sandbox.js"
+
+export const RUN_CODE_TOOL_NAME = "agentify_run_code"
+
+/** How much of the description may be declarations before it lists names and points to `searchTools`. */
+const MAX_DECLARATION_CHARS = 24_000
+/** How many tools `searchTools` declares. */
+const SEARCH_RESULTS = 8
+
+const RunCodeParams = Schema.Struct({
+  code: Schema.String.pipe(Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })),
+  dryRun: Schema.optional(Schema.Boolean),
+  timeoutMs: Schema.optional(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= 600_000, {
+        message: () => "must be a whole number of milliseconds from 1 to 600000"
+      })
+    )
+  )
+})
+const decodeParams = Schema.decodeUnknownEither(RunCodeParams, { errors: "all" })
+
+/** How each tool of a catalog is reached from a script. */
+export const scriptTools = (
+  catalog: Catalog,
+  namespaceOf: (backendId: string) => string
+): ReadonlyArray<Declarations.ScriptTool & { readonly entry: CatalogEntry }> =>
+  catalog.entries.map((entry) => ({
+    ...Declarations.pathOf(entry.name, namespaceOf(entry.backendId)),
+    exposed: entry.name,
+    description: entry.source.description,
+    inputSchema: entry.tool.inputSchema,
+    outputSchema: (entry.tool as { outputSchema?: unknown }).outputSchema,
+    entry
+  }))
+
+/** The tool as a client lists it: its description carries the declarations of what it can call. */
+export const runCodeTool = (tools: ReadonlyArray<Declarations.ScriptTool>) => ({
+  name: RUN_CODE_TOOL_NAME,
+  description: [
+    'Runs a JavaScript script (the body of an async function; TypeScript annotations are stripped) in a sandbox where the tools below are async functions: `await tools.<namespace>.<tool>(args)` or `await callTool("<name>", args)`. A call resolves to the tool\'s structuredContent, else its text; a failed call rejects with an Error (use try/catch). Filter and combine data inside the script and return only what is needed: the returned value (JSON) is the result, console.log is captured. dryRun: true runs read-only tools and holds back every other call, listing it.',
+    "",
+    Declarations.forDescription(tools, MAX_DECLARATION_CHARS)
+  ].join("\n"),
+  inputSchema: {
+    type: "object",
+    properties: {
+      code: { type: "string", description: "The body of an async function: await the tools, return the result." },
+      dryRun: { type: "boolean", description: "Run read-only tools only; list every other call without running it." },
+      timeoutMs: { type: "integer", minimum: 1, maximum: 600_000, description: "Wall time for the run (default: the gateway's)." }
+    },
+    required: ["code"]
+  },
+  annotations: { title: "Run a script that calls the tools", readOnlyHint: false, destructiveHint: true, openWorldHint: true }
+})
+
+export interface Deps {
+  readonly catalog: () => Catalog
+  readonly namespaceOf: (backendId: string) => string
+  readonly settings: Exclude<CodeMode, false>
+  readonly confirmTools: ConfirmTools
+  readonly confirm: Confirm
+  /** The session's own call of a backend's tool (its own name), as a client's `tools/call` goes. */
+  readonly forward: (backendId: string, params: unknown) => Effect.Effect<unknown, GatewayError>
+}
+
+/**
+ * The script with its TypeScript stripped (esbuild, loaded only for this), or undefined when it is
+ * not TypeScript either. It is a function's body (`return`, `await` at its top): stripped as one.
+ */
+const stripTypes = async (code: string): Promise<string | undefined> => {
+  try {
+    const esbuild = await import("esbuild")
+    const head = "async function __script() {\n"
+    const out = (await esbuild.transform(`${head}${code}\n}`, { loader: "ts", format: "esm", target: "es2022" })).code
+    const start = out.indexOf("{\n")
+    const end = out.lastIndexOf("}")
+    return out.startsWith("async function __script()") && start >= 0 && end > start ? out.slice(start + 2, end) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** A tool's value as a script gets it: structuredContent, else the text of its text blocks. */
+const valueOf = (result: CallToolResult): unknown =>
+  result.structuredContent !== undefined ? result.structuredContent : resultText(result)
+
+/** Runs one script for a client; its failures are results with `isError`, naming the error, its line and the calls made. */
+export const run = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, InvalidParams> =>
+  Effect.gen(function* () {
+    const decoded = decodeParams(params ?? {})
+    if (Either.isLeft(decoded)) {
+      const issues = formatIssues(decoded.left)
+      return yield* new InvalidParams({ message: `Invalid arguments for ${RUN_CODE_TOOL_NAME}: ${issues.join("; ")}`, issues })
+    }
+    const { code, dryRun = false, timeoutMs } = decoded.right
+    const Sandbox = yield* Effect.promise(() => import("../sandbox/Sandbox.js"))
+    const given = deps.settings
+    const defaults = Sandbox.DEFAULT_LIMITS
+    const limits: Sandbox.Limits = {
+      timeoutMs: timeoutMs ?? given.timeoutMs ?? defaults.timeoutMs,
+      memoryMb: given.memoryMb ?? defaults.memoryMb,
+      maxCalls: given.maxCalls ?? defaults.maxCalls,
+      maxConcurrentCalls: given.maxConcurrentCalls ?? defaults.maxConcurrentCalls,
+      maxOutputBytes: given.maxOutputBytes ?? defaults.maxOutputBytes
+    }
+    const tools = scriptTools(deps.catalog(), deps.namespaceOf)
+    const byName = new Map(tools.map((t) => [t.exposed, t]))
+
+    const call = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
+      Effect.gen(function* () {
+        const tool = byName.get(name)
+        if (tool === undefined) return { ok: false, message: `Unknown tool: ${name}`, record: undefined }
+        const given = typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
+        const schema = tool.entry.tool.inputSchema as Record<string, unknown> | undefined
+        const problems = schema === undefined ? undefined : yield* Arguments.check(name, schema, given)
+        if (problems !== undefined && problems.length > 0) {
+          return {
+            ok: false,
+            message: `Invalid arguments for ${name}: ${problems.join("; ")}`,
+            record: { tool: name, ms: 0, isError: true }
+          }
+        }
+        const annotations = (tool.entry.tool as { annotations?: Record<string, unknown> }).annotations
+        if (dryRun && annotations?.readOnlyHint !== true) {
+          return { ok: true, value: { dryRun: true }, record: { tool: name, ms: 0, isError: false, dryRun: true } }
+        }
+        if (needsConfirmation(deps.confirmTools, annotations)) {
+          const answer = yield* deps.confirm({ tool: name, arguments: Secrets.scrubDeep(given) })
+          if (answer !== "accepted") {
+            return {
+              ok: false,
+              message:
+                answer === "declined"
+                  ? `Not run: the user declined to run ${name} (confirmTools: "${deps.confirmTools}")`
+                  : `Not run: ${name} runs only after the user agrees (confirmTools: "${deps.confirmTools}"), and this client cannot be asked`,
+              record: { tool: name, ms: 0, isError: true }
+            }
+          }
+        }
+        const started = Date.now()
+        const outcome = yield* Effect.either(deps.forward(tool.entry.backendId, { name: tool.entry.toolName, arguments: given }))
+        const ms = Date.now() - started
+        if (Either.isLeft(outcome)) return { ok: false, message: outcome.left.message, record: { tool: name, ms, isError: true } }
+        const result = outcome.right
+        if (!isCallToolResult(result)) return { ok: true, value: result, record: { tool: name, ms, isError: false } }
+        if (result.isError === true) {
+          return {
+            ok: false,
+            message: resultText(result) || `${name} reported an error`,
+            record: { tool: name, ms, isError: true }
+          }
+        }
+        return { ok: true, value: valueOf(result), record: { tool: name, ms, isError: false } }
+      })
+
+    const search = (query: string): string => {
+      const found = new Set(rankEntries(deps.catalog().entries, query, SEARCH_RESULTS).map((e) => e.name))
+      const matches = tools.filter((t) => found.has(t.exposed))
+      return matches.length === 0 ? "// no tool matches" : Declarations.declarations(matches)
+    }
+
+    const names = tools.map((t) => [t.namespace, t.key, t.exposed] as const)
+    let outcome = yield* Sandbox.run(code, names, limits, { call, search })
+    // TypeScript: run again with its annotations stripped (esbuild, loaded only for this).
+    if (!outcome.ok && outcome.name === "SyntaxError" && outcome.calls.length === 0) {
+      const stripped = yield* Effect.promise(() => stripTypes(code))
+      if (stripped !== undefined && stripped.trim() !== code.trim())
+        outcome = yield* Sandbox.run(stripped, names, limits, { call, search })
+    }
+    yield* Effect.logInfo("code mode run", {
+      ok: outcome.ok,
+      calls: outcome.calls.length,
+      ...(outcome.ok ? {} : { error: outcome.name, ...(outcome.limit === undefined ? {} : { limit: outcome.limit }) })
+    })
+    const calls = outcome.calls.map((c) => ({ ...c }))
+    if (outcome.ok) {
+      const text = outcome.text ? (outcome.value as string) : JSON.stringify(outcome.value, null, 2)
+      return {
+        content: [{ type: "text", text }],
+        structuredContent: { result: outcome.value, logs: outcome.logs, calls, ...(dryRun ? { dryRun: true } : {}) }
+      }
+    }
+    const where = outcome.line === undefined ? "" : ` (line ${outcome.line})`
+    const limit = outcome.limit === undefined ? "" : ` [limit: ${outcome.limit}]`
+    const text = `${outcome.name}${where}: ${outcome.message}${limit}; ${calls.length} tool call${calls.length === 1 ? "" : "s"} made`
+    return {
+      ...textResult(text, true),
+      structuredContent: {
+        error: { name: outcome.name, message: outcome.message, line: outcome.line, limit: outcome.limit },
+        logs: outcome.logs,
+        calls
+      }
+    }
+  })

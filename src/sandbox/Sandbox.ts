@@ -1,0 +1,172 @@
+/**
+ * One code-mode run, from the gateway's side: a worker thread (see `Worker`) is started for the
+ * script, its tool calls are run by the host (the client's call path: see gateway/RunCode) with the
+ * run's bounds (calls per run, calls at once), and what it returned, logged and called comes back
+ * as one outcome. The deadline and a cancellation terminate the thread, whatever it is doing, and
+ * interrupt the calls it has in flight.
+ */
+import { Effect, FiberSet, Option } from "effect"
+import { existsSync } from "node:fs"
+import { Worker } from "node:worker_threads"
+import type { FromWorker, RunMessage, SettleMessage } from "./Worker.js"
+
+export interface Limits {
+  readonly timeoutMs: number
+  readonly memoryMb: number
+  readonly maxCalls: number
+  readonly maxConcurrentCalls: number
+  readonly maxOutputBytes: number
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  timeoutMs: 30_000,
+  memoryMb: 64,
+  maxCalls: 100,
+  maxConcurrentCalls: 8,
+  maxOutputBytes: 1024 * 1024
+}
+
+export type LimitName = keyof Limits
+
+/** One call the script made, as the result lists it. */
+export interface CallRecord {
+  readonly tool: string
+  readonly ms: number
+  readonly isError: boolean
+  /** Held back by a dry run: it did not run. */
+  readonly dryRun?: true
+}
+
+/** What the host answers for one call: the value the script gets, or why the call rejects. */
+export type CallAnswer =
+  | { readonly ok: true; readonly value: unknown; readonly record: CallRecord }
+  | { readonly ok: false; readonly message: string; readonly record: CallRecord | undefined }
+
+export interface Host {
+  readonly call: (name: string, args: unknown) => Effect.Effect<CallAnswer>
+  readonly search: (query: string) => string
+}
+
+export type Outcome =
+  | {
+      readonly ok: true
+      readonly value: unknown
+      readonly text: boolean
+      readonly logs: ReadonlyArray<string>
+      readonly calls: ReadonlyArray<CallRecord>
+    }
+  | {
+      readonly ok: false
+      readonly name: string
+      readonly message: string
+      readonly line?: number | undefined
+      readonly limit?: LimitName | undefined
+      readonly logs: ReadonlyArray<string>
+      readonly calls: ReadonlyArray<CallRecord>
+    }
+
+/** The worker's file: beside the bundle's chunks (dist/sandbox-worker.js), or tsc's output. */
+const workerFile = (): URL => {
+  for (const candidate of ["../sandbox-worker.js", "./Worker.js"]) {
+    const url = new URL(candidate, import.meta.url)
+    if (existsSync(url)) return url
+  }
+  throw new Error("code mode's worker is missing: run npm run build")
+}
+
+/** Runs `code` (JavaScript, the body of an async function) with `host` answering its calls. */
+export const run = (code: string, names: RunMessage["names"], limits: Limits, host: Host): Effect.Effect<Outcome> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const calls: Array<CallRecord> = []
+      const logs: Array<string> = []
+      const fibers = yield* FiberSet.make()
+      // Calls run in this fiber's context (its logger, its span), and are interrupted with the run.
+      const runFork = yield* FiberSet.runtime(fibers)<never>()
+      const permits = yield* Effect.makeSemaphore(limits.maxConcurrentCalls)
+      const worker = yield* Effect.acquireRelease(
+        Effect.sync(() => new Worker(workerFile(), { resourceLimits: { maxOldGenerationSizeMb: 64 + limits.memoryMb } })),
+        (w) => Effect.promise(() => w.terminate())
+      )
+      let made = 0
+      const outcome = yield* Effect.async<Outcome>((resume) => {
+        const fail = (name: string, message: string, limit?: LimitName) =>
+          resume(Effect.succeed({ ok: false, name, message, limit, logs, calls }))
+        const settle = (id: number, ok: boolean, value: string) =>
+          worker.postMessage({ type: "settle", id, ok, value } satisfies SettleMessage)
+        worker.on("message", (m: FromWorker) => {
+          switch (m.type) {
+            case "log":
+              logs.push(m.text)
+              return
+            case "search":
+              return settle(m.id, true, host.search(m.query))
+            case "call": {
+              if (++made > limits.maxCalls) {
+                return fail("LimitError", `the script made more than maxCalls (${limits.maxCalls}) tool calls`, "maxCalls")
+              }
+              let args: unknown
+              try {
+                args = JSON.parse(m.args)
+              } catch {
+                args = {}
+              }
+              runFork(
+                permits
+                  .withPermits(1)(host.call(m.name, args))
+                  .pipe(
+                    Effect.tap((answer) =>
+                      Effect.sync(() => {
+                        if (answer.record !== undefined) calls.push(answer.record)
+                        if (answer.ok) settle(m.id, true, JSON.stringify(answer.value ?? null))
+                        else settle(m.id, false, answer.message)
+                      })
+                    )
+                  )
+              )
+              return
+            }
+            case "done": {
+              if (m.ok) {
+                const value = m.text ? m.value : (JSON.parse(m.value) as unknown)
+                return resume(Effect.succeed({ ok: true, value, text: m.text, logs, calls }))
+              }
+              // QuickJS's own words for the two limits it enforces, said as the limits' names.
+              if (m.limit === "memoryMb" || /out of memory/i.test(m.message)) {
+                return fail("LimitError", `the script used more than memoryMb (${limits.memoryMb} MiB)`, "memoryMb")
+              }
+              if (m.limit === "timeoutMs" || /^interrupted$/i.test(m.message)) {
+                return fail("LimitError", `the script ran longer than timeoutMs (${limits.timeoutMs} ms)`, "timeoutMs")
+              }
+              return resume(
+                Effect.succeed({ ok: false, name: m.name, message: m.message, line: m.line, limit: m.limit, logs, calls })
+              )
+            }
+          }
+        })
+        worker.on("error", (error) => fail("Error", `the sandbox failed: ${error.message}`))
+        worker.on("exit", (code) => fail("Error", `the sandbox stopped (exit ${code})`))
+        worker.postMessage({
+          type: "run",
+          code,
+          names,
+          deadline: Date.now() + limits.timeoutMs,
+          memoryMb: limits.memoryMb,
+          maxOutputBytes: limits.maxOutputBytes
+        } satisfies RunMessage)
+      }).pipe(
+        // The worker's own interrupt handler stops a busy script; this stops everything else.
+        Effect.timeout(limits.timeoutMs + 250),
+        Effect.map(Option.some),
+        Effect.catchTag("TimeoutException", () => Effect.succeed(Option.none<Outcome>()))
+      )
+      return Option.getOrElse(outcome, (): Outcome => ({
+        ok: false,
+        name: "LimitError",
+        message: `the script ran longer than timeoutMs (${limits.timeoutMs} ms)`,
+        limit: "timeoutMs",
+        logs,
+        calls
+      }))
+    })
+  )

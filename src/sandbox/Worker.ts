@@ -1,0 +1,212 @@
+/**
+ * Code mode's sandbox, in a worker thread of its own: one script run in QuickJS compiled to
+ * WebAssembly, with nothing of the host but what is handed in (`callTool`, `tools`, `searchTools`,
+ * `console`). A thread, so that a script that computes for seconds never holds the gateway's event
+ * loop; a fresh one per run, so that whatever a script grew is gone with it.
+ *
+ * Limits: memory is a fixed `WebAssembly.Memory` (QuickJS's own memory limit does not bound strings
+ * and arrays); time is an interrupt handler polled by QuickJS, and the parent terminates the thread
+ * at the deadline whatever happens; the stack is capped. Tool calls go to the parent, which runs
+ * them on the client's call path and answers; the script's promise then goes on.
+ *
+ * Messages: in `{type: "run", ...}` once, then `{type: "settle", id, ok, value | error}` per call;
+ * out `{type: "call" | "search", id, ...}`, `{type: "log", text}`, then `{type: "done", ...}`.
+ */
+import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSHandle, type QuickJSSyncVariant } from "quickjs-emscripten-core"
+import * as quickjsNg from "@jitl/quickjs-ng-wasmfile-release-sync"
+import { parentPort } from "node:worker_threads"
+
+// The package's types describe its CommonJS build; imported as ES, the variant is the default export.
+const variant = ((quickjsNg as { default?: unknown }).default ?? quickjsNg) as QuickJSSyncVariant
+
+/** Node's WebAssembly, which this project's type libraries (ES2022, node) do not declare as a value. */
+const Wasm = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => object } })
+  .WebAssembly
+
+export interface RunMessage {
+  readonly type: "run"
+  readonly code: string
+  /** Each tool the script may call: its namespace (null: none), its key there, its exposed name. */
+  readonly names: ReadonlyArray<readonly [string | null, string, string]>
+  readonly deadline: number
+  readonly memoryMb: number
+  readonly maxOutputBytes: number
+}
+
+export interface SettleMessage {
+  readonly type: "settle"
+  readonly id: number
+  readonly ok: boolean
+  /** The call's value as JSON (ok), or why it failed. */
+  readonly value: string
+}
+
+export type FromWorker =
+  | { readonly type: "call"; readonly id: number; readonly name: string; readonly args: string }
+  | { readonly type: "search"; readonly id: number; readonly query: string }
+  | { readonly type: "log"; readonly text: string }
+  | { readonly type: "done"; readonly ok: true; readonly value: string; readonly text: boolean }
+  | {
+      readonly type: "done"
+      readonly ok: false
+      readonly name: string
+      readonly message: string
+      readonly line?: number | undefined
+      readonly limit?: "memoryMb" | "timeoutMs" | "maxOutputBytes" | undefined
+    }
+
+/** WebAssembly pages are 64 KiB. QuickJS needs 16 MiB to start. */
+const PAGE = 65_536
+const STACK_BYTES = 512 * 1024
+
+/** What the script sees of the host, built inside QuickJS from the handed-in functions. */
+const PRELUDE = `
+"use strict";
+const __names = JSON.parse(__namesJson);
+globalThis.callTool = async (name, args) => JSON.parse(await __call(String(name), JSON.stringify(args === undefined ? {} : args)));
+globalThis.searchTools = async (query) => await __search(String(query));
+const tools = {};
+for (const [ns, key, exposed] of __names) {
+  const target = ns === null ? tools : (tools[ns] = tools[ns] || {});
+  target[key] = (args) => callTool(exposed, args);
+}
+globalThis.tools = tools;
+const show = (v) => typeof v === "string" ? v : (() => { try { return JSON.stringify(v); } catch (e) { return String(v); } })();
+globalThis.console = { log: (...a) => __log(a.map(show).join(" ")), info: (...a) => __log(a.map(show).join(" ")),
+  warn: (...a) => __log(a.map(show).join(" ")), error: (...a) => __log(a.map(show).join(" ")) };
+`
+
+/**
+ * The line of the script (from 1) an error's stack names, if any. QuickJS names the wrapping
+ * function's start (1:1) for the errors it raises itself (a TypeError): no line is better than a
+ * wrong one.
+ */
+const lineOf = (stack: string): number | undefined => {
+  const match = /script\.js:(\d+):(\d+)/.exec(stack)
+  if (match === null || (match[1] === "1" && match[2] === "1")) return undefined
+  return Math.max(1, Number(match[1]) - 1)
+}
+
+const run = async (message: RunMessage) => {
+  const post = (m: FromWorker) => parentPort!.postMessage(m)
+  const memory = new Wasm.Memory({
+    initial: 256,
+    maximum: Math.max(256, Math.floor((message.memoryMb * 1024 * 1024) / PAGE))
+  })
+  const module = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory: memory as never }))
+  const runtime = module.newRuntime()
+  runtime.setMaxStackSize(STACK_BYTES)
+  runtime.setInterruptHandler(() => Date.now() > message.deadline)
+  const vm = runtime.newContext()
+  let next = 1
+  const pending = new Map<number, ReturnType<typeof vm.newPromise>>()
+  let logged = 0
+  let finished = false
+
+  const finish = (m: FromWorker) => {
+    if (finished) return
+    finished = true
+    post(m)
+  }
+  const deferred = (send: (id: number) => void): QuickJSHandle => {
+    const promise = vm.newPromise()
+    const id = next++
+    pending.set(id, promise)
+    send(id)
+    return promise.handle
+  }
+  const define = (name: string, fn: Parameters<typeof vm.newFunction>[1]) => {
+    const handle = vm.newFunction(name, fn)
+    vm.setProp(vm.global, name, handle)
+    handle.dispose()
+  }
+  define("__call", (name, args) =>
+    deferred((id) => post({ type: "call", id, name: vm.getString(name), args: vm.getString(args) }))
+  )
+  define("__search", (query) => deferred((id) => post({ type: "search", id, query: vm.getString(query) })))
+  define("__log", (text) => {
+    const line = vm.getString(text)
+    // The logs count against the output bound too; past it they are dropped, said once.
+    if (logged > message.maxOutputBytes) return
+    logged += line.length
+    post({ type: "log", text: logged > message.maxOutputBytes ? "[further logs dropped: maxOutputBytes]" : line })
+  })
+  define("__done", (ok, a, b, c) => {
+    if (vm.dump(ok) === true) {
+      const value = vm.getString(a)
+      if (value.length > message.maxOutputBytes) {
+        finish({
+          type: "done",
+          ok: false,
+          name: "LimitError",
+          message: `the result is ${value.length} characters, more than maxOutputBytes (${message.maxOutputBytes})`,
+          limit: "maxOutputBytes"
+        })
+      } else finish({ type: "done", ok: true, value, text: vm.dump(b) === true })
+    } else {
+      const stack = vm.getString(c)
+      finish({ type: "done", ok: false, name: vm.getString(a), message: vm.getString(b), line: lineOf(stack) })
+    }
+  })
+  const names = vm.newString(JSON.stringify(message.names))
+  vm.setProp(vm.global, "__namesJson", names)
+  names.dispose()
+
+  /** A failure of QuickJS itself (out of memory, interrupted), as the run's outcome. */
+  const failed = (error: unknown) => {
+    const text = String((error as { message?: unknown })?.message ?? error)
+    const limit = /out of memory/i.test(text) ? "memoryMb" : /interrupted/i.test(text) ? "timeoutMs" : undefined
+    finish({ type: "done", ok: false, name: limit === undefined ? "Error" : "LimitError", message: text, limit })
+  }
+  const drain = () => {
+    const jobs = runtime.executePendingJobs()
+    if (jobs.error !== undefined) {
+      const error = vm.dump(jobs.error) as unknown
+      jobs.error.dispose()
+      failed(error)
+    }
+  }
+
+  parentPort!.on("message", (m: SettleMessage) => {
+    const promise = pending.get(m.id)
+    if (promise === undefined || finished) return
+    pending.delete(m.id)
+    const handle = m.ok ? vm.newString(m.value) : vm.newError({ name: "Error", message: m.value })
+    if (m.ok) promise.resolve(handle)
+    else promise.reject(handle)
+    handle.dispose()
+    promise.dispose()
+    drain()
+  })
+
+  const prelude = vm.evalCode(PRELUDE, "prelude.js")
+  if (prelude.error !== undefined) {
+    failed(vm.dump(prelude.error))
+    return
+  }
+  prelude.value.dispose()
+  const source = `(async () => {\n${message.code}\n})().then(
+  (v) => __done(true, typeof v === "string" ? v : JSON.stringify(v === undefined ? null : v), typeof v === "string"),
+  (e) => __done(false, String(e && e.name || "Error"), String(e && e.message !== undefined ? e.message : e), String(e && e.stack || "")))`
+  const started = vm.evalCode(source, "script.js")
+  if (started.error !== undefined) {
+    const error = vm.dump(started.error) as { name?: string; message?: string; stack?: string }
+    started.error.dispose()
+    if (/out of memory|interrupted/i.test(String(error?.message))) return failed(error)
+    return finish({
+      type: "done",
+      ok: false,
+      name: String(error?.name ?? "Error"),
+      message: String(error?.message ?? error),
+      line: lineOf(String(error?.stack ?? ""))
+    })
+  }
+  started.value.dispose()
+  drain()
+}
+
+parentPort?.once("message", (message: RunMessage) => {
+  run(message).catch((error: unknown) =>
+    parentPort!.postMessage({ type: "done", ok: false, name: "Error", message: String((error as Error)?.message ?? error) })
+  )
+})
