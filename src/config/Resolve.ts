@@ -66,6 +66,8 @@ export interface ResolvedConfig {
   readonly maxCallsPerTurn: number
   /** `agentify_run_code`: false when removed, else its limits as configured (the sandbox's defaults for the rest). */
   readonly codeMode: CodeMode
+  /** How the gateway's own model acts when a request does not say: "tools" or "code". */
+  readonly orchestrationMode: "tools" | "code"
   /** Named subsets of the tools (`/profiles/<name>/mcp`, `--profile`). */
   readonly profiles: Readonly<Record<string, Profile>>
   /** `--http-auth oauth`: the issuer, audience and scopes tokens are checked against (file only). */
@@ -254,6 +256,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,
     maxCallsPerTurn: pick("maxCallsPerTurn") ?? DEFAULT_MAX_CALLS_PER_TURN,
     codeMode: pick("codeMode") ?? {},
+    orchestrationMode: pick("orchestrationMode") ?? "tools",
     profiles: pick("profiles") ?? {},
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,

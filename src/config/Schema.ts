@@ -511,6 +511,7 @@ export const optionFields = {
   maxResultChars: Schema.optional(Mcp.MaxResultChars),
   maxCallsPerTurn: Schema.optional(Mcp.MaxCallsPerTurn),
   codeMode: Schema.optional(CodeMode),
+  orchestrationMode: Schema.optional(Mcp.OrchestrationMode),
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),
   maxFrameBytes: Schema.optional(FrameBytes),

@@ -16,7 +16,7 @@
 import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { fileURLToPath } from "node:url"
 import { Backends } from "../backend/Backends.js"
-import { formatIssues, GatewayConfig, type Profile, type ResolvedConfig } from "../config/Config.js"
+import { formatIssues, GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import {
   BackendError,
   InvalidParams,
@@ -60,6 +60,7 @@ import {
   withStepsRan
 } from "./Steps.js"
 import * as Results from "./Results.js"
+import * as CodeMode from "./CodeMode.js"
 
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
 export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
@@ -101,6 +102,12 @@ export const ORCHESTRATE_TOOL = {
         maximum: Mcp.MAX_RESULT_CHARS_LIMIT,
         description:
           "Characters of each tool result the model reads at once (default: the gateway's maxResultChars, 32,000); it can read on past a cut."
+      },
+      mode: {
+        type: "string",
+        enum: ["tools", "code"],
+        description:
+          'How the orchestrator acts: "tools" calls one tool at a time, "code" writes one script that calls them all (default: the gateway\'s orchestrationMode, "tools").'
       },
       maxCallsPerTurn: {
         type: "integer",
@@ -228,7 +235,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         profile: Profile | undefined,
         record?: Recording
       ) {
-        const { query, context, maxSteps, dryRun, maxResultChars, maxCallsPerTurn } = yield* validateParams(params)
+        const { query, context, maxSteps, dryRun, maxResultChars, maxCallsPerTurn, mode } = yield* validateParams(params)
         if (record !== undefined) Object.assign(record, { query, context })
         const config = yield* gatewayConfig.current
         const ready = yield* readyBackends(config)
@@ -248,10 +255,21 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
               : scoreEntries(catalog.entries, query, config.maxToolsPerRequest, context)
         }
         const steps = maxSteps ?? config.maxSteps
+        const code = (mode ?? config.orchestrationMode) === "code"
+        if (code && config.codeMode === false) {
+          return yield* new InvalidParams({
+            message: `Invalid params: mode "code" runs scripts, and codeMode is false in the gateway's configuration`,
+            issues: ["mode: code mode is turned off (codeMode: false)"]
+          })
+        }
         const messages: Array<ChatMessage> = [
-          { role: "system", content: steps === 1 ? SINGLE_STEP_PROMPT : SYSTEM_PROMPT },
+          { role: "system", content: code ? CodeMode.CODE_PROMPT : steps === 1 ? SINGLE_STEP_PROMPT : SYSTEM_PROMPT },
           { role: "user", content: userMessage(query, context) }
         ]
+        const namespaceOfBackend = (backendId: string) => {
+          const backend = backends.configOf(backendId)
+          return backend === undefined ? backendId : namespaceOf(backend)
+        }
         return {
           query,
           offer,
@@ -260,7 +278,17 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           dryRun: dryRun === true,
           confirmTools: config.confirmTools,
           results: Results.make(maxResultChars ?? config.maxResultChars),
-          maxCallsPerTurn: maxCallsPerTurn ?? config.maxCallsPerTurn
+          maxCallsPerTurn: maxCallsPerTurn ?? config.maxCallsPerTurn,
+          /** Code mode: the one function offered, and what its scripts run with. */
+          code:
+            code && config.codeMode !== false
+              ? {
+                  fn: CodeMode.runCodeFunction(view, query, context, config.maxToolsPerRequest, namespaceOfBackend),
+                  view,
+                  namespaceOf: namespaceOfBackend,
+                  settings: config.codeMode
+                }
+              : undefined
         }
       })
 
@@ -346,11 +374,39 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         profile: Profile | undefined,
         record?: Recording
       ) {
-        const { query, offer, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn } = yield* prepare(
+        const { query, offer, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn, code } = yield* prepare(
           params,
           profile,
           record
         )
+        if (code !== undefined) {
+          return yield* CodeMode.orchestrate({
+            query,
+            messages,
+            fn: code.fn,
+            maxSteps,
+            dryRun,
+            results,
+            catalog: () => code.view,
+            namespaceOf: code.namespaceOf,
+            settings: code.settings,
+            confirmTools,
+            confirm,
+            forward: (backendId, callParams) => execute(backendId, "tools/call", callParams),
+            ask: (tools) =>
+              Effect.gen(function* () {
+                const asked = Date.now()
+                const response = yield* llm.chat({ query, messages: [...messages], tools })
+                if (record !== undefined) {
+                  record.llmMs = (record.llmMs ?? 0) + (Date.now() - asked)
+                  record.model = response.model
+                  record.usage = addUsage(record.usage, response.usage)
+                }
+                return response
+              }),
+            onStep
+          })
+        }
         /** For the debug UI: each call of each step as it went. */
         const note = (entry: OrchestrationStep) => {
           if (record !== undefined) record.steps = [...(record.steps ?? []), entry]

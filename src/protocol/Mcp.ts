@@ -130,6 +130,10 @@ export const MaxCallsPerTurn = Schema.Number.pipe(
   })
 )
 
+/** How the gateway's model acts: one tool call at a time, or one script that calls them. */
+export const OrchestrationMode = Schema.Literal("tools", "code")
+export type OrchestrationMode = typeof OrchestrationMode.Type
+
 export const OrchestrateParams = Schema.Struct({
   query: Schema.String.pipe(Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })),
   context: Schema.optional(Schema.NullOr(TaskContext)),
@@ -141,6 +145,8 @@ export const OrchestrateParams = Schema.Struct({
   ),
   /** Plan the first call and return it, running nothing. */
   dryRun: Schema.optional(Schema.Boolean),
+  /** "code": the model writes one script that calls the tools (the config's `orchestrationMode` when absent). */
+  mode: Schema.optional(OrchestrationMode),
   /** The config's `maxResultChars` for this request. */
   maxResultChars: Schema.optional(MaxResultChars),
   /** The config's `maxCallsPerTurn` for this request. */

@@ -31,6 +31,8 @@ export type LimitName = keyof Limits
 /** One call the script made, as the result lists it. */
 export interface CallRecord {
   readonly tool: string
+  /** Scrubbed of secrets, and cut when long. */
+  readonly arguments?: unknown
   readonly ms: number
   readonly isError: boolean
   /** Held back by a dry run: it did not run. */

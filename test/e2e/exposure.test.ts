@@ -261,8 +261,9 @@ describe("profiles", () => {
     const files = await connect("/profiles/files/mcp", "files-client")
     const graph = await connect("/profiles/graph/mcp", "graph-client")
     try {
-      const fileTools = (await files.listTools()).tools.map((t) => t.name).filter((n) => n !== "agentify_orchestrate")
-      const graphTools = (await graph.listTools()).tools.map((t) => t.name).filter((n) => n !== "agentify_orchestrate")
+      const own = (n: string) => n === "agentify_orchestrate" || n === "agentify_run_code"
+      const fileTools = (await files.listTools()).tools.map((t) => t.name).filter((n) => !own(n))
+      const graphTools = (await graph.listTools()).tools.map((t) => t.name).filter((n) => !own(n))
       expect(fileTools).toContain("fs__read_text_file")
       expect(fileTools.every((n) => n.startsWith("fs__"))).toBe(true)
       expect(fileTools.filter((n) => /write|edit|move|create/.test(n))).toEqual([])
@@ -276,6 +277,24 @@ describe("profiles", () => {
         -32602
       )
       expect((await rpcError(files.callTool({ name: "mem__read_graph", arguments: {} }))).code).toBe(-32602)
+      // A script in a profile sees that profile's tools only: the other's do not exist, and are refused by name.
+      const script = (await graph.callTool({
+        name: "agentify_run_code",
+        arguments: {
+          code: `let refused = ""
+            try { await callTool("fs__read_text_file", { path: "a.txt" }) } catch (e) { refused = e.message }
+            return { fs: typeof tools.fs, deleting: typeof tools.mem.delete_entities, graph: typeof (await tools.mem.read_graph({})), refused }`
+        }
+      })) as unknown as { structuredContent: { result: unknown } }
+      expect(script.structuredContent.result).toEqual({
+        fs: "undefined",
+        deleting: "undefined",
+        graph: "object",
+        refused: "Unknown tool: fs__read_text_file"
+      })
+      const declared = (await graph.listTools()).tools.find((t) => t.name === "agentify_run_code")!.description!
+      expect(declared).toContain("read_graph(")
+      expect(declared).not.toContain("read_text_file(")
       // the whole aggregate still has everything
       const all = await connect("/mcp", "all-client")
       const allTools = (await all.listTools()).tools.map((t) => t.name)

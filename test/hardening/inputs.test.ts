@@ -137,7 +137,7 @@ describe("the embedded default", () => {
       const client = new Client({ cwd, env: cleanEnv({ HOME: home }) })
       expect((await client.initialize()).result?.serverInfo?.name).toBe("mcp-agentify")
       const tools = (await client.request("tools/list")).result.tools.map((t: { name: string }) => t.name)
-      expect(tools).toEqual(["agentify_orchestrate"])
+      expect(tools).toEqual(["agentify_orchestrate", "agentify_run_code"])
       const call = await client.callTool("filesystem__list_directory", { path: "." })
       expect(call.error?.code).toBe(-32004)
       expect(call.error?.message).toMatch(/refuses to serve the (filesystem root|home directory)/)

@@ -416,7 +416,8 @@ describe("subcommands for a person in a terminal", () => {
     expect(out).toMatch(/^tool\s+backend\s+description$/m)
     expect(out).toMatch(/^agentify_orchestrate\s+gateway\s+\S/m)
     expect(out).toMatch(/^filesystem__read_text_file\s+filesystem\s+Read the complete contents/m)
-    expect(out).toMatch(/^15 tools$/m)
+    expect(out).toMatch(/^agentify_run_code\s+gateway\s+Runs a JavaScript script/m)
+    expect(out).toMatch(/^16 tools$/m)
     // A person gets the answer, not the start-up log.
     expect(result.stderr.toString("utf8")).not.toContain("backend ready")
   })

@@ -12,6 +12,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { serverFilesystemEntry } from "../../../src/config/Config.js"
 import { BIN, cleanEnv, ROOT, startGateway, tempDir } from "../../support/stdioClient.js"
+import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
 
 const MEMORY = join(ROOT, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
 
@@ -90,7 +91,9 @@ describe("agentify_run_code over stdio", () => {
     })
     expect(result.isError).toBeUndefined()
     expect(result.content[0].text).toBe("Invalid arguments for fs__read_text_file: /path: must be string")
-    expect(result.structuredContent.calls).toEqual([{ tool: "fs__read_text_file", ms: 0, isError: true }])
+    expect(result.structuredContent.calls).toEqual([
+      { tool: "fs__read_text_file", arguments: { path: 42 }, ms: 0, isError: true }
+    ])
   })
 
   it("a script that throws is an isError result naming the error, its line and the calls made", async () => {
@@ -269,6 +272,89 @@ describe("the rules of a direct call, inside the script", () => {
       expect(refused.error?.code).toBe(-32602)
     } finally {
       await gateway.close()
+    }
+  })
+})
+
+describe("orchestrateTask in code mode, through the real openai client", () => {
+  let fake: FakeOpenAI
+  let gateway: ReturnType<typeof startGateway>
+  beforeAll(async () => {
+    fake = await startFakeOpenAI()
+    gateway = startGateway({
+      args: ["--config", config()],
+      env: cleanEnv({ OPENAI_API_KEY: "sk-code-mode-7b21c9", OPENAI_BASE_URL: fake.baseUrl }),
+      cwd: root
+    })
+    await gateway.initialize()
+  })
+  afterAll(async () => {
+    await gateway.close()
+    await fake.close()
+  })
+  const good = `const files = ["pelican.txt", "gulls.txt", "heron.txt"]
+    const hits = []
+    for (const f of files) {
+      const t = await tools.fs.read_text_file({ path: ${JSON.stringify(root)} + "/" + f })
+      if (String(t.content ?? t).includes("pelican")) hits.push(f)
+    }
+    return { hits }`
+
+  it("the model writes a script; a failing one goes back to it for a repair; the result carries the script and its calls", async () => {
+    fake.setSteps([
+      { tool: "run_code", arguments: { code: `throw new Error("first try")` } },
+      { tool: "run_code", arguments: { code: good } },
+      { text: "pelican.txt and heron.txt mention the pelican." }
+    ])
+    const before = fake.requests.length
+    const reply = await gateway.request("agentify/orchestrateTask", { query: "which files mention the pelican?", mode: "code" })
+    expect(reply.error).toBeUndefined()
+    expect(JSON.parse(reply.result.content[0].text)).toEqual({ hits: ["pelican.txt", "heron.txt"] })
+    expect(reply.result._meta["agentify/code"]).toBe(good)
+    expect(reply.result._meta["agentify/answer"]).toBe("pelican.txt and heron.txt mention the pelican.")
+    expect(reply.result._meta["agentify/steps"].map((s: any) => s.tool)).toEqual([
+      "fs__read_text_file",
+      "fs__read_text_file",
+      "fs__read_text_file"
+    ])
+    // One function offered, declaring the tools; the system prompt asks for a script.
+    const first = fake.requests[before]!.body
+    expect(first.tools.map((t: any) => t.function.name)).toEqual(["run_code"])
+    expect(first.tools[0].function.description).toContain("read_text_file(args: {")
+    expect(first.messages[0].content).toContain("writing one JavaScript script")
+    // The failure was the tool message of the repair turn.
+    const repair = fake.requests[before + 1]!.body.messages.find((m: any) => m.role === "tool").content
+    expect(repair).toContain("The script failed: Error (line 1): first try")
+  })
+
+  it("dryRun: the script runs with its writes held back, and nothing is written", async () => {
+    const target = join(root, "code-dry.txt")
+    fake.setSteps([
+      {
+        tool: "run_code",
+        arguments: { code: `await tools.fs.write_file({ path: ${JSON.stringify(target)}, content: "x" }); return "ok"` }
+      }
+    ])
+    const reply = await gateway.request("agentify/orchestrateTask", { query: "write it", mode: "code", dryRun: true })
+    expect(reply.error).toBeUndefined()
+    expect(reply.result.structuredContent.calls).toEqual([
+      { tool: "fs__write_file", arguments: { path: target, content: "x" }, ms: 0, isError: false, dryRun: true }
+    ])
+    expect(reply.result._meta["agentify/code"]).toContain("write_file")
+    expect(existsSync(target)).toBe(false)
+  })
+
+  it("mode code with codeMode false is -32602", async () => {
+    const off = startGateway({
+      args: ["--config", config({ codeMode: false })],
+      env: cleanEnv({ OPENAI_API_KEY: "sk-code-mode-7b21c9", OPENAI_BASE_URL: fake.baseUrl })
+    })
+    try {
+      await off.initialize()
+      const reply = await off.request("agentify/orchestrateTask", { query: "x", mode: "code" })
+      expect(reply.error).toMatchObject({ code: -32602, message: expect.stringContaining("codeMode is false") })
+    } finally {
+      await off.close()
     }
   })
 })

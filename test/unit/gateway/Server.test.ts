@@ -54,7 +54,8 @@ layer(Live, { timeout: 30_000 })("the aggregate's method table, in process", (it
       expect(init.result).toMatchObject({ protocolVersion: "2025-11-25", serverInfo: { name: "mcp-agentify" } })
       const tools = (yield* ask("tools/list", {})).result.tools as Array<{ name: string }>
       expect(tools[0]!.name).toBe("agentify_orchestrate")
-      expect(tools).toHaveLength(1 + FIXTURE_TOOL_COUNT)
+      expect(tools[1]!.name).toBe("agentify_run_code")
+      expect(tools).toHaveLength(2 + FIXTURE_TOOL_COUNT)
       const called = yield* ask("tools/call", { name: "fx__echo", arguments: { x: 1 } })
       expect(firstText(called.result)).toBe('{"x":1}')
       const orchestrated = yield* ask("agentify/orchestrateTask", { query: "say hi" })

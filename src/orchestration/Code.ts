@@ -1,6 +1,7 @@
 /**
- * `agentify_run_code`: a client's model sends one script that calls many tools; it runs in the
- * sandbox (see sandbox/), and every call it makes goes the way a call of that client goes: only the
+ * Code mode: one script that calls many tools, run in the sandbox (see sandbox/), for a client's
+ * model (`agentify_run_code`) and for the gateway's own (`mode: "code"`). Every call it makes goes
+ * the way a call of that client goes: only the
  * tools its profile and filters let it see (a hidden tool does not exist in `tools`), arguments
  * checked against the inputSchema before a backend sees them, `confirmTools` asked of the user, the
  * call forwarded as the session's own. A dry run calls read-only tools for real and holds back every
@@ -12,9 +13,8 @@
 import { Effect, Either, Schema } from "effect"
 import type { CodeMode, ConfirmTools } from "../config/Config.js"
 import type { Catalog, CatalogEntry } from "../catalog/ToolCatalog.js"
-import * as Arguments from "../orchestration/Arguments.js"
-import type { Confirm } from "../orchestration/Orchestrator.js"
-import { needsConfirmation } from "../orchestration/Steps.js"
+import * as Arguments from "./Arguments.js"
+import { type Confirm, needsConfirmation } from "./Steps.js"
 import * as Secrets from "../observability/Secrets.js"
 import { formatIssues } from "../config/Config.js"
 import { type CallToolResult, isCallToolResult, resultText, textResult } from "../protocol/Mcp.js"
@@ -105,6 +105,13 @@ const stripTypes = async (code: string): Promise<string | undefined> => {
   }
 }
 
+/** A call's arguments as the result lists them: scrubbed of secrets, a long one cut. */
+const shown = (args: Record<string, unknown>): unknown => {
+  const scrubbed = Secrets.scrubDeep(args)
+  const text = JSON.stringify(scrubbed) ?? ""
+  return text.length <= 1_000 ? scrubbed : { "[cut]": `arguments of ${text.length} characters` }
+}
+
 /** A tool's value as a script gets it: structuredContent, else the text of its text blocks. */
 const valueOf = (result: CallToolResult): unknown =>
   result.structuredContent !== undefined ? result.structuredContent : resultText(result)
@@ -142,12 +149,16 @@ export const run = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, 
           return {
             ok: false,
             message: `Invalid arguments for ${name}: ${problems.join("; ")}`,
-            record: { tool: name, ms: 0, isError: true }
+            record: { tool: name, arguments: shown(given), ms: 0, isError: true }
           }
         }
         const annotations = (tool.entry.tool as { annotations?: Record<string, unknown> }).annotations
         if (dryRun && annotations?.readOnlyHint !== true) {
-          return { ok: true, value: { dryRun: true }, record: { tool: name, ms: 0, isError: false, dryRun: true } }
+          return {
+            ok: true,
+            value: { dryRun: true },
+            record: { tool: name, arguments: shown(given), ms: 0, isError: false, dryRun: true }
+          }
         }
         if (needsConfirmation(deps.confirmTools, annotations)) {
           const answer = yield* deps.confirm({ tool: name, arguments: Secrets.scrubDeep(given) })
@@ -158,24 +169,26 @@ export const run = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, 
                 answer === "declined"
                   ? `Not run: the user declined to run ${name} (confirmTools: "${deps.confirmTools}")`
                   : `Not run: ${name} runs only after the user agrees (confirmTools: "${deps.confirmTools}"), and this client cannot be asked`,
-              record: { tool: name, ms: 0, isError: true }
+              record: { tool: name, arguments: shown(given), ms: 0, isError: true }
             }
           }
         }
         const started = Date.now()
         const outcome = yield* Effect.either(deps.forward(tool.entry.backendId, { name: tool.entry.toolName, arguments: given }))
         const ms = Date.now() - started
-        if (Either.isLeft(outcome)) return { ok: false, message: outcome.left.message, record: { tool: name, ms, isError: true } }
+        if (Either.isLeft(outcome))
+          return { ok: false, message: outcome.left.message, record: { tool: name, arguments: shown(given), ms, isError: true } }
         const result = outcome.right
-        if (!isCallToolResult(result)) return { ok: true, value: result, record: { tool: name, ms, isError: false } }
+        if (!isCallToolResult(result))
+          return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms, isError: false } }
         if (result.isError === true) {
           return {
             ok: false,
             message: resultText(result) || `${name} reported an error`,
-            record: { tool: name, ms, isError: true }
+            record: { tool: name, arguments: shown(given), ms, isError: true }
           }
         }
-        return { ok: true, value: valueOf(result), record: { tool: name, ms, isError: false } }
+        return { ok: true, value: valueOf(result), record: { tool: name, arguments: shown(given), ms, isError: false } }
       })
 
     const search = (query: string): string => {
