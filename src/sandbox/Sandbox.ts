@@ -8,7 +8,7 @@
 import { Effect, FiberSet, Option } from "effect"
 import { existsSync } from "node:fs"
 import { Worker } from "node:worker_threads"
-import type { FromWorker, RunMessage, SettleMessage } from "./Worker.js"
+import type { FromWorker, RunMessage, SettleMessage, WorkerData } from "./Worker.js"
 
 export interface Limits {
   readonly timeoutMs: number
@@ -76,6 +76,42 @@ const workerFile = (): URL => {
   throw new Error("code mode's worker is missing: run npm run build")
 }
 
+const start = (memoryMb: number): Worker =>
+  new Worker(workerFile(), {
+    workerData: { memoryMb } satisfies WorkerData,
+    // The thread's own heap (messages, QuickJS's bindings); the script's memory is the fixed one.
+    resourceLimits: { maxOldGenerationSizeMb: 64 + memoryMb }
+  })
+
+/**
+ * One thread started ahead of the next run, its QuickJS already instantiated (a run then starts in
+ * a few milliseconds instead of a hundred or more). Made after a run ends, never before the first:
+ * a gateway that runs no code starts none. It does not keep the process alive.
+ */
+let spare: { readonly worker: Worker; readonly memoryMb: number } | undefined
+
+const take = (memoryMb: number): Worker => {
+  const ready = spare
+  spare = undefined
+  if (ready !== undefined && ready.memoryMb === memoryMb) {
+    ready.worker.ref()
+    return ready.worker
+  }
+  if (ready !== undefined) void ready.worker.terminate()
+  return start(memoryMb)
+}
+
+const prepareSpare = (memoryMb: number) => {
+  if (spare !== undefined) return
+  const worker = start(memoryMb)
+  worker.unref()
+  // A spare that fails is dropped; the next run starts its own.
+  worker.once("error", () => {
+    if (spare?.worker === worker) spare = undefined
+  })
+  spare = { worker, memoryMb }
+}
+
 /** Runs `code` (JavaScript, the body of an async function) with `host` answering its calls. */
 export const run = (code: string, names: RunMessage["names"], limits: Limits, host: Host): Effect.Effect<Outcome> =>
   Effect.scoped(
@@ -86,9 +122,16 @@ export const run = (code: string, names: RunMessage["names"], limits: Limits, ho
       // Calls run in this fiber's context (its logger, its span), and are interrupted with the run.
       const runFork = yield* FiberSet.runtime(fibers)<never>()
       const permits = yield* Effect.makeSemaphore(limits.maxConcurrentCalls)
+      // Each run has a thread of its own, ended with it: whatever the script grew goes.
       const worker = yield* Effect.acquireRelease(
-        Effect.sync(() => new Worker(workerFile(), { resourceLimits: { maxOldGenerationSizeMb: 64 + limits.memoryMb } })),
-        (w) => Effect.promise(() => w.terminate())
+        Effect.sync(() => take(limits.memoryMb)),
+        // Not awaited: the thread's end takes tens of milliseconds the result need not wait for.
+        (w) =>
+          Effect.sync(() => {
+            void w.terminate()
+            // After the reply is on its way: starting a thread holds this one for a while.
+            setImmediate(() => prepareSpare(limits.memoryMb))
+          })
       )
       let made = 0
       const outcome = yield* Effect.async<Outcome>((resume) => {
@@ -153,7 +196,6 @@ export const run = (code: string, names: RunMessage["names"], limits: Limits, ho
           code,
           names,
           deadline: Date.now() + limits.timeoutMs,
-          memoryMb: limits.memoryMb,
           maxOutputBytes: limits.maxOutputBytes
         } satisfies RunMessage)
       }).pipe(

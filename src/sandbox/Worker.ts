@@ -9,12 +9,15 @@
  * at the deadline whatever happens; the stack is capped. Tool calls go to the parent, which runs
  * them on the client's call path and answers; the script's promise then goes on.
  *
+ * The module is instantiated as the thread starts (its memory bound from `workerData.memoryMb`), so
+ * that a thread started ahead of need (see Sandbox's spare) runs a script at once.
+ *
  * Messages: in `{type: "run", ...}` once, then `{type: "settle", id, ok, value | error}` per call;
  * out `{type: "call" | "search", id, ...}`, `{type: "log", text}`, then `{type: "done", ...}`.
  */
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSHandle, type QuickJSSyncVariant } from "quickjs-emscripten-core"
 import * as quickjsNg from "@jitl/quickjs-ng-wasmfile-release-sync"
-import { parentPort } from "node:worker_threads"
+import { parentPort, workerData } from "node:worker_threads"
 
 // The package's types describe its CommonJS build; imported as ES, the variant is the default export.
 const variant = ((quickjsNg as { default?: unknown }).default ?? quickjsNg) as QuickJSSyncVariant
@@ -29,8 +32,12 @@ export interface RunMessage {
   /** Each tool the script may call: its namespace (null: none), its key there, its exposed name. */
   readonly names: ReadonlyArray<readonly [string | null, string, string]>
   readonly deadline: number
-  readonly memoryMb: number
   readonly maxOutputBytes: number
+}
+
+/** What the thread is started with. */
+export interface WorkerData {
+  readonly memoryMb: number
 }
 
 export interface SettleMessage {
@@ -62,18 +69,19 @@ const STACK_BYTES = 512 * 1024
 /** What the script sees of the host, built inside QuickJS from the handed-in functions. */
 const PRELUDE = `
 "use strict";
-const __names = JSON.parse(__namesJson);
 globalThis.callTool = async (name, args) => JSON.parse(await __call(String(name), JSON.stringify(args === undefined ? {} : args)));
 globalThis.searchTools = async (query) => await __search(String(query));
-const tools = {};
-for (const [ns, key, exposed] of __names) {
-  const target = ns === null ? tools : (tools[ns] = tools[ns] || {});
-  target[key] = (args) => callTool(exposed, args);
-}
-globalThis.tools = tools;
 const show = (v) => typeof v === "string" ? v : (() => { try { return JSON.stringify(v); } catch (e) { return String(v); } })();
 globalThis.console = { log: (...a) => __log(a.map(show).join(" ")), info: (...a) => __log(a.map(show).join(" ")),
   warn: (...a) => __log(a.map(show).join(" ")), error: (...a) => __log(a.map(show).join(" ")) };
+globalThis.__install = (namesJson) => {
+  const tools = {};
+  for (const [ns, key, exposed] of JSON.parse(namesJson)) {
+    const target = ns === null ? tools : (tools[ns] = tools[ns] || {});
+    target[key] = (args) => callTool(exposed, args);
+  }
+  globalThis.tools = tools;
+};
 `
 
 /**
@@ -87,27 +95,33 @@ const lineOf = (stack: string): number | undefined => {
   return Math.max(1, Number(match[1]) - 1)
 }
 
-const run = async (message: RunMessage) => {
-  const post = (m: FromWorker) => parentPort!.postMessage(m)
-  const memory = new Wasm.Memory({
-    initial: 256,
-    maximum: Math.max(256, Math.floor((message.memoryMb * 1024 * 1024) / PAGE))
-  })
-  const module = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory: memory as never }))
+/** QuickJS in a memory of its own, fixed at `memoryMb`. */
+const load = (memoryMb: number) => {
+  const memory = new Wasm.Memory({ initial: 256, maximum: Math.max(256, Math.floor((memoryMb * 1024 * 1024) / PAGE)) })
+  return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory: memory as never }))
+}
+
+const post = (m: FromWorker) => parentPort!.postMessage(m)
+
+/** The run this thread serves, once its message came. */
+let job: RunMessage | undefined
+let finished = false
+const finish = (m: FromWorker) => {
+  if (finished) return
+  finished = true
+  post(m)
+}
+
+/** A runtime and a context with the host's functions and the prelude: made before the script is known. */
+const setup = (module: Awaited<ReturnType<typeof load>>) => {
   const runtime = module.newRuntime()
   runtime.setMaxStackSize(STACK_BYTES)
-  runtime.setInterruptHandler(() => Date.now() > message.deadline)
+  runtime.setInterruptHandler(() => job !== undefined && Date.now() > job.deadline)
   const vm = runtime.newContext()
   let next = 1
   const pending = new Map<number, ReturnType<typeof vm.newPromise>>()
   let logged = 0
-  let finished = false
 
-  const finish = (m: FromWorker) => {
-    if (finished) return
-    finished = true
-    post(m)
-  }
   const deferred = (send: (id: number) => void): QuickJSHandle => {
     const promise = vm.newPromise()
     const id = next++
@@ -125,21 +139,23 @@ const run = async (message: RunMessage) => {
   )
   define("__search", (query) => deferred((id) => post({ type: "search", id, query: vm.getString(query) })))
   define("__log", (text) => {
+    const limit = job?.maxOutputBytes ?? 0
     const line = vm.getString(text)
     // The logs count against the output bound too; past it they are dropped, said once.
-    if (logged > message.maxOutputBytes) return
+    if (logged > limit) return
     logged += line.length
-    post({ type: "log", text: logged > message.maxOutputBytes ? "[further logs dropped: maxOutputBytes]" : line })
+    post({ type: "log", text: logged > limit ? "[further logs dropped: maxOutputBytes]" : line })
   })
   define("__done", (ok, a, b, c) => {
+    const limit = job?.maxOutputBytes ?? 0
     if (vm.dump(ok) === true) {
       const value = vm.getString(a)
-      if (value.length > message.maxOutputBytes) {
+      if (value.length > limit) {
         finish({
           type: "done",
           ok: false,
           name: "LimitError",
-          message: `the result is ${value.length} characters, more than maxOutputBytes (${message.maxOutputBytes})`,
+          message: `the result is ${value.length} characters, more than maxOutputBytes (${limit})`,
           limit: "maxOutputBytes"
         })
       } else finish({ type: "done", ok: true, value, text: vm.dump(b) === true })
@@ -148,16 +164,26 @@ const run = async (message: RunMessage) => {
       finish({ type: "done", ok: false, name: vm.getString(a), message: vm.getString(b), line: lineOf(stack) })
     }
   })
-  const names = vm.newString(JSON.stringify(message.names))
-  vm.setProp(vm.global, "__namesJson", names)
-  names.dispose()
+  const prelude = vm.evalCode(PRELUDE, "prelude.js")
+  if (prelude.error !== undefined) throw new Error(`the sandbox's prelude failed: ${JSON.stringify(vm.dump(prelude.error))}`)
+  prelude.value.dispose()
+  return { runtime, vm, pending }
+}
 
-  /** A failure of QuickJS itself (out of memory, interrupted), as the run's outcome. */
-  const failed = (error: unknown) => {
-    const text = String((error as { message?: unknown })?.message ?? error)
-    const limit = /out of memory/i.test(text) ? "memoryMb" : /interrupted/i.test(text) ? "timeoutMs" : undefined
-    finish({ type: "done", ok: false, name: limit === undefined ? "Error" : "LimitError", message: text, limit })
-  }
+const ready = load((workerData as WorkerData | undefined)?.memoryMb ?? 64).then(setup)
+// Unobserved until a run: a failure to get ready is that run's outcome.
+ready.catch(() => {})
+
+/** A failure of QuickJS itself (out of memory, interrupted), as the run's outcome. */
+const failed = (error: unknown) => {
+  const text = String((error as { message?: unknown })?.message ?? error)
+  const limit = /out of memory/i.test(text) ? "memoryMb" : /interrupted/i.test(text) ? "timeoutMs" : undefined
+  finish({ type: "done", ok: false, name: limit === undefined ? "Error" : "LimitError", message: text, limit })
+}
+
+const run = async (message: RunMessage) => {
+  const { runtime, vm, pending } = await ready
+  job = message
   const drain = () => {
     const jobs = runtime.executePendingJobs()
     if (jobs.error !== undefined) {
@@ -166,7 +192,6 @@ const run = async (message: RunMessage) => {
       failed(error)
     }
   }
-
   parentPort!.on("message", (m: SettleMessage) => {
     const promise = pending.get(m.id)
     if (promise === undefined || finished) return
@@ -178,13 +203,17 @@ const run = async (message: RunMessage) => {
     promise.dispose()
     drain()
   })
-
-  const prelude = vm.evalCode(PRELUDE, "prelude.js")
-  if (prelude.error !== undefined) {
-    failed(vm.dump(prelude.error))
-    return
+  const install = vm.getProp(vm.global, "__install")
+  const names = vm.newString(JSON.stringify(message.names))
+  const installed = vm.callFunction(install, vm.undefined, names)
+  install.dispose()
+  names.dispose()
+  if (installed.error !== undefined) {
+    const error = vm.dump(installed.error) as unknown
+    installed.error.dispose()
+    return failed(error)
   }
-  prelude.value.dispose()
+  installed.value.dispose()
   const source = `(async () => {\n${message.code}\n})().then(
   (v) => __done(true, typeof v === "string" ? v : JSON.stringify(v === undefined ? null : v), typeof v === "string"),
   (e) => __done(false, String(e && e.name || "Error"), String(e && e.message !== undefined ? e.message : e), String(e && e.stack || "")))`

@@ -16,6 +16,9 @@
  *   hostile       rank with a 1 MB query and a 1 MB selection (in this process, the event-loop stall a
  *                 pasted megabyte costs); a 6 MiB tool result direct vs through the gateway (time,
  *                 and the gateway's peak RSS)
+ *   codemode      agentify_run_code: the sandbox's start (cold, then warm from the spare thread), a
+ *                 call from a script against the same call made directly, and the bytes sent to the
+ *                 model for one task (20 files, which mention a word) in mode "tools" and "code"
  *   fanout        a model turn of 10,000 tool calls (ms to the reply, the worst ping meanwhile, the
  *                 exit after stdin EOF in the middle of it) and a 1 MB file cut for the model
  *
@@ -57,7 +60,18 @@ const { values: options } = parseArgs({
     gateway: { type: "string" }
   }
 })
-const SECTIONS = ["catalog", "startup", "passthrough", "http", "orchestration", "memory", "reload", "hostile", "fanout"] as const
+const SECTIONS = [
+  "catalog",
+  "startup",
+  "passthrough",
+  "http",
+  "orchestration",
+  "memory",
+  "reload",
+  "hostile",
+  "fanout",
+  "codemode"
+] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
 const enabled = (section: Section) => only === undefined || only.includes(section)
@@ -776,6 +790,28 @@ const lines = (): Array<Line> => {
       pass: h.bigReply.gatewayPeakRssMb <= 200
     })
   }
+  const cm = results.codemode as any
+  if (cm !== undefined) {
+    out.push({ figure: "code mode: sandbox start, cold (ms)", value: `${cm.coldStartMs}`, goal: "", pass: undefined })
+    out.push({
+      figure: "code mode: sandbox start, warm from the spare thread (ms)",
+      value: `p50 ${cm.warmStart.p50}, p99 ${cm.warmStart.p99}`,
+      goal: "p50 ≤ 10 ms",
+      pass: cm.warmStart.p50 <= 10
+    })
+    out.push({
+      figure: "code mode: a call from a script vs directly (ms)",
+      value: `${cm.call.fromScriptMs} vs ${cm.call.directP50Ms} (${signed(cm.call.overheadMs)})`,
+      goal: "overhead ≤ 0.5 ms",
+      pass: cm.call.overheadMs <= 0.5
+    })
+    out.push({
+      figure: "20 files, which mention a word: bytes sent to the model, tools / code",
+      value: `${cm.tokens.toolsModeBytes} / ${cm.tokens.codeModeBytes} (${Math.round(cm.tokens.saved * 100)}% fewer)`,
+      goal: "",
+      pass: undefined
+    })
+  }
   const f = results.fanout as any
   if (f !== undefined) {
     out.push({
@@ -1002,6 +1038,96 @@ const benchFanOut = async (fileDir: string) => {
   }
 }
 
+/** Code mode: the sandbox's start, a call's cost from a script, and what the model is sent. */
+const benchCodeMode = async (fileDir: string) => {
+  const config = writeConfig([{ id: "fx", command: process.execPath, args: fixtureArgs("fx") }])
+  const gateway = startGateway(BIN, config)
+  const reps = quick ? 10 : 40
+  try {
+    await gateway.initialize()
+    const runCode = async (code: string) => {
+      const reply = await gateway.request("tools/call", { name: "agentify_run_code", arguments: { code } })
+      if (reply.error !== undefined || reply.result?.isError === true) {
+        throw new Error(
+          `agentify_run_code failed: ${JSON.stringify(reply.error ?? reply.result).slice(0, 300)}${gateway.stderrTail()}`
+        )
+      }
+      return reply.ms
+    }
+    const cold = await runCode("return 1")
+    const warm: Array<number> = []
+    for (let i = 0; i < reps; i++) {
+      // Each run's spare thread is made as the run ends: give it its start before the next run.
+      await sleep(150)
+      warm.push(await runCode("return 1"))
+    }
+    // maxCalls (100 by default) bounds a run.
+    const calls = 100
+    const direct: Array<number> = []
+    for (let i = 0; i < calls; i++) direct.push((await gateway.request("tools/call", { name: "fx__echo", arguments: { i } })).ms)
+    await sleep(150)
+    const empty = await runCode("return 0")
+    await sleep(150)
+    const scripted = await runCode(`for (let i = 0; i < ${calls}; i++) await tools.fx.echo({ i }); return ${calls}`)
+    const perCall = (scripted - empty) / calls
+    results.codemode = {
+      coldStartMs: round2(cold),
+      warmStart: { p50: round2(median(warm)), p99: round2(percentile(sortedCopy(warm), 99)) },
+      call: { directP50Ms: round3(median(direct)), fromScriptMs: round3(perCall), overheadMs: round3(perCall - median(direct)) },
+      tokens: await codeModeBytes(fileDir)
+    }
+  } finally {
+    await gateway.close()
+  }
+}
+
+/**
+ * One task, "which of these 20 files mention the pelican?", played by a scripted model both ways:
+ * in mode "tools" it reads the 20 files in one turn (their texts go back to it), in mode "code" it
+ * sends one script (its result goes back). The bytes of every Chat Completions request sent.
+ */
+const codeModeBytes = async (fileDir: string) => {
+  const dir = join(fileDir, "twenty")
+  mkdirSync(dir, { recursive: true })
+  const paths = Array.from({ length: 20 }, (_, i) => join(dir, `note-${i}.txt`))
+  paths.forEach((p, i) =>
+    writeFileSync(p, `${i % 4 === 0 ? "A pelican was seen. " : ""}${"Field notes on the shore, tide and weather. ".repeat(100)}`)
+  )
+  const fake = await startFakeOpenAI()
+  const config = writeConfig([{ id: "filesystem", command: process.execPath, args: [serverFilesystemEntry(), dir] }])
+  const gateway = startGateway(BIN, config, { OPENAI_API_KEY: "sk-bench-codemode", OPENAI_BASE_URL: fake.baseUrl })
+  try {
+    await gateway.initialize()
+    const sent = async (params: Record<string, unknown>) => {
+      const before = fake.requests.length
+      const reply = await gateway.request("agentify/orchestrateTask", {
+        query: "which of the notes mention the pelican?",
+        ...params
+      })
+      if (reply.error !== undefined) throw new Error(`orchestration failed: ${JSON.stringify(reply.error)}`)
+      return fake.requests.slice(before).reduce((n, r) => n + Buffer.byteLength(JSON.stringify(r.body)), 0)
+    }
+    fake.setSteps([
+      { toolCalls: paths.map((path) => ({ name: "filesystem__read_text_file", arguments: { path } })) },
+      { text: "note-0, note-4, note-8, note-12 and note-16 mention the pelican." }
+    ])
+    const tools = await sent({ maxCallsPerTurn: 20 })
+    const script = `const paths = ${JSON.stringify(paths)}
+      const hits = []
+      for (const path of paths) {
+        const file = await tools.filesystem.read_text_file({ path })
+        if (String(file.content ?? file).includes("pelican")) hits.push(path.split("/").pop())
+      }
+      return hits`
+    fake.setSteps([{ tool: "run_code", arguments: { code: script } }, { text: "Five notes mention the pelican." }])
+    const code = await sent({ mode: "code" })
+    return { toolsModeBytes: tools, codeModeBytes: code, saved: round3(1 - code / tools) }
+  } finally {
+    await gateway.close()
+    await fake.close()
+  }
+}
+
 const main = async () => {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first`)
   const info = machine()
@@ -1020,6 +1146,7 @@ const main = async () => {
   if (enabled("reload")) await benchReload()
   if (enabled("hostile")) await benchHostile()
   if (enabled("fanout")) await benchFanOut(fileDir)
+  if (enabled("codemode")) await benchCodeMode(fileDir)
   const rows = lines()
   const report = {
     machine: { ...info, loadAverageAtEnd: loadavg().map(round2) },
