@@ -34,7 +34,7 @@ import * as Stdio from "../transport/Stdio.js"
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
                     [--http-token TOKEN] [--http-auth oauth] [--debug-port [HOST:]PORT] [--profile NAME]
        mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--profile NAME]
-       mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR]   (same options as check)
+       mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR] [--mode code]   (same options as check)
        mcp-agentify auth BACKEND_ID [--no-browser]   sign in to a remote backend that requires OAuth
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
@@ -64,6 +64,7 @@ Options:
                       serve the debug UI and its API at http://HOST:PORT/ (env DEBUG_PORT; HOST defaults to
                       127.0.0.1; another host needs AGENTIFY_DEBUG_TOKEN, sent as a bearer token or ?token=)
   --no-browser        auth: print the sign-in URL without opening a browser
+  --mode code         ask: the model writes one script that calls the tools (code mode), printed with its run
   --help              print this and exit
   --version           print the version and exit
 
@@ -114,6 +115,7 @@ const OPTIONS = [
   "profile",
   "no-browser",
   "cwd",
+  "mode",
   "help",
   "version"
 ] as const
@@ -148,6 +150,7 @@ export const parse = (
         profile: { type: "string" },
         "no-browser": { type: "boolean" },
         cwd: { type: "string" },
+        mode: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" }
       },
@@ -175,6 +178,7 @@ export const parse = (
   if (subcommand !== undefined && subcommand !== "ask" && values.cwd !== undefined) {
     throw new UsageError(`--cwd is only used with ask; ${SEE_HELP}`)
   }
+  if (subcommand !== "ask" && values.mode !== undefined) throw new UsageError(`--mode is only used with ask; ${SEE_HELP}`)
   const checking = subcommand === "check"
   if (
     subcommand !== undefined &&
@@ -342,7 +346,16 @@ const terminalCommand = (
       const query = rest[0]?.trim()
       if (query === undefined || query === "")
         throw new UsageError(`ask needs a question: mcp-agentify ask "list the files here"`)
-      return { _tag: "Ask", query, cwd: path.resolve(cwd, (values.cwd as string | undefined) ?? ".") }
+      const mode = values.mode as string | undefined
+      if (mode !== undefined && mode !== "tools" && mode !== "code") {
+        throw new UsageError(`--mode is tools or code, not '${mode.slice(0, 40)}'`)
+      }
+      return {
+        _tag: "Ask",
+        query,
+        cwd: path.resolve(cwd, (values.cwd as string | undefined) ?? "."),
+        ...(mode === undefined ? {} : { mode })
+      }
     }
   }
 }

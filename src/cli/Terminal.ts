@@ -25,7 +25,7 @@ import { closest } from "../config/Suggest.js"
 export type Command =
   | { readonly _tag: "Tools" }
   | { readonly _tag: "Call"; readonly name: string; readonly arguments: unknown }
-  | { readonly _tag: "Ask"; readonly query: string; readonly cwd: string }
+  | { readonly _tag: "Ask"; readonly query: string; readonly cwd: string; readonly mode?: "tools" | "code" }
 
 /** A request that failed: its JSON-RPC error. */
 class Refused {
@@ -175,7 +175,11 @@ export const run = (
         // The orchestration's own record (offer, choice, plan) comes from the events hub.
         const records = yield* events.subscribe
         const asked = yield* Effect.fork(
-          request("agentify/orchestrateTask", { query: command.query, context: { currentWorkingDirectory: command.cwd } })
+          request("agentify/orchestrateTask", {
+            query: command.query,
+            context: { currentWorkingDirectory: command.cwd },
+            ...(command.mode === undefined ? {} : { mode: command.mode })
+          })
         )
         const outcome = yield* Fiber.join(asked).pipe(Effect.either)
         const seen = yield* Queue.takeAll(records)
@@ -190,9 +194,11 @@ export const run = (
         }
         const meta = (outcome.right as { _meta?: Record<string, unknown> } | null)?._meta
         const answer = meta?.["agentify/answer"]
+        const script = meta?.["agentify/code"]
         print(
           [
             ...lines,
+            ...(typeof script === "string" ? ["script:", script] : []),
             ...showSteps(meta?.["agentify/steps"]),
             "result:",
             formatResult(outcome.right),

@@ -103,6 +103,9 @@ const orchestrationEntry = (record: OrchestrationRecord & { readonly at: number 
     record.plan === undefined
       ? undefined
       : { backendId: record.plan.backendId, method: record.plan.method, params: sanitized(record.plan.params) },
+  code: cut(record.code) ?? undefined,
+  logs: record.logs?.slice(0, 100).map((line) => cut(line)!),
+  limit: record.limit,
   steps: record.steps?.map((s) => ({
     ...s,
     tool: Secrets.scrub(s.tool),

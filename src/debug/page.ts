@@ -214,7 +214,10 @@ const orchList = new VirtualList(document.getElementById("orch-list"), (o) =>
     add("choice", o.choice ? o.choice.name + " " + o.choice.arguments : "(none)");
     add("explanation", o.explanation ?? "");
     add("plan", o.plan ? o.plan.backendId + " " + o.plan.method + " " + o.plan.params : "-");
+    if (o.code) add("script", o.code);
     add("steps", (o.steps ?? []).map((s) => s.step + ". " + s.tool + " " + s.arguments + "  " + s.outcome + (s.outcome === "ok" || s.outcome === "error" ? " " + s.ms + " ms" : "") + (s.detail ? "  (" + s.detail + ")" : "")).join("\\n") || "-");
+    if (o.logs && o.logs.length) add("logs", o.logs.join("\\n"));
+    if (o.limit) add("limit", o.limit);
     if (o.error) add("error", o.error.code + " " + o.error.message); else add("result", o.result ?? "");
     add("total", ms(o.totalMs));
     orchDetail.replaceChildren(dl); orchDetail.className = "";

@@ -84,7 +84,7 @@ export interface OrchestrationStep {
   readonly step: number
   readonly tool: string
   readonly arguments: unknown
-  readonly outcome: "ok" | "error" | "search" | "declined" | "invalid"
+  readonly outcome: "ok" | "error" | "search" | "declined" | "invalid" | "held"
   readonly ms: number
   /** What the search found, why the call was refused. */
   readonly detail?: string | undefined
@@ -108,6 +108,10 @@ export interface OrchestrationRecord {
   readonly error?: { readonly code: number; readonly message: string } | undefined
   readonly llmMs?: number | undefined
   readonly usage?: { readonly promptTokens: number; readonly completionTokens: number; readonly totalTokens: number } | undefined
+  /** Code mode: the script that ran, what it logged, and the limit that stopped it. */
+  readonly code?: string | undefined
+  readonly logs?: ReadonlyArray<string> | undefined
+  readonly limit?: string | undefined
   readonly totalMs: number
 }
 

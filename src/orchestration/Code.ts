@@ -10,7 +10,8 @@
  * The sandbox (QuickJS and its worker) is loaded on the first run: a gateway never asked to run
  * code never reads it.
  */
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
+import { Events, type OrchestrationStep } from "../observability/Events.js"
 import type { CodeMode, ConfirmTools } from "../config/Config.js"
 import type { Catalog, CatalogEntry } from "../catalog/ToolCatalog.js"
 import * as Arguments from "./Arguments.js"
@@ -116,9 +117,44 @@ const shown = (args: Record<string, unknown>): unknown => {
 const valueOf = (result: CallToolResult): unknown =>
   result.structuredContent !== undefined ? result.structuredContent : resultText(result)
 
+/** The run for the debug UI (as an orchestration of its own: the script, its calls, logs and limit). */
+const publish = (code: string, outcome: Sandbox.Outcome, totalMs: number) =>
+  Effect.flatMap(Effect.serviceOption(Events), (found) =>
+    Effect.sync(() => {
+      const events = Option.getOrUndefined(found)
+      if (events === undefined || !events.active()) return
+      const steps = outcome.calls.map((c): OrchestrationStep => ({
+        step: 1,
+        tool: c.tool,
+        arguments: c.arguments ?? {},
+        outcome: c.dryRun === true ? "held" : c.isError ? "error" : "ok",
+        ms: c.ms
+      }))
+      events.publish({
+        _tag: "Orchestration",
+        at: Date.now() - totalMs,
+        query: RUN_CODE_TOOL_NAME,
+        context: null,
+        routing: "code",
+        offered: [],
+        code,
+        logs: outcome.logs,
+        steps,
+        ...(outcome.ok
+          ? { result: outcome.value }
+          : { error: { code: -32003, message: `${outcome.name}: ${outcome.message}` }, limit: outcome.limit }),
+        totalMs
+      })
+    })
+  )
+
 /** Runs one script for a client; its failures are results with `isError`, naming the error, its line and the calls made. */
 export const run = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, InvalidParams> =>
+  Effect.withSpan("agentify_run_code")(runOnce(params, deps))
+
+const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, InvalidParams> =>
   Effect.gen(function* () {
+    const began = Date.now()
     const decoded = decodeParams(params ?? {})
     if (Either.isLeft(decoded)) {
       const issues = formatIssues(decoded.left)
@@ -139,6 +175,8 @@ export const run = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, 
     const byName = new Map(tools.map((t) => [t.exposed, t]))
 
     const call = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
+      Effect.withSpan("RunCode.call", { attributes: { "gen_ai.tool.name": name } })(callOnce(name, args))
+    const callOnce = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
       Effect.gen(function* () {
         const tool = byName.get(name)
         if (tool === undefined) return { ok: false, message: `Unknown tool: ${name}`, record: undefined }
@@ -211,6 +249,7 @@ export const run = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, 
       ...(outcome.ok ? {} : { error: outcome.name, ...(outcome.limit === undefined ? {} : { limit: outcome.limit }) })
     })
     const calls = outcome.calls.map((c) => ({ ...c }))
+    yield* publish(code, outcome, Date.now() - began)
     if (outcome.ok) {
       const text = outcome.text ? (outcome.value as string) : JSON.stringify(outcome.value, null, 2)
       return {

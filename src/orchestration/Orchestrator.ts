@@ -380,7 +380,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           record
         )
         if (code !== undefined) {
-          return yield* CodeMode.orchestrate({
+          const result = yield* CodeMode.orchestrate({
             query,
             messages,
             fn: code.fn,
@@ -406,6 +406,18 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
               }),
             onStep
           })
+          if (record !== undefined) {
+            const meta = (result as { _meta?: Record<string, unknown> })._meta
+            record.code = typeof meta?.["agentify/code"] === "string" ? meta["agentify/code"] : undefined
+            record.steps = ((meta?.["agentify/steps"] as ReadonlyArray<StepRecord> | undefined) ?? []).map((s) => ({
+              step: 1,
+              tool: s.tool,
+              arguments: s.arguments,
+              outcome: s.isError ? "error" : "ok",
+              ms: s.ms
+            }))
+          }
+          return result
         }
         /** For the debug UI: each call of each step as it went. */
         const note = (entry: OrchestrationStep) => {

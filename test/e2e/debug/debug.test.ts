@@ -155,6 +155,24 @@ describe("debug API", () => {
     expect(JSON.stringify(all)).not.toContain(SECRET)
   })
 
+  it("code mode: each agentify_run_code run with its script, its calls with times and outcomes, its logs and the limit that stopped it", async () => {
+    const code = 'console.log("hello from the script"); await tools.fx.echo({ n: 1 }); return "done"'
+    await call(mcp, session, "code-1", "tools/call", { name: "agentify_run_code", arguments: { code } })
+    await call(mcp, session, "code-2", "tools/call", {
+      name: "agentify_run_code",
+      arguments: { code: "while (true) {}", timeoutMs: 300 }
+    })
+    const runs = await until("both runs recorded", async () => {
+      const list = ((await get(`${debug}/api/orchestrations`)).body as Array<any>).filter((o) => o.routing === "code")
+      return list.length >= 2 ? list : undefined
+    })
+    const [ok, stopped] = runs.slice(-2)
+    expect(ok).toMatchObject({ query: "agentify_run_code", code, logs: ["hello from the script"] })
+    expect(ok.steps).toEqual([{ step: 1, tool: "fx__echo", arguments: '{"n":1}', outcome: "ok", ms: expect.any(Number) }])
+    expect(ok.error).toBeUndefined()
+    expect(stopped).toMatchObject({ code: "while (true) {}", limit: "timeoutMs", error: { code: -32003 } })
+  })
+
   it("orchestrations: the query, the ranked offer with scores, the model's choice, the plan, each step and the result", async () => {
     await call(mcp, session, "o1", "agentify/orchestrateTask", { query: "echo the word banana back to me" })
     const orchestrations = await until("the orchestration to be recorded", async () => {

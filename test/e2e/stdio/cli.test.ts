@@ -514,6 +514,25 @@ describe("subcommands for a person in a terminal", () => {
     }
   }, 30_000)
 
+  it("ask --mode code: the model's script is printed, then the result of its run", async () => {
+    const dir = project()
+    const model = await startFakeOpenAI()
+    const code = `const file = await tools.filesystem.read_text_file({ path: ${JSON.stringify(join(dir, "notes.txt"))} })\nreturn String(file.content ?? file).toUpperCase()`
+    model.setSteps([{ tool: "run_code", arguments: { code } }, { text: "Shouted." }])
+    try {
+      const env = cleanEnv({ OPENAI_API_KEY: "sk-test-terminal-123456", OPENAI_BASE_URL: model.baseUrl })
+      const asked = await runAsync(["ask", "shout the notes", "--cwd", dir, "--mode", "code"], { env, cwd: dir })
+      expect(asked.status, asked.stderr.slice(-800)).toBe(0)
+      expect(asked.stdout).toContain(`script:\n${code}\n`)
+      expect(asked.stdout).toMatch(/^step 1: filesystem__read_text_file, \d+ ms, ok$/m)
+      expect(asked.stdout).toMatch(/^result:\nPELICAN NOTES\n/m)
+      expect(model.requests[0]!.body.tools.map((t: any) => t.function.name)).toEqual(["run_code"])
+      expect(run("", { args: ["ask", "x", "--mode", "scripts"] }).stderr.toString("utf8")).toContain("--mode is tools or code")
+    } finally {
+      await model.close()
+    }
+  }, 30_000)
+
   it("in a terminal, the stdio server's hint names a command that runs here", async () => {
     // `script` gives the gateway a terminal for its stdin; a clone has no mcp-agentify on PATH.
     const dir = tempDir()
