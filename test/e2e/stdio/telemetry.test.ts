@@ -127,6 +127,24 @@ describe("OpenTelemetry export", () => {
     expect(Number(attribute(step, "agentify.step"))).toBe(1)
   }, 20_000)
 
+  it("a code-mode run: its span, a child span per call, and the backend's call under it", async () => {
+    const reply = await client.request("tools/call", {
+      name: "agentify_run_code",
+      arguments: { code: "await tools.fx.echo({ a: 1 }); await tools.fx.echo({ b: 2 }); return 'two'" }
+    })
+    expect(reply.result.content[0].text).toBe("two")
+    const run = await until("the run's span", () => spans.find((s) => s.name === "agentify_run_code"))
+    const inTrace = () => spans.filter((s) => s.traceId === run.traceId)
+    await until("both backend calls", () => inTrace().filter((s) => s.name === "tools/call echo").length === 2)
+    const byId = new Map(inTrace().map((s) => [s.spanId, s]))
+    const calls = inTrace().filter((s) => s.name === "RunCode.call")
+    expect(calls.map((s) => attribute(s, "gen_ai.tool.name"))).toEqual(["fx__echo", "fx__echo"])
+    expect(calls.every((s) => s.parentSpanId === run.spanId)).toBe(true)
+    for (const backend of inTrace().filter((s) => s.name === "tools/call echo")) {
+      expect(byId.get(backend.parentSpanId!)?.name).toBe("RunCode.call")
+    }
+  }, 20_000)
+
   it("metrics of backend calls are exported; the exporter's credential is sent but never logged", async () => {
     // A backend call of its own: the metrics exist once a call was made, whatever ran before.
     expect((await client.request("tools/call", { name: "fx__echo", arguments: { for: "metrics" } })).error).toBeUndefined()
