@@ -19,6 +19,7 @@ import {
   type NotConfigured
 } from "../protocol/Errors.js"
 import type { CallToolResult, TaskContext } from "../protocol/Mcp.js"
+import type { OrchestrationStep } from "../observability/Events.js"
 import * as Declarations from "../sandbox/Declarations.js"
 import type { ChatMessage, ChatResponse, ChatTool } from "./Chat.js"
 import * as Code from "./Code.js"
@@ -88,6 +89,17 @@ export interface Deps {
   readonly forward: Code.Deps["forward"]
   readonly ask: (tools: ReadonlyArray<ChatTool>) => Effect.Effect<ChatResponse, LlmRequestFailed | NotConfigured>
   readonly onStep: OnStep | undefined
+}
+
+/** What the debug UI's record of an orchestration shows of a code-mode result: the script and its calls. */
+export const recordOf = (result: unknown): { code?: string; steps: ReadonlyArray<OrchestrationStep> } => {
+  const meta = (result as { _meta?: Record<string, unknown> } | null)?._meta
+  const code = meta?.["agentify/code"]
+  const steps = (meta?.["agentify/steps"] as ReadonlyArray<StepRecord> | undefined) ?? []
+  return {
+    ...(typeof code === "string" ? { code } : {}),
+    steps: steps.map((s) => ({ step: 1, tool: s.tool, arguments: s.arguments, outcome: s.isError ? "error" : "ok", ms: s.ms }))
+  }
 }
 
 /** The script a run_code call carries, or "" when its arguments hold none. */

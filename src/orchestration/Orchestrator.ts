@@ -7,14 +7,15 @@
  * At most `maxSteps` model turns (a request's, else the config's; 1 is the single shot).
  *
  * Longer than most modules: the turn loop's state (the conversation, the steps, the one repair, the
- * dry run, the tokens) is shared by every part of a turn. What it offers and how a call becomes a
- * plan are in `Offer`; the pieces of a turn (how its calls run, what they give back) in `Steps`.
+ * bound on a turn's calls told once, the dry run, the tokens) is shared by every part of a turn.
+ * What it offers and how a call becomes a plan are in `Offer`; the pieces of a turn (how its calls
+ * run, what they give back) in `Steps`; what the model reads back in `Results`; what it is told in
+ * `Prompts`; the code-mode loop in `CodeMode`.
  *
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
  */
 import { Context, Effect, Either, Layer, Option, Schema } from "effect"
-import { fileURLToPath } from "node:url"
 import { Backends } from "../backend/Backends.js"
 import { formatIssues, GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import {
@@ -25,11 +26,10 @@ import {
   NoActionDetermined,
   NotConfigured
 } from "../protocol/Errors.js"
-import { type ChatMessage, type ChatResponse, type ChatToolCall, LlmClient } from "./Llm.js"
+import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, LlmClient } from "./Llm.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
-import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText, type TaskContext } from "../protocol/Mcp.js"
-import * as Mcp from "../protocol/Mcp.js"
+import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText } from "../protocol/Mcp.js"
 import { Events, none as noEvents, type OrchestrationRecord, type OrchestrationStep } from "../observability/Events.js"
 import { catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
 
@@ -63,6 +63,8 @@ import * as Results from "./Results.js"
 import * as CodeMode from "./CodeMode.js"
 
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
+export { ORCHESTRATE_TOOL, SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
+import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
 
 /** An orchestration's record while it runs. */
@@ -70,93 +72,6 @@ type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "totalMs">]: 
 
 export type OrchestrationError =
   InvalidParams | NotConfigured | LlmRequestFailed | InvalidPlan | NoActionDetermined | BackendError
-
-/** The MCP tool through which any client can orchestrate (`agentify_orchestrate`). */
-export const ORCHESTRATE_TOOL = {
-  name: "agentify_orchestrate",
-  description:
-    "Describe a task in plain language; an AI orchestrator picks the right tools of the MCP servers behind this gateway, fills in their arguments and runs them, step by step, returning the last tool's result and its closing answer.",
-  inputSchema: {
-    type: "object",
-    properties: {
-      query: { type: "string", minLength: 1, description: "What you want done, in plain language." },
-      context: {
-        type: ["object", "null"],
-        description: "Optional editor context used to fill in arguments.",
-        properties: {
-          activeDocumentURI: { type: ["string", "null"], description: "URI of the document being edited." },
-          currentWorkingDirectory: { type: ["string", "null"], description: "Absolute path of the workspace." },
-          selectionText: { type: ["string", "null"], description: "The text currently selected." }
-        }
-      },
-      maxSteps: {
-        type: "integer",
-        minimum: 1,
-        maximum: 32,
-        description: "Model turns at most (default: the gateway's maxSteps, 6); 1 runs a single planned call."
-      },
-      dryRun: { type: "boolean", description: "Plan the first call and return it without running anything." },
-      maxResultChars: {
-        type: "integer",
-        minimum: Mcp.MIN_RESULT_CHARS,
-        maximum: Mcp.MAX_RESULT_CHARS_LIMIT,
-        description:
-          "Characters of each tool result the model reads at once (default: the gateway's maxResultChars, 32,000); it can read on past a cut."
-      },
-      mode: {
-        type: "string",
-        enum: ["tools", "code"],
-        description:
-          'How the orchestrator acts: "tools" calls one tool at a time, "code" writes one script that calls them all (default: the gateway\'s orchestrationMode, "tools").'
-      },
-      maxCallsPerTurn: {
-        type: "integer",
-        minimum: 1,
-        maximum: Mcp.MAX_CALLS_PER_TURN_LIMIT,
-        description: "Tool calls one model turn may make (default: the gateway's maxCallsPerTurn, 16)."
-      }
-    },
-    required: ["query"]
-  }
-} as const
-
-export const SYSTEM_PROMPT = [
-  "You are the orchestrator of an MCP gateway. The functions offered to you are the tools of the MCP servers behind the gateway.",
-  "Call the functions that accomplish the user's request, with arguments that follow their schemas. Each result comes back to you: call further functions when the task needs them (several independent calls may go in one turn), and when it is done, answer in one or two sentences without calling anything.",
-  "Use the context to fill in parameters: resolve relative paths against the current working directory, read 'this file' as the active document, and use the selected text where the request refers to it.",
-  "If the request is ambiguous, not supported by any function, or missing information a function needs, call no function and say briefly what is missing."
-].join("\n")
-
-/** With `maxSteps: 1` the model has one turn: one call, whose result is the answer. */
-export const SINGLE_STEP_PROMPT = [
-  "You are the orchestrator of an MCP gateway. The functions offered to you are the tools of the MCP servers behind the gateway.",
-  "Choose exactly one function that accomplishes the user's request and call it once, with arguments that follow its schema.",
-  "Use the context to fill in parameters: resolve relative paths against the current working directory, read 'this file' as the active document, and use the selected text where the request refers to it.",
-  "If the request is ambiguous, not supported by any function, or missing information a function needs, call no function and say briefly what is missing."
-].join("\n")
-
-/** The user message: the request and every context field that was given. */
-export const userMessage = (query: string, context: TaskContext | null | undefined): string => {
-  const lines = [`Request: ${query}`]
-  const facts: Array<string> = []
-  if (context?.currentWorkingDirectory) facts.push(`- Current working directory: ${context.currentWorkingDirectory}`)
-  if (context?.activeDocumentURI) {
-    const path = filePath(context.activeDocumentURI)
-    facts.push(`- Active document: ${context.activeDocumentURI}${path !== undefined ? ` (path: ${path})` : ""}`)
-  }
-  if (context?.selectionText) facts.push(`- Selected text:\n"""\n${context.selectionText}\n"""`)
-  if (facts.length > 0) lines.push("", "Context:", ...facts)
-  return lines.join("\n")
-}
-
-const filePath = (uri: string): string | undefined => {
-  if (!uri.startsWith("file:")) return undefined
-  try {
-    return fileURLToPath(uri)
-  } catch {
-    return undefined
-  }
-}
 
 const decodeParams = Schema.decodeUnknownEither(OrchestrateParams, { errors: "all" })
 
@@ -296,14 +211,15 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       const ask = (
         query: string,
         messages: ReadonlyArray<ChatMessage>,
-        offer: Offer,
+        offer: Offer | ReadonlyArray<ChatTool>,
         record?: Recording,
         results?: Results.Results
       ) =>
         Effect.gen(function* () {
           const asked = Date.now()
           // Reading on is offered once a result was cut.
-          const tools = results?.anyKept() ? [...offer.functions(), Results.readResultFunction] : offer.functions()
+          const offered = "functions" in offer ? offer.functions() : offer
+          const tools = results?.anyKept() ? [...offered, Results.readResultFunction] : offered
           const response = yield* llm.chat({ query, messages: [...messages], tools })
           if (record !== undefined) {
             record.llmMs = (record.llmMs ?? 0) + (Date.now() - asked)
@@ -381,6 +297,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         )
         if (code !== undefined) {
           const result = yield* CodeMode.orchestrate({
+            ask: (tools) => ask(query, messages, tools, record),
             query,
             messages,
             fn: code.fn,
@@ -393,30 +310,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             confirmTools,
             confirm,
             forward: (backendId, callParams) => execute(backendId, "tools/call", callParams),
-            ask: (tools) =>
-              Effect.gen(function* () {
-                const asked = Date.now()
-                const response = yield* llm.chat({ query, messages: [...messages], tools })
-                if (record !== undefined) {
-                  record.llmMs = (record.llmMs ?? 0) + (Date.now() - asked)
-                  record.model = response.model
-                  record.usage = addUsage(record.usage, response.usage)
-                }
-                return response
-              }),
             onStep
           })
-          if (record !== undefined) {
-            const meta = (result as { _meta?: Record<string, unknown> })._meta
-            record.code = typeof meta?.["agentify/code"] === "string" ? meta["agentify/code"] : undefined
-            record.steps = ((meta?.["agentify/steps"] as ReadonlyArray<StepRecord> | undefined) ?? []).map((s) => ({
-              step: 1,
-              tool: s.tool,
-              arguments: s.arguments,
-              outcome: s.isError ? "error" : "ok",
-              ms: s.ms
-            }))
-          }
+          if (record !== undefined) Object.assign(record, CodeMode.recordOf(result))
           return result
         }
         /** For the debug UI: each call of each step as it went. */
