@@ -806,6 +806,18 @@ const lines = (): Array<Line> => {
       pass: cm.call.overheadMs <= 0.5
     })
     out.push({
+      figure: "code mode: worst ping during an endless loop (ms)",
+      value: `${cm.hostile.worstPingMs}`,
+      goal: "< 100 ms",
+      pass: cm.hostile.worstPingMs < 100
+    })
+    out.push({
+      figure: "code mode: gateway RSS before / 2 s after 7 hostile scripts (MB)",
+      value: `${cm.hostile.rssBeforeMb} / ${cm.hostile.rssAfterMb}`,
+      goal: "",
+      pass: undefined
+    })
+    out.push({
       figure: "20 files, which mention a word: bytes sent to the model, tools / code",
       value: `${cm.tokens.toolsModeBytes} / ${cm.tokens.codeModeBytes} (${Math.round(cm.tokens.saved * 100)}% fewer)`,
       goal: "",
@@ -1070,7 +1082,28 @@ const benchCodeMode = async (fileDir: string) => {
     await sleep(150)
     const scripted = await runCode(`for (let i = 0; i < ${calls}; i++) await tools.fx.echo({ i }); return ${calls}`)
     const perCall = (scripted - empty) / calls
+    // Hostile scripts: an endless loop (pings meanwhile), a memory bomb, a 50 MB result; the
+    // gateway's RSS before and after them (each run's thread is gone with it).
+    const hostile = async (code: string) =>
+      gateway.request("tools/call", { name: "agentify_run_code", arguments: { code, timeoutMs: 1_500 } })
+    const rssBefore = rssKb(gateway.pid) / 1024
+    let looping = true
+    const pings: Array<number> = []
+    const loop = hostile("while (true) {}").finally(() => (looping = false))
+    while (looping) {
+      pings.push((await gateway.request("ping")).ms)
+      await sleep(5)
+    }
+    await loop
+    for (let i = 0; i < 3; i++) {
+      await hostile('const a = []; while (true) a.push("x".repeat(1e6))')
+      await hostile('return "x".repeat(50 * 1024 * 1024)')
+    }
+    // The threads' memory goes back to the system a moment after they end.
+    await sleep(2_000)
+    const rssAfter = rssKb(gateway.pid) / 1024
     results.codemode = {
+      hostile: { worstPingMs: round2(Math.max(...pings)), rssBeforeMb: round2(rssBefore), rssAfterMb: round2(rssAfter) },
       coldStartMs: round2(cold),
       warmStart: { p50: round2(median(warm)), p99: round2(percentile(sortedCopy(warm), 99)) },
       call: { directP50Ms: round3(median(direct)), fromScriptMs: round3(perCall), overheadMs: round3(perCall - median(direct)) },
