@@ -17,7 +17,9 @@ let fake: FakeOpenAI
 let gateway: HttpGateway
 let nextId = 0
 
-const orchestrate = async (params: Record<string, unknown>) => {
+const orchestrate = (params: Record<string, unknown>) => request("agentify/orchestrateTask", params)
+
+const request = async (method: string, params: Record<string, unknown>) => {
   const id = ++nextId
   const res = await fetch(`${gateway.base}/mcp`, {
     method: "POST",
@@ -29,7 +31,7 @@ const orchestrate = async (params: Record<string, unknown>) => {
     body: JSON.stringify({
       jsonrpc: "2.0",
       id,
-      method: "agentify/orchestrateTask",
+      method,
       params: {
         ...params,
         _meta: {
@@ -82,6 +84,41 @@ describe("confirmation for a 2026-07-28 client", () => {
         expect(done.result._meta["agentify/answer"]).toBe("Finished.")
         const told = fake.requests[fake.requests.length - 1]!.body.messages.find((m: any) => m.role === "tool").content
         expect(told).toContain("the user declined to run filesystem__write_file")
+      }
+    })
+  }
+})
+
+describe("confirmation inside a code-mode script, for a 2026-07-28 client", () => {
+  for (const action of ["accept", "decline"] as const) {
+    it(`the script's destructive call asks with an input_required result; answered ${action}, it ${action === "accept" ? "runs" : "rejects in the script"}`, async () => {
+      const target = join(root, `script-${action}.txt`)
+      const call = {
+        name: "agentify_run_code",
+        arguments: {
+          code: `const before = await tools.filesystem.list_allowed_directories({})
+            try { await tools.filesystem.write_file({ path: ${JSON.stringify(target)}, content: "${action}" }); return "written" } catch (e) { return e.message }`
+        }
+      }
+      const first = await request("tools/call", call)
+      expect(first.result.resultType).toBe("input_required")
+      const [key, question] = Object.entries(first.result.inputRequests)[0] as [string, any]
+      expect(question.params.message).toContain("filesystem__write_file")
+      expect(existsSync(target)).toBe(false)
+      const done = await request("tools/call", {
+        ...call,
+        requestState: first.result.requestState,
+        inputResponses: { [key]: { action } }
+      })
+      expect(done.result.resultType).toBe("complete")
+      if (action === "accept") {
+        expect(done.result.content[0].text).toBe("written")
+        expect(readFileSync(target, "utf8")).toBe("accept")
+      } else {
+        expect(done.result.content[0].text).toBe(
+          'Not run: the user declined to run filesystem__write_file (confirmTools: "destructive")'
+        )
+        expect(existsSync(target)).toBe(false)
       }
     })
   }
