@@ -61,10 +61,10 @@ import {
 } from "./Steps.js"
 import * as Results from "./Results.js"
 import * as CodeMode from "./CodeMode.js"
+import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
 export { ORCHESTRATE_TOOL, SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
-import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
 
 /** An orchestration's record while it runs. */
