@@ -27,6 +27,9 @@ import type * as Sandbox from "../sandbox/Sandbox.js"
 
 export const RUN_CODE_TOOL_NAME = "agentify_run_code"
 
+/** The sandbox's module once a first run loaded it (QuickJS and its thread are not read before). */
+let loadedSandbox: typeof Sandbox | undefined
+
 /** How much of the description may be declarations before it lists names and points to `searchTools`. */
 const MAX_DECLARATION_CHARS = 24_000
 /** How many tools `searchTools` declares. */
@@ -161,7 +164,7 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
       return yield* new InvalidParams({ message: `Invalid arguments for ${RUN_CODE_TOOL_NAME}: ${issues.join("; ")}`, issues })
     }
     const { code, dryRun = false, timeoutMs } = decoded.right
-    const Sandbox = yield* Effect.promise(() => import("../sandbox/Sandbox.js"))
+    const Sandbox = loadedSandbox ?? (loadedSandbox = yield* Effect.promise(() => import("../sandbox/Sandbox.js")))
     const given = deps.settings
     const defaults = Sandbox.DEFAULT_LIMITS
     const limits: Sandbox.Limits = {

@@ -5,7 +5,7 @@
  * as one outcome. The deadline and a cancellation terminate the thread, whatever it is doing, and
  * interrupt the calls it has in flight.
  */
-import { Effect, FiberSet, Option } from "effect"
+import { Effect, FiberSet, Option, Queue } from "effect"
 import { existsSync } from "node:fs"
 import { Worker } from "node:worker_threads"
 import type { FromWorker, RunMessage, SettleMessage, WorkerData } from "./Worker.js"
@@ -67,11 +67,13 @@ export type Outcome =
       readonly calls: ReadonlyArray<CallRecord>
     }
 
-/** The worker's file: beside the bundle's chunks (dist/sandbox-worker.js), or tsc's output. */
+/** The worker's file: beside the bundle's chunks (dist/sandbox-worker.js), or tsc's output. Found once. */
+let found: URL | undefined
 const workerFile = (): URL => {
+  if (found !== undefined) return found
   for (const candidate of ["../sandbox-worker.js", "./Worker.js"]) {
     const url = new URL(candidate, import.meta.url)
-    if (existsSync(url)) return url
+    if (existsSync(url)) return (found = url)
   }
   throw new Error("code mode's worker is missing: run npm run build")
 }
@@ -121,10 +123,15 @@ export const run = (code: string, names: RunMessage["names"], limits: Limits, ho
     Effect.gen(function* () {
       const calls: Array<CallRecord> = []
       const logs: Array<string> = []
+      // The script's calls wait in a queue for at most `maxConcurrentCalls` fibers of this run (in its
+      // context: its logger, its span), interrupted with it: no fiber, no semaphore per call. A fiber
+      // is added only when calls wait that no idle fiber will take, so a script that calls nothing starts none.
+      const pending = yield* Queue.unbounded<{ readonly id: number; readonly name: string; readonly args: unknown }>()
       const fibers = yield* FiberSet.make()
-      // Calls run in this fiber's context (its logger, its span), and are interrupted with the run.
       const runFork = yield* FiberSet.runtime(fibers)<never>()
-      const permits = yield* Effect.makeSemaphore(limits.maxConcurrentCalls)
+      let answering = 0
+      let idle = 0
+      let queued = 0
       // Each run has a thread of its own, ended with it: whatever the script grew goes.
       const worker = yield* Effect.acquireRelease(
         Effect.sync(() => take(limits.memoryMb)),
@@ -137,11 +144,37 @@ export const run = (code: string, names: RunMessage["names"], limits: Limits, ho
           })
       )
       let made = 0
+      const settle = (id: number, ok: boolean, value: string) =>
+        worker.postMessage({ type: "settle", id, ok, value } satisfies SettleMessage)
+      const answer = Effect.flatMap(
+        Effect.ensuring(
+          Effect.zipRight(
+            Effect.sync(() => idle++),
+            Queue.take(pending)
+          ),
+          Effect.sync(() => {
+            idle--
+            queued--
+          })
+        ),
+        ({ id, name, args }) =>
+          Effect.map(host.call(name, args), (answered) => {
+            if (answered.record !== undefined) calls.push(answered.record)
+            if (answered.ok) settle(id, true, JSON.stringify(answered.value ?? null))
+            else settle(id, false, answered.message)
+          })
+      )
+      const offer = (call: { readonly id: number; readonly name: string; readonly args: unknown }) => {
+        queued++
+        Queue.unsafeOffer(pending, call)
+        if (queued > idle && answering < limits.maxConcurrentCalls) {
+          answering++
+          runFork(Effect.forever(answer))
+        }
+      }
       const outcome = yield* Effect.async<Outcome>((resume) => {
         const fail = (name: string, message: string, limit?: LimitName) =>
           resume(Effect.succeed({ ok: false, name, message, limit, logs, calls }))
-        const settle = (id: number, ok: boolean, value: string) =>
-          worker.postMessage({ type: "settle", id, ok, value } satisfies SettleMessage)
         worker.on("message", (m: FromWorker) => {
           switch (m.type) {
             case "log":
@@ -159,19 +192,7 @@ export const run = (code: string, names: RunMessage["names"], limits: Limits, ho
               } catch {
                 args = {}
               }
-              runFork(
-                permits
-                  .withPermits(1)(host.call(m.name, args))
-                  .pipe(
-                    Effect.tap((answer) =>
-                      Effect.sync(() => {
-                        if (answer.record !== undefined) calls.push(answer.record)
-                        if (answer.ok) settle(m.id, true, JSON.stringify(answer.value ?? null))
-                        else settle(m.id, false, answer.message)
-                      })
-                    )
-                  )
-              )
+              offer({ id: m.id, name: m.name, args })
               return
             }
             case "done": {
