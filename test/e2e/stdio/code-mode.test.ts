@@ -96,6 +96,13 @@ describe("agentify_run_code over stdio", () => {
     ])
   })
 
+  it("searchTools() inside a script returns the declarations of the tools that match a query", async () => {
+    const result = await run({ code: `return await searchTools("read a file's text")` })
+    expect(result.isError).toBeUndefined()
+    expect(result.content[0].text).toContain("read_text_file(args: {")
+    expect(result.content[0].text).toMatch(/^declare const tools: \{/)
+  })
+
   it("a script that throws is an isError result naming the error, its line and the calls made", async () => {
     const result = await run({
       code: `await tools.fs.list_allowed_directories({})\nconst found = []\nif (found.length === 0) throw new Error("nothing found")`
