@@ -275,7 +275,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     const view = catalog()
     const backendTools = config.exposeBackendTools ? view.entries.map((e) => e.tool) : []
     // Code mode's tool declares what this session's scripts can call (its profile's tools).
-    const runCode = config.codeMode === false ? [] : [RunCode.runCodeTool(RunCode.scriptTools(view, namespaceOfBackend))]
+    const runCode = config.codeMode === false ? [] : [RunCode.runCodeToolFor(view, namespaceOfBackend)]
     return { tools: [ORCHESTRATE_TOOL, ...runCode, ...backendTools] }
   })
 

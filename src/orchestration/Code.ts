@@ -82,6 +82,17 @@ export const runCodeTool = (tools: ReadonlyArray<Declarations.ScriptTool>) => ({
   annotations: { title: "Run a script that calls the tools", readOnlyHint: false, destructiveHint: true, openWorldHint: true }
 })
 
+/**
+ * The tool as a session with this view of the catalog lists it, made once per view: a view stands
+ * until the tools change (a backend lists again, a reload), and declaring a thousand tools is work.
+ */
+const listed = new WeakMap<Catalog, ReturnType<typeof runCodeTool>>()
+export const runCodeToolFor = (catalog: Catalog, namespaceOf: (backendId: string) => string) => {
+  let tool = listed.get(catalog)
+  if (tool === undefined) listed.set(catalog, (tool = runCodeTool(scriptTools(catalog, namespaceOf))))
+  return tool
+}
+
 export interface Deps {
   readonly catalog: () => Catalog
   readonly namespaceOf: (backendId: string) => string
