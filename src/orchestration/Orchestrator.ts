@@ -54,6 +54,8 @@ import {
   noAction,
   type OnStep,
   type StepRecord,
+  boundTold,
+  tooManyCalls,
   type TurnCall,
   type TurnOutcome,
   withSteps,
@@ -393,11 +395,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         const overBound = (step: number, response: ChatResponse) =>
           Effect.gen(function* () {
             const made = response.toolCalls.length
-            const refusal = new InvalidPlan({
-              message: `The model made ${made} tool calls in one turn, more than maxCallsPerTurn (${maxCallsPerTurn}) allows; none of them ran`,
-              toolName: response.toolCalls[0]!.name,
-              problems: [`${made} calls in one turn; maxCallsPerTurn is ${maxCallsPerTurn}`]
-            })
+            const refusal = tooManyCalls(response, maxCallsPerTurn)
             if (toldBound || step === maxSteps || dryRun) return yield* refusal
             toldBound = true
             yield* Effect.logWarning("orchestration: the model made more calls in one turn than allowed; none ran", {
@@ -412,12 +410,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
               ms: 0,
               detail: refusal.message
             })
-            // Its calls are not replayed: each would need an answer, thousands of them.
-            messages.push({ role: "assistant", content: response.content ?? `(${made} tool calls, not run)`, toolCalls: [] })
-            messages.push({
-              role: "system",
-              content: `None of your ${made} tool calls ran: one turn may make at most ${maxCallsPerTurn}. Make at most ${maxCallsPerTurn} calls, the most needed first; later turns can make more.`
-            })
+            messages.push(...boundTold(response, maxCallsPerTurn))
             return "more" as const
           })
 

@@ -40,7 +40,7 @@ export const readResultFunction: ChatTool = {
 const count = (n: number) => n.toLocaleString("en-US")
 
 /** A tool result as the model reads it: its text blocks, else its JSON. */
-export const resultAsText = (result: unknown): string => {
+const resultAsText = (result: unknown): string => {
   const text = isCallToolResult(result) ? resultText(result as CallToolResult) : ""
   return text.length > 0 ? text : (JSON.stringify(result) ?? "null")
 }

@@ -7,7 +7,7 @@ import type { ConfirmTools } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { BackendError, InvalidPlan, LlmRequestFailed, NoActionDetermined } from "../protocol/Errors.js"
 import type { CallToolResult } from "../protocol/Mcp.js"
-import type { ChatResponse, ChatToolCall } from "./Chat.js"
+import type { ChatMessage, ChatResponse, ChatToolCall } from "./Chat.js"
 import type { Plan } from "./Offer.js"
 
 /** Asks the user whether a call may run; "unavailable" when the client cannot be asked. */
@@ -103,6 +103,31 @@ export const withSteps = (
       ...(usage === undefined ? {} : { "agentify/usage": usage })
     }
   }
+}
+
+/** -32003 for a turn with more calls than `maxCallsPerTurn`: none of them ran. */
+export const tooManyCalls = (response: ChatResponse, maxCallsPerTurn: number): InvalidPlan => {
+  const made = response.toolCalls.length
+  return new InvalidPlan({
+    message: `The model made ${made} tool calls in one turn, more than maxCallsPerTurn (${maxCallsPerTurn}) allows; none of them ran`,
+    toolName: response.toolCalls[0]!.name,
+    problems: [`${made} calls in one turn; maxCallsPerTurn is ${maxCallsPerTurn}`]
+  })
+}
+
+/**
+ * The model told, once, that its turn made too many calls. Its calls are not replayed: each would
+ * need an answer, thousands of them.
+ */
+export const boundTold = (response: ChatResponse, maxCallsPerTurn: number): ReadonlyArray<ChatMessage> => {
+  const made = response.toolCalls.length
+  return [
+    { role: "assistant", content: response.content ?? `(${made} tool calls, not run)`, toolCalls: [] },
+    {
+      role: "system",
+      content: `None of your ${made} tool calls ran: one turn may make at most ${maxCallsPerTurn}. Make at most ${maxCallsPerTurn} calls, the most needed first; later turns can make more.`
+    }
+  ]
 }
 
 /**

@@ -66,7 +66,7 @@ export type FromWorker =
       readonly name: string
       readonly message: string
       readonly line?: number | undefined
-      readonly limit?: "memoryMb" | "timeoutMs" | "maxOutputBytes" | undefined
+      readonly limit?: "maxOutputBytes" | undefined
     }
 
 /** WebAssembly pages are 64 KiB. QuickJS needs 16 MiB to start. */
@@ -206,11 +206,10 @@ const ready = load((workerData as WorkerData | undefined)?.memoryMb ?? 64).then(
 // Unobserved until a run: a failure to get ready is that run's outcome.
 ready.catch(() => {})
 
-/** A failure of QuickJS itself (out of memory, interrupted), as the run's outcome. */
+/** A failure outside the script's own promise (out of memory, interrupted), as the run's outcome (see Sandbox for the limits' names). */
 const failed = (error: unknown) => {
-  const text = String((error as { message?: unknown })?.message ?? error)
-  const limit = /out of memory/i.test(text) ? "memoryMb" : /interrupted/i.test(text) ? "timeoutMs" : undefined
-  finish({ type: "done", ok: false, name: limit === undefined ? "Error" : "LimitError", message: text, limit })
+  const e = error as { name?: unknown; message?: unknown } | null
+  finish({ type: "done", ok: false, name: String(e?.name ?? "Error"), message: String(e?.message ?? error) })
 }
 
 const run = async (message: RunMessage) => {
@@ -253,7 +252,6 @@ const run = async (message: RunMessage) => {
   if (started.error !== undefined) {
     const error = vm.dump(started.error) as { name?: string; message?: string; stack?: string }
     started.error.dispose()
-    if (/out of memory|interrupted/i.test(String(error?.message))) return failed(error)
     return finish({
       type: "done",
       ok: false,

@@ -31,7 +31,7 @@
  */
 import { execFileSync, spawn } from "node:child_process"
 import { once } from "node:events"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, tmpdir, totalmem } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { performance } from "node:perf_hooks"
@@ -191,6 +191,26 @@ const cpuMs = (pid: number): number => {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
+
+/**
+ * Resolves once `pid` has spent no CPU for three polls in a row (the work it started after its
+ * reply, such as a thread it prepares, is done); throws after `deadlineMs`.
+ */
+const untilQuiet = async (pid: number, deadlineMs = 5_000): Promise<void> => {
+  const deadline = performance.now() + deadlineMs
+  let last = cpuMs(pid)
+  let still = 0
+  while (still < 3) {
+    if (performance.now() > deadline) throw new Error(`pid ${pid} did not go quiet within ${deadlineMs} ms`)
+    await sleep(20)
+    const now = cpuMs(pid)
+    still = now === last ? still + 1 : 0
+    last = now
+  }
+}
+
+/** The threads of `pid` (a worker thread is one). */
+const threadsOf = (pid: number): number => readdirSync(`/proc/${pid}/task`).length
 
 /** A round, with the CPU time `pid` spent during it. */
 const measured = async (pid: number, round: () => Promise<Round>): Promise<Round & { cpuMs: number }> => {
@@ -812,7 +832,7 @@ const lines = (): Array<Line> => {
       pass: cm.hostile.worstPingMs < 100
     })
     out.push({
-      figure: "code mode: gateway RSS before / 2 s after 7 hostile scripts (MB)",
+      figure: "code mode: gateway RSS before / after 7 hostile scripts, threads ended (MB)",
       value: `${cm.hostile.rssBeforeMb} / ${cm.hostile.rssAfterMb}`,
       goal: "",
       pass: undefined
@@ -1069,8 +1089,8 @@ const benchCodeMode = async (fileDir: string) => {
     const cold = await runCode("return 1")
     const warm: Array<number> = []
     for (let i = 0; i < reps; i++) {
-      // Each run's spare thread is made as the run ends: give it its start before the next run.
-      await sleep(150)
+      // Each run's spare thread is made as the run ends: the next run waits until it is ready.
+      await untilQuiet(gateway.pid)
       warm.push(await runCode("return 1"))
     }
     // maxCalls (100 by default) bounds a run.
@@ -1080,9 +1100,9 @@ const benchCodeMode = async (fileDir: string) => {
     // Per call: a script of 100 calls less an empty script, the median of several rounds.
     const perCallRounds: Array<number> = []
     for (let round = 0; round < (quick ? 3 : 7); round++) {
-      await sleep(150)
+      await untilQuiet(gateway.pid)
       const empty = await runCode("return 0")
-      await sleep(150)
+      await untilQuiet(gateway.pid)
       const scripted = await runCode(`for (let i = 0; i < ${calls}; i++) await tools.fx.echo({ i }); return ${calls}`)
       perCallRounds.push((scripted - empty) / calls)
     }
@@ -1091,6 +1111,7 @@ const benchCodeMode = async (fileDir: string) => {
     // gateway's RSS before and after them (each run's thread is gone with it).
     const hostile = async (code: string) =>
       gateway.request("tools/call", { name: "agentify_run_code", arguments: { code, timeoutMs: 1_500 } })
+    const threadsBefore = threadsOf(gateway.pid)
     const rssBefore = rssKb(gateway.pid) / 1024
     let looping = true
     const pings: Array<number> = []
@@ -1104,8 +1125,13 @@ const benchCodeMode = async (fileDir: string) => {
       await hostile('const a = []; while (true) a.push("x".repeat(1e6))')
       await hostile('return "x".repeat(50 * 1024 * 1024)')
     }
-    // The threads' memory goes back to the system a moment after they end.
-    await sleep(2_000)
+    // The runs' threads ended (only the spare is left, as before) and the gateway is idle again.
+    const deadline = performance.now() + 10_000
+    while (threadsOf(gateway.pid) > threadsBefore) {
+      if (performance.now() > deadline) throw new Error("the runs' threads did not end")
+      await sleep(20)
+    }
+    await untilQuiet(gateway.pid)
     const rssAfter = rssKb(gateway.pid) / 1024
     results.codemode = {
       hostile: { worstPingMs: round2(Math.max(...pings)), rssBeforeMb: round2(rssBefore), rssAfterMb: round2(rssAfter) },

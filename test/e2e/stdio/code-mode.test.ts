@@ -46,6 +46,14 @@ describe("agentify_run_code over stdio", () => {
     expect(await gateway.close()).toEqual({ code: 0, signal: null })
   })
   const run = async (args: Record<string, unknown>) => (await gateway.callTool("agentify_run_code", args)).result
+  /** A script sent without waiting for its reply (which `gateway.reply(id)` then waits for). */
+  const start = (id: string, code: string, timeoutMs: number) =>
+    gateway.send({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "agentify_run_code", arguments: { code, timeoutMs } }
+    })
 
   it("is listed beside agentify_orchestrate, declaring the tools a script can call", async () => {
     const listed = (await gateway.request("tools/list")).result.tools
@@ -135,12 +143,7 @@ describe("agentify_run_code over stdio", () => {
   })
 
   it("an endless loop is stopped at timeoutMs while the gateway answers pings", async () => {
-    gateway.send({
-      jsonrpc: "2.0",
-      id: "loop",
-      method: "tools/call",
-      params: { name: "agentify_run_code", arguments: { code: "while (true) {}", timeoutMs: 1_500 } }
-    })
+    start("loop", "while (true) {}", 1_500)
     const ping = await gateway.request("ping")
     expect(ping.result).toEqual({})
     // The ping was answered while the script still ran.
@@ -169,12 +172,7 @@ describe("agentify_run_code over stdio", () => {
   })
 
   it("notifications/cancelled stops the script: one reply, -32800", async () => {
-    gateway.send({
-      jsonrpc: "2.0",
-      id: "to-cancel",
-      method: "tools/call",
-      params: { name: "agentify_run_code", arguments: { code: "while (true) {}", timeoutMs: 60_000 } }
-    })
+    start("to-cancel", "while (true) {}", 60_000)
     await gateway.request("ping")
     gateway.notify("notifications/cancelled", { requestId: "to-cancel" })
     expect((await gateway.reply("to-cancel", 5_000)).error?.code).toBe(-32800)

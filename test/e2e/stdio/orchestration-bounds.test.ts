@@ -256,9 +256,11 @@ describe("a declined confirmation is the user's answer", () => {
         { method: "agentify/orchestrateTask" as any, params: { query: "write no again" } },
         (await import("zod")).z.any()
       )) as any
+      // The method's result says the same, and is not an error either.
+      expect(method.isError).toBeUndefined()
+      expect(method.content[0].text).toBe("Nothing ran: the user declined to run filesystem__write_file.")
       expect(method._meta["agentify/answer"]).toBe("Understood, I left it alone.")
       expect(existsSync(target)).toBe(false)
-      expect(readFileSync(configFile, "utf8")).toContain("filesystem")
     } finally {
       await client.close()
       await fake.close()
