@@ -287,19 +287,14 @@ export class Connection implements Receiver {
 
   /** Answers the backend's own requests other than `ping` (see `Options.onRequest`). */
   requestHandler: ((id: Id, method: string, params: unknown) => void) | undefined = undefined
-  /** The backend's requests being answered, by id: its `notifications/cancelled` stops one. */
-  readonly answering = new Map<Id, () => void>()
+  /** Stops one of the backend's requests being answered: its `notifications/cancelled`. */
+  cancelHandler: ((id: Id) => void) | undefined = undefined
 
   /** The backend's own requests: `ping` here, the rest by the handler. */
   private onRequest(id: Id, method: string, params: unknown) {
     if (method === "ping") return this.reply(success(id, {}))
     if (this.requestHandler === undefined) {
       return this.reply(failure(id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` }))
-    }
-    if (this.answering.has(id)) {
-      return this.reply(
-        failure(id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: id ${JSON.stringify(id)} is already in use` })
-      )
     }
     this.requestHandler(id, method, params)
   }
@@ -315,7 +310,7 @@ export class Connection implements Receiver {
     else if (method === "notifications/cancelled") {
       // The backend gave up on one of its own requests.
       const target = (params as { requestId?: unknown } | undefined)?.requestId
-      if (isId(target)) this.answering.get(target)?.()
+      if (isId(target)) this.cancelHandler?.(target)
     } else {
       this.requests.noteNotification()
       Queue.unsafeOffer(this.inbound, { _tag: "Notification", method, params })

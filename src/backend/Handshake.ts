@@ -2,9 +2,10 @@
  * The MCP session with a backend: `server/discover` or `initialize` with version fallback, the tool
  * list, its requests served, a lost session noticed, and its stderr logged.
  */
-import { Cause, Effect, Exit, FiberId, FiberSet, Option, Queue } from "effect"
-import { BackendError, ErrorCode, type RpcError } from "../protocol/Errors.js"
-import { failure, success } from "../jsonrpc/JsonRpc.js"
+import { Cause, Effect, Exit, Option, Queue } from "effect"
+import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
+import * as Inbound from "../jsonrpc/Inbound.js"
+import { failure, type Id, success } from "../jsonrpc/JsonRpc.js"
 import * as Mcp from "../protocol/Mcp.js"
 import { httpStatusOf } from "./Channel.js"
 import { ClientInfo, paramsFor } from "./Contract.js"
@@ -114,21 +115,32 @@ export const serveRequests = (
   handler: (method: string, params: unknown) => Effect.Effect<unknown, RpcError>
 ) =>
   Effect.gen(function* () {
-    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, RpcError>())<never>()
-    connection.requestHandler = (id, method, params) => {
-      const fiber = runFork(Effect.suspend(() => handler(method, params)))
-      connection.answering.set(id, () => fiber.unsafeInterruptAsFork(FiberId.none))
-      fiber.addObserver((exit) => {
-        connection.answering.delete(id)
-        if (Exit.isSuccess(exit)) return connection.reply(success(id, exit.value === undefined ? {} : exit.value))
+    const inbound = yield* Inbound.make<Id, unknown, RpcError>({
+      duplicates: "refuse",
+      reply: (id, exit) => {
+        if (Exit.isSuccess(exit)) return success(id, exit.value === undefined ? {} : exit.value)
         const failed = Cause.failureOption(exit.cause)
         if (Option.isSome(failed)) {
           const { code, message, data } = failed.value
-          return connection.reply(failure(id, data === undefined ? { code, message } : { code, message, data }))
+          return failure(id, data === undefined ? { code, message } : { code, message, data })
         }
-        if (Cause.isInterruptedOnly(exit.cause)) return
-        connection.reply(failure(id, { code: ErrorCode.InternalError, message: `Internal error while answering ${method}` }))
-      })
+        // Cancelled by the backend, or the backend stopping: MCP sends no reply then.
+        return undefined
+      }
+    })
+    connection.requestHandler = (id, method, params) => {
+      const answer = Effect.suspend(() => handler(method, params)).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.zipRight(
+            Effect.logError(`answering the backend's ${method} failed with a defect`, defect),
+            new RpcError({ code: ErrorCode.InternalError, message: `Internal error while answering ${method}` })
+          )
+        )
+      )
+      inbound.run(id, id, answer, (response) => connection.reply(response))
+    }
+    connection.cancelHandler = (id) => {
+      inbound.cancel(id)
     }
   })
 

@@ -4,8 +4,9 @@
  * id (`notifications/cancelled`) or by the gateway's stop (it still replies), and listen streams
  * bounded. A transport frames messages and carries replies; it knows nothing of the era.
  */
-import { Effect, FiberId, FiberSet, type Fiber, type Scope } from "effect"
-import { failure, type Id, isId, type Request } from "../jsonrpc/JsonRpc.js"
+import { Effect, type Fiber, type Scope } from "effect"
+import * as Inbound from "../jsonrpc/Inbound.js"
+import { failure, type Id, isId, type Request, type Response } from "../jsonrpc/JsonRpc.js"
 import type { Outbox } from "../jsonrpc/Peer.js"
 import { ErrorCode } from "../protocol/Errors.js"
 import type { BackendsService } from "../backend/Backends.js"
@@ -33,7 +34,12 @@ export interface Dispatcher {
   /** The era's own checks (version, `_meta`): the refusal to send, or undefined to go on. */
   readonly check: (request: Request, header: string | undefined | null) => Stateless.Refusal | undefined
   /** Serves one request beside the others; its one reply goes to `out`. */
-  readonly serve: (request: Request, target: Target, out: Outbox, subject?: string) => Fiber.RuntimeFiber<void>
+  readonly serve: (
+    request: Request,
+    target: Target,
+    out: Outbox,
+    subject?: string
+  ) => Fiber.RuntimeFiber<unknown, unknown> | undefined
   /** The client gave up on a request (`notifications/cancelled`): stopped at its backend, still replied to. */
   readonly cancel: (requestId: unknown) => void
   /**
@@ -52,43 +58,32 @@ export interface Dispatcher {
 export const make = (gateway: GatewayService, backends: BackendsService, options: Options) =>
   Effect.gen(function* () {
     const stateless = yield* Stateless.make(gateway, backends)
-    const calls = yield* FiberSet.make<unknown, never>()
     // Interruptible: a transport's runtime may be captured while a layer builds, an uninterruptible region.
-    const runFork = yield* FiberSet.runtime(calls)<never>()
+    const inbound = yield* Effect.interruptible(
+      Inbound.make<Id, Response, never>({
+        // Many clients, each picking its own ids: a second one in flight runs too, uncancellable by id.
+        duplicates: "allow",
+        reply: (id, exit, ending) => {
+          if (exit._tag === "Success") return exit.value
+          const message = ending === "cancelled" ? "Request cancelled" : "Request cancelled: the gateway is stopping"
+          return failure(id, { code: ErrorCode.RequestCancelled, message })
+        }
+      })
+    )
     const ready = options.ready ?? Effect.void
-    const inFlight = new Map<Id, Fiber.RuntimeFiber<void>>()
-    /** Requests the client cancelled: their reply says so (others interrupted are the gateway stopping). */
-    const cancelled = new Set<Id>()
     let listening = 0
 
-    const serve = (request: Request, target: Target, out: Outbox, subject?: string) => {
-      const id = request.id
-      const fiber = runFork(
-        Effect.interruptible(
-          Effect.zipRight(ready, stateless.serve(request, target, options.transport, out, subject)).pipe(
-            Effect.onInterrupt(() =>
-              Effect.sync(() => {
-                const message = cancelled.delete(id) ? "Request cancelled" : "Request cancelled: the gateway is stopping"
-                out.send(failure(id, { code: ErrorCode.RequestCancelled, message }))
-              })
-            )
-          )
-        )
+    const serve = (request: Request, target: Target, out: Outbox, subject?: string) =>
+      inbound.run(
+        request.id,
+        request.id,
+        Effect.interruptible(Effect.zipRight(ready, stateless.serve(request, target, options.transport, out, subject))),
+        (response) => out.send(response)
       )
-      inFlight.set(id, fiber)
-      fiber.addObserver(() => {
-        if (inFlight.get(id) === fiber) inFlight.delete(id)
-      })
-      return fiber
-    }
 
     const cancel = (requestId: unknown) => {
-      const running = isId(requestId) ? inFlight.get(requestId) : undefined
-      if (running === undefined) return
       // Its call is cancelled at the backend too; the request still gets its one reply.
-      inFlight.delete(requestId as Id)
-      cancelled.add(requestId as Id)
-      running.unsafeInterruptAsFork(FiberId.none)
+      if (isId(requestId)) inbound.cancel(requestId)
     }
 
     const listen = (request: Request, target: Target, out: Outbox) =>
@@ -104,9 +99,6 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
         return undefined
       })
 
-    const drain = (graceMs: number) =>
-      FiberSet.awaitEmpty(calls).pipe(Effect.interruptible, Effect.timeoutOption(graceMs), Effect.zipRight(FiberSet.clear(calls)))
-
     const dispatcher: Dispatcher = {
       check: Stateless.check,
       serve,
@@ -114,7 +106,7 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
       listen,
       listening: () => listening,
       listenRefusal: options.listenRefusal,
-      drain
+      drain: inbound.drain
     }
     return dispatcher
   })

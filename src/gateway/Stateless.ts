@@ -181,8 +181,8 @@ const finished = (method: string, result: unknown): unknown => {
 
 export interface Stateless {
   /**
-   * Serves one stateless request (already checked) on `target`; its reply and notifications go to
-   * `out`. Never fails; the reply is always sent.
+   * Serves one stateless request (already checked) on `target`: its notifications go to `out`, its
+   * one reply is the result (never a failure).
    */
   readonly serve: (
     request: Request,
@@ -191,7 +191,7 @@ export interface Stateless {
     out: Outbox,
     /** Who the request's OAuth access token speaks for (`--http-auth oauth`). */
     subject?: string
-  ) => Effect.Effect<void>
+  ) => Effect.Effect<Response>
   /**
    * `subscriptions/listen`: acknowledges, then relays the notifications asked for to `out` while
    * the current scope is open (the stream that carries them).
@@ -495,43 +495,37 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
       transport: "stdio" | "http",
       out: Outbox,
       subject?: string
-    ): Effect.Effect<void> =>
+    ): Effect.Effect<Response> =>
       Effect.gen(function* () {
         if (REMOVED.has(request.method)) {
-          return out.send(
-            failure(request.id, {
-              code: ErrorCode.MethodNotFound,
-              message: `Method not found: ${request.method} (removed in ${Mcp.STATELESS_PROTOCOL_VERSION})`
-            })
-          )
+          return failure(request.id, {
+            code: ErrorCode.MethodNotFound,
+            message: `Method not found: ${request.method} (removed in ${Mcp.STATELESS_PROTOCOL_VERSION})`
+          })
         }
         if (request.method === "server/discover") {
-          return out.send(
-            yield* discover(request, target).pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e)))))
-          )
+          return yield* discover(request, target).pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e)))))
         }
         const params = (request.params ?? {}) as Record<string, unknown>
         let call: OpenCall
         if (isOwnState(params.requestState) && MAY_ASK.has(request.method)) {
           const resumed = yield* resume(request, out)
-          if ("jsonrpc" in resumed) return out.send(resumed)
+          if ("jsonrpc" in resumed) return resumed
           call = resumed
           // Answers the questions still open again, so the client sees what it left out.
-          if (call.waiting.size > 0) return out.send(success(request.id, inputRequired(call)))
+          if (call.waiting.size > 0) return success(request.id, inputRequired(call))
         } else {
           if (calls.size >= MAX_OPEN_CALLS) {
-            return out.send(
-              failure(request.id, {
-                code: ErrorCode.InternalError,
-                message: `${MAX_OPEN_CALLS} calls are waiting for their clients' answers`
-              })
-            )
+            return failure(request.id, {
+              code: ErrorCode.InternalError,
+              message: `${MAX_OPEN_CALLS} calls are waiting for their clients' answers`
+            })
           }
           call = yield* start(request, target, transport, out, subject)
         }
         // A client that goes away mid-round (not between rounds) ends the call.
         const reply = yield* round(call, request).pipe(Effect.onInterrupt(() => close(call, "the client went away")))
-        out.send(reply)
+        return reply
       })
 
     /**

@@ -9,7 +9,8 @@
  * reply. The rules it keeps: every request with an id gets exactly one reply, a notification
  * never gets one, and a bad message never stops the messages after it.
  */
-import { Cause, Effect, Exit, type Fiber, FiberId, FiberSet, Option, type Scope } from "effect"
+import { Cause, Effect, Exit, FiberSet, Option, type Scope } from "effect"
+import * as Inbound from "./Inbound.js"
 import { ErrorCode, type GatewayError, toRpcError } from "../protocol/Errors.js"
 import type { EventsService } from "../observability/Events.js"
 import {
@@ -77,31 +78,28 @@ export interface Peer {
   readonly drain: (graceMs: number) => Effect.Effect<void>
 }
 
-const idKey = (id: Id) => (typeof id === "number" ? `n:${id}` : `s:${id}`)
-
-/** A request in flight; its fiber is known once forked. */
-interface InFlight {
-  readonly key: string
-  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
-  cancelled: boolean
-}
-
-/** Interrupts the request's handler; it still sends its one reply (-32800). */
-const cancel = (entry: InFlight): void => {
-  entry.cancelled = true
-  entry.fiber?.unsafeInterruptAsFork(FiberId.none)
+/** A request's one reply: its result, its error, -32800 when cancelled, -32603 for a defect (a bug of ours). */
+const replyFor = (id: Id, exit: Exit.Exit<unknown, GatewayError>): Response => {
+  if (Exit.isSuccess(exit)) return success(id, exit.value === undefined ? null : exit.value)
+  const failed = Cause.failureOption(exit.cause)
+  if (Option.isSome(failed)) return failure(id, toRpcError(failed.value))
+  if (Cause.isInterruptedOnly(exit.cause)) return failure(id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" })
+  // The client still gets its one reply, without internals.
+  const squashed = Cause.squash(exit.cause)
+  return failure(id, {
+    code: ErrorCode.InternalError,
+    message: `Internal error: ${Secrets.scrub(squashed instanceof Error ? squashed.message : "unexpected failure")}`
+  })
 }
 
 /** A session's peer; its requests run in the current scope and are interrupted when it closes. */
 export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<Peer, never, R | Scope.Scope> =>
   Effect.gen(function* () {
     const events = options.events
-    const running = yield* FiberSet.make<unknown, unknown>()
-    // Forks into `running` from anywhere, a Node callback included; the fiber starts at once. The
-    // peer must be made in an interruptible region (its requests inherit it), which the
-    // transports see to.
-    const runFork = yield* FiberSet.runtime(running)<R>()
-    const cancels = new Map<string, InFlight>()
+    // The engine's fibers start at once, from anywhere, a Node callback included. The peer must be
+    // made in an interruptible region (its requests inherit it), which the transports see to.
+    const inbound = yield* Inbound.make<Id, unknown, GatewayError, R>({ duplicates: "refuse", reply: replyFor })
+    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, unknown>())<R>()
 
     const traced = (out: Outbox): Outbox =>
       events === undefined
@@ -115,25 +113,6 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
             },
             streams: out.streams
           }
-
-    /**
-     * Registers the request for cancellation synchronously, before its fiber is forked, so a
-     * `notifications/cancelled` in the same chunk as its request still finds it.
-     */
-    const register = (request: Request): InFlight => {
-      const entry: InFlight = { key: idKey(request.id), fiber: undefined, cancelled: false }
-      cancels.set(entry.key, entry)
-      return entry
-    }
-
-    const settle = (entry: InFlight, fiber: Fiber.RuntimeFiber<unknown, unknown>) => {
-      entry.fiber = fiber
-      if (entry.cancelled) fiber.unsafeInterruptAsFork(FiberId.none)
-    }
-
-    const unregister = (entry: InFlight) => {
-      if (cancels.get(entry.key) === entry) cancels.delete(entry.key)
-    }
 
     const contextFor = (request: Request, out: Outbox): RequestContext => {
       const notifyUnsafe = (method: string, params: unknown) => out.send(notificationMessage(method, params))
@@ -153,68 +132,19 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
         : handled
     }
 
-    /** The request's one reply; a defect (a bug of ours) is logged, the client sees -32603. */
-    const reply = (request: Request, exit: Exit.Exit<unknown, GatewayError>): Response => {
-      const response = replyFor(request, exit)
-      if ("error" in response && response.error.code === ErrorCode.InternalError) {
-        const cause = Exit.isFailure(exit) ? exit.cause : Cause.empty
-        runFork(Effect.logError("request failed with a defect", { method: request.method, id: request.id }, cause))
-      }
-      return response
+    const start = (request: Request, out: Outbox): void => {
+      inbound.run(request.id, request.id, handle(request, out), (response) => out.send(response))
     }
 
-    const replyFor = (request: Request, exit: Exit.Exit<unknown, GatewayError>): Response => {
-      if (Exit.isSuccess(exit)) return success(request.id, exit.value === undefined ? null : exit.value)
-      const failed = Cause.failureOption(exit.cause)
-      if (Option.isSome(failed)) return failure(request.id, toRpcError(failed.value))
-      if (Cause.isInterruptedOnly(exit.cause)) {
-        return failure(request.id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" })
-      }
-      // A defect is a bug of ours; the client still gets its one reply, without internals.
-      const squashed = Cause.squash(exit.cause)
-      return failure(request.id, {
-        code: ErrorCode.InternalError,
-        message: `Internal error: ${Secrets.scrub(squashed instanceof Error ? squashed.message : "unexpected failure")}`
-      })
-    }
-
-    /**
-     * A request of its own: the handler is the fiber, and its exit becomes the one reply. Cancelling
-     * interrupts that fiber and the reply (-32800) still goes out: per request, one fiber and no
-     * race (this is the gateway's hot path).
-     */
-    const startRequest = (request: Request, out: Outbox): void => {
-      const entry = register(request)
-      const fiber = runFork(handle(request, out))
-      fiber.addObserver((exit) => {
-        unregister(entry)
-        out.send(reply(request, exit))
-      })
-      settle(entry, fiber)
-    }
-
-    /** A request in a batch: its handler runs in a child fiber, which cancelling interrupts. */
-    const runRequest = (request: Request, out: Outbox): Effect.Effect<Response, never, R> => {
-      const entry = register(request)
-      return Effect.flatMap(Effect.fork(handle(request, out)), (fiber) => {
-        settle(entry, fiber)
-        return Effect.map(fiber.await, (exit) => {
-          unregister(entry)
-          return reply(request, exit)
-        })
-      })
-    }
+    /** A request in a batch: its reply joins the batch's. */
+    const runRequest = (request: Request, out: Outbox) => inbound.reply(request.id, request.id, handle(request, out))
 
     const cancelRequest = (params: unknown) => {
       const p = params as Record<string, unknown> | undefined
       const target = p?.requestId ?? p?.id
       if (!isId(target)) return Effect.void
-      const entry = cancels.get(idKey(target))
-      if (entry === undefined) return Effect.logDebug("cancellation for no request in flight", { id: target })
-      return Effect.zipRight(
-        Effect.logDebug("request cancelled by the client", { id: target, reason: p?.reason }),
-        Effect.sync(() => cancel(entry))
-      )
+      if (!inbound.cancel(target)) return Effect.logDebug("cancellation for no request in flight", { id: target })
+      return Effect.logDebug("request cancelled by the client", { id: target, reason: p?.reason })
     }
 
     /** One message's reply, or none for a notification. */
@@ -270,7 +200,7 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
         return
       }
       const incoming = classify(value)
-      if (incoming._tag === "Request") return startRequest(incoming.request, out)
+      if (incoming._tag === "Request") return start(incoming.request, out)
       runFork(
         Effect.suspend(() => handleOne(value, out)).pipe(
           Effect.map((r) => {
@@ -292,26 +222,5 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
       receiveValue(value, out)
     }
 
-    const drain = (graceMs: number): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        // Interruptible: a drain at shutdown runs in a finalizer, where a timeout could not
-        // otherwise cut the wait short.
-        const drained = yield* FiberSet.awaitEmpty(running).pipe(
-          Effect.interruptible,
-          Effect.timeout(graceMs),
-          Effect.as(true),
-          Effect.orElseSucceed(() => false)
-        )
-        if (drained) return
-        // Cancel rather than kill them, so each still sends its one reply (-32800).
-        yield* Effect.logWarning("cancelling requests still in flight", { count: cancels.size })
-        yield* Effect.sync(() => cancels.forEach(cancel))
-        yield* FiberSet.awaitEmpty(running).pipe(
-          Effect.interruptible,
-          Effect.timeout(1_000),
-          Effect.orElse(() => FiberSet.clear(running))
-        )
-      })
-
-    return { receive, receiveValue, inFlight: () => cancels.size, drain }
+    return { receive, receiveValue, inFlight: inbound.size, drain: inbound.drain }
   })

@@ -361,7 +361,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
             ).pipe(Stream.map(sseEvent))
             return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: SSE_HEADERS })
           }
-          let served: Fiber.RuntimeFiber<void> | undefined
+          let served: Fiber.RuntimeFiber<unknown, unknown> | undefined
           // A client that goes away mid-call cancels it (the backend hears notifications/cancelled):
           // the connection closing before the response ended says so, whatever the response's form.
           const response = NodeHttpServerRequest.toServerResponse(request)

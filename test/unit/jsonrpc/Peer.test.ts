@@ -125,4 +125,23 @@ describe("Peer", () => {
       expect(repliesTo(sent, 2)).toMatchObject([{ error: { code: -32800 } }])
     })
   )
+
+  it.scopedLive("an id still in flight is refused with -32600 naming it; the first request keeps its one reply", () =>
+    Effect.gen(function* () {
+      const release = yield* Deferred.make<void>()
+      const { peer, sent, out } = yield* peerWith({
+        request: (request) =>
+          request.method === "slow" ? Effect.as(Deferred.await(release), "first") : Effect.succeed("second"),
+        notification: () => Effect.void
+      })
+      peer.receive('{"jsonrpc":"2.0","id":4,"method":"slow"}', out)
+      peer.receive('{"jsonrpc":"2.0","id":4,"method":"quick"}', out)
+      expect(repliesTo(sent, 4)).toEqual([
+        { jsonrpc: "2.0", id: 4, error: { code: -32600, message: "Invalid Request: id 4 is already in use" } }
+      ])
+      yield* Deferred.succeed(release, undefined)
+      yield* until(() => sent.length === 2)
+      expect(repliesTo(sent, 4)[1]).toEqual({ jsonrpc: "2.0", id: 4, result: "first" })
+    })
+  )
 })
