@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Bundles the CLI (dist/bin.js and its chunks, over tsc's output). Loading hundreds of ES modules
-// is most of the gateway's start-up time and a good part of its memory (see the README's
-// Benchmarks). The library entry (dist/index.js) stays as tsc wrote it, for apps that embed it.
+// is most of the gateway's start-up time and a good part of its memory (see docs/benchmarks.md,
+// startup). The library entry (dist/index.js) stays as tsc wrote it, for apps that embed it.
 // `openai` stays external: it is loaded on the first LLM request only; server-filesystem is a
 // separate process, resolved from node_modules. `npm run dev` (scripts/dev.mjs) builds the same.
 import { build } from "esbuild"

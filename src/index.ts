@@ -1,6 +1,6 @@
 /**
  * mcp-agentify as a library: the gateway's Layers and services for Effect apps that embed it
- * (see the README's "Embedding" section), and the pure pieces (framing, ranking) on their own.
+ * (see docs/embedding.md), and the pure pieces (framing, ranking) on their own.
  */
 export * as Backend from "./backend/Backend.js"
 export * as Backends from "./backend/Backends.js"

@@ -1,6 +1,6 @@
 /**
  * The configuration's shapes: GatewayOptions and BackendConfig as Effect schemas (with the
- * defaults and ranges the README documents), and the other clients' shapes they accept.
+ * defaults and ranges docs/protocol.md documents), and the other clients' shapes they accept.
  */
 import { Schema } from "effect"
 import * as path from "node:path"

@@ -277,7 +277,7 @@ export const make = (options: Options) => {
     return session
   }
 
-  /** The client's roots changed: the backends it owns ask again (over stdio only, see README). */
+  /** The client's roots changed: the backends it owns ask again (over stdio only, see docs/eras.md). */
   const rootsChanged = (session: Session): Effect.Effect<void> =>
     mode !== "single" || capability(session, "roots") === undefined
       ? Effect.logDebug("roots/list_changed not relayed: backends are shared by every session", { session: session.id })

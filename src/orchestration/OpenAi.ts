@@ -3,7 +3,7 @@
  * proxy) through the `openai` package, loaded on the first request. Longer than most modules: the
  * request, its retries and the classification of every failure are one policy, kept together.
  *
- * OpenAI layer policy (the README repeats it):
+ * OpenAI layer policy (docs/orchestration.md repeats it):
  * - The key, base URL and model are read from `GatewayConfig.current` on every request, because a
  *   client's `initializationOptions` may set them after start-up. The `OpenAI` instance is cached
  *   for the last (key, base URL) pair.

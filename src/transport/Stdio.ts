@@ -6,7 +6,7 @@
  *
  * A connection is an Effect `Stream` in and a `Sink` out, or, for the process's own stdin/stdout,
  * Node's streams read and written directly: the hot path then costs one fiber per request and
- * nothing per chunk (see the README's benchmarks).
+ * nothing per chunk (see docs/benchmarks.md).
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"

@@ -4,8 +4,8 @@
  * documented there. The lists come from the code itself, so adding one without a line in the docs
  * fails here.
  */
-import { readFileSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { USAGE } from "../../src/cli/Cli.js"
 import { BACKEND_KEYS, EXPOSURE_KEYS, OPTION_KEYS, Profile } from "../../src/config/Config.js"
@@ -100,11 +100,61 @@ describe("docs/protocol.md", () => {
   })
 })
 
-describe("README", () => {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+describe("docs/configuration.md", () => {
+  const page = readFileSync(join(ROOT, "docs", "configuration.md"), "utf8")
   it("says how to use every exposure key, profiles and their endpoints", () => {
     const keys = [...EXPOSURE_KEYS, "profiles", ...Object.keys(Profile.fields)]
-    expect(keys.filter((key) => !readme.includes(`\`${key}\``))).toEqual([])
-    for (const text of ["/profiles/<name>/mcp", "--profile", "check --profile", "backend removed"]) expect(readme).toContain(text)
+    expect(keys.filter((key) => !page.includes(`\`${key}\``))).toEqual([])
+    for (const text of ["/profiles/<name>/mcp", "--profile", "check --profile", "backend removed"]) expect(page).toContain(text)
+  })
+})
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string) =>
+  heading
+    .replace(/^#+\s*/, "")
+    .toLowerCase()
+    .replace(/[^\w\- ]/g, "")
+    .replace(/ /g, "-")
+
+describe("README and docs/", () => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+  const pages = ["README.md", ...readdirSync(join(ROOT, "docs")).map((f) => `docs/${f}`)]
+
+  it("the README is short and starts with the two commands", () => {
+    expect(readme.split("\n").length).toBeLessThanOrEqual(400)
+    const firstBlock = readme.slice(readme.indexOf("```sh"), readme.indexOf("```", readme.indexOf("```sh") + 5))
+    expect(firstBlock).toContain("npm install && npm start")
+    expect(firstBlock).toContain("npm test")
+  })
+
+  it("every link between them reaches a page that exists, and a heading on it", () => {
+    const broken: Array<string> = []
+    for (const page of pages) {
+      const text = readFileSync(join(ROOT, page), "utf8")
+      for (const m of text.matchAll(/\]\(([^)\s#]*\.md)?(#[^)\s]*)?\)/g)) {
+        const file = m[1] === undefined ? page : join(dirname(page), m[1])
+        if (m[1] === undefined && m[2] === undefined) continue
+        let target: string
+        try {
+          target = readFileSync(join(ROOT, file), "utf8")
+        } catch {
+          broken.push(`${page}: ${m[0]} (no such page)`)
+          continue
+        }
+        const anchor = m[2]?.slice(1)
+        if (anchor === undefined) continue
+        const anchors = target
+          .split("\n")
+          .filter((line) => /^#{1,6} /.test(line))
+          .map(anchorOf)
+        if (!anchors.includes(anchor)) broken.push(`${page}: ${m[0]} (no such heading)`)
+      }
+    }
+    expect(broken).toEqual([])
+  })
+
+  it("the project stands alone: no page points outside the repository", () => {
+    for (const page of pages) expect(readFileSync(join(ROOT, page), "utf8")).not.toMatch(/\.\.\/shared|\]\(\.\.\/\.\.\//)
   })
 })

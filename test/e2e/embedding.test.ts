@@ -1,5 +1,5 @@
 /**
- * The README's embedding example is `examples/embedding.ts`, word for word; this runs it.
+ * docs/embedding.md shows `examples/embedding.ts` word for word; this runs it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -11,8 +11,8 @@ import { firstText } from "../support/mcpFixture.js"
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8")
 
 describe("embedding the gateway in an Effect app", () => {
-  it("the README shows exactly examples/embedding.ts", () => {
-    const readme = read("README.md")
+  it("docs/embedding.md shows exactly examples/embedding.ts", () => {
+    const readme = read("docs/embedding.md")
     const example = read("examples/embedding.ts").trim()
     expect(readme).toContain("```ts\n" + example + "\n```")
   })

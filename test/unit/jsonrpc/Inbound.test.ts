@@ -14,7 +14,7 @@ const naming = (id: Id, exit: Exit.Exit<string, string>, ending: Inbound.Ending)
     ? success(id, exit.value)
     : failure(id, { code: -32000, message: exit.cause._tag === "Fail" ? exit.cause.error : ending })
 
-const engine = (duplicates: "refuse" | "allow", reply = naming) =>
+const engine = (duplicates: "refuse" | "allow", reply: Inbound.Options<string, string>["reply"] = naming) =>
   Effect.gen(function* () {
     const sent: Array<Response> = []
     const inbound = yield* Inbound.make<Id, string, string>({ duplicates, reply })

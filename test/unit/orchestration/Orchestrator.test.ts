@@ -1,6 +1,6 @@
 /**
  * Orchestration through real backends (the fixture server and the real server-filesystem) with
- * the scripted LLM: every orchestration error code (see the README's Methods and errors) produced by its real situation.
+ * the scripted LLM: every orchestration error code (see docs/protocol.md's error codes) produced by its real situation.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Schedule } from "effect"
