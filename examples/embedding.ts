@@ -16,10 +16,11 @@ export const GatewayLive = Gateway.layer.pipe(Layer.provide([ConfigLive, LlmLive
 
 export const program = Effect.gen(function* () {
   const orchestrator = yield* Orchestrator.Orchestrator
-  return yield* orchestrator.orchestrate({
-    query: "show me package.json",
-    context: { currentWorkingDirectory: process.cwd() }
-  })
+  return yield* orchestrator.orchestrate(
+    { query: "show me package.json", context: { currentWorkingDirectory: process.cwd() }, maxSteps: 3 },
+    // Told as each step starts; `execute`, `confirm` and `profile` may be given too.
+    { onStep: (step, maxSteps, tools) => Effect.logInfo(`step ${step}/${maxSteps}: ${tools.join(", ")}`) }
+  )
 })
 
 export const main = program.pipe(Effect.provide(GatewayLive))

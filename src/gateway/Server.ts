@@ -27,7 +27,7 @@ import type { Notification, Request } from "../jsonrpc/JsonRpc.js"
 import * as Logging from "../observability/Logging.js"
 import * as Secrets from "../observability/Secrets.js"
 import { IMPLEMENTATION, isCallToolResult, negotiateProtocolVersion, textResult } from "../protocol/Mcp.js"
-import { type Confirm, type OnStep, ORCHESTRATE_TOOL, type Orchestrator } from "../orchestration/Orchestrator.js"
+import { type Confirm, type OnStep, ORCHESTRATE_TOOL, type Orchestrator, validateParams } from "../orchestration/Orchestrator.js"
 import * as Progress from "./Progress.js"
 import * as RunCode from "../orchestration/Code.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
@@ -318,7 +318,14 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    * model answered without calling a tool, its words are the text (most clients show only that).
    */
   const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown) =>
-    orchestrator.orchestrate(args, execute(context), stepProgress(context, progressToken), confirmWith(context), profile()).pipe(
+    Effect.flatMap(validateParams(args), (request) =>
+      orchestrator.orchestrate(request, {
+        execute: execute(context),
+        onStep: stepProgress(context, progressToken),
+        confirm: confirmWith(context),
+        profile: profile()
+      })
+    ).pipe(
       Effect.map(withAnswerText),
       Effect.catchAll((error) => {
         const wire = toRpcError(error)
@@ -393,14 +400,19 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   /** Adds the query to an orchestration failure's data. */
   const orchestrateTask = (params: unknown, context: RequestContext) =>
-    orchestrator
-      .orchestrate(params, execute(context), stepProgress(context, Progress.tokenOf(params)), confirmWith(context), profile())
-      .pipe(
-        Effect.mapError((error): GatewayError => {
-          const query = (params as { query?: unknown } | undefined)?.query
-          return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
-        })
-      )
+    Effect.flatMap(validateParams(params), (request) =>
+      orchestrator.orchestrate(request, {
+        execute: execute(context),
+        onStep: stepProgress(context, Progress.tokenOf(params)),
+        confirm: confirmWith(context),
+        profile: profile()
+      })
+    ).pipe(
+      Effect.mapError((error): GatewayError => {
+        const query = (params as { query?: unknown } | undefined)?.query
+        return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
+      })
+    )
 
   /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
   const relayed = (

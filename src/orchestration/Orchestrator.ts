@@ -92,24 +92,32 @@ export const validateParams = (params: unknown): Either.Either<OrchestrateParams
 /** Runs a plan's request on a backend. */
 export type Execute = (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
 
+/**
+ * What an orchestration is asked: `agentify/orchestrateTask`'s params. Checked again when it runs
+ * (an app may pass a `maxSteps` of 100): a value out of range fails with InvalidParams.
+ */
+export type OrchestrateRequest = typeof OrchestrateParams.Encoded
+
+/** How an orchestration runs for its caller; each part optional. */
+export interface RunOptions {
+  /** Runs each plan; the gateway runs it as the session's call. Default: straight on the backend. */
+  readonly execute?: Execute | undefined
+  /** Told as each step starts (the gateway sends progress notifications). */
+  readonly onStep?: OnStep | undefined
+  /** Asks the user before a tool `confirmTools` gates runs; without it such a tool is refused. */
+  readonly confirm?: Confirm | undefined
+  /** The model sees and may call only the profile's tools. */
+  readonly profile?: Profile | undefined
+}
+
 export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
   Orchestrator,
   {
-    /**
-     * Runs `{query, context}` to the chosen backend's result (unchanged). `execute` runs the plan
-     * (the gateway runs it as the session's call); by default straight on the backend. With a
-     * `profile`, the model sees and may call only the profile's tools.
-     */
-    readonly orchestrate: (
-      params: unknown,
-      execute?: Execute,
-      onStep?: OnStep,
-      confirm?: Confirm,
-      profile?: Profile
-    ) => Effect.Effect<unknown, OrchestrationError>
+    /** Runs `{query, context}` to the last tool's result (unchanged, with the steps in `_meta`). */
+    readonly orchestrate: (request: OrchestrateRequest, options?: RunOptions) => Effect.Effect<unknown, OrchestrationError>
     /** The plan the model makes for `{query, context}`, without running it. */
     readonly plan: (
-      params: unknown,
+      request: OrchestrateRequest,
       profile?: Profile
     ) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
   }
@@ -148,7 +156,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
 
       /** What one request's orchestration works with, decided before the model is asked. */
       const prepare = Effect.fn("Orchestrator.prepare")(function* (
-        params: unknown,
+        params: OrchestrateRequest,
         profile: Profile | undefined,
         record?: Recording
       ) {
@@ -274,7 +282,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           return (yield* planCall(offer, response.toolCalls[0]!, record)).chosen
         })
 
-      const plan = Effect.fn("Orchestrator.plan")(function* (params: unknown, profile?: Profile) {
+      const plan = Effect.fn("Orchestrator.plan")(function* (params: OrchestrateRequest, profile?: Profile) {
         const { query, offer, messages } = yield* prepare(params, profile)
         return yield* firstPlan(query, messages, offer)
       })
@@ -285,7 +293,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
        * taken. The last tool result is the result, with the steps and the model's answer in `_meta`.
        */
       const run = Effect.fn("Orchestrator.orchestrate")(function* (
-        params: unknown,
+        params: OrchestrateRequest,
         execute: Execute,
         onStep: OnStep | undefined,
         confirm: Confirm | undefined,
@@ -559,13 +567,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         return withSteps(result, steps, answer, usage)
       })
 
-      const orchestrate = (
-        params: unknown,
-        execute: Execute = backends.executeOnBackend,
-        onStep?: OnStep,
-        confirm?: Confirm,
-        profile?: Profile
-      ) => {
+      const orchestrate = (params: OrchestrateRequest, options: RunOptions = {}) => {
+        const { execute = backends.executeOnBackend, onStep, confirm, profile } = options
         if (!events.active()) return run(params, execute, onStep, confirm, profile)
         const started = Date.now()
         const record: Recording = { query: "", context: null, routing: "", offered: [] }

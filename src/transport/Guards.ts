@@ -30,7 +30,8 @@ const hostOf = (authority: string): string => {
  */
 export const makeGuards = (
   options: { readonly host: string },
-  port: () => number,
+  /** The port served; undefined when unknown (mounted on an app's router): any port of the name. */
+  port: () => number | undefined,
   allowed: { readonly allowedHosts: ReadonlyArray<string>; readonly allowedOrigins: ReadonlyArray<string> }
 ) => {
   const allowedHosts = new Set(allowed.allowedHosts.map((h) => h.toLowerCase()))
@@ -41,7 +42,10 @@ export const makeGuards = (
     const value = header.toLowerCase()
     if (allowedHosts.has(value) || allowedHosts.has(hostOf(value))) return true
     const name = hostOf(value)
-    const withPort = (h: string) => value === h || value === `${h}:${port()}`
+    const served = port()
+    const withPort = (h: string) =>
+      value === h ||
+      (served === undefined ? /^:\d+$/.test(value.slice(h.length)) && value.startsWith(h) : value === `${h}:${served}`)
     // A wildcard bind has no name to check against: only allowedHosts (and the token) limit it.
     if (isWildcard(options.host)) return allowedHosts.size === 0 || isLoopback(name.replace(/^\[|\]$/g, ""))
     if (isLoopback(options.host)) return ["localhost", "127.0.0.1", "[::1]", bound].some(withPort)
@@ -55,7 +59,11 @@ export const makeGuards = (
       // A page served from this machine, or by this server itself; a rebound name (evil.example
       // resolving to 127.0.0.1) is not.
       const url = new URL(value)
-      return isLoopback(url.hostname.replace(/^\[|\]$/g, "")) || url.host === `${bound}:${port()}`
+      const served = port()
+      return (
+        isLoopback(url.hostname.replace(/^\[|\]$/g, "")) ||
+        (served === undefined ? url.hostname === bound : url.host === `${bound}:${served}`)
+      )
     } catch {
       return false
     }

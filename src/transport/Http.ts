@@ -16,6 +16,7 @@
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -29,6 +30,7 @@ import {
   type Fiber,
   FiberId,
   Layer,
+  Option,
   Queue,
   Redacted,
   Schedule,
@@ -126,12 +128,18 @@ const isStatelessRequest = (value: unknown, header: string | undefined): boolean
  */
 const STOP_GRACE_MS = 1_000
 
-/** Serves the gateway over HTTP until the scope closes. */
-export const make = (options: Options, connections?: Listener.Connections) =>
+/** What the endpoint's handler needs to know of where it is served. */
+interface AppOptions extends Omit<Options, "port"> {
+  /** The port the server listens on (for the Host and Origin checks); undefined: not known. */
+  readonly port: () => number | undefined
+}
+
+/**
+ * The endpoint as an HttpApp (`/mcp`, `/servers/<id>/mcp`, `/profiles/<name>/mcp`, `/healthz`,
+ * `/readyz`, the OAuth metadata), with its sessions living in the current scope.
+ */
+const makeApp = (options: AppOptions) =>
   Effect.gen(function* () {
-    // Last of this server's finalizers, after every session closed: the connections still open
-    // (keep-alive, streams a client never closed) would hold the listener's close for ever.
-    if (connections !== undefined) yield* Effect.addFinalizer(() => connections.close(STOP_GRACE_MS))
     const gateway = yield* Gateway
     const backends = yield* Backends
     const events = yield* Events
@@ -152,9 +160,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
         const name = /^\/profiles\/([^/]+)\/mcp$/.exec(path)?.[1]
         return name === undefined ? [] : (profiles[safeDecode(name)]?.scopes ?? [])
       })
-    const server = yield* HttpServer.HttpServer
-    const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
-    const guards = makeGuards(options, () => port, config)
+    const guards = makeGuards(options, options.port, config)
     const sessions = new Map<string, HttpSession>()
     // Stateless requests run beside the exchange that answers them (their calls may outlive it).
     const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
@@ -531,6 +537,19 @@ export const make = (options: Options, connections?: Listener.Connections) =>
       )
     )
 
+    return app
+  })
+
+/** Serves the gateway over HTTP until the scope closes. */
+export const make = (options: Options, connections?: Listener.Connections) =>
+  Effect.gen(function* () {
+    // Last of this server's finalizers, after every session closed: the connections still open
+    // (keep-alive, streams a client never closed) would hold the listener's close for ever.
+    if (connections !== undefined) yield* Effect.addFinalizer(() => connections.close(STOP_GRACE_MS))
+    const server = yield* HttpServer.HttpServer
+    const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
+    const app = yield* makeApp({ ...options, port: () => port })
+    const config = yield* Effect.flatMap(GatewayConfig, (c) => c.current)
     // No span per request: the gateway's own events and traces describe its exchanges, and the
     // platform's (URL parsing, a span and every header as an attribute) cost more than the rest.
     // Interruptible: the platform forks handlers with a runtime captured where this runs, while
@@ -541,9 +560,9 @@ export const make = (options: Options, connections?: Listener.Connections) =>
       host: options.host,
       port,
       token: options.token === undefined ? "none" : "required",
-      ...(resourceServer === undefined
+      ...(options.oauth !== true || config.httpAuth === undefined
         ? {}
-        : { oauth: `access tokens of ${config.httpAuth!.issuer} for ${config.httpAuth!.audience}` }),
+        : { oauth: `access tokens of ${config.httpAuth.issuer} for ${config.httpAuth.audience}` }),
       backends: `/servers/<id>/mcp for ${config.backends.map((b) => b.id).join(", ")}`,
       profiles:
         Object.keys(config.profiles).length === 0 ? "none" : `/profiles/<name>/mcp for ${Object.keys(config.profiles).join(", ")}`
@@ -560,5 +579,34 @@ export const layer = (
       return Layer.scopedDiscard(make(options, Listener.track(node))).pipe(
         Layer.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
       )
+    })
+  )
+
+/** Where an app mounts the gateway on its own router, and who may reach it there. */
+export interface MountOptions {
+  /** The prefix: `/agentify` serves `/agentify/mcp`, `/agentify/servers/<id>/mcp`... Default: `/`. */
+  readonly path?: `/${string}` | undefined
+  /** The address the app's server binds (the Host and Origin checks); default 127.0.0.1. */
+  readonly host?: string | undefined
+  /** Every request must carry it as a bearer token. */
+  readonly token?: Redacted.Redacted<string> | undefined
+  /** Every request carries an access token the configuration's `httpAuth` accepts. */
+  readonly oauth?: boolean | undefined
+}
+
+/**
+ * The gateway's Streamable HTTP endpoints on the app's own `HttpRouter.Default`: the app serves
+ * the router with its server (`HttpRouter.Default.unwrap(HttpServer.serve())`), and closing the
+ * layer closes the sessions. The port for the Host checks is the app's server's, when it has one.
+ */
+export const layerRouter = (options: MountOptions = {}): Layer.Layer<never, never, Gateway | GatewayConfig | Backends | Events> =>
+  HttpRouter.Default.use((router) =>
+    Effect.gen(function* () {
+      const server = yield* Effect.serviceOption(HttpServer.HttpServer)
+      const port = () =>
+        Option.isSome(server) && server.value.address._tag === "TcpAddress" ? server.value.address.port : undefined
+      const app = yield* makeApp({ host: options.host ?? "127.0.0.1", token: options.token, oauth: options.oauth, port })
+      const path = options.path ?? "/"
+      yield* path === "/" ? router.all("*", Effect.interruptible(app)) : router.mountApp(path, Effect.interruptible(app))
     })
   )

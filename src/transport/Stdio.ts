@@ -355,20 +355,26 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
 /** The client closed its end of stdout: nothing more can reach it, and end of input follows. */
 const ignoreStdoutError = (): void => {}
 
+/** The streams a stdio client speaks on, and the view it is served. */
+export interface StreamsOptions {
+  readonly stdin: Readable
+  readonly stdout: Writable
+  /** A profile's view of the aggregate (`--profile`); the whole aggregate without. */
+  readonly profile?: string | undefined
+}
+
 /**
- * Serves the gateway on this process's stdin/stdout until stdin ends or `exit` arrives, then
- * stops every backend. Nothing but frames is ever written to stdout. With a `profile`
- * (`--profile`), the client is served that profile's view of the aggregate.
+ * Serves the gateway on `stdin`/`stdout` until stdin ends or `exit` arrives, then stops every
+ * backend. Nothing but frames is ever written to `stdout`.
  */
-export const serveProcessAs = (
-  profile: string | undefined
-): Effect.Effect<void, never, Gateway | GatewayConfig | Backends | Events> =>
+export const serveStreams = (options: StreamsOptions): Effect.Effect<void, never, Gateway | GatewayConfig | Backends | Events> =>
   Effect.scoped(
     Effect.gen(function* () {
+      const { stdin, stdout, profile } = options
       // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
       // a client that went away arrives after, and unheard it would crash the process (exit 1, with
-      // the backends not yet stopped). Kept for the life of the process.
-      if (!process.stdout.listeners("error").includes(ignoreStdoutError)) process.stdout.on("error", ignoreStdoutError)
+      // the backends not yet stopped). Kept for the life of the stream.
+      if (!stdout.listeners("error").includes(ignoreStdoutError)) stdout.on("error", ignoreStdoutError)
       const gateway = yield* Gateway
       const config = yield* (yield* GatewayConfig).current
       const backends = yield* Backends
@@ -392,11 +398,11 @@ export const serveProcessAs = (
         // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
         // measured 2-3x the gateway's CPU per call).
         input: NodeStream.fromReadable(
-          () => process.stdin,
+          () => stdin,
           (error) => error,
           { closeOnDone: false }
         ),
-        output: process.stdout,
+        output: stdout,
         handlers: (c) => {
           connection = c
           return gateway.open(session)
@@ -410,6 +416,12 @@ export const serveProcessAs = (
       yield* backends.stopAll
     })
   )
+
+/** This process's stdin/stdout, with a `profile` (`--profile`) or the whole aggregate. */
+export const serveProcessAs = (
+  profile: string | undefined
+): Effect.Effect<void, never, Gateway | GatewayConfig | Backends | Events> =>
+  serveStreams({ stdin: process.stdin, stdout: process.stdout, profile })
 
 /** `serveProcessAs` the whole aggregate. */
 export const serveProcess = serveProcessAs(undefined)

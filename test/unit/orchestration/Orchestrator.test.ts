@@ -10,7 +10,7 @@ import { type BackendConfigInput, GatewayConfig, type GatewayOptionsInput } from
 import { LlmRequestFailed, toRpcError } from "../../../src/protocol/Errors.js"
 import * as Gateway from "../../../src/gateway/Gateway.js"
 import { LlmClient, type ScriptRule, ScriptedLlm } from "../../../src/orchestration/Llm.js"
-import { Orchestrator, SYSTEM_PROMPT } from "../../../src/orchestration/Orchestrator.js"
+import { Orchestrator, SYSTEM_PROMPT, validateParams } from "../../../src/orchestration/Orchestrator.js"
 import { tempDir } from "../../support/stdioClient.js"
 import { filesystemBackend, firstText, fixtureBackend } from "../../support/mcpFixture.js"
 
@@ -20,9 +20,11 @@ const gateway = (options: GatewayOptionsInput, rules: ReadonlyArray<ScriptRule>)
     Layer.provide(GatewayConfig.layerFromOptions(options, {}))
   )
 
-/** The wire error an orchestration fails with. */
+/** The wire error an orchestration fails with, its params decoded where they enter (as the method table does). */
 const failureOf = (params: unknown) =>
-  Effect.flatMap(Orchestrator, (o) => Effect.flip(o.orchestrate(params))).pipe(Effect.map(toRpcError))
+  Effect.flatMap(Orchestrator, (o) =>
+    Effect.flip(Effect.flatMap(validateParams(params), (request) => o.orchestrate(request)))
+  ).pipe(Effect.map(toRpcError))
 
 const echo = fixtureBackend("echo") as BackendConfigInput
 

@@ -1,0 +1,37 @@
+/**
+ * The gateway served from an Effect app, as Layers: `layerStdio` on streams the app gives (its
+ * own stdin/stdout, or a child's pipes), `layerHttp` on the app's own `HttpRouter`. Each brings
+ * the gateway with it (the backends, the orchestrator, the events hub); the app provides the
+ * configuration and the model (`GatewayConfig`, `LlmClient`).
+ */
+import { Effect, Layer } from "effect"
+import type { Backends } from "../backend/Backends.js"
+import type { GatewayConfig } from "../config/Config.js"
+import * as Gateway from "../gateway/Gateway.js"
+import type { Events } from "../observability/Events.js"
+import type { LlmClient } from "../orchestration/Llm.js"
+import type { Orchestrator } from "../orchestration/Orchestrator.js"
+import * as Http from "./Http.js"
+import * as Stdio from "./Stdio.js"
+
+export type { MountOptions } from "./Http.js"
+export type { StreamsOptions } from "./Stdio.js"
+
+/**
+ * One MCP client on `stdin`/`stdout` while the layer lives. As the CLI does, the backends start
+ * with the client's `initialize` and stop when its input ends (or it sends `exit`).
+ */
+export const layerStdio = (
+  options: Stdio.StreamsOptions
+): Layer.Layer<Gateway.Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
+  Layer.scopedDiscard(Effect.forkScoped(Stdio.serveStreams(options))).pipe(Layer.provideMerge(Gateway.layerStdio))
+
+/**
+ * Streamable HTTP for many clients under `path` on the app's `HttpRouter.Default` (both eras,
+ * `/mcp`, `/servers/<id>/mcp`, `/profiles/<name>/mcp`, `/healthz`, `/readyz`). The backends start
+ * with the layer and serve every session; the app serves the router with its own server.
+ */
+export const layerHttp = (
+  options: Http.MountOptions = {}
+): Layer.Layer<Gateway.Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
+  Http.layerRouter(options).pipe(Layer.provideMerge(Gateway.layerShared))
