@@ -144,40 +144,45 @@ export const make = (options: Options) => {
         .pipe(Effect.ensuring(Effect.sync(() => key !== undefined && progress.delete(key))))
     })
 
+  /** A request the client answers only if it declared the capability (sampling, elicitation). */
+  const askOwner = (request: BackendRequest): Effect.Effect<unknown, RpcError> => {
+    const { method } = request
+    const found = owner(request.backendId, method)
+    if (typeof found === "string") return Effect.fail(notFound(`Method not found: ${found}`))
+    // A stateless request's client is asked by the gateway's own means, which check its capabilities.
+    if (found.session.ask !== undefined) return relay(found.session, found.via, request)
+    const mode = (request.params as { mode?: unknown } | undefined)?.mode
+    const able =
+      method === "sampling/createMessage" ? capability(found.session, "sampling") !== undefined : elicits(found.session, mode)
+    if (!able) {
+      const what = method === "sampling/createMessage" ? "sampling" : `elicitation (${mode === "url" ? "url" : "form"} mode)`
+      return Effect.fail(notFound(`Method not found: the client session did not declare the ${what} capability`))
+    }
+    return relay(found.session, found.via, request)
+  }
+
+  /** What the gateway does with each request a backend may send: a table, one row per method. */
+  const rows = new Map<string, (request: BackendRequest) => Effect.Effect<unknown, RpcError>>([
+    [
+      "roots/list",
+      (request) => {
+        const found = owner(request.backendId, request.method)
+        if (typeof found !== "string" && capability(found.session, "roots") !== undefined) {
+          return relay(found.session, found.via, request)
+        }
+        // Nobody to ask: the backend's configured roots (none: an empty list).
+        return Effect.succeed({ roots: request.roots })
+      }
+    ],
+    ["sampling/createMessage", askOwner],
+    ["elicitation/create", askOwner]
+  ])
+
   /** Answers one backend request (see `Backends.serveRequests`). */
   const handle = (request: BackendRequest): Effect.Effect<unknown, RpcError> =>
     Effect.suspend(() => {
-      const { method } = request
-      switch (method) {
-        case "roots/list": {
-          const found = owner(request.backendId, method)
-          if (typeof found !== "string" && capability(found.session, "roots") !== undefined) {
-            return relay(found.session, found.via, request)
-          }
-          // Nobody to ask: the backend's configured roots (none: an empty list).
-          return Effect.succeed({ roots: request.roots })
-        }
-        case "sampling/createMessage":
-        case "elicitation/create": {
-          const found = owner(request.backendId, method)
-          if (typeof found === "string") return Effect.fail(notFound(`Method not found: ${found}`))
-          // A stateless request's client is asked by the gateway's own means, which check its capabilities.
-          if (found.session.ask !== undefined) return relay(found.session, found.via, request)
-          const mode = (request.params as { mode?: unknown } | undefined)?.mode
-          const able =
-            method === "sampling/createMessage"
-              ? capability(found.session, "sampling") !== undefined
-              : elicits(found.session, mode)
-          if (!able) {
-            const what =
-              method === "sampling/createMessage" ? "sampling" : `elicitation (${mode === "url" ? "url" : "form"} mode)`
-            return Effect.fail(notFound(`Method not found: the client session did not declare the ${what} capability`))
-          }
-          return relay(found.session, found.via, request)
-        }
-        default:
-          return Effect.fail(notFound(`Method not found: ${method}`))
-      }
+      const row = rows.get(request.method)
+      return row === undefined ? Effect.fail(notFound(`Method not found: ${request.method}`)) : row(request)
     })
 
   /**

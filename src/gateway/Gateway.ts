@@ -21,9 +21,11 @@ import { Events } from "../observability/Events.js"
 import type { LlmClient } from "../orchestration/Llm.js"
 import { Orchestrator } from "../orchestration/Orchestrator.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
+import type { Notification } from "../jsonrpc/JsonRpc.js"
 import * as Progress from "./Progress.js"
 import * as Relay from "./Relay.js"
 import * as Secrets from "../observability/Secrets.js"
+import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
 import type { Session } from "./Session.js"
 import { Meta } from "../protocol/Mcp.js"
@@ -217,57 +219,71 @@ const make = (mode: Server.Mode) =>
       }
     }
 
-    /**
-     * Runs before the backend's later replies are delivered (see `Backends.relayNotifications`),
-     * so a call's progress reaches its client before the result. Never blocks.
-     */
-    const route = ({ backendId, method, params }: BackendNotification): void => {
-      switch (method) {
-        case "notifications/progress": {
+    /** The aggregate's lists changed with the backend's; its own endpoint's sessions hear it as sent. */
+    const listChangedOf =
+      (kind: "prompts" | "resources") =>
+      (backendId: string, method: string, params: unknown): void => {
+        relay.invalidate(backendId, kind)
+        for (const session of sessions) {
+          if (session.phase === "ready" && session.serves(backendId)) {
+            session.notify(method, session.target._tag === "Backend" ? params : {})
+          }
+        }
+      }
+
+    /** What each notification of a backend's is to the sessions: a table, one row per method. */
+    const routes = new Map<string, (backendId: string, method: string, params: unknown) => void>([
+      [
+        "notifications/progress",
+        (backendId, method, params) => {
           const p = params as Record<string, unknown> | undefined
           const target = typeof p?.progressToken === "string" ? progress.get(p.progressToken) : undefined
           // Only the backend running the call may report its progress: another cannot reach into it.
           if (target !== undefined && target.backendId === backendId) {
             target.context.notifyUnsafe(method, { ...p, progressToken: target.token })
           }
-          return
         }
-        case "notifications/message":
-          return routeMessage(backendId, params)
-        case "notifications/resources/updated": {
+      ],
+      ["notifications/message", (backendId, _method, params) => routeMessage(backendId, params)],
+      [
+        "notifications/resources/updated",
+        (backendId, method, params) => {
           const uri = (params as { uri?: unknown } | undefined)?.uri
           const holders = typeof uri === "string" ? subscribers.get(subscriptionKey(backendId, uri)) : undefined
           for (const session of holders ?? []) if (session.phase === "ready") session.notify(method, params)
-          return
         }
-        case "notifications/resources/list_changed":
-        case "notifications/prompts/list_changed":
-          relay.invalidate(backendId, method === "notifications/prompts/list_changed" ? "prompts" : "resources")
-          // The aggregate's lists changed with the backend's; its own endpoint's sessions hear it as sent.
-          for (const session of sessions) {
-            if (session.phase === "ready" && session.serves(backendId)) {
-              session.notify(method, session.target._tag === "Backend" ? params : {})
-            }
-          }
-          return
-        case "notifications/elicitation/complete": {
+      ],
+      ["notifications/resources/list_changed", listChangedOf("resources")],
+      ["notifications/prompts/list_changed", listChangedOf("prompts")],
+      [
+        "notifications/elicitation/complete",
+        (backendId, method, params) => {
           // Only to the client that was asked.
           const owner = clientRequests.elicitationOwner((params as { elicitationId?: unknown } | undefined)?.elicitationId)
           if (owner === undefined || owner.phase !== "ready" || !owner.serves(backendId)) return
           const call = owner.callOn(backendId)
           if (call !== undefined) call.notifyUnsafe(method, params)
           else owner.notify(method, params)
-          return
         }
-        default:
-          // Resource and prompt notifications name things only the backend's own endpoint offers.
-          for (const session of sessions) {
-            if (session.phase === "ready" && session.target._tag === "Backend" && session.target.backendId === backendId) {
-              session.notify(method, params)
-            }
-          }
+      ]
+    ])
+
+    /** Anything else names what only the backend's own endpoint offers: its sessions hear it. */
+    const toOwnEndpoint = (backendId: string, method: string, params: unknown): void => {
+      for (const session of sessions) {
+        if (session.phase === "ready" && session.target._tag === "Backend" && session.target.backendId === backendId) {
+          session.notify(method, params)
+        }
       }
     }
+
+    /**
+     * Runs before the backend's later replies are delivered (see `Backends.relayNotifications`),
+     * so a call's progress reaches its client before the result. Never blocks.
+     */
+    const route = ({ backendId, method, params }: BackendNotification): void =>
+      (routes.get(method) ?? toOwnEndpoint)(backendId, method, params)
+
     yield* backends.relayNotifications((notification) => Effect.sync(() => route(notification)))
 
     // Each session hears of the changes to what it sees (see ListChanged); a tool whose name
@@ -361,27 +377,26 @@ const make = (mode: Server.Mode) =>
      * The method table, plus what concerns the gateway's own requests to the client: its answers,
      * its progress on them, its roots changing, and when it may be asked at all.
      */
-    const withClientRequests = (session: Session, table: Handlers<never>): Handlers<never> => ({
-      request: (request, context) => {
+    const withClientRequests = (session: Session, table: Handlers<never>): Handlers<never> => {
+      const initialized = (n: Notification) => {
         if (session.phase === "ready") session.markInitialized()
-        return table.request(request, context)
-      },
-      notification: (n) => {
-        switch (n.method) {
-          case "notifications/initialized":
-          case "initialized":
-            if (session.phase === "ready") session.markInitialized()
-            return table.notification(n)
-          case "notifications/progress":
-            return clientRequests.clientProgress(session, n.params)
-          case "notifications/roots/list_changed":
-            return session.phase === "ready" ? clientRequests.rootsChanged(session) : Effect.void
-          default:
-            return table.notification(n)
-        }
-      },
-      response: (id, payload) => session.resolve(id, payload)
-    })
+        return table.notification(n)
+      }
+      const notifications = Methods.notifications({
+        "notifications/initialized": initialized,
+        initialized,
+        "notifications/progress": (n) => clientRequests.clientProgress(session, n.params),
+        "notifications/roots/list_changed": () => (session.phase === "ready" ? clientRequests.rootsChanged(session) : Effect.void)
+      })
+      return {
+        request: (request, context) => {
+          if (session.phase === "ready") session.markInitialized()
+          return table.request(request, context)
+        },
+        notification: (n) => Methods.notify(notifications, n, table.notification),
+        response: (id, payload) => session.resolve(id, payload)
+      }
+    }
 
     const service: GatewayService = { mode, open, sessions: () => [...sessions] }
     return service

@@ -42,6 +42,7 @@ export const InitializeParams = Schema.Struct({
   clientInfo: Schema.optional(Schema.Unknown),
   initializationOptions: Schema.optional(Schema.Unknown)
 }).annotations({ message: () => ({ message: "params: must be an object", override: false }) })
+export type InitializeParams = typeof InitializeParams.Type
 
 /** What one session of a shared gateway may set in `initializationOptions`. */
 export const SessionOptions = Schema.Struct({

@@ -9,7 +9,7 @@
  * failures. Longer than most modules: both tables share the lifecycle and the initialize guard,
  * and the aggregate's orchestration entry points (progress, confirmation) sit with its tools.
  */
-import { Effect, Either } from "effect"
+import { Effect } from "effect"
 import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { relayableCapabilities } from "./ClientRequests.js"
 import { describeBackend, type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
@@ -31,6 +31,7 @@ import { type Confirm, type OnStep, ORCHESTRATE_TOOL, type Orchestrator, validat
 import * as Progress from "./Progress.js"
 import * as RunCode from "../orchestration/Code.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
+import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
 import { mcpLevelOf, type Session } from "./Session.js"
@@ -81,6 +82,33 @@ export interface Context {
     params: unknown
   ) => Effect.Effect<unknown, BackendError>
 }
+
+/** The methods the aggregate answers itself (its table must have exactly these rows). */
+export const AGGREGATE_METHODS = [
+  "initialize",
+  "ping",
+  "shutdown",
+  "tools/list",
+  "tools/call",
+  "agentify/orchestrateTask",
+  "resources/list",
+  "resources/templates/list",
+  "prompts/list",
+  "resources/read",
+  "resources/subscribe",
+  "resources/unsubscribe",
+  "prompts/get",
+  "completion/complete",
+  "logging/setLevel"
+] as const
+type AggregateMethod = (typeof AGGREGATE_METHODS)[number]
+
+/** The methods one backend's endpoint answers itself; every other one is forwarded to the backend. */
+export const BACKEND_METHODS = ["initialize", "ping", "shutdown", "resources/subscribe", "resources/unsubscribe"] as const
+type BackendMethod = (typeof BACKEND_METHODS)[number]
+
+const unknownMethod = (request: Request) => Effect.fail(methodNotFound(request.method))
+const ignored = (n: Notification) => Effect.logDebug("ignoring notification", { method: n.method })
 
 /** Methods a client may call before `initialize` has completed. */
 const BEFORE_INIT = new Set(["initialize", "ping", "shutdown"])
@@ -152,10 +180,7 @@ const recordClient = (session: Session, p: typeof Params.InitializeParams.Type):
   return protocolVersion
 }
 
-const decodeCallTool = Params.decode(Params.CallToolParams)
-const decodeSetLevel = Params.decode(Params.SetLevelParams)
 const decodeSessionOptions = Params.decode(Params.SessionOptions)
-const decodeInitialize = Params.decode(Params.InitializeParams)
 
 /** Over a shared gateway only per-session options are accepted; anything else is a clear -32602. */
 const sessionOptions = (session: Session, options: unknown): Effect.Effect<void, InvalidParams> => {
@@ -216,8 +241,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     yield* backends.start(config.backends, startOptionsOf(config, relayableCapabilities(session.clientCapabilities)))
   })
 
-  const runInitialize = Effect.fn("Server.initialize")(function* (params: unknown) {
-    const p = yield* decodeInitialize(params)
+  const runInitialize = Effect.fn("Server.initialize")(function* (p: Params.InitializeParams) {
     let config: ResolvedConfig
     if (ctx.mode === "single") {
       config = yield* ctx.config.applyInitializationOptions(p.initializationOptions)
@@ -253,7 +277,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     }
   })
 
-  const initialize = (params: unknown) =>
+  const initialize = (params: Params.InitializeParams) =>
     guardInitialize(
       session,
       runInitialize(params),
@@ -366,10 +390,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   // A plain function rather than a traced generator: this is the passthrough hot path, where a
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
-  const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
-    const decoded = decodeCallTool(params)
-    if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
-    const p = decoded.right as Params.CallToolParams
+  const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p))
     if (p.name === RunCode.RUN_CODE_TOOL_NAME) return runCode(p.arguments ?? {}, context)
     const entry = catalog().byName.get(p.name)
@@ -425,8 +446,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     )
 
   /** The session's own level, and the backends' (so they send what some session may want). */
-  const setLevel = Effect.fn("Server.setLevel")(function* (params: unknown) {
-    const { level } = yield* decodeSetLevel(params)
+  const setLevel = Effect.fn("Server.setLevel")(function* ({ level }: typeof Params.SetLevelParams.Type) {
     session.logLevel = level
     for (const backendId of yield* ctx.relay.loggingBackends(profile())) {
       yield* backends
@@ -447,59 +467,51 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     return null
   })
 
+  const subscription = (params: unknown, context: RequestContext, method: string) =>
+    Effect.flatMap(ctx.relay.routeUri(params, profile()), ({ backendId, params }) =>
+      Effect.mapError(
+        ctx.subscription(session, context, backendId, method as "resources/subscribe" | "resources/unsubscribe", params),
+        asBackendSent
+      )
+    )
+
+  const methods = Methods.table({
+    initialize: Methods.method(Params.InitializeParams, (p) => initialize(p)),
+    ping: Methods.constant(Effect.succeed({})),
+    shutdown: Methods.constant(shutdown),
+    "tools/list": Methods.constant(listTools),
+    "tools/call": Methods.method(Params.CallToolParams, callTool),
+    "agentify/orchestrateTask": Methods.relayed(orchestrateTask),
+    "resources/list": Methods.constant(Effect.suspend(() => ctx.relay.listResources(profile()))),
+    "resources/templates/list": Methods.constant(Effect.suspend(() => ctx.relay.listResourceTemplates(profile()))),
+    "prompts/list": Methods.constant(Effect.suspend(() => ctx.relay.listPrompts(profile()))),
+    "resources/read": Methods.relayed((params, context, method) =>
+      relayed(ctx.relay.routeUri(params, profile()), method, context)
+    ),
+    "resources/subscribe": Methods.relayed(subscription),
+    "resources/unsubscribe": Methods.relayed(subscription),
+    "prompts/get": Methods.relayed((params, context, method) =>
+      relayed(ctx.relay.routePrompt(params, profile()), method, context)
+    ),
+    "completion/complete": Methods.relayed((params, context, method) =>
+      relayed(ctx.relay.routeCompletion(params, profile()), method, context)
+    ),
+    "logging/setLevel": Methods.method(Params.SetLevelParams, setLevel)
+  } satisfies Record<AggregateMethod, Methods.Method>)
+
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     const refused = outOfPhase(session, req.method)
     if (refused !== undefined) return Effect.fail(refused)
-    switch (req.method) {
-      case "initialize":
-        return initialize(req.params)
-      case "ping":
-        return Effect.succeed({})
-      case "shutdown":
-        return shutdown
-      case "tools/list":
-        return listTools
-      case "tools/call":
-        return callTool(req.params, context)
-      case "agentify/orchestrateTask":
-        return orchestrateTask(req.params, context)
-      case "resources/list":
-        return ctx.relay.listResources(profile())
-      case "resources/templates/list":
-        return ctx.relay.listResourceTemplates(profile())
-      case "prompts/list":
-        return ctx.relay.listPrompts(profile())
-      case "resources/read":
-        return relayed(ctx.relay.routeUri(req.params, profile()), req.method, context)
-      case "resources/subscribe":
-      case "resources/unsubscribe": {
-        const method = req.method
-        return Effect.flatMap(ctx.relay.routeUri(req.params, profile()), ({ backendId, params }) =>
-          Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
-        )
-      }
-      case "prompts/get":
-        return relayed(ctx.relay.routePrompt(req.params, profile()), req.method, context)
-      case "completion/complete":
-        return relayed(ctx.relay.routeCompletion(req.params, profile()), req.method, context)
-      case "logging/setLevel":
-        return setLevel(req.params)
-      default:
-        return Effect.fail(methodNotFound(req.method))
-    }
+    return Methods.run(methods, req, context, unknownMethod)
   }
 
-  const notification = (n: Notification): Effect.Effect<void> => {
-    switch (n.method) {
-      case "notifications/initialized":
-      case "initialized":
-        return Effect.logDebug("client initialized", { session: session.id })
-      case "exit":
-        return Effect.zipRight(Effect.logInfo("exit requested", { session: session.id }), onExit)
-      default:
-        return Effect.logDebug("ignoring notification", { method: n.method })
-    }
-  }
+  const notifications = Methods.notifications({
+    "notifications/initialized": () => Effect.logDebug("client initialized", { session: session.id }),
+    initialized: () => Effect.logDebug("client initialized", { session: session.id }),
+    exit: () => Effect.zipRight(Effect.logInfo("exit requested", { session: session.id }), onExit)
+  })
+
+  const notification = (n: Notification): Effect.Effect<void> => Methods.notify(notifications, n, ignored)
 
   return { request, notification }
 }
@@ -524,11 +536,10 @@ const asBackendSent = (error: BackendError): GatewayError => {
 export const backend = (ctx: Context, session: Session, backendId: string, onExit: Effect.Effect<void>): Handlers<never> => {
   const { backends } = ctx
 
-  const initialize = (params: unknown) =>
+  const initialize = (p: Params.InitializeParams) =>
     guardInitialize(
       session,
       Effect.gen(function* () {
-        const p = yield* decodeInitialize(params)
         yield* sessionOptions(session, p.initializationOptions)
         const running = backends.backend(backendId)
         if (running === undefined) {
@@ -552,46 +563,50 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
       Effect.void
     )
 
+  const subscription = (params: unknown, context: RequestContext, method: string) => {
+    const hidden = hiddenBy(backends.configOf(backendId), method, params)
+    if (hidden !== undefined) return Effect.fail(hidden)
+    return Effect.mapError(
+      ctx.subscription(session, context, backendId, method as "resources/subscribe" | "resources/unsubscribe", params),
+      asBackendSent
+    )
+  }
+
+  /** Anything else goes to the backend as the client sent it; its filters apply to what it names and lists. */
+  const forwarded = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+    const config = backends.configOf(backendId)
+    const forwarded = Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
+    // The common case, no filter: the result passes through untouched.
+    if (!filtersAnything(config)) return forwarded
+    const hidden = hiddenBy(config, req.method, req.params)
+    if (hidden !== undefined) return Effect.fail(hidden)
+    return Effect.map(forwarded, (result) => filteredList(config, req.method, result))
+  }
+
+  const methods = Methods.table({
+    initialize: Methods.method(Params.InitializeParams, (p) => initialize(p)),
+    // Answered here: the backend's liveness is the gateway's concern, not the client's.
+    ping: Methods.constant(Effect.succeed({})),
+    shutdown: Methods.constant(
+      Effect.sync(() => {
+        session.phase = "shutdown"
+        return null
+      })
+    ),
+    "resources/subscribe": Methods.relayed(subscription),
+    "resources/unsubscribe": Methods.relayed(subscription)
+  } satisfies Record<BackendMethod, Methods.Method>)
+
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     const refused = outOfPhase(session, req.method)
     if (refused !== undefined) return Effect.fail(refused)
-    switch (req.method) {
-      case "initialize":
-        return initialize(req.params)
-      // Answered here: the backend's liveness is the gateway's concern, not the client's.
-      case "ping":
-        return Effect.succeed({})
-      case "shutdown":
-        return Effect.sync(() => {
-          session.phase = "shutdown"
-          return null
-        })
-      case "resources/subscribe":
-      case "resources/unsubscribe": {
-        const hidden = hiddenBy(backends.configOf(backendId), req.method, req.params)
-        if (hidden !== undefined) return Effect.fail(hidden)
-        return Effect.mapError(ctx.subscription(session, context, backendId, req.method, req.params), asBackendSent)
-      }
-      default: {
-        const config = backends.configOf(backendId)
-        const forwarded = Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
-        // The common case, no filter: the result passes through untouched.
-        if (!filtersAnything(config)) return forwarded
-        const hidden = hiddenBy(config, req.method, req.params)
-        if (hidden !== undefined) return Effect.fail(hidden)
-        return Effect.map(forwarded, (result) => filteredList(config, req.method, result))
-      }
-    }
+    return Methods.run(methods, req, context, forwarded)
   }
 
-  const notification = (n: Notification): Effect.Effect<void> => {
-    switch (n.method) {
-      case "exit":
-        return onExit
-      default:
-        return Effect.logDebug("ignoring notification", { method: n.method, backend: backendId })
-    }
-  }
+  const notifications = Methods.notifications({ exit: () => onExit })
+
+  const notification = (n: Notification): Effect.Effect<void> =>
+    Methods.notify(notifications, n, (n) => Effect.logDebug("ignoring notification", { method: n.method, backend: backendId }))
 
   return { request, notification }
 }

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest"
 import { USAGE } from "../../src/cli/Cli.js"
 import { BACKEND_KEYS, EXPOSURE_KEYS, OPTION_KEYS, Profile } from "../../src/config/Config.js"
 import { ErrorCode } from "../../src/protocol/Errors.js"
+import { AGGREGATE_METHODS } from "../../src/gateway/Server.js"
 import { ROOT, startGateway, tempDir } from "../support/stdioClient.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
 import { ClientRequestSchema } from "@modelcontextprotocol/sdk/types.js"
@@ -25,7 +26,7 @@ describe("docs/protocol.md", () => {
     const sdk = (ClientRequestSchema as unknown as { options: Array<{ shape: { method: { value: string } } }> }).options.map(
       (o) => o.shape.method.value
     )
-    const named = [...source("gateway/Server.ts").matchAll(/case "([^"]+)":/g)].map((m) => m[1]!)
+    const named: Array<string> = [...AGGREGATE_METHODS]
     const candidates = [
       ...new Set([...sdk, ...named, "server/discover", "subscriptions/listen", "tasks/update", "agentify/orchestrateTask"])
     ].filter((m) => m !== "shutdown" && m !== "exit")

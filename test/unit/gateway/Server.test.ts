@@ -6,6 +6,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { GatewayConfig } from "../../../src/config/Config.js"
 import * as Gateway from "../../../src/gateway/Gateway.js"
+import { AGGREGATE_METHODS } from "../../../src/gateway/Server.js"
 import { Session } from "../../../src/gateway/Session.js"
 import type { Request } from "../../../src/jsonrpc/JsonRpc.js"
 import { LlmClient } from "../../../src/orchestration/Llm.js"
@@ -65,6 +66,33 @@ layer(Live, { timeout: 30_000 })("the aggregate's method table, in process", (it
       expect((yield* ask("no/such/method")).error?.code).toBe(-32601)
       expect((yield* ask("ping")).result).toEqual({})
     })
+  )
+})
+
+layer(Live, { timeout: 30_000 })("the tables as data", (it) => {
+  it.scoped(
+    "every method the aggregate's table names is answered by it; names of Object's own properties are unknown methods",
+    () =>
+      Effect.gen(function* () {
+        const { ask } = yield* client
+        expect((yield* ask("initialize", INIT)).result).toBeDefined()
+        const unanswered: Array<string> = []
+        for (const method of AGGREGATE_METHODS) {
+          if (method === "initialize" || method === "shutdown") continue
+          if ((yield* ask(method, {})).error?.code === -32601) unanswered.push(method)
+        }
+        expect(unanswered).toEqual([])
+        for (const method of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+          expect((yield* ask(method, {})).error).toEqual({ code: -32601, message: `Method not found: ${method}` })
+        }
+        // A row decodes its params where they enter: the handler never sees a wrong shape.
+        expect((yield* ask("tools/call", { name: 7 })).error).toMatchObject({
+          code: -32602,
+          message: "Invalid params: name: is required"
+        })
+        expect((yield* ask("logging/setLevel", { level: "loud" })).error?.code).toBe(-32602)
+        expect((yield* ask("shutdown")).result).toBeNull()
+      })
   )
 })
 
