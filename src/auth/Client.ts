@@ -14,6 +14,7 @@ import * as oauth from "openid-client"
 import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Store from "./Store.js"
+import { messageOf } from "../protocol/Json.js"
 
 /** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
 export class NeedsAuth extends Error {
@@ -112,7 +113,7 @@ export const protectedResource = async (resourceUrl: string, challenge?: string 
         : []
       return { resource: metadata.resource, issuer: servers[0], scopesSupported: scopes }
     } catch (error) {
-      tried.push((error as Error).message)
+      tried.push(messageOf(error))
     }
   }
   throw new Error(`no protected-resource metadata for ${Secrets.displayUrl(resourceUrl)} (${tried.join("; ")})`)

@@ -11,6 +11,7 @@
 import { Effect, Schema } from "effect"
 import { createRemoteJWKSet, errors as JoseErrors, jwtVerify, type JWTPayload } from "jose"
 import type { HttpAuth } from "../config/Config.js"
+import { messageOf } from "../protocol/Json.js"
 
 /** Who a token speaks for, once checked. */
 export interface Principal {
@@ -68,7 +69,7 @@ const discoverJwks = (issuer: string): Promise<URL> =>
         }
         return new URL(metadata.jwks_uri)
       } catch (error) {
-        tried.push(`${url}: ${(error as Error).message}`)
+        tried.push(`${url}: ${messageOf(error)}`)
       }
     }
     throw new Error(`cannot find the keys of ${issuer}: ${tried.join("; ")}`)
@@ -167,7 +168,7 @@ export const make = (settings: HttpAuth, scopesSupported: ReadonlyArray<string> 
           }
           if (error instanceof JoseErrors.JOSEError) return invalid(`the access token cannot be read: ${error.message}`)
           // The issuer could not be asked: not the client's fault, but no token can be checked.
-          return invalid(`the access token cannot be checked now: ${(error as Error).message}`)
+          return invalid(`the access token cannot be checked now: ${messageOf(error)}`)
         }
       })
       const has = scopesOf(payload)

@@ -50,6 +50,7 @@ export {
   type Options,
   type RequestOptions
 } from "./Contract.js"
+import { field } from "../protocol/Json.js"
 export { MAX_QUEUED_BYTES, STALLED_AFTER_MS } from "./ProcessChannel.js"
 
 /**
@@ -167,7 +168,7 @@ const makeOne = Effect.fn("Backend.make")(
     let tools = yield* listAllTools(requester, timeoutMs).pipe(
       // A server without tools may not implement tools/list at all.
       Effect.catchIf(
-        (e) => e.reason === "call_failed" && (e.detail as { code?: unknown } | undefined)?.code === -32601,
+        (e) => e.reason === "call_failed" && field(e.detail, "code") === -32601,
         () => Effect.succeed<ReadonlyArray<Mcp.Tool>>([])
       )
     )
@@ -219,8 +220,7 @@ const makeOne = Effect.fn("Backend.make")(
     if (stateless) {
       // The stateless era says what changed only on a `subscriptions/listen` stream: one for the
       // life of the process, for the list changes it can announce.
-      const listChanged = (name: string) =>
-        (session.capabilities[name] as { listChanged?: unknown } | undefined)?.listChanged === true
+      const listChanged = (name: string) => field(session.capabilities[name], "listChanged") === true
       const notifications = {
         ...(listChanged("tools") ? { toolsListChanged: true } : {}),
         ...(listChanged("prompts") ? { promptsListChanged: true } : {}),

@@ -46,6 +46,7 @@ import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
 import type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 import type { Tool } from "../protocol/Mcp.js"
+import { field } from "../protocol/Json.js"
 
 export type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 export { type Applied, diff, runsTheSame } from "./Diff.js"
@@ -332,7 +333,7 @@ export const make = (options: ManagerOptions = {}) =>
             // A person must sign in first: said once, then it waits for the token, not the backoff.
             if (needsAuthOf(outcome.left.detail)) {
               // Its own words ("needs auth: no token yet; run `mcp-agentify auth linear`"), not the handshake's.
-              const said = (outcome.left.detail as { message?: unknown }).message
+              const said = field(outcome.left.detail, "message")
               if (typeof said === "string") lastError = said
               yield* Effect.logWarning(`backend ${lastError}`)
               yield* setState(entry, "needs auth", lastError)

@@ -22,6 +22,7 @@ import { Requests } from "../jsonrpc/Requests.js"
 import * as Secrets from "../observability/Secrets.js"
 import type { Channel, ChannelEnd, Receiver, TooLarge } from "./Channel.js"
 import type { ExitInfo } from "./Contract.js"
+import { field, messageOf } from "../protocol/Json.js"
 
 /** A line a synchronous callback wants logged; a fiber logs them so callbacks never block. */
 export interface LogLine {
@@ -118,7 +119,7 @@ export class Connection implements Receiver {
         backendId: this.backendId,
         reason: "call_failed",
         method,
-        summary: `${method} params are not JSON: ${String((error as Error).message)}`
+        summary: `${method} params are not JSON: ${String(messageOf(error))}`
       })
     }
     const written = this.write(frame)
@@ -309,7 +310,7 @@ export class Connection implements Receiver {
     else if (method === "notifications/subscriptions/acknowledged") return
     else if (method === "notifications/cancelled") {
       // The backend gave up on one of its own requests.
-      const target = (params as { requestId?: unknown } | undefined)?.requestId
+      const target = field(params, "requestId")
       if (isId(target)) this.cancelHandler?.(target)
     } else {
       this.requests.noteNotification()

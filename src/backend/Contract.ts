@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import { BackendError, type RpcError } from "../protocol/Errors.js"
 import { type EventsService } from "../observability/Events.js"
 import * as Mcp from "../protocol/Mcp.js"
+import * as Meta from "../protocol/Meta.js"
 
 // Public shapes
 
@@ -72,26 +73,12 @@ export const paramsFor = (
   capabilities: Readonly<Record<string, unknown>>,
   clientInfo: ClientInfo
 ): unknown => {
-  const p = (typeof params === "object" && params !== null ? params : undefined) as Record<string, unknown> | undefined
-  const meta = p?._meta as Record<string, unknown> | undefined
-  if (!stateless) {
-    if (meta === undefined || typeof meta !== "object" || meta === null) return params
-    let foreign = false
-    for (const key in meta) if (key.startsWith(Mcp.META_PREFIX)) foreign = true
-    if (!foreign) return params
-    const kept = Object.fromEntries(Object.entries(meta).filter(([key]) => !key.startsWith(Mcp.META_PREFIX)))
-    const { _meta: _dropped, ...rest } = p!
-    return Object.keys(kept).length === 0 ? rest : { ...rest, _meta: kept }
-  }
-  return {
-    ...p,
-    _meta: {
-      [Mcp.Meta.clientCapabilities]: capabilities,
-      ...meta,
-      [Mcp.Meta.protocolVersion]: Mcp.STATELESS_PROTOCOL_VERSION,
-      [Mcp.Meta.clientInfo]: clientInfo
-    }
-  }
+  if (!stateless) return Meta.without(params, (key) => key.startsWith(Mcp.META_PREFIX))
+  // The caller's client capabilities kept when it gave them; version and client are the gateway's.
+  return Meta.merge(Meta.merge(params, { [Mcp.Meta.clientCapabilities]: capabilities }, { under: true }), {
+    [Mcp.Meta.protocolVersion]: Mcp.STATELESS_PROTOCOL_VERSION,
+    [Mcp.Meta.clientInfo]: clientInfo
+  })
 }
 
 export interface Backend {

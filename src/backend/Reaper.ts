@@ -17,6 +17,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import type { Socket } from "node:net"
+import { errnoOf } from "../protocol/Json.js"
 
 const isWindows = process.platform === "win32"
 
@@ -99,7 +100,7 @@ export const groupAlive = (pgid: number): boolean => {
   try {
     process.kill(-pgid, 0)
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
+    return errnoOf(error) === "EPERM"
   }
   if (process.platform !== "linux") return true
   return (

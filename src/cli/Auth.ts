@@ -8,6 +8,7 @@ import { oauthOf, resolve, type ConfigSources } from "../config/Config.js"
 import * as Store from "../auth/Store.js"
 import { signIn } from "../auth/SignIn.js"
 import * as Secrets from "../observability/Secrets.js"
+import { messageOf } from "../protocol/Json.js"
 
 /** Succeeds with the exit code: 0 signed in, 1 not, 2 no such remote backend. */
 export const run = (
@@ -36,7 +37,7 @@ export const run = (
       print(`Signed in to ${backend.id}; its tokens are in ${Store.fileOf(dir, backend.id)} (mode 0600).\n`)
       return 0
     } catch (error) {
-      print(`mcp-agentify: could not sign in to ${backend.id}: ${Secrets.scrub((error as Error).message)}\n`)
+      print(`mcp-agentify: could not sign in to ${backend.id}: ${Secrets.scrub(messageOf(error))}\n`)
       return 1
     }
   })

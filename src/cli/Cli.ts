@@ -30,6 +30,7 @@ import { onStopSignal } from "./Signals.js"
 import type * as Http from "../transport/Http.js"
 import { isLoopback, parseAddress } from "../transport/Address.js"
 import * as Stdio from "../transport/Stdio.js"
+import { messageOf } from "../protocol/Json.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
                     [--http-token TOKEN] [--http-auth oauth] [--debug-port [HOST:]PORT] [--profile NAME]
@@ -160,7 +161,7 @@ export const parse = (
     positionals = parsedArgs.positionals
     values = parsedArgs.values
   } catch (error) {
-    const message = (error as Error).message
+    const message = messageOf(error)
     const unknown = /^Unknown option '([^']+)'/.exec(message)?.[1]
     if (unknown !== undefined) {
       throw new UsageError(`unknown option '${unknown.slice(0, 100)}'${didYouMean(unknown, OPTIONS, "--")}; ${SEE_HELP}`)
@@ -333,7 +334,7 @@ const terminalCommand = (
         try {
           args = JSON.parse(rest[1])
         } catch (error) {
-          throw new UsageError(`call: the arguments are not JSON (${(error as Error).message})`)
+          throw new UsageError(`call: the arguments are not JSON (${messageOf(error)})`)
         }
         if (typeof args !== "object" || args === null || Array.isArray(args)) {
           throw new UsageError(`call: the arguments must be a JSON object, as '{"path": "README.md"}'`)

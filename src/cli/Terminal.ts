@@ -21,6 +21,7 @@ import * as Secrets from "../observability/Secrets.js"
 import { Session } from "../gateway/Session.js"
 import { Backends } from "../backend/Backends.js"
 import { closest } from "../config/Suggest.js"
+import { field } from "../protocol/Json.js"
 
 export type Command =
   | { readonly _tag: "Tools" }
@@ -188,7 +189,7 @@ export const run = (
         const lines = showOrchestration(record)
         if (outcome._tag === "Left") {
           const { code, message, data } = outcome.left.error
-          const ran = showSteps((data as { steps?: unknown } | undefined)?.steps)
+          const ran = showSteps(field(data, "steps"))
           print([...lines, ...ran, `error ${code}: ${message}`].join("\n") + "\n")
           return 1
         }

@@ -10,6 +10,7 @@ import { parseJsonc } from "./Jsonc.js"
 
 import { BackendConfig } from "./Schema.js"
 import { NormalizedOptions, decodeOptions } from "./Decode.js"
+import { errnoOf, messageOf } from "../protocol/Json.js"
 
 /**
  * The settings a `.env` may supply: the documented gateway settings and nothing else. Never what
@@ -66,10 +67,8 @@ export const readRegularFile = (file: string, maxBytes: number): Either.Either<s
   try {
     fd = openSync(file, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0))
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    return Either.left(
-      code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String((error as Error).message)
-    )
+    const code = errnoOf(error)
+    return Either.left(code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String(messageOf(error)))
   }
   try {
     const stat = fstatSync(fd)
@@ -87,7 +86,7 @@ export const readRegularFile = (file: string, maxBytes: number): Either.Either<s
     if (length > maxBytes) return Either.left(`it is more than the ${maxBytes} bytes allowed`)
     return Either.right(buffer.toString("utf8", 0, length))
   } catch (error) {
-    return Either.left(String((error as Error).message))
+    return Either.left(String(messageOf(error)))
   } finally {
     closeSync(fd)
   }

@@ -9,6 +9,7 @@ import { decodeOptions, type NormalizedOptions } from "./Decode.js"
 import { type ConfigFile, readConfigFile } from "./Files.js"
 import type { ConfigSources, DiskSources } from "./Resolve.js"
 import * as ServersDir from "./ServersDir.js"
+import { messageOf } from "../protocol/Json.js"
 
 /** What the disk holds now: the merged file and what the servers directory found. */
 export interface Loaded {
@@ -69,7 +70,7 @@ const scanServersDir = (
   try {
     scanned = ServersDir.scan(dir, env)
   } catch (error) {
-    return Either.left((error as Error).message)
+    return Either.left(messageOf(error))
   }
   const where = path.resolve(dir)
   const decoded = decodeOptions(ServersDir.toOptions(scanned), `servers directory ${where}`)

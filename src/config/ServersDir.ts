@@ -12,6 +12,7 @@ import { Either } from "effect"
 import { type Dirent, existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs"
 import * as path from "node:path"
 import { parseJsonc, setOwn } from "./Jsonc.js"
+import { errnoOf, messageOf } from "../protocol/Json.js"
 
 export interface Detected {
   /** The folder's name: the server's key in the map. */
@@ -50,7 +51,7 @@ const fromPackageJson = (dir: string): Omit<Detected, "name"> | string => {
   try {
     pkg = readJson(path.join(dir, "package.json")) as typeof pkg
   } catch (error) {
-    return `package.json is not valid JSON (${(error as Error).message.slice(0, 100)})`
+    return `package.json is not valid JSON (${messageOf(error).slice(0, 100)})`
   }
   const bin =
     typeof pkg.bin === "string"
@@ -174,7 +175,7 @@ const candidates = (dir: string, entries: ReadonlyArray<Dirent>, skipped: Array<
       real = realpathSync(full)
       isFolder = statSync(real).isDirectory()
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code
+      const code = errnoOf(error)
       skipped.push(`${name}: ${code === "ELOOP" ? "a link that loops" : `a link to nothing (${code ?? "unreadable"})`}`)
       continue
     }
@@ -204,7 +205,7 @@ export const scan = (given: string, env: Readonly<Record<string, string | undefi
   try {
     entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))
   } catch (error) {
-    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message
+    const why = errnoOf(error) ?? messageOf(error)
     throw new Error(`cannot read the servers directory ${dir}: ${why}`, { cause: error })
   }
   const skipped: Array<string> = []

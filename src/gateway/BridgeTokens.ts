@@ -6,6 +6,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { CAPABILITY_OF } from "./ClientRequests.js"
+import * as Meta from "../protocol/Meta.js"
 
 const KEY = randomBytes(32)
 const mac = (payload: string) => createHmac("sha256", KEY).update(payload).digest()
@@ -53,13 +54,10 @@ const keyPrefix = (method: string) => CAPABILITY_OF[method] ?? "input"
  * when valid and not taken in this call), else the gateway's own; the naming key leaves `_meta`.
  */
 export const keyed = (method: string, params: unknown, n: number, taken: Set<string>): { key: string; params: unknown } => {
-  const p = params as { _meta?: Record<string, unknown> } | undefined
-  const named = p?._meta?.[INPUT_KEY_META]
+  const named = Meta.get(params, INPUT_KEY_META)
   const fallback = `${keyPrefix(method)}-${n}`
   if (named === undefined) return { key: fallback, params }
-  const { [INPUT_KEY_META]: _named, ...meta } = p!._meta!
-  const { _meta: _old, ...rest } = p!
-  const shown = Object.keys(meta).length === 0 ? rest : { ...rest, _meta: meta }
+  const shown = Meta.without(params, (key) => key === INPUT_KEY_META)
   const usable = typeof named === "string" && INPUT_KEY.test(named) && !taken.has(named) && !/^[a-z]+-\d+$/.test(named)
   if (usable) taken.add(named)
   return { key: usable ? named : fallback, params: shown }

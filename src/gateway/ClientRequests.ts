@@ -19,6 +19,7 @@ import { StatelessErrorCode } from "../protocol/Mcp.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
 import * as Progress from "./Progress.js"
 import type { Session } from "./Session.js"
+import { field } from "../protocol/Json.js"
 
 /** What a shared gateway declares to backends: everything a session may be able to answer. */
 export const SHARED_CLIENT_CAPABILITIES: Readonly<Record<string, unknown>> = {
@@ -48,7 +49,7 @@ export const CAPABILITY_OF: Readonly<Record<string, string>> = {
 
 /** Whether a result is a stateless backend's InputRequiredResult. */
 export const isInputRequired = (result: unknown): boolean =>
-  typeof result === "object" && result !== null && (result as { resultType?: unknown }).resultType === "input_required"
+  typeof result === "object" && result !== null && field(result, "resultType") === "input_required"
 
 /** Rounds of questions a stateless backend may ask a session-era client for one request. */
 const MAX_INPUT_ROUNDS = 16
@@ -151,7 +152,7 @@ export const make = (options: Options) => {
     if (typeof found === "string") return Effect.fail(notFound(`Method not found: ${found}`))
     // A stateless request's client is asked by the gateway's own means, which check its capabilities.
     if (found.session.ask !== undefined) return relay(found.session, found.via, request)
-    const mode = (request.params as { mode?: unknown } | undefined)?.mode
+    const mode = field(request.params, "mode")
     const able =
       method === "sampling/createMessage" ? capability(found.session, "sampling") !== undefined : elicits(found.session, mode)
     if (!able) {
@@ -249,7 +250,7 @@ export const make = (options: Options) => {
   ): Effect.Effect<unknown, RpcError> => {
     const name = CAPABILITY_OF[request.method]
     if (name === undefined) return Effect.fail(notFound(`Method not found: ${request.method}`))
-    const mode = (request.params as { mode?: unknown } | undefined)?.mode
+    const mode = field(request.params, "mode")
     const able = request.method === "elicitation/create" ? elicits(session, mode) : capability(session, name) !== undefined
     if (!able) {
       return Effect.fail(

@@ -28,11 +28,14 @@ import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
 import type { Session } from "./Session.js"
-import { Meta } from "../protocol/Mcp.js"
+import { Meta as MetaKey } from "../protocol/Mcp.js"
+import * as Meta from "../protocol/Meta.js"
+import { objectOr } from "../protocol/Json.js"
 import type { Profile } from "../config/Config.js"
 import { catalogOf, describeConflict, profileServes } from "../catalog/ToolCatalog.js"
 import * as ListChanged from "./ListChanged.js"
 import * as Reload from "./Reload.js"
+import { field } from "../protocol/Json.js"
 
 /** What a session of a profile that is no longer configured sees: nothing. */
 const NO_PROFILE: Profile = { backends: [] }
@@ -117,15 +120,13 @@ const make = (mode: Server.Mode) =>
       method: string,
       params: unknown
     ): Effect.Effect<unknown, BackendError> => {
-      const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>
-      const meta = (typeof p._meta === "object" && p._meta !== null ? p._meta : {}) as Record<string, unknown>
-      const told =
+      const told = objectOr(
         session.ask !== undefined
-          ? p
-          : {
-              ...p,
-              _meta: { ...meta, [Meta.clientCapabilities]: ClientRequests.relayableCapabilities(session.clientCapabilities) }
-            }
+          ? params
+          : Meta.merge(params, {
+              [MetaKey.clientCapabilities]: ClientRequests.relayableCapabilities(session.clientCapabilities)
+            })
+      )
       const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams)
       return Effect.flatMap(run(told), (result) =>
         session.ask !== undefined || !ClientRequests.isInputRequired(result)
@@ -148,7 +149,7 @@ const make = (mode: Server.Mode) =>
       params: unknown
     ): Effect.Effect<unknown, BackendError> =>
       Effect.suspend(() => {
-        const uri = (params as { uri?: unknown } | undefined)?.uri
+        const uri = field(params, "uri")
         // Without a URI the backend says what is wrong.
         if (typeof uri !== "string") return forward(session, context, backendId, method, params)
         const key = subscriptionKey(backendId, uri)
@@ -248,7 +249,7 @@ const make = (mode: Server.Mode) =>
       [
         "notifications/resources/updated",
         (backendId, method, params) => {
-          const uri = (params as { uri?: unknown } | undefined)?.uri
+          const uri = field(params, "uri")
           const holders = typeof uri === "string" ? subscribers.get(subscriptionKey(backendId, uri)) : undefined
           for (const session of holders ?? []) if (session.phase === "ready") session.notify(method, params)
         }
@@ -259,7 +260,7 @@ const make = (mode: Server.Mode) =>
         "notifications/elicitation/complete",
         (backendId, method, params) => {
           // Only to the client that was asked.
-          const owner = clientRequests.elicitationOwner((params as { elicitationId?: unknown } | undefined)?.elicitationId)
+          const owner = clientRequests.elicitationOwner(field(params, "elicitationId"))
           if (owner === undefined || owner.phase !== "ready" || !owner.serves(backendId)) return
           const call = owner.callOn(backendId)
           if (call !== undefined) call.notifyUnsafe(method, params)

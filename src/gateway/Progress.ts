@@ -4,16 +4,10 @@
  * two peers using the same token never see each other's progress; a notification that comes back
  * with the gateway's token is routed to whoever holds it, with the original token restored.
  */
+import * as Meta from "../protocol/Meta.js"
 
 /** The `_meta.progressToken` of a request's params, if any. */
-export const tokenOf = (params: unknown): unknown => {
-  const meta = (params as { _meta?: unknown } | undefined)?._meta
-  return typeof meta === "object" && meta !== null ? (meta as { progressToken?: unknown }).progressToken : undefined
-}
+export const tokenOf = (params: unknown): unknown => Meta.get(params, "progressToken")
 
 /** The params with `_meta.progressToken` replaced by `token` (the rest of `_meta` kept). */
-export const withToken = (params: unknown, token: string): unknown => {
-  const p = params as Record<string, unknown> | undefined
-  const meta = p?._meta as Record<string, unknown> | undefined
-  return { ...p, _meta: { ...meta, progressToken: token } }
-}
+export const withToken = (params: unknown, token: string): unknown => Meta.merge(params, { progressToken: token })

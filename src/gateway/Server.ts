@@ -37,6 +37,7 @@ import type { Relay } from "./Relay.js"
 import { mcpLevelOf, type Session } from "./Session.js"
 import { type Catalog, catalogOf, filtersAnything, inProfile, ownToolName, profileAdmits } from "../catalog/ToolCatalog.js"
 import { filteredList, hiddenBy } from "./BackendFilters.js"
+import { field } from "../protocol/Json.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version
@@ -255,7 +256,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     if (session.subject !== undefined) yield* Effect.annotateCurrentSpan({ subject: session.subject })
     yield* Effect.logInfo("initialize", {
       session: session.id,
-      client: (p.clientInfo as { name?: unknown } | undefined)?.name ?? "unknown",
+      client: field(p.clientInfo, "name") ?? "unknown",
       ...(session.subject === undefined ? {} : { subject: session.subject }),
       protocolVersion,
       ...(ctx.mode === "single"
@@ -331,7 +332,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
               context
             )
             .pipe(
-              Effect.map((answer) => ((answer as { action?: unknown } | null)?.action === "accept" ? "accepted" : "declined")),
+              Effect.map((answer) => (field(answer, "action") === "accept" ? "accepted" : "declined")),
               Effect.catchAll((error) =>
                 Effect.as(Effect.logInfo(`confirmation of ${tool} not given: ${error.message}`), "declined" as const)
               )
@@ -430,7 +431,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       })
     ).pipe(
       Effect.mapError((error): GatewayError => {
-        const query = (params as { query?: unknown } | undefined)?.query
+        const query = field(params, "query")
         return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
       })
     )
@@ -550,7 +551,7 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
         yield* Effect.logInfo("initialize", {
           session: session.id,
           backend: backendId,
-          client: (p.clientInfo as { name?: unknown } | undefined)?.name ?? "unknown",
+          client: field(p.clientInfo, "name") ?? "unknown",
           protocolVersion
         })
         return {

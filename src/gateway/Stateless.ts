@@ -29,6 +29,8 @@ import * as Mcp from "../protocol/Mcp.js"
 import type { Outbox, RequestContext } from "../jsonrpc/Peer.js"
 import * as Server from "./Server.js"
 import { MCP_LOG_LEVELS, type McpLogLevel, Session, type Target } from "./Session.js"
+import { field, objectField, objectOr, stringField } from "../protocol/Json.js"
+import * as Meta from "../protocol/Meta.js"
 
 /** What `server/discover` lists: this era, and the session era's versions (served with `initialize`). */
 export const SUPPORTED_VERSIONS: ReadonlyArray<string> = [Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS]
@@ -52,8 +54,8 @@ const GATHER_MS = 20
 
 /** Whether a message belongs to the stateless era: a request whose `_meta` names a protocol version. */
 export const isStateless = (message: unknown): boolean => {
-  const meta = (message as { params?: { _meta?: unknown } } | null)?.params?._meta
-  return typeof meta === "object" && meta !== null && Mcp.Meta.protocolVersion in meta
+  const meta = Meta.of(field(message, "params"))
+  return meta !== undefined && Mcp.Meta.protocolVersion in meta
 }
 
 /** A refusal before dispatch, with the HTTP status it takes. */
@@ -71,7 +73,7 @@ const refusal = (status: number, id: Id | null, code: number, message: string, d
 export const check = (request: Request, header: string | undefined | null): Refusal | undefined => {
   if (header === undefined)
     return refusal(400, request.id, Mcp.StatelessErrorCode.HeaderMismatch, "Missing MCP-Protocol-Version header")
-  const meta = (request.params as { _meta?: unknown } | undefined)?._meta as Record<string, unknown> | undefined
+  const meta = Meta.of(request.params)
   const missing = [Mcp.Meta.protocolVersion, Mcp.Meta.clientCapabilities].filter(
     (key) => meta === undefined || meta === null || meta[key] === undefined
   )
@@ -358,10 +360,10 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
     /** A new stateless request: an ephemeral session on the gateway, its call run in a scope of its own. */
     const start = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox, subject?: string) =>
       Effect.gen(function* () {
-        const params = (request.params ?? {}) as Record<string, unknown>
-        const meta = params._meta as Record<string, unknown>
-        const capabilities = meta[Mcp.Meta.clientCapabilities] as Record<string, unknown>
-        const name = typeof params.name === "string" ? params.name : undefined
+        // Checked already (`check`): _meta carries the client's capabilities as an object.
+        const meta = Meta.of(request.params) ?? {}
+        const capabilities = objectOr(meta[Mcp.Meta.clientCapabilities])
+        const name = stringField(request.params, "name")
         const scope = yield* Scope.make()
         const call: OpenCall = {
           id: `${Date.now().toString(36)}-${++nextCall}-${randomBytes(6).toString("hex")}`,
@@ -384,11 +386,8 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
          * `inputResponses` sent with the first request (no `requestState`): answers to questions
          * whose keys the client knows (a backend's named ones), each used once; the rest ignored.
          */
-        const responses = params.inputResponses
-        const presupplied =
-          typeof responses === "object" && responses !== null && !Array.isArray(responses)
-            ? { ...(responses as Record<string, unknown>) }
-            : undefined
+        const responses = objectField(request.params, "inputResponses")
+        const presupplied = responses === undefined ? undefined : { ...responses }
         /** Keys the backend named in this call (each once; the gateway's own are `<capability>-<n>`). */
         const named = new Set<string>()
         const ask = (method: string, askParams: unknown): Effect.Effect<unknown, RpcError> =>
@@ -535,7 +534,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
      */
     const listen = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox) =>
       Effect.gen(function* () {
-        const filter = (request.params as { notifications?: unknown } | undefined)?.notifications
+        const filter = field(request.params, "notifications")
         if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
           return out.send(
             failure(request.id, { code: ErrorCode.InvalidParams, message: "Invalid params: notifications must be an object" })
@@ -554,11 +553,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           if (wanted[field] === true && capabilities[capability]?.listChanged === true) honored[method] = field
         }
         const subscriptionId = randomBytes(12).toString("hex")
-        const tagged = (params: unknown) => {
-          const p = typeof params === "object" && params !== null ? (params as Record<string, unknown>) : {}
-          const meta = typeof p._meta === "object" && p._meta !== null ? p._meta : {}
-          return { ...p, _meta: { ...meta, [Mcp.Meta.subscriptionId]: subscriptionId } }
-        }
+        const tagged = (params: unknown) => Meta.merge(params, { [Mcp.Meta.subscriptionId]: subscriptionId })
         out.send(
           notification("notifications/subscriptions/acknowledged", {
             notifications: Object.fromEntries(Object.values(honored).map((field) => [field, true])),

@@ -26,6 +26,7 @@ import {
 } from "./JsonRpc.js"
 import * as Telemetry from "../observability/Telemetry.js"
 import * as Secrets from "../observability/Secrets.js"
+import { messageOf } from "../protocol/Json.js"
 
 /** Where a message's replies and its requests' notifications go. */
 export interface Outbox {
@@ -215,9 +216,7 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
       try {
         value = JSON.parse(text)
       } catch (error) {
-        return traced(out).send(
-          failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` })
-        )
+        return traced(out).send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${messageOf(error)}` }))
       }
       receiveValue(value, out)
     }

@@ -15,6 +15,7 @@
 import { Effect, Layer, Metric, MetricBoundaries, Option, Tracer } from "effect"
 import * as Secrets from "./Secrets.js"
 import type { ExportSettings } from "./TelemetryExport.js"
+import * as Meta from "../protocol/Meta.js"
 
 let active = false
 
@@ -86,7 +87,7 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
 /** The caller's span from `params._meta.traceparent`, when it carries a valid one. */
 export const parentFrom = (params: unknown): Tracer.ExternalSpan | undefined => {
-  const raw = (params as { _meta?: { traceparent?: unknown } } | undefined)?._meta?.traceparent
+  const raw = Meta.get(params, "traceparent")
   if (typeof raw !== "string") return undefined
   const match = TRACEPARENT.exec(raw.trim().toLowerCase())
   if (match === null || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return undefined
@@ -95,10 +96,8 @@ export const parentFrom = (params: unknown): Tracer.ExternalSpan | undefined => 
 
 /** `params` with `_meta.traceparent` naming `span` (the backend's parent). */
 export const withTraceparent = (params: unknown, span: Tracer.AnySpan): unknown => {
-  const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>
-  const meta = (typeof p._meta === "object" && p._meta !== null ? p._meta : {}) as Record<string, unknown>
-  const flags = span._tag === "Span" ? (span.sampled ? "01" : "00") : span.sampled ? "01" : "00"
-  return { ...p, _meta: { ...meta, traceparent: `00-${span.traceId}-${span.spanId}-${flags}` } }
+  const flags = span.sampled ? "01" : "00"
+  return Meta.merge(params, { traceparent: `00-${span.traceId}-${span.spanId}-${flags}` })
 }
 
 /** What a request is about, for the span name: the tool, prompt or resource it names. */

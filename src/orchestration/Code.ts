@@ -24,6 +24,7 @@ import { InvalidParams } from "../protocol/Errors.js"
 import { rankEntries } from "../catalog/ToolCatalog.js"
 import * as Declarations from "../sandbox/Declarations.js"
 import type * as Sandbox from "../sandbox/Sandbox.js"
+import { field } from "../protocol/Json.js"
 
 export const RUN_CODE_TOOL_NAME = "agentify_run_code"
 
@@ -58,7 +59,7 @@ export const scriptTools = (
     exposed: entry.name,
     description: entry.source.description,
     inputSchema: entry.tool.inputSchema,
-    outputSchema: (entry.tool as { outputSchema?: unknown }).outputSchema,
+    outputSchema: field(entry.tool, "outputSchema"),
     entry
   }))
 

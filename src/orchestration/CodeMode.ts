@@ -25,6 +25,7 @@ import type { ChatMessage, ChatResponse, ChatTool } from "./Chat.js"
 import * as Code from "./Code.js"
 import type * as Results from "./Results.js"
 import { addUsage, type Confirm, type OnStep, type StepRecord, withSteps } from "./Steps.js"
+import * as Meta from "../protocol/Meta.js"
 
 export const RUN_CODE_FUNCTION = "run_code"
 
@@ -93,9 +94,8 @@ export interface Deps {
 
 /** What the debug UI's record of an orchestration shows of a code-mode result: the script and its calls. */
 export const recordOf = (result: unknown): { code?: string; steps: ReadonlyArray<OrchestrationStep> } => {
-  const meta = (result as { _meta?: Record<string, unknown> } | null)?._meta
-  const code = meta?.["agentify/code"]
-  const steps = (meta?.["agentify/steps"] as ReadonlyArray<StepRecord> | undefined) ?? []
+  const code = Meta.get(result, "agentify/code")
+  const steps = (Meta.get(result, "agentify/steps") as ReadonlyArray<StepRecord> | undefined) ?? []
   return {
     ...(typeof code === "string" ? { code } : {}),
     steps: steps.map((s) => ({ step: 1, tool: s.tool, arguments: s.arguments, outcome: s.isError ? "error" : "ok", ms: s.ms }))
@@ -184,6 +184,5 @@ export const orchestrate = (
         steps
       })
     }
-    const withCode = withSteps(last.result, steps, answer, usage) as CallToolResult
-    return { ...withCode, _meta: { ...(withCode._meta as Record<string, unknown>), "agentify/code": last.code } }
+    return Meta.merge(withSteps(last.result, steps, answer, usage), { "agentify/code": last.code })
   })

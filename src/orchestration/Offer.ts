@@ -19,6 +19,7 @@ import {
 import type { TaskContext } from "../protocol/Mcp.js"
 import type { Profile } from "../config/Config.js"
 import { InvalidPlan } from "../protocol/Errors.js"
+import { field } from "../protocol/Json.js"
 
 /** The one backend call the model chose. */
 export interface Plan {
@@ -34,7 +35,7 @@ export interface Plan {
 }
 
 const annotationsOf = (tool: unknown): Readonly<Record<string, unknown>> | undefined => {
-  const annotations = (tool as { annotations?: unknown }).annotations
+  const annotations = field(tool, "annotations")
   return typeof annotations === "object" && annotations !== null ? (annotations as Record<string, unknown>) : undefined
 }
 

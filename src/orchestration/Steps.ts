@@ -9,6 +9,8 @@ import { BackendError, InvalidPlan, LlmRequestFailed, NoActionDetermined } from 
 import type { CallToolResult } from "../protocol/Mcp.js"
 import type { ChatMessage, ChatResponse, ChatToolCall } from "./Chat.js"
 import type { Plan } from "./Offer.js"
+import { field } from "../protocol/Json.js"
+import * as Meta from "../protocol/Meta.js"
 
 /** Asks the user whether a call may run; "unavailable" when the client cannot be asked. */
 export type Confirm = (call: {
@@ -93,16 +95,11 @@ export const withSteps = (
   usage: ChatResponse["usage"]
 ): unknown => {
   if (typeof result !== "object" || result === null || Array.isArray(result)) return result
-  const meta = (result as { _meta?: unknown })._meta
-  return {
-    ...result,
-    _meta: {
-      ...(typeof meta === "object" && meta !== null ? meta : {}),
-      "agentify/steps": steps,
-      ...(answer === undefined || answer.trim() === "" ? {} : { "agentify/answer": answer }),
-      ...(usage === undefined ? {} : { "agentify/usage": usage })
-    }
-  }
+  return Meta.merge(result, {
+    "agentify/steps": steps,
+    ...(answer === undefined || answer.trim() === "" ? {} : { "agentify/answer": answer }),
+    ...(usage === undefined ? {} : { "agentify/usage": usage })
+  })
 }
 
 /** -32003 for a turn with more calls than `maxCallsPerTurn`: none of them ran. */
@@ -180,9 +177,7 @@ export const dryRunResult = (chosen: Plan, needsConfirmation: boolean, usage: Ch
     tool: chosen.functionName,
     backendId: chosen.backendId,
     method: chosen.mcpMethod,
-    arguments: Secrets.scrubDeep(
-      chosen.mcpMethod === "tools/call" ? (chosen.mcpParams as { arguments?: unknown }).arguments : chosen.mcpParams
-    )
+    arguments: Secrets.scrubDeep(chosen.mcpMethod === "tools/call" ? field(chosen.mcpParams, "arguments") : chosen.mcpParams)
   }
   return {
     content: [{ type: "text", text: `Would call ${plan.tool} with ${JSON.stringify(plan.arguments)} (dry run: nothing ran)` }],

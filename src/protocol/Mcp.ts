@@ -6,6 +6,7 @@
  */
 import { Schema } from "effect"
 import { createRequire } from "node:module"
+import { field } from "./Json.js"
 
 // src/protocol/Mcp.ts, dist/protocol/Mcp.js and the CLI's chunks (dist/chunks/) all sit two levels
 // below package.json.
@@ -89,7 +90,7 @@ export interface CallToolResult {
 }
 
 export const isCallToolResult = (u: unknown): u is CallToolResult =>
-  typeof u === "object" && u !== null && Array.isArray((u as { content?: unknown }).content)
+  typeof u === "object" && u !== null && Array.isArray(field(u, "content"))
 
 /** Plain text of a CallToolResult's text blocks, for error messages. */
 export const resultText = (result: CallToolResult): string =>

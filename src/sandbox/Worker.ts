@@ -25,9 +25,10 @@ import {
 } from "quickjs-emscripten-core"
 import * as quickjsNg from "@jitl/quickjs-ng-wasmfile-release-sync"
 import { parentPort, workerData } from "node:worker_threads"
+import { field } from "../protocol/Json.js"
 
 // The package's types describe its CommonJS build; imported as ES, the variant is the default export.
-const variant = ((quickjsNg as { default?: unknown }).default ?? quickjsNg) as QuickJSSyncVariant
+const variant = (field(quickjsNg, "default") ?? quickjsNg) as QuickJSSyncVariant
 
 /** Node's WebAssembly, which this project's type libraries (ES2022, node) do not declare as a value. */
 const Wasm = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => object } })

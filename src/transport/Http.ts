@@ -79,6 +79,7 @@ const safeDecode = (text: string): string => {
 }
 import * as Dispatch from "../gateway/Dispatch.js"
 import * as Stateless from "../gateway/Stateless.js"
+import { messageOf } from "../protocol/Json.js"
 
 export interface Options {
   /** The address to bind; 127.0.0.1 unless told otherwise. */
@@ -312,7 +313,7 @@ const makeApp = (options: AppOptions) =>
         try {
           value = JSON.parse(body)
         } catch (error) {
-          return json(400, failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }))
+          return json(400, failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${messageOf(error)}` }))
         }
         const items = Array.isArray(value) ? value : [value]
         const isInitialize = items.some(

@@ -34,6 +34,7 @@ import * as Peer from "../jsonrpc/Peer.js"
 import { STATELESS_PROTOCOL_VERSION } from "../protocol/Mcp.js"
 import * as Dispatch from "../gateway/Dispatch.js"
 import * as Stateless from "../gateway/Stateless.js"
+import { field } from "../protocol/Json.js"
 
 export interface ServeOptions<E, R> {
   /**
@@ -316,7 +317,7 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
       }
       if (incoming._tag === "Notification") {
         const { method, params } = incoming.notification
-        if (method === "notifications/cancelled") dispatcher.cancel((params as { requestId?: unknown } | undefined)?.requestId)
+        if (method === "notifications/cancelled") dispatcher.cancel(field(params, "requestId"))
         return true
       }
       if (incoming._tag !== "Request") return true

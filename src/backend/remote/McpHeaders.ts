@@ -8,6 +8,7 @@
  * The tools' headers are learned from the backend's own tools list (`toolsListed`).
  */
 import type { Tool } from "../../protocol/Mcp.js"
+import { field } from "../../protocol/Json.js"
 
 /** Where each method keeps the name `Mcp-Name` mirrors. */
 const NAMED_BY: Readonly<Record<string, string>> = {
@@ -45,7 +46,7 @@ const argumentValue = (value: unknown): string | undefined =>
 
 /** The `x-mcp-header` properties of an inputSchema: [property, header name]. */
 export const headerParams = (inputSchema: unknown): ReadonlyArray<readonly [string, string]> => {
-  const properties = (inputSchema as { properties?: unknown } | undefined)?.properties
+  const properties = field(inputSchema, "properties")
   if (typeof properties !== "object" || properties === null) return []
   const out: Array<readonly [string, string]> = []
   const seen = new Set<string>()
