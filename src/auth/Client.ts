@@ -14,7 +14,7 @@ import * as oauth from "openid-client"
 import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Store from "./Store.js"
-import { messageOf } from "../protocol/Json.js"
+import { field, messageOf, stringField } from "../protocol/Json.js"
 
 /** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
 export class NeedsAuth extends Error {
@@ -307,10 +307,11 @@ export class BackendTokens {
 
 /** An OAuth error's words (`invalid_grant: grant request is invalid`), never a token. */
 export const oauthMessage = (error: unknown): string => {
-  const e = error as { error?: unknown; error_description?: unknown; message?: unknown }
+  const code = stringField(error, "error")
+  const description = stringField(error, "error_description")
   const text =
-    typeof e.error === "string"
-      ? `${e.error}${typeof e.error_description === "string" ? `: ${e.error_description}` : ""}`
-      : String(e.message ?? error)
+    code !== undefined
+      ? `${code}${description !== undefined ? `: ${description}` : ""}`
+      : String(field(error, "message") ?? error)
   return Secrets.scrub(text.slice(0, 300))
 }

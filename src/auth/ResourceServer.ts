@@ -11,7 +11,7 @@
 import { Effect, Schema } from "effect"
 import { createRemoteJWKSet, errors as JoseErrors, jwtVerify, type JWTPayload } from "jose"
 import type { HttpAuth } from "../config/Config.js"
-import { messageOf } from "../protocol/Json.js"
+import { field, messageOf, stringField } from "../protocol/Json.js"
 
 /** Who a token speaks for, once checked. */
 export interface Principal {
@@ -57,17 +57,19 @@ const discoverJwks = (issuer: string): Promise<URL> =>
           tried.push(`${url}: HTTP ${response.status}`)
           continue
         }
-        const metadata = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown }
+        const metadata: unknown = await response.json()
         // RFC 8414 section 3.3: the metadata must name the issuer it was asked for.
-        if (metadata.issuer !== issuer) {
-          tried.push(`${url}: names issuer ${JSON.stringify(metadata.issuer)}`)
+        const named = field(metadata, "issuer")
+        if (named !== issuer) {
+          tried.push(`${url}: names issuer ${JSON.stringify(named)}`)
           continue
         }
-        if (typeof metadata.jwks_uri !== "string") {
+        const jwksUri = stringField(metadata, "jwks_uri")
+        if (jwksUri === undefined) {
           tried.push(`${url}: no jwks_uri`)
           continue
         }
-        return new URL(metadata.jwks_uri)
+        return new URL(jwksUri)
       } catch (error) {
         tried.push(`${url}: ${messageOf(error)}`)
       }

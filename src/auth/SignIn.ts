@@ -17,6 +17,7 @@ import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { configuration, oauthMessage, protectedResource, toStored } from "./Client.js"
 import * as Store from "./Store.js"
+import { stringField } from "../protocol/Json.js"
 
 export interface SignInOptions {
   /** Where to keep the tokens (the token store's directory). */
@@ -86,17 +87,20 @@ const register = async (endpoint: string, metadata: Record<string, unknown>): Pr
     signal: AbortSignal.timeout(10_000),
     redirect: "error"
   })
-  const body = (await response.json().catch(() => ({}))) as { client_id?: unknown; client_secret?: unknown; error?: unknown }
-  if (!response.ok || typeof body.client_id !== "string") {
+  const body: unknown = await response.json().catch(() => ({}))
+  const clientId = stringField(body, "client_id")
+  const refusal = stringField(body, "error")
+  if (!response.ok || clientId === undefined) {
     throw new Error(
-      `the registration at ${endpoint} was refused: HTTP ${response.status}${typeof body.error === "string" ? ` ${body.error}` : ""}`
+      `the registration at ${endpoint} was refused: HTTP ${response.status}${refusal !== undefined ? ` ${refusal}` : ""}`
     )
   }
-  const b = body as { token_endpoint_auth_method?: unknown }
+  const secret = stringField(body, "client_secret")
+  const method = stringField(body, "token_endpoint_auth_method")
   return {
-    client_id: body.client_id,
-    ...(typeof body.client_secret === "string" ? { client_secret: body.client_secret } : {}),
-    ...(typeof b.token_endpoint_auth_method === "string" ? { token_endpoint_auth_method: b.token_endpoint_auth_method } : {})
+    client_id: clientId,
+    ...(secret !== undefined ? { client_secret: secret } : {}),
+    ...(method !== undefined ? { token_endpoint_auth_method: method } : {})
   }
 }
 

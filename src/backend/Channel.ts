@@ -5,6 +5,7 @@
  */
 import type { Frame } from "../jsonrpc/JsonRpc.js"
 import type { Tool } from "../protocol/Mcp.js"
+import { field } from "../protocol/Json.js"
 
 export type TooLarge = Extract<Frame, { _tag: "TooLarge" }>
 
@@ -70,10 +71,9 @@ export interface Channel {
  * (`data.httpStatus`): how it is told from the server's own JSON-RPC errors.
  */
 export const httpStatusOf = (error: unknown): number | undefined => {
-  const status = (error as { data?: { httpStatus?: unknown } } | undefined)?.data?.httpStatus
+  const status = field(field(error, "data"), "httpStatus")
   return typeof status === "number" ? status : undefined
 }
 
 /** Whether an error reply says a person must sign in first (see remote/RemoteChannel `NEEDS_AUTH`). */
-export const needsAuthOf = (error: unknown): boolean =>
-  (error as { data?: { needsAuth?: unknown } } | undefined)?.data?.needsAuth === true
+export const needsAuthOf = (error: unknown): boolean => field(field(error, "data"), "needsAuth") === true

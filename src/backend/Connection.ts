@@ -22,7 +22,7 @@ import { Requests } from "../jsonrpc/Requests.js"
 import * as Secrets from "../observability/Secrets.js"
 import type { Channel, ChannelEnd, Receiver, TooLarge } from "./Channel.js"
 import type { ExitInfo } from "./Contract.js"
-import { field, messageOf } from "../protocol/Json.js"
+import { field, messageOf, stringField } from "../protocol/Json.js"
 
 /** A line a synchronous callback wants logged; a fiber logs them so callbacks never block. */
 export interface LogLine {
@@ -277,7 +277,7 @@ export class Connection implements Receiver {
         break
     }
     const id = incoming.id === null ? undefined : typeof incoming.id === "number" ? incoming.id : Number(incoming.id)
-    if (id === undefined || !this.requests.settle(id, incoming.payload as { result?: unknown; error?: unknown })) {
+    if (id === undefined || !this.requests.settle(id, incoming.payload)) {
       // A reply after its timeout or cancellation, or an error about an unparsable frame (id null).
       this.log({
         level: incoming.id === null ? "warn" : "debug",
@@ -321,9 +321,10 @@ export class Connection implements Receiver {
   // -- failures
 
   private callFailed(method: string, error: unknown): BackendError {
-    const e = error as { code?: unknown; message?: unknown }
-    const code = typeof e?.code === "number" ? ` ${e.code}` : ""
-    const message = typeof e?.message === "string" ? `: ${e.message}` : ""
+    const number = field(error, "code")
+    const text = stringField(error, "message")
+    const code = typeof number === "number" ? ` ${number}` : ""
+    const message = text !== undefined ? `: ${text}` : ""
     return new BackendError({
       backendId: this.backendId,
       reason: "call_failed",

@@ -10,6 +10,8 @@ import * as Mcp from "../protocol/Mcp.js"
 import { httpStatusOf } from "./Channel.js"
 import { ClientInfo, paramsFor } from "./Contract.js"
 import { Connection, LogLine } from "./Connection.js"
+import { field, isObject, objectField, stringField } from "../protocol/Json.js"
+import * as Meta from "../protocol/Meta.js"
 
 // The session
 
@@ -23,19 +25,16 @@ export const listAllTools = (request: Requester, timeoutMs: number): Effect.Effe
     const seen = new Set<string>()
     let cursor: string | undefined = undefined
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const result = (yield* request("tools/list", cursor === undefined ? {} : { cursor }, timeoutMs)) as {
-        tools?: unknown
-        nextCursor?: unknown
-      } | null
-      const listed = Array.isArray(result?.tools) ? result.tools : []
-      for (const tool of listed) {
-        if (typeof tool !== "object" || tool === null || typeof tool.name !== "string") continue
+      const result = yield* request("tools/list", cursor === undefined ? {} : { cursor }, timeoutMs)
+      const listed = field(result, "tools")
+      for (const tool of Array.isArray(listed) ? listed : []) {
+        const name = stringField(tool, "name")
+        if (!isObject(tool) || name === undefined) continue
         // A tool without a schema still takes an object (the MCP default).
-        tools.push(
-          typeof tool.inputSchema === "object" && tool.inputSchema !== null ? tool : { ...tool, inputSchema: { type: "object" } }
-        )
+        const inputSchema = objectField(tool, "inputSchema") ?? { type: "object" }
+        tools.push({ ...tool, name, inputSchema })
       }
-      const next = result?.nextCursor
+      const next = field(result, "nextCursor")
       if (typeof next !== "string" || next === "" || seen.has(next)) break
       seen.add(next)
       cursor = next
@@ -75,27 +74,17 @@ export const initialize = (
         problems.push(`${version}: ${outcome.left.summary}`)
         continue
       }
-      const result = outcome.right as {
-        protocolVersion?: unknown
-        capabilities?: unknown
-        serverInfo?: unknown
-        instructions?: unknown
-      } | null
-      if (
-        Mcp.isSupportedProtocolVersion(result?.protocolVersion) &&
-        (versions.length > 1 || result.protocolVersion === version)
-      ) {
+      const result = outcome.right
+      const answered = field(result, "protocolVersion")
+      if (Mcp.isSupportedProtocolVersion(answered) && (versions.length > 1 || answered === version)) {
         return {
-          protocolVersion: result.protocolVersion,
-          capabilities:
-            typeof result.capabilities === "object" && result.capabilities !== null
-              ? (result.capabilities as Record<string, unknown>)
-              : {},
-          serverInfo: result.serverInfo,
-          instructions: typeof result.instructions === "string" ? result.instructions : undefined
+          protocolVersion: answered,
+          capabilities: objectField(result, "capabilities") ?? {},
+          serverInfo: field(result, "serverInfo"),
+          instructions: stringField(result, "instructions")
         }
       }
-      problems.push(`${version}: answered with unsupported version ${JSON.stringify(result?.protocolVersion)}`)
+      problems.push(`${version}: answered with unsupported version ${JSON.stringify(answered)}`)
     }
     return yield* new BackendError({
       backendId: connection.backendId,
@@ -172,23 +161,14 @@ export const discover = (
       if (outcome.left.reason === "crashed") return yield* outcome.left
       return undefined
     }
-    const result = outcome.right as {
-      supportedVersions?: unknown
-      capabilities?: unknown
-      instructions?: unknown
-      serverInfo?: unknown
-      _meta?: Record<string, unknown>
-    } | null
-    if (!Array.isArray(result?.supportedVersions) || !result.supportedVersions.includes(Mcp.STATELESS_PROTOCOL_VERSION))
-      return undefined
+    const result = outcome.right
+    const supported = field(result, "supportedVersions")
+    if (!Array.isArray(supported) || !supported.includes(Mcp.STATELESS_PROTOCOL_VERSION)) return undefined
     return {
       protocolVersion: Mcp.STATELESS_PROTOCOL_VERSION,
-      capabilities:
-        typeof result.capabilities === "object" && result.capabilities !== null
-          ? (result.capabilities as Record<string, unknown>)
-          : {},
-      serverInfo: result._meta?.[Mcp.Meta.serverInfo] ?? result.serverInfo,
-      instructions: typeof result.instructions === "string" ? result.instructions : undefined
+      capabilities: objectField(result, "capabilities") ?? {},
+      serverInfo: Meta.get(result, Mcp.Meta.serverInfo) ?? field(result, "serverInfo"),
+      instructions: stringField(result, "instructions")
     }
   })
 

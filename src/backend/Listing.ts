@@ -2,6 +2,7 @@
  * What `check` and the debug UI show of a ready backend's lists: how many resources or prompts it
  * offers, asked of it through the backends service.
  */
+import * as Json from "../protocol/Json.js"
 import { Effect } from "effect"
 
 /** The little of the backends service a count needs (kept structural: Backends re-exports this). */
@@ -27,7 +28,7 @@ export const countListed = (
     if (backend === undefined || backend.serverCapabilities[capability] === undefined) return Effect.succeed("-")
     return backends.executeOnBackend(backendId, method, {}).pipe(
       Effect.map((result) => {
-        const items = (result as Record<string, unknown> | null)?.[field]
+        const items = Json.field(result, field)
         return Array.isArray(items) ? String(items.length) : "?"
       }),
       Effect.orElseSucceed(() => "error")

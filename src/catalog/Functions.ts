@@ -5,6 +5,7 @@
 import type { BackendTools } from "../backend/Backends.js"
 import type { JsonObject, Tool } from "../protocol/Mcp.js"
 import type { CatalogEntry } from "./Naming.js"
+import { isObject } from "../protocol/Json.js"
 
 /** OpenAI's `ChatCompletionFunctionTool`, structurally, so this module does not import `openai`. */
 export interface ChatTool {
@@ -24,8 +25,6 @@ const BACKEND_SUMMARY_BUDGET = 1000
 
 const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`)
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 /**
  * An MCP inputSchema as Chat Completions `parameters`. Only what the API insists on is changed: it
  * wants an object schema with `properties`, and some OpenAI-compatible servers choke on `$schema`.
@@ -33,7 +32,7 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 const functionParameters = (schema: JsonObject): Record<string, unknown> => {
   const parameters: Record<string, unknown> = { ...schema, type: "object" }
   delete parameters.$schema
-  if (!isRecord(parameters.properties)) parameters.properties = {}
+  if (!isObject(parameters.properties)) parameters.properties = {}
   return parameters
 }
 
@@ -49,7 +48,7 @@ export const toolFunctions = (entries: ReadonlyArray<CatalogEntry>): Array<ChatT
   }))
 
 const propertyNames = (tool: Tool): { all: Array<string>; required: ReadonlySet<string> } => {
-  const properties = isRecord(tool.inputSchema.properties) ? Object.keys(tool.inputSchema.properties) : []
+  const properties = isObject(tool.inputSchema.properties) ? Object.keys(tool.inputSchema.properties) : []
   const required = Array.isArray(tool.inputSchema.required)
     ? new Set(tool.inputSchema.required.filter((r): r is string => typeof r === "string"))
     : new Set<string>()

@@ -19,10 +19,10 @@
 import type { Tool } from "../protocol/Mcp.js"
 import { type CatalogEntry, SEPARATOR } from "./Naming.js"
 import { analyze, analyzeQuery, CONCEPT_PREFIX, type RankContext, splitWords, STOP_WORDS } from "./Analysis.js"
+import { isObject } from "../protocol/Json.js"
 
 export { MAX_RANKED_QUERY_CHARS, type RankContext } from "./Analysis.js"
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 // ---------------------------------------------------------------------------------------------
 // Ranking: the index
 // ---------------------------------------------------------------------------------------------
@@ -90,18 +90,18 @@ const schemaText = (schema: unknown): { names: Array<string>; prose: Array<strin
   const names: Array<string> = []
   const prose: Array<string> = []
   const visit = (node: unknown, depth: number) => {
-    if (!isRecord(node) || depth > 3 || names.length > 64) return
-    if (isRecord(node.properties)) {
+    if (!isObject(node) || depth > 3 || names.length > 64) return
+    if (isObject(node.properties)) {
       for (const [key, child] of Object.entries(node.properties)) {
         names.push(key)
-        if (isRecord(child)) {
+        if (isObject(child)) {
           if (typeof child.description === "string") prose.push(child.description)
           if (Array.isArray(child.enum)) prose.push(child.enum.filter((e) => typeof e === "string").join(" "))
         }
         visit(child, depth + 1)
       }
     }
-    if (isRecord(node.items)) visit(node.items, depth + 1)
+    if (isObject(node.items)) visit(node.items, depth + 1)
   }
   visit(schema, 0)
   return { names, prose }

@@ -11,7 +11,6 @@ import { Cause, Effect, Either, Exit, FiberId, Layer, Redacted } from "effect"
 import * as path from "node:path"
 import { parseArgs } from "node:util"
 import { type ConfigSources, GatewayConfig, LogLevelName, MAX_DURATION_MS, readDotEnv } from "../config/Config.js"
-import type * as Check from "./Check.js"
 import * as Gateway from "../gateway/Gateway.js"
 import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
@@ -23,7 +22,6 @@ import { closest } from "../config/Suggest.js"
 import { onPath } from "../config/ServersDir.js"
 import * as Telemetry from "../observability/Telemetry.js"
 import type * as Terminal from "./Terminal.js"
-import type * as Auth from "./Auth.js"
 import * as Debug from "../debug/Debug.js"
 import type * as DebugServer from "../debug/DebugServer.js"
 import { onStopSignal } from "./Signals.js"
@@ -168,13 +166,14 @@ export const parse = (
     }
     throw new UsageError(`${message.split(". ")[0]}; ${SEE_HELP}`)
   }
+  const text = (name: string) => optionText(values, name)
   if (values.help) return { _tag: "Print", text: USAGE, stdout: false }
   if (values.version) return { _tag: "Print", text: `${SERVER_VERSION}\n`, stdout: true }
   const first = positionals[0]
-  if (first !== undefined && !(COMMANDS as ReadonlyArray<string>).includes(first)) {
+  const subcommand = COMMANDS.find((known) => known === first)
+  if (first !== undefined && subcommand === undefined) {
     throw new UsageError(`unknown command '${first.slice(0, 100)}'${didYouMean(first, COMMANDS)}; ${SEE_HELP}`)
   }
-  const subcommand = first as (typeof COMMANDS)[number] | undefined
   const command = terminalCommand(subcommand, positionals.slice(1), values, cwd)
   if (subcommand !== undefined && subcommand !== "ask" && values.cwd !== undefined) {
     throw new UsageError(`--cwd is only used with ask; ${SEE_HELP}`)
@@ -189,17 +188,18 @@ export const parse = (
   }
 
   const dotEnv = readDotEnv(cwd)
-  const cliLogLevel = values["log-level"] as string | undefined
-  if (cliLogLevel !== undefined && !(LogLevelName.literals as ReadonlyArray<string>).includes(cliLogLevel)) {
+  const cliLogLevelText = text("log-level")
+  const cliLogLevel = LogLevelName.literals.find((level) => level === cliLogLevelText)
+  if (cliLogLevelText !== undefined && cliLogLevel === undefined) {
     throw new UsageError(`--log-level must be one of ${LogLevelName.literals.join(", ")}`)
   }
-  const configPath = (values.config as string | undefined) ?? (env.AGENTIFY_CONFIG?.trim() || undefined)
-  const disk = { configPath, serversDir: values["servers-dir"] as string | undefined }
+  const configPath = text("config") ?? (env.AGENTIFY_CONFIG?.trim() || undefined)
+  const disk = { configPath, serversDir: text("servers-dir") }
   const loaded = Either.getOrElse(Load.load(disk, env), (message) => {
     throw new UsageError(message)
   })
   const file = loaded.file
-  const profile = values.profile as string | undefined
+  const profile = text("profile")
   if (profile !== undefined) {
     if (command !== undefined) throw new UsageError(`--profile is used with the gateway itself and with check; ${SEE_HELP}`)
     if (values.http !== undefined || env.AGENTIFY_HTTP?.trim()) {
@@ -225,18 +225,18 @@ export const parse = (
   }
 
   // Never from .env: a checkout's file must not open the gateway to the network.
-  const httpText = (values.http as string | undefined) ?? (env.AGENTIFY_HTTP?.trim() || undefined)
+  const httpText = text("http") ?? (env.AGENTIFY_HTTP?.trim() || undefined)
   let http: Http.Options | undefined
   if (httpText !== undefined) {
     const address = parseAddress(httpText)
     if (address === undefined)
       throw new UsageError(`--http must be [HOST:]PORT (PORT from 0 to 65535), not '${httpText.slice(0, 100)}'`)
-    const tokenText = (values["http-token"] as string | undefined) ?? (env.AGENTIFY_HTTP_TOKEN || undefined)
+    const tokenText = text("http-token") ?? (env.AGENTIFY_HTTP_TOKEN || undefined)
     if (tokenText !== undefined && tokenText.trim().length < 16) {
       throw new UsageError("the HTTP token must be at least 16 characters")
     }
     if (tokenText !== undefined) Secrets.register(tokenText)
-    const auth = values["http-auth"] as string | undefined
+    const auth = text("http-auth")
     if (auth !== undefined && auth !== "oauth") throw new UsageError(`--http-auth must be oauth, not '${auth.slice(0, 100)}'`)
     if (auth === "oauth" && tokenText !== undefined) {
       throw new UsageError("--http-auth oauth and --http-token are two ways to protect the endpoint: choose one")
@@ -255,7 +255,7 @@ export const parse = (
   }
 
   // The debug UI: --debug-port [HOST:]PORT, else DEBUG_PORT (env, .env, file, initializationOptions).
-  const debugText = values["debug-port"] as string | undefined
+  const debugText = text("debug-port")
   const debugAddress = debugText === undefined ? undefined : parseAddress(debugText)
   if (debugText !== undefined && debugAddress === undefined) {
     throw new UsageError(`--debug-port must be [HOST:]PORT (PORT from 0 to 65535), not '${debugText.slice(0, 100)}'`)
@@ -283,8 +283,7 @@ export const parse = (
       disk,
       ...(debugAddress === undefined ? {} : { cliDebugPort: debugAddress.port }),
       // A person at a terminal wants the answer, not the start-up log: warnings only, unless asked.
-      cliLogLevel: (cliLogLevel ?? ((command !== undefined || checking) && env.LOG_LEVEL === undefined ? "warn" : undefined)) as
-        LogLevelName | undefined,
+      cliLogLevel: cliLogLevel ?? ((command !== undefined || checking) && env.LOG_LEVEL === undefined ? "warn" : undefined),
       cwd
     },
     openaiTimeoutMs,
@@ -305,6 +304,12 @@ export const parse = (
   return { _tag: checking ? "Check" : "Run", settings }
 }
 
+/** An option's text (the parser gives strings for string options). */
+const optionText = (values: Record<string, string | boolean | undefined>, name: string): string | undefined => {
+  const value = values[name]
+  return typeof value === "string" ? value : undefined
+}
+
 /** `tools`, `call NAME [JSON]` and `ask QUERY` as commands (their arguments checked), or undefined. */
 const terminalCommand = (
   subcommand: (typeof COMMANDS)[number] | undefined,
@@ -312,6 +317,7 @@ const terminalCommand = (
   values: Record<string, string | boolean | undefined>,
   cwd: string
 ): Terminal.Command | undefined => {
+  const text = (name: string) => optionText(values, name)
   const extra = (allowed: number) => {
     if (rest.length > allowed) throw new UsageError(`unexpected argument '${String(rest[allowed]).slice(0, 100)}'; ${SEE_HELP}`)
   }
@@ -347,14 +353,14 @@ const terminalCommand = (
       const query = rest[0]?.trim()
       if (query === undefined || query === "")
         throw new UsageError(`ask needs a question: mcp-agentify ask "list the files here"`)
-      const mode = values.mode as string | undefined
+      const mode = text("mode")
       if (mode !== undefined && mode !== "tools" && mode !== "code") {
         throw new UsageError(`--mode is tools or code, not '${mode.slice(0, 40)}'`)
       }
       return {
         _tag: "Ask",
         query,
-        cwd: path.resolve(cwd, (values.cwd as string | undefined) ?? "."),
+        cwd: path.resolve(cwd, text("cwd") ?? "."),
         ...(mode === undefined ? {} : { mode })
       }
     }
@@ -491,7 +497,7 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
     const print = (text: string) => void process.stdout.write(text) // stdout-ok: a subcommand's answer, no client attached
     const { command, settings } = parsed
     const done = Effect.flatMap(
-      Effect.promise(() => import("./Terminal.js") as Promise<typeof Terminal>),
+      Effect.promise(() => import("./Terminal.js")),
       (terminal) => terminal.run(command, settings.sources, print, options.llm)
     )
     run(Effect.flatMap(done, (code) => Effect.sync(() => (process.exitCode = code))))
@@ -500,7 +506,7 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
   if (parsed._tag === "Auth") {
     const { backendId, browser, settings } = parsed
     const signedIn = Effect.flatMap(
-      Effect.promise(() => import("./Auth.js") as Promise<typeof Auth>),
+      Effect.promise(() => import("./Auth.js")),
       (auth) => auth.run(backendId, settings.sources, (text) => process.stdout.write(text), browser) // stdout-ok: auth's instructions, no client attached
     )
     run(Effect.flatMap(signedIn, (code) => Effect.sync(() => (process.exitCode = code))))
@@ -509,7 +515,7 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
   if (parsed._tag === "Check") {
     const sources = parsed.settings.sources
     const report = Effect.flatMap(
-      Effect.promise(() => import("./Check.js") as Promise<typeof Check>),
+      Effect.promise(() => import("./Check.js")),
       (check) => check.check(sources, (text) => process.stdout.write(text), parsed.settings.profile) // stdout-ok: check's report, no client attached
     )
     run(Effect.flatMap(report, (code) => Effect.sync(() => (process.exitCode = code))))

@@ -14,14 +14,14 @@ import { GatewayConfig, type ConfigSources } from "../config/Config.js"
 import { toRpcError } from "../protocol/Errors.js"
 import { type OrchestrationRecord, Events } from "../observability/Events.js"
 import * as Gateway from "../gateway/Gateway.js"
-import type { Request } from "../jsonrpc/JsonRpc.js"
 import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
 import * as Secrets from "../observability/Secrets.js"
 import { Session } from "../gateway/Session.js"
 import { Backends } from "../backend/Backends.js"
 import { closest } from "../config/Suggest.js"
-import { field } from "../protocol/Json.js"
+import { field, stringField } from "../protocol/Json.js"
+import * as Meta from "../protocol/Meta.js"
 
 export type Command =
   | { readonly _tag: "Tools" }
@@ -33,19 +33,13 @@ class Refused {
   constructor(readonly error: { readonly code: number; readonly message: string; readonly data?: unknown }) {}
 }
 
-interface Step {
-  readonly tool: string
-  readonly ms: number
-  readonly isError: boolean
-  readonly declined?: boolean
-}
-
 /** Each step as it ran (`_meta["agentify/steps"]`, or a failure's `data.steps`): tool, time, outcome. */
 export const showSteps = (steps: unknown): Array<string> =>
   Array.isArray(steps)
-    ? (steps as ReadonlyArray<Step>).map(
-        (s, i) => `step ${i + 1}: ${s.tool}, ${s.ms} ms, ${s.declined === true ? "declined" : s.isError ? "error" : "ok"}`
-      )
+    ? steps.map((s: unknown, i) => {
+        const outcome = field(s, "declined") === true ? "declined" : field(s, "isError") === true ? "error" : "ok"
+        return `step ${i + 1}: ${String(field(s, "tool"))}, ${String(field(s, "ms"))} ms, ${outcome}`
+      })
     : []
 
 const oneLine = (text: unknown, width: number): string => {
@@ -55,13 +49,25 @@ const oneLine = (text: unknown, width: number): string => {
   return line.length > width ? `${line.slice(0, width - 1)}…` : line
 }
 
+/** The tools of a `tools/list` result, as far as they are well formed. */
+const toolsOf = (listed: unknown): Array<{ name: string; description?: string }> => {
+  const tools = field(listed, "tools")
+  return (Array.isArray(tools) ? tools : []).flatMap((tool: unknown) => {
+    const name = stringField(tool, "name")
+    const description = stringField(tool, "description")
+    return name === undefined ? [] : [description === undefined ? { name } : { name, description }]
+  })
+}
+
 /** A CallToolResult as a person reads it: text blocks as text, anything else as JSON. */
 export const formatResult = (result: unknown): string => {
-  const r = result as { content?: ReadonlyArray<{ type?: string; text?: string }>; structuredContent?: unknown }
-  const blocks = (r?.content ?? []).map((block) =>
-    block.type === "text" && typeof block.text === "string" ? block.text : JSON.stringify(block, null, 2)
-  )
-  if (blocks.length === 0 && r?.structuredContent !== undefined) blocks.push(JSON.stringify(r.structuredContent, null, 2))
+  const content = field(result, "content")
+  const blocks = (Array.isArray(content) ? content : []).map((block: unknown) => {
+    const text = stringField(block, "text")
+    return field(block, "type") === "text" && text !== undefined ? text : JSON.stringify(block, null, 2)
+  })
+  const structured = field(result, "structuredContent")
+  if (blocks.length === 0 && structured !== undefined) blocks.push(JSON.stringify(structured, null, 2))
   return blocks.join("\n")
 }
 
@@ -98,13 +104,15 @@ export const run = (
     const request = (method: string, params: unknown) =>
       Effect.suspend(() => {
         const id = nextId++
-        const message: Request = { jsonrpc: "2.0", id, method, params } as Request
-        return handlers.request(message, {
-          id,
-          notify: () => Effect.void,
-          notifyUnsafe: () => {},
-          send: () => false
-        })
+        return handlers.request(
+          { id, method, params },
+          {
+            id,
+            notify: () => Effect.void,
+            notifyUnsafe: () => {},
+            send: () => false
+          }
+        )
       }).pipe(
         Effect.mapError((error) => {
           const wire = toRpcError(error)
@@ -116,19 +124,16 @@ export const run = (
       capabilities: {},
       clientInfo: { name: "mcp-agentify-terminal", version: "1" }
     })
-    yield* handlers.notification({ jsonrpc: "2.0", method: "notifications/initialized" } as never)
+    yield* handlers.notification({ method: "notifications/initialized", params: undefined })
 
     switch (command._tag) {
       case "Tools": {
         const tools: Array<{ name: string; description?: string }> = []
         let cursor: string | undefined
         do {
-          const page = (yield* request("tools/list", cursor === undefined ? {} : { cursor })) as {
-            tools: Array<{ name: string; description?: string }>
-            nextCursor?: string
-          }
-          tools.push(...page.tools)
-          cursor = page.nextCursor
+          const page = yield* request("tools/list", cursor === undefined ? {} : { cursor })
+          tools.push(...toolsOf(page))
+          cursor = stringField(page, "nextCursor")
         } while (cursor !== undefined)
         const rows = tools.map((t) => {
           const owner = /^\[([^\]]+)\] /.exec(t.description ?? "")
@@ -155,22 +160,20 @@ export const run = (
         return failed.length === 0 ? 0 : 1
       }
       case "Call": {
-        const result = (yield* request("tools/call", { name: command.name, arguments: command.arguments }).pipe(
+        const result = yield* request("tools/call", { name: command.name, arguments: command.arguments }).pipe(
           Effect.catchIf(
             (refused) => refused.error.code === -32602 && refused.error.message.startsWith("Unknown tool"),
             (refused) =>
               Effect.flatMap(request("tools/list", {}), (listed) => {
-                const names = ((listed as { tools?: ReadonlyArray<{ name: string }> }).tools ?? []).map((t) => t.name)
+                const names = toolsOf(listed).map((t) => t.name)
                 const best = closest(command.name, names)
                 const hint = best === undefined ? " (mcp-agentify tools lists them)" : ` (did you mean '${best}'?)`
                 return Effect.fail(new Refused({ ...refused.error, message: `${refused.error.message}${hint}` }))
               })
           )
-        )) as {
-          isError?: boolean
-        }
+        )
         print(`${formatResult(result)}\n`)
-        return result?.isError === true ? 1 : 0
+        return field(result, "isError") === true ? 1 : 0
       }
       case "Ask": {
         // The orchestration's own record (offer, choice, plan) comes from the events hub.
@@ -193,20 +196,19 @@ export const run = (
           print([...lines, ...ran, `error ${code}: ${message}`].join("\n") + "\n")
           return 1
         }
-        const meta = (outcome.right as { _meta?: Record<string, unknown> } | null)?._meta
-        const answer = meta?.["agentify/answer"]
-        const script = meta?.["agentify/code"]
+        const answer = Meta.get(outcome.right, "agentify/answer")
+        const script = Meta.get(outcome.right, "agentify/code")
         print(
           [
             ...lines,
             ...(typeof script === "string" ? ["script:", script] : []),
-            ...showSteps(meta?.["agentify/steps"]),
+            ...showSteps(Meta.get(outcome.right, "agentify/steps")),
             "result:",
             formatResult(outcome.right),
             ...(typeof answer === "string" && answer.trim() !== "" ? ["answer:", answer] : [])
           ].join("\n") + "\n"
         )
-        return (outcome.right as { isError?: boolean })?.isError === true ? 1 : 0
+        return field(outcome.right, "isError") === true ? 1 : 0
       }
     }
   }).pipe(

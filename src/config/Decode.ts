@@ -19,6 +19,7 @@ import {
   ServerDefaults,
   optionFields
 } from "./Schema.js"
+import { isObject } from "../protocol/Json.js"
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>(
@@ -102,8 +103,6 @@ const unknownKey = (key: string, known: ReadonlyArray<string>): string => {
   const best = closest(key, known)
   return `unknown key '${key.slice(0, 64)}'${best === undefined ? "" : ` (did you mean '${best}'?)`}`
 }
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * The key problems of a GatewayOptions document, as `path: problem` lines, and the foreign keys

@@ -8,6 +8,7 @@
  */
 import type { Event, OrchestrationRecord, OrchestrationStep } from "../observability/Events.js"
 import * as Secrets from "../observability/Secrets.js"
+import { field, objectOr, stringField } from "../protocol/Json.js"
 
 export const LOG_CAPACITY = 5_000
 export const TRACE_CAPACITY = 10_000
@@ -256,13 +257,10 @@ export class Recorder {
   }
 
   private message(channel: "client" | "backend", peer: string, direction: "in" | "out", message: unknown, at: number) {
-    const m = (typeof message === "object" && message !== null ? message : {}) as {
-      method?: unknown
-      id?: unknown
-      error?: { code?: unknown }
-    }
+    const m = objectOr(message)
     const id = typeof m.id === "string" || typeof m.id === "number" ? m.id : undefined
-    const method = typeof m.method === "string" ? m.method : undefined
+    const method = stringField(m, "method")
+    const errorCode = field(m.error, "code")
     const kind: TraceEntry["kind"] = Array.isArray(message)
       ? "batch"
       : method !== undefined
@@ -288,9 +286,9 @@ export class Recorder {
         durationMs = at - request.at
         replyTo = request.method
       }
-      status = m.error !== undefined ? String(typeof m.error?.code === "number" ? m.error.code : "error") : "ok"
+      status = m.error !== undefined ? String(typeof errorCode === "number" ? errorCode : "error") : "ok"
       // A session-era server's -32601 to the `server/discover` probe is how the era is found, not a failure.
-      if (status !== "ok" && channel === "backend" && replyTo === "server/discover" && m.error?.code === -32601) {
+      if (status !== "ok" && channel === "backend" && replyTo === "server/discover" && errorCode === -32601) {
         status = "probe"
       }
     }

@@ -6,13 +6,15 @@
 import type { Exposure } from "../config/Config.js"
 import { promptAdmitted, resourceAdmitted, toolAdmitted } from "../catalog/ToolCatalog.js"
 import { InvalidParams } from "../protocol/Errors.js"
+import * as Json from "../protocol/Json.js"
+import { isObject, objectOr } from "../protocol/Json.js"
 
 /**
  * What a backend's filters hide from its own endpoint: a call of a filtered tool, a read of a
  * filtered resource, a filtered prompt are refused as the aggregate refuses unknown names (-32602).
  */
 export const hiddenBy = (config: Exposure | undefined, method: string, params: unknown): InvalidParams | undefined => {
-  const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>
+  const p = objectOr(params)
   const refuse = (what: string, name: string) =>
     new InvalidParams({
       message: `Unknown ${what}: ${name}`,
@@ -35,13 +37,13 @@ export const filteredList = (config: Exposure | undefined, method: string, resul
     "resources/templates/list": ["resourceTemplates", "uriTemplate", resourceAdmitted]
   }
   const field = fields[method]
-  const r = result as Record<string, unknown> | null
-  if (field === undefined || typeof r !== "object" || r === null || !Array.isArray(r[field[0]])) return result
+  const items = field === undefined ? undefined : Json.field(result, field[0])
+  if (field === undefined || !isObject(result) || !Array.isArray(items)) return result
   const [key, nameKey, admitted] = field
   return {
-    ...r,
-    [key]: (r[key] as Array<Record<string, unknown>>).filter((item) => {
-      const name = item?.[nameKey]
+    ...result,
+    [key]: items.filter((item: unknown) => {
+      const name = Json.field(item, nameKey)
       return typeof name !== "string" || admitted(config, name)
     })
   }

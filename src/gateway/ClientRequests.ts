@@ -19,7 +19,7 @@ import { StatelessErrorCode } from "../protocol/Mcp.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
 import * as Progress from "./Progress.js"
 import type { Session } from "./Session.js"
-import { field } from "../protocol/Json.js"
+import { field, isObject, objectField, objectOr, stringField } from "../protocol/Json.js"
 
 /** What a shared gateway declares to backends: everything a session may be able to answer. */
 export const SHARED_CLIENT_CAPABILITIES: Readonly<Record<string, unknown>> = {
@@ -61,7 +61,7 @@ const MAX_ELICITATIONS = 1_000
 
 const capability = (session: Session, name: string): Record<string, unknown> | undefined => {
   const value = session.clientCapabilities[name]
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+  return isObject(value) ? value : undefined
 }
 
 /** Whether the client can answer an elicitation in `mode` ("form" when the request names none). */
@@ -126,7 +126,6 @@ export const make = (options: Options) => {
             })
         })
       )
-      const p = request.params as Record<string, unknown> | undefined
       const token = Progress.tokenOf(request.params)
       let key: string | undefined
       let params = request.params
@@ -135,7 +134,10 @@ export const make = (options: Options) => {
         progress.set(key, { session, backendId: request.backendId, token })
         params = Progress.withToken(request.params, key)
       }
-      const elicitationId = request.method === "elicitation/create" && p?.mode === "url" ? p.elicitationId : undefined
+      const elicitationId =
+        request.method === "elicitation/create" && field(request.params, "mode") === "url"
+          ? field(request.params, "elicitationId")
+          : undefined
       if (typeof elicitationId === "string") {
         if (elicitations.size >= MAX_ELICITATIONS) elicitations.delete(elicitations.keys().next().value!)
         elicitations.set(elicitationId, session)
@@ -202,15 +204,13 @@ export const make = (options: Options) => {
     Effect.gen(function* () {
       let result = first
       for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
-        const r = result as { inputRequests?: unknown; requestState?: unknown }
-        const asked = typeof r.inputRequests === "object" && r.inputRequests !== null ? Object.entries(r.inputRequests) : []
+        const asked = Object.entries(objectField(result, "inputRequests") ?? {})
         const answers = yield* Effect.forEach(
           asked,
           ([key, question]) => {
-            const q = (question ?? {}) as { method?: unknown; params?: unknown }
-            const questionMethod = typeof q.method === "string" ? q.method : ""
+            const questionMethod = stringField(question, "method") ?? ""
             return Effect.map(
-              askClient(session, via, { backendId, method: questionMethod, params: q.params, roots: [] }),
+              askClient(session, via, { backendId, method: questionMethod, params: field(question, "params"), roots: [] }),
               (answer) => [key, answer] as const
             ).pipe(
               Effect.mapError(
@@ -231,7 +231,7 @@ export const make = (options: Options) => {
           },
           { concurrency: "unbounded" }
         )
-        result = yield* retry(Object.fromEntries(answers), r.requestState)
+        result = yield* retry(Object.fromEntries(answers), field(result, "requestState"))
         if (!isInputRequired(result)) return result
       }
       return yield* new BackendError({
@@ -267,12 +267,14 @@ export const make = (options: Options) => {
   /** A client's progress on a request a backend made: back to that backend, under its own token. */
   const clientProgress = (session: Session, params: unknown): Effect.Effect<void> =>
     Effect.suspend(() => {
-      const p = params as Record<string, unknown> | undefined
-      const route = typeof p?.progressToken === "string" ? progress.get(p.progressToken) : undefined
+      const token = stringField(params, "progressToken")
+      const route = token === undefined ? undefined : progress.get(token)
       // Only the session that was asked may report progress on it.
       if (route === undefined || route.session !== session) return Effect.void
       const backend = backends.backend(route.backendId)
-      return backend === undefined ? Effect.void : backend.notify("notifications/progress", { ...p, progressToken: route.token })
+      return backend === undefined
+        ? Effect.void
+        : backend.notify("notifications/progress", { ...objectOr(params), progressToken: route.token })
     })
 
   /** The session a URL elicitation went to, once: its completion notification goes there. */

@@ -30,7 +30,7 @@ import * as Server from "./Server.js"
 import type { Session } from "./Session.js"
 import { Meta as MetaKey } from "../protocol/Mcp.js"
 import * as Meta from "../protocol/Meta.js"
-import { objectOr } from "../protocol/Json.js"
+import { objectOr, stringField } from "../protocol/Json.js"
 import type { Profile } from "../config/Config.js"
 import { catalogOf, describeConflict, profileServes } from "../catalog/ToolCatalog.js"
 import * as ListChanged from "./ListChanged.js"
@@ -205,15 +205,13 @@ const make = (mode: Server.Mode) =>
 
     /** A backend's log message: with the calls in flight on it, else to every session it concerns. */
     const routeMessage = (backendId: string, params: unknown) => {
-      const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>
+      const p = objectOr(params)
       let withCalls = false
       for (const session of sessions) if (session.calls.has(backendId)) withCalls = true
       for (const session of sessions) {
         if (session.phase !== "ready" || !session.serves(backendId) || !session.admits(p.level)) continue
         // Tagged with its backend on the aggregate; as the backend sent it on its own endpoint.
-        const message = Secrets.scrubDeep(
-          session.target._tag === "Aggregate" ? { ...p, logger: (p.logger as string | undefined) ?? backendId } : p
-        )
+        const message = Secrets.scrubDeep(session.target._tag === "Aggregate" ? { ...p, logger: p.logger ?? backendId } : p)
         const call = session.callOn(backendId)
         if (call !== undefined) call.notifyUnsafe("notifications/message", message)
         else if (!withCalls) session.notify("notifications/message", message)
@@ -237,11 +235,11 @@ const make = (mode: Server.Mode) =>
       [
         "notifications/progress",
         (backendId, method, params) => {
-          const p = params as Record<string, unknown> | undefined
-          const target = typeof p?.progressToken === "string" ? progress.get(p.progressToken) : undefined
+          const token = stringField(params, "progressToken")
+          const target = token === undefined ? undefined : progress.get(token)
           // Only the backend running the call may report its progress: another cannot reach into it.
           if (target !== undefined && target.backendId === backendId) {
-            target.context.notifyUnsafe(method, { ...p, progressToken: target.token })
+            target.context.notifyUnsafe(method, { ...objectOr(params), progressToken: target.token })
           }
         }
       ],

@@ -14,6 +14,7 @@ import type { BackendsService } from "../backend/Backends.js"
 import { type BackendError, InvalidParams } from "../protocol/Errors.js"
 import { exposedNameIn, profileServes, promptAdmitted, resourceAdmitted } from "../catalog/ToolCatalog.js"
 import type { Profile } from "../config/Config.js"
+import { field, isObject, objectOr, stringField } from "../protocol/Json.js"
 
 type Item = Readonly<Record<string, unknown>>
 
@@ -81,11 +82,10 @@ export const make = (backends: BackendsService) => {
       const items: Array<Item> = []
       let cursor: string | undefined
       for (let page = 0; page < MAX_PAGES; page++) {
-        const result = (yield* backends.executeOnBackend(backendId, method, cursor === undefined ? {} : { cursor })) as
-          Record<string, unknown> | undefined
-        const got = result?.[key]
-        if (Array.isArray(got)) for (const item of got) if (typeof item === "object" && item !== null) items.push(item as Item)
-        cursor = typeof result?.nextCursor === "string" ? result.nextCursor : undefined
+        const result = yield* backends.executeOnBackend(backendId, method, cursor === undefined ? {} : { cursor })
+        const got = field(result, key)
+        if (Array.isArray(got)) for (const item of got) if (isObject(item)) items.push(item)
+        cursor = stringField(result, "nextCursor")
         if (items.length >= MAX_ITEMS) {
           yield* Effect.logWarning(`backend ${backendId} lists more than ${MAX_ITEMS} items (${method}); the rest is left out`)
           items.length = MAX_ITEMS
@@ -187,8 +187,7 @@ export const make = (backends: BackendsService) => {
       return { items: out, routes }
     })
 
-  const paramsOf = (params: unknown): Record<string, unknown> =>
-    typeof params === "object" && params !== null && !Array.isArray(params) ? (params as Record<string, unknown>) : {}
+  const paramsOf = objectOr
 
   return {
     listResources: (profile: Profile | undefined) =>

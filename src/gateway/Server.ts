@@ -37,7 +37,8 @@ import type { Relay } from "./Relay.js"
 import { mcpLevelOf, type Session } from "./Session.js"
 import { type Catalog, catalogOf, filtersAnything, inProfile, ownToolName, profileAdmits } from "../catalog/ToolCatalog.js"
 import { filteredList, hiddenBy } from "./BackendFilters.js"
-import { field } from "../protocol/Json.js"
+import { field, objectOr } from "../protocol/Json.js"
+import * as Meta from "../protocol/Meta.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version
@@ -111,6 +112,8 @@ type BackendMethod = (typeof BACKEND_METHODS)[number]
 const unknownMethod = (request: Request) => Effect.fail(methodNotFound(request.method))
 const ignored = (n: Notification) => Effect.logDebug("ignoring notification", { method: n.method })
 
+type SubscriptionMethod = "resources/subscribe" | "resources/unsubscribe"
+
 /** Methods a client may call before `initialize` has completed. */
 const BEFORE_INIT = new Set(["initialize", "ping", "shutdown"])
 
@@ -176,8 +179,7 @@ const recordClient = (session: Session, p: typeof Params.InitializeParams.Type):
   const protocolVersion = negotiateProtocolVersion(p.protocolVersion)
   session.protocolVersion = protocolVersion
   session.clientInfo = p.clientInfo
-  session.clientCapabilities =
-    typeof p.capabilities === "object" && p.capabilities !== null ? (p.capabilities as Record<string, unknown>) : {}
+  session.clientCapabilities = objectOr(p.capabilities)
   return protocolVersion
 }
 
@@ -226,7 +228,7 @@ const stepProgress = (context: RequestContext, progressToken: unknown): OnStep |
 
 /** The agentify_orchestrate tool: the last result's content, then the model's closing words, if any. */
 const withAnswerText = (result: unknown): unknown => {
-  const answer = (result as { _meta?: Record<string, unknown> } | null)?._meta?.["agentify/answer"]
+  const answer = Meta.get(result, "agentify/answer")
   if (typeof answer !== "string" || !isCallToolResult(result)) return result
   return { ...result, content: [...result.content, { type: "text", text: answer }] }
 }
@@ -468,13 +470,12 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     return null
   })
 
-  const subscription = (params: unknown, context: RequestContext, method: string) =>
-    Effect.flatMap(ctx.relay.routeUri(params, profile()), ({ backendId, params }) =>
-      Effect.mapError(
-        ctx.subscription(session, context, backendId, method as "resources/subscribe" | "resources/unsubscribe", params),
-        asBackendSent
+  const subscription =
+    (method: SubscriptionMethod) =>
+    (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+      Effect.flatMap(ctx.relay.routeUri(params, profile()), ({ backendId, params }) =>
+        Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
       )
-    )
 
   const methods = Methods.table({
     initialize: Methods.method(Params.InitializeParams, (p) => initialize(p)),
@@ -489,8 +490,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     "resources/read": Methods.relayed((params, context, method) =>
       relayed(ctx.relay.routeUri(params, profile()), method, context)
     ),
-    "resources/subscribe": Methods.relayed(subscription),
-    "resources/unsubscribe": Methods.relayed(subscription),
+    "resources/subscribe": Methods.relayed(subscription("resources/subscribe")),
+    "resources/unsubscribe": Methods.relayed(subscription("resources/unsubscribe")),
     "prompts/get": Methods.relayed((params, context, method) =>
       relayed(ctx.relay.routePrompt(params, profile()), method, context)
     ),
@@ -522,13 +523,11 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
  * failures (timeout, crash, not ready) stay -32004.
  */
 const asBackendSent = (error: BackendError): GatewayError => {
-  const detail = error.detail as { code?: unknown; message?: unknown; data?: unknown } | undefined
-  if (error.reason === "call_failed" && typeof detail?.code === "number" && typeof detail.message === "string") {
-    return new RpcError({
-      code: detail.code,
-      message: detail.message,
-      ...(detail.data === undefined ? {} : { data: detail.data })
-    })
+  const code = field(error.detail, "code")
+  const message = field(error.detail, "message")
+  const data = field(error.detail, "data")
+  if (error.reason === "call_failed" && typeof code === "number" && typeof message === "string") {
+    return new RpcError({ code, message, ...(data === undefined ? {} : { data }) })
   }
   return error
 }
@@ -564,14 +563,13 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
       Effect.void
     )
 
-  const subscription = (params: unknown, context: RequestContext, method: string) => {
-    const hidden = hiddenBy(backends.configOf(backendId), method, params)
-    if (hidden !== undefined) return Effect.fail(hidden)
-    return Effect.mapError(
-      ctx.subscription(session, context, backendId, method as "resources/subscribe" | "resources/unsubscribe", params),
-      asBackendSent
-    )
-  }
+  const subscription =
+    (method: SubscriptionMethod) =>
+    (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+      const hidden = hiddenBy(backends.configOf(backendId), method, params)
+      if (hidden !== undefined) return Effect.fail(hidden)
+      return Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
+    }
 
   /** Anything else goes to the backend as the client sent it; its filters apply to what it names and lists. */
   const forwarded = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
@@ -594,8 +592,8 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
         return null
       })
     ),
-    "resources/subscribe": Methods.relayed(subscription),
-    "resources/unsubscribe": Methods.relayed(subscription)
+    "resources/subscribe": Methods.relayed(subscription("resources/subscribe")),
+    "resources/unsubscribe": Methods.relayed(subscription("resources/unsubscribe"))
   } satisfies Record<BackendMethod, Methods.Method>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {

@@ -11,6 +11,7 @@ import { ErrorCode, RpcError } from "../protocol/Errors.js"
 import { type Id, notification, request as requestMessage } from "../jsonrpc/JsonRpc.js"
 import { Requests } from "../jsonrpc/Requests.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
+import { field, stringField } from "../protocol/Json.js"
 
 /**
  * The lifecycle: new -> initializing -> ready, and shutdown from any of them (final). Every exit of
@@ -31,7 +32,13 @@ export const sameTarget = (a: Target, b: Target): boolean =>
 export const MCP_LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] as const
 export type McpLogLevel = (typeof MCP_LOG_LEVELS)[number]
 
-const severity = (level: unknown): number => MCP_LOG_LEVELS.indexOf(level as McpLogLevel)
+/** `level` as an MCP log level, when it is one. */
+export const mcpLogLevel = (level: unknown): McpLogLevel | undefined => MCP_LOG_LEVELS.find((known) => known === level)
+
+const severity = (level: unknown): number => {
+  const known = mcpLogLevel(level)
+  return known === undefined ? -1 : MCP_LOG_LEVELS.indexOf(known)
+}
 
 /** The gateway's own level names, as the least severe MCP level a session receives ("silent": none). */
 export const mcpLevelOf = (level: string): McpLogLevel | "none" => {
@@ -138,11 +145,12 @@ export class Session {
         // The gateway's requests to a client wait as long as the call that made them.
         timedOut: (method) => refuse(`${method} timed out`),
         failed: (method, error) => {
-          const e = error as { code?: unknown; message?: unknown; data?: unknown } | null
+          const code = field(error, "code")
+          const data = field(error, "data")
           return new RpcError({
-            code: typeof e?.code === "number" && Number.isInteger(e.code) ? e.code : ErrorCode.InternalError,
-            message: typeof e?.message === "string" ? e.message : `the client answered ${method} with an error`,
-            ...(e?.data === undefined ? {} : { data: e.data })
+            code: typeof code === "number" && Number.isInteger(code) ? code : ErrorCode.InternalError,
+            message: stringField(error, "message") ?? `the client answered ${method} with an error`,
+            ...(data === undefined ? {} : { data })
           })
         },
         full: (_method, limit) => refuse(`${limit} requests already wait for the client session's answers`)
@@ -186,9 +194,9 @@ export class Session {
   }
 
   /** The client's answer to one of the gateway's requests; false if none waits for it. */
-  resolve(id: Id | null, payload: unknown): boolean {
+  resolve(id: Id | null, payload: Readonly<Record<string, unknown>>): boolean {
     if (typeof id !== "number") return false
-    return this.requests.settle(id, payload as { readonly result?: unknown; readonly error?: unknown })
+    return this.requests.settle(id, payload)
   }
 
   /** The session ended: nothing it was asked will be answered. */

@@ -28,8 +28,9 @@ import { failure, type Id, notification, type Request, type Response, success } 
 import * as Mcp from "../protocol/Mcp.js"
 import type { Outbox, RequestContext } from "../jsonrpc/Peer.js"
 import * as Server from "./Server.js"
-import { MCP_LOG_LEVELS, type McpLogLevel, Session, type Target } from "./Session.js"
-import { field, objectField, objectOr, stringField } from "../protocol/Json.js"
+import { MCP_LOG_LEVELS, mcpLogLevel, Session, type Target } from "./Session.js"
+import * as Json from "../protocol/Json.js"
+import { field, isObject, objectField, objectOr, stringField } from "../protocol/Json.js"
 import * as Meta from "../protocol/Meta.js"
 
 /** What `server/discover` lists: this era, and the session era's versions (served with `initialize`). */
@@ -91,7 +92,7 @@ export const check = (request: Request, header: string | undefined | null): Refu
     )
   }
   const level = meta[Mcp.Meta.logLevel]
-  if (level !== undefined && !(MCP_LOG_LEVELS as ReadonlyArray<unknown>).includes(level)) {
+  if (level !== undefined && mcpLogLevel(level) === undefined) {
     return refusal(
       400,
       request.id,
@@ -118,7 +119,7 @@ export const check = (request: Request, header: string | undefined | null): Refu
 
 /** The HTTP status of a stateless reply sent as JSON. */
 export const statusOf = (response: unknown): number => {
-  const code = (response as { error?: { code?: unknown } } | null)?.error?.code
+  const code = field(field(response, "error"), "code")
   if (code === ErrorCode.MethodNotFound) return 404
   if (
     code === Mcp.StatelessErrorCode.HeaderMismatch ||
@@ -170,8 +171,8 @@ interface OpenCall {
 
 /** Adds what every 2026-07-28 result carries. */
 const finished = (method: string, result: unknown): unknown => {
-  if (typeof result !== "object" || result === null || Array.isArray(result)) return result
-  const r = result as Record<string, unknown>
+  if (!isObject(result)) return result
+  const r = result
   // A stateless backend's own InputRequiredResult passes as it is: the client retries with it.
   if (r.resultType === "input_required") return r
   return {
@@ -218,9 +219,9 @@ const STATELESS_CAPABILITIES = {
 
 /** Capabilities of a backend as a 2026-07-28 server states them. */
 const statelessCapabilities = (capabilities: Readonly<Record<string, unknown>>) => {
-  const { logging: _logging, resources, ...rest } = capabilities as Record<string, unknown>
-  if (typeof resources !== "object" || resources === null) return rest
-  const { subscribe: _subscribe, ...resourceRest } = resources as Record<string, unknown>
+  const { logging: _logging, resources, ...rest } = capabilities
+  if (!isObject(resources)) return rest
+  const { subscribe: _subscribe, ...resourceRest } = resources
   return { ...rest, resources: resourceRest }
 }
 
@@ -423,7 +424,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         session.clientInfo = meta[Mcp.Meta.clientInfo]
         session.clientCapabilities = capabilities
         // No level: no log messages for this request (2026-07-28 makes them opt-in per request).
-        session.logLevel = (meta[Mcp.Meta.logLevel] as McpLogLevel | undefined) ?? "none"
+        session.logLevel = mcpLogLevel(meta[Mcp.Meta.logLevel]) ?? "none"
         session.markInitialized()
         const handlers = yield* Scope.extend(gateway.open(session), scope)
         const context: RequestContext = {
@@ -444,7 +445,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
     /** A retry with `requestState`: the client's answers to the open call's questions. */
     const resume = (request: Request, out: Outbox): Effect.Effect<Response | OpenCall> =>
       Effect.gen(function* () {
-        const params = request.params as Record<string, unknown>
+        const params = objectOr(request.params)
         const state = unseal(params.requestState)
         const invalid = (message: string) =>
           failure(request.id, { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` })
@@ -460,11 +461,9 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         }
         if (call.busy) return invalid("this call is already being resumed")
         const responses = params.inputResponses
-        if (typeof responses !== "object" || responses === null || Array.isArray(responses)) {
-          return invalid("inputResponses must be an object keyed by the inputRequests' keys")
-        }
+        if (!isObject(responses)) return invalid("inputResponses must be an object keyed by the inputRequests' keys")
         for (const [key, q] of call.waiting) {
-          const answer = (responses as Record<string, unknown>)[key]
+          const answer = responses[key]
           if (typeof answer !== "object" || answer === null || Array.isArray(answer)) continue
           call.waiting.delete(key)
           yield* Deferred.succeed(q.answer, answer)
@@ -505,7 +504,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         if (request.method === "server/discover") {
           return yield* discover(request, target).pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e)))))
         }
-        const params = (request.params ?? {}) as Record<string, unknown>
+        const params = objectOr(request.params)
         let call: OpenCall
         if (isOwnState(params.requestState) && MAY_ASK.has(request.method)) {
           const resumed = yield* resume(request, out)
@@ -534,23 +533,24 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
      */
     const listen = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox) =>
       Effect.gen(function* () {
-        const filter = field(request.params, "notifications")
-        if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
+        const wanted = objectField(request.params, "notifications")
+        if (wanted === undefined) {
           return out.send(
             failure(request.id, { code: ErrorCode.InvalidParams, message: "Invalid params: notifications must be an object" })
           )
         }
         const described = yield* Effect.either(describe(backends, target))
         if (described._tag === "Left") return out.send(failure(request.id, toRpcError(described.left)))
-        const capabilities = described.right.capabilities as Record<string, { listChanged?: unknown } | undefined>
-        const wanted = filter as Record<string, unknown>
+        const capabilities = described.right.capabilities
         const honored: Record<string, string> = {}
         for (const [field, capability, method] of [
           ["toolsListChanged", "tools", "notifications/tools/list_changed"],
           ["promptsListChanged", "prompts", "notifications/prompts/list_changed"],
           ["resourcesListChanged", "resources", "notifications/resources/list_changed"]
         ] as const) {
-          if (wanted[field] === true && capabilities[capability]?.listChanged === true) honored[method] = field
+          if (wanted[field] === true && Json.field(Json.field(capabilities, capability), "listChanged") === true) {
+            honored[method] = field
+          }
         }
         const subscriptionId = randomBytes(12).toString("hex")
         const tagged = (params: unknown) => Meta.merge(params, { [Mcp.Meta.subscriptionId]: subscriptionId })
@@ -565,10 +565,10 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           transport,
           target,
           send: (message) => {
-            const m = message as { method?: string; params?: unknown }
+            const method = stringField(message, "method")
             // Only what the client asked for, whatever the gateway broadcasts.
-            if (typeof m.method !== "string" || honored[m.method] === undefined) return true
-            out.send(notification(m.method, tagged(m.params)))
+            if (method === undefined || honored[method] === undefined) return true
+            out.send(notification(method, tagged(field(message, "params"))))
             return true
           }
         })

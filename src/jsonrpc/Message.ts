@@ -4,6 +4,7 @@
  */
 import { ErrorCode, type WireError } from "../protocol/Errors.js"
 import * as Secrets from "../observability/Secrets.js"
+import { field, isObject } from "../protocol/Json.js"
 
 export type Id = string | number
 
@@ -30,17 +31,15 @@ export const failure = (id: Id | null, error: WireError): Response => ({ jsonrpc
 export type Incoming =
   | { readonly _tag: "Request"; readonly request: Request }
   | { readonly _tag: "Notification"; readonly notification: Notification }
-  | { readonly _tag: "Response"; readonly id: Id | null; readonly payload: unknown }
+  | { readonly _tag: "Response"; readonly id: Id | null; readonly payload: Readonly<Record<string, unknown>> }
   | { readonly _tag: "Invalid"; readonly id: Id | null; readonly reason: string }
 
 export const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
 
 /** Classifies one JSON value as a JSON-RPC 2.0 message (the spec's rules, nothing looser). */
 export const classify = (value: unknown): Incoming => {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return { _tag: "Invalid", id: null, reason: "a JSON-RPC message must be a JSON object" }
-  }
-  const msg = value as Record<string, unknown>
+  if (!isObject(value)) return { _tag: "Invalid", id: null, reason: "a JSON-RPC message must be a JSON object" }
+  const msg = value
   const hasId = "id" in msg
   const id = isId(msg.id) ? msg.id : null
   if (hasId && msg.id !== null && !isId(msg.id)) {
@@ -82,13 +81,15 @@ export const stringify = (message: unknown): string => {
         .map(stringify)
         .filter((s) => s !== "")
         .join(",")}]`
-    const m = message as { id?: Id | null; error?: WireError }
-    if (typeof m !== "object" || m === null || !("id" in m)) return ""
+    if (!isObject(message) || !("id" in message)) return ""
+    const id = isId(message.id) ? message.id : null
+    const code = field(message.error, "code")
+    const text = field(message.error, "message")
     const why = Secrets.scrub(cause instanceof Error ? cause.message : String(cause))
     return JSON.stringify(
-      m.error !== undefined && typeof m.error.code === "number" && typeof m.error.message === "string"
-        ? failure(m.id ?? null, { code: m.error.code, message: m.error.message })
-        : failure(m.id ?? null, {
+      typeof code === "number" && typeof text === "string"
+        ? failure(id, { code, message: text })
+        : failure(id, {
             code: ErrorCode.InternalError,
             message: `Internal error: the result cannot be encoded as JSON (${why})`
           })

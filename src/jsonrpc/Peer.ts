@@ -26,7 +26,7 @@ import {
 } from "./JsonRpc.js"
 import * as Telemetry from "../observability/Telemetry.js"
 import * as Secrets from "../observability/Secrets.js"
-import { messageOf } from "../protocol/Json.js"
+import { field, messageOf } from "../protocol/Json.js"
 
 /** Where a message's replies and its requests' notifications go. */
 export interface Outbox {
@@ -56,7 +56,7 @@ export interface Handlers<R> {
   /** Notifications other than cancellation (handled here). */
   readonly notification: (notification: Notification) => Effect.Effect<void, never, R>
   /** The client's answer to a request of the gateway's; false if nothing waits for it. */
-  readonly response?: ((id: Id | null, payload: unknown) => boolean) | undefined
+  readonly response?: ((id: Id | null, payload: Readonly<Record<string, unknown>>) => boolean) | undefined
 }
 
 export interface Options {
@@ -141,11 +141,10 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
     const runRequest = (request: Request, out: Outbox) => inbound.reply(request.id, request.id, handle(request, out))
 
     const cancelRequest = (params: unknown) => {
-      const p = params as Record<string, unknown> | undefined
-      const target = p?.requestId ?? p?.id
+      const target = field(params, "requestId") ?? field(params, "id")
       if (!isId(target)) return Effect.void
       if (!inbound.cancel(target)) return Effect.logDebug("cancellation for no request in flight", { id: target })
-      return Effect.logDebug("request cancelled by the client", { id: target, reason: p?.reason })
+      return Effect.logDebug("request cancelled by the client", { id: target, reason: field(params, "reason") })
     }
 
     /** One message's reply, or none for a notification. */

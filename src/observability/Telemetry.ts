@@ -16,6 +16,7 @@ import { Effect, Layer, Metric, MetricBoundaries, Option, Tracer } from "effect"
 import * as Secrets from "./Secrets.js"
 import type { ExportSettings } from "./TelemetryExport.js"
 import * as Meta from "../protocol/Meta.js"
+import { stringField } from "../protocol/Json.js"
 
 let active = false
 
@@ -102,9 +103,8 @@ export const withTraceparent = (params: unknown, span: Tracer.AnySpan): unknown 
 
 /** What a request is about, for the span name: the tool, prompt or resource it names. */
 const targetOf = (method: string, params: unknown): string | undefined => {
-  const p = params as { name?: unknown; uri?: unknown } | undefined
-  if (method === "tools/call" || method === "prompts/get") return typeof p?.name === "string" ? p.name : undefined
-  if (method.startsWith("resources/")) return typeof p?.uri === "string" ? p.uri : undefined
+  if (method === "tools/call" || method === "prompts/get") return stringField(params, "name")
+  if (method.startsWith("resources/")) return stringField(params, "uri")
   return undefined
 }
 

@@ -24,7 +24,7 @@ import { InvalidParams } from "../protocol/Errors.js"
 import { rankEntries } from "../catalog/ToolCatalog.js"
 import * as Declarations from "../sandbox/Declarations.js"
 import type * as Sandbox from "../sandbox/Sandbox.js"
-import { field } from "../protocol/Json.js"
+import { field, objectField, objectOr } from "../protocol/Json.js"
 
 export const RUN_CODE_TOOL_NAME = "agentify_run_code"
 
@@ -195,9 +195,8 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
       Effect.gen(function* () {
         const tool = byName.get(name)
         if (tool === undefined) return { ok: false, message: `Unknown tool: ${name}`, record: undefined }
-        const given = typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
-        const schema = tool.entry.tool.inputSchema as Record<string, unknown> | undefined
-        const problems = schema === undefined ? undefined : yield* Arguments.check(name, schema, given)
+        const given = objectOr(args)
+        const problems = yield* Arguments.check(name, tool.entry.tool.inputSchema, given)
         if (problems !== undefined && problems.length > 0) {
           return {
             ok: false,
@@ -205,15 +204,14 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
             record: { tool: name, arguments: shown(given), ms: 0, isError: true }
           }
         }
-        const annotations = (tool.entry.tool as { annotations?: Record<string, unknown> }).annotations
-        if (dryRun && annotations?.readOnlyHint !== true) {
+        if (dryRun && field(tool.entry.tool.annotations, "readOnlyHint") !== true) {
           return {
             ok: true,
             value: { dryRun: true },
             record: { tool: name, arguments: shown(given), ms: 0, isError: false, dryRun: true }
           }
         }
-        if (needsConfirmation(deps.confirmTools, annotations)) {
+        if (needsConfirmation(deps.confirmTools, objectField(tool.entry.tool, "annotations"))) {
           const answer = yield* deps.confirm({ tool: name, arguments: Secrets.scrubDeep(given) })
           if (answer !== "accepted") {
             return {

@@ -26,6 +26,7 @@ import * as Code from "./Code.js"
 import type * as Results from "./Results.js"
 import { addUsage, type Confirm, type OnStep, type StepRecord, withSteps } from "./Steps.js"
 import * as Meta from "../protocol/Meta.js"
+import { field, numberField, stringField } from "../protocol/Json.js"
 
 export const RUN_CODE_FUNCTION = "run_code"
 
@@ -105,8 +106,7 @@ export const recordOf = (result: unknown): { code?: string; steps: ReadonlyArray
 /** The script a run_code call carries, or "" when its arguments hold none. */
 const scriptOf = (args: string): string => {
   try {
-    const parsed = JSON.parse(args) as { code?: unknown } | null
-    return typeof parsed?.code === "string" ? parsed.code : ""
+    return stringField(JSON.parse(args), "code") ?? ""
   } catch {
     return ""
   }
@@ -155,15 +155,19 @@ export const orchestrate = (
                 forward: deps.forward
               }
             ).pipe(Effect.orElseSucceed(() => undefined))
-      const calls = ((run?.structuredContent as { calls?: ReadonlyArray<StepRecord> } | undefined)?.calls ?? []).map(
-        (c): StepRecord => ({ tool: c.tool, arguments: c.arguments ?? {}, isError: c.isError, ms: c.ms })
-      )
+      const listed = field(run?.structuredContent, "calls")
+      const calls = (Array.isArray(listed) ? listed : []).map((c: unknown): StepRecord => ({
+        tool: stringField(c, "tool") ?? "",
+        arguments: field(c, "arguments") ?? {},
+        isError: field(c, "isError") === true,
+        ms: numberField(c, "ms") ?? 0
+      }))
       steps.push(...calls)
       const content =
         run === undefined
           ? `Not run: call ${RUN_CODE_FUNCTION} with {"code": "<the script>"}.`
           : run.isError === true
-            ? `The script failed: ${run.content.map((c) => (c as { text?: string }).text ?? "").join("\n")}. Correct it and call ${RUN_CODE_FUNCTION} again.`
+            ? `The script failed: ${run.content.map((c: unknown) => stringField(c, "text") ?? "").join("\n")}. Correct it and call ${RUN_CODE_FUNCTION} again.`
             : deps.results.toolMessage(run)
       deps.messages.push({ role: "assistant", content: response.content, toolCalls: deps.results.replayed(response.toolCalls) })
       deps.messages.push({ role: "tool", toolCallId: call!.id, content })

@@ -19,7 +19,7 @@ import {
 import type { TaskContext } from "../protocol/Mcp.js"
 import type { Profile } from "../config/Config.js"
 import { InvalidPlan } from "../protocol/Errors.js"
-import { field } from "../protocol/Json.js"
+import { isObject, objectField } from "../protocol/Json.js"
 
 /** The one backend call the model chose. */
 export interface Plan {
@@ -35,8 +35,7 @@ export interface Plan {
 }
 
 const annotationsOf = (tool: unknown): Readonly<Record<string, unknown>> | undefined => {
-  const annotations = field(tool, "annotations")
-  return typeof annotations === "object" && annotations !== null ? (annotations as Record<string, unknown>) : undefined
+  return objectField(tool, "annotations")
 }
 
 export interface Offer {
@@ -221,8 +220,8 @@ export const parseArguments = (name: string, raw: string): Either.Either<Record<
       new InvalidPlan({ message: `The model's arguments for '${name}' are not valid JSON`, toolName: name, arguments: raw })
     )
   }
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? Either.right(value as Record<string, unknown>)
+  return isObject(value)
+    ? Either.right(value)
     : Either.left(
         new InvalidPlan({
           message: `The model's arguments for '${name}' are not a JSON object`,

@@ -29,7 +29,9 @@ import type { APIError } from "openai"
 import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import { LlmRequestFailed, NotConfigured } from "../protocol/Errors.js"
 import * as Secrets from "../observability/Secrets.js"
+import * as Json from "../protocol/Json.js"
 import type { ChatRequest, ChatResponse, ChatToolCall, LlmService } from "./Chat.js"
+import { isObject } from "../protocol/Json.js"
 
 type Sdk = typeof import("openai")
 let sdk: Promise<Sdk> | undefined
@@ -304,8 +306,8 @@ const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
 
 /** The server's own words: `error.message` of an OpenAI-style body, else the SDK's text. */
 const serverMessage = (error: APIError): string => {
-  const body = error.error as { message?: unknown } | undefined
-  if (typeof body?.message === "string" && body.message !== "") return detailOf(body.message)
+  const message = Json.stringField(error.error, "message")
+  if (message !== undefined && message !== "") return detailOf(message)
   return detailOf(error.message.replace(/^\d{3}\s*/, ""))
 }
 
@@ -409,8 +411,6 @@ const classify = (
 // ---------------------------------------------------------------------------------------------
 // Responses
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 /**
  * Reads a completion by hand: the body comes from whatever server the base URL names, so
  * nothing about it is trusted. Compatible servers differ in small ways that are accepted:
@@ -430,7 +430,7 @@ const textToolCalls = (text: string): { readonly calls: Array<ChatToolCall>; rea
     } catch {
       return undefined
     }
-    if (!isRecord(call) || typeof call.name !== "string" || call.name === "") return undefined
+    if (!isObject(call) || typeof call.name !== "string" || call.name === "") return undefined
     const args = call.arguments ?? call.parameters
     calls.push({
       id: `call_text_${calls.length}`,
@@ -450,25 +450,25 @@ const parseCompletion = (body: unknown, endpoint: Endpoint): Effect.Effect<ChatR
       })
     )
   if (typeof body === "string") return bad(`expected a JSON object, got text "${detailOf(body).slice(0, 80)}"`)
-  if (!isRecord(body)) return bad(`expected a JSON object, got ${body === null ? "null" : typeof body}`)
+  if (!isObject(body)) return bad(`expected a JSON object, got ${body === null ? "null" : typeof body}`)
   const choices = body.choices
   if (!Array.isArray(choices) || choices.length === 0) return bad("no choices")
-  const message = isRecord(choices[0]) ? choices[0].message : undefined
-  if (!isRecord(message)) return bad("choices[0].message is missing")
+  const message = isObject(choices[0]) ? choices[0].message : undefined
+  if (!isObject(message)) return bad("choices[0].message is missing")
 
   const rawCalls = message.tool_calls ?? []
   if (!Array.isArray(rawCalls)) return bad("choices[0].message.tool_calls is not an array")
   const toolCalls: Array<ChatToolCall> = []
   for (const [i, call] of rawCalls.entries()) {
     // Custom (free-form) tool calls are never offered, so only function calls count.
-    if (isRecord(call) && call.type !== undefined && call.type !== "function") continue
-    const fn = isRecord(call) ? call.function : undefined
-    if (!isRecord(fn) || typeof fn.name !== "string" || fn.name === "") {
+    if (isObject(call) && call.type !== undefined && call.type !== "function") continue
+    const fn = isObject(call) ? call.function : undefined
+    if (!isObject(fn) || typeof fn.name !== "string" || fn.name === "") {
       return bad(`choices[0].message.tool_calls[${i}] has no function name`)
     }
     const args = fn.arguments
     toolCalls.push({
-      id: isRecord(call) && typeof call.id === "string" && call.id !== "" ? call.id : `call_${i}`,
+      id: isObject(call) && typeof call.id === "string" && call.id !== "" ? call.id : `call_${i}`,
       name: fn.name,
       arguments: typeof args === "string" ? args : args === undefined || args === null ? "{}" : JSON.stringify(args)
     })
@@ -484,7 +484,7 @@ const parseCompletion = (body: unknown, endpoint: Endpoint): Effect.Effect<ChatR
       content = written.rest === "" ? null : written.rest
     }
   }
-  const usage = isRecord(body.usage) ? body.usage : undefined
+  const usage = isObject(body.usage) ? body.usage : undefined
   const count = (u: unknown) => (typeof u === "number" && Number.isFinite(u) ? u : 0)
   return Effect.succeed({
     toolCalls,

@@ -29,7 +29,7 @@ import {
 import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, LlmClient } from "./Llm.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
-import { type CallToolResult, isCallToolResult, OrchestrateParams, resultText } from "../protocol/Mcp.js"
+import { isCallToolResult, OrchestrateParams, resultText } from "../protocol/Mcp.js"
 import { Events, none as noEvents, type OrchestrationRecord, type OrchestrationStep } from "../observability/Events.js"
 import { catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
 
@@ -64,6 +64,7 @@ import {
 import * as Results from "./Results.js"
 import * as CodeMode from "./CodeMode.js"
 import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
+import { objectField } from "../protocol/Json.js"
 
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
 export { ORCHESTRATE_TOOL, SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
@@ -250,7 +251,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           const args = yield* parseArguments(call.name, call.arguments)
           const chosen = yield* offer.plan(call.name, args)
           if (chosen.inputSchema !== undefined) {
-            const callArgs = (chosen.mcpParams as { arguments?: Record<string, unknown> }).arguments ?? {}
+            const callArgs = objectField(chosen.mcpParams, "arguments") ?? {}
             // Uncheckable schema: at least its required properties (own ones: not `toString`).
             const problems =
               (yield* Arguments.check(chosen.functionName, chosen.inputSchema, callArgs)) ??
@@ -554,7 +555,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         }
         const { result, chosen } = last
         if (isCallToolResult(result) && result.isError === true) {
-          const text = resultText(result as CallToolResult)
+          const text = resultText(result)
           return yield* new BackendError({
             backendId: chosen.backendId,
             reason: "tool_error",

@@ -8,7 +8,7 @@
  * later turn's conversation: those are bounded the same way, as valid JSON.
  */
 import type { ChatTool } from "../catalog/ToolCatalog.js"
-import { type CallToolResult, isCallToolResult, resultText } from "../protocol/Mcp.js"
+import { isCallToolResult, resultText } from "../protocol/Mcp.js"
 import type { ChatToolCall } from "./Chat.js"
 
 /**
@@ -40,8 +40,12 @@ export const readResultFunction: ChatTool = {
 const count = (n: number) => n.toLocaleString("en-US")
 
 /** A tool result as the model reads it: its text blocks, else its JSON. */
+/** `value` when it is a whole number of at least `min`. */
+const wholeAtLeast = (value: unknown, min: number): number | undefined =>
+  typeof value === "number" && Number.isInteger(value) && value >= min ? value : undefined
+
 const resultAsText = (result: unknown): string => {
-  const text = isCallToolResult(result) ? resultText(result as CallToolResult) : ""
+  const text = isCallToolResult(result) ? resultText(result) : ""
   return text.length > 0 ? text : (JSON.stringify(result) ?? "null")
 }
 
@@ -80,8 +84,8 @@ export const make = (maxChars: number): Results => {
     if (whole === undefined) {
       return `No result '${ref}' is kept: the refs are ${[...kept.keys()].join(", ") || "none"}.`
     }
-    const offset = Number.isInteger(args.offset) && (args.offset as number) >= 0 ? (args.offset as number) : 0
-    const wanted = Number.isInteger(args.length) && (args.length as number) >= 1 ? (args.length as number) : maxChars
+    const offset = wholeAtLeast(args.offset, 0) ?? 0
+    const wanted = wholeAtLeast(args.length, 1) ?? maxChars
     if (offset >= whole.length) return `[${ref} has ${count(whole.length)} characters: nothing at offset ${count(offset)}]`
     const end = Math.min(whole.length, offset + Math.min(wanted, maxChars))
     const tail =

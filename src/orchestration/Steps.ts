@@ -6,7 +6,6 @@ import { Effect } from "effect"
 import type { ConfirmTools } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { BackendError, InvalidPlan, LlmRequestFailed, NoActionDetermined } from "../protocol/Errors.js"
-import type { CallToolResult } from "../protocol/Mcp.js"
 import type { ChatMessage, ChatResponse, ChatToolCall } from "./Chat.js"
 import type { Plan } from "./Offer.js"
 import { field } from "../protocol/Json.js"
@@ -135,7 +134,7 @@ export const declinedResult = (
   steps: ReadonlyArray<StepRecord>,
   answer: string | undefined,
   usage: ChatResponse["usage"]
-): CallToolResult => {
+): unknown => {
   const declined = [...new Set(steps.filter((s) => s.declined === true).map((s) => s.tool))]
   return withSteps(
     {
@@ -145,28 +144,31 @@ export const declinedResult = (
     steps,
     answer,
     usage
-  ) as CallToolResult
+  )
 }
 
 /**
  * A failure after some step ran carries the steps (`data.steps`): a client must learn that a file
  * was written even when the next model turn failed.
  */
-export const withStepsRan = <E>(error: E, steps: ReadonlyArray<StepRecord>): E => {
+export const withStepsRan = <E extends { readonly _tag: string }>(
+  error: E,
+  steps: ReadonlyArray<StepRecord>
+): E | LlmRequestFailed | InvalidPlan | BackendError | NoActionDetermined => {
   if (steps.length === 0) return error
-  const e = error as unknown
-  if (e instanceof LlmRequestFailed) {
-    return new LlmRequestFailed({ reason: e.reason, message: e.message, status: e.status, steps }) as E
+  if (error instanceof LlmRequestFailed) {
+    return new LlmRequestFailed({ reason: error.reason, message: error.message, status: error.status, steps })
   }
-  if (e instanceof InvalidPlan) {
-    return new InvalidPlan({ message: e.message, toolName: e.toolName, arguments: e.arguments, problems: e.problems, steps }) as E
+  if (error instanceof InvalidPlan) {
+    const { message, toolName, arguments: args, problems } = error
+    return new InvalidPlan({ message, toolName, arguments: args, problems, steps })
   }
-  if (e instanceof BackendError) {
-    const { backendId, reason, summary, method, detail } = e
-    return new BackendError({ backendId, reason, summary, method, detail, steps }) as E
+  if (error instanceof BackendError) {
+    const { backendId, reason, summary, method, detail } = error
+    return new BackendError({ backendId, reason, summary, method, detail, steps })
   }
-  if (e instanceof NoActionDetermined) {
-    return new NoActionDetermined({ query: e.query, modelMessage: e.modelMessage, toolCalls: e.toolCalls, steps }) as E
+  if (error instanceof NoActionDetermined) {
+    return new NoActionDetermined({ query: error.query, modelMessage: error.modelMessage, toolCalls: error.toolCalls, steps })
   }
   return error
 }

@@ -7,6 +7,7 @@
  */
 import { Schema } from "effect"
 import * as Secrets from "../observability/Secrets.js"
+import { field, stringField } from "./Json.js"
 
 /** Plain JSON-RPC codes. */
 export const ErrorCode = {
@@ -173,9 +174,10 @@ export const URL_ELICITATION_REQUIRED = -32042
 /** A backend's own -32042, which must reach the client as the backend sent it. */
 const urlElicitationOf = (error: GatewayError): WireError | undefined => {
   if (error._tag !== "BackendError" || error.reason !== "call_failed") return undefined
-  const detail = error.detail as { code?: unknown; message?: unknown; data?: unknown } | undefined
-  if (detail?.code !== URL_ELICITATION_REQUIRED || typeof detail.message !== "string") return undefined
-  return { code: URL_ELICITATION_REQUIRED, message: detail.message, ...(detail.data === undefined ? {} : { data: detail.data }) }
+  const message = stringField(error.detail, "message")
+  const data = field(error.detail, "data")
+  if (field(error.detail, "code") !== URL_ELICITATION_REQUIRED || message === undefined) return undefined
+  return { code: URL_ELICITATION_REQUIRED, message, ...(data === undefined ? {} : { data }) }
 }
 
 /** The wire form of a failure, with every registered secret scrubbed. */

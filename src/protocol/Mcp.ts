@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { createRequire } from "node:module"
-import { field } from "./Json.js"
+import { field, stringField } from "./Json.js"
 
 // src/protocol/Mcp.ts, dist/protocol/Mcp.js and the CLI's chunks (dist/chunks/) all sit two levels
 // below package.json.
@@ -25,12 +25,12 @@ export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 
 /** The client's version if supported, else the newest one (MCP version negotiation). */
 export const negotiateProtocolVersion = (requested: unknown): string =>
-  typeof requested === "string" && (SUPPORTED_PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(requested)
+  typeof requested === "string" && SUPPORTED_PROTOCOL_VERSIONS.some((known) => known === requested)
     ? requested
     : LATEST_PROTOCOL_VERSION
 
 export const isSupportedProtocolVersion = (version: unknown): version is string =>
-  typeof version === "string" && (SUPPORTED_PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(version)
+  typeof version === "string" && SUPPORTED_PROTOCOL_VERSIONS.some((known) => known === version)
 
 /** The stateless era (no initialize, no session; every request says who it is in `_meta`). */
 export const STATELESS_PROTOCOL_VERSION = "2026-07-28"
@@ -95,9 +95,9 @@ export const isCallToolResult = (u: unknown): u is CallToolResult =>
 /** Plain text of a CallToolResult's text blocks, for error messages. */
 export const resultText = (result: CallToolResult): string =>
   result.content
-    .flatMap((block) => {
-      const b = block as { type?: unknown; text?: unknown } | null
-      return b !== null && typeof b === "object" && b.type === "text" && typeof b.text === "string" ? [b.text] : []
+    .flatMap((block: unknown) => {
+      const text = stringField(block, "text")
+      return field(block, "type") === "text" && text !== undefined ? [text] : []
     })
     .join("\n")
 

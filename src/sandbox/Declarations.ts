@@ -3,6 +3,7 @@
  * generated from each inputSchema (and outputSchema), their descriptions as doc comments, and the
  * names a script reaches them by (`tools.<namespace>.<tool>`, or `callTool("<exposed name>")`).
  */
+import { isObject, objectOr, stringField } from "../protocol/Json.js"
 
 /** How a tool is reached from a script. */
 export interface ScriptTool {
@@ -35,14 +36,15 @@ const comment = (text: string | undefined, indent: string): string => {
 
 /** A JSON Schema as a TypeScript type, depth-bounded (anything deeper, or unknown, is `unknown`). */
 export const typeOf = (schema: unknown, indent = "", depth = 0): string => {
-  if (typeof schema !== "object" || schema === null || depth > 6) return "unknown"
-  const s = schema as Record<string, unknown>
+  if (!isObject(schema) || depth > 6) return "unknown"
+  const s = schema
   if ("const" in s) return JSON.stringify(s.const) ?? "unknown"
   if (Array.isArray(s.enum)) return s.enum.map((v) => JSON.stringify(v)).join(" | ") || "never"
   for (const union of ["anyOf", "oneOf"] as const) {
-    if (Array.isArray(s[union])) return (s[union] as Array<unknown>).map((m) => typeOf(m, indent, depth + 1)).join(" | ")
+    const members = s[union]
+    if (Array.isArray(members)) return members.map((m: unknown) => typeOf(m, indent, depth + 1)).join(" | ")
   }
-  const types = Array.isArray(s.type) ? (s.type as Array<unknown>) : [s.type]
+  const types: ReadonlyArray<unknown> = Array.isArray(s.type) ? s.type : [s.type]
   const one = (type: unknown): string => {
     switch (type) {
       case "string":
@@ -66,12 +68,12 @@ export const typeOf = (schema: unknown, indent = "", depth = 0): string => {
 }
 
 const objectType = (s: Record<string, unknown>, indent: string, depth: number): string => {
-  const properties = typeof s.properties === "object" && s.properties !== null ? (s.properties as Record<string, unknown>) : {}
+  const properties = objectOr(s.properties)
   const required = new Set(Array.isArray(s.required) ? s.required : [])
   const inner = `${indent}  `
   const fields = Object.entries(properties).map(
     ([name, p]) =>
-      `${comment((p as { description?: string } | null)?.description, inner)}${inner}${key(name)}${required.has(name) ? "" : "?"}: ${typeOf(p, inner, depth + 1)}`
+      `${comment(stringField(p, "description"), inner)}${inner}${key(name)}${required.has(name) ? "" : "?"}: ${typeOf(p, inner, depth + 1)}`
   )
   if (s.additionalProperties !== false && fields.length === 0) return "Record<string, unknown>"
   return `{\n${fields.join("\n")}\n${indent}}`

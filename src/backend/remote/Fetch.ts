@@ -5,6 +5,7 @@
  */
 import { Data, Effect } from "effect"
 import * as Secrets from "../../observability/Secrets.js"
+import { field, isObject } from "../../protocol/Json.js"
 
 /** How much of an HTTP error's body goes into the error message. */
 export const ERROR_BODY_CHARS = 300
@@ -78,8 +79,9 @@ export const httpProblem = (response: Response, body: string): string => {
   const status = response.status
   let detail = body.trim()
   try {
-    const parsed = JSON.parse(detail) as { error?: { message?: unknown } | string; message?: unknown }
-    const message = typeof parsed.error === "object" ? parsed.error?.message : (parsed.error ?? parsed.message ?? undefined)
+    const parsed: unknown = JSON.parse(detail)
+    const error = field(parsed, "error")
+    const message = isObject(error) ? error.message : (error ?? field(parsed, "message"))
     if (typeof message === "string") detail = message
   } catch {
     // Plain text.

@@ -8,7 +8,7 @@
  * The tools' headers are learned from the backend's own tools list (`toolsListed`).
  */
 import type { Tool } from "../../protocol/Mcp.js"
-import { field } from "../../protocol/Json.js"
+import { field, objectField } from "../../protocol/Json.js"
 
 /** Where each method keeps the name `Mcp-Name` mirrors. */
 const NAMED_BY: Readonly<Record<string, string>> = {
@@ -51,7 +51,7 @@ export const headerParams = (inputSchema: unknown): ReadonlyArray<readonly [stri
   const out: Array<readonly [string, string]> = []
   const seen = new Set<string>()
   for (const [property, schema] of Object.entries(properties)) {
-    const name = (schema as { "x-mcp-header"?: unknown } | null)?.["x-mcp-header"]
+    const name = field(schema, "x-mcp-header")
     // A declaration the revision does not allow (not a token, twice) is not sent.
     if (typeof name !== "string" || !TOKEN.test(name) || seen.has(name.toLowerCase())) continue
     seen.add(name.toLowerCase())
@@ -88,7 +88,7 @@ export class McpHeaders {
     const name = field === undefined ? undefined : message.params?.[field]
     if (typeof name === "string") headers["mcp-name"] = encodeValue(name)
     if (method === "tools/call" && typeof name === "string") {
-      const args = message.params?.arguments as Readonly<Record<string, unknown>> | undefined
+      const args = objectField(message.params, "arguments")
       for (const [property, header] of this.params.get(name) ?? []) {
         const value = args !== undefined && Object.hasOwn(args, property) ? argumentValue(args[property]) : undefined
         if (value !== undefined) headers[`mcp-param-${header.toLowerCase()}`] = value

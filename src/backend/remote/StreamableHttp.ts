@@ -13,6 +13,7 @@ import { McpHeaders } from "./McpHeaders.js"
 import * as Fetch from "./Fetch.js"
 import { type Outgoing, RemoteChannel } from "./RemoteChannel.js"
 import { SseChannel } from "./Sse.js"
+import { field, stringField } from "../../protocol/Json.js"
 
 /**
  * The error reply for a request in a session the server no longer knows: worded as servers word
@@ -284,14 +285,10 @@ export class StreamableHttpChannel extends RemoteChannel {
 
   /** The version the server chose, sent back as a header: only a plausible one (a newline would break every later request). */
   protected override observe(message: unknown) {
-    const m = message as { id?: unknown; result?: { protocolVersion?: unknown } }
-    if (
-      m.id !== undefined &&
-      m.id === this.initializeId &&
-      typeof m.result?.protocolVersion === "string" &&
-      /^[A-Za-z0-9._-]{1,32}$/.test(m.result.protocolVersion)
-    ) {
-      this.protocolVersion = m.result.protocolVersion
+    const id = field(message, "id")
+    const version = stringField(field(message, "result"), "protocolVersion")
+    if (id !== undefined && id === this.initializeId && version !== undefined && /^[A-Za-z0-9._-]{1,32}$/.test(version)) {
+      this.protocolVersion = version
     }
   }
 }

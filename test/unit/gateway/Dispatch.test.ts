@@ -1,0 +1,123 @@
+/**
+ * The stateless era's dispatcher in process, no transport in front: a 2026-07-28 request checked
+ * (its version and `_meta`) and served with exactly one reply, `server/discover`, cancellation by
+ * id (the backend hears of it), the gateway stopping (each request still replied to), and two
+ * clients that pick the same id served side by side.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, TestClock } from "effect"
+import { Backends } from "../../../src/backend/Backends.js"
+import { GatewayConfig } from "../../../src/config/Config.js"
+import * as Dispatch from "../../../src/gateway/Dispatch.js"
+import * as Gateway from "../../../src/gateway/Gateway.js"
+import type { Request, Response } from "../../../src/jsonrpc/JsonRpc.js"
+import { LlmClient } from "../../../src/orchestration/Llm.js"
+import { firstText, fixtureBackend } from "../../support/mcpFixture.js"
+
+const Live = Gateway.layerShared.pipe(
+  Layer.provide(LlmClient.layerScripted([])),
+  Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [fixtureBackend("fx")] }, {}))
+)
+
+const META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientCapabilities": {},
+  "io.modelcontextprotocol/clientInfo": { name: "unit", version: "1" }
+}
+
+const aggregate = { _tag: "Aggregate" } as const
+
+/** A dispatcher on the shared gateway, and a way to serve one request and wait for its one reply. */
+const dispatcher = Effect.gen(function* () {
+  const gateway = yield* Gateway.Gateway
+  const backends = yield* Backends
+  const dispatch = yield* Dispatch.make(gateway, backends, { transport: "http", listenRefusal: () => undefined })
+  /** Serves `request`; resolves with every reply it got (exactly one is expected). */
+  const serve = (request: Request) =>
+    Effect.gen(function* () {
+      const replies: Array<Response> = []
+      const done = yield* Deferred.make<void>()
+      dispatch.serve(request, aggregate, {
+        send: (message) => {
+          if (typeof message === "object" && message !== null && ("result" in message || "error" in message)) {
+            replies.push(message as Response)
+            Deferred.unsafeDone(done, Effect.void)
+          }
+        }
+      })
+      return { replies, replied: Deferred.await(done) }
+    })
+  return { dispatch, serve }
+})
+
+describe("Dispatch", () => {
+  layer(Live, { timeout: 30_000 })("the 2026-07-28 era, in process", (it) => {
+    it.scoped("a request is checked, then served with one reply; server/discover says what the gateway offers", () =>
+      Effect.gen(function* () {
+        const { dispatch, serve } = yield* dispatcher
+        const bare: Request = { id: 1, method: "tools/list", params: {} }
+        const dressed: Request = { id: 2, method: "tools/list", params: { _meta: META } }
+        // stdio has no header (null); over HTTP it is required and must agree with _meta.
+        expect(dispatch.check(bare, null)).toMatchObject({ status: 400, response: { error: { code: -32602 } } })
+        expect(dispatch.check(dressed, undefined)).toMatchObject({ response: { error: { code: -32020 } } })
+        expect(dispatch.check(dressed, "2025-11-25")).toMatchObject({ response: { error: { code: -32020 } } })
+        expect(dispatch.check(dressed, "2026-07-28")).toBeUndefined()
+        expect(dispatch.check(dressed, null)).toBeUndefined()
+
+        const discovered = yield* serve({ id: "d", method: "server/discover", params: { _meta: META } })
+        yield* discovered.replied
+        expect(discovered.replies).toHaveLength(1)
+        expect(discovered.replies[0]).toMatchObject({
+          id: "d",
+          result: { supportedVersions: expect.arrayContaining(["2026-07-28"]) }
+        })
+
+        const called = yield* serve({
+          id: 3,
+          method: "tools/call",
+          params: { name: "fx__echo", arguments: { a: 1 }, _meta: META }
+        })
+        yield* called.replied
+        expect(called.replies).toHaveLength(1)
+        expect(firstText((called.replies[0] as { result: unknown }).result)).toBe('{"a":1}')
+        expect(called.replies[0]).toMatchObject({ result: { resultType: "complete" } })
+      })
+    )
+
+    it.scoped("cancelled by id: the reply says so and the backend hears of it; two clients' same id are both served", () =>
+      Effect.gen(function* () {
+        const { dispatch, serve } = yield* dispatcher
+        const hanging = yield* serve({ id: 7, method: "tools/call", params: { name: "fx__hang", arguments: {}, _meta: META } })
+        const other = yield* serve({
+          id: 7,
+          method: "tools/call",
+          params: { name: "fx__echo", arguments: { b: 2 }, _meta: META }
+        })
+        yield* other.replied
+        expect(firstText((other.replies[0] as { result: unknown }).result)).toBe('{"b":2}')
+        dispatch.cancel(7)
+        yield* hanging.replied
+        expect(hanging.replies).toEqual([{ jsonrpc: "2.0", id: 7, error: { code: -32800, message: "Request cancelled" } }])
+        // The backend was told: its own record of cancellations names the call.
+        const heard = yield* serve({ id: 8, method: "tools/call", params: { name: "fx__cancelled", arguments: {}, _meta: META } })
+        yield* heard.replied
+        expect(firstText((heard.replies[0] as { result: unknown }).result)).not.toBe("[]")
+      })
+    )
+
+    it.scoped("the gateway stopping: a request in flight is still replied to, once, saying why", () =>
+      Effect.gen(function* () {
+        const { dispatch, serve } = yield* dispatcher
+        const hanging = yield* serve({ id: "h", method: "tools/call", params: { name: "fx__hang", arguments: {}, _meta: META } })
+        // The test clock: the grace passes when the test says so.
+        const draining = yield* Effect.fork(dispatch.drain(50))
+        yield* TestClock.adjust(60)
+        yield* hanging.replied
+        yield* Fiber.join(draining)
+        expect(hanging.replies).toEqual([
+          { jsonrpc: "2.0", id: "h", error: { code: -32800, message: "Request cancelled: the gateway is stopping" } }
+        ])
+      })
+    )
+  })
+})
