@@ -34,9 +34,13 @@ export const bundleOptions = {
   banner: {
     js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);'
   },
-  // Not minified: esbuild's syntax minification starts the CLI 70 ms sooner but costs 15 MB of RSS
-  // (measured on an idle gateway: 87 against 72 MB), as V8 compiles its parenthesised functions
-  // eagerly. Memory is the scarcer of the two for a process that runs all day.
+  // Whitespace and local names only: 3.5 MB of chunks become 1.8 MB, which V8 parses and compiles
+  // at every start (stdio ping then EOF, whole process, median of 10: 271 -> 256 ms, peak 76 -> 72
+  // MiB). Not esbuild's syntax minification: it starts the CLI sooner still but costs 15 MB of RSS
+  // (87 against 72 MB on an idle gateway), as V8 compiles its parenthesised functions eagerly.
+  // Memory is the scarcer of the two for a process that runs all day.
+  minifyWhitespace: true,
+  minifyIdentifiers: true,
   // Beside the bundle for local debugging (node --enable-source-maps), not referenced from it nor
   // packed: 8 MB of map that embeds every dependency's source is no use to an installed CLI.
   sourcemap: "external",
