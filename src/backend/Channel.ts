@@ -1,6 +1,7 @@
 /**
- * What carries a backend's messages: frames out, frames in, diagnostics, and an end with a reason.
- * Implemented by a child process's pipes (`ProcessChannel`) and by each remote transport
+ * What carries a backend's messages: messages out (each with its frame, encoded once by the
+ * connection, so no transport parses what the gateway just wrote), frames in, diagnostics, and an
+ * end with a reason. Implemented by a child process's pipes (`ProcessChannel`) and by each remote transport
  * (`remote/`); the backend's JSON-RPC connection (`Connection`) is the same over all of them.
  */
 import type { Frame } from "../jsonrpc/JsonRpc.js"
@@ -40,6 +41,26 @@ export interface Receiver {
 
 export type WriteOutcome = "ok" | "closed" | "full" | "stalled"
 
+/** A JSON-RPC message the gateway sends: a request, a notification or a reply. */
+export interface Outgoing {
+  readonly jsonrpc: "2.0"
+  readonly id?: string | number | null
+  readonly method?: string
+  readonly params?: unknown
+  readonly result?: unknown
+  readonly error?: unknown
+}
+
+/**
+ * One message on its way out, and its frame (JSON text ending in a newline), encoded once by the
+ * connection: a process's pipe takes the text, a remote transport reads the message too (its
+ * headers, its session) and sends the same text as its body.
+ */
+export interface Outbound {
+  readonly message: Outgoing
+  readonly text: string
+}
+
 export interface Channel {
   /** The process id; undefined for a remote server. */
   readonly pid: number | undefined
@@ -49,11 +70,10 @@ export interface Channel {
   readonly address: string
   readonly remote: boolean
   /**
-   * Queues one frame (JSON text ending in a newline). "stalled": bytes wait and the peer has taken
-   * none for a while; "full": taking it would hold too much for the peer. `force` writes anyway
-   * (a reply the peer waits on).
+   * Queues one message. "stalled": bytes wait and the peer has taken none for a while; "full":
+   * taking it would hold too much for the peer. `force` writes anyway (a reply the peer waits on).
    */
-  write(frame: string, force: boolean): WriteOutcome
+  write(out: Outbound, force: boolean): WriteOutcome
   /** Bytes waiting for the peer, and since when it has taken none (for the error that says so). */
   backlog(): { readonly bytes: number; readonly idleMs: number }
   /** No more frames will be written (a process's stdin is closed once what waits is flushed). */

@@ -15,12 +15,17 @@ import {
   type Id,
   idOfDropped,
   isId,
+  notification,
   type Response,
   success
 } from "../jsonrpc/JsonRpc.js"
 import { Requests } from "../jsonrpc/Requests.js"
 import * as Secrets from "../observability/Secrets.js"
-import type { Channel, ChannelEnd, Receiver, TooLarge } from "./Channel.js"
+import type { Channel, ChannelEnd, Outbound, Outgoing, Receiver, TooLarge } from "./Channel.js"
+
+/** A request as an object, beside its frame (encoded by hand, see `encodeRequest`). */
+const requestOf = (id: number, method: string, params: unknown): Outgoing =>
+  params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }
 import type { ExitInfo } from "./Contract.js"
 import { field, messageOf, stringField } from "../protocol/Json.js"
 
@@ -103,17 +108,17 @@ export class Connection implements Receiver {
 
   // -- writing
 
-  private write(frame: string, force = false) {
+  private write(out: Outbound, force = false) {
     if (this.exitInfo !== undefined || this.deafSince !== undefined) return "closed"
-    if (this.events.active()) this.trace("out", frame)
-    return this.channel.write(frame, force)
+    if (this.events.active()) this.trace("out", out.message)
+    return this.channel.write(out, force)
   }
 
   private sendRequest(id: number, method: string, params: unknown): BackendError | undefined {
     if (this.exitInfo !== undefined) return this.crashed(method)
-    let frame: string
+    let text: string
     try {
-      frame = encodeRequest(id, method, params)
+      text = encodeRequest(id, method, params)
     } catch (error) {
       return new BackendError({
         backendId: this.backendId,
@@ -122,20 +127,12 @@ export class Connection implements Receiver {
         summary: `${method} params are not JSON: ${String(messageOf(error))}`
       })
     }
-    const written = this.write(frame)
+    const written = this.write({ message: requestOf(id, method, params), text })
     return written === "ok" ? undefined : written === "closed" ? this.crashed(method) : this.overloaded(method, written)
   }
 
   /** Publishes one message (parsed only when someone listens). */
-  private trace(direction: "in" | "out", frame: string | unknown) {
-    let message = frame
-    if (typeof frame === "string") {
-      try {
-        message = JSON.parse(frame)
-      } catch {
-        message = frame
-      }
-    }
+  private trace(direction: "in" | "out", message: unknown) {
     this.events.publish({ _tag: "BackendMessage", at: Date.now(), backendId: this.backendId, direction, message })
   }
 
@@ -159,12 +156,13 @@ export class Connection implements Receiver {
   }
 
   notify(method: string, params: unknown): void {
-    this.write(encodeNotification(method, params))
+    this.write({ message: notification(method, params), text: encodeNotification(method, params) })
   }
 
   /** A request whose answer nobody waits for: a stateless backend's `subscriptions/listen` stream. */
   openStream(method: string, params: unknown): void {
-    this.write(encodeRequest(this.requests.takeId(), method, params))
+    const id = this.requests.takeId()
+    this.write({ message: requestOf(id, method, params), text: encodeRequest(id, method, params) })
   }
 
   /** Called by the relay fiber after each notification (relayed or not). */
@@ -302,7 +300,7 @@ export class Connection implements Receiver {
 
   /** A reply to one of the backend's requests: always written (a few bytes, and the backend waits on it). */
   reply(response: Response) {
-    this.write(encode("ndjson", response), true)
+    this.write({ message: response, text: encode("ndjson", response) }, true)
   }
 
   private onNotification(method: string, params: unknown) {

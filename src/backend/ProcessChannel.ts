@@ -6,7 +6,7 @@
 import { spawnSync, type ChildProcess } from "node:child_process"
 import { FrameDecoder } from "../jsonrpc/JsonRpc.js"
 import * as Secrets from "../observability/Secrets.js"
-import type { Channel, Receiver, WriteOutcome } from "./Channel.js"
+import type { Channel, Outbound, Receiver, WriteOutcome } from "./Channel.js"
 import { DEFAULT_KILL_GRACE_MS } from "./Contract.js"
 
 export const isWindows = process.platform === "win32"
@@ -85,7 +85,8 @@ export class ProcessChannel implements Channel {
 
   // -- writing
 
-  write(frame: string, force: boolean): WriteOutcome {
+  write(out: Outbound, force: boolean): WriteOutcome {
+    const frame = out.text
     if (!this.stdinOpen || this.exited) return "closed"
     const queued = this.child.stdin!.writableLength + this.outgoingBytes
     // Nothing was waiting: the backend's clock starts now (time with nothing to read is no stall).

@@ -6,7 +6,8 @@
  */
 import { Effect, Exit, type Fiber, FiberSet, Scope } from "effect"
 import * as Secrets from "../../observability/Secrets.js"
-import type { Channel, Receiver, WriteOutcome } from "../Channel.js"
+import type { Channel, Outbound, Outgoing, Receiver, WriteOutcome } from "../Channel.js"
+import { isObject } from "../../protocol/Json.js"
 
 /** "http" is Streamable HTTP that falls back to HTTP+SSE when the server does not speak it (as VS Code does). */
 export type Transport = "http" | "streamable-http" | "sse" | "websocket"
@@ -36,12 +37,18 @@ export const NEEDS_AUTH = "needsAuth"
 /** How long connecting (the SSE stream's `endpoint` event, the WebSocket handshake) may take. */
 export const CONNECT_TIMEOUT_MS = 30_000
 
-/** A message the gateway sends, as far as a transport looks into it. */
-export interface Outgoing {
+/** A message as a remote transport looks into it: its id, method and params object. */
+export interface Sent {
   readonly id?: string | number
   readonly method?: string
-  readonly params?: { readonly _meta?: Record<string, unknown>; readonly requestId?: unknown; readonly [key: string]: unknown }
+  readonly params?: Readonly<Record<string, unknown>>
 }
+
+const sentOf = (message: Outgoing): Sent => ({
+  ...(typeof message.id === "string" || typeof message.id === "number" ? { id: message.id } : {}),
+  ...(message.method === undefined ? {} : { method: message.method }),
+  ...(isObject(message.params) ? { params: message.params } : {})
+})
 
 export abstract class RemoteChannel implements Channel {
   readonly pid = undefined
@@ -71,27 +78,18 @@ export abstract class RemoteChannel implements Channel {
   abstract readonly connect: Effect.Effect<void, Error>
 
   /** Sends one message; what the server answers comes back through `incoming`. */
-  protected abstract send(message: Outgoing, line: string): void
+  protected abstract send(message: Sent, line: string): void
 
   /** Runs `effect` until the channel closes. */
   protected run<A, E>(effect: Effect.Effect<A, E>): Fiber.RuntimeFiber<A, E> {
     return this.runIn(effect)
   }
 
-  write(frame: string, _force: boolean): WriteOutcome {
+  write(out: Outbound, _force: boolean): WriteOutcome {
     // Once the server is lost, frames are dropped and their calls fail with the loss's reason
     // when the channel's end is delivered (a moment later), not with a generic "closed".
-    if (this.closed) return "ok"
-    for (const line of frame.split("\n")) {
-      if (line === "") continue
-      let message: Outgoing
-      try {
-        message = JSON.parse(line) as Outgoing
-      } catch {
-        continue
-      }
-      this.send(message, line)
-    }
+    if (this.closed || out.text === "") return "ok"
+    this.send(sentOf(out.message), out.text.endsWith("\n") ? out.text.slice(0, -1) : out.text)
     return "ok"
   }
 

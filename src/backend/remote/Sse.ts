@@ -5,7 +5,7 @@
 import { Deferred, Effect, Exit } from "effect"
 import { readEvents } from "./EventStream.js"
 import * as Fetch from "./Fetch.js"
-import { CONNECT_TIMEOUT_MS, type Outgoing, RemoteChannel } from "./RemoteChannel.js"
+import { CONNECT_TIMEOUT_MS, type Sent, RemoteChannel } from "./RemoteChannel.js"
 
 export class SseChannel extends RemoteChannel {
   /** The POST address, from the `endpoint` event. */
@@ -57,12 +57,12 @@ export class SseChannel extends RemoteChannel {
     })
   }
 
-  protected send(message: Outgoing, body: string) {
+  protected send(message: Sent, body: string) {
     if (this.endpoint === undefined) return
     this.run(this.post(this.endpoint, message, body))
   }
 
-  private post(endpoint: URL, message: Outgoing, body: string) {
+  private post(endpoint: URL, message: Sent, body: string) {
     const isRequest = message.id !== undefined && message.method !== undefined
     return Effect.gen(this, function* () {
       const response = yield* Fetch.request(endpoint, {

@@ -11,7 +11,9 @@ import * as Secrets from "../../observability/Secrets.js"
 import { readEvents } from "./EventStream.js"
 import { McpHeaders } from "./McpHeaders.js"
 import * as Fetch from "./Fetch.js"
-import { type Outgoing, RemoteChannel } from "./RemoteChannel.js"
+import type { Outbound } from "../Channel.js"
+import * as Meta from "../../protocol/Meta.js"
+import { type Sent, RemoteChannel } from "./RemoteChannel.js"
 import { SseChannel } from "./Sse.js"
 import { field, stringField } from "../../protocol/Json.js"
 
@@ -40,7 +42,7 @@ export class StreamableHttpChannel extends RemoteChannel {
   /** Once the server turned out to speak HTTP+SSE: everything goes there. */
   private fallback: SseChannel | undefined = undefined
   /** Frames written while the fallback connects. */
-  private queued: Array<string> | undefined = undefined
+  private queued: Array<Outbound> | undefined = undefined
   /** SEP-2243: every POST says what it is in its headers, as the body does. */
   private readonly mcpHeaders = new McpHeaders()
 
@@ -52,13 +54,13 @@ export class StreamableHttpChannel extends RemoteChannel {
   /** Nothing to open before the first request. */
   readonly connect = Effect.void
 
-  override write(frame: string, force: boolean) {
-    if (this.fallback !== undefined) return this.fallback.write(frame, force)
+  override write(out: Outbound, force: boolean) {
+    if (this.fallback !== undefined) return this.fallback.write(out, force)
     if (this.queued !== undefined) {
-      this.queued.push(frame)
+      this.queued.push(out)
       return "ok" as const
     }
-    return super.write(frame, force)
+    return super.write(out, force)
   }
 
   /** The gateway stops it: the session is ended politely (bounded), everything in flight is dropped. */
@@ -113,9 +115,9 @@ export class StreamableHttpChannel extends RemoteChannel {
   /** The server has answered a request: the connection was up (see `needsAuth`). */
   private answered = false
 
-  protected send(message: Outgoing, body: string) {
+  protected send(message: Sent, body: string) {
     const isRequest = message.id !== undefined && message.method !== undefined
-    const metaVersion = message.params?._meta?.[Mcp.Meta.protocolVersion]
+    const metaVersion = Meta.get(message.params, Mcp.Meta.protocolVersion)
     const stateless = typeof metaVersion === "string"
     if (message.method === "notifications/cancelled" && this.cancelStateless(message.params?.requestId)) return
     const extra: Record<string, string> = {
@@ -148,7 +150,7 @@ export class StreamableHttpChannel extends RemoteChannel {
   }
 
   /** One message; what the server answers is handed on as it arrives. */
-  private post(message: Outgoing, body: string, extra: Record<string, string>, isRequest: boolean) {
+  private post(message: Sent, body: string, extra: Record<string, string>, isRequest: boolean) {
     return Effect.gen(this, function* () {
       const authorized = yield* Effect.either(this.authorization())
       if (authorized._tag === "Left") return this.needsAuth(message.id, authorized.left)
@@ -180,7 +182,7 @@ export class StreamableHttpChannel extends RemoteChannel {
         ) {
           // Not a Streamable HTTP server: the older HTTP+SSE transport at the same address.
           this.note(`POST initialize answered HTTP ${status}: trying the HTTP+SSE transport`)
-          return yield* this.fallBackToSse(body)
+          return yield* this.fallBackToSse({ message: { jsonrpc: "2.0", ...message }, text: body })
         }
         if (!isRequest) return this.note(`${message.method ?? "a reply"} was refused: HTTP ${status}`)
         const expired = status === 404 && extra["mcp-session-id"] !== undefined
@@ -207,7 +209,7 @@ export class StreamableHttpChannel extends RemoteChannel {
   }
 
   /** The `initialize` this transport was refused, and what followed it, go to an HTTP+SSE channel. */
-  private fallBackToSse(initialize: string) {
+  private fallBackToSse(initialize: Outbound) {
     return Effect.gen(this, function* () {
       this.queued = []
       const sse = new SseChannel(this.options, this.receiver)
@@ -219,8 +221,8 @@ export class StreamableHttpChannel extends RemoteChannel {
         return this.lose(connected.left.message)
       }
       this.fallback = sse
-      sse.write(`${initialize}\n`, false)
-      for (const frame of queued) sse.write(frame, false)
+      sse.write(initialize, false)
+      for (const out of queued) sse.write(out, false)
     })
   }
 

@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import WebSocket from "ws"
 import { describeFetchError } from "./Fetch.js"
-import { CONNECT_TIMEOUT_MS, type Outgoing, RemoteChannel } from "./RemoteChannel.js"
+import { CONNECT_TIMEOUT_MS, type Sent, RemoteChannel } from "./RemoteChannel.js"
 
 export class WebSocketChannel extends RemoteChannel {
   private socket: WebSocket | undefined = undefined
@@ -48,7 +48,7 @@ export class WebSocketChannel extends RemoteChannel {
     })
   }
 
-  protected send(_message: Outgoing, line: string) {
+  protected send(_message: Sent, line: string) {
     this.socket?.send(line)
   }
 
