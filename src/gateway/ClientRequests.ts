@@ -19,6 +19,7 @@ import { StatelessErrorCode } from "../protocol/Mcp.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
 import * as Progress from "./Progress.js"
 import type { Session } from "./Session.js"
+import type { RoutesService } from "./Routes.js"
 import { field, isObject, objectField, objectOr, stringField } from "../protocol/Json.js"
 
 /** What a shared gateway declares to backends: everything a session may be able to answer. */
@@ -56,8 +57,6 @@ const MAX_INPUT_ROUNDS = 16
 
 /** How long a backend's request waits for its client to finish initializing. */
 const INITIALIZED_WAIT_MS = 10_000
-/** URL elicitations remembered for their `notifications/elicitation/complete`. */
-const MAX_ELICITATIONS = 1_000
 
 const capability = (session: Session, name: string): Record<string, unknown> | undefined => {
   const value = session.clientCapabilities[name]
@@ -75,31 +74,23 @@ const elicits = (session: Session, mode: unknown): boolean => {
 
 const notFound = (message: string) => new RpcError({ code: ErrorCode.MethodNotFound, message })
 
-interface ProgressRoute {
-  readonly session: Session
-  readonly backendId: string
-  readonly token: unknown
-}
-
 export interface Options {
   readonly mode: "single" | "shared"
   readonly sessions: () => Iterable<Session>
   readonly backends: BackendsService
+  readonly routes: RoutesService
 }
 
 export const make = (options: Options) => {
   const { backends, mode } = options
-  const progress = new Map<string, ProgressRoute>()
-  const elicitations = new Map<string, Session>()
-  let nextToken = 0
+  const { routes } = options
 
   /** The session a backend's request belongs to, and the request of its that is in flight there. */
   const owner = (
     backendId: string,
     method: string
   ): { readonly session: Session; readonly via: RequestContext | undefined } | string => {
-    const serving = [...options.sessions()].filter((s) => s.phase !== "shutdown" && s.serves(backendId))
-    const inFlight = serving.filter((s) => s.calls.has(backendId))
+    const inFlight = routes.busyOn(backendId).filter((s) => s.phase !== "shutdown" && s.serves(backendId))
     // A call parked between a stateless client's round trips is not running: it asks nothing now.
     const running = inFlight.filter((s) => !s.parked)
     const busy = running.length > 0 ? running : inFlight
@@ -108,7 +99,9 @@ export const make = (options: Options) => {
       return `${busy.length} client sessions have requests in flight on backend '${backendId}': the gateway cannot tell which one this ${method} belongs to`
     }
     // Over stdio the one client is the owner of everything, calls in flight or not.
-    if (mode === "single" && serving.length > 0) return { session: serving[0]!, via: undefined }
+    if (mode === "single") {
+      for (const s of options.sessions()) if (s.phase !== "shutdown" && s.serves(backendId)) return { session: s, via: undefined }
+    }
     return `no client session has a request in flight on backend '${backendId}' to relay ${method} to`
   }
 
@@ -130,21 +123,17 @@ export const make = (options: Options) => {
       let key: string | undefined
       let params = request.params
       if (token !== undefined) {
-        key = `agentify-b${++nextToken}`
-        progress.set(key, { session, backendId: request.backendId, token })
+        key = routes.openBackendAsk({ session, backendId: request.backendId, token })
         params = Progress.withToken(request.params, key)
       }
       const elicitationId =
         request.method === "elicitation/create" && field(request.params, "mode") === "url"
           ? field(request.params, "elicitationId")
           : undefined
-      if (typeof elicitationId === "string") {
-        if (elicitations.size >= MAX_ELICITATIONS) elicitations.delete(elicitations.keys().next().value!)
-        elicitations.set(elicitationId, session)
-      }
+      if (typeof elicitationId === "string") routes.elicited(elicitationId, session)
       return yield* session
         .request(request.method, params, via)
-        .pipe(Effect.ensuring(Effect.sync(() => key !== undefined && progress.delete(key))))
+        .pipe(Effect.ensuring(Effect.sync(() => key !== undefined && routes.close(key))))
     })
 
   /** A request the client answers only if it declared the capability (sampling, elicitation). */
@@ -268,7 +257,7 @@ export const make = (options: Options) => {
   const clientProgress = (session: Session, params: unknown): Effect.Effect<void> =>
     Effect.suspend(() => {
       const token = stringField(params, "progressToken")
-      const route = token === undefined ? undefined : progress.get(token)
+      const route = token === undefined ? undefined : routes.backendAsk(token)
       // Only the session that was asked may report progress on it.
       if (route === undefined || route.session !== session) return Effect.void
       const backend = backends.backend(route.backendId)
@@ -276,14 +265,6 @@ export const make = (options: Options) => {
         ? Effect.void
         : backend.notify("notifications/progress", { ...objectOr(params), progressToken: route.token })
     })
-
-  /** The session a URL elicitation went to, once: its completion notification goes there. */
-  const elicitationOwner = (elicitationId: unknown): Session | undefined => {
-    if (typeof elicitationId !== "string") return undefined
-    const session = elicitations.get(elicitationId)
-    elicitations.delete(elicitationId)
-    return session
-  }
 
   /** The client's roots changed: the backends it owns ask again (over stdio only, see docs/eras.md). */
   const rootsChanged = (session: Session): Effect.Effect<void> =>
@@ -295,5 +276,5 @@ export const make = (options: Options) => {
           { discard: true }
         )
 
-  return { handle, clientProgress, elicitationOwner, rootsChanged, answerInputRequired }
+  return { handle, clientProgress, rootsChanged, answerInputRequired }
 }

@@ -24,6 +24,7 @@ import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import type { Notification } from "../jsonrpc/JsonRpc.js"
 import * as Progress from "./Progress.js"
 import * as Relay from "./Relay.js"
+import { Routes } from "./Routes.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
@@ -52,21 +53,14 @@ export interface GatewayService {
 }
 
 /** A progress token the gateway gave a backend, and whose it is. */
-interface ProgressRoute {
-  readonly backendId: string
-  readonly context: RequestContext
-  readonly token: unknown
-}
-
 const make = (mode: Server.Mode) =>
   Effect.gen(function* () {
     const config = yield* GatewayConfig
     const backends = yield* Backends
     const orchestrator = yield* Orchestrator
     const events = yield* Events
+    const routes = yield* Routes
     const sessions = new Set<Session>()
-    const progress = new Map<string, ProgressRoute>()
-    let nextToken = 0
 
     /**
      * A request on a backend for a session's request. Without a progress token over stdio this is
@@ -90,11 +84,10 @@ const make = (mode: Server.Mode) =>
         let key: string | undefined
         let forwarded = params
         if (token !== undefined) {
-          key = `agentify-${++nextToken}`
-          progress.set(key, { backendId, context, token })
+          key = routes.openClientCall({ backendId, context, token })
           forwarded = Progress.withToken(params, key)
         }
-        const untrack = session.track(backendId, context)
+        const untrack = routes.track(session, backendId, context)
         const call = !stateless
           ? backends.executeOnBackend(backendId, method, forwarded)
           : statelessCall(session, context, backendId, method, forwarded)
@@ -102,7 +95,7 @@ const make = (mode: Server.Mode) =>
           call,
           Effect.sync(() => {
             untrack()
-            if (key !== undefined) progress.delete(key)
+            if (key !== undefined) routes.close(key)
           })
         )
       })
@@ -137,10 +130,6 @@ const make = (mode: Server.Mode) =>
       )
     }
 
-    /** Who holds each resource subscription, by backend and URI. */
-    const subscribers = new Map<string, Set<Session>>()
-    const subscriptionKey = (backendId: string, uri: string) => `${backendId}\u0000${uri}`
-
     const subscription = (
       session: Session,
       context: RequestContext,
@@ -152,37 +141,26 @@ const make = (mode: Server.Mode) =>
         const uri = field(params, "uri")
         // Without a URI the backend says what is wrong.
         if (typeof uri !== "string") return forward(session, context, backendId, method, params)
-        const key = subscriptionKey(backendId, uri)
-        const holders = subscribers.get(key) ?? new Set<Session>()
+        // Passed on only when it changes whether any session holds the URI.
         if (method === "resources/subscribe") {
-          const first = holders.size === 0
+          const first = !routes.held(backendId, uri)
           return Effect.tap(first ? forward(session, context, backendId, method, params) : Effect.succeed({}), () =>
-            Effect.sync(() => {
-              holders.add(session)
-              subscribers.set(key, holders)
-            })
+            Effect.sync(() => routes.subscribe(session, backendId, uri))
           )
         }
-        holders.delete(session)
-        if (holders.size > 0) return Effect.succeed({})
-        subscribers.delete(key)
+        if (!routes.unsubscribe(session, backendId, uri)) return Effect.succeed({})
         return forward(session, context, backendId, method, params)
       })
 
     /** A closed session's subscriptions: the backend hears of the ones nobody holds any more. */
     const dropSubscriptions = (session: Session) =>
       Effect.forEach(
-        [...subscribers].filter(([, holders]) => holders.has(session)),
-        ([key, holders]) => {
-          holders.delete(session)
-          if (holders.size > 0) return Effect.void
-          subscribers.delete(key)
-          const [backendId, uri] = key.split("\u0000") as [string, string]
+        routes.dropSession(session),
+        ({ backendId, uri }) =>
           // Not awaited: a session's end must not wait on a slow backend.
-          return backends
+          backends
             .executeOnBackend(backendId, "resources/unsubscribe", { uri })
-            .pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon)
-        },
+            .pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon),
         { discard: true }
       )
 
@@ -200,14 +178,13 @@ const make = (mode: Server.Mode) =>
     const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward, subscription, profileOf }
     const listChanged = ListChanged.make(backends, profileOf)
 
-    const clientRequests = ClientRequests.make({ mode, sessions: () => sessions, backends })
+    const clientRequests = ClientRequests.make({ mode, sessions: () => sessions, backends, routes })
     yield* backends.serveRequests(clientRequests.handle)
 
     /** A backend's log message: with the calls in flight on it, else to every session it concerns. */
     const routeMessage = (backendId: string, params: unknown) => {
       const p = objectOr(params)
-      let withCalls = false
-      for (const session of sessions) if (session.calls.has(backendId)) withCalls = true
+      const withCalls = routes.busyOn(backendId).length > 0
       for (const session of sessions) {
         if (session.phase !== "ready" || !session.serves(backendId) || !session.admits(p.level)) continue
         // Tagged with its backend on the aggregate; as the backend sent it on its own endpoint.
@@ -231,12 +208,12 @@ const make = (mode: Server.Mode) =>
       }
 
     /** What each notification of a backend's is to the sessions: a table, one row per method. */
-    const routes = new Map<string, (backendId: string, method: string, params: unknown) => void>([
+    const notificationRoutes = new Map<string, (backendId: string, method: string, params: unknown) => void>([
       [
         "notifications/progress",
         (backendId, method, params) => {
           const token = stringField(params, "progressToken")
-          const target = token === undefined ? undefined : progress.get(token)
+          const target = token === undefined ? undefined : routes.clientCall(token)
           // Only the backend running the call may report its progress: another cannot reach into it.
           if (target !== undefined && target.backendId === backendId) {
             target.context.notifyUnsafe(method, { ...objectOr(params), progressToken: target.token })
@@ -248,7 +225,7 @@ const make = (mode: Server.Mode) =>
         "notifications/resources/updated",
         (backendId, method, params) => {
           const uri = field(params, "uri")
-          const holders = typeof uri === "string" ? subscribers.get(subscriptionKey(backendId, uri)) : undefined
+          const holders = typeof uri === "string" ? routes.holders(backendId, uri) : undefined
           for (const session of holders ?? []) if (session.phase === "ready") session.notify(method, params)
         }
       ],
@@ -258,7 +235,8 @@ const make = (mode: Server.Mode) =>
         "notifications/elicitation/complete",
         (backendId, method, params) => {
           // Only to the client that was asked.
-          const owner = clientRequests.elicitationOwner(field(params, "elicitationId"))
+          const elicitationId = field(params, "elicitationId")
+          const owner = typeof elicitationId === "string" ? routes.takeElicitation(elicitationId) : undefined
           if (owner === undefined || owner.phase !== "ready" || !owner.serves(backendId)) return
           const call = owner.callOn(backendId)
           if (call !== undefined) call.notifyUnsafe(method, params)
@@ -281,7 +259,7 @@ const make = (mode: Server.Mode) =>
      * so a call's progress reaches its client before the result. Never blocks.
      */
     const route = ({ backendId, method, params }: BackendNotification): void =>
-      (routes.get(method) ?? toOwnEndpoint)(backendId, method, params)
+      (notificationRoutes.get(method) ?? toOwnEndpoint)(backendId, method, params)
 
     yield* backends.relayNotifications((notification) => Effect.sync(() => route(notification)))
 
@@ -307,12 +285,12 @@ const make = (mode: Server.Mode) =>
     /** A restarted backend forgot its subscriptions: the ones sessions still hold are made again. */
     const resubscribe = (backendId: string) =>
       Effect.forEach(
-        [...subscribers.keys()].filter((key) => key.startsWith(`${backendId}\u0000`)),
-        (key) =>
-          backends.executeOnBackend(backendId, "resources/subscribe", { uri: key.slice(backendId.length + 1) }).pipe(
+        routes.subscribedOn(backendId),
+        (uri) =>
+          backends.executeOnBackend(backendId, "resources/subscribe", { uri }).pipe(
             Effect.timeout(10_000),
             Effect.catchAll((error) =>
-              Effect.logWarning("could not subscribe again after a restart", { key, error: String(error) })
+              Effect.logWarning("could not subscribe again after a restart", { backendId, uri, error: String(error) })
             )
           ),
         { discard: true }
@@ -405,15 +383,11 @@ const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Defe
 
 export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, GatewayService>() {
   /** One client owns the gateway (stdio): its `initialize` configures and starts the backends. */
-  static readonly layerSingle: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Layer.scoped(
-    Gateway,
-    make("single")
-  )
+  static readonly layerSingle: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events | Routes> =
+    Layer.scoped(Gateway, make("single"))
   /** Every session shares backends started with the gateway (HTTP). */
-  static readonly layerShared: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Layer.scoped(
-    Gateway,
-    make("shared")
-  )
+  static readonly layerShared: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events | Routes> =
+    Layer.scoped(Gateway, make("shared"))
 }
 
 /** Backends, Orchestrator and the events hub; nothing started yet. */
@@ -446,7 +420,7 @@ export const layer: Layer.Layer<Orchestrator | Backends | Events, never, Gateway
 
 /** The stdio gateway: backends start when the client sends `initialize` (see `transport/Stdio`). */
 export const layerStdio: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
-  Gateway.layerSingle.pipe(Layer.provideMerge(layerCore))
+  Gateway.layerSingle.pipe(Layer.provide(Routes.layer), Layer.provideMerge(layerCore))
 
 /**
  * The shared gateway with `observer` (the debug UI) built before the backends start, so it sees
@@ -457,7 +431,7 @@ export const layerSharedWith = (
 ): Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
   // The gateway is in place before the backends start: their first requests find it.
   startConfigured(ClientRequests.SHARED_CLIENT_CAPABILITIES).pipe(
-    Layer.provideMerge(Gateway.layerShared),
+    Layer.provideMerge(Gateway.layerShared.pipe(Layer.provide(Routes.layer))),
     Layer.provideMerge(observer.pipe(Layer.provideMerge(layerCore)))
   )
 

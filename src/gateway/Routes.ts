@@ -1,0 +1,163 @@
+/**
+ * The gateway's routing tables, in one service: what comes back from one peer finds the other
+ * through them.
+ *
+ * - Progress tokens, both ways: a client's call on a backend goes with a token of the gateway's
+ *   (the backend's progress finds the client's request), and so does a backend's request to a
+ *   client (the client's progress finds the backend).
+ * - Resource subscriptions: which sessions hold each backend's URI.
+ * - URL elicitations: which session was asked, for the backend's completion notice.
+ * - Calls in flight: which sessions have a request running on each backend, for what a backend
+ *   sends that names no request (its log messages, its own requests).
+ *
+ * Plain maps behind a Tag: every change is synchronous and made on the fiber that owns it, so a
+ * route is in place before the message that needs it can arrive. A test swaps it by layer.
+ */
+import { Context, Layer } from "effect"
+import type { RequestContext } from "../jsonrpc/Peer.js"
+import type { Session } from "./Session.js"
+
+/** A client's call on a backend: the backend's progress goes to `context` under the client's `token`. */
+export interface ClientCallRoute {
+  readonly backendId: string
+  readonly context: RequestContext
+  readonly token: unknown
+}
+
+/** A backend's request to a client: the client's progress goes back to the backend under `token`. */
+export interface BackendAskRoute {
+  readonly session: Session
+  readonly backendId: string
+  readonly token: unknown
+}
+
+/** URL elicitations remembered for their `notifications/elicitation/complete`. */
+export const MAX_ELICITATIONS = 1_000
+
+export interface RoutesService {
+  /** Routes a client call's progress; returns the gateway's token, to be closed when the call ends. */
+  readonly openClientCall: (route: ClientCallRoute) => string
+  readonly clientCall: (token: string) => ClientCallRoute | undefined
+  /** Routes a client's progress on a backend's request; returns the gateway's token. */
+  readonly openBackendAsk: (route: BackendAskRoute) => string
+  readonly backendAsk: (token: string) => BackendAskRoute | undefined
+  /** Forgets a token of either kind. */
+  readonly close: (token: string) => void
+
+  /** Records `session` holding `uri` of `backendId`; true when it is the first holder. */
+  readonly subscribe: (session: Session, backendId: string, uri: string) => boolean
+  /** Forgets it; true when nobody holds the URI any more. */
+  readonly unsubscribe: (session: Session, backendId: string, uri: string) => boolean
+  /** Whether anybody holds the URI (a subscribe is passed on only for the first holder). */
+  readonly held: (backendId: string, uri: string) => boolean
+  /** The sessions holding a URI. */
+  readonly holders: (backendId: string, uri: string) => ReadonlySet<Session>
+  /** Drops every subscription of a closed session: the URIs nobody holds any more, by backend. */
+  readonly dropSession: (session: Session) => ReadonlyArray<{ readonly backendId: string; readonly uri: string }>
+  /** The URIs sessions hold on a backend (made again after it restarts). */
+  readonly subscribedOn: (backendId: string) => ReadonlyArray<string>
+
+  /** Remembers which session a URL elicitation went to (the oldest forgotten past the bound). */
+  readonly elicited: (elicitationId: string, session: Session) => void
+  /** The session a URL elicitation went to, once. */
+  readonly takeElicitation: (elicitationId: string) => Session | undefined
+
+  /** Marks a call of `session` in flight on `backendId` until the returned function is called. */
+  readonly track: (session: Session, backendId: string, context: RequestContext) => () => void
+  /** The sessions with calls in flight on a backend. */
+  readonly busyOn: (backendId: string) => ReadonlyArray<Session>
+}
+
+const make = (): RoutesService => {
+  const tokens = new Map<string, ClientCallRoute | BackendAskRoute>()
+  let nextToken = 0
+  const open = (prefix: string, route: ClientCallRoute | BackendAskRoute) => {
+    const token = `${prefix}${++nextToken}`
+    tokens.set(token, route)
+    return token
+  }
+
+  const subscribers = new Map<string, Set<Session>>()
+  const keyOf = (backendId: string, uri: string) => `${backendId}\u0000${uri}`
+  const elicitations = new Map<string, Session>()
+  const busy = new Map<string, Set<Session>>()
+
+  return {
+    openClientCall: (route) => open("agentify-", route),
+    clientCall: (token) => {
+      const route = tokens.get(token)
+      return route !== undefined && "context" in route ? route : undefined
+    },
+    openBackendAsk: (route) => open("agentify-b", route),
+    backendAsk: (token) => {
+      const route = tokens.get(token)
+      return route !== undefined && "session" in route ? route : undefined
+    },
+    close: (token) => void tokens.delete(token),
+
+    subscribe: (session, backendId, uri) => {
+      const key = keyOf(backendId, uri)
+      const holders = subscribers.get(key) ?? new Set<Session>()
+      const first = holders.size === 0
+      holders.add(session)
+      subscribers.set(key, holders)
+      return first
+    },
+    unsubscribe: (session, backendId, uri) => {
+      const key = keyOf(backendId, uri)
+      const holders = subscribers.get(key)
+      if (holders === undefined) return true
+      holders.delete(session)
+      if (holders.size > 0) return false
+      subscribers.delete(key)
+      return true
+    },
+    held: (backendId, uri) => (subscribers.get(keyOf(backendId, uri))?.size ?? 0) > 0,
+    holders: (backendId, uri) => subscribers.get(keyOf(backendId, uri)) ?? new Set(),
+    dropSession: (session) => {
+      const released: Array<{ backendId: string; uri: string }> = []
+      for (const [key, holders] of subscribers) {
+        if (!holders.delete(session) || holders.size > 0) continue
+        subscribers.delete(key)
+        const at = key.indexOf("\u0000")
+        released.push({ backendId: key.slice(0, at), uri: key.slice(at + 1) })
+      }
+      return released
+    },
+    subscribedOn: (backendId) =>
+      [...subscribers.keys()].filter((key) => key.startsWith(`${backendId}\u0000`)).map((key) => key.slice(backendId.length + 1)),
+
+    elicited: (elicitationId, session) => {
+      if (elicitations.size >= MAX_ELICITATIONS) {
+        const oldest = elicitations.keys().next()
+        if (oldest.done !== true) elicitations.delete(oldest.value)
+      }
+      elicitations.set(elicitationId, session)
+    },
+    takeElicitation: (elicitationId) => {
+      const session = elicitations.get(elicitationId)
+      elicitations.delete(elicitationId)
+      return session
+    },
+
+    track: (session, backendId, context) => {
+      const untrack = session.track(backendId, context)
+      let sessions = busy.get(backendId)
+      if (sessions === undefined) busy.set(backendId, (sessions = new Set()))
+      sessions.add(session)
+      return () => {
+        untrack()
+        if (session.calls.has(backendId)) return
+        const current = busy.get(backendId)
+        current?.delete(session)
+        if (current?.size === 0) busy.delete(backendId)
+      }
+    },
+    busyOn: (backendId) => [...(busy.get(backendId) ?? [])]
+  }
+}
+
+export class Routes extends Context.Tag("mcp-agentify/Routes")<Routes, RoutesService>() {
+  /** Fresh tables: one per gateway. */
+  static readonly layer: Layer.Layer<Routes> = Layer.sync(Routes, make)
+}
