@@ -12,14 +12,15 @@
  * the client (two backends may use the same token), and the client's progress goes back to the
  * backend under its own token.
  */
-import { Deferred, Effect } from "effect"
-import type { BackendRequest, BackendsService } from "../backend/Backends.js"
+import { Context, Deferred, Effect, Layer } from "effect"
+import { type BackendRequest, Backends, type BackendsService } from "../backend/Backends.js"
 import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
 import { StatelessErrorCode } from "../protocol/Mcp.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
 import * as Progress from "./Progress.js"
 import type { Session } from "./Session.js"
-import type { RoutesService } from "./Routes.js"
+import { Routes, type RoutesService } from "./Routes.js"
+import { Sessions, type SessionsService } from "./Sessions.js"
 import { field, isObject, objectField, objectOr, stringField } from "../protocol/Json.js"
 
 /** What a shared gateway declares to backends: everything a session may be able to answer. */
@@ -74,16 +75,8 @@ const elicits = (session: Session, mode: unknown): boolean => {
 
 const notFound = (message: string) => new RpcError({ code: ErrorCode.MethodNotFound, message })
 
-export interface Options {
-  readonly mode: "single" | "shared"
-  readonly sessions: () => Iterable<Session>
-  readonly backends: BackendsService
-  readonly routes: RoutesService
-}
-
-export const make = (options: Options) => {
-  const { backends, mode } = options
-  const { routes } = options
+const make = (sessions: SessionsService, backends: BackendsService, routes: RoutesService) => {
+  const { mode } = sessions
 
   /** The session a backend's request belongs to, and the request of its that is in flight there. */
   const owner = (
@@ -100,7 +93,7 @@ export const make = (options: Options) => {
     }
     // Over stdio the one client is the owner of everything, calls in flight or not.
     if (mode === "single") {
-      for (const s of options.sessions()) if (s.phase !== "shutdown" && s.serves(backendId)) return { session: s, via: undefined }
+      for (const s of sessions.all()) if (s.phase !== "shutdown" && s.serves(backendId)) return { session: s, via: undefined }
     }
     return `no client session has a request in flight on backend '${backendId}' to relay ${method} to`
   }
@@ -277,4 +270,20 @@ export const make = (options: Options) => {
         )
 
   return { handle, clientProgress, rootsChanged, answerInputRequired }
+}
+
+export type ClientAskService = ReturnType<typeof make>
+
+/**
+ * What the gateway asks of clients for backends, as a service: backends' requests relayed to the
+ * session they belong to, the client's progress on them, its roots changing, and a stateless
+ * backend's input requests answered by a session-era client.
+ */
+export class ClientAsk extends Context.Tag("mcp-agentify/ClientAsk")<ClientAsk, ClientAskService>() {
+  static readonly layer: Layer.Layer<ClientAsk, never, Sessions | Backends | Routes> = Layer.effect(
+    ClientAsk,
+    Effect.gen(function* () {
+      return make(yield* Sessions, yield* Backends, yield* Routes)
+    })
+  )
 }

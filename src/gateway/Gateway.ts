@@ -15,6 +15,7 @@
 import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { Backends, type BackendNotification, startOptionsOf } from "../backend/Backends.js"
 import * as ClientRequests from "./ClientRequests.js"
+import { ClientAsk } from "./ClientRequests.js"
 import { GatewayConfig } from "../config/Config.js"
 import type { BackendError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
@@ -25,6 +26,7 @@ import type { Notification } from "../jsonrpc/JsonRpc.js"
 import * as Progress from "./Progress.js"
 import * as Relay from "./Relay.js"
 import { Routes } from "./Routes.js"
+import { Sessions } from "./Sessions.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
@@ -53,341 +55,357 @@ export interface GatewayService {
 }
 
 /** A progress token the gateway gave a backend, and whose it is. */
-const make = (mode: Server.Mode) =>
-  Effect.gen(function* () {
-    const config = yield* GatewayConfig
-    const backends = yield* Backends
-    const orchestrator = yield* Orchestrator
-    const events = yield* Events
-    const routes = yield* Routes
-    const sessions = new Set<Session>()
+const make = Effect.gen(function* () {
+  const config = yield* GatewayConfig
+  const backends = yield* Backends
+  const orchestrator = yield* Orchestrator
+  const events = yield* Events
+  const routes = yield* Routes
+  const registry = yield* Sessions
+  const { mode } = registry
+  const sessions = registry.all()
+  const clientRequests = yield* ClientAsk
 
-    /**
-     * A request on a backend for a session's request. Without a progress token over stdio this is
-     * the bare call (the passthrough hot path); otherwise the token is swapped for the gateway's
-     * own and the call is recorded on the session while it runs.
-     */
-    const forward = (
-      session: Session,
-      context: RequestContext,
-      backendId: string,
-      method: string,
-      params: unknown
-    ): Effect.Effect<unknown, BackendError> => {
-      const token = Progress.tokenOf(params)
-      const stateless = backends.backend(backendId)?.era === "stateless"
-      // A stateless request is tracked even over stdio: a backend's questions during it are its own.
-      if (token === undefined && mode === "single" && session.ask === undefined && !stateless) {
-        return backends.executeOnBackend(backendId, method, params)
+  /**
+   * A request on a backend for a session's request. Without a progress token over stdio this is
+   * the bare call (the passthrough hot path); otherwise the token is swapped for the gateway's
+   * own and the call is recorded on the session while it runs.
+   */
+  const forward = (
+    session: Session,
+    context: RequestContext,
+    backendId: string,
+    method: string,
+    params: unknown
+  ): Effect.Effect<unknown, BackendError> => {
+    const token = Progress.tokenOf(params)
+    const stateless = backends.backend(backendId)?.era === "stateless"
+    // A stateless request is tracked even over stdio: a backend's questions during it are its own.
+    if (token === undefined && mode === "single" && session.ask === undefined && !stateless) {
+      return backends.executeOnBackend(backendId, method, params)
+    }
+    return Effect.suspend(() => {
+      let key: string | undefined
+      let forwarded = params
+      if (token !== undefined) {
+        key = routes.openClientCall({ backendId, context, token })
+        forwarded = Progress.withToken(params, key)
       }
-      return Effect.suspend(() => {
-        let key: string | undefined
-        let forwarded = params
-        if (token !== undefined) {
-          key = routes.openClientCall({ backendId, context, token })
-          forwarded = Progress.withToken(params, key)
-        }
-        const untrack = routes.track(session, backendId, context)
-        const call = !stateless
-          ? backends.executeOnBackend(backendId, method, forwarded)
-          : statelessCall(session, context, backendId, method, forwarded)
-        return Effect.ensuring(
-          call,
-          Effect.sync(() => {
-            untrack()
-            if (key !== undefined) routes.close(key)
-          })
-        )
-      })
-    }
-
-    /**
-     * A request to a stateless (2026-07-28) backend: it is told what this session's client can
-     * answer; for a session-era client its InputRequiredResults are answered by asking the client,
-     * while a stateless client gets them as they are (it retries itself).
-     */
-    const statelessCall = (
-      session: Session,
-      context: RequestContext,
-      backendId: string,
-      method: string,
-      params: unknown
-    ): Effect.Effect<unknown, BackendError> => {
-      const told = objectOr(
-        session.ask !== undefined
-          ? params
-          : Meta.merge(params, {
-              [MetaKey.clientCapabilities]: ClientRequests.relayableCapabilities(session.clientCapabilities)
-            })
-      )
-      const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams)
-      return Effect.flatMap(run(told), (result) =>
-        session.ask !== undefined || !ClientRequests.isInputRequired(result)
-          ? Effect.succeed(result)
-          : clientRequests.answerInputRequired(session, context, backendId, method, result, (inputResponses, requestState) =>
-              run({ ...told, inputResponses, ...(requestState === undefined ? {} : { requestState }) })
-            )
-      )
-    }
-
-    const subscription = (
-      session: Session,
-      context: RequestContext,
-      backendId: string,
-      method: "resources/subscribe" | "resources/unsubscribe",
-      params: unknown
-    ): Effect.Effect<unknown, BackendError> =>
-      Effect.suspend(() => {
-        const uri = field(params, "uri")
-        // Without a URI the backend says what is wrong.
-        if (typeof uri !== "string") return forward(session, context, backendId, method, params)
-        // Passed on only when it changes whether any session holds the URI.
-        if (method === "resources/subscribe") {
-          const first = !routes.held(backendId, uri)
-          return Effect.tap(first ? forward(session, context, backendId, method, params) : Effect.succeed({}), () =>
-            Effect.sync(() => routes.subscribe(session, backendId, uri))
-          )
-        }
-        if (!routes.unsubscribe(session, backendId, uri)) return Effect.succeed({})
-        return forward(session, context, backendId, method, params)
-      })
-
-    /** A closed session's subscriptions: the backend hears of the ones nobody holds any more. */
-    const dropSubscriptions = (session: Session) =>
-      Effect.forEach(
-        routes.dropSession(session),
-        ({ backendId, uri }) =>
-          // Not awaited: a session's end must not wait on a slow backend.
-          backends
-            .executeOnBackend(backendId, "resources/unsubscribe", { uri })
-            .pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon),
-        { discard: true }
-      )
-
-    const relay = Relay.make(backends)
-    // The configuration in force, at hand for the hot path (a session's profile on every call).
-    let current = yield* config.current
-    yield* config.changes.pipe(
-      Stream.runForEach((next) => Effect.sync(() => (current = next))),
-      Effect.forkScoped
-    )
-    const profileOf = (session: Session): Profile | undefined => {
-      const name = session.target._tag === "Aggregate" ? session.target.profile : undefined
-      return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
-    }
-    const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward, subscription, profileOf }
-    const listChanged = ListChanged.make(backends, profileOf)
-
-    const clientRequests = ClientRequests.make({ mode, sessions: () => sessions, backends, routes })
-    yield* backends.serveRequests(clientRequests.handle)
-
-    /** A backend's log message: with the calls in flight on it, else to every session it concerns. */
-    const routeMessage = (backendId: string, params: unknown) => {
-      const p = objectOr(params)
-      const withCalls = routes.busyOn(backendId).length > 0
-      for (const session of sessions) {
-        if (session.phase !== "ready" || !session.serves(backendId) || !session.admits(p.level)) continue
-        // Tagged with its backend on the aggregate; as the backend sent it on its own endpoint.
-        const message = Secrets.scrubDeep(session.target._tag === "Aggregate" ? { ...p, logger: p.logger ?? backendId } : p)
-        const call = session.callOn(backendId)
-        if (call !== undefined) call.notifyUnsafe("notifications/message", message)
-        else if (!withCalls) session.notify("notifications/message", message)
-      }
-    }
-
-    /** The aggregate's lists changed with the backend's; its own endpoint's sessions hear it as sent. */
-    const listChangedOf =
-      (kind: "prompts" | "resources") =>
-      (backendId: string, method: string, params: unknown): void => {
-        relay.invalidate(backendId, kind)
-        for (const session of sessions) {
-          if (session.phase === "ready" && session.serves(backendId)) {
-            session.notify(method, session.target._tag === "Backend" ? params : {})
-          }
-        }
-      }
-
-    /** What each notification of a backend's is to the sessions: a table, one row per method. */
-    const notificationRoutes = new Map<string, (backendId: string, method: string, params: unknown) => void>([
-      [
-        "notifications/progress",
-        (backendId, method, params) => {
-          const token = stringField(params, "progressToken")
-          const target = token === undefined ? undefined : routes.clientCall(token)
-          // Only the backend running the call may report its progress: another cannot reach into it.
-          if (target !== undefined && target.backendId === backendId) {
-            target.context.notifyUnsafe(method, { ...objectOr(params), progressToken: target.token })
-          }
-        }
-      ],
-      ["notifications/message", (backendId, _method, params) => routeMessage(backendId, params)],
-      [
-        "notifications/resources/updated",
-        (backendId, method, params) => {
-          const uri = field(params, "uri")
-          const holders = typeof uri === "string" ? routes.holders(backendId, uri) : undefined
-          for (const session of holders ?? []) if (session.phase === "ready") session.notify(method, params)
-        }
-      ],
-      ["notifications/resources/list_changed", listChangedOf("resources")],
-      ["notifications/prompts/list_changed", listChangedOf("prompts")],
-      [
-        "notifications/elicitation/complete",
-        (backendId, method, params) => {
-          // Only to the client that was asked.
-          const elicitationId = field(params, "elicitationId")
-          const owner = typeof elicitationId === "string" ? routes.takeElicitation(elicitationId) : undefined
-          if (owner === undefined || owner.phase !== "ready" || !owner.serves(backendId)) return
-          const call = owner.callOn(backendId)
-          if (call !== undefined) call.notifyUnsafe(method, params)
-          else owner.notify(method, params)
-        }
-      ]
-    ])
-
-    /** Anything else names what only the backend's own endpoint offers: its sessions hear it. */
-    const toOwnEndpoint = (backendId: string, method: string, params: unknown): void => {
-      for (const session of sessions) {
-        if (session.phase === "ready" && session.target._tag === "Backend" && session.target.backendId === backendId) {
-          session.notify(method, params)
-        }
-      }
-    }
-
-    /**
-     * Runs before the backend's later replies are delivered (see `Backends.relayNotifications`),
-     * so a call's progress reaches its client before the result. Never blocks.
-     */
-    const route = ({ backendId, method, params }: BackendNotification): void =>
-      (notificationRoutes.get(method) ?? toOwnEndpoint)(backendId, method, params)
-
-    yield* backends.relayNotifications((notification) => Effect.sync(() => route(notification)))
-
-    // Each session hears of the changes to what it sees (see ListChanged); a tool whose name
-    // another backend already has is said once, when its backend lists it.
-    const conflictsSaid = new Set<string>()
-    yield* backends.toolsChanged.pipe(
-      Stream.runForEach(() =>
-        Effect.suspend(() => {
-          listChanged.announce(sessions)
-          const conflicts = catalogOf(backends.toolsSync()).conflicts.map(describeConflict)
-          const fresh = conflicts.filter((c) => !conflictsSaid.has(c))
-          for (const c of fresh) conflictsSaid.add(c)
-          return Effect.forEach(fresh, (c) => Effect.logError(c), { discard: true })
-        })
-      ),
-      Effect.forkScoped
-    )
-    // The configuration on disk, applied as it changes (see Reload).
-    if (config.disk !== undefined) {
-      yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped)
-    }
-    /** A restarted backend forgot its subscriptions: the ones sessions still hold are made again. */
-    const resubscribe = (backendId: string) =>
-      Effect.forEach(
-        routes.subscribedOn(backendId),
-        (uri) =>
-          backends.executeOnBackend(backendId, "resources/subscribe", { uri }).pipe(
-            Effect.timeout(10_000),
-            Effect.catchAll((error) =>
-              Effect.logWarning("could not subscribe again after a restart", { backendId, uri, error: String(error) })
-            )
-          ),
-        { discard: true }
-      )
-    const lastState = new Map<string, string>()
-    yield* backends.statusChanges.pipe(
-      Stream.runForEach((status) =>
-        Effect.suspend(() => {
-          if (events.active()) events.publish({ _tag: "BackendState", at: Date.now(), status })
-          const was = lastState.get(status.id)
-          lastState.set(status.id, status.state)
-          // Ready again after a crash (a status is also published when its tools change).
-          const restarted = status.state === "ready" && was !== undefined && was !== "ready" && status.restarts > 0
-          return restarted ? Effect.forkDaemon(resubscribe(status.id)) : Effect.void
-        })
-      ),
-      Effect.forkScoped
-    )
-
-    const publishSession = (session: Session, state: "opened" | "closed") => {
-      if (events.active()) {
-        events.publish({
-          _tag: "Session",
-          at: Date.now(),
-          sessionId: session.id,
-          transport: session.transport,
-          state,
-          ...(session.subject === undefined ? {} : { subject: session.subject })
-        })
-      }
-    }
-
-    const open = (session: Session): Effect.Effect<Handlers<never>, never, Scope.Scope> =>
-      Effect.acquireRelease(
+      const untrack = routes.track(session, backendId, context)
+      const call = !stateless
+        ? backends.executeOnBackend(backendId, method, forwarded)
+        : statelessCall(session, context, backendId, method, forwarded)
+      return Effect.ensuring(
+        call,
         Effect.sync(() => {
-          sessions.add(session)
-          if (session.target._tag === "Aggregate" && session.target.profile !== undefined) {
-            session.scope = (backendId) => profileServes(profileOf(session), backendId)
-          }
-          listChanged.remember(session)
-          publishSession(session, "opened")
-        }),
-        () =>
-          Effect.sync(() => {
-            sessions.delete(session)
-            publishSession(session, "closed")
-            session.failPending()
-          }).pipe(Effect.zipRight(dropSubscriptions(session)))
-      ).pipe(
-        Effect.as(
-          withClientRequests(
-            session,
-            session.target._tag === "Aggregate"
-              ? Server.aggregate(ctx, session, endSession(session))
-              : Server.backend(ctx, session, session.target.backendId, endSession(session))
-          )
-        )
+          untrack()
+          if (key !== undefined) routes.close(key)
+        })
       )
+    })
+  }
 
-    /**
-     * The method table, plus what concerns the gateway's own requests to the client: its answers,
-     * its progress on them, its roots changing, and when it may be asked at all.
-     */
-    const withClientRequests = (session: Session, table: Handlers<never>): Handlers<never> => {
-      const initialized = (n: Notification) => {
-        if (session.phase === "ready") session.markInitialized()
-        return table.notification(n)
+  /**
+   * A request to a stateless (2026-07-28) backend: it is told what this session's client can
+   * answer; for a session-era client its InputRequiredResults are answered by asking the client,
+   * while a stateless client gets them as they are (it retries itself).
+   */
+  const statelessCall = (
+    session: Session,
+    context: RequestContext,
+    backendId: string,
+    method: string,
+    params: unknown
+  ): Effect.Effect<unknown, BackendError> => {
+    const told = objectOr(
+      session.ask !== undefined
+        ? params
+        : Meta.merge(params, {
+            [MetaKey.clientCapabilities]: ClientRequests.relayableCapabilities(session.clientCapabilities)
+          })
+    )
+    const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams)
+    return Effect.flatMap(run(told), (result) =>
+      session.ask !== undefined || !ClientRequests.isInputRequired(result)
+        ? Effect.succeed(result)
+        : clientRequests.answerInputRequired(session, context, backendId, method, result, (inputResponses, requestState) =>
+            run({ ...told, inputResponses, ...(requestState === undefined ? {} : { requestState }) })
+          )
+    )
+  }
+
+  const subscription = (
+    session: Session,
+    context: RequestContext,
+    backendId: string,
+    method: "resources/subscribe" | "resources/unsubscribe",
+    params: unknown
+  ): Effect.Effect<unknown, BackendError> =>
+    Effect.suspend(() => {
+      const uri = field(params, "uri")
+      // Without a URI the backend says what is wrong.
+      if (typeof uri !== "string") return forward(session, context, backendId, method, params)
+      // Passed on only when it changes whether any session holds the URI.
+      if (method === "resources/subscribe") {
+        const first = !routes.held(backendId, uri)
+        return Effect.tap(first ? forward(session, context, backendId, method, params) : Effect.succeed({}), () =>
+          Effect.sync(() => routes.subscribe(session, backendId, uri))
+        )
       }
-      const notifications = Methods.notifications({
-        "notifications/initialized": initialized,
-        initialized,
-        "notifications/progress": (n) => clientRequests.clientProgress(session, n.params),
-        "notifications/roots/list_changed": () => (session.phase === "ready" ? clientRequests.rootsChanged(session) : Effect.void)
-      })
-      return {
-        request: (request, context) => {
-          if (session.phase === "ready") session.markInitialized()
-          return table.request(request, context)
-        },
-        notification: (n) => Methods.notify(notifications, n, table.notification),
-        response: (id, payload) => session.resolve(id, payload)
+      if (!routes.unsubscribe(session, backendId, uri)) return Effect.succeed({})
+      return forward(session, context, backendId, method, params)
+    })
+
+  /** A closed session's subscriptions: the backend hears of the ones nobody holds any more. */
+  const dropSubscriptions = (session: Session) =>
+    Effect.forEach(
+      routes.dropSession(session),
+      ({ backendId, uri }) =>
+        // Not awaited: a session's end must not wait on a slow backend.
+        backends
+          .executeOnBackend(backendId, "resources/unsubscribe", { uri })
+          .pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon),
+      { discard: true }
+    )
+
+  const relay = Relay.make(backends)
+  // The configuration in force, at hand for the hot path (a session's profile on every call).
+  let current = yield* config.current
+  yield* config.changes.pipe(
+    Stream.runForEach((next) => Effect.sync(() => (current = next))),
+    Effect.forkScoped
+  )
+  const profileOf = (session: Session): Profile | undefined => {
+    const name = session.target._tag === "Aggregate" ? session.target.profile : undefined
+    return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
+  }
+  const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward, subscription, profileOf }
+  const listChanged = ListChanged.make(backends, profileOf)
+
+  yield* backends.serveRequests(clientRequests.handle)
+
+  /** A backend's log message: with the calls in flight on it, else to every session it concerns. */
+  const routeMessage = (backendId: string, params: unknown) => {
+    const p = objectOr(params)
+    const withCalls = routes.busyOn(backendId).length > 0
+    for (const session of sessions) {
+      if (session.phase !== "ready" || !session.serves(backendId) || !session.admits(p.level)) continue
+      // Tagged with its backend on the aggregate; as the backend sent it on its own endpoint.
+      const message = Secrets.scrubDeep(session.target._tag === "Aggregate" ? { ...p, logger: p.logger ?? backendId } : p)
+      const call = session.callOn(backendId)
+      if (call !== undefined) call.notifyUnsafe("notifications/message", message)
+      else if (!withCalls) session.notify("notifications/message", message)
+    }
+  }
+
+  /** The aggregate's lists changed with the backend's; its own endpoint's sessions hear it as sent. */
+  const listChangedOf =
+    (kind: "prompts" | "resources") =>
+    (backendId: string, method: string, params: unknown): void => {
+      relay.invalidate(backendId, kind)
+      for (const session of sessions) {
+        if (session.phase === "ready" && session.serves(backendId)) {
+          session.notify(method, session.target._tag === "Backend" ? params : {})
+        }
       }
     }
 
-    const service: GatewayService = { mode, open, sessions: () => [...sessions] }
-    return service
-  })
+  /** What each notification of a backend's is to the sessions: a table, one row per method. */
+  const notificationRoutes = new Map<string, (backendId: string, method: string, params: unknown) => void>([
+    [
+      "notifications/progress",
+      (backendId, method, params) => {
+        const token = stringField(params, "progressToken")
+        const target = token === undefined ? undefined : routes.clientCall(token)
+        // Only the backend running the call may report its progress: another cannot reach into it.
+        if (target !== undefined && target.backendId === backendId) {
+          target.context.notifyUnsafe(method, { ...objectOr(params), progressToken: target.token })
+        }
+      }
+    ],
+    ["notifications/message", (backendId, _method, params) => routeMessage(backendId, params)],
+    [
+      "notifications/resources/updated",
+      (backendId, method, params) => {
+        const uri = field(params, "uri")
+        const holders = typeof uri === "string" ? routes.holders(backendId, uri) : undefined
+        for (const session of holders ?? []) if (session.phase === "ready") session.notify(method, params)
+      }
+    ],
+    ["notifications/resources/list_changed", listChangedOf("resources")],
+    ["notifications/prompts/list_changed", listChangedOf("prompts")],
+    [
+      "notifications/elicitation/complete",
+      (backendId, method, params) => {
+        // Only to the client that was asked.
+        const elicitationId = field(params, "elicitationId")
+        const owner = typeof elicitationId === "string" ? routes.takeElicitation(elicitationId) : undefined
+        if (owner === undefined || owner.phase !== "ready" || !owner.serves(backendId)) return
+        const call = owner.callOn(backendId)
+        if (call !== undefined) call.notifyUnsafe(method, params)
+        else owner.notify(method, params)
+      }
+    ]
+  ])
+
+  /** Anything else names what only the backend's own endpoint offers: its sessions hear it. */
+  const toOwnEndpoint = (backendId: string, method: string, params: unknown): void => {
+    for (const session of sessions) {
+      if (session.phase === "ready" && session.target._tag === "Backend" && session.target.backendId === backendId) {
+        session.notify(method, params)
+      }
+    }
+  }
+
+  /**
+   * Runs before the backend's later replies are delivered (see `Backends.relayNotifications`),
+   * so a call's progress reaches its client before the result. Never blocks.
+   */
+  const route = ({ backendId, method, params }: BackendNotification): void =>
+    (notificationRoutes.get(method) ?? toOwnEndpoint)(backendId, method, params)
+
+  yield* backends.relayNotifications((notification) => Effect.sync(() => route(notification)))
+
+  // Each session hears of the changes to what it sees (see ListChanged); a tool whose name
+  // another backend already has is said once, when its backend lists it.
+  const conflictsSaid = new Set<string>()
+  yield* backends.toolsChanged.pipe(
+    Stream.runForEach(() =>
+      Effect.suspend(() => {
+        listChanged.announce(sessions)
+        const conflicts = catalogOf(backends.toolsSync()).conflicts.map(describeConflict)
+        const fresh = conflicts.filter((c) => !conflictsSaid.has(c))
+        for (const c of fresh) conflictsSaid.add(c)
+        return Effect.forEach(fresh, (c) => Effect.logError(c), { discard: true })
+      })
+    ),
+    Effect.forkScoped
+  )
+  // The configuration on disk, applied as it changes (see Reload).
+  if (config.disk !== undefined) {
+    yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped)
+  }
+  /** A restarted backend forgot its subscriptions: the ones sessions still hold are made again. */
+  const resubscribe = (backendId: string) =>
+    Effect.forEach(
+      routes.subscribedOn(backendId),
+      (uri) =>
+        backends.executeOnBackend(backendId, "resources/subscribe", { uri }).pipe(
+          Effect.timeout(10_000),
+          Effect.catchAll((error) =>
+            Effect.logWarning("could not subscribe again after a restart", { backendId, uri, error: String(error) })
+          )
+        ),
+      { discard: true }
+    )
+  const lastState = new Map<string, string>()
+  yield* backends.statusChanges.pipe(
+    Stream.runForEach((status) =>
+      Effect.suspend(() => {
+        if (events.active()) events.publish({ _tag: "BackendState", at: Date.now(), status })
+        const was = lastState.get(status.id)
+        lastState.set(status.id, status.state)
+        // Ready again after a crash (a status is also published when its tools change).
+        const restarted = status.state === "ready" && was !== undefined && was !== "ready" && status.restarts > 0
+        return restarted ? Effect.forkDaemon(resubscribe(status.id)) : Effect.void
+      })
+    ),
+    Effect.forkScoped
+  )
+
+  const publishSession = (session: Session, state: "opened" | "closed") => {
+    if (events.active()) {
+      events.publish({
+        _tag: "Session",
+        at: Date.now(),
+        sessionId: session.id,
+        transport: session.transport,
+        state,
+        ...(session.subject === undefined ? {} : { subject: session.subject })
+      })
+    }
+  }
+
+  const open = (session: Session): Effect.Effect<Handlers<never>, never, Scope.Scope> =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        registry.add(session)
+        if (session.target._tag === "Aggregate" && session.target.profile !== undefined) {
+          session.scope = (backendId) => profileServes(profileOf(session), backendId)
+        }
+        listChanged.remember(session)
+        publishSession(session, "opened")
+      }),
+      () =>
+        Effect.sync(() => {
+          registry.remove(session)
+          publishSession(session, "closed")
+          session.failPending()
+        }).pipe(Effect.zipRight(dropSubscriptions(session)))
+    ).pipe(
+      Effect.as(
+        withClientRequests(
+          session,
+          session.target._tag === "Aggregate"
+            ? Server.aggregate(ctx, session, endSession(session))
+            : Server.backend(ctx, session, session.target.backendId, endSession(session))
+        )
+      )
+    )
+
+  /**
+   * The method table, plus what concerns the gateway's own requests to the client: its answers,
+   * its progress on them, its roots changing, and when it may be asked at all.
+   */
+  const withClientRequests = (session: Session, table: Handlers<never>): Handlers<never> => {
+    const initialized = (n: Notification) => {
+      if (session.phase === "ready") session.markInitialized()
+      return table.notification(n)
+    }
+    const notifications = Methods.notifications({
+      "notifications/initialized": initialized,
+      initialized,
+      "notifications/progress": (n) => clientRequests.clientProgress(session, n.params),
+      "notifications/roots/list_changed": () => (session.phase === "ready" ? clientRequests.rootsChanged(session) : Effect.void)
+    })
+    return {
+      request: (request, context) => {
+        if (session.phase === "ready") session.markInitialized()
+        return table.request(request, context)
+      },
+      notification: (n) => Methods.notify(notifications, n, table.notification),
+      response: (id, payload) => session.resolve(id, payload)
+    }
+  }
+
+  const service: GatewayService = { mode, open, sessions: () => [...sessions] }
+  return service
+})
 
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
+/** The services a gateway is wired from, one registry and one set of tables shared by all. */
+const services = (sessions: Layer.Layer<Sessions>) =>
+  ClientAsk.layer.pipe(Layer.provideMerge(Layer.merge(sessions, Routes.layer)))
+
 export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, GatewayService>() {
+  /**
+   * The gateway over its services: the sessions' registry (which says whether one client owns it),
+   * the routing tables and what it asks of clients. A test provides any of them itself.
+   */
+  static readonly layer: Layer.Layer<
+    Gateway,
+    never,
+    GatewayConfig | Backends | Orchestrator | Events | Routes | Sessions | ClientAsk
+  > = Layer.scoped(Gateway, make)
   /** One client owns the gateway (stdio): its `initialize` configures and starts the backends. */
-  static readonly layerSingle: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events | Routes> =
-    Layer.scoped(Gateway, make("single"))
+  static readonly layerSingle: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Gateway.layer.pipe(
+    Layer.provide(services(Sessions.layerSingle))
+  )
   /** Every session shares backends started with the gateway (HTTP). */
-  static readonly layerShared: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events | Routes> =
-    Layer.scoped(Gateway, make("shared"))
+  static readonly layerShared: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Gateway.layer.pipe(
+    Layer.provide(services(Sessions.layerShared))
+  )
 }
 
 /** Backends, Orchestrator and the events hub; nothing started yet. */
@@ -420,7 +438,7 @@ export const layer: Layer.Layer<Orchestrator | Backends | Events, never, Gateway
 
 /** The stdio gateway: backends start when the client sends `initialize` (see `transport/Stdio`). */
 export const layerStdio: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
-  Gateway.layerSingle.pipe(Layer.provide(Routes.layer), Layer.provideMerge(layerCore))
+  Gateway.layerSingle.pipe(Layer.provideMerge(layerCore))
 
 /**
  * The shared gateway with `observer` (the debug UI) built before the backends start, so it sees
@@ -431,7 +449,7 @@ export const layerSharedWith = (
 ): Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
   // The gateway is in place before the backends start: their first requests find it.
   startConfigured(ClientRequests.SHARED_CLIENT_CAPABILITIES).pipe(
-    Layer.provideMerge(Gateway.layerShared.pipe(Layer.provide(Routes.layer))),
+    Layer.provideMerge(Gateway.layerShared),
     Layer.provideMerge(observer.pipe(Layer.provideMerge(layerCore)))
   )
 

@@ -32,6 +32,7 @@ import * as Progress from "./Progress.js"
 import * as RunCode from "../orchestration/Code.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import * as Methods from "./Methods.js"
+import type { Mode } from "./Sessions.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
 import { mcpLevelOf, type Session } from "./Session.js"
@@ -43,12 +44,8 @@ import * as Meta from "../protocol/Meta.js"
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version
 
-/**
- * How sessions relate to the backends. "single": one client owns the gateway (stdio); its
- * `initialize` may reconfigure it and starts the backends, and its end stops them. "shared":
- * the backends started with the gateway and serve every session; a session cannot reconfigure them.
- */
-export type Mode = "single" | "shared"
+/** How sessions relate to the backends (see Sessions). */
+export type { Mode } from "./Sessions.js"
 
 /** What the method tables need from the process-wide Gateway. */
 export interface Context {

@@ -9,7 +9,6 @@ import { Chunk, Effect, Layer, Queue } from "effect"
 import { type BackendConfigInput, GatewayConfig } from "../../../src/config/Config.js"
 import { type Event, Events } from "../../../src/observability/Events.js"
 import * as Gateway from "../../../src/gateway/Gateway.js"
-import { Routes } from "../../../src/gateway/Routes.js"
 import { Backends } from "../../../src/backend/Backends.js"
 import { LlmClient } from "../../../src/orchestration/Llm.js"
 import * as Logging from "../../../src/observability/Logging.js"
@@ -109,7 +108,6 @@ describe("events hub", () => {
       subscribe: Effect.die("nobody subscribes here")
     })
     const QuietLive = Gateway.Gateway.layerShared.pipe(
-      Layer.provide(Routes.layer),
       Layer.provideMerge(Orchestrator.layer.pipe(Layer.provideMerge(Backends.layerNode))),
       Layer.provideMerge(QuietEvents),
       Layer.provide(LlmClient.layerScripted([])),
