@@ -14,7 +14,7 @@ import * as oauth from "openid-client"
 import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Store from "./Store.js"
-import { field, messageOf, stringField } from "../protocol/Json.js"
+import { field, messageOf, stringField } from "../data/Json.js"
 
 /** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
 export class NeedsAuth extends Error {

@@ -46,7 +46,7 @@ import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
 import type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 import type { Tool } from "../protocol/Mcp.js"
-import { field } from "../protocol/Json.js"
+import { field } from "../data/Json.js"
 
 export type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 export { type Applied, diff, runsTheSame } from "./Diff.js"

@@ -27,7 +27,7 @@ import type { Channel, ChannelEnd, Outbound, Outgoing, Receiver, TooLarge } from
 const requestOf = (id: number, method: string, params: unknown): Outgoing =>
   params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }
 import type { ExitInfo } from "./Contract.js"
-import { field, messageOf, stringField } from "../protocol/Json.js"
+import { field, messageOf, stringField } from "../data/Json.js"
 
 /** A line a synchronous callback wants logged; a fiber logs them so callbacks never block. */
 export interface LogLine {

@@ -10,8 +10,8 @@ import * as Mcp from "../protocol/Mcp.js"
 import { httpStatusOf } from "./Channel.js"
 import { ClientInfo, paramsFor } from "./Contract.js"
 import { Connection, LogLine } from "./Connection.js"
-import { field, isObject, objectField, stringField } from "../protocol/Json.js"
-import * as Meta from "../protocol/Meta.js"
+import { field, isObject, objectField, stringField } from "../data/Json.js"
+import * as Meta from "../data/Meta.js"
 
 // The session
 

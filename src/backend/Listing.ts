@@ -2,7 +2,7 @@
  * What `check` and the debug UI show of a ready backend's lists: how many resources or prompts it
  * offers, asked of it through the backends service.
  */
-import * as Json from "../protocol/Json.js"
+import * as Json from "../data/Json.js"
 import { Effect } from "effect"
 
 /** The little of the backends service a count needs (kept structural: Backends re-exports this). */

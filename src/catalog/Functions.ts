@@ -5,7 +5,7 @@
 import type { BackendTools } from "../backend/Backends.js"
 import type { JsonObject, Tool } from "../protocol/Mcp.js"
 import type { CatalogEntry } from "./Naming.js"
-import { isObject } from "../protocol/Json.js"
+import { isObject } from "../data/Json.js"
 
 /** OpenAI's `ChatCompletionFunctionTool`, structurally, so this module does not import `openai`. */
 export interface ChatTool {

@@ -8,7 +8,7 @@ import { oauthOf, resolve, type ConfigSources } from "../config/Config.js"
 import * as Store from "../auth/Store.js"
 import { signIn } from "../auth/SignIn.js"
 import * as Secrets from "../observability/Secrets.js"
-import { messageOf } from "../protocol/Json.js"
+import { messageOf } from "../data/Json.js"
 
 /** Succeeds with the exit code: 0 signed in, 1 not, 2 no such remote backend. */
 export const run = (

@@ -28,7 +28,7 @@ import { onStopSignal } from "./Signals.js"
 import type * as Http from "../transport/Http.js"
 import { isLoopback, parseAddress } from "../transport/Address.js"
 import * as Stdio from "../transport/Stdio.js"
-import { messageOf } from "../protocol/Json.js"
+import { messageOf } from "../data/Json.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
                     [--http-token TOKEN] [--http-auth oauth] [--debug-port [HOST:]PORT] [--profile NAME]

@@ -20,8 +20,8 @@ import * as Secrets from "../observability/Secrets.js"
 import { Session } from "../gateway/Session.js"
 import { Backends } from "../backend/Backends.js"
 import { closest } from "../config/Suggest.js"
-import { field, stringField } from "../protocol/Json.js"
-import * as Meta from "../protocol/Meta.js"
+import { field, stringField } from "../data/Json.js"
+import * as Meta from "../data/Meta.js"
 
 export type Command =
   | { readonly _tag: "Tools" }

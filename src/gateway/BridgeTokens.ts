@@ -6,7 +6,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { CAPABILITY_OF } from "./ClientRequests.js"
-import * as Meta from "../protocol/Meta.js"
+import * as Meta from "../data/Meta.js"
 
 const KEY = randomBytes(32)
 const mac = (payload: string) => createHmac("sha256", KEY).update(payload).digest()

@@ -21,7 +21,7 @@ import * as Progress from "./Progress.js"
 import type { Session } from "./Session.js"
 import { Routes, type RoutesService } from "./Routes.js"
 import { Sessions, type SessionsService } from "./Sessions.js"
-import { field, isObject, objectField, objectOr, stringField } from "../protocol/Json.js"
+import { field, isObject, objectField, objectOr, stringField } from "../data/Json.js"
 
 /** What a shared gateway declares to backends: everything a session may be able to answer. */
 export const SHARED_CLIENT_CAPABILITIES: Readonly<Record<string, unknown>> = {

@@ -32,13 +32,13 @@ import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
 import type { Session } from "./Session.js"
 import { Meta as MetaKey } from "../protocol/Mcp.js"
-import * as Meta from "../protocol/Meta.js"
-import { objectOr, stringField } from "../protocol/Json.js"
+import * as Meta from "../data/Meta.js"
+import { objectOr, stringField } from "../data/Json.js"
 import type { Profile } from "../config/Config.js"
 import { catalogOf, describeConflict, profileServes } from "../catalog/ToolCatalog.js"
 import * as ListChanged from "./ListChanged.js"
 import * as Reload from "./Reload.js"
-import { field } from "../protocol/Json.js"
+import { field } from "../data/Json.js"
 
 /** What a session of a profile that is no longer configured sees: nothing. */
 const NO_PROFILE: Profile = { backends: [] }

@@ -4,7 +4,7 @@
  * two peers using the same token never see each other's progress; a notification that comes back
  * with the gateway's token is routed to whoever holds it, with the original token restored.
  */
-import * as Meta from "../protocol/Meta.js"
+import * as Meta from "../data/Meta.js"
 
 /** The `_meta.progressToken` of a request's params, if any. */
 export const tokenOf = (params: unknown): unknown => Meta.get(params, "progressToken")

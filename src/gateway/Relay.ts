@@ -14,7 +14,7 @@ import type { BackendsService } from "../backend/Backends.js"
 import { type BackendError, InvalidParams } from "../protocol/Errors.js"
 import { exposedNameIn, profileServes, promptAdmitted, resourceAdmitted } from "../catalog/ToolCatalog.js"
 import type { Profile } from "../config/Config.js"
-import { field, isObject, objectOr, stringField } from "../protocol/Json.js"
+import { field, isObject, objectOr, stringField } from "../data/Json.js"
 
 type Item = Readonly<Record<string, unknown>>
 

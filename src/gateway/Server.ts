@@ -38,8 +38,8 @@ import type { Relay } from "./Relay.js"
 import { mcpLevelOf, type Session } from "./Session.js"
 import { type Catalog, catalogOf, filtersAnything, inProfile, ownToolName, profileAdmits } from "../catalog/ToolCatalog.js"
 import { filteredList, hiddenBy } from "./BackendFilters.js"
-import { field, objectOr } from "../protocol/Json.js"
-import * as Meta from "../protocol/Meta.js"
+import { field, objectOr } from "../data/Json.js"
+import * as Meta from "../data/Meta.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version

@@ -11,7 +11,7 @@ import { ErrorCode, RpcError } from "../protocol/Errors.js"
 import { type Id, notification, request as requestMessage } from "../jsonrpc/JsonRpc.js"
 import { Requests } from "../jsonrpc/Requests.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
-import { field, stringField } from "../protocol/Json.js"
+import { field, stringField } from "../data/Json.js"
 
 /**
  * The lifecycle: new -> initializing -> ready, and shutdown from any of them (final). Every exit of

@@ -29,9 +29,9 @@ import * as Mcp from "../protocol/Mcp.js"
 import type { Outbox, RequestContext } from "../jsonrpc/Peer.js"
 import * as Server from "./Server.js"
 import { MCP_LOG_LEVELS, mcpLogLevel, Session, type Target } from "./Session.js"
-import * as Json from "../protocol/Json.js"
-import { field, isObject, objectField, objectOr, stringField } from "../protocol/Json.js"
-import * as Meta from "../protocol/Meta.js"
+import * as Json from "../data/Json.js"
+import { field, isObject, objectField, objectOr, stringField } from "../data/Json.js"
+import * as Meta from "../data/Meta.js"
 
 /** What `server/discover` lists: this era, and the session era's versions (served with `initialize`). */
 export const SUPPORTED_VERSIONS: ReadonlyArray<string> = [Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS]

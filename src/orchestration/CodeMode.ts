@@ -25,8 +25,8 @@ import type { ChatMessage, ChatResponse, ChatTool } from "./Chat.js"
 import * as Code from "./Code.js"
 import type * as Results from "./Results.js"
 import { addUsage, type Confirm, type OnStep, type StepRecord, withSteps } from "./Steps.js"
-import * as Meta from "../protocol/Meta.js"
-import { field, numberField, stringField } from "../protocol/Json.js"
+import * as Meta from "../data/Meta.js"
+import { field, numberField, stringField } from "../data/Json.js"
 
 export const RUN_CODE_FUNCTION = "run_code"
 

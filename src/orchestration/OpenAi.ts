@@ -29,9 +29,9 @@ import type { APIError } from "openai"
 import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import { LlmRequestFailed, NotConfigured } from "../protocol/Errors.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Json from "../protocol/Json.js"
+import * as Json from "../data/Json.js"
 import type { ChatRequest, ChatResponse, ChatToolCall, LlmService } from "./Chat.js"
-import { isObject } from "../protocol/Json.js"
+import { isObject } from "../data/Json.js"
 
 type Sdk = typeof import("openai")
 let sdk: Promise<Sdk> | undefined

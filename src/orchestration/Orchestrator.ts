@@ -64,7 +64,7 @@ import {
 import * as Results from "./Results.js"
 import * as CodeMode from "./CodeMode.js"
 import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
-import { objectField } from "../protocol/Json.js"
+import { objectField } from "../data/Json.js"
 
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
 export { ORCHESTRATE_TOOL, SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"

@@ -8,8 +8,8 @@ import * as Secrets from "../observability/Secrets.js"
 import { BackendError, InvalidPlan, LlmRequestFailed, NoActionDetermined } from "../protocol/Errors.js"
 import type { ChatMessage, ChatResponse, ChatToolCall } from "./Chat.js"
 import type { Plan } from "./Offer.js"
-import { field } from "../protocol/Json.js"
-import * as Meta from "../protocol/Meta.js"
+import { field } from "../data/Json.js"
+import * as Meta from "../data/Meta.js"
 
 /** Asks the user whether a call may run; "unavailable" when the client cannot be asked. */
 export type Confirm = (call: {

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import * as Secrets from "../observability/Secrets.js"
-import { field, stringField } from "./Json.js"
+import { field, stringField } from "../data/Json.js"
 
 /** Plain JSON-RPC codes. */
 export const ErrorCode = {

@@ -3,7 +3,7 @@
  * generated from each inputSchema (and outputSchema), their descriptions as doc comments, and the
  * names a script reaches them by (`tools.<namespace>.<tool>`, or `callTool("<exposed name>")`).
  */
-import { isObject, objectOr, stringField } from "../protocol/Json.js"
+import { isObject, objectOr, stringField } from "../data/Json.js"
 
 /** How a tool is reached from a script. */
 export interface ScriptTool {

@@ -79,7 +79,7 @@ const safeDecode = (text: string): string => {
 }
 import * as Dispatch from "../gateway/Dispatch.js"
 import * as Stateless from "../gateway/Stateless.js"
-import { messageOf } from "../protocol/Json.js"
+import { messageOf } from "../data/Json.js"
 
 export interface Options {
   /** The address to bind; 127.0.0.1 unless told otherwise. */

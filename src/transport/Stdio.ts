@@ -34,7 +34,7 @@ import * as Peer from "../jsonrpc/Peer.js"
 import { STATELESS_PROTOCOL_VERSION } from "../protocol/Mcp.js"
 import * as Dispatch from "../gateway/Dispatch.js"
 import * as Stateless from "../gateway/Stateless.js"
-import { field } from "../protocol/Json.js"
+import { field } from "../data/Json.js"
 
 export interface ServeOptions<E, R> {
   /**

@@ -8,7 +8,7 @@
  * The tools' headers are learned from the backend's own tools list (`toolsListed`).
  */
 import type { Tool } from "../../protocol/Mcp.js"
-import { field, objectField } from "../../protocol/Json.js"
+import { field, objectField } from "../../data/Json.js"
 
 /** Where each method keeps the name `Mcp-Name` mirrors. */
 const NAMED_BY: Readonly<Record<string, string>> = {
