@@ -320,9 +320,42 @@ const benchStartup = async () => {
       await sleep(100)
     }
   }
+  // The floors, in the same rounds: the same ten servers started side by side without the gateway,
+  // and a bare Node against the gateway answering one ping on stdio then exiting on EOF.
+  const side: Array<number> = []
+  const bare: Array<number> = []
+  const ping: Array<number> = []
+  const whole = (args: ReadonlyArray<string>, input: string) =>
+    new Promise<number>((resolve, reject) => {
+      const started = performance.now()
+      const child = spawn(process.execPath, args, { stdio: ["pipe", "ignore", "ignore"] })
+      child.on("error", reject)
+      child.on("exit", () => resolve(performance.now() - started))
+      child.stdin.end(input)
+    })
+  const floorReps = quick ? 4 : 10
+  for (let r = 0; r < floorReps; r++) {
+    if (r < reps) {
+      const started = performance.now()
+      const clients = Array.from({ length: 10 }, (_, i) => new RpcClient(process.execPath, fixtureArgs(`side${i}`, delay)))
+      await Promise.all(clients.map((c) => c.initialize()))
+      side.push(performance.now() - started)
+      await Promise.all(clients.map((c) => c.close()))
+    }
+    bare.push(await whole(["-e", "0"], ""))
+    ping.push(await whole([BIN], '{"jsonrpc":"2.0","id":1,"method":"ping"}\n'))
+  }
   const med = (k: string) => round2(percentile(sortedCopy(samples.get(k)!), 50))
+  const median = (values: Array<number>) => round2(percentile(sortedCopy(values), 50))
   const direct = med("direct")
   results.startup = {
+    floors: {
+      tenSideBySideMs: median(side),
+      tenThroughGatewayRatio: round2(med("10") / median(side)),
+      bareNodeMs: median(bare),
+      pingThenEofMs: median(ping),
+      pingRatio: round2(median(ping) / median(bare))
+    },
     backendStartupDelayMs: 200,
     rounds: reps,
     directMs: direct,
@@ -689,6 +722,25 @@ const lines = (): Array<Line> => {
         goal: "",
         pass: undefined
       })
+      // Against the floor no gateway can beat: a relay that only pipes bytes, measured in the same rounds.
+      if (c === 1) {
+        const beyond = round2(l.gateway.p50 - l.bareProxy.p50)
+        out.push({
+          figure: "passthrough c=1: gateway p50 over the bare proxy's (ms)",
+          value: signed(beyond),
+          goal: "≤ +0.15 ms",
+          pass: beyond <= 0.15
+        })
+      }
+      if (c === 64) {
+        const share = round2(l.gateway.callsPerSecond / l.bareProxy.callsPerSecond)
+        out.push({
+          figure: "passthrough c=64: gateway calls/s / the bare proxy's",
+          value: `${share}`,
+          goal: "≥ 0.95",
+          pass: share >= 0.95
+        })
+      }
     }
   }
   const hp = results.http as any
@@ -739,6 +791,18 @@ const lines = (): Array<Line> => {
   }
   const s = results.startup as any
   if (s !== undefined) {
+    out.push({
+      figure: "startup floor: stdio ping then EOF / bare node -e 0 (ms, whole process)",
+      value: `${s.floors.pingThenEofMs} / ${s.floors.bareNodeMs} (${s.floors.pingRatio}×)`,
+      goal: "≤ 3× bare node",
+      pass: s.floors.pingRatio <= 3
+    })
+    out.push({
+      figure: "startup floor: 10 backends via gateway / the same 10 side by side (ms)",
+      value: `${s.gateway["10"].ms} / ${s.floors.tenSideBySideMs} (${s.floors.tenThroughGatewayRatio}×)`,
+      goal: "≤ 1.2× side by side",
+      pass: s.floors.tenThroughGatewayRatio <= 1.2
+    })
     out.push({ figure: "startup: one backend alone (ms)", value: `${s.directMs}`, goal: "", pass: undefined })
     for (const n of ["1", "5", "10"]) {
       out.push({
