@@ -4,7 +4,8 @@
  * id (`notifications/cancelled`) or by the gateway's stop (it still replies), and listen streams
  * bounded. A transport frames messages and carries replies; it knows nothing of the era.
  */
-import { Effect, type Fiber, type Scope } from "effect"
+import { Effect, type Either, type Fiber, type Scope } from "effect"
+import * as Era from "./Era.js"
 import * as Inbound from "../jsonrpc/Inbound.js"
 import { failure, type Id, isId, type Request, type Response } from "../jsonrpc/JsonRpc.js"
 import type { Outbox } from "../jsonrpc/Peer.js"
@@ -31,11 +32,12 @@ export interface Refusal {
 }
 
 export interface Dispatcher {
-  /** The era's own checks (version, `_meta`): the refusal to send, or undefined to go on. */
-  readonly check: (request: Request, header: string | undefined | null) => Stateless.Refusal | undefined
-  /** Serves one request beside the others; its one reply goes to `out`. */
+  /** The era's own checks (version, `_meta`): the request's context, or the refusal to send. */
+  readonly admit: (request: Request, header: string | undefined | null) => Either.Either<Era.Context, Era.Refusal>
+  /** Serves one admitted request beside the others; its one reply goes to `out`. */
   readonly serve: (
     request: Request,
+    context: Era.Context,
     target: Target,
     out: Outbox,
     subject?: string
@@ -73,11 +75,11 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
     const ready = options.ready ?? Effect.void
     let listening = 0
 
-    const serve = (request: Request, target: Target, out: Outbox, subject?: string) =>
+    const serve = (request: Request, context: Era.Context, target: Target, out: Outbox, subject?: string) =>
       inbound.run(
         request.id,
         request.id,
-        Effect.interruptible(Effect.zipRight(ready, stateless.serve(request, target, options.transport, out, subject))),
+        Effect.interruptible(Effect.zipRight(ready, stateless.serve(request, context, target, options.transport, out, subject))),
         (response) => out.send(response)
       )
 
@@ -100,7 +102,7 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
       })
 
     const dispatcher: Dispatcher = {
-      check: Stateless.check,
+      admit: Era.decode,
       serve,
       cancel,
       listen,

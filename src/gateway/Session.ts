@@ -8,6 +8,7 @@
  */
 import { Deferred, Effect, Exit, FiberId } from "effect"
 import { ErrorCode, RpcError } from "../protocol/Errors.js"
+import { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../protocol/Mcp.js"
 import { type Id, notification, request as requestMessage } from "../jsonrpc/JsonRpc.js"
 import { Requests } from "../jsonrpc/Requests.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
@@ -28,12 +29,7 @@ export type Target =
 export const sameTarget = (a: Target, b: Target): boolean =>
   a._tag === "Aggregate" ? b._tag === "Aggregate" && a.profile === b.profile : b._tag === "Backend" && a.backendId === b.backendId
 
-/** MCP's log levels (RFC 5424), least severe first. */
-export const MCP_LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] as const
-export type McpLogLevel = (typeof MCP_LOG_LEVELS)[number]
-
-/** `level` as an MCP log level, when it is one. */
-export const mcpLogLevel = (level: unknown): McpLogLevel | undefined => MCP_LOG_LEVELS.find((known) => known === level)
+export { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../protocol/Mcp.js"
 
 const severity = (level: unknown): number => {
   const known = mcpLogLevel(level)

@@ -24,14 +24,15 @@ import { isOwnState, keyed, seal, unseal } from "./BridgeTokens.js"
 import { CAPABILITY_OF } from "./ClientRequests.js"
 import { BackendError, ErrorCode, type GatewayError, RpcError, toRpcError } from "../protocol/Errors.js"
 import type { GatewayService } from "./Gateway.js"
-import { failure, type Id, notification, type Request, type Response, success } from "../jsonrpc/JsonRpc.js"
+import { failure, notification, type Request, type Response, success } from "../jsonrpc/JsonRpc.js"
 import * as Mcp from "../protocol/Mcp.js"
 import type { Outbox, RequestContext } from "../jsonrpc/Peer.js"
 import * as Server from "./Server.js"
-import { MCP_LOG_LEVELS, mcpLogLevel, Session, type Target } from "./Session.js"
+import { Session, type Target } from "./Session.js"
 import * as Json from "../data/Json.js"
 import { field, isObject, objectField, objectOr, stringField } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
+import * as Era from "./Era.js"
 
 /** What `server/discover` lists: this era, and the session era's versions (served with `initialize`). */
 export const SUPPORTED_VERSIONS: ReadonlyArray<string> = [Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS]
@@ -44,92 +45,12 @@ const REMOVED = new Set(["initialize", "ping", "logging/setLevel", "resources/su
  * orchestration (it asks for confirmation, and its tool calls may ask what a backend asks).
  */
 const MAY_ASK = new Set(["tools/call", "prompts/get", "resources/read", "agentify/orchestrateTask"])
-/** Results that carry caching hints. */
-const CACHEABLE = new Set(["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"])
 
 /** Calls kept open across a client's round trips, at most, and for at most this long each. */
 export const MAX_OPEN_CALLS = 1_000
 export const OPEN_CALL_TTL_MS = 10 * 60_000
 /** After a backend's first question, how long its other questions of the same moment are gathered. */
 const GATHER_MS = 20
-
-/** Whether a message belongs to the stateless era: a request whose `_meta` names a protocol version. */
-export const isStateless = (message: unknown): boolean => {
-  const meta = Meta.of(field(message, "params"))
-  return meta !== undefined && Mcp.Meta.protocolVersion in meta
-}
-
-/** A refusal before dispatch, with the HTTP status it takes. */
-export interface Refusal {
-  readonly status: number
-  readonly response: Response
-}
-
-const refusal = (status: number, id: Id | null, code: number, message: string, data?: unknown): Refusal => ({
-  status,
-  response: failure(id, data === undefined ? { code, message } : { code, message, data })
-})
-
-/** The request's `_meta`, validated; `header` is the MCP-Protocol-Version header (HTTP only). */
-export const check = (request: Request, header: string | undefined | null): Refusal | undefined => {
-  if (header === undefined)
-    return refusal(400, request.id, Mcp.StatelessErrorCode.HeaderMismatch, "Missing MCP-Protocol-Version header")
-  const meta = Meta.of(request.params)
-  const missing = [Mcp.Meta.protocolVersion, Mcp.Meta.clientCapabilities].filter(
-    (key) => meta === undefined || meta === null || meta[key] === undefined
-  )
-  if (missing.length > 0 || typeof meta !== "object" || meta === null) {
-    return refusal(400, request.id, ErrorCode.InvalidParams, `Invalid params: _meta must carry ${missing.join(" and ")}`)
-  }
-  const version = meta[Mcp.Meta.protocolVersion]
-  const capabilities = meta[Mcp.Meta.clientCapabilities]
-  if (typeof capabilities !== "object" || capabilities === null || Array.isArray(capabilities)) {
-    return refusal(
-      400,
-      request.id,
-      ErrorCode.InvalidParams,
-      `Invalid params: _meta.${Mcp.Meta.clientCapabilities} must be an object`
-    )
-  }
-  const level = meta[Mcp.Meta.logLevel]
-  if (level !== undefined && mcpLogLevel(level) === undefined) {
-    return refusal(
-      400,
-      request.id,
-      ErrorCode.InvalidParams,
-      `Invalid params: _meta.${Mcp.Meta.logLevel} must be one of ${MCP_LOG_LEVELS.join(", ")}`
-    )
-  }
-  if (header !== null && header !== version) {
-    return refusal(
-      400,
-      request.id,
-      Mcp.StatelessErrorCode.HeaderMismatch,
-      "MCP-Protocol-Version header does not match _meta protocolVersion"
-    )
-  }
-  if (version !== Mcp.STATELESS_PROTOCOL_VERSION) {
-    return refusal(400, request.id, Mcp.StatelessErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version", {
-      supported: [Mcp.STATELESS_PROTOCOL_VERSION],
-      requested: String(version).slice(0, 64)
-    })
-  }
-  return undefined
-}
-
-/** The HTTP status of a stateless reply sent as JSON. */
-export const statusOf = (response: unknown): number => {
-  const code = field(field(response, "error"), "code")
-  if (code === ErrorCode.MethodNotFound) return 404
-  if (
-    code === Mcp.StatelessErrorCode.HeaderMismatch ||
-    code === Mcp.StatelessErrorCode.MissingClientCapability ||
-    code === Mcp.StatelessErrorCode.UnsupportedProtocolVersion
-  ) {
-    return 400
-  }
-  return 200
-}
 
 // ---------------------------------------------------------------------------------------------
 // Calls kept open across round trips
@@ -169,19 +90,6 @@ interface OpenCall {
   timer: ReturnType<typeof setTimeout> | undefined
 }
 
-/** Adds what every 2026-07-28 result carries. */
-const finished = (method: string, result: unknown): unknown => {
-  if (!isObject(result)) return result
-  const r = result
-  // A stateless backend's own InputRequiredResult passes as it is: the client retries with it.
-  if (r.resultType === "input_required") return r
-  return {
-    ...r,
-    resultType: r.resultType ?? "complete",
-    ...(CACHEABLE.has(method) ? { ttlMs: 0, cacheScope: "private" } : {})
-  }
-}
-
 export interface Stateless {
   /**
    * Serves one stateless request (already checked) on `target`: its notifications go to `out`, its
@@ -189,6 +97,8 @@ export interface Stateless {
    */
   readonly serve: (
     request: Request,
+    /** What its `_meta` says of its client (see Era.decode). */
+    context: Era.Context,
     target: Target,
     transport: "stdio" | "http",
     out: Outbox,
@@ -325,7 +235,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         if (step._tag === "Done") {
           yield* close(call, "the call finished")
           const exit = step.exit
-          if (Exit.isSuccess(exit)) return success(request.id, finished(call.method, exit.value))
+          if (Exit.isSuccess(exit)) return success(request.id, Era.complete(call.method, exit.value))
           const failed = Cause.failureOption(exit.cause)
           return Option.isSome(failed)
             ? failure(request.id, toRpcError(failed.value))
@@ -359,11 +269,16 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
     }
 
     /** A new stateless request: an ephemeral session on the gateway, its call run in a scope of its own. */
-    const start = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox, subject?: string) =>
+    const start = (
+      request: Request,
+      client: Era.Context,
+      target: Target,
+      transport: "stdio" | "http",
+      out: Outbox,
+      subject?: string
+    ) =>
       Effect.gen(function* () {
-        // Checked already (`check`): _meta carries the client's capabilities as an object.
-        const meta = Meta.of(request.params) ?? {}
-        const capabilities = objectOr(meta[Mcp.Meta.clientCapabilities])
+        const capabilities = client.clientCapabilities
         const name = stringField(request.params, "name")
         const scope = yield* Scope.make()
         const call: OpenCall = {
@@ -421,10 +336,10 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         call.session = session
         session.phase = "ready"
         session.protocolVersion = Mcp.STATELESS_PROTOCOL_VERSION
-        session.clientInfo = meta[Mcp.Meta.clientInfo]
+        session.clientInfo = client.clientInfo
         session.clientCapabilities = capabilities
         // No level: no log messages for this request (2026-07-28 makes them opt-in per request).
-        session.logLevel = mcpLogLevel(meta[Mcp.Meta.logLevel]) ?? "none"
+        session.logLevel = client.logLevel
         session.markInitialized()
         const handlers = yield* Scope.extend(gateway.open(session), scope)
         const context: RequestContext = {
@@ -489,6 +404,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
 
     const serve = (
       request: Request,
+      context: Era.Context,
       target: Target,
       transport: "stdio" | "http",
       out: Outbox,
@@ -519,7 +435,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
               message: `${MAX_OPEN_CALLS} calls are waiting for their clients' answers`
             })
           }
-          call = yield* start(request, target, transport, out, subject)
+          call = yield* start(request, context, target, transport, out, subject)
         }
         // A client that goes away mid-round (not between rounds) ends the call.
         const reply = yield* round(call, request).pipe(Effect.onInterrupt(() => close(call, "the client went away")))

@@ -46,6 +46,13 @@ export const Meta = {
   subscriptionId: `${META_PREFIX}subscriptionId`
 } as const
 
+/** MCP's log levels (RFC 5424), least severe first. */
+export const MCP_LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] as const
+export type McpLogLevel = (typeof MCP_LOG_LEVELS)[number]
+
+/** `level` as an MCP log level, when it is one. */
+export const mcpLogLevel = (level: unknown): McpLogLevel | undefined => MCP_LOG_LEVELS.find((known) => known === level)
+
 /** The stateless era's own JSON-RPC errors. */
 export const StatelessErrorCode = {
   HeaderMismatch: -32020,

@@ -78,7 +78,7 @@ const safeDecode = (text: string): string => {
   }
 }
 import * as Dispatch from "../gateway/Dispatch.js"
-import * as Stateless from "../gateway/Stateless.js"
+import * as Era from "../gateway/Era.js"
 import { messageOf } from "../data/Json.js"
 
 export interface Options {
@@ -105,22 +105,6 @@ interface HttpSession {
   /** The open GET stream, if any. */
   stream: Queue.Queue<unknown> | undefined
   closed: boolean
-}
-
-/**
- * A request of the stateless era (2026-07-28): without a session, it names its protocol version in
- * `_meta` or the header names one the session era does not have, or it is `server/discover`.
- */
-const isStatelessRequest = (value: unknown, header: string | undefined): boolean => {
-  const incoming = classify(value)
-  if (incoming._tag !== "Request") return false
-  // `initialize` starts a session, unless it comes with the stateless era's _meta (then it is removed).
-  if (incoming.request.method === "initialize") return Stateless.isStateless(value)
-  return (
-    Stateless.isStateless(value) ||
-    incoming.request.method === "server/discover" ||
-    (header !== undefined && !isSupportedProtocolVersion(header))
-  )
 }
 
 /**
@@ -318,9 +302,7 @@ const makeApp = (options: AppOptions) =>
         const items = Array.isArray(value) ? value : [value]
         const isInitialize = items.some(
           (item) =>
-            classify(item)._tag === "Request" &&
-            (item as { method: string }).method === "initialize" &&
-            !Stateless.isStateless(item)
+            classify(item)._tag === "Request" && (item as { method: string }).method === "initialize" && !Era.isStateless(item)
         )
         if (isInitialize) {
           if (items.length > 1) return reject(400, "Bad Request: initialize must be sent alone, not in a batch")
@@ -348,12 +330,12 @@ const makeApp = (options: AppOptions) =>
           }
           return HttpServerResponse.setHeader(response, SESSION_HEADER, entry.session.id)
         }
-        if (request.headers[SESSION_HEADER] === undefined && isStatelessRequest(value, request.headers[VERSION_HEADER])) {
+        if (request.headers[SESSION_HEADER] === undefined && Era.eraOf(value, request.headers[VERSION_HEADER]) === "stateless") {
           const { id, method, params } = value as { id: Id; method: string; params: unknown }
           const message = { id, method, params }
           const header = request.headers[VERSION_HEADER]
-          const refused = dispatcher.check(message, header === undefined ? undefined : header)
-          if (refused !== undefined) return json(refused.status, refused.response)
+          const admitted = dispatcher.admit(message, header === undefined ? undefined : header)
+          if (Either.isLeft(admitted)) return json(admitted.left.status, admitted.left.response)
           if (method === "subscriptions/listen") {
             if (!sse) return reject(406, "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream")
             const refusal = dispatcher.listenRefusal()
@@ -377,11 +359,11 @@ const makeApp = (options: AppOptions) =>
           })
           return yield* exchangeWith(
             (out) => {
-              served = dispatcher.serve(message, target, out, principal?.subject)
+              served = dispatcher.serve(message, admitted.right, target, out, principal?.subject)
             },
             sse,
             {},
-            Stateless.statusOf
+            Era.statusOf
           )
         }
         const found = findSession(request, target, principal)

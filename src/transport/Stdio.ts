@@ -10,7 +10,7 @@
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberSet, Option, Scope, type Sink, Stream } from "effect"
+import { Cause, Chunk, Deferred, Effect, Either, Exit, Fiber, FiberSet, Option, Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
 import { Backends, type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { SHARED_CLIENT_CAPABILITIES } from "../gateway/ClientRequests.js"
@@ -33,7 +33,7 @@ import {
 import * as Peer from "../jsonrpc/Peer.js"
 import { STATELESS_PROTOCOL_VERSION } from "../protocol/Mcp.js"
 import * as Dispatch from "../gateway/Dispatch.js"
-import * as Stateless from "../gateway/Stateless.js"
+import * as Era from "../gateway/Era.js"
 import { field } from "../data/Json.js"
 
 export interface ServeOptions<E, R> {
@@ -308,7 +308,7 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
           ? (out.send(failure(null, { code: ErrorCode.ParseError, message: "Parse error" })), true)
           : false
       }
-      if (era === "undecided") era = Stateless.isStateless(value) ? "stateless" : "session"
+      if (era === "undecided") era = Era.isStateless(value) ? "stateless" : "session"
       if (era === "session") return false
       const incoming = classify(value)
       if (incoming._tag === "Invalid") {
@@ -323,17 +323,18 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
       if (incoming._tag !== "Request") return true
       const request = incoming.request
       // The era is this connection's: a session-era handshake on it is a removed method, not bad _meta.
-      const refused =
-        request.method === "initialize"
-          ? {
-              response: failure(request.id, {
-                code: ErrorCode.MethodNotFound,
-                message: `Method not found: initialize (this connection speaks ${STATELESS_PROTOCOL_VERSION})`
-              })
-            }
-          : dispatcher.check(request, null)
-      if (refused !== undefined) {
-        out.send(refused.response)
+      if (request.method === "initialize") {
+        out.send(
+          failure(request.id, {
+            code: ErrorCode.MethodNotFound,
+            message: `Method not found: initialize (this connection speaks ${STATELESS_PROTOCOL_VERSION})`
+          })
+        )
+        return true
+      }
+      const admitted = dispatcher.admit(request, null)
+      if (Either.isLeft(admitted)) {
+        out.send(admitted.left.response)
         return true
       }
       if (request.method === "subscriptions/listen") {
@@ -347,7 +348,7 @@ const statelessEra = (gateway: GatewayService, backends: BackendsService, config
         )
         return true
       }
-      dispatcher.serve(request, target, out)
+      dispatcher.serve(request, admitted.right, target, out)
       return true
     }
     return { intercept }

@@ -5,7 +5,7 @@
  * clients that pick the same id served side by side.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, TestClock } from "effect"
+import { Deferred, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import { Backends } from "../../../src/backend/Backends.js"
 import { GatewayConfig } from "../../../src/config/Config.js"
 import * as Dispatch from "../../../src/gateway/Dispatch.js"
@@ -37,7 +37,8 @@ const dispatcher = Effect.gen(function* () {
     Effect.gen(function* () {
       const replies: Array<Response> = []
       const done = yield* Deferred.make<void>()
-      dispatch.serve(request, aggregate, {
+      const context = Either.getOrThrow(dispatch.admit(request, null))
+      dispatch.serve(request, context, aggregate, {
         send: (message) => {
           if (typeof message === "object" && message !== null && ("result" in message || "error" in message)) {
             replies.push(message as Response)
@@ -58,11 +59,20 @@ describe("Dispatch", () => {
         const bare: Request = { id: 1, method: "tools/list", params: {} }
         const dressed: Request = { id: 2, method: "tools/list", params: { _meta: META } }
         // stdio has no header (null); over HTTP it is required and must agree with _meta.
-        expect(dispatch.check(bare, null)).toMatchObject({ status: 400, response: { error: { code: -32602 } } })
-        expect(dispatch.check(dressed, undefined)).toMatchObject({ response: { error: { code: -32020 } } })
-        expect(dispatch.check(dressed, "2025-11-25")).toMatchObject({ response: { error: { code: -32020 } } })
-        expect(dispatch.check(dressed, "2026-07-28")).toBeUndefined()
-        expect(dispatch.check(dressed, null)).toBeUndefined()
+        const refusal = (request: Request, header: string | undefined | null) => Either.flip(dispatch.admit(request, header))
+        expect(refusal(bare, null)).toMatchObject(Either.right({ status: 400, response: { error: { code: -32602 } } }))
+        expect(refusal(dressed, undefined)).toMatchObject(Either.right({ response: { error: { code: -32020 } } }))
+        expect(refusal(dressed, "2025-11-25")).toMatchObject(Either.right({ response: { error: { code: -32020 } } }))
+        // Admitted: its context is what the request's _meta says of its client.
+        expect(dispatch.admit(dressed, "2026-07-28")).toEqual(
+          Either.right({
+            protocolVersion: "2026-07-28",
+            clientCapabilities: {},
+            clientInfo: { name: "unit", version: "1" },
+            logLevel: "none"
+          })
+        )
+        expect(Either.isRight(dispatch.admit(dressed, null))).toBe(true)
 
         const discovered = yield* serve({ id: "d", method: "server/discover", params: { _meta: META } })
         yield* discovered.replied
