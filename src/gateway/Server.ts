@@ -150,7 +150,7 @@ const guardInitialize = (
   onFailure: Effect.Effect<void>
 ): Effect.Effect<unknown, GatewayError> =>
   Effect.suspend((): Effect.Effect<unknown, GatewayError> => {
-    if (session.phase !== "new") {
+    if (!session.advance("initialize")) {
       return Effect.fail(
         new RpcError({
           code: ErrorCode.InvalidRequest,
@@ -158,14 +158,12 @@ const guardInitialize = (
         })
       )
     }
-    session.phase = "initializing"
     return Effect.uninterruptibleMask((restore) =>
       restore(run).pipe(
+        // From shutdown neither event moves it: a session shut down during initialize stays so.
         Effect.onExit((exit) => {
-          if (session.phase === "shutdown") return Effect.void
-          if (exit._tag === "Success") return Effect.sync(() => (session.phase = "ready"))
-          session.phase = "new"
-          return onFailure
+          if (exit._tag === "Success") return Effect.sync(() => void session.advance("initialized"))
+          return session.advance("initializeFailed") ? onFailure : Effect.void
         })
       )
     )
@@ -457,7 +455,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   })
 
   const shutdown = Effect.gen(function* () {
-    session.phase = "shutdown"
+    session.advance("shutdown")
     if (ctx.mode === "shared") {
       yield* Effect.logInfo("session shut down", { session: session.id })
       return null
@@ -585,7 +583,7 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     ping: Methods.constant(Effect.succeed({})),
     shutdown: Methods.constant(
       Effect.sync(() => {
-        session.phase = "shutdown"
+        session.advance("shutdown")
         return null
       })
     ),

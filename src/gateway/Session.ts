@@ -21,6 +21,25 @@ import { field, stringField } from "../data/Json.js"
  */
 export type Phase = "new" | "initializing" | "ready" | "shutdown"
 
+/**
+ * What moves a session along: its client's `initialize` starting, completing or failing (or
+ * being interrupted), `shutdown` (or `exit`), and "served": a stateless request's own session,
+ * ready as soon as it exists.
+ */
+export type LifecycleEvent = "initialize" | "initialized" | "initializeFailed" | "shutdown" | "served"
+
+/** The lifecycle as data: from each phase, where each event leads; absent: not allowed. */
+const TRANSITIONS: Readonly<Record<LifecycleEvent, Partial<Record<Phase, Phase>>>> = {
+  initialize: { new: "initializing" },
+  initialized: { initializing: "ready" },
+  initializeFailed: { initializing: "new" },
+  shutdown: { new: "shutdown", initializing: "shutdown", ready: "shutdown", shutdown: "shutdown" },
+  served: { new: "ready" }
+}
+
+/** Where `event` takes a session in `phase`, or undefined when it may not happen there. */
+export const nextPhase = (phase: Phase, event: LifecycleEvent): Phase | undefined => TRANSITIONS[event][phase]
+
 /** What the session talks to: the gateway's aggregate surface, or one backend as itself. */
 export type Target =
   { readonly _tag: "Aggregate"; readonly profile?: string | undefined } | { readonly _tag: "Backend"; readonly backendId: string }
@@ -91,7 +110,19 @@ export class Session {
   readonly ask: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
   /** Completed by `exit` (or `shutdown` over HTTP): the transport ends the session. */
   readonly ended: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
-  phase: Phase = "new"
+  private current: Phase = "new"
+  /** Where the session is in its lifecycle; it moves only by `advance`. */
+  get phase(): Phase {
+    return this.current
+  }
+
+  /** Moves the lifecycle on by `event`; false (and nothing changes) when it may not happen now. */
+  advance(event: LifecycleEvent): boolean {
+    const next = nextPhase(this.current, event)
+    if (next === undefined) return false
+    this.current = next
+    return true
+  }
   protocolVersion: string | undefined = undefined
   clientInfo: unknown = undefined
   clientCapabilities: Readonly<Record<string, unknown>> = {}

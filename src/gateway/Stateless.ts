@@ -334,7 +334,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           })
         const session = new Session({ id: `stateless-${call.id}`, transport, target, subject, send: () => false, ask })
         call.session = session
-        session.phase = "ready"
+        session.advance("served")
         session.protocolVersion = Mcp.STATELESS_PROTOCOL_VERSION
         session.clientInfo = client.clientInfo
         session.clientCapabilities = capabilities
@@ -488,7 +488,7 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
             return true
           }
         })
-        session.phase = "ready"
+        session.advance("served")
         session.protocolVersion = Mcp.STATELESS_PROTOCOL_VERSION
         session.logLevel = "none"
         yield* gateway.open(session)

@@ -22,7 +22,7 @@ const Live = ClientAsk.layer.pipe(Layer.provideMerge(Layer.mergeAll(Sessions.lay
 const client = (id: string, capabilities: Record<string, unknown>) => {
   const sent: Array<{ id?: number; method?: string; params?: unknown }> = []
   const session = new Session({ id, transport: "http", send: (message) => (sent.push(message as never), true) })
-  session.phase = "ready"
+  session.advance("served")
   session.clientCapabilities = capabilities
   session.markInitialized()
   return { session, sent }

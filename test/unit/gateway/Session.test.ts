@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
-import { Session } from "../../../src/gateway/Session.js"
+import { nextPhase, type Phase, Session } from "../../../src/gateway/Session.js"
 import type { RequestContext } from "../../../src/jsonrpc/Peer.js"
 import { RpcError } from "../../../src/protocol/Errors.js"
 
@@ -61,7 +61,7 @@ describe("Session", () => {
       const { session } = sessionWith(false)
       const exit = yield* Effect.exit(session.request("roots/list", {}))
       expect(Exit.isFailure(exit) && JSON.stringify(exit.cause)).toContain("has no stream open to receive requests")
-      session.phase = "shutdown"
+      session.advance("shutdown")
       const late = yield* Effect.exit(session.request("roots/list", {}))
       expect(JSON.stringify(late)).toContain("the client session s1 is shutting down")
     })
@@ -123,5 +123,30 @@ describe("Session", () => {
     expect(session.callOn("fs")).toBeUndefined()
     expect(session.calls.size).toBe(0)
     expect(session.serves("fs")).toBe(true)
+  })
+
+  it("the lifecycle as data: initialize once, back to new when it fails, shutdown final from anywhere", () => {
+    const phases: ReadonlyArray<Phase> = ["new", "initializing", "ready", "shutdown"]
+    const table = Object.fromEntries(
+      (["initialize", "initialized", "initializeFailed", "shutdown", "served"] as const).map((event) => [
+        event,
+        Object.fromEntries(phases.map((phase) => [phase, nextPhase(phase, event) ?? "-"]))
+      ])
+    )
+    expect(table).toEqual({
+      initialize: { new: "initializing", initializing: "-", ready: "-", shutdown: "-" },
+      initialized: { new: "-", initializing: "ready", ready: "-", shutdown: "-" },
+      initializeFailed: { new: "-", initializing: "new", ready: "-", shutdown: "-" },
+      shutdown: { new: "shutdown", initializing: "shutdown", ready: "shutdown", shutdown: "shutdown" },
+      served: { new: "ready", initializing: "-", ready: "-", shutdown: "-" }
+    })
+    const { session } = sessionWith(false)
+    expect(session.advance("initialized")).toBe(false)
+    expect(session.phase).toBe("new")
+    expect(session.advance("initialize")).toBe(true)
+    expect(session.advance("initialize")).toBe(false)
+    expect(session.advance("shutdown")).toBe(true)
+    expect(session.advance("initialized")).toBe(false)
+    expect(session.phase).toBe("shutdown")
   })
 })
