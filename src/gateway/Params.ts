@@ -27,6 +27,26 @@ export const CallToolParams = Schema.Struct({
 })
 export type CallToolParams = typeof CallToolParams.Type & { readonly [key: string]: unknown }
 
+/** A request about a resource (`resources/read`, `resources/subscribe`, `resources/unsubscribe`). */
+export const UriParams = Schema.Struct({ uri: worded(Schema.String, "uri: is required") })
+export type UriParams = typeof UriParams.Type & { readonly [key: string]: unknown }
+
+/** `prompts/get`: the prompt's exposed name (the rest, its arguments, goes to the backend as sent). */
+export const GetPromptParams = Schema.Struct({ name: worded(Schema.String, "name: is required") })
+export type GetPromptParams = typeof GetPromptParams.Type & { readonly [key: string]: unknown }
+
+/** `completion/complete`: what its `ref` names decides the backend. */
+export const CompleteParams = Schema.Struct({
+  ref: worded(
+    Schema.Union(
+      Schema.Struct({ type: Schema.Literal("ref/prompt"), name: Schema.String }),
+      Schema.Struct({ type: Schema.Literal("ref/resource"), uri: Schema.String })
+    ),
+    "ref: must be a ref/prompt with a name or a ref/resource with a uri"
+  )
+})
+export type CompleteParams = typeof CompleteParams.Type & { readonly [key: string]: unknown }
+
 /** `logging/setLevel`. */
 export const SetLevelParams = Schema.Struct({
   level: worded(Schema.Literal(...MCP_LOG_LEVELS), `level: must be one of ${MCP_LOG_LEVELS.join(", ")}`)

@@ -14,7 +14,8 @@ import type { BackendsService } from "../backend/Backends.js"
 import { type BackendError, InvalidParams } from "../protocol/Errors.js"
 import { exposedNameIn, profileServes, promptAdmitted, resourceAdmitted } from "../catalog/ToolCatalog.js"
 import type { Profile } from "../config/Config.js"
-import { field, isObject, objectOr, stringField } from "../data/Json.js"
+import { field, isObject, stringField } from "../data/Json.js"
+import type * as Params from "./Params.js"
 
 type Item = Readonly<Record<string, unknown>>
 
@@ -187,8 +188,6 @@ export const make = (backends: BackendsService) => {
       return { items: out, routes }
     })
 
-  const paramsOf = objectOr
-
   return {
     listResources: (profile: Profile | undefined) =>
       Effect.map(merged("resources", profile), ({ items }) => ({ resources: items })),
@@ -197,48 +196,33 @@ export const make = (backends: BackendsService) => {
     listPrompts: (profile: Profile | undefined) => Effect.map(prompts(profile), ({ items }) => ({ prompts: items })),
 
     /** Where a request about a resource URI (`resources/read`, subscribe) goes. */
-    routeUri: (params: unknown, profile: Profile | undefined) =>
+    routeUri: (params: Params.UriParams, profile: Profile | undefined) =>
       Effect.gen(function* () {
-        const uri = paramsOf(params).uri
-        if (typeof uri !== "string") {
-          return yield* new InvalidParams({ message: "Invalid params: uri: is required", issues: ["uri: is required"] })
-        }
-        const backendId = yield* ownerOfUri(uri, profile)
-        if (backendId === undefined) return yield* unknown("the resource", uri)
+        const backendId = yield* ownerOfUri(params.uri, profile)
+        if (backendId === undefined) return yield* unknown("the resource", params.uri)
         return { backendId, params }
       }),
 
     /** Where `prompts/get` goes, with the backend's own prompt name. */
-    routePrompt: (params: unknown, profile: Profile | undefined) =>
+    routePrompt: (params: Params.GetPromptParams, profile: Profile | undefined) =>
       Effect.gen(function* () {
-        const p = paramsOf(params)
-        if (typeof p.name !== "string") {
-          return yield* new InvalidParams({ message: "Invalid params: name: is required", issues: ["name: is required"] })
-        }
-        const route = (yield* prompts(profile)).routes.get(p.name)
-        if (route === undefined) return yield* unknown("the prompt", p.name)
-        return { backendId: route.backendId, params: { ...p, name: route.name } }
+        const route = (yield* prompts(profile)).routes.get(params.name)
+        if (route === undefined) return yield* unknown("the prompt", params.name)
+        return { backendId: route.backendId, params: { ...params, name: route.name } }
       }),
 
     /** Where `completion/complete` goes: by its `ref`, a prompt name or a resource (template) URI. */
-    routeCompletion: (params: unknown, profile: Profile | undefined) =>
+    routeCompletion: (params: Params.CompleteParams, profile: Profile | undefined) =>
       Effect.gen(function* () {
-        const p = paramsOf(params)
-        const ref = paramsOf(p.ref)
-        if (ref.type === "ref/prompt" && typeof ref.name === "string") {
+        const { ref } = params
+        if (ref.type === "ref/prompt") {
           const route = (yield* prompts(profile)).routes.get(ref.name)
           if (route === undefined) return yield* unknown("the prompt", ref.name)
-          return { backendId: route.backendId, params: { ...p, ref: { ...ref, name: route.name } } }
+          return { backendId: route.backendId, params: { ...params, ref: { ...ref, name: route.name } } }
         }
-        if (ref.type === "ref/resource" && typeof ref.uri === "string") {
-          const backendId = (yield* merged("templates", profile)).owners.get(ref.uri) ?? (yield* ownerOfUri(ref.uri, profile))
-          if (backendId === undefined) return yield* unknown("the resource", ref.uri)
-          return { backendId, params }
-        }
-        return yield* new InvalidParams({
-          message: "Invalid params: ref: must be a ref/prompt with a name or a ref/resource with a uri",
-          issues: ["ref: must be a ref/prompt with a name or a ref/resource with a uri"]
-        })
+        const backendId = (yield* merged("templates", profile)).owners.get(ref.uri) ?? (yield* ownerOfUri(ref.uri, profile))
+        if (backendId === undefined) return yield* unknown("the resource", ref.uri)
+        return { backendId, params }
       }),
 
     /** Backends with the logging capability, for `logging/setLevel`. */

@@ -467,7 +467,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   const subscription =
     (method: SubscriptionMethod) =>
-    (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+    (params: Params.UriParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
       Effect.flatMap(ctx.relay.routeUri(params, profile()), ({ backendId, params }) =>
         Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
       )
@@ -482,15 +482,15 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     "resources/list": Methods.constant(Effect.suspend(() => ctx.relay.listResources(profile()))),
     "resources/templates/list": Methods.constant(Effect.suspend(() => ctx.relay.listResourceTemplates(profile()))),
     "prompts/list": Methods.constant(Effect.suspend(() => ctx.relay.listPrompts(profile()))),
-    "resources/read": Methods.relayed((params, context, method) =>
+    "resources/read": Methods.method(Params.UriParams, (params, context, method) =>
       relayed(ctx.relay.routeUri(params, profile()), method, context)
     ),
-    "resources/subscribe": Methods.relayed(subscription("resources/subscribe")),
-    "resources/unsubscribe": Methods.relayed(subscription("resources/unsubscribe")),
-    "prompts/get": Methods.relayed((params, context, method) =>
+    "resources/subscribe": Methods.method(Params.UriParams, subscription("resources/subscribe")),
+    "resources/unsubscribe": Methods.method(Params.UriParams, subscription("resources/unsubscribe")),
+    "prompts/get": Methods.method(Params.GetPromptParams, (params, context, method) =>
       relayed(ctx.relay.routePrompt(params, profile()), method, context)
     ),
-    "completion/complete": Methods.relayed((params, context, method) =>
+    "completion/complete": Methods.method(Params.CompleteParams, (params, context, method) =>
       relayed(ctx.relay.routeCompletion(params, profile()), method, context)
     ),
     "logging/setLevel": Methods.method(Params.SetLevelParams, setLevel)

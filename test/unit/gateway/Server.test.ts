@@ -91,6 +91,15 @@ layer(Live, { timeout: 30_000 })("the tables as data", (it) => {
           message: "Invalid params: name: is required"
         })
         expect((yield* ask("logging/setLevel", { level: "loud" })).error?.code).toBe(-32602)
+        // Relayed rows too: what routes the request is decoded before anything is looked up.
+        expect((yield* ask("resources/read", {})).error).toMatchObject({
+          code: -32602,
+          message: "Invalid params: uri: is required"
+        })
+        expect((yield* ask("prompts/get", { name: 3 })).error).toMatchObject({ message: "Invalid params: name: is required" })
+        expect((yield* ask("completion/complete", { ref: { type: "ref/prompt" } })).error).toMatchObject({
+          message: "Invalid params: ref: must be a ref/prompt with a name or a ref/resource with a uri"
+        })
         expect((yield* ask("shutdown")).result).toBeNull()
       })
   )
