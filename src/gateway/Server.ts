@@ -172,9 +172,7 @@ const guardInitialize = (
 /** Records who the client is and what it declared. */
 const recordClient = (session: Session, p: typeof Params.InitializeParams.Type): string => {
   const protocolVersion = negotiateProtocolVersion(p.protocolVersion)
-  session.protocolVersion = protocolVersion
-  session.clientInfo = p.clientInfo
-  session.clientCapabilities = objectOr(p.capabilities)
+  session.describe({ protocolVersion, clientInfo: p.clientInfo, capabilities: objectOr(p.capabilities) })
   return protocolVersion
 }
 

@@ -28,6 +28,15 @@ export type Phase = "new" | "initializing" | "ready" | "shutdown"
  */
 export type LifecycleEvent = "initialize" | "initialized" | "initializeFailed" | "shutdown" | "served"
 
+/** What a client says of itself when it starts: the version agreed, who it is, what it can answer. */
+export interface ClientDescription {
+  readonly protocolVersion: string | undefined
+  readonly clientInfo: unknown
+  readonly capabilities: Readonly<Record<string, unknown>>
+}
+
+const NOT_DESCRIBED: ClientDescription = { protocolVersion: undefined, clientInfo: undefined, capabilities: {} }
+
 /** The lifecycle as data: from each phase, where each event leads; absent: not allowed. */
 const TRANSITIONS: Readonly<Record<LifecycleEvent, Partial<Record<Phase, Phase>>>> = {
   initialize: { new: "initializing" },
@@ -123,9 +132,27 @@ export class Session {
     this.current = next
     return true
   }
-  protocolVersion: string | undefined = undefined
-  clientInfo: unknown = undefined
-  clientCapabilities: Readonly<Record<string, unknown>> = {}
+  private described: ClientDescription = NOT_DESCRIBED
+  /** What the client said of itself, one value replaced whole (by `initialize`, or a stateless request's `_meta`). */
+  get client(): ClientDescription {
+    return this.described
+  }
+  get protocolVersion(): string | undefined {
+    return this.described.protocolVersion
+  }
+  get clientInfo(): unknown {
+    return this.described.clientInfo
+  }
+  get clientCapabilities(): Readonly<Record<string, unknown>> {
+    return this.described.capabilities
+  }
+
+  /** Records what the client said of itself: before the session is ready only (its `initialize`). */
+  describe(client: ClientDescription): boolean {
+    if (this.current === "ready" || this.current === "shutdown") return false
+    this.described = client
+    return true
+  }
   /** The least severe backend log message relayed; undefined relays every one. */
   logLevel: McpLogLevel | "none" | undefined = undefined
   /** This session's requests in flight on each backend: a backend's log messages go with them. */

@@ -334,10 +334,8 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           })
         const session = new Session({ id: `stateless-${call.id}`, transport, target, subject, send: () => false, ask })
         call.session = session
+        session.describe({ protocolVersion: client.protocolVersion, clientInfo: client.clientInfo, capabilities })
         session.advance("served")
-        session.protocolVersion = Mcp.STATELESS_PROTOCOL_VERSION
-        session.clientInfo = client.clientInfo
-        session.clientCapabilities = capabilities
         // No level: no log messages for this request (2026-07-28 makes them opt-in per request).
         session.logLevel = client.logLevel
         session.markInitialized()
@@ -488,8 +486,8 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
             return true
           }
         })
+        session.describe({ protocolVersion: Mcp.STATELESS_PROTOCOL_VERSION, clientInfo: undefined, capabilities: {} })
         session.advance("served")
-        session.protocolVersion = Mcp.STATELESS_PROTOCOL_VERSION
         session.logLevel = "none"
         yield* gateway.open(session)
       })

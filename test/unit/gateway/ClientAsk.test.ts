@@ -22,8 +22,8 @@ const Live = ClientAsk.layer.pipe(Layer.provideMerge(Layer.mergeAll(Sessions.lay
 const client = (id: string, capabilities: Record<string, unknown>) => {
   const sent: Array<{ id?: number; method?: string; params?: unknown }> = []
   const session = new Session({ id, transport: "http", send: (message) => (sent.push(message as never), true) })
+  session.describe({ protocolVersion: "2025-11-25", clientInfo: { name: id }, capabilities })
   session.advance("served")
-  session.clientCapabilities = capabilities
   session.markInitialized()
   return { session, sent }
 }

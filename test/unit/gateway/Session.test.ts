@@ -149,4 +149,15 @@ describe("Session", () => {
     expect(session.advance("initialized")).toBe(false)
     expect(session.phase).toBe("shutdown")
   })
+
+  it("what the client said of itself is one value, set before the session is ready and not after", () => {
+    const { session } = sessionWith(false)
+    const first = { protocolVersion: "2025-11-25", clientInfo: { name: "a" }, capabilities: { sampling: {} } }
+    expect(session.describe(first)).toBe(true)
+    expect(session.advance("served")).toBe(true)
+    expect(session.describe({ protocolVersion: "2025-06-18", clientInfo: { name: "b" }, capabilities: {} })).toBe(false)
+    expect(session.client).toBe(first)
+    expect(session.clientCapabilities).toEqual({ sampling: {} })
+    expect(session.protocolVersion).toBe("2025-11-25")
+  })
 })
