@@ -5,7 +5,7 @@
  * clients that pick the same id served side by side.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Either, Fiber, Layer, TestClock } from "effect"
+import { Clock, Deferred, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import { Backends } from "../../../src/backend/Backends.js"
 import { GatewayConfig } from "../../../src/config/Config.js"
 import * as Dispatch from "../../../src/gateway/Dispatch.js"
@@ -128,6 +128,47 @@ describe("Dispatch", () => {
           { jsonrpc: "2.0", id: "h", error: { code: -32800, message: "Request cancelled: the gateway is stopping" } }
         ])
       })
+    )
+
+    it.scoped(
+      "the bridge: a session-era backend's question comes back as input_required, and the retry's answer reaches it",
+      () =>
+        Effect.gen(function* () {
+          // The real clock for what the dispatcher runs: the bridge gathers a backend's questions for 20 ms.
+          const { serve } = yield* Effect.withClock(dispatcher, Clock.make())
+          const meta = { ...META, "io.modelcontextprotocol/clientCapabilities": { sampling: {} } }
+          const question = { messages: [{ role: "user", content: { type: "text", text: "say hi" } }], maxTokens: 5 }
+          const params = { name: "fx__ask_client", arguments: { method: "sampling/createMessage", params: question } }
+          const first = yield* serve({ id: 20, method: "tools/call", params: { ...params, _meta: meta } })
+          yield* first.replied
+          expect(first.replies).toHaveLength(1)
+          const asked = (
+            first.replies[0] as { result: { resultType: string; inputRequests: Record<string, any>; requestState: string } }
+          ).result
+          expect(asked.resultType).toBe("input_required")
+          const [key, request] = Object.entries(asked.inputRequests)[0]!
+          expect(request).toMatchObject({ method: "sampling/createMessage", params: { maxTokens: 5 } })
+          const answer = { role: "assistant", content: { type: "text", text: "hi" }, model: "unit" }
+          const retried = yield* serve({
+            id: 21,
+            method: "tools/call",
+            params: { ...params, _meta: meta, requestState: asked.requestState, inputResponses: { [key]: answer } }
+          })
+          yield* retried.replied
+          expect(retried.replies).toHaveLength(1)
+          expect(retried.replies[0]).toMatchObject({
+            id: 21,
+            result: { resultType: "complete", structuredContent: { result: { role: "assistant", content: { text: "hi" } } } }
+          })
+          // A requestState is good for one round: used again, it is refused.
+          const again = yield* serve({
+            id: 22,
+            method: "tools/call",
+            params: { ...params, _meta: meta, requestState: asked.requestState, inputResponses: { [key]: answer } }
+          })
+          yield* again.replied
+          expect(again.replies[0]).toMatchObject({ id: 22, error: { code: -32602 } })
+        })
     )
   })
 })
