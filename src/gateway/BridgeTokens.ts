@@ -5,7 +5,7 @@
  * `inputRequests`.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
-import { CAPABILITY_OF } from "./ClientRequests.js"
+import { CAPABILITY_OF } from "./ClientAsk.js"
 import * as Meta from "../data/Meta.js"
 
 const KEY = randomBytes(32)

@@ -14,8 +14,7 @@
  */
 import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { Backends, type BackendNotification, startOptionsOf } from "../backend/Backends.js"
-import * as ClientRequests from "./ClientRequests.js"
-import { ClientAsk } from "./ClientRequests.js"
+import { ClientAsk, isInputRequired, relayableCapabilities, SHARED_CLIENT_CAPABILITIES } from "./ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
 import type { BackendError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
@@ -64,7 +63,7 @@ const make = Effect.gen(function* () {
   const registry = yield* Sessions
   const { mode } = registry
   const sessions = registry.all()
-  const clientRequests = yield* ClientAsk
+  const clientAsk = yield* ClientAsk
 
   /**
    * A request on a backend for a session's request. Without a progress token over stdio this is
@@ -121,14 +120,14 @@ const make = Effect.gen(function* () {
       session.ask !== undefined
         ? params
         : Meta.merge(params, {
-            [MetaKey.clientCapabilities]: ClientRequests.relayableCapabilities(session.clientCapabilities)
+            [MetaKey.clientCapabilities]: relayableCapabilities(session.clientCapabilities)
           })
     )
     const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams)
     return Effect.flatMap(run(told), (result) =>
-      session.ask !== undefined || !ClientRequests.isInputRequired(result)
+      session.ask !== undefined || !isInputRequired(result)
         ? Effect.succeed(result)
-        : clientRequests.answerInputRequired(session, context, backendId, method, result, (inputResponses, requestState) =>
+        : clientAsk.answerInputRequired(session, context, backendId, method, result, (inputResponses, requestState) =>
             run({ ...told, inputResponses, ...(requestState === undefined ? {} : { requestState }) })
           )
     )
@@ -182,7 +181,7 @@ const make = Effect.gen(function* () {
   const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward, subscription, profileOf }
   const listChanged = ListChanged.make(backends, profileOf)
 
-  yield* backends.serveRequests(clientRequests.handle)
+  yield* backends.serveRequests(clientAsk.handle)
 
   /** A backend's log message: with the calls in flight on it, else to every session it concerns. */
   const routeMessage = (backendId: string, params: unknown) => {
@@ -365,8 +364,8 @@ const make = Effect.gen(function* () {
     const notifications = Methods.notifications({
       "notifications/initialized": initialized,
       initialized,
-      "notifications/progress": (n) => clientRequests.clientProgress(session, n.params),
-      "notifications/roots/list_changed": () => (session.phase === "ready" ? clientRequests.rootsChanged(session) : Effect.void)
+      "notifications/progress": (n) => clientAsk.clientProgress(session, n.params),
+      "notifications/roots/list_changed": () => (session.phase === "ready" ? clientAsk.rootsChanged(session) : Effect.void)
     })
     return {
       request: (request, context) => {
@@ -448,7 +447,7 @@ export const layerSharedWith = (
   observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
 ): Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
   // The gateway is in place before the backends start: their first requests find it.
-  startConfigured(ClientRequests.SHARED_CLIENT_CAPABILITIES).pipe(
+  startConfigured(SHARED_CLIENT_CAPABILITIES).pipe(
     Layer.provideMerge(Gateway.layerShared),
     Layer.provideMerge(observer.pipe(Layer.provideMerge(layerCore)))
   )

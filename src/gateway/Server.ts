@@ -11,7 +11,7 @@
  */
 import { Effect } from "effect"
 import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
-import { relayableCapabilities } from "./ClientRequests.js"
+import { relayableCapabilities } from "./ClientAsk.js"
 import { describeBackend, type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import {
   type BackendError,

@@ -21,7 +21,7 @@ import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effe
 import { randomBytes } from "node:crypto"
 import type { BackendsService } from "../backend/Backends.js"
 import { isOwnState, keyed, seal, unseal } from "./BridgeTokens.js"
-import { CAPABILITY_OF } from "./ClientRequests.js"
+import { CAPABILITY_OF } from "./ClientAsk.js"
 import { BackendError, ErrorCode, type GatewayError, RpcError, toRpcError } from "../protocol/Errors.js"
 import type { GatewayService } from "./Gateway.js"
 import { failure, notification, type Request, type Response, success } from "../jsonrpc/JsonRpc.js"

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
 import { Backends, type BackendsService } from "../../../src/backend/Backends.js"
-import { ClientAsk } from "../../../src/gateway/ClientRequests.js"
+import { ClientAsk } from "../../../src/gateway/ClientAsk.js"
 import { Routes } from "../../../src/gateway/Routes.js"
 import { Session } from "../../../src/gateway/Session.js"
 import { Sessions } from "../../../src/gateway/Sessions.js"
