@@ -16,16 +16,13 @@ import {
   idOfDropped,
   isId,
   notification,
+  request as requestMessage,
   type Response,
   success
 } from "../jsonrpc/JsonRpc.js"
 import { Requests } from "../jsonrpc/Requests.js"
 import * as Secrets from "../observability/Secrets.js"
-import type { Channel, ChannelEnd, Outbound, Outgoing, Receiver, TooLarge } from "./Channel.js"
-
-/** A request as an object, beside its frame (encoded by hand, see `encodeRequest`). */
-const requestOf = (id: number, method: string, params: unknown): Outgoing =>
-  params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }
+import type { Channel, ChannelEnd, Outbound, Receiver, TooLarge } from "./Channel.js"
 import type { ExitInfo } from "./Contract.js"
 import { field, messageOf, stringField } from "../data/Json.js"
 
@@ -127,7 +124,7 @@ export class Connection implements Receiver {
         summary: `${method} params are not JSON: ${String(messageOf(error))}`
       })
     }
-    const written = this.write({ message: requestOf(id, method, params), text })
+    const written = this.write({ message: requestMessage(id, method, params), text })
     return written === "ok" ? undefined : written === "closed" ? this.crashed(method) : this.overloaded(method, written)
   }
 
@@ -162,7 +159,7 @@ export class Connection implements Receiver {
   /** A request whose answer nobody waits for: a stateless backend's `subscriptions/listen` stream. */
   openStream(method: string, params: unknown): void {
     const id = this.requests.takeId()
-    this.write({ message: requestOf(id, method, params), text: encodeRequest(id, method, params) })
+    this.write({ message: requestMessage(id, method, params), text: encodeRequest(id, method, params) })
   }
 
   /** Called by the relay fiber after each notification (relayed or not). */

@@ -70,13 +70,7 @@ const make = Effect.gen(function* () {
    * the bare call (the passthrough hot path); otherwise the token is swapped for the gateway's
    * own and the call is recorded on the session while it runs.
    */
-  const forward = (
-    session: Session,
-    context: RequestContext,
-    backendId: string,
-    method: string,
-    params: unknown
-  ): Effect.Effect<unknown, BackendError> => {
+  const forward: Server.Context["forward"] = (session, context, backendId, method, params) => {
     const token = Progress.tokenOf(params)
     const stateless = backends.backend(backendId)?.era === "stateless"
     // A stateless request is tracked even over stdio: a backend's questions during it are its own.
@@ -109,13 +103,7 @@ const make = Effect.gen(function* () {
    * answer; for a session-era client its InputRequiredResults are answered by asking the client,
    * while a stateless client gets them as they are (it retries itself).
    */
-  const statelessCall = (
-    session: Session,
-    context: RequestContext,
-    backendId: string,
-    method: string,
-    params: unknown
-  ): Effect.Effect<unknown, BackendError> => {
+  const statelessCall: Server.Context["forward"] = (session, context, backendId, method, params) => {
     const told = objectOr(
       session.ask !== undefined
         ? params

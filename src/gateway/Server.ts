@@ -6,8 +6,8 @@
  *
  * It knows nothing of stdio or HTTP, and nothing process-wide lives here: the Gateway hands it
  * what it needs (`Context`) and the session it serves. It only validates, routes and maps
- * failures. Longer than most modules: both tables share the lifecycle and the initialize guard,
- * and the aggregate's orchestration entry points (progress, confirmation) sit with its tools.
+ * failures (the lifecycle rules both tables keep are in Lifecycle). Longer than most modules:
+ * the aggregate's orchestration entry points (progress, confirmation) sit with its tools.
  */
 import { Effect } from "effect"
 import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
@@ -18,7 +18,6 @@ import {
   ErrorCode,
   type GatewayError,
   InvalidParams,
-  NotInitialized,
   RpcError,
   toRpcError,
   withData
@@ -26,19 +25,20 @@ import {
 import type { Notification, Request } from "../jsonrpc/JsonRpc.js"
 import * as Logging from "../observability/Logging.js"
 import * as Secrets from "../observability/Secrets.js"
-import { IMPLEMENTATION, isCallToolResult, negotiateProtocolVersion, textResult } from "../protocol/Mcp.js"
+import { IMPLEMENTATION, isCallToolResult, textResult } from "../protocol/Mcp.js"
 import { type Confirm, type OnStep, ORCHESTRATE_TOOL, type Orchestrator, validateParams } from "../orchestration/Orchestrator.js"
 import * as Progress from "./Progress.js"
 import * as RunCode from "../orchestration/Code.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
+import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
 import * as Methods from "./Methods.js"
 import type { Mode } from "./Sessions.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
-import { mcpLevelOf, type Session } from "./Session.js"
+import type { Session } from "./Session.js"
 import { type Catalog, catalogOf, filtersAnything, inProfile, ownToolName, profileAdmits } from "../catalog/ToolCatalog.js"
 import { filteredList, hiddenBy } from "./BackendFilters.js"
-import { field, objectOr } from "../data/Json.js"
+import { field } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
@@ -111,17 +111,6 @@ const ignored = (n: Notification) => Effect.logDebug("ignoring notification", { 
 
 type SubscriptionMethod = "resources/subscribe" | "resources/unsubscribe"
 
-/** Methods a client may call before `initialize` has completed. */
-const BEFORE_INIT = new Set(["initialize", "ping", "shutdown"])
-
-/** Why the session cannot run `method` now (-32001 before initialize, -32600 after shutdown). */
-const outOfPhase = (session: Session, method: string): GatewayError | undefined => {
-  if (session.phase === "ready" || BEFORE_INIT.has(method)) return undefined
-  return session.phase === "shutdown"
-    ? new RpcError({ code: ErrorCode.InvalidRequest, message: "The session is shutting down" })
-    : new NotInitialized({ method })
-}
-
 /** What the aggregate offers: its tools, and the backends' resources, prompts, completion and logging. */
 export const AGGREGATE_CAPABILITIES = {
   tools: { listChanged: true },
@@ -134,78 +123,8 @@ export const AGGREGATE_CAPABILITIES = {
 export const INSTRUCTIONS =
   "Call agentify_orchestrate with a plain-language query to have the right backend tool chosen and run, or call a backend tool directly by its namespaced name."
 
-/** `initializationOptions` a session may pass when the gateway is shared: they concern it alone. */
-const PER_SESSION_OPTIONS = new Set(["logLevel"])
-
 const methodNotFound = (method: string) =>
   new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` })
-
-/**
- * Runs `initialize` under the session's lifecycle rules: at most once, and every exit lands in a
- * defined phase (failure or interruption back in "new", so the client may try again).
- */
-const guardInitialize = (
-  session: Session,
-  run: Effect.Effect<unknown, GatewayError>,
-  onFailure: Effect.Effect<void>
-): Effect.Effect<unknown, GatewayError> =>
-  Effect.suspend((): Effect.Effect<unknown, GatewayError> => {
-    if (!session.advance("initialize")) {
-      return Effect.fail(
-        new RpcError({
-          code: ErrorCode.InvalidRequest,
-          message: session.phase === "shutdown" ? "The session is shutting down" : "initialize was already called"
-        })
-      )
-    }
-    return Effect.uninterruptibleMask((restore) =>
-      restore(run).pipe(
-        // From shutdown neither event moves it: a session shut down during initialize stays so.
-        Effect.onExit((exit) => {
-          if (exit._tag === "Success") return Effect.sync(() => void session.advance("initialized"))
-          return session.advance("initializeFailed") ? onFailure : Effect.void
-        })
-      )
-    )
-  })
-
-/** Records who the client is and what it declared. */
-const recordClient = (session: Session, p: typeof Params.InitializeParams.Type): string => {
-  const protocolVersion = negotiateProtocolVersion(p.protocolVersion)
-  session.describe({ protocolVersion, clientInfo: p.clientInfo, capabilities: objectOr(p.capabilities) })
-  return protocolVersion
-}
-
-const decodeSessionOptions = Params.decode(Params.SessionOptions)
-
-/** Over a shared gateway only per-session options are accepted; anything else is a clear -32602. */
-const sessionOptions = (session: Session, options: unknown): Effect.Effect<void, InvalidParams> => {
-  if (options === undefined || options === null) return Effect.void
-  if (typeof options !== "object" || Array.isArray(options)) {
-    return Effect.fail(
-      new InvalidParams({
-        message: "Invalid params: initializationOptions: must be an object",
-        issues: ["initializationOptions: must be an object"]
-      })
-    )
-  }
-  const shared = Object.keys(options).filter((key) => !PER_SESSION_OPTIONS.has(key))
-  if (shared.length > 0) {
-    const message =
-      `initializationOptions cannot reconfigure a shared gateway: ${shared.join(", ")} ` +
-      "apply to every session and are set in the gateway's configuration file or environment; " +
-      "a session may set only logLevel"
-    return Effect.fail(
-      new InvalidParams({
-        message: `Invalid params: ${message}`,
-        issues: shared.map((key) => `initializationOptions.${key}: ${message}`)
-      })
-    )
-  }
-  return Effect.map(decodeSessionOptions(options), ({ logLevel }) => {
-    if (logLevel !== undefined) session.logLevel = mcpLevelOf(logLevel)
-  })
-}
 
 /** With a progress token, one progress notification as each orchestration step starts. */
 const stepProgress = (context: RequestContext, progressToken: unknown): OnStep | undefined =>
