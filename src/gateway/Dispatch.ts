@@ -10,6 +10,8 @@ import * as Inbound from "../jsonrpc/Inbound.js"
 import { failure, type Id, isId, type Request, type Response } from "../jsonrpc/JsonRpc.js"
 import type { Outbox } from "../jsonrpc/Peer.js"
 import { ErrorCode } from "../protocol/Errors.js"
+import * as Headers from "../protocol/Headers.js"
+import { StatelessErrorCode } from "../protocol/Mcp.js"
 import type { BackendsService } from "../backend/Backends.js"
 import type { GatewayService } from "./Gateway.js"
 import * as Stateless from "./Stateless.js"
@@ -34,6 +36,15 @@ export interface Refusal {
 export interface Dispatcher {
   /** The era's own checks (version, `_meta`): the request's context, or the refusal to send. */
   readonly admit: (request: Request, header: string | undefined | null) => Either.Either<Era.Context, Era.Refusal>
+  /**
+   * Over HTTP, whether the SEP-2243 headers (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) agree with
+   * the body, against the names a client at `target` sees: the refusal (400, -32020) if not.
+   */
+  readonly checkHeaders: (
+    request: Request,
+    headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>,
+    target: Target
+  ) => Era.Refusal | undefined
   /** Serves one admitted request beside the others; its one reply goes to `out`. */
   readonly serve: (
     request: Request,
@@ -101,8 +112,16 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
         return undefined
       })
 
+    const checkHeaders: Dispatcher["checkHeaders"] = (request, headers, target) => {
+      const why = Headers.mismatch(request, headers, (name) => gateway.toolOf(target, name)?.inputSchema)
+      return why === undefined
+        ? undefined
+        : { status: 400, response: failure(request.id, { code: StatelessErrorCode.HeaderMismatch, message: why }) }
+    }
+
     const dispatcher: Dispatcher = {
       admit: Era.decode,
+      checkHeaders,
       serve,
       cancel,
       listen,

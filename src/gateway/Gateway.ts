@@ -29,12 +29,12 @@ import { Sessions } from "./Sessions.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
-import type { Session } from "./Session.js"
-import { Meta as MetaKey } from "../protocol/Mcp.js"
+import type { Session, Target } from "./Session.js"
+import { Meta as MetaKey, type Tool } from "../protocol/Mcp.js"
 import * as Meta from "../data/Meta.js"
 import { objectOr, stringField } from "../data/Json.js"
 import type { Profile } from "../config/Config.js"
-import { catalogOf, describeConflict, profileServes } from "../catalog/ToolCatalog.js"
+import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import * as ListChanged from "./ListChanged.js"
 import * as Reload from "./Reload.js"
 import { field } from "../data/Json.js"
@@ -51,6 +51,8 @@ export interface GatewayService {
   readonly open: (session: Session) => Effect.Effect<Handlers<never>, never, Scope.Scope>
   /** The sessions open now. */
   readonly sessions: () => ReadonlyArray<Session>
+  /** The tool a client at `target` knows as `name` (its exposed name there), if one is listed. */
+  readonly toolOf: (target: Target, name: string) => Tool | undefined
 }
 
 /** A progress token the gateway gave a backend, and whose it is. */
@@ -365,7 +367,17 @@ const make = Effect.gen(function* () {
     }
   }
 
-  const service: GatewayService = { mode, open, sessions: () => [...sessions] }
+  const toolOf = (target: Target, name: string): Tool | undefined => {
+    if (target._tag === "Backend") {
+      return backends
+        .toolsSync()
+        .find((b) => b.backendId === target.backendId)
+        ?.tools.find((tool) => tool.name === name)
+    }
+    const profile = target.profile === undefined ? undefined : (current.profiles[target.profile] ?? NO_PROFILE)
+    return inProfile(catalogOf(backends.toolsSync()), profile).byName.get(name)?.tool
+  }
+  const service: GatewayService = { mode, open, sessions: () => [...sessions], toolOf }
   return service
 })
 

@@ -336,6 +336,8 @@ const makeApp = (options: AppOptions) =>
           const header = request.headers[VERSION_HEADER]
           const admitted = dispatcher.admit(message, header === undefined ? undefined : header)
           if (Either.isLeft(admitted)) return json(admitted.left.status, admitted.left.response)
+          const contradicted = dispatcher.checkHeaders(message, request.headers, target)
+          if (contradicted !== undefined) return json(contradicted.status, contradicted.response)
           if (method === "subscriptions/listen") {
             if (!sse) return reject(406, "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream")
             const refusal = dispatcher.listenRefusal()

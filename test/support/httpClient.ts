@@ -151,3 +151,14 @@ export const call = (
     body: { jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) },
     headers: { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25", ...headers }
   })
+
+/**
+ * The SEP-2243 headers a 2026-07-28 client sends with `body` (as the SDK's client does): the
+ * method, and the name of what it calls or reads. Plain ASCII names only (what the tests use).
+ */
+export const sepHeaders = (body: { method: string; params?: any }): Record<string, string> => {
+  const key = { "tools/call": "name", "prompts/get": "name", "resources/read": "uri" }[body.method as string] as
+    "name" | "uri" | undefined
+  const name = key === undefined ? undefined : body.params?.[key]
+  return { "mcp-method": body.method, ...(typeof name === "string" ? { "mcp-name": name } : {}) }
+}

@@ -26,7 +26,9 @@ const request = async (method: string, params: Record<string, unknown>) => {
     headers: {
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
-      "mcp-protocol-version": VERSION
+      "mcp-protocol-version": VERSION,
+      "mcp-method": method,
+      ...(typeof params.name === "string" ? { "mcp-name": params.name } : {})
     },
     body: JSON.stringify({
       jsonrpc: "2.0",

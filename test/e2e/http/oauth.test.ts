@@ -11,7 +11,7 @@ import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { M2M_CLIENT, startAuthServer, type AuthServer } from "../../support/authServer.js"
-import { startHttpGateway, type HttpGateway, initializeParams, JSON_AND_SSE } from "../../support/httpClient.js"
+import { startHttpGateway, type HttpGateway, initializeParams, JSON_AND_SSE, sepHeaders } from "../../support/httpClient.js"
 import { fixtureBackend, firstText } from "../../support/mcpFixture.js"
 import { startRemoteServer, type RemoteServer } from "../../support/remoteServer.js"
 import { freePort } from "../../bench/httpClient.js"
@@ -153,7 +153,7 @@ describe("--http-auth oauth", () => {
         }
       }
     }
-    const headers = { "mcp-protocol-version": "2026-07-28" }
+    const headers = { "mcp-protocol-version": "2026-07-28", ...sepHeaders(body) }
     expect((await post("/mcp", body, headers)).status).toBe(401)
     const token = await auth.sign({
       iss: auth.issuer,

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { join } from "node:path"
 import { writeFileSync } from "node:fs"
 import { BIN, CliClient, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
-import { type HttpGateway, parseSse, startHttpGateway } from "../../support/httpClient.js"
+import { type HttpGateway, parseSse, sepHeaders, startHttpGateway } from "../../support/httpClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { until } from "../../support/process.js"
 
@@ -42,15 +42,17 @@ const rpc = async (
   options: { path?: string; headers?: Record<string, string>; accept?: string } = {}
 ): Promise<Reply> => {
   const id = ++nextId
+  const body = { jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) }
   const res = await fetch(`${gateway.base}${options.path ?? "/mcp"}`, {
     method: "POST",
     headers: {
       "content-type": "application/json",
       accept: options.accept ?? "application/json, text/event-stream",
       "mcp-protocol-version": VERSION,
+      ...sepHeaders(body),
       ...options.headers
     },
-    body: JSON.stringify({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) })
+    body: JSON.stringify(body)
   })
   const text = await res.text()
   const messages = (res.headers.get("content-type") ?? "").includes("text/event-stream") ? parseSse(text) : [JSON.parse(text)]
@@ -157,7 +159,13 @@ describe("a stateless client that goes away", () => {
       .structuredContent.cancellations.length
     const hanging = fetch(`${gateway.base}/mcp`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": VERSION },
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json",
+        "mcp-protocol-version": VERSION,
+        "mcp-method": "tools/call",
+        "mcp-name": "fx__hang"
+      },
       body: JSON.stringify({
         jsonrpc: "2.0",
         id: 1,
@@ -318,7 +326,12 @@ describe("the bridge: a session-era backend's questions become InputRequiredResu
 const listen = (base: string, notifications: Record<string, unknown>, signal?: AbortSignal) =>
   fetch(`${base}/mcp`, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "text/event-stream", "mcp-protocol-version": VERSION },
+    headers: {
+      "content-type": "application/json",
+      accept: "text/event-stream",
+      "mcp-protocol-version": VERSION,
+      "mcp-method": "subscriptions/listen"
+    },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "subscriptions/listen", params: { _meta: meta(), notifications } }),
     ...(signal === undefined ? {} : { signal })
   })
