@@ -22,6 +22,8 @@ import type { Session } from "./Session.js"
 import { Routes, type RoutesService } from "./Routes.js"
 import { Sessions, type SessionsService } from "./Sessions.js"
 import { field, isObject, objectField, objectOr, stringField } from "../data/Json.js"
+import * as Meta from "../data/Meta.js"
+import * as Tasks from "./Tasks.js"
 
 /** What a shared gateway declares to backends: everything a session may be able to answer. */
 export const SHARED_CLIENT_CAPABILITIES: Readonly<Record<string, unknown>> = {
@@ -81,8 +83,15 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
   /** The session a backend's request belongs to, and the request of its that is in flight there. */
   const owner = (
     backendId: string,
-    method: string
+    method: string,
+    params?: unknown
   ): { readonly session: Session; readonly via: RequestContext | undefined } | string => {
+    // A request for one of its tasks (SEP-1686's related-task) belongs to the task's session.
+    const related = stringField(Meta.get(params, Tasks.RELATED_TASK), "taskId")
+    const task = related === undefined ? undefined : routes.taskOf(backendId, related)
+    if (task !== undefined && task.session.phase !== "shutdown") {
+      return { session: task.session, via: task.session.callOn(backendId) }
+    }
     const inFlight = routes.busyOn(backendId).filter((s) => s.phase !== "shutdown" && s.serves(backendId))
     // A call parked between a stateless client's round trips is not running: it asks nothing now.
     const running = inFlight.filter((s) => !s.parked)
@@ -114,7 +123,10 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
       )
       const token = Progress.tokenOf(request.params)
       let key: string | undefined
-      let params = request.params
+      // Its task named as the client knows it.
+      const related = stringField(Meta.get(request.params, Tasks.RELATED_TASK), "taskId")
+      const task = related === undefined ? undefined : routes.taskOf(request.backendId, related)
+      let params = task === undefined ? request.params : Tasks.toClient(task, request.params)
       if (token !== undefined) {
         key = routes.openBackendAsk({ session, backendId: request.backendId, token })
         params = Progress.withToken(request.params, key)
@@ -132,7 +144,7 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
   /** A request the client answers only if it declared the capability (sampling, elicitation). */
   const askOwner = (request: BackendRequest): Effect.Effect<unknown, RpcError> => {
     const { method } = request
-    const found = owner(request.backendId, method)
+    const found = owner(request.backendId, method, request.params)
     if (typeof found === "string") return Effect.fail(notFound(`Method not found: ${found}`))
     // A stateless request's client is asked by the gateway's own means, which check its capabilities.
     if (found.session.ask !== undefined) return relay(found.session, found.via, request)
@@ -151,7 +163,7 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
     [
       "roots/list",
       (request) => {
-        const found = owner(request.backendId, request.method)
+        const found = owner(request.backendId, request.method, request.params)
         if (typeof found !== "string" && capability(found.session, "roots") !== undefined) {
           return relay(found.session, found.via, request)
         }

@@ -26,6 +26,7 @@ import * as Progress from "./Progress.js"
 import * as Relay from "./Relay.js"
 import { Routes } from "./Routes.js"
 import { Sessions } from "./Sessions.js"
+import * as Tasks from "./Tasks.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
@@ -168,7 +169,7 @@ const make = Effect.gen(function* () {
     const name = session.target._tag === "Aggregate" ? session.target.profile : undefined
     return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
   }
-  const ctx: Server.Context = { mode, config, backends, orchestrator, relay, forward, subscription, profileOf }
+  const ctx: Server.Context = { mode, config, backends, orchestrator, relay, routes, forward, subscription, profileOf }
   const listChanged = ListChanged.make(backends, profileOf)
 
   yield* backends.serveRequests(clientAsk.handle)
@@ -223,6 +224,16 @@ const make = Effect.gen(function* () {
     ],
     ["notifications/resources/list_changed", listChangedOf("resources")],
     ["notifications/prompts/list_changed", listChangedOf("prompts")],
+    [
+      "notifications/tasks/status",
+      (backendId, method, params) => {
+        toOwnEndpoint(backendId, method, params)
+        // On the aggregate, to the session whose task it is, by the id it knows.
+        const taskId = stringField(params, "taskId")
+        const task = taskId === undefined ? undefined : routes.taskOf(backendId, taskId)
+        if (task !== undefined && task.session.phase === "ready") task.session.notify(method, Tasks.toClient(task, params))
+      }
+    ],
     [
       "notifications/elicitation/complete",
       (backendId, method, params) => {
@@ -330,6 +341,8 @@ const make = Effect.gen(function* () {
           registry.remove(session)
           publishSession(session, "closed")
           session.failPending()
+          // Its tasks run on at their backends until their ttl; nobody else may ask for them.
+          routes.forgetTasks(session)
         }).pipe(Effect.zipRight(dropSubscriptions(session)))
     ).pipe(
       Effect.as(

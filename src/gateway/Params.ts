@@ -31,6 +31,10 @@ export type CallToolParams = typeof CallToolParams.Type & { readonly [key: strin
 export const UriParams = Schema.Struct({ uri: worded(Schema.String, "uri: is required") })
 export type UriParams = typeof UriParams.Type & { readonly [key: string]: unknown }
 
+/** `tasks/get`, `tasks/result`, `tasks/cancel`: the task's id as the client knows it. */
+export const TaskParams = Schema.Struct({ taskId: worded(Schema.String, "taskId: is required") })
+export type TaskParams = typeof TaskParams.Type & { readonly [key: string]: unknown }
+
 /** `prompts/get`: the prompt's exposed name (the rest, its arguments, goes to the backend as sent). */
 export const GetPromptParams = Schema.Struct({ name: worded(Schema.String, "name: is required") })
 export type GetPromptParams = typeof GetPromptParams.Type & { readonly [key: string]: unknown }

@@ -9,11 +9,13 @@
  * - URL elicitations: which session was asked, for the backend's completion notice.
  * - Calls in flight: which sessions have a request running on each backend, for what a backend
  *   sends that names no request (its log messages, its own requests).
+ * - Tasks: the id a client of the aggregate knows each backend task by, and whose task it is.
  *
  * Plain maps behind a Tag: every change is synchronous and made on the fiber that owns it, so a
  * route is in place before the message that needs it can arrive. A test swaps it by layer.
  */
 import { Context, Layer } from "effect"
+import { randomBytes } from "node:crypto"
 import type { RequestContext } from "../jsonrpc/Peer.js"
 import type { Session } from "./Session.js"
 
@@ -33,6 +35,24 @@ export interface BackendAskRoute {
 
 /** URL elicitations remembered for their `notifications/elicitation/complete`. */
 export const MAX_ELICITATIONS = 1_000
+
+/**
+ * A backend's task as one session of the aggregate knows it: by an id of the gateway's that names
+ * the backend (`<backend>.<128 random bits>`: not guessable), valid for that session only.
+ */
+export interface TaskRoute {
+  readonly id: string
+  readonly session: Session
+  readonly backendId: string
+  readonly backendTaskId: string
+  /** When the gateway forgets it: the task's own ttl from its creation (else an hour), or the session's end. */
+  readonly expiresAt: number
+}
+
+/** Tasks remembered per session, at most (the oldest forgotten past it). */
+export const MAX_TASKS_PER_SESSION = 1_000
+/** How long a task with no ttl of its own is remembered. */
+export const DEFAULT_TASK_TTL_MS = 60 * 60_000
 
 export interface RoutesService {
   /** Routes a client call's progress; returns the gateway's token, to be closed when the call ends. */
@@ -66,6 +86,18 @@ export interface RoutesService {
   readonly track: (session: Session, backendId: string, context: RequestContext) => () => void
   /** The sessions with calls in flight on a backend. */
   readonly busyOn: (backendId: string) => ReadonlyArray<Session>
+
+  /** Gives a backend's new task of `session` the id the client will know it by. */
+  readonly adoptTask: (session: Session, backendId: string, backendTaskId: string, ttlMs: number | undefined) => TaskRoute
+  /** The task `session` knows as `id`; another session's, an expired or unknown one: undefined. */
+  readonly task: (session: Session, id: string) => TaskRoute | undefined
+  /** The route of a backend's task, by the backend's own id (its status notifications). */
+  readonly taskOf: (backendId: string, backendTaskId: string) => TaskRoute | undefined
+  /** The tasks a session knows, oldest first. */
+  readonly tasksOf: (session: Session) => ReadonlyArray<TaskRoute>
+  /** Forgets one task (the backend no longer has it), or every task of an ended session. */
+  readonly forgetTask: (route: TaskRoute) => void
+  readonly forgetTasks: (session: Session) => void
 }
 
 const make = (): RoutesService => {
@@ -81,6 +113,21 @@ const make = (): RoutesService => {
   const keyOf = (backendId: string, uri: string) => `${backendId}\u0000${uri}`
   const elicitations = new Map<string, Session>()
   const busy = new Map<string, Set<Session>>()
+  const tasks = new Map<string, TaskRoute>()
+  const tasksByBackend = new Map<string, TaskRoute>()
+  const sessionTasks = new Map<Session, Set<TaskRoute>>()
+  const forgetTask = (route: TaskRoute) => {
+    tasks.delete(route.id)
+    tasksByBackend.delete(keyOf(route.backendId, route.backendTaskId))
+    const own = sessionTasks.get(route.session)
+    own?.delete(route)
+    if (own?.size === 0) sessionTasks.delete(route.session)
+  }
+  const live = (route: TaskRoute | undefined) => {
+    if (route === undefined || route.expiresAt > Date.now()) return route
+    forgetTask(route)
+    return undefined
+  }
 
   return {
     openClientCall: (route) => open("agentify-", route),
@@ -153,7 +200,34 @@ const make = (): RoutesService => {
         if (current?.size === 0) busy.delete(backendId)
       }
     },
-    busyOn: (backendId) => [...(busy.get(backendId) ?? [])]
+    busyOn: (backendId) => [...(busy.get(backendId) ?? [])],
+
+    adoptTask: (session, backendId, backendTaskId, ttlMs) => {
+      const route: TaskRoute = {
+        id: `${backendId}.${randomBytes(16).toString("base64url")}`,
+        session,
+        backendId,
+        backendTaskId,
+        expiresAt: Date.now() + (ttlMs ?? DEFAULT_TASK_TTL_MS)
+      }
+      let own = sessionTasks.get(session)
+      if (own === undefined) sessionTasks.set(session, (own = new Set()))
+      if (own.size >= MAX_TASKS_PER_SESSION) forgetTask(own.values().next().value!)
+      own.add(route)
+      tasks.set(route.id, route)
+      tasksByBackend.set(keyOf(backendId, backendTaskId), route)
+      return route
+    },
+    task: (session, id) => {
+      const route = live(tasks.get(id))
+      return route?.session === session ? route : undefined
+    },
+    taskOf: (backendId, backendTaskId) => live(tasksByBackend.get(keyOf(backendId, backendTaskId))),
+    tasksOf: (session) => [...(sessionTasks.get(session) ?? [])].filter((route) => live(route) !== undefined),
+    forgetTask,
+    forgetTasks: (session) => {
+      for (const route of [...(sessionTasks.get(session) ?? [])]) forgetTask(route)
+    }
   }
 }
 

@@ -40,6 +40,8 @@ import { type Catalog, catalogOf, filtersAnything, inProfile, ownToolName, profi
 import { filteredList, hiddenBy } from "./BackendFilters.js"
 import { field } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
+import * as Tasks from "./Tasks.js"
+import type { RoutesService } from "./Routes.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version
@@ -60,6 +62,8 @@ export interface Context {
    * undefined for the whole aggregate. A profile a reload removed admits nothing.
    */
   readonly profileOf: (session: Session) => Profile | undefined
+  /** The routing tables (the aggregate's tasks are routed by them). */
+  readonly routes: RoutesService
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
   readonly forward: (
     session: Session,
@@ -98,7 +102,11 @@ export const AGGREGATE_METHODS = [
   "resources/unsubscribe",
   "prompts/get",
   "completion/complete",
-  "logging/setLevel"
+  "logging/setLevel",
+  "tasks/get",
+  "tasks/result",
+  "tasks/cancel",
+  "tasks/list"
 ] as const
 type AggregateMethod = (typeof AGGREGATE_METHODS)[number]
 
@@ -117,7 +125,8 @@ export const AGGREGATE_CAPABILITIES = {
   resources: { subscribe: true, listChanged: true },
   prompts: { listChanged: true },
   completions: {},
-  logging: {}
+  logging: {},
+  tasks: Tasks.AGGREGATE_TASKS
 }
 
 export const INSTRUCTIONS =
@@ -212,7 +221,9 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const listTools = Effect.gen(function* () {
     const config = yield* ctx.config.current
     const view = catalog()
-    const backendTools = config.exposeBackendTools ? view.entries.map((e) => e.tool) : []
+    const backendTools = config.exposeBackendTools
+      ? view.entries.map((e) => Tasks.toolFor(e.tool, session, backends.backend(e.backendId)?.serverCapabilities))
+      : []
     // Code mode's tool declares what this session's scripts can call (its profile's tools).
     const runCode = config.codeMode === false ? [] : [RunCode.runCodeToolFor(view, namespaceOfBackend)]
     return { tools: [ORCHESTRATE_TOOL, ...runCode, ...backendTools] }
@@ -311,8 +322,22 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     const entry = catalog().byName.get(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
     // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
-    return ctx.forward(session, context, entry.backendId, "tools/call", { ...p, name: entry.toolName })
+    if (p.task === undefined) return ctx.forward(session, context, entry.backendId, "tools/call", { ...p, name: entry.toolName })
+    return Tasks.callTool(taskDeps(context), session, entry.backendId, { ...p, name: entry.toolName })
   }
+
+  /** What a task's methods use of the gateway: this session's requests on backends. */
+  const taskDeps = (context: RequestContext): Tasks.Deps => ({
+    routes: ctx.routes,
+    forward: (backendId, method, params) => ctx.forward(session, context, backendId, method, params),
+    capabilitiesOf: (backendId) => backends.backend(backendId)?.serverCapabilities
+  })
+  const onTask =
+    (method: "tasks/get" | "tasks/result" | "tasks/cancel") =>
+    (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params), (error) =>
+        error._tag === "BackendError" ? asBackendSent(error) : error
+      )
 
   /** `agentify_run_code`: a script whose every call goes this session's way (see RunCode). */
   const runCode = (args: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
@@ -410,7 +435,11 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     "completion/complete": Methods.method(Params.CompleteParams, (params, context, method) =>
       relayed(ctx.relay.routeCompletion(params, profile()), method, context)
     ),
-    "logging/setLevel": Methods.method(Params.SetLevelParams, setLevel)
+    "logging/setLevel": Methods.method(Params.SetLevelParams, setLevel),
+    "tasks/get": Methods.method(Params.TaskParams, onTask("tasks/get")),
+    "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
+    "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
+    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session))
   } satisfies Record<AggregateMethod, Methods.Method>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {

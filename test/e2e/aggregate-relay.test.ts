@@ -45,13 +45,14 @@ describe("the aggregate relays resources, prompts, completion and logging", () =
     await client.close()
   })
 
-  it("declares resources, prompts, completions and logging beside tools", () => {
+  it("declares resources, prompts, completions, logging and tasks beside tools", () => {
     expect(client.getServerCapabilities()).toEqual({
       tools: { listChanged: true },
       resources: { subscribe: true, listChanged: true },
       prompts: { listChanged: true },
       completions: {},
-      logging: {}
+      logging: {},
+      tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } }
     })
   })
 

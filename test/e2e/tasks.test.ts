@@ -1,0 +1,137 @@
+/**
+ * Tasks of the session era (SEP-1686) through the aggregate at /mcp: the SDK's experimental tasks
+ * client against a backend on the SDK's experimental tasks server (test/fixtures/tasks-server.mjs),
+ * beside a backend without tasks. Two sessions of one shared gateway: a task is its creator's.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ROOT } from "../support/stdioClient.js"
+import { fixtureBackend } from "../support/mcpFixture.js"
+import { type HttpGateway, sepHeaders, startHttpGateway } from "../support/httpClient.js"
+import { until } from "../support/process.js"
+
+const TASKS = join(ROOT, "test", "fixtures", "tasks-server.mjs")
+/** What the gateway gives clients: the backend's id, then 128 random bits. */
+const GATEWAY_TASK_ID = /^jobs\.[A-Za-z0-9_-]{22}$/
+
+describe("session-era tasks through /mcp", () => {
+  let gateway: HttpGateway
+  let a: Client
+  let b: Client
+  const statuses: Record<string, Array<{ taskId: string; status: string }>> = { a: [], b: [] }
+  const connect = async (name: "a" | "b") => {
+    const client = new Client({ name, version: "1.0.0" })
+    client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+      statuses[name]!.push({ taskId: n.params.taskId, status: n.params.status })
+    })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`)))
+    return client
+  }
+  const slow = (client: Client, ms: number, text: string) =>
+    client.request(
+      { method: "tools/call", params: { name: "jobs__slow", arguments: { ms, text }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema
+    )
+
+  beforeAll(async () => {
+    gateway = await startHttpGateway({
+      config: { backends: [{ id: "jobs", command: process.execPath, args: [TASKS] }, fixtureBackend("fx")] }
+    })
+    a = await connect("a")
+    b = await connect("b")
+    await until("the tasks backend listed", async () => (await a.listTools()).tools.some((t) => t.name === "jobs__slow"))
+  })
+  afterAll(async () => {
+    await a?.close()
+    await b?.close()
+    await gateway?.close()
+  })
+
+  it("declares that it routes tasks, and shows each tool's task support where its backend has tasks", async () => {
+    expect(a.getServerCapabilities()?.tasks).toEqual({ list: {}, cancel: {}, requests: { tools: { call: {} } } })
+    const { tools } = await a.listTools()
+    expect(tools.find((t) => t.name === "jobs__slow")?.execution).toEqual({ taskSupport: "optional" })
+  })
+
+  it("gives the task an id of its own, routes get, list and result to the backend, and swaps the ids back", async () => {
+    const created = await slow(a, 100, "done")
+    const id = created.task.taskId
+    expect(id).toMatch(GATEWAY_TASK_ID)
+    expect(created.task.status).toBe("working")
+
+    const got = await a.experimental.tasks.getTask(id)
+    expect(got.taskId).toBe(id)
+    const listed = await a.experimental.tasks.listTasks()
+    expect(listed.tasks.map((t) => t.taskId)).toContain(id)
+
+    const result = await a.experimental.tasks.getTaskResult(id, CallToolResultSchema)
+    expect(result.content).toEqual([{ type: "text", text: "done" }])
+    expect(result._meta?.["io.modelcontextprotocol/related-task"]).toEqual({ taskId: id })
+    expect((await a.experimental.tasks.getTask(id)).status).toBe("completed")
+    // The backend's status notification reaches the task's session only, by the id it knows.
+    await until("the status notification", () => statuses.a!.some((s) => s.taskId === id))
+    expect(statuses.a).toContainEqual({ taskId: id, status: "completed" })
+    expect(statuses.b).toEqual([])
+  })
+
+  it("cancels a task at its backend", async () => {
+    const created = await slow(a, 60_000, "never")
+    const cancelled = await a.experimental.tasks.cancelTask(created.task.taskId)
+    expect(cancelled).toMatchObject({ taskId: created.task.taskId, status: "cancelled" })
+    expect((await a.experimental.tasks.getTask(created.task.taskId)).status).toBe("cancelled")
+  })
+
+  it("keeps a task to its session: another one cannot get, cancel or list it", async () => {
+    const created = await slow(a, 60_000, "mine")
+    const id = created.task.taskId
+    await expect(b.experimental.tasks.getTask(id)).rejects.toMatchObject({ code: -32602 })
+    await expect(b.experimental.tasks.cancelTask(id)).rejects.toMatchObject({ code: -32602 })
+    await expect(b.experimental.tasks.getTaskResult(id, CallToolResultSchema)).rejects.toMatchObject({ code: -32602 })
+    expect((await b.experimental.tasks.listTasks()).tasks).toEqual([])
+    // Nor a guess: the backend's own id, or the gateway's prefix with other bits.
+    await expect(a.experimental.tasks.getTask(`jobs.${"A".repeat(22)}`)).rejects.toMatchObject({ code: -32602 })
+    expect((await a.experimental.tasks.getTask(id)).status).toBe("working")
+    await a.experimental.tasks.cancelTask(id)
+  })
+
+  it("runs a call synchronously on a backend without tasks: the task param is not sent there", async () => {
+    const result = await a.request(
+      { method: "tools/call", params: { name: "fx__meta", arguments: {}, task: { ttl: 1_000 } } },
+      CallToolResultSchema
+    )
+    expect(result.structuredContent?.params).toEqual(["name", "arguments"])
+  })
+
+  it("shows a 2026-07-28 client no SEP-1686 task support, and runs its call synchronously", async () => {
+    const VERSION = "2026-07-28"
+    const post = async (method: string, params: Record<string, unknown>) => {
+      const body = {
+        jsonrpc: "2.0",
+        id: 1,
+        method,
+        params: {
+          ...params,
+          _meta: { "io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {} }
+        }
+      }
+      const res = await fetch(`${gateway.base}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json",
+          "mcp-protocol-version": VERSION,
+          ...sepHeaders(body)
+        },
+        body: JSON.stringify(body)
+      })
+      return ((await res.json()) as any).result
+    }
+    const { tools } = await post("tools/list", {})
+    expect(tools.find((t: any) => t.name === "jobs__slow")).not.toHaveProperty("execution")
+    const result = await post("tools/call", { name: "jobs__slow", arguments: { ms: 1, text: "now" }, task: { ttl: 1_000 } })
+    expect(result.content).toEqual([{ type: "text", text: "now" }])
+  })
+})
