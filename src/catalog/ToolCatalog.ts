@@ -18,4 +18,5 @@ export {
 } from "./Exposure.js"
 export * from "./Functions.js"
 export * from "./Rank.js"
+export * as Apps from "./Apps.js"
 export type { BackendTools } from "../backend/Backends.js"

@@ -24,20 +24,24 @@ import { Sessions, type SessionsService } from "./Sessions.js"
 import { field, isObject, objectField, objectOr, stringField } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
 import * as Tasks from "./Tasks.js"
+import { Apps } from "../catalog/ToolCatalog.js"
 
 /** What a shared gateway declares to backends: everything a session may be able to answer. */
 export const SHARED_CLIENT_CAPABILITIES: Readonly<Record<string, unknown>> = {
   sampling: {},
-  elicitation: { form: {}, url: {} }
+  elicitation: { form: {}, url: {} },
+  // Apps are relayed to the clients that render them (the gateway keeps their tools from the others).
+  extensions: { [Apps.UI_EXTENSION]: Apps.UI_CAPABILITY }
 }
 
 /**
  * What the gateway declares to backends on behalf of its one stdio client: the client's own
- * sampling, elicitation and roots (a backend must not be told of roots nobody can give it).
+ * sampling, elicitation and roots (a backend must not be told of roots nobody can give it), and
+ * its extensions (MCP Apps: servers offer their UI tools to hosts that render them).
  */
 export const relayableCapabilities = (client: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> => {
   const declared: Record<string, unknown> = {}
-  for (const key of ["sampling", "elicitation", "roots"]) {
+  for (const key of ["sampling", "elicitation", "roots", "extensions"]) {
     const value = client[key]
     if (typeof value === "object" && value !== null && !Array.isArray(value)) declared[key] = value
   }

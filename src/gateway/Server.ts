@@ -36,7 +36,16 @@ import type { Mode } from "./Sessions.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
 import type { Session } from "./Session.js"
-import { type Catalog, catalogOf, filtersAnything, inProfile, ownToolName, profileAdmits } from "../catalog/ToolCatalog.js"
+import {
+  Apps,
+  type Catalog,
+  type CatalogEntry,
+  catalogOf,
+  filtersAnything,
+  inProfile,
+  ownToolName,
+  profileAdmits
+} from "../catalog/ToolCatalog.js"
 import { filteredList, hiddenBy } from "./BackendFilters.js"
 import { field } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
@@ -221,11 +230,16 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const listTools = Effect.gen(function* () {
     const config = yield* ctx.config.current
     const view = catalog()
+    const rendersApps = Apps.rendersApps(session.clientCapabilities)
     const backendTools = config.exposeBackendTools
-      ? view.entries.map((e) => Tasks.toolFor(e.tool, session, backends.backend(e.backendId)?.serverCapabilities))
+      ? view.entries.flatMap((e) =>
+          Apps.listedFor(e.tool, rendersApps, ctx.mode === "shared")
+            ? [Tasks.toolFor(e.tool, session, backends.backend(e.backendId)?.serverCapabilities)]
+            : []
+        )
       : []
-    // Code mode's tool declares what this session's scripts can call (its profile's tools).
-    const runCode = config.codeMode === false ? [] : [RunCode.runCodeToolFor(view, namespaceOfBackend)]
+    // Code mode's tool declares what this session's scripts can call (its profile's tools, no app-only one).
+    const runCode = config.codeMode === false ? [] : [RunCode.runCodeToolFor(Apps.forModel(view), namespaceOfBackend)]
     return { tools: [ORCHESTRATE_TOOL, ...runCode, ...backendTools] }
   })
 
@@ -319,11 +333,22 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p))
     if (p.name === RunCode.RUN_CODE_TOOL_NAME) return runCode(p.arguments ?? {}, context)
-    const entry = catalog().byName.get(p.name)
+    const entry = catalog().byName.get(p.name) ?? byOwnName(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
+    if (typeof entry === "string") return Effect.fail(new InvalidParams({ message: entry, issues: [`name: ${entry}`] }))
     // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
     if (p.task === undefined) return ctx.forward(session, context, entry.backendId, "tools/call", { ...p, name: entry.toolName })
     return Tasks.callTool(taskDeps(context), session, entry.backendId, { ...p, name: entry.toolName })
+  }
+
+  /**
+   * A name the catalog does not list that is some backend's own name for a tool it exposes: an
+   * MCP App calls its server's tools so. Unique among backends: that tool; shared: why not.
+   */
+  const byOwnName = (name: string): CatalogEntry | string | undefined => {
+    const found = catalog().entries.filter((e) => e.toolName === name)
+    if (found.length <= 1) return found[0]
+    return `Ambiguous tool: '${name}' is the own name of ${found.map((e) => e.name).join(", ")}: call one of those`
   }
 
   /** What a task's methods use of the gateway: this session's requests on backends. */
@@ -350,7 +375,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
             })
           )
         : RunCode.run(args, {
-            catalog,
+            catalog: () => Apps.forModel(catalog()),
             namespaceOf: namespaceOfBackend,
             settings: config.codeMode,
             confirmTools: config.confirmTools,

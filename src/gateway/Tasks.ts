@@ -31,9 +31,12 @@ export const runsToolCallsAsTasks = (capabilities: unknown): boolean =>
 /** Whether a session's client speaks the stateless era (its tasks are not SEP-1686's). */
 const statelessClient = (session: Session) => session.protocolVersion === Mcp.STATELESS_PROTOCOL_VERSION
 
-/** A tool as a session sees it: without `execution` where its task support would not hold. */
+/** A tool as a session sees it: without `execution` where the task support it claims would not hold. */
 export const toolFor = (tool: Mcp.Tool, session: Session, backendCapabilities: unknown): Mcp.Tool => {
-  if (tool.execution === undefined || (!statelessClient(session) && runsToolCallsAsTasks(backendCapabilities))) return tool
+  // "forbidden" (what the SDK states for every plain tool) holds everywhere: passed as it is.
+  const support = field(tool.execution, "taskSupport")
+  if (support === undefined || support === "forbidden") return tool
+  if (!statelessClient(session) && runsToolCallsAsTasks(backendCapabilities)) return tool
   const { execution: _execution, ...rest } = tool
   return rest
 }

@@ -31,7 +31,7 @@ import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
 import { isCallToolResult, OrchestrateParams, resultText } from "../protocol/Mcp.js"
 import { Events, none as noEvents, type OrchestrationRecord, type OrchestrationStep } from "../observability/Events.js"
-import { catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
+import { Apps, catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
 
 import {
   backendsIn,
@@ -165,8 +165,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         if (record !== undefined) Object.assign(record, { query, context })
         const config = yield* gatewayConfig.current
         const ready = yield* readyBackends(config)
-        // What the session's profile sees (everything without one): the tools, or the backends.
-        const view = inProfile(catalogOf(ready), profile)
+        // What the session's profile sees (everything without one): the tools, or the backends;
+        // never a tool only its MCP App may call.
+        const view = Apps.forModel(inProfile(catalogOf(ready), profile))
         const catalog = config.routing === "backend" ? undefined : view
         const offer =
           catalog === undefined
