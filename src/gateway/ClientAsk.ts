@@ -92,10 +92,8 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
   ): { readonly session: Session; readonly via: RequestContext | undefined } | string => {
     // A request for one of its tasks (SEP-1686's related-task) belongs to the task's session.
     const related = stringField(Meta.get(params, Tasks.RELATED_TASK), "taskId")
-    const task = related === undefined ? undefined : routes.taskOf(backendId, related)
-    if (task !== undefined && task.session.phase !== "shutdown") {
-      return { session: task.session, via: task.session.callOn(backendId) }
-    }
+    const owner = related === undefined ? undefined : routes.taskOf(backendId, related)?.owner.session
+    if (owner !== undefined && owner.phase !== "shutdown") return { session: owner, via: owner.callOn(backendId) }
     const inFlight = routes.busyOn(backendId).filter((s) => s.phase !== "shutdown" && s.serves(backendId))
     // A call parked between a stateless client's round trips is not running: it asks nothing now.
     const running = inFlight.filter((s) => !s.parked)

@@ -27,6 +27,7 @@ import * as Relay from "./Relay.js"
 import { Routes } from "./Routes.js"
 import { Sessions } from "./Sessions.js"
 import * as Tasks from "./Tasks.js"
+import * as RunTasks from "./RunTasks.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
@@ -169,7 +170,8 @@ const make = Effect.gen(function* () {
     const name = session.target._tag === "Aggregate" ? session.target.profile : undefined
     return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
   }
-  const ctx: Server.Context = { mode, config, backends, orchestrator, relay, routes, forward, subscription, profileOf }
+  const runTasks = yield* RunTasks.make
+  const ctx: Server.Context = { mode, config, backends, orchestrator, relay, routes, runTasks, forward, subscription, profileOf }
   const listChanged = ListChanged.make(backends, profileOf)
 
   yield* backends.serveRequests(clientAsk.handle)
@@ -231,7 +233,9 @@ const make = Effect.gen(function* () {
         // On the aggregate, to the session whose task it is, by the id it knows.
         const taskId = stringField(params, "taskId")
         const task = taskId === undefined ? undefined : routes.taskOf(backendId, taskId)
-        if (task !== undefined && task.session.phase === "ready") task.session.notify(method, Tasks.toClient(task, params))
+        const owner = task?.owner.session
+        if (task !== undefined && owner !== undefined && owner.phase === "ready")
+          owner.notify(method, Tasks.toClient(task, params))
       }
     ],
     [
@@ -341,8 +345,10 @@ const make = Effect.gen(function* () {
           registry.remove(session)
           publishSession(session, "closed")
           session.failPending()
-          // Its tasks run on at their backends until their ttl; nobody else may ask for them.
-          routes.forgetTasks(session)
+          // A session's tasks run on at their backends until their ttl; nobody else may ask for them.
+          // (A 2026-07-28 request's tasks are its subject's: they outlive the request.)
+          const owner = Tasks.ownerOf(session)
+          if (owner.session !== undefined) routes.forgetTasks(owner)
         }).pipe(Effect.zipRight(dropSubscriptions(session)))
     ).pipe(
       Effect.as(

@@ -42,14 +42,24 @@ export const MAX_ELICITATIONS = 1_000
  */
 export interface TaskRoute {
   readonly id: string
-  readonly session: Session
+  /** Who may use the id: a session-era client's session, or a stateless client's OAuth subject. */
+  readonly owner: TaskOwner
   readonly backendId: string
   readonly backendTaskId: string
   /** When the gateway forgets it: the task's own ttl from its creation (else an hour), or the session's end. */
   readonly expiresAt: number
 }
 
-/** Tasks remembered per session, at most (the oldest forgotten past it). */
+/**
+ * Whose a task is. A session-era client's: its session (which also hears the task's status). A
+ * 2026-07-28 client has no session: its OAuth subject's (anyone without one: the unguessable id).
+ */
+export interface TaskOwner {
+  readonly key: string
+  readonly session?: Session | undefined
+}
+
+/** Tasks remembered per owner, at most (the oldest forgotten past it). */
 export const MAX_TASKS_PER_SESSION = 1_000
 /** How long a task with no ttl of its own is remembered. */
 export const DEFAULT_TASK_TTL_MS = 60 * 60_000
@@ -87,17 +97,17 @@ export interface RoutesService {
   /** The sessions with calls in flight on a backend. */
   readonly busyOn: (backendId: string) => ReadonlyArray<Session>
 
-  /** Gives a backend's new task of `session` the id the client will know it by. */
-  readonly adoptTask: (session: Session, backendId: string, backendTaskId: string, ttlMs: number | undefined) => TaskRoute
-  /** The task `session` knows as `id`; another session's, an expired or unknown one: undefined. */
-  readonly task: (session: Session, id: string) => TaskRoute | undefined
+  /** Gives a backend's new task the id its owner will know it by. */
+  readonly adoptTask: (owner: TaskOwner, backendId: string, backendTaskId: string, ttlMs: number | undefined) => TaskRoute
+  /** The task `owner` knows as `id`; another's, an expired or unknown one: undefined. */
+  readonly task: (owner: TaskOwner, id: string) => TaskRoute | undefined
   /** The route of a backend's task, by the backend's own id (its status notifications). */
   readonly taskOf: (backendId: string, backendTaskId: string) => TaskRoute | undefined
-  /** The tasks a session knows, oldest first. */
-  readonly tasksOf: (session: Session) => ReadonlyArray<TaskRoute>
-  /** Forgets one task (the backend no longer has it), or every task of an ended session. */
+  /** The tasks an owner knows, oldest first. */
+  readonly tasksOf: (owner: TaskOwner) => ReadonlyArray<TaskRoute>
+  /** Forgets one task (the backend no longer has it), or every task of an owner (a session that ended). */
   readonly forgetTask: (route: TaskRoute) => void
-  readonly forgetTasks: (session: Session) => void
+  readonly forgetTasks: (owner: TaskOwner) => void
 }
 
 const make = (): RoutesService => {
@@ -115,13 +125,13 @@ const make = (): RoutesService => {
   const busy = new Map<string, Set<Session>>()
   const tasks = new Map<string, TaskRoute>()
   const tasksByBackend = new Map<string, TaskRoute>()
-  const sessionTasks = new Map<Session, Set<TaskRoute>>()
+  const ownerTasks = new Map<string, Set<TaskRoute>>()
   const forgetTask = (route: TaskRoute) => {
     tasks.delete(route.id)
     tasksByBackend.delete(keyOf(route.backendId, route.backendTaskId))
-    const own = sessionTasks.get(route.session)
+    const own = ownerTasks.get(route.owner.key)
     own?.delete(route)
-    if (own?.size === 0) sessionTasks.delete(route.session)
+    if (own?.size === 0) ownerTasks.delete(route.owner.key)
   }
   const live = (route: TaskRoute | undefined) => {
     if (route === undefined || route.expiresAt > Date.now()) return route
@@ -202,31 +212,31 @@ const make = (): RoutesService => {
     },
     busyOn: (backendId) => [...(busy.get(backendId) ?? [])],
 
-    adoptTask: (session, backendId, backendTaskId, ttlMs) => {
+    adoptTask: (owner, backendId, backendTaskId, ttlMs) => {
       const route: TaskRoute = {
         id: `${backendId}.${randomBytes(16).toString("base64url")}`,
-        session,
+        owner,
         backendId,
         backendTaskId,
         expiresAt: Date.now() + (ttlMs ?? DEFAULT_TASK_TTL_MS)
       }
-      let own = sessionTasks.get(session)
-      if (own === undefined) sessionTasks.set(session, (own = new Set()))
+      let own = ownerTasks.get(owner.key)
+      if (own === undefined) ownerTasks.set(owner.key, (own = new Set()))
       if (own.size >= MAX_TASKS_PER_SESSION) forgetTask(own.values().next().value!)
       own.add(route)
       tasks.set(route.id, route)
       tasksByBackend.set(keyOf(backendId, backendTaskId), route)
       return route
     },
-    task: (session, id) => {
+    task: (owner, id) => {
       const route = live(tasks.get(id))
-      return route?.session === session ? route : undefined
+      return route?.owner.key === owner.key ? route : undefined
     },
     taskOf: (backendId, backendTaskId) => live(tasksByBackend.get(keyOf(backendId, backendTaskId))),
-    tasksOf: (session) => [...(sessionTasks.get(session) ?? [])].filter((route) => live(route) !== undefined),
+    tasksOf: (owner) => [...(ownerTasks.get(owner.key) ?? [])].filter((route) => live(route) !== undefined),
     forgetTask,
-    forgetTasks: (session) => {
-      for (const route of [...(sessionTasks.get(session) ?? [])]) forgetTask(route)
+    forgetTasks: (owner) => {
+      for (const route of [...(ownerTasks.get(owner.key) ?? [])]) forgetTask(route)
     }
   }
 }

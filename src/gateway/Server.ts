@@ -50,6 +50,7 @@ import { filteredList, hiddenBy } from "./BackendFilters.js"
 import { field } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
 import * as Tasks from "./Tasks.js"
+import type * as RunTasks from "./RunTasks.js"
 import type { RoutesService } from "./Routes.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
@@ -73,6 +74,8 @@ export interface Context {
   readonly profileOf: (session: Session) => Profile | undefined
   /** The routing tables (the aggregate's tasks are routed by them). */
   readonly routes: RoutesService
+  /** The gateway's own tasks: orchestrations and scripts run for a client of the tasks extension. */
+  readonly runTasks: RunTasks.RunTasks
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
   readonly forward: (
     session: Session,
@@ -115,6 +118,7 @@ export const AGGREGATE_METHODS = [
   "tasks/get",
   "tasks/result",
   "tasks/cancel",
+  "tasks/update",
   "tasks/list"
 ] as const
 type AggregateMethod = (typeof AGGREGATE_METHODS)[number]
@@ -234,7 +238,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     const backendTools = config.exposeBackendTools
       ? view.entries.flatMap((e) =>
           Apps.listedFor(e.tool, rendersApps, ctx.mode === "shared")
-            ? [Tasks.toolFor(e.tool, session, backends.backend(e.backendId)?.serverCapabilities)]
+            ? [Tasks.toolFor(e.tool, session, backendFacts(e.backendId))]
             : []
         )
       : []
@@ -257,36 +261,43 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    * (a 2026-07-28 client gets it as an `input_required` result). A client error is no agreement.
    */
   const confirmWith =
-    (context: RequestContext): Confirm =>
-    ({ tool, arguments: args }) =>
-      session.clientCapabilities.elicitation === undefined
-        ? Effect.succeed("unavailable")
-        : session
-            .request(
-              "elicitation/create",
-              {
-                message: `Allow ${tool} to run with these arguments?\n${JSON.stringify(args, null, 2)}`,
-                requestedSchema: { type: "object", properties: {} }
-              },
-              context
-            )
-            .pipe(
-              Effect.map((answer) => (field(answer, "action") === "accept" ? "accepted" : "declined")),
-              Effect.catchAll((error) =>
-                Effect.as(Effect.logInfo(`confirmation of ${tool} not given: ${error.message}`), "declined" as const)
-              )
-            )
+    (context: RequestContext, ask: RunTasks.Ask | undefined): Confirm =>
+    ({ tool, arguments: args }) => {
+      if (session.clientCapabilities.elicitation === undefined) return Effect.succeed("unavailable")
+      const params = {
+        message: `Allow ${tool} to run with these arguments?\n${JSON.stringify(args, null, 2)}`,
+        requestedSchema: { type: "object", properties: {} }
+      }
+      // In a task the question waits in its inputRequests; otherwise it is a request to the client.
+      const asked: Effect.Effect<unknown, RpcError> =
+        ask === undefined ? session.request("elicitation/create", params, context) : ask("elicitation/create", params)
+      return asked.pipe(
+        Effect.map((answer) => (field(answer, "action") === "accept" ? "accepted" : "declined")),
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logInfo(`confirmation of ${tool} not given: ${error.message}`), "declined" as const)
+        )
+      )
+    }
+
+  /**
+   * An orchestration or script of a 2026-07-28 client that declared the tasks extension runs as a
+   * task of the gateway's (see RunTasks): the client gets its id at once. Anyone else: the result.
+   */
+  const maybeTask = (
+    body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError>
+  ): Effect.Effect<unknown, GatewayError> =>
+    Tasks.wantsTask(session) ? ctx.runTasks.start(Tasks.ownerOf(session), body) : body(undefined)
 
   /**
    * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
    * model answered without calling a tool, its words are the text (most clients show only that).
    */
-  const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown) =>
+  const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown, ask: RunTasks.Ask | undefined) =>
     Effect.flatMap(validateParams(args), (request) =>
       orchestrator.orchestrate(request, {
         execute: execute(context),
         onStep: stepProgress(context, progressToken),
-        confirm: confirmWith(context),
+        confirm: confirmWith(context, ask),
         profile: profile()
       })
     ).pipe(
@@ -331,14 +342,23 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   // A plain function rather than a traced generator: this is the passthrough hot path, where a
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
   const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
-    if (p.name === ORCHESTRATE_TOOL.name) return orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p))
-    if (p.name === RunCode.RUN_CODE_TOOL_NAME) return runCode(p.arguments ?? {}, context)
+    if (p.name === ORCHESTRATE_TOOL.name) {
+      return maybeTask((ask) => orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask))
+    }
+    if (p.name === RunCode.RUN_CODE_TOOL_NAME) return maybeTask((ask) => runCode(p.arguments ?? {}, context, ask))
     const entry = catalog().byName.get(p.name) ?? byOwnName(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
     if (typeof entry === "string") return Effect.fail(new InvalidParams({ message: entry, issues: [`name: ${entry}`] }))
     // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
-    if (p.task === undefined) return ctx.forward(session, context, entry.backendId, "tools/call", { ...p, name: entry.toolName })
-    return Tasks.callTool(taskDeps(context), session, entry.backendId, { ...p, name: entry.toolName })
+    const params = { ...p, name: entry.toolName }
+    return Tasks.concerns(p, backendFacts(entry.backendId))
+      ? Tasks.callTool(taskDeps(context), session, entry.backendId, params)
+      : ctx.forward(session, context, entry.backendId, "tools/call", params)
+  }
+
+  const backendFacts = (backendId: string): Tasks.BackendFacts | undefined => {
+    const running = backends.backend(backendId)
+    return running === undefined ? undefined : { era: running.era, capabilities: running.serverCapabilities }
   }
 
   /**
@@ -355,17 +375,17 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const taskDeps = (context: RequestContext): Tasks.Deps => ({
     routes: ctx.routes,
     forward: (backendId, method, params) => ctx.forward(session, context, backendId, method, params),
-    capabilitiesOf: (backendId) => backends.backend(backendId)?.serverCapabilities
+    backend: backendFacts
   })
   const onTask =
-    (method: "tasks/get" | "tasks/result" | "tasks/cancel") =>
+    (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
     (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
-      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params), (error) =>
+      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, ctx.runTasks), (error) =>
         error._tag === "BackendError" ? asBackendSent(error) : error
       )
 
   /** `agentify_run_code`: a script whose every call goes this session's way (see RunCode). */
-  const runCode = (args: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+  const runCode = (args: unknown, context: RequestContext, ask: RunTasks.Ask | undefined): Effect.Effect<unknown, GatewayError> =>
     Effect.flatMap(ctx.config.current, (config) =>
       config.codeMode === false
         ? Effect.fail(
@@ -379,25 +399,27 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
             namespaceOf: namespaceOfBackend,
             settings: config.codeMode,
             confirmTools: config.confirmTools,
-            confirm: confirmWith(context),
+            confirm: confirmWith(context, ask),
             forward: (backendId, params) => ctx.forward(session, context, backendId, "tools/call", params)
           })
     )
 
   /** Adds the query to an orchestration failure's data. */
   const orchestrateTask = (params: unknown, context: RequestContext) =>
-    Effect.flatMap(validateParams(params), (request) =>
-      orchestrator.orchestrate(request, {
-        execute: execute(context),
-        onStep: stepProgress(context, Progress.tokenOf(params)),
-        confirm: confirmWith(context),
-        profile: profile()
-      })
-    ).pipe(
-      Effect.mapError((error): GatewayError => {
-        const query = field(params, "query")
-        return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
-      })
+    maybeTask((ask) =>
+      Effect.flatMap(validateParams(params), (request) =>
+        orchestrator.orchestrate(request, {
+          execute: execute(context),
+          onStep: stepProgress(context, Progress.tokenOf(params)),
+          confirm: confirmWith(context, ask),
+          profile: profile()
+        })
+      ).pipe(
+        Effect.mapError((error): GatewayError => {
+          const query = field(params, "query")
+          return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
+        })
+      )
     )
 
   /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
@@ -464,6 +486,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     "tasks/get": Methods.method(Params.TaskParams, onTask("tasks/get")),
     "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
     "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
+    "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
     "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session))
   } satisfies Record<AggregateMethod, Methods.Method>)
 

@@ -33,13 +33,25 @@ import * as Json from "../data/Json.js"
 import { field, isObject, objectField, objectOr, stringField } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
 import * as Era from "./Era.js"
+import * as Tasks from "./Tasks.js"
 
 /** What `server/discover` lists: this era, and the session era's versions (served with `initialize`). */
 export const SUPPORTED_VERSIONS: ReadonlyArray<string> = [Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS]
 
-/** Methods of the session era that 2026-07-28 removed: -32601 (HTTP 404). */
-const REMOVED = new Set(["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "shutdown"])
-/** The only requests whose result may be an InputRequiredResult. */
+/**
+ * Methods of the session era that 2026-07-28 removed: -32601 (HTTP 404). SEP-1686's `tasks/result`
+ * and `tasks/list` too: the tasks extension inlines results in `tasks/get` and lists nothing.
+ */
+const REMOVED = new Set([
+  "initialize",
+  "ping",
+  "logging/setLevel",
+  "resources/subscribe",
+  "resources/unsubscribe",
+  "shutdown",
+  "tasks/result",
+  "tasks/list"
+])
 /**
  * Requests whose result may be an InputRequiredResult: the era's three, and the gateway's own
  * orchestration (it asks for confirmation, and its tool calls may ask what a backend asks).
@@ -140,8 +152,9 @@ const describe = (
   target: Target
 ): Effect.Effect<{ capabilities: unknown; instructions?: string; serverInfo: unknown }, GatewayError> => {
   if (target._tag === "Aggregate") {
+    // The gateway runs orchestrations and scripts as tasks, and routes its backends' tasks.
     return Effect.succeed({
-      capabilities: STATELESS_CAPABILITIES,
+      capabilities: { ...STATELESS_CAPABILITIES, extensions: { [Tasks.EXTENSION]: {} } },
       instructions: Server.INSTRUCTIONS,
       serverInfo: { name: Server.SERVER_NAME, version: Server.SERVER_VERSION }
     })

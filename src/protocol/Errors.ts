@@ -171,18 +171,24 @@ const scrubData = (data: unknown): { readonly data?: unknown } => {
 /** MCP's "URL elicitation required": the client acts on its code and data, so they pass unchanged. */
 export const URL_ELICITATION_REQUIRED = -32042
 
-/** A backend's own -32042, which must reach the client as the backend sent it. */
-const urlElicitationOf = (error: GatewayError): WireError | undefined => {
+/** MCP 2026-07-28's "missing required client capability": it names what the client must declare. */
+export const MISSING_CLIENT_CAPABILITY = -32021
+
+/** A backend's own error the client acts on (its code and data), which must reach it as sent. */
+const PASSED_THROUGH: ReadonlySet<unknown> = new Set([URL_ELICITATION_REQUIRED, MISSING_CLIENT_CAPABILITY])
+
+const passedThrough = (error: GatewayError): WireError | undefined => {
   if (error._tag !== "BackendError" || error.reason !== "call_failed") return undefined
+  const code = field(error.detail, "code")
   const message = stringField(error.detail, "message")
   const data = field(error.detail, "data")
-  if (field(error.detail, "code") !== URL_ELICITATION_REQUIRED || message === undefined) return undefined
-  return { code: URL_ELICITATION_REQUIRED, message, ...(data === undefined ? {} : { data }) }
+  if (typeof code !== "number" || !PASSED_THROUGH.has(code) || message === undefined) return undefined
+  return { code, message, ...(data === undefined ? {} : { data }) }
 }
 
 /** The wire form of a failure, with every registered secret scrubbed. */
 export const toRpcError = (error: GatewayError): WireError => {
-  const wire = urlElicitationOf(error) ?? { code: error.code, message: error.message, data: error.data }
+  const wire = passedThrough(error) ?? { code: error.code, message: error.message, data: error.data }
   return { code: wire.code, message: Secrets.scrub(wire.message), ...scrubData(wire.data) }
 }
 

@@ -9,7 +9,10 @@
  */
 import { field, isObject, objectField } from "../data/Json.js"
 
-/** Where each method keeps the name `Mcp-Name` mirrors. */
+/**
+ * Where each method keeps the name `Mcp-Name` mirrors: SEP-2243's, and SEP-2663's task methods
+ * (`tasks/result` is not one of them: the extension removed it).
+ */
 export const NAMED_BY: Readonly<Record<string, string>> = {
   "tools/call": "name",
   "prompts/get": "name",
@@ -18,8 +21,7 @@ export const NAMED_BY: Readonly<Record<string, string>> = {
   "resources/unsubscribe": "uri",
   "tasks/get": "taskId",
   "tasks/update": "taskId",
-  "tasks/cancel": "taskId",
-  "tasks/result": "taskId"
+  "tasks/cancel": "taskId"
 }
 
 /** An RFC 9110 token: what a header name may be. */
@@ -99,10 +101,11 @@ export const mismatch = (
   if (method.replace(/^[ \t]+|[ \t]+$/g, "") !== request.method) {
     return `Mcp-Method header '${method.slice(0, 64)}' does not match the body's method '${request.method}'`
   }
+  // A method that names nothing has no Mcp-Name to check (one sent anyway is not read).
   const name = nameOf(request.method, request.params)
   const sentName = header("mcp-name")
-  if (name !== undefined || sentName !== undefined) {
-    const key = NAMED_BY[request.method] ?? "name"
+  if (name !== undefined) {
+    const key = NAMED_BY[request.method]
     if (sentName === undefined) return `Missing Mcp-Name header (the body's params.${key} is '${name}')`
     if (decodeValue(sentName) !== name) return `Mcp-Name header does not match the body's params.${key}`
   }

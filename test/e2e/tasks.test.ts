@@ -135,3 +135,91 @@ describe("session-era tasks through /mcp", () => {
     expect(result.content).toEqual([{ type: "text", text: "now" }])
   })
 })
+
+describe("2026-07-28 tasks (the io.modelcontextprotocol/tasks extension) through /mcp", () => {
+  const STATELESS_TASKS = join(ROOT, "test", "fixtures", "stateless-tasks-server.mjs")
+  const EXT = "io.modelcontextprotocol/tasks"
+  const VERSION = "2026-07-28"
+  let gateway: HttpGateway
+  let id = 0
+  beforeAll(async () => {
+    gateway = await startHttpGateway({
+      config: { backends: [{ id: "tasks", command: process.execPath, args: [STATELESS_TASKS] }] }
+    })
+  })
+  afterAll(async () => {
+    await gateway?.close()
+  })
+  const post = async (
+    method: string,
+    params: Record<string, unknown> = {},
+    extensions: Record<string, unknown> = { [EXT]: {} }
+  ) => {
+    const body = {
+      jsonrpc: "2.0",
+      id: ++id,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": VERSION,
+          "io.modelcontextprotocol/clientCapabilities": { elicitation: {}, extensions }
+        }
+      }
+    }
+    const res = await fetch(`${gateway.base}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json",
+        "mcp-protocol-version": VERSION,
+        ...sepHeaders(body),
+        ...(typeof params.taskId === "string" ? { "mcp-name": params.taskId } : {})
+      },
+      body: JSON.stringify(body)
+    })
+    return { status: res.status, body: (await res.json()) as any }
+  }
+  const call = (name: string, args: Record<string, unknown> = {}, extensions?: Record<string, unknown>) =>
+    post("tools/call", { name: `tasks__${name}`, arguments: args }, extensions)
+
+  it("advertises the extension, and gives the backend's task an id of its own that routes get, update and cancel", async () => {
+    await until("the backend's tools", async () => (await post("tools/list")).body.result?.tools.length > 0)
+    expect((await post("server/discover")).body.result.capabilities.extensions).toEqual({ [EXT]: {} })
+
+    const created = (await call("confirm_delete")).body.result
+    expect(created).toMatchObject({ resultType: "task", status: "input_required" })
+    expect(created.taskId).toMatch(/^tasks\.[A-Za-z0-9_-]{22}$/)
+    const asked = (await post("tasks/get", { taskId: created.taskId })).body.result
+    expect(asked).toMatchObject({ taskId: created.taskId, status: "input_required" })
+    expect(Object.keys(asked.inputRequests)).toEqual(["confirm"])
+    expect(
+      (await post("tasks/update", { taskId: created.taskId, inputResponses: { confirm: { action: "accept" } } })).body.result
+    ).toEqual({ resultType: "complete" })
+    const done = (await post("tasks/get", { taskId: created.taskId })).body.result
+    expect(done).toMatchObject({
+      taskId: created.taskId,
+      status: "completed",
+      result: { content: [{ type: "text", text: "deleted" }] }
+    })
+
+    const slow = (await call("slow_compute", { seconds: 30, label: "x" })).body.result
+    expect((await post("tasks/cancel", { taskId: slow.taskId })).body.result).toEqual({ resultType: "complete" })
+    expect((await post("tasks/get", { taskId: slow.taskId })).body.result.status).toBe("cancelled")
+    // The backend's own id is nobody's at the gateway.
+    expect((await post("tasks/get", { taskId: `tasks.${"B".repeat(22)}` })).body.error.code).toBe(-32602)
+    // SEP-1686's methods are not the extension's.
+    expect((await post("tasks/result", { taskId: slow.taskId })).body.error.code).toBe(-32601)
+  })
+
+  it("without the extension: the task methods are -32021, calls run synchronously, and a required task's -32021 passes through", async () => {
+    const sync = (await call("slow_compute", { seconds: 0.01, label: "now" }, {})).body.result
+    expect(sync).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "computed now" }] })
+    const created = (await call("slow_compute", { seconds: 30, label: "x" })).body.result
+    const refused = await post("tasks/get", { taskId: created.taskId }, {})
+    expect(refused.body.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: { [EXT]: {} } } } })
+    const required = await call("failing_job", {}, {})
+    expect(required.status).toBe(400)
+    expect(required.body.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: { [EXT]: {} } } } })
+  })
+})

@@ -1,7 +1,8 @@
 /**
  * Confirmation for a 2026-07-28 client over HTTP: with no session to send it a request, the
  * gateway's question (may this destructive tool run?) is an `input_required` result, and the
- * client's retry with its answer lets the orchestration go on; declined, nothing runs.
+ * client's retry with its answer lets the orchestration go on; declined, nothing runs. A client of
+ * the tasks extension gets a task instead, whose question waits in its inputRequests.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { existsSync, readFileSync } from "node:fs"
@@ -19,7 +20,7 @@ let nextId = 0
 
 const orchestrate = (params: Record<string, unknown>) => request("agentify/orchestrateTask", params)
 
-const request = async (method: string, params: Record<string, unknown>) => {
+const request = async (method: string, params: Record<string, unknown>, extensions?: Record<string, unknown>) => {
   const id = ++nextId
   const res = await fetch(`${gateway.base}/mcp`, {
     method: "POST",
@@ -28,7 +29,8 @@ const request = async (method: string, params: Record<string, unknown>) => {
       accept: "application/json, text/event-stream",
       "mcp-protocol-version": VERSION,
       "mcp-method": method,
-      ...(typeof params.name === "string" ? { "mcp-name": params.name } : {})
+      ...(typeof params.name === "string" ? { "mcp-name": params.name } : {}),
+      ...(typeof params.taskId === "string" ? { "mcp-name": params.taskId } : {})
     },
     body: JSON.stringify({
       jsonrpc: "2.0",
@@ -38,7 +40,7 @@ const request = async (method: string, params: Record<string, unknown>) => {
         ...params,
         _meta: {
           "io.modelcontextprotocol/protocolVersion": VERSION,
-          "io.modelcontextprotocol/clientCapabilities": { elicitation: {} },
+          "io.modelcontextprotocol/clientCapabilities": { elicitation: {}, ...(extensions === undefined ? {} : { extensions }) },
           "io.modelcontextprotocol/clientInfo": { name: "stateless-confirm", version: "1" }
         }
       }
@@ -124,4 +126,58 @@ describe("confirmation inside a code-mode script, for a 2026-07-28 client", () =
       }
     })
   }
+})
+
+describe("an orchestration or script as a task, for a client of the tasks extension", () => {
+  const TASKS = { "io.modelcontextprotocol/tasks": {} }
+  const task = (method: string, params: Record<string, unknown>) => request(method, params, TASKS)
+  const pollUntil = async (taskId: string, status: string) => {
+    for (;;) {
+      const got = (await task("tasks/get", { taskId })).result
+      if (got.status === status) return got
+      expect(["working", "input_required"]).toContain(got.status)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+
+  it("gets a task at once, finds the confirmation in its inputRequests, answers it with tasks/update, and reads the result", async () => {
+    const target = join(root, "task.txt")
+    fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "task" } }, { text: "Written." }])
+    const created = (await task("agentify/orchestrateTask", { query: "write it" })).result
+    expect(created).toMatchObject({ resultType: "task", status: "working" })
+    expect(created.taskId).toMatch(/^agentify\.[A-Za-z0-9_-]{22}$/)
+    const waiting = await pollUntil(created.taskId, "input_required")
+    const [key, question] = Object.entries(waiting.inputRequests)[0] as [string, any]
+    expect(question.method).toBe("elicitation/create")
+    expect(question.params.message).toContain("filesystem__write_file")
+    expect(existsSync(target)).toBe(false)
+    expect(
+      (await task("tasks/update", { taskId: created.taskId, inputResponses: { [key]: { action: "accept" } } })).result
+    ).toEqual({
+      resultType: "complete"
+    })
+    const done = await pollUntil(created.taskId, "completed")
+    expect(done.result._meta["agentify/answer"]).toBe("Written.")
+    expect(readFileSync(target, "utf8")).toBe("task")
+    // Without the extension the same request is answered as before; the task methods are not its.
+    expect((await request("tasks/get", { taskId: created.taskId })).error.code).toBe(-32021)
+  })
+
+  it("cancels a script waiting for its confirmation: nothing runs, and the task says cancelled", async () => {
+    const target = join(root, "cancelled.txt")
+    const created = (
+      await task("tools/call", {
+        name: "agentify_run_code",
+        arguments: {
+          code: `await tools.filesystem.write_file({ path: ${JSON.stringify(target)}, content: "no" }); return "written"`
+        }
+      })
+    ).result
+    expect(created.resultType).toBe("task")
+    await pollUntil(created.taskId, "input_required")
+    expect((await task("tasks/cancel", { taskId: created.taskId })).result).toEqual({ resultType: "complete" })
+    expect((await task("tasks/get", { taskId: created.taskId })).result.status).toBe("cancelled")
+    expect(existsSync(target)).toBe(false)
+    expect((await task("tasks/get", { taskId: "agentify.AAAAAAAAAAAAAAAAAAAAAA" })).error.code).toBe(-32602)
+  })
 })

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Routes } from "../../../src/gateway/Routes.js"
+import { MAX_TASKS_PER_SESSION, Routes } from "../../../src/gateway/Routes.js"
 import { Session } from "../../../src/gateway/Session.js"
 import type { RequestContext } from "../../../src/jsonrpc/Peer.js"
 
@@ -64,6 +64,33 @@ describe("Routes", () => {
       second()
       expect(routes.busyOn("fx")).toEqual([])
       expect(routes.busyOn("other")).toEqual([])
+    }).pipe(Effect.provide(Routes.layer))
+  )
+
+  it.effect("tasks: an id is its owner's only, found again by the backend's own id, bounded per owner and by its ttl", () =>
+    Effect.gen(function* () {
+      const routes = yield* Routes
+      const [alice, bob] = [{ key: "subject:alice" }, { key: "subject:bob" }]
+      const task = routes.adoptTask(alice, "jobs", "backend-1", 60_000)
+      expect(task.id).toMatch(/^jobs\.[A-Za-z0-9_-]{22}$/)
+      expect(routes.adoptTask(alice, "jobs", "backend-2", 60_000).id).not.toBe(task.id)
+      expect(routes.task(alice, task.id)).toBe(task)
+      expect(routes.task(bob, task.id)).toBeUndefined()
+      expect(routes.task(alice, "jobs.backend-1")).toBeUndefined()
+      expect(routes.taskOf("jobs", "backend-1")).toBe(task)
+      expect(routes.tasksOf(bob)).toEqual([])
+      // Past its ttl it is nobody's.
+      const brief = routes.adoptTask(alice, "jobs", "backend-3", -1)
+      expect(routes.task(alice, brief.id)).toBeUndefined()
+      expect(routes.tasksOf(alice).map((t) => t.backendTaskId)).toEqual(["backend-1", "backend-2"])
+      // The oldest goes past the bound.
+      for (let i = 0; i < MAX_TASKS_PER_SESSION; i++) routes.adoptTask(bob, "jobs", `b${i}`, 60_000)
+      routes.adoptTask(bob, "jobs", "one-more", 60_000)
+      expect(routes.tasksOf(bob)).toHaveLength(MAX_TASKS_PER_SESSION)
+      expect(routes.taskOf("jobs", "b0")).toBeUndefined()
+      routes.forgetTasks(alice)
+      expect(routes.task(alice, task.id)).toBeUndefined()
+      expect(routes.tasksOf(bob)).toHaveLength(MAX_TASKS_PER_SESSION)
     }).pipe(Effect.provide(Routes.layer))
   )
 })
