@@ -170,8 +170,20 @@ const make = Effect.gen(function* () {
     const name = session.target._tag === "Aggregate" ? session.target.profile : undefined
     return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
   }
-  const runTasks = yield* RunTasks.make
-  const ctx: Server.Context = { mode, config, backends, orchestrator, relay, routes, runTasks, forward, subscription, profileOf }
+  const runTasks = yield* RunTasks.make(() => current.sessionIdPrefix)
+  const ctx: Server.Context = {
+    mode,
+    config,
+    backends,
+    orchestrator,
+    relay,
+    routes,
+    runTasks,
+    idPrefix: () => current.sessionIdPrefix,
+    forward,
+    subscription,
+    profileOf
+  }
   const listChanged = ListChanged.make(backends, profileOf)
 
   yield* backends.serveRequests(clientAsk.handle)

@@ -97,8 +97,17 @@ export interface RoutesService {
   /** The sessions with calls in flight on a backend. */
   readonly busyOn: (backendId: string) => ReadonlyArray<Session>
 
-  /** Gives a backend's new task the id its owner will know it by. */
-  readonly adoptTask: (owner: TaskOwner, backendId: string, backendTaskId: string, ttlMs: number | undefined) => TaskRoute
+  /**
+   * Gives a backend's new task the id its owner will know it by, after `prefix` (the gateway's
+   * `sessionIdPrefix`: behind a proxy a task's requests find their gateway as a session's do).
+   */
+  readonly adoptTask: (
+    owner: TaskOwner,
+    backendId: string,
+    backendTaskId: string,
+    ttlMs: number | undefined,
+    prefix?: string
+  ) => TaskRoute
   /** The task `owner` knows as `id`; another's, an expired or unknown one: undefined. */
   readonly task: (owner: TaskOwner, id: string) => TaskRoute | undefined
   /** The route of a backend's task, by the backend's own id (its status notifications). */
@@ -212,9 +221,9 @@ const make = (): RoutesService => {
     },
     busyOn: (backendId) => [...(busy.get(backendId) ?? [])],
 
-    adoptTask: (owner, backendId, backendTaskId, ttlMs) => {
+    adoptTask: (owner, backendId, backendTaskId, ttlMs, prefix = "") => {
       const route: TaskRoute = {
-        id: `${backendId}.${randomBytes(16).toString("base64url")}`,
+        id: `${prefix}${backendId}.${randomBytes(16).toString("base64url")}`,
         owner,
         backendId,
         backendTaskId,

@@ -5,7 +5,7 @@
  * with `tasks/update` (they appear as `inputRequests` while it waits), and stops it with
  * `tasks/cancel`. A client that did not declare the extension gets the result at once, as before.
  *
- * Ids are `agentify.<128 random bits>`, good for their owner only (see `Routes.TaskOwner`). Runs
+ * Ids are `[sessionIdPrefix]agentify.<128 random bits>`, good for their owner only (see `Routes.TaskOwner`). Runs
  * are fibers of the gateway's scope: its stop interrupts them. Finished tasks are kept for their
  * ttl; at most `MAX_RUNS` at once.
  */
@@ -57,129 +57,131 @@ export interface RunTasks {
 
 const TERMINAL: ReadonlySet<Status> = new Set(["completed", "failed", "cancelled"])
 
-export const make: Effect.Effect<RunTasks, never, Scope.Scope> = Effect.gen(function* () {
-  const fibers = yield* FiberSet.make()
-  const runs = new Map<string, Run>()
-  const now = () => new Date().toISOString()
+/** The gateway's own tasks; their ids start with `prefix()` (its `sessionIdPrefix`), then `agentify.`. */
+export const make = (prefix: () => string): Effect.Effect<RunTasks, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const fibers = yield* FiberSet.make()
+    const runs = new Map<string, Run>()
+    const now = () => new Date().toISOString()
 
-  const touch = (run: Run, status: Status) => {
-    run.status = status
-    run.lastUpdatedAt = now()
-  }
-  const envelope = (run: Run) => ({
-    taskId: run.id,
-    status: run.status,
-    createdAt: run.createdAt,
-    lastUpdatedAt: run.lastUpdatedAt,
-    ttlMs: RUN_TTL_MS,
-    pollIntervalMs: POLL_INTERVAL_MS
-  })
-  const unknown = (id: string) =>
-    new RpcError({ code: ErrorCode.InvalidParams, message: `Unknown task: ${id}`, data: { taskId: id } })
-  const find = (owner: TaskOwner, id: string): Run | undefined => {
-    const run = runs.get(id)
-    if (run !== undefined && TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
-    return run !== undefined && run.owner === owner.key && runs.has(id) ? run : undefined
-  }
-  /** Room for one more: finished runs past their ttl go first, then the oldest finished one. */
-  const makeRoom = (): boolean => {
-    for (const [id, run] of runs) if (TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
-    if (runs.size < MAX_RUNS) return true
-    for (const [id, run] of runs) {
-      if (TERMINAL.has(run.status)) {
-        runs.delete(id)
-        return true
-      }
+    const touch = (run: Run, status: Status) => {
+      run.status = status
+      run.lastUpdatedAt = now()
     }
-    return false
-  }
-
-  const start: RunTasks["start"] = (owner, body) =>
-    Effect.gen(function* () {
-      if (!makeRoom()) {
-        return yield* new RpcError({ code: ErrorCode.InternalError, message: `${MAX_RUNS} tasks already run on the gateway` })
-      }
-      const at = now()
-      const run: Run = {
-        id: `${OWN_PREFIX}${randomBytes(16).toString("base64url")}`,
-        owner: owner.key,
-        createdAt: at,
-        lastUpdatedAt: at,
-        status: "working",
-        questions: new Map(),
-        expiresAt: Number.POSITIVE_INFINITY,
-        interrupt: Effect.void
-      }
-      let asked = 0
-      const ask: Ask = (method, params) =>
-        Effect.gen(function* () {
-          const key = `${method === "elicitation/create" ? "confirm" : "input"}-${++asked}`
-          const answer = yield* Deferred.make<unknown>()
-          run.questions.set(key, { request: { method, params }, answer })
-          touch(run, "input_required")
-          return yield* Deferred.await(answer)
-        })
-      const settle = (exit: Exit.Exit<unknown, GatewayError>) =>
-        Effect.sync(() => {
-          run.questions.clear()
-          run.expiresAt = Date.now() + RUN_TTL_MS
-          if (Exit.isSuccess(exit)) {
-            run.result = exit.value
-            touch(run, "completed")
-          } else if (run.status !== "cancelled") {
-            const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
-            run.error =
-              failure === undefined ? { code: ErrorCode.InternalError, message: "the task stopped" } : toRpcError(failure)
-            touch(run, "failed")
-          }
-        })
-      runs.set(run.id, run)
-      const fiber = yield* FiberSet.run(fibers, Effect.onExit(body(ask), settle))
-      run.interrupt = Fiber.interrupt(fiber).pipe(Effect.asVoid)
-      return { ...envelope(run), resultType: "task" }
+    const envelope = (run: Run) => ({
+      taskId: run.id,
+      status: run.status,
+      createdAt: run.createdAt,
+      lastUpdatedAt: run.lastUpdatedAt,
+      ttlMs: RUN_TTL_MS,
+      pollIntervalMs: POLL_INTERVAL_MS
     })
-
-  const get: RunTasks["get"] = (owner, id) => {
-    const run = find(owner, id)
-    if (run === undefined) return Effect.fail(unknown(id))
-    return Effect.succeed({
-      ...envelope(run),
-      ...(run.status === "input_required"
-        ? { inputRequests: Object.fromEntries([...run.questions].map(([key, q]) => [key, q.request])) }
-        : {}),
-      ...(run.result === undefined ? {} : { result: run.result }),
-      ...(run.error === undefined ? {} : { error: run.error }),
-      resultType: "complete"
-    })
-  }
-
-  const update: RunTasks["update"] = (owner, id, inputResponses) =>
-    Effect.gen(function* () {
-      const run = find(owner, id)
-      if (run === undefined) return yield* unknown(id)
-      if (typeof inputResponses === "object" && inputResponses !== null) {
-        for (const [key, answer] of Object.entries(inputResponses)) {
-          const question = run.questions.get(key)
-          if (question === undefined) continue
-          run.questions.delete(key)
-          yield* Deferred.succeed(question.answer, answer)
+    const unknown = (id: string) =>
+      new RpcError({ code: ErrorCode.InvalidParams, message: `Unknown task: ${id}`, data: { taskId: id } })
+    const find = (owner: TaskOwner, id: string): Run | undefined => {
+      const run = runs.get(id)
+      if (run !== undefined && TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
+      return run !== undefined && run.owner === owner.key && runs.has(id) ? run : undefined
+    }
+    /** Room for one more: finished runs past their ttl go first, then the oldest finished one. */
+    const makeRoom = (): boolean => {
+      for (const [id, run] of runs) if (TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
+      if (runs.size < MAX_RUNS) return true
+      for (const [id, run] of runs) {
+        if (TERMINAL.has(run.status)) {
+          runs.delete(id)
+          return true
         }
       }
-      if (run.status === "input_required" && run.questions.size === 0) touch(run, "working")
-      return { resultType: "complete" }
-    })
+      return false
+    }
 
-  const cancel: RunTasks["cancel"] = (owner, id) =>
-    Effect.gen(function* () {
+    const start: RunTasks["start"] = (owner, body) =>
+      Effect.gen(function* () {
+        if (!makeRoom()) {
+          return yield* new RpcError({ code: ErrorCode.InternalError, message: `${MAX_RUNS} tasks already run on the gateway` })
+        }
+        const at = now()
+        const run: Run = {
+          id: `${prefix()}${OWN_PREFIX}${randomBytes(16).toString("base64url")}`,
+          owner: owner.key,
+          createdAt: at,
+          lastUpdatedAt: at,
+          status: "working",
+          questions: new Map(),
+          expiresAt: Number.POSITIVE_INFINITY,
+          interrupt: Effect.void
+        }
+        let asked = 0
+        const ask: Ask = (method, params) =>
+          Effect.gen(function* () {
+            const key = `${method === "elicitation/create" ? "confirm" : "input"}-${++asked}`
+            const answer = yield* Deferred.make<unknown>()
+            run.questions.set(key, { request: { method, params }, answer })
+            touch(run, "input_required")
+            return yield* Deferred.await(answer)
+          })
+        const settle = (exit: Exit.Exit<unknown, GatewayError>) =>
+          Effect.sync(() => {
+            run.questions.clear()
+            run.expiresAt = Date.now() + RUN_TTL_MS
+            if (Exit.isSuccess(exit)) {
+              run.result = exit.value
+              touch(run, "completed")
+            } else if (run.status !== "cancelled") {
+              const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+              run.error =
+                failure === undefined ? { code: ErrorCode.InternalError, message: "the task stopped" } : toRpcError(failure)
+              touch(run, "failed")
+            }
+          })
+        runs.set(run.id, run)
+        const fiber = yield* FiberSet.run(fibers, Effect.onExit(body(ask), settle))
+        run.interrupt = Fiber.interrupt(fiber).pipe(Effect.asVoid)
+        return { ...envelope(run), resultType: "task" }
+      })
+
+    const get: RunTasks["get"] = (owner, id) => {
       const run = find(owner, id)
-      if (run === undefined) return yield* unknown(id)
-      // Cancelling a finished task changes nothing (and is no error).
-      if (!TERMINAL.has(run.status)) {
-        touch(run, "cancelled")
-        yield* run.interrupt
-      }
-      return { resultType: "complete" }
-    })
+      if (run === undefined) return Effect.fail(unknown(id))
+      return Effect.succeed({
+        ...envelope(run),
+        ...(run.status === "input_required"
+          ? { inputRequests: Object.fromEntries([...run.questions].map(([key, q]) => [key, q.request])) }
+          : {}),
+        ...(run.result === undefined ? {} : { result: run.result }),
+        ...(run.error === undefined ? {} : { error: run.error }),
+        resultType: "complete"
+      })
+    }
 
-  return { start, owns: (id) => id.startsWith(OWN_PREFIX), get, update, cancel }
-})
+    const update: RunTasks["update"] = (owner, id, inputResponses) =>
+      Effect.gen(function* () {
+        const run = find(owner, id)
+        if (run === undefined) return yield* unknown(id)
+        if (typeof inputResponses === "object" && inputResponses !== null) {
+          for (const [key, answer] of Object.entries(inputResponses)) {
+            const question = run.questions.get(key)
+            if (question === undefined) continue
+            run.questions.delete(key)
+            yield* Deferred.succeed(question.answer, answer)
+          }
+        }
+        if (run.status === "input_required" && run.questions.size === 0) touch(run, "working")
+        return { resultType: "complete" }
+      })
+
+    const cancel: RunTasks["cancel"] = (owner, id) =>
+      Effect.gen(function* () {
+        const run = find(owner, id)
+        if (run === undefined) return yield* unknown(id)
+        // Cancelling a finished task changes nothing (and is no error).
+        if (!TERMINAL.has(run.status)) {
+          touch(run, "cancelled")
+          yield* run.interrupt
+        }
+        return { resultType: "complete" }
+      })
+
+    return { start, owns: (id) => id.startsWith(`${prefix()}${OWN_PREFIX}`), get, update, cancel }
+  })

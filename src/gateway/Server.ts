@@ -76,6 +76,8 @@ export interface Context {
   readonly routes: RoutesService
   /** The gateway's own tasks: orchestrations and scripts run for a client of the tasks extension. */
   readonly runTasks: RunTasks.RunTasks
+  /** What the ids the gateway gives (sessions, tasks) start with: its `sessionIdPrefix`. */
+  readonly idPrefix: () => string
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
   readonly forward: (
     session: Session,
@@ -375,7 +377,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const taskDeps = (context: RequestContext): Tasks.Deps => ({
     routes: ctx.routes,
     forward: (backendId, method, params) => ctx.forward(session, context, backendId, method, params),
-    backend: backendFacts
+    backend: backendFacts,
+    idPrefix: ctx.idPrefix()
   })
   const onTask =
     (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>

@@ -86,6 +86,8 @@ export interface Deps {
   /** The session's request on a backend (see Server.Context.forward). */
   readonly forward: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError | RpcError>
   readonly backend: (backendId: string) => BackendFacts | undefined
+  /** What the ids the gateway gives start with (its `sessionIdPrefix`). */
+  readonly idPrefix: string
 }
 
 /**
@@ -103,7 +105,7 @@ const adopted = (deps: Deps, session: Session, backendId: string, result: unknow
   // A backend may still answer at once: its result goes as it is.
   if (taskId === undefined) return result
   const ttl = numberField(nested, "ttl") ?? numberField(result, "ttlMs")
-  return toClient(deps.routes.adoptTask(ownerOf(session), backendId, taskId, ttl), result)
+  return toClient(deps.routes.adoptTask(ownerOf(session), backendId, taskId, ttl, deps.idPrefix), result)
 }
 
 /**
