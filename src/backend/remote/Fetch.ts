@@ -75,6 +75,18 @@ export const sameOrigin = (base: URL, endpoint: string): URL | undefined => {
 }
 
 /** "HTTP 401 Unauthorized: <the server's words>", with a hint where one helps; scrubbed. */
+/** Whether an HTTP error's body is a JSON-RPC error reply to request `id` (a server's own refusal). */
+export const isErrorReplyTo = (body: string, id: unknown): boolean => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    return false
+  }
+  const error = field(parsed, "error")
+  return field(parsed, "jsonrpc") === "2.0" && field(parsed, "id") === id && isObject(error) && typeof error.code === "number"
+}
+
 export const httpProblem = (response: Response, body: string): string => {
   const status = response.status
   let detail = body.trim()

@@ -186,6 +186,9 @@ export class StreamableHttpChannel extends RemoteChannel {
         }
         if (!isRequest) return this.note(`${message.method ?? "a reply"} was refused: HTTP ${status}`)
         const expired = status === 404 && extra["mcp-session-id"] !== undefined
+        // A 2026-07-28 server refuses with a status and its JSON-RPC error in the body (-32021 names
+        // the capability the client lacks): that error is the backend's answer, passed on as sent.
+        if (!expired && status !== 401 && status !== 403 && Fetch.isErrorReplyTo(text, message.id!)) return this.incoming(text)
         return this.replyError(message.id!, expired ? SESSION_ENDED : Fetch.httpProblem(response, text), status)
       }
       if (message.method === "notifications/initialized") this.openGetStream()

@@ -39,6 +39,10 @@ describe("a strict 2026-07-28 server over Streamable HTTP", () => {
       const echoed = await gateway.callTool("eu__echo", { text: "hello" })
       expect(echoed.result.content[0].text).toBe("hello")
 
+      // Its HTTP 400 with -32021 is the backend's own answer: the client reads the code and the capability.
+      const refused = await gateway.callTool("eu__needs_sampling", {})
+      expect(refused.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { sampling: {} } } })
+
       const plain = await gateway.callTool("eu__route", { region: "eu-west-1", count: 3, note: "not a header" })
       expect(plain.result.structuredContent).toEqual({
         "mcp-method": "tools/call",
