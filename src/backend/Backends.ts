@@ -52,7 +52,7 @@ export type { BackendState, BackendStatus } from "../observability/BackendStatus
 export { type Applied, diff, runsTheSame } from "./Diff.js"
 export type { BackendRequest, BackendRequestHandler } from "./BackendRequests.js"
 export { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelays } from "./Restart.js"
-export { countListed } from "./Listing.js"
+export { countListed, type Hidden, hiddenIn } from "./Listing.js"
 
 export interface BackendTools {
   readonly backendId: string

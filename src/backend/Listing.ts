@@ -1,7 +1,8 @@
 /**
  * What `check` and the debug UI show of a ready backend's lists: how many resources or prompts it
- * offers, asked of it through the backends service.
+ * offers, and which descriptions hide characters, asked of it through the backends service.
  */
+import * as Invisible from "../data/Invisible.js"
 import * as Json from "../data/Json.js"
 import { Effect } from "effect"
 
@@ -32,5 +33,53 @@ export const countListed = (
         return Array.isArray(items) ? String(items.length) : "?"
       }),
       Effect.orElseSucceed(() => "error")
+    )
+  })
+
+/** A tool or prompt of a backend whose description hides characters (see data/Invisible). */
+export interface Hidden {
+  readonly backendId: string
+  readonly what: "tool" | "prompt"
+  readonly name: string
+  /** What is hidden, e.g. "3 tag, 1 bidi". */
+  readonly found: string
+}
+
+const describeFound = (text: string | undefined, schema: unknown): string | undefined => {
+  const counts = new Map<string, number>()
+  for (const { kind, count } of Invisible.found(text ?? "")) counts.set(kind, (counts.get(kind) ?? 0) + count)
+  if (Invisible.schemaHides(schema)) counts.set("in inputSchema", 1)
+  if (counts.size === 0) return undefined
+  return [...counts].map(([kind, count]) => (kind === "in inputSchema" ? kind : `${count} ${kind}`)).join(", ")
+}
+
+/**
+ * The tools (as listed) and prompts (asked for, where it offers them) of a ready backend whose
+ * descriptions hide characters a reader would not see: `check` and the debug UI name them.
+ */
+export const hiddenIn = (
+  backends: Lists,
+  backendId: string,
+  tools: ReadonlyArray<{ readonly name: string; readonly description?: string | undefined; readonly inputSchema?: unknown }>
+): Effect.Effect<ReadonlyArray<Hidden>> =>
+  Effect.suspend(() => {
+    const out: Array<Hidden> = []
+    for (const tool of tools) {
+      const found = describeFound(tool.description, tool.inputSchema)
+      if (found !== undefined) out.push({ backendId, what: "tool", name: tool.name, found })
+    }
+    const backend = backends.backend(backendId)
+    if (backend === undefined || backend.serverCapabilities.prompts === undefined) return Effect.succeed(out)
+    return backends.executeOnBackend(backendId, "prompts/list", {}).pipe(
+      Effect.map((result) => {
+        const prompts = Json.field(result, "prompts")
+        for (const prompt of Array.isArray(prompts) ? prompts : []) {
+          const name = Json.stringField(prompt, "name")
+          const found = describeFound(Json.stringField(prompt, "description"), Json.field(prompt, "arguments"))
+          if (name !== undefined && found !== undefined) out.push({ backendId, what: "prompt", name, found })
+        }
+        return out
+      }),
+      Effect.orElseSucceed(() => out)
     )
   })

@@ -2,6 +2,7 @@
  * The LLM function definitions for both routing modes: one per tool ("tool") or one per backend
  * with `{mcp_method, mcp_params}` ("backend", the seed PoC's shape).
  */
+import * as Invisible from "../data/Invisible.js"
 import type { BackendTools } from "../backend/Backends.js"
 import type { JsonObject, Tool } from "../protocol/Mcp.js"
 import type { CatalogEntry } from "./Naming.js"
@@ -36,14 +37,27 @@ const functionParameters = (schema: JsonObject): Record<string, unknown> => {
   return parameters
 }
 
+const screened = new WeakMap<JsonObject, JsonObject>()
+
+/** An inputSchema as the model reads it: nothing hidden in its descriptions (see data/Invisible). */
+const screenedSchema = (schema: JsonObject): JsonObject => {
+  let clean = screened.get(schema)
+  if (clean === undefined) {
+    const stripped = Invisible.stripSchema(schema)
+    clean = Invisible.schemaHides(schema) && isObject(stripped) ? stripped : schema
+    screened.set(schema, clean)
+  }
+  return clean
+}
+
 /** Routing "tool": one function per catalog entry, named as in `tools/list`. */
 export const toolFunctions = (entries: ReadonlyArray<CatalogEntry>): Array<ChatTool> =>
   entries.map((entry) => ({
     type: "function",
     function: {
       name: entry.name,
-      description: clip(entry.tool.description ?? `[${entry.backendId}]`, MAX_FUNCTION_DESCRIPTION),
-      parameters: functionParameters(entry.tool.inputSchema)
+      description: clip(Invisible.strip(entry.tool.description ?? `[${entry.backendId}]`), MAX_FUNCTION_DESCRIPTION),
+      parameters: functionParameters(screenedSchema(entry.tool.inputSchema))
     }
   }))
 

@@ -7,7 +7,7 @@
  */
 import { Effect, Fiber, Layer, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
-import { Backends, countListed, startOptionsOf } from "../backend/Backends.js"
+import { Backends, countListed, hiddenIn, startOptionsOf } from "../backend/Backends.js"
 import { GatewayConfig, type ConfigSources, transportOf } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import { LlmClient } from "../orchestration/Llm.js"
@@ -120,6 +120,15 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
         (s) =>
           `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, startupTimeoutMs)}`
       )
+    // Descriptions that hide characters: removed from what the gateway's model reads, said here.
+    const hidden: Array<string> = []
+    for (const listed of backends.toolsSync()) {
+      for (const h of yield* hiddenIn(backends, listed.backendId, listed.tools)) {
+        hidden.push(
+          `- ${h.backendId}: ${h.what} ${h.name}'s description hides characters (${h.found}); the gateway's model never reads them`
+        )
+      }
+    }
     // Tools two backends would share a name for: the later one's are not exposed.
     const catalog = inProfile(catalogOf(backends.toolsSync()), profile)
     for (const conflict of catalog.conflicts) {
@@ -146,7 +155,8 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
       ...served,
       "",
       `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,
-      problems.length === 0 ? "every enabled backend is ready" : `problems:\n${problems.join("\n")}`
+      problems.length === 0 ? "every enabled backend is ready" : `problems:\n${problems.join("\n")}`,
+      ...(hidden.length === 0 ? [] : [`warnings:\n${hidden.join("\n")}`])
     ]
     print(`${lines.join("\n")}\n`)
     yield* backends.stopAll

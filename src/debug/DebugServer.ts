@@ -22,7 +22,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option, Queue } from "effect"
 import { createServer } from "node:http"
-import { Backends, countListed } from "../backend/Backends.js"
+import { Backends, countListed, hiddenIn } from "../backend/Backends.js"
 import { describeBackend, EXPOSURE_KEYS, GatewayConfig, type ResolvedConfig, transportOf } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { SERVER_VERSION } from "../gateway/Server.js"
@@ -88,7 +88,10 @@ export const serve = (options: Options, recorder: Recorder) =>
     const gatewayConfig = yield* GatewayConfig
     const started = Date.now()
 
-    const counts = new Map<string, { at: number; resources: string; prompts: string }>()
+    const counts = new Map<
+      string,
+      { at: number; resources: string; prompts: string; hidden: ReadonlyArray<{ what: string; name: string; found: string }> }
+    >()
     // A backend slow to list is shown as "?" rather than holding the page.
     const countOf = (id: string, capability: string, method: string, field: string) =>
       countListed(backends, id, capability, method, field).pipe(
@@ -102,7 +105,12 @@ export const serve = (options: Options, recorder: Recorder) =>
         const fresh = {
           at: Date.now(),
           resources: yield* countOf(id, "resources", "resources/list", "resources"),
-          prompts: yield* countOf(id, "prompts", "prompts/list", "prompts")
+          prompts: yield* countOf(id, "prompts", "prompts/list", "prompts"),
+          // Descriptions hiding characters (removed from what the gateway's model reads).
+          hidden: (yield* hiddenIn(backends, id, backends.toolsSync().find((b) => b.backendId === id)?.tools ?? []).pipe(
+            Effect.timeoutOption(1_000),
+            Effect.map(Option.getOrElse(() => []))
+          )).map(({ what, name, found }) => ({ what, name, found }))
         }
         counts.set(id, fresh)
         return fresh
@@ -133,6 +141,7 @@ export const serve = (options: Options, recorder: Recorder) =>
               tools: s.toolCount,
               resources: c?.resources,
               prompts: c?.prompts,
+              hidden: c?.hidden ?? [],
               calls: stats?.calls ?? 0,
               errors: stats?.errors ?? 0,
               p50Ms: latency.p50,

@@ -133,7 +133,8 @@ async function refreshBackends() {
     body.replaceChildren(...backends.map((b) => {
       const tr = el("tr"); tr.dataset.backend = b.id;
       const cells = [b.displayName ? b.id + " (" + b.displayName + ")" : b.id, b.state, b.address ?? "-", b.protocolVersion ?? "-",
-        b.tools, b.resources ?? "-", b.prompts ?? "-", b.restarts, b.calls, b.errors, ms(b.p50Ms), ms(b.p99Ms), b.lastError ?? ""];
+        b.tools, b.resources ?? "-", b.prompts ?? "-", b.restarts, b.calls, b.errors, ms(b.p50Ms), ms(b.p99Ms),
+        [b.lastError ?? "", ...(b.hidden ?? []).map((h) => h.what + " " + h.name + " hides characters (" + h.found + ")")].filter(Boolean).join("; ")];
       cells.forEach((c, i) => tr.appendChild(el("td", c, i === 1 ? "state state-" + b.state : i === 12 ? "err" : undefined)));
       const td = el("td"); const button = el("button", "restart"); button.disabled = !b.enabled;
       button.addEventListener("click", () => fetch(withToken("/api/backends/" + encodeURIComponent(b.id) + "/restart"), { method: "POST" }).then(refreshBackends));

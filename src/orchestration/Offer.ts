@@ -3,6 +3,7 @@
  * backend tool (the best-ranked when not all fit, with `agentify_search_tools` for the rest) or one
  * per backend (`routing: "backend"`), and the checks a call passes before it is a plan.
  */
+import * as Invisible from "../data/Invisible.js"
 import { Either } from "effect"
 import type { BackendTools } from "../backend/Backends.js"
 import {
@@ -90,7 +91,7 @@ export const offerTools = (catalog: Catalog, query: string, context: TaskContext
     // Only reached when not all fit: `offered` is this offer's own Map then.
     for (const e of more) (offered as Map<string, CatalogEntry>).set(e.name, e)
     functions = [...functions, ...toolFunctions(more)]
-    return more.map((e) => ({ name: e.name, description: e.tool.description ?? "" }))
+    return more.map((e) => ({ name: e.name, description: Invisible.strip(e.tool.description ?? "") }))
   }
   return {
     functions: () => functions,

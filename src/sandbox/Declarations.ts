@@ -3,6 +3,7 @@
  * generated from each inputSchema (and outputSchema), their descriptions as doc comments, and the
  * names a script reaches them by (`tools.<namespace>.<tool>`, or `callTool("<exposed name>")`).
  */
+import * as Invisible from "../data/Invisible.js"
 import { isObject, objectOr, stringField } from "../data/Json.js"
 
 /** How a tool is reached from a script. */
@@ -28,7 +29,10 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 const key = (name: string) => (IDENTIFIER.test(name) ? name : JSON.stringify(name))
 
 const comment = (text: string | undefined, indent: string): string => {
-  const clean = (text ?? "").replace(/\*\//g, "* /").trim()
+  // Nothing a reader of the tool's description could not see reaches the model (data/Invisible).
+  const clean = Invisible.strip(text ?? "")
+    .replace(/\*\//g, "* /")
+    .trim()
   if (clean === "") return ""
   const lines = clean.split("\n").slice(0, 12)
   return `${indent}/** ${lines.join(`\n${indent} * `)} */\n`
