@@ -33,8 +33,8 @@ export const kindOf = (codePoint: number): Kind | undefined => {
 
 // One pass over the text for the common case: nothing hidden, the same string back. Control
 // characters are what this looks for, so the lint rule against them does not apply.
-// eslint-disable-next-line no-control-regex
 const ANY =
+  // eslint-disable-next-line no-control-regex
   /[\u{E0000}-\u{E007F}\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C\u200B-\u200D\u2060\uFEFF\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/u
 const ALL = new RegExp(ANY.source, "gu")
 
