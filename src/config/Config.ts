@@ -80,7 +80,8 @@ export {
   type ConfigNote,
   type ConfigSources,
   type DiskSources,
-  type ResolvedConfig
+  type ResolvedConfig,
+  type AuditSettings
 } from "./Resolve.js"
 export { load, profileProblems, type Loaded } from "./Load.js"
 

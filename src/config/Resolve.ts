@@ -37,6 +37,17 @@ export const DEFAULT_STARTUP_TIMEOUT_MS = 5_000
 export const DEFAULT_MAX_TOOLS = 32
 /** Model turns per orchestration: a search, a read and an answer fit, a runaway loop does not. */
 export const DEFAULT_MAX_STEPS = 6
+/** The audit log is rotated past this size, keeping this many older files. */
+export const DEFAULT_AUDIT_MAX_BYTES = 10 * 1024 * 1024
+export const DEFAULT_AUDIT_KEEP = 5
+
+/** The audit log's settings, resolved. */
+export interface AuditSettings {
+  readonly file: string
+  readonly arguments: "hash" | "full" | "none"
+  readonly maxBytes: number
+  readonly keep: number
+}
 /** A few thousand tokens of each result: what a model's context holds comfortably, turn after turn. */
 export const DEFAULT_MAX_RESULT_CHARS = 32_000
 export const DEFAULT_MAX_CALLS_PER_TURN = 16
@@ -68,6 +79,8 @@ export interface ResolvedConfig {
   readonly codeMode: CodeMode
   /** How the gateway's own model acts when a request does not say: "tools" or "code". */
   readonly orchestrationMode: "tools" | "code"
+  /** The audit log, when on: its file (absolute), what it holds of arguments, its rotation. */
+  readonly audit: Option.Option<AuditSettings>
   /** Named subsets of the tools (`/profiles/<name>/mcp`, `--profile`). */
   readonly profiles: Readonly<Record<string, Profile>>
   /** `--http-auth oauth`: the issuer, audience and scopes tokens are checked against (file only). */
@@ -256,6 +269,13 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,
     maxCallsPerTurn: pick("maxCallsPerTurn") ?? DEFAULT_MAX_CALLS_PER_TURN,
     codeMode: pick("codeMode") ?? {},
+    audit: Option.map(Option.fromNullable(pick("audit")), (audit) => ({
+      // Relative to where the gateway runs.
+      file: path.resolve(sources.cwd ?? process.cwd(), audit.file),
+      arguments: audit.arguments ?? "hash",
+      maxBytes: audit.maxBytes ?? DEFAULT_AUDIT_MAX_BYTES,
+      keep: audit.keep ?? DEFAULT_AUDIT_KEEP
+    })),
     orchestrationMode: pick("orchestrationMode") ?? "tools",
     profiles: pick("profiles") ?? {},
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,

@@ -477,6 +477,18 @@ export const HttpAuth = Schema.Struct({
 })
 export type HttpAuth = typeof HttpAuth.Type
 
+/**
+ * `audit`: one JSON line per tool call and per orchestration or script run, appended to `file`;
+ * `arguments` says how much of a call's arguments it holds ("hash" by default).
+ */
+export const Audit = Schema.Struct({
+  file: NonEmptyString,
+  arguments: Schema.optional(Schema.Literal("hash", "full", "none")),
+  maxBytes: Schema.optional(BoundedInt(1024 * 1024 * 1024, "bytes")),
+  keep: Schema.optional(BoundedInt(100, "files"))
+})
+export type Audit = typeof Audit.Type
+
 /** `codeMode`: false removes `agentify_run_code`; an object sets its limits. */
 export const CodeMode = Schema.Union(
   Schema.Literal(false),
@@ -511,6 +523,7 @@ export const optionFields = {
   maxResultChars: Schema.optional(Mcp.MaxResultChars),
   maxCallsPerTurn: Schema.optional(Mcp.MaxCallsPerTurn),
   codeMode: Schema.optional(CodeMode),
+  audit: Schema.optional(Audit),
   orchestrationMode: Schema.optional(Mcp.OrchestrationMode),
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),

@@ -12,7 +12,7 @@
  * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/
  * `layerScripted`).
  */
-import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Exit, FiberRef, Layer, type Scope, Stream } from "effect"
 import { Backends, type BackendNotification, startOptionsOf } from "../backend/Backends.js"
 import { ClientAsk, isInputRequired, relayableCapabilities, SHARED_CLIENT_CAPABILITIES } from "./ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
@@ -28,6 +28,8 @@ import { Routes } from "./Routes.js"
 import { Sessions } from "./Sessions.js"
 import * as Tasks from "./Tasks.js"
 import * as RunTasks from "./RunTasks.js"
+import { Audit } from "./Audit.js"
+import { randomUUID } from "node:crypto"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
@@ -68,13 +70,14 @@ const make = Effect.gen(function* () {
   const { mode } = registry
   const sessions = registry.all()
   const clientAsk = yield* ClientAsk
+  const audit = yield* Audit
 
   /**
    * A request on a backend for a session's request. Without a progress token over stdio this is
    * the bare call (the passthrough hot path); otherwise the token is swapped for the gateway's
    * own and the call is recorded on the session while it runs.
    */
-  const forward: Server.Context["forward"] = (session, context, backendId, method, params) => {
+  const forwardCall: Server.Context["forward"] = (session, context, backendId, method, params) => {
     const token = Progress.tokenOf(params)
     const stateless = backends.backend(backendId)?.era === "stateless"
     // A stateless request is tracked even over stdio: a backend's questions during it are its own.
@@ -98,6 +101,51 @@ const make = Effect.gen(function* () {
           untrack()
           if (key !== undefined) routes.close(key)
         })
+      )
+    })
+  }
+
+  /**
+   * With the audit log on, every tool call on a backend is recorded here, however it was made (a
+   * client's own, an orchestration's step, a script's call: all come this way). Off: the call as is.
+   */
+  const forward: Server.Context["forward"] = (session, context, backendId, method, params) => {
+    if (!audit.enabled || method !== "tools/call") return forwardCall(session, context, backendId, method, params)
+    return Effect.suspend(() => {
+      const id = randomUUID()
+      const started = performance.now()
+      const own = stringField(params, "name") ?? ""
+      // The call's span carries the id its audit line has.
+      return Effect.zipRight(
+        Effect.annotateCurrentSpan("agentify.audit.id", id),
+        forwardCall(session, context, backendId, method, params)
+      ).pipe(
+        Effect.onExit((exit) =>
+          Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
+            Effect.sync(() =>
+              audit.call({
+                id,
+                ...(parent === undefined ? {} : { parent }),
+                ...Server.whoOf(session),
+                // The client's request it was made for (the debug UI's trace shows it by this id).
+                request: context.id,
+                backend: backendId,
+                tool: {
+                  exposed: catalogOf(backends.toolsSync()).entries.find((e) => e.backendId === backendId && e.toolName === own)
+                    ?.name,
+                  own
+                },
+                arguments: field(params, "arguments") ?? {},
+                outcome: Exit.isSuccess(exit)
+                  ? field(exit.value, "isError") === true
+                    ? "isError"
+                    : "ok"
+                  : Server.outcomeOf(exit.cause),
+                ms: Math.round(performance.now() - started)
+              })
+            )
+          )
+        )
       )
     })
   }
@@ -179,6 +227,7 @@ const make = Effect.gen(function* () {
     relay,
     routes,
     runTasks,
+    audit,
     idPrefix: () => current.sessionIdPrefix,
     forward,
     subscription,
@@ -416,7 +465,7 @@ const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Defe
 
 /** The services a gateway is wired from, one registry and one set of tables shared by all. */
 const services = (sessions: Layer.Layer<Sessions>) =>
-  ClientAsk.layer.pipe(Layer.provideMerge(Layer.merge(sessions, Routes.layer)))
+  Layer.merge(ClientAsk.layer.pipe(Layer.provideMerge(Layer.merge(sessions, Routes.layer))), Audit.layer)
 
 export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, GatewayService>() {
   /**
@@ -426,7 +475,7 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
   static readonly layer: Layer.Layer<
     Gateway,
     never,
-    GatewayConfig | Backends | Orchestrator | Events | Routes | Sessions | ClientAsk
+    GatewayConfig | Backends | Orchestrator | Events | Routes | Sessions | ClientAsk | Audit
   > = Layer.scoped(Gateway, make)
   /** One client owns the gateway (stdio): its `initialize` configures and starts the backends. */
   static readonly layerSingle: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Gateway.layer.pipe(

@@ -9,7 +9,7 @@
  * failures (the lifecycle rules both tables keep are in Lifecycle). Longer than most modules:
  * the aggregate's orchestration entry points (progress, confirmation) sit with its tools.
  */
-import { Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { relayableCapabilities } from "./ClientAsk.js"
 import { describeBackend, type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
@@ -51,6 +51,8 @@ import { field } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
 import * as Tasks from "./Tasks.js"
 import type * as RunTasks from "./RunTasks.js"
+import { type AuditService, hashOf, type Who } from "./Audit.js"
+import { randomUUID } from "node:crypto"
 import type { RoutesService } from "./Routes.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
@@ -76,6 +78,8 @@ export interface Context {
   readonly routes: RoutesService
   /** The gateway's own tasks: orchestrations and scripts run for a client of the tasks extension. */
   readonly runTasks: RunTasks.RunTasks
+  /** The audit log (off unless configured). */
+  readonly audit: AuditService
   /** What the ids the gateway gives (sessions, tasks) start with: its `sessionIdPrefix`. */
   readonly idPrefix: () => string
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
@@ -291,6 +295,42 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     Tasks.wantsTask(session) ? ctx.runTasks.start(Tasks.ownerOf(session), body) : body(undefined)
 
   /**
+   * An orchestration or script run, recorded in the audit log (when on) as one line; its calls
+   * name it as their `parent`.
+   */
+  const audited = (
+    kind: "orchestration" | "script",
+    input: unknown,
+    body: Effect.Effect<unknown, GatewayError>
+  ): Effect.Effect<unknown, GatewayError> => {
+    if (!ctx.audit.enabled) return body
+    return Effect.suspend(() => {
+      const id = randomUUID()
+      const started = performance.now()
+      return body.pipe(
+        Effect.locally(ctx.audit.parent, id),
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            const result = Exit.isSuccess(exit) ? exit.value : undefined
+            const steps = Meta.get(result, "agentify/steps") ?? field(field(result, "structuredContent"), "calls")
+            const tokens = field(Meta.get(result, "agentify/usage"), "totalTokens")
+            ctx.audit.run({
+              id,
+              kind,
+              ...whoOf(session),
+              input: hashOf(input),
+              steps: Array.isArray(steps) ? steps.length : 0,
+              ...(typeof tokens === "number" ? { tokens } : {}),
+              outcome: Exit.isSuccess(exit) ? (field(result, "isError") === true ? "isError" : "ok") : outcomeOf(exit.cause),
+              ms: Math.round(performance.now() - started)
+            })
+          })
+        )
+      )
+    })
+  }
+
+  /**
    * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
    * model answered without calling a tool, its words are the text (most clients show only that).
    */
@@ -345,9 +385,17 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
   const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     if (p.name === ORCHESTRATE_TOOL.name) {
-      return maybeTask((ask) => orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask))
+      return maybeTask((ask) =>
+        audited(
+          "orchestration",
+          field(p.arguments, "query"),
+          orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask)
+        )
+      )
     }
-    if (p.name === RunCode.RUN_CODE_TOOL_NAME) return maybeTask((ask) => runCode(p.arguments ?? {}, context, ask))
+    if (p.name === RunCode.RUN_CODE_TOOL_NAME) {
+      return maybeTask((ask) => audited("script", field(p.arguments, "code"), runCode(p.arguments ?? {}, context, ask)))
+    }
     const entry = catalog().byName.get(p.name) ?? byOwnName(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
     if (typeof entry === "string") return Effect.fail(new InvalidParams({ message: entry, issues: [`name: ${entry}`] }))
@@ -410,18 +458,22 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   /** Adds the query to an orchestration failure's data. */
   const orchestrateTask = (params: unknown, context: RequestContext) =>
     maybeTask((ask) =>
-      Effect.flatMap(validateParams(params), (request) =>
-        orchestrator.orchestrate(request, {
-          execute: execute(context),
-          onStep: stepProgress(context, Progress.tokenOf(params)),
-          confirm: confirmWith(context, ask),
-          profile: profile()
-        })
-      ).pipe(
-        Effect.mapError((error): GatewayError => {
-          const query = field(params, "query")
-          return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
-        })
+      audited(
+        "orchestration",
+        field(params, "query"),
+        Effect.flatMap(validateParams(params), (request) =>
+          orchestrator.orchestrate(request, {
+            execute: execute(context),
+            onStep: stepProgress(context, Progress.tokenOf(params)),
+            confirm: confirmWith(context, ask),
+            profile: profile()
+          })
+        ).pipe(
+          Effect.mapError((error): GatewayError => {
+            const query = field(params, "query")
+            return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
+          })
+        )
       )
     )
 
@@ -508,6 +560,25 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const notification = (n: Notification): Effect.Effect<void> => Methods.notify(notifications, n, ignored)
 
   return { request, notification }
+}
+
+/** Who a session's calls are made for, as the audit log names them. */
+export const whoOf = (session: Session): Who => {
+  const name = field(session.clientInfo, "name")
+  const version = field(session.clientInfo, "version")
+  const profile = session.target._tag === "Aggregate" ? session.target.profile : undefined
+  return {
+    session: session.id,
+    ...(name === undefined && version === undefined ? {} : { client: { name, version } }),
+    ...(session.subject === undefined ? {} : { subject: session.subject }),
+    ...(profile === undefined ? {} : { profile })
+  }
+}
+
+/** A failed call's outcome in the audit log: its JSON-RPC code (-32800 when it was cancelled). */
+export const outcomeOf = (cause: Cause.Cause<GatewayError>): number => {
+  const failure = Cause.failureOption(cause)
+  return failure._tag === "Some" ? toRpcError(failure.value).code : ErrorCode.RequestCancelled
 }
 
 /**

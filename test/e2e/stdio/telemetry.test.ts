@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { once } from "node:events"
-import { writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { join } from "node:path"
 import { CliClient, cleanEnv, SCRIPTED_GATEWAY, tempDir } from "../../support/stdioClient.js"
@@ -39,6 +39,7 @@ const attribute = (span: OtlpSpan, key: string) => {
 
 let client: CliClient
 
+let auditFile: string
 beforeAll(async () => {
   receiver = createServer((req, res) => {
     let body = ""
@@ -61,7 +62,8 @@ beforeAll(async () => {
   const port = (receiver.address() as { port: number }).port
   const dir = tempDir()
   const config = join(dir, "gateway.json")
-  writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")] }))
+  auditFile = join(dir, "audit.jsonl")
+  writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")], audit: { file: auditFile } }))
   client = new CliClient({
     args: [SCRIPTED_GATEWAY, "--config", config],
     command: process.execPath,
@@ -93,6 +95,17 @@ describe("OpenTelemetry export", () => {
     expect(attribute(server, "mcp.method.name")).toBe("tools/call")
     expect(attribute(server, "gen_ai.tool.name")).toBe("fx__meta")
     expect(attribute(server, "mcp.session.id")).toEqual(expect.any(String))
+    // The same id as the call's line in the audit log.
+    const audited = await until("the audit line", () =>
+      existsSync(auditFile)
+        ? readFileSync(auditFile, "utf8")
+            .trim()
+            .split("\n")
+            .map((line) => JSON.parse(line))
+            .find((line) => line.type === "call" && line.tool.own === "meta")
+        : undefined
+    )
+    expect(attribute(server, "agentify.audit.id")).toBe(audited.id)
 
     const backendCall = await until("the client span", () =>
       spans.find((s) => s.name === "tools/call meta" && s.kind === CLIENT && s.traceId === TRACE_ID)
