@@ -47,6 +47,7 @@ import * as Logging from "../observability/Logging.js"
 import type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 import type { Tool } from "../protocol/Mcp.js"
 import { field } from "../data/Json.js"
+import * as Pins from "./Pins.js"
 
 export type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 export { type Applied, diff, runsTheSame } from "./Diff.js"
@@ -60,6 +61,12 @@ export interface BackendTools {
   readonly tools: ReadonlyArray<Tool>
   /** Its filters, overrides and namespace (from its configuration); none: all tools, its id as namespace. */
   readonly exposure?: Exposure | undefined
+  /**
+   * Tools whose definitions differ from their pins: held back from `tools` under `toolPins:
+   * "quarantine"`, in `tools` and only flagged under "warn".
+   */
+  readonly changed?: ReadonlyArray<Pins.Changed> | undefined
+  readonly pinMode?: Pins.Mode | undefined
 }
 
 export interface BackendNotification {
@@ -78,17 +85,23 @@ export interface StartOptions {
    * backend with configured `roots` declares `roots` too.
    */
   readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined
+  /** Tool definitions held against their pins (see Pins); none: not checked. */
+  readonly pins?: Pins.Settings | undefined
 }
 
 /** How the configuration's backends are started: the one place its settings become start options. */
 export const startOptionsOf = (
-  config: Pick<ResolvedConfig, "startupTimeoutMs" | "requestTimeoutMs" | "maxBackendFrameBytes">,
+  config: Pick<ResolvedConfig, "startupTimeoutMs" | "requestTimeoutMs" | "maxBackendFrameBytes"> &
+    Partial<Pick<ResolvedConfig, "toolPins" | "stateDir">>,
   clientCapabilities?: Readonly<Record<string, unknown>>
 ): StartOptions => ({
   startupTimeoutMs: config.startupTimeoutMs,
   requestTimeoutMs: config.requestTimeoutMs,
   maxBackendFrameBytes: config.maxBackendFrameBytes,
-  ...(clientCapabilities === undefined ? {} : { clientCapabilities })
+  ...(clientCapabilities === undefined ? {} : { clientCapabilities }),
+  ...(config.toolPins === undefined || config.stateDir === undefined
+    ? {}
+    : { pins: { mode: config.toolPins, stateDir: config.stateDir } })
 })
 
 export interface ManagerOptions {
@@ -167,6 +180,8 @@ interface Entry {
   protocolVersion: string | undefined
   restarts: number
   tools: ReadonlyArray<Tool>
+  /** Its tools whose definitions differ from their pins (see Pins). */
+  changed: ReadonlyArray<Pins.Changed>
   backend: Backend.Backend | undefined
   /** The era it spoke last: a restart speaks it again without asking (see Backend `era`). */
   era: Backend.Era
@@ -231,7 +246,8 @@ export const make = (options: ManagerOptions = {}) =>
             backendId: e.config.id,
             ...(e.config.description === undefined ? {} : { description: e.config.description }),
             tools: e.tools,
-            exposure: e.config
+            exposure: e.config,
+            ...(e.changed.length === 0 ? {} : { changed: e.changed, pinMode: lastStartOptions?.pins?.mode })
           }))
       }
       return toolsCache
@@ -255,6 +271,40 @@ export const make = (options: ManagerOptions = {}) =>
         return Effect.zipRight(
           PubSub.publish(statusPubSub, status),
           wasReady || state === "ready" ? toolsChangedNow : Effect.void
+        )
+      })
+
+    /**
+     * A backend's tools as listed, held against their pins: those it may offer become its tools;
+     * a definition that changed since it was pinned is said (once per change) at warn.
+     */
+    const reviewTools = (entry: Entry, tools: ReadonlyArray<Tool>, pins: Pins.Settings | undefined) =>
+      Effect.suspend(() => {
+        if (pins === undefined) {
+          entry.tools = tools
+          entry.changed = []
+          return Effect.void
+        }
+        const problems: Array<unknown> = []
+        const reviewed = Pins.review(pins, entry.config.id, tools, (error) => problems.push(error))
+        const before = new Set(entry.changed.map((c) => `${c.name}\u0000${Pins.fingerprintOf(c.now)}`))
+        entry.tools = reviewed.admitted
+        entry.changed = reviewed.changed
+        const fresh = reviewed.changed.filter((c) => !before.has(`${c.name}\u0000${Pins.fingerprintOf(c.now)}`))
+        return Effect.all(
+          [
+            ...fresh.map((c) =>
+              Effect.logWarning(
+                `tool ${c.name} of ${entry.config.id} changed since it was pinned (${c.changed.join(", ")}): ${
+                  pins.mode === "quarantine" ? "quarantined" : "flagged"
+                }; review it and run \`mcp-agentify trust ${entry.config.id} ${c.name}\` to accept it\n${Pins.describeChange(c)}`
+              )
+            ),
+            ...problems.map((error) =>
+              Effect.logWarning(`could not store the pins of ${entry.config.id}'s new tools: ${String(error)}`)
+            )
+          ],
+          { discard: true }
         )
       })
 
@@ -284,9 +334,9 @@ export const make = (options: ManagerOptions = {}) =>
             onToolsChanged: (tools) =>
               Effect.suspend(() => {
                 if (entry.backend !== backend) return Effect.void
-                entry.tools = tools
+                const said = reviewTools(entry, tools, startOptions.pins)
                 return Effect.zipRight(
-                  Effect.logInfo(`tools changed: ${tools.length} tools`),
+                  Effect.zipRight(said, Effect.logInfo(`tools changed: ${tools.length} tools`)),
                   Effect.zipRight(PubSub.publish(statusPubSub, statusOf(entry)), toolsChangedNow)
                 )
               })
@@ -295,7 +345,7 @@ export const make = (options: ManagerOptions = {}) =>
           entry.pid = backend.pid
           entry.protocolVersion = backend.protocolVersion
           entry.era = backend.era
-          entry.tools = backend.tools()
+          yield* reviewTools(entry, backend.tools(), startOptions.pins)
           entry.lastError = undefined
           yield* setState(entry, "ready")
           yield* Effect.logInfo(
@@ -436,6 +486,7 @@ export const make = (options: ManagerOptions = {}) =>
         protocolVersion: undefined,
         restarts: 0,
         tools: [],
+        changed: [],
         backend: undefined,
         era: "auto",
         fiber: undefined,

@@ -9,6 +9,7 @@ export {
   admits,
   filtersAnything,
   matchesGlob,
+  namespaced,
   ownToolName,
   profileAdmits,
   profileServes,

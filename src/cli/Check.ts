@@ -3,11 +3,13 @@
  * configuration as the gateway would, starts every backend, and prints a table of what each one
  * offers (state, protocol, tools, resources, prompts, start-up time) and every problem with its fix.
  * The exit code says whether every enabled backend became ready with every tool exposed (0) or
- * not (1). `--profile` checks one profile: its backends, and the tools it serves.
+ * not (1: a backend not ready, a name conflict, a tool quarantined because its definition changed
+ * since it was pinned). `--profile` checks one profile: its backends, and the tools it serves.
  */
 import { Effect, Fiber, Layer, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
 import { Backends, countListed, hiddenIn, startOptionsOf } from "../backend/Backends.js"
+import * as Pins from "../backend/Pins.js"
 import { GatewayConfig, type ConfigSources, transportOf } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import { LlmClient } from "../orchestration/Llm.js"
@@ -122,6 +124,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
       )
     // Descriptions that hide characters: removed from what the gateway's model reads, said here.
     const hidden: Array<string> = []
+    const pinProblems: Array<string> = []
     for (const listed of backends.toolsSync()) {
       for (const h of yield* hiddenIn(backends, listed.backendId, listed.tools)) {
         hidden.push(
@@ -129,6 +132,17 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
         )
       }
     }
+    // Tools whose definitions changed since they were pinned: held back (a problem) or flagged.
+    for (const listed of backends.toolsSync()) {
+      for (const change of listed.changed ?? []) {
+        const line = `- ${listed.backendId}: tool ${change.name} changed since it was pinned (${change.changed.join(", ")})${
+          listed.pinMode === "quarantine" ? ": quarantined" : ""
+        }\n${Pins.describeChange(change)}\n  fix: review the change, then run \`mcp-agentify trust ${listed.backendId} ${change.name}\``
+        if (listed.pinMode === "quarantine") pinProblems.push(line)
+        else hidden.push(line)
+      }
+    }
+    problems.push(...pinProblems)
     // Tools two backends would share a name for: the later one's are not exposed.
     const catalog = inProfile(catalogOf(backends.toolsSync()), profile)
     for (const conflict of catalog.conflicts) {

@@ -34,6 +34,7 @@ export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [-
                     [--http-token TOKEN] [--http-auth oauth] [--debug-port [HOST:]PORT] [--profile NAME]
        mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--profile NAME]
        mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR] [--mode code]   (same options as check)
+       mcp-agentify trust BACKEND_ID [TOOL]   accept a backend's changed tool definitions (same options as check)
        mcp-agentify auth BACKEND_ID [--no-browser]   sign in to a remote backend that requires OAuth
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
@@ -99,10 +100,11 @@ export type Parsed =
   | { readonly _tag: "Run"; readonly settings: Settings }
   | { readonly _tag: "Check"; readonly settings: Settings }
   | { readonly _tag: "Auth"; readonly backendId: string; readonly browser: boolean; readonly settings: Settings }
+  | { readonly _tag: "Trust"; readonly backendId: string; readonly tool: string | undefined; readonly settings: Settings }
   | { readonly _tag: "Terminal"; readonly command: Terminal.Command; readonly settings: Settings }
   | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
 
-const COMMANDS = ["check", "tools", "call", "ask", "auth"] as const
+const COMMANDS = ["check", "tools", "call", "ask", "auth", "trust"] as const
 const OPTIONS = [
   "config",
   "servers-dir",
@@ -283,7 +285,9 @@ export const parse = (
       disk,
       ...(debugAddress === undefined ? {} : { cliDebugPort: debugAddress.port }),
       // A person at a terminal wants the answer, not the start-up log: warnings only, unless asked.
-      cliLogLevel: cliLogLevel ?? ((command !== undefined || checking) && env.LOG_LEVEL === undefined ? "warn" : undefined),
+      cliLogLevel:
+        cliLogLevel ??
+        ((command !== undefined || checking || subcommand === "trust") && env.LOG_LEVEL === undefined ? "warn" : undefined),
       cwd
     },
     openaiTimeoutMs,
@@ -301,6 +305,13 @@ export const parse = (
     return { _tag: "Auth", backendId, browser: values["no-browser"] !== true, settings }
   }
   if (values["no-browser"] !== undefined) throw new UsageError(`--no-browser is only used with auth; ${SEE_HELP}`)
+  if (subcommand === "trust") {
+    const backendId = positionals[1]
+    if (backendId === undefined || positionals.length > 3) {
+      throw new UsageError("trust needs a backend id, and may name one tool: mcp-agentify trust BACKEND_ID [TOOL]")
+    }
+    return { _tag: "Trust", backendId, tool: positionals[2], settings }
+  }
   return { _tag: checking ? "Check" : "Run", settings }
 }
 
@@ -327,6 +338,7 @@ const terminalCommand = (
       extra(0)
       return undefined
     case "auth":
+    case "trust":
       return undefined
     case "tools":
       extra(0)
@@ -510,6 +522,15 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
       (auth) => auth.run(backendId, settings.sources, (text) => process.stdout.write(text), browser) // stdout-ok: auth's instructions, no client attached
     )
     run(Effect.flatMap(signedIn, (code) => Effect.sync(() => (process.exitCode = code))))
+    return
+  }
+  if (parsed._tag === "Trust") {
+    const { backendId, tool, settings } = parsed
+    const trusted = Effect.flatMap(
+      Effect.promise(() => import("./Trust.js")),
+      (trust) => trust.run(backendId, tool, settings.sources, (text) => process.stdout.write(text)) // stdout-ok: trust's report, no client attached
+    )
+    run(Effect.flatMap(trusted, (code) => Effect.sync(() => (process.exitCode = code))))
     return
   }
   if (parsed._tag === "Check") {

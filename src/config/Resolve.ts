@@ -37,6 +37,14 @@ export const DEFAULT_STARTUP_TIMEOUT_MS = 5_000
 export const DEFAULT_MAX_TOOLS = 32
 /** Model turns per orchestration: a search, a read and an answer fit, a runaway loop does not. */
 export const DEFAULT_MAX_STEPS = 6
+
+/** `AGENTIFY_STATE_DIR`, else `$XDG_STATE_HOME/mcp-agentify`, else `~/.local/state/mcp-agentify`. */
+export const stateDirOf = (env: Readonly<Record<string, string | undefined>>, home?: string): string => {
+  const own = env.AGENTIFY_STATE_DIR?.trim()
+  if (own) return path.resolve(own)
+  const xdg = env.XDG_STATE_HOME?.trim()
+  return xdg ? path.join(path.resolve(xdg), "mcp-agentify") : path.join(home ?? os.homedir(), ".local", "state", "mcp-agentify")
+}
 /** The audit log is rotated past this size, keeping this many older files. */
 export const DEFAULT_AUDIT_MAX_BYTES = 10 * 1024 * 1024
 export const DEFAULT_AUDIT_KEEP = 5
@@ -81,6 +89,10 @@ export interface ResolvedConfig {
   readonly orchestrationMode: "tools" | "code"
   /** The audit log, when on: its file (absolute), what it holds of arguments, its rotation. */
   readonly audit: Option.Option<AuditSettings>
+  /** Tool definitions pinned on first use: a changed one is quarantined (default), flagged, or ignored. */
+  readonly toolPins: "quarantine" | "warn" | "off"
+  /** Where the gateway keeps its state (tool pins): `AGENTIFY_STATE_DIR`, else the XDG state directory. */
+  readonly stateDir: string
   /** Named subsets of the tools (`/profiles/<name>/mcp`, `--profile`). */
   readonly profiles: Readonly<Record<string, Profile>>
   /** `--http-auth oauth`: the issuer, audience and scopes tokens are checked against (file only). */
@@ -269,6 +281,8 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,
     maxCallsPerTurn: pick("maxCallsPerTurn") ?? DEFAULT_MAX_CALLS_PER_TURN,
     codeMode: pick("codeMode") ?? {},
+    toolPins: pick("toolPins") ?? "quarantine",
+    stateDir: stateDirOf(env, sources.home),
     audit: Option.map(Option.fromNullable(pick("audit")), (audit) => ({
       // Relative to where the gateway runs.
       file: path.resolve(sources.cwd ?? process.cwd(), audit.file),

@@ -524,6 +524,8 @@ export const optionFields = {
   maxCallsPerTurn: Schema.optional(Mcp.MaxCallsPerTurn),
   codeMode: Schema.optional(CodeMode),
   audit: Schema.optional(Audit),
+  /** What a tool whose definition changed since it was first seen becomes: held back, flagged, or nothing. */
+  toolPins: Schema.optional(Schema.Literal("quarantine", "warn", "off")),
   orchestrationMode: Schema.optional(Mcp.OrchestrationMode),
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),

@@ -23,6 +23,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option, Queue } from "effect"
 import { createServer } from "node:http"
 import { Backends, countListed, hiddenIn } from "../backend/Backends.js"
+import * as Pins from "../backend/Pins.js"
 import { describeBackend, EXPOSURE_KEYS, GatewayConfig, type ResolvedConfig, transportOf } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { SERVER_VERSION } from "../gateway/Server.js"
@@ -142,6 +143,17 @@ export const serve = (options: Options, recorder: Recorder) =>
               resources: c?.resources,
               prompts: c?.prompts,
               hidden: c?.hidden ?? [],
+              // Tools whose definitions changed since they were pinned, with what changed.
+              pinned: (() => {
+                const listed = backends.toolsSync().find((b) => b.backendId === s.id)
+                return (listed?.changed ?? []).map((change) => ({
+                  name: change.name,
+                  changed: change.changed,
+                  held: listed?.pinMode === "quarantine",
+                  diff: Pins.describeChange(change),
+                  trust: `mcp-agentify trust ${s.id} ${change.name}`
+                }))
+              })(),
               calls: stats?.calls ?? 0,
               errors: stats?.errors ?? 0,
               p50Ms: latency.p50,

@@ -134,8 +134,11 @@ async function refreshBackends() {
       const tr = el("tr"); tr.dataset.backend = b.id;
       const cells = [b.displayName ? b.id + " (" + b.displayName + ")" : b.id, b.state, b.address ?? "-", b.protocolVersion ?? "-",
         b.tools, b.resources ?? "-", b.prompts ?? "-", b.restarts, b.calls, b.errors, ms(b.p50Ms), ms(b.p99Ms),
-        [b.lastError ?? "", ...(b.hidden ?? []).map((h) => h.what + " " + h.name + " hides characters (" + h.found + ")")].filter(Boolean).join("; ")];
+        [b.lastError ?? "", ...(b.hidden ?? []).map((h) => h.what + " " + h.name + " hides characters (" + h.found + ")"),
+          ...(b.pinned ?? []).map((p) => "tool " + p.name + (p.held ? " quarantined" : " flagged") + ": its " + p.changed.join(", ") + " changed since it was pinned; accept with " + p.trust)].filter(Boolean).join("; ")];
       cells.forEach((c, i) => tr.appendChild(el("td", c, i === 1 ? "state state-" + b.state : i === 12 ? "err" : undefined)));
+      // The diff of each changed definition, on hover.
+      if ((b.pinned ?? []).length > 0) tr.lastChild.title = b.pinned.map((p) => p.name + ":\\n" + p.diff).join("\\n");
       const td = el("td"); const button = el("button", "restart"); button.disabled = !b.enabled;
       button.addEventListener("click", () => fetch(withToken("/api/backends/" + encodeURIComponent(b.id) + "/restart"), { method: "POST" }).then(refreshBackends));
       td.appendChild(button); tr.appendChild(td);

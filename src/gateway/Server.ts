@@ -43,6 +43,7 @@ import {
   catalogOf,
   filtersAnything,
   inProfile,
+  namespaced,
   ownToolName,
   profileAdmits
 } from "../catalog/ToolCatalog.js"
@@ -377,6 +378,16 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     const own = owner === undefined ? undefined : ownToolName(owner.config, name.slice(owner.namespace.length + 2))
     if (owner !== undefined && own !== undefined && profileAdmits(profile(), owner.s.id, name)) {
       return yield* ctx.forward(session, context, owner.s.id, "tools/call", { ...p, name: own })
+    }
+    // A tool held back because its definition changed since it was pinned: say so, and how to accept it.
+    for (const listed of backends.toolsSync()) {
+      if (listed.pinMode !== "quarantine") continue
+      const config = backends.configOf(listed.backendId)
+      const held = listed.changed?.find((c) => c.name === name || (config !== undefined && namespaced(config, c.name) === name))
+      if (held !== undefined) {
+        const message = `Tool ${name} is quarantined: its ${held.changed.join(", ")} changed since it was pinned; review the change and run \`mcp-agentify trust ${listed.backendId} ${held.name}\` to accept it`
+        return yield* new InvalidParams({ message, issues: [`name: ${message}`] })
+      }
     }
     return yield* new InvalidParams({ message: `Unknown tool: ${name}`, issues: [`name: no tool named '${name}'`] })
   })

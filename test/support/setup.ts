@@ -1,10 +1,21 @@
 /**
  * Runs in every test file's worker. Logs go to stderr, as in the CLI: Effect's default logger (in
  * tests that do not provide the gateway's) prints with console.log, which would otherwise reach
- * the runner's stdout. The temp directories a file made are removed when it ends.
+ * the runner's stdout. The temp directories a file made are removed when it ends. Each file has a
+ * home of its own (the gateway's state lives under it).
  */
 import { afterAll } from "vitest"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { removeTempDirs } from "./stdioClient.js"
+
+// The gateway keeps state under the user's home (tool pins): tests keep theirs in a home of their own.
+const home = mkdtempSync(join(tmpdir(), "agentify-home-"))
+process.env.HOME = home
+delete process.env.XDG_STATE_HOME
+delete process.env.AGENTIFY_STATE_DIR
+afterAll(() => rmSync(home, { recursive: true, force: true }))
 
 console.log = console.error
 console.info = console.error

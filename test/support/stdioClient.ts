@@ -31,13 +31,17 @@ export const removeTempDirs = (): void => {
   for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true, maxRetries: 3 })
 }
 
-/** An environment without the developer's own OpenAI settings or config. */
+/**
+ * An environment without the developer's own OpenAI settings or config, and with a state directory
+ * of its own (tool pins) unless `extra` names one: each gateway a test starts meets its backends' tools
+ * for the first time.
+ */
 export const cleanEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = { ...process.env }
   for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "AGENTIFY_CONFIG", "LOG_LEVEL", "DEBUG_PORT"]) {
     delete env[name]
   }
-  return { ...env, ...extra }
+  return { ...env, AGENTIFY_STATE_DIR: tempDir("agentify-state-"), ...extra }
 }
 
 export type Id = string | number
