@@ -117,7 +117,8 @@ const orchestrationEntry = (record: OrchestrationRecord & { readonly at: number 
   error: record.error === undefined ? undefined : { code: record.error.code, message: Secrets.scrub(record.error.message) },
   llmMs: record.llmMs,
   usage: record.usage,
-  totalMs: record.totalMs
+  totalMs: record.totalMs,
+  ...(record.auditId === undefined ? {} : { auditId: record.auditId })
 })
 
 export interface BackendStats {

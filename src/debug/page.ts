@@ -211,6 +211,7 @@ const orchList = new VirtualList(document.getElementById("orch-list"), (o) =>
     const dl = el("dl", undefined, "kv");
     const add = (k, v) => { dl.appendChild(el("dt", k)); dl.appendChild(el("dd", v)); };
     add("query", o.query);
+    if (o.auditId) add("audit log", "run " + o.auditId);
     add("context", o.context);
     add("routing", o.routing + " · " + o.offered.length + " offered");
     add("offered (ranking)", o.offered.map((t) => t.name + (t.score === undefined ? "" : "  " + t.score)).join("\\n"));

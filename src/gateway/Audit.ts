@@ -10,11 +10,12 @@
  * clean stop loses nothing. The file (mode 0600) is rotated past `maxBytes`, keeping `keep` older
  * ones (`file.1` the newest). Settings are read when the gateway starts.
  */
-import { Context, Effect, FiberRef, Layer, Option, Queue } from "effect"
+import { Context, Effect, type FiberRef, Layer, Option, Queue } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { type AuditSettings, GatewayConfig } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
+import * as AuditRun from "../observability/AuditRun.js"
 
 /** Lines waiting at most; past it lines are dropped and the loss is said once. */
 export const MAX_QUEUED = 100_000
@@ -63,7 +64,7 @@ export const hashOf = (value: unknown): string =>
     .update(JSON.stringify(value) ?? "")
     .digest("hex")}`
 
-const parent = FiberRef.unsafeMake<string | undefined>(undefined)
+const parent = AuditRun.current
 
 const off: AuditService = { enabled: false, parent, call: () => {}, run: () => {} }
 

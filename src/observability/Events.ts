@@ -113,6 +113,8 @@ export interface OrchestrationRecord {
   readonly logs?: ReadonlyArray<string> | undefined
   readonly limit?: string | undefined
   readonly totalMs: number
+  /** The run's id in the audit log, when that is on. */
+  readonly auditId?: string | undefined
 }
 
 /** Events kept for a subscriber that has not taken them yet; older ones are dropped. */

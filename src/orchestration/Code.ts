@@ -10,7 +10,8 @@
  * The sandbox (QuickJS and its worker) is loaded on the first run: a gateway never asked to run
  * code never reads it.
  */
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Either, FiberRef, Option, Schema } from "effect"
+import * as AuditRun from "../observability/AuditRun.js"
 import { Events, type OrchestrationStep } from "../observability/Events.js"
 import type { CodeMode, ConfirmTools } from "../config/Config.js"
 import type { Catalog, CatalogEntry } from "../catalog/ToolCatalog.js"
@@ -134,7 +135,7 @@ const valueOf = (result: CallToolResult): unknown =>
 
 /** The run for the debug UI (as an orchestration of its own: the script, its calls, logs and limit). */
 const publish = (code: string, outcome: Sandbox.Outcome, totalMs: number) =>
-  Effect.flatMap(Effect.serviceOption(Events), (found) =>
+  Effect.flatMap(Effect.zip(Effect.serviceOption(Events), FiberRef.get(AuditRun.current)), ([found, auditId]) =>
     Effect.sync(() => {
       const events = Option.getOrUndefined(found)
       if (events === undefined || !events.active()) return
@@ -155,6 +156,7 @@ const publish = (code: string, outcome: Sandbox.Outcome, totalMs: number) =>
         code,
         logs: outcome.logs,
         steps,
+        ...(auditId === undefined ? {} : { auditId }),
         ...(outcome.ok
           ? { result: outcome.value }
           : { error: { code: -32003, message: `${outcome.name}: ${outcome.message}` }, limit: outcome.limit }),

@@ -15,7 +15,8 @@
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
  */
-import { Context, Effect, Either, Layer, Option, Schema } from "effect"
+import { Context, Effect, Either, FiberRef, Layer, Option, Schema } from "effect"
+import * as AuditRun from "../observability/AuditRun.js"
 import { Backends } from "../backend/Backends.js"
 import { formatIssues, GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import {
@@ -574,24 +575,35 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         if (!events.active()) return run(params, execute, onStep, confirm, profile)
         const started = Date.now()
         const record: Recording = { query: "", context: null, routing: "", offered: [] }
-        return run(params, execute, onStep, confirm, profile, record).pipe(
-          Effect.tapBoth({
-            onFailure: (error) =>
-              Effect.sync(() =>
-                events.publish({
-                  _tag: "Orchestration",
-                  at: started,
-                  ...record,
-                  error: { code: error.code, message: error.message },
-                  totalMs: Date.now() - started
-                })
-              ),
-            onSuccess: (result) =>
-              Effect.sync(() =>
-                events.publish({ _tag: "Orchestration", at: started, ...record, result, totalMs: Date.now() - started })
-              )
-          })
-        )
+        return Effect.flatMap(FiberRef.get(AuditRun.current), (auditId) => {
+          const audited = auditId === undefined ? {} : { auditId }
+          return run(params, execute, onStep, confirm, profile, record).pipe(
+            Effect.tapBoth({
+              onFailure: (error) =>
+                Effect.sync(() =>
+                  events.publish({
+                    _tag: "Orchestration",
+                    at: started,
+                    ...record,
+                    ...audited,
+                    error: { code: error.code, message: error.message },
+                    totalMs: Date.now() - started
+                  })
+                ),
+              onSuccess: (result) =>
+                Effect.sync(() =>
+                  events.publish({
+                    _tag: "Orchestration",
+                    at: started,
+                    ...record,
+                    ...audited,
+                    result,
+                    totalMs: Date.now() - started
+                  })
+                )
+            })
+          )
+        })
       }
 
       return { orchestrate, plan }

@@ -6,12 +6,15 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BIN, cleanEnv, tempDir } from "../../support/stdioClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
+import { startHttpGateway } from "../../support/httpClient.js"
+import { until } from "../../support/process.js"
 
 const KEY = "sk-test-audit-secret-0123456789"
 
@@ -97,5 +100,34 @@ describe("the audit log", () => {
     await none.client.callTool({ name: "fx__echo", arguments: { text: "private words" } })
     await none.client.close()
     expect(linesOf(join(none.dir, "b.jsonl"))[0]).not.toHaveProperty("arguments")
+  })
+
+  it("the debug UI shows a run's audit id, and the run's line has it", async () => {
+    const dir = tempDir()
+    const gateway = await startHttpGateway({
+      args: ["--debug-port", "0"],
+      env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: model.baseUrl },
+      config: { backends: [fixtureBackend("fx")], audit: { file: join(dir, "audit.jsonl") } }
+    })
+    try {
+      const port = await until("the debug UI", () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(gateway.stderr())?.[1])
+      const debug = `http://127.0.0.1:${port}`
+      const client = new Client({ name: "auditor", version: "1" })
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`)))
+      await until("fx ready", async () => (await client.listTools()).tools.some((t) => t.name === "fx__add"))
+      model.setSteps([{ tool: "fx__add", arguments: { a: 2, b: 2 } }, { text: "4" }])
+      await client.callTool({ name: "agentify_orchestrate", arguments: { query: "add 2 and 2" } })
+      await client.close()
+      const shown = await until("the run in the debug UI", async () => {
+        const runs = (await (await fetch(`${debug}/api/orchestrations`)).json()) as Array<any>
+        return runs.find((r) => r.query === "add 2 and 2" && r.auditId !== undefined)
+      })
+      const line = await until("the run's line", () =>
+        existsSync(join(dir, "audit.jsonl")) ? linesOf(join(dir, "audit.jsonl")).find((l) => l.type === "run") : undefined
+      )
+      expect(shown.auditId).toBe(line.id)
+    } finally {
+      await gateway.close()
+    }
   })
 })
