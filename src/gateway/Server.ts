@@ -308,7 +308,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     return Effect.suspend(() => {
       const id = randomUUID()
       const started = performance.now()
-      return body.pipe(
+      // The request's span carries the run's id, as the run's audit line does.
+      return Effect.zipRight(Effect.annotateCurrentSpan("agentify.audit.run", id), body).pipe(
         Effect.locally(ctx.audit.parent, id),
         Effect.onExit((exit) =>
           Effect.sync(() => {

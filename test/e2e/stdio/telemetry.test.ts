@@ -138,6 +138,17 @@ describe("OpenTelemetry export", () => {
     expect(ancestry(llm)).toEqual(["agentify/orchestrateTask", "Orchestrator.orchestrate", "Orchestrator.step", "Llm.chat"])
     const step = inTrace().find((s) => s.name === "Orchestrator.step")!
     expect(Number(attribute(step, "agentify.step"))).toBe(1)
+    // The run's id and its call's, as in the audit log.
+    const lines = await until("the run's audit lines", () => {
+      const all = readFileSync(auditFile, "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line))
+      const run = all.find((line) => line.type === "run")
+      return run === undefined ? undefined : { run, call: all.find((line) => line.parent === run.id) }
+    })
+    expect(attribute(server, "agentify.audit.run")).toBe(lines.run.id)
+    expect(lines.call).toMatchObject({ tool: { own: "echo" } })
   }, 20_000)
 
   it("a code-mode run: its span, a child span per call, and the backend's call under it", async () => {
