@@ -167,7 +167,10 @@ describe("pinned tool definitions", () => {
         expect.objectContaining({ name: "echo", held: true, changed: ["description"], trust: "mcp-agentify trust fx echo" })
       ])
       expect(fx.pinned[0].diff).toContain("+ Changed for the UI")
-      expect(fx.hidden).toEqual([expect.objectContaining({ what: "tool", name: "notes" })])
+      expect(fx.hidden).toEqual([
+        expect.objectContaining({ what: "tool", name: "notes" }),
+        expect.objectContaining({ what: "prompt", name: "summary", found: "2 bidi" })
+      ])
     } finally {
       await gateway.close()
     }

@@ -74,6 +74,7 @@ describe("tool descriptions that hide text", () => {
     const out = result.stdout.toString("utf8")
     expect(out).toContain("warnings:")
     expect(out).toMatch(/- fx: tool notes's description hides characters \(18 tag, 1 bidi, 1 zero-width, in inputSchema\)/)
+    expect(out).toContain("- fx: prompt summary's description hides characters (2 bidi)")
     expect(result.status).toBe(0)
   })
 })
