@@ -9,6 +9,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Secrets from "../observability/Secrets.js"
+import { stateDirOf } from "../data/StateDir.js"
 
 import {
   BackendConfig,
@@ -38,13 +39,7 @@ export const DEFAULT_MAX_TOOLS = 32
 /** Model turns per orchestration: a search, a read and an answer fit, a runaway loop does not. */
 export const DEFAULT_MAX_STEPS = 6
 
-/** `AGENTIFY_STATE_DIR`, else `$XDG_STATE_HOME/mcp-agentify`, else `~/.local/state/mcp-agentify`. */
-export const stateDirOf = (env: Readonly<Record<string, string | undefined>>, home?: string): string => {
-  const own = env.AGENTIFY_STATE_DIR?.trim()
-  if (own) return path.resolve(own)
-  const xdg = env.XDG_STATE_HOME?.trim()
-  return xdg ? path.join(path.resolve(xdg), "mcp-agentify") : path.join(home ?? os.homedir(), ".local", "state", "mcp-agentify")
-}
+export { stateDirOf } from "../data/StateDir.js"
 /** The audit log is rotated past this size, keeping this many older files. */
 export const DEFAULT_AUDIT_MAX_BYTES = 10 * 1024 * 1024
 export const DEFAULT_AUDIT_KEEP = 5
