@@ -251,7 +251,11 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       : []
     // Code mode's tool declares what this session's scripts can call (its profile's tools, no app-only one).
     const runCode = config.codeMode === false ? [] : [RunCode.runCodeToolFor(Apps.forModel(view), namespaceOfBackend)]
-    return { tools: [ORCHESTRATE_TOOL, ...runCode, ...backendTools] }
+    // A client of the tasks extension may get either of the gateway's own as a task (see RunTasks).
+    const own = Tasks.wantsTask(session)
+      ? [ORCHESTRATE_TOOL, ...runCode].map((tool) => ({ ...tool, execution: { taskSupport: "optional" } }))
+      : [ORCHESTRATE_TOOL, ...runCode]
+    return { tools: [...own, ...backendTools] }
   })
 
   /**

@@ -140,6 +140,18 @@ describe("an orchestration or script as a task, for a client of the tasks extens
     }
   }
 
+  it("sees that the gateway's own tools may run as tasks (a client without the extension does not)", async () => {
+    const own = (tools: Array<any>) => tools.filter((t) => t.name.startsWith("agentify_")).map((t) => [t.name, t.execution])
+    expect(own((await task("tools/list", {})).result.tools)).toEqual([
+      ["agentify_orchestrate", { taskSupport: "optional" }],
+      ["agentify_run_code", { taskSupport: "optional" }]
+    ])
+    expect(own((await request("tools/list", {})).result.tools)).toEqual([
+      ["agentify_orchestrate", undefined],
+      ["agentify_run_code", undefined]
+    ])
+  })
+
   it("gets a task at once, finds the confirmation in its inputRequests, answers it with tasks/update, and reads the result", async () => {
     const target = join(root, "task.txt")
     fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "task" } }, { text: "Written." }])
