@@ -212,6 +212,16 @@ describe("2026-07-28 tasks (the io.modelcontextprotocol/tasks extension) through
     expect((await post("tasks/result", { taskId: slow.taskId })).body.error.code).toBe(-32601)
   })
 
+  it("answers hostile task ids with -32602 and stays up: Object's own names, a long id, not a string", async () => {
+    for (const taskId of ["__proto__", "constructor", "toString", "agentify.__proto__", `tasks.${"x".repeat(8_000)}`]) {
+      const reply = await post("tasks/get", { taskId })
+      expect([reply.status, reply.body.error?.code]).toEqual([200, -32602])
+    }
+    const notString = await post("tasks/get", { taskId: { toString: "tasks.x" } })
+    expect(notString.body.error.code).toBe(-32602)
+    expect((await post("server/discover")).status).toBe(200)
+  })
+
   it("without the extension: the task methods are -32021, calls run synchronously, and a required task's -32021 passes through", async () => {
     const sync = (await call("slow_compute", { seconds: 0.01, label: "now" }, {})).body.result
     expect(sync).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "computed now" }] })
