@@ -10,12 +10,17 @@
  * clean stop loses nothing. The file (mode 0600) is rotated past `maxBytes`, keeping `keep` older
  * ones (`file.1` the newest). Settings are read when the gateway starts.
  */
-import { Context, Effect, type FiberRef, Layer, Option, Queue } from "effect"
-import { createHash } from "node:crypto"
+import { Cause, Context, Effect, Exit, FiberRef, Layer, Option, Queue } from "effect"
+import { createHash, randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import { type AuditSettings, GatewayConfig } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as AuditRun from "../observability/AuditRun.js"
+import { field } from "../data/Json.js"
+import * as Meta from "../data/Meta.js"
+import { ErrorCode, type GatewayError, toRpcError } from "../protocol/Errors.js"
+import type { Id } from "../jsonrpc/JsonRpc.js"
+import type { Session } from "./Session.js"
 
 /** Lines waiting at most; past it lines are dropped and the loss is said once. */
 export const MAX_QUEUED = 100_000
@@ -156,4 +161,102 @@ export class Audit extends Context.Tag("mcp-agentify/Audit")<Audit, AuditService
   )
   /** Nothing recorded (tests, embedding). */
   static readonly layerOff: Layer.Layer<Audit> = Layer.succeed(Audit, off)
+}
+
+/** Who a session's calls are made for, as the audit log names them. */
+export const whoOf = (session: Session): Who => {
+  const name = field(session.clientInfo, "name")
+  const version = field(session.clientInfo, "version")
+  const profile = session.target._tag === "Aggregate" ? session.target.profile : undefined
+  return {
+    session: session.id,
+    ...(name === undefined && version === undefined ? {} : { client: { name, version } }),
+    ...(session.subject === undefined ? {} : { subject: session.subject }),
+    ...(profile === undefined ? {} : { profile })
+  }
+}
+
+/** A failure's outcome in the audit log: its JSON-RPC code (-32800 when it was cancelled). */
+export const outcomeOf = (cause: Cause.Cause<GatewayError>): number => {
+  const failure = Cause.failureOption(cause)
+  return failure._tag === "Some" ? toRpcError(failure.value).code : ErrorCode.RequestCancelled
+}
+
+/** A result's outcome: "isError" for a tool result that says it failed, else "ok". */
+const resultOutcome = (result: unknown): "ok" | "isError" => (field(result, "isError") === true ? "isError" : "ok")
+
+/**
+ * A tool call on a backend, recorded when it ends: its line names the run it belongs to (the
+ * fiber's), and the current span carries the line's id.
+ */
+export const call = <A, E extends GatewayError>(
+  audit: AuditService,
+  session: Session,
+  request: Id,
+  backend: string,
+  tool: { readonly exposed: string | undefined; readonly own: string },
+  params: unknown,
+  run: () => Effect.Effect<A, E>
+): Effect.Effect<A, E> =>
+  Effect.suspend(() => {
+    const id = randomUUID()
+    const started = performance.now()
+    return Effect.zipRight(Effect.annotateCurrentSpan("agentify.audit.id", id), run()).pipe(
+      Effect.onExit((exit) =>
+        Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
+          Effect.sync(() =>
+            audit.call({
+              id,
+              ...(parent === undefined ? {} : { parent }),
+              ...whoOf(session),
+              // The client's request it was made for (the debug UI's trace shows it by this id).
+              request,
+              backend,
+              tool,
+              arguments: field(params, "arguments") ?? {},
+              outcome: Exit.isSuccess(exit) ? resultOutcome(exit.value) : outcomeOf(exit.cause),
+              ms: Math.round(performance.now() - started)
+            })
+          )
+        )
+      )
+    )
+  })
+
+/**
+ * An orchestration or script run, recorded as one line when it ends; the calls it makes name it as
+ * their `parent`, and the request's span carries its id. Off: the run as it is.
+ */
+export const run = <A, E extends GatewayError>(
+  audit: AuditService,
+  kind: "orchestration" | "script",
+  session: Session,
+  input: unknown,
+  body: Effect.Effect<A, E>
+): Effect.Effect<A, E> => {
+  if (!audit.enabled) return body
+  return Effect.suspend(() => {
+    const id = randomUUID()
+    const started = performance.now()
+    return Effect.zipRight(Effect.annotateCurrentSpan("agentify.audit.run", id), body).pipe(
+      Effect.locally(audit.parent, id),
+      Effect.onExit((exit) =>
+        Effect.sync(() => {
+          const result = Exit.isSuccess(exit) ? exit.value : undefined
+          const steps = Meta.get(result, "agentify/steps") ?? field(field(result, "structuredContent"), "calls")
+          const tokens = field(Meta.get(result, "agentify/usage"), "totalTokens")
+          audit.run({
+            id,
+            kind,
+            ...whoOf(session),
+            input: hashOf(input),
+            steps: Array.isArray(steps) ? steps.length : 0,
+            ...(typeof tokens === "number" ? { tokens } : {}),
+            outcome: Exit.isSuccess(exit) ? resultOutcome(result) : outcomeOf(exit.cause),
+            ms: Math.round(performance.now() - started)
+          })
+        })
+      )
+    )
+  })
 }

@@ -12,7 +12,7 @@
  * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/
  * `layerScripted`).
  */
-import { Context, Deferred, Effect, Exit, FiberRef, Layer, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { Backends, type BackendNotification, startOptionsOf } from "../backend/Backends.js"
 import { ClientAsk, isInputRequired, relayableCapabilities, SHARED_CLIENT_CAPABILITIES } from "./ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
@@ -28,8 +28,7 @@ import { Routes } from "./Routes.js"
 import { Sessions } from "./Sessions.js"
 import * as Tasks from "./Tasks.js"
 import * as RunTasks from "./RunTasks.js"
-import { Audit } from "./Audit.js"
-import { randomUUID } from "node:crypto"
+import * as Audit from "./Audit.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
@@ -70,7 +69,7 @@ const make = Effect.gen(function* () {
   const { mode } = registry
   const sessions = registry.all()
   const clientAsk = yield* ClientAsk
-  const audit = yield* Audit
+  const audit = yield* Audit.Audit
 
   /**
    * A request on a backend for a session's request. Without a progress token over stdio this is
@@ -109,45 +108,18 @@ const make = Effect.gen(function* () {
    * With the audit log on, every tool call on a backend is recorded here, however it was made (a
    * client's own, an orchestration's step, a script's call: all come this way). Off: the call as is.
    */
-  const forward: Server.Context["forward"] = (session, context, backendId, method, params) => {
-    if (!audit.enabled || method !== "tools/call") return forwardCall(session, context, backendId, method, params)
-    return Effect.suspend(() => {
-      const id = randomUUID()
-      const started = performance.now()
-      const own = stringField(params, "name") ?? ""
-      // The call's span carries the id its audit line has.
-      return Effect.zipRight(
-        Effect.annotateCurrentSpan("agentify.audit.id", id),
-        forwardCall(session, context, backendId, method, params)
-      ).pipe(
-        Effect.onExit((exit) =>
-          Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
-            Effect.sync(() =>
-              audit.call({
-                id,
-                ...(parent === undefined ? {} : { parent }),
-                ...Server.whoOf(session),
-                // The client's request it was made for (the debug UI's trace shows it by this id).
-                request: context.id,
-                backend: backendId,
-                tool: {
-                  exposed: catalogOf(backends.toolsSync()).entries.find((e) => e.backendId === backendId && e.toolName === own)
-                    ?.name,
-                  own
-                },
-                arguments: field(params, "arguments") ?? {},
-                outcome: Exit.isSuccess(exit)
-                  ? field(exit.value, "isError") === true
-                    ? "isError"
-                    : "ok"
-                  : Server.outcomeOf(exit.cause),
-                ms: Math.round(performance.now() - started)
-              })
-            )
-          )
+  const forward: Server.Context["forward"] = (session, context, backendId, method, params) =>
+    !audit.enabled || method !== "tools/call"
+      ? forwardCall(session, context, backendId, method, params)
+      : Audit.call(audit, session, context.id, backendId, exposedName(backendId, params), params, () =>
+          forwardCall(session, context, backendId, method, params)
         )
-      )
-    })
+
+  /** The name a client sees for a backend's tool (the audit log names both). */
+  const exposedName = (backendId: string, params: unknown): { readonly exposed: string | undefined; readonly own: string } => {
+    const own = stringField(params, "name") ?? ""
+    const exposed = catalogOf(backends.toolsSync()).entries.find((e) => e.backendId === backendId && e.toolName === own)?.name
+    return { exposed, own }
   }
 
   /**
@@ -465,7 +437,7 @@ const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Defe
 
 /** The services a gateway is wired from, one registry and one set of tables shared by all. */
 const services = (sessions: Layer.Layer<Sessions>) =>
-  Layer.merge(ClientAsk.layer.pipe(Layer.provideMerge(Layer.merge(sessions, Routes.layer))), Audit.layer)
+  Layer.merge(ClientAsk.layer.pipe(Layer.provideMerge(Layer.merge(sessions, Routes.layer))), Audit.Audit.layer)
 
 export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, GatewayService>() {
   /**
@@ -475,7 +447,7 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
   static readonly layer: Layer.Layer<
     Gateway,
     never,
-    GatewayConfig | Backends | Orchestrator | Events | Routes | Sessions | ClientAsk | Audit
+    GatewayConfig | Backends | Orchestrator | Events | Routes | Sessions | ClientAsk | Audit.Audit
   > = Layer.scoped(Gateway, make)
   /** One client owns the gateway (stdio): its `initialize` configures and starts the backends. */
   static readonly layerSingle: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Gateway.layer.pipe(

@@ -9,7 +9,7 @@
  * failures (the lifecycle rules both tables keep are in Lifecycle). Longer than most modules:
  * the aggregate's orchestration entry points (progress, confirmation) sit with its tools.
  */
-import { Cause, Effect, Exit } from "effect"
+import { Effect } from "effect"
 import { type BackendsService, startOptionsOf } from "../backend/Backends.js"
 import { relayableCapabilities } from "./ClientAsk.js"
 import { describeBackend, type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
@@ -52,8 +52,7 @@ import { field } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
 import * as Tasks from "./Tasks.js"
 import type * as RunTasks from "./RunTasks.js"
-import { type AuditService, hashOf, type Who } from "./Audit.js"
-import { randomUUID } from "node:crypto"
+import * as Audit from "./Audit.js"
 import type { RoutesService } from "./Routes.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
@@ -80,7 +79,7 @@ export interface Context {
   /** The gateway's own tasks: orchestrations and scripts run for a client of the tasks extension. */
   readonly runTasks: RunTasks.RunTasks
   /** The audit log (off unless configured). */
-  readonly audit: AuditService
+  readonly audit: Audit.AuditService
   /** What the ids the gateway gives (sessions, tasks) start with: its `sessionIdPrefix`. */
   readonly idPrefix: () => string
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
@@ -303,38 +302,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    * An orchestration or script run, recorded in the audit log (when on) as one line; its calls
    * name it as their `parent`.
    */
-  const audited = (
-    kind: "orchestration" | "script",
-    input: unknown,
-    body: Effect.Effect<unknown, GatewayError>
-  ): Effect.Effect<unknown, GatewayError> => {
-    if (!ctx.audit.enabled) return body
-    return Effect.suspend(() => {
-      const id = randomUUID()
-      const started = performance.now()
-      // The request's span carries the run's id, as the run's audit line does.
-      return Effect.zipRight(Effect.annotateCurrentSpan("agentify.audit.run", id), body).pipe(
-        Effect.locally(ctx.audit.parent, id),
-        Effect.onExit((exit) =>
-          Effect.sync(() => {
-            const result = Exit.isSuccess(exit) ? exit.value : undefined
-            const steps = Meta.get(result, "agentify/steps") ?? field(field(result, "structuredContent"), "calls")
-            const tokens = field(Meta.get(result, "agentify/usage"), "totalTokens")
-            ctx.audit.run({
-              id,
-              kind,
-              ...whoOf(session),
-              input: hashOf(input),
-              steps: Array.isArray(steps) ? steps.length : 0,
-              ...(typeof tokens === "number" ? { tokens } : {}),
-              outcome: Exit.isSuccess(exit) ? (field(result, "isError") === true ? "isError" : "ok") : outcomeOf(exit.cause),
-              ms: Math.round(performance.now() - started)
-            })
-          })
-        )
-      )
-    })
-  }
+  const audited = (kind: "orchestration" | "script", input: unknown, body: Effect.Effect<unknown, GatewayError>) =>
+    Audit.run(ctx.audit, kind, session, input, body)
 
   /**
    * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
@@ -576,25 +545,6 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const notification = (n: Notification): Effect.Effect<void> => Methods.notify(notifications, n, ignored)
 
   return { request, notification }
-}
-
-/** Who a session's calls are made for, as the audit log names them. */
-export const whoOf = (session: Session): Who => {
-  const name = field(session.clientInfo, "name")
-  const version = field(session.clientInfo, "version")
-  const profile = session.target._tag === "Aggregate" ? session.target.profile : undefined
-  return {
-    session: session.id,
-    ...(name === undefined && version === undefined ? {} : { client: { name, version } }),
-    ...(session.subject === undefined ? {} : { subject: session.subject }),
-    ...(profile === undefined ? {} : { profile })
-  }
-}
-
-/** A failed call's outcome in the audit log: its JSON-RPC code (-32800 when it was cancelled). */
-export const outcomeOf = (cause: Cause.Cause<GatewayError>): number => {
-  const failure = Cause.failureOption(cause)
-  return failure._tag === "Some" ? toRpcError(failure.value).code : ErrorCode.RequestCancelled
 }
 
 /**
