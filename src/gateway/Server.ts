@@ -251,9 +251,11 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     // Code mode's tool declares what this session's scripts can call (its profile's tools, no app-only one).
     const runCode = config.codeMode === false ? [] : [RunCode.runCodeToolFor(Apps.forModel(view), namespaceOfBackend)]
     // A client of the tasks extension may get either of the gateway's own as a task (see RunTasks).
-    const own = Tasks.wantsTask(session)
-      ? [ORCHESTRATE_TOOL, ...runCode].map((tool) => ({ ...tool, execution: { taskSupport: "optional" } }))
-      : [ORCHESTRATE_TOOL, ...runCode]
+    // A session-era client may ask for one with `task` (the aggregate declares task-run tool calls).
+    const own =
+      Tasks.wantsTask(session) || !Tasks.statelessClient(session)
+        ? [ORCHESTRATE_TOOL, ...runCode].map((tool) => ({ ...tool, execution: { taskSupport: "optional" } }))
+        : [ORCHESTRATE_TOOL, ...runCode]
     return { tools: [...own, ...backendTools] }
   })
 
@@ -290,13 +292,21 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     }
 
   /**
-   * An orchestration or script of a 2026-07-28 client that declared the tasks extension runs as a
-   * task of the gateway's (see RunTasks): the client gets its id at once. Anyone else: the result.
+   * An orchestration or script runs as a task of the gateway's (see RunTasks) for a 2026-07-28
+   * client that declared the tasks extension, and for a session-era `tools/call` that asked for one
+   * (`task`): the client gets its id at once. Anyone else: the result.
    */
   const maybeTask = (
-    body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError>
-  ): Effect.Effect<unknown, GatewayError> =>
-    Tasks.wantsTask(session) ? ctx.runTasks.start(Tasks.ownerOf(session), body) : body(undefined)
+    body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError>,
+    taskAsked = false
+  ): Effect.Effect<unknown, GatewayError> => {
+    if (Tasks.wantsTask(session)) return ctx.runTasks.start(Tasks.ownerOf(session), body, "extension")
+    if (taskAsked && !Tasks.statelessClient(session)) {
+      // Its questions go to the session's own stream: the call that started it has been answered.
+      return ctx.runTasks.start(Tasks.ownerOf(session), body, "session", (method, params) => session.request(method, params))
+    }
+    return body(undefined)
+  }
 
   /**
    * An orchestration or script run, recorded in the audit log (when on) as one line; its calls
@@ -370,16 +380,21 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
   const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     if (p.name === ORCHESTRATE_TOOL.name) {
-      return maybeTask((ask) =>
-        audited(
-          "orchestration",
-          field(p.arguments, "query"),
-          orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask)
-        )
+      return maybeTask(
+        (ask) =>
+          audited(
+            "orchestration",
+            field(p.arguments, "query"),
+            orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask)
+          ),
+        p.task !== undefined
       )
     }
     if (p.name === RunCode.RUN_CODE_TOOL_NAME) {
-      return maybeTask((ask) => audited("script", field(p.arguments, "code"), runCode(p.arguments ?? {}, context, ask)))
+      return maybeTask(
+        (ask) => audited("script", field(p.arguments, "code"), runCode(p.arguments ?? {}, context, ask)),
+        p.task !== undefined
+      )
     }
     const entry = catalog().byName.get(p.name) ?? byOwnName(p.name)
     if (entry === undefined) return unlistedTool(p, p.name, context)
@@ -527,7 +542,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
     "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
     "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
-    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session))
+    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, ctx.runTasks))
   } satisfies Record<AggregateMethod, Methods.Method>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {

@@ -42,7 +42,7 @@ export const runsToolCallsAsTasks = (capabilities: unknown): boolean =>
 export const declaresExtension = (capabilities: unknown): boolean => isObject(field(field(capabilities, "extensions"), EXTENSION))
 
 /** Whether a session's client speaks the stateless era (its tasks are the extension's). */
-const statelessClient = (session: Session) => session.protocolVersion === Mcp.STATELESS_PROTOCOL_VERSION
+export const statelessClient = (session: Session) => session.protocolVersion === Mcp.STATELESS_PROTOCOL_VERSION
 
 /** Who may use the tasks a session's requests create. */
 export const ownerOf = (session: Session): TaskOwner =>
@@ -156,6 +156,7 @@ export const onTask = (
     if (method === "tasks/get") return own.get(owner, params.taskId)
     if (method === "tasks/update") return own.update(owner, params.taskId, params.inputResponses)
     if (method === "tasks/cancel") return own.cancel(owner, params.taskId)
+    if (method === "tasks/result") return own.result(owner, params.taskId)
     return Effect.fail(unknownTask(params.taskId))
   }
   const route = deps.routes.task(ownerOf(session), params.taskId)
@@ -166,10 +167,10 @@ export const onTask = (
 }
 
 /**
- * `tasks/list` (SEP-1686): the session's own tasks, each as its backend states it now (a task its
+ * `tasks/list` (SEP-1686): the session's own tasks, each as its backend (or the gateway) states it now (a task its
  * backend no longer has is forgotten). One page: an owner has at most `MAX_TASKS_PER_SESSION`.
  */
-export const list = (deps: Deps, session: Session): Effect.Effect<unknown> =>
+export const list = (deps: Deps, session: Session, own: RunTasks): Effect.Effect<unknown> =>
   Effect.map(
     Effect.forEach(
       deps.routes.tasksOf(ownerOf(session)),
@@ -189,5 +190,6 @@ export const list = (deps: Deps, session: Session): Effect.Effect<unknown> =>
         ),
       { concurrency: 4 }
     ),
-    (tasks) => ({ tasks: tasks.flat() })
+    // The gateway's own (orchestrations and scripts run as tasks) after its backends'.
+    (tasks) => ({ tasks: [...tasks.flat(), ...own.list(ownerOf(session))] })
   )

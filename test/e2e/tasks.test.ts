@@ -5,10 +5,18 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  ElicitRequestSchema,
+  TaskStatusNotificationSchema
+} from "@modelcontextprotocol/sdk/types.js"
+import { existsSync, readFileSync } from "node:fs"
+import { serverFilesystemEntry } from "../../src/config/Config.js"
+import { type FakeOpenAI, startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ROOT } from "../support/stdioClient.js"
+import { ROOT, tempDir } from "../support/stdioClient.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
 import { type HttpGateway, sepHeaders, startHttpGateway } from "../support/httpClient.js"
 import { until } from "../support/process.js"
@@ -231,5 +239,82 @@ describe("2026-07-28 tasks (the io.modelcontextprotocol/tasks extension) through
     const required = await call("failing_job", {}, {})
     expect(required.status).toBe(400)
     expect(required.body.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: { [EXT]: {} } } } })
+  })
+})
+
+describe("an orchestration as a session-era task (tools/call with task)", () => {
+  const root = tempDir("agentify-task-orchestration-")
+  let fake: FakeOpenAI
+  let gateway: HttpGateway
+  let client: Client
+  const confirmations: Array<{ message: string; related: unknown }> = []
+  let answer: (action: "accept" | "decline") => void = () => {}
+  beforeAll(async () => {
+    fake = await startFakeOpenAI()
+    gateway = await startHttpGateway({
+      config: { mcpServers: { filesystem: { command: process.execPath, args: [serverFilesystemEntry(), root] } } },
+      env: { OPENAI_API_KEY: "sk-task-orchestration-0000", OPENAI_BASE_URL: fake.baseUrl }
+    })
+    client = new Client({ name: "tasks-host", version: "1.0.0" }, { capabilities: { elicitation: {} } })
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      confirmations.push({
+        message: request.params.message,
+        related: request.params._meta?.["io.modelcontextprotocol/related-task"]
+      })
+      return new Promise((resolve) => {
+        answer = (action) => resolve({ action })
+      })
+    })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`)))
+    await until("the filesystem backend", async () =>
+      (await client.listTools()).tools.some((t) => t.name === "filesystem__write_file")
+    )
+  })
+  afterAll(async () => {
+    await client?.close()
+    await gateway?.close()
+    await fake?.close()
+  })
+  const orchestrate = (query: string) =>
+    client.request(
+      { method: "tools/call", params: { name: "agentify_orchestrate", arguments: { query }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema
+    )
+
+  it("lists the gateway's own tools as able to run as tasks", async () => {
+    const own = (await client.listTools()).tools.filter((t) => t.name.startsWith("agentify_"))
+    expect(own.map((t) => t.execution)).toEqual([{ taskSupport: "optional" }, { taskSupport: "optional" }])
+  })
+
+  it("runs as a task: its confirmation reaches the client tied to the task, and tasks/result gives the result", async () => {
+    const target = join(root, "from-a-task.txt")
+    fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "task" } }, { text: "Written." }])
+    const created = await orchestrate("write it")
+    const id = created.task.taskId
+    expect(id).toMatch(/^agentify\.[A-Za-z0-9_-]{22}$/)
+    await until("the confirmation", () => confirmations.length > 0)
+    expect(confirmations[0]!.message).toContain("filesystem__write_file")
+    expect(confirmations[0]!.related).toEqual({ taskId: id })
+    expect((await client.experimental.tasks.getTask(id)).status).toBe("input_required")
+    expect((await client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toContain(id)
+    answer("accept")
+    const result = await client.experimental.tasks.getTaskResult(id, CallToolResultSchema)
+    expect(result._meta?.["agentify/answer"]).toBe("Written.")
+    expect(result._meta?.["io.modelcontextprotocol/related-task"]).toEqual({ taskId: id })
+    expect(readFileSync(target, "utf8")).toBe("task")
+    expect((await client.experimental.tasks.getTask(id)).status).toBe("completed")
+  })
+
+  it("cancels a run waiting for its confirmation: nothing is written", async () => {
+    const target = join(root, "cancelled.txt")
+    confirmations.length = 0
+    fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "no" } }, { text: "Written." }])
+    const created = await orchestrate("write that")
+    await until("the confirmation", () => confirmations.length > 0)
+    const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId)
+    expect(cancelled.status).toBe("cancelled")
+    answer("accept")
+    expect(existsSync(target)).toBe(false)
+    await expect(client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema)).rejects.toThrow(/cancelled/)
   })
 })
