@@ -33,14 +33,7 @@ import * as Store from "../auth/Store.js"
 import { type Applied, diff, NOTHING_APPLIED } from "./Diff.js"
 import { answerAlone, type BackendRequestHandler, capabilitiesFor } from "./BackendRequests.js"
 import { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelays } from "./Restart.js"
-import {
-  type BackendConfig,
-  describeBackend,
-  type Exposure,
-  healthCheckOf,
-  type ResolvedConfig,
-  rootsOf
-} from "../config/Config.js"
+import { type BackendConfig, describeBackend, type Exposure, healthCheckOf, rootsOf } from "../config/Config.js"
 import { BackendError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
@@ -54,6 +47,7 @@ export { type Applied, diff, runsTheSame } from "./Diff.js"
 export type { BackendRequest, BackendRequestHandler } from "./BackendRequests.js"
 export { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelays } from "./Restart.js"
 export { countListed, type Hidden, hiddenIn } from "./Listing.js"
+import type { StartOptions } from "./StartOptions.js"
 
 export interface BackendTools {
   readonly backendId: string
@@ -75,34 +69,7 @@ export interface BackendNotification {
   readonly params: unknown
 }
 
-export interface StartOptions {
-  readonly startupTimeoutMs: number
-  readonly requestTimeoutMs: number
-  /** The longest stdout line accepted from a backend (its own `maxFrameBytes` wins). */
-  readonly maxBackendFrameBytes?: number | undefined
-  /**
-   * The client capabilities declared to every backend (what the request handler can relay). A
-   * backend with configured `roots` declares `roots` too.
-   */
-  readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined
-  /** Tool definitions held against their pins (see Pins); none: not checked. */
-  readonly pins?: Pins.Settings | undefined
-}
-
-/** How the configuration's backends are started: the one place its settings become start options. */
-export const startOptionsOf = (
-  config: Pick<ResolvedConfig, "startupTimeoutMs" | "requestTimeoutMs" | "maxBackendFrameBytes"> &
-    Partial<Pick<ResolvedConfig, "toolPins" | "stateDir">>,
-  clientCapabilities?: Readonly<Record<string, unknown>>
-): StartOptions => ({
-  startupTimeoutMs: config.startupTimeoutMs,
-  requestTimeoutMs: config.requestTimeoutMs,
-  maxBackendFrameBytes: config.maxBackendFrameBytes,
-  ...(clientCapabilities === undefined ? {} : { clientCapabilities }),
-  ...(config.toolPins === undefined || config.stateDir === undefined
-    ? {}
-    : { pins: { mode: config.toolPins, stateDir: config.stateDir } })
-})
+export { type StartOptions, startOptionsOf } from "./StartOptions.js"
 
 export interface ManagerOptions {
   /** SIGTERM-to-SIGKILL grace when a backend is stopped (default 2 s). */
@@ -280,32 +247,10 @@ export const make = (options: ManagerOptions = {}) =>
      */
     const reviewTools = (entry: Entry, tools: ReadonlyArray<Tool>, pins: Pins.Settings | undefined) =>
       Effect.suspend(() => {
-        if (pins === undefined) {
-          entry.tools = tools
-          entry.changed = []
-          return Effect.void
-        }
-        const problems: Array<unknown> = []
-        const reviewed = Pins.review(pins, entry.config.id, tools, (error) => problems.push(error))
-        const before = new Set(entry.changed.map((c) => `${c.name}\u0000${Pins.fingerprintOf(c.now)}`))
+        const reviewed = Pins.recheck(pins, entry.config.id, tools, entry.changed)
         entry.tools = reviewed.admitted
         entry.changed = reviewed.changed
-        const fresh = reviewed.changed.filter((c) => !before.has(`${c.name}\u0000${Pins.fingerprintOf(c.now)}`))
-        return Effect.all(
-          [
-            ...fresh.map((c) =>
-              Effect.logWarning(
-                `tool ${c.name} of ${entry.config.id} changed since it was pinned (${c.changed.join(", ")}): ${
-                  pins.mode === "quarantine" ? "quarantined" : "flagged"
-                }; review it and run \`mcp-agentify trust ${entry.config.id} ${c.name}\` to accept it\n${Pins.describeChange(c)}`
-              )
-            ),
-            ...problems.map((error) =>
-              Effect.logWarning(`could not store the pins of ${entry.config.id}'s new tools: ${String(error)}`)
-            )
-          ],
-          { discard: true }
-        )
+        return Effect.forEach(reviewed.warnings, (warning) => Effect.logWarning(warning), { discard: true })
       })
 
     /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */

@@ -46,11 +46,9 @@ export interface Hidden {
 }
 
 const describeFound = (text: string | undefined, schema: unknown): string | undefined => {
-  const counts = new Map<string, number>()
-  for (const { kind, count } of Invisible.found(text ?? "")) counts.set(kind, (counts.get(kind) ?? 0) + count)
-  if (Invisible.schemaHides(schema)) counts.set("in inputSchema", 1)
-  if (counts.size === 0) return undefined
-  return [...counts].map(([kind, count]) => (kind === "in inputSchema" ? kind : `${count} ${kind}`)).join(", ")
+  const parts = Invisible.found(text ?? "").map(({ kind, count }) => `${count} ${kind}`)
+  if (Invisible.schemaHides(schema)) parts.push("in inputSchema")
+  return parts.length === 0 ? undefined : parts.join(", ")
 }
 
 /**

@@ -183,3 +183,31 @@ export const describeChange = (change: Changed): string =>
       return `  ${key}:\n    - ${show(change.pinned[key])}\n    + ${show(change.now[key])}`
     })
     .join("\n")
+
+/**
+ * A backend's tools as it lists them now, held against their pins (none: not checked), with what
+ * to warn of: each change not already in `before` (said once), and a failure to store new pins.
+ */
+export const recheck = (
+  settings: Settings | undefined,
+  backendId: string,
+  tools: ReadonlyArray<Tool>,
+  before: ReadonlyArray<Changed>
+): Review & { readonly warnings: ReadonlyArray<string> } => {
+  if (settings === undefined) return { admitted: tools, changed: [], pinned: [], warnings: [] }
+  const warnings: Array<string> = []
+  const reviewed = review(settings, backendId, tools, (error) =>
+    warnings.push(`could not store the pins of ${backendId}'s new tools: ${String(error)}`)
+  )
+  const said = new Set(before.map((c) => `${c.name}\u0000${fingerprintOf(c.now)}`))
+  const changes: Array<string> = []
+  for (const c of reviewed.changed) {
+    if (said.has(`${c.name}\u0000${fingerprintOf(c.now)}`)) continue
+    changes.push(
+      `tool ${c.name} of ${backendId} changed since it was pinned (${c.changed.join(", ")}): ${
+        settings.mode === "quarantine" ? "quarantined" : "flagged"
+      }; review it and run \`mcp-agentify trust ${backendId} ${c.name}\` to accept it\n${describeChange(c)}`
+    )
+  }
+  return { ...reviewed, warnings: [...changes, ...warnings] }
+}

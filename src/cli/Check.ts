@@ -122,12 +122,12 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
         (s) =>
           `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, startupTimeoutMs)}`
       )
-    // Descriptions that hide characters: removed from what the gateway's model reads, said here.
-    const hidden: Array<string> = []
+    // Descriptions that hide characters (removed from what the gateway's model reads) are warnings.
+    const warnings: Array<string> = []
     const pinProblems: Array<string> = []
     for (const listed of backends.toolsSync()) {
       for (const h of yield* hiddenIn(backends, listed.backendId, listed.tools)) {
-        hidden.push(
+        warnings.push(
           `- ${h.backendId}: ${h.what} ${h.name}'s description hides characters (${h.found}); the gateway's model never reads them`
         )
       }
@@ -139,7 +139,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
           listed.pinMode === "quarantine" ? ": quarantined" : ""
         }\n${Pins.describeChange(change)}\n  fix: review the change, then run \`mcp-agentify trust ${listed.backendId} ${change.name}\``
         if (listed.pinMode === "quarantine") pinProblems.push(line)
-        else hidden.push(line)
+        else warnings.push(line)
       }
     }
     problems.push(...pinProblems)
@@ -170,7 +170,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
       "",
       `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,
       problems.length === 0 ? "every enabled backend is ready" : `problems:\n${problems.join("\n")}`,
-      ...(hidden.length === 0 ? [] : [`warnings:\n${hidden.join("\n")}`])
+      ...(warnings.length === 0 ? [] : [`warnings:\n${warnings.join("\n")}`])
     ]
     print(`${lines.join("\n")}\n`)
     yield* backends.stopAll

@@ -27,6 +27,7 @@ import * as Relay from "./Relay.js"
 import { Routes } from "./Routes.js"
 import { Sessions } from "./Sessions.js"
 import * as Tasks from "./Tasks.js"
+import * as BackendEndpoint from "./BackendEndpoint.js"
 import * as RunTasks from "./RunTasks.js"
 import * as Audit from "./Audit.js"
 import * as Secrets from "../observability/Secrets.js"
@@ -389,7 +390,7 @@ const make = Effect.gen(function* () {
           session,
           session.target._tag === "Aggregate"
             ? Server.aggregate(ctx, session, endSession(session))
-            : Server.backend(ctx, session, session.target.backendId, endSession(session))
+            : BackendEndpoint.backend(ctx, session, session.target.backendId, endSession(session))
         )
       )
     )

@@ -1,8 +1,7 @@
 /**
- * The method table: what each JSON-RPC method does for one session. Two tables: the aggregate
- * (the gateway's own surface: `agentify_orchestrate` and every backend's tools, namespaced) and
- * one backend served as itself (`/servers/<id>/mcp`: its names, capabilities, results and errors
- * unchanged).
+ * The aggregate's method table: what each JSON-RPC method does for one session of the gateway's
+ * own surface (`agentify_orchestrate`, code mode, every backend's tools namespaced, resources,
+ * prompts, tasks). One backend served as itself (`/servers/<id>/mcp`) is `BackendEndpoint`'s table.
  *
  * It knows nothing of stdio or HTTP, and nothing process-wide lives here: the Gateway hands it
  * what it needs (`Context`) and the session it serves. It only validates, routes and maps
@@ -41,13 +40,11 @@ import {
   type Catalog,
   type CatalogEntry,
   catalogOf,
-  filtersAnything,
   inProfile,
   namespaced,
   ownToolName,
   profileAdmits
 } from "../catalog/ToolCatalog.js"
-import { filteredList, hiddenBy } from "./BackendFilters.js"
 import { field } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
 import * as Tasks from "./Tasks.js"
@@ -129,14 +126,10 @@ export const AGGREGATE_METHODS = [
 ] as const
 type AggregateMethod = (typeof AGGREGATE_METHODS)[number]
 
-/** The methods one backend's endpoint answers itself; every other one is forwarded to the backend. */
-export const BACKEND_METHODS = ["initialize", "ping", "shutdown", "resources/subscribe", "resources/unsubscribe"] as const
-type BackendMethod = (typeof BACKEND_METHODS)[number]
-
 const unknownMethod = (request: Request) => Effect.fail(methodNotFound(request.method))
 const ignored = (n: Notification) => Effect.logDebug("ignoring notification", { method: n.method })
 
-type SubscriptionMethod = "resources/subscribe" | "resources/unsubscribe"
+export type SubscriptionMethod = "resources/subscribe" | "resources/unsubscribe"
 
 /** What the aggregate offers: its tools, and the backends' resources, prompts, completion and logging. */
 export const AGGREGATE_CAPABILITIES = {
@@ -566,7 +559,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
  * A backend's own failure, relayed as the backend sent it (code, message, data); the gateway's
  * failures (timeout, crash, not ready) stay -32004.
  */
-const asBackendSent = (error: BackendError): GatewayError => {
+export const asBackendSent = (error: BackendError): GatewayError => {
   const code = field(error.detail, "code")
   const message = field(error.detail, "message")
   const data = field(error.detail, "data")
@@ -574,82 +567,4 @@ const asBackendSent = (error: BackendError): GatewayError => {
     return new RpcError({ code, message, ...(data === undefined ? {} : { data }) })
   }
   return error
-}
-
-/** One backend as itself, for one session (`/servers/<id>/mcp`). */
-export const backend = (ctx: Context, session: Session, backendId: string, onExit: Effect.Effect<void>): Handlers<never> => {
-  const { backends } = ctx
-
-  const initialize = (p: Params.InitializeParams) =>
-    guardInitialize(
-      session,
-      Effect.gen(function* () {
-        yield* sessionOptions(session, p.initializationOptions)
-        const running = backends.backend(backendId)
-        if (running === undefined) {
-          // Says why (starting, failed, disabled...) through the same path as a call would.
-          return yield* backends.executeOnBackend(backendId, "initialize", undefined)
-        }
-        const protocolVersion = recordClient(session, p)
-        yield* Effect.logInfo("initialize", {
-          session: session.id,
-          backend: backendId,
-          client: field(p.clientInfo, "name") ?? "unknown",
-          protocolVersion
-        })
-        return {
-          protocolVersion,
-          capabilities: running.serverCapabilities,
-          serverInfo: running.serverInfo,
-          ...(running.instructions === undefined ? {} : { instructions: running.instructions })
-        }
-      }),
-      Effect.void
-    )
-
-  const subscription =
-    (method: SubscriptionMethod) =>
-    (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
-      const hidden = hiddenBy(backends.configOf(backendId), method, params)
-      if (hidden !== undefined) return Effect.fail(hidden)
-      return Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
-    }
-
-  /** Anything else goes to the backend as the client sent it; its filters apply to what it names and lists. */
-  const forwarded = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
-    const config = backends.configOf(backendId)
-    const forwarded = Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
-    // The common case, no filter: the result passes through untouched.
-    if (!filtersAnything(config)) return forwarded
-    const hidden = hiddenBy(config, req.method, req.params)
-    if (hidden !== undefined) return Effect.fail(hidden)
-    return Effect.map(forwarded, (result) => filteredList(config, req.method, result))
-  }
-
-  const methods = Methods.table({
-    initialize: Methods.method(Params.InitializeParams, (p) => initialize(p)),
-    // Answered here: the backend's liveness is the gateway's concern, not the client's.
-    ping: Methods.constant(Effect.succeed({})),
-    shutdown: Methods.constant(
-      Effect.sync(() => {
-        session.advance("shutdown")
-        return null
-      })
-    ),
-    "resources/subscribe": Methods.relayed(subscription("resources/subscribe")),
-    "resources/unsubscribe": Methods.relayed(subscription("resources/unsubscribe"))
-  } satisfies Record<BackendMethod, Methods.Method>)
-
-  const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
-    const refused = outOfPhase(session, req.method)
-    if (refused !== undefined) return Effect.fail(refused)
-    return Methods.run(methods, req, context, forwarded)
-  }
-
-  const notifications = Methods.notifications({ exit: () => onExit })
-
-  const notification = (n: Notification): Effect.Effect<void> =>
-    Methods.notify(notifications, n, (n) => Effect.logDebug("ignoring notification", { method: n.method, backend: backendId }))
-
-  return { request, notification }
 }

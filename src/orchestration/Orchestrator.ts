@@ -15,10 +15,10 @@
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
  */
-import { Context, Effect, Either, FiberRef, Layer, Option, Schema } from "effect"
+import { Context, Effect, Either, FiberRef, Layer, Option } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import { Backends } from "../backend/Backends.js"
-import { formatIssues, GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
+import { GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import {
   BackendError,
   InvalidParams,
@@ -30,7 +30,7 @@ import {
 import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, LlmClient } from "./Llm.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
-import { isCallToolResult, OrchestrateParams, resultText } from "../protocol/Mcp.js"
+import { isCallToolResult, resultText } from "../protocol/Mcp.js"
 import { Events, none as noEvents, type OrchestrationRecord, type OrchestrationStep } from "../observability/Events.js"
 import { Apps, catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
 
@@ -77,28 +77,14 @@ type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "totalMs">]: 
 export type OrchestrationError =
   InvalidParams | NotConfigured | LlmRequestFailed | InvalidPlan | NoActionDetermined | BackendError
 
-const decodeParams = Schema.decodeUnknownEither(OrchestrateParams, { errors: "all" })
-
-/** Validates `{query, context}`; -32602 names each problem with its path. */
-export const validateParams = (params: unknown): Either.Either<OrchestrateParams, InvalidParams> =>
-  decodeParams(params ?? {}).pipe(
-    Either.mapLeft((error) => {
-      const issues = formatIssues(error)
-      return new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues })
-    })
-  )
+import { type OrchestrateRequest, validateParams } from "./Request.js"
+export { type OrchestrateRequest, validateParams } from "./Request.js"
 
 // ---------------------------------------------------------------------------------------------
 // The service
 
 /** Runs a plan's request on a backend. */
 export type Execute = (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
-
-/**
- * What an orchestration is asked: `agentify/orchestrateTask`'s params. Checked again when it runs
- * (an app may pass a `maxSteps` of 100): a value out of range fails with InvalidParams.
- */
-export type OrchestrateRequest = typeof OrchestrateParams.Encoded
 
 /** How an orchestration runs for its caller; each part optional. */
 export interface RunOptions {
@@ -575,35 +561,29 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         if (!events.active()) return run(params, execute, onStep, confirm, profile)
         const started = Date.now()
         const record: Recording = { query: "", context: null, routing: "", offered: [] }
-        return Effect.flatMap(FiberRef.get(AuditRun.current), (auditId) => {
-          const audited = auditId === undefined ? {} : { auditId }
-          return run(params, execute, onStep, confirm, profile, record).pipe(
-            Effect.tapBoth({
-              onFailure: (error) =>
-                Effect.sync(() =>
-                  events.publish({
-                    _tag: "Orchestration",
-                    at: started,
-                    ...record,
-                    ...audited,
-                    error: { code: error.code, message: error.message },
-                    totalMs: Date.now() - started
-                  })
-                ),
-              onSuccess: (result) =>
-                Effect.sync(() =>
-                  events.publish({
-                    _tag: "Orchestration",
-                    at: started,
-                    ...record,
-                    ...audited,
-                    result,
-                    totalMs: Date.now() - started
-                  })
-                )
+        // The run as the debug UI shows it, with its audit log id when that is on.
+        const publish = (
+          auditId: string | undefined,
+          outcome: { result: unknown } | { error: { code: number; message: string } }
+        ) =>
+          Effect.sync(() =>
+            events.publish({
+              _tag: "Orchestration",
+              at: started,
+              ...record,
+              ...(auditId === undefined ? {} : { auditId }),
+              ...outcome,
+              totalMs: Date.now() - started
             })
           )
-        })
+        return Effect.flatMap(FiberRef.get(AuditRun.current), (auditId) =>
+          run(params, execute, onStep, confirm, profile, record).pipe(
+            Effect.tapBoth({
+              onFailure: (error) => publish(auditId, { error: { code: error.code, message: error.message } }),
+              onSuccess: (result) => publish(auditId, { result })
+            })
+          )
+        )
       }
 
       return { orchestrate, plan }

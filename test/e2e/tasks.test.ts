@@ -18,7 +18,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT, tempDir } from "../support/stdioClient.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
-import { type HttpGateway, sepHeaders, startHttpGateway } from "../support/httpClient.js"
+import { type HttpGateway, postStateless, startHttpGateway } from "../support/httpClient.js"
 import { until } from "../support/process.js"
 
 const TASKS = join(ROOT, "test", "fixtures", "tasks-server.mjs")
@@ -114,29 +114,8 @@ describe("session-era tasks through /mcp", () => {
   })
 
   it("shows a 2026-07-28 client no SEP-1686 task support, and runs its call synchronously", async () => {
-    const VERSION = "2026-07-28"
-    const post = async (method: string, params: Record<string, unknown>) => {
-      const body = {
-        jsonrpc: "2.0",
-        id: 1,
-        method,
-        params: {
-          ...params,
-          _meta: { "io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {} }
-        }
-      }
-      const res = await fetch(`${gateway.base}/mcp`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json",
-          "mcp-protocol-version": VERSION,
-          ...sepHeaders(body)
-        },
-        body: JSON.stringify(body)
-      })
-      return ((await res.json()) as any).result
-    }
+    const post = async (method: string, params: Record<string, unknown>) =>
+      (await postStateless(`${gateway.base}/mcp`, method, params)).body.result
     const { tools } = await post("tools/list", {})
     expect(tools.find((t: any) => t.name === "jobs__slow")).not.toHaveProperty("execution")
     const result = await post("tools/call", { name: "jobs__slow", arguments: { ms: 1, text: "now" }, task: { ttl: 1_000 } })
@@ -147,9 +126,7 @@ describe("session-era tasks through /mcp", () => {
 describe("2026-07-28 tasks (the io.modelcontextprotocol/tasks extension) through /mcp", () => {
   const STATELESS_TASKS = join(ROOT, "test", "fixtures", "stateless-tasks-server.mjs")
   const EXT = "io.modelcontextprotocol/tasks"
-  const VERSION = "2026-07-28"
   let gateway: HttpGateway
-  let id = 0
   beforeAll(async () => {
     gateway = await startHttpGateway({
       config: { backends: [{ id: "tasks", command: process.execPath, args: [STATELESS_TASKS] }] }
@@ -158,36 +135,8 @@ describe("2026-07-28 tasks (the io.modelcontextprotocol/tasks extension) through
   afterAll(async () => {
     await gateway?.close()
   })
-  const post = async (
-    method: string,
-    params: Record<string, unknown> = {},
-    extensions: Record<string, unknown> = { [EXT]: {} }
-  ) => {
-    const body = {
-      jsonrpc: "2.0",
-      id: ++id,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": VERSION,
-          "io.modelcontextprotocol/clientCapabilities": { elicitation: {}, extensions }
-        }
-      }
-    }
-    const res = await fetch(`${gateway.base}/mcp`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json",
-        "mcp-protocol-version": VERSION,
-        ...sepHeaders(body),
-        ...(typeof params.taskId === "string" ? { "mcp-name": params.taskId } : {})
-      },
-      body: JSON.stringify(body)
-    })
-    return { status: res.status, body: (await res.json()) as any }
-  }
+  const post = (method: string, params: Record<string, unknown> = {}, extensions: Record<string, unknown> = { [EXT]: {} }) =>
+    postStateless(`${gateway.base}/mcp`, method, params, { elicitation: {}, extensions })
   const call = (name: string, args: Record<string, unknown> = {}, extensions?: Record<string, unknown>) =>
     post("tools/call", { name: `tasks__${name}`, arguments: args }, extensions)
 

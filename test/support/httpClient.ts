@@ -154,11 +154,51 @@ export const call = (
 
 /**
  * The SEP-2243 headers a 2026-07-28 client sends with `body` (as the SDK's client does): the
- * method, and the name of what it calls or reads. Plain ASCII names only (what the tests use).
+ * method, and the name of what it calls, reads or asks about (a task's id). Plain ASCII names only
+ * (what the tests use).
  */
 export const sepHeaders = (body: { method: string; params?: any }): Record<string, string> => {
-  const key = { "tools/call": "name", "prompts/get": "name", "resources/read": "uri" }[body.method as string] as
-    "name" | "uri" | undefined
+  const named: Record<string, string> = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId"
+  }
+  const key = named[body.method]
   const name = key === undefined ? undefined : body.params?.[key]
   return { "mcp-method": body.method, ...(typeof name === "string" ? { "mcp-name": name } : {}) }
+}
+
+/** One 2026-07-28 request to `url` (JSON reply), its `_meta` declaring `capabilities`. */
+export const postStateless = async (
+  url: string,
+  method: string,
+  params: Record<string, unknown>,
+  capabilities: Record<string, unknown> = {}
+): Promise<{ status: number; body: any }> => {
+  const body = {
+    jsonrpc: "2.0",
+    id: 1,
+    method,
+    params: {
+      ...params,
+      _meta: {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities
+      }
+    }
+  }
+  const res = await fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json",
+      "mcp-protocol-version": "2026-07-28",
+      ...sepHeaders(body)
+    },
+    body: JSON.stringify(body)
+  })
+  return { status: res.status, body: await res.json() }
 }
