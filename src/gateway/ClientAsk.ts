@@ -96,7 +96,7 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
     if (owner !== undefined && owner.phase !== "shutdown") return { session: owner, via: owner.callOn(backendId) }
     const inFlight = routes.busyOn(backendId).filter((s) => s.phase !== "shutdown" && s.serves(backendId))
     // A call parked between a stateless client's round trips is not running: it asks nothing now.
-    const running = inFlight.filter((s) => !s.parked)
+    const running = inFlight.filter((s) => !s.parked())
     const busy = running.length > 0 ? running : inFlight
     if (busy.length === 1) return { session: busy[0]!, via: busy[0]!.callOn(backendId) }
     if (busy.length > 1) {

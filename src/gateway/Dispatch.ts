@@ -15,6 +15,7 @@ import { StatelessErrorCode } from "../protocol/Mcp.js"
 import type { BackendsService } from "../backend/Backends.js"
 import type { GatewayService } from "./Gateway.js"
 import * as Stateless from "./Stateless.js"
+import { InputBridge } from "./InputBridge.js"
 import type { Target } from "./Session.js"
 
 export interface Options {
@@ -70,7 +71,7 @@ export interface Dispatcher {
 
 export const make = (gateway: GatewayService, backends: BackendsService, options: Options) =>
   Effect.gen(function* () {
-    const stateless = yield* Stateless.make(gateway, backends)
+    const stateless = yield* Stateless.make(gateway, backends, yield* InputBridge)
     // Interruptible: a transport's runtime may be captured while a layer builds, an uninterruptible region.
     const inbound = yield* Effect.interruptible(
       Inbound.make<Id, Response, never>({

@@ -24,6 +24,7 @@ import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import type { Notification } from "../jsonrpc/JsonRpc.js"
 import * as Progress from "./Progress.js"
 import * as Relay from "./Relay.js"
+import { InputBridge } from "./InputBridge.js"
 import { Routes } from "./Routes.js"
 import { Sessions } from "./Sessions.js"
 import * as Tasks from "./Tasks.js"
@@ -450,14 +451,15 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
     never,
     GatewayConfig | Backends | Orchestrator | Events | Routes | Sessions | ClientAsk | Audit.Audit
   > = Layer.scoped(Gateway, make)
-  /** One client owns the gateway (stdio): its `initialize` configures and starts the backends. */
-  static readonly layerSingle: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Gateway.layer.pipe(
-    Layer.provide(services(Sessions.layerSingle))
-  )
-  /** Every session shares backends started with the gateway (HTTP). */
-  static readonly layerShared: Layer.Layer<Gateway, never, GatewayConfig | Backends | Orchestrator | Events> = Gateway.layer.pipe(
-    Layer.provide(services(Sessions.layerShared))
-  )
+  /**
+   * One client owns the gateway (stdio): its `initialize` configures and starts the backends. With
+   * the input bridge its transport serves 2026-07-28 requests on.
+   */
+  static readonly layerSingle: Layer.Layer<Gateway | InputBridge, never, GatewayConfig | Backends | Orchestrator | Events> =
+    Gateway.layer.pipe(Layer.provide(services(Sessions.layerSingle)), Layer.merge(InputBridge.layer))
+  /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
+  static readonly layerShared: Layer.Layer<Gateway | InputBridge, never, GatewayConfig | Backends | Orchestrator | Events> =
+    Gateway.layer.pipe(Layer.provide(services(Sessions.layerShared)), Layer.merge(InputBridge.layer))
 }
 
 /** Backends, Orchestrator and the events hub; nothing started yet. */
@@ -489,7 +491,7 @@ export const layer: Layer.Layer<Orchestrator | Backends | Events, never, Gateway
 )
 
 /** The stdio gateway: backends start when the client sends `initialize` (see `transport/Stdio`). */
-export const layerStdio: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
+export const layerStdio: Layer.Layer<Gateway | InputBridge | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
   Gateway.layerSingle.pipe(Layer.provideMerge(layerCore))
 
 /**
@@ -498,7 +500,7 @@ export const layerStdio: Layer.Layer<Gateway | Orchestrator | Backends | Events,
  */
 export const layerSharedWith = (
   observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
-): Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
+): Layer.Layer<Gateway | InputBridge | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
   // The gateway is in place before the backends start: their first requests find it.
   startConfigured(SHARED_CLIENT_CAPABILITIES).pipe(
     Layer.provideMerge(Gateway.layerShared),
@@ -506,5 +508,8 @@ export const layerSharedWith = (
   )
 
 /** The shared gateway: backends started with it, every session served by them (see `transport/Http`). */
-export const layerShared: Layer.Layer<Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
-  layerSharedWith(Layer.empty)
+export const layerShared: Layer.Layer<
+  Gateway | InputBridge | Orchestrator | Backends | Events,
+  never,
+  GatewayConfig | LlmClient
+> = layerSharedWith(Layer.empty)

@@ -159,10 +159,11 @@ export class Session {
   readonly calls = new Map<string, Set<RequestContext>>()
   lastActivity = Date.now()
   /**
-   * A stateless request whose call waits for its client's answers between round trips: a backend's
-   * new questions are not taken to be its own while others have calls running.
+   * Whether a stateless request's call waits for its client's answers between round trips (set
+   * from the input bridge): a backend's new questions are not taken to be its own while others
+   * have calls running.
    */
-  parked = false
+  parked: () => boolean = () => false
   /**
    * Completed when the client said `notifications/initialized` (or made a request once ready):
    * from then on the gateway may send it requests.

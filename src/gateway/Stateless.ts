@@ -4,25 +4,17 @@
  * `_meta`. `server/discover` says what the gateway offers; list results carry caching hints and
  * every result its `resultType`.
  *
- * The bridge to backends of the session era: when a backend asks the client something during a
- * stateless request (`sampling/createMessage`, `elicitation/create`, `roots/list`), the gateway
- * cannot send the client a request. It answers the client's request with an InputRequiredResult
- * instead (the backend's questions as `inputRequests`, and a sealed `requestState`) and keeps the
- * backend's call open; the client's retry with `inputResponses` answers the backend, and the call
- * goes on to its result or to the next question. Calls kept open so are bounded in number and
- * time, and end cleanly (the backend's call cancelled, its questions answered with an error) when
- * the client never comes back.
- *
- * Longer than most modules: serving a request, its rounds and its listen stream share the table of
- * open calls and their questions. What is apart: the sealed tokens (`BridgeTokens`), and what every
- * transport shares of this era (`Dispatch`).
+ * A request is served on an ephemeral session of its own whose questions to the client (a
+ * backend's `sampling/createMessage`, `elicitation/create`, `roots/list`) go to the input bridge
+ * (`InputBridge`): the client gets an InputRequiredResult and answers with its retry. What every
+ * transport shares of this era (checks, cancellation, one reply per id) is `Dispatch`.
  */
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { BackendsService } from "../backend/Backends.js"
-import { isOwnState, keyed, seal, unseal } from "./BridgeTokens.js"
-import { CAPABILITY_OF } from "./ClientAsk.js"
-import { BackendError, ErrorCode, type GatewayError, RpcError, toRpcError } from "../protocol/Errors.js"
+import { isOwnState } from "./BridgeTokens.js"
+import * as InputBridge from "./InputBridge.js"
+import { BackendError, ErrorCode, type GatewayError, toRpcError } from "../protocol/Errors.js"
 import type { GatewayService } from "./Gateway.js"
 import { failure, notification, type Request, type Response, success } from "../jsonrpc/JsonRpc.js"
 import * as Mcp from "../protocol/Mcp.js"
@@ -52,56 +44,6 @@ const REMOVED = new Set([
   "tasks/result",
   "tasks/list"
 ])
-/**
- * Requests whose result may be an InputRequiredResult: the era's three, and the gateway's own
- * orchestration (it asks for confirmation, and its tool calls may ask what a backend asks).
- */
-const MAY_ASK = new Set(["tools/call", "prompts/get", "resources/read", "agentify/orchestrateTask"])
-
-/** Calls kept open across a client's round trips, at most, and for at most this long each. */
-export const MAX_OPEN_CALLS = 1_000
-export const OPEN_CALL_TTL_MS = 10 * 60_000
-/** After a backend's first question, how long its other questions of the same moment are gathered. */
-const GATHER_MS = 20
-
-// ---------------------------------------------------------------------------------------------
-// Calls kept open across round trips
-
-/** A backend's question, waiting for the client's answer. */
-interface Question {
-  readonly key: string
-  readonly method: string
-  readonly params: unknown
-  readonly answer: Deferred.Deferred<unknown, RpcError>
-  /** The client capability it needs and the client did not declare, if any. */
-  readonly unanswerable?: string | undefined
-}
-
-/** A call that may outlive the HTTP exchange (or stdio request) that started it. */
-interface OpenCall {
-  readonly id: string
-  readonly method: string
-  readonly name: string | undefined
-  readonly scope: Scope.CloseableScope
-  readonly questions: Queue.Queue<Question>
-  /** The questions of the last InputRequiredResult not answered yet. */
-  readonly waiting: Map<string, Question>
-  fiber: Fiber.RuntimeFiber<unknown, GatewayError> | undefined
-  session: Session | undefined
-  /** Where the call's notifications go: the exchange of its latest round. */
-  out: Outbox
-  round: number
-  busy: boolean
-  /** Set when the client lacks a capability a backend's question needs: the call fails with -32021. */
-  missing: Record<string, unknown> | undefined
-  /**
-   * Questions the client cannot answer (a capability it did not declare), held while it answers
-   * the others it can: they are refused when its answers arrive, so the backend may go on without.
-   */
-  held: Array<Question>
-  timer: ReturnType<typeof setTimeout> | undefined
-}
-
 export interface Stateless {
   /**
    * Serves one stateless request (already checked) on `target`: its notifications go to `out`, its
@@ -172,115 +114,12 @@ const describe = (
   })
 }
 
-export const make = (gateway: GatewayService, backends: BackendsService): Effect.Effect<Stateless> =>
+export const make = (
+  gateway: GatewayService,
+  backends: BackendsService,
+  bridge: InputBridge.InputBridgeService
+): Effect.Effect<Stateless> =>
   Effect.sync(() => {
-    const calls = new Map<string, OpenCall>()
-    let nextCall = 0
-
-    const close = (call: OpenCall, why: string) =>
-      Effect.suspend(() => {
-        if (calls.get(call.id) === call) calls.delete(call.id)
-        if (call.timer !== undefined) clearTimeout(call.timer)
-        const left = [...call.waiting.values()]
-        call.waiting.clear()
-        return Effect.all(
-          [
-            Effect.forEach(left, (q) => Deferred.fail(q.answer, new RpcError({ code: ErrorCode.InternalError, message: why })), {
-              discard: true
-            }),
-            call.fiber === undefined ? Effect.void : Fiber.interrupt(call.fiber),
-            Scope.close(call.scope, Exit.void)
-          ],
-          { discard: true }
-        )
-      })
-
-    /** The next thing the call does: finish, or ask (its questions of that moment, gathered). */
-    const nextStep = (call: OpenCall) =>
-      Effect.raceFirst(
-        Effect.map(Fiber.await(call.fiber!), (exit) => ({ _tag: "Done" as const, exit })),
-        Effect.gen(function* () {
-          const first = yield* Queue.take(call.questions)
-          yield* Effect.sleep(GATHER_MS)
-          const more = yield* Queue.takeAll(call.questions)
-          return { _tag: "Ask" as const, questions: [first, ...more] }
-        })
-      )
-
-    /** Runs the call until it finishes or asks, and answers the client's request accordingly. */
-    const round = (call: OpenCall, request: Request): Effect.Effect<Response> =>
-      Effect.gen(function* () {
-        // The client has answered what it could: what it cannot is refused now.
-        const held = call.held.splice(0)
-        yield* Effect.forEach(
-          held,
-          (q) =>
-            Deferred.fail(
-              q.answer,
-              new RpcError({
-                code: ErrorCode.MethodNotFound,
-                message: `the client did not declare the ${q.unanswerable} capability`
-              })
-            ),
-          { discard: true }
-        )
-        let step = yield* nextStep(call)
-        if (step._tag === "Ask") {
-          const answerable = step.questions.filter((q) => q.unanswerable === undefined)
-          const unanswerable = step.questions.filter((q) => q.unanswerable !== undefined)
-          // Only questions the client cannot answer: the backend needs what the client lacks.
-          if (answerable.length === 0) {
-            call.missing = Object.fromEntries(unanswerable.map((q) => [q.unanswerable!, {}]))
-          } else {
-            call.held.push(...unanswerable)
-            step = { _tag: "Ask", questions: answerable }
-          }
-        }
-        if (call.missing !== undefined) {
-          const required = call.missing
-          yield* close(call, "the client lacks a capability")
-          return failure(request.id, {
-            code: Mcp.StatelessErrorCode.MissingClientCapability,
-            message: `Missing required client capability: ${Object.keys(required).join(", ")}`,
-            data: { requiredCapabilities: required }
-          })
-        }
-        if (step._tag === "Done") {
-          yield* close(call, "the call finished")
-          const exit = step.exit
-          if (Exit.isSuccess(exit)) return success(request.id, Era.complete(call.method, exit.value))
-          const failed = Cause.failureOption(exit.cause)
-          return Option.isSome(failed)
-            ? failure(request.id, toRpcError(failed.value))
-            : failure(request.id, { code: ErrorCode.InternalError, message: "Internal error" })
-        }
-        for (const q of step.questions) call.waiting.set(q.key, q)
-        return success(request.id, inputRequired(call))
-      })
-
-    const inputRequired = (call: OpenCall) => {
-      call.round++
-      call.busy = false
-      if (call.session !== undefined) call.session.parked = true
-      if (call.timer !== undefined) clearTimeout(call.timer)
-      call.timer = setTimeout(
-        () => Effect.runFork(close(call, "the client did not come back with its answers")),
-        OPEN_CALL_TTL_MS
-      )
-      call.timer.unref?.()
-      calls.set(call.id, call)
-      return {
-        resultType: "input_required",
-        inputRequests: Object.fromEntries([...call.waiting.values()].map((q) => [q.key, { method: q.method, params: q.params }])),
-        requestState: seal({
-          call: call.id,
-          round: call.round,
-          method: call.method,
-          ...(call.name === undefined ? {} : { name: call.name })
-        })
-      }
-    }
-
     /** A new stateless request: an ephemeral session on the gateway, its call run in a scope of its own. */
     const start = (
       request: Request,
@@ -289,114 +128,30 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
       transport: "stdio" | "http",
       out: Outbox,
       subject?: string
-    ) =>
+    ): Effect.Effect<InputBridge.Call | Response> =>
       Effect.gen(function* () {
         const capabilities = client.clientCapabilities
-        const name = stringField(request.params, "name")
-        const scope = yield* Scope.make()
-        const call: OpenCall = {
-          id: `${Date.now().toString(36)}-${++nextCall}-${randomBytes(6).toString("hex")}`,
-          method: request.method,
-          name,
-          scope,
-          questions: yield* Queue.unbounded<Question>(),
-          waiting: new Map(),
-          fiber: undefined,
-          session: undefined,
-          out,
-          round: 0,
-          busy: true,
-          missing: undefined,
-          held: [],
-          timer: undefined
-        }
-        let asked = 0
-        /**
-         * `inputResponses` sent with the first request (no `requestState`): answers to questions
-         * whose keys the client knows (a backend's named ones), each used once; the rest ignored.
-         */
-        const responses = objectField(request.params, "inputResponses")
-        const presupplied = responses === undefined ? undefined : { ...responses }
-        /** Keys the backend named in this call (each once; the gateway's own are `<capability>-<n>`). */
-        const named = new Set<string>()
-        const ask = (method: string, askParams: unknown): Effect.Effect<unknown, RpcError> =>
-          Effect.gen(function* () {
-            const capability = CAPABILITY_OF[method]
-            const mayAsk = MAY_ASK.has(request.method)
-            if (capability === undefined || !mayAsk) {
-              return yield* new RpcError({
-                code: ErrorCode.MethodNotFound,
-                message: `Method not found: ${method} cannot be asked during ${request.method}`
-              })
-            }
-            const answer = yield* Deferred.make<unknown, RpcError>()
-            if (capabilities[capability] === undefined) {
-              // The round decides: held while the client answers others, else the call fails -32021.
-              yield* Queue.offer(call.questions, { key: "", method, params: askParams, answer, unanswerable: capability })
-              return yield* Deferred.await(answer)
-            }
-            const { key, params: shown } = keyed(method, askParams, ++asked, named)
-            // Answered already: a first request may carry inputResponses for keys it knows.
-            const given = presupplied?.[key]
-            if (typeof given === "object" && given !== null && !Array.isArray(given)) {
-              delete presupplied![key]
-              return given
-            }
-            yield* Queue.offer(call.questions, { key, method, params: shown, answer })
-            return yield* Deferred.await(answer)
-          })
-        const session = new Session({ id: `stateless-${call.id}`, transport, target, subject, send: () => false, ask })
-        call.session = session
+        const call = yield* bridge.open(request, capabilities, out)
+        if ("jsonrpc" in call) return call
+        const session = new Session({ id: `stateless-${call.id}`, transport, target, subject, send: () => false, ask: call.ask })
         session.describe({ protocolVersion: client.protocolVersion, clientInfo: client.clientInfo, capabilities })
         session.advance("served")
         // No level: no log messages for this request (2026-07-28 makes them opt-in per request).
         session.logLevel = client.logLevel
+        session.parked = call.parked
         session.markInitialized()
-        const handlers = yield* Scope.extend(gateway.open(session), scope)
         const context: RequestContext = {
           id: request.id,
-          notifyUnsafe: (method, p) => call.out.send(notification(method, p)),
-          notify: (method, p) => Effect.sync(() => call.out.send(notification(method, p))),
+          notifyUnsafe: (method, p) => call.send(notification(method, p)),
+          notify: (method, p) => Effect.sync(() => call.send(notification(method, p))),
           send: () => false
         }
-        call.fiber = yield* Effect.forkIn(
-          // Passed as the client sent it: a stateless backend gets its _meta (and a requestState of
-          // its own, on a retry); a session-era backend never sees the era's _meta keys (Backend).
-          Effect.suspend(() => handlers.request(request, context)),
-          scope
+        // Passed as the client sent it: a stateless backend gets its _meta (and a requestState of
+        // its own, on a retry); a session-era backend never sees the era's _meta keys (Backend).
+        yield* bridge.run(
+          call,
+          Effect.flatMap(gateway.open(session), (handlers) => handlers.request(request, context))
         )
-        return call
-      })
-
-    /** A retry with `requestState`: the client's answers to the open call's questions. */
-    const resume = (request: Request, out: Outbox): Effect.Effect<Response | OpenCall> =>
-      Effect.gen(function* () {
-        const params = objectOr(request.params)
-        const state = unseal(params.requestState)
-        const invalid = (message: string) =>
-          failure(request.id, { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` })
-        if (state === undefined) return invalid("requestState failed its integrity check")
-        const call = calls.get(state.call)
-        if (call === undefined) return invalid("requestState names no open call (it finished, or expired)")
-        if (
-          state.round !== call.round ||
-          state.method !== request.method ||
-          state.name !== (typeof params.name === "string" ? params.name : undefined)
-        ) {
-          return invalid("requestState belongs to another request or round")
-        }
-        if (call.busy) return invalid("this call is already being resumed")
-        const responses = params.inputResponses
-        if (!isObject(responses)) return invalid("inputResponses must be an object keyed by the inputRequests' keys")
-        for (const [key, q] of call.waiting) {
-          const answer = responses[key]
-          if (typeof answer !== "object" || answer === null || Array.isArray(answer)) continue
-          call.waiting.delete(key)
-          yield* Deferred.succeed(q.answer, answer)
-        }
-        call.out = out
-        call.busy = true
-        if (call.session !== undefined) call.session.parked = false
         return call
       })
 
@@ -432,25 +187,11 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
           return yield* discover(request, target).pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e)))))
         }
         const params = objectOr(request.params)
-        let call: OpenCall
-        if (isOwnState(params.requestState) && MAY_ASK.has(request.method)) {
-          const resumed = yield* resume(request, out)
-          if ("jsonrpc" in resumed) return resumed
-          call = resumed
-          // Answers the questions still open again, so the client sees what it left out.
-          if (call.waiting.size > 0) return success(request.id, inputRequired(call))
-        } else {
-          if (calls.size >= MAX_OPEN_CALLS) {
-            return failure(request.id, {
-              code: ErrorCode.InternalError,
-              message: `${MAX_OPEN_CALLS} calls are waiting for their clients' answers`
-            })
-          }
-          call = yield* start(request, context, target, transport, out, subject)
-        }
-        // A client that goes away mid-round (not between rounds) ends the call.
-        const reply = yield* round(call, request).pipe(Effect.onInterrupt(() => close(call, "the client went away")))
-        return reply
+        const call =
+          isOwnState(params.requestState) && InputBridge.MAY_ASK.has(request.method)
+            ? yield* bridge.resume(request, out)
+            : yield* start(request, context, target, transport, out, subject)
+        return "jsonrpc" in call ? call : yield* bridge.round(call, request)
       })
 
     /**
@@ -505,6 +246,6 @@ export const make = (gateway: GatewayService, backends: BackendsService): Effect
         yield* gateway.open(session)
       })
 
-    const service: Stateless = { serve, listen, openCalls: () => calls.size }
+    const service: Stateless = { serve, listen, openCalls: bridge.size }
     return service
   })

@@ -44,6 +44,7 @@ import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import { Gateway } from "../gateway/Gateway.js"
+import type { InputBridge } from "../gateway/InputBridge.js"
 import { classify, failure, type Id } from "../jsonrpc/JsonRpc.js"
 import { isSupportedProtocolVersion } from "../protocol/Mcp.js"
 import { makeGuards, tokenMatches } from "./Guards.js"
@@ -557,7 +558,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
 /** The HTTP server on a Node listener, serving until the layer's scope closes. */
 export const layer = (
   options: Options
-): Layer.Layer<never, HttpServerError.ServeError, Gateway | GatewayConfig | Backends | Events> =>
+): Layer.Layer<never, HttpServerError.ServeError, Gateway | InputBridge | GatewayConfig | Backends | Events> =>
   Layer.unwrapEffect(
     Effect.sync(() => {
       const node = createServer({ keepAliveTimeout: 65_000 })
@@ -584,7 +585,9 @@ export interface MountOptions {
  * the router with its server (`HttpRouter.Default.unwrap(HttpServer.serve())`), and closing the
  * layer closes the sessions. The port for the Host checks is the app's server's, when it has one.
  */
-export const layerRouter = (options: MountOptions = {}): Layer.Layer<never, never, Gateway | GatewayConfig | Backends | Events> =>
+export const layerRouter = (
+  options: MountOptions = {}
+): Layer.Layer<never, never, Gateway | InputBridge | GatewayConfig | Backends | Events> =>
   HttpRouter.Default.use((router) =>
     Effect.gen(function* () {
       const server = yield* Effect.serviceOption(HttpServer.HttpServer)

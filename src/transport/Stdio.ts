@@ -18,6 +18,7 @@ import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import { Gateway, type GatewayService } from "../gateway/Gateway.js"
+import type { InputBridge } from "../gateway/InputBridge.js"
 import { Session, type Target } from "../gateway/Session.js"
 import type { EventsService } from "../observability/Events.js"
 import {
@@ -369,7 +370,9 @@ export interface StreamsOptions {
  * Serves the gateway on `stdin`/`stdout` until stdin ends or `exit` arrives, then stops every
  * backend. Nothing but frames is ever written to `stdout`.
  */
-export const serveStreams = (options: StreamsOptions): Effect.Effect<void, never, Gateway | GatewayConfig | Backends | Events> =>
+export const serveStreams = (
+  options: StreamsOptions
+): Effect.Effect<void, never, Gateway | InputBridge | GatewayConfig | Backends | Events> =>
   Effect.scoped(
     Effect.gen(function* () {
       const { stdin, stdout, profile } = options
@@ -422,7 +425,7 @@ export const serveStreams = (options: StreamsOptions): Effect.Effect<void, never
 /** This process's stdin/stdout, with a `profile` (`--profile`) or the whole aggregate. */
 export const serveProcessAs = (
   profile: string | undefined
-): Effect.Effect<void, never, Gateway | GatewayConfig | Backends | Events> =>
+): Effect.Effect<void, never, Gateway | InputBridge | GatewayConfig | Backends | Events> =>
   serveStreams({ stdin: process.stdin, stdout: process.stdout, profile })
 
 /** `serveProcessAs` the whole aggregate. */
