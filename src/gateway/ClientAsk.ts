@@ -93,12 +93,12 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
     // A request for one of its tasks (SEP-1686's related-task) belongs to the task's session.
     const related = stringField(Meta.get(params, Tasks.RELATED_TASK), "taskId")
     const owner = related === undefined ? undefined : routes.taskOf(backendId, related)?.owner.session
-    if (owner !== undefined && owner.phase !== "shutdown") return { session: owner, via: owner.callOn(backendId) }
+    if (owner !== undefined && owner.phase !== "shutdown") return { session: owner, via: routes.callOf(owner, backendId) }
     const inFlight = routes.busyOn(backendId).filter((s) => s.phase !== "shutdown" && s.serves(backendId))
     // A call parked between a stateless client's round trips is not running: it asks nothing now.
     const running = inFlight.filter((s) => !s.parked())
     const busy = running.length > 0 ? running : inFlight
-    if (busy.length === 1) return { session: busy[0]!, via: busy[0]!.callOn(backendId) }
+    if (busy.length === 1) return { session: busy[0]!, via: routes.callOf(busy[0]!, backendId) }
     if (busy.length > 1) {
       return `${busy.length} client sessions have requests in flight on backend '${backendId}': the gateway cannot tell which one this ${method} belongs to`
     }

@@ -219,7 +219,7 @@ const make = Effect.gen(function* () {
       if (session.phase !== "ready" || !session.serves(backendId) || !session.admits(p.level)) continue
       // Tagged with its backend on the aggregate; as the backend sent it on its own endpoint.
       const message = Secrets.scrubDeep(session.target._tag === "Aggregate" ? { ...p, logger: p.logger ?? backendId } : p)
-      const call = session.callOn(backendId)
+      const call = routes.callOf(session, backendId)
       if (call !== undefined) call.notifyUnsafe("notifications/message", message)
       else if (!withCalls) session.notify("notifications/message", message)
     }
@@ -280,7 +280,7 @@ const make = Effect.gen(function* () {
         const elicitationId = field(params, "elicitationId")
         const owner = typeof elicitationId === "string" ? routes.takeElicitation(elicitationId) : undefined
         if (owner === undefined || owner.phase !== "ready" || !owner.serves(backendId)) return
-        const call = owner.callOn(backendId)
+        const call = routes.callOf(owner, backendId)
         if (call !== undefined) call.notifyUnsafe(method, params)
         else owner.notify(method, params)
       }

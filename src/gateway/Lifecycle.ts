@@ -87,6 +87,6 @@ export const sessionOptions = (session: Session, options: unknown): Effect.Effec
     )
   }
   return Effect.map(decodeSessionOptions(options), ({ logLevel }) => {
-    if (logLevel !== undefined) session.logLevel = mcpLevelOf(logLevel)
+    if (logLevel !== undefined) session.setLogLevel(mcpLevelOf(logLevel))
   })
 }

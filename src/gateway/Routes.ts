@@ -96,6 +96,11 @@ export interface RoutesService {
   readonly track: (session: Session, backendId: string, context: RequestContext) => () => void
   /** The sessions with calls in flight on a backend. */
   readonly busyOn: (backendId: string) => ReadonlyArray<Session>
+  /**
+   * One of the session's requests in flight on the backend, if any: where what the backend sends
+   * during it goes (over HTTP, that request's stream).
+   */
+  readonly callOf: (session: Session, backendId: string) => RequestContext | undefined
 
   /**
    * Gives a backend's new task the id its owner will know it by, after `prefix` (the gateway's
@@ -131,7 +136,8 @@ const make = (): RoutesService => {
   const subscribers = new Map<string, Set<Session>>()
   const keyOf = (backendId: string, uri: string) => `${backendId}\u0000${uri}`
   const elicitations = new Map<string, Session>()
-  const busy = new Map<string, Set<Session>>()
+  /** Calls in flight: by backend, each busy session's requests there (a session leaves with its last). */
+  const busy = new Map<string, Map<Session, Set<RequestContext>>>()
   const tasks = new Map<string, TaskRoute>()
   const tasksByBackend = new Map<string, TaskRoute>()
   const ownerTasks = new Map<string, Set<TaskRoute>>()
@@ -207,19 +213,25 @@ const make = (): RoutesService => {
     },
 
     track: (session, backendId, context) => {
-      const untrack = session.track(backendId, context)
       let sessions = busy.get(backendId)
-      if (sessions === undefined) busy.set(backendId, (sessions = new Set()))
-      sessions.add(session)
+      if (sessions === undefined) busy.set(backendId, (sessions = new Map()))
+      let calls = sessions.get(session)
+      if (calls === undefined) sessions.set(session, (calls = new Set()))
+      calls.add(context)
       return () => {
-        untrack()
-        if (session.calls.has(backendId)) return
-        const current = busy.get(backendId)
-        current?.delete(session)
-        if (current?.size === 0) busy.delete(backendId)
+        calls.delete(context)
+        if (calls.size > 0 || sessions.get(session) !== calls) return
+        sessions.delete(session)
+        if (sessions.size === 0 && busy.get(backendId) === sessions) busy.delete(backendId)
       }
     },
-    busyOn: (backendId) => [...(busy.get(backendId) ?? [])],
+    busyOn: (backendId) => [...(busy.get(backendId)?.keys() ?? [])],
+    callOf: (session, backendId) => {
+      const calls = busy.get(backendId)?.get(session)
+      if (calls === undefined) return undefined
+      for (const context of calls) return context
+      return undefined
+    },
 
     adoptTask: (owner, backendId, backendTaskId, ttlMs, prefix = "") => {
       const route: TaskRoute = {

@@ -482,7 +482,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   /** The session's own level, and the backends' (so they send what some session may want). */
   const setLevel = Effect.fn("Server.setLevel")(function* ({ level }: typeof Params.SetLevelParams.Type) {
-    session.logLevel = level
+    session.setLogLevel(level)
     for (const backendId of yield* ctx.relay.loggingBackends(profile())) {
       yield* backends
         .executeOnBackend(backendId, "logging/setLevel", { level })

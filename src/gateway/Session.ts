@@ -23,10 +23,10 @@ export type Phase = "new" | "initializing" | "ready" | "shutdown"
 
 /**
  * What moves a session along: its client's `initialize` starting, completing or failing (or
- * being interrupted), `shutdown` (or `exit`), and "served": a stateless request's own session,
- * ready as soon as it exists.
+ * being interrupted), and `shutdown` (or `exit`). A 2026-07-28 request's session starts ready
+ * (`servedState`).
  */
-export type LifecycleEvent = "initialize" | "initialized" | "initializeFailed" | "shutdown" | "served"
+export type LifecycleEvent = "initialize" | "initialized" | "initializeFailed" | "shutdown"
 
 /** What a client says of itself when it starts: the version agreed, who it is, what it can answer. */
 export interface ClientDescription {
@@ -42,12 +42,54 @@ const TRANSITIONS: Readonly<Record<LifecycleEvent, Partial<Record<Phase, Phase>>
   initialize: { new: "initializing" },
   initialized: { initializing: "ready" },
   initializeFailed: { initializing: "new" },
-  shutdown: { new: "shutdown", initializing: "shutdown", ready: "shutdown", shutdown: "shutdown" },
-  served: { new: "ready" }
+  shutdown: { new: "shutdown", initializing: "shutdown", ready: "shutdown", shutdown: "shutdown" }
 }
 
 /** Where `event` takes a session in `phase`, or undefined when it may not happen there. */
 export const nextPhase = (phase: Phase, event: LifecycleEvent): Phase | undefined => TRANSITIONS[event][phase]
+
+/**
+ * What a session is at one moment: where it is in its lifecycle, what its client said of itself,
+ * and the least severe backend log message it receives (undefined: every one). A value, replaced
+ * whole by `changed`; never changed in place.
+ */
+export interface SessionState {
+  readonly phase: Phase
+  readonly client: ClientDescription
+  readonly logLevel: McpLogLevel | "none" | undefined
+}
+
+/** What may change a session's state. */
+export type Change =
+  | { readonly _tag: "Lifecycle"; readonly event: LifecycleEvent }
+  | { readonly _tag: "Describe"; readonly client: ClientDescription }
+  | { readonly _tag: "LogLevel"; readonly level: McpLogLevel | "none" | undefined }
+
+export const INITIAL_STATE: SessionState = { phase: "new", client: NOT_DESCRIBED, logLevel: undefined }
+
+/**
+ * The state after `change`, or undefined when it may not happen now: the lifecycle moves by its
+ * table, and the client describes itself before the session is ready only (its `initialize`).
+ */
+export const changed = (state: SessionState, change: Change): SessionState | undefined => {
+  switch (change._tag) {
+    case "Lifecycle": {
+      const phase = nextPhase(state.phase, change.event)
+      return phase === undefined ? undefined : { ...state, phase }
+    }
+    case "Describe":
+      return state.phase === "ready" || state.phase === "shutdown" ? undefined : { ...state, client: change.client }
+    case "LogLevel":
+      return { ...state, logLevel: change.level }
+  }
+}
+
+/** The state of a 2026-07-28 request's session: ready at once, its client as the request's `_meta` says. */
+export const servedState = (client: ClientDescription, logLevel: McpLogLevel | "none"): SessionState => ({
+  phase: "ready",
+  client,
+  logLevel
+})
 
 /** What the session talks to: the gateway's aggregate surface, or one backend as itself. */
 export type Target =
@@ -100,6 +142,8 @@ export interface Options {
    * (2026-07-28) request has nowhere to send them, its client is asked with an InputRequiredResult.
    */
   readonly ask?: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
+  /** Where the session starts (a 2026-07-28 request's is ready at once); default: new. */
+  readonly state?: SessionState | undefined
 }
 
 /**
@@ -119,44 +163,52 @@ export class Session {
   readonly ask: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
   /** Completed by `exit` (or `shutdown` over HTTP): the transport ends the session. */
   readonly ended: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
-  private current: Phase = "new"
-  /** Where the session is in its lifecycle; it moves only by `advance`. */
-  get phase(): Phase {
-    return this.current
+  private now: SessionState
+  /** What the session is now: a value, replaced whole only by `change`. */
+  get state(): SessionState {
+    return this.now
   }
 
+  /** Applies `change` (see `changed`); false, and nothing changes, when it may not happen now. */
+  change(change: Change): boolean {
+    const next = changed(this.now, change)
+    if (next === undefined) return false
+    this.now = next
+    return true
+  }
+
+  /** Where the session is in its lifecycle. */
+  get phase(): Phase {
+    return this.now.phase
+  }
   /** Moves the lifecycle on by `event`; false (and nothing changes) when it may not happen now. */
   advance(event: LifecycleEvent): boolean {
-    const next = nextPhase(this.current, event)
-    if (next === undefined) return false
-    this.current = next
-    return true
+    return this.change({ _tag: "Lifecycle", event })
   }
-  private described: ClientDescription = NOT_DESCRIBED
-  /** What the client said of itself, one value replaced whole (by `initialize`, or a stateless request's `_meta`). */
+  /** What the client said of itself (by `initialize`, or a stateless request's `_meta`). */
   get client(): ClientDescription {
-    return this.described
+    return this.now.client
   }
   get protocolVersion(): string | undefined {
-    return this.described.protocolVersion
+    return this.now.client.protocolVersion
   }
   get clientInfo(): unknown {
-    return this.described.clientInfo
+    return this.now.client.clientInfo
   }
   get clientCapabilities(): Readonly<Record<string, unknown>> {
-    return this.described.capabilities
+    return this.now.client.capabilities
   }
-
   /** Records what the client said of itself: before the session is ready only (its `initialize`). */
   describe(client: ClientDescription): boolean {
-    if (this.current === "ready" || this.current === "shutdown") return false
-    this.described = client
-    return true
+    return this.change({ _tag: "Describe", client })
   }
   /** The least severe backend log message relayed; undefined relays every one. */
-  logLevel: McpLogLevel | "none" | undefined = undefined
-  /** This session's requests in flight on each backend: a backend's log messages go with them. */
-  readonly calls = new Map<string, Set<RequestContext>>()
+  get logLevel(): McpLogLevel | "none" | undefined {
+    return this.now.logLevel
+  }
+  setLogLevel(level: McpLogLevel | "none" | undefined): void {
+    this.change({ _tag: "LogLevel", level })
+  }
   lastActivity = Date.now()
   /**
    * Whether a stateless request's call waits for its client's answers between round trips (set
@@ -179,6 +231,7 @@ export class Session {
     this.subject = options.subject
     this.send = options.send
     this.ask = options.ask
+    this.now = options.state ?? INITIAL_STATE
     const refuse = (message: string) => new RpcError({ code: ErrorCode.InternalError, message })
     this.requests = new Requests<RpcError, RequestContext>(
       {
@@ -268,24 +321,5 @@ export class Session {
     const s = severity(level)
     // A level MCP does not define is passed on rather than silently lost.
     return s < 0 || s >= severity(this.logLevel)
-  }
-
-  /** Marks a request in flight on a backend until the returned function is called. */
-  track(backendId: string, context: RequestContext): () => void {
-    let set = this.calls.get(backendId)
-    if (set === undefined) this.calls.set(backendId, (set = new Set()))
-    set.add(context)
-    return () => {
-      set!.delete(context)
-      if (set!.size === 0 && this.calls.get(backendId) === set) this.calls.delete(backendId)
-    }
-  }
-
-  /** One of the session's requests in flight on the backend, if any. */
-  callOn(backendId: string): RequestContext | undefined {
-    const set = this.calls.get(backendId)
-    if (set === undefined) return undefined
-    for (const context of set) return context
-    return undefined
   }
 }

@@ -20,7 +20,7 @@ import { failure, notification, type Request, type Response, success } from "../
 import * as Mcp from "../protocol/Mcp.js"
 import type { Outbox, RequestContext } from "../jsonrpc/Peer.js"
 import * as Server from "./Server.js"
-import { Session, type Target } from "./Session.js"
+import { servedState, Session, type Target } from "./Session.js"
 import * as Json from "../data/Json.js"
 import { field, isObject, objectField, objectOr, stringField } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
@@ -133,11 +133,20 @@ export const make = (
         const capabilities = client.clientCapabilities
         const call = yield* bridge.open(request, capabilities, out)
         if ("jsonrpc" in call) return call
-        const session = new Session({ id: `stateless-${call.id}`, transport, target, subject, send: () => false, ask: call.ask })
-        session.describe({ protocolVersion: client.protocolVersion, clientInfo: client.clientInfo, capabilities })
-        session.advance("served")
-        // No level: no log messages for this request (2026-07-28 makes them opt-in per request).
-        session.logLevel = client.logLevel
+        const session = new Session({
+          id: `stateless-${call.id}`,
+          transport,
+          target,
+          subject,
+          send: () => false,
+          ask: call.ask,
+          // Ready at once, its client as the request's _meta says; no level: no log messages for
+          // this request (2026-07-28 makes them opt-in per request).
+          state: servedState(
+            { protocolVersion: client.protocolVersion, clientInfo: client.clientInfo, capabilities },
+            client.logLevel
+          )
+        })
         session.parked = call.parked
         session.markInitialized()
         const context: RequestContext = {
@@ -232,6 +241,10 @@ export const make = (
           id: `listen-${subscriptionId}`,
           transport,
           target,
+          state: servedState(
+            { protocolVersion: Mcp.STATELESS_PROTOCOL_VERSION, clientInfo: undefined, capabilities: {} },
+            "none"
+          ),
           send: (message) => {
             const method = stringField(message, "method")
             // Only what the client asked for, whatever the gateway broadcasts.
@@ -240,9 +253,6 @@ export const make = (
             return true
           }
         })
-        session.describe({ protocolVersion: Mcp.STATELESS_PROTOCOL_VERSION, clientInfo: undefined, capabilities: {} })
-        session.advance("served")
-        session.logLevel = "none"
         yield* gateway.open(session)
       })
 

@@ -23,7 +23,8 @@ const client = (id: string, capabilities: Record<string, unknown>) => {
   const sent: Array<{ id?: number; method?: string; params?: unknown }> = []
   const session = new Session({ id, transport: "http", send: (message) => (sent.push(message as never), true) })
   session.describe({ protocolVersion: "2025-11-25", clientInfo: { name: id }, capabilities })
-  session.advance("served")
+  session.advance("initialize")
+  session.advance("initialized")
   session.markInitialized()
   return { session, sent }
 }

@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
-import { nextPhase, type Phase, Session } from "../../../src/gateway/Session.js"
+import { changed, INITIAL_STATE, nextPhase, type Phase, servedState, Session } from "../../../src/gateway/Session.js"
+
+const first = () => ({ protocolVersion: "2025-11-25", clientInfo: { name: "a" }, capabilities: { sampling: {} } })
 import type { RequestContext } from "../../../src/jsonrpc/Peer.js"
 import { RpcError } from "../../../src/protocol/Errors.js"
 
@@ -97,7 +99,7 @@ describe("Session", () => {
   it("log levels: every one until the client sets one, then that and more severe; unknown levels pass", () => {
     const { session } = sessionWith()
     expect(session.admits("debug")).toBe(true)
-    session.logLevel = "warning"
+    session.setLogLevel("warning")
     expect(["debug", "info", "notice", "warning", "error"].map((l) => session.admits(l))).toEqual([
       false,
       false,
@@ -106,29 +108,14 @@ describe("Session", () => {
       true
     ])
     expect(session.admits("verbose")).toBe(true)
-    session.logLevel = "none"
+    session.setLogLevel("none")
     expect(session.admits("emergency")).toBe(false)
-  })
-
-  it("calls in flight per backend: tracked until done, one of them found for a backend's request", () => {
-    const { session } = sessionWith()
-    const a = stream().context
-    const b = stream().context
-    const doneA = session.track("fs", a)
-    const doneB = session.track("fs", b)
-    expect(session.callOn("fs")).toBe(a)
-    doneA()
-    expect(session.callOn("fs")).toBe(b)
-    doneB()
-    expect(session.callOn("fs")).toBeUndefined()
-    expect(session.calls.size).toBe(0)
-    expect(session.serves("fs")).toBe(true)
   })
 
   it("the lifecycle as data: initialize once, back to new when it fails, shutdown final from anywhere", () => {
     const phases: ReadonlyArray<Phase> = ["new", "initializing", "ready", "shutdown"]
     const table = Object.fromEntries(
-      (["initialize", "initialized", "initializeFailed", "shutdown", "served"] as const).map((event) => [
+      (["initialize", "initialized", "initializeFailed", "shutdown"] as const).map((event) => [
         event,
         Object.fromEntries(phases.map((phase) => [phase, nextPhase(phase, event) ?? "-"]))
       ])
@@ -137,8 +124,7 @@ describe("Session", () => {
       initialize: { new: "initializing", initializing: "-", ready: "-", shutdown: "-" },
       initialized: { new: "-", initializing: "ready", ready: "-", shutdown: "-" },
       initializeFailed: { new: "-", initializing: "new", ready: "-", shutdown: "-" },
-      shutdown: { new: "shutdown", initializing: "shutdown", ready: "shutdown", shutdown: "shutdown" },
-      served: { new: "ready", initializing: "-", ready: "-", shutdown: "-" }
+      shutdown: { new: "shutdown", initializing: "shutdown", ready: "shutdown", shutdown: "shutdown" }
     })
     const { session } = sessionWith(false)
     expect(session.advance("initialized")).toBe(false)
@@ -154,10 +140,38 @@ describe("Session", () => {
     const { session } = sessionWith(false)
     const first = { protocolVersion: "2025-11-25", clientInfo: { name: "a" }, capabilities: { sampling: {} } }
     expect(session.describe(first)).toBe(true)
-    expect(session.advance("served")).toBe(true)
+    expect(session.advance("initialize")).toBe(true)
+    expect(session.advance("initialized")).toBe(true)
     expect(session.describe({ protocolVersion: "2025-06-18", clientInfo: { name: "b" }, capabilities: {} })).toBe(false)
     expect(session.client).toBe(first)
     expect(session.clientCapabilities).toEqual({ sampling: {} })
     expect(session.protocolVersion).toBe("2025-11-25")
+  })
+
+  it("the state is a value: a change replaces it whole, and a refused change leaves it as it was", () => {
+    const { session } = sessionWith(false)
+    const before = session.state
+    expect(before).toBe(INITIAL_STATE)
+    expect(session.advance("initialize")).toBe(true)
+    expect(before).toEqual({ phase: "new", client: before.client, logLevel: undefined })
+    expect(session.state).not.toBe(before)
+    const initializing = session.state
+    expect(session.change({ _tag: "Lifecycle", event: "initializeFailed" })).toBe(true)
+    expect(initializing.phase).toBe("initializing")
+    const shut = changed(session.state, { _tag: "Lifecycle", event: "shutdown" })
+    expect(shut?.phase).toBe("shutdown")
+    // Only computed: the session is where it was.
+    expect(session.phase).toBe("new")
+    expect(changed(shut!, { _tag: "Describe", client: first() })).toBeUndefined()
+    // A 2026-07-28 request's session starts ready, as its _meta describes its client.
+    const served = new Session({
+      id: "s",
+      transport: "http",
+      send: () => false,
+      state: servedState(first(), "none")
+    })
+    expect(served.phase).toBe("ready")
+    expect(served.clientCapabilities).toEqual({ sampling: {} })
+    expect(served.admits("emergency")).toBe(false)
   })
 })
