@@ -2,27 +2,52 @@
 /**
  * The `npx mcp-agentify` entry: a tiny launcher. It installs the signal handlers (Signals.ts,
  * which imports nothing) and only then loads the gateway, whose code takes Node a good 100 ms to
- * read: an IDE that stops the server at once still sees it stop cleanly, with exit 0.
+ * compile without a cache: an IDE that stops the server at once still sees it stop cleanly, with
+ * exit 0.
  *
- * On Node 22 and later V8's compiled code is cached between starts (`module.enableCompileCache`),
- * in the user's own state directory (0700): not Node's default under the shared temporary directory,
- * where another user could leave a cache for this one to load.
+ * Compiled code is kept between starts (see cli/CodeCache): on Node 22 and later by Node, for the
+ * gateway's ES modules; on Node 20 by loading the build's CommonJS bundle of the gateway with V8's
+ * code cache, once there is one. A build without that bundle (`npm run dev`) loads the ES modules.
  */
 import "./cli/Signals.js"
-import { mkdirSync } from "node:fs"
-import module from "node:module"
-import { join } from "node:path"
-import { stateDirOf } from "./data/StateDir.js"
+import { spawn } from "node:child_process"
+import { existsSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { cacheDirOf, enableNodeCache, loadBundle, modeOf } from "./cli/CodeCache.js"
 
-if ("enableCompileCache" in module && typeof module.enableCompileCache === "function") {
-  try {
-    const dir = join(stateDirOf(process.env), "compile-cache")
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
-    module.enableCompileCache(dir)
-  } catch {
-    // A read-only home: the gateway starts as it would without the cache.
-  }
+/** The gateway's CommonJS bundle, relative to this file: set by `scripts/bundle.mjs`. */
+declare const __AGENTIFY_GATEWAY_CJS__: string | undefined
+
+type Main = (argv: ReadonlyArray<string>) => void
+
+/**
+ * The bundle loaded alone in a process of its own, to write the code cache: started as this
+ * process exits, in a process group of its own, and nothing waits for it.
+ */
+const warmUp = () => {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), "--version"], {
+    env: { ...process.env, AGENTIFY_CODE_CACHE: "warmup" },
+    stdio: "ignore",
+    detached: true
+  })
+  child.on("error", () => {})
+  child.unref()
 }
 
-const { main } = await import("./cli/Cli.js")
+/** The bundle's `main`, when the build wrote a bundle, Node keeps no compiled code itself, and a cache is there. */
+const bundledMain = (): Main | undefined => {
+  const mode = modeOf(process.env)
+  const cacheDir = cacheDirOf(process.env)
+  if (mode === "off" || enableNodeCache(cacheDir) || typeof __AGENTIFY_GATEWAY_CJS__ !== "string") return undefined
+  const file = join(dirname(fileURLToPath(import.meta.url)), __AGENTIFY_GATEWAY_CJS__)
+  if (!existsSync(file)) return undefined
+  const exports = loadBundle(file, cacheDir, mode, warmUp)
+  if (exports === undefined) return undefined
+  const main: unknown = typeof exports === "object" && exports !== null ? Reflect.get(exports, "main") : undefined
+  if (typeof main !== "function") throw new Error(`${file} exports no main`)
+  return (argv) => void main(argv)
+}
+
+const main: Main = bundledMain() ?? (await import("./cli/Cli.js")).main
 main(process.argv.slice(2))

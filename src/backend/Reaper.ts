@@ -44,7 +44,9 @@ const tell = (line: string) => {
 export const track = (pgid: number): void => {
   installExitHook()
   groups.add(pgid)
-  tell(`+${pgid}`)
+  // A watchdog started now is told of every group, this one too.
+  if (wanted !== undefined && watchdog === undefined) startWatchdog(wanted)
+  else tell(`+${pgid}`)
 }
 
 /** The group was stopped and waited for. */
@@ -175,6 +177,18 @@ sleep "$grace"
 reap KILL
 `
 
+/** The watchdog's grace once the process wants one (`enableWatchdog`); undefined: none wanted. */
+let wanted: number | undefined
+
+/**
+ * The process wants the watchdog: started with the first backend's process group (a start that
+ * spawns no backend spawns no watchdog either), at once if one is running already.
+ */
+export const enableWatchdog = (graceSeconds = 2): void => {
+  wanted = graceSeconds
+  if (groups.size > 0) startWatchdog(graceSeconds)
+}
+
 /**
  * Starts the watchdog (once; not on Windows). `graceSeconds` is its SIGTERM-to-SIGKILL wait.
  * It holds nothing of this process's: its stdin pipe is unreferenced, so it never keeps the
@@ -195,12 +209,19 @@ export const startWatchdog = (graceSeconds = 2): void => {
     watchdog = undefined
     return
   }
-  watchdog.on("error", () => {
-    watchdog = undefined
+  const started = watchdog
+  started.on("error", () => {
+    if (watchdog === started) watchdog = undefined
   })
-  watchdog.stdin!.on("error", () => {})
-  watchdog.unref()
-  ;(watchdog.stdin as Socket).unref?.()
+  // Out of descriptors (EMFILE), the child comes without its pipe: no watchdog this time; the
+  // next backend's start tries again.
+  if (!started.stdin) {
+    watchdog = undefined
+    return
+  }
+  started.stdin.on("error", () => {})
+  started.unref()
+  ;(started.stdin as Socket).unref?.()
   for (const pgid of groups) tell(`+${pgid}`)
 }
 

@@ -215,7 +215,7 @@ const VOCAB = buildVocabulary()
 export const splitWords = (text: string, identifier = false): Array<string> => {
   let t = identifier ? text.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2") : text
   // "what's" -> "whats", "Bob's" -> "bobs": one word, as people mean it.
-  if (t.includes("'") || t.includes("’")) t = t.replace(/(\w)['’](\w)/g, "$1$2")
+  if (t.includes("'") || t.includes("\u2019")) t = t.replace(/(\w)['\u2019](\w)/g, "$1$2")
   return t.toLowerCase().match(/[a-z0-9]+/g) ?? []
 }
 
@@ -407,10 +407,13 @@ export const analyzeQuery = (fullQuery: string, context: RankContext | null | un
   }
   text = removeUrls(text, () => hint("url", 1))
   // Quoted text is mostly an argument (what to echo, search for, write), not the intent.
-  text = text.replace(/(^|[\s(:=])(["'`“‘])([^"'`”’]+)["'`”’](?=$|[\s),.;:!?])/g, (_m, before: string, _q, body: string) => {
-    analyze(body, put, 0.3, false, MAPPED_WORD_WEIGHT)
-    return `${before} `
-  })
+  text = text.replace(
+    /(^|[\s(:=])(["'`\u201c\u2018])([^"'`\u201d\u2019]+)["'`\u201d\u2019](?=$|[\s),.;:!?])/g,
+    (_m, before: string, _q, body: string) => {
+      analyze(body, put, 0.3, false, MAPPED_WORD_WEIGHT)
+      return `${before} `
+    }
+  )
   const paths: Array<string> = []
   text = text
     .split(/\s+/)

@@ -465,8 +465,9 @@ const FORCE_EXIT_MS = 8_000
  * or SIGHUP interrupts it so every backend stops first.
  */
 export const run = (main: Effect.Effect<void>): void => {
-  // Outlives this process only to stop its backends' process trees if it is killed (SIGKILL).
-  Reaper.startWatchdog()
+  // Outlives this process only to stop its backends' process trees if it is killed (SIGKILL):
+  // started with the first backend.
+  Reaper.enableWatchdog()
   // The event loop must stay alive while the fiber waits on nothing but effects.
   const keepAlive = setInterval(() => {}, 2 ** 30)
   const fiber = Effect.runFork(main)

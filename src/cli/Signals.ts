@@ -11,22 +11,37 @@
 
 const SIGNALS: ReadonlyArray<NodeJS.Signals> = ["SIGINT", "SIGTERM", "SIGHUP"]
 
-let received: NodeJS.Signals | undefined
-let listener: ((signal: NodeJS.Signals) => void) | undefined
-
-const handler = (signal: NodeJS.Signals) => {
-  if (received !== undefined) {
-    process.stderr.write(`mcp-agentify: ${signal} received; already stopping\n`)
-    return
-  }
-  received = signal
-  listener?.(signal)
+interface Stops {
+  received: NodeJS.Signals | undefined
+  listener: ((signal: NodeJS.Signals) => void) | undefined
 }
 
-for (const signal of SIGNALS) process.on(signal, handler)
+declare global {
+  /**
+   * The process's one record of stop signals: on Node 20 the launcher's copy of this module and the
+   * gateway's bundle's are two module instances (see CodeCache), and a signal either caught counts.
+   */
+  var __mcpAgentifyStops: Stops | undefined
+}
+
+const install = (): Stops => {
+  const stops: Stops = { received: undefined, listener: undefined }
+  const handler = (signal: NodeJS.Signals) => {
+    if (stops.received !== undefined) {
+      process.stderr.write(`mcp-agentify: ${signal} received; already stopping\n`)
+      return
+    }
+    stops.received = signal
+    stops.listener?.(signal)
+  }
+  for (const signal of SIGNALS) process.on(signal, handler)
+  return stops
+}
+
+const stops = (globalThis.__mcpAgentifyStops ??= install())
 
 /** Calls `stop` once, on the first signal, or at once if one already arrived. */
 export const onStopSignal = (stop: (signal: NodeJS.Signals) => void): void => {
-  listener = stop
-  if (received !== undefined) stop(received)
+  stops.listener = stop
+  if (stops.received !== undefined) stop(stops.received)
 }

@@ -16,6 +16,9 @@ process.env.HOME = home
 delete process.env.XDG_STATE_HOME
 delete process.env.AGENTIFY_STATE_DIR
 afterAll(() => rmSync(home, { recursive: true, force: true }))
+// Compiled code shared by every gateway the tests start (see src/cli/CodeCache.ts): one warm-up
+// for the build, not one for each test's state directory. Kept between runs, as a cache is.
+process.env.NODE_COMPILE_CACHE = join(tmpdir(), "agentify-test-compile-cache")
 
 console.log = console.error
 console.info = console.error

@@ -1,0 +1,152 @@
+/**
+ * V8's compiled code kept between starts: compiling the gateway's JavaScript is most of what a
+ * start costs beyond Node's own, and an IDE starts the gateway every time it opens.
+ *
+ * On Node 22 and later Node keeps it (`module.enableCompileCache`) for the ES modules the gateway
+ * is. Node 20 keeps nothing for ES modules, so the build also writes the gateway as one CommonJS
+ * file (`dist/chunks/gateway-<hash>.cjs`), which `loadBundle` compiles with `vm.Script` and the
+ * code cache of an earlier start. Without a cache the bundle would start slower than the ES modules
+ * and in more memory, so the first start loads the ES modules and leaves a warm-up behind it (the
+ * bundle loaded alone, `--version`, in a process of its own), whose cache the next start uses and
+ * replaces with its own. `AGENTIFY_CODE_CACHE=off` keeps to the ES modules. See
+ * docs/benchmarks.md, startup, for what it saves and costs.
+ *
+ * The cache lives in the user's own state directory (0700; files 0600, written whole then renamed),
+ * not Node's default under the shared temporary directory, where another user could leave a cache
+ * for this one to load; `NODE_COMPILE_CACHE` names another. Its files are named by the Node version,
+ * the architecture and the bundle's content hash: V8 itself checks only the source's length.
+ *
+ * The launcher loads this module before the gateway: it imports Node's own modules only.
+ */
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import module, { createRequire } from "node:module"
+import { basename, dirname, join } from "node:path"
+import { Script } from "node:vm"
+import { stateDirOf } from "../data/StateDir.js"
+
+/** Where compiled code is kept: `NODE_COMPILE_CACHE`, else `<state directory>/compile-cache`. */
+export const cacheDirOf = (env: Readonly<Record<string, string | undefined>>): string =>
+  env.NODE_COMPILE_CACHE?.trim() || join(stateDirOf(env), "compile-cache")
+
+const ensureDir = (dir: string): boolean => {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    return true
+  } catch {
+    // A read-only home: the gateway starts as it would without the cache.
+    return false
+  }
+}
+
+/** Node's own cache for ES modules, where it exists (Node 22 and later): whether it is on. */
+export const enableNodeCache = (dir: string): boolean => {
+  if (!("enableCompileCache" in module) || typeof module.enableCompileCache !== "function") return false
+  if (!ensureDir(dir)) return false
+  try {
+    module.enableCompileCache(dir)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** After this long the start's code is compiled, and the cache written holds it. */
+const WRITE_AFTER_MS = 2_000
+/** A warm-up older than this is taken to have died: another may start. */
+const WARMUP_STALE_MS = 60_000
+
+/** What `AGENTIFY_CODE_CACHE` asks: "off" never loads the bundle; "warmup" is the warm-up's own run. */
+export type Mode = "on" | "off" | "warmup"
+export const modeOf = (env: Readonly<Record<string, string | undefined>>): Mode => {
+  const value = env.AGENTIFY_CODE_CACHE?.trim().toLowerCase()
+  return value === "off" || value === "0" || value === "false" ? "off" : value === "warmup" ? "warmup" : "on"
+}
+
+const cacheFiles = (file: string, dir: string) => {
+  const stem = `${basename(file, ".cjs")}-${process.version}-${process.arch}`
+  return {
+    /** Written by a start of the gateway: the code a start compiles. */
+    full: join(dir, `${stem}.v8cache`),
+    /** Written by the warm-up: the bundle's modules loaded, little run. */
+    warm: join(dir, `${stem}.warm.v8cache`),
+    lock: join(dir, `${stem}.warmup`),
+    /** Every cache file of this bundle's name, whatever its hash. */
+    family: `${basename(file, ".cjs").replace(/-[^-]+$/, "")}-`
+  }
+}
+
+const read = (path: string): Buffer | undefined => {
+  try {
+    return readFileSync(path)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Loads the CommonJS bundle `file` with the code cache kept in `dir`: its exports; undefined when
+ * there is no cache yet (the ES modules load faster than the bundle without one, in less memory),
+ * and the warm-up that writes one (`warmUp`) starts when this process exits. A start that loads the warm-up's cache,
+ * or whose cache V8 rejected, writes the start's own once its code is compiled (or at exit).
+ * Throws what loading the bundle throws.
+ */
+export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">, warmUp: () => void): unknown => {
+  if (!ensureDir(dir)) return undefined
+  const files = cacheFiles(file, dir)
+  const full = mode === "warmup" ? undefined : read(files.full)
+  const cachedData = full ?? (mode === "warmup" ? undefined : read(files.warm))
+  if (cachedData === undefined && mode !== "warmup") {
+    // Once this process ends: the warm-up neither competes with its start nor runs beside it.
+    process.once("exit", () => startWarmUp(files.lock, warmUp))
+    return undefined
+  }
+  const script = new Script(module.wrap(readFileSync(file, "utf8")), {
+    filename: file,
+    ...(cachedData === undefined ? {} : { cachedData })
+  })
+  if (full === undefined || script.cachedDataRejected === true) {
+    const target = mode === "warmup" ? files.warm : files.full
+    let written = false
+    const write = () => {
+      if (written) return
+      written = true
+      try {
+        for (const old of readdirSync(dir)) {
+          const path = join(dir, old)
+          if (old.startsWith(files.family) && old.endsWith(".v8cache") && path !== target && path !== files.warm)
+            rmSync(path, { force: true })
+        }
+        const temp = `${target}.${process.pid}`
+        writeFileSync(temp, script.createCachedData(), { mode: 0o600 })
+        renameSync(temp, target)
+        if (mode === "warmup") rmSync(files.lock, { force: true })
+        else rmSync(files.warm, { force: true })
+      } catch {
+        // Not kept: a later start writes it.
+      }
+    }
+    if (mode !== "warmup") setTimeout(write, WRITE_AFTER_MS).unref()
+    process.once("exit", write)
+  }
+  const wrapper: unknown = script.runInThisContext()
+  if (typeof wrapper !== "function") throw new Error(`${file} is not a CommonJS module`)
+  const exports = {}
+  const loaded = { exports }
+  wrapper.call(exports, exports, createRequire(file), loaded, file, dirname(file))
+  return loaded.exports
+}
+
+/** Starts the warm-up unless one runs already (the lock file, taken whole; a stale one retaken). */
+const startWarmUp = (lock: string, warmUp: () => void): void => {
+  try {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: "wx", mode: 0o600 })
+    } catch {
+      if (Date.now() - statSync(lock).mtimeMs < WARMUP_STALE_MS) return
+      writeFileSync(lock, String(process.pid), { mode: 0o600 })
+    }
+    warmUp()
+  } catch {
+    // No warm-up: the next start tries again.
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Compiled code kept between starts, through the built CLI. On Node 20 (no compile cache of Node's
+ * own for ES modules): the first start loads the ES modules and leaves a warm-up behind it that
+ * writes a cache of the CommonJS bundle; the next start uses it and writes its own; later starts
+ * use that one as it is. The cache is the user's alone (0700 directory, 0600 files), a cache V8
+ * rejects is replaced, `AGENTIFY_CODE_CACHE=off` starts none, and a gateway loaded from the bundle
+ * still stops cleanly on a signal caught before it loaded. On Node 22 and later, Node keeps the cache.
+ */
+import { describe, expect, it } from "vitest"
+import module from "node:module"
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { CliClient, cleanEnv, INIT_PARAMS, tempDir } from "../../support/stdioClient.js"
+import { until } from "../../support/process.js"
+
+const nodeKeepsIt = "enableCompileCache" in module
+
+/** A gateway's environment whose compiled code is kept in its own state directory. */
+const envWithState = (state: string, extra: Record<string, string> = {}) => {
+  const env = cleanEnv({ AGENTIFY_STATE_DIR: state, ...extra })
+  delete env.NODE_COMPILE_CACHE
+  return env
+}
+
+/** One start: ping, then EOF; its exit code and stderr. */
+const pingThenEof = async (env: NodeJS.ProcessEnv) => {
+  const client = new CliClient({ env })
+  expect((await client.request("ping")).result).toEqual({})
+  client.child.stdin!.end()
+  const { code } = await client.exited
+  return { code, stderr: client.stderr() }
+}
+
+const cacheFiles = (dir: string) => (existsSync(dir) ? readdirSync(dir).sort() : [])
+
+describe.skipIf(nodeKeepsIt)("the code cache on Node 20", () => {
+  it("first start: ES modules and a warm-up; second: the warm-up's cache, then its own; later: that one, untouched", async () => {
+    const state = tempDir("agentify-cc-")
+    const dir = join(state, "compile-cache")
+    const env = envWithState(state)
+
+    expect((await pingThenEof(env)).code).toBe(0)
+    // The warm-up starts as the first start exits, and writes its cache.
+    const warm = await until("the warm-up's cache", () => cacheFiles(dir).find((f) => f.endsWith(".warm.v8cache")), 20_000)
+    await until("the warm-up's lock released", () => !cacheFiles(dir).some((f) => f.endsWith(".warmup")))
+    expect(warm).toMatch(/^gateway-[A-Z0-9]+-v\d+\.\d+\.\d+-\w+\.warm\.v8cache$/)
+    expect(statSync(dir).mode & 0o777).toBe(0o700)
+    expect(statSync(join(dir, warm)).mode & 0o777).toBe(0o600)
+
+    // The second start loads the bundle with it, and replaces it with a cache of its own start.
+    expect((await pingThenEof(env)).code).toBe(0)
+    const files = cacheFiles(dir)
+    expect(files).toHaveLength(1)
+    expect(files[0]).toBe(warm.replace(".warm.v8cache", ".v8cache"))
+    const full = join(dir, files[0]!)
+    expect(statSync(full).mode & 0o777).toBe(0o600)
+    const written = readFileSync(full)
+
+    // A later start uses it as it is.
+    expect((await pingThenEof(env)).code).toBe(0)
+    expect(cacheFiles(dir)).toEqual(files)
+    expect(readFileSync(full).equals(written)).toBe(true)
+
+    // A cache V8 rejects (here: not one at all) is replaced by the start that met it.
+    writeFileSync(full, Buffer.alloc(4096, 7), { mode: 0o600 })
+    expect((await pingThenEof(env)).code).toBe(0)
+    expect(readFileSync(full).equals(Buffer.alloc(4096, 7))).toBe(false)
+    expect(readFileSync(full).length).toBeGreaterThan(100_000)
+  }, 60_000)
+
+  it("a gateway loaded from the bundle stops its backends and exits 0 on SIGTERM", async () => {
+    const state = tempDir("agentify-cc-")
+    const env = envWithState(state)
+    expect((await pingThenEof(env)).code).toBe(0)
+    await until(
+      "the warm-up's cache",
+      () => cacheFiles(join(state, "compile-cache")).some((f) => f.endsWith(".warm.v8cache")),
+      20_000
+    )
+    const client = new CliClient({ env })
+    expect((await client.request("initialize", INIT_PARAMS)).result.serverInfo.name).toBe("mcp-agentify")
+    client.child.kill("SIGTERM")
+    const { code } = await client.exited
+    expect(code).toBe(0)
+    // Caught by the launcher's handlers, acted on once by the bundle's gateway.
+    expect(client.stderr().match(/SIGTERM received; stopping backends/g)).toHaveLength(1)
+    expect(client.stderr()).not.toMatch(/already stopping/)
+  }, 60_000)
+
+  it("AGENTIFY_CODE_CACHE=off: the ES modules, and no warm-up", async () => {
+    const state = tempDir("agentify-cc-")
+    expect((await pingThenEof(envWithState(state, { AGENTIFY_CODE_CACHE: "off" }))).code).toBe(0)
+    // A warm-up would have taken its lock before the gateway exited.
+    expect(cacheFiles(join(state, "compile-cache"))).toEqual([])
+  })
+})
+
+describe.skipIf(!nodeKeepsIt)("the code cache on Node 22 and later", () => {
+  it("Node keeps it, in the state directory", async () => {
+    const state = tempDir("agentify-cc-")
+    expect((await pingThenEof(envWithState(state))).code).toBe(0)
+    expect(cacheFiles(join(state, "compile-cache")).length).toBeGreaterThan(0)
+  })
+})
