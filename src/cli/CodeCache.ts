@@ -22,6 +22,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, wri
 import module, { createRequire } from "node:module"
 import { basename, dirname, join } from "node:path"
 import { Script } from "node:vm"
+import * as zlib from "node:zlib"
 import { stateDirOf } from "../data/StateDir.js"
 
 /** Where compiled code is kept: `NODE_COMPILE_CACHE`, else `<state directory>/compile-cache`. */
@@ -75,12 +76,27 @@ const cacheFiles = (file: string, dir: string) => {
   }
 }
 
-const read = (path: string): Buffer | undefined => {
+/**
+ * A cache file is V8's data behind its CRC-32 (4 bytes, big-endian): V8 checks the data's header,
+ * not all of its content, and a file cut short or damaged on disk must never reach it.
+ */
+const seal = (data: Buffer, crc32: (data: Buffer) => number): Buffer => {
+  const head = Buffer.alloc(4)
+  head.writeUInt32BE(crc32(data))
+  return Buffer.concat([head, data])
+}
+
+/** The cache in `path` if it is there whole; undefined otherwise. */
+const read = (path: string, crc32: (data: Buffer) => number): Buffer | undefined => {
+  let file: Buffer
   try {
-    return readFileSync(path)
+    file = readFileSync(path)
   } catch {
     return undefined
   }
+  if (file.length <= 4) return undefined
+  const data = file.subarray(4)
+  return file.readUInt32BE(0) === crc32(data) ? data : undefined
 }
 
 /**
@@ -91,10 +107,13 @@ const read = (path: string): Buffer | undefined => {
  * Throws what loading the bundle throws.
  */
 export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">, warmUp: () => void): unknown => {
-  if (!ensureDir(dir)) return undefined
+  // zlib.crc32 is Node 20.15's: before it, no cache is trusted, and the ES modules load.
+  const crc32: unknown = zlib.crc32
+  if (typeof crc32 !== "function" || !ensureDir(dir)) return undefined
+  const check = (data: Buffer): number => crc32(data)
   const files = cacheFiles(file, dir)
-  const full = mode === "warmup" ? undefined : read(files.full)
-  const cachedData = full ?? (mode === "warmup" ? undefined : read(files.warm))
+  const full = mode === "warmup" ? undefined : read(files.full, check)
+  const cachedData = full ?? (mode === "warmup" ? undefined : read(files.warm, check))
   if (cachedData === undefined && mode !== "warmup") {
     // Once this process ends: the warm-up neither competes with its start nor runs beside it.
     process.once("exit", () => startWarmUp(files.lock, warmUp))
@@ -117,7 +136,7 @@ export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">
             rmSync(path, { force: true })
         }
         const temp = `${target}.${process.pid}`
-        writeFileSync(temp, script.createCachedData(), { mode: 0o600 })
+        writeFileSync(temp, seal(script.createCachedData(), check), { mode: 0o600 })
         renameSync(temp, target)
         if (mode === "warmup") rmSync(files.lock, { force: true })
         else rmSync(files.warm, { force: true })

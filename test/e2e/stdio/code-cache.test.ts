@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest"
 import module from "node:module"
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { crc32 } from "node:zlib"
 import { CliClient, cleanEnv, INIT_PARAMS, tempDir } from "../../support/stdioClient.js"
 import { until } from "../../support/process.js"
 
@@ -61,11 +62,28 @@ describe.skipIf(nodeKeepsIt)("the code cache on Node 20", () => {
     expect(cacheFiles(dir)).toEqual(files)
     expect(readFileSync(full).equals(written)).toBe(true)
 
-    // A cache V8 rejects (here: not one at all) is replaced by the start that met it.
-    writeFileSync(full, Buffer.alloc(4096, 7), { mode: 0o600 })
+    // A cache whose checksum V8 would accept but whose data it rejects is replaced by the start
+    // that met it.
+    const rejected = Buffer.alloc(4096, 7)
+    const head = Buffer.alloc(4)
+    head.writeUInt32BE(crc32(rejected))
+    writeFileSync(full, Buffer.concat([head, rejected]), { mode: 0o600 })
     expect((await pingThenEof(env)).code).toBe(0)
-    expect(readFileSync(full).equals(Buffer.alloc(4096, 7))).toBe(false)
-    expect(readFileSync(full).length).toBeGreaterThan(100_000)
+    const replaced = readFileSync(full)
+    expect(replaced.length).toBeGreaterThan(100_000)
+    expect(replaced.readUInt32BE(0)).toBe(crc32(replaced.subarray(4)))
+
+    // A file damaged on disk (one byte changed) never reaches V8: that start loads the ES modules
+    // and leaves a warm-up, whose cache the next start uses and replaces.
+    replaced[replaced.length - 100] ^= 0xff
+    writeFileSync(full, replaced, { mode: 0o600 })
+    expect((await pingThenEof(env)).code).toBe(0)
+    await until("the warm-up's cache", () => cacheFiles(dir).find((f) => f.endsWith(".warm.v8cache")), 20_000)
+    await until("the warm-up's lock released", () => !cacheFiles(dir).some((f) => f.endsWith(".warmup")))
+    expect((await pingThenEof(env)).code).toBe(0)
+    expect(cacheFiles(dir)).toEqual(files)
+    const again = readFileSync(full)
+    expect(again.readUInt32BE(0)).toBe(crc32(again.subarray(4)))
   }, 60_000)
 
   it("a gateway loaded from the bundle stops its backends and exits 0 on SIGTERM", async () => {
