@@ -64,7 +64,10 @@ export const modeOf = (env: Readonly<Record<string, string | undefined>>): Mode 
 }
 
 const cacheFiles = (file: string, dir: string) => {
-  const stem = `${basename(file, ".cjs")}-${process.version}-${process.arch}`
+  // V8 rejects a cache made under other flags: NODE_OPTIONS (which the warm-up inherits) names its own.
+  const options = process.env.NODE_OPTIONS?.trim()
+  const flags = options ? `-${zlib.crc32(options).toString(36)}` : ""
+  const stem = `${basename(file, ".cjs")}-${process.version}-${process.arch}${flags}`
   return {
     /** Written by a start of the gateway: the code a start compiles. */
     full: join(dir, `${stem}.v8cache`),
@@ -107,9 +110,11 @@ const read = (path: string, crc32: (data: Buffer) => number): Buffer | undefined
  * Throws what loading the bundle throws.
  */
 export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">, warmUp: () => void): unknown => {
-  // zlib.crc32 is Node 20.15's: before it, no cache is trusted, and the ES modules load.
+  // zlib.crc32 is Node 20.15's: before it, no cache is trusted, and the ES modules load. Nor under
+  // flags given to node itself (`node --inspect dist/bin.js`): V8 rejects a cache made without
+  // them, and the warm-up cannot be given them (a debugger port, a profile of its own).
   const crc32: unknown = zlib.crc32
-  if (typeof crc32 !== "function" || !ensureDir(dir)) return undefined
+  if (typeof crc32 !== "function" || (mode !== "warmup" && process.execArgv.length > 0) || !ensureDir(dir)) return undefined
   const check = (data: Buffer): number => crc32(data)
   const files = cacheFiles(file, dir)
   const full = mode === "warmup" ? undefined : read(files.full, check)

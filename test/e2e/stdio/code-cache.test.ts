@@ -11,7 +11,7 @@ import module from "node:module"
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { crc32 } from "node:zlib"
-import { CliClient, cleanEnv, INIT_PARAMS, tempDir } from "../../support/stdioClient.js"
+import { BIN, CliClient, cleanEnv, INIT_PARAMS, tempDir } from "../../support/stdioClient.js"
 import { until } from "../../support/process.js"
 
 const nodeKeepsIt = "enableCompileCache" in module
@@ -84,6 +84,14 @@ describe.skipIf(nodeKeepsIt)("the code cache on Node 20", () => {
     expect(cacheFiles(dir)).toEqual(files)
     const again = readFileSync(full)
     expect(again.readUInt32BE(0)).toBe(crc32(again.subarray(4)))
+
+    // Flags given to node itself: the ES modules (V8 would reject the cache, made without them).
+    const flagged = new CliClient({ command: process.execPath, args: ["--expose-gc", BIN], env })
+    expect((await flagged.request("ping")).result).toEqual({})
+    flagged.child.stdin!.end()
+    expect((await flagged.exited).code).toBe(0)
+    expect(cacheFiles(dir)).toEqual(files)
+    expect(readFileSync(full).equals(again)).toBe(true)
   }, 60_000)
 
   it("a gateway loaded from the bundle stops its backends and exits 0 on SIGTERM", async () => {
