@@ -8,7 +8,7 @@ import { afterAll } from "vitest"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { removeTempDirs } from "./stdioClient.js"
+import { removeTempDirs, ROOT } from "./stdioClient.js"
 
 // The gateway keeps state under the user's home (tool pins): tests keep theirs in a home of their own.
 const home = mkdtempSync(join(tmpdir(), "agentify-home-"))
@@ -17,8 +17,9 @@ delete process.env.XDG_STATE_HOME
 delete process.env.AGENTIFY_STATE_DIR
 afterAll(() => rmSync(home, { recursive: true, force: true }))
 // Compiled code shared by every gateway the tests start (see src/cli/CodeCache.ts): one warm-up
-// for the build, not one for each test's state directory. Kept between runs, as a cache is.
-process.env.NODE_COMPILE_CACHE = join(tmpdir(), "agentify-test-compile-cache")
+// for the build, not one for each test's state directory. Kept between runs, as a cache is, in
+// this checkout (code loaded from a shared temporary directory could be anyone's).
+process.env.NODE_COMPILE_CACHE = join(ROOT, "node_modules", ".cache", "mcp-agentify", "test-compile-cache")
 
 console.log = console.error
 console.info = console.error
