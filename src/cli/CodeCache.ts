@@ -6,15 +6,16 @@
  * is. Node 20 keeps nothing for ES modules, so the build also writes the gateway as one CommonJS
  * file (`dist/chunks/gateway-<hash>.cjs`), which `loadBundle` compiles with `vm.Script` and the
  * code cache of an earlier start. Without a cache the bundle would start slower than the ES modules
- * and in more memory, so the first start loads the ES modules and leaves a warm-up behind it (the
- * bundle loaded alone, `--version`, in a process of its own), whose cache the next start uses and
- * replaces with its own. `AGENTIFY_CODE_CACHE=off` keeps to the ES modules. See
+ * and in more memory, so the first start loads the ES modules and, as it exits, leaves a warm-up
+ * behind it (the bundle loaded alone, `--version`, in a process of its own), whose cache the next
+ * start uses and replaces with its own. `AGENTIFY_CODE_CACHE=off` keeps to the ES modules. See
  * docs/benchmarks.md, startup, for what it saves and costs.
  *
  * The cache lives in the user's own state directory (0700; files 0600, written whole then renamed),
  * not Node's default under the shared temporary directory, where another user could leave a cache
- * for this one to load; `NODE_COMPILE_CACHE` names another. Its files are named by the Node version,
- * the architecture and the bundle's content hash: V8 itself checks only the source's length.
+ * for this one to load; `NODE_COMPILE_CACHE` names another. Its files are named by the bundle's
+ * content hash, the Node version, the architecture and `NODE_OPTIONS` (V8 itself checks only the
+ * source's length and its flags), and carry a CRC-32 of their data.
  *
  * The launcher loads this module before the gateway: it imports Node's own modules only.
  */
@@ -67,15 +68,17 @@ const cacheFiles = (file: string, dir: string) => {
   // V8 rejects a cache made under other flags: NODE_OPTIONS (which the warm-up inherits) names its own.
   const options = process.env.NODE_OPTIONS?.trim()
   const flags = options ? `-${zlib.crc32(options).toString(36)}` : ""
-  const stem = `${basename(file, ".cjs")}-${process.version}-${process.arch}${flags}`
+  const build = `${basename(file, ".cjs")}-${process.version}-${process.arch}`
+  const stem = `${build}${flags}`
   return {
     /** Written by a start of the gateway: the code a start compiles. */
     full: join(dir, `${stem}.v8cache`),
     /** Written by the warm-up: the bundle's modules loaded, little run. */
     warm: join(dir, `${stem}.warm.v8cache`),
     lock: join(dir, `${stem}.warmup`),
-    /** Every cache file of this bundle's name, whatever its hash. */
-    family: `${basename(file, ".cjs").replace(/-[^-]+$/, "")}-`
+    /** Whether `name` is a cache of another build of the bundle or another Node: to be removed. */
+    stale: (name: string) =>
+      name.startsWith(`${basename(file, ".cjs").replace(/-[^-]+$/, "")}-`) && name.endsWith(".v8cache") && !name.startsWith(build)
   }
 }
 
@@ -105,9 +108,9 @@ const read = (path: string, crc32: (data: Buffer) => number): Buffer | undefined
 /**
  * Loads the CommonJS bundle `file` with the code cache kept in `dir`: its exports; undefined when
  * there is no cache yet (the ES modules load faster than the bundle without one, in less memory),
- * and the warm-up that writes one (`warmUp`) starts when this process exits. A start that loads the warm-up's cache,
- * or whose cache V8 rejected, writes the start's own once its code is compiled (or at exit).
- * Throws what loading the bundle throws.
+ * and the warm-up that writes one (`warmUp`) starts when this process exits. A start that loads
+ * the warm-up's cache, or whose cache V8 rejected, writes its own once its code is compiled (or at
+ * exit). Throws what loading the bundle throws.
  */
 export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">, warmUp: () => void): unknown => {
   // zlib.crc32 is Node 20.15's: before it, no cache is trusted, and the ES modules load. Nor under
@@ -135,11 +138,7 @@ export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">
       if (written) return
       written = true
       try {
-        for (const old of readdirSync(dir)) {
-          const path = join(dir, old)
-          if (old.startsWith(files.family) && old.endsWith(".v8cache") && path !== target && path !== files.warm)
-            rmSync(path, { force: true })
-        }
+        for (const name of readdirSync(dir)) if (files.stale(name)) rmSync(join(dir, name), { force: true })
         const temp = `${target}.${process.pid}`
         writeFileSync(temp, seal(script.createCachedData(), check), { mode: 0o600 })
         renameSync(temp, target)
