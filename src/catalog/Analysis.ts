@@ -205,7 +205,9 @@ const buildVocabulary = () => {
   return { words: freeze(words), phrases: freeze(phrases), phraseStarts, idioms, longestPhrase }
 }
 
-const VOCAB = buildVocabulary()
+/** Built on the first query or tool analysed, not while the gateway starts. */
+let built: ReturnType<typeof buildVocabulary> | undefined
+const vocabulary = () => (built ??= buildVocabulary())
 
 /**
  * Lowercase words of a text, split at anything but letters and digits. Identifiers (tool and
@@ -237,23 +239,24 @@ const phraseSequences = (words: ReadonlyArray<string>): Array<Array<number>> => 
 
 /** Feeds a text's terms (stems and concepts) to `sink`; returns how many meaningful words it had. */
 export const analyze = (text: string, sink: Sink, scale = 1, identifier = false, mappedWordWeight = 1): number => {
+  const vocab = vocabulary()
   const words = splitWords(text, identifier)
   const inIdiom = new Set<number>()
   // Phrases are looked for both as written and with stop words skipped ("open an issue").
-  const sequences = words.some((w) => VOCAB.phraseStarts.has(w)) ? phraseSequences(words) : []
+  const sequences = words.some((w) => vocab.phraseStarts.has(w)) ? phraseSequences(words) : []
   sequences.forEach((sequence, skipping) => {
     for (let i = 0; i < sequence.length; i++) {
       const first = sequence[i] ?? 0
       let phrase = words[first] ?? ""
-      if (!VOCAB.phraseStarts.has(phrase)) continue
-      for (let n = 2; n <= VOCAB.longestPhrase && i + n <= sequence.length; n++) {
+      if (!vocab.phraseStarts.has(phrase)) continue
+      for (let n = 2; n <= vocab.longestPhrase && i + n <= sequence.length; n++) {
         const last = sequence[i + n - 1] ?? 0
         phrase += ` ${words[last]}`
-        const concepts = VOCAB.phrases.get(phrase)
+        const concepts = vocab.phrases.get(phrase)
         // Without a skipped stop word, the phrase was already seen as written.
         if (concepts === undefined || (skipping === 1 && last - first === n - 1)) continue
         for (const [term, weight] of concepts) sink(term, scale * weight, phrase)
-        if (VOCAB.idioms.has(phrase)) for (let j = i; j < i + n - 1; j++) inIdiom.add(sequence[j] ?? 0)
+        if (vocab.idioms.has(phrase)) for (let j = i; j < i + n - 1; j++) inIdiom.add(sequence[j] ?? 0)
       }
     }
   })
@@ -273,7 +276,7 @@ export const analyze = (text: string, sink: Sink, scale = 1, identifier = false,
       sink(stemmed, scale * IDIOM_WORD_WEIGHT, stemmed)
       continue
     }
-    const concepts = VOCAB.words.get(word) ?? VOCAB.words.get(stemmed)
+    const concepts = vocab.words.get(word) ?? vocab.words.get(stemmed)
     sink(stemmed, concepts ? scale * mappedWordWeight : scale, stemmed)
     if (concepts) for (const [term, weight] of concepts) sink(term, scale * weight, stemmed)
   }

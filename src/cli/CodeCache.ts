@@ -19,7 +19,7 @@
  *
  * The launcher loads this module before the gateway: it imports Node's own modules only.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
 import module, { createRequire } from "node:module"
 import { basename, dirname, join } from "node:path"
 import { Script } from "node:vm"
@@ -56,6 +56,18 @@ export const enableNodeCache = (dir: string): boolean => {
 const WRITE_AFTER_MS = 2_000
 /** A warm-up older than this is taken to have died: another may start. */
 const WARMUP_STALE_MS = 60_000
+/** A cache of another build no start has used for this long is removed. */
+const UNUSED_FOR_MS = 30 * 24 * 60 * 60_000
+
+/** Marks a cache as used now (its modification time): caches in use are never removed. */
+const touch = (path: string) => {
+  try {
+    const now = new Date()
+    utimesSync(path, now, now)
+  } catch {
+    // Only its age is lost.
+  }
+}
 
 /** What `AGENTIFY_CODE_CACHE` asks: "off" never loads the bundle; "warmup" is the warm-up's own run. */
 export type Mode = "on" | "off" | "warmup"
@@ -76,8 +88,8 @@ const cacheFiles = (file: string, dir: string) => {
     /** Written by the warm-up: the bundle's modules loaded, little run. */
     warm: join(dir, `${stem}.warm.v8cache`),
     lock: join(dir, `${stem}.warmup`),
-    /** Whether `name` is a cache of another build of the bundle or another Node: to be removed. */
-    stale: (name: string) =>
+    /** Whether `name` is a cache of another build of the bundle or another Node. */
+    other: (name: string) =>
       name.startsWith(`${basename(file, ".cjs").replace(/-[^-]+$/, "")}-`) && name.endsWith(".v8cache") && !name.startsWith(build)
   }
 }
@@ -131,6 +143,7 @@ export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">
     filename: file,
     ...(cachedData === undefined ? {} : { cachedData })
   })
+  if (full !== undefined && script.cachedDataRejected !== true) touch(files.full)
   if (full === undefined || script.cachedDataRejected === true) {
     const target = mode === "warmup" ? files.warm : files.full
     let written = false
@@ -138,7 +151,13 @@ export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">
       if (written) return
       written = true
       try {
-        for (const name of readdirSync(dir)) if (files.stale(name)) rmSync(join(dir, name), { force: true })
+        // Another version may be in use beside this one (two projects, two versions): its cache
+        // goes only once no start has used it for a month.
+        const unused = Date.now() - UNUSED_FOR_MS
+        for (const name of readdirSync(dir)) {
+          const path = join(dir, name)
+          if (files.other(name) && statSync(path).mtimeMs < unused) rmSync(path, { force: true })
+        }
         const temp = `${target}.${process.pid}`
         writeFileSync(temp, seal(script.createCachedData(), check), { mode: 0o600 })
         renameSync(temp, target)

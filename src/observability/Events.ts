@@ -130,15 +130,20 @@ export interface EventsService {
 }
 
 export const make: Effect.Effect<EventsService> = Effect.gen(function* () {
-  const hub = yield* PubSub.sliding<Event>(SUBSCRIBER_CAPACITY)
+  // Made with the first subscriber: its ring of 16,384 slots is work for every start, and most
+  // starts have no observer.
+  let hub: PubSub.PubSub<Event> | undefined
+  const made = yield* Effect.cached(
+    Effect.tap(PubSub.sliding<Event>(SUBSCRIBER_CAPACITY), (created) => Effect.sync(() => void (hub = created)))
+  )
   let subscribers = 0
   return {
     active: () => subscribers > 0,
     publish: (event) => {
-      if (subscribers > 0) Effect.runSync(PubSub.publish(hub, event))
+      if (subscribers > 0 && hub !== undefined) Effect.runSync(PubSub.publish(hub, event))
     },
     subscribe: Effect.acquireRelease(
-      Effect.tap(PubSub.subscribe(hub), () => Effect.sync(() => subscribers++)),
+      Effect.flatMap(made, (created) => Effect.tap(PubSub.subscribe(created), () => Effect.sync(() => subscribers++))),
       () => Effect.sync(() => subscribers--)
     )
   }

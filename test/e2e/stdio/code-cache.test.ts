@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest"
 import module from "node:module"
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { crc32 } from "node:zlib"
 import { BIN, CliClient, cleanEnv, INIT_PARAMS, tempDir } from "../../support/stdioClient.js"
@@ -39,10 +39,16 @@ describe.skipIf(nodeKeepsIt)("the code cache on Node 20", () => {
     const state = tempDir("agentify-cc-")
     const dir = join(state, "compile-cache")
     const env = envWithState(state)
-    // A cache of another build of the bundle: removed with the first cache written.
+    // Caches of other builds of the bundle: one unused for two months is removed with the first
+    // cache written, one used yesterday (another version in use beside this one) is kept.
     mkdirSync(dir, { recursive: true, mode: 0o700 })
     const stale = `gateway-AAAAAAAA-${process.version}-${process.arch}.v8cache`
+    const inUse = `gateway-BBBBBBBB-${process.version}-${process.arch}.v8cache`
     writeFileSync(join(dir, stale), "old", { mode: 0o600 })
+    writeFileSync(join(dir, inUse), "recent", { mode: 0o600 })
+    const day = 24 * 60 * 60
+    utimesSync(join(dir, stale), Date.now() / 1000 - 60 * day, Date.now() / 1000 - 60 * day)
+    utimesSync(join(dir, inUse), Date.now() / 1000 - day, Date.now() / 1000 - day)
 
     expect((await pingThenEof(env)).code).toBe(0)
     // The warm-up starts as the first start exits, and writes its cache.
@@ -50,6 +56,8 @@ describe.skipIf(nodeKeepsIt)("the code cache on Node 20", () => {
     await until("the warm-up's lock released", () => !cacheFiles(dir).some((f) => f.endsWith(".warmup")))
     expect(warm).toMatch(/^gateway-[A-Z0-9]+-v\d+\.\d+\.\d+-\w+\.warm\.v8cache$/)
     expect(cacheFiles(dir)).not.toContain(stale)
+    expect(cacheFiles(dir)).toContain(inUse)
+    rmSync(join(dir, inUse))
     expect(statSync(dir).mode & 0o777).toBe(0o700)
     expect(statSync(join(dir, warm)).mode & 0o777).toBe(0o600)
 
