@@ -98,14 +98,14 @@ const cacheFiles = (file: string, dir: string) => {
  * A cache file is V8's data behind its CRC-32 (4 bytes, big-endian): V8 checks the data's header,
  * not all of its content, and a file cut short or damaged on disk must never reach it.
  */
-const seal = (data: Buffer, crc32: (data: Buffer) => number): Buffer => {
+const seal = (data: Buffer): Buffer => {
   const head = Buffer.alloc(4)
-  head.writeUInt32BE(crc32(data))
+  head.writeUInt32BE(zlib.crc32(data))
   return Buffer.concat([head, data])
 }
 
 /** The cache in `path` if it is there whole; undefined otherwise. */
-const read = (path: string, crc32: (data: Buffer) => number): Buffer | undefined => {
+const read = (path: string): Buffer | undefined => {
   let file: Buffer
   try {
     file = readFileSync(path)
@@ -114,7 +114,7 @@ const read = (path: string, crc32: (data: Buffer) => number): Buffer | undefined
   }
   if (file.length <= 4) return undefined
   const data = file.subarray(4)
-  return file.readUInt32BE(0) === crc32(data) ? data : undefined
+  return file.readUInt32BE(0) === zlib.crc32(data) ? data : undefined
 }
 
 /**
@@ -128,12 +128,10 @@ export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">
   // zlib.crc32 is Node 20.15's: before it, no cache is trusted, and the ES modules load. Nor under
   // flags given to node itself (`node --inspect dist/bin.js`): V8 rejects a cache made without
   // them, and the warm-up cannot be given them (a debugger port, a profile of its own).
-  const crc32: unknown = zlib.crc32
-  if (typeof crc32 !== "function" || (mode !== "warmup" && process.execArgv.length > 0) || !ensureDir(dir)) return undefined
-  const check = (data: Buffer): number => crc32(data)
+  if (typeof zlib.crc32 !== "function" || (mode !== "warmup" && process.execArgv.length > 0) || !ensureDir(dir)) return undefined
   const files = cacheFiles(file, dir)
-  const full = mode === "warmup" ? undefined : read(files.full, check)
-  const cachedData = full ?? (mode === "warmup" ? undefined : read(files.warm, check))
+  const full = mode === "warmup" ? undefined : read(files.full)
+  const cachedData = full ?? (mode === "warmup" ? undefined : read(files.warm))
   if (cachedData === undefined && mode !== "warmup") {
     // Once this process ends: the warm-up neither competes with its start nor runs beside it.
     process.once("exit", () => startWarmUp(files.lock, warmUp))
@@ -159,7 +157,7 @@ export const loadBundle = (file: string, dir: string, mode: Exclude<Mode, "off">
           if (files.other(name) && statSync(path).mtimeMs < unused) rmSync(path, { force: true })
         }
         const temp = `${target}.${process.pid}`
-        writeFileSync(temp, seal(script.createCachedData(), check), { mode: 0o600 })
+        writeFileSync(temp, seal(script.createCachedData()), { mode: 0o600 })
         renameSync(temp, target)
         if (mode === "warmup") rmSync(files.lock, { force: true })
         else rmSync(files.warm, { force: true })

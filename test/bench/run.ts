@@ -250,6 +250,18 @@ const rssKb = (pid: number): number => {
   return Number(match[1])
 }
 
+/** RSS once it holds still (five reads 50 ms apart within 256 KB), or as it is after `deadlineMs`. */
+const settledRssKb = async (pid: number, deadlineMs = 3_000): Promise<number> => {
+  const reads: Array<number> = []
+  const deadline = performance.now() + deadlineMs
+  for (;;) {
+    reads.push(rssKb(pid))
+    const last = reads.slice(-5)
+    if ((last.length === 5 && Math.max(...last) - Math.min(...last) <= 256) || performance.now() > deadline) return reads.at(-1)!
+    await sleep(50)
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sections
 
@@ -649,8 +661,7 @@ const benchMemory = async () => {
     const gateway = startGateway(BIN, config, extraEnv)
     try {
       await gateway.initialize()
-      await sleep(1_000)
-      return rssKb(gateway.pid)
+      return await settledRssKb(gateway.pid)
     } finally {
       await gateway.close()
     }

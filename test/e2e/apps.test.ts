@@ -6,12 +6,12 @@
  * calls its server's own tool names through /mcp.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { connectSdk } from "../support/sdkClient.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { BIN, cleanEnv, ROOT, tempDir } from "../support/stdioClient.js"
+import { cleanEnv, ROOT, tempDir } from "../support/stdioClient.js"
 import { firstText } from "../support/mcpFixture.js"
 import { type HttpGateway, startHttpGateway } from "../support/httpClient.js"
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fakeOpenAI.js"
@@ -36,19 +36,11 @@ describe("MCP Apps over stdio: the client's extension reaches the backend", () =
     const dir = tempDir()
     const config = join(dir, "gateway.json")
     writeFileSync(config, JSON.stringify({ backends: [backend("apps")] }))
-    const client = new Client({ name: "host", version: "1.0.0" }, { capabilities })
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [BIN, "--config", config],
-        cwd: dir,
-        env: cleanEnv({ OPENAI_API_KEY: "sk-test-apps-0000000000000000", OPENAI_BASE_URL: model.baseUrl }) as Record<
-          string,
-          string
-        >,
-        stderr: "pipe"
-      })
-    )
+    const { client } = await connectSdk(new Client({ name: "host", version: "1.0.0" }, { capabilities }), {
+      config,
+      cwd: dir,
+      env: cleanEnv({ OPENAI_API_KEY: "sk-test-apps-0000000000000000", OPENAI_BASE_URL: model.baseUrl })
+    })
     await until("the backend's tools", async () => (await names(client)).includes("apps__weather"))
     return client
   }

@@ -5,12 +5,12 @@
  * naming its run, secrets scrubbed from the arguments, the file private to its user.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { connectSdk } from "../../support/sdkClient.js"
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { BIN, cleanEnv, tempDir } from "../../support/stdioClient.js"
+import { cleanEnv, tempDir } from "../../support/stdioClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
 import { startHttpGateway } from "../../support/httpClient.js"
@@ -31,16 +31,11 @@ describe("the audit log", () => {
     const dir = tempDir()
     const config = join(dir, "gateway.json")
     writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")], audit }))
-    const client = new Client({ name: "auditor", version: "2.5.0" })
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [BIN, "--config", config],
-        cwd: dir,
-        env: cleanEnv({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: model.baseUrl }) as Record<string, string>,
-        stderr: "pipe"
-      })
-    )
+    const { client } = await connectSdk(new Client({ name: "auditor", version: "2.5.0" }), {
+      config,
+      cwd: dir,
+      env: cleanEnv({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: model.baseUrl })
+    })
     return { dir, client }
   }
   const linesOf = (file: string) =>

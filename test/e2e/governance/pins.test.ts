@@ -6,7 +6,7 @@
  * command to run, `trust` accepts it, and `toolPins: "warn"` only flags it.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { connectSdk } from "../../support/sdkClient.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { spawnSync } from "node:child_process"
 import { readFileSync, statSync, writeFileSync } from "node:fs"
@@ -46,17 +46,8 @@ describe("pinned tool definitions", () => {
     client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => {
       changes.push(n)
     })
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [BIN, "--config", config],
-      cwd: dir,
-      env: env() as Record<string, string>,
-      stderr: "pipe"
-    })
-    let stderr = ""
-    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-    await client.connect(transport)
-    return { client, changes, stderr: () => stderr }
+    const { stderr } = await connectSdk(client, { config, cwd: dir, env: env() })
+    return { client, changes, stderr }
   }
   const names = async (client: Client) => (await client.listTools()).tools.map((t) => t.name)
   const cli = (args: Array<string>) => {

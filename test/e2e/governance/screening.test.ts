@@ -5,7 +5,7 @@
  * hidden characters; `check` names the backend and the tool.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { connectSdk } from "../../support/sdkClient.js"
 import { spawnSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -27,19 +27,11 @@ describe("tool descriptions that hide text", () => {
     dir = tempDir()
     config = join(dir, "gateway.json")
     writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx", ["--hidden-text"])] }))
-    client = new Client({ name: "screening", version: "1.0.0" })
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [BIN, "--config", config],
-        cwd: dir,
-        env: cleanEnv({ OPENAI_API_KEY: "sk-test-screen-00000000000000", OPENAI_BASE_URL: model.baseUrl }) as Record<
-          string,
-          string
-        >,
-        stderr: "pipe"
-      })
-    )
+    ;({ client } = await connectSdk(new Client({ name: "screening", version: "1.0.0" }), {
+      config,
+      cwd: dir,
+      env: cleanEnv({ OPENAI_API_KEY: "sk-test-screen-00000000000000", OPENAI_BASE_URL: model.baseUrl })
+    }))
   })
   afterAll(async () => {
     await client.close()
