@@ -503,7 +503,16 @@ export const CodeMode = Schema.Union(
     ),
     maxCalls: Schema.optional(BoundedInt(100_000, "calls")),
     maxConcurrentCalls: Schema.optional(BoundedInt(64, "calls")),
-    maxOutputBytes: Schema.optional(BoundedInt(64 * 1024 * 1024, "bytes"))
+    maxOutputBytes: Schema.optional(BoundedInt(64 * 1024 * 1024, "bytes")),
+    /** Scripts running at once in the gateway, and waiting for a turn beyond those. */
+    maxRuns: Schema.optional(BoundedInt(256, "runs")),
+    maxQueuedRuns: Schema.optional(
+      Schema.Number.pipe(
+        Schema.filter((n) => Number.isInteger(n) && n >= 0 && n <= 10_000, {
+          message: () => "must be a whole number of runs from 0 to 10000"
+        })
+      )
+    )
   })
 )
 export type CodeMode = typeof CodeMode.Type

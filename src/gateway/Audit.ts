@@ -36,8 +36,9 @@ export interface CallLine extends Who {
   readonly id: string
   /** The JSON-RPC id of the client's request the call was made for. */
   readonly request: unknown
-  readonly backend: string
-  readonly tool: { readonly exposed: string | undefined; readonly own: string }
+  /** Absent for a call refused before any backend was chosen (an unknown or quarantined tool). */
+  readonly backend: string | undefined
+  readonly tool: { readonly exposed: string | undefined; readonly own: string | undefined }
   readonly arguments: unknown
   /** "ok", "isError", or the JSON-RPC error code. */
   readonly outcome: "ok" | "isError" | number
@@ -143,7 +144,7 @@ const make = (settings: AuditSettings) =>
           ...line,
           ...(settings.arguments === "none"
             ? {}
-            : { arguments: settings.arguments === "full" ? Secrets.scrubDeep(args) : hashOf(args) })
+            : { arguments: settings.arguments === "full" ? Secrets.scrubArguments(args) : hashOf(args) })
         }),
       run: (line) => enqueue({ type: "run", ...line })
     }
@@ -222,6 +223,36 @@ export const call = <A, E extends GatewayError>(
       )
     )
   })
+
+/**
+ * A call refused before it reached a backend (an unknown tool, one the profile hides, a quarantined
+ * one): a line of its own with the error's code, for the attempt is what an auditor looks for.
+ */
+export const refused = (
+  audit: AuditService,
+  session: Session,
+  request: Id,
+  name: string,
+  params: unknown,
+  error: GatewayError
+) =>
+  !audit.enabled
+    ? Effect.void
+    : Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
+        Effect.sync(() =>
+          audit.call({
+            id: randomUUID(),
+            ...(parent === undefined ? {} : { parent }),
+            ...whoOf(session),
+            request,
+            backend: undefined,
+            tool: { exposed: name, own: undefined },
+            arguments: field(params, "arguments") ?? {},
+            outcome: toRpcError(error).code,
+            ms: 0
+          })
+        )
+      )
 
 /**
  * An orchestration or script run, recorded as one line when it ends; the calls it makes name it as

@@ -356,18 +356,23 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     if (owner !== undefined && own !== undefined && profileAdmits(profile(), owner.s.id, name)) {
       return yield* ctx.forward(session, context, owner.s.id, "tools/call", { ...p, name: own })
     }
-    // A tool held back because its definition changed since it was pinned: say so, and how to accept it.
+    const held = quarantined(name)
+    if (held !== undefined) return yield* new InvalidParams({ message: held, issues: [`name: ${held}`] })
+    return yield* new InvalidParams({ message: `Unknown tool: ${name}`, issues: [`name: no tool named '${name}'`] })
+  })
+
+  /** Why a tool is held back, if it is: its definition changed since it was pinned; how to accept it. */
+  const quarantined = (name: string): string | undefined => {
     for (const listed of backends.toolsSync()) {
       if (listed.pinMode !== "quarantine") continue
       const config = backends.configOf(listed.backendId)
       const held = listed.changed?.find((c) => c.name === name || (config !== undefined && namespaced(config, c.name) === name))
       if (held !== undefined) {
-        const message = `Tool ${name} is quarantined: its ${held.changed.join(", ")} changed since it was pinned; review the change and run \`mcp-agentify trust ${listed.backendId} ${held.name}\` to accept it`
-        return yield* new InvalidParams({ message, issues: [`name: ${message}`] })
+        return `Tool ${name} is quarantined: its ${held.changed.join(", ")} changed since it was pinned; review the change and run \`mcp-agentify trust ${listed.backendId} ${held.name}\` to accept it`
       }
     }
-    return yield* new InvalidParams({ message: `Unknown tool: ${name}`, issues: [`name: no tool named '${name}'`] })
-  })
+    return undefined
+  }
 
   // A plain function rather than a traced generator: this is the passthrough hot path, where a
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
@@ -390,14 +395,21 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       )
     }
     const entry = catalog().byName.get(p.name) ?? byOwnName(p.name)
-    if (entry === undefined) return unlistedTool(p, p.name, context)
-    if (typeof entry === "string") return Effect.fail(new InvalidParams({ message: entry, issues: [`name: ${entry}`] }))
+    if (entry === undefined) return Effect.tapError(unlistedTool(p, p.name, context), (error) => refusedCall(p, context, error))
+    if (typeof entry === "string") {
+      const error = new InvalidParams({ message: entry, issues: [`name: ${entry}`] })
+      return Effect.zipRight(refusedCall(p, context, error), Effect.fail(error))
+    }
     // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
     const params = { ...p, name: entry.toolName }
     return Tasks.concerns(p, backendFacts(entry.backendId))
       ? Tasks.callTool(taskDeps(context), session, entry.backendId, params)
       : ctx.forward(session, context, entry.backendId, "tools/call", params)
   }
+
+  /** A refusal of the gateway's own (not a backend's failure) as a line of the audit log. */
+  const refusedCall = (p: Params.CallToolParams, context: RequestContext, error: GatewayError) =>
+    error._tag === "InvalidParams" ? Audit.refused(ctx.audit, session, context.id, p.name, p, error) : Effect.void
 
   const backendFacts = (backendId: string): Tasks.BackendFacts | undefined => {
     const running = backends.backend(backendId)
@@ -444,7 +456,12 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
             settings: config.codeMode,
             confirmTools: config.confirmTools,
             confirm: confirmWith(context, ask),
-            forward: (backendId, params) => ctx.forward(session, context, backendId, "tools/call", params)
+            forward: (backendId, params) => ctx.forward(session, context, backendId, "tools/call", params),
+            unknown: (name, args) => {
+              const message = quarantined(name) ?? `Unknown tool: ${name}`
+              const error = new InvalidParams({ message, issues: [`name: ${message}`] })
+              return Effect.as(Audit.refused(ctx.audit, session, context.id, name, { arguments: args }, error), message)
+            }
           })
     )
 

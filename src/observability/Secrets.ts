@@ -100,6 +100,35 @@ export const scrubDeep = (value: unknown): unknown => {
   return value
 }
 
+/**
+ * Names under which a value is a secret whatever it looks like: `password`, `token`, `secret`,
+ * `authorization`, `api_key`/`apiKey`, anything ending in `_key`, `-token`, `Secret`...
+ */
+const SECRET_NAME =
+  /^(?:password|passwd|passphrase|token|secret|authorization|auth|cookie|credentials?|api[-_]?key)$|[-_](?:key|token|secret|password)$/i
+/** camelCase: `apiKey`, `accessToken` (case matters, or "monkey" would be a key). */
+const SECRET_CAMEL = /[a-z0-9](?:Key|Token|Secret|Password)$/
+
+/** Whether a field of this name holds a secret (its value is masked in arguments shown anywhere). */
+export const isSecretName = (name: string): boolean =>
+  (SECRET_NAME.test(name) || SECRET_CAMEL.test(name)) && !/^(?:max|min)[-_A-Z]/i.test(name)
+
+/**
+ * A call's arguments as they may be shown (audit log, steps, a script's `calls`, a confirmation):
+ * every field with a key-like name masked at any depth, and every registered secret scrubbed.
+ */
+export const scrubArguments = (value: unknown): unknown => scrubDeep(maskNamed(value))
+
+const maskNamed = (value: unknown): unknown => {
+  if (Array.isArray(value)) return value.map(maskNamed)
+  if (typeof value === "object" && value !== null) {
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(value)) out[k] = isSecretName(k) && v !== null && v !== "" ? MASK : maskNamed(v)
+    return out
+  }
+  return value
+}
+
 const SECRET_FLAG = /^--?(key|token|api[-_]?key|secret|password|auth|access[-_]?token)$/i
 const SECRET_FLAG_INLINE = /^(--?(?:key|token|api[-_]?key|secret|password|auth|access[-_]?token))=(.+)$/i
 /** Shapes of well-known keys (sk-..., ghp_..., xoxb-..., long opaque tokens). */

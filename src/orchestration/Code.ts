@@ -103,6 +103,8 @@ export interface Deps {
   readonly confirm: Confirm
   /** The session's own call of a backend's tool (its own name), as a client's `tools/call` goes. */
   readonly forward: (backendId: string, params: unknown) => Effect.Effect<unknown, GatewayError>
+  /** A call of a tool the script cannot see: why (quarantined, or unknown), recorded as a refusal. */
+  readonly unknown?: (name: string, args: unknown) => Effect.Effect<string>
 }
 
 /**
@@ -124,7 +126,7 @@ const stripTypes = async (code: string): Promise<string | undefined> => {
 
 /** A call's arguments as the result lists them: scrubbed of secrets, a long one cut. */
 const shown = (args: Record<string, unknown>): unknown => {
-  const scrubbed = Secrets.scrubDeep(args)
+  const scrubbed = Secrets.scrubArguments(args)
   const text = JSON.stringify(scrubbed) ?? ""
   return text.length <= 1_000 ? scrubbed : { "[cut]": `arguments of ${text.length} characters` }
 }
@@ -186,17 +188,25 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
       memoryMb: given.memoryMb ?? defaults.memoryMb,
       maxCalls: given.maxCalls ?? defaults.maxCalls,
       maxConcurrentCalls: given.maxConcurrentCalls ?? defaults.maxConcurrentCalls,
-      maxOutputBytes: given.maxOutputBytes ?? defaults.maxOutputBytes
+      maxOutputBytes: given.maxOutputBytes ?? defaults.maxOutputBytes,
+      maxRuns: given.maxRuns ?? defaults.maxRuns,
+      maxQueuedRuns: given.maxQueuedRuns ?? defaults.maxQueuedRuns
     }
     const tools = scriptTools(deps.catalog(), deps.namespaceOf)
     const byName = new Map(tools.map((t) => [t.exposed, t]))
+    // Calls that reached a backend and were stopped as the run ended (the sandbox lists the rest):
+    // they count among the calls made, since the backend may have acted on them.
+    const stopped: Array<Sandbox.CallRecord> = []
 
     const call = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
       Effect.withSpan("RunCode.call", { attributes: { "gen_ai.tool.name": name } })(callOnce(name, args))
     const callOnce = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
       Effect.gen(function* () {
         const tool = byName.get(name)
-        if (tool === undefined) return { ok: false, message: `Unknown tool: ${name}`, record: undefined }
+        if (tool === undefined) {
+          const message = deps.unknown === undefined ? `Unknown tool: ${name}` : yield* deps.unknown(name, args)
+          return { ok: false, message, record: undefined }
+        }
         const given = objectOr(args)
         const problems = yield* Arguments.check(name, tool.entry.tool.inputSchema, given)
         if (problems !== undefined && problems.length > 0) {
@@ -214,7 +224,7 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
           }
         }
         if (needsConfirmation(deps.confirmTools, objectField(tool.entry.tool, "annotations"))) {
-          const answer = yield* deps.confirm({ tool: name, arguments: Secrets.scrubDeep(given) })
+          const answer = yield* deps.confirm({ tool: name, arguments: Secrets.scrubArguments(given) })
           if (answer !== "accepted") {
             return {
               ok: false,
@@ -227,7 +237,15 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
           }
         }
         const started = Date.now()
-        const outcome = yield* Effect.either(deps.forward(tool.entry.backendId, { name: tool.entry.toolName, arguments: given }))
+        const outcome = yield* Effect.either(
+          deps.forward(tool.entry.backendId, { name: tool.entry.toolName, arguments: given })
+        ).pipe(
+          Effect.onInterrupt(() =>
+            Effect.sync(() =>
+              stopped.push({ tool: name, arguments: shown(given), ms: Date.now() - started, isError: true, interrupted: true })
+            )
+          )
+        )
         const ms = Date.now() - started
         if (Either.isLeft(outcome))
           return { ok: false, message: outcome.left.message, record: { tool: name, arguments: shown(given), ms, isError: true } }
@@ -263,7 +281,7 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
       calls: outcome.calls.length,
       ...(outcome.ok ? {} : { error: outcome.name, ...(outcome.limit === undefined ? {} : { limit: outcome.limit }) })
     })
-    const calls = outcome.calls.map((c) => ({ ...c }))
+    const calls = [...outcome.calls, ...stopped].map((c) => ({ ...c }))
     yield* publish(code, outcome, Date.now() - began)
     if (outcome.ok) {
       const text = outcome.text ? (outcome.value as string) : JSON.stringify(outcome.value, null, 2)

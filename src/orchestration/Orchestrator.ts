@@ -324,14 +324,16 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           if (planned === undefined || !needsConfirmation(confirmTools, planned.chosen.annotations)) return Effect.succeed("run")
           const tool = planned.chosen.functionName
           const asked =
-            confirm === undefined ? Effect.succeed("unavailable" as const) : confirm({ tool, arguments: Secrets.scrubDeep(args) })
+            confirm === undefined
+              ? Effect.succeed("unavailable" as const)
+              : confirm({ tool, arguments: Secrets.scrubArguments(args) })
           return Effect.flatMap(asked, (answer) =>
             answer === "unavailable"
               ? Effect.fail(
                   new InvalidPlan({
                     message: `'${tool}' runs only after the user agrees (confirmTools: "${confirmTools}"), and this client cannot be asked (it declared no elicitation); confirmTools: "never" in the gateway's configuration runs it without asking`,
                     toolName: tool,
-                    arguments: Secrets.scrubDeep(args)
+                    arguments: Secrets.scrubArguments(args)
                   })
                 )
               : Effect.succeed(answer === "accepted" ? ("run" as const) : ("declined" as const))
@@ -355,7 +357,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           Effect.sync((): TurnOutcome => {
             const wanted = typeof args.query === "string" ? args.query : ""
             const found = wanted.trim() === "" ? [] : offer.search!(wanted)
-            steps.push({ tool: SEARCH_TOOL, arguments: Secrets.scrubDeep(args), isError: false, ms: 0 })
+            steps.push({ tool: SEARCH_TOOL, arguments: Secrets.scrubArguments(args), isError: false, ms: 0 })
             note({
               step: current,
               tool: SEARCH_TOOL,
@@ -374,7 +376,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         /** `agentify_read_result`: more of a result that was cut, answered here. */
         const readOn = (call: ChatToolCall, args: Record<string, unknown>) =>
           Effect.sync((): TurnOutcome => {
-            steps.push({ tool: Results.READ_RESULT_TOOL, arguments: Secrets.scrubDeep(args), isError: false, ms: 0 })
+            steps.push({ tool: Results.READ_RESULT_TOOL, arguments: Secrets.scrubArguments(args), isError: false, ms: 0 })
             note({ step: current, tool: Results.READ_RESULT_TOOL, arguments: args, outcome: "search", ms: 0 })
             return { call, content: results.read(args), ran: undefined }
           })
@@ -496,7 +498,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                   ? Effect.sync((): TurnOutcome => {
                       steps.push({
                         tool: planned.chosen.functionName,
-                        arguments: Secrets.scrubDeep(args),
+                        arguments: Secrets.scrubArguments(args),
                         isError: true,
                         ms: 0,
                         declined: true
@@ -514,7 +516,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                       const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
                       const isError = isCallToolResult(result) && result.isError === true
                       const ms = Date.now() - started
-                      steps.push({ tool: chosen.functionName, arguments: Secrets.scrubDeep(args), isError, ms })
+                      steps.push({ tool: chosen.functionName, arguments: Secrets.scrubArguments(args), isError, ms })
                       note({ step, tool: chosen.functionName, arguments: args, outcome: isError ? "error" : "ok", ms })
                       return { call, content: results.toolMessage(result), ran: { chosen, result } }
                     })

@@ -179,7 +179,7 @@ export const dryRunResult = (chosen: Plan, needsConfirmation: boolean, usage: Ch
     tool: chosen.functionName,
     backendId: chosen.backendId,
     method: chosen.mcpMethod,
-    arguments: Secrets.scrubDeep(chosen.mcpMethod === "tools/call" ? field(chosen.mcpParams, "arguments") : chosen.mcpParams)
+    arguments: Secrets.scrubArguments(chosen.mcpMethod === "tools/call" ? field(chosen.mcpParams, "arguments") : chosen.mcpParams)
   }
   return {
     content: [{ type: "text", text: `Would call ${plan.tool} with ${JSON.stringify(plan.arguments)} (dry run: nothing ran)` }],
@@ -193,7 +193,7 @@ export const dryRunRefused = (refused: InvalidPlan) => ({
   content: [{ type: "text", text: `Would not run: ${refused.message} (dry run: nothing ran)` }],
   structuredContent: {
     dryRun: true,
-    plan: { tool: refused.toolName, arguments: Secrets.scrubDeep(refused.arguments) },
+    plan: { tool: refused.toolName, arguments: Secrets.scrubArguments(refused.arguments) },
     valid: false,
     problems: refused.problems ?? [refused.message]
   }

@@ -8,6 +8,7 @@
 import { Effect, FiberSet, Option, Queue } from "effect"
 import { existsSync } from "node:fs"
 import { Worker } from "node:worker_threads"
+import * as Slots from "./Slots.js"
 import type { FromWorker, RunMessage, SettleMessage, WorkerData } from "./Worker.js"
 
 export interface Limits {
@@ -16,6 +17,9 @@ export interface Limits {
   readonly maxCalls: number
   readonly maxConcurrentCalls: number
   readonly maxOutputBytes: number
+  /** Scripts running at once in this process, and waiting beyond those (see Slots). */
+  readonly maxRuns: number
+  readonly maxQueuedRuns: number
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -23,7 +27,8 @@ export const DEFAULT_LIMITS: Limits = {
   memoryMb: 64,
   maxCalls: 100,
   maxConcurrentCalls: 8,
-  maxOutputBytes: 1024 * 1024
+  maxOutputBytes: 1024 * 1024,
+  ...Slots.DEFAULT_BOUNDS
 }
 
 export type LimitName = keyof Limits
@@ -37,6 +42,8 @@ export interface CallRecord {
   readonly isError: boolean
   /** Held back by a dry run: it did not run. */
   readonly dryRun?: true
+  /** Sent to its backend, then stopped as the run ended (a limit, the deadline, or the script returned). */
+  readonly interrupted?: true
 }
 
 /** What the host answers for one call: the value the script gets, or why the call rejects. */
@@ -81,12 +88,16 @@ const workerFile = (): URL => {
 /** How long after a run its thread ends, and the next spare starts: after the run's reply is written. */
 const AFTER_REPLY_MS = 20
 
-const start = (memoryMb: number): Worker =>
-  new Worker(workerFile(), {
+const start = (memoryMb: number): Worker => {
+  const worker = new Worker(workerFile(), {
     workerData: { memoryMb } satisfies WorkerData,
     // The thread's own heap (messages, QuickJS's bindings); the script's memory is the fixed one.
     resourceLimits: { maxOldGenerationSizeMb: 64 + memoryMb }
   })
+  live++
+  worker.once("exit", () => live--)
+  return worker
+}
 
 /**
  * One thread started ahead of the next run, its QuickJS already instantiated (a run then starts in
@@ -117,8 +128,23 @@ const prepareSpare = (memoryMb: number) => {
   spare = { worker, memoryMb }
 }
 
-/** Runs `code` (JavaScript, the body of an async function) with `host` answering its calls. */
+/** Threads started and not yet ended (the spare included): what a test counts. */
+let live = 0
+export const liveThreads = () => live
+
+/**
+ * Runs `code` (JavaScript, the body of an async function) with `host` answering its calls, in a
+ * turn of the process's (see Slots): refused at once, as a `maxRuns` limit, when none is free and
+ * the queue is full.
+ */
 export const run = (code: string, names: RunMessage["names"], limits: Limits, host: Host): Effect.Effect<Outcome> =>
+  Slots.withTurn(limits, runNow(code, names, limits, host)).pipe(
+    Effect.catchAll((busy) =>
+      Effect.succeed<Outcome>({ ok: false, name: "LimitError", message: busy.message, limit: "maxRuns", logs: [], calls: [] })
+    )
+  )
+
+const runNow = (code: string, names: RunMessage["names"], limits: Limits, host: Host): Effect.Effect<Outcome> =>
   Effect.scoped(
     Effect.gen(function* () {
       const calls: Array<CallRecord> = []
@@ -173,9 +199,28 @@ export const run = (code: string, names: RunMessage["names"], limits: Limits, ho
         }
       }
       const outcome = yield* Effect.async<Outcome>((resume) => {
-        const fail = (name: string, message: string, limit?: LimitName) =>
-          resume(Effect.succeed({ ok: false, name, message, limit, logs, calls }))
+        // Once the outcome is known nothing the thread still sends is acted on: a call from a loop
+        // that outlived `return` never reaches a backend.
+        let over = false
+        const end = (outcome: Outcome) => {
+          if (over) return
+          over = true
+          resume(Effect.succeed(outcome))
+        }
+        const fail = (name: string, message: string, limit?: LimitName) => end({ ok: false, name, message, limit, logs, calls })
         worker.on("message", (m: FromWorker) => {
+          if (over) return
+          // Nothing the thread sends may throw out of this listener: it would end the process.
+          try {
+            receive(m)
+          } catch (error) {
+            fail(
+              "Error",
+              `the sandbox sent what the gateway could not read (${error instanceof Error ? error.message : String(error)})`
+            )
+          }
+        })
+        const receive = (m: FromWorker) => {
           switch (m.type) {
             case "log":
               logs.push(m.text)
@@ -198,7 +243,7 @@ export const run = (code: string, names: RunMessage["names"], limits: Limits, ho
             case "done": {
               if (m.ok) {
                 const value = m.text ? m.value : (JSON.parse(m.value) as unknown)
-                return resume(Effect.succeed({ ok: true, value, text: m.text, logs, calls }))
+                return end({ ok: true, value, text: m.text, logs, calls })
               }
               // QuickJS's own words for the two limits it enforces (however the script met them), said
               // as the limits' names: the one place that reads them.
@@ -208,12 +253,10 @@ export const run = (code: string, names: RunMessage["names"], limits: Limits, ho
               if (/^interrupted$/i.test(m.message)) {
                 return fail("LimitError", `the script ran longer than timeoutMs (${limits.timeoutMs} ms)`, "timeoutMs")
               }
-              return resume(
-                Effect.succeed({ ok: false, name: m.name, message: m.message, line: m.line, limit: m.limit, logs, calls })
-              )
+              return end({ ok: false, name: m.name, message: m.message, line: m.line, limit: m.limit, logs, calls })
             }
           }
-        })
+        }
         worker.on("error", (error) => fail("Error", `the sandbox failed: ${error.message}`))
         worker.on("exit", (code) => fail("Error", `the sandbox stopped (exit ${code})`))
         worker.postMessage({

@@ -82,6 +82,32 @@ globalThis.searchTools = async (query) => await __search(String(query));
 const show = (v) => typeof v === "string" ? v : (() => { try { return JSON.stringify(v); } catch (e) { return String(v); } })();
 globalThis.console = { log: (...a) => __log(a.map(show).join(" ")), info: (...a) => __log(a.map(show).join(" ")),
   warn: (...a) => __log(a.map(show).join(" ")), error: (...a) => __log(a.map(show).join(" ")) };
+// How a run ends, bound now so that a script that replaces a global cannot change it. A value JSON
+// cannot hold (a function, a symbol, a BigInt, a cycle, a getter that throws) is the script's error,
+// named at once; so is a thrown value that cannot even be shown.
+{
+  const done = __done;
+  const kind = (v) => typeof v === "function" ? "a function" : typeof v === "symbol" ? "a symbol" : "a value whose toJSON gave undefined";
+  globalThis.__settleValue = (v) => {
+    if (typeof v === "string") return done(true, v, true);
+    let json;
+    try { json = JSON.stringify(v === undefined ? null : v); }
+    catch (e) {
+      let why = "";
+      try { why = String(e && e.message !== undefined ? e.message : e); } catch (_) {}
+      return done(false, "TypeError", "the returned value cannot be written as JSON (" + why + "): return plain data", "", false);
+    }
+    if (typeof json !== "string") return done(false, "TypeError", "the script returned " + kind(v) + ", which JSON cannot hold: return plain data", "", false);
+    done(true, json, false);
+  };
+  globalThis.__settleError = (e) => {
+    let name = "Error", message = "the script threw a value that cannot be shown", stack = "";
+    try { name = String(e && e.name || "Error"); } catch (_) {}
+    try { message = String(e && e.message !== undefined ? e.message : e); } catch (_) {}
+    try { stack = String(e && e.stack || ""); } catch (_) {}
+    done(false, name, message, stack, e === null || e === undefined);
+  };
+}
 globalThis.__install = (namesJson) => {
   const tools = {};
   for (const [ns, key, exposed] of JSON.parse(namesJson)) {
@@ -103,10 +129,22 @@ const lineOf = (stack: string): number | undefined => {
   return Math.max(1, Number(match[1]) - 1)
 }
 
+/** The script's memory, fixed at `memoryMb` (its pages, and the memory once made). */
+let memoryPages = 0
+let memory: { readonly buffer: ArrayBuffer } | undefined
+
+/** Whether the script's memory has grown to within a megabyte of its bound. */
+const nearCap = () => memory !== undefined && memory.buffer.byteLength >= (memoryPages - 16) * PAGE
+
+/** Said as QuickJS says it when it can (see Sandbox, which names the limit). */
+const outOfMemory: FromWorker = { type: "done", ok: false, name: "InternalError", message: "out of memory" }
+
 /** QuickJS in a memory of its own, fixed at `memoryMb`. */
 const load = (memoryMb: number) => {
-  const memory = new Wasm.Memory({ initial: 256, maximum: Math.max(256, Math.floor((memoryMb * 1024 * 1024) / PAGE)) })
-  return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory: memory as never }))
+  memoryPages = Math.max(256, Math.floor((memoryMb * 1024 * 1024) / PAGE))
+  const made = new Wasm.Memory({ initial: 256, maximum: memoryPages })
+  memory = made as { readonly buffer: ArrayBuffer }
+  return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory: made as never }))
 }
 
 const post = (m: FromWorker) => parentPort!.postMessage(m)
@@ -154,7 +192,7 @@ const setup = (module: Awaited<ReturnType<typeof load>>) => {
     logged += line.length
     post({ type: "log", text: logged > limit ? "[further logs dropped: maxOutputBytes]" : line })
   })
-  define("__done", (ok, a, b, c) => {
+  define("__done", (ok, a, b, c, nothing) => {
     const limit = job?.maxOutputBytes ?? 0
     if (vm.dump(ok) === true) {
       const value = vm.getString(a)
@@ -168,6 +206,8 @@ const setup = (module: Awaited<ReturnType<typeof load>>) => {
         })
       } else finish({ type: "done", ok: true, value, text: vm.dump(b) === true })
     } else {
+      // QuickJS throws null when it cannot even make the exception: memory ran out.
+      if (vm.dump(nothing) === true && nearCap()) return finish(outOfMemory)
       const stack = vm.getString(c)
       finish({ type: "done", ok: false, name: vm.getString(a), message: vm.getString(b), line: lineOf(stack) })
     }
@@ -209,6 +249,7 @@ ready.catch(() => {})
 
 /** A failure outside the script's own promise (out of memory, interrupted), as the run's outcome (see Sandbox for the limits' names). */
 const failed = (error: unknown) => {
+  if ((error === null || error === undefined) && nearCap()) return finish(outOfMemory)
   const e = error as { name?: unknown; message?: unknown } | null
   finish({ type: "done", ok: false, name: String(e?.name ?? "Error"), message: String(e?.message ?? error) })
 }
@@ -246,9 +287,7 @@ const run = async (message: RunMessage) => {
     return failed(error)
   }
   installed.value.dispose()
-  const source = `(async () => {\n${message.code}\n})().then(
-  (v) => __done(true, typeof v === "string" ? v : JSON.stringify(v === undefined ? null : v), typeof v === "string"),
-  (e) => __done(false, String(e && e.name || "Error"), String(e && e.message !== undefined ? e.message : e), String(e && e.stack || "")))`
+  const source = `((__ok, __fail) => (async () => {\n${message.code}\n})().then(__ok, __fail))(__settleValue, __settleError)`
   const started = vm.evalCode(source, "script.js")
   if (started.error !== undefined) {
     const error = vm.dump(started.error) as { name?: string; message?: string; stack?: string }

@@ -27,10 +27,10 @@ describe("the audit log", () => {
     await model.close()
   })
 
-  const session = async (audit: Record<string, unknown>) => {
+  const session = async (audit: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
     const dir = tempDir()
     const config = join(dir, "gateway.json")
-    writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")], audit }))
+    writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")], audit, ...extra }))
     const { client } = await connectSdk(new Client({ name: "auditor", version: "2.5.0" }), {
       config,
       cwd: dir,
@@ -81,6 +81,83 @@ describe("the audit log", () => {
     expect(script).toMatchObject({ steps: 1, outcome: "ok" })
     expect(calls[2].parent).toBe(script.id)
     expect(readFileSync(file, "utf8")).not.toContain(KEY)
+  })
+
+  it("masks key-like arguments by name (full), in the log and in a script's calls", async () => {
+    const { dir, client } = await session({ file: "audit.jsonl", arguments: "full" })
+    const given = {
+      text: "plain",
+      api_key: "k-1",
+      password: "p-2",
+      token: "t-3",
+      nested: { client_secret: "s-4", openai_key: "o-5" }
+    }
+    await client.callTool({ name: "fx__echo", arguments: given })
+    const script = (await client.callTool({
+      name: "agentify_run_code",
+      arguments: { code: `return await tools.fx.echo(${JSON.stringify(given)})` }
+    })) as any
+    await client.close()
+    const masked = {
+      text: "plain",
+      api_key: "<redacted>",
+      password: "<redacted>",
+      token: "<redacted>",
+      nested: { client_secret: "<redacted>", openai_key: "<redacted>" }
+    }
+    expect(script.structuredContent.calls[0].arguments).toEqual(masked)
+    const calls = linesOf(join(dir, "audit.jsonl")).filter((l) => l.type === "call")
+    expect(calls.map((c) => c.arguments)).toEqual([masked, masked])
+    const text = readFileSync(join(dir, "audit.jsonl"), "utf8")
+    for (const secret of ["k-1", "p-2", "t-3", "s-4", "o-5"]) expect(text).not.toContain(secret)
+  })
+
+  it("a refused call has a line of its own with the error's code: a client's and a script's", async () => {
+    const { dir, client } = await session({ file: "audit.jsonl" })
+    const unknown = await client.callTool({ name: "fx__nothing_here", arguments: {} }).catch((e: any) => e)
+    expect(unknown.code).toBe(-32602)
+    const script = (await client.callTool({
+      name: "agentify_run_code",
+      arguments: { code: `try { await callTool("fx__absent", {}) } catch (e) { return e.message }` }
+    })) as any
+    expect(script.structuredContent.result).toBe("Unknown tool: fx__absent")
+    await client.close()
+    const lines = linesOf(join(dir, "audit.jsonl"))
+    const refused = lines.filter((l) => l.type === "call")
+    expect(refused.map((l) => [l.tool.exposed, l.outcome, l.backend])).toEqual([
+      ["fx__nothing_here", -32602, undefined],
+      ["fx__absent", -32602, undefined]
+    ])
+    // The script's refusal names its run.
+    expect(refused[1].parent).toBe(lines.find((l) => l.type === "run").id)
+  })
+
+  it("a script's calls list every call that reached a backend: those stopped by maxCalls, and one that outlived return", async () => {
+    const { dir, client } = await session({ file: "audit.jsonl" }, { codeMode: { maxCalls: 10 } })
+    const stopped = (await client.callTool({
+      name: "agentify_run_code",
+      arguments: { code: `await Promise.all(Array.from({ length: 12 }, () => tools.fx.slow({ ms: 5000 })))` }
+    })) as any
+    expect(stopped.structuredContent.error.limit).toBe("maxCalls")
+    const outlived = (await client.callTool({
+      name: "agentify_run_code",
+      arguments: { code: `(async () => { for (;;) await tools.fx.slow({ ms: 5000 }) })(); await tools.fx.echo({}); return 1` }
+    })) as any
+    expect(outlived.structuredContent.result).toBe(1)
+    await client.close()
+    const lines = linesOf(join(dir, "audit.jsonl"))
+    const runs = lines.filter((l) => l.type === "run")
+    const reached = (run: any) => lines.filter((l) => l.type === "call" && l.parent === run.id)
+    // What each backend saw is what the script's result counts, and what its text says.
+    expect(stopped.structuredContent.calls.length).toBe(reached(runs[0]).length)
+    expect(stopped.structuredContent.calls.length).toBeGreaterThan(0)
+    expect(stopped.content[0].text).toContain(`; ${reached(runs[0]).length} tool call`)
+    expect(outlived.structuredContent.calls.map((c: any) => c.tool).sort()).toEqual(
+      reached(runs[1])
+        .map((l) => l.tool.exposed)
+        .sort()
+    )
+    expect(outlived.structuredContent.calls).toContainEqual(expect.objectContaining({ tool: "fx__slow", interrupted: true }))
   })
 
   it("holds a hash of the arguments by default, and none with arguments: none", async () => {

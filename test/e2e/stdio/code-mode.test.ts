@@ -164,6 +164,33 @@ describe("agentify_run_code over stdio", () => {
     expect((await gateway.request("ping")).result).toEqual({})
   })
 
+  it("a value JSON cannot hold is the script's error, named at once, and the gateway stays up", async () => {
+    const cases: Array<[string, RegExp]> = [
+      ["return () => 1", /returned a function, which JSON cannot hold/],
+      ['return Symbol("s")', /returned a symbol/],
+      ["return { toJSON() { return undefined } }", /toJSON gave undefined/],
+      ["return 1n", /cannot be written as JSON \(BigInt/],
+      ["const a = {}; a.a = a; return a", /cannot be written as JSON \(circular/],
+      ['return { get x() { throw new Error("boom") } }', /cannot be written as JSON \(boom\)/]
+    ]
+    for (const [code, said] of cases) {
+      const result = await run({ code, timeoutMs: 60_000 })
+      expect(result.isError).toBe(true)
+      expect(result.structuredContent.error.name).toBe("TypeError")
+      expect(result.content[0].text).toMatch(said)
+      // Named, not waited out: no limit was reached.
+      expect(result.structuredContent.error.limit).toBeUndefined()
+    }
+    expect((await gateway.request("ping")).result).toEqual({})
+  })
+
+  it("an object memory bomb ends at memoryMb, not 'Error: null'", async () => {
+    const bomb = await run({ code: `const a = []; while (true) a.push({ i: a.length })` })
+    expect(bomb.isError).toBe(true)
+    expect(bomb.structuredContent.error.limit).toBe("memoryMb")
+    expect(bomb.content[0].text).not.toContain("null")
+  })
+
   it("10,000 calls stop at maxCalls", async () => {
     const result = await run({ code: `for (let i = 0; i < 10000; i++) await tools.fs.list_allowed_directories({})` })
     expect(result.isError).toBe(true)

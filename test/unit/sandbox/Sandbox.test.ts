@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { readFileSync } from "node:fs"
 import type * as SandboxModule from "../../../src/sandbox/Sandbox.js"
 
 // The built module: its worker thread is the bundle's (a thread cannot run the TypeScript sources).
@@ -56,5 +57,131 @@ describe("a script's calls", () => {
     )
     expect(outcome).toMatchObject({ ok: true, value: ["t0", "t1", "t2", "t3", "t4"] })
     expect(sequential.most()).toBe(1)
+  })
+})
+
+/** The OS threads of this process, as Linux counts them. */
+const osThreads = () => Number(/^Threads:\s+(\d+)/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? NaN)
+
+/** Waits for `check` to hold, polling; fails naming what it last saw. */
+const until = async (check: () => boolean, what: () => string, ms = 10_000) => {
+  const deadline = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`still ${what()} after ${ms} ms`)
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+const quietHost: SandboxModule.Host = {
+  call: (name) => Effect.succeed({ ok: true as const, value: name, record: { tool: name, ms: 0, isError: false } }),
+  search: () => ""
+}
+
+describe("what a script returns", () => {
+  it("a value JSON cannot hold is a TypeError at once; the host is never handed an unreadable value", async () => {
+    const errors: Array<unknown> = []
+    const onError = (e: unknown) => errors.push(e)
+    process.on("uncaughtException", onError)
+    try {
+      for (const code of ["return () => 1", 'return Symbol("s")', "return { toJSON() { return undefined } }", "return 1n"]) {
+        const began = Date.now()
+        const outcome = await Effect.runPromise(
+          Sandbox.run(code, [], { ...Sandbox.DEFAULT_LIMITS, timeoutMs: 20_000 }, quietHost)
+        )
+        expect(outcome).toMatchObject({ ok: false, name: "TypeError" })
+        expect(outcome.ok ? undefined : outcome.limit).toBeUndefined()
+        expect(Date.now() - began).toBeLessThan(20_000)
+      }
+    } finally {
+      process.off("uncaughtException", onError)
+    }
+    expect(errors).toEqual([])
+  })
+
+  it("a thrown value that cannot be shown is still an error, not a wait for the deadline", async () => {
+    const outcome = await Effect.runPromise(
+      Sandbox.run(
+        "throw { get message() { throw 1 }, get name() { throw 2 } }",
+        [],
+        { ...Sandbox.DEFAULT_LIMITS, timeoutMs: 20_000 },
+        quietHost
+      )
+    )
+    expect(outcome).toMatchObject({ ok: false, message: "the script threw a value that cannot be shown" })
+  })
+})
+
+describe("runs as a whole", () => {
+  it("past maxRuns running and maxQueuedRuns waiting, a run is refused at once naming both settings", async () => {
+    const limits = { ...Sandbox.DEFAULT_LIMITS, timeoutMs: 20_000, maxRuns: 2, maxQueuedRuns: 1 }
+    let release: () => void = () => {}
+    const gate = new Promise<void>((r) => (release = r))
+    let calling = 0
+    const host: SandboxModule.Host = {
+      call: (name) =>
+        Effect.promise(async () => {
+          calling++
+          await gate
+          return { ok: true as const, value: name, record: { tool: name, ms: 0, isError: false } }
+        }),
+      search: () => ""
+    }
+    const runs = [1, 2, 3].map(() => Effect.runPromise(Sandbox.run("return await callTool('t', {})", [], limits, host)))
+    // Two are running (each waits in its call), one waits for a turn.
+    await until(
+      () => calling === 2,
+      () => `${calling} calling`
+    )
+    const refused = await Effect.runPromise(Sandbox.run("return 1", [], limits, host))
+    expect(refused).toMatchObject({ ok: false, limit: "maxRuns" })
+    expect(refused.ok ? "" : refused.message).toMatch(/codeMode\.maxRuns.*codeMode\.maxQueuedRuns/)
+    release()
+    const outcomes = await Promise.all(runs)
+    expect(outcomes.map((o) => o.ok)).toEqual([true, true, true])
+    expect(calling).toBe(3)
+    // Once they ended, a run is admitted again.
+    expect(await Effect.runPromise(Sandbox.run("return 2", [], limits, host))).toMatchObject({ ok: true, value: 2 })
+  })
+
+  it("every run's thread ends with it, timed out or not: at most the one spare stays", async () => {
+    const before = osThreads()
+    const limits = { ...Sandbox.DEFAULT_LIMITS, timeoutMs: 500 }
+    await Promise.all([
+      ...Array.from({ length: 6 }, () => Effect.runPromise(Sandbox.run("return 1", [], limits, quietHost))),
+      ...Array.from({ length: 3 }, () => Effect.runPromise(Sandbox.run("while (true) {}", [], limits, quietHost)))
+    ])
+    await until(
+      () => Sandbox.liveThreads() <= 1,
+      () => `${Sandbox.liveThreads()} threads of the sandbox alive`
+    )
+    // The OS agrees: no more threads than before but the spare's.
+    await until(
+      () => osThreads() <= before + 1,
+      () => `${osThreads()} threads against ${before} before`
+    )
+  })
+})
+
+describe("the calls a run lists", () => {
+  it("past maxCalls, a call never reaches the host, and the calls in flight are stopped", async () => {
+    // Calls that never finish on their own: the run's end stops them.
+    const started: Array<string> = []
+    const slow: SandboxModule.Host = {
+      call: (name) =>
+        Effect.gen(function* () {
+          started.push(name)
+          yield* Effect.never
+          return { ok: true as const, value: name, record: { tool: name, ms: 0, isError: false } }
+        }),
+      search: () => ""
+    }
+    const limits = { ...Sandbox.DEFAULT_LIMITS, timeoutMs: 5_000, maxCalls: 3 }
+    const outcome = await Effect.runPromise(
+      Sandbox.run("await Promise.all([1, 2, 3, 4].map((i) => callTool('t' + i, {})))", [], limits, slow)
+    )
+    expect(outcome).toMatchObject({ ok: false, limit: "maxCalls" })
+    // Three reached the host and were stopped by the run's end (Code lists them: see the code-mode
+    // tests); the fourth was refused before.
+    expect(started).toEqual(["t1", "t2", "t3"])
   })
 })

@@ -1,0 +1,55 @@
+/**
+ * How many scripts run at once in this gateway process, and how many may wait for a turn. Each run
+ * holds a thread and up to `memoryMb` of memory: without a bound as a whole, a client that starts
+ * runs faster than they end (tasks do not wait for their result) grows the process without end.
+ * Past both bounds a run is refused at once, naming the settings, rather than queued forever.
+ *
+ * Process-wide, as the threads are: the bounds are those of the latest run's settings (a reload
+ * resizes them; runs already started keep their turn).
+ */
+import { Effect } from "effect"
+
+export interface Bounds {
+  /** Scripts running at once. */
+  readonly maxRuns: number
+  /** Scripts waiting for a turn beyond those. */
+  readonly maxQueuedRuns: number
+}
+
+export const DEFAULT_BOUNDS: Bounds = { maxRuns: 8, maxQueuedRuns: 64 }
+
+/** Why a run did not start: both bounds were reached. */
+export interface Busy {
+  readonly _tag: "Busy"
+  readonly message: string
+}
+
+let permits = DEFAULT_BOUNDS.maxRuns
+const semaphore = Effect.unsafeMakeSemaphore(permits)
+/** Runs that hold a turn or wait for one. */
+let admitted = 0
+
+/** What the process holds now: for tests and the debug UI. */
+export const usage = () => ({ admitted, running: Math.min(admitted, permits) })
+
+/**
+ * Runs `run` in a turn of its own, waiting for one if every turn is taken and fewer than
+ * `maxQueuedRuns` wait; else fails with `Busy` without running it.
+ */
+export const withTurn = <A, E, R>(bounds: Bounds, run: Effect.Effect<A, E, R>): Effect.Effect<A, E | Busy, R> =>
+  Effect.suspend((): Effect.Effect<A, E | Busy, R> => {
+    if (bounds.maxRuns !== permits) {
+      permits = bounds.maxRuns
+      semaphore.resize(permits).pipe(Effect.runSync)
+    }
+    if (admitted >= bounds.maxRuns + bounds.maxQueuedRuns) {
+      return Effect.fail<Busy>({
+        _tag: "Busy",
+        message: `code mode is busy: ${bounds.maxRuns} scripts are running (codeMode.maxRuns) and ${bounds.maxQueuedRuns} are waiting (codeMode.maxQueuedRuns); try again when some have ended`
+      })
+    }
+    admitted++
+    return semaphore
+      .withPermits(1)(run)
+      .pipe(Effect.ensuring(Effect.sync(() => admitted--)))
+  })
