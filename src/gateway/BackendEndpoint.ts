@@ -2,7 +2,9 @@
  * One backend served as itself, for one session (`/servers/<id>/mcp`): its names, capabilities,
  * results and errors unchanged. The gateway answers `initialize` (with the backend's own
  * capabilities), `ping`, `shutdown` and the subscriptions (shared with the aggregate's sessions);
- * everything else goes to the backend as the client sent it, its filters applied.
+ * everything else goes to the backend as the client sent it, its filters applied. Tasks are the
+ * exception: the backend's task ids are its own for every client, so they are swapped for ids of
+ * the gateway's, good only for the session that created the task, as at `/mcp` (see Tasks).
  */
 import { Effect } from "effect"
 import { type GatewayError } from "../protocol/Errors.js"
@@ -11,6 +13,7 @@ import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import { field } from "../data/Json.js"
 import { filtersAnything } from "../catalog/ToolCatalog.js"
 import { filteredList, hiddenBy } from "./BackendFilters.js"
+import * as Tasks from "./Tasks.js"
 import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
 import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
@@ -18,7 +21,19 @@ import { asBackendSent, type Context, type SubscriptionMethod } from "./Server.j
 import type { Session } from "./Session.js"
 
 /** The methods one backend's endpoint answers itself; every other one is forwarded to the backend. */
-export const BACKEND_METHODS = ["initialize", "ping", "shutdown", "resources/subscribe", "resources/unsubscribe"] as const
+export const BACKEND_METHODS = [
+  "initialize",
+  "ping",
+  "shutdown",
+  "resources/subscribe",
+  "resources/unsubscribe",
+  "tools/call",
+  "tasks/get",
+  "tasks/result",
+  "tasks/cancel",
+  "tasks/update",
+  "tasks/list"
+] as const
 type BackendMethod = (typeof BACKEND_METHODS)[number]
 
 export const backend = (ctx: Context, session: Session, backendId: string, onExit: Effect.Effect<void>): Handlers<never> => {
@@ -70,6 +85,36 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     return Effect.map(forwarded, (result) => filteredList(config, req.method, result))
   }
 
+  /** This session's requests on its backend, as the task methods make them. */
+  const taskDeps = (context: RequestContext): Tasks.Deps => ({
+    routes: ctx.routes,
+    forward: (id, method, params) => ctx.forward(session, context, id, method, params),
+    backend: () => {
+      const running = backends.backend(backendId)
+      return running === undefined ? undefined : { era: running.era, capabilities: running.serverCapabilities }
+    },
+    idPrefix: ctx.idPrefix()
+  })
+
+  /** A call that may create a task: adopted for this session; any other, forwarded as it is. */
+  const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+    const p = (params ?? {}) as Readonly<Record<string, unknown>>
+    const deps = taskDeps(context)
+    if (!Tasks.concerns(p, deps.backend(backendId))) return forwarded({ id: context.id, method: "tools/call", params }, context)
+    const hidden = hiddenBy(backends.configOf(backendId), "tools/call", params)
+    if (hidden !== undefined) return Effect.fail(hidden)
+    return Effect.mapError(Tasks.callTool(deps, session, backendId, p), (error) =>
+      error._tag === "BackendError" ? asBackendSent(error) : error
+    )
+  }
+
+  const onTask =
+    (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
+    (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, undefined), (error) =>
+        error._tag === "BackendError" ? asBackendSent(error) : error
+      )
+
   const methods = Methods.table({
     initialize: Methods.method(Params.InitializeParams, (p) => initialize(p)),
     // Answered here: the backend's liveness is the gateway's concern, not the client's.
@@ -81,7 +126,13 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
       })
     ),
     "resources/subscribe": Methods.relayed(subscription("resources/subscribe")),
-    "resources/unsubscribe": Methods.relayed(subscription("resources/unsubscribe"))
+    "resources/unsubscribe": Methods.relayed(subscription("resources/unsubscribe")),
+    "tools/call": Methods.relayed(callTool),
+    "tasks/get": Methods.method(Params.TaskParams, onTask("tasks/get")),
+    "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
+    "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
+    "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
+    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, undefined))
   } satisfies Record<BackendMethod, Methods.Method>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {

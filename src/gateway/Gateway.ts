@@ -12,7 +12,7 @@
  * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/
  * `layerScripted`).
  */
-import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
 import { Backends, type BackendNotification, startOptionsOf } from "../backend/Backends.js"
 import { ClientAsk, isInputRequired, relayableCapabilities, SHARED_CLIENT_CAPABILITIES } from "./ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
@@ -72,6 +72,19 @@ const make = Effect.gen(function* () {
   const sessions = registry.all()
   const clientAsk = yield* ClientAsk
   const audit = yield* Audit.Audit
+  // A task the gateway forgets would run on at its backend with nobody to read it: cancelled there.
+  const runtime = yield* Effect.runtime<never>()
+  routes.onEvicted((route) =>
+    Runtime.runFork(runtime)(
+      backends
+        .executeOnBackend(route.backendId, "tasks/cancel", { taskId: route.backendTaskId })
+        .pipe(
+          Effect.catchAll((error) =>
+            Effect.logDebug("a forgotten task was not cancelled", { backend: route.backendId, error: error.message })
+          )
+        )
+    )
+  )
 
   /**
    * A request on a backend for a session's request. Without a progress token over stdio this is
@@ -264,8 +277,8 @@ const make = Effect.gen(function* () {
     [
       "notifications/tasks/status",
       (backendId, method, params) => {
-        toOwnEndpoint(backendId, method, params)
-        // On the aggregate, to the session whose task it is, by the id it knows.
+        // To the session whose task it is (at /mcp or at the backend's own endpoint), by the id it
+        // knows; never to every client of the backend, whose ids are not theirs.
         const taskId = stringField(params, "taskId")
         const task = taskId === undefined ? undefined : routes.taskOf(backendId, taskId)
         const owner = task?.owner.session
@@ -380,7 +393,7 @@ const make = Effect.gen(function* () {
           registry.remove(session)
           publishSession(session, "closed")
           session.failPending()
-          // A session's tasks run on at their backends until their ttl; nobody else may ask for them.
+          // A session's tasks are nobody's once it ends: cancelled at their backends (see Routes.onEvicted).
           // (A 2026-07-28 request's tasks are its subject's: they outlive the request.)
           const owner = Tasks.ownerOf(session)
           if (owner.session !== undefined) routes.forgetTasks(owner)

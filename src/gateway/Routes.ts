@@ -120,8 +120,15 @@ export interface RoutesService {
   /** The tasks an owner knows, oldest first. */
   readonly tasksOf: (owner: TaskOwner) => ReadonlyArray<TaskRoute>
   /** Forgets one task (the backend no longer has it), or every task of an owner (a session that ended). */
+  /** Forgets a task its backend no longer has. */
   readonly forgetTask: (route: TaskRoute) => void
+  /** Forgets an owner's tasks (its session ended): each is evicted. */
   readonly forgetTasks: (owner: TaskOwner) => void
+  /**
+   * What happens to a task the gateway forgets while its backend may still run it (past its ttl,
+   * past the owner's cap, its session ended): nobody could reach it again, so the gateway cancels it.
+   */
+  readonly onEvicted: (handler: (route: TaskRoute) => void) => void
 }
 
 const make = (): RoutesService => {
@@ -141,6 +148,11 @@ const make = (): RoutesService => {
   const tasks = new Map<string, TaskRoute>()
   const tasksByBackend = new Map<string, TaskRoute>()
   const ownerTasks = new Map<string, Set<TaskRoute>>()
+  let evicted: (route: TaskRoute) => void = () => {}
+  const evict = (route: TaskRoute) => {
+    forgetTask(route)
+    evicted(route)
+  }
   const forgetTask = (route: TaskRoute) => {
     tasks.delete(route.id)
     tasksByBackend.delete(keyOf(route.backendId, route.backendTaskId))
@@ -150,7 +162,7 @@ const make = (): RoutesService => {
   }
   const live = (route: TaskRoute | undefined) => {
     if (route === undefined || route.expiresAt > Date.now()) return route
-    forgetTask(route)
+    evict(route)
     return undefined
   }
 
@@ -243,7 +255,7 @@ const make = (): RoutesService => {
       }
       let own = ownerTasks.get(owner.key)
       if (own === undefined) ownerTasks.set(owner.key, (own = new Set()))
-      if (own.size >= MAX_TASKS_PER_SESSION) forgetTask(own.values().next().value!)
+      if (own.size >= MAX_TASKS_PER_SESSION) evict(own.values().next().value!)
       own.add(route)
       tasks.set(route.id, route)
       tasksByBackend.set(keyOf(backendId, backendTaskId), route)
@@ -257,7 +269,10 @@ const make = (): RoutesService => {
     tasksOf: (owner) => [...(ownerTasks.get(owner.key) ?? [])].filter((route) => live(route) !== undefined),
     forgetTask,
     forgetTasks: (owner) => {
-      for (const route of [...(ownerTasks.get(owner.key) ?? [])]) forgetTask(route)
+      for (const route of [...(ownerTasks.get(owner.key) ?? [])]) evict(route)
+    },
+    onEvicted: (handler) => {
+      evicted = handler
     }
   }
 }

@@ -148,10 +148,10 @@ export const onTask = (
   session: Session,
   method: string,
   params: { readonly taskId: string } & Readonly<Record<string, unknown>>,
-  own: RunTasks
+  own: RunTasks | undefined
 ): Effect.Effect<unknown, BackendError | RpcError> => {
   if (statelessClient(session) && !declaresExtension(session.clientCapabilities)) return Effect.fail(extensionMissing())
-  if (own.owns(params.taskId)) {
+  if (own !== undefined && own.owns(params.taskId)) {
     const owner = ownerOf(session)
     if (method === "tasks/get") return own.get(owner, params.taskId)
     if (method === "tasks/update") return own.update(owner, params.taskId, params.inputResponses)
@@ -170,7 +170,7 @@ export const onTask = (
  * `tasks/list` (SEP-1686): the session's own tasks, each as its backend (or the gateway) states it now (a task its
  * backend no longer has is forgotten). One page: an owner has at most `MAX_TASKS_PER_SESSION`.
  */
-export const list = (deps: Deps, session: Session, own: RunTasks): Effect.Effect<unknown> =>
+export const list = (deps: Deps, session: Session, own: RunTasks | undefined): Effect.Effect<unknown> =>
   Effect.map(
     Effect.forEach(
       deps.routes.tasksOf(ownerOf(session)),
@@ -191,5 +191,5 @@ export const list = (deps: Deps, session: Session, own: RunTasks): Effect.Effect
       { concurrency: 4 }
     ),
     // The gateway's own (orchestrations and scripts run as tasks) after its backends'.
-    (tasks) => ({ tasks: [...tasks.flat(), ...own.list(ownerOf(session))] })
+    (tasks) => ({ tasks: [...tasks.flat(), ...(own === undefined ? [] : own.list(ownerOf(session)))] })
   )

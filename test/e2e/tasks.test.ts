@@ -105,6 +105,53 @@ describe("session-era tasks through /mcp", () => {
     await a.experimental.tasks.cancelTask(id)
   })
 
+  it("/servers/<id>/mcp keeps tasks to their session too: ids of the gateway's, nothing of /mcp's", async () => {
+    const mine = await slow(a, 100, "from the aggregate")
+    const own = new Client({ name: "own", version: "1.0.0" })
+    await own.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/servers/jobs/mcp`)))
+    const other = new Client({ name: "other", version: "1.0.0" })
+    await other.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/servers/jobs/mcp`)))
+    try {
+      // The aggregate's task is neither listed nor readable there, by the gateway's id or the backend's.
+      expect((await own.experimental.tasks.listTasks()).tasks).toEqual([])
+      await expect(own.experimental.tasks.getTaskResult(mine.task.taskId, CallToolResultSchema)).rejects.toMatchObject({
+        code: -32602
+      })
+      // A task made at the backend's endpoint: an id of the gateway's, routed there and back, its own session's alone.
+      const created = await own.request(
+        { method: "tools/call", params: { name: "slow", arguments: { ms: 100, text: "endpoint" }, task: { ttl: 60_000 } } },
+        CreateTaskResultSchema
+      )
+      expect(created.task.taskId).toMatch(GATEWAY_TASK_ID)
+      expect((await own.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([created.task.taskId])
+      const result = await own.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema)
+      expect(result.content).toEqual([{ type: "text", text: "endpoint" }])
+      expect((await other.experimental.tasks.listTasks()).tasks).toEqual([])
+      await expect(other.experimental.tasks.getTask(created.task.taskId)).rejects.toMatchObject({ code: -32602 })
+      await expect(a.experimental.tasks.getTask(created.task.taskId)).rejects.toMatchObject({ code: -32602 })
+    } finally {
+      await own.close()
+      await other.close()
+    }
+    await a.experimental.tasks.getTaskResult(mine.task.taskId, CallToolResultSchema)
+  })
+
+  it("a session's tasks are cancelled at their backend when it ends: nobody could read them again", async () => {
+    const c = new Client({ name: "c", version: "1.0.0" })
+    const transport = new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`))
+    await c.connect(transport)
+    const created = await slow(c, 60_000, "orphan")
+    const cancelledAtBackend = async () =>
+      JSON.parse(((await a.callTool({ name: "jobs__cancelled", arguments: {} })) as any).content[0].text) as Array<string>
+    expect(await cancelledAtBackend()).not.toContain("orphan")
+    // The session ends (DELETE), as a client that is done says so.
+    await transport.terminateSession()
+    await c.close()
+    // The backend saw the cancel: the fixture's `cancelled` names the task's text.
+    await until("the backend cancelled the orphan", async () => (await cancelledAtBackend()).includes("orphan"))
+    expect(created.task.taskId).toMatch(GATEWAY_TASK_ID)
+  })
+
   it("runs a call synchronously on a backend without tasks: the task param is not sent there", async () => {
     const result = await a.request(
       { method: "tools/call", params: { name: "fx__meta", arguments: {}, task: { ttl: 1_000 } } },

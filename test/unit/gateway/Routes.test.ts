@@ -105,4 +105,23 @@ describe("Routes", () => {
       expect(routes.tasksOf(bob)).toHaveLength(MAX_TASKS_PER_SESSION)
     }).pipe(Effect.provide(Routes.layer))
   )
+
+  it.effect(
+    "a task forgotten while its backend may run it (ttl, cap, the owner gone) is evicted; one its backend dropped is not",
+    () =>
+      Effect.gen(function* () {
+        const routes = yield* Routes
+        const evicted: Array<string> = []
+        routes.onEvicted((route) => evicted.push(route.backendTaskId))
+        const [alice, bob] = [{ key: "subject:alice" }, { key: "subject:bob" }]
+        const brief = routes.adoptTask(alice, "jobs", "expired", -1)
+        expect(routes.task(alice, brief.id)).toBeUndefined()
+        for (let i = 0; i <= MAX_TASKS_PER_SESSION; i++) routes.adoptTask(bob, "jobs", `b${i}`, 60_000)
+        const gone = routes.adoptTask(alice, "jobs", "dropped-by-backend", 60_000)
+        routes.forgetTask(gone)
+        routes.adoptTask(alice, "jobs", "owner-gone", 60_000)
+        routes.forgetTasks(alice)
+        expect(evicted).toEqual(["expired", "b0", "owner-gone"])
+      }).pipe(Effect.provide(Routes.layer))
+  )
 })
