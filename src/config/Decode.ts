@@ -169,12 +169,25 @@ export const decodeOptions = (given: unknown, what: string): Either.Either<Norma
     return Either.left(new InvalidParams({ message: `${what} must be a JSON object`, issues: [`${what}: must be an object`] }))
   }
   const keys = checkKeys(input)
-  if (keys.problems.length > 0) {
-    return Either.left(new InvalidParams({ message: `Invalid ${what}: ${keys.problems.join("; ")}`, issues: keys.problems }))
-  }
+  // Every problem at once: the unknown keys first, then what the schema says of the rest (a
+  // misspelt key and a wrong value in one file are fixed in one edit, not two runs).
+  const decoded = decodeKnown(input, keys.ignored, what)
+  if (keys.problems.length === 0) return decoded
+  // A reserved key vanishes in decoding: what the schema says then is of a document nobody wrote.
+  const reserved = keys.problems.some((p) => p.includes("is not allowed"))
+  const issues = [...keys.problems, ...(Either.isLeft(decoded) && !reserved ? decoded.left.issues : [])]
+  return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues }))
+}
+
+/** The document decoded by the schema (its unknown keys already found: see checkKeys). */
+const decodeKnown = (
+  input: Record<string, unknown>,
+  ignored: ReadonlyArray<string>,
+  what: string
+): Either.Either<NormalizedOptions, InvalidParams> => {
   return decodeOptionsEither(input).pipe(
     Either.map((options): GatewayOptions & { ignoredKeys?: ReadonlyArray<string> } =>
-      keys.ignored.length === 0 ? options : { ...options, ignoredKeys: keys.ignored }
+      ignored.length === 0 ? options : { ...options, ignoredKeys: ignored }
     ),
     Either.mapLeft((error) => {
       const issues = formatIssues(error)

@@ -65,9 +65,12 @@ const position = (text: string, offset: number): string => {
   return `${line}:${offset - lineStart + 1}`
 }
 
+/** How many syntax problems an error names before it counts the rest. */
+const MAX_NAMED = 10
+
 /**
- * The value of a JSONC text, or the first problem as `file:line:column: what` (with how many
- * more there are).
+ * The value of a JSONC text, or its problems as `file:line:column: what`, every one of them (up to
+ * ten, then how many more): one edit can fix them all.
  */
 export const parseJsonc = (text: string, file: string): Either.Either<unknown, string> => {
   const errors: Array<ParseError> = []
@@ -75,8 +78,10 @@ export const parseJsonc = (text: string, file: string): Either.Either<unknown, s
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
   const tree = parseTree(body, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false })
   if (errors.length === 0) return Either.right(tree === undefined ? undefined : valueOf(tree))
-  const first = errors[0]!
-  const code = printParseErrorCode(first.error)
-  const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""
-  return Either.left(`${file}:${position(body, first.offset)}: ${WORDING[code] ?? code}${more}`)
+  const named = errors.slice(0, MAX_NAMED).map((error) => {
+    const code = printParseErrorCode(error.error)
+    return `${file}:${position(body, error.offset)}: ${WORDING[code] ?? code}`
+  })
+  const more = errors.length > MAX_NAMED ? `; and ${errors.length - MAX_NAMED} more` : ""
+  return Either.left(`${named.join("; ")}${more}`)
 }

@@ -263,6 +263,12 @@ describe("every client's config file, as its documentation shows it", () => {
     writeFileSync(file, '{\n  // a comment\n  "mcpServers": {\n    "fs": { "command": "node" "args": [] }\n  }\n}\n')
     const read = readConfigFile(file)
     expect(Either.isLeft(read) && read.left.message).toBe(`Config file is not valid JSON: ${file}:4:31: ',' was expected`)
+    // Two problems: both named, each where it is.
+    writeFileSync(file, '{"backends": [ {"id": "a" "command": "x"}, {"id": }] }')
+    const two = readConfigFile(file)
+    expect(Either.isLeft(two) && two.left.message).toBe(
+      `Config file is not valid JSON: ${file}:1:27: ',' was expected; ${file}:1:51: a value was expected`
+    )
   })
 
   it("Claude Desktop", () => {
@@ -583,6 +589,23 @@ describe("hostile and careless config documents", () => {
       "backends[0]: unknown key 'arg' (did you mean 'args'?)"
     ])
     expect(issuesOf({ mcpServers: { m: { command: "x", enviroment: {} } } })).toEqual(["mcpServers.m: unknown key 'enviroment'"])
+  })
+
+  it("every problem of a document at once: unknown keys and wrong values together", () => {
+    expect(
+      issuesOf({
+        backends: [
+          { id: "files", comand: "node" },
+          { id: "bad id!", command: "node" }
+        ],
+        maxSteps: "six"
+      })
+    ).toEqual([
+      "backends[0]: unknown key 'comand' (did you mean 'command'?)",
+      'maxSteps: Expected number, actual "six"',
+      "backends[0].command: is required (or give a url for a remote server)",
+      "backends[1].id: must match ^[a-zA-Z0-9_-]{1,64}$"
+    ])
   })
 
   it("__proto__ anywhere the gateway reads keys is an error, never silently dropped", () => {
