@@ -135,6 +135,7 @@ const makeOne = Effect.fn("Backend.make")(
       ),
       (connection) => terminate(connection, graceMs)
     )
+    if (options.maxRequestBytes !== undefined) connection.maxRequestBytes = options.maxRequestBytes
     const address = connection.channel.address
     yield* Effect.annotateCurrentSpan({ backend: config.id, address })
     yield* Effect.logDebug(!connection.channel.remote ? `spawned ${address}` : `connected to ${address}`)

@@ -262,6 +262,7 @@ export const make = (options: ManagerOptions = {}) =>
             killGraceMs: options.killGraceMs,
             clientInfo: options.clientInfo,
             maxFrameBytes: startOptions.maxBackendFrameBytes ?? options.maxFrameBytes,
+            maxRequestBytes: startOptions.maxBackendRequestBytes,
             events,
             clientCapabilities: capabilitiesFor(entry.config, startOptions.clientCapabilities),
             era: entry.era,

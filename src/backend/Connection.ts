@@ -68,6 +68,8 @@ export class Connection implements Receiver {
   private warnedJunk = false
   /** When the backend last sent anything that was JSON-RPC (it is alive). */
   heardAt = Date.now()
+  /** The longest request written to a process (see Contract's Options); none for a remote server. */
+  maxRequestBytes = Infinity
 
   constructor(
     readonly backendId: string,
@@ -123,6 +125,18 @@ export class Connection implements Receiver {
         method,
         summary: `${method} params are not JSON: ${String(messageOf(error))}`
       })
+    }
+    // UTF-8 is at most three bytes per UTF-16 unit: most frames are judged by their length alone.
+    if (text.length * 3 > this.maxRequestBytes && !this.channel.remote) {
+      const bytes = Buffer.byteLength(text, "utf8")
+      if (bytes > this.maxRequestBytes) {
+        return new BackendError({
+          backendId: this.backendId,
+          reason: "call_failed",
+          method,
+          summary: `${method} is ${bytes} bytes, more than maxBackendRequestBytes (${this.maxRequestBytes}) that a stdio backend is sent in one message (the MCP SDK's servers drop a line over 10 MiB and never answer): send less, or raise maxBackendRequestBytes for a server that reads more`
+        })
+      }
     }
     const written = this.write({ message: requestMessage(id, method, params), text })
     return written === "ok" ? undefined : written === "closed" ? this.crashed(method) : this.overloaded(method, written)

@@ -29,6 +29,11 @@ export interface Options {
    * able to exhaust memory). The backend's own `maxFrameBytes` wins.
    */
   readonly maxFrameBytes?: number | undefined
+  /**
+   * A request longer than this is not written to a stdio backend (the SDK's servers drop such a
+   * line and never answer): its call fails at once, naming the size and the setting.
+   */
+  readonly maxRequestBytes?: number | undefined
   /** Backend notifications other than `tools/list_changed` (progress, message, ...). */
   readonly onNotification?: ((method: string, params: unknown) => Effect.Effect<void>) | undefined
   /** Where every message to and from the backend is published (the debug UI, tracing). */

@@ -11,6 +11,8 @@ export interface StartOptions {
   readonly requestTimeoutMs: number
   /** The longest stdout line accepted from a backend (its own `maxFrameBytes` wins). */
   readonly maxBackendFrameBytes?: number | undefined
+  /** The longest request written to a stdio backend. */
+  readonly maxBackendRequestBytes?: number | undefined
   /**
    * The client capabilities declared to every backend (what the request handler can relay). A
    * backend with configured `roots` declares `roots` too.
@@ -23,12 +25,13 @@ export interface StartOptions {
 /** How the configuration's backends are started: the one place its settings become start options. */
 export const startOptionsOf = (
   config: Pick<ResolvedConfig, "startupTimeoutMs" | "requestTimeoutMs" | "maxBackendFrameBytes"> &
-    Partial<Pick<ResolvedConfig, "toolPins" | "stateDir">>,
+    Partial<Pick<ResolvedConfig, "toolPins" | "stateDir" | "maxBackendRequestBytes">>,
   clientCapabilities?: Readonly<Record<string, unknown>>
 ): StartOptions => ({
   startupTimeoutMs: config.startupTimeoutMs,
   requestTimeoutMs: config.requestTimeoutMs,
   maxBackendFrameBytes: config.maxBackendFrameBytes,
+  ...(config.maxBackendRequestBytes === undefined ? {} : { maxBackendRequestBytes: config.maxBackendRequestBytes }),
   ...(clientCapabilities === undefined ? {} : { clientCapabilities }),
   ...(config.toolPins === undefined || config.stateDir === undefined
     ? {}

@@ -57,6 +57,12 @@ export const DEFAULT_MAX_CALLS_PER_TURN = 16
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 /** Larger than a client's: server-filesystem sends a file's text twice (content and structuredContent). */
 export const DEFAULT_MAX_BACKEND_FRAME_BYTES = 64 * 1024 * 1024
+/**
+ * What the gateway sends a stdio client or a stdio backend in one frame: under the 10 MiB past
+ * which the MCP SDK's stdio peers drop a line (its client then closes the connection; its servers
+ * never answer).
+ */
+export const DEFAULT_MAX_STDIO_FRAME_BYTES = 8 * 1024 * 1024
 export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000
 export const DEFAULT_MAX_SESSIONS = 1_000
 
@@ -97,6 +103,10 @@ export interface ResolvedConfig {
   readonly maxFrameBytes: number
   /** The longest stdout line accepted from a backend (its own `maxFrameBytes` wins). */
   readonly maxBackendFrameBytes: number
+  /** The largest frame sent to a stdio client: a longer reply becomes an error naming its size. */
+  readonly maxReplyBytes: number
+  /** The largest request sent to a stdio backend: a longer one fails at once. */
+  readonly maxBackendRequestBytes: number
   /** Streamable HTTP: an idle session ends after this long. */
   readonly sessionIdleMs: number
   /** Streamable HTTP: sessions open at once before new ones get 503. */
@@ -292,6 +302,8 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxFrameBytes:
       file?.maxFrameBytes ?? envNumber(setting("AGENTIFY_MAX_FRAME_BYTES"), 1, MAX_FRAME_LIMIT) ?? DEFAULT_MAX_FRAME_BYTES,
     maxBackendFrameBytes: pick("maxBackendFrameBytes") ?? DEFAULT_MAX_BACKEND_FRAME_BYTES,
+    maxReplyBytes: pick("maxReplyBytes") ?? DEFAULT_MAX_STDIO_FRAME_BYTES,
+    maxBackendRequestBytes: pick("maxBackendRequestBytes") ?? DEFAULT_MAX_STDIO_FRAME_BYTES,
     sessionIdleMs: file?.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
     maxSessions: file?.maxSessions ?? DEFAULT_MAX_SESSIONS,
     allowedHosts: file?.allowedHosts ?? [],

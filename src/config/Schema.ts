@@ -540,6 +540,9 @@ export const optionFields = {
   startupTimeoutMs: Schema.optional(DurationMs),
   maxFrameBytes: Schema.optional(FrameBytes),
   maxBackendFrameBytes: Schema.optional(FrameBytes),
+  /** The largest frame sent to a stdio client, and to a stdio backend (the SDK's peers drop lines over 10 MiB). */
+  maxReplyBytes: Schema.optional(FrameBytes),
+  maxBackendRequestBytes: Schema.optional(FrameBytes),
   // Streamable HTTP (--http): process-wide, so a session's initializationOptions cannot set them.
   sessionIdleMs: Schema.optional(DurationMs),
   maxSessions: Schema.optional(BoundedInt(MAX_SESSIONS_LIMIT, "sessions")),

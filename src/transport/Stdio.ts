@@ -32,6 +32,7 @@ import {
   notification
 } from "../jsonrpc/JsonRpc.js"
 import * as Peer from "../jsonrpc/Peer.js"
+import { encodeBounded } from "./ReplyBound.js"
 import { STATELESS_PROTOCOL_VERSION } from "../protocol/Mcp.js"
 import * as Dispatch from "../gateway/Dispatch.js"
 import * as Era from "../gateway/Era.js"
@@ -51,6 +52,8 @@ export interface ServeOptions<E, R> {
   /** The method table, or a function that opens a session on this connection and returns it. */
   readonly handlers: Peer.Handlers<R> | ((connection: Connection) => Effect.Effect<Peer.Handlers<R>, never, R | Scope.Scope>)
   readonly maxFrameBytes: number
+  /** The longest frame written (see ReplyBound); none: no bound (a pipe to a peer of the gateway's own). */
+  readonly maxReplyBytes?: number | undefined
   /**
    * Sees each frame's text before the peer does; true when it took the frame. The stateless era's
    * lock lives here: the connection's first message decides its era.
@@ -223,7 +226,24 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
       const decoder = new FrameDecoder(options.maxFrameBytes)
       const framing = () => decoder.framing ?? options.framing ?? "ndjson"
       const writer = options.output instanceof Writable ? writableWriter(options.output) : yield* sinkWriter(options.output)
-      const out: Peer.Outbox = { send: (message) => writer.offer(encode(framing(), message)) }
+      const maxReply = options.maxReplyBytes
+      const out: Peer.Outbox = {
+        send:
+          maxReply === undefined
+            ? (message) => writer.offer(encode(framing(), message))
+            : (message) => {
+                const bounded = encodeBounded(framing(), message, maxReply)
+                if (bounded.refused !== undefined) {
+                  Effect.runFork(
+                    Effect.logWarning("a message too long for the client was not sent", {
+                      ...bounded.refused,
+                      maxReplyBytes: maxReply
+                    })
+                  )
+                }
+                writer.offer(bounded.frame)
+              }
+      }
       const notifyUnsafe = (method: string, params: unknown) => out.send(notification(method, params))
       let peer: Peer.Peer | undefined
       const connection: Connection = {
@@ -413,6 +433,7 @@ export const serveStreams = (
           return gateway.open(session)
         },
         maxFrameBytes: config.maxFrameBytes,
+        maxReplyBytes: config.maxReplyBytes,
         stop: session.ended,
         sessionId: session.id,
         events
