@@ -61,6 +61,8 @@ export interface BackendTools {
    */
   readonly changed?: ReadonlyArray<Pins.Changed> | undefined
   readonly pinMode?: Pins.Mode | undefined
+  /** What its pins' review said besides changes: its id now names another server, a tool listed twice. */
+  readonly pinNotes?: ReadonlyArray<string> | undefined
 }
 
 export interface BackendNotification {
@@ -149,6 +151,8 @@ interface Entry {
   tools: ReadonlyArray<Tool>
   /** Its tools whose definitions differ from their pins (see Pins). */
   changed: ReadonlyArray<Pins.Changed>
+  /** What the review of its pins said besides (kept for `check`; logged when said). */
+  pinNotes: ReadonlyArray<string>
   backend: Backend.Backend | undefined
   /** The era it spoke last: a restart speaks it again without asking (see Backend `era`). */
   era: Backend.Era
@@ -214,7 +218,8 @@ export const make = (options: ManagerOptions = {}) =>
             ...(e.config.description === undefined ? {} : { description: e.config.description }),
             tools: e.tools,
             exposure: e.config,
-            ...(e.changed.length === 0 ? {} : { changed: e.changed, pinMode: lastStartOptions?.pins?.mode })
+            ...(e.changed.length === 0 ? {} : { changed: e.changed, pinMode: lastStartOptions?.pins?.mode }),
+            ...(e.pinNotes.length === 0 ? {} : { pinNotes: e.pinNotes })
           }))
       }
       return toolsCache
@@ -247,9 +252,16 @@ export const make = (options: ManagerOptions = {}) =>
      */
     const reviewTools = (entry: Entry, tools: ReadonlyArray<Tool>, pins: Pins.Settings | undefined) =>
       Effect.suspend(() => {
-        const reviewed = Pins.recheck(pins, entry.config.id, tools, entry.changed)
+        const reviewed = Pins.recheck(pins, Pins.serverOf(entry.config), tools, entry.changed)
         entry.tools = reviewed.admitted
         entry.changed = reviewed.changed
+        const notes = [
+          ...(reviewed.serverBefore === undefined
+            ? []
+            : [Pins.serverChanged(Pins.serverOf(entry.config), reviewed.serverBefore)]),
+          ...(reviewed.duplicates ?? []).map((name) => Pins.duplicated(entry.config.id, name))
+        ]
+        if (notes.length > 0) entry.pinNotes = notes
         return Effect.forEach(reviewed.warnings, (warning) => Effect.logWarning(warning), { discard: true })
       })
 
@@ -433,6 +445,7 @@ export const make = (options: ManagerOptions = {}) =>
         restarts: 0,
         tools: [],
         changed: [],
+        pinNotes: [],
         backend: undefined,
         era: "auto",
         fiber: undefined,

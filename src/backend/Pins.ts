@@ -2,9 +2,11 @@
  * Tool definitions pinned on first use, against "rug pulls": a server that changes a tool's
  * description or schema after it was approved (to tell a model to read `~/.ssh/id_rsa`, say).
  *
- * The first time a backend's tool is seen, its definition (name, description, inputSchema,
- * outputSchema, annotations) is stored with its fingerprint, per backend, in the gateway's state
- * directory. A definition that later differs from its pin is held back (`toolPins: "quarantine"`,
+ * The first time a backend's tool is seen, its definition (name, title, description, inputSchema,
+ * outputSchema, annotations, `_meta` with its `_meta.ui`) is stored with its fingerprint in the
+ * gateway's state directory, per server: a backend's id with its command and arguments, or its URL.
+ * Two projects that both call a backend `fx` but run different servers keep pins of their own; an
+ * id that now names a different server is said once, and its tools are pinned anew. A definition that later differs from its pin is held back (`toolPins: "quarantine"`,
  * the default: not listed, not callable, not offered to any model) or only flagged (`"warn"`),
  * until `mcp-agentify trust <backend> [tool]` accepts it. A new tool is pinned as it appears.
  *
@@ -16,6 +18,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { isObject } from "../data/Json.js"
 import type { Tool } from "../protocol/Mcp.js"
+import type { BackendConfig } from "../config/Config.js"
+import * as Secrets from "../observability/Secrets.js"
 
 export type Mode = "quarantine" | "warn" | "off"
 
@@ -26,14 +30,35 @@ export interface Settings {
 }
 
 /** The parts of a definition a pin holds. */
-const PINNED = ["name", "description", "inputSchema", "outputSchema", "annotations"] as const
+const PINNED = ["name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"] as const
+/** What pins held before `title` and `_meta`: a pin of those parts that still matches is brought up to date, not quarantined. */
+const PINNED_BEFORE = ["name", "description", "inputSchema", "outputSchema", "annotations"] as const
 type Pinned = Readonly<Record<string, unknown>>
 
-const definitionOf = (tool: Tool): Pinned => {
+const partsOf = (tool: Tool, keys: ReadonlyArray<string>): Pinned => {
   const out: Record<string, unknown> = {}
-  for (const key of PINNED) if (tool[key] !== undefined) out[key] = tool[key]
+  for (const key of keys) if (tool[key] !== undefined) out[key] = tool[key]
   return out
 }
+const definitionOf = (tool: Tool): Pinned => partsOf(tool, PINNED)
+
+/** The server a backend's pins belong to: its id, and what runs behind it. */
+export interface Server {
+  readonly id: string
+  /** The command and arguments, or the URL, exactly (hashed into the file's name, never written). */
+  readonly identity: string
+  /** The same as a person may read it: secrets in the arguments masked, no credentials in a URL. */
+  readonly shown: string
+}
+
+export const serverOf = (config: Pick<BackendConfig, "id" | "command" | "args" | "url">): Server =>
+  config.url !== undefined
+    ? { id: config.id, identity: JSON.stringify(["url", config.url]), shown: Secrets.displayUrl(config.url) }
+    : {
+        id: config.id,
+        identity: JSON.stringify(["command", config.command ?? "", ...(config.args ?? [])]),
+        shown: [config.command ?? "", ...Secrets.maskArgs(config.args ?? [])].join(" ")
+      }
 
 /** JSON with object keys sorted: the same definition always gives the same text. */
 const canonical = (value: unknown): string => {
@@ -57,6 +82,8 @@ interface Pin {
   readonly fingerprint: string
   readonly definition: Pinned
   readonly pinnedAt: string
+  /** 2: the parts of PINNED; absent: a pin of before, of PINNED_BEFORE only. */
+  readonly version?: 2
 }
 
 /** One backend's pins, by tool name (a Map: a tool may be called `__proto__`). */
@@ -72,19 +99,63 @@ export interface Changed {
   readonly now: Pinned
 }
 
-const fileOf = (settings: Settings, backendId: string) =>
-  path.join(settings.stateDir, "pins", `${encodeURIComponent(backendId)}.json`)
+const dirOf = (settings: Settings) => path.join(settings.stateDir, "pins")
+/** `<id>@<hash of the identity>.json` ('@' never appears in an encoded id). */
+const fileOf = (settings: Settings, server: Server) =>
+  path.join(
+    dirOf(settings),
+    `${encodeURIComponent(server.id)}@${createHash("sha256").update(server.identity).digest("hex").slice(0, 16)}.json`
+  )
+/** Where pins were kept per id alone, before they were kept per server. */
+const legacyFileOf = (settings: Settings, server: Server) => path.join(dirOf(settings), `${encodeURIComponent(server.id)}.json`)
 
-export const read = (settings: Settings, backendId: string): Pins => {
+/**
+ * Before this server's pins are first written: the id's pins of before (one file per id) become
+ * this server's; else, if the id's pins are another server's, what that server was (said once).
+ */
+const arrive = (settings: Settings, server: Server): string | undefined => {
+  const file = fileOf(settings, server)
+  if (fs.existsSync(file)) return undefined
+  const legacy = legacyFileOf(settings, server)
+  if (fs.existsSync(legacy)) {
+    try {
+      fs.renameSync(legacy, file)
+      return undefined
+    } catch {
+      return undefined
+    }
+  }
+  const prefix = `${encodeURIComponent(server.id)}@`
+  let others: Array<string>
   try {
-    const parsed: unknown = JSON.parse(fs.readFileSync(fileOf(settings, backendId), "utf8"))
+    others = fs.readdirSync(dirOf(settings)).filter((name) => name.startsWith(prefix) && name.endsWith(".json"))
+  } catch {
+    return undefined
+  }
+  if (others.length === 0) return undefined
+  try {
+    const before: unknown = JSON.parse(fs.readFileSync(path.join(dirOf(settings), others[0]!), "utf8"))
+    return isObject(before) && typeof before.server === "string" ? before.server : "another server"
+  } catch {
+    return "another server"
+  }
+}
+
+export const read = (settings: Settings, server: Server): Pins => {
+  try {
+    const parsed: unknown = JSON.parse(fs.readFileSync(fileOf(settings, server), "utf8"))
     const tools = isObject(parsed) ? parsed.tools : undefined
     const pins = new Map<string, Pin>()
     // Only what a pin is: anything else in the file (edited by hand, say) pins nothing.
     for (const [name, pin] of Object.entries(isObject(tools) ? tools : {})) {
       const definition = isObject(pin) ? pin.definition : undefined
       if (isObject(pin) && typeof pin.fingerprint === "string" && isObject(definition)) {
-        pins.set(name, { fingerprint: pin.fingerprint, definition, pinnedAt: String(pin.pinnedAt) })
+        pins.set(name, {
+          fingerprint: pin.fingerprint,
+          definition,
+          pinnedAt: String(pin.pinnedAt),
+          ...(pin.version === 2 ? { version: 2 as const } : {})
+        })
       }
     }
     return pins
@@ -94,21 +165,24 @@ export const read = (settings: Settings, backendId: string): Pins => {
 }
 
 /** Stores `update` over what the file holds now (another gateway may have pinned others meanwhile). */
-export const write = (settings: Settings, backendId: string, update: Pins): void => {
-  const file = fileOf(settings, backendId)
+export const write = (settings: Settings, server: Server, update: Pins): void => {
+  const file = fileOf(settings, server)
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
   fs.chmodSync(settings.stateDir, 0o700)
   fs.chmodSync(path.dirname(file), 0o700)
-  const tools = Object.fromEntries([...read(settings, backendId), ...update])
+  const tools = Object.fromEntries([...read(settings, server), ...update])
   const temporary = `${file}.${process.pid}.${Date.now()}.tmp`
-  fs.writeFileSync(temporary, `${JSON.stringify({ backend: backendId, tools }, null, 2)}\n`, { mode: 0o600 })
+  fs.writeFileSync(temporary, `${JSON.stringify({ backend: server.id, server: server.shown, tools }, null, 2)}\n`, {
+    mode: 0o600
+  })
   fs.renameSync(temporary, file)
 }
 
 const pinOf = (tool: Tool): Pin => ({
   fingerprint: fingerprint(tool),
   definition: definitionOf(tool),
-  pinnedAt: new Date().toISOString()
+  pinnedAt: new Date().toISOString(),
+  version: 2
 })
 
 /** What a backend's tools are, held against their pins. */
@@ -119,21 +193,39 @@ export interface Review {
   readonly changed: ReadonlyArray<Changed>
   /** New tools, pinned by this review. */
   readonly pinned: ReadonlyArray<string>
+  /** The id's pins were another server's (what it was): this one's tools are pinned anew. */
+  readonly serverBefore?: string | undefined
+  /** Names the backend lists more than once: the first definition is the one reviewed, the others are ignored. */
+  readonly duplicates?: ReadonlyArray<string> | undefined
 }
 
 /** Reviews a backend's tools as listed, pinning the new ones (a failure to store is `onError`'s). */
 export const review = (
   settings: Settings,
-  backendId: string,
+  server: Server,
   tools: ReadonlyArray<Tool>,
   onError: (error: unknown) => void
 ): Review => {
   if (settings.mode === "off") return { admitted: tools, changed: [], pinned: [] }
-  const pins = read(settings, backendId)
+  let serverBefore: string | undefined
+  try {
+    serverBefore = arrive(settings, server)
+  } catch (error) {
+    onError(error)
+  }
+  const pins = read(settings, server)
   const fresh = new Map<string, Pin>()
   const changed: Array<Changed> = []
   const admitted: Array<Tool> = []
+  const seen = new Set<string>()
+  const duplicates = new Set<string>()
   for (const tool of tools) {
+    // A second tool of the same name is never listed (names are keys): said, not reviewed.
+    if (seen.has(tool.name)) {
+      duplicates.add(tool.name)
+      continue
+    }
+    seen.add(tool.name)
     const pin = pins.get(tool.name)
     if (pin === undefined) {
       fresh.set(tool.name, pinOf(tool))
@@ -141,6 +233,12 @@ export const review = (
       continue
     }
     if (pin.fingerprint === fingerprint(tool)) {
+      admitted.push(tool)
+      continue
+    }
+    // A pin made before title and _meta were pinned, whose parts still match: brought up to date.
+    if (pin.version === undefined && pin.fingerprint === fingerprintOf(partsOf(tool, PINNED_BEFORE))) {
+      fresh.set(tool.name, pinOf(tool))
       admitted.push(tool)
       continue
     }
@@ -155,23 +253,24 @@ export const review = (
   }
   if (fresh.size > 0) {
     try {
-      write(settings, backendId, fresh)
+      write(settings, server, fresh)
     } catch (error) {
       onError(error)
     }
   }
-  return { admitted, changed, pinned: [...fresh.keys()] }
+  return {
+    admitted,
+    changed,
+    pinned: [...fresh.keys()].filter((name) => !pins.has(name)),
+    ...(serverBefore === undefined ? {} : { serverBefore }),
+    ...(duplicates.size === 0 ? {} : { duplicates: [...duplicates] })
+  }
 }
 
 /** Accepts the definitions presented now (of `only`, or all), over their pins. */
-export const trust = (
-  settings: Settings,
-  backendId: string,
-  tools: ReadonlyArray<Tool>,
-  only?: string
-): ReadonlyArray<string> => {
+export const trust = (settings: Settings, server: Server, tools: ReadonlyArray<Tool>, only?: string): ReadonlyArray<string> => {
   const chosen = tools.filter((tool) => only === undefined || tool.name === only)
-  write(settings, backendId, new Map(chosen.map((tool) => [tool.name, pinOf(tool)])))
+  write(settings, server, new Map(chosen.map((tool) => [tool.name, pinOf(tool)])))
   return chosen.map((tool) => tool.name)
 }
 
@@ -190,13 +289,14 @@ export const describeChange = (change: Changed): string =>
  */
 export const recheck = (
   settings: Settings | undefined,
-  backendId: string,
+  server: Server,
   tools: ReadonlyArray<Tool>,
   before: ReadonlyArray<Changed>
 ): Review & { readonly warnings: ReadonlyArray<string> } => {
   if (settings === undefined) return { admitted: tools, changed: [], pinned: [], warnings: [] }
+  const backendId = server.id
   const warnings: Array<string> = []
-  const reviewed = review(settings, backendId, tools, (error) =>
+  const reviewed = review(settings, server, tools, (error) =>
     warnings.push(`could not store the pins of ${backendId}'s new tools: ${String(error)}`)
   )
   const said = new Set(before.map((c) => `${c.name}\u0000${fingerprintOf(c.now)}`))
@@ -209,5 +309,15 @@ export const recheck = (
       }; review it and run \`mcp-agentify trust ${backendId} ${c.name}\` to accept it\n${describeChange(c)}`
     )
   }
+  if (reviewed.serverBefore !== undefined) warnings.push(serverChanged(server, reviewed.serverBefore))
+  for (const name of reviewed.duplicates ?? []) warnings.push(duplicated(backendId, name))
   return { ...reviewed, warnings: [...changes, ...warnings] }
 }
+
+/** Said once, when a backend's id now names a server other than the one its pins were made for. */
+export const serverChanged = (server: Server, before: string): string =>
+  `backend ${server.id} now runs ${server.shown}, not ${before} whose tools were pinned under that id: its tools are pinned anew as this server's (the other server's pins are kept for it)`
+
+/** What happens to a second tool of one name: it is not listed, whatever its definition. */
+export const duplicated = (backendId: string, name: string): string =>
+  `backend ${backendId} lists tool ${name} more than once: the first definition is the one listed and called, the others are ignored`

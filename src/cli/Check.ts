@@ -143,6 +143,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
       }
     }
     problems.push(...pinProblems)
+    for (const listed of backends.toolsSync()) for (const note of listed.pinNotes ?? []) warnings.push(`- ${note}`)
     // Tools two backends would share a name for: the later one's are not exposed.
     const catalog = inProfile(catalogOf(backends.toolsSync()), profile)
     for (const conflict of catalog.conflicts) {

@@ -51,14 +51,22 @@ export const run = (
       return 1
     }
     // What differs from each pin, before it is replaced.
-    const review = Pins.review({ ...settings, mode: "quarantine" }, backendId, listed.tools, () => {})
+    const server = Pins.serverOf(configured)
+    const review = Pins.review({ ...settings, mode: "quarantine" }, server, listed.tools, () => {})
     const lines: Array<string> = []
     for (const change of review.changed) {
       if (tool !== undefined && change.name !== tool) continue
       lines.push(`${backendId}: ${change.name} changed (${change.changed.join(", ")})`, Pins.describeChange(change))
     }
     for (const name of review.pinned) if (tool === undefined || name === tool) lines.push(`${backendId}: ${name} is new`)
-    const trusted = Pins.trust(settings, backendId, listed.tools, tool)
+    if (lines.length === 0) {
+      // Nothing to accept: said so, and the pins are left as they are.
+      const what = tool === undefined ? `${backendId}'s ${listed.tools.length} tools match` : `${backendId}'s ${tool} matches`
+      print(`nothing changed: ${what} their pins (in ${settings.stateDir})\n`)
+      yield* backends.stopAll
+      return 0
+    }
+    const trusted = Pins.trust(settings, server, listed.tools, tool)
     lines.push(
       `trusted ${trusted.length} tool${trusted.length === 1 ? "" : "s"} of ${backendId}: ${trusted.join(", ")} (pins in ${settings.stateDir})`
     )

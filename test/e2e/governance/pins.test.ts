@@ -1,7 +1,8 @@
 /**
  * Tool definitions pinned on first use: the built CLI over stdio in front of the fixture server,
- * whose `echo` description changes between runs (--echo-description) or while running
- * (`redescribe`). A changed definition is quarantined (not listed, not callable with a clear error,
+ * whose `echo` description changes between runs (FIXTURE_ECHO_DESCRIPTION: the same command line,
+ * a server updated in place) or while running (`redescribe`). Pins are the server's: another
+ * command line under the same id is another server, pinned anew and said once. A changed definition is quarantined (not listed, not callable with a clear error,
  * not offered to the gateway's model nor declared to code mode), `check` says so (exit 1) with the
  * command to run, `trust` accepts it, and `toolPins: "warn"` only flags it.
  */
@@ -9,7 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { connectSdk } from "../../support/sdkClient.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { spawnSync } from "node:child_process"
-import { readFileSync, statSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BIN, cleanEnv, tempDir } from "../../support/stdioClient.js"
@@ -35,11 +36,14 @@ describe("pinned tool definitions", () => {
 
   const env = () =>
     cleanEnv({ AGENTIFY_STATE_DIR: state, OPENAI_API_KEY: "sk-test-pins-000000000000", OPENAI_BASE_URL: model.baseUrl })
-  const configWith = (flags: Array<string>, extra: Record<string, unknown> = {}) => {
+  /** A config running the fixture as `fx` with `flags`; `description`: its echo's, presented now. */
+  const configWith = (flags: Array<string>, extra: Record<string, unknown> = {}, description?: string) => {
     const file = join(dir, `gateway-${Math.random().toString(36).slice(2)}.json`)
-    writeFileSync(file, JSON.stringify({ backends: [fixtureBackend("fx", flags)], ...extra }))
+    const env = description === undefined ? {} : { env: { FIXTURE_ECHO_DESCRIPTION: description } }
+    writeFileSync(file, JSON.stringify({ backends: [fixtureBackend("fx", flags, env)], ...extra }))
     return file
   }
+  const pinFiles = () => readdirSync(join(state, "pins")).filter((name) => name.startsWith("fx@"))
   const connect = async (config: string) => {
     const client = new Client({ name: "pins", version: "1.0.0" })
     const changes: Array<unknown> = []
@@ -59,17 +63,19 @@ describe("pinned tool definitions", () => {
     const { client } = await connect(configWith(["--mutable"]))
     expect(await names(client)).toEqual(expect.arrayContaining(["fx__echo", "fx__redescribe"]))
     await client.close()
-    const file = join(state, "pins", "fx.json")
+    expect(pinFiles()).toHaveLength(1)
+    const file = join(state, "pins", pinFiles()[0]!)
     expect(statSync(state).mode & 0o777).toBe(0o700)
     expect(statSync(join(state, "pins")).mode & 0o777).toBe(0o700)
     expect(statSync(file).mode & 0o777).toBe(0o600)
     const pins = JSON.parse(readFileSync(file, "utf8"))
     expect(pins.tools.echo.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/)
     expect(pins.tools.echo.definition.description).toBe("Echoes its arguments as JSON text")
+    expect(pins.server).toMatch(/mcp-server\.mjs --name fx --mutable$/)
   })
 
   it("quarantines a definition changed since: not listed, refused by name, never offered to the model", async () => {
-    const changed = configWith(["--echo-description", RUG_PULL])
+    const changed = configWith(["--mutable"], {}, RUG_PULL)
     const { client, stderr } = await connect(changed)
     try {
       const listed = await names(client)
@@ -107,13 +113,17 @@ describe("pinned tool definitions", () => {
     expect(await names(again.client)).toContain("fx__echo")
     await again.client.close()
     expect(cli(["check", "--config", changed]).status).toBe(0)
+    // Trusted again with nothing changed: said so.
+    const unchanged = cli(["trust", "fx", "--config", changed])
+    expect(unchanged.status).toBe(0)
+    expect(unchanged.out).toMatch(/^nothing changed: fx's \d+ tools match their pins/)
     // Trusting an unknown backend or tool says so.
     expect(cli(["trust", "nope", "--config", changed]).status).toBe(2)
     expect(cli(["trust", "fx", "nope", "--config", changed]).status).toBe(1)
   })
 
   it("quarantines a definition that changes while running: clients are told their list changed", async () => {
-    const { client, changes } = await connect(configWith(["--mutable", "--echo-description", RUG_PULL]))
+    const { client, changes } = await connect(configWith(["--mutable"], {}, RUG_PULL))
     try {
       expect(await names(client)).toContain("fx__echo")
       await client.callTool({ name: "fx__redescribe", arguments: { text: "Now it says something else" } })
@@ -127,7 +137,7 @@ describe("pinned tool definitions", () => {
   })
 
   it("only flags a changed definition with toolPins: warn", async () => {
-    const config = configWith(["--echo-description", "Yet another description"], { toolPins: "warn" })
+    const config = configWith(["--mutable"], { toolPins: "warn" }, "Yet another description")
     const { client, stderr } = await connect(config)
     try {
       expect(await names(client)).toContain("fx__echo")
@@ -141,11 +151,30 @@ describe("pinned tool definitions", () => {
     expect(checked.out).toContain("- fx: tool echo changed since it was pinned (description)")
   })
 
+  it("another server under the same id is pinned anew, not quarantined, and the move is said once (check, then the log)", async () => {
+    const other = configWith(["--tools", "2"], {}, RUG_PULL.replace("Echoes", "Repeats"))
+    const checked = cli(["check", "--config", other])
+    expect(checked.status).toBe(0)
+    expect(checked.out).toMatch(
+      /- backend fx now runs \S+ \S+mcp-server\.mjs --name fx --tools 2, not \S+ \S+mcp-server\.mjs --name fx --mutable whose tools were pinned/
+    )
+    const { client, stderr } = await connect(other)
+    try {
+      expect(await names(client)).toContain("fx__echo")
+      expect(stderr()).not.toContain("now runs")
+    } finally {
+      await client.close()
+    }
+    expect(pinFiles()).toHaveLength(2)
+  })
+
   it("shows a quarantined tool (with its diff) and a description hiding characters in the debug UI", async () => {
+    const flags = ["--hidden-text"]
+    expect(cli(["check", "--config", configWith(flags)]).out).toContain("fx")
     const gateway = await startHttpGateway({
       args: ["--debug-port", "0"],
       env: { AGENTIFY_STATE_DIR: state },
-      config: { backends: [fixtureBackend("fx", ["--echo-description", "Changed for the UI", "--hidden-text"])] }
+      config: { backends: [fixtureBackend("fx", flags, { env: { FIXTURE_ECHO_DESCRIPTION: "Changed for the UI" } })] }
     })
     try {
       const port = await until("the debug UI", () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(gateway.stderr())?.[1])

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { mkdtempSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Pins from "../../../src/backend/Pins.js"
@@ -9,6 +9,7 @@ const tool = (name: string, description: string, inputSchema: Record<string, unk
   description,
   inputSchema
 })
+const b = Pins.serverOf({ id: "b", command: "node", args: ["b.mjs"] })
 const settings = (mode: Pins.Mode = "quarantine"): Pins.Settings => ({ mode, stateDir: mkdtempSync(join(tmpdir(), "pins-")) })
 
 describe("tool pins", () => {
@@ -25,31 +26,108 @@ describe("tool pins", () => {
 
   it("pins new tools, holds back a changed one, and admits it again once trusted", () => {
     const s = settings()
-    expect(Pins.review(s, "b", [tool("a", "one"), tool("__proto__", "odd")], () => {}).pinned).toEqual(["a", "__proto__"])
-    const changed = Pins.review(s, "b", [tool("a", "two"), tool("__proto__", "odd"), tool("c", "new")], () => {})
+    expect(Pins.review(s, b, [tool("a", "one"), tool("__proto__", "odd")], () => {}).pinned).toEqual(["a", "__proto__"])
+    const changed = Pins.review(s, b, [tool("a", "two"), tool("__proto__", "odd"), tool("c", "new")], () => {})
     expect(changed.admitted.map((t) => t.name)).toEqual(["__proto__", "c"])
     expect(changed.changed).toEqual([expect.objectContaining({ name: "a", changed: ["description"] })])
     expect(changed.pinned).toEqual(["c"])
-    expect(Pins.trust(s, "b", [tool("a", "two")], "a")).toEqual(["a"])
-    const after = Pins.review(s, "b", [tool("a", "two"), tool("__proto__", "odd"), tool("c", "new")], () => {})
+    expect(Pins.trust(s, b, [tool("a", "two")], "a")).toEqual(["a"])
+    const after = Pins.review(s, b, [tool("a", "two"), tool("__proto__", "odd"), tool("c", "new")], () => {})
     expect(after.changed).toEqual([])
     expect(after.admitted).toHaveLength(3)
   })
 
   it("warn admits a changed tool and flags it; off checks nothing", () => {
     const s = settings("warn")
-    Pins.review(s, "b", [tool("a", "one")], () => {})
-    const warned = Pins.review(s, "b", [tool("a", "two")], () => {})
+    Pins.review(s, b, [tool("a", "one")], () => {})
+    const warned = Pins.review(s, b, [tool("a", "two")], () => {})
     expect(warned.admitted.map((t) => t.name)).toEqual(["a"])
     expect(warned.changed).toHaveLength(1)
-    expect(Pins.review({ ...s, mode: "off" }, "b", [tool("a", "three")], () => {}).changed).toEqual([])
+    expect(Pins.review({ ...s, mode: "off" }, b, [tool("a", "three")], () => {}).changed).toEqual([])
   })
 
   it("keeps what another gateway pinned meanwhile", () => {
     const s = settings()
-    Pins.review(s, "b", [tool("a", "one")], () => {})
-    Pins.write(s, "b", new Map())
-    Pins.review(s, "b", [tool("x", "other gateway")], () => {})
-    expect([...Pins.read(s, "b").keys()].sort()).toEqual(["a", "x"])
+    Pins.review(s, b, [tool("a", "one")], () => {})
+    Pins.write(s, b, new Map())
+    Pins.review(s, b, [tool("x", "other gateway")], () => {})
+    expect([...Pins.read(s, b).keys()].sort()).toEqual(["a", "x"])
+  })
+
+  it("holds back a change of any pinned part alone: inputSchema, outputSchema, annotations, title, _meta.ui", () => {
+    const base = { name: "t", description: "d", inputSchema: { type: "object" } }
+    const variants: Array<[string, Record<string, unknown>]> = [
+      ["inputSchema", { inputSchema: { type: "object", properties: { path: { type: "string" } } } }],
+      ["outputSchema", { outputSchema: { type: "object" } }],
+      ["annotations", { annotations: { readOnlyHint: true } }],
+      ["title", { title: "Read anything" }],
+      ["_meta", { _meta: { ui: { resourceUri: "ui://evil" } } }]
+    ]
+    for (const [part, change] of variants) {
+      const s = settings()
+      Pins.review(s, b, [base], () => {})
+      const reviewed = Pins.review(s, b, [{ ...base, ...change }], () => {})
+      expect(reviewed.admitted).toEqual([])
+      expect(reviewed.changed).toEqual([expect.objectContaining({ name: "t", changed: [part] })])
+    }
+  })
+
+  it("pins per server: two servers under one id keep their own pins, and the id's move is said once", () => {
+    const s = settings()
+    const one = Pins.serverOf({ id: "fx", command: "node", args: ["one.mjs"] })
+    const two = Pins.serverOf({ id: "fx", command: "node", args: ["two.mjs", "--token", "secret-value-123"] })
+    Pins.review(s, one, [tool("read", "reads a file")], () => {})
+    const moved = Pins.recheck(s, two, [tool("read", "reads anything")], [])
+    // Not quarantined: another server's pins are not this one's.
+    expect(moved.admitted.map((t) => t.name)).toEqual(["read"])
+    expect(moved.changed).toEqual([])
+    expect(moved.warnings).toEqual([
+      expect.stringContaining("backend fx now runs node two.mjs --token <redacted>, not node one.mjs")
+    ])
+    // Said once: the next review of the same server says nothing.
+    expect(Pins.recheck(s, two, [tool("read", "reads anything")], []).warnings).toEqual([])
+    // Each server is still held to its own pins.
+    expect(Pins.review(s, one, [tool("read", "changed")], () => {}).changed).toHaveLength(1)
+    expect(Pins.review(s, one, [tool("read", "reads a file")], () => {}).changed).toEqual([])
+    expect(readdirSync(join(s.stateDir, "pins")).join(" ")).not.toContain("secret-value-123")
+  })
+
+  it("pins of before (one file per id, without title and _meta) are kept: adopted, and brought up to date", () => {
+    const s = settings()
+    mkdirSync(join(s.stateDir, "pins"), { recursive: true })
+    const old = { name: "t", description: "d", inputSchema: { type: "object" } }
+    const fingerprint = Pins.fingerprintOf(old)
+    writeFileSync(
+      join(s.stateDir, "pins", "b.json"),
+      JSON.stringify({ backend: "b", tools: { t: { fingerprint, definition: old, pinnedAt: "2026-01-01" } } })
+    )
+    const now = { ...old, title: "T", _meta: { ui: { resourceUri: "ui://t" } } }
+    const reviewed = Pins.review(s, b, [now], () => {})
+    expect(reviewed.admitted).toEqual([now])
+    expect(reviewed.pinned).toEqual([])
+    expect(existsSync(join(s.stateDir, "pins", "b.json"))).toBe(false)
+    // From now on title and _meta are pinned too.
+    expect(Pins.review(s, b, [{ ...now, title: "Other" }], () => {}).changed).toEqual([
+      expect.objectContaining({ changed: ["title"] })
+    ])
+    // And a change of an old part is still a change.
+    const s2 = settings()
+    mkdirSync(join(s2.stateDir, "pins"), { recursive: true })
+    writeFileSync(
+      join(s2.stateDir, "pins", "b.json"),
+      JSON.stringify({ backend: "b", tools: { t: { fingerprint, definition: old, pinnedAt: "2026-01-01" } } })
+    )
+    expect(Pins.review(s2, b, [{ ...old, description: "evil" }], () => {}).changed).toHaveLength(1)
+  })
+
+  it("a tool listed twice: the first definition is reviewed and listed, the second is said and ignored", () => {
+    const s = settings()
+    Pins.review(s, b, [tool("a", "one")], () => {})
+    const reviewed = Pins.recheck(s, b, [tool("a", "one"), tool("a", "two")], [])
+    expect(reviewed.admitted).toEqual([tool("a", "one")])
+    expect(reviewed.changed).toEqual([])
+    expect(reviewed.warnings).toEqual([
+      "backend b lists tool a more than once: the first definition is the one listed and called, the others are ignored"
+    ])
   })
 })
