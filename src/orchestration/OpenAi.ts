@@ -103,7 +103,8 @@ const missingKey = (config: ResolvedConfig) =>
       "initializationOptions.OPENAI_API_KEY, or add OPENAI_API_KEY to the config file." +
       (Option.isSome(config.openaiBaseUrl)
         ? " A local OpenAI-compatible server that needs no key accepts any placeholder value."
-        : "")
+        : " For a local OpenAI-compatible model (Ollama, llama.cpp, vLLM, or examples/fake-model.mjs) set OPENAI_BASE_URL " +
+          "(e.g. http://127.0.0.1:11434/v1) and any placeholder key.")
   })
 
 const keyHint: Record<ResolvedConfig["openaiApiKeySource"], string> = {

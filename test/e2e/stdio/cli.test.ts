@@ -13,12 +13,13 @@ import {
   BIN,
   cleanEnv,
   FIXTURE_SERVER,
+  ROOT,
   contentLengthFrames,
   startGateway,
   tempDir
 } from "../../support/stdioClient.js"
 import { startFakeOpenAI } from "../../support/fakeOpenAI.js"
-import { descendants, isAlive } from "../../support/process.js"
+import { descendants, isAlive, until } from "../../support/process.js"
 
 const run = (input: string, options: { args?: Array<string>; env?: NodeJS.ProcessEnv; cwd?: string } = {}) =>
   spawnSync(process.execPath, [BIN, ...(options.args ?? [])], {
@@ -455,8 +456,35 @@ describe("subcommands for a person in a terminal", () => {
       const nokey = await runAsync(["ask", "anything"], { cwd: dir })
       expect(nokey.status).toBe(1)
       expect(nokey.stdout).toContain("error -32002: No OpenAI API key is configured")
+      // ...and how to use a local model instead.
+      expect(nokey.stdout).toContain("set OPENAI_BASE_URL")
+      expect(nokey.stdout).toContain("examples/fake-model.mjs")
     } finally {
       await model.close()
+    }
+  }, 30_000)
+
+  it("ask with the example fake model (examples/fake-model.mjs): an orchestration without a key, in both modes", async () => {
+    const dir = tempDir("agentify-fake-model-")
+    writeFileSync(join(dir, "README.md"), "# demo\nhello from the example\n")
+    const fake = spawn(process.execPath, [join(ROOT, "examples", "fake-model.mjs"), "--port", "0"], {
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    try {
+      let said = ""
+      fake.stderr.on("data", (chunk: Buffer) => (said += chunk.toString("utf8")))
+      const base = await until("the fake model's address", () => /fake model at (\S+)/.exec(said)?.[1])
+      const env = cleanEnv({ OPENAI_API_KEY: "fake", OPENAI_BASE_URL: base })
+      const tools = await runAsync(["ask", "read README.md", "--cwd", dir], { env, cwd: dir })
+      expect(tools.status, tools.stderr.slice(-800)).toBe(0)
+      expect(tools.stdout).toMatch(/^choice: filesystem__read(_text)?_file \{"path":"README\.md"\}$/m)
+      expect(tools.stdout).toContain("hello from the example")
+      const code = await runAsync(["ask", "list the directory", "--cwd", dir, "--mode", "code"], { env, cwd: dir })
+      expect(code.status, code.stderr.slice(-800)).toBe(0)
+      expect(code.stdout).toMatch(/^script:\nreturn await tools\.filesystem\.list_directory/m)
+      expect(code.stdout).toContain("[FILE] README.md")
+    } finally {
+      fake.kill()
     }
   }, 30_000)
 
