@@ -95,10 +95,14 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
     yield* backends.start(checked, startOptionsOf({ ...config, startupTimeoutMs }))
     yield* Fiber.interrupt(watcher)
     const states = yield* backends.states
-    // "5 of 14" when filters or conflicts hide some of what a backend lists.
+    // "5 of 14" when filters, conflicts or quarantine hide some of what a backend lists; quarantine named.
     const exposed = catalogOf(backends.toolsSync())
     const exposedOf = (id: string, listed: number) => {
       const shown = exposed.entries.filter((e) => e.backendId === id).length
+      const backend = backends.toolsSync().find((b) => b.backendId === id)
+      const held = backend?.pinMode === "quarantine" ? (backend.changed?.length ?? 0) : 0
+      // `listed` counts the tools it may serve: the held ones are added back, and named.
+      if (held > 0) return `${shown} of ${listed + held} (${held} quarantined)`
       return shown === listed ? String(listed) : `${shown} of ${listed}`
     }
     const rows: Array<Row> = []

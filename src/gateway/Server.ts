@@ -457,6 +457,14 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
             confirmTools: config.confirmTools,
             confirm: confirmWith(context, ask),
             forward: (backendId, params) => ctx.forward(session, context, backendId, "tools/call", params),
+            held: () =>
+              backends.toolsSync().flatMap((listed) => {
+                const config = backends.configOf(listed.backendId)
+                if (listed.pinMode !== "quarantine" || config === undefined) return []
+                return (listed.changed ?? [])
+                  .map((c) => ({ exposed: namespaced(config, c.name), backendId: listed.backendId }))
+                  .filter((h) => profileAdmits(profile(), h.backendId, h.exposed))
+              }),
             unknown: (name, args) => {
               const message = quarantined(name) ?? `Unknown tool: ${name}`
               const error = new InvalidParams({ message, issues: [`name: ${message}`] })

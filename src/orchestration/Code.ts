@@ -105,6 +105,11 @@ export interface Deps {
   readonly forward: (backendId: string, params: unknown) => Effect.Effect<unknown, GatewayError>
   /** A call of a tool the script cannot see: why (quarantined, or unknown), recorded as a refusal. */
   readonly unknown?: (name: string, args: unknown) => Effect.Effect<string>
+  /**
+   * Tools held back (quarantined) that this client would otherwise see: present in `tools` so that
+   * calling one says why it is held and how to trust it, rather than "not a function".
+   */
+  readonly held?: () => ReadonlyArray<{ readonly exposed: string; readonly backendId: string }>
 }
 
 /**
@@ -268,7 +273,15 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
       return matches.length === 0 ? "// no tool matches" : Declarations.declarations(matches)
     }
 
-    const names = tools.map((t) => [t.namespace, t.key, t.exposed] as const)
+    const names = [
+      ...tools.map((t) => [t.namespace, t.key, t.exposed] as const),
+      ...(deps.held?.() ?? [])
+        .filter((h) => !byName.has(h.exposed))
+        .map((h) => {
+          const path = Declarations.pathOf(h.exposed, deps.namespaceOf(h.backendId))
+          return [path.namespace, path.key, h.exposed] as const
+        })
+    ]
     let outcome = yield* Sandbox.run(code, names, limits, { call, search })
     // TypeScript: run again with its annotations stripped (esbuild, loaded only for this).
     if (!outcome.ok && outcome.name === "SyntaxError" && outcome.calls.length === 0) {

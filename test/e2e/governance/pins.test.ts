@@ -93,6 +93,18 @@ describe("pinned tool definitions", () => {
       expect(JSON.stringify(model.requests[before]?.body)).not.toContain("id_rsa")
       const runCode = (await client.listTools()).tools.find((t) => t.name === "agentify_run_code")!
       expect(runCode.description).not.toContain("echo(")
+      // A script that reaches for it, either way, is told why it is held and how to trust it.
+      const script = (await client.callTool({
+        name: "agentify_run_code",
+        arguments: {
+          code: `const said = []; for (const call of [() => tools.fx.echo({ text: "x" }), () => callTool("fx__echo", {})]) { try { await call() } catch (e) { said.push(e.message) } } return said`
+        }
+      })) as any
+      expect(script.structuredContent.result).toHaveLength(2)
+      for (const said of script.structuredContent.result) {
+        expect(said).toContain("Tool fx__echo is quarantined")
+        expect(said).toContain("mcp-agentify trust fx echo")
+      }
       expect(stderr()).toContain("tool echo of fx changed since it was pinned (description): quarantined")
     } finally {
       await client.close()
@@ -101,6 +113,8 @@ describe("pinned tool definitions", () => {
     const checked = cli(["check", "--config", changed])
     expect(checked.status).toBe(1)
     expect(checked.out).toContain("- fx: tool echo changed since it was pinned (description): quarantined")
+    // The backend's row counts the held tool, and says why it is not served.
+    expect(checked.out).toMatch(/fx .*\b(\d+) of (\d+) \(1 quarantined\)/)
     expect(checked.out).toContain("- Echoes its arguments as JSON text")
     expect(checked.out).toContain(`+ ${RUG_PULL}`)
     expect(checked.out).toContain("fix: review the change, then run `mcp-agentify trust fx echo`")
