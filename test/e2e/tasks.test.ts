@@ -301,6 +301,35 @@ describe("an orchestration as a session-era task (tools/call with task)", () => 
     expect((await client.experimental.tasks.getTask(id)).status).toBe("completed")
   })
 
+  it("keeps the gateway's own task to its session: another one cannot get, list, cancel or read its result", async () => {
+    const target = join(root, "mine.txt")
+    confirmations.length = 0
+    fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "mine" } }, { text: "Written." }])
+    const created = await orchestrate("write mine")
+    const id = created.task.taskId
+    await until("the confirmation", () => confirmations.length > 0)
+    const other = new Client({ name: "other", version: "1.0.0" })
+    await other.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`)))
+    try {
+      await expect(other.experimental.tasks.getTask(id)).rejects.toMatchObject({ code: -32602 })
+      await expect(other.experimental.tasks.getTaskResult(id, CallToolResultSchema)).rejects.toMatchObject({ code: -32602 })
+      await expect(other.experimental.tasks.cancelTask(id)).rejects.toMatchObject({ code: -32602 })
+      expect((await other.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).not.toContain(id)
+      // The backend's own endpoint knows nothing of it either.
+      const own = new Client({ name: "own", version: "1.0.0" })
+      await own.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/servers/filesystem/mcp`)))
+      await expect(own.experimental.tasks.getTask(id)).rejects.toBeDefined()
+      await own.close()
+    } finally {
+      await other.close()
+    }
+    // Still its owner's, untouched by the attempts.
+    expect((await client.experimental.tasks.getTask(id)).status).toBe("input_required")
+    answer("accept")
+    const result = await client.experimental.tasks.getTaskResult(id, CallToolResultSchema)
+    expect(result._meta?.["agentify/answer"]).toBe("Written.")
+  })
+
   it("cancels a run waiting for its confirmation: nothing is written", async () => {
     const target = join(root, "cancelled.txt")
     confirmations.length = 0

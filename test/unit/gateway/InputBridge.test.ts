@@ -98,6 +98,19 @@ describe("InputBridge", () => {
       const state = String(first.requestState)
       const forged = yield* bridge.resume(call(2, { requestState: `${state}x`, inputResponses: {} }), silent)
       expect(forged).toMatchObject({ error: { code: -32602, message: expect.stringContaining("integrity") } })
+      // Forged at the same length, so that the signature itself is compared: a signature with one
+      // character changed, and a payload changed under the real signature.
+      const [payload, signature] = state.slice("agentify.".length).split(".") as [string, string]
+      const flipped = `${signature[0] === "A" ? "B" : "A"}${signature.slice(1)}`
+      const decoded = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"))
+      const otherCall = String(decoded.call).replace(/.$/, (c) => (c === "0" ? "1" : "0"))
+      const altered = Buffer.from(JSON.stringify({ ...decoded, call: otherCall })).toString("base64url")
+      expect(altered.length).toBe(payload.length)
+      for (const requestState of [`agentify.${payload}.${flipped}`, `agentify.${altered}.${signature}`]) {
+        expect(requestState.length).toBe(state.length)
+        const refused = yield* bridge.resume(call(2, { requestState, inputResponses: {} }), silent)
+        expect(refused).toMatchObject({ error: { code: -32602, message: expect.stringContaining("integrity") } })
+      }
       const otherTool = yield* bridge.resume(
         { id: 3, method: "tools/call", params: { name: "other", requestState: state, inputResponses: {} } },
         silent
