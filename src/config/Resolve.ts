@@ -60,9 +60,9 @@ export const DEFAULT_MAX_BACKEND_FRAME_BYTES = 64 * 1024 * 1024
 /**
  * What the gateway sends a stdio client or a stdio backend in one frame: under the 10 MiB past
  * which the MCP SDK's stdio peers drop a line (its client then closes the connection; its servers
- * never answer).
+ * never answer). Their bound counts the line and the chunk being read (64 KiB): 128 KiB spare.
  */
-export const DEFAULT_MAX_STDIO_FRAME_BYTES = 8 * 1024 * 1024
+export const DEFAULT_MAX_STDIO_FRAME_BYTES = 10 * 1024 * 1024 - 128 * 1024
 export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000
 export const DEFAULT_MAX_SESSIONS = 1_000
 

@@ -40,7 +40,7 @@ describe("frames too long for the peer", () => {
   it("a 20 MB tool result reaches the SDK's client as an error naming its size and maxReplyBytes; the client stays connected", async () => {
     const error = await client.callTool({ name: "fx__big", arguments: { bytes: 20_000_000 } }).catch((e: unknown) => e)
     expect(error).toMatchObject({ code: -32603 })
-    expect((error as Error).message).toMatch(/The reply is 19\.\d MiB, more than maxReplyBytes \(8\.0 MiB\)/)
+    expect((error as Error).message).toMatch(/The reply is 19\.\d MiB, more than maxReplyBytes \(9\.9 MiB\)/)
     expect((error as Error).message).toContain("agentify_run_code")
     // Connected still: the next call is answered.
     const small = (await client.callTool({ name: "fx__big", arguments: { bytes: 10 } })) as any
@@ -62,7 +62,7 @@ describe("frames too long for the peer", () => {
       .callTool({ name: "files__write_file", arguments: { path: join(dir, "big.txt"), content: "x".repeat(11 * 1024 * 1024) } })
       .catch((e: unknown) => e)
     expect(error).toMatchObject({ code: -32004 })
-    expect((error as Error).message).toMatch(/more than maxBackendRequestBytes \(8388608\)/)
+    expect((error as Error).message).toMatch(/more than maxBackendRequestBytes \(10354688\)/)
     // The backend still answers.
     const listed = (await client.callTool({ name: "files__list_allowed_directories", arguments: {} })) as any
     expect(listed.isError).toBeFalsy()

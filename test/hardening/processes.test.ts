@@ -207,7 +207,9 @@ describe("backends that misbehave", () => {
   }, 60_000)
 
   it("one large request being drained does not make the backend look stuck: concurrent calls succeed", async () => {
-    const client = new Client({ args: ["--config", writeConfig({ backends: [fixture("fx")] })] })
+    // The fixture reads lines of any length, and this client too: the bounds kept for the MCP SDK's peers are raised.
+    const bounds = { maxBackendRequestBytes: 64 * 1024 * 1024, maxReplyBytes: 64 * 1024 * 1024 }
+    const client = new Client({ args: ["--config", writeConfig({ backends: [fixture("fx")], ...bounds })] })
     await client.initialize()
     const text = "w".repeat(10 * 1024 * 1024)
     // The large request and ten small ones in one write: they reach the gateway together.
