@@ -1,7 +1,7 @@
 /**
- * The audit log (config `audit`): one JSON line per tool call however it was made (a client's own
- * `tools/call`, a step of an orchestration, a call of a code-mode script) and one per orchestration
- * or script run, appended to a file. A call's line names its run (`parent`), its session, client,
+ * The audit log (config `audit`): one JSON line per tool call however it was made (written by the
+ * call pipeline's `record` stage: see call/stages/Record) and one per orchestration or script run,
+ * appended to a file. A call's line names its run (`parent`), its session, client,
  * OAuth subject and profile, the backend and tool (exposed and own name), the arguments (a hash by
  * default, scrubbed of secrets when "full"), the outcome and its time.
  *
@@ -19,7 +19,6 @@ import * as AuditRun from "../observability/AuditRun.js"
 import { field } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
 import { ErrorCode, type GatewayError, toRpcError } from "../protocol/Errors.js"
-import type { Id } from "../jsonrpc/JsonRpc.js"
 import type { Session } from "./Session.js"
 
 /** Lines waiting at most; past it lines are dropped and the loss is said once. */
@@ -34,6 +33,10 @@ export interface Who {
 
 export interface CallLine extends Who {
   readonly id: string
+  /** How the call was made (see call/Call's Via). */
+  readonly via: string
+  /** The stage that refused it, when one did (it reached no backend). */
+  readonly refusedBy?: string | undefined
   /** The JSON-RPC id of the client's request the call was made for. */
   readonly request: unknown
   /** Absent for a call refused before any backend was chosen (an unknown or quarantined tool). */
@@ -185,74 +188,6 @@ export const outcomeOf = (cause: Cause.Cause<GatewayError>): number => {
 
 /** A result's outcome: "isError" for a tool result that says it failed, else "ok". */
 const resultOutcome = (result: unknown): "ok" | "isError" => (field(result, "isError") === true ? "isError" : "ok")
-
-/**
- * A tool call on a backend, recorded when it ends: its line names the run it belongs to (the
- * fiber's), and the current span carries the line's id.
- */
-export const call = <A, E extends GatewayError>(
-  audit: AuditService,
-  session: Session,
-  request: Id,
-  backend: string,
-  tool: { readonly exposed: string | undefined; readonly own: string },
-  params: unknown,
-  run: () => Effect.Effect<A, E>
-): Effect.Effect<A, E> =>
-  Effect.suspend(() => {
-    const id = randomUUID()
-    const started = performance.now()
-    return Effect.zipRight(Effect.annotateCurrentSpan("agentify.audit.id", id), run()).pipe(
-      Effect.onExit((exit) =>
-        Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
-          Effect.sync(() =>
-            audit.call({
-              id,
-              ...(parent === undefined ? {} : { parent }),
-              ...whoOf(session),
-              // The client's request it was made for (the debug UI's trace shows it by this id).
-              request,
-              backend,
-              tool,
-              arguments: field(params, "arguments") ?? {},
-              outcome: Exit.isSuccess(exit) ? resultOutcome(exit.value) : outcomeOf(exit.cause),
-              ms: Math.round(performance.now() - started)
-            })
-          )
-        )
-      )
-    )
-  })
-
-/**
- * A call refused before it reached a backend (an unknown tool, one the profile hides, a quarantined
- * one): a line of its own with the error's code, for the attempt is what an auditor looks for.
- */
-export const refused = (
-  audit: AuditService,
-  session: Session,
-  request: Id,
-  name: string,
-  params: unknown,
-  error: GatewayError
-) =>
-  !audit.enabled
-    ? Effect.void
-    : Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
-        Effect.sync(() =>
-          audit.call({
-            id: randomUUID(),
-            ...(parent === undefined ? {} : { parent }),
-            ...whoOf(session),
-            request,
-            backend: undefined,
-            tool: { exposed: name, own: undefined },
-            arguments: field(params, "arguments") ?? {},
-            outcome: toRpcError(error).code,
-            ms: 0
-          })
-        )
-      )
 
 /**
  * An orchestration or script run, recorded as one line when it ends; the calls it makes name it as

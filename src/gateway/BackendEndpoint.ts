@@ -10,7 +10,8 @@ import { Effect } from "effect"
 import { type GatewayError } from "../protocol/Errors.js"
 import type { Notification, Request } from "../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
-import { field } from "../data/Json.js"
+import { field, objectOr, stringField } from "../data/Json.js"
+import * as Call from "../call/Call.js"
 import { filtersAnything } from "../catalog/ToolCatalog.js"
 import { filteredList, hiddenBy } from "./BackendFilters.js"
 import * as Tasks from "./Tasks.js"
@@ -96,17 +97,20 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     idPrefix: ctx.idPrefix()
   })
 
-  /** A call that may create a task: adopted for this session; any other, forwarded as it is. */
-  const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
-    const p = (params ?? {}) as Readonly<Record<string, unknown>>
-    const deps = taskDeps(context)
-    if (!Tasks.concerns(p, deps.backend(backendId))) return forwarded({ id: context.id, method: "tools/call", params }, context)
-    const hidden = hiddenBy(backends.configOf(backendId), "tools/call", params)
-    if (hidden !== undefined) return Effect.fail(hidden)
-    return Effect.mapError(Tasks.callTool(deps, session, backendId, p), (error) =>
-      error._tag === "BackendError" ? asBackendSent(error) : error
+  /** A tool call takes the road every call takes (see call/Pipeline), under the backend's own name. */
+  const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+    Effect.mapError(
+      ctx.pipeline.run(
+        Call.make({
+          session,
+          context,
+          via: "backend-endpoint",
+          name: stringField(params, "name") ?? "",
+          params: objectOr(params)
+        })
+      ),
+      (error) => (error._tag === "BackendError" ? asBackendSent(error) : error)
     )
-  }
 
   const onTask =
     (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>

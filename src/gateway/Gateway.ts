@@ -14,7 +14,7 @@
  */
 import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
 import { Backends, type BackendNotification, startOptionsOf } from "../backend/Backends.js"
-import { ClientAsk, isInputRequired, relayableCapabilities, SHARED_CLIENT_CAPABILITIES } from "./ClientAsk.js"
+import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
 import type { BackendError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
@@ -22,7 +22,6 @@ import type { LlmClient } from "../orchestration/Llm.js"
 import { Orchestrator } from "../orchestration/Orchestrator.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import type { Notification } from "../jsonrpc/JsonRpc.js"
-import * as Progress from "./Progress.js"
 import * as Relay from "./Relay.js"
 import { InputBridge } from "./InputBridge.js"
 import { Routes } from "./Routes.js"
@@ -31,12 +30,13 @@ import * as Tasks from "./Tasks.js"
 import * as BackendEndpoint from "./BackendEndpoint.js"
 import * as RunTasks from "./RunTasks.js"
 import * as Audit from "./Audit.js"
+import { CallPipeline } from "../call/Pipeline.js"
+import { Forwarder } from "./Forwarding.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
 import * as Server from "./Server.js"
 import type { Session, Target } from "./Session.js"
-import { Meta as MetaKey, type Tool } from "../protocol/Mcp.js"
-import * as Meta from "../data/Meta.js"
+import type { Tool } from "../protocol/Mcp.js"
 import { objectOr, stringField } from "../data/Json.js"
 import type { Profile } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
@@ -86,79 +86,11 @@ const make = Effect.gen(function* () {
     )
   )
 
-  /**
-   * A request on a backend for a session's request. Without a progress token over stdio this is
-   * the bare call (the passthrough hot path); otherwise the token is swapped for the gateway's
-   * own and the call is recorded on the session while it runs.
-   */
-  const forwardCall: Server.Context["forward"] = (session, context, backendId, method, params) => {
-    const token = Progress.tokenOf(params)
-    const stateless = backends.backend(backendId)?.era === "stateless"
-    // A stateless request is tracked even over stdio: a backend's questions during it are its own.
-    if (token === undefined && mode === "single" && session.ask === undefined && !stateless) {
-      return backends.executeOnBackend(backendId, method, params)
-    }
-    return Effect.suspend(() => {
-      let key: string | undefined
-      let forwarded = params
-      if (token !== undefined) {
-        key = routes.openClientCall({ backendId, context, token })
-        forwarded = Progress.withToken(params, key)
-      }
-      const untrack = routes.track(session, backendId, context)
-      const call = !stateless
-        ? backends.executeOnBackend(backendId, method, forwarded)
-        : statelessCall(session, context, backendId, method, forwarded)
-      return Effect.ensuring(
-        call,
-        Effect.sync(() => {
-          untrack()
-          if (key !== undefined) routes.close(key)
-        })
-      )
-    })
-  }
-
-  /**
-   * With the audit log on, every tool call on a backend is recorded here, however it was made (a
-   * client's own, an orchestration's step, a script's call: all come this way). Off: the call as is.
-   */
+  const pipeline = yield* CallPipeline
+  const forwarder = yield* Forwarder
+  /** Every other request on a backend for a session's (resources, prompts, tasks...): see Forwarding. */
   const forward: Server.Context["forward"] = (session, context, backendId, method, params) =>
-    !audit.enabled || method !== "tools/call"
-      ? forwardCall(session, context, backendId, method, params)
-      : Audit.call(audit, session, context.id, backendId, exposedName(backendId, params), params, () =>
-          forwardCall(session, context, backendId, method, params)
-        )
-
-  /** The name a client sees for a backend's tool (the audit log names both). */
-  const exposedName = (backendId: string, params: unknown): { readonly exposed: string | undefined; readonly own: string } => {
-    const own = stringField(params, "name") ?? ""
-    const exposed = catalogOf(backends.toolsSync()).entries.find((e) => e.backendId === backendId && e.toolName === own)?.name
-    return { exposed, own }
-  }
-
-  /**
-   * A request to a stateless (2026-07-28) backend: it is told what this session's client can
-   * answer; for a session-era client its InputRequiredResults are answered by asking the client,
-   * while a stateless client gets them as they are (it retries itself).
-   */
-  const statelessCall: Server.Context["forward"] = (session, context, backendId, method, params) => {
-    const told = objectOr(
-      session.ask !== undefined
-        ? params
-        : Meta.merge(params, {
-            [MetaKey.clientCapabilities]: relayableCapabilities(session.clientCapabilities)
-          })
-    )
-    const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams)
-    return Effect.flatMap(run(told), (result) =>
-      session.ask !== undefined || !isInputRequired(result)
-        ? Effect.succeed(result)
-        : clientAsk.answerInputRequired(session, context, backendId, method, result, (inputResponses, requestState) =>
-            run({ ...told, inputResponses, ...(requestState === undefined ? {} : { requestState }) })
-          )
-    )
-  }
+    forwarder.forward(session, context, backendId, method, params)
 
   const subscription = (
     session: Session,
@@ -207,6 +139,7 @@ const make = Effect.gen(function* () {
   }
   const runTasks = yield* RunTasks.make(() => current.sessionIdPrefix)
   const ctx: Server.Context = {
+    pipeline,
     mode,
     config,
     backends,
@@ -450,36 +383,60 @@ const make = Effect.gen(function* () {
 
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
-/** The services a gateway is wired from, one registry and one set of tables shared by all. */
+/** Backends and the events hub: what every way of running the gateway stands on. */
+const layerBase: Layer.Layer<Backends | Events, never, GatewayConfig> = Backends.layerNode.pipe(Layer.provideMerge(Events.layer))
+
+/**
+ * The services a gateway is wired from, one registry and one set of tables shared by all, the road
+ * of its tool calls (whose last step is the session's request: see Forwarding) and the orchestrator
+ * that takes it.
+ */
 const services = (sessions: Layer.Layer<Sessions>) =>
-  Layer.merge(ClientAsk.layer.pipe(Layer.provideMerge(Layer.merge(sessions, Routes.layer))), Audit.Audit.layer)
+  Orchestrator.layer.pipe(
+    Layer.provideMerge(CallPipeline.layer),
+    Layer.provideMerge(Forwarder.layer),
+    Layer.provideMerge(
+      Layer.merge(ClientAsk.layer.pipe(Layer.provideMerge(Layer.merge(sessions, Routes.layer))), Audit.Audit.layer)
+    )
+  )
 
 export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, GatewayService>() {
   /**
    * The gateway over its services: the sessions' registry (which says whether one client owns it),
-   * the routing tables and what it asks of clients. A test provides any of them itself.
+   * the routing tables, what it asks of clients and the call pipeline. A test provides any of them itself.
    */
   static readonly layer: Layer.Layer<
     Gateway,
     never,
-    GatewayConfig | Backends | Orchestrator | Events | Routes | Sessions | ClientAsk | Audit.Audit
+    GatewayConfig | Backends | Orchestrator | Events | Routes | Sessions | ClientAsk | Audit.Audit | CallPipeline | Forwarder
   > = Layer.scoped(Gateway, make)
   /**
    * One client owns the gateway (stdio): its `initialize` configures and starts the backends. With
    * the input bridge its transport serves 2026-07-28 requests on.
    */
-  static readonly layerSingle: Layer.Layer<Gateway | InputBridge, never, GatewayConfig | Backends | Orchestrator | Events> =
-    Gateway.layer.pipe(Layer.provide(services(Sessions.layerSingle)), Layer.merge(InputBridge.layer))
+  static readonly layerSingle: Layer.Layer<
+    Gateway | InputBridge | Orchestrator,
+    never,
+    GatewayConfig | Backends | Events | LlmClient
+  > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(InputBridge.layer))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
-  static readonly layerShared: Layer.Layer<Gateway | InputBridge, never, GatewayConfig | Backends | Orchestrator | Events> =
-    Gateway.layer.pipe(Layer.provide(services(Sessions.layerShared)), Layer.merge(InputBridge.layer))
+  static readonly layerShared: Layer.Layer<
+    Gateway | InputBridge | Orchestrator,
+    never,
+    GatewayConfig | Backends | Events | LlmClient
+  > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(InputBridge.layer))
 }
 
-/** Backends, Orchestrator and the events hub; nothing started yet. */
-export const layerCore: Layer.Layer<Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> = Orchestrator.layer.pipe(
-  Layer.provideMerge(Backends.layerNode),
-  Layer.provideMerge(Events.layer)
-)
+/**
+ * Backends, Orchestrator and the events hub, with the call pipeline straight to the backends (no
+ * sessions: `check`, `trust`, an app that embeds the orchestrator); nothing started yet.
+ */
+export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
+  Orchestrator.layer.pipe(
+    Layer.provideMerge(CallPipeline.layer),
+    Layer.provide(Layer.mergeAll(Forwarder.layerDirect, Routes.layer, Audit.Audit.layer)),
+    Layer.provideMerge(layerBase)
+  )
 
 /**
  * Starts every configured backend while the layer builds (bounded by `startupTimeoutMs`), telling
@@ -499,13 +456,12 @@ const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>) 
  * stopped when its scope closes. Use `Orchestrator` and `Backends` from it. No client is there to
  * answer backends' requests: `roots/list` gets a backend's configured `roots`, the rest -32601.
  */
-export const layer: Layer.Layer<Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> = startConfigured({}).pipe(
-  Layer.provideMerge(layerCore)
-)
+export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
+  startConfigured({}).pipe(Layer.provideMerge(layerCore))
 
 /** The stdio gateway: backends start when the client sends `initialize` (see `transport/Stdio`). */
 export const layerStdio: Layer.Layer<Gateway | InputBridge | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
-  Gateway.layerSingle.pipe(Layer.provideMerge(layerCore))
+  Gateway.layerSingle.pipe(Layer.provideMerge(layerBase))
 
 /**
  * The shared gateway with `observer` (the debug UI) built before the backends start, so it sees
@@ -517,7 +473,7 @@ export const layerSharedWith = (
   // The gateway is in place before the backends start: their first requests find it.
   startConfigured(SHARED_CLIENT_CAPABILITIES).pipe(
     Layer.provideMerge(Gateway.layerShared),
-    Layer.provideMerge(observer.pipe(Layer.provideMerge(layerCore)))
+    Layer.provideMerge(observer.pipe(Layer.provideMerge(layerBase)))
   )
 
 /** The shared gateway: backends started with it, every session served by them (see `transport/Http`). */

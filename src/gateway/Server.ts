@@ -28,6 +28,8 @@ import { IMPLEMENTATION, isCallToolResult, textResult } from "../protocol/Mcp.js
 import { type Confirm, type OnStep, ORCHESTRATE_TOOL, type Orchestrator, validateParams } from "../orchestration/Orchestrator.js"
 import * as Progress from "./Progress.js"
 import * as RunCode from "../orchestration/Code.js"
+import * as Call from "../call/Call.js"
+import type { CallPipelineService } from "../call/Pipeline.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
 import * as Methods from "./Methods.js"
@@ -35,16 +37,7 @@ import type { Mode } from "./Sessions.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
 import type { Session } from "./Session.js"
-import {
-  Apps,
-  type Catalog,
-  type CatalogEntry,
-  catalogOf,
-  inProfile,
-  namespaced,
-  ownToolName,
-  profileAdmits
-} from "../catalog/ToolCatalog.js"
+import { Apps, type Catalog, catalogOf, inProfile, namespaced, profileAdmits } from "../catalog/ToolCatalog.js"
 import { field } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
 import * as Tasks from "./Tasks.js"
@@ -79,6 +72,8 @@ export interface Context {
   readonly audit: Audit.AuditService
   /** What the ids the gateway gives (sessions, tasks) start with: its `sessionIdPrefix`. */
   readonly idPrefix: () => string
+  /** The road of every tool call on a backend (see call/Pipeline). */
+  readonly pipeline: CallPipelineService
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
   readonly forward: (
     session: Session,
@@ -316,6 +311,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     Effect.flatMap(validateParams(args), (request) =>
       orchestrator.orchestrate(request, {
         execute: execute(context),
+        call: planned(context, ask),
         onStep: stepProgress(context, progressToken),
         confirm: confirmWith(context, ask),
         profile: profile()
@@ -332,47 +328,6 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         return Effect.succeed({ ...textResult(text, true), structuredContent: { error: wire } })
       })
     )
-
-  /**
-   * A name the catalog does not list. A backend that is not ready (starting, restarting after a
-   * crash, failed, disabled) lists no tools, yet a client may still hold their names: say what
-   * is wrong with the backend (-32004) rather than "unknown tool", when the name is in its
-   * namespace and its filters and the session's profile would let it through. The longest
-   * namespace wins, as namespaces may contain "__".
-   */
-  const unlistedTool = Effect.fn("Server.unlistedTool")(function* (
-    p: Record<string, unknown>,
-    name: string,
-    context: RequestContext
-  ) {
-    const owner = (yield* backends.states)
-      .flatMap((s) => {
-        const config = backends.configOf(s.id)
-        const namespace = config === undefined ? s.id : namespaceOf(config)
-        return s.state !== "ready" && namespace !== "" && name.startsWith(`${namespace}__`) ? [{ s, config, namespace }] : []
-      })
-      .sort((a, b) => b.namespace.length - a.namespace.length)[0]
-    const own = owner === undefined ? undefined : ownToolName(owner.config, name.slice(owner.namespace.length + 2))
-    if (owner !== undefined && own !== undefined && profileAdmits(profile(), owner.s.id, name)) {
-      return yield* ctx.forward(session, context, owner.s.id, "tools/call", { ...p, name: own })
-    }
-    const held = quarantined(name)
-    if (held !== undefined) return yield* new InvalidParams({ message: held, issues: [`name: ${held}`] })
-    return yield* new InvalidParams({ message: `Unknown tool: ${name}`, issues: [`name: no tool named '${name}'`] })
-  })
-
-  /** Why a tool is held back, if it is: its definition changed since it was pinned; how to accept it. */
-  const quarantined = (name: string): string | undefined => {
-    for (const listed of backends.toolsSync()) {
-      if (listed.pinMode !== "quarantine") continue
-      const config = backends.configOf(listed.backendId)
-      const held = listed.changed?.find((c) => c.name === name || (config !== undefined && namespaced(config, c.name) === name))
-      if (held !== undefined) {
-        return `Tool ${name} is quarantined: its ${held.changed.join(", ")} changed since it was pinned; review the change and run \`mcp-agentify trust ${listed.backendId} ${held.name}\` to accept it`
-      }
-    }
-    return undefined
-  }
 
   // A plain function rather than a traced generator: this is the passthrough hot path, where a
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
@@ -394,36 +349,21 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         p.task !== undefined
       )
     }
-    const entry = catalog().byName.get(p.name) ?? byOwnName(p.name)
-    if (entry === undefined) return Effect.tapError(unlistedTool(p, p.name, context), (error) => refusedCall(p, context, error))
-    if (typeof entry === "string") {
-      const error = new InvalidParams({ message: entry, issues: [`name: ${entry}`] })
-      return Effect.zipRight(refusedCall(p, context, error), Effect.fail(error))
-    }
-    // Forwarded unchanged but for the backend's own tool name: _meta (progressToken) included.
-    const params = { ...p, name: entry.toolName }
-    return Tasks.concerns(p, backendFacts(entry.backendId))
-      ? Tasks.callTool(taskDeps(context), session, entry.backendId, params)
-      : ctx.forward(session, context, entry.backendId, "tools/call", params)
+    // Forwarded unchanged but for the backend's own tool name (_meta, a progressToken, included).
+    return ctx.pipeline.run(
+      Call.make({ session, context, via: p.task === undefined ? "client" : "task", name: p.name, params: p })
+    )
   }
 
-  /** A refusal of the gateway's own (not a backend's failure) as a line of the audit log. */
-  const refusedCall = (p: Params.CallToolParams, context: RequestContext, error: GatewayError) =>
-    error._tag === "InvalidParams" ? Audit.refused(ctx.audit, session, context.id, p.name, p, error) : Effect.void
+  /** The gateway's own planned calls (an orchestration's steps, a script's calls) as this session's. */
+  const planned =
+    (context: RequestContext, ask: RunTasks.Ask | undefined): Call.RunPlanned =>
+    (p) =>
+      ctx.pipeline.run(Call.make({ ...p, session, context, confirm: confirmWith(context, ask) }))
 
   const backendFacts = (backendId: string): Tasks.BackendFacts | undefined => {
     const running = backends.backend(backendId)
     return running === undefined ? undefined : { era: running.era, capabilities: running.serverCapabilities }
-  }
-
-  /**
-   * A name the catalog does not list that is some backend's own name for a tool it exposes: an
-   * MCP App calls its server's tools so. Unique among backends: that tool; shared: why not.
-   */
-  const byOwnName = (name: string): CatalogEntry | string | undefined => {
-    const found = catalog().entries.filter((e) => e.toolName === name)
-    if (found.length <= 1) return found[0]
-    return `Ambiguous tool: '${name}' is the own name of ${found.map((e) => e.name).join(", ")}: call one of those`
   }
 
   /** What a task's methods use of the gateway: this session's requests on backends. */
@@ -454,9 +394,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
             catalog: () => Apps.forModel(catalog()),
             namespaceOf: namespaceOfBackend,
             settings: config.codeMode,
-            confirmTools: config.confirmTools,
-            confirm: confirmWith(context, ask),
-            forward: (backendId, params) => ctx.forward(session, context, backendId, "tools/call", params),
+            call: planned(context, ask),
             held: () =>
               backends.toolsSync().flatMap((listed) => {
                 const config = backends.configOf(listed.backendId)
@@ -464,12 +402,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
                 return (listed.changed ?? [])
                   .map((c) => ({ exposed: namespaced(config, c.name), backendId: listed.backendId }))
                   .filter((h) => profileAdmits(profile(), h.backendId, h.exposed))
-              }),
-            unknown: (name, args) => {
-              const message = quarantined(name) ?? `Unknown tool: ${name}`
-              const error = new InvalidParams({ message, issues: [`name: ${message}`] })
-              return Effect.as(Audit.refused(ctx.audit, session, context.id, name, { arguments: args }, error), message)
-            }
+              })
           })
     )
 

@@ -1,31 +1,29 @@
 /**
  * Code mode: one script that calls many tools, run in the sandbox (see sandbox/), for a client's
  * model (`agentify_run_code`) and for the gateway's own (`mode: "code"`). Every call it makes goes
- * the way a call of that client goes: only the
- * tools its profile and filters let it see (a hidden tool does not exist in `tools`), arguments
- * checked against the inputSchema before a backend sees them, `confirmTools` asked of the user, the
- * call forwarded as the session's own. A dry run calls read-only tools for real and holds back every
- * other call, listing it: a preview of what the script would change.
+ * through the call pipeline (see call/) as a `script` call: only the tools its profile and filters
+ * let it see (a hidden tool does not exist in `tools`), arguments checked against the inputSchema
+ * before a backend sees them, `confirmTools` asked of the user, the call forwarded as the
+ * session's own. A dry run calls read-only tools for real and holds back every other call, listing
+ * it: a preview of what the script would change.
  *
  * The sandbox (QuickJS and its worker) is loaded on the first run: a gateway never asked to run
  * code never reads it.
  */
 import { Effect, Either, FiberRef, Option, Schema } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
+import type * as Call from "../call/Call.js"
 import { Events, type OrchestrationStep } from "../observability/Events.js"
-import type { CodeMode, ConfirmTools } from "../config/Config.js"
+import type { CodeMode } from "../config/Config.js"
 import type { Catalog, CatalogEntry } from "../catalog/ToolCatalog.js"
-import * as Arguments from "./Arguments.js"
-import { type Confirm, needsConfirmation } from "./Steps.js"
 import * as Secrets from "../observability/Secrets.js"
 import { formatIssues } from "../config/Config.js"
 import { type CallToolResult, isCallToolResult, resultText, textResult } from "../protocol/Mcp.js"
-import type { GatewayError } from "../protocol/Errors.js"
 import { InvalidParams } from "../protocol/Errors.js"
 import { rankEntries } from "../catalog/ToolCatalog.js"
 import * as Declarations from "../sandbox/Declarations.js"
 import type * as Sandbox from "../sandbox/Sandbox.js"
-import { field, objectField, objectOr } from "../data/Json.js"
+import { field, objectOr } from "../data/Json.js"
 
 export const RUN_CODE_TOOL_NAME = "agentify_run_code"
 
@@ -99,12 +97,8 @@ export interface Deps {
   readonly catalog: () => Catalog
   readonly namespaceOf: (backendId: string) => string
   readonly settings: Exclude<CodeMode, false>
-  readonly confirmTools: ConfirmTools
-  readonly confirm: Confirm
-  /** The session's own call of a backend's tool (its own name), as a client's `tools/call` goes. */
-  readonly forward: (backendId: string, params: unknown) => Effect.Effect<unknown, GatewayError>
-  /** A call of a tool the script cannot see: why (quarantined, or unknown), recorded as a refusal. */
-  readonly unknown?: (name: string, args: unknown) => Effect.Effect<string>
+  /** Each call the script makes, through the call pipeline as the session's (see call/). */
+  readonly call: Call.RunPlanned
   /**
    * Tools held back (quarantined) that this client would otherwise see: present in `tools` so that
    * calling one says why it is held and how to trust it, rather than "not a function".
@@ -203,57 +197,51 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
     // they count among the calls made, since the backend may have acted on them.
     const stopped: Array<Sandbox.CallRecord> = []
 
-    const call = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
+    const callTool = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
       Effect.withSpan("RunCode.call", { attributes: { "gen_ai.tool.name": name } })(callOnce(name, args))
     const callOnce = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
       Effect.gen(function* () {
         const tool = byName.get(name)
-        if (tool === undefined) {
-          const message = deps.unknown === undefined ? `Unknown tool: ${name}` : yield* deps.unknown(name, args)
-          return { ok: false, message, record: undefined }
-        }
         const given = objectOr(args)
-        const problems = yield* Arguments.check(name, tool.entry.tool.inputSchema, given)
-        if (problems !== undefined && problems.length > 0) {
-          return {
-            ok: false,
-            message: `Invalid arguments for ${name}: ${problems.join("; ")}`,
-            record: { tool: name, arguments: shown(given), ms: 0, isError: true }
-          }
-        }
-        if (dryRun && field(tool.entry.tool.annotations, "readOnlyHint") !== true) {
+        // A preview holds back every call that is not read-only: it never reaches the pipeline.
+        if (dryRun && tool !== undefined && field(tool.entry.tool.annotations, "readOnlyHint") !== true) {
           return {
             ok: true,
             value: { dryRun: true },
             record: { tool: name, arguments: shown(given), ms: 0, isError: false, dryRun: true }
           }
         }
-        if (needsConfirmation(deps.confirmTools, objectField(tool.entry.tool, "annotations"))) {
-          const answer = yield* deps.confirm({ tool: name, arguments: Secrets.scrubArguments(given) })
-          if (answer !== "accepted") {
-            return {
-              ok: false,
-              message:
-                answer === "declined"
-                  ? `Not run: the user declined to run ${name} (confirmTools: "${deps.confirmTools}")`
-                  : `Not run: ${name} runs only after the user agrees (confirmTools: "${deps.confirmTools}"), and this client cannot be asked`,
-              record: { tool: name, arguments: shown(given), ms: 0, isError: true }
-            }
-          }
-        }
+        const decisions: Array<Call.Decision> = []
+        const sent = () => decisions.some((d) => d.stage === "forward")
         const started = Date.now()
         const outcome = yield* Effect.either(
-          deps.forward(tool.entry.backendId, { name: tool.entry.toolName, arguments: given })
+          deps.call({
+            via: "script",
+            name,
+            target:
+              tool === undefined ? undefined : { backendId: tool.entry.backendId, own: tool.entry.toolName, entry: tool.entry },
+            params: { name, arguments: given },
+            decisions
+          })
         ).pipe(
           Effect.onInterrupt(() =>
-            Effect.sync(() =>
-              stopped.push({ tool: name, arguments: shown(given), ms: Date.now() - started, isError: true, interrupted: true })
-            )
+            Effect.sync(() => {
+              // Stopped as the run ended: listed if it had reached its backend.
+              if (sent())
+                stopped.push({ tool: name, arguments: shown(given), ms: Date.now() - started, isError: true, interrupted: true })
+            })
           )
         )
-        const ms = Date.now() - started
-        if (Either.isLeft(outcome))
-          return { ok: false, message: outcome.left.message, record: { tool: name, arguments: shown(given), ms, isError: true } }
+        const ms = sent() ? Date.now() - started : 0
+        if (Either.isLeft(outcome)) {
+          // Refused before any backend was chosen (unknown, hidden, quarantined): not one of its calls.
+          const unknown = decisions.some((d) => d.stage === "find" && d.refused === true)
+          return {
+            ok: false,
+            message: outcome.left.message,
+            record: unknown ? undefined : { tool: name, arguments: shown(given), ms, isError: true }
+          }
+        }
         const result = outcome.right
         if (!isCallToolResult(result))
           return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms, isError: false } }
@@ -282,12 +270,12 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
           return [path.namespace, path.key, h.exposed] as const
         })
     ]
-    let outcome = yield* Sandbox.run(code, names, limits, { call, search })
+    let outcome = yield* Sandbox.run(code, names, limits, { call: callTool, search })
     // TypeScript: run again with its annotations stripped (esbuild, loaded only for this).
     if (!outcome.ok && outcome.name === "SyntaxError" && outcome.calls.length === 0) {
       const stripped = yield* Effect.promise(() => stripTypes(code))
       if (stripped !== undefined && stripped.trim() !== code.trim())
-        outcome = yield* Sandbox.run(stripped, names, limits, { call, search })
+        outcome = yield* Sandbox.run(stripped, names, limits, { call: callTool, search })
     }
     yield* Effect.logInfo("code mode run", {
       ok: outcome.ok,

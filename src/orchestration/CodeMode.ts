@@ -88,7 +88,8 @@ export interface Deps {
   readonly settings: Exclude<CodeMode, false>
   readonly confirmTools: ConfirmTools
   readonly confirm: Confirm | undefined
-  readonly forward: Code.Deps["forward"]
+  /** Each call of a script, through the call pipeline. */
+  readonly call: Code.Deps["call"]
   readonly ask: (tools: ReadonlyArray<ChatTool>) => Effect.Effect<ChatResponse, LlmRequestFailed | NotConfigured>
   readonly onStep: OnStep | undefined
 }
@@ -150,9 +151,7 @@ export const orchestrate = (
                 catalog: deps.catalog,
                 namespaceOf: deps.namespaceOf,
                 settings: deps.settings,
-                confirmTools: deps.confirmTools,
-                confirm: deps.confirm ?? (() => Effect.succeed("unavailable" as const)),
-                forward: deps.forward
+                call: deps.call
               }
             ).pipe(Effect.orElseSucceed(() => undefined))
       const listed = field(run?.structuredContent, "calls")

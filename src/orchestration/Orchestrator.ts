@@ -18,6 +18,8 @@
 import { Context, Effect, Either, FiberRef, Layer, Option } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import { Backends } from "../backend/Backends.js"
+import * as Call from "../call/Call.js"
+import { CallPipeline } from "../call/Pipeline.js"
 import { GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import {
   BackendError,
@@ -80,6 +82,26 @@ export type OrchestrationError =
 import { type OrchestrateRequest, validateParams } from "./Request.js"
 export { type OrchestrateRequest, validateParams } from "./Request.js"
 
+/**
+ * An orchestration's tool call through the call pipeline. The user was asked for the whole turn
+ * before any of it ran (`confirmed`); a stage that refuses it makes the plan invalid (-32003).
+ */
+const runPlanned = (runCall: Call.RunPlanned, chosen: Plan, args: unknown): Effect.Effect<unknown, BackendError | InvalidPlan> =>
+  Effect.mapError(
+    runCall({
+      via: "orchestration",
+      name: chosen.functionName,
+      target: { backendId: chosen.backendId, own: String((chosen.mcpParams as { name?: unknown }).name ?? "") },
+      params: chosen.mcpParams as Readonly<Record<string, unknown>>,
+      confirmed: true,
+      decisions: []
+    }),
+    (error) =>
+      error._tag === "BackendError"
+        ? error
+        : new InvalidPlan({ message: error.message, toolName: chosen.functionName, arguments: Secrets.scrubArguments(args) })
+  )
+
 // ---------------------------------------------------------------------------------------------
 // The service
 
@@ -88,7 +110,12 @@ export type Execute = (backendId: string, method: string, params: unknown) => Ef
 
 /** How an orchestration runs for its caller; each part optional. */
 export interface RunOptions {
-  /** Runs each plan; the gateway runs it as the session's call. Default: straight on the backend. */
+  /**
+   * Runs each tool call through the call pipeline; the gateway runs it as the session's call.
+   * Default: the pipeline of the orchestrator's context, as nobody's call.
+   */
+  readonly call?: Call.RunPlanned | undefined
+  /** Runs a plan's other requests (`routing: "backend"` may name any method). Default: straight on the backend. */
   readonly execute?: Execute | undefined
   /** Told as each step starts (the gateway sends progress notifications). */
   readonly onStep?: OnStep | undefined
@@ -110,11 +137,12 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
     ) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
   }
 >() {
-  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient> = Layer.effect(
+  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | CallPipeline> = Layer.effect(
     Orchestrator,
     Effect.gen(function* () {
       const gatewayConfig = yield* GatewayConfig
       const backends = yield* Backends
+      const pipeline = yield* CallPipeline
       const llm = yield* LlmClient
       // Optional: an orchestrator built without the hub publishes nothing.
       const events = Option.getOrElse(yield* Effect.serviceOption(Events), () => noEvents)
@@ -284,6 +312,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       const run = Effect.fn("Orchestrator.orchestrate")(function* (
         params: OrchestrateRequest,
         execute: Execute,
+        callPlanned: Call.RunPlanned,
         onStep: OnStep | undefined,
         confirm: Confirm | undefined,
         profile: Profile | undefined,
@@ -308,7 +337,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             settings: code.settings,
             confirmTools,
             confirm,
-            forward: (backendId, callParams) => execute(backendId, "tools/call", callParams),
+            call: callPlanned,
             onStep
           })
           if (record !== undefined) Object.assign(record, CodeMode.recordOf(result))
@@ -489,7 +518,10 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                 calls.map((c) => c.planned?.chosen.functionName ?? SEARCH_TOOL)
               )
             }
-            const runCall = ({ call, args, planned }: TurnCall, i: number): Effect.Effect<TurnOutcome, BackendError> =>
+            const runCall = (
+              { call, args, planned }: TurnCall,
+              i: number
+            ): Effect.Effect<TurnOutcome, BackendError | InvalidPlan> =>
               planned === undefined
                 ? call.name === Results.READ_RESULT_TOOL
                   ? readOn(call, args)
@@ -513,7 +545,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                   : Effect.gen(function* () {
                       const { chosen } = planned
                       const started = Date.now()
-                      const result = yield* execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
+                      const result = yield* chosen.mcpMethod === "tools/call"
+                        ? runPlanned(callPlanned, chosen, args)
+                        : execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
                       const isError = isCallToolResult(result) && result.isError === true
                       const ms = Date.now() - started
                       steps.push({ tool: chosen.functionName, arguments: Secrets.scrubArguments(args), isError, ms })
@@ -560,7 +594,10 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
 
       const orchestrate = (params: OrchestrateRequest, options: RunOptions = {}) => {
         const { execute = backends.executeOnBackend, onStep, confirm, profile } = options
-        if (!events.active()) return run(params, execute, onStep, confirm, profile)
+        // Nobody's call: the pipeline of this orchestrator's context, asking through `confirm`.
+        const callPlanned: Call.RunPlanned =
+          options.call ?? ((p) => pipeline.run(Call.make({ ...p, session: undefined, context: undefined, confirm })))
+        if (!events.active()) return run(params, execute, callPlanned, onStep, confirm, profile)
         const started = Date.now()
         const record: Recording = { query: "", context: null, routing: "", offered: [] }
         // The run as the debug UI shows it, with its audit log id when that is on.
@@ -579,7 +616,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             })
           )
         return Effect.flatMap(FiberRef.get(AuditRun.current), (auditId) =>
-          run(params, execute, onStep, confirm, profile, record).pipe(
+          run(params, execute, callPlanned, onStep, confirm, profile, record).pipe(
             Effect.tapBoth({
               onFailure: (error) => publish(auditId, { error: { code: error.code, message: error.message } }),
               onSuccess: (result) => publish(auditId, { result })

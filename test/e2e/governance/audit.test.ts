@@ -13,10 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { cleanEnv, tempDir } from "../../support/stdioClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
-import { startHttpGateway } from "../../support/httpClient.js"
+import { postStateless, startHttpGateway } from "../../support/httpClient.js"
+import { CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js"
+import { ROOT } from "../../support/stdioClient.js"
 import { until } from "../../support/process.js"
 
 const KEY = "sk-test-audit-secret-0123456789"
+const TASKS = join(ROOT, "test", "fixtures", "tasks-server.mjs")
 
 describe("the audit log", () => {
   let model: FakeOpenAI
@@ -158,6 +161,62 @@ describe("the audit log", () => {
         .sort()
     )
     expect(outlived.structuredContent.calls).toContainEqual(expect.objectContaining({ tool: "fx__slow", interrupted: true }))
+  })
+
+  it("a call made in each of the six ways leaves one line naming how it was made (via)", async () => {
+    const dir = tempDir()
+    const file = join(dir, "audit.jsonl")
+    const gateway = await startHttpGateway({
+      env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: model.baseUrl },
+      config: {
+        backends: [fixtureBackend("fx"), { id: "jobs", command: process.execPath, args: [TASKS] }],
+        audit: { file }
+      }
+    })
+    try {
+      const client = new Client({ name: "ways", version: "1" })
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`)))
+      await until("both backends", async () => {
+        const names = (await client.listTools()).tools.map((t) => t.name)
+        return names.includes("fx__echo") && names.includes("jobs__slow")
+      })
+      await client.callTool({ name: "fx__echo", arguments: { text: "client" } })
+      model.setSteps([{ tool: "fx__add", arguments: { a: 1, b: 2 } }, { text: "3" }])
+      await client.callTool({ name: "agentify_orchestrate", arguments: { query: "add" } })
+      await client.callTool({ name: "agentify_run_code", arguments: { code: `return await tools.fx.echo({ text: "script" })` } })
+      await client.request(
+        { method: "tools/call", params: { name: "jobs__slow", arguments: { ms: 1, text: "task" }, task: { ttl: 60_000 } } },
+        CreateTaskResultSchema
+      )
+      const own = new Client({ name: "own", version: "1" })
+      await own.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/servers/fx/mcp`)))
+      await own.callTool({ name: "echo", arguments: { text: "endpoint" } })
+      await own.close()
+      const stateless = await postStateless(`${gateway.base}/mcp`, "tools/call", {
+        name: "fx__echo",
+        arguments: { text: "stateless" }
+      })
+      expect(stateless.body.result.isError).toBeFalsy()
+      await client.close()
+      const lines = await until("six call lines", () => {
+        const calls = existsSync(file) ? linesOf(file).filter((l) => l.type === "call") : []
+        return calls.length >= 6 ? calls : undefined
+      })
+      // Each names the tool both ways (a backend's own endpoint calls it by its own name).
+      expect(lines.map((l) => [l.via, l.tool.exposed, l.tool.own]).sort()).toEqual(
+        [
+          ["backend-endpoint", "fx__echo", "echo"],
+          ["client", "fx__echo", "echo"],
+          ["client", "fx__echo", "echo"],
+          ["orchestration", "fx__add", "add"],
+          ["script", "fx__echo", "echo"],
+          ["task", "jobs__slow", "slow"]
+        ].sort()
+      )
+      expect(lines.every((l) => l.outcome === "ok" && typeof l.backend === "string")).toBe(true)
+    } finally {
+      await gateway.close()
+    }
   })
 
   it("holds a hash of the arguments by default, and none with arguments: none", async () => {

@@ -12,7 +12,6 @@ import * as Gateway from "../../../src/gateway/Gateway.js"
 import { Backends } from "../../../src/backend/Backends.js"
 import { LlmClient } from "../../../src/orchestration/Llm.js"
 import * as Logging from "../../../src/observability/Logging.js"
-import { Orchestrator } from "../../../src/orchestration/Orchestrator.js"
 import * as Peer from "../../../src/jsonrpc/Peer.js"
 import { Session } from "../../../src/gateway/Session.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
@@ -108,7 +107,7 @@ describe("events hub", () => {
       subscribe: Effect.die("nobody subscribes here")
     })
     const QuietLive = Gateway.Gateway.layerShared.pipe(
-      Layer.provideMerge(Orchestrator.layer.pipe(Layer.provideMerge(Backends.layerNode))),
+      Layer.provideMerge(Backends.layerNode),
       Layer.provideMerge(QuietEvents),
       Layer.provide(LlmClient.layerScripted([])),
       Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [fixtureBackend("fx") as BackendConfigInput] }, {})),

@@ -1,0 +1,102 @@
+/**
+ * The call pipeline: the one road every tool call on a backend takes, however it was made (a
+ * client's own `tools/call`, a call at a backend's own endpoint, a stateless request, an
+ * orchestration's step, a script's call, a call that creates a task). An ordered table of stages,
+ * each a module with one job (see stages/), each run around the rest as middleware:
+ *
+ *   record  the audit line and the span, around everything after it, refusals included
+ *   find    the tool as this caller may call it (profile, filters, quarantine)
+ *   check   a planned call's arguments against the inputSchema
+ *   decide  named rules that may refuse a call (none today; policies and the flow guard go here)
+ *   ask     `confirmTools` for a planned call
+ *   count   quotas (none today)
+ *   forward to the backend, as the session's request
+ *
+ * A stage that refuses a call fails it with its error and notes the refusal in the call's
+ * decisions; `record` writes it like any other. The orchestrator and code mode get the pipeline
+ * from their context: there is no way to a backend's tool around it.
+ */
+import { Context, Effect, Layer, Option, Stream } from "effect"
+import { Backends } from "../backend/Backends.js"
+import { GatewayConfig, type Profile, type ResolvedConfig } from "../config/Config.js"
+import { Audit } from "../gateway/Audit.js"
+import { Forwarder } from "../gateway/Forwarding.js"
+import { Routes } from "../gateway/Routes.js"
+import type { GatewayError } from "../protocol/Errors.js"
+import { STAGES, type StageName, type ToolCall } from "./Call.js"
+import type { Next, Stage } from "./Stage.js"
+import * as Ask from "./stages/Ask.js"
+import * as Check from "./stages/Check.js"
+import * as Count from "./stages/Count.js"
+import * as Decide from "./stages/Decide.js"
+import * as Find from "./stages/Find.js"
+import * as Forward from "./stages/Forward.js"
+import * as Record from "./stages/Record.js"
+
+export interface CallPipelineService {
+  /** The stages' names, in the order a call meets them. */
+  readonly stages: ReadonlyArray<StageName>
+  /** Runs a call through every stage: the backend's result, or the error of the stage that refused it. */
+  readonly run: (call: ToolCall) => Effect.Effect<unknown, GatewayError>
+}
+
+/** The stages as one function: each around the next; the last must not call on. */
+export const compose = (stages: ReadonlyArray<Stage>): Next =>
+  stages.reduceRight<Next>(
+    (next, stage) => (call) => stage.run(call, next),
+    () => Effect.dieMessage("the call pipeline ended without forwarding the call")
+  )
+
+/** A pipeline of `stages` (tests build one of their own). */
+export const of = (stages: ReadonlyArray<Stage>): CallPipelineService => ({
+  stages: stages.map((s) => s.name),
+  run: compose(stages)
+})
+
+/** A profile a reload removed admits nothing. */
+const NO_PROFILE: Profile = { backends: [] }
+
+const make = (rules: ReadonlyArray<Decide.Rule>) =>
+  Effect.gen(function* () {
+    const config = yield* GatewayConfig
+    const backends = yield* Backends
+    const audit = yield* Audit
+    const forwarder = yield* Forwarder
+    const routes = yield* Routes
+    // The configuration in force, at hand on every call.
+    let current: ResolvedConfig = yield* config.current
+    yield* config.changes.pipe(
+      Stream.runForEach((next) => Effect.sync(() => (current = next))),
+      Effect.forkScoped
+    )
+    const profileOf = (session: ToolCall["session"]): Profile | undefined => {
+      const name = session?.target._tag === "Aggregate" ? session.target.profile : undefined
+      return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
+    }
+    const stages: Record<StageName, Stage> = {
+      record: Record.make(audit),
+      find: Find.make({ backends, profileOf }),
+      check: Check.make(),
+      decide: Decide.make(rules),
+      ask: Ask.make(() => current.confirmTools),
+      count: Count.make(),
+      forward: Forward.make({ forwarder, backends, routes, idPrefix: () => current.sessionIdPrefix })
+    }
+    return of(STAGES.map((name) => stages[name]))
+  })
+
+export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallPipeline, CallPipelineService>() {
+  /** Every stage as configured; no rules in `decide` yet. */
+  static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes> = Layer.scoped(
+    CallPipeline,
+    make([])
+  )
+  /** With rules of the caller's in `decide` (an embedding app's own). */
+  static readonly layerWith = (
+    rules: ReadonlyArray<Decide.Rule>
+  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes> =>
+    Layer.scoped(CallPipeline, make(rules))
+}
+
+/** The pipeline in the current context, if there is one (an orchestrator embedded without a gateway has none). */
+export const current = Effect.serviceOption(CallPipeline).pipe(Effect.map(Option.getOrUndefined))

@@ -1,0 +1,15 @@
+/**
+ * A stage of the call pipeline: one job, run around the rest of the pipeline (`next`), as
+ * middleware runs around an RPC handler. A stage that refuses a call fails it without calling
+ * `next`, and says why in the call's decisions; a stage that has nothing to say calls `next`.
+ */
+import type { Effect } from "effect"
+import type { GatewayError } from "../protocol/Errors.js"
+import type { StageName, ToolCall } from "./Call.js"
+
+export type Next = (call: ToolCall) => Effect.Effect<unknown, GatewayError>
+
+export interface Stage {
+  readonly name: StageName
+  readonly run: (call: ToolCall, next: Next) => Effect.Effect<unknown, GatewayError>
+}

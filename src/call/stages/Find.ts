@@ -1,0 +1,140 @@
+/**
+ * `find`: the tool a call names, as the caller may call it. A client's call names an exposed tool
+ * (or, from an MCP App, its server's own name); its profile and the backends' filters decide what
+ * exists, a tool held back by its pin is refused saying how to trust it, and a tool of a backend
+ * that is not ready goes on to be told why by the backend's state. A call an orchestration or a
+ * script planned is found again: a tool quarantined or hidden since it was offered is refused.
+ * At a backend's own endpoint the name is the backend's, its filters apply.
+ */
+import { Effect } from "effect"
+import type { BackendsService } from "../../backend/Backends.js"
+import type { Profile } from "../../config/Config.js"
+import { type Catalog, catalogOf, inProfile } from "../../catalog/ToolCatalog.js"
+import { namespaced, ownToolName, profileAdmits } from "../../catalog/Exposure.js"
+import { namespaceOf } from "../../config/Config.js"
+import * as Apps from "../../catalog/Apps.js"
+import { hiddenBy } from "../../gateway/BackendFilters.js"
+import type { Session } from "../../gateway/Session.js"
+import { type GatewayError, InvalidParams } from "../../protocol/Errors.js"
+import type { Target, ToolCall } from "../Call.js"
+import type { Stage } from "../Stage.js"
+
+export interface Deps {
+  readonly backends: BackendsService
+  readonly profileOf: (session: Session | undefined) => Profile | undefined
+}
+
+const refuse = (call: ToolCall, message: string): Effect.Effect<never, GatewayError> => {
+  call.decisions.push({ stage: "find", said: message, refused: true })
+  return Effect.fail(new InvalidParams({ message, issues: [`name: ${message}`] }))
+}
+
+export const make = ({ backends, profileOf }: Deps): Stage => {
+  const catalog = (call: ToolCall): Catalog => inProfile(catalogOf(backends.toolsSync()), profileOf(call.session))
+
+  /** Why a tool is held back, if it is: its definition changed since it was pinned; how to accept it. */
+  const quarantined = (name: string): string | undefined => {
+    for (const listed of backends.toolsSync()) {
+      if (listed.pinMode !== "quarantine") continue
+      const config = backends.configOf(listed.backendId)
+      const held = listed.changed?.find((c) => c.name === name || (config !== undefined && namespaced(config, c.name) === name))
+      if (held !== undefined) {
+        return `Tool ${name} is quarantined: its ${held.changed.join(", ")} changed since it was pinned; review the change and run \`mcp-agentify trust ${listed.backendId} ${held.name}\` to accept it`
+      }
+    }
+    return undefined
+  }
+
+  /**
+   * A name the catalog does not list whose backend is not ready (starting, restarting, failed,
+   * disabled): the call goes on, for the backend's state to say what is wrong (-32004) rather than
+   * "unknown tool". The longest namespace wins, as namespaces may contain "__".
+   */
+  const notReady = (call: ToolCall) =>
+    Effect.map(backends.states, (states): Target | undefined => {
+      const owner = states
+        .flatMap((s) => {
+          const config = backends.configOf(s.id)
+          const namespace = config === undefined ? s.id : namespaceOf(config)
+          return s.state !== "ready" && namespace !== "" && call.name.startsWith(`${namespace}__`)
+            ? [{ s, config, namespace }]
+            : []
+        })
+        .sort((a, b) => b.namespace.length - a.namespace.length)[0]
+      if (owner === undefined) return undefined
+      const own = ownToolName(owner.config, call.name.slice(owner.namespace.length + 2))
+      return own !== undefined && profileAdmits(profileOf(call.session), owner.s.id, call.name)
+        ? { backendId: owner.s.id, own }
+        : undefined
+    })
+
+  /** A script's call of a tool it was not given: only what a model may call (no app-only tool), by its exposed name. */
+  const fromScript = (call: ToolCall): Effect.Effect<Target, GatewayError> => {
+    const entry = Apps.forModel(catalog(call)).byName.get(call.name)
+    if (entry !== undefined) return Effect.succeed({ backendId: entry.backendId, own: entry.toolName, entry })
+    return refuse(call, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
+  }
+
+  /** A client's call: by its exposed name, else (an MCP App) by its server's own name when one backend has it. */
+  const fromClient = (call: ToolCall): Effect.Effect<Target, GatewayError> => {
+    const view = catalog(call)
+    const entry = view.byName.get(call.name)
+    if (entry !== undefined) return Effect.succeed({ backendId: entry.backendId, own: entry.toolName, entry })
+    const own = view.entries.filter((e) => e.toolName === call.name)
+    if (own.length === 1) return Effect.succeed({ backendId: own[0]!.backendId, own: own[0]!.toolName, entry: own[0] })
+    if (own.length > 1) {
+      return refuse(
+        call,
+        `Ambiguous tool: '${call.name}' is the own name of ${own.map((e) => e.name).join(", ")}: call one of those`
+      )
+    }
+    return Effect.flatMap(notReady(call), (target) => {
+      if (target !== undefined) return Effect.succeed(target)
+      return refuse(call, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
+    })
+  }
+
+  /** A planned call (orchestration, script): still there, in the view it was planned from. */
+  const again = (call: ToolCall, planned: Target): Effect.Effect<Target, GatewayError> => {
+    const view = call.via === "script" ? Apps.forModel(catalog(call)) : catalog(call)
+    const named = view.byName.get(call.name)
+    const entry =
+      named !== undefined && named.backendId === planned.backendId && named.toolName === planned.own
+        ? named
+        : view.entries.find((e) => e.backendId === planned.backendId && e.toolName === planned.own)
+    if (entry !== undefined) {
+      return Effect.succeed({ backendId: entry.backendId, own: entry.toolName, entry })
+    }
+    return refuse(call, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
+  }
+
+  /** At a backend's own endpoint: its own name, its filters. */
+  const atEndpoint = (call: ToolCall, backendId: string): Effect.Effect<Target, GatewayError> => {
+    const hidden = hiddenBy(backends.configOf(backendId), "tools/call", call.params)
+    if (hidden !== undefined) {
+      call.decisions.push({ stage: "find", said: hidden.message, refused: true })
+      return Effect.fail(hidden)
+    }
+    const entry = catalogOf(backends.toolsSync()).entries.find((e) => e.backendId === backendId && e.toolName === call.name)
+    return Effect.succeed({ backendId, own: call.name, entry })
+  }
+
+  return {
+    name: "find",
+    run: (call, next) => {
+      const endpoint = call.session?.target._tag === "Backend" ? call.session.target.backendId : undefined
+      const found =
+        call.via === "backend-endpoint" && endpoint !== undefined
+          ? atEndpoint(call, endpoint)
+          : call.target !== undefined
+            ? again(call, call.target)
+            : call.via === "script"
+              ? fromScript(call)
+              : fromClient(call)
+      return Effect.flatMap(found, (target) => {
+        call.target = target
+        return next(call)
+      })
+    }
+  }
+}

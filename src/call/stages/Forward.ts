@@ -1,0 +1,57 @@
+/**
+ * `forward`: the call to its backend, under the backend's own name, as the session's request (its
+ * progress, log messages and questions reach the session's client). A call that may create a task
+ * (the client asked for one, or a 2026-07-28 backend creates them itself) has the task adopted for
+ * the session: an id of the gateway's, good only for its owner (see gateway/Tasks).
+ */
+import { Effect } from "effect"
+import type { BackendsService } from "../../backend/Backends.js"
+import type { ForwarderService } from "../../gateway/Forwarding.js"
+import type { RoutesService } from "../../gateway/Routes.js"
+import * as Tasks from "../../gateway/Tasks.js"
+import type { Stage } from "../Stage.js"
+
+export interface Deps {
+  readonly forwarder: ForwarderService
+  readonly backends: BackendsService
+  readonly routes: RoutesService
+  readonly idPrefix: () => string
+}
+
+export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => {
+  const facts = (backendId: string): Tasks.BackendFacts | undefined => {
+    const running = backends.backend(backendId)
+    return running === undefined ? undefined : { era: running.era, capabilities: running.serverCapabilities }
+  }
+  return {
+    name: "forward",
+    run: (call) => {
+      const target = call.target
+      if (target === undefined) return Effect.dieMessage("forward: the call has no target (find did not run)")
+      const params = call.params.name === target.own ? call.params : { ...call.params, name: target.own }
+      const { session, context } = call
+      call.decisions.push({ stage: "forward", said: `sent to ${target.backendId}` })
+      const started = performance.now()
+      const forwarded =
+        session !== undefined && context !== undefined && Tasks.concerns(params, facts(target.backendId))
+          ? Tasks.callTool(
+              {
+                routes,
+                forward: (backendId, method, p) => forwarder.forward(session, context, backendId, method, p),
+                backend: facts,
+                idPrefix: idPrefix()
+              },
+              session,
+              target.backendId,
+              params
+            )
+          : forwarder.forward(session, context, target.backendId, "tools/call", params)
+      return Effect.ensuring(
+        forwarded,
+        Effect.sync(() => {
+          call.ms = Math.round(performance.now() - started)
+        })
+      )
+    }
+  }
+}

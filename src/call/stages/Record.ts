@@ -1,0 +1,55 @@
+/**
+ * `record`: the call's line in the audit log (how it was made, who asked, the backend and tool, the
+ * arguments as configured, the outcome, the backend's time) and its span's attributes. It stands
+ * first, around every other stage, so that a call refused by any of them is recorded like any
+ * other, naming the stage. With the audit log off it adds nothing to the call's way.
+ */
+import { Effect, Exit, FiberRef } from "effect"
+import { randomUUID } from "node:crypto"
+import { field } from "../../data/Json.js"
+import * as Audit from "../../gateway/Audit.js"
+import { argumentsOf } from "../Call.js"
+import type { Stage } from "../Stage.js"
+
+export const make = (audit: Audit.AuditService): Stage => ({
+  name: "record",
+  run: (call, next) => {
+    if (!audit.enabled) return next(call)
+    return Effect.suspend(() => {
+      const id = randomUUID()
+      const started = performance.now()
+      return Effect.zipRight(
+        Effect.annotateCurrentSpan({ "agentify.audit.id": id, "agentify.call.via": call.via }),
+        next(call)
+      ).pipe(
+        Effect.onExit((exit) =>
+          Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
+            Effect.sync(() => {
+              const refused = call.decisions.find((d) => d.refused === true)
+              audit.call({
+                id,
+                ...(parent === undefined ? {} : { parent }),
+                ...(call.session === undefined ? { session: "embedded" } : Audit.whoOf(call.session)),
+                via: call.via,
+                request: call.context?.id ?? null,
+                backend: call.target?.backendId,
+                tool: {
+                  exposed: call.target?.entry?.name ?? (call.via === "backend-endpoint" ? undefined : call.name),
+                  own: call.target?.own
+                },
+                arguments: argumentsOf(call),
+                outcome: Exit.isSuccess(exit)
+                  ? field(exit.value, "isError") === true
+                    ? "isError"
+                    : "ok"
+                  : Audit.outcomeOf(exit.cause),
+                ...(refused === undefined ? {} : { refusedBy: refused.stage }),
+                ms: call.ms ?? Math.round(performance.now() - started)
+              })
+            })
+          )
+        )
+      )
+    })
+  }
+})

@@ -1,0 +1,209 @@
+/**
+ * The call pipeline in process: each stage with a table of backends of its own, and the whole
+ * pipeline's order. Each test breaks if its stage is taken out or stops doing its one job.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either } from "effect"
+import type { BackendsService } from "../../../src/backend/Backends.js"
+import * as Call from "../../../src/call/Call.js"
+import * as Pipeline from "../../../src/call/Pipeline.js"
+import type { Next, Stage } from "../../../src/call/Stage.js"
+import * as Ask from "../../../src/call/stages/Ask.js"
+import * as Check from "../../../src/call/stages/Check.js"
+import * as Count from "../../../src/call/stages/Count.js"
+import * as Decide from "../../../src/call/stages/Decide.js"
+import * as Find from "../../../src/call/stages/Find.js"
+import * as Forward from "../../../src/call/stages/Forward.js"
+import * as Record from "../../../src/call/stages/Record.js"
+import type { AuditService, CallLine } from "../../../src/gateway/Audit.js"
+import * as AuditRun from "../../../src/observability/AuditRun.js"
+import { Routes } from "../../../src/gateway/Routes.js"
+import { Session } from "../../../src/gateway/Session.js"
+import type { Tool } from "../../../src/protocol/Mcp.js"
+
+const tool = (name: string, extra: Partial<Tool> = {}): Tool => ({
+  name,
+  description: `the ${name} tool`,
+  inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  ...extra
+})
+
+/** Two ready backends; `fx`'s `held` changed since it was pinned (quarantined). */
+const backends = {
+  toolsSync: () => [
+    {
+      backendId: "fx",
+      tools: [tool("read", { annotations: { readOnlyHint: true } }), tool("write", { annotations: { destructiveHint: true } })],
+      exposure: { id: "fx" },
+      changed: [{ name: "held", changed: ["description"], pinned: {}, now: {} }],
+      pinMode: "quarantine" as const
+    },
+    { backendId: "other", tools: [tool("read")], exposure: { id: "other" } }
+  ],
+  configOf: (id: string) => ({ id }),
+  states: Effect.succeed([]),
+  backend: () => undefined
+} as unknown as BackendsService
+
+/** The rest of the pipeline, as the stage under test sees it: records that it was reached. */
+const reached = (): { next: Next; calls: Array<Call.ToolCall> } => {
+  const calls: Array<Call.ToolCall> = []
+  return { calls, next: (call) => Effect.sync(() => (calls.push(call), { content: [] })) }
+}
+
+const session = () => new Session({ id: "s", transport: "http", send: () => false })
+const call = (over: Partial<Call.ToolCall> & Pick<Call.ToolCall, "via" | "name">) =>
+  Call.make({ session: session(), context: undefined, params: { name: over.name, arguments: { path: "a" } }, ...over })
+
+const find = Find.make({ backends, profileOf: () => undefined })
+
+describe("find", () => {
+  it.effect("a client's exposed name becomes its backend and own name; an unknown one is refused, the refusal noted", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      yield* find.run(call({ via: "client", name: "fx__read" }), rest.next)
+      expect(rest.calls[0]!.target).toMatchObject({ backendId: "fx", own: "read" })
+      const unknown = call({ via: "client", name: "fx__nothing" })
+      const refused = yield* Effect.either(find.run(unknown, rest.next))
+      expect(Either.isLeft(refused) && refused.left.message).toBe("Unknown tool: fx__nothing")
+      expect(unknown.decisions).toEqual([{ stage: "find", said: "Unknown tool: fx__nothing", refused: true }])
+      expect(rest.calls).toHaveLength(1)
+    })
+  )
+
+  it.effect("a quarantined tool is refused saying how to trust it; a profile hides what it does not admit", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      const held = yield* Effect.either(find.run(call({ via: "script", name: "fx__held" }), rest.next))
+      expect(Either.isLeft(held) && held.left.message).toContain("mcp-agentify trust fx held")
+      const reader = Find.make({ backends, profileOf: () => ({ backends: ["other"] }) })
+      const hidden = yield* Effect.either(reader.run(call({ via: "client", name: "fx__read" }), rest.next))
+      expect(Either.isLeft(hidden)).toBe(true)
+      yield* reader.run(call({ via: "client", name: "other__read" }), rest.next)
+      expect(rest.calls.map((c) => c.target?.backendId)).toEqual(["other"])
+    })
+  )
+})
+
+describe("check", () => {
+  it.effect("holds a planned call to the inputSchema; a client's own call goes as sent", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      const entry = { name: "fx__read", backendId: "fx", toolName: "read", tool: tool("read") }
+      const target = { backendId: "fx", own: "read", entry } as unknown as Call.Target
+      const bad = call({ via: "script", name: "fx__read", target, params: { name: "fx__read", arguments: {} } })
+      const refused = yield* Effect.either(Check.make().run(bad, rest.next))
+      expect(Either.isLeft(refused) && refused.left.message).toMatch(/^Invalid arguments for fx__read: .*path/)
+      expect(bad.decisions[0]).toMatchObject({ stage: "check", refused: true })
+      yield* Check.make().run(
+        call({ via: "client", name: "fx__read", target, params: { name: "fx__read", arguments: {} } }),
+        rest.next
+      )
+      expect(rest.calls).toHaveLength(1)
+    })
+  )
+})
+
+describe("decide", () => {
+  it.effect("a named rule that refuses stops the call, saying which; none: the call goes on", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      const rule: Decide.Rule = {
+        name: "no-writes",
+        refuses: (c) => Effect.succeed(c.name.endsWith("write") ? "writes are off" : undefined)
+      }
+      const stage = Decide.make([rule])
+      const refused = yield* Effect.either(stage.run(call({ via: "client", name: "fx__write" }), rest.next))
+      expect(Either.isLeft(refused) && refused.left.message).toBe("fx__write refused by no-writes: writes are off")
+      yield* stage.run(call({ via: "client", name: "fx__read" }), rest.next)
+      expect(rest.calls.map((c) => c.name)).toEqual(["fx__read"])
+    })
+  )
+})
+
+describe("ask", () => {
+  const target = {
+    backendId: "fx",
+    own: "write",
+    entry: {
+      name: "fx__write",
+      backendId: "fx",
+      toolName: "write",
+      tool: tool("write", { annotations: { destructiveHint: true } })
+    }
+  } as unknown as Call.Target
+  it.effect(
+    "a planned destructive call runs once the user agreed; declined or unaskable, it does not; a client's is not asked",
+    () =>
+      Effect.gen(function* () {
+        const rest = reached()
+        const stage = Ask.make(() => "destructive")
+        const answers: Array<"accepted" | "declined"> = ["declined", "accepted"]
+        const confirm = () => Effect.succeed(answers.shift()!)
+        const declined = yield* Effect.either(stage.run(call({ via: "script", name: "fx__write", target, confirm }), rest.next))
+        expect(Either.isLeft(declined) && declined.left.message).toContain("the user declined to run fx__write")
+        yield* stage.run(call({ via: "script", name: "fx__write", target, confirm }), rest.next)
+        const unaskable = yield* Effect.either(stage.run(call({ via: "orchestration", name: "fx__write", target }), rest.next))
+        expect(Either.isLeft(unaskable) && unaskable.left.message).toContain("this client cannot be asked")
+        yield* stage.run(call({ via: "orchestration", name: "fx__write", target, confirmed: true }), rest.next)
+        yield* stage.run(call({ via: "client", name: "fx__write", target }), rest.next)
+        expect(rest.calls.map((c) => c.via)).toEqual(["script", "orchestration", "client"])
+      })
+  )
+})
+
+describe("count", () => {
+  it.effect("with no limits configured, passes every call on", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      yield* Count.make().run(call({ via: "client", name: "fx__read" }), rest.next)
+      expect(rest.calls).toHaveLength(1)
+    })
+  )
+})
+
+describe("record and forward", () => {
+  it.effect("forward sends the backend's own name; record writes one line naming how the call was made, refusals included", () =>
+    Effect.gen(function* () {
+      const lines: Array<CallLine> = []
+      const audit: AuditService = { enabled: true, parent: AuditRun.current, call: (l) => lines.push(l), run: () => {} }
+      const sent: Array<[string, string, unknown]> = []
+      const routes = yield* Routes
+      const forward = Forward.make({
+        forwarder: {
+          forward: (_s, _c, backendId, method, params) =>
+            Effect.sync(() => (sent.push([backendId, method, params]), { content: [] }))
+        },
+        backends,
+        routes,
+        idPrefix: () => ""
+      })
+      const pipeline = Pipeline.of([Record.make(audit), find, forward])
+      yield* pipeline.run(call({ via: "client", name: "fx__read" }))
+      expect(sent).toEqual([["fx", "tools/call", { name: "read", arguments: { path: "a" } }]])
+      yield* Effect.either(pipeline.run(call({ via: "script", name: "fx__nope" })))
+      expect(lines.map((l) => [l.via, l.backend, l.outcome, l.refusedBy])).toEqual([
+        ["client", "fx", "ok", undefined],
+        ["script", undefined, -32602, "find"]
+      ])
+    }).pipe(Effect.provide(Routes.layer))
+  )
+})
+
+describe("the pipeline", () => {
+  it("meets its stages in the order of its table, each around the rest", async () => {
+    const order: Array<string> = []
+    const stage = (name: Call.StageName): Stage => ({
+      name,
+      run: (c, next) =>
+        Effect.zipRight(
+          Effect.sync(() => order.push(name)),
+          name === "forward" ? Effect.succeed({}) : next(c)
+        )
+    })
+    const pipeline = Pipeline.of(Call.STAGES.map(stage))
+    expect(pipeline.stages).toEqual(["record", "find", "check", "decide", "ask", "count", "forward"])
+    await Effect.runPromise(pipeline.run(call({ via: "client", name: "x" })))
+    expect(order).toEqual([...Call.STAGES])
+  })
+})
