@@ -30,7 +30,7 @@ import * as Tasks from "./Tasks.js"
 import * as BackendEndpoint from "./BackendEndpoint.js"
 import * as RunTasks from "./RunTasks.js"
 import * as Audit from "./Audit.js"
-import { CallPipeline } from "../call/Pipeline.js"
+import { CallPipeline, layerPlanned } from "./call/Pipeline.js"
 import { Forwarder } from "./Forwarding.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./Methods.js"
@@ -393,6 +393,7 @@ const layerBase: Layer.Layer<Backends | Events, never, GatewayConfig> = Backends
  */
 const services = (sessions: Layer.Layer<Sessions>) =>
   Orchestrator.layer.pipe(
+    Layer.provide(layerPlanned),
     Layer.provideMerge(CallPipeline.layer),
     Layer.provideMerge(Forwarder.layer),
     Layer.provideMerge(
@@ -433,6 +434,7 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
  */
 export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
   Orchestrator.layer.pipe(
+    Layer.provide(layerPlanned),
     Layer.provideMerge(CallPipeline.layer),
     Layer.provide(Layer.mergeAll(Forwarder.layerDirect, Routes.layer, Audit.Audit.layer)),
     Layer.provideMerge(layerBase)

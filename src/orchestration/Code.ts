@@ -12,7 +12,7 @@
  */
 import { Effect, Either, FiberRef, Option, Schema } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
-import type * as Call from "../call/Call.js"
+import type * as Call from "./Planned.js"
 import { Events, type OrchestrationStep } from "../observability/Events.js"
 import type { CodeMode } from "../config/Config.js"
 import type { Catalog, CatalogEntry } from "../catalog/ToolCatalog.js"

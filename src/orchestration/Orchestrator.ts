@@ -18,8 +18,7 @@
 import { Context, Effect, Either, FiberRef, Layer, Option } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import { Backends } from "../backend/Backends.js"
-import * as Call from "../call/Call.js"
-import { CallPipeline } from "../call/Pipeline.js"
+import * as Call from "./Planned.js"
 import { GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import {
   BackendError,
@@ -137,12 +136,12 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
     ) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
   }
 >() {
-  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | CallPipeline> = Layer.effect(
+  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | Call.PlannedCalls> = Layer.effect(
     Orchestrator,
     Effect.gen(function* () {
       const gatewayConfig = yield* GatewayConfig
       const backends = yield* Backends
-      const pipeline = yield* CallPipeline
+      const plannedCalls = yield* Call.PlannedCalls
       const llm = yield* LlmClient
       // Optional: an orchestrator built without the hub publishes nothing.
       const events = Option.getOrElse(yield* Effect.serviceOption(Events), () => noEvents)
@@ -595,8 +594,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       const orchestrate = (params: OrchestrateRequest, options: RunOptions = {}) => {
         const { execute = backends.executeOnBackend, onStep, confirm, profile } = options
         // Nobody's call: the pipeline of this orchestrator's context, asking through `confirm`.
-        const callPlanned: Call.RunPlanned =
-          options.call ?? ((p) => pipeline.run(Call.make({ ...p, session: undefined, context: undefined, confirm })))
+        const callPlanned: Call.RunPlanned = options.call ?? ((p) => plannedCalls.run(p, confirm))
         if (!events.active()) return run(params, execute, callPlanned, onStep, confirm, profile)
         const started = Date.now()
         const record: Recording = { query: "", context: null, routing: "", offered: [] }

@@ -4,7 +4,7 @@
  * policy engine and the flow guard are rules here.
  */
 import { Effect } from "effect"
-import { RpcError } from "../../protocol/Errors.js"
+import { RpcError } from "../../../protocol/Errors.js"
 import type { ToolCall } from "../Call.js"
 import type { Stage } from "../Stage.js"
 

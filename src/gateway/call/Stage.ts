@@ -4,7 +4,7 @@
  * `next`, and says why in the call's decisions; a stage that has nothing to say calls `next`.
  */
 import type { Effect } from "effect"
-import type { GatewayError } from "../protocol/Errors.js"
+import type { GatewayError } from "../../protocol/Errors.js"
 import type { StageName, ToolCall } from "./Call.js"
 
 export type Next = (call: ToolCall) => Effect.Effect<unknown, GatewayError>

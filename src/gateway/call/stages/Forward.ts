@@ -5,10 +5,10 @@
  * the session: an id of the gateway's, good only for its owner (see gateway/Tasks).
  */
 import { Effect } from "effect"
-import type { BackendsService } from "../../backend/Backends.js"
-import type { ForwarderService } from "../../gateway/Forwarding.js"
-import type { RoutesService } from "../../gateway/Routes.js"
-import * as Tasks from "../../gateway/Tasks.js"
+import type { BackendsService } from "../../../backend/Backends.js"
+import type { ForwarderService } from "../../Forwarding.js"
+import type { RoutesService } from "../../Routes.js"
+import * as Tasks from "../../Tasks.js"
 import type { Stage } from "../Stage.js"
 
 export interface Deps {

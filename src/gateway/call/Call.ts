@@ -3,12 +3,12 @@
  * made, the tool and its arguments, and what each stage decided. Every `tools/call` on a backend,
  * however it was made, is one of these.
  */
-import type { Effect } from "effect"
-import type { CatalogEntry } from "../catalog/ToolCatalog.js"
-import type { GatewayError } from "../protocol/Errors.js"
-import type { RequestContext } from "../jsonrpc/Peer.js"
-import type { Confirm } from "../orchestration/Steps.js"
-import type { Session } from "../gateway/Session.js"
+import type { RequestContext } from "../../jsonrpc/Peer.js"
+import type { Decision as PlannedDecision, Target } from "../../orchestration/Planned.js"
+import type { Confirm } from "../../orchestration/Steps.js"
+import type { Session } from "../Session.js"
+
+export type { Planned, RunPlanned, Target } from "../../orchestration/Planned.js"
 
 /** How a call was made: the audit log's `via`. */
 export type Via = "client" | "orchestration" | "script" | "task" | "backend-endpoint"
@@ -17,20 +17,8 @@ export type Via = "client" | "orchestration" | "script" | "task" | "backend-endp
 export const STAGES = ["record", "find", "check", "decide", "ask", "count", "forward"] as const
 export type StageName = (typeof STAGES)[number]
 
-/** What a stage said of a call: the trail a refused or held call is explained by. */
-export interface Decision {
-  readonly stage: StageName
-  readonly said: string
-  /** This stage refused the call: it went no further. */
-  readonly refused?: true
-}
-
-/** The backend and its own name for the tool, and the catalog's entry when the tool is listed. */
-export interface Target {
-  readonly backendId: string
-  readonly own: string
-  readonly entry?: CatalogEntry | undefined
-}
+/** What a stage said of a call (`stage`: one of STAGES): the trail a refused call is explained by. */
+export type Decision = PlannedDecision
 
 export interface ToolCall {
   /** The session it is made for; none for an app that embeds the orchestrator without a client. */
@@ -64,20 +52,3 @@ export const make = (call: Omit<ToolCall, "decisions"> & { readonly decisions?: 
   ...call,
   decisions: call.decisions ?? []
 })
-
-/**
- * A call the gateway's own planning made (an orchestration's step, a script's call), as the
- * orchestrator and code mode hand it on: whoever runs it adds who asks and for which request.
- */
-export interface Planned {
-  readonly via: "orchestration" | "script"
-  readonly name: string
-  readonly target: Target | undefined
-  readonly params: Readonly<Record<string, unknown>>
-  readonly confirmed?: boolean | undefined
-  /** Where the stages' decisions go, for the caller to read after. */
-  readonly decisions: Array<Decision>
-}
-
-/** Runs a planned call through the pipeline, as the session's (or, embedded, as nobody's). */
-export type RunPlanned = (planned: Planned) => Effect.Effect<unknown, GatewayError>

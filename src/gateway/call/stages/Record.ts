@@ -6,8 +6,8 @@
  */
 import { Effect, Exit, FiberRef } from "effect"
 import { randomUUID } from "node:crypto"
-import { field } from "../../data/Json.js"
-import * as Audit from "../../gateway/Audit.js"
+import { field } from "../../../data/Json.js"
+import * as Audit from "../../Audit.js"
 import { argumentsOf } from "../Call.js"
 import type { Stage } from "../Stage.js"
 

@@ -5,11 +5,11 @@
  * any of it runs, and says so (`confirmed`).
  */
 import { Effect } from "effect"
-import type { ConfirmTools } from "../../config/Config.js"
-import { needsConfirmation } from "../../orchestration/Steps.js"
-import * as Secrets from "../../observability/Secrets.js"
-import { RpcError } from "../../protocol/Errors.js"
-import { objectField } from "../../data/Json.js"
+import type { ConfirmTools } from "../../../config/Config.js"
+import { needsConfirmation } from "../../../orchestration/Steps.js"
+import * as Secrets from "../../../observability/Secrets.js"
+import { RpcError } from "../../../protocol/Errors.js"
+import { objectField } from "../../../data/Json.js"
 import { argumentsOf } from "../Call.js"
 import type { Stage } from "../Stage.js"
 

@@ -16,14 +16,15 @@
  * decisions; `record` writes it like any other. The orchestrator and code mode get the pipeline
  * from their context: there is no way to a backend's tool around it.
  */
-import { Context, Effect, Layer, Option, Stream } from "effect"
-import { Backends } from "../backend/Backends.js"
-import { GatewayConfig, type Profile, type ResolvedConfig } from "../config/Config.js"
-import { Audit } from "../gateway/Audit.js"
-import { Forwarder } from "../gateway/Forwarding.js"
-import { Routes } from "../gateway/Routes.js"
-import type { GatewayError } from "../protocol/Errors.js"
-import { STAGES, type StageName, type ToolCall } from "./Call.js"
+import { Context, Effect, Layer, Stream } from "effect"
+import { Backends } from "../../backend/Backends.js"
+import { GatewayConfig, type Profile, type ResolvedConfig } from "../../config/Config.js"
+import { Audit } from "../Audit.js"
+import { Forwarder } from "../Forwarding.js"
+import { Routes } from "../Routes.js"
+import type { GatewayError } from "../../protocol/Errors.js"
+import { make as makeCall, STAGES, type StageName, type ToolCall } from "./Call.js"
+import { PlannedCalls } from "../../orchestration/Planned.js"
 import type { Next, Stage } from "./Stage.js"
 import * as Ask from "./stages/Ask.js"
 import * as Check from "./stages/Check.js"
@@ -98,5 +99,10 @@ export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallP
     Layer.scoped(CallPipeline, make(rules))
 }
 
-/** The pipeline in the current context, if there is one (an orchestrator embedded without a gateway has none). */
-export const current = Effect.serviceOption(CallPipeline).pipe(Effect.map(Option.getOrUndefined))
+/** The pipeline as the orchestrator asks for it (orchestration/Planned): calls made for nobody's session. */
+export const layerPlanned: Layer.Layer<PlannedCalls, never, CallPipeline> = Layer.effect(
+  PlannedCalls,
+  Effect.map(CallPipeline, (pipeline) => ({
+    run: (planned, confirm) => pipeline.run(makeCall({ ...planned, session: undefined, context: undefined, confirm }))
+  }))
+)

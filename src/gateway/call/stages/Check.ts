@@ -5,8 +5,8 @@
  * call goes to its backend as sent: the backend judges its arguments, as it would without the gateway.
  */
 import { Effect } from "effect"
-import * as Arguments from "../../orchestration/Arguments.js"
-import { InvalidParams } from "../../protocol/Errors.js"
+import * as Arguments from "../../../orchestration/Arguments.js"
+import { InvalidParams } from "../../../protocol/Errors.js"
 import { argumentsOf } from "../Call.js"
 import type { Stage } from "../Stage.js"
 

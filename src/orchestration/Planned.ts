@@ -1,0 +1,48 @@
+/**
+ * What the orchestrator and code mode need of whoever runs their tool calls: a call they planned
+ * (an orchestration's step, a script's call) handed on to be run, and the service that runs it.
+ * The gateway provides it with its call pipeline (gateway/call), which adds who asks and for which
+ * request; an app that embeds the orchestrator gets the same pipeline from its layer. Declared
+ * here, below the gateway, so that orchestration never imports what runs its calls.
+ */
+import { Context, type Effect } from "effect"
+import type { CatalogEntry } from "../catalog/ToolCatalog.js"
+import type { GatewayError } from "../protocol/Errors.js"
+import type { Confirm } from "./Steps.js"
+
+/** The backend and its own name for the tool, and the catalog's entry when the tool is listed. */
+export interface Target {
+  readonly backendId: string
+  readonly own: string
+  readonly entry?: CatalogEntry | undefined
+}
+
+/** What a stage of the road said of a call (see gateway/call). */
+export interface Decision {
+  readonly stage: string
+  readonly said: string
+  /** This stage refused the call: it went no further. */
+  readonly refused?: true
+}
+
+export interface Planned {
+  readonly via: "orchestration" | "script"
+  /** The name the model used (exposed; in `routing: "backend"`, the backend's id). */
+  readonly name: string
+  readonly target: Target | undefined
+  /** `tools/call`'s params. */
+  readonly params: Readonly<Record<string, unknown>>
+  /** The user already agreed (an orchestration asks for a whole turn before any of it runs). */
+  readonly confirmed?: boolean | undefined
+  /** Where the decisions go, for the caller to read after. */
+  readonly decisions: Array<Decision>
+}
+
+/** Runs a planned call as the session's (or, embedded, as nobody's). */
+export type RunPlanned = (planned: Planned) => Effect.Effect<unknown, GatewayError>
+
+/** Runs planned calls for nobody's session: what an orchestration embedded without a client uses. */
+export class PlannedCalls extends Context.Tag("mcp-agentify/PlannedCalls")<
+  PlannedCalls,
+  { readonly run: (planned: Planned, confirm: Confirm | undefined) => Effect.Effect<unknown, GatewayError> }
+>() {}
