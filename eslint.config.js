@@ -3,6 +3,29 @@
 import js from "@eslint/js"
 import tseslint from "typescript-eslint"
 
+/**
+ * A module's imports stand together at its top: code between them (a constant, a helper, a
+ * re-export's neighbour) hides what the module depends on. ESLint has no such rule of its own.
+ */
+const importsFirst = {
+  meta: { type: "suggestion", messages: { late: "Imports stand together at the top of the module, before any code." } },
+  create: (context) => ({
+    Program: (program) => {
+      let code = false
+      for (const statement of program.body) {
+        // `export ... from` is an import too; a directive ("use strict") is not code.
+        const imports =
+          statement.type === "ImportDeclaration" ||
+          statement.type === "ExportAllDeclaration" ||
+          (statement.type === "ExportNamedDeclaration" && statement.source !== null && statement.source !== undefined)
+        if (imports) {
+          if (code) context.report({ node: statement, messageId: "late" })
+        } else if (!(statement.type === "ExpressionStatement" && statement.directive !== undefined)) code = true
+      }
+    }
+  })
+}
+
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "test/bench/results/", "coverage/"] },
   js.configs.recommended,
@@ -27,7 +50,9 @@ export default tseslint.config(
         structuredClone: "readonly"
       }
     },
+    plugins: { local: { rules: { "imports-first": importsFirst } } },
     rules: {
+      "local/imports-first": "error",
       // tsc's noUnused* already reports these (and knows about `_` parameters).
       "@typescript-eslint/no-unused-vars": "off",
       "no-unused-vars": "off",

@@ -48,6 +48,7 @@ export type { BackendRequest, BackendRequestHandler } from "./BackendRequests.js
 export { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelays } from "./Restart.js"
 export { countListed, type Hidden, hiddenIn } from "./Listing.js"
 import type { StartOptions } from "./StartOptions.js"
+export { type StartOptions, startOptionsOf } from "./StartOptions.js"
 
 export interface BackendTools {
   readonly backendId: string
@@ -70,8 +71,6 @@ export interface BackendNotification {
   readonly method: string
   readonly params: unknown
 }
-
-export { type StartOptions, startOptionsOf } from "./StartOptions.js"
 
 export interface ManagerOptions {
   /** SIGTERM-to-SIGKILL grace when a backend is stopped (default 2 s). */

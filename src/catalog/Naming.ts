@@ -11,6 +11,7 @@ import type { Profile } from "../config/Config.js"
 import { namespaced, overridden, profileAdmits, profileServes, SEPARATOR, toolAdmitted } from "./Exposure.js"
 
 export { SEPARATOR } from "./Exposure.js"
+export type { BackendTools } from "../backend/Backends.js"
 
 /** MCP clients and the OpenAI API both reject tool names outside `^[a-zA-Z0-9_-]{1,64}$`. */
 const NAME_MAX = 64
@@ -92,7 +93,6 @@ export interface Catalog {
 }
 
 /** One backend's tools, as the backends service lists them (declared there). */
-export type { BackendTools } from "../backend/Backends.js"
 
 /**
  * Namespaces every backend's tools, backends in the given order and tools in theirs. When two tools

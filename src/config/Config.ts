@@ -14,13 +14,6 @@ import { decodeOptions } from "./Decode.js"
 import { ConfigSources, type DiskSources, ResolvedConfig, resolve } from "./Resolve.js"
 import type { NormalizedOptions } from "./Decode.js"
 import { load, profileProblems } from "./Load.js"
-
-/** A configuration read from disk and resolved, with the sources it came from, not yet in force. */
-export interface Candidate {
-  readonly config: ResolvedConfig
-  readonly sources: ConfigSources
-}
-
 export {
   DEFAULT_HEALTH_CHECK,
   MAX_DURATION_MS,
@@ -84,6 +77,12 @@ export {
   type AuditSettings
 } from "./Resolve.js"
 export { load, profileProblems, type Loaded } from "./Load.js"
+
+/** A configuration read from disk and resolved, with the sources it came from, not yet in force. */
+export interface Candidate {
+  readonly config: ResolvedConfig
+  readonly sources: ConfigSources
+}
 
 export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
   GatewayConfig,

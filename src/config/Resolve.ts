@@ -26,6 +26,7 @@ import {
 } from "./Schema.js"
 import { NormalizedOptions } from "./Decode.js"
 import { ConfigFile, DotEnvSetting } from "./Files.js"
+export { stateDirOf } from "../data/StateDir.js"
 
 export const DEFAULT_MODEL = "gpt-4.1-mini"
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
@@ -39,7 +40,6 @@ export const DEFAULT_MAX_TOOLS = 32
 /** Model turns per orchestration: a search, a read and an answer fit, a runaway loop does not. */
 export const DEFAULT_MAX_STEPS = 6
 
-export { stateDirOf } from "../data/StateDir.js"
 /** The audit log is rotated past this size, keeping this many older files. */
 export const DEFAULT_AUDIT_MAX_BYTES = 10 * 1024 * 1024
 export const DEFAULT_AUDIT_KEEP = 5

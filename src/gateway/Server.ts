@@ -44,12 +44,12 @@ import * as Tasks from "./Tasks.js"
 import type * as RunTasks from "./RunTasks.js"
 import * as Audit from "./Audit.js"
 import type { RoutesService } from "./Routes.js"
+export type { Mode } from "./Sessions.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version
 
 /** How sessions relate to the backends (see Sessions). */
-export type { Mode } from "./Sessions.js"
 
 /** What the method tables need from the process-wide Gateway. */
 export interface Context {

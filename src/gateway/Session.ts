@@ -13,6 +13,7 @@ import { type Id, notification, request as requestMessage } from "../jsonrpc/Jso
 import { Requests } from "../jsonrpc/Requests.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
 import { field, stringField } from "../data/Json.js"
+export { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../protocol/Mcp.js"
 
 /**
  * The lifecycle: new -> initializing -> ready, and shutdown from any of them (final). Every exit of
@@ -98,8 +99,6 @@ export type Target =
 /** Whether two targets are the same endpoint (an HTTP session is found only on its own). */
 export const sameTarget = (a: Target, b: Target): boolean =>
   a._tag === "Aggregate" ? b._tag === "Aggregate" && a.profile === b.profile : b._tag === "Backend" && a.backendId === b.backendId
-
-export { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../protocol/Mcp.js"
 
 const severity = (level: unknown): number => {
   const known = mcpLogLevel(level)

@@ -71,15 +71,14 @@ import { objectField } from "../data/Json.js"
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
 export { ORCHESTRATE_TOOL, SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
+import { type OrchestrateRequest, validateParams } from "./Request.js"
+export { type OrchestrateRequest, validateParams } from "./Request.js"
 
 /** An orchestration's record while it runs. */
 type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "totalMs">]: OrchestrationRecord[K] }
 
 export type OrchestrationError =
   InvalidParams | NotConfigured | LlmRequestFailed | InvalidPlan | NoActionDetermined | BackendError
-
-import { type OrchestrateRequest, validateParams } from "./Request.js"
-export { type OrchestrateRequest, validateParams } from "./Request.js"
 
 /**
  * An orchestration's tool call through the call pipeline. The user was asked for the whole turn

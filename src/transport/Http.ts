@@ -67,6 +67,9 @@ import * as Listener from "./Listener.js"
 import * as Peer from "../jsonrpc/Peer.js"
 import { sameTarget, Session, type Target } from "../gateway/Session.js"
 import * as ResourceServer from "../auth/ResourceServer.js"
+import * as Dispatch from "../gateway/Dispatch.js"
+import * as Era from "../gateway/Era.js"
+import { messageOf } from "../data/Json.js"
 
 /** Who the request's access token speaks for (`--http-auth oauth`); undefined otherwise. */
 type Principal = ResourceServer.Principal | undefined
@@ -78,9 +81,6 @@ const safeDecode = (text: string): string => {
     return text
   }
 }
-import * as Dispatch from "../gateway/Dispatch.js"
-import * as Era from "../gateway/Era.js"
-import { messageOf } from "../data/Json.js"
 
 export interface Options {
   /** The address to bind; 127.0.0.1 unless told otherwise. */

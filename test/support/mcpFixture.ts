@@ -5,6 +5,7 @@
 import { fileURLToPath } from "node:url"
 import type { BackendConfig } from "../../src/config/Config.js"
 import { serverFilesystemEntry } from "../../src/config/Config.js"
+export { eventually, isAlive } from "./process.js"
 
 export const FIXTURE_SERVER = fileURLToPath(new URL("../fixtures/mcp-server.mjs", import.meta.url))
 
@@ -34,8 +35,6 @@ export const filesystemBackend = (id: string, root: string): BackendConfig => ({
   enabled: true,
   restartOnCrash: true
 })
-
-export { eventually, isAlive } from "./process.js"
 
 /** The text of a CallToolResult's first text block. */
 export const firstText = (result: unknown): string => {

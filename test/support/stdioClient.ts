@@ -10,12 +10,13 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+export { FIXTURE_SERVER } from "./mcpFixture.js"
+export { isAlive, sleep } from "./process.js"
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 export const BIN = join(ROOT, "dist", "bin.js")
 /** The CLI with `LlmClient.layerScripted` in place of OpenAI (see the file). */
 export const SCRIPTED_GATEWAY = join(ROOT, "test", "support", "scripted-gateway.mjs")
-export { FIXTURE_SERVER } from "./mcpFixture.js"
 
 const created: Array<string> = []
 
@@ -336,5 +337,3 @@ export const contentLengthFrames = (stdout: Buffer): Array<any> => {
   }
   return frames
 }
-
-export { isAlive, sleep } from "./process.js"

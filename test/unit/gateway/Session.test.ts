@@ -6,10 +6,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { changed, INITIAL_STATE, nextPhase, type Phase, servedState, Session } from "../../../src/gateway/Session.js"
-
-const first = () => ({ protocolVersion: "2025-11-25", clientInfo: { name: "a" }, capabilities: { sampling: {} } })
 import type { RequestContext } from "../../../src/jsonrpc/Peer.js"
 import { RpcError } from "../../../src/protocol/Errors.js"
+
+const first = () => ({ protocolVersion: "2025-11-25", clientInfo: { name: "a" }, capabilities: { sampling: {} } })
 
 const sessionWith = (open = true) => {
   const sent: Array<any> = []
