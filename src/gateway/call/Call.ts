@@ -36,8 +36,8 @@ export interface ToolCall {
   readonly confirm?: Confirm | undefined
   /** The user already agreed (an orchestration asks for a whole turn before any of it runs). */
   readonly confirmed?: boolean | undefined
-  /** How long the backend took, set by `forward`. */
-  ms?: number | undefined
+  /** When `forward` sent it (performance.now()): the backend's time is counted from there. */
+  sentAt?: number | undefined
   /** What each stage decided, in order. */
   readonly decisions: Array<Decision>
 }

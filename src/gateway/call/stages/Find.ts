@@ -122,6 +122,14 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
   return {
     name: "find",
     run: (call, next) => {
+      // The hot path (a client's call of a listed tool) stays synchronous: no effect made to find it.
+      if (call.via === "client" || call.via === "task") {
+        const entry = catalog(call).byName.get(call.name)
+        if (entry !== undefined) {
+          call.target = { backendId: entry.backendId, own: entry.toolName, entry }
+          return next(call)
+        }
+      }
       const endpoint = call.session?.target._tag === "Backend" ? call.session.target.backendId : undefined
       const found =
         call.via === "backend-endpoint" && endpoint !== undefined

@@ -18,6 +18,8 @@ export interface Deps {
   readonly idPrefix: () => string
 }
 
+const SENT = { stage: "forward", said: "sent to its backend" } as const
+
 export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => {
   const facts = (backendId: string): Tasks.BackendFacts | undefined => {
     const running = backends.backend(backendId)
@@ -30,28 +32,21 @@ export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => 
       if (target === undefined) return Effect.dieMessage("forward: the call has no target (find did not run)")
       const params = call.params.name === target.own ? call.params : { ...call.params, name: target.own }
       const { session, context } = call
-      call.decisions.push({ stage: "forward", said: `sent to ${target.backendId}` })
-      const started = performance.now()
-      const forwarded =
-        session !== undefined && context !== undefined && Tasks.concerns(params, facts(target.backendId))
-          ? Tasks.callTool(
-              {
-                routes,
-                forward: (backendId, method, p) => forwarder.forward(session, context, backendId, method, p),
-                backend: facts,
-                idPrefix: idPrefix()
-              },
-              session,
-              target.backendId,
-              params
-            )
-          : forwarder.forward(session, context, target.backendId, "tools/call", params)
-      return Effect.ensuring(
-        forwarded,
-        Effect.sync(() => {
-          call.ms = Math.round(performance.now() - started)
-        })
-      )
+      call.decisions.push(SENT)
+      call.sentAt = performance.now()
+      return session !== undefined && context !== undefined && Tasks.concerns(params, facts(target.backendId))
+        ? Tasks.callTool(
+            {
+              routes,
+              forward: (backendId, method, p) => forwarder.forward(session, context, backendId, method, p),
+              backend: facts,
+              idPrefix: idPrefix()
+            },
+            session,
+            target.backendId,
+            params
+          )
+        : forwarder.forward(session, context, target.backendId, "tools/call", params)
     }
   }
 }

@@ -17,7 +17,6 @@ export const make = (audit: Audit.AuditService): Stage => ({
     if (!audit.enabled) return next(call)
     return Effect.suspend(() => {
       const id = randomUUID()
-      const started = performance.now()
       return Effect.zipRight(
         Effect.annotateCurrentSpan({ "agentify.audit.id": id, "agentify.call.via": call.via }),
         next(call)
@@ -44,7 +43,8 @@ export const make = (audit: Audit.AuditService): Stage => ({
                     : "ok"
                   : Audit.outcomeOf(exit.cause),
                 ...(refused === undefined ? {} : { refusedBy: refused.stage }),
-                ms: call.ms ?? Math.round(performance.now() - started)
+                // The backend's time; a call refused before it was sent took none of it.
+                ms: call.sentAt === undefined ? 0 : Math.round(performance.now() - call.sentAt)
               })
             })
           )
