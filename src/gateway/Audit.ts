@@ -43,8 +43,8 @@ export interface CallLine extends Who {
   readonly backend: string | undefined
   readonly tool: { readonly exposed: string | undefined; readonly own: string | undefined }
   readonly arguments: unknown
-  /** "ok", "isError", or the JSON-RPC error code. */
-  readonly outcome: "ok" | "isError" | number
+  /** "ok", "isError", "held" (a preview's call not run), or the JSON-RPC error code. */
+  readonly outcome: "ok" | "isError" | "held" | number
   readonly ms: number
 }
 

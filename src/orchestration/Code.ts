@@ -203,16 +203,10 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
       Effect.gen(function* () {
         const tool = byName.get(name)
         const given = objectOr(args)
-        // A preview holds back every call that is not read-only: it never reaches the pipeline.
-        if (dryRun && tool !== undefined && field(tool.entry.tool.annotations, "readOnlyHint") !== true) {
-          return {
-            ok: true,
-            value: { dryRun: true },
-            record: { tool: name, arguments: shown(given), ms: 0, isError: false, dryRun: true }
-          }
-        }
         const decisions: Array<Call.Decision> = []
-        const sent = () => decisions.some((d) => d.stage === "forward")
+        // What the pipeline's forward stage said: sent to the backend, or held back by the preview.
+        const sent = () => decisions.some((d) => d.stage === "forward" && d.said.startsWith("sent"))
+        const held = () => decisions.some((d) => d.stage === "forward" && d.said.startsWith("held"))
         const started = Date.now()
         const outcome = yield* Effect.either(
           deps.call({
@@ -221,6 +215,7 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
             target:
               tool === undefined ? undefined : { backendId: tool.entry.backendId, own: tool.entry.toolName, entry: tool.entry },
             params: { name, arguments: given },
+            preview: dryRun,
             decisions
           })
         ).pipe(
@@ -243,6 +238,9 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
           }
         }
         const result = outcome.right
+        // A preview held it back (checked, not run): listed as such.
+        if (held())
+          return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms: 0, isError: false, dryRun: true } }
         if (!isCallToolResult(result))
           return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms, isError: false } }
         if (result.isError === true) {

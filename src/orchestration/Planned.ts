@@ -34,6 +34,8 @@ export interface Planned {
   readonly params: Readonly<Record<string, unknown>>
   /** The user already agreed (an orchestration asks for a whole turn before any of it runs). */
   readonly confirmed?: boolean | undefined
+  /** A preview (a dry run): checked like any call, but held back unless the tool is read-only. */
+  readonly preview?: boolean | undefined
   /** Where the decisions go, for the caller to read after. */
   readonly decisions: Array<Decision>
 }

@@ -36,11 +36,24 @@ export interface ToolCall {
   readonly confirm?: Confirm | undefined
   /** The user already agreed (an orchestration asks for a whole turn before any of it runs). */
   readonly confirmed?: boolean | undefined
+  /** A preview (a dry run): checked like any call, held back by `forward` unless the tool is read-only. */
+  readonly preview?: boolean | undefined
   /** When `forward` sent it (performance.now()): the backend's time is counted from there. */
   sentAt?: number | undefined
   /** What each stage decided, in order. */
   readonly decisions: Array<Decision>
 }
+
+/** Whether a preview holds this call back: its tool is not annotated read-only. */
+export const heldBack = (call: ToolCall): boolean =>
+  call.preview === true && (call.target?.entry?.tool.annotations as { readOnlyHint?: unknown } | undefined)?.readOnlyHint !== true
+
+/** What a call held back by a preview answers, in the place of its result. */
+export const HELD = { dryRun: true } as const
+
+/** What `forward` says of a call it sent, and of one a preview held back. */
+export const SENT: Decision = { stage: "forward", said: "sent to its backend" }
+export const HELD_BACK: Decision = { stage: "forward", said: "held back: a preview runs read-only tools only" }
 
 /** The arguments of a call (an object; anything else is none). */
 export const argumentsOf = (call: ToolCall): Record<string, unknown> => {

@@ -213,12 +213,17 @@ describe("agentify_run_code over stdio", () => {
       code: `
         const before = await tools.fs.read_text_file({ path: ${JSON.stringify(join(root, "gulls.txt"))} })
         const written = await tools.fs.write_file({ path: ${JSON.stringify(target)}, content: "x" })
-        return { read: String(before.content ?? before), written }`
+        let refused = ""
+        try { await tools.fs.write_file({ path: ${JSON.stringify(target)} }) } catch (e) { refused = e.message }
+        return { read: String(before.content ?? before), written, refused }`
     })
-    expect(result.structuredContent.result).toEqual({ read: "gulls steal chips\n", written: { dryRun: true } })
+    expect(result.structuredContent.result).toMatchObject({ read: "gulls steal chips\n", written: { dryRun: true } })
+    // A preview checks what it holds back: a call with arguments its tool would refuse rejects.
+    expect(result.structuredContent.result.refused).toMatch(/^Invalid arguments for fs__write_file: .*content/)
     expect(result.structuredContent.calls.map((c: any) => [c.tool, c.dryRun === true])).toEqual([
       ["fs__read_text_file", false],
-      ["fs__write_file", true]
+      ["fs__write_file", true],
+      ["fs__write_file", false]
     ])
     expect(existsSync(target)).toBe(false)
   })

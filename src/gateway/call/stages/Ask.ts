@@ -10,13 +10,14 @@ import { needsConfirmation } from "../../../orchestration/Steps.js"
 import * as Secrets from "../../../observability/Secrets.js"
 import { RpcError } from "../../../protocol/Errors.js"
 import { objectField } from "../../../data/Json.js"
-import { argumentsOf } from "../Call.js"
+import { argumentsOf, heldBack } from "../Call.js"
 import type { Stage } from "../Stage.js"
 
 export const make = (confirmTools: () => ConfirmTools): Stage => ({
   name: "ask",
   run: (call, next) => {
-    if (call.via !== "orchestration" && call.via !== "script") return next(call)
+    // A preview's call that will be held back is not asked about: it will not run.
+    if ((call.via !== "orchestration" && call.via !== "script") || heldBack(call)) return next(call)
     const mode = confirmTools()
     if (!needsConfirmation(mode, objectField(call.target?.entry?.tool, "annotations"))) return next(call)
     if (call.confirmed === true) {

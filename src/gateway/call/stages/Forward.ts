@@ -9,6 +9,7 @@ import type { BackendsService } from "../../../backend/Backends.js"
 import type { ForwarderService } from "../../Forwarding.js"
 import type { RoutesService } from "../../Routes.js"
 import * as Tasks from "../../Tasks.js"
+import { HELD, HELD_BACK, heldBack, SENT } from "../Call.js"
 import type { Stage } from "../Stage.js"
 
 export interface Deps {
@@ -17,8 +18,6 @@ export interface Deps {
   readonly routes: RoutesService
   readonly idPrefix: () => string
 }
-
-const SENT = { stage: "forward", said: "sent to its backend" } as const
 
 export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => {
   const facts = (backendId: string): Tasks.BackendFacts | undefined => {
@@ -32,6 +31,10 @@ export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => 
       if (target === undefined) return Effect.dieMessage("forward: the call has no target (find did not run)")
       const params = call.params.name === target.own ? call.params : { ...call.params, name: target.own }
       const { session, context } = call
+      if (heldBack(call)) {
+        call.decisions.push(HELD_BACK)
+        return Effect.succeed(HELD)
+      }
       call.decisions.push(SENT)
       call.sentAt = performance.now()
       return session !== undefined && context !== undefined && Tasks.concerns(params, facts(target.backendId))

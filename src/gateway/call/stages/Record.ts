@@ -8,7 +8,7 @@ import { Effect, Exit, FiberRef } from "effect"
 import { randomUUID } from "node:crypto"
 import { field } from "../../../data/Json.js"
 import * as Audit from "../../Audit.js"
-import { argumentsOf } from "../Call.js"
+import { argumentsOf, HELD_BACK } from "../Call.js"
 import type { Stage } from "../Stage.js"
 
 export const make = (audit: Audit.AuditService): Stage => ({
@@ -38,9 +38,11 @@ export const make = (audit: Audit.AuditService): Stage => ({
                 },
                 arguments: argumentsOf(call),
                 outcome: Exit.isSuccess(exit)
-                  ? field(exit.value, "isError") === true
-                    ? "isError"
-                    : "ok"
+                  ? call.decisions.includes(HELD_BACK)
+                    ? "held"
+                    : field(exit.value, "isError") === true
+                      ? "isError"
+                      : "ok"
                   : Audit.outcomeOf(exit.cause),
                 ...(refused === undefined ? {} : { refusedBy: refused.stage }),
                 // The backend's time; a call refused before it was sent took none of it.

@@ -190,6 +190,40 @@ describe("record and forward", () => {
   )
 })
 
+describe("a preview (dry run)", () => {
+  it.effect(
+    "checks a call like any other, never asks about one it holds back, holds back all but read-only tools, and records it held",
+    () =>
+      Effect.gen(function* () {
+        const lines: Array<CallLine> = []
+        const audit: AuditService = { enabled: true, parent: AuditRun.current, call: (l) => lines.push(l), run: () => {} }
+        const sent: Array<string> = []
+        const routes = yield* Routes
+        const forward = Forward.make({
+          forwarder: {
+            forward: (_s, _c, _b, _m, params) =>
+              Effect.sync(() => (sent.push(String((params as { name: string }).name)), { content: [] }))
+          },
+          backends,
+          routes,
+          idPrefix: () => ""
+        })
+        let asked = 0
+        const confirm = () => Effect.sync(() => (asked++, "accepted" as const))
+        const pipeline = Pipeline.of([Record.make(audit), find, Check.make(), Ask.make(() => "destructive"), forward])
+        const preview = (name: string, args: Record<string, unknown>) =>
+          pipeline.run(call({ via: "script", name, confirm, preview: true, params: { name, arguments: args } }))
+        expect(yield* preview("fx__write", { path: "a" })).toEqual({ dryRun: true })
+        yield* preview("fx__read", { path: "a" })
+        const invalid = yield* Effect.either(preview("fx__write", {}))
+        expect(Either.isLeft(invalid) && invalid.left.message).toMatch(/^Invalid arguments for fx__write/)
+        expect(sent).toEqual(["read"])
+        expect(asked).toBe(0)
+        expect(lines.map((l) => l.outcome)).toEqual(["held", "ok", -32602])
+      }).pipe(Effect.provide(Routes.layer))
+  )
+})
+
 describe("the pipeline", () => {
   it("meets its stages in the order of its table, each around the rest", async () => {
     const order: Array<string> = []
