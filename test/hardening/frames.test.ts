@@ -6,7 +6,8 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { join } from "node:path"
-import { writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { until } from "../support/process.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { serverFilesystemEntry } from "../../src/config/Config.js"
 import { connectSdk } from "../support/sdkClient.js"
@@ -24,6 +25,7 @@ describe("frames too long for the peer", () => {
       JSON.stringify({
         // A request timeout long enough that waiting it out would fail the test's own.
         requestTimeoutMs: 60_000,
+        audit: { file: join(dir, "audit.jsonl") },
         backends: [fixtureBackend("fx"), { id: "files", command: process.execPath, args: [serverFilesystemEntry(), dir] }]
       })
     )
@@ -46,6 +48,21 @@ describe("frames too long for the peer", () => {
     const small = (await client.callTool({ name: "fx__big", arguments: { bytes: 10 } })) as any
     expect(small.content[0].text).toHaveLength(10)
     expect(stderr()).toContain("a message too long for the client was not sent")
+    // The audit log says what the client got: not "ok" for the reply it was never sent.
+    const lines = await until("both calls in the audit log", () => {
+      const calls = existsSync(join(dir, "audit.jsonl"))
+        ? readFileSync(join(dir, "audit.jsonl"), "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l))
+            .filter((l) => l.type === "call" && l.tool.exposed === "fx__big")
+        : []
+      return calls.length >= 2 ? calls : undefined
+    })
+    expect(lines.map((l: any) => [l.arguments, l.outcome])).toEqual([
+      [expect.stringMatching(/^sha256:/), -32603],
+      [expect.stringMatching(/^sha256:/), "ok"]
+    ])
   })
 
   it("a script reads the same result in parts: only what it returns is sent", async () => {

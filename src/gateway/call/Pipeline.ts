@@ -75,7 +75,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
     }
     const stages: Record<StageName, Stage> = {
-      record: Record.make(audit),
+      record: Record.make(audit, () => current.maxReplyBytes),
       find: Find.make({ backends, profileOf }),
       check: Check.make(),
       decide: Decide.make(rules),

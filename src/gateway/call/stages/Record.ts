@@ -8,10 +8,28 @@ import { Effect, Exit, FiberRef } from "effect"
 import { randomUUID } from "node:crypto"
 import { field } from "../../../data/Json.js"
 import * as Audit from "../../Audit.js"
-import { argumentsOf, HELD_BACK } from "../Call.js"
+import { argumentsOf, HELD_BACK, type ToolCall } from "../Call.js"
+import { ErrorCode } from "../../../protocol/Errors.js"
 import type { Stage } from "../Stage.js"
 
-export const make = (audit: Audit.AuditService): Stage => ({
+/**
+ * What the client gets of a result: a stdio client is sent no reply over `maxReplyBytes` (see
+ * transport/ReplyBound); it gets -32603 instead, and that is the call's outcome as it saw it.
+ */
+const delivered = (call: ToolCall, result: unknown, maxReplyBytes: number): "ok" | "isError" | number => {
+  if (
+    call.session?.transport === "stdio" &&
+    call.context !== undefined &&
+    call.via !== "orchestration" &&
+    call.via !== "script"
+  ) {
+    const text = JSON.stringify(result) ?? ""
+    if (text.length * 3 > maxReplyBytes && Buffer.byteLength(text, "utf8") > maxReplyBytes) return ErrorCode.InternalError
+  }
+  return field(result, "isError") === true ? "isError" : "ok"
+}
+
+export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = () => Infinity): Stage => ({
   name: "record",
   run: (call, next) => {
     if (!audit.enabled) return next(call)
@@ -40,9 +58,7 @@ export const make = (audit: Audit.AuditService): Stage => ({
                 outcome: Exit.isSuccess(exit)
                   ? call.decisions.includes(HELD_BACK)
                     ? "held"
-                    : field(exit.value, "isError") === true
-                      ? "isError"
-                      : "ok"
+                    : delivered(call, exit.value, maxReplyBytes())
                   : Audit.outcomeOf(exit.cause),
                 ...(refused === undefined ? {} : { refusedBy: refused.stage }),
                 // The backend's time; a call refused before it was sent took none of it.
