@@ -26,7 +26,9 @@ export interface Deps {
 
 const refuse = (call: ToolCall, message: string): Effect.Effect<never, GatewayError> => {
   call.decisions.push({ stage: "find", said: message, refused: true })
-  return Effect.fail(new InvalidParams({ message, issues: [`name: ${message}`] }))
+  // An unknown name's issue says so plainly, as every other -32602 of the gateway names its field.
+  const issue = message === `Unknown tool: ${call.name}` ? `name: no tool named '${call.name}'` : `name: ${message}`
+  return Effect.fail(new InvalidParams({ message, issues: [issue] }))
 }
 
 export const make = ({ backends, profileOf }: Deps): Stage => {
