@@ -254,13 +254,7 @@ export const make = (options: ManagerOptions = {}) =>
         const reviewed = Pins.recheck(pins, Pins.serverOf(entry.config), tools, entry.changed)
         entry.tools = reviewed.admitted
         entry.changed = reviewed.changed
-        const notes = [
-          ...(reviewed.serverBefore === undefined
-            ? []
-            : [Pins.serverChanged(Pins.serverOf(entry.config), reviewed.serverBefore)]),
-          ...(reviewed.duplicates ?? []).map((name) => Pins.duplicated(entry.config.id, name))
-        ]
-        if (notes.length > 0) entry.pinNotes = notes
+        if (reviewed.notes.length > 0) entry.pinNotes = reviewed.notes
         return Effect.forEach(reviewed.warnings, (warning) => Effect.logWarning(warning), { discard: true })
       })
 

@@ -292,8 +292,12 @@ export const recheck = (
   server: Server,
   tools: ReadonlyArray<Tool>,
   before: ReadonlyArray<Changed>
-): Review & { readonly warnings: ReadonlyArray<string> } => {
-  if (settings === undefined) return { admitted: tools, changed: [], pinned: [], warnings: [] }
+): Review & {
+  readonly warnings: ReadonlyArray<string>
+  /** What the review says besides changes (its id now names another server, a tool listed twice): kept for `check`. */
+  readonly notes: ReadonlyArray<string>
+} => {
+  if (settings === undefined) return { admitted: tools, changed: [], pinned: [], warnings: [], notes: [] }
   const backendId = server.id
   const warnings: Array<string> = []
   const reviewed = review(settings, server, tools, (error) =>
@@ -309,15 +313,17 @@ export const recheck = (
       }; review it and run \`mcp-agentify trust ${backendId} ${c.name}\` to accept it\n${describeChange(c)}`
     )
   }
-  if (reviewed.serverBefore !== undefined) warnings.push(serverChanged(server, reviewed.serverBefore))
-  for (const name of reviewed.duplicates ?? []) warnings.push(duplicated(backendId, name))
-  return { ...reviewed, warnings: [...changes, ...warnings] }
+  const notes = [
+    ...(reviewed.serverBefore === undefined ? [] : [serverChanged(server, reviewed.serverBefore)]),
+    ...(reviewed.duplicates ?? []).map((name) => duplicated(backendId, name))
+  ]
+  return { ...reviewed, warnings: [...changes, ...warnings, ...notes], notes }
 }
 
 /** Said once, when a backend's id now names a server other than the one its pins were made for. */
-export const serverChanged = (server: Server, before: string): string =>
+const serverChanged = (server: Server, before: string): string =>
   `backend ${server.id} now runs ${server.shown}, not ${before} whose tools were pinned under that id: its tools are pinned anew as this server's (the other server's pins are kept for it)`
 
 /** What happens to a second tool of one name: it is not listed, whatever its definition. */
-export const duplicated = (backendId: string, name: string): string =>
+const duplicated = (backendId: string, name: string): string =>
   `backend ${backendId} lists tool ${name} more than once: the first definition is the one listed and called, the others are ignored`

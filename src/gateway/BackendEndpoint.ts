@@ -29,11 +29,7 @@ export const BACKEND_METHODS = [
   "resources/subscribe",
   "resources/unsubscribe",
   "tools/call",
-  "tasks/get",
-  "tasks/result",
-  "tasks/cancel",
-  "tasks/update",
-  "tasks/list"
+  ...Tasks.TASK_METHODS
 ] as const
 type BackendMethod = (typeof BACKEND_METHODS)[number]
 
@@ -90,10 +86,7 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
   const taskDeps = (context: RequestContext): Tasks.Deps => ({
     routes: ctx.routes,
     forward: (id, method, params) => ctx.forward(session, context, id, method, params),
-    backend: () => {
-      const running = backends.backend(backendId)
-      return running === undefined ? undefined : { era: running.era, capabilities: running.serverCapabilities }
-    },
+    backend: Tasks.factsOf(backends),
     idPrefix: ctx.idPrefix()
   })
 

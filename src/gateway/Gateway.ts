@@ -89,8 +89,7 @@ const make = Effect.gen(function* () {
   const pipeline = yield* CallPipeline
   const forwarder = yield* Forwarder
   /** Every other request on a backend for a session's (resources, prompts, tasks...): see Forwarding. */
-  const forward: Server.Context["forward"] = (session, context, backendId, method, params) =>
-    forwarder.forward(session, context, backendId, method, params)
+  const forward: Server.Context["forward"] = forwarder.forward
 
   const subscription = (
     session: Session,

@@ -113,11 +113,7 @@ export const AGGREGATE_METHODS = [
   "prompts/get",
   "completion/complete",
   "logging/setLevel",
-  "tasks/get",
-  "tasks/result",
-  "tasks/cancel",
-  "tasks/update",
-  "tasks/list"
+  ...Tasks.TASK_METHODS
 ] as const
 type AggregateMethod = (typeof AGGREGATE_METHODS)[number]
 
@@ -361,10 +357,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     (p) =>
       ctx.pipeline.run(Call.make({ ...p, session, context, confirm: confirmWith(context, ask) }))
 
-  const backendFacts = (backendId: string): Tasks.BackendFacts | undefined => {
-    const running = backends.backend(backendId)
-    return running === undefined ? undefined : { era: running.era, capabilities: running.serverCapabilities }
-  }
+  const backendFacts = Tasks.factsOf(backends)
 
   /** What a task's methods use of the gateway: this session's requests on backends. */
   const taskDeps = (context: RequestContext): Tasks.Deps => ({

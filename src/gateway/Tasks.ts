@@ -21,12 +21,16 @@ import { type BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
 import * as Mcp from "../protocol/Mcp.js"
 import { field, isObject, numberField, objectField, stringField } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
+import type { BackendsService } from "../backend/Backends.js"
 import type { RoutesService, TaskOwner, TaskRoute } from "./Routes.js"
 import type { Session } from "./Session.js"
 import type { RunTasks } from "./RunTasks.js"
 
 /** What the aggregate says it can route of SEP-1686: tool calls run as tasks, their listing and cancelling. */
 export const AGGREGATE_TASKS = { list: {}, cancel: {}, requests: { tools: { call: {} } } }
+
+/** The task methods a session answers, at /mcp and at a backend's own endpoint alike. */
+export const TASK_METHODS = ["tasks/get", "tasks/result", "tasks/cancel", "tasks/update", "tasks/list"] as const
 
 /** The 2026-07-28 tasks extension. */
 export const EXTENSION = "io.modelcontextprotocol/tasks"
@@ -80,6 +84,14 @@ export interface BackendFacts {
   readonly era: "session" | "stateless"
   readonly capabilities: unknown
 }
+
+/** A backend's facts as it runs now (undefined when it does not run). */
+export const factsOf =
+  (backends: Pick<BackendsService, "backend">) =>
+  (backendId: string): BackendFacts | undefined => {
+    const running = backends.backend(backendId)
+    return running === undefined ? undefined : { era: running.era, capabilities: running.serverCapabilities }
+  }
 
 export interface Deps {
   readonly routes: RoutesService

@@ -110,7 +110,7 @@ const SECRET_NAME =
 const SECRET_CAMEL = /[a-z0-9](?:Key|Token|Secret|Password)$/
 
 /** Whether a field of this name holds a secret (its value is masked in arguments shown anywhere). */
-export const isSecretName = (name: string): boolean =>
+const isSecretName = (name: string): boolean =>
   (SECRET_NAME.test(name) || SECRET_CAMEL.test(name)) && !/^(?:max|min)[-_A-Z]/i.test(name)
 
 /**

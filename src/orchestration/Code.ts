@@ -12,7 +12,7 @@
  */
 import { Effect, Either, FiberRef, Option, Schema } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
-import type * as Call from "./Planned.js"
+import * as Call from "./Planned.js"
 import { Events, type OrchestrationStep } from "../observability/Events.js"
 import type { CodeMode } from "../config/Config.js"
 import type { Catalog, CatalogEntry } from "../catalog/ToolCatalog.js"
@@ -205,8 +205,8 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
         const given = objectOr(args)
         const decisions: Array<Call.Decision> = []
         // What the pipeline's forward stage said: sent to the backend, or held back by the preview.
-        const sent = () => decisions.some((d) => d.stage === "forward" && d.said.startsWith("sent"))
-        const held = () => decisions.some((d) => d.stage === "forward" && d.said.startsWith("held"))
+        const sent = () => decisions.includes(Call.SENT)
+        const held = () => decisions.includes(Call.HELD_BACK)
         const started = Date.now()
         const outcome = yield* Effect.either(
           deps.call({

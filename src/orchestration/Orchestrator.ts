@@ -52,6 +52,7 @@ import {
   dryRunRefused,
   dryRunResult,
   inTurn,
+  agreedToRun,
   needsConfirmation,
   noAction,
   type OnStep,
@@ -79,26 +80,6 @@ type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "totalMs">]: 
 
 export type OrchestrationError =
   InvalidParams | NotConfigured | LlmRequestFailed | InvalidPlan | NoActionDetermined | BackendError
-
-/**
- * An orchestration's tool call through the call pipeline. The user was asked for the whole turn
- * before any of it ran (`confirmed`); a stage that refuses it makes the plan invalid (-32003).
- */
-const runPlanned = (runCall: Call.RunPlanned, chosen: Plan, args: unknown): Effect.Effect<unknown, BackendError | InvalidPlan> =>
-  Effect.mapError(
-    runCall({
-      via: "orchestration",
-      name: chosen.functionName,
-      target: { backendId: chosen.backendId, own: String((chosen.mcpParams as { name?: unknown }).name ?? "") },
-      params: chosen.mcpParams as Readonly<Record<string, unknown>>,
-      confirmed: true,
-      decisions: []
-    }),
-    (error) =>
-      error._tag === "BackendError"
-        ? error
-        : new InvalidPlan({ message: error.message, toolName: chosen.functionName, arguments: Secrets.scrubArguments(args) })
-  )
 
 // ---------------------------------------------------------------------------------------------
 // The service
@@ -346,26 +327,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           if (record !== undefined) record.steps = [...(record.steps ?? []), entry]
         }
         let current = 0
-        /** Whether each call may run: asked of the user when `confirmTools` says so. */
-        const agreed = ({ planned, args }: TurnCall): Effect.Effect<"run" | "declined", InvalidPlan> => {
-          if (planned === undefined || !needsConfirmation(confirmTools, planned.chosen.annotations)) return Effect.succeed("run")
-          const tool = planned.chosen.functionName
-          const asked =
-            confirm === undefined
-              ? Effect.succeed("unavailable" as const)
-              : confirm({ tool, arguments: Secrets.scrubArguments(args) })
-          return Effect.flatMap(asked, (answer) =>
-            answer === "unavailable"
-              ? Effect.fail(
-                  new InvalidPlan({
-                    message: `'${tool}' runs only after the user agrees (confirmTools: "${confirmTools}"), and this client cannot be asked (it declared no elicitation); confirmTools: "never" in the gateway's configuration runs it without asking`,
-                    toolName: tool,
-                    arguments: Secrets.scrubArguments(args)
-                  })
-                )
-              : Effect.succeed(answer === "accepted" ? ("run" as const) : ("declined" as const))
-          )
-        }
+        const agreed = agreedToRun(confirmTools, confirm)
         const steps: Array<StepRecord> = []
         let last: { readonly result: unknown; readonly chosen: Plan } | undefined
         let answer: string | undefined
@@ -544,7 +506,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                       const { chosen } = planned
                       const started = Date.now()
                       const result = yield* chosen.mcpMethod === "tools/call"
-                        ? runPlanned(callPlanned, chosen, args)
+                        ? Call.runStep(callPlanned, chosen, args)
                         : execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
                       const isError = isCallToolResult(result) && result.isError === true
                       const ms = Date.now() - started

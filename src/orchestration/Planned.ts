@@ -5,9 +5,11 @@
  * request; an app that embeds the orchestrator gets the same pipeline from its layer. Declared
  * here, below the gateway, so that orchestration never imports what runs its calls.
  */
-import { Context, type Effect } from "effect"
+import { Context, Effect } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
-import type { GatewayError } from "../protocol/Errors.js"
+import * as Secrets from "../observability/Secrets.js"
+import { type BackendError, type GatewayError, InvalidPlan } from "../protocol/Errors.js"
+import type { Plan } from "./Offer.js"
 import type { Confirm } from "./Steps.js"
 
 /** The backend and its own name for the tool, and the catalog's entry when the tool is listed. */
@@ -40,6 +42,10 @@ export interface Planned {
   readonly decisions: Array<Decision>
 }
 
+/** What the pipeline's last stage says of a call it sent to its backend, and of one a preview held back. */
+export const SENT: Decision = { stage: "forward", said: "sent to its backend" }
+export const HELD_BACK: Decision = { stage: "forward", said: "held back: a preview runs read-only tools only" }
+
 /** Runs a planned call as the session's (or, embedded, as nobody's). */
 export type RunPlanned = (planned: Planned) => Effect.Effect<unknown, GatewayError>
 
@@ -48,3 +54,23 @@ export class PlannedCalls extends Context.Tag("mcp-agentify/PlannedCalls")<
   PlannedCalls,
   { readonly run: (planned: Planned, confirm: Confirm | undefined) => Effect.Effect<unknown, GatewayError> }
 >() {}
+
+/**
+ * An orchestration's tool call through the call pipeline. The user was asked for the whole turn
+ * before any of it ran (`confirmed`); a stage that refuses it makes the plan invalid (-32003).
+ */
+export const runStep = (runCall: RunPlanned, chosen: Plan, args: unknown): Effect.Effect<unknown, BackendError | InvalidPlan> =>
+  Effect.mapError(
+    runCall({
+      via: "orchestration",
+      name: chosen.functionName,
+      target: { backendId: chosen.backendId, own: String((chosen.mcpParams as { name?: unknown }).name ?? "") },
+      params: chosen.mcpParams as Readonly<Record<string, unknown>>,
+      confirmed: true,
+      decisions: []
+    }),
+    (error) =>
+      error._tag === "BackendError"
+        ? error
+        : new InvalidPlan({ message: error.message, toolName: chosen.functionName, arguments: Secrets.scrubArguments(args) })
+  )

@@ -21,6 +21,30 @@ export type Confirm = (call: {
 export const needsConfirmation = (mode: ConfirmTools, annotations: Readonly<Record<string, unknown>> | undefined): boolean =>
   mode === "destructive" ? annotations?.destructiveHint === true : mode === "writes" ? annotations?.readOnlyHint !== true : false
 
+/**
+ * Whether a turn's call may run: asked of the user when `confirmTools` says so, before anything of
+ * the turn runs. A client that cannot be asked makes the plan invalid, saying how to change that.
+ */
+export const agreedToRun =
+  (confirmTools: ConfirmTools, confirm: Confirm | undefined) =>
+  ({ planned, args }: TurnCall): Effect.Effect<"run" | "declined", InvalidPlan> => {
+    if (planned === undefined || !needsConfirmation(confirmTools, planned.chosen.annotations)) return Effect.succeed("run")
+    const tool = planned.chosen.functionName
+    const asked =
+      confirm === undefined ? Effect.succeed("unavailable" as const) : confirm({ tool, arguments: Secrets.scrubArguments(args) })
+    return Effect.flatMap(asked, (answer) =>
+      answer === "unavailable"
+        ? Effect.fail(
+            new InvalidPlan({
+              message: `'${tool}' runs only after the user agrees (confirmTools: "${confirmTools}"), and this client cannot be asked (it declared no elicitation); confirmTools: "never" in the gateway's configuration runs it without asking`,
+              toolName: tool,
+              arguments: Secrets.scrubArguments(args)
+            })
+          )
+        : Effect.succeed(answer === "accepted" ? ("run" as const) : ("declined" as const))
+    )
+  }
+
 /** One step's call, as `_meta["agentify/steps"]` shows it (arguments scrubbed of secrets). */
 export interface StepRecord {
   readonly tool: string

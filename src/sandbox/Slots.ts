@@ -29,9 +29,6 @@ const semaphore = Effect.unsafeMakeSemaphore(permits)
 /** Runs that hold a turn or wait for one. */
 let admitted = 0
 
-/** What the process holds now: for tests and the debug UI. */
-export const usage = () => ({ admitted, running: Math.min(admitted, permits) })
-
 /**
  * Runs `run` in a turn of its own, waiting for one if every turn is taken and fewer than
  * `maxQueuedRuns` wait; else fails with `Busy` without running it.

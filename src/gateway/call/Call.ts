@@ -9,6 +9,7 @@ import type { Confirm } from "../../orchestration/Steps.js"
 import type { Session } from "../Session.js"
 
 export type { Planned, RunPlanned, Target } from "../../orchestration/Planned.js"
+export { HELD_BACK, SENT } from "../../orchestration/Planned.js"
 
 /** How a call was made: the audit log's `via`. */
 export type Via = "client" | "orchestration" | "script" | "task" | "backend-endpoint"
@@ -50,10 +51,6 @@ export const heldBack = (call: ToolCall): boolean =>
 
 /** What a call held back by a preview answers, in the place of its result. */
 export const HELD = { dryRun: true } as const
-
-/** What `forward` says of a call it sent, and of one a preview held back. */
-export const SENT: Decision = { stage: "forward", said: "sent to its backend" }
-export const HELD_BACK: Decision = { stage: "forward", said: "held back: a preview runs read-only tools only" }
 
 /** The arguments of a call (an object; anything else is none). */
 export const argumentsOf = (call: ToolCall): Record<string, unknown> => {

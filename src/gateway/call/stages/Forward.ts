@@ -20,10 +20,7 @@ export interface Deps {
 }
 
 export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => {
-  const facts = (backendId: string): Tasks.BackendFacts | undefined => {
-    const running = backends.backend(backendId)
-    return running === undefined ? undefined : { era: running.era, capabilities: running.serverCapabilities }
-  }
+  const facts = Tasks.factsOf(backends)
   return {
     name: "forward",
     run: (call) => {
