@@ -57,6 +57,9 @@ describe("config changes without a restart, seen by a connected client", () => {
   const heard: Array<{ method: string; at: number }> = []
 
   const v1 = (root: string) => ({
+    // initialize does not wait for the backends: the ones still starting announce their tools
+    // with list_changed, as they do on a busy machine, and the tests must not take that for a reload's.
+    startupTimeoutMs: 1,
     backends: [
       marked("fs", { args: [FILESYSTEM, root] }),
       marked("mem", { args: [MEMORY], env: { MEMORY_FILE_PATH: join(root, "mem.jsonl") } }),
@@ -90,6 +93,16 @@ describe("config changes without a restart, seen by a connected client", () => {
     await client.connect(transport)
     // Every backend of v1 running (they start while initialize waits, bounded): the tests compare pids.
     await until("v1's backends", () => backendPids(transport.pid!).size === 4, 20_000)
+    // ...and every one of them listed: a backend that was still starting when initialize returned
+    // announces its tools with list_changed, sent before the reply of the listing that shows them.
+    await until(
+      "v1's tools",
+      async () => {
+        const names = await toolNames()
+        return ["fs__read_text_file", "mem__read_graph", "ev__echo", "kg__read_graph"].every((n) => names.includes(n))
+      },
+      20_000
+    )
     heard.length = 0
   })
   afterEach(async () => {
