@@ -16,7 +16,7 @@ import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
 import * as Reaper from "../backend/Reaper.js"
 import * as Secrets from "../observability/Secrets.js"
-import { SERVER_VERSION } from "../gateway/Server.js"
+import { SERVER_VERSION } from "../gateway/methods/Aggregate.js"
 import * as Load from "../config/Load.js"
 import { closest } from "../config/Suggest.js"
 import { onPath } from "../config/ServersDir.js"
@@ -28,6 +28,7 @@ import { onStopSignal } from "./Signals.js"
 import type * as Http from "../transport/Http.js"
 import { isLoopback, parseAddress } from "../transport/Address.js"
 import * as Stdio from "../transport/Stdio.js"
+import { Protocol } from "../gateway/edge/Protocol.js"
 import { messageOf } from "../data/Json.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
@@ -431,14 +432,16 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
   const GatewayLive = (
     settings.http === undefined ? debug.pipe(Layer.provideMerge(Gateway.layerStdio)) : Gateway.layerSharedWith(debug)
   ).pipe(Layer.provide(llm), Layer.provide(Layer.effectDiscard(announce)), Layer.provideMerge(ConfigLive))
+  // What the transports carry frames to (sessions, eras, where the backends start).
+  const ServedLive = Protocol.layer.pipe(Layer.provideMerge(GatewayLive))
   const http = settings.http
   const serve: Effect.Effect<void> =
     http === undefined
-      ? Stdio.serveProcessAs(settings.profile).pipe(Effect.provide(GatewayLive))
+      ? Stdio.serveProcessAs(settings.profile).pipe(Effect.provide(ServedLive))
       : // Backends start while the layer builds; the server then runs until interrupted (a signal).
         // The HTTP transport is loaded only here: the stdio gateway never reads its code.
         Effect.promise(() => import("../transport/Http.js")).pipe(
-          Effect.flatMap((Http) => Layer.launch(Http.layer(http).pipe(Layer.provide(GatewayLive)))),
+          Effect.flatMap((Http) => Layer.launch(Http.layer(http).pipe(Layer.provide(ServedLive)))),
           Effect.catchAll((error) =>
             Effect.zipRight(
               Effect.logFatal(`cannot serve HTTP on ${http.host}:${http.port}`, error),

@@ -13,8 +13,8 @@
  * `layerScripted`).
  */
 import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
-import { Backends, type BackendNotification, startOptionsOf } from "../backend/Backends.js"
-import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ClientAsk.js"
+import { Backends, type BackendNotification } from "../backend/Backends.js"
+import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
 import type { BackendError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
@@ -22,25 +22,26 @@ import type { LlmClient } from "../orchestration/Llm.js"
 import { Orchestrator } from "../orchestration/Orchestrator.js"
 import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
 import type { Notification } from "../jsonrpc/JsonRpc.js"
-import * as Relay from "./Relay.js"
-import { InputBridge } from "./InputBridge.js"
-import { Routes } from "./Routes.js"
-import { Sessions } from "./Sessions.js"
-import * as Tasks from "./Tasks.js"
-import * as BackendEndpoint from "./BackendEndpoint.js"
-import * as RunTasks from "./RunTasks.js"
-import * as Audit from "./Audit.js"
+import * as Relay from "./methods/Relay.js"
+import { InputBridge } from "./ask/InputBridge.js"
+import { Routes } from "./routing/Routes.js"
+import { Sessions } from "./edge/Sessions.js"
+import { Launch } from "./edge/Launch.js"
+import * as Tasks from "./routing/Tasks.js"
+import * as BackendEndpoint from "./methods/BackendEndpoint.js"
+import * as RunTasks from "./routing/RunTasks.js"
+import * as Audit from "./call/Audit.js"
 import { CallPipeline, layerPlanned } from "./call/Pipeline.js"
-import { Forwarder } from "./Forwarding.js"
+import { Forwarder } from "./call/Forwarding.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Methods from "./Methods.js"
-import * as Server from "./Server.js"
-import type { Session, Target } from "./Session.js"
+import * as Methods from "./methods/Methods.js"
+import * as Aggregate from "./methods/Aggregate.js"
+import type { Session, Target } from "./edge/Session.js"
 import type { Tool } from "../protocol/Mcp.js"
 import { objectOr, stringField } from "../data/Json.js"
 import type { Profile } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
-import * as ListChanged from "./ListChanged.js"
+import * as ListChanged from "./routing/ListChanged.js"
 import * as Reload from "./Reload.js"
 import { field } from "../data/Json.js"
 
@@ -48,7 +49,7 @@ import { field } from "../data/Json.js"
 const NO_PROFILE: Profile = { backends: [] }
 
 export interface GatewayService {
-  readonly mode: Server.Mode
+  readonly mode: Aggregate.Mode
   /**
    * Opens `session` for the current scope: it receives notifications until the scope closes.
    * Returns its method table; the client's `exit` completes `session.ended`.
@@ -72,6 +73,7 @@ const make = Effect.gen(function* () {
   const sessions = registry.all()
   const clientAsk = yield* ClientAsk
   const audit = yield* Audit.Audit
+  const launch = yield* Launch
   // A task the gateway forgets would run on at its backend with nobody to read it: cancelled there.
   const runtime = yield* Effect.runtime<never>()
   routes.onEvicted((route) =>
@@ -89,7 +91,7 @@ const make = Effect.gen(function* () {
   const pipeline = yield* CallPipeline
   const forwarder = yield* Forwarder
   /** Every other request on a backend for a session's (resources, prompts, tasks...): see Forwarding. */
-  const forward: Server.Context["forward"] = forwarder.forward
+  const forward: Aggregate.Context["forward"] = forwarder.forward
 
   const subscription = (
     session: Session,
@@ -137,11 +139,12 @@ const make = Effect.gen(function* () {
     return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
   }
   const runTasks = yield* RunTasks.make(() => current.sessionIdPrefix)
-  const ctx: Server.Context = {
+  const ctx: Aggregate.Context = {
     pipeline,
     mode,
     config,
     backends,
+    launch,
     orchestrator,
     relay,
     routes,
@@ -335,7 +338,7 @@ const make = Effect.gen(function* () {
         withClientRequests(
           session,
           session.target._tag === "Aggregate"
-            ? Server.aggregate(ctx, session, endSession(session))
+            ? Aggregate.aggregate(ctx, session, endSession(session))
             : BackendEndpoint.backend(ctx, session, session.target.backendId, endSession(session))
         )
       )
@@ -396,7 +399,11 @@ const services = (sessions: Layer.Layer<Sessions>) =>
     Layer.provideMerge(CallPipeline.layer),
     Layer.provideMerge(Forwarder.layer),
     Layer.provideMerge(
-      Layer.merge(ClientAsk.layer.pipe(Layer.provideMerge(Layer.merge(sessions, Routes.layer))), Audit.Audit.layer)
+      Layer.mergeAll(
+        ClientAsk.layer.pipe(Layer.provideMerge(Layer.merge(sessions, Routes.layer))),
+        Audit.Audit.layer,
+        Launch.layer
+      )
     )
   )
 
@@ -408,20 +415,30 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
   static readonly layer: Layer.Layer<
     Gateway,
     never,
-    GatewayConfig | Backends | Orchestrator | Events | Routes | Sessions | ClientAsk | Audit.Audit | CallPipeline | Forwarder
+    | GatewayConfig
+    | Backends
+    | Orchestrator
+    | Events
+    | Routes
+    | Sessions
+    | ClientAsk
+    | Audit.Audit
+    | CallPipeline
+    | Forwarder
+    | Launch
   > = Layer.scoped(Gateway, make)
   /**
    * One client owns the gateway (stdio): its `initialize` configures and starts the backends. With
    * the input bridge its transport serves 2026-07-28 requests on.
    */
   static readonly layerSingle: Layer.Layer<
-    Gateway | InputBridge | Orchestrator,
+    Gateway | InputBridge | Orchestrator | Launch,
     never,
     GatewayConfig | Backends | Events | LlmClient
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(InputBridge.layer))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
-    Gateway | InputBridge | Orchestrator,
+    Gateway | InputBridge | Orchestrator | Launch,
     never,
     GatewayConfig | Backends | Events | LlmClient
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(InputBridge.layer))
@@ -439,18 +456,9 @@ export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipel
     Layer.provideMerge(layerBase)
   )
 
-/**
- * Starts every configured backend while the layer builds (bounded by `startupTimeoutMs`), telling
- * them the client capabilities given.
- */
+/** Starts every configured backend while the layer builds, telling them the client capabilities given. */
 const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>) =>
-  Layer.effectDiscard(
-    Effect.gen(function* () {
-      const config = yield* (yield* GatewayConfig).current
-      const backends = yield* Backends
-      yield* backends.start(config.backends, startOptionsOf(config, clientCapabilities))
-    })
-  )
+  Layer.effectDiscard(Effect.flatMap(Launch, (launch) => launch.start(clientCapabilities)))
 
 /**
  * For embedding: the core with every configured backend started while the layer builds, and
@@ -458,11 +466,14 @@ const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>) 
  * answer backends' requests: `roots/list` gets a backend's configured `roots`, the rest -32601.
  */
 export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
-  startConfigured({}).pipe(Layer.provideMerge(layerCore))
+  startConfigured({}).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
 
 /** The stdio gateway: backends start when the client sends `initialize` (see `transport/Stdio`). */
-export const layerStdio: Layer.Layer<Gateway | InputBridge | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =
-  Gateway.layerSingle.pipe(Layer.provideMerge(layerBase))
+export const layerStdio: Layer.Layer<
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events,
+  never,
+  GatewayConfig | LlmClient
+> = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase))
 
 /**
  * The shared gateway with `observer` (the debug UI) built before the backends start, so it sees
@@ -470,7 +481,7 @@ export const layerStdio: Layer.Layer<Gateway | InputBridge | Orchestrator | Back
  */
 export const layerSharedWith = (
   observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
-): Layer.Layer<Gateway | InputBridge | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
+): Layer.Layer<Gateway | InputBridge | Orchestrator | Launch | Backends | Events, never, GatewayConfig | LlmClient> =>
   // The gateway is in place before the backends start: their first requests find it.
   startConfigured(SHARED_CLIENT_CAPABILITIES).pipe(
     Layer.provideMerge(Gateway.layerShared),
@@ -479,7 +490,7 @@ export const layerSharedWith = (
 
 /** The shared gateway: backends started with it, every session served by them (see `transport/Http`). */
 export const layerShared: Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Backends | Events,
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events,
   never,
   GatewayConfig | LlmClient
 > = layerSharedWith(Layer.empty)

@@ -21,32 +21,12 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import {
-  Chunk,
-  Deferred,
-  Effect,
-  Either,
-  Exit,
-  type Fiber,
-  FiberId,
-  Layer,
-  Option,
-  Queue,
-  Redacted,
-  Schedule,
-  Scope,
-  Stream
-} from "effect"
-import { randomUUID } from "node:crypto"
+import { Chunk, Effect, Either, type Fiber, FiberId, Layer, Option, Queue, Redacted, Stream } from "effect"
 import { createServer } from "node:http"
-import { Backends } from "../backend/Backends.js"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import { Events } from "../observability/Events.js"
-import { Gateway } from "../gateway/Gateway.js"
-import type { InputBridge } from "../gateway/InputBridge.js"
-import { classify, failure, type Id } from "../jsonrpc/JsonRpc.js"
-import { isSupportedProtocolVersion } from "../protocol/Mcp.js"
+import { Protocol, type SharedSession, type Target } from "../gateway/edge/Protocol.js"
+import { classify, failure } from "../jsonrpc/JsonRpc.js"
 import { makeGuards, tokenMatches } from "./Guards.js"
 import {
   accepts,
@@ -64,11 +44,7 @@ import {
   VERSION_HEADER
 } from "./HttpWire.js"
 import * as Listener from "./Listener.js"
-import * as Peer from "../jsonrpc/Peer.js"
-import { sameTarget, Session, type Target } from "../gateway/Session.js"
 import * as ResourceServer from "../auth/ResourceServer.js"
-import * as Dispatch from "../gateway/Dispatch.js"
-import * as Era from "../gateway/Era.js"
 import { messageOf } from "../data/Json.js"
 
 /** Who the request's access token speaks for (`--http-auth oauth`); undefined otherwise. */
@@ -96,18 +72,6 @@ export interface Options {
   readonly oauth?: boolean | undefined
 }
 
-// ---------------------------------------------------------------------------------------------
-// Sessions
-
-interface HttpSession {
-  readonly session: Session
-  readonly peer: Peer.Peer
-  readonly scope: Scope.CloseableScope
-  /** The open GET stream, if any. */
-  stream: Queue.Queue<unknown> | undefined
-  closed: boolean
-}
-
 /**
  * How long requests in flight at shutdown may still finish on their own before they are cancelled
  * (each still gets its reply), and then how long their responses may take to be written.
@@ -126,12 +90,10 @@ interface AppOptions extends Omit<Options, "port"> {
  */
 const makeApp = (options: AppOptions) =>
   Effect.gen(function* () {
-    const gateway = yield* Gateway
-    const backends = yield* Backends
-    const events = yield* Events
+    const protocol = yield* Protocol
     const gatewayConfig = yield* GatewayConfig
-    // The transport's own settings (bounds, hosts, idle time) are read once; what it serves (the
-    // backends and profiles) is looked up as configured now, so a reload's backends are reachable.
+    // The transport's own settings (bounds, hosts) are read once; what it serves (the backends and
+    // profiles) is looked up as configured now, so a reload's backends are reachable.
     const config = yield* gatewayConfig.current
     const resourceServer =
       options.oauth === true && config.httpAuth !== undefined
@@ -147,115 +109,14 @@ const makeApp = (options: AppOptions) =>
         return name === undefined ? [] : (profiles[safeDecode(name)]?.scopes ?? [])
       })
     const guards = makeGuards(options, options.port, config)
-    const sessions = new Map<string, HttpSession>()
-    // Stateless requests run beside the exchange that answers them (their calls may outlive it).
-    const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
-      transport: "http",
-      // Listen streams count against maxSessions with the sessions: each holds a listener.
-      listenRefusal: () =>
-        sessions.size + dispatcher.listening() >= config.maxSessions
-          ? {
-              status: 503,
-              message: `Service Unavailable: ${config.maxSessions} sessions and listen streams are open (maxSessions)`,
-              headers: { "retry-after": "5" }
-            }
-          : undefined
-    })
-
-    const closeSession = (entry: HttpSession, why: string) =>
-      Effect.suspend(() => {
-        if (entry.closed) return Effect.void
-        entry.closed = true
-        sessions.delete(entry.session.id)
-        const stream = entry.stream
-        entry.stream = undefined
-        return Effect.all(
-          [
-            Effect.logInfo("session closed", { session: entry.session.id, why }),
-            stream === undefined ? Effect.void : Queue.shutdown(stream),
-            Deferred.succeed(entry.session.ended, undefined),
-            Scope.close(entry.scope, Exit.void)
-          ],
-          { discard: true }
-        )
-      })
-
-    const openSession = (target: Target, principal: Principal) =>
-      Effect.gen(function* () {
-        const scope = yield* Scope.make()
-        let entry: HttpSession | undefined
-        const session = new Session({
-          id: `${config.sessionIdPrefix}${randomUUID()}`,
-          transport: "http",
-          target,
-          subject: principal?.subject,
-          send: (message) => {
-            const stream = entry?.stream
-            // With no GET stream open, a message that belongs to no request has nowhere to go.
-            if (stream === undefined) return false
-            Queue.unsafeOffer(stream, message)
-            return true
-          }
-        })
-        const handlers = yield* Scope.extend(gateway.open(session), scope)
-        const peer = yield* Scope.extend(Peer.make(handlers, { sessionId: session.id, events }), scope)
-        entry = { session, peer, scope, stream: undefined, closed: false }
-        // `exit` from the client ends the session like DELETE. A daemon, not a fiber of a scope:
-        // closing the session completes `ended`, so it always finishes, and it must not be
-        // interrupted by the scope it closes.
-        yield* Deferred.await(session.ended).pipe(
-          Effect.zipRight(Effect.suspend(() => closeSession(entry!, "exit"))),
-          Effect.forkDaemon
-        )
-        return entry
-      })
-
-    // Idle sessions end: no request for sessionIdleMs, nothing in flight, no stream open.
-    yield* Effect.suspend(() => {
-      const now = Date.now()
-      const idle = [...sessions.values()].filter(
-        (e) => now - e.session.lastActivity >= config.sessionIdleMs && e.peer.inFlight() === 0 && e.stream === undefined
-      )
-      return Effect.forEach(idle, (e) => closeSession(e, `idle for ${config.sessionIdleMs} ms`), { discard: true })
-    }).pipe(
-      Effect.repeat(Schedule.spaced(Math.max(50, Math.min(60_000, Math.floor(config.sessionIdleMs / 2))))),
-      Effect.forkScoped
-    )
-    yield* Effect.addFinalizer(() =>
-      Effect.forEach([...sessions.values()], (e) => closeSession(e, "gateway stopping"), { discard: true })
-    )
-    // First at shutdown: requests in flight get a grace to finish, then are cancelled at their
-    // backends, and each still gets its reply before the sessions and connections close.
-    yield* Effect.addFinalizer(() =>
-      Effect.all(
-        [
-          Effect.forEach([...sessions.values()], (e) => e.peer.drain(STOP_GRACE_MS), {
-            concurrency: "unbounded",
-            discard: true
-          }),
-          dispatcher.drain(STOP_GRACE_MS)
-        ],
-        { concurrency: "unbounded", discard: true }
-      )
-    )
+    // The sessions, their idle sweep and the stateless era's requests live in this scope: at
+    // shutdown their requests get a grace, then the sessions close.
+    const sessions = yield* protocol.shared
 
     /** The session a request names, or the response that refuses it. */
     const findSession = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {
-      const id = request.headers[SESSION_HEADER]
-      if (id === undefined || id === "") {
-        return { refused: reject(400, "Bad Request: Mcp-Session-Id header is required (send initialize first)") } as const
-      }
-      const entry = sessions.get(id)
-      // A session is its subject's: another's token does not reach it (nor learns it exists).
-      if (entry === undefined || !sameTarget(entry.session.target, target) || entry.session.subject !== principal?.subject) {
-        return { refused: reject(404, "Session not found: it expired or was closed; send initialize again") } as const
-      }
-      const version = request.headers[VERSION_HEADER]
-      if (version !== undefined && !isSupportedProtocolVersion(version)) {
-        return { refused: reject(400, `Bad Request: unsupported MCP-Protocol-Version: ${String(version).slice(0, 64)}`) } as const
-      }
-      entry.session.lastActivity = Date.now()
-      return { entry } as const
+      const found = sessions.find(request.headers[SESSION_HEADER], target, principal?.subject, request.headers[VERSION_HEADER])
+      return "status" in found ? { refused: reject(found.status, found.message) } : { session: found }
     }
 
     /**
@@ -264,14 +125,14 @@ const makeApp = (options: AppOptions) =>
      * stream when the client ranks it first (`alwaysStream`).
      */
     const exchange = (
-      entry: HttpSession,
+      session: SharedSession,
       value: unknown,
       sse: boolean,
       headers: Record<string, string>,
       alwaysStream = false
     ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
       exchangeWith(
-        (out) => entry.peer.receiveValue(value, out),
+        (out) => session.receive(value, out),
         sse,
         headers,
         () => 200,
@@ -301,53 +162,37 @@ const makeApp = (options: AppOptions) =>
           return json(400, failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${messageOf(error)}` }))
         }
         const items = Array.isArray(value) ? value : [value]
-        const isInitialize = items.some(
-          (item) =>
-            classify(item)._tag === "Request" && (item as { method: string }).method === "initialize" && !Era.isStateless(item)
-        )
-        if (isInitialize) {
+        const kind = sessions.kindOf(value, request.headers[SESSION_HEADER], request.headers[VERSION_HEADER])
+        if (kind === "initialize") {
           if (items.length > 1) return reject(400, "Bad Request: initialize must be sent alone, not in a batch")
           if (request.headers[SESSION_HEADER] !== undefined) {
             return reject(400, "Bad Request: initialize starts a session: send it without Mcp-Session-Id")
           }
-          if (sessions.size + dispatcher.listening() >= config.maxSessions) {
-            return reject(
-              503,
-              `Service Unavailable: ${config.maxSessions} sessions are open (maxSessions)`,
-              { "retry-after": "5" },
-              ErrorCode.InternalError
-            )
-          }
-          const entry = yield* openSession(target, principal)
-          sessions.set(entry.session.id, entry)
+          const opened = yield* sessions.open(target, principal?.subject)
+          if ("status" in opened) return reject(opened.status, opened.message, opened.headers, opened.code)
           // Always JSON: the session exists only if initialize succeeded, known once it replied.
-          const response = yield* exchange(entry, value, false, {}).pipe(
+          const response = yield* exchange(opened, value, false, {}).pipe(
             // The client went away before it learned the session's id: nobody can use it.
-            Effect.onInterrupt(() => closeSession(entry, "initialize abandoned"))
+            Effect.onInterrupt(() => opened.close("initialize abandoned"))
           )
-          if (entry.session.phase !== "ready") {
-            yield* closeSession(entry, "initialize failed")
+          if (!opened.ready()) {
+            yield* opened.close("initialize failed")
             return response
           }
-          return HttpServerResponse.setHeader(response, SESSION_HEADER, entry.session.id)
+          return HttpServerResponse.setHeader(response, SESSION_HEADER, opened.id)
         }
-        if (request.headers[SESSION_HEADER] === undefined && Era.eraOf(value, request.headers[VERSION_HEADER]) === "stateless") {
-          const { id, method, params } = value as { id: Id; method: string; params: unknown }
-          const message = { id, method, params }
-          const header = request.headers[VERSION_HEADER]
-          const admitted = dispatcher.admit(message, header === undefined ? undefined : header)
+        if (kind === "stateless") {
+          const admitted = sessions.admit(value, request.headers, request.headers[VERSION_HEADER], target)
           if (Either.isLeft(admitted)) return json(admitted.left.status, admitted.left.response)
-          const contradicted = dispatcher.checkHeaders(message, request.headers, target)
-          if (contradicted !== undefined) return json(contradicted.status, contradicted.response)
-          if (method === "subscriptions/listen") {
+          if (admitted.right.request.method === "subscriptions/listen") {
             if (!sse) return reject(406, "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream")
-            const refusal = dispatcher.listenRefusal()
+            const refusal = sessions.listenRefusal()
             if (refusal !== undefined) return reject(refusal.status, refusal.message, refusal.headers, ErrorCode.InternalError)
             // The listener lives as long as the stream: a client that goes away ends it.
             const events = Stream.unwrapScoped(
               Effect.gen(function* () {
                 const q = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-                yield* dispatcher.listen(message, target, { send: (m: unknown) => Queue.unsafeOffer(q, m) })
+                yield* sessions.listen(admitted.right, target, { send: (m: unknown) => Queue.unsafeOffer(q, m) })
                 return Stream.fromQueue(q)
               })
             ).pipe(Stream.map(sseEvent))
@@ -362,11 +207,11 @@ const makeApp = (options: AppOptions) =>
           })
           return yield* exchangeWith(
             (out) => {
-              served = dispatcher.serve(message, admitted.right, target, out, principal?.subject)
+              served = sessions.serve(admitted.right, target, out, principal?.subject)
             },
             sse,
             {},
-            Era.statusOf
+            sessions.statusOf
           )
         }
         const found = findSession(request, target, principal)
@@ -378,10 +223,10 @@ const makeApp = (options: AppOptions) =>
             return tag === "Request" || tag === "Invalid"
           })
         if (!expectsReply) {
-          found.entry.peer.receiveValue(value, { send: () => {} })
+          found.session.receive(value, { send: () => {} })
           return HttpServerResponse.empty({ status: 202 })
         }
-        return yield* exchange(found.entry, value, sse, {}, prefersSse)
+        return yield* exchange(found.session, value, sse, {}, prefersSse)
       })
 
     const get = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
@@ -391,22 +236,16 @@ const makeApp = (options: AppOptions) =>
         }
         const found = findSession(request, target, principal)
         if (found.refused) return found.refused
-        const entry = found.entry
-        if (entry.stream !== undefined) return reject(409, "Conflict: this session already has a GET stream open")
         const queue = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-        entry.stream = queue
+        const detach = found.session.attach({ send: (m) => Queue.unsafeOffer(queue, m), end: Queue.shutdown(queue) })
+        if (detach === undefined) return reject(409, "Conflict: this session already has a GET stream open")
         const keepalive = Stream.tick(KEEPALIVE_MS).pipe(Stream.drop(1), Stream.as(encoder.encode(": keepalive\n\n")))
         const body = Stream.fromQueue(queue).pipe(
           Stream.map(sseEvent),
           Stream.merge(keepalive, { haltStrategy: "left" }),
           // A first comment sends the headers now: a client waits for them before it reads on.
           Stream.prepend(Chunk.of(encoder.encode(": stream open\n\n"))),
-          Stream.ensuring(
-            Effect.sync(() => {
-              if (entry.stream === queue) entry.stream = undefined
-              entry.session.lastActivity = Date.now()
-            })
-          )
+          Stream.ensuring(Effect.sync(detach))
         )
         return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
       })
@@ -415,26 +254,17 @@ const makeApp = (options: AppOptions) =>
       Effect.gen(function* () {
         const found = findSession(request, target, principal)
         if (found.refused) return found.refused
-        yield* closeSession(found.entry, "ended by the client (DELETE)")
+        yield* found.session.close("ended by the client (DELETE)")
         return HttpServerResponse.empty({ status: 204 })
       })
 
-    const readiness = Effect.gen(function* () {
-      const states = (yield* backends.states).filter((s) => s.enabled)
-      const ready = states.every((s) => s.state === "ready")
-      return json(ready ? 200 : 503, {
-        status: ready ? "ready" : "not ready",
-        backends: states.map((s) => ({
-          id: s.id,
-          state: s.state,
-          ...(s.lastError === undefined ? {} : { lastError: s.lastError })
-        }))
-      })
-    })
+    const readiness = Effect.map(protocol.readiness, ({ ready, backends }) =>
+      json(ready ? 200 : 503, { status: ready ? "ready" : "not ready", backends })
+    )
 
     const route = (request: HttpServerRequest.HttpServerRequest, path: string, principal: Principal) => {
       if (path === "/healthz" && (request.method === "GET" || request.method === "HEAD")) {
-        return Effect.succeed(json(200, { status: "ok", sessions: sessions.size }))
+        return Effect.succeed(json(200, { status: "ok", sessions: sessions.size() }))
       }
       if (path === "/readyz" && (request.method === "GET" || request.method === "HEAD")) return readiness
       if (path === "/mcp") return serveOn(request, { _tag: "Aggregate" }, principal)
@@ -448,22 +278,9 @@ const makeApp = (options: AppOptions) =>
       } catch {
         return Effect.succeed(reject(404, "Not Found"))
       }
-      if (match[1] === "servers") {
-        if (backends.configOf(name) === undefined) {
-          return Effect.succeed(reject(404, `Not Found: no backend '${name.slice(0, 64)}' is configured`))
-        }
-        return serveOn(request, { _tag: "Backend", backendId: name }, principal)
-      }
-      return Effect.flatMap(gatewayConfig.current, ({ profiles }) => {
-        if (Object.hasOwn(profiles, name)) return serveOn(request, { _tag: "Aggregate", profile: name }, principal)
-        const known = Object.keys(profiles)
-        return Effect.succeed(
-          reject(
-            404,
-            `Not Found: no profile '${name.slice(0, 64)}' is configured (${known.length === 0 ? "there are none" : `there are: ${known.join(", ")}`})`
-          )
-        )
-      })
+      return Effect.flatMap(protocol.targetOf(match[1] as "servers" | "profiles", name), (target) =>
+        "notFound" in target ? Effect.succeed(reject(404, target.notFound)) : serveOn(request, target, principal)
+      )
     }
 
     const serveOn = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {
@@ -556,9 +373,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
   })
 
 /** The HTTP server on a Node listener, serving until the layer's scope closes. */
-export const layer = (
-  options: Options
-): Layer.Layer<never, HttpServerError.ServeError, Gateway | InputBridge | GatewayConfig | Backends | Events> =>
+export const layer = (options: Options): Layer.Layer<never, HttpServerError.ServeError, Protocol | GatewayConfig> =>
   Layer.unwrapEffect(
     Effect.sync(() => {
       const node = createServer({ keepAliveTimeout: 65_000 })
@@ -585,9 +400,7 @@ export interface MountOptions {
  * the router with its server (`HttpRouter.Default.unwrap(HttpServer.serve())`), and closing the
  * layer closes the sessions. The port for the Host checks is the app's server's, when it has one.
  */
-export const layerRouter = (
-  options: MountOptions = {}
-): Layer.Layer<never, never, Gateway | InputBridge | GatewayConfig | Backends | Events> =>
+export const layerRouter = (options: MountOptions = {}): Layer.Layer<never, never, Protocol | GatewayConfig> =>
   HttpRouter.Default.use((router) =>
     Effect.gen(function* () {
       const server = yield* Effect.serviceOption(HttpServer.HttpServer)

@@ -10,33 +10,30 @@
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Cause, Chunk, Deferred, Effect, Either, Exit, Fiber, FiberSet, Option, Scope, type Sink, Stream } from "effect"
+import { Cause, Chunk, Deferred, Effect, Fiber, Option, type Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
-import { Backends, type BackendsService, startOptionsOf } from "../backend/Backends.js"
-import { SHARED_CLIENT_CAPABILITIES } from "../gateway/ClientAsk.js"
-import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
+import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import { Events } from "../observability/Events.js"
-import { Gateway, type GatewayService } from "../gateway/Gateway.js"
-import type { InputBridge } from "../gateway/InputBridge.js"
-import { Session, type Target } from "../gateway/Session.js"
-import type { EventsService } from "../observability/Events.js"
-import {
-  classify,
-  encode,
-  failure,
-  type Frame,
-  FrameDecoder,
-  type Framing,
-  idOfDropped,
-  notification
-} from "../jsonrpc/JsonRpc.js"
+import { Protocol } from "../gateway/edge/Protocol.js"
+import { encode, failure, type Frame, FrameDecoder, type Framing, idOfDropped } from "../jsonrpc/JsonRpc.js"
 import * as Peer from "../jsonrpc/Peer.js"
 import { encodeBounded } from "./ReplyBound.js"
-import { STATELESS_PROTOCOL_VERSION } from "../protocol/Mcp.js"
-import * as Dispatch from "../gateway/Dispatch.js"
-import * as Era from "../gateway/Era.js"
-import { field } from "../data/Json.js"
+
+/** What a connection's frames are handed to: MCP behind the transport, or any JSON-RPC peer. */
+export interface Carried {
+  /** One frame's text. */
+  readonly receive: (text: string) => void
+  /** Requests in flight get `graceMs` to finish after end of input, then are cancelled (each still replies). */
+  readonly drain: (graceMs: number) => Effect.Effect<void>
+  /** Completes when the other side ends the connection itself (MCP's `exit`). */
+  readonly ended?: Effect.Effect<void> | undefined
+}
+
+/** A plain JSON-RPC peer with these handlers behind a connection. */
+export const peer =
+  <R>(handlers: Peer.Handlers<R>, sessionId = "stdio") =>
+  (out: Peer.Outbox): Effect.Effect<Carried, never, R | Scope.Scope> =>
+    Effect.map(Peer.make(handlers, { sessionId }), (p) => ({ receive: (text) => p.receive(text, out), drain: p.drain }))
 
 export interface ServeOptions<E, R> {
   /**
@@ -49,35 +46,17 @@ export interface ServeOptions<E, R> {
    * `write`: no writer fiber, no stream pipeline per frame.
    */
   readonly output: Sink.Sink<unknown, string, never, unknown> | Writable
-  /** The method table, or a function that opens a session on this connection and returns it. */
-  readonly handlers: Peer.Handlers<R> | ((connection: Connection) => Effect.Effect<Peer.Handlers<R>, never, R | Scope.Scope>)
+  /** What the frames go to, opened on the connection's outbox (everything sent goes there, in the client's framing). */
+  readonly connect: (out: Peer.Outbox) => Effect.Effect<Carried, never, R>
   readonly maxFrameBytes: number
   /** The longest frame written (see ReplyBound); none: no bound (a pipe to a peer of the gateway's own). */
   readonly maxReplyBytes?: number | undefined
-  /**
-   * Sees each frame's text before the peer does; true when it took the frame. The stateless era's
-   * lock lives here: the connection's first message decides its era.
-   */
-  readonly intercept?: ((text: string, out: Peer.Outbox) => boolean) | undefined
   /** Completing this ends the connection like end of input (`exit`). */
   readonly stop?: Deferred.Deferred<void> | undefined
   /** How long in-flight requests may go on after end of input before they are interrupted. */
   readonly drainMs?: number | undefined
   /** Framing for frames sent before the client's first bytes decide it. */
   readonly framing?: Framing | undefined
-  readonly sessionId?: string | undefined
-  readonly events?: EventsService | undefined
-}
-
-/** The connection as its session sees it. */
-export interface Connection {
-  /** Sends a notification in the client's framing. */
-  readonly notify: (method: string, params: unknown) => Effect.Effect<void>
-  readonly notifyUnsafe: (method: string, params: unknown) => void
-  /** Sends any message (a request of the gateway's) in the client's framing. */
-  readonly send: (message: unknown) => void
-  /** Requests in flight now. */
-  readonly inFlight: () => number
 }
 
 /** The single writer of a connection: frames never interleave, and `end` flushes them all. */
@@ -220,7 +199,7 @@ const readReadable = (readable: Readable, decoder: FrameDecoder, dispatch: (fram
  * Serves one connection until its input ends (or `stop` completes), then waits up to `drainMs`
  * for requests in flight and flushes every reply before returning.
  */
-export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, never, R> =>
+export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, never, Exclude<R, Scope.Scope>> =>
   Effect.scoped(
     Effect.gen(function* () {
       const decoder = new FrameDecoder(options.maxFrameBytes)
@@ -244,17 +223,7 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
                 writer.offer(bounded.frame)
               }
       }
-      const notifyUnsafe = (method: string, params: unknown) => out.send(notification(method, params))
-      let peer: Peer.Peer | undefined
-      const connection: Connection = {
-        notifyUnsafe,
-        send: out.send,
-        notify: (method, params) => Effect.sync(() => notifyUnsafe(method, params)),
-        inFlight: () => peer?.inFlight() ?? 0
-      }
-      const handlers = typeof options.handlers === "function" ? yield* options.handlers(connection) : options.handlers
-      peer = yield* Peer.make(handlers, { sessionId: options.sessionId ?? "stdio", events: options.events })
-      const live = peer
+      const carried = yield* options.connect(out)
 
       const dispatch = (frame: Frame): void => {
         switch (frame._tag) {
@@ -268,8 +237,7 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
           case "BadHeader":
             return out.send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${frame.detail}` }))
           case "Text":
-            if (options.intercept?.(frame.text, out) === true) return
-            return live.receive(frame.text, out)
+            return carried.receive(frame.text)
         }
       }
 
@@ -284,96 +252,17 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
                 Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("client input failed", cause)
               )
             )
-      yield* options.stop === undefined ? reader : Effect.raceFirst(reader, Deferred.await(options.stop))
+      const ends = [
+        ...(options.stop === undefined ? [] : [Deferred.await(options.stop)]),
+        ...(carried.ended === undefined ? [] : [carried.ended])
+      ]
+      yield* ends.length === 0 ? reader : Effect.raceAll([reader, ...ends])
 
       // End of input: let in-flight requests finish (bounded), then flush what they wrote.
-      yield* live.drain(options.drainMs ?? 2_000)
+      yield* carried.drain(options.drainMs ?? 2_000)
       yield* writer.end
     })
   )
-
-/** `subscriptions/listen` streams one stdio connection may hold. */
-const MAX_STDIO_LISTENERS = 64
-
-/**
- * The era lock of a stdio connection: when its first message is a request of the stateless era
- * (2026-07-28), every message after it goes to the era's dispatcher (the backends start with that
- * first request, telling them what any request may relay); otherwise the session era's peer serves
- * them all and this lets every frame through.
- */
-const statelessEra = (gateway: GatewayService, backends: BackendsService, config: ResolvedConfig, target: Target) =>
-  Effect.gen(function* () {
-    const started: Effect.Effect<void> = yield* Effect.cached(
-      backends.start(config.backends, startOptionsOf(config, SHARED_CLIENT_CAPABILITIES))
-    )
-    const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
-      transport: "stdio",
-      ready: started,
-      // They last as long as the connection: a client that keeps opening them is refused past a bound.
-      listenRefusal: () =>
-        dispatcher.listening() >= MAX_STDIO_LISTENERS
-          ? { status: 503, message: `${MAX_STDIO_LISTENERS} listen streams are open on this connection` }
-          : undefined
-    })
-    const runFork = yield* FiberSet.runtime(yield* FiberSet.make<unknown, never>())<never>()
-    const listeners = yield* Scope.make()
-    yield* Effect.addFinalizer(() => Scope.close(listeners, Exit.void))
-    let era: "undecided" | "session" | "stateless" = "undecided"
-    const intercept = (text: string, out: Peer.Outbox): boolean => {
-      if (era === "session") return false
-      let value: unknown
-      try {
-        value = JSON.parse(text)
-      } catch {
-        return era === "stateless"
-          ? (out.send(failure(null, { code: ErrorCode.ParseError, message: "Parse error" })), true)
-          : false
-      }
-      if (era === "undecided") era = Era.isStateless(value) ? "stateless" : "session"
-      if (era === "session") return false
-      const incoming = classify(value)
-      if (incoming._tag === "Invalid") {
-        out.send(failure(incoming.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${incoming.reason}` }))
-        return true
-      }
-      if (incoming._tag === "Notification") {
-        const { method, params } = incoming.notification
-        if (method === "notifications/cancelled") dispatcher.cancel(field(params, "requestId"))
-        return true
-      }
-      if (incoming._tag !== "Request") return true
-      const request = incoming.request
-      // The era is this connection's: a session-era handshake on it is a removed method, not bad _meta.
-      if (request.method === "initialize") {
-        out.send(
-          failure(request.id, {
-            code: ErrorCode.MethodNotFound,
-            message: `Method not found: initialize (this connection speaks ${STATELESS_PROTOCOL_VERSION})`
-          })
-        )
-        return true
-      }
-      const admitted = dispatcher.admit(request, null)
-      if (Either.isLeft(admitted)) {
-        out.send(admitted.left.response)
-        return true
-      }
-      if (request.method === "subscriptions/listen") {
-        runFork(
-          Scope.extend(dispatcher.listen(request, target, out), listeners).pipe(
-            Effect.map((refusal) => {
-              if (refusal !== undefined)
-                out.send(failure(request.id, { code: ErrorCode.InternalError, message: refusal.message }))
-            })
-          )
-        )
-        return true
-      }
-      dispatcher.serve(request, admitted.right, target, out)
-      return true
-    }
-    return { intercept }
-  })
 
 /** The client closed its end of stdout: nothing more can reach it, and end of input follows. */
 const ignoreStdoutError = (): void => {}
@@ -387,66 +276,36 @@ export interface StreamsOptions {
 }
 
 /**
- * Serves the gateway on `stdin`/`stdout` until stdin ends or `exit` arrives, then stops every
- * backend. Nothing but frames is ever written to `stdout`.
+ * Serves the gateway on `stdin`/`stdout` until stdin ends or `exit` arrives; then the backends stop
+ * (see gateway/edge/StreamConnection). Nothing but frames is ever written to `stdout`.
  */
-export const serveStreams = (
-  options: StreamsOptions
-): Effect.Effect<void, never, Gateway | InputBridge | GatewayConfig | Backends | Events> =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const { stdin, stdout, profile } = options
-      // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
-      // a client that went away arrives after, and unheard it would crash the process (exit 1, with
-      // the backends not yet stopped). Kept for the life of the stream.
-      if (!stdout.listeners("error").includes(ignoreStdoutError)) stdout.on("error", ignoreStdoutError)
-      const gateway = yield* Gateway
-      const config = yield* (yield* GatewayConfig).current
-      const backends = yield* Backends
-      const events = yield* Events
-      let connection: Connection | undefined
-      const target = { _tag: "Aggregate", profile } as const
-      const session = new Session({
-        id: "stdio",
-        transport: "stdio",
-        target,
-        send: (message) => {
-          if (connection === undefined) return false
-          connection.send(message)
-          return true
-        }
-      })
-      const era = yield* statelessEra(gateway, backends, config, target)
-      yield* serve({
-        intercept: era.intercept,
-        // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
-        // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
-        // measured 2-3x the gateway's CPU per call).
-        input: NodeStream.fromReadable(
-          () => stdin,
-          (error) => error,
-          { closeOnDone: false }
-        ),
-        output: stdout,
-        handlers: (c) => {
-          connection = c
-          return gateway.open(session)
-        },
-        maxFrameBytes: config.maxFrameBytes,
-        maxReplyBytes: config.maxReplyBytes,
-        stop: session.ended,
-        sessionId: session.id,
-        events
-      })
-      yield* Effect.logInfo("client disconnected: stopping backends")
-      yield* backends.stopAll
+export const serveStreams = (options: StreamsOptions): Effect.Effect<void, never, Protocol | GatewayConfig> =>
+  Effect.gen(function* () {
+    const { stdin, stdout, profile } = options
+    // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
+    // a client that went away arrives after, and unheard it would crash the process (exit 1, with
+    // the backends not yet stopped). Kept for the life of the stream.
+    if (!stdout.listeners("error").includes(ignoreStdoutError)) stdout.on("error", ignoreStdoutError)
+    const protocol = yield* Protocol
+    const config = yield* (yield* GatewayConfig).current
+    yield* serve({
+      // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
+      // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
+      // measured 2-3x the gateway's CPU per call).
+      input: NodeStream.fromReadable(
+        () => stdin,
+        (error) => error,
+        { closeOnDone: false }
+      ),
+      output: stdout,
+      connect: (out) => protocol.stream({ profile, out }),
+      maxFrameBytes: config.maxFrameBytes,
+      maxReplyBytes: config.maxReplyBytes
     })
-  )
+  })
 
 /** This process's stdin/stdout, with a `profile` (`--profile`) or the whole aggregate. */
-export const serveProcessAs = (
-  profile: string | undefined
-): Effect.Effect<void, never, Gateway | InputBridge | GatewayConfig | Backends | Events> =>
+export const serveProcessAs = (profile: string | undefined): Effect.Effect<void, never, Protocol | GatewayConfig> =>
   serveStreams({ stdin: process.stdin, stdout: process.stdout, profile })
 
 /** `serveProcessAs` the whole aggregate. */

@@ -8,6 +8,7 @@ import { Effect, Layer } from "effect"
 import type { Backends } from "../backend/Backends.js"
 import type { GatewayConfig } from "../config/Config.js"
 import * as Gateway from "../gateway/Gateway.js"
+import { Protocol } from "../gateway/edge/Protocol.js"
 import type { Events } from "../observability/Events.js"
 import type { LlmClient } from "../orchestration/Llm.js"
 import type { Orchestrator } from "../orchestration/Orchestrator.js"
@@ -24,7 +25,10 @@ export type { StreamsOptions } from "./Stdio.js"
 export const layerStdio = (
   options: Stdio.StreamsOptions
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
-  Layer.scopedDiscard(Effect.forkScoped(Stdio.serveStreams(options))).pipe(Layer.provideMerge(Gateway.layerStdio))
+  Layer.scopedDiscard(Effect.forkScoped(Stdio.serveStreams(options))).pipe(
+    Layer.provide(Protocol.layer),
+    Layer.provideMerge(Gateway.layerStdio)
+  )
 
 /**
  * Streamable HTTP for many clients under `path` on the app's `HttpRouter.Default` (both eras,
@@ -34,4 +38,4 @@ export const layerStdio = (
 export const layerHttp = (
   options: Http.MountOptions = {}
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
-  Http.layerRouter(options).pipe(Layer.provideMerge(Gateway.layerShared))
+  Http.layerRouter(options).pipe(Layer.provide(Protocol.layer), Layer.provideMerge(Gateway.layerShared))

@@ -225,7 +225,7 @@ const session = (chunks: ReadonlyArray<string>, options: { maxFrameBytes?: numbe
     yield* Stdio.serve({
       input,
       output: Sink.forEach((s: string) => Effect.sync(() => written.push(s))),
-      handlers: testHandlers,
+      connect: Stdio.peer(testHandlers),
       maxFrameBytes: options.maxFrameBytes ?? 1024 * 1024,
       drainMs: options.drainMs ?? 2_000
     })
@@ -383,7 +383,7 @@ describe("serve", () => {
       const fiber = yield* Stdio.serve({
         input: Stream.fromQueue(inputQueue),
         output: Sink.forEach((s: string) => Effect.sync(() => written.push(s))),
-        handlers: testHandlers,
+        connect: Stdio.peer(testHandlers),
         maxFrameBytes: 1024,
         stop
       }).pipe(Effect.fork)

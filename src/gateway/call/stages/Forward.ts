@@ -6,9 +6,9 @@
  */
 import { Effect } from "effect"
 import type { BackendsService } from "../../../backend/Backends.js"
-import type { ForwarderService } from "../../Forwarding.js"
-import type { RoutesService } from "../../Routes.js"
-import * as Tasks from "../../Tasks.js"
+import type { ForwarderService } from "../Forwarding.js"
+import type { RoutesService } from "../../routing/Routes.js"
+import * as Tasks from "../../routing/Tasks.js"
 import { HELD, HELD_BACK, heldBack, SENT } from "../Call.js"
 import type { Stage } from "../Stage.js"
 

@@ -15,10 +15,10 @@ import * as Decide from "../../../../src/gateway/call/stages/Decide.js"
 import * as Find from "../../../../src/gateway/call/stages/Find.js"
 import * as Forward from "../../../../src/gateway/call/stages/Forward.js"
 import * as Record from "../../../../src/gateway/call/stages/Record.js"
-import type { AuditService, CallLine } from "../../../../src/gateway/Audit.js"
+import type { AuditService, CallLine } from "../../../../src/gateway/call/Audit.js"
 import * as AuditRun from "../../../../src/observability/AuditRun.js"
-import { Routes } from "../../../../src/gateway/Routes.js"
-import { Session } from "../../../../src/gateway/Session.js"
+import { Routes } from "../../../../src/gateway/routing/Routes.js"
+import { Session } from "../../../../src/gateway/edge/Session.js"
 import type { Tool } from "../../../../src/protocol/Mcp.js"
 
 const tool = (name: string, extra: Partial<Tool> = {}): Tool => ({

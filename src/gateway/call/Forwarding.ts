@@ -1,0 +1,102 @@
+/**
+ * A request on a backend on behalf of a session's request: the last step of every call (see
+ * call/stages/Forward) and the way of every other request the aggregate relays. Without a progress
+ * token over stdio it is the bare call (the passthrough hot path); otherwise the token is swapped
+ * for the gateway's own and the call is recorded on the session while it runs, so the backend's
+ * progress, log messages and requests reach the client whose call it is. A stateless (2026-07-28)
+ * backend is told what the session's client can answer, and its input-required rounds are answered
+ * by asking that client.
+ */
+import { Context, Effect, Layer } from "effect"
+import { Backends } from "../../backend/Backends.js"
+import type { BackendError } from "../../protocol/Errors.js"
+import type { RequestContext } from "../../jsonrpc/Peer.js"
+import { Meta as MetaKey } from "../../protocol/Mcp.js"
+import * as Meta from "../../data/Meta.js"
+import { objectOr } from "../../data/Json.js"
+import { ClientAsk, isInputRequired, relayableCapabilities } from "../ask/ClientAsk.js"
+import * as Progress from "../routing/Progress.js"
+import { Routes } from "../routing/Routes.js"
+import { Sessions } from "../edge/Sessions.js"
+import type { Session } from "../edge/Session.js"
+
+export interface ForwarderService {
+  /** `method` on `backendId` for the session's request; without a session (an embedding app), straight on the backend. */
+  readonly forward: (
+    session: Session | undefined,
+    context: RequestContext | undefined,
+    backendId: string,
+    method: string,
+    params: unknown
+  ) => Effect.Effect<unknown, BackendError>
+}
+
+const make = Effect.gen(function* () {
+  const backends = yield* Backends
+  const routes = yield* Routes
+  const { mode } = yield* Sessions
+  const clientAsk = yield* ClientAsk
+
+  const stateless = (
+    session: Session,
+    context: RequestContext,
+    backendId: string,
+    method: string,
+    params: unknown
+  ): Effect.Effect<unknown, BackendError> => {
+    const told = objectOr(
+      session.ask !== undefined
+        ? params
+        : Meta.merge(params, { [MetaKey.clientCapabilities]: relayableCapabilities(session.clientCapabilities) })
+    )
+    const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams)
+    return Effect.flatMap(run(told), (result) =>
+      session.ask !== undefined || !isInputRequired(result)
+        ? Effect.succeed(result)
+        : clientAsk.answerInputRequired(session, context, backendId, method, result, (inputResponses, requestState) =>
+            run({ ...told, inputResponses, ...(requestState === undefined ? {} : { requestState }) })
+          )
+    )
+  }
+
+  const forward: ForwarderService["forward"] = (session, context, backendId, method, params) => {
+    if (session === undefined || context === undefined) return backends.executeOnBackend(backendId, method, params)
+    const token = Progress.tokenOf(params)
+    const isStateless = backends.backend(backendId)?.era === "stateless"
+    // A stateless request is tracked even over stdio: a backend's questions during it are its own.
+    if (token === undefined && mode === "single" && session.ask === undefined && !isStateless) {
+      return backends.executeOnBackend(backendId, method, params)
+    }
+    return Effect.suspend(() => {
+      let key: string | undefined
+      let forwarded = params
+      if (token !== undefined) {
+        key = routes.openClientCall({ backendId, context, token })
+        forwarded = Progress.withToken(params, key)
+      }
+      const untrack = routes.track(session, backendId, context)
+      const call = !isStateless
+        ? backends.executeOnBackend(backendId, method, forwarded)
+        : stateless(session, context, backendId, method, forwarded)
+      return Effect.ensuring(
+        call,
+        Effect.sync(() => {
+          untrack()
+          if (key !== undefined) routes.close(key)
+        })
+      )
+    })
+  }
+  return { forward } satisfies ForwarderService
+})
+
+export class Forwarder extends Context.Tag("mcp-agentify/Forwarder")<Forwarder, ForwarderService>() {
+  static readonly layer: Layer.Layer<Forwarder, never, Backends | Routes | Sessions | ClientAsk> = Layer.effect(Forwarder, make)
+  /** Straight on the backend, for an app that embeds the orchestrator without sessions. */
+  static readonly layerDirect: Layer.Layer<Forwarder, never, Backends> = Layer.effect(
+    Forwarder,
+    Effect.map(Backends, (backends) => ({
+      forward: (_session, _context, backendId, method, params) => backends.executeOnBackend(backendId, method, params)
+    }))
+  )
+}

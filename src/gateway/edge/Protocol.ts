@@ -1,0 +1,83 @@
+/**
+ * MCP behind the transports, in the manner of Effect's `RpcServer.Protocol`: a transport frames
+ * and carries, and this service owns what MCP makes of the frames (a connection's era, the
+ * sessions and their idle sweep, where the backends start, which endpoint a path names). A
+ * transport asks it for a connection (a byte stream's one client) or for the sessions of a shared
+ * endpoint, and knows nothing of the gateway behind it.
+ */
+import { Context, Effect, Layer, type Scope } from "effect"
+import { Backends } from "../../backend/Backends.js"
+import { GatewayConfig } from "../../config/Config.js"
+import { Events } from "../../observability/Events.js"
+import { Gateway } from "../Gateway.js"
+import { InputBridge } from "../ask/InputBridge.js"
+import { Launch } from "./Launch.js"
+import type { Target } from "./Session.js"
+import * as SharedSessions from "./SharedSessions.js"
+import * as StreamConnection from "./StreamConnection.js"
+
+export type { Target } from "./Session.js"
+export type { StreamConnection } from "./StreamConnection.js"
+export type { Admitted, Kind, Refused, SharedSession, Stream } from "./SharedSessions.js"
+export type SharedEndpoint = SharedSessions.SharedSessions
+
+/** Every enabled backend's state, for a readiness probe. */
+export interface Readiness {
+  readonly ready: boolean
+  readonly backends: ReadonlyArray<{ readonly id: string; readonly state: string; readonly lastError?: string }>
+}
+
+export interface ProtocolService {
+  /** One client on a byte stream, for the current scope: closing it stops the backends. */
+  readonly stream: (options: StreamConnection.Options) => Effect.Effect<StreamConnection.StreamConnection, never, Scope.Scope>
+  /** The sessions of a shared endpoint, for the current scope: closing it ends them. */
+  readonly shared: Effect.Effect<SharedSessions.SharedSessions, never, Scope.Scope>
+  /** The endpoint `/servers/<name>/mcp` or `/profiles/<name>/mcp` names as configured now, or why none. */
+  readonly targetOf: (kind: "servers" | "profiles", name: string) => Effect.Effect<Target | { readonly notFound: string }>
+  readonly readiness: Effect.Effect<Readiness>
+}
+
+export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, ProtocolService>() {
+  static readonly layer: Layer.Layer<Protocol, never, Gateway | Backends | Events | GatewayConfig | Launch | InputBridge> =
+    Layer.effect(
+      Protocol,
+      Effect.gen(function* () {
+        // Only the services: a connection's finalizers belong to the scope it is opened in, not the layer's.
+        const context = (yield* Effect.context<Gateway | Backends | Events | GatewayConfig | Launch | InputBridge>()).pipe(
+          Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge)
+        )
+        const backends = yield* Backends
+        const config = yield* GatewayConfig
+        const service: ProtocolService = {
+          stream: (options) => StreamConnection.open(options).pipe(Effect.provide(context)),
+          shared: SharedSessions.make.pipe(Effect.provide(context)),
+          targetOf: (kind, name) =>
+            kind === "servers"
+              ? Effect.sync(() =>
+                  backends.configOf(name) === undefined
+                    ? { notFound: `Not Found: no backend '${name.slice(0, 64)}' is configured` }
+                    : { _tag: "Backend", backendId: name }
+                )
+              : Effect.map(config.current, ({ profiles }): Target | { notFound: string } => {
+                  if (Object.hasOwn(profiles, name)) return { _tag: "Aggregate", profile: name }
+                  const known = Object.keys(profiles)
+                  return {
+                    notFound: `Not Found: no profile '${name.slice(0, 64)}' is configured (${known.length === 0 ? "there are none" : `there are: ${known.join(", ")}`})`
+                  }
+                }),
+          readiness: Effect.map(backends.states, (states) => {
+            const enabled = states.filter((s) => s.enabled)
+            return {
+              ready: enabled.every((s) => s.state === "ready"),
+              backends: enabled.map((s) => ({
+                id: s.id,
+                state: s.state,
+                ...(s.lastError === undefined ? {} : { lastError: s.lastError })
+              }))
+            }
+          })
+        }
+        return service
+      })
+    )
+}

@@ -1,0 +1,526 @@
+/**
+ * The aggregate's method table: what each JSON-RPC method does for one session of the gateway's
+ * own surface (`agentify_orchestrate`, code mode, every backend's tools namespaced, resources,
+ * prompts, tasks). One backend served as itself (`/servers/<id>/mcp`) is `BackendEndpoint`'s table.
+ *
+ * It knows nothing of stdio or HTTP, and nothing process-wide lives here: the Gateway hands it
+ * what it needs (`Context`) and the session it serves. It only validates, routes and maps
+ * failures (the lifecycle rules both tables keep are in Lifecycle). Longer than most modules:
+ * the aggregate's orchestration entry points (progress, confirmation) sit with its tools.
+ */
+import { Effect } from "effect"
+import type { BackendsService } from "../../backend/Backends.js"
+import { relayableCapabilities } from "../ask/ClientAsk.js"
+import { describeBackend, type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../../config/Config.js"
+import type { LaunchService } from "../edge/Launch.js"
+import {
+  type BackendError,
+  ErrorCode,
+  type GatewayError,
+  InvalidParams,
+  RpcError,
+  toRpcError,
+  withData
+} from "../../protocol/Errors.js"
+import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
+import * as Logging from "../../observability/Logging.js"
+import * as Secrets from "../../observability/Secrets.js"
+import { IMPLEMENTATION, isCallToolResult, textResult } from "../../protocol/Mcp.js"
+import {
+  type Confirm,
+  type OnStep,
+  ORCHESTRATE_TOOL,
+  type Orchestrator,
+  validateParams
+} from "../../orchestration/Orchestrator.js"
+import * as Progress from "../routing/Progress.js"
+import * as RunCode from "../../orchestration/Code.js"
+import * as Call from "../call/Call.js"
+import type { CallPipelineService } from "../call/Pipeline.js"
+import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
+import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "../edge/Lifecycle.js"
+import * as Methods from "./Methods.js"
+import type { Mode } from "../edge/Sessions.js"
+import * as Params from "./Params.js"
+import type { Relay } from "./Relay.js"
+import type { Session } from "../edge/Session.js"
+import { Apps, type Catalog, catalogOf, inProfile, namespaced, profileAdmits } from "../../catalog/ToolCatalog.js"
+import { field } from "../../data/Json.js"
+import * as Meta from "../../data/Meta.js"
+import * as Tasks from "../routing/Tasks.js"
+import type * as RunTasks from "../routing/RunTasks.js"
+import * as Audit from "../call/Audit.js"
+import type { RoutesService } from "../routing/Routes.js"
+export type { Mode } from "../edge/Sessions.js"
+
+export const SERVER_NAME = IMPLEMENTATION.name
+export const SERVER_VERSION = IMPLEMENTATION.version
+
+/** How sessions relate to the backends (see Sessions). */
+
+/** What the method tables need from the process-wide Gateway. */
+export interface Context {
+  readonly mode: Mode
+  readonly config: GatewayConfig["Type"]
+  readonly backends: BackendsService
+  /** Where the backends start (a single client's start with its `initialize`). */
+  readonly launch: LaunchService
+  readonly orchestrator: Orchestrator["Type"]
+  /** The backends' resources, prompts and completion, merged and routed. */
+  readonly relay: Relay
+  /**
+   * The profile a session is served (`/profiles/<name>/mcp`, `--profile`), as configured now;
+   * undefined for the whole aggregate. A profile a reload removed admits nothing.
+   */
+  readonly profileOf: (session: Session) => Profile | undefined
+  /** The routing tables (the aggregate's tasks are routed by them). */
+  readonly routes: RoutesService
+  /** The gateway's own tasks: orchestrations and scripts run for a client of the tasks extension. */
+  readonly runTasks: RunTasks.RunTasks
+  /** The audit log (off unless configured). */
+  readonly audit: Audit.AuditService
+  /** What the ids the gateway gives (sessions, tasks) start with: its `sessionIdPrefix`. */
+  readonly idPrefix: () => string
+  /** The road of every tool call on a backend (see call/Pipeline). */
+  readonly pipeline: CallPipelineService
+  /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
+  readonly forward: (
+    session: Session,
+    context: RequestContext,
+    backendId: string,
+    method: string,
+    params: unknown
+  ) => Effect.Effect<unknown, BackendError>
+  /**
+   * `resources/subscribe` or `unsubscribe` of a session on a backend: recorded, so the backend's
+   * `notifications/resources/updated` reach only the sessions that subscribed, and passed on only
+   * when it changes whether any session holds the URI.
+   */
+  readonly subscription: (
+    session: Session,
+    context: RequestContext,
+    backendId: string,
+    method: "resources/subscribe" | "resources/unsubscribe",
+    params: unknown
+  ) => Effect.Effect<unknown, BackendError>
+}
+
+/** The methods the aggregate answers itself (its table must have exactly these rows). */
+export const AGGREGATE_METHODS = [
+  "initialize",
+  "ping",
+  "shutdown",
+  "tools/list",
+  "tools/call",
+  "agentify/orchestrateTask",
+  "resources/list",
+  "resources/templates/list",
+  "prompts/list",
+  "resources/read",
+  "resources/subscribe",
+  "resources/unsubscribe",
+  "prompts/get",
+  "completion/complete",
+  "logging/setLevel",
+  ...Tasks.TASK_METHODS
+] as const
+type AggregateMethod = (typeof AGGREGATE_METHODS)[number]
+
+const unknownMethod = (request: Request) => Effect.fail(methodNotFound(request.method))
+const ignored = (n: Notification) => Effect.logDebug("ignoring notification", { method: n.method })
+
+export type SubscriptionMethod = "resources/subscribe" | "resources/unsubscribe"
+
+/** What the aggregate offers: its tools, and the backends' resources, prompts, completion and logging. */
+export const AGGREGATE_CAPABILITIES = {
+  tools: { listChanged: true },
+  resources: { subscribe: true, listChanged: true },
+  prompts: { listChanged: true },
+  completions: {},
+  logging: {},
+  tasks: Tasks.AGGREGATE_TASKS
+}
+
+export const INSTRUCTIONS =
+  "Call agentify_orchestrate with a plain-language query to have the right backend tool chosen and run, or call a backend tool directly by its namespaced name."
+
+const methodNotFound = (method: string) =>
+  new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` })
+
+/** With a progress token, one progress notification as each orchestration step starts. */
+const stepProgress = (context: RequestContext, progressToken: unknown): OnStep | undefined =>
+  progressToken === undefined
+    ? undefined
+    : (step, maxSteps, tools) =>
+        context.notify("notifications/progress", {
+          progressToken,
+          progress: step,
+          total: maxSteps,
+          message: `step ${step}/${maxSteps}: ${tools.join(", ")}`
+        })
+
+/** The agentify_orchestrate tool: the last result's content, then the model's closing words, if any. */
+const withAnswerText = (result: unknown): unknown => {
+  const answer = Meta.get(result, "agentify/answer")
+  if (typeof answer !== "string" || !isCallToolResult(result)) return result
+  return { ...result, content: [...result.content, { type: "text", text: answer }] }
+}
+
+/** The gateway's own surface for one session. */
+export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<void>): Handlers<never> => {
+  const { backends, orchestrator } = ctx
+  const profile = () => ctx.profileOf(session)
+  const catalog = (): Catalog => inProfile(catalogOf(backends.toolsSync()), profile())
+
+  const runInitialize = Effect.fn("Aggregate.initialize")(function* (p: Params.InitializeParams) {
+    let config: ResolvedConfig
+    if (ctx.mode === "single") {
+      config = yield* ctx.config.applyInitializationOptions(p.initializationOptions)
+      yield* Logging.applyLevel(config.logLevel)
+      yield* Logging.logNotes(config.notes)
+    } else {
+      yield* sessionOptions(session, p.initializationOptions)
+      config = yield* ctx.config.current
+    }
+    const protocolVersion = recordClient(session, p)
+    if (session.subject !== undefined) yield* Effect.annotateCurrentSpan({ subject: session.subject })
+    yield* Effect.logInfo("initialize", {
+      session: session.id,
+      client: field(p.clientInfo, "name") ?? "unknown",
+      ...(session.subject === undefined ? {} : { subject: session.subject }),
+      protocolVersion,
+      ...(ctx.mode === "single"
+        ? {
+            backendsFrom: config.backendsSource,
+            backends: config.backends.map(describeBackend),
+            model: config.model,
+            routing: config.routing,
+            openaiKey: config.openaiApiKeySource
+          }
+        : {})
+    })
+    // The backends are this client's alone: they are told what it can answer.
+    if (ctx.mode === "single") yield* ctx.launch.start(relayableCapabilities(session.clientCapabilities))
+    return {
+      protocolVersion,
+      capabilities: AGGREGATE_CAPABILITIES,
+      serverInfo: { name: SERVER_NAME, version: SERVER_VERSION },
+      instructions: INSTRUCTIONS
+    }
+  })
+
+  const initialize = (params: Params.InitializeParams) =>
+    guardInitialize(
+      session,
+      runInitialize(params),
+      // A failed or cancelled initialize of the owning client stops what it started; a shared
+      // gateway's backends belong to everyone.
+      ctx.mode === "single"
+        ? Effect.zipRight(Effect.logInfo("initialize did not complete: stopping the backends it started"), backends.stopAll)
+        : Effect.void
+    )
+
+  /** A backend's namespace in the exposed names (its id unless configured otherwise). */
+  const namespaceOfBackend = (backendId: string) => {
+    const config = backends.configOf(backendId)
+    return config === undefined ? backendId : namespaceOf(config)
+  }
+
+  const listTools = Effect.gen(function* () {
+    const config = yield* ctx.config.current
+    const view = catalog()
+    const rendersApps = Apps.rendersApps(session.clientCapabilities)
+    const backendTools = config.exposeBackendTools
+      ? view.entries.flatMap((e) =>
+          Apps.listedFor(e.tool, rendersApps, ctx.mode === "shared")
+            ? [Tasks.toolFor(e.tool, session, backendFacts(e.backendId))]
+            : []
+        )
+      : []
+    // Code mode's tool declares what this session's scripts can call (its profile's tools, no app-only one).
+    const runCode = config.codeMode === false ? [] : [RunCode.runCodeToolFor(Apps.forModel(view), namespaceOfBackend)]
+    // A client of the tasks extension may get either of the gateway's own as a task (see RunTasks).
+    // A session-era client may ask for one with `task` (the aggregate declares task-run tool calls).
+    const own =
+      Tasks.wantsTask(session) || !Tasks.statelessClient(session)
+        ? [ORCHESTRATE_TOOL, ...runCode].map((tool) => ({ ...tool, execution: { taskSupport: "optional" } }))
+        : [ORCHESTRATE_TOOL, ...runCode]
+    return { tools: [...own, ...backendTools] }
+  })
+
+  /**
+   * The chosen backend's call goes through `forward`, as a client's own call would: it is the
+   * session's call in flight there, so the backend's progress, log messages and requests (sampling,
+   * elicitation) reach this client.
+   */
+  const execute = (context: RequestContext) => (backendId: string, method: string, params: unknown) =>
+    ctx.forward(session, context, backendId, method, params)
+
+  /**
+   * Asks this client's user whether a tool may run (`confirmTools`), as a request of the session's
+   * own on the orchestration's stream: `elicitation/create` for a client that declared elicitation
+   * (a 2026-07-28 client gets it as an `input_required` result). A client error is no agreement.
+   */
+  const confirmWith =
+    (context: RequestContext, ask: RunTasks.Ask | undefined): Confirm =>
+    ({ tool, arguments: args }) => {
+      if (session.clientCapabilities.elicitation === undefined) return Effect.succeed("unavailable")
+      const params = {
+        message: `Allow ${tool} to run with these arguments?\n${JSON.stringify(args, null, 2)}`,
+        requestedSchema: { type: "object", properties: {} }
+      }
+      // In a task the question waits in its inputRequests; otherwise it is a request to the client.
+      const asked: Effect.Effect<unknown, RpcError> =
+        ask === undefined ? session.request("elicitation/create", params, context) : ask("elicitation/create", params)
+      return asked.pipe(
+        Effect.map((answer) => (field(answer, "action") === "accept" ? "accepted" : "declined")),
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logInfo(`confirmation of ${tool} not given: ${error.message}`), "declined" as const)
+        )
+      )
+    }
+
+  /**
+   * An orchestration or script runs as a task of the gateway's (see RunTasks) for a 2026-07-28
+   * client that declared the tasks extension, and for a session-era `tools/call` that asked for one
+   * (`task`): the client gets its id at once. Anyone else: the result.
+   */
+  const maybeTask = (
+    body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError>,
+    taskAsked = false
+  ): Effect.Effect<unknown, GatewayError> => {
+    if (Tasks.wantsTask(session)) return ctx.runTasks.start(Tasks.ownerOf(session), body, "extension")
+    if (taskAsked && !Tasks.statelessClient(session)) {
+      // Its questions go to the session's own stream: the call that started it has been answered.
+      return ctx.runTasks.start(Tasks.ownerOf(session), body, "session", (method, params) => session.request(method, params))
+    }
+    return body(undefined)
+  }
+
+  /**
+   * An orchestration or script run, recorded in the audit log (when on) as one line; its calls
+   * name it as their `parent`.
+   */
+  const audited = (kind: "orchestration" | "script", input: unknown, body: Effect.Effect<unknown, GatewayError>) =>
+    Audit.run(ctx.audit, kind, session, input, body)
+
+  /**
+   * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
+   * model answered without calling a tool, its words are the text (most clients show only that).
+   */
+  const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown, ask: RunTasks.Ask | undefined) =>
+    Effect.flatMap(validateParams(args), (request) =>
+      orchestrator.orchestrate(request, {
+        execute: execute(context),
+        call: planned(context, ask),
+        onStep: stepProgress(context, progressToken),
+        confirm: confirmWith(context, ask),
+        profile: profile()
+      })
+    ).pipe(
+      Effect.map(withAnswerText),
+      Effect.catchAll((error) => {
+        const wire = toRpcError(error)
+        const said = error._tag === "NoActionDetermined" ? error.modelMessage : undefined
+        const text =
+          said === undefined || said.trim() === ""
+            ? `Error ${wire.code}: ${wire.message}`
+            : `Error ${wire.code}: ${wire.message}\n\nThe model answered: ${Secrets.scrub(said)}`
+        return Effect.succeed({ ...textResult(text, true), structuredContent: { error: wire } })
+      })
+    )
+
+  // A plain function rather than a traced generator: this is the passthrough hot path, where a
+  // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
+  const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+    if (p.name === ORCHESTRATE_TOOL.name) {
+      return maybeTask(
+        (ask) =>
+          audited(
+            "orchestration",
+            field(p.arguments, "query"),
+            orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask)
+          ),
+        p.task !== undefined
+      )
+    }
+    if (p.name === RunCode.RUN_CODE_TOOL_NAME) {
+      return maybeTask(
+        (ask) => audited("script", field(p.arguments, "code"), runCode(p.arguments ?? {}, context, ask)),
+        p.task !== undefined
+      )
+    }
+    // Forwarded unchanged but for the backend's own tool name (_meta, a progressToken, included).
+    return ctx.pipeline.run(
+      Call.make({ session, context, via: p.task === undefined ? "client" : "task", name: p.name, params: p })
+    )
+  }
+
+  /** The gateway's own planned calls (an orchestration's steps, a script's calls) as this session's. */
+  const planned =
+    (context: RequestContext, ask: RunTasks.Ask | undefined): Call.RunPlanned =>
+    (p) =>
+      ctx.pipeline.run(Call.make({ ...p, session, context, confirm: confirmWith(context, ask) }))
+
+  const backendFacts = Tasks.factsOf(backends)
+
+  /** What a task's methods use of the gateway: this session's requests on backends. */
+  const taskDeps = (context: RequestContext): Tasks.Deps => ({
+    routes: ctx.routes,
+    forward: (backendId, method, params) => ctx.forward(session, context, backendId, method, params),
+    backend: backendFacts,
+    idPrefix: ctx.idPrefix()
+  })
+  const onTask =
+    (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
+    (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, ctx.runTasks), (error) =>
+        error._tag === "BackendError" ? asBackendSent(error) : error
+      )
+
+  /** `agentify_run_code`: a script whose every call goes this session's way (see RunCode). */
+  const runCode = (args: unknown, context: RequestContext, ask: RunTasks.Ask | undefined): Effect.Effect<unknown, GatewayError> =>
+    Effect.flatMap(ctx.config.current, (config) =>
+      config.codeMode === false
+        ? Effect.fail(
+            new InvalidParams({
+              message: `Unknown tool: ${RunCode.RUN_CODE_TOOL_NAME} (codeMode is false in the gateway's configuration)`,
+              issues: [`name: no tool named '${RunCode.RUN_CODE_TOOL_NAME}'`]
+            })
+          )
+        : RunCode.run(args, {
+            catalog: () => Apps.forModel(catalog()),
+            namespaceOf: namespaceOfBackend,
+            settings: config.codeMode,
+            call: planned(context, ask),
+            held: () =>
+              backends.toolsSync().flatMap((listed) => {
+                const config = backends.configOf(listed.backendId)
+                if (listed.pinMode !== "quarantine" || config === undefined) return []
+                return (listed.changed ?? [])
+                  .map((c) => ({ exposed: namespaced(config, c.name), backendId: listed.backendId }))
+                  .filter((h) => profileAdmits(profile(), h.backendId, h.exposed))
+              })
+          })
+    )
+
+  /** Adds the query to an orchestration failure's data. */
+  const orchestrateTask = (params: unknown, context: RequestContext) =>
+    maybeTask((ask) =>
+      audited(
+        "orchestration",
+        field(params, "query"),
+        Effect.flatMap(validateParams(params), (request) =>
+          orchestrator.orchestrate(request, {
+            execute: execute(context),
+            onStep: stepProgress(context, Progress.tokenOf(params)),
+            confirm: confirmWith(context, ask),
+            profile: profile()
+          })
+        ).pipe(
+          Effect.mapError((error): GatewayError => {
+            const query = field(params, "query")
+            return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
+          })
+        )
+      )
+    )
+
+  /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
+  const relayed = (
+    route: Effect.Effect<{ readonly backendId: string; readonly params: unknown }, GatewayError>,
+    method: string,
+    context: RequestContext
+  ): Effect.Effect<unknown, GatewayError> =>
+    Effect.flatMap(route, ({ backendId, params }) =>
+      Effect.mapError(ctx.forward(session, context, backendId, method, params), asBackendSent)
+    )
+
+  /** The session's own level, and the backends' (so they send what some session may want). */
+  const setLevel = Effect.fn("Aggregate.setLevel")(function* ({ level }: typeof Params.SetLevelParams.Type) {
+    session.setLogLevel(level)
+    for (const backendId of yield* ctx.relay.loggingBackends(profile())) {
+      yield* backends
+        .executeOnBackend(backendId, "logging/setLevel", { level })
+        .pipe(Effect.catchAll((error) => Effect.logDebug(`logging/setLevel not taken by ${backendId}: ${error.summary}`)))
+    }
+    return {}
+  })
+
+  const shutdown = Effect.gen(function* () {
+    session.advance("shutdown")
+    if (ctx.mode === "shared") {
+      yield* Effect.logInfo("session shut down", { session: session.id })
+      return null
+    }
+    yield* Effect.logInfo("shutdown requested: stopping backends")
+    yield* backends.stopAll
+    return null
+  })
+
+  const subscription =
+    (method: SubscriptionMethod) =>
+    (params: Params.UriParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+      Effect.flatMap(ctx.relay.routeUri(params, profile()), ({ backendId, params }) =>
+        Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
+      )
+
+  const methods = Methods.table({
+    initialize: Methods.method(Params.InitializeParams, (p) => initialize(p)),
+    ping: Methods.constant(Effect.succeed({})),
+    shutdown: Methods.constant(shutdown),
+    "tools/list": Methods.constant(listTools),
+    "tools/call": Methods.method(Params.CallToolParams, callTool),
+    "agentify/orchestrateTask": Methods.relayed(orchestrateTask),
+    "resources/list": Methods.constant(Effect.suspend(() => ctx.relay.listResources(profile()))),
+    "resources/templates/list": Methods.constant(Effect.suspend(() => ctx.relay.listResourceTemplates(profile()))),
+    "prompts/list": Methods.constant(Effect.suspend(() => ctx.relay.listPrompts(profile()))),
+    "resources/read": Methods.method(Params.UriParams, (params, context, method) =>
+      relayed(ctx.relay.routeUri(params, profile()), method, context)
+    ),
+    "resources/subscribe": Methods.method(Params.UriParams, subscription("resources/subscribe")),
+    "resources/unsubscribe": Methods.method(Params.UriParams, subscription("resources/unsubscribe")),
+    "prompts/get": Methods.method(Params.GetPromptParams, (params, context, method) =>
+      relayed(ctx.relay.routePrompt(params, profile()), method, context)
+    ),
+    "completion/complete": Methods.method(Params.CompleteParams, (params, context, method) =>
+      relayed(ctx.relay.routeCompletion(params, profile()), method, context)
+    ),
+    "logging/setLevel": Methods.method(Params.SetLevelParams, setLevel),
+    "tasks/get": Methods.method(Params.TaskParams, onTask("tasks/get")),
+    "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
+    "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
+    "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
+    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, ctx.runTasks))
+  } satisfies Record<AggregateMethod, Methods.Method>)
+
+  const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+    const refused = outOfPhase(session, req.method)
+    if (refused !== undefined) return Effect.fail(refused)
+    return Methods.run(methods, req, context, unknownMethod)
+  }
+
+  const notifications = Methods.notifications({
+    "notifications/initialized": () => Effect.logDebug("client initialized", { session: session.id }),
+    initialized: () => Effect.logDebug("client initialized", { session: session.id }),
+    exit: () => Effect.zipRight(Effect.logInfo("exit requested", { session: session.id }), onExit)
+  })
+
+  const notification = (n: Notification): Effect.Effect<void> => Methods.notify(notifications, n, ignored)
+
+  return { request, notification }
+}
+
+/**
+ * A backend's own failure, relayed as the backend sent it (code, message, data); the gateway's
+ * failures (timeout, crash, not ready) stay -32004.
+ */
+export const asBackendSent = (error: BackendError): GatewayError => {
+  const code = field(error.detail, "code")
+  const message = field(error.detail, "message")
+  const data = field(error.detail, "data")
+  if (error.reason === "call_failed" && typeof code === "number" && typeof message === "string") {
+    return new RpcError({ code, message, ...(data === undefined ? {} : { data }) })
+  }
+  return error
+}

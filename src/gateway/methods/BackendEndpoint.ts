@@ -1,0 +1,147 @@
+/**
+ * One backend served as itself, for one session (`/servers/<id>/mcp`): its names, capabilities,
+ * results and errors unchanged. The gateway answers `initialize` (with the backend's own
+ * capabilities), `ping`, `shutdown` and the subscriptions (shared with the aggregate's sessions);
+ * everything else goes to the backend as the client sent it, its filters applied. Tasks are the
+ * exception: the backend's task ids are its own for every client, so they are swapped for ids of
+ * the gateway's, good only for the session that created the task, as at `/mcp` (see Tasks).
+ */
+import { Effect } from "effect"
+import { type GatewayError } from "../../protocol/Errors.js"
+import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
+import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
+import { field, objectOr, stringField } from "../../data/Json.js"
+import * as Call from "../call/Call.js"
+import { filtersAnything } from "../../catalog/ToolCatalog.js"
+import { filteredList, hiddenBy } from "./BackendFilters.js"
+import * as Tasks from "../routing/Tasks.js"
+import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "../edge/Lifecycle.js"
+import * as Methods from "./Methods.js"
+import * as Params from "./Params.js"
+import { asBackendSent, type Context, type SubscriptionMethod } from "./Aggregate.js"
+import type { Session } from "../edge/Session.js"
+
+/** The methods one backend's endpoint answers itself; every other one is forwarded to the backend. */
+export const BACKEND_METHODS = [
+  "initialize",
+  "ping",
+  "shutdown",
+  "resources/subscribe",
+  "resources/unsubscribe",
+  "tools/call",
+  ...Tasks.TASK_METHODS
+] as const
+type BackendMethod = (typeof BACKEND_METHODS)[number]
+
+export const backend = (ctx: Context, session: Session, backendId: string, onExit: Effect.Effect<void>): Handlers<never> => {
+  const { backends } = ctx
+
+  const initialize = (p: Params.InitializeParams) =>
+    guardInitialize(
+      session,
+      Effect.gen(function* () {
+        yield* sessionOptions(session, p.initializationOptions)
+        const running = backends.backend(backendId)
+        if (running === undefined) {
+          // Says why (starting, failed, disabled...) through the same path as a call would.
+          return yield* backends.executeOnBackend(backendId, "initialize", undefined)
+        }
+        const protocolVersion = recordClient(session, p)
+        yield* Effect.logInfo("initialize", {
+          session: session.id,
+          backend: backendId,
+          client: field(p.clientInfo, "name") ?? "unknown",
+          protocolVersion
+        })
+        return {
+          protocolVersion,
+          capabilities: running.serverCapabilities,
+          serverInfo: running.serverInfo,
+          ...(running.instructions === undefined ? {} : { instructions: running.instructions })
+        }
+      }),
+      Effect.void
+    )
+
+  const subscription =
+    (method: SubscriptionMethod) =>
+    (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+      const hidden = hiddenBy(backends.configOf(backendId), method, params)
+      if (hidden !== undefined) return Effect.fail(hidden)
+      return Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
+    }
+
+  /** Anything else goes to the backend as the client sent it; its filters apply to what it names and lists. */
+  const forwarded = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+    const config = backends.configOf(backendId)
+    const forwarded = Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
+    // The common case, no filter: the result passes through untouched.
+    if (!filtersAnything(config)) return forwarded
+    const hidden = hiddenBy(config, req.method, req.params)
+    if (hidden !== undefined) return Effect.fail(hidden)
+    return Effect.map(forwarded, (result) => filteredList(config, req.method, result))
+  }
+
+  /** This session's requests on its backend, as the task methods make them. */
+  const taskDeps = (context: RequestContext): Tasks.Deps => ({
+    routes: ctx.routes,
+    forward: (id, method, params) => ctx.forward(session, context, id, method, params),
+    backend: Tasks.factsOf(backends),
+    idPrefix: ctx.idPrefix()
+  })
+
+  /** A tool call takes the road every call takes (see call/Pipeline), under the backend's own name. */
+  const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+    Effect.mapError(
+      ctx.pipeline.run(
+        Call.make({
+          session,
+          context,
+          via: "backend-endpoint",
+          name: stringField(params, "name") ?? "",
+          params: objectOr(params)
+        })
+      ),
+      (error) => (error._tag === "BackendError" ? asBackendSent(error) : error)
+    )
+
+  const onTask =
+    (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
+    (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, undefined), (error) =>
+        error._tag === "BackendError" ? asBackendSent(error) : error
+      )
+
+  const methods = Methods.table({
+    initialize: Methods.method(Params.InitializeParams, (p) => initialize(p)),
+    // Answered here: the backend's liveness is the gateway's concern, not the client's.
+    ping: Methods.constant(Effect.succeed({})),
+    shutdown: Methods.constant(
+      Effect.sync(() => {
+        session.advance("shutdown")
+        return null
+      })
+    ),
+    "resources/subscribe": Methods.relayed(subscription("resources/subscribe")),
+    "resources/unsubscribe": Methods.relayed(subscription("resources/unsubscribe")),
+    "tools/call": Methods.relayed(callTool),
+    "tasks/get": Methods.method(Params.TaskParams, onTask("tasks/get")),
+    "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
+    "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
+    "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
+    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, undefined))
+  } satisfies Record<BackendMethod, Methods.Method>)
+
+  const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+    const refused = outOfPhase(session, req.method)
+    if (refused !== undefined) return Effect.fail(refused)
+    return Methods.run(methods, req, context, forwarded)
+  }
+
+  const notifications = Methods.notifications({ exit: () => onExit })
+
+  const notification = (n: Notification): Effect.Effect<void> =>
+    Methods.notify(notifications, n, (n) => Effect.logDebug("ignoring notification", { method: n.method, backend: backendId }))
+
+  return { request, notification }
+}

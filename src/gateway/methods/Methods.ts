@@ -1,0 +1,73 @@
+/**
+ * Method tables as data: each row says how a method's params are decoded (a Schema, decoded once
+ * where the request enters, unknown fields kept) and what the method does with them. A table is
+ * looked up by name (a `Map`: a method called `constructor` or `__proto__` finds nothing), so a
+ * new method is one row, and a test can read which methods a table answers.
+ */
+import { Effect, Either, type Schema } from "effect"
+import type { GatewayError } from "../../protocol/Errors.js"
+import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
+import type { RequestContext } from "../../jsonrpc/Peer.js"
+import { decode } from "./Params.js"
+
+/** One row: the method run with its raw params (decoded by the row's schema, if it has one). */
+export interface Method {
+  readonly run: (params: unknown, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError>
+}
+
+/** A row whose params are decoded with `schema` first (-32602 naming each problem otherwise). */
+export const method = <A, I>(
+  schema: Schema.Schema<A, I>,
+  handler: (params: A, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError>
+): Method => {
+  const decodeParams = decode(schema)
+  return {
+    run: (params, context, name) => {
+      // Synchronously: this is also the passthrough hot path.
+      const decoded = decodeParams(params)
+      return Either.isLeft(decoded) ? Effect.fail(decoded.left) : handler(decoded.right, context, name)
+    }
+  }
+}
+
+/**
+ * A row that hands its params on as they came: a request relayed to the backend that owns what it
+ * names, where the router reads what it needs and the backend judges the rest.
+ */
+export const relayed = (
+  handler: (params: unknown, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError>
+): Method => ({ run: handler })
+
+/** A row that takes no params. */
+export const constant = (effect: Effect.Effect<unknown, GatewayError>): Method => ({ run: () => effect })
+
+export type Table = ReadonlyMap<string, Method>
+
+export const table = (rows: Readonly<Record<string, Method>>): Table => new Map(Object.entries(rows))
+
+/** Runs a request on its row, or on `otherwise` when the table has none. */
+export const run = (
+  methods: Table,
+  request: Request,
+  context: RequestContext,
+  otherwise: (request: Request, context: RequestContext) => Effect.Effect<unknown, GatewayError>
+): Effect.Effect<unknown, GatewayError> => {
+  const row = methods.get(request.method)
+  return row === undefined ? otherwise(request, context) : row.run(request.params, context, request.method)
+}
+
+export type Notifications = ReadonlyMap<string, (notification: Notification) => Effect.Effect<void>>
+
+export const notifications = (
+  rows: Readonly<Record<string, (notification: Notification) => Effect.Effect<void>>>
+): Notifications => new Map(Object.entries(rows))
+
+/** Runs a notification on its row, or `otherwise`. */
+export const notify = (
+  rows: Notifications,
+  notification: Notification,
+  otherwise: (notification: Notification) => Effect.Effect<void>
+): Effect.Effect<void> => {
+  const row = rows.get(notification.method)
+  return (row ?? otherwise)(notification)
+}

@@ -1,0 +1,99 @@
+/**
+ * The params of the gateway's own methods, decoded with Schema at the edge (as the MCP SDK's and
+ * @effect/ai's McpSchema do): a handler gets typed params, or the client gets -32602 naming each
+ * problem in the words the gateway has always used ("name: is required").
+ */
+import { Either, Schema } from "effect"
+import { LogLevelName } from "../../config/Config.js"
+import { safeIssues } from "../../config/Decode.js"
+import { InvalidParams } from "../../protocol/Errors.js"
+import { MCP_LOG_LEVELS } from "../edge/Session.js"
+
+/** A field whose every problem reads `text` (missing or of the wrong type). */
+const worded = <A, I>(schema: Schema.Schema<A, I>, text: string) =>
+  Schema.propertySignature(schema.annotations({ message: () => ({ message: text, override: true }) })).annotations({
+    missingMessage: () => text
+  })
+
+const optionalWorded = <A, I>(schema: Schema.Schema<A, I>, text: string) =>
+  Schema.optional(schema.annotations({ message: () => ({ message: text, override: true }) }))
+
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** `tools/call`: the rest of the params (`_meta`, a task) are kept and forwarded as sent. */
+export const CallToolParams = Schema.Struct({
+  name: worded(Schema.String, "name: is required"),
+  arguments: optionalWorded(JsonObject, "arguments: must be an object")
+})
+export type CallToolParams = typeof CallToolParams.Type & { readonly [key: string]: unknown }
+
+/** A request about a resource (`resources/read`, `resources/subscribe`, `resources/unsubscribe`). */
+export const UriParams = Schema.Struct({ uri: worded(Schema.String, "uri: is required") })
+export type UriParams = typeof UriParams.Type & { readonly [key: string]: unknown }
+
+/** `tasks/get`, `tasks/result`, `tasks/cancel`: the task's id as the client knows it. */
+export const TaskParams = Schema.Struct({ taskId: worded(Schema.String, "taskId: is required") })
+export type TaskParams = typeof TaskParams.Type & { readonly [key: string]: unknown }
+
+/** `prompts/get`: the prompt's exposed name (the rest, its arguments, goes to the backend as sent). */
+export const GetPromptParams = Schema.Struct({ name: worded(Schema.String, "name: is required") })
+export type GetPromptParams = typeof GetPromptParams.Type & { readonly [key: string]: unknown }
+
+/** `completion/complete`: what its `ref` names decides the backend. */
+export const CompleteParams = Schema.Struct({
+  ref: worded(
+    Schema.Union(
+      Schema.Struct({ type: Schema.Literal("ref/prompt"), name: Schema.String }),
+      Schema.Struct({ type: Schema.Literal("ref/resource"), uri: Schema.String })
+    ),
+    "ref: must be a ref/prompt with a name or a ref/resource with a uri"
+  )
+})
+export type CompleteParams = typeof CompleteParams.Type & { readonly [key: string]: unknown }
+
+/** `logging/setLevel`. */
+export const SetLevelParams = Schema.Struct({
+  level: worded(Schema.Literal(...MCP_LOG_LEVELS), `level: must be one of ${MCP_LOG_LEVELS.join(", ")}`)
+})
+
+/**
+ * `initialize`: what the gateway reads of it. Lenient as MCP peers are: a field of an unexpected
+ * shape is as good as absent (the version is negotiated, capabilities default to none).
+ */
+export const InitializeParams = Schema.Struct({
+  protocolVersion: Schema.optional(Schema.Unknown),
+  capabilities: Schema.optional(Schema.Unknown),
+  clientInfo: Schema.optional(Schema.Unknown),
+  initializationOptions: Schema.optional(Schema.Unknown)
+}).annotations({ message: () => ({ message: "params: must be an object", override: false }) })
+export type InitializeParams = typeof InitializeParams.Type
+
+/** What one session of a shared gateway may set in `initializationOptions`. */
+export const SessionOptions = Schema.Struct({
+  logLevel: optionalWorded(
+    Schema.Literal(...LogLevelName.literals),
+    `initializationOptions.logLevel: must be one of ${LogLevelName.literals.join(", ")}`
+  )
+})
+
+/**
+ * Decodes `params` (absent is `{}`), keeping fields it does not name; -32602 with each problem.
+ * These schemas transform nothing, so params that already are their type pass as they are: the
+ * check (0.2 µs for tools/call) rather than the decode that copies them (1.2 µs) on the hot path.
+ */
+export const decode = <A, I>(schema: Schema.Schema<A, I>) => {
+  const is = Schema.is(schema)
+  const decodeUnknown = Schema.decodeUnknownEither(schema, { onExcessProperty: "preserve" })
+  return (params: unknown): Either.Either<A, InvalidParams> => {
+    const value = params ?? {}
+    if (is(value)) return Either.right(value)
+    const decoded = decodeUnknown(value)
+    if (Either.isRight(decoded)) return Either.right(decoded.right)
+    // Safely: a client may send a value nested too deeply for Effect's formatter to print.
+    const issues = safeIssues(decoded.left)
+      .map((issue) => issue.message)
+      // An optional field is a union with undefined; its "Expected undefined" branch is noise.
+      .filter((message) => !message.startsWith("Expected undefined, actual"))
+    return Either.left(new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues }))
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * The gateway's own tasks: an orchestration or a code-mode script run in the background for a
+ * client that asked for a task, in either design:
+ * - the 2026-07-28 extension's (SEP-2663), for a client that declared it: it polls with `tasks/get`
+ *   (the result inlined once done), answers confirmations with `tasks/update` (they appear as
+ *   `inputRequests` while it waits), stops it with `tasks/cancel`;
+ * - the session era's (SEP-1686), for a `tools/call` with `task`: `tasks/get`, `tasks/result`
+ *   (waits for the result), `tasks/cancel`, `tasks/list`; a confirmation is an `elicitation/create`
+ *   sent to the session, tied to the task by `_meta["io.modelcontextprotocol/related-task"]`.
+ * A client that asked for neither gets the result at once, as before.
+ *
+ * Ids are `[sessionIdPrefix]agentify.<128 random bits>`, good for their owner only (see `Routes.TaskOwner`). Runs
+ * are fibers of the gateway's scope: its stop interrupts them. Finished tasks are kept for their
+ * ttl; at most `MAX_RUNS` at once.
+ */
+import { Deferred, Effect, Exit, Fiber, FiberSet, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import { ErrorCode, type GatewayError, RpcError, toRpcError, type WireError } from "../../protocol/Errors.js"
+import type { TaskOwner } from "./Routes.js"
+import { isObject } from "../../data/Json.js"
+import * as Meta from "../../data/Meta.js"
+
+export const OWN_PREFIX = "agentify."
+/** How long a finished run stays readable. */
+export const RUN_TTL_MS = 30 * 60_000
+/** Runs kept at once (running or finished); past it the oldest finished one goes, or the start is refused. */
+export const MAX_RUNS = 1_000
+const POLL_INTERVAL_MS = 500
+
+type Status = "working" | "input_required" | "completed" | "failed" | "cancelled"
+
+/** Which task design a run answers in. */
+export type Design = "extension" | "session"
+
+const RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+interface Question {
+  readonly request: { readonly method: string; readonly params: unknown }
+  readonly answer: Deferred.Deferred<unknown>
+}
+
+interface Run {
+  readonly id: string
+  readonly owner: string
+  readonly design: Design
+  /** Completed once the run ended, however. */
+  readonly done: Deferred.Deferred<void>
+  readonly createdAt: string
+  lastUpdatedAt: string
+  status: Status
+  result?: unknown
+  error?: WireError
+  readonly questions: Map<string, Question>
+  expiresAt: number
+  interrupt: Effect.Effect<void>
+}
+
+/** Asks the client something from inside a run: it waits as an `inputRequests` entry until answered. */
+export type Ask = (method: string, params: unknown) => Effect.Effect<unknown>
+
+/** A question put to a session-era client from inside a run (the session's own request). */
+export type AskClient = (method: string, params: unknown) => Effect.Effect<unknown, RpcError>
+
+export interface RunTasks {
+  /**
+   * Starts `run` as a task of `owner`, in `design`; its CreateTaskResult. A session-era run asks
+   * its client through `askClient`.
+   */
+  readonly start: (
+    owner: TaskOwner,
+    run: (ask: Ask) => Effect.Effect<unknown, GatewayError>,
+    design: Design,
+    askClient?: AskClient
+  ) => Effect.Effect<unknown, RpcError>
+  /** Whether `id` is one of the gateway's own task ids (whoever owns it). */
+  readonly owns: (id: string) => boolean
+  /** `tasks/get`, `tasks/update`, `tasks/cancel` of an owner's run, answered in the run's design. */
+  readonly get: (owner: TaskOwner, id: string) => Effect.Effect<unknown, RpcError>
+  readonly update: (owner: TaskOwner, id: string, inputResponses: unknown) => Effect.Effect<unknown, RpcError>
+  readonly cancel: (owner: TaskOwner, id: string) => Effect.Effect<unknown, RpcError>
+  /** `tasks/result` (session era): the run's result once it ends, or its error. */
+  readonly result: (owner: TaskOwner, id: string) => Effect.Effect<unknown, RpcError>
+  /** The owner's session-era runs, as `tasks/list` shows them. */
+  readonly list: (owner: TaskOwner) => ReadonlyArray<unknown>
+}
+
+const TERMINAL: ReadonlySet<Status> = new Set(["completed", "failed", "cancelled"])
+
+/** The gateway's own tasks; their ids start with `prefix()` (its `sessionIdPrefix`), then `agentify.`. */
+export const make = (prefix: () => string): Effect.Effect<RunTasks, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const fibers = yield* FiberSet.make()
+    const runs = new Map<string, Run>()
+    const now = () => new Date().toISOString()
+
+    const touch = (run: Run, status: Status) => {
+      run.status = status
+      run.lastUpdatedAt = now()
+    }
+    /** A task as the extension states it. */
+    const envelope = (run: Run) => ({
+      taskId: run.id,
+      status: run.status,
+      createdAt: run.createdAt,
+      lastUpdatedAt: run.lastUpdatedAt,
+      ttlMs: RUN_TTL_MS,
+      pollIntervalMs: POLL_INTERVAL_MS
+    })
+    /** A task as SEP-1686 states it (its durations named `ttl` and `pollInterval`). */
+    const task = (run: Run) => ({
+      taskId: run.id,
+      status: run.status,
+      createdAt: run.createdAt,
+      lastUpdatedAt: run.lastUpdatedAt,
+      ttl: RUN_TTL_MS,
+      pollInterval: POLL_INTERVAL_MS,
+      ...(run.error === undefined ? {} : { statusMessage: run.error.message })
+    })
+    const unknown = (id: string) =>
+      new RpcError({ code: ErrorCode.InvalidParams, message: `Unknown task: ${id}`, data: { taskId: id } })
+    const find = (owner: TaskOwner, id: string): Run | undefined => {
+      const run = runs.get(id)
+      if (run !== undefined && TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
+      return run !== undefined && run.owner === owner.key && runs.has(id) ? run : undefined
+    }
+    /** Room for one more: finished runs past their ttl go first, then the oldest finished one. */
+    const makeRoom = (): boolean => {
+      for (const [id, run] of runs) if (TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
+      if (runs.size < MAX_RUNS) return true
+      for (const [id, run] of runs) {
+        if (TERMINAL.has(run.status)) {
+          runs.delete(id)
+          return true
+        }
+      }
+      return false
+    }
+
+    const start: RunTasks["start"] = (owner, body, design, askClient) =>
+      Effect.gen(function* () {
+        if (!makeRoom()) {
+          return yield* new RpcError({ code: ErrorCode.InternalError, message: `${MAX_RUNS} tasks already run on the gateway` })
+        }
+        const at = now()
+        const run: Run = {
+          id: `${prefix()}${OWN_PREFIX}${randomBytes(16).toString("base64url")}`,
+          owner: owner.key,
+          design,
+          done: yield* Deferred.make<void>(),
+          createdAt: at,
+          lastUpdatedAt: at,
+          status: "working",
+          questions: new Map(),
+          expiresAt: Number.POSITIVE_INFINITY,
+          interrupt: Effect.void
+        }
+        let asked = 0
+        // The extension keeps a question in the task's inputRequests until tasks/update answers it.
+        const askInTask: Ask = (method, params) =>
+          Effect.gen(function* () {
+            const key = `${method === "elicitation/create" ? "confirm" : "input"}-${++asked}`
+            const answer = yield* Deferred.make<unknown>()
+            run.questions.set(key, { request: { method, params }, answer })
+            touch(run, "input_required")
+            return yield* Deferred.await(answer)
+          })
+        // The session era asks its client for real, the question tied to the task.
+        const askSession =
+          (client: AskClient): Ask =>
+          (method, params) =>
+            Effect.gen(function* () {
+              touch(run, "input_required")
+              const tied = { ...(isObject(params) ? params : {}), _meta: { [RELATED_TASK]: { taskId: run.id } } }
+              const answer = yield* Effect.either(client(method, tied))
+              if (run.status === "input_required") touch(run, "working")
+              // A client that could not answer gave no agreement.
+              return answer._tag === "Right" ? answer.right : { action: "cancel" }
+            })
+        const ask = design === "session" && askClient !== undefined ? askSession(askClient) : askInTask
+        const settle = (exit: Exit.Exit<unknown, GatewayError>) =>
+          Effect.zipRight(
+            Effect.sync(() => {
+              run.questions.clear()
+              run.expiresAt = Date.now() + RUN_TTL_MS
+              if (Exit.isSuccess(exit)) {
+                run.result = exit.value
+                touch(run, "completed")
+              } else if (run.status !== "cancelled") {
+                const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+                run.error =
+                  failure === undefined ? { code: ErrorCode.InternalError, message: "the task stopped" } : toRpcError(failure)
+                touch(run, "failed")
+              }
+            }),
+            Deferred.succeed(run.done, undefined)
+          )
+        runs.set(run.id, run)
+        const fiber = yield* FiberSet.run(fibers, Effect.onExit(body(ask), settle))
+        run.interrupt = Fiber.interrupt(fiber).pipe(Effect.asVoid)
+        return design === "session" ? { task: task(run) } : { ...envelope(run), resultType: "task" }
+      })
+
+    const get: RunTasks["get"] = (owner, id) => {
+      const run = find(owner, id)
+      if (run === undefined) return Effect.fail(unknown(id))
+      if (run.design === "session") return Effect.succeed(task(run))
+      return Effect.succeed({
+        ...envelope(run),
+        ...(run.status === "input_required"
+          ? { inputRequests: Object.fromEntries([...run.questions].map(([key, q]) => [key, q.request])) }
+          : {}),
+        ...(run.result === undefined ? {} : { result: run.result }),
+        ...(run.error === undefined ? {} : { error: run.error }),
+        resultType: "complete"
+      })
+    }
+
+    const update: RunTasks["update"] = (owner, id, inputResponses) =>
+      Effect.gen(function* () {
+        const run = find(owner, id)
+        if (run === undefined) return yield* unknown(id)
+        if (typeof inputResponses === "object" && inputResponses !== null) {
+          for (const [key, answer] of Object.entries(inputResponses)) {
+            const question = run.questions.get(key)
+            if (question === undefined) continue
+            run.questions.delete(key)
+            yield* Deferred.succeed(question.answer, answer)
+          }
+        }
+        if (run.status === "input_required" && run.questions.size === 0) touch(run, "working")
+        return { resultType: "complete" }
+      })
+
+    const cancel: RunTasks["cancel"] = (owner, id) =>
+      Effect.gen(function* () {
+        const run = find(owner, id)
+        if (run === undefined) return yield* unknown(id)
+        // Cancelling a finished task changes nothing (and is no error).
+        if (!TERMINAL.has(run.status)) {
+          touch(run, "cancelled")
+          yield* run.interrupt
+        }
+        return run.design === "session" ? task(run) : { resultType: "complete" }
+      })
+
+    const result: RunTasks["result"] = (owner, id) =>
+      Effect.gen(function* () {
+        const run = find(owner, id)
+        if (run === undefined) return yield* unknown(id)
+        yield* Deferred.await(run.done)
+        if (run.status === "completed") return Meta.merge(run.result, { [RELATED_TASK]: { taskId: run.id } })
+        return yield* new RpcError(
+          run.error ?? { code: ErrorCode.RequestCancelled, message: `the task was ${run.status}`, data: { taskId: run.id } }
+        )
+      })
+
+    const list: RunTasks["list"] = (owner) =>
+      [...runs.values()].filter((run) => run.design === "session" && find(owner, run.id) !== undefined).map(task)
+
+    return { start, owns: (id) => id.startsWith(`${prefix()}${OWN_PREFIX}`), get, update, cancel, result, list }
+  })
