@@ -1,6 +1,7 @@
 /**
  * The process-wide gateway: configuration, backends, orchestrator and events, built once, and the
- * sessions open on it. A transport opens a `Session` per client and gets its method table.
+ * sessions open on it. The protocol behind the transports (edge/Protocol) opens a `Session` per
+ * client and gets its method table.
  *
  * What a backend sends is routed here: a call's progress goes to the request that carries its
  * token (tokens are rewritten on the way in, so two sessions' tokens never meet), a log message
@@ -468,7 +469,7 @@ const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>) 
 export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
   startConfigured({}).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
 
-/** The stdio gateway: backends start when the client sends `initialize` (see `transport/Stdio`). */
+/** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see edge/Launch). */
 export const layerStdio: Layer.Layer<
   Gateway | InputBridge | Orchestrator | Launch | Backends | Events,
   never,
@@ -488,7 +489,7 @@ export const layerSharedWith = (
     Layer.provideMerge(observer.pipe(Layer.provideMerge(layerBase)))
   )
 
-/** The shared gateway: backends started with it, every session served by them (see `transport/Http`). */
+/** The shared gateway: backends started with it, every session served by them (see edge/SharedSessions). */
 export const layerShared: Layer.Layer<
   Gateway | InputBridge | Orchestrator | Launch | Backends | Events,
   never,

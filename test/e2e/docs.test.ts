@@ -75,7 +75,10 @@ describe("docs/protocol.md", () => {
   })
 
   it("documents every HTTP status the transport sends", () => {
-    const http = source("transport/Http.ts")
+    // The transport's own refusals, and those of the sessions behind it (see gateway/edge).
+    const http = ["transport/Http.ts", "transport/HttpWire.ts", "gateway/edge/SharedSessions.ts", "gateway/edge/Protocol.ts"]
+      .map(source)
+      .join("\n")
     const statuses = new Set([...http.matchAll(/(?:reject|json)\((\d{3})\b|status: (\d{3})\b/g)].map((m) => m[1] ?? m[2]!))
     expect(statuses.size).toBeGreaterThan(10)
     expect([...statuses].filter((status) => !new RegExp(`^\\| ${status}\\b`, "m").test(docs))).toEqual([])

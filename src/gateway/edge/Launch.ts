@@ -4,7 +4,7 @@
  * client can answer; a stdio connection's first 2026-07-28 request, which has no `initialize`.
  * Once per gateway: a second start waits for the first, so two ways in cannot start two sets.
  */
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { Backends, startOptionsOf } from "../../backend/Backends.js"
 import { GatewayConfig } from "../../config/Config.js"
 
@@ -22,17 +22,21 @@ export class Launch extends Context.Tag("mcp-agentify/Launch")<Launch, LaunchSer
     Effect.gen(function* () {
       const config = yield* GatewayConfig
       const backends = yield* Backends
-      const started = yield* Deferred.make<void>()
-      let first = true
+      // One start at a time; a start that was interrupted (a cancelled initialize) left nothing
+      // running, so the next one starts again.
+      const lock = yield* Effect.makeSemaphore(1)
+      let started = false
       return {
         start: (clientCapabilities) =>
-          Effect.suspend(() => {
-            if (!first) return Deferred.await(started)
-            first = false
-            return Effect.flatMap(config.current, (current) =>
-              backends.start(current.backends, startOptionsOf(current, clientCapabilities))
-            ).pipe(Effect.ensuring(Deferred.succeed(started, undefined)))
-          })
+          lock.withPermits(1)(
+            Effect.suspend(() =>
+              started
+                ? Effect.void
+                : Effect.flatMap(config.current, (current) =>
+                    backends.start(current.backends, startOptionsOf(current, clientCapabilities))
+                  ).pipe(Effect.tap(() => Effect.sync(() => (started = true))))
+            )
+          )
       }
     })
   )
