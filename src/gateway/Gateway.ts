@@ -26,8 +26,8 @@ import type { Notification } from "../jsonrpc/JsonRpc.js"
 import * as Relay from "./methods/Relay.js"
 import { InputBridge } from "./ask/InputBridge.js"
 import { Routes } from "./routing/Routes.js"
-import { Sessions } from "./edge/Sessions.js"
-import { Launch } from "./edge/Launch.js"
+import { Sessions } from "./session/Sessions.js"
+import { Launch } from "./Launch.js"
 import * as Tasks from "./routing/Tasks.js"
 import * as BackendEndpoint from "./methods/BackendEndpoint.js"
 import * as RunTasks from "./routing/RunTasks.js"
@@ -37,7 +37,7 @@ import { Forwarder } from "./call/Forwarding.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./methods/Methods.js"
 import * as Aggregate from "./methods/Aggregate.js"
-import type { Session, Target } from "./edge/Session.js"
+import type { Session, Target } from "./session/Session.js"
 import type { Tool } from "../protocol/Mcp.js"
 import { objectOr, stringField } from "../data/Json.js"
 import type { Profile } from "../config/Config.js"
@@ -469,7 +469,7 @@ const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>) 
 export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
   startConfigured({}).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
 
-/** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see edge/Launch). */
+/** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see Launch). */
 export const layerStdio: Layer.Layer<
   Gateway | InputBridge | Orchestrator | Launch | Backends | Events,
   never,

@@ -14,7 +14,7 @@ import { Cause, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Sc
 import { randomBytes } from "node:crypto"
 import { keyed, seal, unseal } from "./BridgeTokens.js"
 import { CAPABILITY_OF } from "./ClientAsk.js"
-import * as Era from "../edge/Era.js"
+import * as Era from "../session/Era.js"
 import { ErrorCode, type GatewayError, RpcError, toRpcError } from "../../protocol/Errors.js"
 import { StatelessErrorCode } from "../../protocol/Mcp.js"
 import { failure, type Request, type Response, success } from "../../jsonrpc/JsonRpc.js"

@@ -19,7 +19,7 @@ import * as AuditRun from "../../observability/AuditRun.js"
 import { field } from "../../data/Json.js"
 import * as Meta from "../../data/Meta.js"
 import { ErrorCode, type GatewayError, toRpcError } from "../../protocol/Errors.js"
-import type { Session } from "../edge/Session.js"
+import type { Session } from "../session/Session.js"
 
 /** Lines waiting at most; past it lines are dropped and the loss is said once. */
 export const MAX_QUEUED = 100_000

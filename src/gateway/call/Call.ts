@@ -6,7 +6,7 @@
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { Decision as PlannedDecision, Target } from "../../orchestration/Planned.js"
 import type { Confirm } from "../../orchestration/Steps.js"
-import type { Session } from "../edge/Session.js"
+import type { Session } from "../session/Session.js"
 
 export type { Planned, RunPlanned, Target } from "../../orchestration/Planned.js"
 export { HELD_BACK, SENT } from "../../orchestration/Planned.js"

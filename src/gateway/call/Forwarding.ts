@@ -17,8 +17,8 @@ import { objectOr } from "../../data/Json.js"
 import { ClientAsk, isInputRequired, relayableCapabilities } from "../ask/ClientAsk.js"
 import * as Progress from "../routing/Progress.js"
 import { Routes } from "../routing/Routes.js"
-import { Sessions } from "../edge/Sessions.js"
-import type { Session } from "../edge/Session.js"
+import { Sessions } from "../session/Sessions.js"
+import type { Session } from "../session/Session.js"
 
 export interface ForwarderService {
   /** `method` on `backendId` for the session's request; without a session (an embedding app), straight on the backend. */

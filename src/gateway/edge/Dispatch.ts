@@ -5,7 +5,7 @@
  * bounded. A transport frames messages and carries replies; it knows nothing of the era.
  */
 import { Effect, type Either, type Fiber, type Scope } from "effect"
-import * as Era from "./Era.js"
+import * as Era from "../session/Era.js"
 import * as Inbound from "../../jsonrpc/Inbound.js"
 import { failure, type Id, isId, type Request, type Response } from "../../jsonrpc/JsonRpc.js"
 import type { Outbox } from "../../jsonrpc/Peer.js"
@@ -16,7 +16,7 @@ import type { BackendsService } from "../../backend/Backends.js"
 import type { GatewayService } from "../Gateway.js"
 import * as Stateless from "./Stateless.js"
 import { InputBridge } from "../ask/InputBridge.js"
-import type { Target } from "./Session.js"
+import type { Target } from "../session/Session.js"
 
 export interface Options {
   readonly transport: "stdio" | "http"

@@ -16,8 +16,8 @@ import { ErrorCode } from "../../protocol/Errors.js"
 import { isSupportedProtocolVersion } from "../../protocol/Mcp.js"
 import { Gateway } from "../Gateway.js"
 import * as Dispatch from "./Dispatch.js"
-import * as Era from "./Era.js"
-import { sameTarget, Session, type Target } from "./Session.js"
+import * as Era from "../session/Era.js"
+import { sameTarget, Session, type Target } from "../session/Session.js"
 
 /** A refusal the transport answers with: its HTTP status, and the JSON-RPC error it carries. */
 export interface Refused {

@@ -20,11 +20,11 @@ import { failure, notification, type Request, type Response, success } from "../
 import * as Mcp from "../../protocol/Mcp.js"
 import type { Outbox, RequestContext } from "../../jsonrpc/Peer.js"
 import * as Aggregate from "../methods/Aggregate.js"
-import { servedState, Session, type Target } from "./Session.js"
+import { servedState, Session, type Target } from "../session/Session.js"
 import * as Json from "../../data/Json.js"
 import { field, isObject, objectField, objectOr, stringField } from "../../data/Json.js"
 import * as Meta from "../../data/Meta.js"
-import * as Era from "./Era.js"
+import * as Era from "../session/Era.js"
 import * as Tasks from "../routing/Tasks.js"
 
 /** What `server/discover` lists: this era, and the session era's versions (served with `initialize`). */

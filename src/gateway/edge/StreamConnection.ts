@@ -16,9 +16,9 @@ import { field } from "../../data/Json.js"
 import { SHARED_CLIENT_CAPABILITIES } from "../ask/ClientAsk.js"
 import { Gateway } from "../Gateway.js"
 import * as Dispatch from "./Dispatch.js"
-import * as Era from "./Era.js"
-import { Launch } from "./Launch.js"
-import { Session, type Target } from "./Session.js"
+import * as Era from "../session/Era.js"
+import { Launch } from "../Launch.js"
+import { Session, type Target } from "../session/Session.js"
 
 /** `subscriptions/listen` streams one connection may hold. */
 const MAX_LISTENERS = 64

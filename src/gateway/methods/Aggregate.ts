@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import type { BackendsService } from "../../backend/Backends.js"
 import { relayableCapabilities } from "../ask/ClientAsk.js"
 import { describeBackend, type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../../config/Config.js"
-import type { LaunchService } from "../edge/Launch.js"
+import type { LaunchService } from "../Launch.js"
 import {
   type BackendError,
   ErrorCode,
@@ -38,12 +38,12 @@ import * as RunCode from "../../orchestration/Code.js"
 import * as Call from "../call/Call.js"
 import type { CallPipelineService } from "../call/Pipeline.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
-import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "../edge/Lifecycle.js"
+import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
 import * as Methods from "./Methods.js"
-import type { Mode } from "../edge/Sessions.js"
+import type { Mode } from "../session/Sessions.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
-import type { Session } from "../edge/Session.js"
+import type { Session } from "../session/Session.js"
 import { Apps, type Catalog, catalogOf, inProfile, namespaced, profileAdmits } from "../../catalog/ToolCatalog.js"
 import { field } from "../../data/Json.js"
 import * as Meta from "../../data/Meta.js"
@@ -51,7 +51,7 @@ import * as Tasks from "../routing/Tasks.js"
 import type * as RunTasks from "../routing/RunTasks.js"
 import * as Audit from "../call/Audit.js"
 import type { RoutesService } from "../routing/Routes.js"
-export type { Mode } from "../edge/Sessions.js"
+export type { Mode } from "../session/Sessions.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
 export const SERVER_VERSION = IMPLEMENTATION.version

@@ -13,13 +13,13 @@ import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { field, objectOr, stringField } from "../../data/Json.js"
 import * as Call from "../call/Call.js"
 import { filtersAnything } from "../../catalog/ToolCatalog.js"
-import { filteredList, hiddenBy } from "./BackendFilters.js"
+import { filteredList, hiddenBy } from "../../catalog/BackendFilters.js"
 import * as Tasks from "../routing/Tasks.js"
-import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "../edge/Lifecycle.js"
+import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
 import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
 import { asBackendSent, type Context, type SubscriptionMethod } from "./Aggregate.js"
-import type { Session } from "../edge/Session.js"
+import type { Session } from "../session/Session.js"
 
 /** The methods one backend's endpoint answers itself; every other one is forwarded to the backend. */
 export const BACKEND_METHODS = [

@@ -7,7 +7,7 @@ import { Either, Schema } from "effect"
 import { LogLevelName } from "../../config/Config.js"
 import { safeIssues } from "../../config/Decode.js"
 import { InvalidParams } from "../../protocol/Errors.js"
-import { MCP_LOG_LEVELS } from "../edge/Session.js"
+import { MCP_LOG_LEVELS } from "../session/Session.js"
 
 /** A field whose every problem reads `text` (missing or of the wrong type). */
 const worded = <A, I>(schema: Schema.Schema<A, I>, text: string) =>

@@ -10,7 +10,7 @@
 import type { BackendsService } from "../../backend/Backends.js"
 import type { Profile } from "../../config/Config.js"
 import { type CatalogEntry, catalogOf, inProfile, profileServes } from "../../catalog/ToolCatalog.js"
-import type { Session } from "../edge/Session.js"
+import type { Session } from "../session/Session.js"
 
 /** One backend behind a session's resources or prompts: which process, under which filters. */
 type Source = readonly [backendId: string, instance: unknown, filters: string]

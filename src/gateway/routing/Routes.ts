@@ -17,7 +17,7 @@
 import { Context, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
-import type { Session } from "../edge/Session.js"
+import type { Session } from "../session/Session.js"
 
 /** A client's call on a backend: the backend's progress goes to `context` under the client's `token`. */
 export interface ClientCallRoute {

@@ -23,7 +23,7 @@ import { field, isObject, numberField, objectField, stringField } from "../../da
 import * as Meta from "../../data/Meta.js"
 import type { BackendsService } from "../../backend/Backends.js"
 import type { RoutesService, TaskOwner, TaskRoute } from "./Routes.js"
-import type { Session } from "../edge/Session.js"
+import type { Session } from "../session/Session.js"
 import type { RunTasks } from "./RunTasks.js"
 
 /** What the aggregate says it can route of SEP-1686: tool calls run as tasks, their listing and cancelling. */

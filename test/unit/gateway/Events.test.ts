@@ -13,7 +13,7 @@ import { Backends } from "../../../src/backend/Backends.js"
 import { LlmClient } from "../../../src/orchestration/Llm.js"
 import * as Logging from "../../../src/observability/Logging.js"
 import * as Peer from "../../../src/jsonrpc/Peer.js"
-import { Session } from "../../../src/gateway/edge/Session.js"
+import { Session } from "../../../src/gateway/session/Session.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 
 // The gateway's own logger (it publishes log records to the hub), its lines kept off the runner's output.

@@ -18,7 +18,7 @@ import * as Record from "../../../../src/gateway/call/stages/Record.js"
 import type { AuditService, CallLine } from "../../../../src/gateway/call/Audit.js"
 import * as AuditRun from "../../../../src/observability/AuditRun.js"
 import { Routes } from "../../../../src/gateway/routing/Routes.js"
-import { Session } from "../../../../src/gateway/edge/Session.js"
+import { Session } from "../../../../src/gateway/session/Session.js"
 import type { Tool } from "../../../../src/protocol/Mcp.js"
 
 const tool = (name: string, extra: Partial<Tool> = {}): Tool => ({

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_TASKS_PER_SESSION, Routes } from "../../../../src/gateway/routing/Routes.js"
-import { Session } from "../../../../src/gateway/edge/Session.js"
+import { Session } from "../../../../src/gateway/session/Session.js"
 import type { RequestContext } from "../../../../src/jsonrpc/Peer.js"
 
 const session = (id: string) => new Session({ id, transport: "http", send: () => false })

@@ -5,8 +5,8 @@
  * Once per gateway: a second start waits for the first, so two ways in cannot start two sets.
  */
 import { Context, Effect, Layer } from "effect"
-import { Backends, startOptionsOf } from "../../backend/Backends.js"
-import { GatewayConfig } from "../../config/Config.js"
+import { Backends, startOptionsOf } from "../backend/Backends.js"
+import { GatewayConfig } from "../config/Config.js"
 
 export interface LaunchService {
   /**

@@ -7,8 +7,8 @@ import { Effect } from "effect"
 import { objectOr } from "../../data/Json.js"
 import { ErrorCode, type GatewayError, InvalidParams, NotInitialized, RpcError } from "../../protocol/Errors.js"
 import { negotiateProtocolVersion } from "../../protocol/Mcp.js"
-import * as Params from "../methods/Params.js"
-import { mcpLevelOf, type Session } from "./Session.js"
+import * as Params from "./Params.js"
+import { mcpLevelOf, type Session } from "../session/Session.js"
 
 /** Methods a client may call before `initialize` has completed. */
 const BEFORE_INIT = new Set(["initialize", "ping", "shutdown"])

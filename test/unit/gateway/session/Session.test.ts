@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
-import { changed, INITIAL_STATE, nextPhase, type Phase, servedState, Session } from "../../../../src/gateway/edge/Session.js"
+import { changed, INITIAL_STATE, nextPhase, type Phase, servedState, Session } from "../../../../src/gateway/session/Session.js"
 import type { RequestContext } from "../../../../src/jsonrpc/Peer.js"
 import { RpcError } from "../../../../src/protocol/Errors.js"
 

@@ -1,13 +1,13 @@
 /**
  * A backend's filters on its own endpoint (`/servers/<id>/mcp`), where everything else is relayed
  * unchanged: what its `allow*`/`deny*` settings exclude is refused by name and taken out of lists,
- * as the aggregate does (see catalog/Exposure).
+ * as the aggregate does (see Exposure).
  */
-import type { Exposure } from "../../config/Config.js"
-import { promptAdmitted, resourceAdmitted, toolAdmitted } from "../../catalog/ToolCatalog.js"
-import { InvalidParams } from "../../protocol/Errors.js"
-import * as Json from "../../data/Json.js"
-import { isObject, objectOr } from "../../data/Json.js"
+import type { Exposure } from "../config/Config.js"
+import { promptAdmitted, resourceAdmitted, toolAdmitted } from "./ToolCatalog.js"
+import { InvalidParams } from "../protocol/Errors.js"
+import * as Json from "../data/Json.js"
+import { isObject, objectOr } from "../data/Json.js"
 
 /**
  * What a backend's filters hide from its own endpoint: a call of a filtered tool, a read of a
