@@ -7,7 +7,7 @@
  */
 export * as Backends from "./backend/Backends.js"
 export * as Config from "./config/Config.js"
-export * as Errors from "./protocol/Errors.js"
+export * as Errors from "./Errors.js"
 export * as Events from "./observability/Events.js"
 export * as Gateway from "./gateway/Gateway.js"
 export * as JsonRpc from "./jsonrpc/JsonRpc.js"

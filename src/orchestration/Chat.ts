@@ -4,7 +4,8 @@
  * (`OpenAi`, `Scripted`) and the service they provide (`LlmClient`, in `Llm`).
  */
 import type { Effect } from "effect"
-import type { LlmRequestFailed, NotConfigured } from "../protocol/Errors.js"
+import type { NotConfigured } from "../protocol/Errors.js"
+import type { LlmRequestFailed } from "./Errors.js"
 
 /** An OpenAI Chat Completions function tool: what `ToolCatalog` produces, declared there. */
 export type { ChatTool } from "../catalog/ToolCatalog.js"

@@ -11,13 +11,8 @@ import { Effect } from "effect"
 import type { Catalog } from "../catalog/ToolCatalog.js"
 import { rankEntries } from "../catalog/ToolCatalog.js"
 import type { CodeMode, ConfirmTools } from "../config/Config.js"
-import {
-  InvalidPlan,
-  NoActionDetermined,
-  type BackendError,
-  type LlmRequestFailed,
-  type NotConfigured
-} from "../protocol/Errors.js"
+import { type BackendError, type NotConfigured } from "../protocol/Errors.js"
+import { InvalidPlan, NoActionDetermined, type LlmRequestFailed } from "./Errors.js"
 import type { CallToolResult, TaskContext } from "../protocol/Mcp.js"
 import type { OrchestrationStep } from "../observability/Events.js"
 import * as Declarations from "../sandbox/Declarations.js"

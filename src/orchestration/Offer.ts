@@ -19,7 +19,7 @@ import {
 } from "../catalog/ToolCatalog.js"
 import type { TaskContext } from "../protocol/Mcp.js"
 import type { Profile } from "../config/Config.js"
-import { InvalidPlan } from "../protocol/Errors.js"
+import { InvalidPlan } from "./Errors.js"
 import { isObject, objectField } from "../data/Json.js"
 
 /** The one backend call the model chose. */

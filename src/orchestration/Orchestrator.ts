@@ -20,14 +20,8 @@ import * as AuditRun from "../observability/AuditRun.js"
 import { Backends } from "../backend/Backends.js"
 import * as Call from "./Planned.js"
 import { GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
-import {
-  BackendError,
-  InvalidParams,
-  InvalidPlan,
-  type LlmRequestFailed,
-  NoActionDetermined,
-  NotConfigured
-} from "../protocol/Errors.js"
+import { BackendError, InvalidParams, NotConfigured } from "../protocol/Errors.js"
+import { InvalidPlan, type LlmRequestFailed, NoActionDetermined } from "./Errors.js"
 import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, LlmClient } from "./Llm.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"

@@ -8,7 +8,8 @@
 import { Context, Effect } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import * as Secrets from "../observability/Secrets.js"
-import { type BackendError, type GatewayError, InvalidPlan } from "../protocol/Errors.js"
+import { BackendError, type GatewayError } from "../protocol/Errors.js"
+import { InvalidPlan } from "./Errors.js"
 import type { Plan } from "./Offer.js"
 import type { Confirm } from "./Steps.js"
 
@@ -70,7 +71,7 @@ export const runStep = (runCall: RunPlanned, chosen: Plan, args: unknown): Effec
       decisions: []
     }),
     (error) =>
-      error._tag === "BackendError"
+      error instanceof BackendError
         ? error
         : new InvalidPlan({ message: error.message, toolName: chosen.functionName, arguments: Secrets.scrubArguments(args) })
   )

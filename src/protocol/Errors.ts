@@ -1,7 +1,8 @@
 /**
  * The gateway's failures as tagged errors, each carrying its JSON-RPC code.
  *
- * Everything that can reach a client is one of these. `toRpcError` is the single place that
+ * Everything that can reach a client is one of these, or a domain's own error that carries its
+ * code the same way (`CodedError`: the orchestrator's live in orchestration/Errors). `toRpcError` is the single place that
  * turns a failure into the wire's `{code, message, data}`; it scrubs registered secrets so no
  * error can leak a key even if one slipped into a backend's message.
  */
@@ -25,7 +26,8 @@ export const ErrorCode = {
   BackendFailed: -32004
 } as const
 
-const stepsOf = (error: { readonly steps?: ReadonlyArray<unknown> | undefined }) =>
+/** The steps that ran before a failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
+export const stepsOf = (error: { readonly steps?: ReadonlyArray<unknown> | undefined }) =>
   error.steps === undefined || error.steps.length === 0 ? {} : { steps: error.steps }
 
 /** -32602: params or initializationOptions failed validation; `issues` are `path: problem` lines. */
@@ -36,24 +38,6 @@ export class InvalidParams extends Schema.TaggedError<InvalidParams>()("InvalidP
   readonly code = ErrorCode.InvalidParams
   get data(): unknown {
     return { issues: this.issues }
-  }
-}
-
-/** -32000: the model called no tool, or more than one. */
-export class NoActionDetermined extends Schema.TaggedError<NoActionDetermined>()("NoActionDetermined", {
-  query: Schema.String,
-  /** What the model said instead of calling a tool, if anything. */
-  modelMessage: Schema.optional(Schema.String),
-  toolCalls: Schema.optional(Schema.Number),
-  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
-  steps: Schema.optional(Schema.Array(Schema.Unknown))
-}) {
-  readonly code = ErrorCode.NoAction
-  override get message() {
-    return "AI orchestrator could not determine an action for your query."
-  }
-  get data(): unknown {
-    return { query: this.query, modelMessage: this.modelMessage, toolCalls: this.toolCalls, ...stepsOf(this) }
   }
 }
 
@@ -78,41 +62,6 @@ export class NotConfigured extends Schema.TaggedError<NotConfigured>()("NotConfi
   readonly code = ErrorCode.NotConfigured
   get data(): unknown {
     return { missing: this.missing }
-  }
-}
-
-/** -32003: the LLM request failed. */
-export class LlmRequestFailed extends Schema.TaggedError<LlmRequestFailed>()("LlmRequestFailed", {
-  reason: Schema.Literal("auth", "rate_limit", "network", "timeout", "server", "bad_response", "other"),
-  message: Schema.String,
-  status: Schema.optional(Schema.Number),
-  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
-  steps: Schema.optional(Schema.Array(Schema.Unknown))
-}) {
-  readonly code = ErrorCode.LlmFailed
-  get data(): unknown {
-    return { reason: this.reason, status: this.status, ...stepsOf(this) }
-  }
-}
-
-/** -32003: the model's plan cannot run (unknown tool, arguments not a JSON object, required missing). */
-export class InvalidPlan extends Schema.TaggedError<InvalidPlan>()("InvalidPlan", {
-  message: Schema.String,
-  toolName: Schema.String,
-  arguments: Schema.optional(Schema.Unknown),
-  /** Each way the arguments break the tool's inputSchema, with its path. */
-  problems: Schema.optional(Schema.Array(Schema.String)),
-  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
-  steps: Schema.optional(Schema.Array(Schema.Unknown))
-}) {
-  readonly code = ErrorCode.LlmFailed
-  get data(): unknown {
-    return {
-      toolName: this.toolName,
-      arguments: this.arguments,
-      ...(this.problems === undefined ? {} : { problems: this.problems }),
-      ...stepsOf(this)
-    }
   }
 }
 
@@ -146,8 +95,19 @@ export class RpcError extends Schema.TaggedError<RpcError>()("RpcError", {
   data: Schema.optional(Schema.Unknown)
 }) {}
 
-export type GatewayError =
-  InvalidParams | NoActionDetermined | NotInitialized | NotConfigured | LlmRequestFailed | InvalidPlan | BackendError | RpcError
+/**
+ * A failure of a domain above this one, kept beside its domain (orchestration's: see
+ * orchestration/Errors): a tagged error that carries its own code, message and data.
+ */
+export interface CodedError {
+  readonly _tag: string
+  readonly code: number
+  readonly message: string
+  readonly data: unknown
+}
+
+/** Everything that can reach a client. */
+export type GatewayError = InvalidParams | NotInitialized | NotConfigured | BackendError | RpcError | CodedError
 
 export interface WireError {
   readonly code: number
@@ -178,7 +138,7 @@ export const MISSING_CLIENT_CAPABILITY = -32021
 const PASSED_THROUGH: ReadonlySet<unknown> = new Set([URL_ELICITATION_REQUIRED, MISSING_CLIENT_CAPABILITY])
 
 const passedThrough = (error: GatewayError): WireError | undefined => {
-  if (error._tag !== "BackendError" || error.reason !== "call_failed") return undefined
+  if (!(error instanceof BackendError) || error.reason !== "call_failed") return undefined
   const code = field(error.detail, "code")
   const message = stringField(error.detail, "message")
   const data = field(error.detail, "data")

@@ -7,7 +7,7 @@
  * the gateway's, good only for the session that created the task, as at `/mcp` (see Tasks).
  */
 import { Effect } from "effect"
-import { type GatewayError } from "../../protocol/Errors.js"
+import { BackendError, type GatewayError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { field, objectOr, stringField } from "../../data/Json.js"
@@ -102,7 +102,7 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
           params: objectOr(params)
         })
       ),
-      (error) => (error._tag === "BackendError" ? asBackendSent(error) : error)
+      (error) => (error instanceof BackendError ? asBackendSent(error) : error)
     )
 
   const onTask =

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { LlmRequestFailed, NoActionDetermined, toRpcError } from "../../../src/protocol/Errors.js"
+import { toRpcError } from "../../../src/protocol/Errors.js"
+import { LlmRequestFailed, NoActionDetermined } from "../../../src/orchestration/Errors.js"
 import * as Results from "../../../src/orchestration/Results.js"
 import { withStepsRan } from "../../../src/orchestration/Steps.js"
 

@@ -1,0 +1,63 @@
+/**
+ * The orchestrator's failures, beside it: the model chose no action (-32000), the model's request
+ * failed or its plan cannot run (-32003). Each carries its JSON-RPC code, so the wire sees them as
+ * it sees every failure (protocol/Errors' `toRpcError`), with the steps that ran before it.
+ */
+import { Schema } from "effect"
+import { ErrorCode, stepsOf } from "../protocol/Errors.js"
+
+/** -32000: the model called no tool, or more than one. */
+export class NoActionDetermined extends Schema.TaggedError<NoActionDetermined>()("NoActionDetermined", {
+  query: Schema.String,
+  /** What the model said instead of calling a tool, if anything. */
+  modelMessage: Schema.optional(Schema.String),
+  toolCalls: Schema.optional(Schema.Number),
+  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
+  steps: Schema.optional(Schema.Array(Schema.Unknown))
+}) {
+  readonly code = ErrorCode.NoAction
+  override get message() {
+    return "AI orchestrator could not determine an action for your query."
+  }
+  get data(): unknown {
+    return { query: this.query, modelMessage: this.modelMessage, toolCalls: this.toolCalls, ...stepsOf(this) }
+  }
+}
+
+/** -32003: the LLM request failed. */
+export class LlmRequestFailed extends Schema.TaggedError<LlmRequestFailed>()("LlmRequestFailed", {
+  reason: Schema.Literal("auth", "rate_limit", "network", "timeout", "server", "bad_response", "other"),
+  message: Schema.String,
+  status: Schema.optional(Schema.Number),
+  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
+  steps: Schema.optional(Schema.Array(Schema.Unknown))
+}) {
+  readonly code = ErrorCode.LlmFailed
+  get data(): unknown {
+    return { reason: this.reason, status: this.status, ...stepsOf(this) }
+  }
+}
+
+/** -32003: the model's plan cannot run (unknown tool, arguments not a JSON object, required missing). */
+export class InvalidPlan extends Schema.TaggedError<InvalidPlan>()("InvalidPlan", {
+  message: Schema.String,
+  toolName: Schema.String,
+  arguments: Schema.optional(Schema.Unknown),
+  /** Each way the arguments break the tool's inputSchema, with its path. */
+  problems: Schema.optional(Schema.Array(Schema.String)),
+  /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
+  steps: Schema.optional(Schema.Array(Schema.Unknown))
+}) {
+  readonly code = ErrorCode.LlmFailed
+  get data(): unknown {
+    return {
+      toolName: this.toolName,
+      arguments: this.arguments,
+      ...(this.problems === undefined ? {} : { problems: this.problems }),
+      ...stepsOf(this)
+    }
+  }
+}
+
+/** What an orchestration can fail with, of its own. */
+export type OrchestrationError = NoActionDetermined | LlmRequestFailed | InvalidPlan
