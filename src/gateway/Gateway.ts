@@ -14,14 +14,13 @@
  * `layerScripted`).
  */
 import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
-import { Backends, type BackendNotification } from "../backend/Backends.js"
+import { Backends } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
-import type { BackendError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import type { LlmClient } from "../orchestration/Llm.js"
 import { Orchestrator } from "../orchestration/Orchestrator.js"
-import type { Handlers, RequestContext } from "../jsonrpc/Peer.js"
+import type { Handlers } from "../jsonrpc/Peer.js"
 import type { Notification } from "../jsonrpc/JsonRpc.js"
 import * as Relay from "./methods/Relay.js"
 import { InputBridge } from "./ask/InputBridge.js"
@@ -34,17 +33,16 @@ import * as RunTasks from "./routing/RunTasks.js"
 import * as Audit from "./call/Audit.js"
 import { CallPipeline, layerPlanned } from "./call/Pipeline.js"
 import { Forwarder } from "./call/Forwarding.js"
-import * as Secrets from "../observability/Secrets.js"
 import * as Methods from "./methods/Methods.js"
 import * as Aggregate from "./methods/Aggregate.js"
 import type { Session, Target } from "./session/Session.js"
 import type { Tool } from "../protocol/Mcp.js"
-import { objectOr, stringField } from "../data/Json.js"
 import type { Profile } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import * as ListChanged from "./routing/ListChanged.js"
+import * as Notifications from "./routing/Notifications.js"
+import * as Subscriptions from "./routing/Subscriptions.js"
 import * as Reload from "./Reload.js"
-import { field } from "../data/Json.js"
 
 /** What a session of a profile that is no longer configured sees: nothing. */
 const NO_PROFILE: Profile = { backends: [] }
@@ -94,39 +92,7 @@ const make = Effect.gen(function* () {
   /** Every other request on a backend for a session's (resources, prompts, tasks...): see Forwarding. */
   const forward: Aggregate.Context["forward"] = forwarder.forward
 
-  const subscription = (
-    session: Session,
-    context: RequestContext,
-    backendId: string,
-    method: "resources/subscribe" | "resources/unsubscribe",
-    params: unknown
-  ): Effect.Effect<unknown, BackendError> =>
-    Effect.suspend(() => {
-      const uri = field(params, "uri")
-      // Without a URI the backend says what is wrong.
-      if (typeof uri !== "string") return forward(session, context, backendId, method, params)
-      // Passed on only when it changes whether any session holds the URI.
-      if (method === "resources/subscribe") {
-        const first = !routes.held(backendId, uri)
-        return Effect.tap(first ? forward(session, context, backendId, method, params) : Effect.succeed({}), () =>
-          Effect.sync(() => routes.subscribe(session, backendId, uri))
-        )
-      }
-      if (!routes.unsubscribe(session, backendId, uri)) return Effect.succeed({})
-      return forward(session, context, backendId, method, params)
-    })
-
-  /** A closed session's subscriptions: the backend hears of the ones nobody holds any more. */
-  const dropSubscriptions = (session: Session) =>
-    Effect.forEach(
-      routes.dropSession(session),
-      ({ backendId, uri }) =>
-        // Not awaited: a session's end must not wait on a slow backend.
-        backends
-          .executeOnBackend(backendId, "resources/unsubscribe", { uri })
-          .pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon),
-      { discard: true }
-    )
+  const subscriptions = Subscriptions.make({ backends, routes, forward })
 
   const relay = Relay.make(backends)
   // The configuration in force, at hand for the hot path (a session's profile on every call).
@@ -153,105 +119,16 @@ const make = Effect.gen(function* () {
     audit,
     idPrefix: () => current.sessionIdPrefix,
     forward,
-    subscription,
+    subscription: subscriptions.pass,
     profileOf
   }
   const listChanged = ListChanged.make(backends, profileOf)
 
   yield* backends.serveRequests(clientAsk.handle)
 
-  /** A backend's log message: with the calls in flight on it, else to every session it concerns. */
-  const routeMessage = (backendId: string, params: unknown) => {
-    const p = objectOr(params)
-    const withCalls = routes.busyOn(backendId).length > 0
-    for (const session of sessions) {
-      if (session.phase !== "ready" || !session.serves(backendId) || !session.admits(p.level)) continue
-      // Tagged with its backend on the aggregate; as the backend sent it on its own endpoint.
-      const message = Secrets.scrubDeep(session.target._tag === "Aggregate" ? { ...p, logger: p.logger ?? backendId } : p)
-      const call = routes.callOf(session, backendId)
-      if (call !== undefined) call.notifyUnsafe("notifications/message", message)
-      else if (!withCalls) session.notify("notifications/message", message)
-    }
-  }
-
-  /** The aggregate's lists changed with the backend's; its own endpoint's sessions hear it as sent. */
-  const listChangedOf =
-    (kind: "prompts" | "resources") =>
-    (backendId: string, method: string, params: unknown): void => {
-      relay.invalidate(backendId, kind)
-      for (const session of sessions) {
-        if (session.phase === "ready" && session.serves(backendId)) {
-          session.notify(method, session.target._tag === "Backend" ? params : {})
-        }
-      }
-    }
-
-  /** What each notification of a backend's is to the sessions: a table, one row per method. */
-  const notificationRoutes = new Map<string, (backendId: string, method: string, params: unknown) => void>([
-    [
-      "notifications/progress",
-      (backendId, method, params) => {
-        const token = stringField(params, "progressToken")
-        const target = token === undefined ? undefined : routes.clientCall(token)
-        // Only the backend running the call may report its progress: another cannot reach into it.
-        if (target !== undefined && target.backendId === backendId) {
-          target.context.notifyUnsafe(method, { ...objectOr(params), progressToken: target.token })
-        }
-      }
-    ],
-    ["notifications/message", (backendId, _method, params) => routeMessage(backendId, params)],
-    [
-      "notifications/resources/updated",
-      (backendId, method, params) => {
-        const uri = field(params, "uri")
-        const holders = typeof uri === "string" ? routes.holders(backendId, uri) : undefined
-        for (const session of holders ?? []) if (session.phase === "ready") session.notify(method, params)
-      }
-    ],
-    ["notifications/resources/list_changed", listChangedOf("resources")],
-    ["notifications/prompts/list_changed", listChangedOf("prompts")],
-    [
-      "notifications/tasks/status",
-      (backendId, method, params) => {
-        // To the session whose task it is (at /mcp or at the backend's own endpoint), by the id it
-        // knows; never to every client of the backend, whose ids are not theirs.
-        const taskId = stringField(params, "taskId")
-        const task = taskId === undefined ? undefined : routes.taskOf(backendId, taskId)
-        const owner = task?.owner.session
-        if (task !== undefined && owner !== undefined && owner.phase === "ready")
-          owner.notify(method, Tasks.toClient(task, params))
-      }
-    ],
-    [
-      "notifications/elicitation/complete",
-      (backendId, method, params) => {
-        // Only to the client that was asked.
-        const elicitationId = field(params, "elicitationId")
-        const owner = typeof elicitationId === "string" ? routes.takeElicitation(elicitationId) : undefined
-        if (owner === undefined || owner.phase !== "ready" || !owner.serves(backendId)) return
-        const call = routes.callOf(owner, backendId)
-        if (call !== undefined) call.notifyUnsafe(method, params)
-        else owner.notify(method, params)
-      }
-    ]
-  ])
-
-  /** Anything else names what only the backend's own endpoint offers: its sessions hear it. */
-  const toOwnEndpoint = (backendId: string, method: string, params: unknown): void => {
-    for (const session of sessions) {
-      if (session.phase === "ready" && session.target._tag === "Backend" && session.target.backendId === backendId) {
-        session.notify(method, params)
-      }
-    }
-  }
-
-  /**
-   * Runs before the backend's later replies are delivered (see `Backends.relayNotifications`),
-   * so a call's progress reaches its client before the result. Never blocks.
-   */
-  const route = ({ backendId, method, params }: BackendNotification): void =>
-    (notificationRoutes.get(method) ?? toOwnEndpoint)(backendId, method, params)
-
+  // Runs before the backend's later replies are delivered, so a call's progress reaches its client
+  // before the result. Never blocks.
+  const route = Notifications.make({ sessions, routes, invalidate: relay.invalidate })
   yield* backends.relayNotifications((notification) => Effect.sync(() => route(notification)))
 
   // Each session hears of the changes to what it sees (see ListChanged); a tool whose name
@@ -273,19 +150,6 @@ const make = Effect.gen(function* () {
   if (config.disk !== undefined) {
     yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped)
   }
-  /** A restarted backend forgot its subscriptions: the ones sessions still hold are made again. */
-  const resubscribe = (backendId: string) =>
-    Effect.forEach(
-      routes.subscribedOn(backendId),
-      (uri) =>
-        backends.executeOnBackend(backendId, "resources/subscribe", { uri }).pipe(
-          Effect.timeout(10_000),
-          Effect.catchAll((error) =>
-            Effect.logWarning("could not subscribe again after a restart", { backendId, uri, error: String(error) })
-          )
-        ),
-      { discard: true }
-    )
   const lastState = new Map<string, string>()
   yield* backends.statusChanges.pipe(
     Stream.runForEach((status) =>
@@ -295,7 +159,7 @@ const make = Effect.gen(function* () {
         lastState.set(status.id, status.state)
         // Ready again after a crash (a status is also published when its tools change).
         const restarted = status.state === "ready" && was !== undefined && was !== "ready" && status.restarts > 0
-        return restarted ? Effect.forkDaemon(resubscribe(status.id)) : Effect.void
+        return restarted ? Effect.forkDaemon(subscriptions.renew(status.id)) : Effect.void
       })
     ),
     Effect.forkScoped
@@ -333,7 +197,7 @@ const make = Effect.gen(function* () {
           // (A 2026-07-28 request's tasks are its subject's: they outlive the request.)
           const owner = Tasks.ownerOf(session)
           if (owner.session !== undefined) routes.forgetTasks(owner)
-        }).pipe(Effect.zipRight(dropSubscriptions(session)))
+        }).pipe(Effect.zipRight(subscriptions.drop(session)))
     ).pipe(
       Effect.as(
         withClientRequests(

@@ -1,0 +1,77 @@
+/**
+ * Resource subscriptions shared by the sessions: a backend hears `resources/subscribe` when the
+ * first session holds a URI and `unsubscribe` when the last lets go (or ends); a restarted backend
+ * is subscribed again to what sessions still hold.
+ */
+import { Effect } from "effect"
+import type { BackendsService } from "../../backend/Backends.js"
+import type { RequestContext } from "../../jsonrpc/Peer.js"
+import type { BackendError } from "../../protocol/Errors.js"
+import { field } from "../../data/Json.js"
+import type { Session } from "../session/Session.js"
+import type { RoutesService } from "./Routes.js"
+
+export interface Options {
+  readonly backends: BackendsService
+  readonly routes: RoutesService
+  /** A request on a backend as the session's own (see call/Forwarding). */
+  readonly forward: (
+    session: Session,
+    context: RequestContext,
+    backendId: string,
+    method: string,
+    params: unknown
+  ) => Effect.Effect<unknown, BackendError>
+}
+
+export const make = ({ backends, routes, forward }: Options) => {
+  /** A client's (un)subscribe: passed on only when it changes whether any session holds the URI. */
+  const pass = (
+    session: Session,
+    context: RequestContext,
+    backendId: string,
+    method: "resources/subscribe" | "resources/unsubscribe",
+    params: unknown
+  ): Effect.Effect<unknown, BackendError> =>
+    Effect.suspend(() => {
+      const uri = field(params, "uri")
+      // Without a URI the backend says what is wrong.
+      if (typeof uri !== "string") return forward(session, context, backendId, method, params)
+      if (method === "resources/subscribe") {
+        const first = !routes.held(backendId, uri)
+        return Effect.tap(first ? forward(session, context, backendId, method, params) : Effect.succeed({}), () =>
+          Effect.sync(() => routes.subscribe(session, backendId, uri))
+        )
+      }
+      if (!routes.unsubscribe(session, backendId, uri)) return Effect.succeed({})
+      return forward(session, context, backendId, method, params)
+    })
+
+  /** A closed session's subscriptions: the backend hears of the ones nobody holds any more. */
+  const drop = (session: Session) =>
+    Effect.forEach(
+      routes.dropSession(session),
+      ({ backendId, uri }) =>
+        // Not awaited: a session's end must not wait on a slow backend.
+        backends
+          .executeOnBackend(backendId, "resources/unsubscribe", { uri })
+          .pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon),
+      { discard: true }
+    )
+
+  /** A restarted backend forgot its subscriptions: the ones sessions still hold are made again. */
+  const renew = (backendId: string) =>
+    Effect.forEach(
+      routes.subscribedOn(backendId),
+      (uri) =>
+        backends.executeOnBackend(backendId, "resources/subscribe", { uri }).pipe(
+          Effect.timeout(10_000),
+          Effect.catchAll((error) =>
+            Effect.logWarning("could not subscribe again after a restart", { backendId, uri, error: String(error) })
+          )
+        ),
+      { discard: true }
+    )
+
+  return { pass, drop, renew }
+}
