@@ -25,6 +25,7 @@ import {
   transportOf
 } from "./Schema.js"
 import { NormalizedOptions } from "./Decode.js"
+import type { FlowGuard } from "./Flow.js"
 import { ConfigFile, DotEnvSetting } from "./Files.js"
 export { stateDirOf } from "../data/StateDir.js"
 
@@ -80,6 +81,8 @@ export interface ResolvedConfig {
   readonly maxToolsPerRequest: number
   readonly maxSteps: number
   readonly confirmTools: ConfirmTools
+  /** What a call the flow rules hold becomes: "confirm" (asked), "strict" (refused), "off". */
+  readonly flowGuard: FlowGuard
   /** How much of each tool result (and of each call's arguments) goes back to the model. */
   readonly maxResultChars: number
   /** The tool calls one model turn may make. */
@@ -283,6 +286,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
     maxSteps: pick("maxSteps") ?? DEFAULT_MAX_STEPS,
     confirmTools: pick("confirmTools") ?? "destructive",
+    flowGuard: pick("flowGuard") ?? "confirm",
     maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,
     maxCallsPerTurn: pick("maxCallsPerTurn") ?? DEFAULT_MAX_CALLS_PER_TURN,
     codeMode: pick("codeMode") ?? {},

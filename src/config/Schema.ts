@@ -3,6 +3,7 @@
  * defaults and ranges docs/protocol.md documents), and the other clients' shapes they accept.
  */
 import { Schema } from "effect"
+import { Flow, FlowGuard } from "./Flow.js"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Mcp from "../protocol/Mcp.js"
@@ -235,6 +236,8 @@ export const BackendFields = Schema.Struct({
   startupDelayMs: Schema.optional(DurationMs),
   /** The only protocol version offered (a server that misbehaves with newer ones). */
   protocolVersion: Schema.optional(ProtocolVersion),
+  /** What its data is (private, untrusted) and its tools' hints, for the flow guard. */
+  flow: Schema.optional(Flow),
   /** Processes run for a server that keeps no state between calls; calls go to the least busy. */
   maxInstances: Schema.optional(BoundedInt(MAX_INSTANCES, "instances")),
   /** True (the default): the server keeps state per connection, so one process serves it. */
@@ -529,6 +532,7 @@ export const optionFields = {
   maxToolsPerRequest: Schema.optional(BoundedInt(MAX_TOOLS_LIMIT, "tools")),
   maxSteps: Schema.optional(BoundedInt(MAX_STEPS_LIMIT, "steps")),
   confirmTools: Schema.optional(ConfirmTools),
+  flowGuard: Schema.optional(FlowGuard),
   maxResultChars: Schema.optional(Mcp.MaxResultChars),
   maxCallsPerTurn: Schema.optional(Mcp.MaxCallsPerTurn),
   codeMode: Schema.optional(CodeMode),

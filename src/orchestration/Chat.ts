@@ -22,6 +22,8 @@ export interface ChatRequest {
   readonly query: string
   readonly messages: ReadonlyArray<ChatMessage>
   readonly tools: ReadonlyArray<ChatTool>
+  /** The one function the model must call (`tool_choice`); absent: it chooses (`"auto"`). */
+  readonly toolChoice?: string | undefined
 }
 
 export interface ChatToolCall {

@@ -13,6 +13,7 @@
 import { Effect, Either, FiberRef, Option, Schema } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import * as Call from "./Planned.js"
+import * as Provenance from "./Provenance.js"
 import { Events, type OrchestrationStep } from "../observability/Events.js"
 import type { CodeMode } from "../config/Config.js"
 import type { Catalog, CatalogEntry } from "../catalog/ToolCatalog.js"
@@ -104,6 +105,12 @@ export interface Deps {
    * calling one says why it is held and how to trust it, rather than "not a function".
    */
   readonly held?: () => ReadonlyArray<{ readonly exposed: string; readonly backendId: string }>
+  /**
+   * Where the values of code mode's scripts came from, across its turns: the ledger of what was read
+   * (its trusted text the request, and the first script), and the plan (the tools the first script
+   * called). Without it (a client's own script) the script's text is trusted and it has no plan.
+   */
+  readonly provenance?: { readonly ledger: Provenance.Ledger; readonly plan: () => ReadonlyArray<string> | undefined } | undefined
 }
 
 /**
@@ -196,6 +203,9 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
     // Calls that reached a backend and were stopped as the run ended (the sandbox lists the rest):
     // they count among the calls made, since the backend may have acted on them.
     const stopped: Array<Sandbox.CallRecord> = []
+    // Every value handed into the sandbox, recognised when it comes back in a call's arguments.
+    const ledger = deps.provenance?.ledger ?? new Provenance.Ledger(code)
+    const plan = deps.provenance?.plan()
 
     const callTool = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
       Effect.withSpan("RunCode.call", { attributes: { "gen_ai.tool.name": name } })(callOnce(name, args))
@@ -208,9 +218,11 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
         const sent = () => decisions.includes(Call.SENT)
         const held = () => decisions.includes(Call.HELD_BACK)
         const started = Date.now()
+        const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan }
         const outcome = yield* Effect.either(
           deps.call({
             via: "script",
+            flow,
             name,
             target:
               tool === undefined ? undefined : { backendId: tool.entry.backendId, own: tool.entry.toolName, entry: tool.entry },
@@ -250,7 +262,11 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
             record: { tool: name, arguments: shown(given), ms, isError: true }
           }
         }
-        return { ok: true, value: valueOf(result), record: { tool: name, arguments: shown(given), ms, isError: false } }
+        const value = valueOf(result)
+        if (tool !== undefined) {
+          ledger.record({ backendId: tool.entry.backendId, tool: name, arguments: given }, JSON.stringify(value) ?? "")
+        }
+        return { ok: true, value, record: { tool: name, arguments: shown(given), ms, isError: false } }
       })
 
     const search = (query: string): string => {

@@ -18,6 +18,7 @@ import type { OrchestrationStep } from "../observability/Events.js"
 import * as Declarations from "../sandbox/Declarations.js"
 import type { ChatMessage, ChatResponse, ChatTool } from "./Chat.js"
 import * as Code from "./Code.js"
+import * as Provenance from "./Provenance.js"
 import type * as Results from "./Results.js"
 import { addUsage, type Confirm, type OnStep, type StepRecord, withSteps } from "./Steps.js"
 import * as Meta from "../data/Meta.js"
@@ -118,6 +119,10 @@ export const orchestrate = (
     let last: { readonly result: CallToolResult; readonly code: string } | undefined
     let failed: { readonly code: string; readonly text: string } | undefined
     let answer: string | undefined
+    // The request is trusted; the first script too (written before any data was read), and the tools
+    // it called are the plan: a later script, written after reading results, is held outside it.
+    const ledger = new Provenance.Ledger(deps.messages.map((m) => m.content ?? "").join("\n"))
+    let plan: ReadonlyArray<string> | undefined
     for (let step = 1; step <= deps.maxSteps; step++) {
       const response = yield* deps.ask([deps.fn])
       usage = addUsage(usage, response.usage)
@@ -136,6 +141,7 @@ export const orchestrate = (
       // One script per turn: the first run_code call runs, any other is told to wait.
       const [call, ...others] = response.toolCalls
       const code = scriptOf(call!.arguments)
+      if (ledger.read.length === 0) ledger.trust(code)
       if (deps.onStep !== undefined) yield* deps.onStep(step, deps.maxSteps, [RUN_CODE_FUNCTION])
       const run =
         call!.name !== RUN_CODE_FUNCTION || code.trim() === ""
@@ -146,7 +152,8 @@ export const orchestrate = (
                 catalog: deps.catalog,
                 namespaceOf: deps.namespaceOf,
                 settings: deps.settings,
-                call: deps.call
+                call: deps.call,
+                provenance: { ledger, plan: () => plan }
               }
             ).pipe(Effect.orElseSucceed(() => undefined))
       const listed = field(run?.structuredContent, "calls")
@@ -157,6 +164,7 @@ export const orchestrate = (
         ms: numberField(c, "ms") ?? 0
       }))
       steps.push(...calls)
+      if (plan === undefined && ledger.read.length > 0) plan = [...new Set(calls.map((c) => c.tool))]
       const content =
         run === undefined
           ? `Not run: call ${RUN_CODE_FUNCTION} with {"code": "<the script>"}.`

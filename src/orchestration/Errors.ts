@@ -60,4 +60,21 @@ export class InvalidPlan extends Schema.TaggedError<InvalidPlan>()("InvalidPlan"
 }
 
 /** What an orchestration can fail with, of its own. */
-export type OrchestrationError = NoActionDetermined | LlmRequestFailed | InvalidPlan
+export type OrchestrationError = NoActionDetermined | LlmRequestFailed | InvalidPlan | CallHeld
+
+/**
+ * -32602: a planned call the flow guard held (a rule of the call pipeline's `decide` stage), then
+ * declined by the user, not askable, or refused (`flowGuard: "strict"`). An orchestration tells the
+ * model and goes on; a script's `callTool` throws it.
+ */
+export class CallHeld extends Schema.TaggedError<CallHeld>()("CallHeld", {
+  message: Schema.String,
+  toolName: Schema.String,
+  /** The rules that held it. */
+  rules: Schema.Array(Schema.String)
+}) {
+  readonly code = ErrorCode.InvalidParams
+  get data(): unknown {
+    return { toolName: this.toolName, heldBy: this.rules }
+  }
+}

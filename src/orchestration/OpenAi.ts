@@ -17,7 +17,7 @@
  *   fails at once with its reason. A 429 `insufficient_quota` is never retried. The retry loop
  *   runs in Effect rather than in the SDK so the waits are interruptible and show in the logs.
  * - Interrupting the Effect (cancellation, a timeout around it) aborts the HTTP request.
- * - `tool_choice: "auto"`; `parallel_tool_calls` is left unset, since some compatible servers
+ * - `tool_choice: "auto"`, or the one function a request forces (the plan); `parallel_tool_calls` is left unset, since some compatible servers
  *   reject it. With no tools at all, neither `tools` nor `tool_choice` is sent (OpenAI rejects a
  *   `tool_choice` without tools).
  * - Error messages never carry the key: the server's text is dropped for 401, and every message
@@ -277,7 +277,10 @@ const requestBody = (model: string, request: ChatRequest): OpenAI.Chat.Completio
             ...(tool.function.parameters === undefined ? {} : { parameters: tool.function.parameters })
           }
         })),
-        tool_choice: "auto" as const
+        tool_choice:
+          request.toolChoice === undefined
+            ? ("auto" as const)
+            : { type: "function" as const, function: { name: request.toolChoice } }
       })
 })
 

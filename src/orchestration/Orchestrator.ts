@@ -52,6 +52,7 @@ import {
   type OnStep,
   type StepRecord,
   boundTold,
+  notRun as notRunOf,
   tooManyCalls,
   type TurnCall,
   type TurnOutcome,
@@ -60,6 +61,9 @@ import {
 } from "./Steps.js"
 import * as Results from "./Results.js"
 import * as CodeMode from "./CodeMode.js"
+import * as Provenance from "./Provenance.js"
+import * as Planning from "./Planning.js"
+import * as Meta from "../data/Meta.js"
 import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 import { objectField } from "../data/Json.js"
 
@@ -322,6 +326,10 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         }
         let current = 0
         const agreed = agreedToRun(confirmTools, confirm)
+        // What the model reads, indexed as it reads it: where each later call's values came from;
+        // and the functions it named from the request alone, before reading anything.
+        const ledger = new Provenance.Ledger(messages.map((m) => m.content ?? "").join("\n"))
+        const plan = maxSteps > 1 && !dryRun ? yield* Planning.ask(llm, query, messages, offer.functions()) : undefined
         const steps: Array<StepRecord> = []
         let last: { readonly result: unknown; readonly chosen: Plan } | undefined
         let answer: string | undefined
@@ -472,6 +480,21 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                 calls.map((c) => c.planned?.chosen.functionName ?? SEARCH_TOOL)
               )
             }
+            // Where each call's values came from, as of what the model had read when it made them.
+            const read = [...ledger.read]
+            const flows = calls.map(({ args }): Call.FlowFacts => ({
+              read,
+              origins: ledger.originsOf(args),
+              plan: plan?.tools ?? []
+            }))
+            /** A call that did not run: the user declined it, or the flow guard held it. */
+            const notRun = (call: ChatToolCall, tool: string, args: unknown, why: { held: string } | "declined") =>
+              Effect.sync((): TurnOutcome => {
+                const told = notRunOf(tool, args, why)
+                steps.push(told.record)
+                note({ step, tool, arguments: args, outcome: told.outcome, ms: 0, detail: told.detail })
+                return { call, content: told.content, ran: undefined }
+              })
             const runCall = (
               { call, args, planned }: TurnCall,
               i: number
@@ -481,33 +504,25 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                   ? readOn(call, args)
                   : searched(call, args)
                 : decisions[i] === "declined"
-                  ? Effect.sync((): TurnOutcome => {
-                      steps.push({
-                        tool: planned.chosen.functionName,
-                        arguments: Secrets.scrubArguments(args),
-                        isError: true,
-                        ms: 0,
-                        declined: true
-                      })
-                      note({ step, tool: planned.chosen.functionName, arguments: args, outcome: "declined", ms: 0 })
-                      return {
-                        call,
-                        content: `Not run: the user declined to run ${planned.chosen.functionName}. Do not call it again; answer without it.`,
-                        ran: undefined
-                      }
-                    })
+                  ? notRun(call, planned.chosen.functionName, args, "declined")
                   : Effect.gen(function* () {
                       const { chosen } = planned
                       const started = Date.now()
                       const result = yield* chosen.mcpMethod === "tools/call"
-                        ? Call.runStep(callPlanned, chosen, args)
+                        ? Call.runStep(callPlanned, chosen, args, flows[i])
                         : execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
                       const isError = isCallToolResult(result) && result.isError === true
                       const ms = Date.now() - started
                       steps.push({ tool: chosen.functionName, arguments: Secrets.scrubArguments(args), isError, ms })
                       note({ step, tool: chosen.functionName, arguments: args, outcome: isError ? "error" : "ok", ms })
-                      return { call, content: results.toolMessage(result), ran: { chosen, result } }
-                    })
+                      const content = results.toolMessage(result)
+                      ledger.record({ backendId: chosen.backendId, tool: chosen.functionName, arguments: args }, content)
+                      return { call, content, ran: { chosen, result } }
+                    }).pipe(
+                      Effect.catchTag("CallHeld", (held) =>
+                        notRun(call, planned.chosen.functionName, args, { held: held.message })
+                      )
+                    )
             const outcomes = yield* inTurn(calls, runCall)
             messages.push({ role: "assistant", content: response.content, toolCalls: results.replayed(response.toolCalls) })
             for (const { call, content } of outcomes) messages.push({ role: "tool", toolCallId: call.id, content })
@@ -543,7 +558,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             steps
           })
         }
-        return withSteps(result, steps, answer, usage)
+        const done = withSteps(result, steps, answer, usage)
+        return plan === undefined ? done : Meta.merge(done, { "agentify/plan": plan })
       })
 
       const orchestrate = (params: OrchestrateRequest, options: RunOptions = {}) => {

@@ -9,8 +9,9 @@ import { Context, Effect } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import * as Secrets from "../observability/Secrets.js"
 import { BackendError, type GatewayError } from "../protocol/Errors.js"
-import { InvalidPlan } from "./Errors.js"
+import { CallHeld, InvalidPlan } from "./Errors.js"
 import type { Plan } from "./Offer.js"
+import type { Origin, Source } from "./Provenance.js"
 import type { Confirm } from "./Steps.js"
 
 /** The backend and its own name for the tool, and the catalog's entry when the tool is listed. */
@@ -26,6 +27,19 @@ export interface Decision {
   readonly said: string
   /** This stage refused the call: it went no further. */
   readonly refused?: true
+  /** The rule that held or refused it (`decide`). */
+  readonly rule?: string
+}
+
+/**
+ * Where a planned call's data came from, for the flow guard (see gateway/call/FlowRules): the
+ * results read before it, which of its values came from them, and the tools the plan named.
+ */
+export interface FlowFacts {
+  readonly read: ReadonlyArray<Source>
+  readonly origins: ReadonlyArray<Origin>
+  /** The functions the plan named before any data was read; undefined: no plan. */
+  readonly plan?: ReadonlyArray<string> | undefined
 }
 
 export interface Planned {
@@ -39,6 +53,8 @@ export interface Planned {
   readonly confirmed?: boolean | undefined
   /** A preview (a dry run): checked like any call, but held back unless the tool is read-only. */
   readonly preview?: boolean | undefined
+  /** Where its data came from (an orchestration's step, a script's call). */
+  readonly flow?: FlowFacts | undefined
   /** Where the decisions go, for the caller to read after. */
   readonly decisions: Array<Decision>
 }
@@ -56,11 +72,26 @@ export class PlannedCalls extends Context.Tag("mcp-agentify/PlannedCalls")<
   { readonly run: (planned: Planned, confirm: Confirm | undefined) => Effect.Effect<unknown, GatewayError> }
 >() {}
 
+/** The rules of the flow guard that held a call the pipeline refused, if it was held by them. */
+export const heldBy = (error: GatewayError): ReadonlyArray<string> | undefined => {
+  const data = (error as { data?: unknown }).data
+  if (typeof data !== "object" || data === null) return undefined
+  const { stage, rule, held } = data as { stage?: unknown; rule?: unknown; held?: unknown }
+  if (Array.isArray(held)) return held.filter((r): r is string => typeof r === "string")
+  return stage === "decide" && typeof rule === "string" ? [rule] : undefined
+}
+
 /**
  * An orchestration's tool call through the call pipeline. The user was asked for the whole turn
- * before any of it ran (`confirmed`); a stage that refuses it makes the plan invalid (-32003).
+ * before any of it ran (`confirmed`); a call the flow guard held is `CallHeld` (the model is told);
+ * a stage that refuses it otherwise makes the plan invalid (-32003).
  */
-export const runStep = (runCall: RunPlanned, chosen: Plan, args: unknown): Effect.Effect<unknown, BackendError | InvalidPlan> =>
+export const runStep = (
+  runCall: RunPlanned,
+  chosen: Plan,
+  args: unknown,
+  flow?: FlowFacts
+): Effect.Effect<unknown, BackendError | InvalidPlan | CallHeld> =>
   Effect.mapError(
     runCall({
       via: "orchestration",
@@ -68,10 +99,14 @@ export const runStep = (runCall: RunPlanned, chosen: Plan, args: unknown): Effec
       target: { backendId: chosen.backendId, own: String((chosen.mcpParams as { name?: unknown }).name ?? "") },
       params: chosen.mcpParams as Readonly<Record<string, unknown>>,
       confirmed: true,
+      flow,
       decisions: []
     }),
-    (error) =>
-      error instanceof BackendError
-        ? error
+    (error) => {
+      if (error instanceof BackendError) return error
+      const rules = heldBy(error)
+      return rules !== undefined
+        ? new CallHeld({ message: error.message, toolName: chosen.functionName, rules: [...rules] })
         : new InvalidPlan({ message: error.message, toolName: chosen.functionName, arguments: Secrets.scrubArguments(args) })
+    }
   )

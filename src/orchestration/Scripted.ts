@@ -27,8 +27,10 @@ export interface ScriptRule {
    * The orchestration step it answers: 1 (the default) is the first request, 2 the one after the
    * first tool results, ...; "any" answers every step. A step no rule answers gets the fallback
    * (by default no tool call and no text: the orchestration ends with the last tool result).
+   * "plan" answers the plan turn (`agentify_plan` forced); without such a rule the plan names
+   * every function offered.
    */
-  readonly step?: number | "any"
+  readonly step?: number | "any" | "plan"
   /** Waits before replying; interruptible, so cancellation can be tested. */
   readonly delay?: Duration.DurationInput
 }
@@ -63,8 +65,22 @@ export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
 /** Which step of an orchestration a request is: 1 + the model turns already in its conversation. */
 export const stepOf = (request: ChatRequest): number => 1 + request.messages.filter((m) => m.role === "assistant").length
 
+/** A plan turn: the model must call this function (see Planning). */
+const forced = (request: ChatRequest): boolean => request.toolChoice !== undefined
+
 const matches = (rule: ScriptRule, request: ChatRequest): boolean =>
-  (rule.step === "any" || (rule.step ?? 1) === stepOf(request)) && matchesQuery(rule.match, request)
+  (forced(request)
+    ? rule.step === "plan"
+    : rule.step !== "plan" && (rule.step === "any" || (rule.step ?? 1) === stepOf(request))) && matchesQuery(rule.match, request)
+
+/** The plan a scripted model gives unless told otherwise: every function offered. */
+const planEverything = (request: ChatRequest): ScriptReply => ({
+  tool: request.toolChoice!,
+  arguments: {
+    tools: request.tools.map((t) => t.function.name).filter((name) => name !== request.toolChoice),
+    why: "scripted: every function offered"
+  }
+})
 
 const matchesQuery = (match: ScriptMatch, request: ChatRequest): boolean =>
   typeof match === "string"
@@ -112,6 +128,7 @@ export const makeScripted = (
         Effect.annotateLogs({ tools: request.tools.length, matched: rule !== undefined })
       )
       if (rule === undefined) {
+        if (forced(request)) return yield* answer(planEverything(request), request)
         return options.fallback === undefined ? { toolCalls: [], content: null, model } : yield* answer(options.fallback, request)
       }
       if (rule.delay !== undefined) yield* Effect.sleep(rule.delay)

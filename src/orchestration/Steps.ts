@@ -3,6 +3,7 @@
  * a turn's calls run together, the confirmation policy, and the results a run or a dry run returns.
  */
 import { Effect } from "effect"
+import * as Capabilities from "../catalog/Capabilities.js"
 import type { ConfirmTools } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { BackendError } from "../protocol/Errors.js"
@@ -16,11 +17,19 @@ import * as Meta from "../data/Meta.js"
 export type Confirm = (call: {
   readonly tool: string
   readonly arguments: unknown
+  /** Why the gateway asks besides the tool's kind: the rules that hold the call (the flow guard). */
+  readonly why?: string | undefined
 }) => Effect.Effect<"accepted" | "declined" | "unavailable">
 
-/** Whether `confirmTools` asks the user before this tool runs. */
-export const needsConfirmation = (mode: ConfirmTools, annotations: Readonly<Record<string, unknown>> | undefined): boolean =>
-  mode === "destructive" ? annotations?.destructiveHint === true : mode === "writes" ? annotations?.readOnlyHint !== true : false
+/**
+ * Whether `confirmTools` asks the user before this tool runs, by its annotations read with MCP's
+ * defaults (a tool that says nothing may write and may destroy: see catalog/Capabilities).
+ */
+export const needsConfirmation = (mode: ConfirmTools, annotations: Readonly<Record<string, unknown>> | undefined): boolean => {
+  if (mode === "never") return false
+  const capabilities = Capabilities.of("", annotations, undefined)
+  return mode === "destructive" ? capabilities.destructive : !capabilities.readOnly
+}
 
 /**
  * Whether a turn's call may run: asked of the user when `confirmTools` says so, before anything of
@@ -54,6 +63,29 @@ export interface StepRecord {
   readonly ms: number
   /** The user declined to run it: it did not run. */
   readonly declined?: true
+  /** The flow guard held it, and why: it did not run. */
+  readonly held?: string
+}
+
+/** What a call that did not run leaves: the user declined it, or the flow guard held it (`held`: why). */
+export const notRun = (tool: string, args: unknown, why: { readonly held: string } | "declined") => {
+  const held = why === "declined" ? undefined : why.held
+  const record: StepRecord = {
+    tool,
+    arguments: Secrets.scrubArguments(args),
+    isError: true,
+    ms: 0,
+    ...(held === undefined ? { declined: true as const } : { held })
+  }
+  return {
+    record,
+    outcome: held === undefined ? ("declined" as const) : ("held" as const),
+    detail: held,
+    content:
+      held === undefined
+        ? `Not run: the user declined to run ${tool}. Do not call it again; answer without it.`
+        : `${held} Do not call it again for this; answer with what you have.`
+  }
 }
 
 /** One call of a turn: a search the gateway answers (`planned` undefined), or a planned backend call. */

@@ -4,7 +4,7 @@
  * however it was made, is one of these.
  */
 import type { RequestContext } from "../../jsonrpc/Peer.js"
-import type { Decision as PlannedDecision, Target } from "../../orchestration/Planned.js"
+import type { Decision as PlannedDecision, FlowFacts, Target } from "../../orchestration/Planned.js"
 import type { Confirm } from "../../orchestration/Steps.js"
 import type { Session } from "../session/Session.js"
 
@@ -39,6 +39,10 @@ export interface ToolCall {
   readonly confirmed?: boolean | undefined
   /** A preview (a dry run): checked like any call, held back by `forward` unless the tool is read-only. */
   readonly preview?: boolean | undefined
+  /** Where its data came from (the gateway's own calls: an orchestration's step, a script's call). */
+  readonly flow?: FlowFacts | undefined
+  /** What rules of `decide` need the user's consent for, and why (asked by `ask`). */
+  readonly consent: Array<{ readonly rule: string; readonly why: string }>
   /** When `forward` sent it (performance.now()): the backend's time is counted from there. */
   sentAt?: number | undefined
   /** What each stage decided, in order. */
@@ -58,7 +62,8 @@ export const argumentsOf = (call: ToolCall): Record<string, unknown> => {
   return typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
 }
 
-export const make = (call: Omit<ToolCall, "decisions"> & { readonly decisions?: Array<Decision> }): ToolCall => ({
+export const make = (call: Omit<ToolCall, "decisions" | "consent"> & { readonly decisions?: Array<Decision> }): ToolCall => ({
   ...call,
+  consent: [],
   decisions: call.decisions ?? []
 })

@@ -7,7 +7,7 @@
  *   record  the audit line and the span, around everything after it, refusals included
  *   find    the tool as this caller may call it (profile, filters, quarantine)
  *   check   a planned call's arguments against the inputSchema
- *   decide  named rules that may refuse a call (none today; policies and the flow guard go here)
+ *   decide  named rules that may hold a call: the flow guard's (see FlowRules), then an app's own
  *   ask     `confirmTools` for a planned call
  *   count   quotas (none today)
  *   forward to the backend, as the session's request
@@ -30,6 +30,7 @@ import * as Ask from "./stages/Ask.js"
 import * as Check from "./stages/Check.js"
 import * as Count from "./stages/Count.js"
 import * as Decide from "./stages/Decide.js"
+import * as FlowRules from "./FlowRules.js"
 import * as Find from "./stages/Find.js"
 import * as Forward from "./stages/Forward.js"
 import * as Record from "./stages/Record.js"
@@ -78,7 +79,10 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       record: Record.make(audit, () => current.maxReplyBytes),
       find: Find.make({ backends, profileOf }),
       check: Check.make(),
-      decide: Decide.make(rules),
+      decide: Decide.make([
+        ...FlowRules.rules({ mode: () => current.flowGuard, flowOf: (backendId) => backends.configOf(backendId)?.flow }),
+        ...rules
+      ]),
       ask: Ask.make(() => current.confirmTools),
       count: Count.make(),
       forward: Forward.make({ forwarder, backends, routes, idPrefix: () => current.sessionIdPrefix })
@@ -87,12 +91,12 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
   })
 
 export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallPipeline, CallPipelineService>() {
-  /** Every stage as configured; no rules in `decide` yet. */
+  /** Every stage as configured; `decide` holds the flow guard's rules. */
   static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes> = Layer.scoped(
     CallPipeline,
     make([])
   )
-  /** With rules of the caller's in `decide` (an embedding app's own). */
+  /** With rules of the caller's in `decide` after the flow guard's (an embedding app's own). */
   static readonly layerWith = (
     rules: ReadonlyArray<Decide.Rule>
   ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes> =>

@@ -263,10 +263,12 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    */
   const confirmWith =
     (context: RequestContext, ask: RunTasks.Ask | undefined): Confirm =>
-    ({ tool, arguments: args }) => {
+    ({ tool, arguments: args, why }) => {
       if (session.clientCapabilities.elicitation === undefined) return Effect.succeed("unavailable")
       const params = {
-        message: `Allow ${tool} to run with these arguments?\n${JSON.stringify(args, null, 2)}`,
+        message: `Allow ${tool} to run with these arguments?\n${JSON.stringify(args, null, 2)}${
+          why === undefined ? "" : `\nThe gateway holds it because:\n${why}`
+        }`,
         requestedSchema: { type: "object", properties: {} }
       }
       // In a task the question waits in its inputRequests; otherwise it is a request to the client.

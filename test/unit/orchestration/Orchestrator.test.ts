@@ -29,6 +29,10 @@ const failureOf = (params: unknown) =>
 
 const echo = fixtureBackend("echo") as BackendConfigInput
 
+/** The model's turns, without the plan turn before them (agentify_plan forced: see Planning). */
+const turnsOf = <A extends { readonly toolChoice?: string | undefined }>(requests: ReadonlyArray<A>) =>
+  requests.filter((r) => r.toolChoice === undefined)
+
 describe("orchestration codes, each from its real situation", () => {
   const rules: ReadonlyArray<ScriptRule> = [
     { match: "say hello", reply: { tool: "echo__echo", arguments: { text: "hello" } } },
@@ -185,7 +189,7 @@ describe("orchestration with the real server-filesystem", () => {
         context: { currentWorkingDirectory: root, activeDocumentURI: `file://${root}/notes.txt`, selectionText: "milk" }
       })
       expect(firstText(result)).toContain("remember the milk")
-      const [request] = yield* (yield* ScriptedLlm).requests
+      const [request] = turnsOf(yield* (yield* ScriptedLlm).requests)
       const user = request!.messages.find((m) => m.role === "user")!.content
       expect(user).toContain("Request: show me what is in notes.txt")
       expect(user).toContain(`Current working directory: ${root}`)
@@ -207,7 +211,7 @@ describe("orchestration with the real server-filesystem", () => {
       const orchestrator = yield* Orchestrator
       const result = yield* orchestrator.orchestrate({ query: "read notes.txt", context: { currentWorkingDirectory: root } })
       expect(firstText(result)).toContain("remember the milk")
-      const [request] = yield* (yield* ScriptedLlm).requests
+      const [request] = turnsOf(yield* (yield* ScriptedLlm).requests)
       expect(request!.tools.map((t) => t.function.name).sort()).toEqual(["echo", "filesystem"])
       const fs = request!.tools.find((t) => t.function.name === "filesystem")!
       expect(fs.function.parameters).toMatchObject({
@@ -253,7 +257,7 @@ describe("orchestration with the real server-filesystem", () => {
       yield* Effect.flip(
         orchestrator.orchestrate({ query: "list the folder contents", context: { currentWorkingDirectory: root } })
       )
-      const [request] = yield* (yield* ScriptedLlm).requests
+      const [request] = turnsOf(yield* (yield* ScriptedLlm).requests)
       const names = request!.tools.map((t) => t.function.name)
       expect(names).toHaveLength(6)
       expect(names).toContain("filesystem__list_directory")

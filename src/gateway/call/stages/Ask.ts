@@ -1,8 +1,10 @@
 /**
- * `ask`: `confirmTools` for a call the gateway planned (an orchestration's step, a script's call):
- * a tool it gates runs only once the user agreed. A client's own call is not asked about: the
- * client is the user's agent, and asks them itself. An orchestration asks for a whole turn before
- * any of it runs, and says so (`confirmed`).
+ * `ask`: the user's consent for a call the gateway planned (an orchestration's step, a script's
+ * call), on two grounds: `confirmTools` (the tool's kind), and a rule of `decide` that holds the
+ * call (the flow guard), whose question names the rule and why. A client's own call is not asked
+ * about: the client is the user's agent, and asks them itself. An orchestration asks for a whole
+ * turn's `confirmTools` before any of it runs, and says so (`confirmed`); a rule's hold is asked
+ * for at the call.
  */
 import { Effect } from "effect"
 import type { ConfirmTools } from "../../../config/Config.js"
@@ -10,8 +12,36 @@ import { needsConfirmation } from "../../../orchestration/Steps.js"
 import * as Secrets from "../../../observability/Secrets.js"
 import { RpcError } from "../../../protocol/Errors.js"
 import { objectField } from "../../../data/Json.js"
-import { argumentsOf, heldBack } from "../Call.js"
-import type { Stage } from "../Stage.js"
+import { argumentsOf, heldBack, type ToolCall } from "../Call.js"
+import type { Next, Stage } from "../Stage.js"
+
+const askUser = (call: ToolCall, why: string | undefined) =>
+  call.confirm === undefined
+    ? Effect.succeed("unavailable" as const)
+    : call.confirm({
+        tool: call.name,
+        arguments: Secrets.scrubArguments(argumentsOf(call)),
+        ...(why === undefined ? {} : { why })
+      })
+
+/** The flow rules' holds: one question naming every rule and why. */
+const consented = (call: ToolCall, next: Next) => {
+  if (call.consent.length === 0) return next(call)
+  const why = call.consent.map((c) => `${c.rule}: ${c.why}`).join("\n")
+  const rules = call.consent.map((c) => c.rule)
+  return Effect.flatMap(askUser(call, why), (answer) => {
+    if (answer === "accepted") {
+      call.decisions.push({ stage: "ask", said: `the user agreed (${rules.join(", ")})` })
+      return next(call)
+    }
+    const message =
+      answer === "declined"
+        ? `Not run: ${call.name} was held by ${rules.join(", ")} and the user declined. ${why}`
+        : `Not run: ${call.name} was held by ${rules.join(", ")} and this client cannot be asked (flowGuard: "confirm"). ${why}`
+    call.decisions.push({ stage: "ask", said: message, refused: true, rule: rules[0]! })
+    return Effect.fail(new RpcError({ code: -32602, message, data: { stage: "ask", rule: rules[0], held: rules, answer } }))
+  })
+}
 
 export const make = (confirmTools: () => ConfirmTools): Stage => ({
   name: "ask",
@@ -19,16 +49,14 @@ export const make = (confirmTools: () => ConfirmTools): Stage => ({
     // A preview's call that will be held back is not asked about: it will not run.
     if ((call.via !== "orchestration" && call.via !== "script") || heldBack(call)) return next(call)
     const mode = confirmTools()
-    if (!needsConfirmation(mode, objectField(call.target?.entry?.tool, "annotations"))) return next(call)
+    if (!needsConfirmation(mode, objectField(call.target?.entry?.tool, "annotations"))) return consented(call, next)
     if (call.confirmed === true) {
       call.decisions.push({ stage: "ask", said: "agreed before the turn ran" })
-      return next(call)
+      return consented(call, next)
     }
-    const asked =
-      call.confirm === undefined
-        ? Effect.succeed("unavailable" as const)
-        : call.confirm({ tool: call.name, arguments: Secrets.scrubArguments(argumentsOf(call)) })
-    return Effect.flatMap(asked, (answer) => {
+    // One question for both grounds.
+    const why = call.consent.length === 0 ? undefined : call.consent.map((c) => `${c.rule}: ${c.why}`).join("\n")
+    return Effect.flatMap(askUser(call, why), (answer) => {
       if (answer === "accepted") {
         call.decisions.push({ stage: "ask", said: "the user agreed" })
         return next(call)

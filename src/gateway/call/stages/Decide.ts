@@ -1,7 +1,9 @@
 /**
- * `decide`: the rules that may refuse a call for what it is and where its data came from: a table
- * of named rules, each seeing the call and saying nothing (pass) or why it refuses. Empty today; the
- * policy engine and the flow guard are rules here.
+ * `decide`: the rules that may hold a call for what it is and where its data came from: a table of
+ * named rules, each seeing the call and saying nothing (pass) or why it holds it. A rule that
+ * `ask`s makes the call wait for the user's consent (the `ask` stage puts the question, naming the
+ * rule and why); any other refuses it here. The flow guard's rules are here (see FlowRules); the
+ * policy engine's go here too.
  */
 import { Effect } from "effect"
 import { RpcError } from "../../../protocol/Errors.js"
@@ -10,8 +12,10 @@ import type { Stage } from "../Stage.js"
 
 export interface Rule {
   readonly name: string
-  /** Why the call may not run, or undefined. */
+  /** Why the call may not run as it is, or undefined. */
   readonly refuses: (call: ToolCall) => Effect.Effect<string | undefined>
+  /** The call may run once the user agreed (asked by the `ask` stage); false or absent: refused. */
+  readonly ask?: (() => boolean) | undefined
 }
 
 export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
@@ -21,11 +25,18 @@ export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
     return Effect.flatMap(
       Effect.forEach(rules, (rule) => Effect.map(rule.refuses(call), (why) => (why === undefined ? undefined : { rule, why }))),
       (verdicts) => {
-        const refusal = verdicts.find((v) => v !== undefined)
-        if (refusal === undefined) return next(call)
-        const message = `${call.name} refused by ${refusal.rule.name}: ${refusal.why}`
-        call.decisions.push({ stage: "decide", said: message, refused: true })
-        return Effect.fail(new RpcError({ code: -32602, message, data: { stage: "decide", rule: refusal.rule.name } }))
+        const held = verdicts.filter((v) => v !== undefined)
+        const refusal = held.find((v) => v.rule.ask?.() !== true)
+        if (refusal !== undefined) {
+          const message = `${call.name} refused by ${refusal.rule.name}: ${refusal.why}`
+          call.decisions.push({ stage: "decide", said: message, refused: true, rule: refusal.rule.name })
+          return Effect.fail(new RpcError({ code: -32602, message, data: { stage: "decide", rule: refusal.rule.name } }))
+        }
+        for (const { rule, why } of held) {
+          call.consent.push({ rule: rule.name, why })
+          call.decisions.push({ stage: "decide", said: `needs the user's consent: ${why}`, rule: rule.name })
+        }
+        return next(call)
       }
     )
   }

@@ -1,0 +1,83 @@
+/**
+ * The plan comes from the request: before the model reads any data it names the functions its
+ * task needs, in a first turn the gateway makes it give (`tool_choice` forces `agentify_plan`).
+ * After the model has read a result, a call outside the plan is held for the user's consent (the
+ * flow guard's `outside-plan` rule). An endpoint that refuses a forced function is asked again
+ * with the instruction in the system prompt; a model that gives no plan even then has none, and
+ * every call it makes after reading a result is held.
+ */
+import { Effect } from "effect"
+import type { ChatMessage, ChatTool, LlmService } from "./Chat.js"
+
+export const PLAN_FUNCTION = "agentify_plan"
+
+/** `agentify_plan {tools, why}`: part of the gateway's contract with its model. */
+export const planFunction: ChatTool = {
+  type: "function",
+  function: {
+    name: PLAN_FUNCTION,
+    description:
+      "Before anything runs: name every function this request needs (by the names offered), and why. Only the request decides the plan: calls outside it, made after reading results, need the user's consent.",
+    parameters: {
+      type: "object",
+      properties: {
+        tools: { type: "array", items: { type: "string" }, description: "The functions the request needs." },
+        why: { type: "string", description: "One sentence: how they accomplish the request." }
+      },
+      required: ["tools"]
+    }
+  }
+}
+
+const ASK_IN_PROMPT =
+  "First, before calling anything else, call agentify_plan with the functions this request needs (tools) and why. Call nothing else in this turn."
+
+/** What a plan turn gave: the functions named (those offered), and why. */
+export interface PlanOf {
+  readonly tools: ReadonlyArray<string>
+  readonly why?: string | undefined
+}
+
+const planIn = (calls: ReadonlyArray<{ readonly name: string; readonly arguments: string }>, offered: ReadonlySet<string>) => {
+  const call = calls.find((c) => c.name === PLAN_FUNCTION)
+  if (call === undefined) return undefined
+  try {
+    const args = JSON.parse(call.arguments) as { tools?: unknown; why?: unknown }
+    const tools = Array.isArray(args.tools) ? args.tools.filter((t): t is string => typeof t === "string" && offered.has(t)) : []
+    return { tools, ...(typeof args.why === "string" ? { why: args.why } : {}) }
+  } catch {
+    return { tools: [] }
+  }
+}
+
+/**
+ * Asks for the plan: the request's conversation as it stands (before any result), the offered
+ * functions and `agentify_plan`, forced. Undefined when the model gives none.
+ */
+export const ask = (
+  llm: LlmService,
+  query: string,
+  messages: ReadonlyArray<ChatMessage>,
+  functions: ReadonlyArray<ChatTool>
+): Effect.Effect<PlanOf | undefined, never> => {
+  const offered = new Set(functions.map((f) => f.function.name))
+  const tools = [...functions, planFunction]
+  const forced = llm.chat({ query, messages, tools, toolChoice: PLAN_FUNCTION })
+  const inPrompt = llm.chat({
+    query,
+    messages: [...messages.slice(0, 1), { role: "system", content: ASK_IN_PROMPT }, ...messages.slice(1)],
+    tools
+  })
+  return forced.pipe(
+    Effect.map((response) => planIn(response.toolCalls, offered)),
+    Effect.catchAll((error) =>
+      Effect.zipRight(
+        Effect.logInfo("the model's endpoint refused a forced plan; asking in the system prompt", { error: error.message }),
+        Effect.map(inPrompt, (response) => planIn(response.toolCalls, offered))
+      )
+    ),
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning("no plan: the model could not be asked", { error: error.message }), undefined)
+    )
+  )
+}

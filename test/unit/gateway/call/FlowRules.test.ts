@@ -1,0 +1,171 @@
+/**
+ * The flow guard's rules in the `decide` and `ask` stages, over calls whose provenance is given:
+ * each rule holds exactly what it names (and nothing of a client's own call), "confirm" asks and
+ * runs on consent, "strict" refuses, "off" has no rule, and a backend's `flow` setting changes
+ * what its data and tools are taken for.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either } from "effect"
+import type { FlowSetting } from "../../../../src/catalog/Capabilities.js"
+import type { FlowGuard } from "../../../../src/config/Flow.js"
+import * as Call from "../../../../src/gateway/call/Call.js"
+import * as FlowRules from "../../../../src/gateway/call/FlowRules.js"
+import * as Pipeline from "../../../../src/gateway/call/Pipeline.js"
+import * as Ask from "../../../../src/gateway/call/stages/Ask.js"
+import * as Decide from "../../../../src/gateway/call/stages/Decide.js"
+import type { Stage } from "../../../../src/gateway/call/Stage.js"
+import type { Source } from "../../../../src/orchestration/Provenance.js"
+import type { Tool } from "../../../../src/protocol/Mcp.js"
+
+const notes: Source = { call: 1, backendId: "fs", tool: "fs__read_text_file", arguments: { path: "notes.md" } }
+const page: Source = { call: 2, backendId: "web", tool: "web__fetch", arguments: { url: "https://example.com" } }
+
+const entry = (backendId: string, own: string, annotations?: Tool["annotations"]) => ({
+  backendId,
+  own,
+  entry: {
+    name: `${backendId}__${own}`,
+    backendId,
+    toolName: own,
+    source: backendId,
+    tool: { name: own, inputSchema: { type: "object" }, ...(annotations === undefined ? {} : { annotations }) }
+  } as unknown as NonNullable<Call.Target["entry"]>
+})
+
+const planned = (
+  name: string,
+  target: Call.Target,
+  flow: Call.ToolCall["flow"],
+  answer: "accepted" | "declined" | "unavailable" = "declined",
+  via: Call.Via = "orchestration"
+) => {
+  const asked: Array<{ tool: string; why?: string | undefined }> = []
+  const call = Call.make({
+    session: undefined,
+    context: undefined,
+    via,
+    name,
+    target,
+    params: { name: target.own, arguments: {} },
+    confirmed: true,
+    flow,
+    confirm: (q) => Effect.sync(() => (asked.push(q), answer))
+  })
+  return { call, asked }
+}
+
+const pipelineOf = (mode: FlowGuard, flows: Record<string, FlowSetting> = {}) => {
+  const ran: Array<string> = []
+  const forward: Stage = { name: "forward", run: (call) => Effect.sync(() => (ran.push(call.name), { content: [] })) }
+  const pipeline = Pipeline.of([
+    Decide.make(FlowRules.rules({ mode: () => mode, flowOf: (id) => flows[id] })),
+    Ask.make(() => "never"),
+    forward
+  ])
+  return { pipeline, ran }
+}
+
+const SEND = entry("mail", "send") // no annotations: open-world and destructive by MCP's defaults
+const DELETE = entry("fs", "delete", { readOnlyHint: false, destructiveHint: true, openWorldHint: false })
+const SAVE = entry("mem", "save", { readOnlyHint: false, destructiveHint: false, openWorldHint: false })
+
+describe("the flow guard", () => {
+  it.effect(
+    "private-data-out: a private file's text into an unannotated (open-world) tool waits for consent; declined, it does not run",
+    () =>
+      Effect.gen(function* () {
+        const { pipeline, ran } = pipelineOf("confirm")
+        const { call, asked } = planned("mail__send", SEND, { read: [notes], origins: [{ path: "body", from: notes }] })
+        const outcome = yield* Effect.either(pipeline.run(call))
+        expect(ran).toEqual([])
+        expect(asked[0]?.why).toContain("private-data-out")
+        expect(asked[0]?.why).toContain('body from fs__read_text_file {"path":"notes.md"}')
+        // Unannotated, the tool is destructive too, and fs untrusted: both rules hold it.
+        expect(Either.isLeft(outcome) && outcome.left.message).toContain(
+          "held by private-data-out, untrusted-target and the user declined"
+        )
+        expect(call.decisions.map((d) => d.rule)).toContain("private-data-out")
+      })
+  )
+
+  it.effect("the same call runs once the user agrees, and with data the model wrote itself it is not asked about", () =>
+    Effect.gen(function* () {
+      const agreed = pipelineOf("confirm")
+      yield* agreed.pipeline.run(
+        planned("mail__send", SEND, { read: [notes], origins: [{ path: "body", from: notes }] }, "accepted").call
+      )
+      expect(agreed.ran).toEqual(["mail__send"])
+      const own = pipelineOf("confirm")
+      const { call, asked } = planned("mail__send", SEND, { read: [notes], origins: [] })
+      yield* own.pipeline.run(call)
+      expect(own.ran).toEqual(["mail__send"])
+      expect(asked).toEqual([])
+    })
+  )
+
+  it.effect("untrusted-target: a destructive call steered by a web page is held; a non-destructive write with it is not", () =>
+    Effect.gen(function* () {
+      const { pipeline, ran } = pipelineOf("confirm")
+      const held = yield* Effect.either(
+        pipeline.run(planned("fs__delete", DELETE, { read: [page], origins: [{ path: "path", from: page }] }).call)
+      )
+      expect(Either.isLeft(held) && held.left.message).toContain("untrusted-target")
+      yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins: [{ path: "note", from: page }] }).call)
+      expect(ran).toEqual(["mem__save"])
+    })
+  )
+
+  it.effect("outside-plan: after reading, a tool the plan did not name is held, naming what was read; one it named passes", () =>
+    Effect.gen(function* () {
+      const { pipeline, ran } = pipelineOf("confirm")
+      const plan = ["web__fetch", "mem__save"]
+      const { call, asked } = planned(
+        "fs__delete",
+        entry("fs", "delete", { readOnlyHint: false, destructiveHint: false, openWorldHint: false }),
+        {
+          read: [page],
+          origins: [],
+          plan
+        }
+      )
+      yield* Effect.either(pipeline.run(call))
+      expect(asked[0]?.why).toContain('chosen after reading web__fetch {"url":"https://example.com"}')
+      yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins: [], plan }).call)
+      expect(ran).toEqual(["mem__save"])
+    })
+  )
+
+  it.effect('"strict" refuses without asking; "off" lets it run; a client\'s own call is never judged', () =>
+    Effect.gen(function* () {
+      const flow = { read: [notes], origins: [{ path: "body", from: notes }] }
+      const strict = pipelineOf("strict")
+      const { call, asked } = planned("mail__send", SEND, flow, "accepted")
+      const refused = yield* Effect.either(strict.pipeline.run(call))
+      expect(Either.isLeft(refused) && refused.left.message).toBe(
+        `mail__send refused by private-data-out: it would send data read from a private source out to an open-world tool (body from fs__read_text_file {"path":"notes.md"})`
+      )
+      expect(asked).toEqual([])
+      const off = pipelineOf("off")
+      yield* off.pipeline.run(planned("mail__send", SEND, flow).call)
+      expect(off.ran).toEqual(["mail__send"])
+      const client = pipelineOf("strict")
+      yield* client.pipeline.run(planned("mail__send", SEND, flow, "declined", "client").call)
+      expect(client.ran).toEqual(["mail__send"])
+    })
+  )
+
+  it.effect(
+    "a backend's flow setting: its data declared public and trusted may leave; a tool declared closed-world and non-destructive is not held",
+    () =>
+      Effect.gen(function* () {
+        const flow = { read: [notes], origins: [{ path: "body", from: notes }] }
+        // Without a setting fs is taken for private and untrusted, and the unannotated send for open-world and destructive.
+        const publicData = pipelineOf("strict", { fs: { private: false, untrusted: false } })
+        yield* publicData.pipeline.run(planned("mail__send", SEND, flow).call)
+        expect(publicData.ran).toEqual(["mail__send"])
+        const internal = pipelineOf("strict", { mail: { tools: { "se*": { openWorld: false, destructive: false } } } })
+        yield* internal.pipeline.run(planned("mail__send", SEND, flow).call)
+        expect(internal.ran).toEqual(["mail__send"])
+      })
+  )
+})
