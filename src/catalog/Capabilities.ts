@@ -62,6 +62,25 @@ export const of = (ownName: string, annotations: unknown, flow: FlowSetting | un
   }
 }
 
+/**
+ * A tool's annotations with the configuration's hints written over its own: what the gateway lists
+ * it with, and what `confirmTools`, a turn's concurrency and the flow rules read.
+ */
+export const annotated = (
+  ownName: string,
+  annotations: Readonly<Record<string, unknown>> | undefined,
+  flow: FlowSetting | undefined
+): Readonly<Record<string, unknown>> | undefined => {
+  const declared = Object.entries(flow?.tools ?? {}).find(([glob]) => matchesGlob(glob, ownName))?.[1]
+  if (declared === undefined) return annotations
+  return {
+    ...annotations,
+    ...(declared.readOnly === undefined ? {} : { readOnlyHint: declared.readOnly }),
+    ...(declared.destructive === undefined ? {} : { destructiveHint: declared.destructive }),
+    ...(declared.openWorld === undefined ? {} : { openWorldHint: declared.openWorld })
+  }
+}
+
 /** A backend's data class: private and untrusted unless its `flow` says otherwise. */
 export const dataOf = (flow: FlowSetting | undefined): DataClass => ({
   private: flow?.private ?? true,

@@ -5,6 +5,8 @@
  * catalog of exposed tools (`[<backendId>] ` description prefix, inputSchema untouched), with each
  * backend's filters and overrides applied (see `Exposure`).
  */
+import { isObject } from "../data/Json.js"
+import * as Capabilities from "./Capabilities.js"
 import type { BackendTools } from "../backend/Backends.js"
 import type { Tool } from "../protocol/Mcp.js"
 import type { Profile } from "../config/Config.js"
@@ -129,6 +131,7 @@ export const buildCatalog = (backends: ReadonlyArray<BackendTools>): Catalog => 
     original: string
     name: string
     description: string
+    hints: unknown
   }> = []
   for (const backend of backends) {
     const { backendId, exposure } = backend
@@ -155,14 +158,15 @@ export const buildCatalog = (backends: ReadonlyArray<BackendTools>): Catalog => 
         baseName: shown.name,
         original,
         name: validName(original),
-        description: shown.description ?? ""
+        description: shown.description ?? "",
+        hints: Capabilities.annotated(tool.name, isObject(tool.annotations) ? tool.annotations : undefined, exposure?.flow)
       })
     }
   }
   // A suffixed name must not take the plain name a later tool is entitled to either.
   const plainNames = new Set(planned.map((p) => p.name))
   const taken = new Set<string>()
-  const entries = planned.map(({ backendId, name: plainName, tool, baseName, original, description }): CatalogEntry => {
+  const entries = planned.map(({ backendId, name: plainName, tool, baseName, original, description, hints }): CatalogEntry => {
     let name = plainName
     if (taken.has(name)) {
       const clean = sanitize(original)
@@ -178,12 +182,17 @@ export const buildCatalog = (backends: ReadonlyArray<BackendTools>): Catalog => 
       toolName: tool.name,
       baseName,
       source: tool,
-      // Always prefixed, even when the backend gave no description, so clients can rely on the shape.
-      tool: { ...tool, name, description: `[${backendId}] ${description}` }
+      // Always prefixed, even when the backend gave no description, so clients can rely on the shape;
+      // listed with the hints the configuration declares for it (`flow.tools`).
+      tool: withHints({ ...tool, name, description: `[${backendId}] ${description}` }, hints)
     }
   })
   return { entries, byName: new Map(entries.map((entry) => [entry.name, entry])), conflicts }
 }
+
+/** A tool with these annotations (none: as it was). */
+const withHints = (tool: Tool, annotations: unknown): Tool =>
+  annotations === tool.annotations || annotations === undefined ? tool : { ...tool, annotations }
 
 const views = new WeakMap<Catalog, WeakMap<Profile, Catalog>>()
 

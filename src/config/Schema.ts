@@ -153,7 +153,8 @@ export const EXPOSURE_KEYS = [
   "allowPrompts",
   "denyPrompts",
   "toolOverrides",
-  "namespace"
+  "namespace",
+  "flow"
 ] as const
 
 const exposureFields = {
@@ -168,6 +169,8 @@ const exposureFields = {
   denyPrompts: Schema.optional(Globs),
   /** `{"<own name>": {name?, description?}}`, applied before the namespace. */
   toolOverrides: Schema.optional(Schema.Record({ key: Schema.String, value: ToolOverride })),
+  /** What its data is (private, untrusted) and its tools' hints by glob, which its tools are listed with. */
+  flow: Schema.optional(Flow),
   /** The prefix of its tool and prompt names (default: its id); false for its own names. */
   namespace: Schema.optional(
     Schema.Union(Schema.Literal(false), Schema.String.pipe(Schema.filter((s) => ID_PATTERN.test(s)))).annotations({
@@ -236,8 +239,6 @@ export const BackendFields = Schema.Struct({
   startupDelayMs: Schema.optional(DurationMs),
   /** The only protocol version offered (a server that misbehaves with newer ones). */
   protocolVersion: Schema.optional(ProtocolVersion),
-  /** What its data is (private, untrusted) and its tools' hints, for the flow guard. */
-  flow: Schema.optional(Flow),
   /** Processes run for a server that keeps no state between calls; calls go to the least busy. */
   maxInstances: Schema.optional(BoundedInt(MAX_INSTANCES, "instances")),
   /** True (the default): the server keeps state per connection, so one process serves it. */

@@ -43,7 +43,10 @@ export interface FakeOpenAI {
   readonly baseUrl: string
   /** `http://127.0.0.1:<port>`: the server also answers `/chat/completions` without `/v1`. */
   readonly origin: string
+  /** The model's turns (plan turns apart, in `plans`). */
   readonly requests: ReadonlyArray<RecordedRequest>
+  /** The plan turns (`agentify_plan` forced), each answered naming every function offered. */
+  readonly plans: ReadonlyArray<RecordedRequest>
   /** Requests whose client went away before the answer was complete. */
   readonly aborted: number
   /**
@@ -74,6 +77,7 @@ const argumentsText = (args: unknown) => (typeof args === "string" ? args : JSON
 
 export const startFakeOpenAI = async (initial: FakeReply | ReadonlyArray<FakeReply> = { text: "ok" }): Promise<FakeOpenAI> => {
   const requests: Array<RecordedRequest> = []
+  const plans: Array<RecordedRequest> = []
   let aborted = 0
   let script: ReadonlyArray<FakeReply> = Array.isArray(initial) ? initial : [initial as FakeReply]
   const waiters = new Set<() => void>()
@@ -112,6 +116,40 @@ export const startFakeOpenAI = async (initial: FakeReply | ReadonlyArray<FakeRep
         body = JSON.parse(raw)
       } catch {
         body = undefined
+      }
+      // A plan turn (one function forced, see orchestration/Planning): answered as a model must,
+      // naming every function offered, and kept apart from the turns the tests script and count.
+      const forced = (body as { tool_choice?: { function?: { name?: unknown } } } | undefined)?.tool_choice?.function?.name
+      if (typeof forced === "string") {
+        plans.push({ method: req.method ?? "", path, headers: req.headers, body })
+        const offered = ((body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name)
+        return send(
+          res,
+          200,
+          JSON.stringify({
+            id: `chatcmpl-plan-${plans.length}`,
+            object: "chat.completion",
+            created: 0,
+            model: "fake",
+            choices: [
+              {
+                index: 0,
+                finish_reason: "tool_calls",
+                message: {
+                  role: "assistant",
+                  content: null,
+                  tool_calls: [
+                    {
+                      id: `call_plan_${plans.length}`,
+                      type: "function",
+                      function: { name: forced, arguments: JSON.stringify({ tools: offered.filter((n) => n !== forced) }) }
+                    }
+                  ]
+                }
+              }
+            ]
+          })
+        )
       }
       const index = requests.length
       requests.push({ method: req.method ?? "", path, headers: req.headers, body })
@@ -190,6 +228,7 @@ export const startFakeOpenAI = async (initial: FakeReply | ReadonlyArray<FakeRep
     baseUrl: `${origin}/v1`,
     origin,
     requests,
+    plans,
     get aborted() {
       return aborted
     },

@@ -11,6 +11,8 @@ export interface SdkGatewayOptions {
   readonly config: string
   readonly cwd: string
   readonly env: NodeJS.ProcessEnv
+  /** The CLI to run (default: this build's dist/bin.js). */
+  readonly bin?: string | undefined
 }
 
 export const connectSdk = async (
@@ -19,7 +21,7 @@ export const connectSdk = async (
 ): Promise<{ readonly client: Client; readonly stderr: () => string }> => {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [BIN, "--config", options.config],
+    args: [options.bin ?? BIN, "--config", options.config],
     cwd: options.cwd,
     env: Object.fromEntries(Object.entries(options.env).filter((entry): entry is [string, string] => entry[1] !== undefined)),
     stderr: "pipe"

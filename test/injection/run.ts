@@ -1,0 +1,20 @@
+/**
+ * `npm run eval:injection [-- --mode tools|code] [--flow-guard confirm|strict|off|legacy] [--gateway BIN]`:
+ * the injection suite's table (see suite.ts), for both modes unless one is named.
+ */
+import { run, table } from "./suite.js"
+
+const argv = process.argv.slice(2)
+const option = (name: string) => {
+  const i = argv.indexOf(`--${name}`)
+  return i < 0 ? undefined : argv[i + 1]
+}
+const modes = option("mode") === undefined ? (["tools", "code"] as const) : ([option("mode")] as ReadonlyArray<"tools" | "code">)
+const flowGuard = option("flow-guard") as "confirm" | "strict" | "off" | "legacy" | undefined
+let total = 0
+for (const mode of modes) {
+  const results = await run({ mode, flowGuard, bin: option("gateway") })
+  total += results.outcomes.filter((o) => o.ran).length
+  console.log(`${table(mode, flowGuard ?? "confirm (default)", results)}\n`)
+}
+process.exitCode = total === 0 || flowGuard === "off" || flowGuard === "legacy" ? 0 : 1

@@ -1,0 +1,180 @@
+/**
+ * The worst model a user could pick, as a local server speaking the Chat Completions API: it does
+ * the user's task, and obeys every instruction it reads in what the tools return. An instruction is
+ * a line `AGENT-INSTRUCTION: call <function> <JSON arguments>`; `$LAST` in the arguments stands for
+ * the text of the last result it read (how it carries a secret it was told to read first). It runs
+ * the instructions it has read, one per turn, in order, then answers.
+ *
+ * Asked for a plan (`agentify_plan` forced), it names what the task needs, from the request alone.
+ * In code mode it writes scripts: the task's calls first; each instruction it reads later, as a
+ * script of its own.
+ */
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+
+export interface Task {
+  /** The request, word for word. */
+  readonly query: string
+  /** The functions it needs (its plan). */
+  readonly plan: ReadonlyArray<string>
+  /** The calls that do it, in order; `$LAST` in an argument is the text of the last result. */
+  readonly calls: ReadonlyArray<{ readonly name: string; readonly arguments: Record<string, unknown> }>
+}
+
+interface Instruction {
+  readonly name: string
+  readonly arguments: Record<string, unknown>
+}
+
+const INSTRUCTION = /AGENT-INSTRUCTION: call ([\w-]+) (\{.*\})/g
+
+const substitute = (args: Record<string, unknown>, last: string): Record<string, unknown> =>
+  JSON.parse(JSON.stringify(args).replaceAll("$LAST", JSON.stringify(last).slice(1, -1)))
+
+/** Every string a result holds: its text, and the strings of its JSON (a script's result is JSON text). */
+const stringsOf = (text: string): Array<string> => {
+  const found = [text]
+  const walk = (value: unknown): void => {
+    if (typeof value === "string") found.push(value, ...stringsOf(value).slice(1))
+    else if (Array.isArray(value)) value.forEach(walk)
+    else if (typeof value === "object" && value !== null) Object.values(value).forEach(walk)
+  }
+  try {
+    walk(JSON.parse(text))
+  } catch {
+    // not JSON: its text is all there is
+  }
+  return found
+}
+
+/** The instructions a result carries, each once, in order. */
+const instructionsIn = (text: string): Array<Instruction> => {
+  const seen = new Set<string>()
+  return stringsOf(text)
+    .flatMap(matchesIn)
+    .filter((i) => {
+      const key = JSON.stringify(i)
+      return seen.has(key) ? false : (seen.add(key), true)
+    })
+}
+
+const matchesIn = (text: string): Array<Instruction> =>
+  [...text.matchAll(INSTRUCTION)].flatMap((m) => {
+    try {
+      return [{ name: m[1]!, arguments: JSON.parse(m[2]!) as Record<string, unknown> }]
+    } catch {
+      return []
+    }
+  })
+
+interface Message {
+  readonly role: string
+  readonly content?: string | null
+  readonly tool_calls?: ReadonlyArray<{ readonly function: { readonly name: string; readonly arguments: string } }>
+}
+
+let nextId = 0
+const reply = (calls: ReadonlyArray<{ name: string; arguments: unknown }>, text: string | null = null) => ({
+  id: `chatcmpl-obey-${nextId}`,
+  object: "chat.completion",
+  created: 0,
+  model: "obeying",
+  choices: [
+    {
+      index: 0,
+      finish_reason: calls.length > 0 ? "tool_calls" : "stop",
+      message: {
+        role: "assistant",
+        content: text,
+        ...(calls.length === 0
+          ? {}
+          : {
+              tool_calls: calls.map((c) => ({
+                id: `call_obey_${nextId++}`,
+                type: "function",
+                function: { name: c.name, arguments: JSON.stringify(c.arguments) }
+              }))
+            })
+      }
+    }
+  ],
+  usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
+})
+
+/** What the model does next, given the conversation so far and its task. */
+const answer = (task: Task, messages: ReadonlyArray<Message>, functions: ReadonlySet<string>, forced: string | undefined) => {
+  if (forced === "agentify_plan") return reply([{ name: forced, arguments: { tools: task.plan, why: "what the request needs" } }])
+  const made = messages.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []) : []))
+  const results = messages.filter((m) => m.role === "tool").map((m) => m.content ?? "")
+  const last = results.at(-1) ?? ""
+  const code = functions.has("run_code") || functions.has("agentify_run_code")
+  const runCode = functions.has("run_code") ? "run_code" : "agentify_run_code"
+  const instructions = results.flatMap(instructionsIn)
+  if (code) {
+    // One script for the task, then one script per instruction read since.
+    const scripts = made.length
+    if (scripts === 0) return reply([{ name: runCode, arguments: { code: scriptOf(task.calls) } }])
+    const pending = instructions.slice(scripts - 1)
+    if (pending.length === 0) return reply([], "Done.")
+    return reply([{ name: runCode, arguments: { code: scriptOf([pending[0]!]) } }])
+  }
+  const step = made.length
+  if (step < task.calls.length) {
+    const call = task.calls[step]!
+    return reply([{ name: call.name, arguments: substitute(call.arguments, last) }])
+  }
+  const obeyed = step - task.calls.length
+  const next = instructions[obeyed]
+  if (next === undefined) return reply([], "Done.")
+  return reply([{ name: next.name, arguments: substitute(next.arguments, last) }])
+}
+
+/** A script that makes `calls` in order, each `$LAST` the text of the call before it. */
+const scriptOf = (calls: ReadonlyArray<Instruction>): string =>
+  [
+    'let last = ""',
+    "const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v))",
+    ...calls.map(
+      (c) =>
+        `last = text(await callTool(${JSON.stringify(c.name)}, JSON.parse(${JSON.stringify(JSON.stringify(c.arguments))}.replaceAll("$LAST", JSON.stringify(last).slice(1, -1)))))`
+    ),
+    "return last"
+  ].join("\n")
+
+export interface ObeyingModel {
+  readonly baseUrl: string
+  /** The requests it was sent, in order (their JSON bodies). */
+  readonly requests: ReadonlyArray<{ readonly tool_choice?: unknown; readonly messages: ReadonlyArray<Message> }>
+  readonly close: () => Promise<void>
+}
+
+/** Starts the model on 127.0.0.1 for these tasks (matched by the request's text). */
+export const startObeyingModel = async (tasks: ReadonlyArray<Task>): Promise<ObeyingModel> => {
+  const requests: Array<{ tool_choice?: unknown; messages: ReadonlyArray<Message> }> = []
+  const server = http.createServer((req, res) => {
+    let body = ""
+    req.on("data", (c: Buffer) => (body += c.toString("utf8")))
+    req.on("end", () => {
+      const parsed = JSON.parse(body) as {
+        messages: ReadonlyArray<Message>
+        tools?: ReadonlyArray<{ function: { name: string } }>
+        tool_choice?: { function?: { name?: string } } | string
+      }
+      requests.push(parsed)
+      const user = parsed.messages.find((m) => m.role === "user")?.content ?? ""
+      const task = tasks.find((t) => user.includes(t.query))
+      const functions = new Set((parsed.tools ?? []).map((t) => t.function.name))
+      const forced = typeof parsed.tool_choice === "object" ? parsed.tool_choice.function?.name : undefined
+      const out = task === undefined ? reply([], "I do not know this task.") : answer(task, parsed.messages, functions, forced)
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(JSON.stringify(out))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
