@@ -6,6 +6,8 @@
  * not (1: a backend not ready, a name conflict, a tool quarantined because its definition changed
  * since it was pinned). `--profile` checks one profile: its backends, and the tools it serves.
  */
+import { objectOr } from "../data/Json.js"
+import * as Capabilities from "../catalog/Capabilities.js"
 import { Effect, Fiber, Layer, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
 import { Backends, countListed, hiddenIn, startOptionsOf } from "../backend/Backends.js"
@@ -153,6 +155,13 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
     for (const conflict of catalog.conflicts) {
       problems.push(`- ${conflict.dropped.backendId}: ${describeConflict(conflict)}`)
     }
+    // Tools that say nothing of what they do: what the gateway's safeties take them for (MCP's defaults,
+    // or what `flow.tools` declares of them), so that a user can declare better.
+    const unannotated = catalog.entries
+      .filter((e) =>
+        ["readOnlyHint", "destructiveHint", "openWorldHint"].every((h) => !Object.hasOwn(objectOr(e.source.annotations), h))
+      )
+      .map((e) => `  ${e.name}: ${Capabilities.describe(Capabilities.of(e.toolName, e.tool.annotations, undefined))}`)
     const served =
       profileName === undefined
         ? []
@@ -175,7 +184,10 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
       "",
       `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,
       problems.length === 0 ? "every enabled backend is ready" : `problems:\n${problems.join("\n")}`,
-      ...(warnings.length === 0 ? [] : [`warnings:\n${warnings.join("\n")}`])
+      ...(warnings.length === 0 ? [] : [`warnings:\n${warnings.join("\n")}`]),
+      ...(unannotated.length === 0
+        ? []
+        : [`tools without annotations, taken for (declare better in a backend's flow.tools):\n${unannotated.join("\n")}`])
     ]
     print(`${lines.join("\n")}\n`)
     yield* backends.stopAll

@@ -329,7 +329,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         // What the model reads, indexed as it reads it: where each later call's values came from;
         // and the functions it named from the request alone, before reading anything.
         const ledger = new Provenance.Ledger(messages.map((m) => m.content ?? "").join("\n"))
-        const plan = maxSteps > 1 && !dryRun ? yield* Planning.ask(llm, query, messages, offer.functions()) : undefined
+        const plan = yield* Planning.turn(llm, query, messages, offer.functions(), maxSteps > 1 && !dryRun)
         const steps: Array<StepRecord> = []
         let last: { readonly result: unknown; readonly chosen: Plan } | undefined
         let answer: string | undefined

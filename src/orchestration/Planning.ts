@@ -81,3 +81,13 @@ export const ask = (
     )
   )
 }
+
+/** The plan turn of an orchestration that may read before it acts (not a single step, not a dry run). */
+export const turn = (
+  llm: LlmService,
+  query: string,
+  messages: ReadonlyArray<ChatMessage>,
+  functions: ReadonlyArray<ChatTool>,
+  wanted: boolean
+): Effect.Effect<PlanOf | undefined> =>
+  wanted ? ask(llm, query, messages, functions).pipe(Effect.withSpan("Orchestrator.planTurn")) : Effect.succeed(undefined)

@@ -40,6 +40,7 @@ import { parseArgs } from "node:util"
 import { serverFilesystemEntry } from "../../src/config/Config.js"
 import { buildCatalog, rank, rankEntries, toolFunctions } from "../../src/catalog/ToolCatalog.js"
 import { QUERIES, syntheticBackends } from "./catalog.js"
+import { Ledger } from "../../src/orchestration/Provenance.js"
 import { median, percentile, type Round, RpcClient, runCalls, runRound, sortedCopy } from "./client.js"
 import { startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { freePort, type HttpRpcClient, startHttpServer } from "./httpClient.js"
@@ -70,7 +71,8 @@ const SECTIONS = [
   "reload",
   "hostile",
   "fanout",
-  "codemode"
+  "codemode",
+  "provenance"
 ] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
@@ -268,6 +270,43 @@ const settledRssKb = async (pid: number, deadlineMs = 3_000): Promise<number> =>
 const results: Record<string, unknown> = {}
 
 /** 5: building the model's tool set and ranking it, 1,000 tools. */
+/**
+ * What the flow guard's provenance costs a planned call: the lookup of its arguments against 1 MB
+ * of results read before it (32 results of 32,000 characters, as many as `maxResultChars` lets a
+ * model read), against none. Indexing a result is paid once, as it is read.
+ */
+const benchProvenance = () => {
+  log("provenance: a call's arguments against 1 MB of earlier results")
+  const words = ["alpha", "release", "pelican", "config", "deploy", "notes", "friday", "token", "server", "branch"]
+  const text = (seed: number, length: number) => {
+    let out = ""
+    for (let i = 0; out.length < length; i++) out += `${words[(seed * 7 + i * 13) % words.length]}-${(seed * 31 + i) % 9973} `
+    return out.slice(0, length)
+  }
+  const trusted = "Request: read the release notes and save the summary to notes/summary.md"
+  const full = new Ledger(trusted)
+  const recordStart = performance.now()
+  for (let i = 0; i < 32; i++) full.record({ backendId: "fs", tool: "fs__read_text_file", arguments: { n: i } }, text(i, 32_000))
+  const recordMs = performance.now() - recordStart
+  const empty = new Ledger(trusted)
+  const args = (i: number) => ({ path: `notes/summary-${i}.md`, content: `Summary ${i}: ${text(i + 1000, 400)}` })
+  const time = (ledger: Ledger, runs: number) => {
+    const samples = new Float64Array(runs)
+    for (let i = 0; i < runs; i++) {
+      const start = performance.now()
+      ledger.originsOf(args(i))
+      samples[i] = performance.now() - start
+    }
+    samples.sort()
+    return { p50: round3(percentile(samples, 50)), p99: round3(percentile(samples, 99)) }
+  }
+  for (let i = 0; i < 200; i++) (time(full, 1), time(empty, 1))
+  const runs = quick ? 2_000 : 20_000
+  const none = time(empty, runs)
+  const read = time(full, runs)
+  results.provenance = { resultsChars: 32 * 32_000, recordMs: round2(recordMs), none, read, addedP50: round3(read.p50 - none.p50) }
+}
+
 const benchCatalog = () => {
   log("catalog: 1,000 tools")
   const backends = syntheticBackends(1_000)
@@ -997,6 +1036,15 @@ const lines = (): Array<Line> => {
       pass: undefined
     })
   }
+  const prov = results.provenance as any
+  if (prov !== undefined) {
+    out.push({
+      figure: "provenance: a call's arguments looked up against 1 MB read (ms)",
+      value: `p50 ${prov.read.p50} (none read: ${prov.none.p50}; +${prov.addedP50}), p99 ${prov.read.p99}; indexing 1 MB: ${prov.recordMs} ms once`,
+      goal: "≤ +0.2 ms p50",
+      pass: prov.addedP50 <= 0.2
+    })
+  }
   const c = results.catalog as any
   if (c !== undefined) {
     out.push({
@@ -1337,6 +1385,7 @@ const main = async () => {
   if (enabled("hostile")) await benchHostile()
   if (enabled("fanout")) await benchFanOut(fileDir)
   if (enabled("codemode")) await benchCodeMode(fileDir)
+  if (enabled("provenance")) benchProvenance()
   const rows = lines()
   const report = {
     machine: { ...info, loadAverageAtEnd: loadavg().map(round2) },

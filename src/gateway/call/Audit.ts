@@ -37,6 +37,8 @@ export interface CallLine extends Who {
   readonly via: string
   /** The stage that refused it, when one did (it reached no backend). */
   readonly refusedBy?: string | undefined
+  /** The flow rules that held the call (asked about, then run or not). */
+  readonly heldBy?: ReadonlyArray<string> | undefined
   /** The JSON-RPC id of the client's request the call was made for. */
   readonly request: unknown
   /** Absent for a call refused before any backend was chosen (an unknown or quarantined tool). */

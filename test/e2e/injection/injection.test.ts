@@ -4,8 +4,12 @@
  * the defaults, in either mode, while the benign tasks complete without a question; and with the
  * flow guard off the same injections do run (the suite can see them: its zero is not blindness).
  */
+import { spawnSync } from "node:child_process"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { run } from "../../injection/suite.js"
+import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
 
 describe("the injection suite", () => {
   for (const mode of ["tools", "code"] as const) {
@@ -33,4 +37,25 @@ describe("the injection suite", () => {
       ])
     )
   }, 120_000)
+
+  it("check names the tools that carry no annotations and what they are taken for; flow.tools declares better", () => {
+    const dir = tempDir()
+    const world = join(ROOT, "test", "fixtures", "world-server.mjs")
+    const config = join(dir, "gateway.json")
+    writeFileSync(
+      config,
+      JSON.stringify({
+        backends: [
+          { id: "mail", command: process.execPath, args: [world, "--role", "mail"] },
+          { id: "web", command: process.execPath, args: [world, "--role", "web"], flow: { tools: { fetch: { readOnly: true } } } }
+        ]
+      })
+    )
+    const check = spawnSync(process.execPath, [BIN, "check", "--config", config], { encoding: "utf8", env: cleanEnv(), cwd: dir })
+    expect(check.stdout).toContain("tools without annotations, taken for")
+    expect(check.stdout).toContain("  mail__send: destructive, open-world")
+    expect(check.stdout).toContain("  web__fetch: read-only, open-world")
+    // search annotates itself: not listed.
+    expect(check.stdout).not.toContain("web__search:")
+  }, 30_000)
 })

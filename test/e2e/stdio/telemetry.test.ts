@@ -134,8 +134,17 @@ describe("OpenTelemetry export", () => {
       "Orchestrator.step",
       "tools/call echo"
     ])
-    const llm = inTrace().find((s) => s.name === "Llm.chat")!
-    expect(ancestry(llm)).toEqual(["agentify/orchestrateTask", "Orchestrator.orchestrate", "Orchestrator.step", "Llm.chat"])
+    // The plan turn (agentify_plan forced, before any data), then each step's turn: the call, the answer.
+    expect(
+      inTrace()
+        .filter((s) => s.name === "Llm.chat")
+        .map((s) => ancestry(s).join(" > "))
+        .sort()
+    ).toEqual([
+      "agentify/orchestrateTask > Orchestrator.orchestrate > Orchestrator.planTurn > Llm.chat",
+      "agentify/orchestrateTask > Orchestrator.orchestrate > Orchestrator.step > Llm.chat",
+      "agentify/orchestrateTask > Orchestrator.orchestrate > Orchestrator.step > Llm.chat"
+    ])
     const step = inTrace().find((s) => s.name === "Orchestrator.step")!
     expect(Number(attribute(step, "agentify.step"))).toBe(1)
     // The run's id and its call's, as in the audit log.

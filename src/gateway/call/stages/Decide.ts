@@ -30,13 +30,21 @@ export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
         if (refusal !== undefined) {
           const message = `${call.name} refused by ${refusal.rule.name}: ${refusal.why}`
           call.decisions.push({ stage: "decide", said: message, refused: true, rule: refusal.rule.name })
-          return Effect.fail(new RpcError({ code: -32602, message, data: { stage: "decide", rule: refusal.rule.name } }))
+          return Effect.zipRight(
+            Effect.annotateCurrentSpan("agentify.call.held_by", refusal.rule.name),
+            Effect.fail(new RpcError({ code: -32602, message, data: { stage: "decide", rule: refusal.rule.name } }))
+          )
         }
         for (const { rule, why } of held) {
           call.consent.push({ rule: rule.name, why })
           call.decisions.push({ stage: "decide", said: `needs the user's consent: ${why}`, rule: rule.name })
         }
-        return next(call)
+        if (held.length === 0) return next(call)
+        // The rules that held it, on its span (and in its audit line: see Record).
+        return Effect.zipRight(
+          Effect.annotateCurrentSpan("agentify.call.held_by", held.map((h) => h.rule.name).join(",")),
+          next(call)
+        )
       }
     )
   }

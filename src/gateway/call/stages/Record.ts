@@ -61,6 +61,13 @@ export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = ()
                     : delivered(call, exit.value, maxReplyBytes())
                   : Audit.outcomeOf(exit.cause),
                 ...(refused === undefined ? {} : { refusedBy: refused.stage }),
+                ...(call.consent.length === 0 && refused?.rule === undefined
+                  ? {}
+                  : {
+                      heldBy: [
+                        ...new Set([...call.consent.map((c) => c.rule), ...(refused?.rule === undefined ? [] : [refused.rule])])
+                      ]
+                    }),
                 // The backend's time; a call refused before it was sent took none of it.
                 ms: call.sentAt === undefined ? 0 : Math.round(performance.now() - call.sentAt)
               })
