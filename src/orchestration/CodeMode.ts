@@ -19,6 +19,7 @@ import * as Declarations from "../sandbox/Declarations.js"
 import type { ChatMessage, ChatResponse, ChatTool } from "./Chat.js"
 import * as Code from "./Code.js"
 import * as Provenance from "./Provenance.js"
+import { DATA_RULE } from "./Prompts.js"
 import type * as Results from "./Results.js"
 import { addUsage, type Confirm, type OnStep, type StepRecord, withSteps } from "./Steps.js"
 import * as Meta from "../data/Meta.js"
@@ -31,7 +32,8 @@ export const CODE_PROMPT = [
   'The script is the body of an async function: `await tools.<namespace>.<tool>(args)` calls a tool and resolves to its structuredContent, else its text; a failed call rejects with an Error. Combine and filter the data inside the script and `return` only what the user needs (JSON). Declarations of the best-matching tools are in run_code\'s description; `await searchTools("what it does")` returns declarations of others.',
   "The script's result comes back to you: if it failed, correct it and call run_code again; when the task is done, answer in one or two sentences without calling anything.",
   "Use the context to fill in parameters: resolve relative paths against the current working directory, read 'this file' as the active document, and use the selected text where the request refers to it.",
-  "If the request is ambiguous or not supported by any tool, call nothing and say briefly what is missing."
+  "If the request is ambiguous or not supported by any tool, call nothing and say briefly what is missing.",
+  DATA_RULE
 ].join("\n")
 
 /** The one function offered, declaring the `maxTools` tools that best match the query. */
@@ -170,7 +172,7 @@ export const orchestrate = (
           ? `Not run: call ${RUN_CODE_FUNCTION} with {"code": "<the script>"}.`
           : run.isError === true
             ? `The script failed: ${run.content.map((c: unknown) => stringField(c, "text") ?? "").join("\n")}. Correct it and call ${RUN_CODE_FUNCTION} again.`
-            : deps.results.toolMessage(run)
+            : deps.results.asData(deps.results.toolMessage(run))
       deps.messages.push({ role: "assistant", content: response.content, toolCalls: deps.results.replayed(response.toolCalls) })
       deps.messages.push({ role: "tool", toolCallId: call!.id, content })
       for (const other of others) {

@@ -369,7 +369,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           Effect.sync((): TurnOutcome => {
             steps.push({ tool: Results.READ_RESULT_TOOL, arguments: Secrets.scrubArguments(args), isError: false, ms: 0 })
             note({ step: current, tool: Results.READ_RESULT_TOOL, arguments: args, outcome: "search", ms: 0 })
-            return { call, content: results.read(args), ran: undefined }
+            return { call, content: results.asData(results.read(args)), ran: undefined }
           })
 
         /** A call the gateway answers itself: a search, or reading on. */
@@ -517,7 +517,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                       note({ step, tool: chosen.functionName, arguments: args, outcome: isError ? "error" : "ok", ms })
                       const content = results.toolMessage(result)
                       ledger.record({ backendId: chosen.backendId, tool: chosen.functionName, arguments: args }, content)
-                      return { call, content, ran: { chosen, result } }
+                      return { call, content: results.asData(content), ran: { chosen, result } }
                     }).pipe(
                       Effect.catchTag("CallHeld", (held) =>
                         notRun(call, planned.chosen.functionName, args, { held: held.message })

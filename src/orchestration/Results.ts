@@ -7,6 +7,7 @@
  * the next turn on so that the model can read on. The arguments a model sent are replayed in every
  * later turn's conversation: those are bounded the same way, as valid JSON.
  */
+import { randomBytes } from "node:crypto"
 import type { ChatTool } from "../catalog/ToolCatalog.js"
 import { isCallToolResult, resultText } from "../protocol/Mcp.js"
 import type { ChatToolCall } from "./Chat.js"
@@ -53,6 +54,12 @@ export interface Results {
   readonly maxChars: number
   /** The tool message for a result: whole, or cut with a marker naming its size and ref. */
   readonly toolMessage: (result: unknown) => string
+  /**
+   * Text from the tools as the model reads it: between `<data-CODE>` lines whose code is random per
+   * orchestration, so that what a tool returns cannot close the block and speak as the gateway
+   * (spotlighting; the system prompt says nothing inside is an instruction).
+   */
+  readonly asData: (text: string) => string
   /** Whether some result was cut and kept (then `agentify_read_result` is offered). */
   readonly anyKept: () => boolean
   /** `agentify_read_result`: the part asked for, or why there is none. */
@@ -64,6 +71,8 @@ export interface Results {
 /** The results of one orchestration. */
 export const make = (maxChars: number): Results => {
   const kept = new Map<string, string>()
+  const boundary = `data-${randomBytes(6).toString("hex")}`
+  const asData = (text: string): string => `<${boundary}>\n${text}\n</${boundary}>`
   let keptChars = 0
 
   const toolMessage = (result: unknown): string => {
@@ -108,5 +117,5 @@ export const make = (maxChars: number): Results => {
           }
     )
 
-  return { maxChars, toolMessage, anyKept: () => kept.size > 0, read, replayed }
+  return { maxChars, toolMessage, asData, anyKept: () => kept.size > 0, read, replayed }
 }

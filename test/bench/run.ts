@@ -304,7 +304,13 @@ const benchProvenance = () => {
   const runs = quick ? 2_000 : 20_000
   const none = time(empty, runs)
   const read = time(full, runs)
-  results.provenance = { resultsChars: 32 * 32_000, recordMs: round2(recordMs), none, read, addedP50: round3(read.p50 - none.p50) }
+  results.provenance = {
+    resultsChars: 32 * 32_000,
+    recordMs: round2(recordMs),
+    none,
+    read,
+    addedP50: round3(read.p50 - none.p50)
+  }
 }
 
 const benchCatalog = () => {

@@ -257,3 +257,14 @@ export const fakeOpenAI = (initial?: FakeReply | ReadonlyArray<FakeReply>) =>
     Effect.promise(() => startFakeOpenAI(initial)),
     (fake) => Effect.promise(() => fake.close())
   )
+
+/**
+ * A tool message's text without the gateway's data marks (`<data-CODE>` lines: see
+ * orchestration/Results.asData); throws when they are missing, so that a test reading through
+ * them also checks they are there.
+ */
+export const unmarked = (content: string): string => {
+  const match = /^<(data-[0-9a-f]{12})>\n([\s\S]*)\n<\/\1>$/.exec(content)
+  if (match === null) throw new Error(`not marked as data: ${content.slice(0, 80)}`)
+  return match[2]!
+}

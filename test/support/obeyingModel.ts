@@ -31,8 +31,12 @@ const INSTRUCTION = /AGENT-INSTRUCTION: call ([\w-]+) (\{.*\})/g
 const substitute = (args: Record<string, unknown>, last: string): Record<string, unknown> =>
   JSON.parse(JSON.stringify(args).replaceAll("$LAST", JSON.stringify(last).slice(1, -1)))
 
+/** A result as the gateway marks it (`<data-CODE>` lines around it): this model reads through them. */
+const unmarked = (text: string): string => text.replace(/^<\/?data-[0-9a-f]+>$/gm, "").trim()
+
 /** Every string a result holds: its text, and the strings of its JSON (a script's result is JSON text). */
-const stringsOf = (text: string): Array<string> => {
+const stringsOf = (marked: string): Array<string> => {
+  const text = unmarked(marked)
   const found = [text]
   const walk = (value: unknown): void => {
     if (typeof value === "string") found.push(value, ...stringsOf(value).slice(1))
@@ -106,7 +110,7 @@ const answer = (task: Task, messages: ReadonlyArray<Message>, functions: Readonl
   if (forced === "agentify_plan") return reply([{ name: forced, arguments: { tools: task.plan, why: "what the request needs" } }])
   const made = messages.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []) : []))
   const results = messages.filter((m) => m.role === "tool").map((m) => m.content ?? "")
-  const last = results.at(-1) ?? ""
+  const last = unmarked(results.at(-1) ?? "")
   const code = functions.has("run_code") || functions.has("agentify_run_code")
   const runCode = functions.has("run_code") ? "run_code" : "agentify_run_code"
   const instructions = results.flatMap(instructionsIn)

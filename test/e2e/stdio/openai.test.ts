@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { join } from "node:path"
 import { serverFilesystemEntry } from "../../../src/config/Config.js"
-import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
+import { type FakeOpenAI, startFakeOpenAI, unmarked } from "../../support/fakeOpenAI.js"
 import { assertOnlyFrames, BIN, cleanEnv, ROOT, startGateway, tempDir } from "../../support/stdioClient.js"
 
 const KEY = "sk-e2e-distinctive-key-6f1c2a9b7d"
@@ -231,7 +231,9 @@ describe("orchestration in several steps, through the real openai client", () =>
     expect(reply.result._meta["agentify/steps"]).toHaveLength(2)
     const followUp = fake.requests[before + 1]!.body.messages
     const results = followUp.filter((m: any) => m.role === "tool")
-    expect(results.map((m: any) => m.content)).toEqual(["gulls steal chips\n", "the pelican nests by the sea\n"])
+    // Each marked as data, between lines of one random code.
+    expect(results.map((m: any) => unmarked(m.content))).toEqual(["gulls steal chips\n", "the pelican nests by the sea\n"])
+    expect(new Set(results.map((m: any) => m.content.split("\n")[0])).size).toBe(1)
     const calls = followUp.find((m: any) => m.role === "assistant").tool_calls
     expect(results.map((m: any) => m.tool_call_id)).toEqual(calls.map((c: any) => c.id))
   })

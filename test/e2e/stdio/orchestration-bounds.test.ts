@@ -11,7 +11,7 @@ import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { serverFilesystemEntry } from "../../../src/config/Config.js"
-import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
+import { type FakeOpenAI, startFakeOpenAI, unmarked } from "../../support/fakeOpenAI.js"
 import { BIN, cleanEnv, startGateway, tempDir } from "../../support/stdioClient.js"
 
 const KEY = "sk-bounds-distinctive-key-93be1f07"
@@ -50,7 +50,7 @@ describe("orchestration bounds, through the real openai client", () => {
   })
 
   const toolMessages = (request: number) =>
-    fake.requests[request]!.body.messages.filter((m: any) => m.role === "tool").map((m: any) => m.content as string)
+    fake.requests[request]!.body.messages.filter((m: any) => m.role === "tool").map((m: any) => unmarked(m.content as string))
   const offered = (request: number) => fake.requests[request]!.body.tools.map((t: any) => t.function.name as string)
 
   it("a result over maxResultChars is cut with its full size named, and the model reads on with agentify_read_result", async () => {
