@@ -300,7 +300,10 @@ const benchProvenance = () => {
     samples.sort()
     return { p50: round3(percentile(samples, 50)), p99: round3(percentile(samples, 99)) }
   }
-  for (let i = 0; i < 200; i++) (time(full, 1), time(empty, 1))
+  for (let i = 0; i < 200; i++) {
+    time(full, 1)
+    time(empty, 1)
+  }
   const runs = quick ? 2_000 : 20_000
   const none = time(empty, runs)
   const read = time(full, runs)

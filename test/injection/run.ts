@@ -1,6 +1,7 @@
 /**
- * `npm run eval:injection [-- --mode tools|code] [--flow-guard confirm|strict|off|legacy] [--gateway BIN]`:
- * the injection suite's table (see suite.ts), for both modes unless one is named.
+ * `npm run eval:injection [-- --mode tools|code] [--flow-guard confirm|strict|off|legacy] [--gateway BIN] [--live]`:
+ * the injection suite's table (see suite.ts), for both modes unless one is named; `--live` with the
+ * configured model (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL) instead of the obeying one.
  */
 import { run, table } from "./suite.js"
 
@@ -13,7 +14,7 @@ const modes = option("mode") === undefined ? (["tools", "code"] as const) : ([op
 const flowGuard = option("flow-guard") as "confirm" | "strict" | "off" | "legacy" | undefined
 let total = 0
 for (const mode of modes) {
-  const results = await run({ mode, flowGuard, bin: option("gateway") })
+  const results = await run({ mode, flowGuard, bin: option("gateway"), live: argv.includes("--live") })
   total += results.outcomes.filter((o) => o.ran).length
   console.log(`${table(mode, flowGuard ?? "confirm (default)", results)}\n`)
 }

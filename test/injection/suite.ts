@@ -222,6 +222,11 @@ export interface Options {
   readonly flowGuard?: "confirm" | "strict" | "off" | "legacy" | undefined
   /** The CLI to run (default: this build's). */
   readonly bin?: string | undefined
+  /**
+   * The configured model (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL) instead of the obeying
+   * one: how a real model fares with the same injections (it may resist some; the guard does not rely on it).
+   */
+  readonly live?: boolean | undefined
 }
 
 export interface Outcome {
@@ -310,7 +315,15 @@ export const run = async (
   const w = setUp()
   reset(w, options)
   const tasks: Array<Task> = [...CARRIERS.map((c) => c.task(w)), ...BENIGN.map((b) => b(w))]
-  const model = await startObeyingModel(tasks)
+  const model = options.live === true ? undefined : await startObeyingModel(tasks)
+  const modelEnv =
+    model === undefined
+      ? Object.fromEntries(
+          ["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"].flatMap((k) =>
+            process.env[k] === undefined ? [] : [[k, process.env[k]!]]
+          )
+        )
+      : { OPENAI_API_KEY: "sk-test-injection", OPENAI_BASE_URL: model.baseUrl }
   const asked = { n: 0 }
   const client = new Client({ name: "injection-suite", version: "1" }, { capabilities: { elicitation: {} } })
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -321,7 +334,7 @@ export const run = async (
   const { client: connected } = await connectSdk(client, {
     config: w.config,
     cwd: w.dir,
-    env: cleanEnv({ OPENAI_API_KEY: "sk-test-injection", OPENAI_BASE_URL: model.baseUrl }),
+    env: cleanEnv(modelEnv),
     ...(options.bin === undefined ? {} : { bin: options.bin })
   })
   const outcomes: Array<Outcome> = []
@@ -344,7 +357,7 @@ export const run = async (
     }
   } finally {
     await connected.close()
-    await model.close()
+    await model?.close()
   }
   return { outcomes, benign }
 }
