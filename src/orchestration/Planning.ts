@@ -7,7 +7,7 @@
  * every call it makes after reading a result is held.
  */
 import { Effect } from "effect"
-import type { ChatMessage, ChatTool, LlmService } from "./Chat.js"
+import type { ChatMessage, ChatTool, LlmError, LlmService } from "./Chat.js"
 
 export const PLAN_FUNCTION = "agentify_plan"
 
@@ -50,35 +50,38 @@ const planIn = (calls: ReadonlyArray<{ readonly name: string; readonly arguments
   }
 }
 
+/** An endpoint that refuses a forced function answers 400 or 422 (a compatible server without `tool_choice`). */
+const refusedForcing = (error: LlmError): boolean =>
+  error._tag === "LlmRequestFailed" && (error.status === 400 || error.status === 422)
+
 /**
  * Asks for the plan: the request's conversation as it stands (before any result), the offered
- * functions and `agentify_plan`, forced. Undefined when the model gives none.
+ * functions and `agentify_plan`, forced. Undefined when the model gives none; any other failure of
+ * the model's endpoint fails the orchestration as a turn's would.
  */
 export const ask = (
   llm: LlmService,
   query: string,
   messages: ReadonlyArray<ChatMessage>,
   functions: ReadonlyArray<ChatTool>
-): Effect.Effect<PlanOf | undefined, never> => {
+): Effect.Effect<PlanOf | undefined, LlmError> => {
   const offered = new Set(functions.map((f) => f.function.name))
   const tools = [...functions, planFunction]
-  const forced = llm.chat({ query, messages, tools, toolChoice: PLAN_FUNCTION })
-  const inPrompt = llm.chat({
-    query,
-    messages: [...messages.slice(0, 1), { role: "system", content: ASK_IN_PROMPT }, ...messages.slice(1)],
-    tools
-  })
-  return forced.pipe(
-    Effect.map((response) => planIn(response.toolCalls, offered)),
-    Effect.catchAll((error) =>
+  const inPrompt = Effect.suspend(() =>
+    llm.chat({
+      query,
+      messages: [...messages.slice(0, 1), { role: "system", content: ASK_IN_PROMPT }, ...messages.slice(1)],
+      tools
+    })
+  )
+  return llm.chat({ query, messages, tools, toolChoice: PLAN_FUNCTION }).pipe(
+    Effect.catchIf(refusedForcing, (error) =>
       Effect.zipRight(
         Effect.logInfo("the model's endpoint refused a forced plan; asking in the system prompt", { error: error.message }),
-        Effect.map(inPrompt, (response) => planIn(response.toolCalls, offered))
+        inPrompt
       )
     ),
-    Effect.catchAll((error) =>
-      Effect.as(Effect.logWarning("no plan: the model could not be asked", { error: error.message }), undefined)
-    )
+    Effect.map((response) => planIn(response.toolCalls, offered))
   )
 }
 
@@ -89,5 +92,5 @@ export const turn = (
   messages: ReadonlyArray<ChatMessage>,
   functions: ReadonlyArray<ChatTool>,
   wanted: boolean
-): Effect.Effect<PlanOf | undefined> =>
+): Effect.Effect<PlanOf | undefined, LlmError> =>
   wanted ? ask(llm, query, messages, functions).pipe(Effect.withSpan("Orchestrator.planTurn")) : Effect.succeed(undefined)

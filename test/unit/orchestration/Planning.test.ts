@@ -47,6 +47,18 @@ describe("Planning.ask", () => {
     })
   )
 
+  it.effect("any other failure of the endpoint is the orchestration's (as a turn's would be), not a second request", () =>
+    Effect.gen(function* () {
+      let requests = 0
+      const llm: LlmService = {
+        chat: () => (requests++, Effect.fail(new LlmRequestFailed({ reason: "auth", message: "bad key (401)", status: 401 })))
+      }
+      const failed = yield* Effect.flip(Planning.ask(llm, "read notes.md", messages, [fn("fs__read")]))
+      expect(failed.message).toBe("bad key (401)")
+      expect(requests).toBe(1)
+    })
+  )
+
   it.effect("a model that names no plan has none (every call after reading is then held)", () =>
     Effect.gen(function* () {
       const llm: LlmService = {
