@@ -13,6 +13,9 @@ import * as FlowRules from "../../../../src/gateway/call/FlowRules.js"
 import * as Pipeline from "../../../../src/gateway/call/Pipeline.js"
 import * as Ask from "../../../../src/gateway/call/stages/Ask.js"
 import * as Decide from "../../../../src/gateway/call/stages/Decide.js"
+import * as Record from "../../../../src/gateway/call/stages/Record.js"
+import type { AuditService, CallLine } from "../../../../src/gateway/call/Audit.js"
+import * as AuditRun from "../../../../src/observability/AuditRun.js"
 import type { Stage } from "../../../../src/gateway/call/Stage.js"
 import type { Source } from "../../../../src/orchestration/Provenance.js"
 import type { Tool } from "../../../../src/protocol/Mcp.js"
@@ -167,5 +170,28 @@ describe("the flow guard", () => {
         yield* internal.pipeline.run(planned("mail__send", SEND, flow).call)
         expect(internal.ran).toEqual(["mail__send"])
       })
+  )
+
+  it.effect("the audit line names the rules that held a call, run on consent or not run", () =>
+    Effect.gen(function* () {
+      const lines: Array<CallLine> = []
+      const audit: AuditService = { enabled: true, parent: AuditRun.current, call: (l) => lines.push(l), run: () => {} }
+      const forward: Stage = { name: "forward", run: () => Effect.succeed({ content: [] }) }
+      const pipeline = Pipeline.of([
+        Record.make(audit),
+        Decide.make(FlowRules.rules({ mode: () => "confirm", flowOf: () => undefined })),
+        Ask.make(() => "never"),
+        forward
+      ])
+      const flow = { read: [notes], origins: [], plan: ["web__fetch"] }
+      yield* pipeline.run(planned("mem__save", SAVE, flow, "accepted").call)
+      yield* Effect.either(pipeline.run(planned("mem__save", SAVE, flow, "declined").call))
+      yield* pipeline.run(planned("web__fetch", entry("web", "fetch", { readOnlyHint: true }), flow).call)
+      expect(lines.map((l) => [l.outcome, l.heldBy])).toEqual([
+        ["ok", ["outside-plan"]],
+        [-32602, ["outside-plan"]],
+        ["ok", undefined]
+      ])
+    })
   )
 })
