@@ -10,8 +10,9 @@
  * - `GET /healthz` (serving) and `GET /readyz` (every enabled backend ready, else 503 with states).
  *
  * Every request passes the token check (when a token is set), the Host check and the Origin
- * check (DNS rebinding) before anything else. Sessions are issued on `initialize`
- * (`Mcp-Session-Id`), expire when idle, and are bounded in number.
+ * check (DNS rebinding) before anything else. This module carries bodies and streams; what a body
+ * is and every session's life (issued on `initialize` as `Mcp-Session-Id`, ended when idle,
+ * bounded in number) are the Protocol's (gateway/edge/SharedSessions).
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"

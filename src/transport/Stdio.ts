@@ -1,8 +1,9 @@
 /**
  * JSON-RPC over a byte stream: the MCP stdio transport (and any pipe or socket). Frames are cut by
  * `JsonRpc.FrameDecoder` (newline-delimited JSON or `Content-Length` headers, detected from the
- * first bytes), handed to a `Peer`, and every reply and notification goes out through one writer
- * in the client's framing.
+ * first bytes), handed to what the connection opened (the Protocol's connection: see
+ * gateway/edge/StreamConnection; or any JSON-RPC peer), and every reply and notification goes out
+ * through one writer in the client's framing.
  *
  * A connection is an Effect `Stream` in and a `Sink` out, or, for the process's own stdin/stdout,
  * Node's streams read and written directly: the hot path then costs one fiber per request and
