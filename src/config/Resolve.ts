@@ -26,6 +26,7 @@ import {
 } from "./Schema.js"
 import { NormalizedOptions } from "./Decode.js"
 import type { FlowGuard } from "./Flow.js"
+import type { Limits } from "./Limits.js"
 import { ConfigFile, DotEnvSetting } from "./Files.js"
 export { stateDirOf } from "../data/StateDir.js"
 
@@ -83,6 +84,8 @@ export interface ResolvedConfig {
   readonly confirmTools: ConfirmTools
   /** What a call the flow rules hold becomes: "confirm" (asked), "strict" (refused), "off". */
   readonly flowGuard: FlowGuard
+  /** Calls per minute and at once, per subject, tool and backend; none: unlimited. */
+  readonly limits: Limits | undefined
   /** How much of each tool result (and of each call's arguments) goes back to the model. */
   readonly maxResultChars: number
   /** The tool calls one model turn may make. */
@@ -287,6 +290,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     maxSteps: pick("maxSteps") ?? DEFAULT_MAX_STEPS,
     confirmTools: pick("confirmTools") ?? "destructive",
     flowGuard: pick("flowGuard") ?? "confirm",
+    limits: pick("limits"),
     maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,
     maxCallsPerTurn: pick("maxCallsPerTurn") ?? DEFAULT_MAX_CALLS_PER_TURN,
     codeMode: pick("codeMode") ?? {},

@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import { Flow, FlowGuard } from "./Flow.js"
+import { Limits } from "./Limits.js"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Mcp from "../protocol/Mcp.js"
@@ -534,6 +535,7 @@ export const optionFields = {
   maxSteps: Schema.optional(BoundedInt(MAX_STEPS_LIMIT, "steps")),
   confirmTools: Schema.optional(ConfirmTools),
   flowGuard: Schema.optional(FlowGuard),
+  limits: Schema.optional(Limits),
   maxResultChars: Schema.optional(Mcp.MaxResultChars),
   maxCallsPerTurn: Schema.optional(Mcp.MaxCallsPerTurn),
   codeMode: Schema.optional(CodeMode),

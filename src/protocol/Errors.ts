@@ -23,7 +23,9 @@ export const ErrorCode = {
   NotInitialized: -32001,
   NotConfigured: -32002,
   LlmFailed: -32003,
-  BackendFailed: -32004
+  BackendFailed: -32004,
+  /** A quota of `limits` is used up: `data.retryAfterMs` says when to try again. */
+  QuotaExceeded: -32029
 } as const
 
 /** The steps that ran before a failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */

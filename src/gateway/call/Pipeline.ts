@@ -9,7 +9,7 @@
  *   check   a planned call's arguments against the inputSchema
  *   decide  named rules that may hold a call: the flow guard's (see FlowRules), then an app's own
  *   ask     `confirmTools` for a planned call
- *   count   quotas (none today)
+ *   count   `limits`: calls per minute and at once, per subject, tool and backend
  *   forward to the backend, as the session's request
  *
  * A stage that refuses a call fails it with its error and notes the refusal in the call's
@@ -31,6 +31,7 @@ import * as Check from "./stages/Check.js"
 import * as Count from "./stages/Count.js"
 import * as Decide from "./stages/Decide.js"
 import * as FlowRules from "./FlowRules.js"
+import { Quotas } from "./Quotas.js"
 import * as Find from "./stages/Find.js"
 import * as Forward from "./stages/Forward.js"
 import * as Record from "./stages/Record.js"
@@ -84,7 +85,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
         ...rules
       ]),
       ask: Ask.make(() => current.confirmTools),
-      count: Count.make(),
+      count: Count.make(() => current.limits, new Quotas()),
       forward: Forward.make({ forwarder, backends, routes, idPrefix: () => current.sessionIdPrefix })
     }
     return of(STAGES.map((name) => stages[name]))

@@ -1,7 +1,59 @@
 /**
- * `count`: how many calls a subject, a tool or a backend may make, and how many at once. No limits
- * are configured today: every call passes. Quotas are counted here, in one place.
+ * `count`: how many calls a subject, a tool or a backend may make per minute and at once
+ * (`limits`), counted at every call however it was made. Past a limit the call is refused with
+ * -32029 naming the limit and when to retry (`data.retryAfterMs`); a call's place in flight is
+ * given back when it ends, whatever its end.
  */
+import { Effect } from "effect"
+import { matchesGlob } from "../../../catalog/Exposure.js"
+import type { Limits } from "../../../config/Limits.js"
+import { ErrorCode, RpcError } from "../../../protocol/Errors.js"
+import type { ToolCall } from "../Call.js"
+import type { Counted, Quotas } from "../Quotas.js"
 import type { Stage } from "../Stage.js"
 
-export const make = (): Stage => ({ name: "count", run: (call, next) => next(call) })
+/** Whose call it is: an access token's subject, "local" for the stdio client, else "anonymous". */
+const subjectOf = (call: ToolCall): string =>
+  call.session?.subject ?? (call.session === undefined || call.session.transport === "stdio" ? "local" : "anonymous")
+
+/** The keys a call counts against under `limits`. */
+export const countedOf = (call: ToolCall, limits: Limits): ReadonlyArray<Counted> => {
+  const counted: Array<Counted> = []
+  if (limits.subject !== undefined) {
+    counted.push({ key: `subject\u0000${subjectOf(call)}`, named: "limits.subject", limit: limits.subject })
+  }
+  const tool = call.target?.entry?.name ?? call.name
+  const glob = Object.keys(limits.tools ?? {}).find((g) => matchesGlob(g, tool))
+  if (glob !== undefined)
+    counted.push({ key: `tool\u0000${tool}`, named: `limits.tools["${glob}"]`, limit: limits.tools![glob]! })
+  const backendId = call.target?.backendId
+  const backend = backendId === undefined ? undefined : limits.backends?.[backendId]
+  if (backend !== undefined && Object.hasOwn(limits.backends!, backendId!)) {
+    counted.push({ key: `backend\u0000${backendId}`, named: `limits.backends["${backendId}"]`, limit: backend })
+  }
+  return counted
+}
+
+export const make = (limits: () => Limits | undefined, quotas: Quotas): Stage => ({
+  name: "count",
+  run: (call, next) => {
+    const configured = limits()
+    if (configured === undefined) return next(call)
+    const counted = countedOf(call, configured)
+    if (counted.length === 0) return next(call)
+    const taken = quotas.take(counted)
+    if (taken._tag === "Refused") {
+      const seconds = Math.ceil(taken.retryAfterMs / 1_000)
+      const message = `Too many calls: ${call.name} is past ${taken.named} (${taken.why}); retry in ${seconds} s`
+      call.decisions.push({ stage: "count", said: message, refused: true })
+      return Effect.fail(
+        new RpcError({
+          code: ErrorCode.QuotaExceeded,
+          message,
+          data: { stage: "count", limit: taken.named, retryAfterMs: taken.retryAfterMs }
+        })
+      )
+    }
+    return next(call).pipe(Effect.ensuring(Effect.sync(taken.release)))
+  }
+})

@@ -3,7 +3,7 @@
  * pipeline's order. Each test breaks if its stage is taken out or stops doing its one job.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
+import { Deferred, Effect, Either, Fiber } from "effect"
 import type { BackendsService } from "../../../../src/backend/Backends.js"
 import * as Call from "../../../../src/gateway/call/Call.js"
 import * as Pipeline from "../../../../src/gateway/call/Pipeline.js"
@@ -11,6 +11,8 @@ import type { Next, Stage } from "../../../../src/gateway/call/Stage.js"
 import * as Ask from "../../../../src/gateway/call/stages/Ask.js"
 import * as Check from "../../../../src/gateway/call/stages/Check.js"
 import * as Count from "../../../../src/gateway/call/stages/Count.js"
+import { Quotas } from "../../../../src/gateway/call/Quotas.js"
+import { RpcError } from "../../../../src/protocol/Errors.js"
 import * as Decide from "../../../../src/gateway/call/stages/Decide.js"
 import * as Find from "../../../../src/gateway/call/stages/Find.js"
 import * as Forward from "../../../../src/gateway/call/stages/Forward.js"
@@ -156,9 +158,84 @@ describe("count", () => {
   it.effect("with no limits configured, passes every call on", () =>
     Effect.gen(function* () {
       const rest = reached()
-      yield* Count.make().run(call({ via: "client", name: "fx__read" }), rest.next)
+      yield* Count.make(() => undefined, new Quotas()).run(call({ via: "client", name: "fx__read" }), rest.next)
       expect(rest.calls).toHaveLength(1)
     })
+  )
+
+  it.effect(
+    "calls per minute, per subject: the next is refused with -32029 naming the limit and when to retry; the window slides",
+    () =>
+      Effect.gen(function* () {
+        let now = 1_000_000
+        const count = Count.make(() => ({ subject: { callsPerMinute: 2 } }), new Quotas(() => now))
+        const rest = reached()
+        const alice = () => new Session({ id: "a", transport: "http", subject: "alice", send: () => false })
+        const asAlice = () => call({ via: "client", name: "fx__read", session: alice() })
+        yield* count.run(asAlice(), rest.next)
+        now += 10_000
+        yield* count.run(asAlice(), rest.next)
+        now += 5_000
+        const refused = yield* Effect.either(count.run(asAlice(), rest.next))
+        expect(
+          Either.isLeft(refused) && [refused.left.code, refused.left.message, (refused.left as { data?: unknown }).data]
+        ).toEqual([
+          -32029,
+          "Too many calls: fx__read is past limits.subject (2 calls per minute); retry in 45 s",
+          { stage: "count", limit: "limits.subject", retryAfterMs: 45_000 }
+        ])
+        // Another subject has its own count.
+        yield* count.run(
+          call({
+            via: "client",
+            name: "fx__read",
+            session: new Session({ id: "b", transport: "http", subject: "bob", send: () => false })
+          }),
+          rest.next
+        )
+        now += 45_000
+        yield* count.run(asAlice(), rest.next)
+        expect(rest.calls).toHaveLength(4)
+      })
+  )
+
+  it.effect(
+    "calls at once, per tool glob and per backend: refused while the places are taken, admitted once one is given back",
+    () =>
+      Effect.gen(function* () {
+        const count = Count.make(
+          () => ({ tools: { "fx__w*": { concurrent: 1 } }, backends: { other: { concurrent: 1 } } }),
+          new Quotas()
+        )
+        const gate = yield* Deferred.make<void>()
+        const held: Next = () => Effect.as(Deferred.await(gate), { content: [] })
+        const write = () =>
+          call({
+            via: "client",
+            name: "fx__write",
+            target: { backendId: "fx", own: "write", entry: { name: "fx__write" } as never }
+          })
+        const first = yield* Effect.fork(count.run(write(), held))
+        yield* Effect.yieldNow()
+        const second = yield* Effect.either(count.run(write(), reached().next))
+        expect(Either.isLeft(second) && second.left.message).toBe(
+          'Too many calls: fx__write is past limits.tools["fx__w*"] (1 call at once); retry in 1 s'
+        )
+        // A tool the glob does not match, on a backend without a limit: not counted.
+        const rest = reached()
+        yield* count.run(call({ via: "client", name: "fx__read", target: { backendId: "fx", own: "read" } }), rest.next)
+        expect(rest.calls).toHaveLength(1)
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(first)
+        yield* count.run(write(), rest.next)
+        expect(rest.calls).toHaveLength(2)
+        // Per backend: a failed call gives its place back too.
+        const failing: Next = () => Effect.fail(new RpcError({ code: -32603, message: "boom" }))
+        const onOther = () => call({ via: "script", name: "other__read", target: { backendId: "other", own: "read" } })
+        yield* Effect.either(count.run(onOther(), failing))
+        yield* count.run(onOther(), rest.next)
+        expect(rest.calls).toHaveLength(3)
+      })
   )
 })
 
