@@ -26,7 +26,7 @@ import { Chunk, Effect, Either, type Fiber, FiberId, Layer, Option, Queue, Redac
 import { createServer } from "node:http"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import { Protocol, type SharedSession, type Target } from "../gateway/edge/Protocol.js"
+import { Protocol, type SharedSession, STOP_GRACE_MS, type Target } from "../gateway/edge/Protocol.js"
 import { classify, failure } from "../jsonrpc/JsonRpc.js"
 import { makeGuards, tokenMatches } from "./Guards.js"
 import {
@@ -72,12 +72,6 @@ export interface Options {
    */
   readonly oauth?: boolean | undefined
 }
-
-/**
- * How long requests in flight at shutdown may still finish on their own before they are cancelled
- * (each still gets its reply), and then how long their responses may take to be written.
- */
-const STOP_GRACE_MS = 1_000
 
 /** What the endpoint's handler needs to know of where it is served. */
 interface AppOptions extends Omit<Options, "port"> {
@@ -349,6 +343,7 @@ export const make = (options: Options, connections?: Listener.Connections) =>
   Effect.gen(function* () {
     // Last of this server's finalizers, after every session closed: the connections still open
     // (keep-alive, streams a client never closed) would hold the listener's close for ever.
+    // Then, as long again, for their responses to be written.
     if (connections !== undefined) yield* Effect.addFinalizer(() => connections.close(STOP_GRACE_MS))
     const server = yield* HttpServer.HttpServer
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port

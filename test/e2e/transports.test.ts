@@ -85,7 +85,7 @@ const overStdio: Open = (dir) =>
   })
 
 /** The gateway as `Transport.layerHttp` on a real HTTP server on a free port, and the SDK's client at /mcp. */
-const overHttp: Open = (dir) =>
+const overHttp = (dir: string) =>
   Effect.gen(function* () {
     const served = HttpRouter.Default.unwrap(HttpServer.serve()).pipe(
       Layer.provideMerge(
@@ -96,9 +96,13 @@ const overHttp: Open = (dir) =>
     const context = yield* Layer.build(served)
     const address = Context.get(context, HttpServer.HttpServer).address
     const port = address._tag === "TcpAddress" ? address.port : 0
-    const client = new Client({ name: "transports-e2e", version: "1" })
-    yield* connected(client, new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)))
-    return { client, backends: Context.get(context, Backends.Backends) }
+    const connect = () =>
+      Effect.gen(function* () {
+        const client = new Client({ name: "transports-e2e", version: "1" })
+        yield* connected(client, new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)))
+        return client
+      })
+    return { client: yield* connect(), backends: Context.get(context, Backends.Backends), connect }
   })
 
 const promise = <A>(thunk: () => Promise<A>) => Effect.promise(thunk)
@@ -182,10 +186,18 @@ describe("what each transport does at the end of its client", () => {
   it.live("Streamable HTTP: a client's end closes its session only; the backends serve the next client", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const { client, backends } = yield* overHttp(tempDir())
+        const { client, backends, connect } = yield* overHttp(tempDir())
+        const running = [backends.backend("fs"), backends.backend("mem")]
+        expect(running.every((b) => b !== undefined)).toBe(true)
         yield* promise(() => client.close())
-        expect(backends.backend("fs")).toBeDefined()
-        expect(backends.backend("mem")).toBeDefined()
+        // The next client is served by the same processes, none stopped or restarted meanwhile.
+        const next = yield* connect()
+        const read = yield* promise(() =>
+          next.callTool({ name: "fs__read_text_file", arguments: { path: join(ROOT, "package.json") } })
+        )
+        expect(JSON.parse(firstText(read)).name).toBe("mcp-agentify")
+        expect(backends.backend("fs")).toBe(running[0])
+        expect(backends.backend("mem")).toBe(running[1])
       })
     )
   )

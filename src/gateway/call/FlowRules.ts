@@ -33,47 +33,55 @@ const capabilitiesOf = (call: ToolCall, settings: Settings): Capabilities.Capabi
 
 const list = (items: ReadonlyArray<string>): string => [...new Set(items)].join("; ")
 
+/**
+ * A rule over a call's values: when the tool can do `can`, the values that came from a backend whose
+ * data is `data` hold it, named with where each came from.
+ */
+const dataRule = (
+  settings: Settings,
+  name: string,
+  can: "openWorld" | "destructive",
+  data: "private" | "untrusted",
+  why: string
+): Rule => ({
+  name,
+  ask: () => settings.mode() === "confirm",
+  refuses: (call) =>
+    Effect.sync(() => {
+      if (!on(call, settings) || capabilitiesOf(call, settings)?.[can] !== true) return undefined
+      const carried = call.flow!.origins.filter((o) => Capabilities.dataOf(settings.flowOf(o.from.backendId))[data])
+      if (carried.length === 0) return undefined
+      return `${why} (${list(carried.map((o) => `${o.path} from ${describeSource(o.from)}`))})`
+    })
+})
+
+const on = (call: ToolCall, settings: Settings) => judged(call) && settings.mode() !== "off"
+
 /** The rules, in order; the first that holds a call says why. */
-export const rules = (settings: Settings): ReadonlyArray<Rule> => {
-  const on = (call: ToolCall) => judged(call) && settings.mode() !== "off"
-  const ask = () => settings.mode() === "confirm"
-  return [
-    {
-      name: "private-data-out",
-      ask,
-      refuses: (call) =>
-        Effect.sync(() => {
-          if (!on(call) || capabilitiesOf(call, settings)?.openWorld !== true) return undefined
-          const out = call.flow!.origins.filter((o) => Capabilities.dataOf(settings.flowOf(o.from.backendId)).private)
-          if (out.length === 0) return undefined
-          return `it would send data read from a private source out to an open-world tool (${list(
-            out.map((o) => `${o.path} from ${describeSource(o.from)}`)
-          )})`
-        })
-    },
-    {
-      name: "untrusted-target",
-      ask,
-      refuses: (call) =>
-        Effect.sync(() => {
-          if (!on(call) || capabilitiesOf(call, settings)?.destructive !== true) return undefined
-          const steered = call.flow!.origins.filter((o) => Capabilities.dataOf(settings.flowOf(o.from.backendId)).untrusted)
-          if (steered.length === 0) return undefined
-          return `a destructive call whose arguments came from untrusted content (${list(
-            steered.map((o) => `${o.path} from ${describeSource(o.from)}`)
-          )})`
-        })
-    },
-    {
-      name: "outside-plan",
-      ask,
-      refuses: (call) =>
-        Effect.sync(() => {
-          if (!on(call)) return undefined
-          const { plan, read } = call.flow!
-          if (plan === undefined || read.length === 0 || plan.includes(call.name)) return undefined
-          return `the plan did not name ${call.name}; it was chosen after reading ${list(read.map(describeSource))}`
-        })
-    }
-  ]
-}
+export const rules = (settings: Settings): ReadonlyArray<Rule> => [
+  dataRule(
+    settings,
+    "private-data-out",
+    "openWorld",
+    "private",
+    "it would send data read from a private source out to an open-world tool"
+  ),
+  dataRule(
+    settings,
+    "untrusted-target",
+    "destructive",
+    "untrusted",
+    "a destructive call whose arguments came from untrusted content"
+  ),
+  {
+    name: "outside-plan",
+    ask: () => settings.mode() === "confirm",
+    refuses: (call) =>
+      Effect.sync(() => {
+        if (!on(call, settings)) return undefined
+        const { plan, read } = call.flow!
+        if (plan === undefined || read.length === 0 || plan.includes(call.name)) return undefined
+        return `the plan did not name ${call.name}; it was chosen after reading ${list(read.map(describeSource))}`
+      })
+  }
+]

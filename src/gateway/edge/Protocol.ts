@@ -19,7 +19,8 @@ import * as StreamConnection from "./StreamConnection.js"
 export type { Target } from "../session/Session.js"
 export type { StreamConnection } from "./StreamConnection.js"
 export type { Admitted, Kind, Refused, SharedSession, Stream } from "./SharedSessions.js"
-export type SharedEndpoint = SharedSessions.SharedSessions
+/** How long requests in flight at shutdown may finish on their own (each still replies). */
+export const STOP_GRACE_MS = SharedSessions.STOP_GRACE_MS
 
 /** Every enabled backend's state, for a readiness probe. */
 export interface Readiness {

@@ -43,7 +43,7 @@ import * as Methods from "./Methods.js"
 import type { Mode } from "../session/Sessions.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
-import type { Session } from "../session/Session.js"
+import type { Session, SessionRequest } from "../session/Session.js"
 import { Apps, type Catalog, catalogOf, inProfile, namespaced, profileAdmits } from "../../catalog/ToolCatalog.js"
 import { field } from "../../data/Json.js"
 import * as Meta from "../../data/Meta.js"
@@ -84,13 +84,7 @@ export interface Context {
   /** The road of every tool call on a backend (see call/Pipeline). */
   readonly pipeline: CallPipelineService
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
-  readonly forward: (
-    session: Session,
-    context: RequestContext,
-    backendId: string,
-    method: string,
-    params: unknown
-  ) => Effect.Effect<unknown, BackendError>
+  readonly forward: SessionRequest
   /**
    * `resources/subscribe` or `unsubscribe` of a session on a backend: recorded, so the backend's
    * `notifications/resources/updated` reach only the sessions that subscribed, and passed on only

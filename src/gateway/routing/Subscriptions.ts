@@ -8,20 +8,14 @@ import type { BackendsService } from "../../backend/Backends.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { BackendError } from "../../protocol/Errors.js"
 import { field } from "../../data/Json.js"
-import type { Session } from "../session/Session.js"
+import type { Session, SessionRequest } from "../session/Session.js"
 import type { RoutesService } from "./Routes.js"
 
 export interface Options {
   readonly backends: BackendsService
   readonly routes: RoutesService
   /** A request on a backend as the session's own (see call/Forwarding). */
-  readonly forward: (
-    session: Session,
-    context: RequestContext,
-    backendId: string,
-    method: string,
-    params: unknown
-  ) => Effect.Effect<unknown, BackendError>
+  readonly forward: SessionRequest
 }
 
 export const make = ({ backends, routes, forward }: Options) => {
