@@ -8,6 +8,7 @@ import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Queue, Stream } from "effect"
 import { ErrorCode } from "../protocol/Errors.js"
+import { field } from "../data/Json.js"
 import { failure, isReply, stringify } from "../jsonrpc/JsonRpc.js"
 import type * as Peer from "../jsonrpc/Peer.js"
 
@@ -135,6 +136,19 @@ export const readBody = (
 }
 
 /**
+ * A whole request refused by `limits` (its one reply is -32029) is said in HTTP's terms too: 429
+ * with `Retry-After` in seconds, which proxies, load balancers and HTTP clients act on without
+ * reading JSON-RPC. The body is the JSON-RPC error all the same. A batch's replies, or a refusal
+ * after a stream began, keep their 200: the other messages in them were served.
+ */
+const quotaRefusal = (reply: unknown): Record<string, string> | undefined => {
+  const error = field(reply, "error")
+  if (field(error, "code") !== ErrorCode.QuotaExceeded) return undefined
+  const after = field(field(error, "data"), "retryAfterMs")
+  return { "retry-after": String(typeof after === "number" && after > 0 ? Math.ceil(after / 1_000) : 1) }
+}
+
+/**
  * Dispatches a body that expects replies and answers with them: JSON when the reply comes first,
  * an SSE stream when a notification does (and the client accepts one), or always a stream when the
  * client ranks it first (`alwaysStream`).
@@ -180,6 +194,8 @@ export const exchangeWith = (
     )
     return Effect.flatMap(untilReply, (message) => {
       if (isReply(message)) {
+        const quota = quotaRefusal(message)
+        if (quota !== undefined) return Effect.succeed(json(429, message, { ...headers, ...quota }))
         if (!alwaysStream) return Effect.succeed(json(statusOf(message), message, headers))
         return Effect.succeed(
           HttpServerResponse.stream(Stream.make(sseEvent(message)), {

@@ -1,11 +1,14 @@
 /**
  * `limits` through the built CLI over stdio, with a real backend: a tool's calls per minute, and
  * the subject's, counted for a client's own calls and a script's alike; past them -32029 (or the
- * script's error) names the limit and when to retry, and other tools still run.
+ * script's error) names the limit and when to retry, and other tools still run. Over HTTP, under
+ * concurrent load: a backend's calls at once hold as the backend itself counts them, and a whole
+ * request refused is 429 with Retry-After.
  */
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { call, type HttpGateway, openSession, postStateless, startHttpGateway } from "../../support/httpClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { type CliClient, startGateway, tempDir } from "../../support/stdioClient.js"
 
@@ -44,5 +47,86 @@ describe("quotas (limits) over stdio", () => {
     })
     expect(script.result?.isError).toBe(true)
     expect(JSON.stringify(script.result?.content)).toContain("past limits.subject (5 calls per minute)")
+  }, 30_000)
+})
+
+describe("quotas (limits) over HTTP, under concurrent load", () => {
+  let gateway: HttpGateway
+  let url: string
+  beforeAll(async () => {
+    gateway = await startHttpGateway({
+      config: {
+        backends: [fixtureBackend("fx")],
+        limits: { backends: { fx: { concurrent: 3 } }, tools: { fx__add: { callsPerMinute: 1 } } }
+      }
+    })
+    url = `${gateway.base}/mcp`
+  })
+  afterAll(async () => {
+    await gateway?.close()
+  })
+
+  const slowCalls = (sessionId: string, n: number, from: number) =>
+    Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        call(url, sessionId, from + i, "tools/call", { name: "fx__slow", arguments: { ms: 1_500 } })
+      )
+    )
+
+  it("twenty calls at once against `concurrent: 3`: the backend never runs more than three, the rest get 429 with Retry-After, and the places come back", async () => {
+    const { sessionId } = await openSession(url)
+    const replies = await slowCalls(sessionId, 20, 1)
+    const served = replies.filter((r) => r.status === 200)
+    const refused = replies.filter((r) => r.status === 429)
+    expect(served.length + refused.length).toBe(20)
+    expect(refused.length).toBeGreaterThan(0)
+    for (const r of served) expect(r.messages[0].result.isError).not.toBe(true)
+    // What the backend itself counted: never more than three of its slow calls at once.
+    const inFlight = served.map((r) => r.messages[0].result.structuredContent.inFlight as number)
+    expect(Math.max(...inFlight)).toBeLessThanOrEqual(3)
+    for (const r of refused) {
+      expect(r.headers.get("retry-after")).toBe("1")
+      expect(r.messages[0].error).toMatchObject({ code: -32029, data: { limit: 'limits.backends["fx"]' } })
+      expect(r.messages[0].error.message).toContain("(3 calls at once)")
+    }
+    // Every place was given back: three more at once all run.
+    const again = await slowCalls(sessionId, 3, 100)
+    expect(again.map((r) => r.status)).toEqual([200, 200, 200])
+  }, 60_000)
+
+  it("a 2026-07-28 request past a tool's calls per minute is 429 with Retry-After in seconds", async () => {
+    const first = await postStateless(url, "tools/call", { name: "fx__add", arguments: { a: 1, b: 2 } })
+    expect(first.status).toBe(200)
+    expect(first.body.result.structuredContent).toEqual({ sum: 3 })
+    const res = await fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "fx__add"
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tools/call",
+        params: {
+          name: "fx__add",
+          arguments: { a: 1, b: 2 },
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+          }
+        }
+      })
+    })
+    expect(res.status).toBe(429)
+    const seconds = Number(res.headers.get("retry-after"))
+    expect(seconds).toBeGreaterThanOrEqual(1)
+    expect(seconds).toBeLessThanOrEqual(60)
+    const body = (await res.json()) as any
+    expect(body.error.code).toBe(-32029)
+    expect(body.error.message).toContain(`retry in ${seconds} s`)
   }, 30_000)
 })
