@@ -19,6 +19,8 @@ export interface Principal {
   readonly subject: string
   readonly clientId: string | undefined
   readonly scopes: ReadonlyArray<string>
+  /** The token's `groups` claim (strings; a single string is one group). */
+  readonly groups: ReadonlyArray<string>
 }
 
 /**
@@ -76,6 +78,13 @@ const discoverJwks = (issuer: string): Promise<URL> =>
     }
     throw new Error(`cannot find the keys of ${issuer}: ${tried.join("; ")}`)
   })()
+
+/** The `groups` claim: an array of strings, or one string. */
+const groupsOf = (payload: JWTPayload): Array<string> => {
+  const groups = payload.groups
+  if (typeof groups === "string") return [groups]
+  return Array.isArray(groups) ? groups.filter((g): g is string => typeof g === "string") : []
+}
 
 /** `scope` (space-separated, RFC 9068) or `scp` (an array, as some servers write it). */
 const scopesOf = (payload: JWTPayload): Array<string> => {
@@ -184,7 +193,7 @@ export const make = (settings: HttpAuth, scopesSupported: ReadonlyArray<string> 
         })
       }
       const clientId = typeof payload.client_id === "string" ? payload.client_id : undefined
-      return { subject: payload.sub ?? clientId ?? "unknown", clientId, scopes: has }
+      return { subject: payload.sub ?? clientId ?? "unknown", clientId, scopes: has, groups: groupsOf(payload) }
     })
 
   return {

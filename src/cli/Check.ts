@@ -4,7 +4,8 @@
  * offers (state, protocol, tools, resources, prompts, start-up time) and every problem with its fix.
  * The exit code says whether every enabled backend became ready with every tool exposed (0) or
  * not (1: a backend not ready, a name conflict, a tool quarantined because its definition changed
- * since it was pinned). `--profile` checks one profile: its backends, and the tools it serves.
+ * since it was pinned, a policy file that does not load or validate against the tools' schema).
+ * `--profile` checks one profile: its backends, and the tools it serves.
  */
 import { objectOr } from "../data/Json.js"
 import * as Capabilities from "../catalog/Capabilities.js"
@@ -12,6 +13,7 @@ import { Effect, Fiber, Layer, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
 import { Backends, countListed, hiddenIn, startOptionsOf } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
+import * as CedarSchema from "../policy/CedarSchema.js"
 import { GatewayConfig, type ConfigSources, transportOf } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import { LlmClient } from "../orchestration/Llm.js"
@@ -170,6 +172,18 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
             `profile ${profileName}${profile?.description === undefined ? "" : ` (${profile.description})`}: ${catalog.entries.length} tools`,
             ...catalog.entries.map((e) => `  ${e.name}  [${e.backendId}]`)
           ]
+    // The policy file, validated against the schema of the tools listed now.
+    const policies =
+      config.policies === undefined
+        ? undefined
+        : CedarSchema.review(
+            config.policies,
+            catalogOf(backends.toolsSync()).entries.map((e) => ({ name: e.name, inputSchema: e.tool.inputSchema }))
+          )
+    if (config.policies !== undefined && policies !== undefined) {
+      problems.push(...policies.problems.map((p) => `- policies ${config.policies}: ${p}`))
+      warnings.push(...policies.warnings.map((w) => `- policies ${config.policies}: ${w}`))
+    }
     // What --servers-dir found (info) and the folders it could not use.
     const found = config.notes.filter((n) => n.level === "info" || n.message.startsWith("not a server in "))
     const lines = [
@@ -182,6 +196,11 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
       ]),
       ...served,
       "",
+      ...(policies === undefined
+        ? []
+        : [
+            `policies: ${policies.ids.length} in ${config.policies}${policies.ids.length === 0 ? "" : ` (${policies.ids.join(", ")})`}`
+          ]),
       `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,
       problems.length === 0 ? "every enabled backend is ready" : `problems:\n${problems.join("\n")}`,
       ...(warnings.length === 0 ? [] : [`warnings:\n${warnings.join("\n")}`]),

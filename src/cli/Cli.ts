@@ -37,6 +37,7 @@ export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [-
        mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR] [--mode code]   (same options as check)
        mcp-agentify trust BACKEND_ID [TOOL]   accept a backend's changed tool definitions (same options as check)
        mcp-agentify auth BACKEND_ID [--no-browser]   sign in to a remote backend that requires OAuth
+       mcp-agentify policy schema   print the Cedar schema of the configured tools, for \`policies\` (same options as check)
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
 HTTP with --http. "check" starts every configured backend, prints what each offers and every
@@ -102,10 +103,11 @@ export type Parsed =
   | { readonly _tag: "Check"; readonly settings: Settings }
   | { readonly _tag: "Auth"; readonly backendId: string; readonly browser: boolean; readonly settings: Settings }
   | { readonly _tag: "Trust"; readonly backendId: string; readonly tool: string | undefined; readonly settings: Settings }
+  | { readonly _tag: "PolicySchema"; readonly settings: Settings }
   | { readonly _tag: "Terminal"; readonly command: Terminal.Command; readonly settings: Settings }
   | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
 
-const COMMANDS = ["check", "tools", "call", "ask", "auth", "trust"] as const
+const COMMANDS = ["check", "tools", "call", "ask", "auth", "trust", "policy"] as const
 const OPTIONS = [
   "config",
   "servers-dir",
@@ -288,7 +290,9 @@ export const parse = (
       // A person at a terminal wants the answer, not the start-up log: warnings only, unless asked.
       cliLogLevel:
         cliLogLevel ??
-        ((command !== undefined || checking || subcommand === "trust") && env.LOG_LEVEL === undefined ? "warn" : undefined),
+        ((command !== undefined || checking || subcommand === "trust" || subcommand === "policy") && env.LOG_LEVEL === undefined
+          ? "warn"
+          : undefined),
       cwd
     },
     openaiTimeoutMs,
@@ -312,6 +316,12 @@ export const parse = (
       throw new UsageError("trust needs a backend id, and may name one tool: mcp-agentify trust BACKEND_ID [TOOL]")
     }
     return { _tag: "Trust", backendId, tool: positionals[2], settings }
+  }
+  if (subcommand === "policy") {
+    if (positionals[1] !== "schema" || positionals.length > 2) {
+      throw new UsageError("policy has one command: mcp-agentify policy schema")
+    }
+    return { _tag: "PolicySchema", settings }
   }
   return { _tag: checking ? "Check" : "Run", settings }
 }
@@ -340,6 +350,7 @@ const terminalCommand = (
       return undefined
     case "auth":
     case "trust":
+    case "policy":
       return undefined
     case "tools":
       extra(0)
@@ -535,6 +546,14 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
       (trust) => trust.run(backendId, tool, settings.sources, (text) => process.stdout.write(text)) // stdout-ok: trust's report, no client attached
     )
     run(Effect.flatMap(trusted, (code) => Effect.sync(() => (process.exitCode = code))))
+    return
+  }
+  if (parsed._tag === "PolicySchema") {
+    const printed = Effect.flatMap(
+      Effect.promise(() => import("./PolicySchema.js")),
+      (policy) => policy.run(parsed.settings.sources, (text) => process.stdout.write(text)) // stdout-ok: the schema, no client attached
+    )
+    run(Effect.flatMap(printed, (code) => Effect.sync(() => (process.exitCode = code))))
     return
   }
   if (parsed._tag === "Check") {

@@ -86,6 +86,8 @@ export interface ResolvedConfig {
   readonly flowGuard: FlowGuard
   /** Calls per minute and at once, per subject, tool and backend; none: unlimited. */
   readonly limits: Limits | undefined
+  /** The Cedar policy file (absolute), when policies are on. */
+  readonly policies: string | undefined
   /** How much of each tool result (and of each call's arguments) goes back to the model. */
   readonly maxResultChars: number
   /** The tool calls one model turn may make. */
@@ -266,6 +268,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
   const backends = given.map((backend) => withEnvReferences(backend, env))
   for (const backend of backends) if (backend.refused !== undefined) notes.push({ level: "warn", message: backend.refused })
 
+  const policiesFile = pick("policies")
   const debugPort = pick("DEBUG_PORT")
   // Never from .env: a checkout's file must not open a window on the gateway's traffic.
   const envDebugPort = envNumber(env.DEBUG_PORT, 0, 65535)
@@ -291,6 +294,8 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     confirmTools: pick("confirmTools") ?? "destructive",
     flowGuard: pick("flowGuard") ?? "confirm",
     limits: pick("limits"),
+    // Relative to where the gateway runs, as the audit log's file.
+    policies: policiesFile === undefined ? undefined : path.resolve(sources.cwd ?? process.cwd(), policiesFile),
     maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,
     maxCallsPerTurn: pick("maxCallsPerTurn") ?? DEFAULT_MAX_CALLS_PER_TURN,
     codeMode: pick("codeMode") ?? {},

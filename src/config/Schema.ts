@@ -536,6 +536,8 @@ export const optionFields = {
   confirmTools: Schema.optional(ConfirmTools),
   flowGuard: Schema.optional(FlowGuard),
   limits: Schema.optional(Limits),
+  /** A Cedar policy file checked on every call, read, prompt, orchestration and script (see policy/). */
+  policies: Schema.optional(NonEmptyString),
   maxResultChars: Schema.optional(Mcp.MaxResultChars),
   maxCallsPerTurn: Schema.optional(Mcp.MaxCallsPerTurn),
   codeMode: Schema.optional(CodeMode),

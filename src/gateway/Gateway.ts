@@ -18,6 +18,7 @@ import { Backends } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
 import { Events } from "../observability/Events.js"
+import { Policies } from "../policy/Policies.js"
 import type { LlmClient } from "../orchestration/Llm.js"
 import { Orchestrator } from "../orchestration/Orchestrator.js"
 import type { Handlers } from "../jsonrpc/Peer.js"
@@ -73,6 +74,7 @@ const make = Effect.gen(function* () {
   const clientAsk = yield* ClientAsk
   const audit = yield* Audit.Audit
   const launch = yield* Launch
+  const policies = yield* Policies
   // A task the gateway forgets would run on at its backend with nobody to read it: cancelled there.
   const runtime = yield* Effect.runtime<never>()
   routes.onEvicted((route) =>
@@ -120,7 +122,8 @@ const make = Effect.gen(function* () {
     idPrefix: () => current.sessionIdPrefix,
     forward,
     subscription: subscriptions.pass,
-    profileOf
+    profileOf,
+    policies: { policies: policies.current, flowOf: (backendId) => backends.configOf(backendId)?.flow }
   }
   const listChanged = ListChanged.make(backends, profileOf)
 
@@ -250,8 +253,11 @@ const make = Effect.gen(function* () {
 
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
-/** Backends and the events hub: what every way of running the gateway stands on. */
-const layerBase: Layer.Layer<Backends | Events, never, GatewayConfig> = Backends.layerNode.pipe(Layer.provideMerge(Events.layer))
+/** Backends, the events hub and the policies in force: what every way of running the gateway stands on. */
+const layerBase: Layer.Layer<Backends | Events | Policies, never, GatewayConfig> = Backends.layerNode.pipe(
+  Layer.provideMerge(Events.layer),
+  Layer.merge(Policies.layer)
+)
 
 /**
  * The services a gateway is wired from, one registry and one set of tables shared by all, the road
@@ -291,6 +297,7 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
     | CallPipeline
     | Forwarder
     | Launch
+    | Policies
   > = Layer.scoped(Gateway, make)
   /**
    * One client owns the gateway (stdio): its `initialize` configures and starts the backends. With
@@ -299,13 +306,13 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
   static readonly layerSingle: Layer.Layer<
     Gateway | InputBridge | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | LlmClient
+    GatewayConfig | Backends | Events | Policies | LlmClient
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(InputBridge.layer))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
     Gateway | InputBridge | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | LlmClient
+    GatewayConfig | Backends | Events | Policies | LlmClient
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(InputBridge.layer))
 }
 

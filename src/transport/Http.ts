@@ -163,7 +163,7 @@ const makeApp = (options: AppOptions) =>
           if (request.headers[SESSION_HEADER] !== undefined) {
             return reject(400, "Bad Request: initialize starts a session: send it without Mcp-Session-Id")
           }
-          const opened = yield* sessions.open(target, principal?.subject)
+          const opened = yield* sessions.open(target, principal)
           if ("status" in opened) return reject(opened.status, opened.message, opened.headers, opened.code)
           // Always JSON: the session exists only if initialize succeeded, known once it replied.
           const response = yield* exchange(opened, value, false, {}).pipe(
@@ -202,7 +202,7 @@ const makeApp = (options: AppOptions) =>
           })
           return yield* exchangeWith(
             (out) => {
-              served = sessions.serve(admitted.right, target, out, principal?.subject)
+              served = sessions.serve(admitted.right, target, out, principal)
             },
             sse,
             {},

@@ -19,6 +19,7 @@
  *   codemode      agentify_run_code: the sandbox's start (cold, then warm from the spare thread), a
  *                 call from a script against the same call made directly, and the bytes sent to the
  *                 model for one task (20 files, which mention a word) in mode "tools" and "code"
+ *   governance    a call's policy decision (Cedar) and its quotas' count, in this process
  *   fanout        a model turn of 10,000 tool calls (ms to the reply, the worst ping meanwhile, the
  *                 exit after stdin EOF in the middle of it) and a 1 MB file cut for the model
  *
@@ -44,6 +45,7 @@ import { Ledger } from "../../src/orchestration/Provenance.js"
 import { median, percentile, type Round, RpcClient, runCalls, runRound, sortedCopy } from "./client.js"
 import { startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { freePort, type HttpRpcClient, startHttpServer } from "./httpClient.js"
+import { benchGovernance } from "./governance.js"
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const DIST_BIN = join(ROOT, "dist", "bin.js")
@@ -72,7 +74,8 @@ const SECTIONS = [
   "hostile",
   "fanout",
   "codemode",
-  "provenance"
+  "provenance",
+  "governance"
 ] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
@@ -1054,6 +1057,27 @@ const lines = (): Array<Line> => {
       pass: prov.addedP50 <= 0.2
     })
   }
+  const gov = results.governance as any
+  if (gov !== undefined) {
+    out.push({
+      figure: `policies (Cedar ${gov.cedar}): a call's decision, the answer kept (ms)`,
+      value: `p50 ${gov.policies.kept.p50} (no policies: ${gov.policies.noPolicies.p50}; +${gov.policies.addedKeptP50}), p99 ${gov.policies.kept.p99}`,
+      goal: "≤ 0.1 ms p50",
+      pass: gov.policies.kept.p50 <= 0.1
+    })
+    out.push({
+      figure: "policies: a call's decision, a policy reading its arguments (ms)",
+      value: `p50 ${gov.policies.engine.p50} (+${gov.policies.addedEngineP50}; the engine's least, one fact read: ${gov.policies.floor.p50}), p99 ${gov.policies.engine.p99}`,
+      goal: "≤ 0.1 ms p50",
+      pass: gov.policies.engine.p50 <= 0.1
+    })
+    out.push({
+      figure: "quotas: three limits counted for a call (ms)",
+      value: `p50 ${gov.quotas.three.p50} (none: ${gov.quotas.none.p50}; +${gov.quotas.addedP50}), p99 ${gov.quotas.three.p99}`,
+      goal: "",
+      pass: undefined
+    })
+  }
   const c = results.catalog as any
   if (c !== undefined) {
     out.push({
@@ -1395,6 +1419,10 @@ const main = async () => {
   if (enabled("fanout")) await benchFanOut(fileDir)
   if (enabled("codemode")) await benchCodeMode(fileDir)
   if (enabled("provenance")) benchProvenance()
+  if (enabled("governance")) {
+    log("governance: a policy decision and the quotas' count, per call")
+    results.governance = benchGovernance(quick)
+  }
   const rows = lines()
   const report = {
     machine: { ...info, loadAverageAtEnd: loadavg().map(round2) },

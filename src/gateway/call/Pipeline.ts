@@ -7,7 +7,8 @@
  *   record  the audit line and the span, around everything after it, refusals included
  *   find    the tool as this caller may call it (profile, filters, quarantine)
  *   check   a planned call's arguments against the inputSchema
- *   decide  named rules that may hold a call: the flow guard's (see FlowRules), then an app's own
+ *   decide  named rules that may hold a call: the policies' (see PolicyChecks), the flow guard's
+ *           (see FlowRules), then an app's own
  *   ask     `confirmTools` for a planned call
  *   count   `limits`: calls per minute and at once, per subject, tool and backend
  *   forward to the backend, as the session's request
@@ -31,6 +32,8 @@ import * as Check from "./stages/Check.js"
 import * as Count from "./stages/Count.js"
 import * as Decide from "./stages/Decide.js"
 import * as FlowRules from "./FlowRules.js"
+import * as PolicyChecks from "./PolicyChecks.js"
+import { Policies } from "../../policy/Policies.js"
 import { Quotas } from "./Quotas.js"
 import * as Find from "./stages/Find.js"
 import * as Forward from "./stages/Forward.js"
@@ -66,6 +69,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
     const audit = yield* Audit
     const forwarder = yield* Forwarder
     const routes = yield* Routes
+    const policies = yield* Policies
     // The configuration in force, at hand on every call.
     let current: ResolvedConfig = yield* config.current
     yield* config.changes.pipe(
@@ -76,12 +80,14 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       const name = session?.target._tag === "Aggregate" ? session.target.profile : undefined
       return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
     }
+    const flowOf = (backendId: string) => backends.configOf(backendId)?.flow
     const stages: Record<StageName, Stage> = {
       record: Record.make(audit, () => current.maxReplyBytes),
       find: Find.make({ backends, profileOf }),
       check: Check.make(),
       decide: Decide.make([
-        ...FlowRules.rules({ mode: () => current.flowGuard, flowOf: (backendId) => backends.configOf(backendId)?.flow }),
+        PolicyChecks.rule({ policies: policies.current, flowOf }),
+        ...FlowRules.rules({ mode: () => current.flowGuard, flowOf }),
         ...rules
       ]),
       ask: Ask.make(() => current.confirmTools),
@@ -93,14 +99,12 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
 
 export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallPipeline, CallPipelineService>() {
   /** Every stage as configured; `decide` holds the flow guard's rules. */
-  static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes> = Layer.scoped(
-    CallPipeline,
-    make([])
-  )
+  static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies> =
+    Layer.scoped(CallPipeline, make([]))
   /** With rules of the caller's in `decide` after the flow guard's (an embedding app's own). */
   static readonly layerWith = (
     rules: ReadonlyArray<Decide.Rule>
-  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes> =>
+  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies> =>
     Layer.scoped(CallPipeline, make(rules))
 }
 

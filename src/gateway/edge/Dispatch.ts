@@ -16,7 +16,7 @@ import type { BackendsService } from "../../backend/Backends.js"
 import type { GatewayService } from "../Gateway.js"
 import * as Stateless from "./Stateless.js"
 import { InputBridge } from "../ask/InputBridge.js"
-import type { Target } from "../session/Session.js"
+import type { Identity, Target } from "../session/Session.js"
 
 export interface Options {
   readonly transport: "stdio" | "http"
@@ -52,7 +52,7 @@ export interface Dispatcher {
     context: Era.Context,
     target: Target,
     out: Outbox,
-    subject?: string
+    identity?: Identity
   ) => Fiber.RuntimeFiber<unknown, unknown> | undefined
   /** The client gave up on a request (`notifications/cancelled`): stopped at its backend, still replied to. */
   readonly cancel: (requestId: unknown) => void
@@ -87,11 +87,11 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
     const ready = options.ready ?? Effect.void
     let listening = 0
 
-    const serve = (request: Request, context: Era.Context, target: Target, out: Outbox, subject?: string) =>
+    const serve = (request: Request, context: Era.Context, target: Target, out: Outbox, identity?: Identity) =>
       inbound.run(
         request.id,
         request.id,
-        Effect.interruptible(Effect.zipRight(ready, stateless.serve(request, context, target, options.transport, out, subject))),
+        Effect.interruptible(Effect.zipRight(ready, stateless.serve(request, context, target, options.transport, out, identity))),
         (response) => out.send(response)
       )
 

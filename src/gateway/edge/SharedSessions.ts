@@ -17,7 +17,7 @@ import { isSupportedProtocolVersion } from "../../protocol/Mcp.js"
 import { Gateway } from "../Gateway.js"
 import * as Dispatch from "./Dispatch.js"
 import * as Era from "../session/Era.js"
-import { sameTarget, Session, type Target } from "../session/Session.js"
+import { type Identity, sameTarget, Session, type Target } from "../session/Session.js"
 
 /** A refusal the transport answers with: its HTTP status, and the JSON-RPC error it carries. */
 export interface Refused {
@@ -122,7 +122,7 @@ export const make = Effect.gen(function* () {
     close: (why) => closeEntry(entry, why)
   })
 
-  const open = (target: Target, subject: string | undefined): Effect.Effect<SharedSession | Refused> =>
+  const open = (target: Target, identity: Identity | undefined): Effect.Effect<SharedSession | Refused> =>
     Effect.gen(function* () {
       if (sessions.size + dispatcher.listening() >= config.maxSessions) {
         return {
@@ -138,7 +138,7 @@ export const make = Effect.gen(function* () {
         id: `${config.sessionIdPrefix}${randomUUID()}`,
         transport: "http",
         target,
-        subject,
+        identity,
         send: (message) => {
           const stream = entry?.stream
           // With no stream open, a message that belongs to no request has nowhere to go.
@@ -240,9 +240,9 @@ export const make = Effect.gen(function* () {
       admitted: Admitted,
       target: Target,
       out: Peer.Outbox,
-      subject: string | undefined
+      identity: Identity | undefined
     ): Fiber.RuntimeFiber<unknown, unknown> | undefined =>
-      dispatcher.serve(admitted.request, admitted.context, target, out, subject),
+      dispatcher.serve(admitted.request, admitted.context, target, out, identity),
     /** A listen stream in the caller's scope, or the refusal of one more. */
     listen: (admitted: Admitted, target: Target, out: Peer.Outbox) => dispatcher.listen(admitted.request, target, out),
     listenRefusal: (): Refused | undefined => dispatcher.listenRefusal(),

@@ -20,7 +20,7 @@ import { failure, notification, type Request, type Response, success } from "../
 import * as Mcp from "../../protocol/Mcp.js"
 import type { Outbox, RequestContext } from "../../jsonrpc/Peer.js"
 import * as Aggregate from "../methods/Aggregate.js"
-import { servedState, Session, type Target } from "../session/Session.js"
+import { type Identity, servedState, Session, type Target } from "../session/Session.js"
 import * as Json from "../../data/Json.js"
 import { field, isObject, objectField, objectOr, stringField } from "../../data/Json.js"
 import * as Meta from "../../data/Meta.js"
@@ -57,7 +57,7 @@ export interface Stateless {
     transport: "stdio" | "http",
     out: Outbox,
     /** Who the request's OAuth access token speaks for (`--http-auth oauth`). */
-    subject?: string
+    identity?: Identity
   ) => Effect.Effect<Response>
   /**
    * `subscriptions/listen`: acknowledges, then relays the notifications asked for to `out` while
@@ -127,7 +127,7 @@ export const make = (
       target: Target,
       transport: "stdio" | "http",
       out: Outbox,
-      subject?: string
+      identity?: Identity
     ): Effect.Effect<InputBridge.Call | Response> =>
       Effect.gen(function* () {
         const capabilities = client.clientCapabilities
@@ -137,7 +137,7 @@ export const make = (
           id: `stateless-${call.id}`,
           transport,
           target,
-          subject,
+          identity,
           send: () => false,
           ask: call.ask,
           // Ready at once, its client as the request's _meta says; no level: no log messages for
@@ -183,7 +183,7 @@ export const make = (
       target: Target,
       transport: "stdio" | "http",
       out: Outbox,
-      subject?: string
+      identity?: Identity
     ): Effect.Effect<Response> =>
       Effect.gen(function* () {
         if (REMOVED.has(request.method)) {
@@ -199,7 +199,7 @@ export const make = (
         const call =
           isOwnState(params.requestState) && InputBridge.MAY_ASK.has(request.method)
             ? yield* bridge.resume(request, out)
-            : yield* start(request, context, target, transport, out, subject)
+            : yield* start(request, context, target, transport, out, identity)
         return "jsonrpc" in call ? call : yield* bridge.round(call, request)
       })
 

@@ -36,6 +36,7 @@ import {
 import * as Progress from "../routing/Progress.js"
 import * as RunCode from "../../orchestration/Code.js"
 import * as Call from "../call/Call.js"
+import * as PolicyChecks from "../call/PolicyChecks.js"
 import type { CallPipelineService } from "../call/Pipeline.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
@@ -83,6 +84,8 @@ export interface Context {
   readonly idPrefix: () => string
   /** The road of every tool call on a backend (see call/Pipeline). */
   readonly pipeline: CallPipelineService
+  /** The policies in force (`policies`), asked before the gateway's own work, reads and listings. */
+  readonly policies: PolicyChecks.Settings
   /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
   readonly forward: SessionRequest
   /**
@@ -164,7 +167,19 @@ const withAnswerText = (result: unknown): unknown => {
 export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<void>): Handlers<never> => {
   const { backends, orchestrator } = ctx
   const profile = () => ctx.profileOf(session)
-  const catalog = (): Catalog => inProfile(catalogOf(backends.toolsSync()), profile())
+  // What the user may ever call of the profile's tools (listed, and offered to scripts).
+  const catalog = (): Catalog =>
+    PolicyChecks.admitted(ctx.policies, session, inProfile(catalogOf(backends.toolsSync()), profile()))
+  /** The profile as the gateway's model may use it: without the tools the user may never call. */
+  const modelProfile = (): Profile | undefined => {
+    const view = inProfile(catalogOf(backends.toolsSync()), profile())
+    const denied = PolicyChecks.neverCallable(ctx.policies, session, view)
+    if (denied.length === 0) return profile()
+    return { ...profile(), denyTools: [...(profile()?.denyTools ?? []), ...denied] }
+  }
+  /** Refused before it starts when the policies deny it (see PolicyChecks). */
+  const allowed = (action: "orchestrate" | "run_code", name: string, args: unknown) =>
+    PolicyChecks.allowed(ctx.policies, session, action, PolicyChecks.ownTool(name), args)
 
   const runInitialize = Effect.fn("Aggregate.initialize")(function* (p: Params.InitializeParams) {
     let config: ResolvedConfig
@@ -232,13 +247,19 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         )
       : []
     // Code mode's tool declares what this session's scripts can call (its profile's tools, no app-only one).
-    const runCode = config.codeMode === false ? [] : [RunCode.runCodeToolFor(Apps.forModel(view), namespaceOfBackend)]
+    const runCode =
+      config.codeMode === false || !PolicyChecks.mayUseOwn(ctx.policies, session, "run_code", RunCode.RUN_CODE_TOOL_NAME)
+        ? []
+        : [RunCode.runCodeToolFor(Apps.forModel(view), namespaceOfBackend)]
+    const orchestrate = PolicyChecks.mayUseOwn(ctx.policies, session, "orchestrate", ORCHESTRATE_TOOL.name)
+      ? [ORCHESTRATE_TOOL]
+      : []
     // A client of the tasks extension may get either of the gateway's own as a task (see RunTasks).
     // A session-era client may ask for one with `task` (the aggregate declares task-run tool calls).
     const own =
       Tasks.wantsTask(session) || !Tasks.statelessClient(session)
-        ? [ORCHESTRATE_TOOL, ...runCode].map((tool) => ({ ...tool, execution: { taskSupport: "optional" } }))
-        : [ORCHESTRATE_TOOL, ...runCode]
+        ? [...orchestrate, ...runCode].map((tool) => ({ ...tool, execution: { taskSupport: "optional" } }))
+        : [...orchestrate, ...runCode]
     return { tools: [...own, ...backendTools] }
   })
 
@@ -311,7 +332,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         call: planned(context, ask),
         onStep: stepProgress(context, progressToken),
         confirm: confirmWith(context, ask),
-        profile: profile()
+        profile: modelProfile()
       })
     ).pipe(
       Effect.map(withAnswerText),
@@ -335,14 +356,22 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
           audited(
             "orchestration",
             field(p.arguments, "query"),
-            orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask)
+            Effect.zipRight(
+              allowed("orchestrate", p.name, p.arguments),
+              orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask)
+            )
           ),
         p.task !== undefined
       )
     }
     if (p.name === RunCode.RUN_CODE_TOOL_NAME) {
       return maybeTask(
-        (ask) => audited("script", field(p.arguments, "code"), runCode(p.arguments ?? {}, context, ask)),
+        (ask) =>
+          audited(
+            "script",
+            field(p.arguments, "code"),
+            Effect.zipRight(allowed("run_code", p.name, p.arguments), runCode(p.arguments ?? {}, context, ask))
+          ),
         p.task !== undefined
       )
     }
@@ -406,13 +435,15 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       audited(
         "orchestration",
         field(params, "query"),
-        Effect.flatMap(validateParams(params), (request) =>
-          orchestrator.orchestrate(request, {
-            execute: execute(context),
-            onStep: stepProgress(context, Progress.tokenOf(params)),
-            confirm: confirmWith(context, ask),
-            profile: profile()
-          })
+        Effect.flatMap(
+          Effect.zipRight(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), validateParams(params)),
+          (request) =>
+            orchestrator.orchestrate(request, {
+              execute: execute(context),
+              onStep: stepProgress(context, Progress.tokenOf(params)),
+              confirm: confirmWith(context, ask),
+              profile: modelProfile()
+            })
         ).pipe(
           Effect.mapError((error): GatewayError => {
             const query = field(params, "query")
@@ -472,12 +503,30 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     "resources/templates/list": Methods.constant(Effect.suspend(() => ctx.relay.listResourceTemplates(profile()))),
     "prompts/list": Methods.constant(Effect.suspend(() => ctx.relay.listPrompts(profile()))),
     "resources/read": Methods.method(Params.UriParams, (params, context, method) =>
-      relayed(ctx.relay.routeUri(params, profile()), method, context)
+      relayed(
+        Effect.tap(ctx.relay.routeUri(params, profile()), ({ backendId }) =>
+          PolicyChecks.allowed(ctx.policies, session, "read", { type: "Resource", id: params.uri, backend: backendId }, {})
+        ),
+        method,
+        context
+      )
     ),
     "resources/subscribe": Methods.method(Params.UriParams, subscription("resources/subscribe")),
     "resources/unsubscribe": Methods.method(Params.UriParams, subscription("resources/unsubscribe")),
     "prompts/get": Methods.method(Params.GetPromptParams, (params, context, method) =>
-      relayed(ctx.relay.routePrompt(params, profile()), method, context)
+      relayed(
+        Effect.tap(ctx.relay.routePrompt(params, profile()), ({ backendId }) =>
+          PolicyChecks.allowed(
+            ctx.policies,
+            session,
+            "get",
+            { type: "Prompt", id: params.name, backend: backendId },
+            field(params, "arguments")
+          )
+        ),
+        method,
+        context
+      )
     ),
     "completion/complete": Methods.method(Params.CompleteParams, (params, context, method) =>
       relayed(ctx.relay.routeCompletion(params, profile()), method, context)

@@ -12,7 +12,8 @@ import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { field, objectOr, stringField } from "../../data/Json.js"
 import * as Call from "../call/Call.js"
-import { filtersAnything } from "../../catalog/ToolCatalog.js"
+import { catalogOf, filtersAnything } from "../../catalog/ToolCatalog.js"
+import * as PolicyChecks from "../call/PolicyChecks.js"
 import { filteredList, hiddenBy } from "../../catalog/BackendFilters.js"
 import * as Tasks from "../routing/Tasks.js"
 import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
@@ -71,10 +72,46 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
       return Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
     }
 
+  /**
+   * With policies: a resource read or prompt fetched only when they allow it, and a tool listing
+   * without the tools the user may never call (each judged by its name in the aggregate, as calls are).
+   */
+  const policed = (req: Request, sent: Effect.Effect<unknown, GatewayError>): Effect.Effect<unknown, GatewayError> => {
+    if (ctx.policies.policies() === undefined) return sent
+    const named = (type: "Resource" | "Prompt", key: string, action: "read" | "get") => {
+      const id = stringField(req.params, key) ?? ""
+      const check = PolicyChecks.allowed(
+        ctx.policies,
+        session,
+        action,
+        { type, id, backend: backendId },
+        field(req.params, "arguments")
+      )
+      return Effect.zipRight(check, sent)
+    }
+    if (req.method === "resources/read") return named("Resource", "uri", "read")
+    if (req.method === "prompts/get") return named("Prompt", "name", "get")
+    if (req.method !== "tools/list") return sent
+    return Effect.map(sent, (result) => {
+      const tools = field(result, "tools")
+      if (!Array.isArray(tools)) return result
+      const view = catalogOf(backends.toolsSync())
+      const admitted = new Set(
+        PolicyChecks.admitted(ctx.policies, session, view)
+          .entries.filter((e) => e.backendId === backendId)
+          .map((e) => e.toolName)
+      )
+      return { ...objectOr(result), tools: tools.filter((t) => admitted.has(stringField(t, "name") ?? "")) }
+    })
+  }
+
   /** Anything else goes to the backend as the client sent it; its filters apply to what it names and lists. */
   const forwarded = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     const config = backends.configOf(backendId)
-    const forwarded = Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
+    const forwarded = policed(
+      req,
+      Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
+    )
     // The common case, no filter: the result passes through untouched.
     if (!filtersAnything(config)) return forwarded
     const hidden = hiddenBy(config, req.method, req.params)

@@ -136,12 +136,19 @@ export const mcpLevelOf = (level: string): McpLogLevel | "none" => {
   }
 }
 
+/** Who a client is, as its access token says: its subject, scopes and groups claim. */
+export interface Identity {
+  readonly subject: string
+  readonly scopes: ReadonlyArray<string>
+  readonly groups: ReadonlyArray<string>
+}
+
 export interface Options {
   readonly id: string
   readonly transport: "stdio" | "http"
   readonly target?: Target | undefined
   /** Who the client's access token speaks for (`--http-auth oauth`). */
-  readonly subject?: string | undefined
+  readonly identity?: Identity | undefined
   /**
    * Sends a message that belongs to no request of the client's (list_changed, log messages between
    * calls, a backend's request with no call in flight). False when it has nowhere to go (an HTTP
@@ -169,6 +176,8 @@ export class Session {
   readonly target: Target
   /** Who the client's access token speaks for, when the endpoint requires one. */
   readonly subject: string | undefined
+  /** The token's scopes and groups beside its subject (what policies see of the user). */
+  readonly identity: Identity | undefined
   readonly send: (message: unknown) => boolean
   /** See `Options.ask`: set for a stateless request, whose client cannot be sent requests. */
   readonly ask: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
@@ -239,7 +248,8 @@ export class Session {
     this.id = options.id
     this.transport = options.transport
     this.target = options.target ?? { _tag: "Aggregate" }
-    this.subject = options.subject
+    this.identity = options.identity
+    this.subject = options.identity?.subject
     this.send = options.send
     this.ask = options.ask
     this.now = options.state ?? INITIAL_STATE

@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Layer, Queue } from "effect"
 import { type BackendConfigInput, GatewayConfig } from "../../../src/config/Config.js"
 import { type Event, Events } from "../../../src/observability/Events.js"
+import { Policies } from "../../../src/policy/Policies.js"
 import * as Gateway from "../../../src/gateway/Gateway.js"
 import { Backends } from "../../../src/backend/Backends.js"
 import { LlmClient } from "../../../src/orchestration/Llm.js"
@@ -109,6 +110,7 @@ describe("events hub", () => {
     const QuietLive = Gateway.Gateway.layerShared.pipe(
       Layer.provideMerge(Backends.layerNode),
       Layer.provideMerge(QuietEvents),
+      Layer.provide(Policies.layerNone),
       Layer.provide(LlmClient.layerScripted([])),
       Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [fixtureBackend("fx") as BackendConfigInput] }, {})),
       Layer.provideMerge(Logging.layer({ write: () => {}, isTTY: false }))

@@ -170,7 +170,8 @@ describe("count", () => {
         let now = 1_000_000
         const count = Count.make(() => ({ subject: { callsPerMinute: 2 } }), new Quotas(() => now))
         const rest = reached()
-        const alice = () => new Session({ id: "a", transport: "http", subject: "alice", send: () => false })
+        const alice = () =>
+          new Session({ id: "a", transport: "http", identity: { subject: "alice", scopes: [], groups: [] }, send: () => false })
         const asAlice = () => call({ via: "client", name: "fx__read", session: alice() })
         yield* count.run(asAlice(), rest.next)
         now += 10_000
@@ -189,7 +190,12 @@ describe("count", () => {
           call({
             via: "client",
             name: "fx__read",
-            session: new Session({ id: "b", transport: "http", subject: "bob", send: () => false })
+            session: new Session({
+              id: "b",
+              transport: "http",
+              identity: { subject: "bob", scopes: [], groups: [] },
+              send: () => false
+            })
           }),
           rest.next
         )

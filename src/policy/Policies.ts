@@ -1,0 +1,96 @@
+/**
+ * The policies in force (`policies`): the configured file, loaded into Cedar, read again when it
+ * changes on disk or the configuration names another. Asked synchronously on every call (`current`).
+ *
+ * A file that cannot be used fails closed: at first every request is refused saying why (a
+ * gateway told to enforce policies never runs without them); an edit that breaks a file that
+ * loaded is refused, logged, and the policies that loaded stay.
+ */
+import { Context, Effect, Layer, Stream } from "effect"
+import { readFileSync } from "node:fs"
+import { GatewayConfig } from "../config/Config.js"
+import * as Watch from "../config/Watch.js"
+import { messageOf } from "../data/Json.js"
+import * as Cedar from "./Cedar.js"
+import type { PolicySet } from "./Policy.js"
+
+/** Reads and loads `file`: the policies, or every problem with them. */
+export const read = (file: string): PolicySet | { readonly problems: ReadonlyArray<string> } => {
+  let text: string
+  try {
+    text = readFileSync(file, "utf8")
+  } catch (error) {
+    return { problems: [messageOf(error)] }
+  }
+  return Cedar.load(file, text)
+}
+
+/** A set that refuses everything, saying why: what a file that cannot be used enforces. */
+export const refusingAll = (file: string, problems: ReadonlyArray<string>): PolicySet => {
+  const why = `the policies in ${file} cannot be used: ${problems.join("; ")}`
+  return { file, ids: [], decide: () => ({ allowed: false, policies: [], why }), mayEver: () => false }
+}
+
+export class Policies extends Context.Tag("mcp-agentify/Policies")<
+  Policies,
+  {
+    /** The policies in force, or none (`policies` not configured). */
+    readonly current: () => PolicySet | undefined
+  }
+>() {
+  /** The configured file, followed on disk and through reloads. */
+  static readonly layer: Layer.Layer<Policies, never, GatewayConfig> = Layer.scoped(
+    Policies,
+    Effect.gen(function* () {
+      const config = yield* GatewayConfig
+      let current: PolicySet | undefined
+      let loads = 0
+      const apply = (file: string | undefined) =>
+        Effect.gen(function* () {
+          if (file === undefined) {
+            current = undefined
+            return
+          }
+          const loaded = read(file)
+          if (!("problems" in loaded)) {
+            current = loaded
+            // Said at start-up only when asked (a command's output stays its own); a reload is news.
+            const said = `policies: ${loaded.ids.length} from ${file} (${loaded.ids.join(", ")})`
+            yield* loads++ === 0 ? Effect.logDebug(said) : Effect.logInfo(said)
+            return
+          }
+          if (current !== undefined && current.file === file && current.ids.length > 0) {
+            yield* Effect.logError(`policies: ${file} changed and cannot be used; the policies that loaded stay`, {
+              problems: loaded.problems
+            })
+            return
+          }
+          current = refusingAll(file, loaded.problems)
+          yield* Effect.logError(`policies: ${file} cannot be used: every call is refused until it is fixed`, {
+            problems: loaded.problems
+          })
+        })
+      // Loaded before the first call; then each change of the file, or of the file named.
+      yield* apply((yield* config.current).policies)
+      yield* config.changes.pipe(
+        Stream.map((c) => c.policies),
+        Stream.changes,
+        Stream.flatMap(
+          (file) =>
+            file === undefined
+              ? Stream.make(file)
+              : Stream.concat(Stream.make(file), Watch.changes({ configPath: file }).pipe(Stream.as(file))),
+          { switch: true }
+        ),
+        // The first is the file loaded above.
+        Stream.drop(1),
+        Stream.runForEach(apply),
+        Effect.forkScoped
+      )
+      return { current: () => current }
+    })
+  )
+
+  /** No policies (an app that embeds the pipeline without them). */
+  static readonly layerNone: Layer.Layer<Policies> = Layer.succeed(Policies, { current: () => undefined })
+}

@@ -1,0 +1,261 @@
+/**
+ * `policies` in Cedar as a team uses them: a gateway over HTTP with `--http-auth oauth` against a
+ * real authorization server (oidc-provider; its key signs alice's and bob's tokens, alice in the
+ * group "ops"), the built CLI with the project's fixture backend. Allow, deny and visibility by
+ * user, group, tool annotations, arguments and how a call was made (a client's own, a script's),
+ * the audit line of a refusal, and a changed file reloaded without a restart.
+ */
+import { spawnSync } from "node:child_process"
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startAuthServer, type AuthServer } from "../../support/authServer.js"
+import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
+import { call, type HttpGateway, initializeParams, send, startHttpGateway } from "../../support/httpClient.js"
+import { fixtureBackend } from "../../support/mcpFixture.js"
+import { freePort } from "../../bench/httpClient.js"
+import { until } from "../../support/process.js"
+import { BIN, cleanEnv, startGateway, tempDir } from "../../support/stdioClient.js"
+
+const POLICIES = `
+// Anyone may call a read-only tool; the group "ops" may do anything.
+@id("everyone-reads")
+permit (principal, action == Action::"call", resource) when { resource.readOnly };
+
+@id("ops-do-anything")
+permit (principal in Group::"ops", action, resource);
+
+// Nobody echoes a secret, whatever else permits it.
+@id("no-secrets-echoed")
+forbid (principal, action == Action::"call", resource == Tool::"fx__echo")
+when { context.arguments has text && context.arguments.text like "*secret*" };
+
+// Analysts may ask the gateway's model (and so read, as anyone may).
+@id("analysts-orchestrate")
+permit (principal in Group::"analysts", action == Action::"orchestrate", resource);
+
+// A script never adds (a client may).
+@id("scripts-never-add")
+forbid (principal, action == Action::"call", resource == Tool::"fx__add") when { context.via == "script" };
+`
+
+let auth: AuthServer
+let model: FakeOpenAI
+let gateway: HttpGateway
+let resource: string
+let policyFile: string
+let auditFile: string
+const now = () => Math.floor(Date.now() / 1000)
+
+/** A session of `sub` (in `groups`) at /mcp; its requests. */
+const sessionOf = async (sub: string, groups: ReadonlyArray<string>) => {
+  const token = await auth.sign({
+    iss: auth.issuer,
+    aud: resource,
+    sub,
+    groups,
+    scope: "mcp:tools",
+    iat: now(),
+    exp: now() + 600
+  })
+  const authorization = { authorization: `Bearer ${token}` }
+  const url = `${gateway.base}/mcp`
+  const opened = await send(url, {
+    body: { jsonrpc: "2.0", id: 0, method: "initialize", params: initializeParams(`${sub}-client`) },
+    headers: authorization
+  })
+  const sessionId = opened.headers.get("mcp-session-id")!
+  await send(url, {
+    body: { jsonrpc: "2.0", method: "notifications/initialized" },
+    headers: { "mcp-session-id": sessionId, ...authorization }
+  })
+  let id = 1
+  const request = async (method: string, params?: unknown) =>
+    (await call(url, sessionId, id++, method, params, authorization)).messages[0]
+  return {
+    request,
+    tools: async () => ((await request("tools/list")).result.tools as Array<{ name: string }>).map((t) => t.name),
+    callTool: (name: string, args: unknown) => request("tools/call", { name, arguments: args })
+  }
+}
+
+beforeAll(async () => {
+  const port = await freePort()
+  resource = `http://127.0.0.1:${port}/mcp`
+  auth = await startAuthServer({ resources: [resource], scopes: ["mcp:tools"] })
+  model = await startFakeOpenAI({ text: "Nothing to do." })
+  const dir = tempDir()
+  policyFile = join(dir, "team.cedar")
+  auditFile = join(dir, "audit.jsonl")
+  writeFileSync(policyFile, POLICIES)
+  gateway = await startHttpGateway({
+    address: `127.0.0.1:${port}`,
+    args: ["--http-auth", "oauth"],
+    env: { OPENAI_API_KEY: "sk-policies-test-123456", OPENAI_BASE_URL: model.baseUrl },
+    config: {
+      backends: [fixtureBackend("fx")],
+      httpAuth: { issuer: auth.issuer, audience: resource, scopes: ["mcp:tools"] },
+      policies: policyFile,
+      audit: { file: auditFile }
+    }
+  })
+})
+afterAll(async () => {
+  await gateway?.close()
+  await auth?.close()
+  await model?.close()
+})
+
+describe("policies (Cedar)", () => {
+  it("lists each user what they may ever call: bob the read-only tools, alice (ops) everything", async () => {
+    const alice = await sessionOf("alice", ["ops"])
+    const bob = await sessionOf("bob", [])
+    const aliceTools = await alice.tools()
+    const bobTools = await bob.tools()
+    expect(aliceTools).toEqual(expect.arrayContaining(["agentify_orchestrate", "agentify_run_code", "fx__echo", "fx__add_tool"]))
+    // fx__add_tool changes the server's state (not read-only): nothing permits it to bob.
+    expect(bobTools).toEqual(expect.arrayContaining(["fx__echo", "fx__add"]))
+    for (const hidden of ["agentify_orchestrate", "agentify_run_code", "fx__add_tool", "fx__forget_session"]) {
+      expect(bobTools).not.toContain(hidden)
+    }
+    // fx__echo is listed to both: whether it runs depends on its arguments.
+    expect(bobTools.length).toBeLessThan(aliceTools.length)
+  })
+
+  it("refuses a call no policy permits, and one a forbid matches by its arguments, naming the policy", async () => {
+    const alice = await sessionOf("alice", ["ops"])
+    const bob = await sessionOf("bob", [])
+    const denied = await bob.callTool("fx__add_tool", { name: "x" })
+    expect(denied.error).toMatchObject({ code: -32602, data: { stage: "decide", rule: "policies" } })
+    expect(denied.error.message).toBe('fx__add_tool refused by policies: no policy permits call on Tool::"fx__add_tool"')
+    expect((await bob.callTool("fx__echo", { text: "hello" })).result.content[0].text).toContain("hello")
+    const secret = await alice.callTool("fx__echo", { text: "the secret plan" })
+    expect(secret.error.message).toBe('fx__echo refused by policies: forbidden by policy "no-secrets-echoed"')
+    expect((await alice.callTool("fx__echo", { text: "the public plan" })).result.isError).not.toBe(true)
+    // The gateway's own tools: an action of their own, refused before anything runs.
+    const script = await bob.callTool("agentify_run_code", { code: "return 1" })
+    expect(script.error.message).toMatch(/^run_code of agentify_run_code refused by policies: no policy permits run_code/)
+    expect(script.error.data).toEqual({ rule: "policies", policies: [] })
+  })
+
+  it("judges a script's calls as the script's (context.via): alice's script may not add, alice may", async () => {
+    const alice = await sessionOf("alice", ["ops"])
+    expect((await alice.callTool("fx__add", { a: 2, b: 3 })).result.structuredContent).toEqual({ sum: 5 })
+    const run = await alice.callTool("agentify_run_code", { code: "return await tools.fx.add({ a: 2, b: 3 })" })
+    expect(run.result.isError).toBe(true)
+    expect(JSON.stringify(run.result.content)).toContain('forbidden by policy \\"scripts-never-add\\"')
+  })
+
+  it("offers the gateway's model only the tools its user may call", async () => {
+    const carol = await sessionOf("carol", ["analysts"])
+    const listed = await carol.tools()
+    expect(listed).toContain("agentify_orchestrate")
+    expect(listed).not.toContain("agentify_run_code")
+    const answer = await carol.callTool("agentify_orchestrate", { query: "add a tool named x" })
+    expect(answer.result.content[0].text).toContain("Nothing to do.")
+    const offered = model.requests.at(-1)!.body.tools.map((t: { function: { name: string } }) => t.function.name) as Array<string>
+    expect(offered).toContain("fx__echo")
+    expect(offered).not.toContain("fx__add_tool")
+    expect(offered).not.toContain("fx__forget_session")
+  })
+
+  it("writes an audit line for a refused call naming the stage and the rule", async () => {
+    const bob = await sessionOf("bob", [])
+    await bob.callTool("fx__forget_session", {})
+    const line = await until("the refusal's audit line", () =>
+      readFileSync(auditFile, "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l))
+        .find((l) => l.tool?.exposed === "fx__forget_session" && l.subject === "bob")
+    )
+    expect(line).toMatchObject({ via: "client", outcome: -32602, refusedBy: "decide", heldBy: ["policies"], backend: "fx" })
+  })
+
+  it("reads the file again when it changes: bob gets the write tools without a restart", async () => {
+    const bob = await sessionOf("bob", [])
+    expect(await bob.tools()).not.toContain("fx__add_tool")
+    writeFileSync(
+      policyFile,
+      `${POLICIES}\n@id("bob-too") permit (principal == User::"bob", action == Action::"call", resource);\n`
+    )
+    await until("bob to be listed fx__add_tool", async () => (await bob.tools()).includes("fx__add_tool"), 10_000, 100)
+    expect((await bob.callTool("fx__add_tool", { name: "bobs" })).result.isError).not.toBe(true)
+    // A broken edit is refused: the policies that loaded stay.
+    writeFileSync(policyFile, "permit (principal, action, resource) when {")
+    await until(
+      "the refused edit to be logged",
+      () => /cannot be used; the policies that loaded stay/.test(gateway.stderr()),
+      10_000,
+      50
+    )
+    expect((await bob.callTool("fx__add_tool", { name: "bobs2" })).result.isError).not.toBe(true)
+    expect((await bob.callTool("fx__forget_session", {})).error).toBeUndefined()
+  })
+})
+
+describe("policies over stdio and at the command line", () => {
+  const dir = tempDir()
+  const file = join(dir, "local.cedar")
+  const config = join(dir, "gateway.json")
+  writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")], policies: file }))
+  const cli = (args: Array<string>) => {
+    const result = spawnSync(process.execPath, [BIN, ...args, "--config", config], { cwd: dir, env: cleanEnv(), timeout: 30_000 })
+    return { status: result.status, out: result.stdout.toString("utf8"), err: result.stderr.toString("utf8") }
+  }
+
+  it('the stdio client is User::"local"; a file that cannot be used refuses every call, saying why', async () => {
+    writeFileSync(
+      file,
+      '@id("local-reads") permit (principal == User::"local", action == Action::"call", resource) when { resource.readOnly };'
+    )
+    const client = startGateway({ args: ["--config", config] })
+    try {
+      await client.initialize()
+      expect((await client.callTool("fx__echo", { text: "hi" })).result?.isError).not.toBe(true)
+      const refused = await client.callTool("fx__add_tool", { name: "x" })
+      expect(refused.error?.message).toBe('fx__add_tool refused by policies: no policy permits call on Tool::"fx__add_tool"')
+    } finally {
+      await client.close()
+    }
+    writeFileSync(file, "permit (principal, action, resource) when { nonsense };")
+    const broken = startGateway({ args: ["--config", config] })
+    try {
+      await broken.initialize()
+      const refused = await broken.callTool("fx__echo", { text: "hi" })
+      expect(refused.error?.message).toMatch(
+        /^fx__echo refused by policies: the policies in .*local\.cedar cannot be used: invalid variable: nonsense/
+      )
+      expect(broken.stderr()).toContain("every call is refused until it is fixed")
+    } finally {
+      await broken.close()
+    }
+  }, 30_000)
+
+  it("`policy schema` prints the Cedar schema of the listed tools; `check` validates the file against it", () => {
+    const schema = cli(["policy", "schema"])
+    expect(schema.status).toBe(0)
+    expect(schema.out).toContain("entity User in [Group] {")
+    // The fixture's arguments, typed: fx__add's a and b are numbers, fx__echo's text a string.
+    expect(schema.out).toMatch(/^ {2}"a"\?: Long,$/m)
+    expect(schema.out).toMatch(/^ {2}"text"\?: String,$/m)
+    expect(schema.out).toContain('action "call", "orchestrate", "run_code" appliesTo')
+
+    // An attribute no tool has is an error; a condition that can never hold is a warning.
+    writeFileSync(
+      file,
+      '@id("typo") permit (principal, action == Action::"call", resource) when { context.arguments.txt == "x" };\n' +
+        '@id("never") permit (principal, action == Action::"call", resource) when { context.arguments has txt };'
+    )
+    const checked = cli(["check"])
+    expect(checked.status).toBe(1)
+    expect(checked.out).toContain(`policies: 2 in ${file} (typo, never)`)
+    expect(checked.out).toMatch(
+      /problems:[^]*- policies .*local\.cedar: policy "typo": .*attribute `arguments\.txt` .* not found/
+    )
+    expect(checked.out).toMatch(/warnings:[^]*- policies .*local\.cedar: policy "never" \(warning\): .*impossible/)
+
+    writeFileSync(file, '@id("fine") permit (principal, action == Action::"call", resource) when { context.arguments has text };')
+    expect(cli(["check"]).status).toBe(0)
+  }, 60_000)
+})
