@@ -14,6 +14,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const BIN = join(root, "dist", "bin.js")
@@ -36,6 +37,17 @@ const auth = {
 const config = join(dir, "gateway.json")
 writeFileSync(config, JSON.stringify({ backends: [{ id: "server", url, type: "streamable-http", auth }] }))
 
+/** What a browser does with a sign-in page the scenario's server approves at once: follows its redirects. */
+const follow = async (link) => {
+  let next = link
+  for (let hop = 0; hop < 10 && next !== undefined; hop++) {
+    const response = await fetch(next, { redirect: "manual" })
+    const location = response.headers.get("location")
+    await response.body?.cancel()
+    next = location === null ? undefined : new URL(location, next).href
+  }
+}
+
 /** `mcp-agentify auth`, with the authorization server's redirects followed to the loopback callback. */
 const signIn = async () => {
   const child = spawn(process.execPath, [BIN, "auth", "server", "--config", config, "--no-browser"], {
@@ -54,22 +66,25 @@ const signIn = async () => {
     if (child.exitCode !== null) break
     await new Promise((r) => setTimeout(r, 50))
   }
-  if (link !== undefined) {
-    let next = link
-    for (let hop = 0; hop < 10 && next !== undefined; hop++) {
-      const response = await fetch(next, { redirect: "manual" })
-      const location = response.headers.get("location")
-      await response.body?.cancel()
-      next = location === null ? undefined : new URL(location, next).href
-    }
-  }
+  if (link !== undefined) await follow(link)
   const [code] = await exited
   if (code !== 0) throw new Error(`mcp-agentify auth exited ${code}`)
 }
 
 try {
   if (!machine) await signIn()
-  const client = new Client({ name: "mcp-agentify-conformance", version: "1.0.0" })
+  // A client that takes URL-mode elicitation: the gateway asks its user to sign in again for more
+  // scope (a step-up) that way; the page is "opened" (its redirects followed) and accepted.
+  const client = new Client(
+    { name: "mcp-agentify-conformance", version: "1.0.0" },
+    { capabilities: { elicitation: { url: {} } } }
+  )
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    if (request.params.mode !== "url") return { action: "decline" }
+    process.stderr.write(`asked to open ${request.params.url}\n`)
+    void follow(request.params.url)
+    return { action: "accept" }
+  })
   await client.connect(
     new StdioClientTransport({ command: process.execPath, args: [BIN, "--config", config], env, stderr: "inherit" })
   )

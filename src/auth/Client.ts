@@ -230,22 +230,28 @@ export class BackendTokens {
     return this.renew(stored, challenge)
   }
 
-  /** The store's file as last read or written: read once, not on every request (a backend runs for days). */
-  private cached: { readonly stored: Store.Stored | undefined } | undefined
+  /**
+   * The store's file as last read or written, and when it was written: read again only when it
+   * changed (a sign-in of this process or another wrote it), not on every request.
+   */
+  private cached: { readonly stored: Store.Stored | undefined; readonly written: number | undefined } | undefined
 
   /**
    * What is stored, when it is for this backend's URL: tokens for another resource are never sent.
    * `fresh`: read the file again (after a 401: `mcp-agentify auth` may have written it since).
    */
   private usable(fresh = false): Store.Stored | undefined {
-    if (fresh || this.cached === undefined) this.cached = { stored: Store.read(this.dir, this.backendId) }
+    const written = Store.writtenAt(this.dir, this.backendId)
+    if (fresh || this.cached === undefined || this.cached.written !== written) {
+      this.cached = { stored: Store.read(this.dir, this.backendId), written }
+    }
     const stored = this.cached.stored
     return stored !== undefined && covers(stored.resource, this.resourceUrl) ? stored : undefined
   }
 
   private save(stored: Store.Stored): void {
     Store.write(this.dir, this.backendId, stored)
-    this.cached = { stored }
+    this.cached = { stored, written: Store.writtenAt(this.dir, this.backendId) }
   }
 
   private renew(stored: Store.Stored | undefined, challenge: string | null | undefined): Promise<string> {

@@ -32,23 +32,46 @@ export interface SignInOptions {
 
 const DEFAULT_TIMEOUT_MS = 5 * 60_000
 
-/** The backend's 401 challenge, if it gives one to a request without a token. */
+/**
+ * The backend's 401 challenge to a client without a token: to `initialize`, else (a server that lets
+ * anyone start a session) to the `tools/list` that follows it, which names the scope a client needs
+ * to use it. The probe's session is ended after.
+ */
 const challengeOf = async (url: string): Promise<string | null> => {
-  try {
-    const response = await fetch(url, {
+  const post = (body: unknown, headers: Record<string, string> = {}) =>
+    fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "mcp-agentify", version: "0" } }
-      }),
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: JSON.stringify(body),
       signal: AbortSignal.timeout(10_000),
       redirect: "manual"
     })
+  const challenged = async (response: Response) => {
     await response.body?.cancel().catch(() => {})
     return response.status === 401 ? response.headers.get("www-authenticate") : null
+  }
+  try {
+    const initialize = await post({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "mcp-agentify", version: "0" } }
+    })
+    const first = await challenged(initialize)
+    if (first !== null || !initialize.ok) return first
+    const session = initialize.headers.get("mcp-session-id")
+    const headers: Record<string, string> = {
+      "mcp-protocol-version": "2025-11-25",
+      ...(session === null ? {} : { "mcp-session-id": session })
+    }
+    await challenged(await post({ jsonrpc: "2.0", method: "notifications/initialized" }, headers))
+    const listed = await challenged(await post({ jsonrpc: "2.0", id: 2, method: "tools/list" }, headers))
+    if (session !== null) {
+      await fetch(url, { method: "DELETE", headers, signal: AbortSignal.timeout(2_000) })
+        .then((r) => r.body?.cancel())
+        .catch(() => {})
+    }
+    return listed
   } catch {
     return null
   }
@@ -104,22 +127,17 @@ const register = async (endpoint: string, metadata: Record<string, unknown>): Pr
   }
 }
 
-/** Signs in to `backend` and stores its tokens; rejects with what went wrong. */
-export const signIn = async (
-  backend: { readonly id: string; readonly url: string; readonly settings: OAuthSettings | undefined },
-  options: SignInOptions
-): Promise<Store.Stored> => {
-  const settings = backend.settings ?? { type: "oauth" as const }
-  if (settings.grant === "client_credentials") {
-    throw new Error(
-      `backend '${backend.id}' uses the client_credentials grant: the gateway gets its tokens itself, no one signs in`
-    )
-  }
-  const challenge = await challengeOf(backend.url)
-  const found = await protectedResource(backend.url, challenge)
-  // Where the code comes back: this machine, a port of its own (RFC 8252 section 7.3).
+/** A loopback listener for the authorization server's redirect (RFC 8252): its URI, and the first callback. */
+export interface Loopback {
+  readonly redirectUri: string
+  readonly returned: Promise<URL>
+  readonly close: () => void
+}
+
+/** Listens on 127.0.0.1, a port of its own, for one redirect to `/callback`, answering `done` in the browser. */
+export const loopback = async (what: string): Promise<Loopback> => {
   let deliver: (url: URL) => void = () => {}
-  const callback = new Promise<URL>((resolve) => (deliver = resolve))
+  const returned = new Promise<URL>((resolve) => (deliver = resolve))
   const server = http.createServer((request, response) => {
     // The redirect URI as registered (its port included): the token request must repeat it exactly.
     const url = new URL(request.url ?? "/", `http://127.0.0.1:${(server.address() as AddressInfo).port}`)
@@ -131,71 +149,95 @@ export const signIn = async (
     response.writeHead(200, { "content-type": "text/html; charset=utf-8" })
     response.end(
       failed === null
-        ? page("Signed in", `mcp-agentify is signed in to ${backend.id}. You can close this tab.`)
+        ? page("Signed in", `mcp-agentify is signed in to ${what}. You can close this tab.`)
         : page("Not signed in", `The authorization server said: ${failed}. You can close this tab.`)
     )
     deliver(url)
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  try {
-    const redirectUri = `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`
-    // The server's metadata, read once with a placeholder client (discovery needs one).
-    const metadata = (await configuration(found.issuer, { client_id: "mcp-agentify" })).serverMetadata()
-    const offline = metadata.scopes_supported?.includes("offline_access") === true ? ["offline_access"] : []
-    // The scopes: configured, else what the server's 401 asked for, else all it supports (MCP's order).
-    const asked = /scope="([^"]*)"/i
-      .exec(challenge ?? "")?.[1]
-      ?.split(" ")
-      .filter((s) => s !== "")
-    const scope = [...new Set([...(settings.scopes ?? asked ?? found.scopesSupported), ...offline])].join(" ")
-    let client: Store.Stored["client"]
-    let config: oauth.Configuration
-    if (settings.clientId !== undefined) {
-      client = { client_id: settings.clientId, client_secret: settings.clientSecret }
-      config = await configuration(found.issuer, client)
-    } else if (settings.clientMetadataUrl !== undefined && metadata.client_id_metadata_document_supported === true) {
-      client = { client_id: settings.clientMetadataUrl }
-      config = await configuration(found.issuer, client)
-    } else if (typeof metadata.registration_endpoint === "string") {
-      client = await register(metadata.registration_endpoint, {
-        client_name: "mcp-agentify",
-        // A native application (RFC 8252): its redirect is a loopback address over plain http.
-        application_type: "native",
-        redirect_uris: [redirectUri],
-        grant_types: ["authorization_code", "refresh_token"],
-        response_types: ["code"],
-        token_endpoint_auth_method: "none",
-        ...(scope === "" ? {} : { scope })
-      })
-      config = await configuration(found.issuer, client)
-    } else {
-      throw new Error(
-        `${found.issuer} offers no dynamic client registration: set auth.clientId (and clientSecret) for backend '${backend.id}'`
-      )
+  return {
+    redirectUri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`,
+    returned,
+    close: () => {
+      server.closeAllConnections()
+      server.close()
     }
-    const verifier = oauth.randomPKCECodeVerifier()
-    const state = oauth.randomState()
-    const authorizationUrl = oauth.buildAuthorizationUrl(config, {
-      redirect_uri: redirectUri,
-      response_type: "code",
-      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: "S256",
-      state,
-      resource: found.resource,
-      ...(scope === "" ? {} : { scope }),
-      ...(offline.length > 0 ? { prompt: "consent" } : {})
+  }
+}
+
+/** A sign-in made ready: the page to open, and what turns the redirect that comes back into stored tokens. */
+export interface Prepared {
+  readonly url: URL
+  readonly issuer: string
+  readonly finish: (returned: URL) => Promise<Store.Stored>
+}
+
+/**
+ * Prepares the authorization code flow for `backend` with `redirectUri`: its authorization server
+ * found, the gateway registered there if it must be, PKCE and `state` made. `scopes`: the scopes
+ * to ask for (a step-up's), else the configured ones, else what its 401 asks, else all it supports.
+ */
+export const prepare = async (
+  backend: { readonly id: string; readonly url: string; readonly settings: OAuthSettings | undefined },
+  redirectUri: string,
+  options: { readonly dir: string; readonly scopes?: ReadonlyArray<string> | undefined }
+): Promise<Prepared> => {
+  const settings = backend.settings ?? { type: "oauth" as const }
+  if (settings.grant === "client_credentials") {
+    throw new Error(
+      `backend '${backend.id}' uses the client_credentials grant: the gateway gets its tokens itself, no one signs in`
+    )
+  }
+  const challenge = await challengeOf(backend.url)
+  const found = await protectedResource(backend.url, challenge)
+  // The server's metadata, read once with a placeholder client (discovery needs one).
+  const metadata = (await configuration(found.issuer, { client_id: "mcp-agentify" })).serverMetadata()
+  const offline = metadata.scopes_supported?.includes("offline_access") === true ? ["offline_access"] : []
+  // The scopes: asked for, else configured, else what the server's 401 asked for, else all it supports (MCP's order).
+  const asked = /scope="([^"]*)"/i
+    .exec(challenge ?? "")?.[1]
+    ?.split(" ")
+    .filter((s) => s !== "")
+  const wanted = [...new Set([...(options.scopes ?? settings.scopes ?? asked ?? found.scopesSupported)])]
+  const scope = [...new Set([...wanted, ...offline])].join(" ")
+  let client: Store.Stored["client"]
+  let config: oauth.Configuration
+  if (settings.clientId !== undefined) {
+    client = { client_id: settings.clientId, client_secret: settings.clientSecret }
+    config = await configuration(found.issuer, client)
+  } else if (settings.clientMetadataUrl !== undefined && metadata.client_id_metadata_document_supported === true) {
+    client = { client_id: settings.clientMetadataUrl }
+    config = await configuration(found.issuer, client)
+  } else if (typeof metadata.registration_endpoint === "string") {
+    client = await register(metadata.registration_endpoint, {
+      client_name: "mcp-agentify",
+      // A native application (RFC 8252): its redirect is a loopback address over plain http.
+      application_type: "native",
+      redirect_uris: [redirectUri],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+      ...(scope === "" ? {} : { scope })
     })
-    options.print(`Sign in to ${backend.id} (${Secrets.displayUrl(backend.url)}) at ${found.issuer}:`)
-    options.print(authorizationUrl.href)
-    if (options.openBrowser) open(authorizationUrl.href)
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
-    let timer: NodeJS.Timeout | undefined
-    const returned = await Promise.race([
-      callback,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no sign-in within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs)
-      })
-    ]).finally(() => clearTimeout(timer))
+    config = await configuration(found.issuer, client)
+  } else {
+    throw new Error(
+      `${found.issuer} offers no dynamic client registration: set auth.clientId (and clientSecret) for backend '${backend.id}'`
+    )
+  }
+  const verifier = oauth.randomPKCECodeVerifier()
+  const state = oauth.randomState()
+  const url = oauth.buildAuthorizationUrl(config, {
+    redirect_uri: redirectUri,
+    response_type: "code",
+    code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: "S256",
+    state,
+    resource: found.resource,
+    ...(scope === "" ? {} : { scope }),
+    ...(offline.length > 0 ? { prompt: "consent" } : {})
+  })
+  const finish = async (returned: URL): Promise<Store.Stored> => {
     let response: oauth.TokenEndpointResponse
     try {
       response = await oauth.authorizationCodeGrant(
@@ -207,16 +249,45 @@ export const signIn = async (
     } catch (error) {
       throw new Error(`the sign-in was not completed: ${oauthMessage(error)}`, { cause: error })
     }
+    const tokens = toStored(response)
     const stored: Store.Stored = {
       resource: found.resource,
       issuer: found.issuer,
       client,
-      tokens: toStored(response)
+      // What was asked, when the server does not say what it granted: a step-up asks for more than this.
+      tokens: tokens.scope === undefined && wanted.length > 0 ? { ...tokens, scope: wanted.join(" ") } : tokens
     }
     Store.write(options.dir, backend.id, stored)
     return stored
+  }
+  return { url, issuer: found.issuer, finish }
+}
+
+/** Waits for `promise` at most `timeoutMs`, rejecting with `what` after. */
+export const within = <A>(promise: Promise<A>, timeoutMs: number, what: string): Promise<A> => {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs)
+    })
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** Signs in to `backend` and stores its tokens; rejects with what went wrong. */
+export const signIn = async (
+  backend: { readonly id: string; readonly url: string; readonly settings: OAuthSettings | undefined },
+  options: SignInOptions
+): Promise<Store.Stored> => {
+  const listener = await loopback(backend.id)
+  try {
+    const prepared = await prepare(backend, listener.redirectUri, { dir: options.dir })
+    options.print(`Sign in to ${backend.id} (${Secrets.displayUrl(backend.url)}) at ${prepared.issuer}:`)
+    options.print(prepared.url.href)
+    if (options.openBrowser) open(prepared.url.href)
+    const returned = await within(listener.returned, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, "no sign-in")
+    return await prepared.finish(returned)
   } finally {
-    server.closeAllConnections()
-    server.close()
+    listener.close()
   }
 }

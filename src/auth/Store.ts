@@ -10,7 +10,7 @@
  * Every token and client secret read or written is registered with the scrubber at once.
  */
 import { Effect } from "effect"
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, watch, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Secrets from "../observability/Secrets.js"
@@ -60,6 +60,15 @@ export const read = (dir: string, backendId: string): Stored | undefined => {
     if (typeof parsed.resource !== "string" || typeof parsed.issuer !== "string") return undefined
     if (typeof parsed.client?.client_id !== "string") return undefined
     return register(parsed as Stored)
+  } catch {
+    return undefined
+  }
+}
+
+/** When `backendId`'s file was last written (ms, with sub-millisecond precision), if there is one. */
+export const writtenAt = (dir: string, backendId: string): number | undefined => {
+  try {
+    return statSync(fileOf(dir, backendId)).mtimeMs
   } catch {
     return undefined
   }

@@ -19,6 +19,7 @@ import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
 import { Events } from "../observability/Events.js"
 import { Policies } from "../policy/Policies.js"
+import { SignIns } from "../auth/SignIns.js"
 import type { LlmClient } from "../orchestration/Llm.js"
 import { Orchestrator } from "../orchestration/Orchestrator.js"
 import type { Handlers } from "../jsonrpc/Peer.js"
@@ -254,9 +255,10 @@ const make = Effect.gen(function* () {
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
 /** Backends, the events hub and the policies in force: what every way of running the gateway stands on. */
-const layerBase: Layer.Layer<Backends | Events | Policies, never, GatewayConfig> = Backends.layerNode.pipe(
+const layerBase: Layer.Layer<Backends | Events | Policies | SignIns, never, GatewayConfig> = Backends.layerNode.pipe(
   Layer.provideMerge(Events.layer),
-  Layer.merge(Policies.layer)
+  Layer.merge(Policies.layer),
+  Layer.merge(SignIns.layer)
 )
 
 /**
@@ -306,13 +308,13 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
   static readonly layerSingle: Layer.Layer<
     Gateway | InputBridge | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | Policies | LlmClient
+    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(InputBridge.layer))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
     Gateway | InputBridge | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | Policies | LlmClient
+    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(InputBridge.layer))
 }
 

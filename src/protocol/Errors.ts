@@ -25,7 +25,9 @@ export const ErrorCode = {
   LlmFailed: -32003,
   BackendFailed: -32004,
   /** A quota of `limits` is used up: `data.retryAfterMs` says when to try again. */
-  QuotaExceeded: -32029
+  QuotaExceeded: -32029,
+  /** MCP's URLElicitationRequired: the user must open `data.elicitations[].url` (a sign-in) first. */
+  UrlElicitationRequired: -32042
 } as const
 
 /** The steps that ran before a failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */

@@ -34,6 +34,19 @@ export interface Authorizer {
 /** The marker in an error reply's data that a person must sign in (the backend is then "needs auth"). */
 export const NEEDS_AUTH = "needsAuth"
 
+/**
+ * The marker in an error reply's data that the server wants a token with more scope for this
+ * request (403 `insufficient_scope`): the scopes its challenge names. The gateway asks the user to
+ * sign in for them and tries once more (see gateway/call/stages/Credentials).
+ */
+export const INSUFFICIENT_SCOPE = "insufficientScope"
+
+/** The scopes a `WWW-Authenticate: Bearer error="insufficient_scope", scope="..."` challenge asks for; else undefined. */
+export const insufficientScopeOf = (challenge: string | null): ReadonlyArray<string> | undefined => {
+  if (challenge === null || !/error="insufficient_scope"/i.test(challenge)) return undefined
+  return (/scope="([^"]*)"/i.exec(challenge)?.[1] ?? "").split(" ").filter((s) => s !== "")
+}
+
 /** How long connecting (the SSE stream's `endpoint` event, the WebSocket handshake) may take. */
 export const CONNECT_TIMEOUT_MS = 30_000
 
@@ -127,11 +140,17 @@ export abstract class RemoteChannel implements Channel {
   protected observe(_message: unknown): void {}
 
   /** An error reply for a request the transport failed; `data.httpStatus` tells it from the server's own (see Channel.httpStatusOf). */
-  protected replyError(id: string | number, message: string, httpStatus?: number, needsAuth = false) {
+  protected replyError(
+    id: string | number,
+    message: string,
+    httpStatus?: number,
+    needsAuth = false,
+    extra: Readonly<Record<string, unknown>> = {}
+  ) {
     const error = {
       code: -32603,
       message,
-      ...(httpStatus === undefined ? {} : { data: { httpStatus, ...(needsAuth ? { [NEEDS_AUTH]: true } : {}) } })
+      ...(httpStatus === undefined ? {} : { data: { httpStatus, ...(needsAuth ? { [NEEDS_AUTH]: true } : {}), ...extra } })
     }
     this.incoming(JSON.stringify({ jsonrpc: "2.0", id, error }))
   }

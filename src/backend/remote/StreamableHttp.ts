@@ -13,7 +13,7 @@ import { McpHeaders } from "./McpHeaders.js"
 import * as Fetch from "./Fetch.js"
 import type { Outbound } from "../Channel.js"
 import * as Meta from "../../data/Meta.js"
-import { type Sent, RemoteChannel } from "./RemoteChannel.js"
+import { INSUFFICIENT_SCOPE, insufficientScopeOf, type Sent, RemoteChannel } from "./RemoteChannel.js"
 import { SseChannel } from "./Sse.js"
 import { field, stringField } from "../../data/Json.js"
 
@@ -189,6 +189,14 @@ export class StreamableHttpChannel extends RemoteChannel {
         // A 2026-07-28 server refuses with a status and its JSON-RPC error in the body (-32021 names
         // the capability the client lacks): that error is the backend's answer, passed on as sent.
         if (!expired && status !== 401 && status !== 403 && Fetch.isErrorReplyTo(text, message.id!)) return this.incoming(text)
+        // A token without the scope this request needs: said so, with the scopes asked for (a step-up).
+        const wanted =
+          status === 403 && this.options.tokens !== undefined
+            ? insufficientScopeOf(response.headers.get("www-authenticate"))
+            : undefined
+        if (wanted !== undefined) {
+          return this.replyError(message.id!, Fetch.httpProblem(response, text), status, false, { [INSUFFICIENT_SCOPE]: wanted })
+        }
         return this.replyError(message.id!, expired ? SESSION_ENDED : Fetch.httpProblem(response, text), status)
       }
       if (message.method === "notifications/initialized") this.openGetStream()

@@ -15,7 +15,7 @@ export { HELD_BACK, SENT } from "../../orchestration/Planned.js"
 export type Via = "client" | "orchestration" | "script" | "task" | "backend-endpoint"
 
 /** The stages, in the order a call meets them. */
-export const STAGES = ["record", "find", "check", "decide", "ask", "count", "forward"] as const
+export const STAGES = ["record", "find", "check", "decide", "ask", "count", "credentials", "forward"] as const
 export type StageName = (typeof STAGES)[number]
 
 /** What a stage said of a call (`stage`: one of STAGES): the trail a refused call is explained by. */

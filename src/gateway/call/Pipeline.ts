@@ -11,6 +11,7 @@
  *           (see FlowRules), then an app's own
  *   ask     `confirmTools` for a planned call
  *   count   `limits`: calls per minute and at once, per subject, tool and backend
+ *   credentials  a remote backend's 403 insufficient_scope: the user signs in for more, once
  *   forward to the backend, as the session's request
  *
  * A stage that refuses a call fails it with its error and notes the refusal in the call's
@@ -30,6 +31,8 @@ import type { Next, Stage } from "./Stage.js"
 import * as Ask from "./stages/Ask.js"
 import * as Check from "./stages/Check.js"
 import * as Count from "./stages/Count.js"
+import * as Credentials from "./stages/Credentials.js"
+import { SignIns } from "../../auth/SignIns.js"
 import * as Decide from "./stages/Decide.js"
 import * as FlowRules from "./FlowRules.js"
 import * as PolicyChecks from "./PolicyChecks.js"
@@ -70,6 +73,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
     const forwarder = yield* Forwarder
     const routes = yield* Routes
     const policies = yield* Policies
+    const signIns = yield* SignIns
     // The configuration in force, at hand on every call.
     let current: ResolvedConfig = yield* config.current
     yield* config.changes.pipe(
@@ -92,6 +96,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       ]),
       ask: Ask.make(() => current.confirmTools),
       count: Count.make(() => current.limits, new Quotas()),
+      credentials: Credentials.make({ signIns, configOf: backends.configOf }),
       forward: Forward.make({ forwarder, backends, routes, idPrefix: () => current.sessionIdPrefix })
     }
     return of(STAGES.map((name) => stages[name]))
@@ -99,12 +104,15 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
 
 export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallPipeline, CallPipelineService>() {
   /** Every stage as configured; `decide` holds the flow guard's rules. */
-  static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies> =
-    Layer.scoped(CallPipeline, make([]))
+  static readonly layer: Layer.Layer<
+    CallPipeline,
+    never,
+    GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns
+  > = Layer.scoped(CallPipeline, make([]))
   /** With rules of the caller's in `decide` after the flow guard's (an embedding app's own). */
   static readonly layerWith = (
     rules: ReadonlyArray<Decide.Rule>
-  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies> =>
+  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns> =>
     Layer.scoped(CallPipeline, make(rules))
 }
 

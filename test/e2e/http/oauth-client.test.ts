@@ -10,7 +10,13 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import {
+  type ClientCapabilities,
+  ElicitationCompleteNotificationSchema,
+  ElicitRequestSchema,
+  McpError,
+  ToolListChangedNotificationSchema
+} from "@modelcontextprotocol/sdk/types.js"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { once } from "node:events"
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
@@ -41,7 +47,7 @@ let env: NodeJS.ProcessEnv
 beforeAll(async () => {
   const port = await freePort()
   mcpUrl = `http://127.0.0.1:${port}/mcp`
-  auth = await startAuthServer({ resources: [mcpUrl], scopes: ["mcp:tools"], accessTokenTtlS: ACCESS_TOKEN_TTL_S })
+  auth = await startAuthServer({ resources: [mcpUrl], scopes: ["mcp:tools", "notes:write"], accessTokenTtlS: ACCESS_TOKEN_TTL_S })
   server = spawn(process.execPath, [OAUTH_SERVER, "--port", String(port), "--issuer", auth.issuer], {
     stdio: ["ignore", "pipe", "inherit"]
   })
@@ -56,6 +62,23 @@ afterAll(async () => {
   server?.kill()
   await auth?.close()
 })
+
+/** What alice does with a sign-in page in Chromium: oidc-provider's development login, then its consent. */
+const approve = async (url: string) => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM!, args: ["--no-sandbox"] })
+  try {
+    const page = await browser.newPage()
+    await page.goto(url)
+    await page.fill('input[name="login"]', "alice")
+    await page.fill('input[name="password"]', "any")
+    await page.click('button[type="submit"]')
+    await page.waitForSelector("text=Authorize", { timeout: 10_000 })
+    await page.click('button[type="submit"]')
+    await page.waitForSelector("text=mcp-agentify is signed in to secure", { timeout: 10_000 })
+  } finally {
+    await browser.close()
+  }
+}
 
 /**
  * `mcp-agentify auth secure` with the sign-in done in Chromium (oidc-provider's development login,
@@ -74,27 +97,15 @@ const signIn = async (tokenDir: string): Promise<string> => {
   const url = await until("the sign-in URL", () => /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m.exec(out)?.[1], 20_000)
   expect(new URL(url).searchParams.get("code_challenge_method")).toBe("S256")
   expect(new URL(url).searchParams.get("resource")).toBe(mcpUrl)
-  const browser = await chromium.launch({ executablePath: CHROMIUM!, args: ["--no-sandbox"] })
-  try {
-    const page = await browser.newPage()
-    await page.goto(url)
-    await page.fill('input[name="login"]', "alice")
-    await page.fill('input[name="password"]', "any")
-    await page.click('button[type="submit"]')
-    await page.waitForSelector("text=Authorize", { timeout: 10_000 })
-    await page.click('button[type="submit"]')
-    await page.waitForSelector("text=mcp-agentify is signed in to secure", { timeout: 10_000 })
-  } finally {
-    await browser.close()
-  }
+  await approve(url)
   const [code] = await exited
   expect(code, out).toBe(0)
   return out
 }
 
-/** A gateway over stdio on `tokenDir`, with an SDK client that counts list_changed. */
-const connectGateway = async (tokenDir: string) => {
-  const client = new Client({ name: "oauth-client-e2e", version: "1.0.0" })
+/** A gateway over stdio on `tokenDir`, with an SDK client (of these capabilities) that counts list_changed. */
+const connectGateway = async (tokenDir: string, capabilities: ClientCapabilities = {}) => {
+  const client = new Client({ name: "oauth-client-e2e", version: "1.0.0" }, { capabilities })
   const changed: Array<number> = []
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed.push(Date.now()))
   const transport = new StdioClientTransport({
@@ -227,6 +238,66 @@ describe.skipIf(SKIP)("a gateway signed in to a remote backend", () => {
     await sleep(ACCESS_TOKEN_TTL_S * 1000 + 500)
     expect((await whoami(client)).sub).toBe("alice")
   }, 30_000)
+
+  it("steps up when a call needs more scope: the client opens the page it is given (URL elicitation), alice consents, the call goes through", async () => {
+    const asked: Array<string> = []
+    const completed: Array<string> = []
+    const stepping = await connectGateway(tokenDir, { elicitation: { url: {} } })
+    stepping.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      if (request.params.mode !== "url") return { action: "decline" }
+      asked.push(request.params.url)
+      // The user opens the page; the client's answer is that they agreed to.
+      void approve(request.params.url)
+      return { action: "accept" }
+    })
+    stepping.client.setNotificationHandler(
+      ElicitationCompleteNotificationSchema,
+      (n) => void completed.push(n.params.elicitationId)
+    )
+    try {
+      await until(
+        "secure's tools",
+        async () => (await stepping.client.listTools()).tools.some((t) => t.name === "secure__write_note"),
+        20_000
+      )
+      const written = firstText(
+        await stepping.client.callTool({ name: "secure__write_note", arguments: {} }, undefined, { timeout: 60_000 })
+      )
+      expect(written).toMatch(/^written by alice with /)
+      expect(written.split(" ")).toEqual(expect.arrayContaining(["mcp:tools", "notes:write"]))
+      // The page asked for what was held and what the server named; its end was told.
+      expect(asked).toHaveLength(1)
+      expect(new URL(asked[0]!).searchParams.get("scope")!.split(" ")).toEqual(
+        expect.arrayContaining(["mcp:tools", "notes:write"])
+      )
+      expect(completed).toHaveLength(1)
+      // Every later call carries the larger token.
+      expect((await whoami(stepping.client)).scope.split(" ")).toContain("notes:write")
+    } finally {
+      await stepping.client.close()
+    }
+  }, 90_000)
+
+  it("gives a client without URL elicitation -32042 with the page to open; once alice signed in there the call goes through", async () => {
+    const refused = await client.callTool({ name: "secure__write_note", arguments: {} }).then(
+      () => undefined,
+      (error: unknown) => error
+    )
+    expect(refused).toBeInstanceOf(McpError)
+    expect((refused as McpError).code).toBe(-32042)
+    const elicitation = (
+      (refused as McpError).data as { elicitations: Array<{ mode: string; url: string; elicitationId: string }> }
+    ).elicitations[0]!
+    expect(elicitation.mode).toBe("url")
+    expect((refused as McpError).message).toContain(elicitation.url)
+    await approve(elicitation.url)
+    await until(
+      "the new token",
+      () => (JSON.parse(readFileSync(join(tokenDir, "secure.json"), "utf8")).tokens.scope as string).includes("notes:write"),
+      20_000
+    )
+    expect(firstText(await client.callTool({ name: "secure__write_note", arguments: {} }))).toMatch(/notes:write/)
+  }, 90_000)
 
   it("makes the backend needs auth when its refresh token is revoked; the rest keeps working", async () => {
     const stored = JSON.parse(readFileSync(join(tokenDir, "secure.json"), "utf8")) as {

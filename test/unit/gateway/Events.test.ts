@@ -9,6 +9,7 @@ import { Chunk, Effect, Layer, Queue } from "effect"
 import { type BackendConfigInput, GatewayConfig } from "../../../src/config/Config.js"
 import { type Event, Events } from "../../../src/observability/Events.js"
 import { Policies } from "../../../src/policy/Policies.js"
+import { SignIns } from "../../../src/auth/SignIns.js"
 import * as Gateway from "../../../src/gateway/Gateway.js"
 import { Backends } from "../../../src/backend/Backends.js"
 import { LlmClient } from "../../../src/orchestration/Llm.js"
@@ -111,6 +112,7 @@ describe("events hub", () => {
       Layer.provideMerge(Backends.layerNode),
       Layer.provideMerge(QuietEvents),
       Layer.provide(Policies.layerNone),
+      Layer.provide(SignIns.layer),
       Layer.provide(LlmClient.layerScripted([])),
       Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [fixtureBackend("fx") as BackendConfigInput] }, {})),
       Layer.provideMerge(Logging.layer({ write: () => {}, isTTY: false }))

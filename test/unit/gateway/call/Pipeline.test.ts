@@ -12,7 +12,8 @@ import * as Ask from "../../../../src/gateway/call/stages/Ask.js"
 import * as Check from "../../../../src/gateway/call/stages/Check.js"
 import * as Count from "../../../../src/gateway/call/stages/Count.js"
 import { Quotas } from "../../../../src/gateway/call/Quotas.js"
-import { RpcError } from "../../../../src/protocol/Errors.js"
+import { BackendError, RpcError } from "../../../../src/protocol/Errors.js"
+import * as Credentials from "../../../../src/gateway/call/stages/Credentials.js"
 import * as Decide from "../../../../src/gateway/call/stages/Decide.js"
 import * as Find from "../../../../src/gateway/call/stages/Find.js"
 import * as Forward from "../../../../src/gateway/call/stages/Forward.js"
@@ -319,8 +320,71 @@ describe("the pipeline", () => {
         )
     })
     const pipeline = Pipeline.of(Call.STAGES.map(stage))
-    expect(pipeline.stages).toEqual(["record", "find", "check", "decide", "ask", "count", "forward"])
+    expect(pipeline.stages).toEqual(["record", "find", "check", "decide", "ask", "count", "credentials", "forward"])
     await Effect.runPromise(pipeline.run(call({ via: "client", name: "x" })))
     expect(order).toEqual([...Call.STAGES])
   })
+})
+
+describe("credentials", () => {
+  /** A remote backend's 403 insufficient_scope, as its channel reports it. */
+  const insufficient = new BackendError({
+    backendId: "fx",
+    reason: "call_failed",
+    summary: "HTTP 403",
+    detail: { code: -32603, message: "HTTP 403 Forbidden", data: { httpStatus: 403, insufficientScope: ["notes:write"] } }
+  })
+  const started: Array<ReadonlyArray<string>> = []
+  const credentials = Credentials.make({
+    signIns: {
+      start: (_backend, scopes) =>
+        Effect.sync(() => {
+          started.push(scopes)
+          return { elicitationId: "e1", url: "http://127.0.0.1:1/auth?x", done: Promise.resolve() }
+        }),
+      grantedScopes: () => ["mcp:tools"]
+    },
+    configOf: (id) => ({ id, url: "http://127.0.0.1:1/mcp", auth: "oauth" }) as never
+  })
+  const target = { backendId: "fx", own: "write" }
+
+  it.effect(
+    "a client without URL elicitation gets -32042 with the page, for the scopes held and those asked; the call is not tried again",
+    () =>
+      Effect.gen(function* () {
+        let tries = 0
+        const refused = yield* Effect.either(
+          credentials.run(call({ via: "client", name: "fx__write", target }), () =>
+            Effect.suspend(() => (tries++, Effect.fail(insufficient)))
+          )
+        )
+        expect(Either.isLeft(refused) && [refused.left.code, (refused.left as { data?: unknown }).data]).toEqual([
+          -32042,
+          {
+            elicitations: [
+              {
+                mode: "url",
+                elicitationId: "e1",
+                url: "http://127.0.0.1:1/auth?x",
+                message: "fx needs you to sign in again to allow notes:write."
+              }
+            ]
+          }
+        ])
+        expect(tries).toBe(1)
+        expect(started).toEqual([["mcp:tools", "notes:write"]])
+      })
+  )
+
+  it.effect("any other failure passes untouched, with no sign-in", () =>
+    Effect.gen(function* () {
+      started.length = 0
+      const other = new BackendError({ backendId: "fx", reason: "timeout", summary: "timed out" })
+      const failed = yield* Effect.either(
+        credentials.run(call({ via: "client", name: "fx__write", target }), () => Effect.fail(other))
+      )
+      expect(Either.isLeft(failed) && failed.left).toBe(other)
+      expect(started).toEqual([])
+    })
+  )
 })

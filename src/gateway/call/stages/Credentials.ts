@@ -1,0 +1,84 @@
+/**
+ * `credentials`: a remote backend that answers a call 403 `insufficient_scope` (its token lacks a
+ * scope this call needs) gets a token with more. The user is asked to sign in again for the
+ * scopes held so far and those the backend named, through URL-mode elicitation (the client shows
+ * the authorization server's page; `notifications/elicitation/complete` tells it the sign-in is
+ * done); then the call is tried once more. A client without URL elicitation gets -32042
+ * URLElicitationRequired with the page to open; the sign-in waits for its user, so the next try
+ * goes through. Declined, or failed again: the backend's refusal stands.
+ */
+import { Effect } from "effect"
+import { oauthOf, type BackendConfig } from "../../../config/Config.js"
+import { field, isObject } from "../../../data/Json.js"
+import { BackendError, ErrorCode, RpcError } from "../../../protocol/Errors.js"
+import { INSUFFICIENT_SCOPE } from "../../../backend/remote/RemoteChannel.js"
+import { SIGN_IN_TIMEOUT_MS, type SignInsService } from "../../../auth/SignIns.js"
+import type { ToolCall } from "../Call.js"
+import type { Stage } from "../Stage.js"
+
+export interface Deps {
+  readonly signIns: SignInsService
+  readonly configOf: (backendId: string) => BackendConfig | undefined
+}
+
+/** The scopes a backend's 403 asked for, when the failure is one. */
+const wantedOf = (error: unknown): ReadonlyArray<string> | undefined => {
+  if (!(error instanceof BackendError) || error.reason !== "call_failed") return undefined
+  const wanted = field(field(error.detail, "data"), INSUFFICIENT_SCOPE)
+  return Array.isArray(wanted) ? wanted.filter((s): s is string => typeof s === "string") : undefined
+}
+
+/** Whether the client takes `elicitation/create` in URL mode (2025-11-25: `elicitation: {url: {}}`). */
+const takesUrls = (capabilities: Readonly<Record<string, unknown>>): boolean =>
+  isObject(field(capabilities, "elicitation")) && isObject(field(field(capabilities, "elicitation"), "url"))
+
+export const make = (deps: Deps): Stage => {
+  const stepUp = (call: ToolCall, refused: BackendError, wanted: ReadonlyArray<string>) =>
+    Effect.gen(function* () {
+      const backendId = call.target!.backendId
+      const config = deps.configOf(backendId)
+      if (config?.url === undefined) return yield* refused
+      // What was held, and what the backend asks for now (a new sign-in replaces the token).
+      const scopes = [...new Set([...deps.signIns.grantedScopes(backendId), ...(oauthOf(config)?.scopes ?? []), ...wanted])]
+      const started = yield* Effect.mapError(
+        deps.signIns.start({ id: backendId, url: config.url, settings: oauthOf(config) }, scopes),
+        (error) => new RpcError({ code: ErrorCode.BackendFailed, message: `Backend '${backendId}' failed: ${error.message}` })
+      )
+      const message = `${backendId} needs you to sign in again to allow ${wanted.join(" ") || "this call"}.`
+      const elicitation = { mode: "url", elicitationId: started.elicitationId, url: started.url, message }
+      const session = call.session
+      if (session === undefined || !takesUrls(session.clientCapabilities)) {
+        call.decisions.push({
+          stage: "credentials",
+          said: `a sign-in for ${scopes.join(" ")} is needed: the client was given its URL`
+        })
+        return yield* new RpcError({
+          code: ErrorCode.UrlElicitationRequired,
+          message: `${message} Open ${started.url} and try again.`,
+          data: { elicitations: [elicitation] }
+        })
+      }
+      call.decisions.push({ stage: "credentials", said: `asked the user to sign in for ${scopes.join(" ")}` })
+      const answer = yield* session.request("elicitation/create", elicitation, call.context)
+      if (field(answer, "action") !== "accept") return yield* refused
+      yield* Effect.tryPromise({
+        try: () => started.done,
+        catch: (error) =>
+          new RpcError({ code: ErrorCode.BackendFailed, message: `Backend '${backendId}' failed: ${String(error)}` })
+      }).pipe(Effect.timeoutFail({ duration: SIGN_IN_TIMEOUT_MS, onTimeout: () => refused }))
+      const complete = { elicitationId: started.elicitationId }
+      if (call.context !== undefined) yield* call.context.notify("notifications/elicitation/complete", complete)
+      else session.notify("notifications/elicitation/complete", complete)
+    })
+
+  return {
+    name: "credentials",
+    run: (call, next) =>
+      Effect.catchAll(next(call), (error) => {
+        const wanted = wantedOf(error)
+        if (wanted === undefined || call.target === undefined) return Effect.fail(error)
+        // Once: a second refusal is the backend's answer.
+        return Effect.zipRight(stepUp(call, error as BackendError, wanted), next(call))
+      })
+  }
+}
