@@ -8,11 +8,19 @@
  * A file names the resource (the backend's URL) and the issuer its tokens are for: a token is used
  * only for that resource, so a backend whose URL changed never receives another server's token.
  * Every token and client secret read or written is registered with the scrubber at once.
+ *
+ * Sealed at rest with AES-256-GCM, bound to its backend (the backend's id is the authenticated
+ * data: a file copied to another backend's name does not open). The key is `AGENTIFY_TOKEN_KEY`
+ * (32 bytes, base64 or hex), else `token.key` in the state directory (made on first write, 0600):
+ * a copy of the token directory alone gives nobody a token. A file written before sealing is read
+ * as it is and sealed when next written.
  */
 import { Effect } from "effect"
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { stateDirOf } from "../data/StateDir.js"
 import * as Secrets from "../observability/Secrets.js"
 
 export interface StoredTokens {
@@ -53,10 +61,85 @@ const register = (stored: Stored): Stored => {
   return stored
 }
 
-/** What is stored for `backendId`, if anything readable is. */
-export const read = (dir: string, backendId: string): Stored | undefined => {
+const KEY_BYTES = 32
+
+/**
+ * The key tokens are sealed with: `AGENTIFY_TOKEN_KEY`, else the state directory's `token.key`
+ * (made when `create`, 0600 in a 0700 directory). Undefined: none yet (nothing was sealed).
+ */
+export const keyOf = (env: Readonly<Record<string, string | undefined>> = process.env, create = false): Buffer | undefined => {
+  const given = env.AGENTIFY_TOKEN_KEY?.trim()
+  if (given) {
+    const key = /^[0-9a-f]{64}$/i.test(given) ? Buffer.from(given, "hex") : Buffer.from(given, "base64")
+    if (key.length !== KEY_BYTES) throw new Error("AGENTIFY_TOKEN_KEY must be 32 bytes, as 64 hex digits or base64")
+    return key
+  }
+  const dir = stateDirOf(env)
+  const file = path.join(dir, "token.key")
   try {
-    const parsed = JSON.parse(readFileSync(fileOf(dir, backendId), "utf8")) as Partial<Stored>
+    const key = readFileSync(file)
+    if (key.length === KEY_BYTES) return key
+  } catch {
+    // None yet.
+  }
+  if (!create) return undefined
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const key = randomBytes(KEY_BYTES)
+  // `wx`: two processes making one at once keep the first's.
+  try {
+    writeFileSync(file, key, { mode: 0o600, flag: "wx" })
+    return key
+  } catch {
+    return readFileSync(file)
+  }
+}
+
+interface Sealed {
+  readonly sealed: "A256GCM"
+  readonly iv: string
+  readonly tag: string
+  readonly data: string
+}
+
+const boundTo = (backendId: string) => Buffer.from(`mcp-agentify tokens of ${backendId}`)
+
+const seal = (stored: Stored, backendId: string, key: Buffer): Sealed => {
+  const iv = randomBytes(12)
+  const cipher = createCipheriv("aes-256-gcm", key, iv)
+  cipher.setAAD(boundTo(backendId))
+  const data = Buffer.concat([cipher.update(JSON.stringify(stored), "utf8"), cipher.final()])
+  return {
+    sealed: "A256GCM",
+    iv: iv.toString("base64"),
+    tag: cipher.getAuthTag().toString("base64"),
+    data: data.toString("base64")
+  }
+}
+
+/** A sealed file's content, or undefined when it does not open (another key, another backend's file, altered). */
+const open = (sealed: Sealed, backendId: string, key: Buffer | undefined): unknown => {
+  if (key === undefined) return undefined
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(sealed.iv, "base64"))
+    decipher.setAAD(boundTo(backendId))
+    decipher.setAuthTag(Buffer.from(sealed.tag, "base64"))
+    return JSON.parse(Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString("utf8"))
+  } catch {
+    return undefined
+  }
+}
+
+/** What is stored for `backendId`, if anything readable is. */
+export const read = (
+  dir: string,
+  backendId: string,
+  env: Readonly<Record<string, string | undefined>> = process.env
+): Stored | undefined => {
+  try {
+    const onDisk = JSON.parse(readFileSync(fileOf(dir, backendId), "utf8")) as Partial<Stored> & Partial<Sealed>
+    const parsed = (onDisk.sealed === "A256GCM" ? open(onDisk as Sealed, backendId, keyOf(env)) : onDisk) as
+      Partial<Stored> | undefined
+    if (parsed === undefined) return undefined
     if (typeof parsed.resource !== "string" || typeof parsed.issuer !== "string") return undefined
     if (typeof parsed.client?.client_id !== "string") return undefined
     return register(parsed as Stored)
@@ -75,12 +158,17 @@ export const writtenAt = (dir: string, backendId: string): number | undefined =>
 }
 
 /** Writes what is stored for `backendId` (0600; the directory 0700). */
-export const write = (dir: string, backendId: string, stored: Stored): void => {
+export const write = (
+  dir: string,
+  backendId: string,
+  stored: Stored,
+  env: Readonly<Record<string, string | undefined>> = process.env
+): void => {
   register(stored)
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   const file = fileOf(dir, backendId)
   const temporary = `${file}.${process.pid}.tmp`
-  writeFileSync(temporary, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600 })
+  writeFileSync(temporary, `${JSON.stringify(seal(stored, backendId, keyOf(env, true)!))}\n`, { mode: 0o600 })
   // A file left from an older umask keeps its mode on rename: set it on the new one.
   chmodSync(temporary, 0o600)
   renameSync(temporary, file)

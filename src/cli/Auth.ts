@@ -1,11 +1,14 @@
 /**
  * `mcp-agentify auth <backendId>`: signs the gateway in to a remote backend that requires OAuth
  * (see auth/SignIn), with the configuration read as the gateway reads it. The tokens go to the
- * token store, where a running gateway's backend finds them and starts by itself.
+ * token store, where a running gateway's backend finds them and starts by itself. `--revoke`
+ * forgets them.
  */
 import { Effect } from "effect"
 import { oauthOf, resolve, type ConfigSources } from "../config/Config.js"
 import * as Store from "../auth/Store.js"
+import * as oauth from "openid-client"
+import { configuration, oauthMessage } from "../auth/Client.js"
 import { signIn } from "../auth/SignIn.js"
 import * as Secrets from "../observability/Secrets.js"
 import { messageOf } from "../data/Json.js"
@@ -38,6 +41,46 @@ export const run = (
       return 0
     } catch (error) {
       print(`mcp-agentify: could not sign in to ${backend.id}: ${Secrets.scrub(messageOf(error))}\n`)
+      return 1
+    }
+  })
+
+/**
+ * `mcp-agentify auth --revoke <backendId>`: the backend's tokens forgotten, and revoked at their
+ * authorization server (RFC 7009) when it offers revocation (the refresh token, which ends the
+ * grant, else the access token). A running gateway stops using them at its next request.
+ * Succeeds with the exit code: 0 revoked or nothing stored, 1 the server refused (the tokens are
+ * forgotten all the same), 2 no such remote backend.
+ */
+export const revoke = (backendId: string, sources: ConfigSources, print: (text: string) => void): Effect.Effect<number> =>
+  Effect.promise(async () => {
+    const backend = resolve(sources).backends.find((b) => b.id === backendId)
+    if (backend?.url === undefined) {
+      print(`mcp-agentify: no remote backend '${backendId}'\n`)
+      return 2
+    }
+    const dir = Store.directory(sources.env)
+    const stored = Store.read(dir, backendId)
+    if (stored?.tokens === undefined) {
+      Store.remove(dir, backendId)
+      print(`No tokens are stored for ${backendId}.\n`)
+      return 0
+    }
+    Store.remove(dir, backendId)
+    const token = stored.tokens.refresh_token ?? stored.tokens.access_token
+    try {
+      const config = await configuration(stored.issuer, stored.client)
+      if (config.serverMetadata().revocation_endpoint === undefined) {
+        print(`Forgot ${backendId}'s tokens; ${stored.issuer} offers no revocation: they lapse when they expire.\n`)
+        return 0
+      }
+      await oauth.tokenRevocation(config, token, {
+        token_type_hint: stored.tokens.refresh_token === undefined ? "access_token" : "refresh_token"
+      })
+      print(`Revoked ${backendId}'s tokens at ${stored.issuer} and forgot them.\n`)
+      return 0
+    } catch (error) {
+      print(`Forgot ${backendId}'s tokens; ${stored.issuer} did not revoke them: ${Secrets.scrub(oauthMessage(error))}\n`)
       return 1
     }
   })

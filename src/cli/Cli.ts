@@ -37,6 +37,7 @@ export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [-
        mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR] [--mode code]   (same options as check)
        mcp-agentify trust BACKEND_ID [TOOL]   accept a backend's changed tool definitions (same options as check)
        mcp-agentify auth BACKEND_ID [--no-browser]   sign in to a remote backend that requires OAuth
+       mcp-agentify auth --revoke BACKEND_ID   forget its tokens and revoke them at its authorization server
        mcp-agentify policy schema   print the Cedar schema of the configured tools, for \`policies\` (same options as check)
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
@@ -66,13 +67,15 @@ Options:
                       serve the debug UI and its API at http://HOST:PORT/ (env DEBUG_PORT; HOST defaults to
                       127.0.0.1; another host needs AGENTIFY_DEBUG_TOKEN, sent as a bearer token or ?token=)
   --no-browser        auth: print the sign-in URL without opening a browser
+  --revoke            auth: forget the backend's tokens, revoking them at its authorization server
   --mode code         ask: the model writes one script that calls the tools (code mode), printed with its run
   --help              print this and exit
   --version           print the version and exit
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL, DEBUG_PORT,
 AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES, AGENTIFY_HTTP, AGENTIFY_HTTP_TOKEN, AGENTIFY_DEBUG_TOKEN,
-AGENTIFY_TOKEN_DIR (OAuth tokens of remote backends; default ~/.config/mcp-agentify/tokens);
+AGENTIFY_TOKEN_DIR (OAuth tokens of remote backends; default ~/.config/mcp-agentify/tokens), AGENTIFY_TOKEN_KEY
+(the key they are sealed with, 32 bytes hex or base64; default token.key in the state directory);
 OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME) exports traces and metrics. A .env file in the
 current directory may supply these settings (never AGENTIFY_CONFIG, AGENTIFY_HTTP or
 AGENTIFY_HTTP_TOKEN) and never overrides variables already set; backends never inherit them (see
@@ -101,7 +104,14 @@ export interface Settings {
 export type Parsed =
   | { readonly _tag: "Run"; readonly settings: Settings }
   | { readonly _tag: "Check"; readonly settings: Settings }
-  | { readonly _tag: "Auth"; readonly backendId: string; readonly browser: boolean; readonly settings: Settings }
+  | {
+      readonly _tag: "Auth"
+      readonly backendId: string
+      readonly browser: boolean
+      /** `--revoke`: forget the backend's tokens (and tell its authorization server) instead of signing in. */
+      readonly revoke: boolean
+      readonly settings: Settings
+    }
   | { readonly _tag: "Trust"; readonly backendId: string; readonly tool: string | undefined; readonly settings: Settings }
   | { readonly _tag: "PolicySchema"; readonly settings: Settings }
   | { readonly _tag: "Terminal"; readonly command: Terminal.Command; readonly settings: Settings }
@@ -118,6 +128,7 @@ const OPTIONS = [
   "debug-port",
   "profile",
   "no-browser",
+  "revoke",
   "cwd",
   "mode",
   "help",
@@ -153,6 +164,7 @@ export const parse = (
         "debug-port": { type: "string" },
         profile: { type: "string" },
         "no-browser": { type: "boolean" },
+        revoke: { type: "boolean" },
         cwd: { type: "string" },
         mode: { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -307,9 +319,10 @@ export const parse = (
     if (backendId === undefined || positionals.length > 2) {
       throw new UsageError("auth needs one backend id: mcp-agentify auth BACKEND_ID")
     }
-    return { _tag: "Auth", backendId, browser: values["no-browser"] !== true, settings }
+    return { _tag: "Auth", backendId, browser: values["no-browser"] !== true, revoke: values.revoke === true, settings }
   }
   if (values["no-browser"] !== undefined) throw new UsageError(`--no-browser is only used with auth; ${SEE_HELP}`)
+  if (values.revoke !== undefined) throw new UsageError(`--revoke is only used with auth; ${SEE_HELP}`)
   if (subcommand === "trust") {
     const backendId = positionals[1]
     if (backendId === undefined || positionals.length > 3) {
@@ -531,10 +544,11 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
     return
   }
   if (parsed._tag === "Auth") {
-    const { backendId, browser, settings } = parsed
+    const { backendId, browser, revoke, settings } = parsed
+    const print = (text: string) => process.stdout.write(text) // stdout-ok: auth's instructions, no client attached
     const signedIn = Effect.flatMap(
       Effect.promise(() => import("./Auth.js")),
-      (auth) => auth.run(backendId, settings.sources, (text) => process.stdout.write(text), browser) // stdout-ok: auth's instructions, no client attached
+      (auth) => (revoke ? auth.revoke(backendId, settings.sources, print) : auth.run(backendId, settings.sources, print, browser))
     )
     run(Effect.flatMap(signedIn, (code) => Effect.sync(() => (process.exitCode = code))))
     return

@@ -25,6 +25,7 @@ import { chromium } from "playwright-core"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { M2M_CLIENT, startAuthServer, type AuthServer } from "../../support/authServer.js"
 import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
+import * as Store from "../../../src/auth/Store.js"
 import { fixtureBackend, firstText } from "../../support/mcpFixture.js"
 import { freePort } from "../../bench/httpClient.js"
 import { sleep, until } from "../../support/process.js"
@@ -171,9 +172,16 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
     expect(out).toContain("Signed in to secure")
     const file = join(tokens, "secure.json")
     expect(statSync(file).mode & 0o777).toBe(0o600)
-    const stored = JSON.parse(readFileSync(file, "utf8")) as { resource: string; tokens: { refresh_token?: string } }
+    // Sealed at rest: no token in the file, and it opens only with the state directory's key (0600).
+    const onDisk = readFileSync(file, "utf8")
+    expect(JSON.parse(onDisk)).toMatchObject({ sealed: "A256GCM" })
+    const stored = Store.read(tokens, "secure", env)!
     expect(stored.resource).toBe(mcpUrl)
-    expect(stored.tokens.refresh_token).toBeDefined()
+    expect(stored.tokens?.refresh_token).toBeDefined()
+    expect(onDisk).not.toContain(stored.tokens!.access_token)
+    expect(onDisk).not.toContain(stored.tokens!.refresh_token)
+    expect(statSync(join(env.AGENTIFY_STATE_DIR!, "token.key")).mode & 0o777).toBe(0o600)
+    expect(Store.read(tokens, "secure", { AGENTIFY_TOKEN_KEY: "00".repeat(32) })).toBeUndefined()
     // The running gateway's backend starts by itself, and the client hears of its tools.
     await until("secure's tools", async () => (await client.listTools()).tools.some((t) => t.name === "secure__whoami"), 20_000)
     expect(changed.length).toBeGreaterThan(0)
@@ -205,21 +213,24 @@ describe.skipIf(SKIP)("a gateway signed in to a remote backend", () => {
     expect(second.sub).toBe("alice")
     expect(second.jti).not.toBe(first.jti)
     // Neither token shows in the gateway's log.
-    const stored = JSON.parse(readFileSync(join(tokenDir, "secure.json"), "utf8")) as {
-      tokens: { access_token: string; refresh_token: string }
-    }
-    expect(log.stderr).not.toContain(stored.tokens.access_token)
-    expect(log.stderr).not.toContain(stored.tokens.refresh_token)
+    const stored = Store.read(tokenDir, "secure", env)!
+    expect(log.stderr).not.toContain(stored.tokens!.access_token)
+    expect(log.stderr).not.toContain(stored.tokens!.refresh_token)
     expect(log.stderr).toContain("secure")
   }, 30_000)
 
   it("refreshes after a 401: a token the server refuses before it expires is renewed and the call made again", async () => {
     // A second gateway on the same token store, whose stored access token the server does not take.
-    const file = join(tokenDir, "secure.json")
-    const stored = JSON.parse(readFileSync(file, "utf8")) as { tokens: Record<string, unknown> }
-    stored.tokens.access_token = "not-a-token-the-server-takes"
-    stored.tokens.expires_at = Date.now() + 3_600_000
-    writeFileSync(file, JSON.stringify(stored))
+    const stored = Store.read(tokenDir, "secure", env)!
+    Store.write(
+      tokenDir,
+      "secure",
+      {
+        ...stored,
+        tokens: { ...stored.tokens!, access_token: "not-a-token-the-server-takes", expires_at: Date.now() + 3_600_000 }
+      },
+      env
+    )
     const second = await connectGateway(tokenDir)
     try {
       // Its backend connects on the refused token (a 401, then a refresh) in the background.
@@ -229,8 +240,7 @@ describe.skipIf(SKIP)("a gateway signed in to a remote backend", () => {
         20_000
       )
       expect((await whoami(second.client)).sub).toBe("alice")
-      const renewed = JSON.parse(readFileSync(file, "utf8")) as { tokens: { access_token: string } }
-      expect(renewed.tokens.access_token).not.toBe("not-a-token-the-server-takes")
+      expect(Store.read(tokenDir, "secure", env)!.tokens!.access_token).not.toBe("not-a-token-the-server-takes")
     } finally {
       await second.client.close()
     }
@@ -291,20 +301,47 @@ describe.skipIf(SKIP)("a gateway signed in to a remote backend", () => {
     expect(elicitation.mode).toBe("url")
     expect((refused as McpError).message).toContain(elicitation.url)
     await approve(elicitation.url)
-    await until(
-      "the new token",
-      () => (JSON.parse(readFileSync(join(tokenDir, "secure.json"), "utf8")).tokens.scope as string).includes("notes:write"),
-      20_000
-    )
+    await until("the new token", () => Store.read(tokenDir, "secure", env)?.tokens?.scope?.includes("notes:write"), 20_000)
     expect(firstText(await client.callTool({ name: "secure__write_note", arguments: {} }))).toMatch(/notes:write/)
   }, 90_000)
 
+  it("forgets and revokes the tokens with `auth --revoke`: the grant ends at the server, the running gateway stops using them", async () => {
+    const before = Store.read(tokenDir, "secure", env)!
+    // Not spawnSync: the authorization server runs in this process and must answer meanwhile.
+    const revoking = spawn(process.execPath, [BIN, "auth", "--revoke", "secure", "--config", config], {
+      cwd: dir,
+      env: { ...env, AGENTIFY_TOKEN_DIR: tokenDir },
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    let out = ""
+    revoking.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")))
+    const [code] = await once(revoking, "exit")
+    expect(code, out).toBe(0)
+    expect(out).toBe(`Revoked secure's tokens at ${auth.issuer} and forgot them.\n`)
+    expect(existsSync(join(tokenDir, "secure.json"))).toBe(false)
+    // The authorization server ended the grant: its refresh token is refused.
+    const refreshed = await fetch(`${auth.issuer}/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: before.tokens!.refresh_token!,
+        client_id: before.client.client_id
+      })
+    })
+    expect(refreshed.status).toBe(400)
+    // The gateway's next call finds no token, though the old access token has not expired yet.
+    const failed = await client.callTool({ name: "secure__whoami", arguments: {} }).then(
+      () => undefined,
+      (error: { code: number; message: string }) => error
+    )
+    expect(failed?.code).toBe(-32004)
+    expect(failed?.message).toContain("needs auth")
+  }, 30_000)
+
   it("makes the backend needs auth when its refresh token is revoked; the rest keeps working", async () => {
-    const stored = JSON.parse(readFileSync(join(tokenDir, "secure.json"), "utf8")) as {
-      client: { client_id: string }
-      tokens: { refresh_token: string }
-    }
-    await auth.revoke(stored.tokens.refresh_token, stored.client.client_id)
+    const stored = Store.read(tokenDir, "secure", env)!
+    await auth.revoke(stored.tokens!.refresh_token!, stored.client.client_id)
     await sleep(ACCESS_TOKEN_TTL_S * 1000 + 500)
     const failed = await client.callTool({ name: "secure__whoami", arguments: {} }).then(
       () => undefined,

@@ -1,4 +1,5 @@
-import { statSync } from "node:fs"
+import { randomBytes } from "node:crypto"
+import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { BackendTokens, NeedsAuth } from "../../../src/auth/Client.js"
@@ -23,6 +24,39 @@ describe("the token store", () => {
     expect(Store.read(dir, "other")).toBeUndefined()
     // Read or written, a token is a secret from then on.
     expect(Secrets.scrub("sent at-0123456789abcdef-secret")).not.toContain("at-0123456789abcdef-secret")
+  })
+
+  it("seals each file with AES-256-GCM under the state directory's key (0600), bound to its backend", () => {
+    const dir = join(tempDir(), "tokens")
+    const env = { AGENTIFY_STATE_DIR: tempDir() }
+    Store.write(dir, "linear", stored("https://mcp.example.com/mcp"), env)
+    const onDisk = readFileSync(Store.fileOf(dir, "linear"), "utf8")
+    expect(JSON.parse(onDisk)).toMatchObject({ sealed: "A256GCM" })
+    expect(onDisk).not.toContain("at-0123456789abcdef")
+    expect(onDisk).not.toContain("mcp.example.com")
+    expect(statSync(join(env.AGENTIFY_STATE_DIR, "token.key")).mode & 0o777).toBe(0o600)
+    expect(Store.read(dir, "linear", env)?.tokens?.access_token).toBe("at-0123456789abcdef-secret")
+    // Another key, or the same file under another backend's name: it does not open.
+    expect(Store.read(dir, "linear", { AGENTIFY_STATE_DIR: tempDir() })).toBeUndefined()
+    copyFileSync(Store.fileOf(dir, "linear"), Store.fileOf(dir, "github"))
+    expect(Store.read(dir, "github", env)).toBeUndefined()
+    // A key given in the environment (hex or base64, 32 bytes) is used instead; a malformed one is refused.
+    const key = { AGENTIFY_TOKEN_KEY: randomBytes(32).toString("base64") }
+    Store.write(dir, "keyed", stored("https://mcp.example.com/mcp"), key)
+    expect(Store.read(dir, "keyed", key)?.issuer).toBe("http://127.0.0.1:1")
+    expect(Store.read(dir, "keyed", env)).toBeUndefined()
+    expect(() => Store.write(dir, "bad", stored("https://x"), { AGENTIFY_TOKEN_KEY: "short" })).toThrow(/must be 32 bytes/)
+  })
+
+  it("reads a file written before sealing, and seals it when it is next written", () => {
+    const dir = join(tempDir(), "tokens")
+    const env = { AGENTIFY_STATE_DIR: tempDir() }
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(Store.fileOf(dir, "old"), JSON.stringify(stored("https://mcp.example.com/mcp")))
+    const found = Store.read(dir, "old", env)!
+    expect(found.tokens?.access_token).toBe("at-0123456789abcdef-secret")
+    Store.write(dir, "old", found, env)
+    expect(readFileSync(Store.fileOf(dir, "old"), "utf8")).not.toContain("at-0123456789abcdef")
   })
 
   it("is where AGENTIFY_TOKEN_DIR says, else under XDG_CONFIG_HOME, else ~/.config", () => {
