@@ -169,6 +169,8 @@ export const loopback = async (what: string): Promise<Loopback> => {
 export interface Prepared {
   readonly url: URL
   readonly issuer: string
+  /** The flow's `state`: the redirect that comes back carries it. */
+  readonly state: string
   readonly finish: (returned: URL) => Promise<Store.Stored>
 }
 
@@ -260,7 +262,7 @@ export const prepare = async (
     Store.write(options.dir, backend.id, stored)
     return stored
   }
-  return { url, issuer: found.issuer, finish }
+  return { url, issuer: found.issuer, state, finish }
 }
 
 /** Waits for `promise` at most `timeoutMs`, rejecting with `what` after. */

@@ -1,16 +1,16 @@
 /**
- * Sign-ins the running gateway asks a user for (a step-up to more scope, a user's own sign-in):
- * the authorization code flow of `mcp-agentify auth` (see SignIn), its redirect received on a
- * loopback listener of this process, started for the sign-in and closed with it. One sign-in at a
- * time per backend: a second call that needs the same one waits for it. The user is asked by the
- * caller (URL-mode elicitation); here is only the flow and its end.
+ * Sign-ins the running gateway asks a user for (a step-up to more scope): the authorization code
+ * flow of `mcp-agentify auth` (see SignIn). Its redirect comes back to the gateway's HTTP listener
+ * (`/oauth/callback`, when it serves HTTP: the user's browser may be on another machine), else to
+ * a loopback listener of this process, started for the sign-in and closed with it. One sign-in at
+ * a time per backend: a second call that needs the same one waits for it. The user is asked by
+ * the caller (URL-mode elicitation); here is only the flow and its end.
  */
 import { Context, Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { messageOf } from "../data/Json.js"
-import { loopback, prepare, within } from "./SignIn.js"
 import * as Store from "./Store.js"
 
 /** How long a sign-in waits for its user. */
@@ -29,7 +29,18 @@ export interface Started {
   readonly done: Promise<void>
 }
 
+/** Where the HTTP listener takes sign-ins' redirects. */
+export const CALLBACK_PATH = "/oauth/callback"
+
 export interface SignInsService {
+  /** The HTTP listener's public address (`https://host`): sign-ins return to its `/oauth/callback` from now on. */
+  readonly callbacksAt: (base: string) => void
+  /**
+   * A redirect that reached the HTTP listener (its path and query): the backend whose sign-in
+   * waited for it (by its `state`), else undefined. Read against the public address, as the token
+   * request must repeat the redirect URI exactly.
+   */
+  readonly callback: (pathAndQuery: string) => string | undefined
   /** Starts a sign-in to `backend` for `scopes` (or joins the one under way). */
   readonly start: (backend: Backend, scopes: ReadonlyArray<string>) => Effect.Effect<Started, Error>
   /** The scopes of the tokens stored for a backend (what a step-up adds to). */
@@ -38,11 +49,33 @@ export interface SignInsService {
 
 export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS): SignInsService => {
   const underway = new Map<string, Promise<Started>>()
+  /** Sign-ins waiting for their redirect at the HTTP listener, by `state`. */
+  const waiting = new Map<string, { readonly what: string; readonly deliver: (url: URL) => void }>()
+  let base: string | undefined
+  /** The HTTP listener's callback, else a loopback listener of the sign-in's own. */
+  const listen = async (
+    what: string
+  ): Promise<{ redirectUri: string; returned: (state: string) => Promise<URL>; close: () => void }> => {
+    if (base === undefined) {
+      const listener = await (await import("./SignIn.js")).loopback(what)
+      return { redirectUri: listener.redirectUri, returned: () => listener.returned, close: listener.close }
+    }
+    let state: string | undefined
+    return {
+      redirectUri: `${base}${CALLBACK_PATH}`,
+      returned: (s) => new Promise<URL>((resolve) => waiting.set((state = s), { what, deliver: resolve })),
+      close: () => {
+        if (state !== undefined) waiting.delete(state)
+      }
+    }
+  }
   const begin = async (backend: Backend, scopes: ReadonlyArray<string>): Promise<Started> => {
-    const listener = await loopback(backend.id)
+    // The OAuth client (openid-client) loads with the first sign-in: a gateway that asks for none never reads it.
+    const { prepare, within } = await import("./SignIn.js")
+    const listener = await listen(backend.id)
     try {
       const prepared = await prepare(backend, listener.redirectUri, { dir, scopes })
-      const done = within(listener.returned, timeoutMs, `no sign-in to ${backend.id}`)
+      const done = within(listener.returned(prepared.state), timeoutMs, `no sign-in to ${backend.id}`)
         .then((returned) => prepared.finish(returned))
         .then(() => undefined)
         .finally(() => {
@@ -59,6 +92,16 @@ export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS): SignInsServic
     }
   }
   return {
+    callbacksAt: (at) => {
+      base = at.replace(/\/+$/, "")
+    },
+    callback: (pathAndQuery) => {
+      if (base === undefined) return undefined
+      const url = new URL(pathAndQuery, base)
+      const waiter = waiting.get(url.searchParams.get("state") ?? "")
+      waiter?.deliver(url)
+      return waiter?.what
+    },
     start: (backend, scopes) =>
       Effect.tryPromise({
         try: () => {

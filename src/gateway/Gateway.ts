@@ -344,7 +344,7 @@ export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline,
 
 /** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see Launch). */
 export const layerStdio: Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events,
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns,
   never,
   GatewayConfig | LlmClient
 > = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase))
@@ -355,7 +355,7 @@ export const layerStdio: Layer.Layer<
  */
 export const layerSharedWith = (
   observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
-): Layer.Layer<Gateway | InputBridge | Orchestrator | Launch | Backends | Events, never, GatewayConfig | LlmClient> =>
+): Layer.Layer<Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns, never, GatewayConfig | LlmClient> =>
   // The gateway is in place before the backends start: their first requests find it.
   startConfigured(SHARED_CLIENT_CAPABILITIES).pipe(
     Layer.provideMerge(Gateway.layerShared),
@@ -364,7 +364,7 @@ export const layerSharedWith = (
 
 /** The shared gateway: backends started with it, every session served by them (see edge/SharedSessions). */
 export const layerShared: Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events,
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns,
   never,
   GatewayConfig | LlmClient
 > = layerSharedWith(Layer.empty)

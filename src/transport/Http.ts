@@ -26,7 +26,7 @@ import { Chunk, Effect, Either, type Fiber, FiberId, Layer, Option, Queue, Redac
 import { createServer } from "node:http"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import { Protocol, type SharedSession, STOP_GRACE_MS, type Target } from "../gateway/edge/Protocol.js"
+import { CALLBACK_PATH, Protocol, type SharedSession, STOP_GRACE_MS, type Target } from "../gateway/edge/Protocol.js"
 import { classify, failure } from "../jsonrpc/JsonRpc.js"
 import { makeGuards, tokenMatches } from "./Guards.js"
 import {
@@ -305,6 +305,25 @@ const makeApp = (options: AppOptions) =>
           ? json(200, resourceServer.metadata, { "access-control-allow-origin": "*", "cache-control": "max-age=3600" })
           : reject(405, "Method Not Allowed", { allow: "GET" })
       }
+      // A sign-in's redirect from an authorization server, in the user's browser (no token there):
+      // its `state` must be one a sign-in of this gateway waits for.
+      if (path === CALLBACK_PATH && request.method === "GET" && guards.hostAllowed(request.headers["host"])) {
+        const backend = protocol.signIns.callback(request.url)
+        const failed = new URL(request.url, "http://gateway").searchParams.get("error")
+        const said =
+          backend === undefined
+            ? "No sign-in of this gateway waits for this page (it may have timed out)."
+            : failed === null
+              ? `mcp-agentify is signed in to ${backend}. You can close this tab.`
+              : `The authorization server said: ${failed}. You can close this tab.`
+        return HttpServerResponse.text(
+          `<!doctype html><meta charset="utf-8"><title>mcp-agentify</title><p>${escapeHtml(said)}</p>`,
+          {
+            status: backend === undefined ? 404 : 200,
+            contentType: "text/html; charset=utf-8"
+          }
+        )
+      }
       if (options.token !== undefined && !tokenMatches(request.headers["authorization"], options.token)) {
         return reject(401, "Unauthorized: a bearer token is required", { "www-authenticate": 'Bearer realm="mcp-agentify"' })
       }
@@ -338,6 +357,8 @@ const makeApp = (options: AppOptions) =>
     return app
   })
 
+const escapeHtml = (text: string) => text.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`)
+
 /** Serves the gateway over HTTP until the scope closes. */
 export const make = (options: Options, connections?: Listener.Connections) =>
   Effect.gen(function* () {
@@ -355,6 +376,15 @@ export const make = (options: Options, connections?: Listener.Connections) =>
     // the layer builds (uninterruptible); without this no request could be stopped at shutdown.
     yield* HttpMiddleware.withTracerDisabledWhenEffect(server.serve(Effect.interruptible(app)), () => true)
     const shown = options.host.includes(":") ? `[${options.host}]` : options.host
+    // Sign-ins come back here: to the public address the gateway is known by (its OAuth audience's
+    // origin, when it has one), else the address it listens on.
+    yield* Effect.flatMap(Protocol, (protocol) =>
+      Effect.sync(() =>
+        protocol.signIns.callbacksAt(
+          config.httpAuth !== undefined ? new URL(config.httpAuth.audience).origin : `http://${shown}:${port}`
+        )
+      )
+    )
     yield* Effect.logInfo(`serving MCP over Streamable HTTP at http://${shown}:${port}/mcp`, {
       host: options.host,
       port,

@@ -6,6 +6,7 @@
  * endpoint, and knows nothing of the gateway behind it.
  */
 import { Context, Effect, Layer, type Scope } from "effect"
+import { SignIns, type SignInsService } from "../../auth/SignIns.js"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig } from "../../config/Config.js"
 import { Events } from "../../observability/Events.js"
@@ -17,6 +18,7 @@ import * as SharedSessions from "./SharedSessions.js"
 import * as StreamConnection from "./StreamConnection.js"
 
 export type { Target } from "../session/Session.js"
+export { CALLBACK_PATH } from "../../auth/SignIns.js"
 export type { StreamConnection } from "./StreamConnection.js"
 export type { Admitted, Kind, Refused, SharedSession, Stream } from "./SharedSessions.js"
 /** How long requests in flight at shutdown may finish on their own (each still replies). */
@@ -36,49 +38,59 @@ export interface ProtocolService {
   /** The endpoint `/servers/<name>/mcp` or `/profiles/<name>/mcp` names as configured now, or why none. */
   readonly targetOf: (kind: "servers" | "profiles", name: string) => Effect.Effect<Target | { readonly notFound: string }>
   readonly readiness: Effect.Effect<Readiness>
+  /**
+   * Sign-ins the gateway asks its users for (a step-up): a listener says where it is reachable,
+   * and hands over the authorization server's redirects (`/oauth/callback`).
+   */
+  readonly signIns: Pick<SignInsService, "callbacksAt" | "callback">
 }
 
 export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, ProtocolService>() {
-  static readonly layer: Layer.Layer<Protocol, never, Gateway | Backends | Events | GatewayConfig | Launch | InputBridge> =
-    Layer.effect(
-      Protocol,
-      Effect.gen(function* () {
-        // Only the services: a connection's finalizers belong to the scope it is opened in, not the layer's.
-        const context = (yield* Effect.context<Gateway | Backends | Events | GatewayConfig | Launch | InputBridge>()).pipe(
-          Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge)
-        )
-        const backends = yield* Backends
-        const config = yield* GatewayConfig
-        const service: ProtocolService = {
-          stream: (options) => StreamConnection.open(options).pipe(Effect.provide(context)),
-          shared: SharedSessions.make.pipe(Effect.provide(context)),
-          targetOf: (kind, name) =>
-            kind === "servers"
-              ? Effect.sync(() =>
-                  backends.configOf(name) === undefined
-                    ? { notFound: `Not Found: no backend '${name.slice(0, 64)}' is configured` }
-                    : { _tag: "Backend", backendId: name }
-                )
-              : Effect.map(config.current, ({ profiles }): Target | { notFound: string } => {
-                  if (Object.hasOwn(profiles, name)) return { _tag: "Aggregate", profile: name }
-                  const known = Object.keys(profiles)
-                  return {
-                    notFound: `Not Found: no profile '${name.slice(0, 64)}' is configured (${known.length === 0 ? "there are none" : `there are: ${known.join(", ")}`})`
-                  }
-                }),
-          readiness: Effect.map(backends.states, (states) => {
-            const enabled = states.filter((s) => s.enabled)
-            return {
-              ready: enabled.every((s) => s.state === "ready"),
-              backends: enabled.map((s) => ({
-                id: s.id,
-                state: s.state,
-                ...(s.lastError === undefined ? {} : { lastError: s.lastError })
-              }))
-            }
-          })
-        }
-        return service
-      })
-    )
+  static readonly layer: Layer.Layer<
+    Protocol,
+    never,
+    Gateway | Backends | Events | GatewayConfig | Launch | InputBridge | SignIns
+  > = Layer.effect(
+    Protocol,
+    Effect.gen(function* () {
+      // Only the services: a connection's finalizers belong to the scope it is opened in, not the layer's.
+      const context = (yield* Effect.context<Gateway | Backends | Events | GatewayConfig | Launch | InputBridge>()).pipe(
+        Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge)
+      )
+      const backends = yield* Backends
+      const config = yield* GatewayConfig
+      const signIns = yield* SignIns
+      const service: ProtocolService = {
+        signIns,
+        stream: (options) => StreamConnection.open(options).pipe(Effect.provide(context)),
+        shared: SharedSessions.make.pipe(Effect.provide(context)),
+        targetOf: (kind, name) =>
+          kind === "servers"
+            ? Effect.sync(() =>
+                backends.configOf(name) === undefined
+                  ? { notFound: `Not Found: no backend '${name.slice(0, 64)}' is configured` }
+                  : { _tag: "Backend", backendId: name }
+              )
+            : Effect.map(config.current, ({ profiles }): Target | { notFound: string } => {
+                if (Object.hasOwn(profiles, name)) return { _tag: "Aggregate", profile: name }
+                const known = Object.keys(profiles)
+                return {
+                  notFound: `Not Found: no profile '${name.slice(0, 64)}' is configured (${known.length === 0 ? "there are none" : `there are: ${known.join(", ")}`})`
+                }
+              }),
+        readiness: Effect.map(backends.states, (states) => {
+          const enabled = states.filter((s) => s.enabled)
+          return {
+            ready: enabled.every((s) => s.state === "ready"),
+            backends: enabled.map((s) => ({
+              id: s.id,
+              state: s.state,
+              ...(s.lastError === undefined ? {} : { lastError: s.lastError })
+            }))
+          }
+        })
+      }
+      return service
+    })
+  )
 }

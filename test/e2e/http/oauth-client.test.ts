@@ -25,6 +25,8 @@ import { chromium } from "playwright-core"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { M2M_CLIENT, startAuthServer, type AuthServer } from "../../support/authServer.js"
 import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
+import { startHttpGateway } from "../../support/httpClient.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import * as Store from "../../../src/auth/Store.js"
 import { fixtureBackend, firstText } from "../../support/mcpFixture.js"
 import { freePort } from "../../bench/httpClient.js"
@@ -285,6 +287,40 @@ describe.skipIf(SKIP)("a gateway signed in to a remote backend", () => {
       expect((await whoami(stepping.client)).scope.split(" ")).toContain("notes:write")
     } finally {
       await stepping.client.close()
+    }
+  }, 90_000)
+
+  it("over HTTP, the step-up's redirect comes back to the gateway's own /oauth/callback (the user's browser may be elsewhere)", async () => {
+    const gateway = await startHttpGateway({
+      config: { backends: [{ id: "secure", url: mcpUrl, auth: "oauth" }] },
+      env: { AGENTIFY_STATE_DIR: env.AGENTIFY_STATE_DIR!, AGENTIFY_TOKEN_DIR: tokenDir }
+    })
+    const asked: Array<string> = []
+    const remote = new Client({ name: "oauth-http-e2e", version: "1.0.0" }, { capabilities: { elicitation: { url: {} } } })
+    remote.setRequestHandler(ElicitRequestSchema, async (request) => {
+      if (request.params.mode !== "url") return { action: "decline" }
+      asked.push(request.params.url)
+      void approve(request.params.url)
+      return { action: "accept" }
+    })
+    try {
+      await remote.connect(new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`)))
+      await until(
+        "secure's tools",
+        async () => (await remote.listTools()).tools.some((t) => t.name === "secure__write_note"),
+        20_000
+      )
+      const written = firstText(
+        await remote.callTool({ name: "secure__write_note", arguments: {} }, undefined, { timeout: 60_000 })
+      )
+      expect(written).toMatch(/notes:write/)
+      expect(new URL(asked[0]!).searchParams.get("redirect_uri")).toBe(`${gateway.base}/oauth/callback`)
+      // A redirect nobody waits for is refused.
+      const stray = await fetch(`${gateway.base}/oauth/callback?code=x&state=not-one-of-ours`)
+      expect(stray.status).toBe(404)
+    } finally {
+      await remote.close()
+      await gateway.close()
     }
   }, 90_000)
 

@@ -17,7 +17,7 @@ import type { ToolCall } from "../Call.js"
 import type { Stage } from "../Stage.js"
 
 export interface Deps {
-  readonly signIns: SignInsService
+  readonly signIns: Pick<SignInsService, "start" | "grantedScopes">
   readonly configOf: (backendId: string) => BackendConfig | undefined
 }
 
