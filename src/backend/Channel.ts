@@ -97,3 +97,12 @@ export const httpStatusOf = (error: unknown): number | undefined => {
 
 /** Whether an error reply says a person must sign in first (see remote/RemoteChannel `NEEDS_AUTH`). */
 export const needsAuthOf = (error: unknown): boolean => field(field(error, "data"), "needsAuth") === true
+
+/**
+ * The scopes a remote server's 403 `insufficient_scope` asked for, when an error reply is one (see
+ * remote/RemoteChannel `INSUFFICIENT_SCOPE`): the call needs a token with more.
+ */
+export const insufficientScopeOf = (error: unknown): ReadonlyArray<string> | undefined => {
+  const wanted = field(field(error, "data"), "insufficientScope")
+  return Array.isArray(wanted) ? wanted.filter((s): s is string => typeof s === "string") : undefined
+}

@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import { oauthOf, type BackendConfig } from "../../../config/Config.js"
 import { field, isObject } from "../../../data/Json.js"
 import { BackendError, ErrorCode, RpcError } from "../../../protocol/Errors.js"
-import { INSUFFICIENT_SCOPE } from "../../../backend/remote/RemoteChannel.js"
+import { insufficientScopeOf } from "../../../backend/Channel.js"
 import { SIGN_IN_TIMEOUT_MS, type SignInsService } from "../../../auth/SignIns.js"
 import type { ToolCall } from "../Call.js"
 import type { Stage } from "../Stage.js"
@@ -24,8 +24,7 @@ export interface Deps {
 /** The scopes a backend's 403 asked for, when the failure is one. */
 const wantedOf = (error: unknown): ReadonlyArray<string> | undefined => {
   if (!(error instanceof BackendError) || error.reason !== "call_failed") return undefined
-  const wanted = field(field(error.detail, "data"), INSUFFICIENT_SCOPE)
-  return Array.isArray(wanted) ? wanted.filter((s): s is string => typeof s === "string") : undefined
+  return insufficientScopeOf(error.detail)
 }
 
 /** Whether the client takes `elicitation/create` in URL mode (2025-11-25: `elicitation: {url: {}}`). */
