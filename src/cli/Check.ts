@@ -14,7 +14,8 @@ import type { BackendStatus } from "../observability/BackendStatus.js"
 import { Backends, countListed, hiddenIn, startOptionsOf } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
 import * as CedarSchema from "../policy/CedarSchema.js"
-import { GatewayConfig, type ConfigSources, transportOf } from "../config/Config.js"
+import * as Store from "../auth/Store.js"
+import { GatewayConfig, type ConfigSources, oauthOf, transportOf } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
@@ -54,6 +55,19 @@ export const fixFor = (status: BackendStatus, startupTimeoutMs: number): string 
   if (/\$\{env:/.test(why)) return "set that variable in the environment the gateway runs in (or in its client's env block)"
   if (/refuse|home directory/.test(why)) return "give the server a directory of its own in the configuration"
   return "run its command by hand to see why it exits; its last stderr lines are in the error above"
+}
+
+/** A stored sign-in as `check` shows it: where, for what, until when; never a token. */
+export const describeSignIn = (stored: Store.Stored | undefined, backendId: string, now = Date.now()): string => {
+  if (stored?.tokens === undefined) return `not signed in (run mcp-agentify auth ${backendId})`
+  const { scope, expires_at: expires, refresh_token: refresh } = stored.tokens
+  const left =
+    expires === undefined
+      ? ""
+      : expires > now
+        ? `, the access token good for ${Math.round((expires - now) / 60_000)} min`
+        : ", the access token expired"
+  return `signed in at ${stored.issuer}${scope === undefined ? "" : ` for ${scope}`}${left}${refresh === undefined ? "" : ", renewable"}`
 }
 
 const pad = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
@@ -184,6 +198,10 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
       problems.push(...policies.problems.map((p) => `- policies ${config.policies}: ${p}`))
       warnings.push(...policies.warnings.map((w) => `- policies ${config.policies}: ${w}`))
     }
+    // Who the gateway is signed in as at each remote OAuth backend: issuer and scopes, never a token.
+    const signIns = config.backends
+      .filter((b) => b.url !== undefined && oauthOf(b) !== undefined)
+      .map((b) => `  ${b.id}: ${describeSignIn(Store.read(Store.directory(sources.env), b.id), b.id)}`)
     // What --servers-dir found (info) and the folders it could not use.
     const found = config.notes.filter((n) => n.level === "info" || n.message.startsWith("not a server in "))
     const lines = [
@@ -201,6 +219,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
         : [
             `policies: ${policies.ids.length} in ${config.policies}${policies.ids.length === 0 ? "" : ` (${policies.ids.join(", ")})`}`
           ]),
+      ...(signIns.length === 0 ? [] : ["sign-ins:", ...signIns]),
       `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,
       problems.length === 0 ? "every enabled backend is ready" : `problems:\n${problems.join("\n")}`,
       ...(warnings.length === 0 ? [] : [`warnings:\n${warnings.join("\n")}`]),

@@ -150,6 +150,7 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
     expect(check.status).toBe(1)
     expect(check.stdout).toMatch(/^secure\s+http\s+needs auth\s/m)
     expect(check.stdout).toContain("fix: sign in: mcp-agentify auth secure")
+    expect(check.stdout).toContain("sign-ins:\n  secure: not signed in (run mcp-agentify auth secure)")
     const names = (await client.listTools()).tools.map((t) => t.name)
     expect(names).toContain("fx__echo")
     expect(names.filter((n) => n.startsWith("secure__"))).toEqual([])
@@ -188,6 +189,19 @@ describe.skipIf(SKIP)("the gateway signed in to a remote backend with OAuth", ()
     await until("secure's tools", async () => (await client.listTools()).tools.some((t) => t.name === "secure__whoami"), 20_000)
     expect(changed.length).toBeGreaterThan(0)
     expect((await whoami(client)).sub).toBe("alice")
+    // check says where the gateway is signed in, and for what; never a token. (Not spawnSync: the
+    // authorization server runs in this process.)
+    const checking = spawn(process.execPath, [BIN, "check", "--config", config], {
+      cwd: dir,
+      env: { ...env, AGENTIFY_TOKEN_DIR: tokens },
+      stdio: ["ignore", "pipe", "ignore"]
+    })
+    let report = ""
+    checking.stdout!.on("data", (chunk: Buffer) => (report += chunk.toString("utf8")))
+    await once(checking, "exit")
+    expect(report).toMatch(new RegExp(`  secure: signed in at ${auth.issuer} for mcp:tools.*, renewable\n`))
+    expect(report).not.toContain(stored.tokens!.access_token)
+    expect(report).not.toContain(stored.tokens!.refresh_token)
   }, 60_000)
 })
 
