@@ -206,3 +206,16 @@ export const written = (dir: string, backendId: string): Effect.Effect<void> =>
       return Effect.void
     }
   })
+
+/** A stored sign-in as `check` and the debug UI show it: where, for what, until when; never a token. */
+export const describe = (stored: Stored | undefined, backendId: string, now = Date.now()): string => {
+  if (stored?.tokens === undefined) return `not signed in (run mcp-agentify auth ${backendId})`
+  const { scope, expires_at: expires, refresh_token: refresh } = stored.tokens
+  const left =
+    expires === undefined
+      ? ""
+      : expires > now
+        ? `, the access token good for ${Math.round((expires - now) / 60_000)} min`
+        : ", the access token expired"
+  return `signed in at ${stored.issuer}${scope === undefined ? "" : ` for ${scope}`}${left}${refresh === undefined ? "" : ", renewable"}`
+}

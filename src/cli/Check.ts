@@ -57,19 +57,6 @@ export const fixFor = (status: BackendStatus, startupTimeoutMs: number): string 
   return "run its command by hand to see why it exits; its last stderr lines are in the error above"
 }
 
-/** A stored sign-in as `check` shows it: where, for what, until when; never a token. */
-export const describeSignIn = (stored: Store.Stored | undefined, backendId: string, now = Date.now()): string => {
-  if (stored?.tokens === undefined) return `not signed in (run mcp-agentify auth ${backendId})`
-  const { scope, expires_at: expires, refresh_token: refresh } = stored.tokens
-  const left =
-    expires === undefined
-      ? ""
-      : expires > now
-        ? `, the access token good for ${Math.round((expires - now) / 60_000)} min`
-        : ", the access token expired"
-  return `signed in at ${stored.issuer}${scope === undefined ? "" : ` for ${scope}`}${left}${refresh === undefined ? "" : ", renewable"}`
-}
-
 const pad = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
   return rows
@@ -201,7 +188,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
     // Who the gateway is signed in as at each remote OAuth backend: issuer and scopes, never a token.
     const signIns = config.backends
       .filter((b) => b.url !== undefined && oauthOf(b) !== undefined)
-      .map((b) => `  ${b.id}: ${describeSignIn(Store.read(Store.directory(sources.env), b.id), b.id)}`)
+      .map((b) => `  ${b.id}: ${Store.describe(Store.read(Store.directory(sources.env), b.id), b.id)}`)
     // What --servers-dir found (info) and the folders it could not use.
     const found = config.notes.filter((n) => n.level === "info" || n.message.startsWith("not a server in "))
     const lines = [

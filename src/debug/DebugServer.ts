@@ -5,7 +5,7 @@
  *
  *   GET  /                          the page
  *   GET  /api/status                version, pid, uptime, backends ready, what is recorded, config reloads
- *   GET  /api/backends              each backend's state, address, restarts, counts, calls, latency
+ *   GET  /api/backends              each backend's state, address, sign-in, restarts, counts, calls, latency
  *   GET  /api/config                the configuration in force, secrets left out
  *   GET  /api/logs?level=&limit=&search=
  *   GET  /api/mcptrace?limit=&backend=&session=&method=
@@ -24,7 +24,8 @@ import { Effect, Option, Queue } from "effect"
 import { createServer } from "node:http"
 import { Backends, countListed, hiddenIn } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
-import { describeBackend, EXPOSURE_KEYS, GatewayConfig, type ResolvedConfig, transportOf } from "../config/Config.js"
+import { describeBackend, EXPOSURE_KEYS, GatewayConfig, oauthOf, type ResolvedConfig, transportOf } from "../config/Config.js"
+import * as Store from "../auth/Store.js"
 import * as Secrets from "../observability/Secrets.js"
 import { SERVER_VERSION } from "../gateway/methods/Aggregate.js"
 import { makeGuards, tokenMatches } from "../transport/Guards.js"
@@ -139,6 +140,13 @@ export const serve = (options: Options, recorder: Recorder) =>
               // last failed call's (an isError result counts, as in `errors`); null when there is none.
               lastError: s.lastError !== undefined ? Secrets.scrub(s.lastError) : (stats?.lastError?.message ?? null),
               protocolVersion: s.protocolVersion,
+              // Where the gateway is signed in at a remote OAuth backend (issuer, scopes): never a token.
+              signIn: (() => {
+                const config = backends.configOf(s.id)
+                return config?.url === undefined || oauthOf(config) === undefined
+                  ? null
+                  : Store.describe(Store.read(Store.directory(), s.id), s.id)
+              })(),
               tools: s.toolCount,
               resources: c?.resources,
               prompts: c?.prompts,

@@ -307,6 +307,7 @@ describe.skipIf(SKIP)("a gateway signed in to a remote backend", () => {
   it("over HTTP, the step-up's redirect comes back to the gateway's own /oauth/callback (the user's browser may be elsewhere)", async () => {
     const gateway = await startHttpGateway({
       config: { backends: [{ id: "secure", url: mcpUrl, auth: "oauth" }] },
+      args: ["--debug-port", "0"],
       env: { AGENTIFY_STATE_DIR: env.AGENTIFY_STATE_DIR!, AGENTIFY_TOKEN_DIR: tokenDir }
     })
     const asked: Array<string> = []
@@ -332,6 +333,14 @@ describe.skipIf(SKIP)("a gateway signed in to a remote backend", () => {
       // A redirect nobody waits for is refused.
       const stray = await fetch(`${gateway.base}/oauth/callback?code=x&state=not-one-of-ours`)
       expect(stray.status).toBe(404)
+      // The debug UI says where the gateway is signed in now, for what; never a token.
+      const port = await until("the debug UI", () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(gateway.stderr())?.[1])
+      const backends = await (await fetch(`http://127.0.0.1:${port}/api/backends`)).text()
+      const signIn = (JSON.parse(backends) as Array<{ id: string; signIn: string }>).find((b) => b.id === "secure")!.signIn
+      expect(signIn).toMatch(new RegExp(`^signed in at ${auth.issuer} for .*notes:write.*, renewable$`))
+      const stored = Store.read(tokenDir, "secure", env)!
+      expect(backends).not.toContain(stored.tokens!.access_token)
+      expect(backends).not.toContain(stored.tokens!.refresh_token)
     } finally {
       await remote.close()
       await gateway.close()
