@@ -49,6 +49,10 @@ export interface ToolCall {
   readonly decisions: Array<Decision>
 }
 
+/** Whose call it is: an access token's subject, "local" for the stdio client (or none: an embedding app), else "anonymous". */
+export const userOf = (session: Session | undefined): string =>
+  session?.subject ?? (session === undefined || session.transport === "stdio" ? "local" : "anonymous")
+
 /** Whether a preview holds this call back: its tool is not annotated read-only. */
 export const heldBack = (call: ToolCall): boolean =>
   call.preview === true && (call.target?.entry?.tool.annotations as { readOnlyHint?: unknown } | undefined)?.readOnlyHint !== true

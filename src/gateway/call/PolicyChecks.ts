@@ -12,15 +12,11 @@ import { field } from "../../data/Json.js"
 import type * as Policy from "../../policy/Policy.js"
 import { RpcError } from "../../protocol/Errors.js"
 import type { Session } from "../session/Session.js"
-import type { ToolCall } from "./Call.js"
+import { type ToolCall, userOf } from "./Call.js"
 import type { Rule } from "./stages/Decide.js"
 
 /** The code of a request a policy refused (as the `decide` stage refuses a call). */
 const DENIED = -32602
-
-/** Whose request it is: an access token's subject, "local" for the stdio client (or none), else "anonymous". */
-export const userOf = (session: Session | undefined): string =>
-  session?.subject ?? (session === undefined || session.transport === "stdio" ? "local" : "anonymous")
 
 /** The session's user as policies see them. */
 export const principalOf = (session: Session | undefined): Policy.Principal => {

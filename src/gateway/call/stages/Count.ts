@@ -8,19 +8,15 @@ import { Effect } from "effect"
 import { matchesGlob } from "../../../catalog/Exposure.js"
 import type { Limits } from "../../../config/Limits.js"
 import { ErrorCode, RpcError } from "../../../protocol/Errors.js"
-import type { ToolCall } from "../Call.js"
+import { type ToolCall, userOf } from "../Call.js"
 import type { Counted, Quotas } from "../Quotas.js"
 import type { Stage } from "../Stage.js"
-
-/** Whose call it is: an access token's subject, "local" for the stdio client, else "anonymous". */
-const subjectOf = (call: ToolCall): string =>
-  call.session?.subject ?? (call.session === undefined || call.session.transport === "stdio" ? "local" : "anonymous")
 
 /** The keys a call counts against under `limits`. */
 export const countedOf = (call: ToolCall, limits: Limits): ReadonlyArray<Counted> => {
   const counted: Array<Counted> = []
   if (limits.subject !== undefined) {
-    counted.push({ key: `subject\u0000${subjectOf(call)}`, named: "limits.subject", limit: limits.subject })
+    counted.push({ key: `subject\u0000${userOf(call.session)}`, named: "limits.subject", limit: limits.subject })
   }
   const tool = call.target?.entry?.name ?? call.name
   const glob = Object.keys(limits.tools ?? {}).find((g) => matchesGlob(g, tool))

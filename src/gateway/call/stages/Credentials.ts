@@ -9,7 +9,8 @@
  */
 import { Effect } from "effect"
 import { oauthOf, type BackendConfig } from "../../../config/Config.js"
-import { field, isObject } from "../../../data/Json.js"
+import { field, isObject, messageOf } from "../../../data/Json.js"
+import * as Secrets from "../../../observability/Secrets.js"
 import { BackendError, ErrorCode, RpcError } from "../../../protocol/Errors.js"
 import { insufficientScopeOf } from "../../../backend/Channel.js"
 import { SIGN_IN_TIMEOUT_MS, type SignInsService } from "../../../auth/SignIns.js"
@@ -63,7 +64,10 @@ export const make = (deps: Deps): Stage => {
       yield* Effect.tryPromise({
         try: () => started.done,
         catch: (error) =>
-          new RpcError({ code: ErrorCode.BackendFailed, message: `Backend '${backendId}' failed: ${String(error)}` })
+          new RpcError({
+            code: ErrorCode.BackendFailed,
+            message: `Backend '${backendId}' failed: ${Secrets.scrub(messageOf(error))}`
+          })
       }).pipe(Effect.timeoutFail({ duration: SIGN_IN_TIMEOUT_MS, onTimeout: () => refused }))
       const complete = { elicitationId: started.elicitationId }
       if (call.context !== undefined) yield* call.context.notify("notifications/elicitation/complete", complete)
