@@ -63,7 +63,8 @@ const principalEntity = (p: Principal): CedarWasm.EntityJson => ({
 
 const resourceEntity = (r: Resource): CedarWasm.EntityJson => ({
   uid: uid(r.type, r.id),
-  attrs: { backend: r.backend, ...(r.tool === undefined ? {} : { ...r.tool }) },
+  // Its id as a string too (`resource.name like "fs__*"`): Cedar gives no way to read an entity's id.
+  attrs: { name: r.id, backend: r.backend, ...(r.tool === undefined ? {} : { ...r.tool }) },
   parents: [uid("Backend", r.backend)]
 })
 

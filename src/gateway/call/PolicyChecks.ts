@@ -143,3 +143,19 @@ export const neverCallable = (settings: Settings, session: Session, view: Catalo
   if (admittedView === view) return []
   return view.entries.filter((e) => !admittedView.byName.has(e.name)).map((e) => e.name)
 }
+
+/**
+ * What a resource or prompt listing shows this session's user: each item they may ever read or
+ * get (by its backend and its URI or listed name); undefined without policies (everything).
+ */
+export const mayList = (
+  settings: Settings,
+  session: Session,
+  type: "Resource" | "Prompt"
+): ((backendId: string, id: string) => boolean) | undefined => {
+  const policies = settings.policies()
+  if (policies === undefined) return undefined
+  const principal = principalOf(session)
+  const action = type === "Resource" ? "read" : "get"
+  return (backendId, id) => policies.mayEver(principal, action, { type, id, backend: backendId })
+}

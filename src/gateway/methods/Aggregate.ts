@@ -499,9 +499,13 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     "tools/list": Methods.constant(listTools),
     "tools/call": Methods.method(Params.CallToolParams, callTool),
     "agentify/orchestrateTask": Methods.relayed(orchestrateTask),
-    "resources/list": Methods.constant(Effect.suspend(() => ctx.relay.listResources(profile()))),
+    "resources/list": Methods.constant(
+      Effect.suspend(() => ctx.relay.listResources(profile(), PolicyChecks.mayList(ctx.policies, session, "Resource")))
+    ),
     "resources/templates/list": Methods.constant(Effect.suspend(() => ctx.relay.listResourceTemplates(profile()))),
-    "prompts/list": Methods.constant(Effect.suspend(() => ctx.relay.listPrompts(profile()))),
+    "prompts/list": Methods.constant(
+      Effect.suspend(() => ctx.relay.listPrompts(profile(), PolicyChecks.mayList(ctx.policies, session, "Prompt")))
+    ),
     "resources/read": Methods.method(Params.UriParams, (params, context, method) =>
       relayed(
         Effect.tap(ctx.relay.routeUri(params, profile()), ({ backendId }) =>

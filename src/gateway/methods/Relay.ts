@@ -189,11 +189,22 @@ export const make = (backends: BackendsService) => {
     })
 
   return {
-    listResources: (profile: Profile | undefined) =>
-      Effect.map(merged("resources", profile), ({ items }) => ({ resources: items })),
+    /** `admits`: whether a listed resource is shown (the policies' say), by its backend and URI. */
+    listResources: (profile: Profile | undefined, admits?: (backendId: string, uri: string) => boolean) =>
+      Effect.map(merged("resources", profile), ({ items, owners }) => ({
+        resources:
+          admits === undefined ? items : items.filter((item) => admits(owners.get(item.uri as string) ?? "", item.uri as string))
+      })),
     listResourceTemplates: (profile: Profile | undefined) =>
       Effect.map(merged("templates", profile), ({ items }) => ({ resourceTemplates: items })),
-    listPrompts: (profile: Profile | undefined) => Effect.map(prompts(profile), ({ items }) => ({ prompts: items })),
+    /** `admits`: whether a listed prompt is shown (the policies' say), by its backend and name as listed. */
+    listPrompts: (profile: Profile | undefined, admits?: (backendId: string, name: string) => boolean) =>
+      Effect.map(prompts(profile), ({ items, routes }) => ({
+        prompts:
+          admits === undefined
+            ? items
+            : items.filter((item) => admits(routes.get(item.name as string)?.backendId ?? "", item.name as string))
+      })),
 
     /** Where a request about a resource URI (`resources/read`, subscribe) goes. */
     routeUri: (params: Params.UriParams, profile: Profile | undefined) =>

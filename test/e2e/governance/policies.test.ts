@@ -15,7 +15,7 @@ import { call, type HttpGateway, initializeParams, send, startHttpGateway } from
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { freePort } from "../../bench/httpClient.js"
 import { until } from "../../support/process.js"
-import { BIN, cleanEnv, startGateway, tempDir } from "../../support/stdioClient.js"
+import { BIN, cleanEnv, ROOT, startGateway, tempDir } from "../../support/stdioClient.js"
 
 const POLICIES = `
 // Anyone may call a read-only tool; the group "ops" may do anything.
@@ -229,6 +229,46 @@ describe("policies over stdio and at the command line", () => {
       expect(broken.stderr()).toContain("every call is refused until it is fixed")
     } finally {
       await broken.close()
+    }
+  }, 30_000)
+
+  it("lists the resources and prompts a user may read or get, and refuses the others (server-everything)", async () => {
+    const dirOf = tempDir()
+    const everything = join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+    const configFile = join(dirOf, "gateway.json")
+    const cedar = join(dirOf, "reads.cedar")
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        backends: [{ id: "everything", command: process.execPath, args: [everything, "stdio"] }],
+        policies: cedar
+      })
+    )
+    writeFileSync(
+      cedar,
+      `@id("first-resource-only")
+permit (principal, action == Action::"read", resource in Backend::"everything") when { resource.name like "*/features.md" };
+@id("simple-prompt-only")
+permit (principal, action == Action::"get", resource == Prompt::"everything__simple-prompt");`
+    )
+    const client = startGateway({ args: ["--config", configFile] })
+    try {
+      await client.initialize()
+      const resources = (await client.request("resources/list")).result.resources as Array<{ uri: string }>
+      expect(resources.map((r) => r.uri)).toEqual(["demo://resource/static/document/features.md"])
+      const prompts = (await client.request("prompts/list")).result.prompts as Array<{ name: string }>
+      expect(prompts.map((p) => p.name)).toEqual(["everything__simple-prompt"])
+      expect((await client.request("resources/read", { uri: resources[0]!.uri })).result.contents).toBeDefined()
+      const unread = await client.request("resources/read", { uri: "demo://resource/static/document/architecture.md" })
+      expect(unread.error?.message).toMatch(
+        /^read of resource demo:\/\/resource\/static\/document\/architecture\.md refused by policies/
+      )
+      const refused = await client.request("prompts/get", { name: "everything__args-prompt", arguments: { city: "Paris" } })
+      expect(refused.error?.message).toBe(
+        'get of prompt everything__args-prompt refused by policies: no policy permits get on Prompt::"everything__args-prompt"'
+      )
+    } finally {
+      await client.close()
     }
   }, 30_000)
 
