@@ -377,14 +377,16 @@ export const make = (options: Options, connections?: Listener.Connections) =>
     yield* HttpMiddleware.withTracerDisabledWhenEffect(server.serve(Effect.interruptible(app)), () => true)
     const shown = options.host.includes(":") ? `[${options.host}]` : options.host
     // Sign-ins come back here: to the public address the gateway is known by (its OAuth audience's
-    // origin, when it has one), else the address it listens on.
-    yield* Effect.flatMap(Protocol, (protocol) =>
-      Effect.sync(() =>
-        protocol.signIns.callbacksAt(
-          config.httpAuth !== undefined ? new URL(config.httpAuth.audience).origin : `http://${shown}:${port}`
-        )
-      )
-    )
+    // origin, when it has one), else the address it listens on; an address that names no host
+    // (0.0.0.0, ::) is no address for a browser: those sign-ins keep their loopback listener.
+    const publicBase =
+      config.httpAuth !== undefined
+        ? new URL(config.httpAuth.audience).origin
+        : options.host === "0.0.0.0" || options.host === "::"
+          ? undefined
+          : `http://${shown}:${port}`
+    if (publicBase !== undefined)
+      yield* Effect.flatMap(Protocol, (protocol) => Effect.sync(() => protocol.signIns.callbacksAt(publicBase)))
     yield* Effect.logInfo(`serving MCP over Streamable HTTP at http://${shown}:${port}/mcp`, {
       host: options.host,
       port,
