@@ -92,7 +92,7 @@ export const rule = (settings: Settings): Rule => ({
         via: call.via,
         flow: flowOf(call)
       })
-      return verdict.allowed ? undefined : verdict.why
+      return verdict.allowed ? undefined : { why: verdict.why, data: { policies: verdict.policies } }
     })
 })
 

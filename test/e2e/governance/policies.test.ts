@@ -126,11 +126,12 @@ describe("policies (Cedar)", () => {
     const alice = await sessionOf("alice", ["ops"])
     const bob = await sessionOf("bob", [])
     const denied = await bob.callTool("fx__add_tool", { name: "x" })
-    expect(denied.error).toMatchObject({ code: -32602, data: { stage: "decide", rule: "policies" } })
+    expect(denied.error).toMatchObject({ code: -32602, data: { stage: "decide", rule: "policies", policies: [] } })
     expect(denied.error.message).toBe('fx__add_tool refused by policies: no policy permits call on Tool::"fx__add_tool"')
     expect((await bob.callTool("fx__echo", { text: "hello" })).result.content[0].text).toContain("hello")
     const secret = await alice.callTool("fx__echo", { text: "the secret plan" })
     expect(secret.error.message).toBe('fx__echo refused by policies: forbidden by policy "no-secrets-echoed"')
+    expect(secret.error.data.policies).toEqual(["no-secrets-echoed"])
     expect((await alice.callTool("fx__echo", { text: "the public plan" })).result.isError).not.toBe(true)
     // The gateway's own tools: an action of their own, refused before anything runs.
     const script = await bob.callTool("agentify_run_code", { code: "return 1" })

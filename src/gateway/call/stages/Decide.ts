@@ -10,10 +10,16 @@ import { RpcError } from "../../../protocol/Errors.js"
 import type { ToolCall } from "../Call.js"
 import type { Stage } from "../Stage.js"
 
+/** Why a rule holds a call, and what its refusal's `data` adds (the policies that forbid it). */
+export interface Held {
+  readonly why: string
+  readonly data?: Readonly<Record<string, unknown>> | undefined
+}
+
 export interface Rule {
   readonly name: string
   /** Why the call may not run as it is, or undefined. */
-  readonly refuses: (call: ToolCall) => Effect.Effect<string | undefined>
+  readonly refuses: (call: ToolCall) => Effect.Effect<string | Held | undefined>
   /** The call may run once the user agreed (asked by the `ask` stage); false or absent: refused. */
   readonly ask?: (() => boolean) | undefined
 }
@@ -23,7 +29,11 @@ export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
   run: (call, next) => {
     if (rules.length === 0) return next(call)
     return Effect.flatMap(
-      Effect.forEach(rules, (rule) => Effect.map(rule.refuses(call), (why) => (why === undefined ? undefined : { rule, why }))),
+      Effect.forEach(rules, (rule) =>
+        Effect.map(rule.refuses(call), (held) =>
+          held === undefined ? undefined : typeof held === "string" ? { rule, why: held, data: undefined } : { rule, ...held }
+        )
+      ),
       (verdicts) => {
         const held = verdicts.filter((v) => v !== undefined)
         const refusal = held.find((v) => v.rule.ask?.() !== true)
@@ -32,7 +42,9 @@ export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
           call.decisions.push({ stage: "decide", said: message, refused: true, rule: refusal.rule.name })
           return Effect.zipRight(
             Effect.annotateCurrentSpan("agentify.call.held_by", refusal.rule.name),
-            Effect.fail(new RpcError({ code: -32602, message, data: { stage: "decide", rule: refusal.rule.name } }))
+            Effect.fail(
+              new RpcError({ code: -32602, message, data: { stage: "decide", rule: refusal.rule.name, ...refusal.data } })
+            )
           )
         }
         for (const { rule, why } of held) {
