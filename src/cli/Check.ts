@@ -9,7 +9,7 @@
  */
 import { objectOr } from "../data/Json.js"
 import * as Capabilities from "../catalog/Capabilities.js"
-import { Effect, Fiber, Layer, Stream } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
 import { Backends, countListed, hiddenIn, startOptionsOf } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
@@ -17,10 +17,9 @@ import * as CedarSchema from "../policy/CedarSchema.js"
 import * as Store from "../auth/Store.js"
 import { GatewayConfig, type ConfigSources, oauthOf, transportOf } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
-import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
+import { withCore } from "./Core.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Gateway from "../gateway/Gateway.js"
 
 interface Row {
   readonly id: string
@@ -217,9 +216,4 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
     print(`${lines.join("\n")}\n`)
     yield* backends.stopAll
     return problems.length === 0 ? 0 : 1
-  }).pipe(
-    Effect.provide(
-      Gateway.layerCore.pipe(Layer.provide(LlmClient.layerOpenAI), Layer.provideMerge(GatewayConfig.layer(sources)))
-    ),
-    Effect.provide(Logging.layer())
-  )
+  }).pipe(withCore(sources))

@@ -4,13 +4,12 @@
  * backend, prints the schema on stdout and stops them; a backend that did not start is named on
  * stderr, its tools missing from the schema's arguments.
  */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { Backends, startOptionsOf } from "../backend/Backends.js"
 import { catalogOf } from "../catalog/ToolCatalog.js"
 import { type ConfigSources, GatewayConfig } from "../config/Config.js"
-import * as Gateway from "../gateway/Gateway.js"
 import * as Logging from "../observability/Logging.js"
-import { LlmClient } from "../orchestration/Llm.js"
+import { withCore } from "./Core.js"
 import * as CedarSchema from "../policy/CedarSchema.js"
 
 /** Prints the schema; succeeds with the exit code (1: a backend did not start). */
@@ -26,9 +25,4 @@ export const run = (sources: ConfigSources, print: (text: string) => void): Effe
     print(CedarSchema.generate(tools))
     yield* backends.stopAll
     return missing.length === 0 ? 0 : 1
-  }).pipe(
-    Effect.provide(
-      Gateway.layerCore.pipe(Layer.provide(LlmClient.layerOpenAI), Layer.provideMerge(GatewayConfig.layer(sources)))
-    ),
-    Effect.provide(Logging.layer())
-  )
+  }).pipe(withCore(sources))

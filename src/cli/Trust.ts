@@ -4,14 +4,13 @@
  * from each pin, stores the definitions presented now as the new pins, and says which it trusted.
  * Without a tool, every tool the backend lists now is trusted.
  */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { Backends, startOptionsOf } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
 import { type ConfigSources, GatewayConfig } from "../config/Config.js"
-import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
+import { withCore } from "./Core.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Gateway from "../gateway/Gateway.js"
 
 /** The least time a backend is given to start (a first `npx` download takes a while). */
 const TRUST_STARTUP_MS = 30_000
@@ -73,9 +72,4 @@ export const run = (
     print(`${lines.join("\n")}\n`)
     yield* backends.stopAll
     return 0
-  }).pipe(
-    Effect.provide(
-      Gateway.layerCore.pipe(Layer.provide(LlmClient.layerOpenAI), Layer.provideMerge(GatewayConfig.layer(sources)))
-    ),
-    Effect.provide(Logging.layer())
-  )
+  }).pipe(withCore(sources))

@@ -89,7 +89,7 @@ const contextAttr = (node: unknown): string | undefined => {
 }
 
 /** What of the context these policies (JSON) read, down to the names of the arguments. */
-export const needsOf = (json: unknown): Needs => {
+const needsOf = (json: unknown): Needs => {
   let via = false
   let flow = false
   let args: "all" | Set<string> | undefined

@@ -7,7 +7,6 @@
  * different types is left out, with a comment saying so. `check` validates the policy file
  * against it (`review`).
  */
-import { readFileSync } from "node:fs"
 import * as Cedar from "./Cedar.js"
 import * as Policies from "./Policies.js"
 import { ACTIONS } from "./Policy.js"
@@ -140,9 +139,11 @@ export const review = (
   readonly problems: ReadonlyArray<string>
   readonly warnings: ReadonlyArray<string>
 } => {
-  const loaded = Policies.read(file)
+  const text = Policies.textOf(file)
+  if (typeof text !== "string") return { ids: [], problems: text.problems, warnings: [] }
+  const loaded = Cedar.load(file, text)
   if ("problems" in loaded) return { ids: [], problems: loaded.problems, warnings: [] }
-  const found = Cedar.validate(readFileSync(file, "utf8"), generate(tools))
+  const found = Cedar.validate(text, generate(tools))
   return {
     ids: loaded.ids,
     problems: found.filter((f) => !f.includes("(warning)")),

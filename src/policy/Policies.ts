@@ -14,15 +14,19 @@ import { messageOf } from "../data/Json.js"
 import * as Cedar from "./Cedar.js"
 import type { PolicySet } from "./Policy.js"
 
-/** Reads and loads `file`: the policies, or every problem with them. */
-export const read = (file: string): PolicySet | { readonly problems: ReadonlyArray<string> } => {
-  let text: string
+/** A policy file's text, or why it cannot be read. */
+export const textOf = (file: string): string | { readonly problems: ReadonlyArray<string> } => {
   try {
-    text = readFileSync(file, "utf8")
+    return readFileSync(file, "utf8")
   } catch (error) {
     return { problems: [messageOf(error)] }
   }
-  return Cedar.load(file, text)
+}
+
+/** Reads and loads `file`: the policies, or every problem with them. */
+export const read = (file: string): PolicySet | { readonly problems: ReadonlyArray<string> } => {
+  const text = textOf(file)
+  return typeof text === "string" ? Cedar.load(file, text) : text
 }
 
 /** A set that refuses everything, saying why: what a file that cannot be used enforces. */

@@ -177,7 +177,7 @@ export const postStateless = async (
   method: string,
   params: Record<string, unknown>,
   capabilities: Record<string, unknown> = {}
-): Promise<{ status: number; body: any }> => {
+): Promise<{ status: number; headers: Headers; body: any }> => {
   const body = {
     jsonrpc: "2.0",
     id: 1,
@@ -200,5 +200,5 @@ export const postStateless = async (
     },
     body: JSON.stringify(body)
   })
-  return { status: res.status, body: await res.json() }
+  return { status: res.status, headers: res.headers, body: await res.json() }
 }

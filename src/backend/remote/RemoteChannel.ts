@@ -42,7 +42,7 @@ export const NEEDS_AUTH = "needsAuth"
 export const INSUFFICIENT_SCOPE = "insufficientScope"
 
 /** The scopes a `WWW-Authenticate: Bearer error="insufficient_scope", scope="..."` challenge asks for; else undefined. */
-export const insufficientScopeOf = (challenge: string | null): ReadonlyArray<string> | undefined => {
+export const scopesChallenged = (challenge: string | null): ReadonlyArray<string> | undefined => {
   if (challenge === null || !/error="insufficient_scope"/i.test(challenge)) return undefined
   return (/scope="([^"]*)"/i.exec(challenge)?.[1] ?? "").split(" ").filter((s) => s !== "")
 }

@@ -13,7 +13,7 @@ import { McpHeaders } from "./McpHeaders.js"
 import * as Fetch from "./Fetch.js"
 import type { Outbound } from "../Channel.js"
 import * as Meta from "../../data/Meta.js"
-import { INSUFFICIENT_SCOPE, insufficientScopeOf, type Sent, RemoteChannel } from "./RemoteChannel.js"
+import { INSUFFICIENT_SCOPE, scopesChallenged, type Sent, RemoteChannel } from "./RemoteChannel.js"
 import { SseChannel } from "./Sse.js"
 import { field, stringField } from "../../data/Json.js"
 
@@ -192,7 +192,7 @@ export class StreamableHttpChannel extends RemoteChannel {
         // A token without the scope this request needs: said so, with the scopes asked for (a step-up).
         const wanted =
           status === 403 && this.options.tokens !== undefined
-            ? insufficientScopeOf(response.headers.get("www-authenticate"))
+            ? scopesChallenged(response.headers.get("www-authenticate"))
             : undefined
         if (wanted !== undefined) {
           return this.replyError(message.id!, Fetch.httpProblem(response, text), status, false, { [INSUFFICIENT_SCOPE]: wanted })

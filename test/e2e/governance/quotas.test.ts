@@ -98,34 +98,12 @@ describe("quotas (limits) over HTTP, under concurrent load", () => {
     const first = await postStateless(url, "tools/call", { name: "fx__add", arguments: { a: 1, b: 2 } })
     expect(first.status).toBe(200)
     expect(first.body.result.structuredContent).toEqual({ sum: 3 })
-    const res = await fetch(url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": "fx__add"
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 2,
-        method: "tools/call",
-        params: {
-          name: "fx__add",
-          arguments: { a: 1, b: 2 },
-          _meta: {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}
-          }
-        }
-      })
-    })
+    const res = await postStateless(url, "tools/call", { name: "fx__add", arguments: { a: 1, b: 2 } })
     expect(res.status).toBe(429)
     const seconds = Number(res.headers.get("retry-after"))
     expect(seconds).toBeGreaterThanOrEqual(1)
     expect(seconds).toBeLessThanOrEqual(60)
-    const body = (await res.json()) as any
+    const body = res.body
     expect(body.error.code).toBe(-32029)
     expect(body.error.message).toContain(`retry in ${seconds} s`)
   }, 30_000)
