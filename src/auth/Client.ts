@@ -23,9 +23,15 @@ export class NeedsAuth extends Error {
 
   constructor(
     readonly backendId: string,
-    readonly reason: string
+    readonly reason: string,
+    /** A user of a `perUser` backend: they sign in when a call of theirs reaches it (see SignIns). */
+    readonly subject?: string | undefined
   ) {
-    super(`needs auth: ${reason}; run \`mcp-agentify auth ${backendId}\``)
+    super(
+      subject === undefined
+        ? `needs auth: ${reason}; run \`mcp-agentify auth ${backendId}\``
+        : `needs auth: ${subject} has not signed in to ${backendId} (${reason})`
+    )
   }
 }
 
@@ -198,12 +204,19 @@ export class BackendTokens {
    * for it (someone ran `mcp-agentify auth`), and a 401 naming its resource metadata makes it
    * "needs auth" rather than failed.
    */
+  /** Where its tokens are in the store (see Store `entryOf`). */
+  private readonly entry: string
+
+  /** `subject`: a user's own tokens for a `perUser` backend, never anyone else's. */
   constructor(
     readonly backendId: string,
     readonly resourceUrl: string,
     readonly settings: OAuthSettings | undefined,
-    readonly dir: string = Store.directory()
-  ) {}
+    readonly dir: string = Store.directory(),
+    readonly subject?: string | undefined
+  ) {
+    this.entry = Store.entryOf(backendId, subject)
+  }
 
   /** `Bearer <token>` for the next request; undefined when it takes none. */
   header(): Promise<string | undefined> {
@@ -241,17 +254,17 @@ export class BackendTokens {
    * `fresh`: read the file again (after a 401: `mcp-agentify auth` may have written it since).
    */
   private usable(fresh = false): Store.Stored | undefined {
-    const written = Store.writtenAt(this.dir, this.backendId)
+    const written = Store.writtenAt(this.dir, this.entry)
     if (fresh || this.cached === undefined || this.cached.written !== written) {
-      this.cached = { stored: Store.read(this.dir, this.backendId), written }
+      this.cached = { stored: Store.read(this.dir, this.entry), written }
     }
     const stored = this.cached.stored
     return stored !== undefined && covers(stored.resource, this.resourceUrl) ? stored : undefined
   }
 
   private save(stored: Store.Stored): void {
-    Store.write(this.dir, this.backendId, stored)
-    this.cached = { stored, written: Store.writtenAt(this.dir, this.backendId) }
+    Store.write(this.dir, this.entry, stored)
+    this.cached = { stored, written: Store.writtenAt(this.dir, this.entry) }
   }
 
   private renew(stored: Store.Stored | undefined, challenge: string | null | undefined): Promise<string> {
@@ -288,7 +301,11 @@ export class BackendTokens {
         const { tokens: _refused, ...rest } = stored
         this.save(rest)
         if (this.settings?.grant !== "client_credentials") {
-          throw new NeedsAuth(this.backendId, `the authorization server refused the refresh (${oauthMessage(error)})`)
+          throw new NeedsAuth(
+            this.backendId,
+            `the authorization server refused the refresh (${oauthMessage(error)})`,
+            this.subject
+          )
         }
       }
     }
@@ -307,7 +324,11 @@ export class BackendTokens {
       this.save({ resource: found.resource, issuer: found.issuer, client, tokens })
       return `Bearer ${tokens.access_token}`
     }
-    throw new NeedsAuth(this.backendId, stored?.tokens === undefined ? "no token yet" : "the access token was refused")
+    throw new NeedsAuth(
+      this.backendId,
+      stored?.tokens === undefined ? "no token yet" : "the access token was refused",
+      this.subject
+    )
   }
 }
 

@@ -182,7 +182,12 @@ export interface Prepared {
 export const prepare = async (
   backend: { readonly id: string; readonly url: string; readonly settings: OAuthSettings | undefined },
   redirectUri: string,
-  options: { readonly dir: string; readonly scopes?: ReadonlyArray<string> | undefined }
+  options: {
+    readonly dir: string
+    readonly scopes?: ReadonlyArray<string> | undefined
+    /** A user signing in for themselves to a `perUser` backend: the tokens are theirs alone. */
+    readonly subject?: string | undefined
+  }
 ): Promise<Prepared> => {
   const settings = backend.settings ?? { type: "oauth" as const }
   if (settings.grant === "client_credentials") {
@@ -257,9 +262,10 @@ export const prepare = async (
       issuer: found.issuer,
       client,
       // What was asked, when the server does not say what it granted: a step-up asks for more than this.
-      tokens: tokens.scope === undefined && wanted.length > 0 ? { ...tokens, scope: wanted.join(" ") } : tokens
+      tokens: tokens.scope === undefined && wanted.length > 0 ? { ...tokens, scope: wanted.join(" ") } : tokens,
+      ...(options.subject === undefined ? {} : { subject: options.subject })
     }
-    Store.write(options.dir, backend.id, stored)
+    Store.write(options.dir, Store.entryOf(backend.id, options.subject), stored)
     return stored
   }
   return { url, issuer: found.issuer, state, finish }

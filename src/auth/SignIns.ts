@@ -1,9 +1,10 @@
 /**
- * Sign-ins the running gateway asks a user for (a step-up to more scope): the authorization code
+ * Sign-ins the running gateway asks a user for (a step-up to more scope, or a user's first call
+ * to a backend that acts as each user, `perUser`): the authorization code
  * flow of `mcp-agentify auth` (see SignIn). Its redirect comes back to the gateway's HTTP listener
  * (`/oauth/callback`, when it serves HTTP: the user's browser may be on another machine), else to
  * a loopback listener of this process, started for the sign-in and closed with it. One sign-in at
- * a time per backend: a second call that needs the same one waits for it. The user is asked by
+ * a time per backend and user: a second call that needs the same one waits for it. The user is asked by
  * the caller (URL-mode elicitation); here is only the flow and its end.
  */
 import { Context, Effect, Layer } from "effect"
@@ -20,6 +21,8 @@ export interface Backend {
   readonly id: string
   readonly url: string
   readonly settings: OAuthSettings | undefined
+  /** A user signing in for themselves (a `perUser` backend); absent: the gateway's own sign-in. */
+  readonly subject?: string | undefined
 }
 
 /** A sign-in under way: the page its user opens, and when it is done (the tokens stored). */
@@ -41,10 +44,10 @@ export interface SignInsService {
    * request must repeat the redirect URI exactly.
    */
   readonly callback: (pathAndQuery: string) => string | undefined
-  /** Starts a sign-in to `backend` for `scopes` (or joins the one under way). */
-  readonly start: (backend: Backend, scopes: ReadonlyArray<string>) => Effect.Effect<Started, Error>
-  /** The scopes of the tokens stored for a backend (what a step-up adds to). */
-  readonly grantedScopes: (backendId: string) => ReadonlyArray<string>
+  /** Starts a sign-in to `backend` for `scopes` (else those configured or asked for), or joins the one under way. */
+  readonly start: (backend: Backend, scopes: ReadonlyArray<string> | undefined) => Effect.Effect<Started, Error>
+  /** The scopes of the tokens stored for a backend, or a user's of it (what a step-up adds to). */
+  readonly grantedScopes: (backendId: string, subject?: string | undefined) => ReadonlyArray<string>
 }
 
 export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS): SignInsService => {
@@ -69,25 +72,25 @@ export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS): SignInsServic
       }
     }
   }
-  const begin = async (backend: Backend, scopes: ReadonlyArray<string>): Promise<Started> => {
+  const begin = async (backend: Backend, scopes: ReadonlyArray<string> | undefined): Promise<Started> => {
     // The OAuth client (openid-client) loads with the first sign-in: a gateway that asks for none never reads it.
     const { prepare, within } = await import("./SignIn.js")
     const listener = await listen(backend.id)
     try {
-      const prepared = await prepare(backend, listener.redirectUri, { dir, scopes })
+      const prepared = await prepare(backend, listener.redirectUri, { dir, scopes, subject: backend.subject })
       const done = within(listener.returned(prepared.state), timeoutMs, `no sign-in to ${backend.id}`)
         .then((returned) => prepared.finish(returned))
         .then(() => undefined)
         .finally(() => {
           listener.close()
-          underway.delete(backend.id)
+          underway.delete(Store.entryOf(backend.id, backend.subject))
         })
       // Nobody may wait for it (the client was told to open the page later): never unhandled.
       done.catch(() => {})
       return { elicitationId: randomUUID(), url: prepared.url.href, done }
     } catch (error) {
       listener.close()
-      underway.delete(backend.id)
+      underway.delete(Store.entryOf(backend.id, backend.subject))
       throw error
     }
   }
@@ -105,14 +108,17 @@ export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS): SignInsServic
     start: (backend, scopes) =>
       Effect.tryPromise({
         try: () => {
-          let started = underway.get(backend.id)
-          if (started === undefined) underway.set(backend.id, (started = begin(backend, scopes)))
+          const entry = Store.entryOf(backend.id, backend.subject)
+          let started = underway.get(entry)
+          if (started === undefined) underway.set(entry, (started = begin(backend, scopes)))
           return started
         },
         catch: (error) => new Error(`the sign-in to ${backend.id} could not start: ${Secrets.scrub(messageOf(error))}`)
       }),
-    grantedScopes: (backendId) =>
-      (Store.read(dir, backendId)?.tokens?.scope ?? "").split(" ").filter((s) => s !== "" && s !== "offline_access")
+    grantedScopes: (backendId, subject) =>
+      (Store.read(dir, Store.entryOf(backendId, subject))?.tokens?.scope ?? "")
+        .split(" ")
+        .filter((s) => s !== "" && s !== "offline_access")
   }
 }
 

@@ -9,15 +9,20 @@
  * only for that resource, so a backend whose URL changed never receives another server's token.
  * Every token and client secret read or written is registered with the scrubber at once.
  *
- * Sealed at rest with AES-256-GCM, bound to its backend (the backend's id is the authenticated
- * data: a file copied to another backend's name does not open). The key is `AGENTIFY_TOKEN_KEY`
+ * A backend that acts as each user (`perUser`) has a file per user besides:
+ * `<dir>/<backendId>/users/<sha-256 of the subject>.json` (see `entryOf`), the subject's name
+ * inside the sealed file only.
+ *
+ * Sealed at rest with AES-256-GCM, bound to what it is for (the backend's id, and the user's for a
+ * user's file, is the authenticated data: a file copied to another backend's or user's name does
+ * not open). The key is `AGENTIFY_TOKEN_KEY`
  * (32 bytes, base64 or hex), else `token.key` in the state directory (made on first write, 0600):
  * a copy of the token directory alone gives nobody a token. A file written before sealing is read
  * as it is and sealed when next written.
  */
 import { Effect } from "effect"
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync } from "node:fs"
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { stateDirOf } from "../data/StateDir.js"
@@ -46,13 +51,23 @@ export interface Stored {
     readonly token_endpoint_auth_method?: string | undefined
   }
   readonly tokens?: StoredTokens | undefined
+  /** Whose tokens these are, in a user's file of a `perUser` backend (the token's subject at the gateway). */
+  readonly subject?: string | undefined
 }
 
 export const directory = (env: Readonly<Record<string, string | undefined>> = process.env): string =>
   env.AGENTIFY_TOKEN_DIR?.trim() ||
   path.join(env.XDG_CONFIG_HOME?.trim() || path.join(os.homedir(), ".config"), "mcp-agentify", "tokens")
 
-export const fileOf = (dir: string, backendId: string): string => path.join(dir, `${backendId}.json`)
+/**
+ * What a file holds tokens for, as every function here names it: the backend's id (the gateway's
+ * own sign-in), or `<backendId>/users/<sha-256 of subject>` (a user's own, for a `perUser`
+ * backend). Hashed: a subject is any string, and a file name should not say whose it is.
+ */
+export const entryOf = (backendId: string, subject?: string | undefined): string =>
+  subject === undefined ? backendId : `${backendId}/users/${createHash("sha256").update(subject).digest("hex").slice(0, 40)}`
+
+export const fileOf = (dir: string, entry: string): string => path.join(dir, `${entry}.json`)
 
 const register = (stored: Stored): Stored => {
   Secrets.register(stored.tokens?.access_token ?? "")
@@ -101,12 +116,12 @@ interface Sealed {
   readonly data: string
 }
 
-const boundTo = (backendId: string) => Buffer.from(`mcp-agentify tokens of ${backendId}`)
+const boundTo = (entry: string) => Buffer.from(`mcp-agentify tokens of ${entry}`)
 
-const seal = (stored: Stored, backendId: string, key: Buffer): Sealed => {
+const seal = (stored: Stored, entry: string, key: Buffer): Sealed => {
   const iv = randomBytes(12)
   const cipher = createCipheriv("aes-256-gcm", key, iv)
-  cipher.setAAD(boundTo(backendId))
+  cipher.setAAD(boundTo(entry))
   const data = Buffer.concat([cipher.update(JSON.stringify(stored), "utf8"), cipher.final()])
   return {
     sealed: "A256GCM",
@@ -117,11 +132,11 @@ const seal = (stored: Stored, backendId: string, key: Buffer): Sealed => {
 }
 
 /** A sealed file's content, or undefined when it does not open (another key, another backend's file, altered). */
-const open = (sealed: Sealed, backendId: string, key: Buffer | undefined): unknown => {
+const open = (sealed: Sealed, entry: string, key: Buffer | undefined): unknown => {
   if (key === undefined) return undefined
   try {
     const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(sealed.iv, "base64"))
-    decipher.setAAD(boundTo(backendId))
+    decipher.setAAD(boundTo(entry))
     decipher.setAuthTag(Buffer.from(sealed.tag, "base64"))
     return JSON.parse(Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString("utf8"))
   } catch {
@@ -129,15 +144,17 @@ const open = (sealed: Sealed, backendId: string, key: Buffer | undefined): unkno
   }
 }
 
-/** What is stored for `backendId`, if anything readable is. */
+/** What is stored for `entry` (see `entryOf`), if anything readable is. */
 export const read = (
   dir: string,
-  backendId: string,
+  entry: string,
   env: Readonly<Record<string, string | undefined>> = process.env
 ): Stored | undefined => {
   try {
-    const onDisk = JSON.parse(readFileSync(fileOf(dir, backendId), "utf8")) as Partial<Stored> & Partial<Sealed>
-    const parsed = (onDisk.sealed === "A256GCM" ? open(onDisk as Sealed, backendId, keyOf(env)) : onDisk) as
+    const onDisk = JSON.parse(readFileSync(fileOf(dir, entry), "utf8")) as Partial<Stored> & Partial<Sealed>
+    // A file from before sealing is read as it is; a user's file was never anything but sealed.
+    const plain = onDisk.sealed === undefined && !entry.includes("/")
+    const parsed = (onDisk.sealed === "A256GCM" ? open(onDisk as Sealed, entry, keyOf(env)) : plain ? onDisk : undefined) as
       Partial<Stored> | undefined
     if (parsed === undefined) return undefined
     if (typeof parsed.resource !== "string" || typeof parsed.issuer !== "string") return undefined
@@ -148,41 +165,59 @@ export const read = (
   }
 }
 
-/** When `backendId`'s file was last written (ms, with sub-millisecond precision), if there is one. */
-export const writtenAt = (dir: string, backendId: string): number | undefined => {
+/** When `entry`'s file was last written (ms, with sub-millisecond precision), if there is one. */
+export const writtenAt = (dir: string, entry: string): number | undefined => {
   try {
-    return statSync(fileOf(dir, backendId)).mtimeMs
+    return statSync(fileOf(dir, entry)).mtimeMs
   } catch {
     return undefined
   }
 }
 
-/** Writes what is stored for `backendId` (0600; the directory 0700). */
+/** Writes what is stored for `entry` (0600; the directory 0700). */
 export const write = (
   dir: string,
-  backendId: string,
+  entry: string,
   stored: Stored,
   env: Readonly<Record<string, string | undefined>> = process.env
 ): void => {
   register(stored)
-  mkdirSync(dir, { recursive: true, mode: 0o700 })
-  const file = fileOf(dir, backendId)
+  const file = fileOf(dir, entry)
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
   const temporary = `${file}.${process.pid}.tmp`
-  writeFileSync(temporary, `${JSON.stringify(seal(stored, backendId, keyOf(env, true)!))}\n`, { mode: 0o600 })
+  writeFileSync(temporary, `${JSON.stringify(seal(stored, entry, keyOf(env, true)!))}\n`, { mode: 0o600 })
   // A file left from an older umask keeps its mode on rename: set it on the new one.
   chmodSync(temporary, 0o600)
   renameSync(temporary, file)
 }
 
-/** Forgets the tokens (a refresh the server refused), keeping the client registration. */
-export const dropTokens = (dir: string, backendId: string): void => {
-  const stored = read(dir, backendId)
-  if (stored === undefined) return
-  const { tokens: _dropped, ...rest } = stored
-  write(dir, backendId, rest)
+/** The users signed in to a `perUser` backend, with what is stored for each (by subject). */
+export const usersOf = (
+  dir: string,
+  backendId: string,
+  env: Readonly<Record<string, string | undefined>> = process.env
+): ReadonlyArray<Stored & { readonly subject: string }> => {
+  let names: ReadonlyArray<string>
+  try {
+    names = readdirSync(path.join(dir, backendId, "users")).filter((n) => n.endsWith(".json"))
+  } catch {
+    return []
+  }
+  return names
+    .map((name) => read(dir, `${backendId}/users/${name.slice(0, -".json".length)}`, env))
+    .filter((stored): stored is Stored & { readonly subject: string } => typeof stored?.subject === "string")
+    .sort((a, b) => a.subject.localeCompare(b.subject))
 }
 
-export const remove = (dir: string, backendId: string): void => rmSync(fileOf(dir, backendId), { force: true })
+/** Forgets the tokens (a refresh the server refused), keeping the client registration. */
+export const dropTokens = (dir: string, entry: string): void => {
+  const stored = read(dir, entry)
+  if (stored === undefined) return
+  const { tokens: _dropped, ...rest } = stored
+  write(dir, entry, rest)
+}
+
+export const remove = (dir: string, entry: string): void => rmSync(fileOf(dir, entry), { force: true })
 
 /**
  * Completes when `backendId`'s file is written (someone signed in with `mcp-agentify auth`, in
@@ -209,7 +244,11 @@ export const written = (dir: string, backendId: string): Effect.Effect<void> =>
 
 /** A stored sign-in as `check` and the debug UI show it: where, for what, until when; never a token. */
 export const describe = (stored: Stored | undefined, backendId: string, now = Date.now()): string => {
-  if (stored?.tokens === undefined) return `not signed in (run mcp-agentify auth ${backendId})`
+  if (stored?.tokens === undefined) {
+    return stored?.subject !== undefined
+      ? "not signed in (asked at their next call)"
+      : `not signed in (run mcp-agentify auth ${backendId})`
+  }
   const { scope, expires_at: expires, refresh_token: refresh } = stored.tokens
   const left =
     expires === undefined

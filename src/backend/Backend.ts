@@ -131,7 +131,8 @@ const makeOne = Effect.fn("Backend.make")(
         config.maxFrameBytes ?? options.maxFrameBytes ?? DEFAULT_MAX_BACKEND_FRAME_BYTES,
         logs,
         inbound,
-        options.events
+        options.events,
+        options.subject
       ),
       (connection) => terminate(connection, graceMs)
     )

@@ -10,7 +10,8 @@
  * Longer than most modules: start, restart, replace, apply (a reload's difference) and stop are one
  * state machine over one table of entries under one lock, and splitting it would hand that table
  * around. The parts it uses are apart: the heartbeat (`Heartbeat`), one backend (`Backend`), the
- * restart policy and its `Schedule` (`Restart`), what a new set changes (`Diff`).
+ * restart policy and its `Schedule` (`Restart`), what a new set changes (`Diff`), an entry of the
+ * table (`Entry`), each user's own connection to a `perUser` backend (`Lanes`).
  */
 import {
   Context,
@@ -28,12 +29,14 @@ import {
 } from "effect"
 import * as Backend from "./Backend.js"
 import * as Heartbeat from "./Heartbeat.js"
+import * as Lanes from "./Lanes.js"
+import { type Entry, notReady, statusOf } from "./Entry.js"
 import { needsAuthOf } from "./Channel.js"
 import * as Store from "../auth/Store.js"
 import { type Applied, diff, NOTHING_APPLIED } from "./Diff.js"
 import { answerAlone, type BackendRequestHandler, capabilitiesFor } from "./BackendRequests.js"
 import { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelays } from "./Restart.js"
-import { type BackendConfig, describeBackend, type Exposure, healthCheckOf, rootsOf } from "../config/Config.js"
+import { type BackendConfig, describeBackend, type Exposure, healthCheckOf, oauthOf, rootsOf } from "../config/Config.js"
 import { BackendError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
@@ -96,8 +99,18 @@ export interface BackendsService {
   readonly configOf: (backendId: string) => BackendConfig | undefined
   /** The backend's running client when it is ready (its capabilities, server info, instructions). */
   readonly backend: (backendId: string) => Backend.Backend | undefined
-  /** Any MCP request on a ready backend; the result passes through unchanged. */
-  readonly executeOnBackend: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
+  /**
+   * Any MCP request on a ready backend; the result passes through unchanged. `subject`: whose it
+   * is, for a backend that acts as each user (`perUser`): it goes on that user's lane (see Lanes).
+   */
+  readonly executeOnBackend: (
+    backendId: string,
+    method: string,
+    params: unknown,
+    subject?: string
+  ) => Effect.Effect<unknown, BackendError>
+  /** The users with a lane open to a `perUser` backend now. */
+  readonly laneUsers: (backendId: string) => Effect.Effect<ReadonlyArray<string>>
   /** Emits whenever the ready backends' tools change (ready, re-listed, crashed, restarted, stopped). */
   readonly toolsChanged: Stream.Stream<void>
   /** Backend notifications (progress, log messages), for observers such as the debug UI. */
@@ -136,56 +149,6 @@ export interface BackendsService {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-interface Entry {
-  /** Replaced in place by `apply` when only its exposure settings changed. */
-  config: BackendConfig
-  /** Why it was stopped for good ("backend removed"): what its calls in flight fail with. */
-  stoppedFor: string | undefined
-  state: BackendState
-  lastError: string | undefined
-  pid: number | undefined
-  protocolVersion: string | undefined
-  restarts: number
-  tools: ReadonlyArray<Tool>
-  /** Its tools whose definitions differ from their pins (see Pins). */
-  changed: ReadonlyArray<Pins.Changed>
-  /** What the review of its pins said besides (kept for `check`; logged when said). */
-  pinNotes: ReadonlyArray<string>
-  backend: Backend.Backend | undefined
-  /** The era it spoke last: a restart speaks it again without asking (see Backend `era`). */
-  era: Backend.Era
-  fiber: Fiber.RuntimeFiber<void> | undefined
-  /** Completed when start() may stop waiting for this backend: ready, failed, or its first attempt failed. */
-  readonly settled: Deferred.Deferred<void>
-}
-
-const statusOf = (entry: Entry): BackendStatus => ({
-  id: entry.config.id,
-  ...(entry.config.displayName === undefined ? {} : { displayName: entry.config.displayName }),
-  state: entry.state,
-  ...(entry.lastError === undefined ? {} : { lastError: entry.lastError }),
-  ...(entry.pid === undefined ? {} : { pid: entry.pid }),
-  restarts: entry.restarts,
-  toolCount: entry.state === "ready" ? entry.tools.length : 0,
-  ...(entry.protocolVersion === undefined ? {} : { protocolVersion: entry.protocolVersion }),
-  enabled: entry.config.enabled
-})
-
-const notReady = (entry: Entry, method: string): BackendError => {
-  const why = !entry.config.enabled
-    ? "disabled in the configuration"
-    : entry.state === "starting"
-      ? "still starting"
-      : entry.state === "restarting"
-        ? `restarting${entry.lastError === undefined ? "" : ` after: ${entry.lastError}`}`
-        : entry.state === "failed"
-          ? `not running: ${entry.lastError ?? "failed"}`
-          : entry.state === "needs auth"
-            ? (entry.lastError ?? `needs auth; run \`mcp-agentify auth ${entry.config.id}\``)
-            : "stopped"
-  return new BackendError({ backendId: entry.config.id, reason: "not_ready", method, summary: why })
-}
 
 /** Builds the service; its backends live in the current scope. */
 export const make = (options: ManagerOptions = {}) =>
@@ -258,30 +221,47 @@ export const make = (options: ManagerOptions = {}) =>
         return Effect.forEach(reviewed.warnings, (warning) => Effect.logWarning(warning), { discard: true })
       })
 
+    /** How a backend is made (but for what it does when its tools change). */
+    const optionsFor = (entry: Entry, startOptions: StartOptions): Backend.Options => ({
+      requestTimeoutMs: startOptions.requestTimeoutMs,
+      killGraceMs: options.killGraceMs,
+      clientInfo: options.clientInfo,
+      maxFrameBytes: startOptions.maxBackendFrameBytes ?? options.maxFrameBytes,
+      maxRequestBytes: startOptions.maxBackendRequestBytes,
+      events,
+      clientCapabilities: capabilitiesFor(entry.config, startOptions.clientCapabilities),
+      era: entry.era,
+      onRequest: (method, params) => {
+        const request = { backendId: entry.config.id, method, params, roots: rootsOf(entry.config) }
+        return requestHandler === undefined ? answerAlone(request) : requestHandler(request)
+      },
+      onNotification: (method, params) => {
+        const notification = { backendId: entry.config.id, method, params }
+        return Effect.zipRight(
+          PubSub.publish(notificationsPubSub, notification),
+          Effect.forEach([...listeners], (listener) => listener(notification), { discard: true })
+        )
+      }
+    })
+
+    // Each user's own connection to a backend that acts as each user (its tools listed by the shared one).
+    const lanes = yield* Lanes.make((backendId, subject) =>
+      Effect.suspend(() => {
+        const entry = byId.get(backendId)
+        const startOptions = lastStartOptions
+        if (entry === undefined || startOptions === undefined) {
+          return Effect.fail(new BackendError({ backendId, reason: "not_ready", method: "connect", summary: "stopped" }))
+        }
+        return Effect.annotateLogs(Backend.make(entry.config, { ...optionsFor(entry, startOptions), subject }), { subject })
+      })
+    )
+
     /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
     const runOnce = (entry: Entry, startOptions: StartOptions) =>
       Effect.scoped(
         Effect.gen(function* () {
           const backend = yield* Backend.make(entry.config, {
-            requestTimeoutMs: startOptions.requestTimeoutMs,
-            killGraceMs: options.killGraceMs,
-            clientInfo: options.clientInfo,
-            maxFrameBytes: startOptions.maxBackendFrameBytes ?? options.maxFrameBytes,
-            maxRequestBytes: startOptions.maxBackendRequestBytes,
-            events,
-            clientCapabilities: capabilitiesFor(entry.config, startOptions.clientCapabilities),
-            era: entry.era,
-            onRequest: (method, params) => {
-              const request = { backendId: entry.config.id, method, params, roots: rootsOf(entry.config) }
-              return requestHandler === undefined ? answerAlone(request) : requestHandler(request)
-            },
-            onNotification: (method, params) => {
-              const notification = { backendId: entry.config.id, method, params }
-              return Effect.zipRight(
-                PubSub.publish(notificationsPubSub, notification),
-                Effect.forEach([...listeners], (listener) => listener(notification), { discard: true })
-              )
-            },
+            ...optionsFor(entry, startOptions),
             onToolsChanged: (tools) =>
               Effect.suspend(() => {
                 if (entry.backend !== backend) return Effect.void
@@ -393,6 +373,7 @@ export const make = (options: ManagerOptions = {}) =>
         const fibers = stopping.flatMap((e) => (e.fiber === undefined ? [] : [e.fiber]))
         for (const e of stopping) e.fiber = undefined
         return (fibers.length === 0 ? Effect.void : Fiber.interruptAll(fibers)).pipe(
+          Effect.zipRight(Effect.forEach(stopping, (e) => lanes.close(e.config.id), { discard: true })),
           // A lifecycle interrupted before it ever ran never reaches its own `ensuring`: release a
           // start() still waiting for it (a shutdown right behind initialize).
           Effect.zipRight(Effect.forEach(stopping, (e) => Deferred.succeed(e.settled, undefined), { discard: true }))
@@ -518,13 +499,21 @@ export const make = (options: ManagerOptions = {}) =>
 
     // Looked up when the effect runs, not when it is built: an effect built before start() or
     // kept across a restart must reach the backend running then.
-    const executeOnBackend = (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError> =>
+    const executeOnBackend = (
+      backendId: string,
+      method: string,
+      params: unknown,
+      subject?: string
+    ): Effect.Effect<unknown, BackendError> =>
       Effect.suspend(() => {
         const entry = byId.get(backendId)
         if (entry === undefined) {
           return Effect.fail(
             new BackendError({ backendId, reason: "not_found", method, summary: "no backend with this id is configured" })
           )
+        }
+        if (subject !== undefined && entry.config.enabled && oauthOf(entry.config)?.perUser === true) {
+          return lanes.request(backendId, subject, method, params)
         }
         const backend = entry.backend
         if (backend !== undefined) {
@@ -565,6 +554,7 @@ export const make = (options: ManagerOptions = {}) =>
       backend: (backendId) => byId.get(backendId)?.backend,
       configOf: (backendId) => byId.get(backendId)?.config,
       executeOnBackend,
+      laneUsers: lanes.users,
       toolsChanged: Stream.fromPubSub(toolsPubSub),
       notifications: Stream.fromPubSub(notificationsPubSub),
       relayNotifications: (listener) =>

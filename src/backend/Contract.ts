@@ -53,6 +53,11 @@ export interface Options {
    * the request. Without it they get -32601.
    */
   readonly onRequest?: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
+  /**
+   * A remote backend's connection for one user (`perUser`, see Lanes): it signs in with their
+   * tokens only, and a missing or refused one is that user's to sign in for.
+   */
+  readonly subject?: string | undefined
 }
 
 export interface ExitInfo {

@@ -54,7 +54,9 @@ type Open = (
   maxFrameBytes: number,
   logs: Queue.Queue<LogLine>,
   inbound: Queue.Queue<Inbound>,
-  events: EventsService | undefined
+  events: EventsService | undefined,
+  /** A remote backend's connection for one user of a `perUser` backend (see Lanes): their tokens only. */
+  subject?: string | undefined
 ) => Effect.Effect<Connection, BackendError>
 
 export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, events) =>
@@ -117,7 +119,7 @@ export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, even
 const loadRemote = Effect.promise(() => Promise.all([import("./remote/Remote.js"), import("../auth/Client.js")]))
 
 /** Opens a remote backend's channel (see remote/): its failure is retried with backoff like a crash. */
-export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events) =>
+export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events, subject) =>
   Effect.flatMap(loadRemote, ([Remote, OAuth]) => {
     let channel: Remote.RemoteChannel | undefined
     // OAuth for a backend configured for it, or one with no Authorization header of its own (its
@@ -125,7 +127,9 @@ export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events
     const ownAuthorization = Object.keys(config.headers ?? {}).some((h) => h.toLowerCase() === "authorization")
     const settings = oauthOf(config)
     const tokens =
-      settings !== undefined || !ownAuthorization ? new OAuth.BackendTokens(config.id, config.url!, settings) : undefined
+      settings !== undefined || !ownAuthorization
+        ? new OAuth.BackendTokens(config.id, config.url!, settings, undefined, subject)
+        : undefined
     const connection = new Connection(config.id, maxFrameBytes, logs, inbound, events, (receiver) => {
       channel = Remote.open(
         {

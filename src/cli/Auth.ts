@@ -46,41 +46,53 @@ export const run = (
   })
 
 /**
- * `mcp-agentify auth --revoke <backendId>`: the backend's tokens forgotten, and revoked at their
- * authorization server (RFC 7009) when it offers revocation (the refresh token, which ends the
- * grant, else the access token). A running gateway stops using them at its next request.
+ * `mcp-agentify auth --revoke <backendId> [--subject S]`: the backend's tokens (the gateway's own,
+ * or user S's of a `perUser` backend) forgotten, and revoked at their authorization server (RFC
+ * 7009) when it offers revocation (the refresh token, which ends the grant, else the access
+ * token). A running gateway stops using them at its next request; a user is asked to sign in again.
  * Succeeds with the exit code: 0 revoked or nothing stored, 1 the server refused (the tokens are
  * forgotten all the same), 2 no such remote backend.
  */
-export const revoke = (backendId: string, sources: ConfigSources, print: (text: string) => void): Effect.Effect<number> =>
+export const revoke = (
+  backendId: string,
+  sources: ConfigSources,
+  print: (text: string) => void,
+  subject?: string
+): Effect.Effect<number> =>
   Effect.promise(async () => {
     const backend = resolve(sources).backends.find((b) => b.id === backendId)
     if (backend?.url === undefined) {
       print(`mcp-agentify: no remote backend '${backendId}'\n`)
       return 2
     }
+    if (subject !== undefined && oauthOf(backend)?.perUser !== true) {
+      print(`mcp-agentify: backend '${backendId}' does not act as each user (auth.perUser): it has no tokens of ${subject}\n`)
+      return 2
+    }
     const dir = Store.directory(sources.env)
-    const stored = Store.read(dir, backendId)
+    const entry = Store.entryOf(backendId, subject)
+    const whose = subject === undefined ? `${backendId}'s tokens` : `${subject}'s tokens for ${backendId}`
+    const stored = Store.read(dir, entry, sources.env)
     if (stored?.tokens === undefined) {
-      Store.remove(dir, backendId)
-      print(`No tokens are stored for ${backendId}.\n`)
+      Store.remove(dir, entry)
+      print(`No tokens are stored for ${subject === undefined ? backendId : `${subject} at ${backendId}`}.\n`)
       return 0
     }
-    Store.remove(dir, backendId)
+    Store.remove(dir, entry)
     const token = stored.tokens.refresh_token ?? stored.tokens.access_token
     try {
       const config = await configuration(stored.issuer, stored.client)
       if (config.serverMetadata().revocation_endpoint === undefined) {
-        print(`Forgot ${backendId}'s tokens; ${stored.issuer} offers no revocation: they lapse when they expire.\n`)
+        print(`Forgot ${whose}; ${stored.issuer} offers no revocation: they lapse when they expire.\n`)
         return 0
       }
       await oauth.tokenRevocation(config, token, {
         token_type_hint: stored.tokens.refresh_token === undefined ? "access_token" : "refresh_token"
       })
-      print(`Revoked ${backendId}'s tokens at ${stored.issuer} and forgot them.\n`)
+      print(`Revoked ${whose} at ${stored.issuer} and forgot them.\n`)
       return 0
     } catch (error) {
-      print(`Forgot ${backendId}'s tokens; ${stored.issuer} did not revoke them: ${Secrets.scrub(oauthMessage(error))}\n`)
+      print(`Forgot ${whose}; ${stored.issuer} did not revoke them: ${Secrets.scrub(oauthMessage(error))}\n`)
       return 1
     }
   })

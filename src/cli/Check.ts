@@ -185,9 +185,16 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
       warnings.push(...policies.warnings.map((w) => `- policies ${config.policies}: ${w}`))
     }
     // Who the gateway is signed in as at each remote OAuth backend: issuer and scopes, never a token.
+    // A backend that acts as each user: each user's own sign-in under it, by name.
+    const tokenDir = Store.directory(sources.env)
     const signIns = config.backends
       .filter((b) => b.url !== undefined && oauthOf(b) !== undefined)
-      .map((b) => `  ${b.id}: ${Store.describe(Store.read(Store.directory(sources.env), b.id), b.id)}`)
+      .flatMap((b) => [
+        `  ${b.id}: ${Store.describe(Store.read(tokenDir, b.id, sources.env), b.id)}`,
+        ...(oauthOf(b)?.perUser === true
+          ? Store.usersOf(tokenDir, b.id, sources.env).map((u) => `    ${u.subject}: ${Store.describe(u, b.id)}`)
+          : [])
+      ])
     // What --servers-dir found (info) and the folders it could not use.
     const found = config.notes.filter((n) => n.level === "info" || n.message.startsWith("not a server in "))
     const lines = [

@@ -37,7 +37,7 @@ export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [-
        mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR] [--mode code]   (same options as check)
        mcp-agentify trust BACKEND_ID [TOOL]   accept a backend's changed tool definitions (same options as check)
        mcp-agentify auth BACKEND_ID [--no-browser]   sign in to a remote backend that requires OAuth
-       mcp-agentify auth --revoke BACKEND_ID   forget its tokens and revoke them at its authorization server
+       mcp-agentify auth --revoke BACKEND_ID [--subject S]   forget its tokens (or user S's) and revoke them
        mcp-agentify policy schema   print the Cedar schema of the configured tools, for \`policies\` (same options as check)
 
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
@@ -68,6 +68,7 @@ Options:
                       127.0.0.1; another host needs AGENTIFY_DEBUG_TOKEN, sent as a bearer token or ?token=)
   --no-browser        auth: print the sign-in URL without opening a browser
   --revoke            auth: forget the backend's tokens, revoking them at its authorization server
+  --subject S         auth --revoke: user S's own tokens of a backend that acts as each user (auth.perUser)
   --mode code         ask: the model writes one script that calls the tools (code mode), printed with its run
   --help              print this and exit
   --version           print the version and exit
@@ -110,6 +111,8 @@ export type Parsed =
       readonly browser: boolean
       /** `--revoke`: forget the backend's tokens (and tell its authorization server) instead of signing in. */
       readonly revoke: boolean
+      /** `--subject`: with `--revoke`, a user's own tokens of a `perUser` backend. */
+      readonly subject: string | undefined
       readonly settings: Settings
     }
   | { readonly _tag: "Trust"; readonly backendId: string; readonly tool: string | undefined; readonly settings: Settings }
@@ -129,6 +132,7 @@ const OPTIONS = [
   "profile",
   "no-browser",
   "revoke",
+  "subject",
   "cwd",
   "mode",
   "help",
@@ -165,6 +169,7 @@ export const parse = (
         profile: { type: "string" },
         "no-browser": { type: "boolean" },
         revoke: { type: "boolean" },
+        subject: { type: "string" },
         cwd: { type: "string" },
         mode: { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -319,10 +324,13 @@ export const parse = (
     if (backendId === undefined || positionals.length > 2) {
       throw new UsageError("auth needs one backend id: mcp-agentify auth BACKEND_ID")
     }
-    return { _tag: "Auth", backendId, browser: values["no-browser"] !== true, revoke: values.revoke === true, settings }
+    if (values.subject !== undefined && values.revoke !== true) throw new UsageError(`--subject goes with --revoke; ${SEE_HELP}`)
+    const [browser, revoke, subject] = [values["no-browser"] !== true, values.revoke === true, values.subject]
+    return { _tag: "Auth", backendId, browser, revoke, subject: typeof subject === "string" ? subject : undefined, settings }
   }
-  if (values["no-browser"] !== undefined) throw new UsageError(`--no-browser is only used with auth; ${SEE_HELP}`)
-  if (values.revoke !== undefined) throw new UsageError(`--revoke is only used with auth; ${SEE_HELP}`)
+  const onlyWith = { "no-browser": "auth", revoke: "auth", subject: "auth --revoke" }
+  for (const [name, only] of Object.entries(onlyWith))
+    if (values[name] !== undefined) throw new UsageError(`--${name} is only used with ${only}; ${SEE_HELP}`)
   if (subcommand === "trust") {
     const backendId = positionals[1]
     if (backendId === undefined || positionals.length > 3) {
@@ -544,11 +552,12 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
     return
   }
   if (parsed._tag === "Auth") {
-    const { backendId, browser, revoke, settings } = parsed
+    const { backendId, browser, revoke, subject, settings } = parsed
     const print = (text: string) => process.stdout.write(text) // stdout-ok: auth's instructions, no client attached
     const signedIn = Effect.flatMap(
       Effect.promise(() => import("./Auth.js")),
-      (auth) => (revoke ? auth.revoke(backendId, settings.sources, print) : auth.run(backendId, settings.sources, print, browser))
+      (auth) =>
+        revoke ? auth.revoke(backendId, settings.sources, print, subject) : auth.run(backendId, settings.sources, print, browser)
     )
     run(Effect.flatMap(signedIn, (code) => Effect.sync(() => (process.exitCode = code))))
     return

@@ -195,13 +195,21 @@ export const OAuthSettings = Schema.Struct({
   scopes: Schema.optional(Schema.Array(NonEmptyString)),
   grant: Schema.optional(Schema.Literal("authorization_code", "client_credentials")),
   /** An https URL of the gateway's Client ID Metadata Document, for servers that accept one as client_id. */
-  clientMetadataUrl: Schema.optional(NonEmptyString)
+  clientMetadataUrl: Schema.optional(NonEmptyString),
+  /**
+   * Each user of the gateway acts upstream as themselves: tokens per subject, each user asked to
+   * sign in when a call of theirs first reaches the backend (see backend/Lanes).
+   */
+  perUser: Schema.optional(Schema.Boolean)
 })
 export type OAuthSettings = typeof OAuthSettings.Type
 
 /** `auth`: "oauth", or the settings above. */
 const Auth = Schema.Union(Schema.Literal("oauth"), OAuthSettings).annotations({
-  message: () => ({ message: 'must be "oauth" or {"type": "oauth", clientId?, clientSecret?, scopes?, grant?}', override: true })
+  message: () => ({
+    message: 'must be "oauth" or {"type": "oauth", clientId?, clientSecret?, scopes?, grant?, clientMetadataUrl?, perUser?}',
+    override: true
+  })
 })
 
 /** A backend's OAuth settings, if it uses OAuth ("oauth" means all defaults). */
@@ -324,6 +332,13 @@ export const BackendConfig = BackendFields.pipe(
       }
     }
     if (backend.command !== undefined) return { path: ["command"], message: "is for stdio servers: a remote one has a url" }
+    const oauth = oauthOf(backend)
+    if (oauth?.perUser === true && oauth.grant === "client_credentials") {
+      return {
+        path: ["auth"],
+        message: "perUser: the \"client_credentials\" grant is the gateway's own identity, never a user's"
+      }
+    }
     // A ${env:NAME} reference is checked once it is resolved (see `withEnvReferences`).
     const problem = backend.url.includes("${") ? undefined : remoteUrlProblem(transport, backend.url)
     return problem === undefined || { path: ["url"], message: problem }

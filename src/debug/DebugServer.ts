@@ -147,6 +147,11 @@ export const serve = (options: Options, recorder: Recorder) =>
                   ? null
                   : Store.describe(Store.read(Store.directory(), s.id), s.id)
               })(),
+              // A backend that acts as each user: who is signed in there as themselves (names, never tokens).
+              users:
+                oauthOf(backends.configOf(s.id) ?? {})?.perUser === true
+                  ? Store.usersOf(Store.directory(), s.id).map((u) => ({ subject: u.subject, signIn: Store.describe(u, s.id) }))
+                  : undefined,
               tools: s.toolCount,
               resources: c?.resources,
               prompts: c?.prompts,

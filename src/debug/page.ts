@@ -132,7 +132,7 @@ async function refreshBackends() {
     const body = document.querySelector("#backends tbody");
     body.replaceChildren(...backends.map((b) => {
       const tr = el("tr"); tr.dataset.backend = b.id;
-      const cells = [b.displayName ? b.id + " (" + b.displayName + ")" : b.id, b.state, (b.address ?? "-") + (b.signIn ? " · " + b.signIn : ""), b.protocolVersion ?? "-",
+      const cells = [b.displayName ? b.id + " (" + b.displayName + ")" : b.id, b.state, (b.address ?? "-") + (b.signIn ? " · " + b.signIn : "") + (b.users ? " · users signed in: " + (b.users.map((u) => u.subject).join(", ") || "none") : ""), b.protocolVersion ?? "-",
         b.tools, b.resources ?? "-", b.prompts ?? "-", b.restarts, b.calls, b.errors, ms(b.p50Ms), ms(b.p99Ms),
         [b.lastError ?? "", ...(b.hidden ?? []).map((h) => h.what + " " + h.name + " hides characters (" + h.found + ")"),
           ...(b.pinned ?? []).map((p) => "tool " + p.name + (p.held ? " quarantined" : " flagged") + ": its " + p.changed.join(", ") + " changed since it was pinned; accept with " + p.trust)].filter(Boolean).join("; ")];

@@ -5,11 +5,13 @@
  * for the gateway's own and the call is recorded on the session while it runs, so the backend's
  * progress, log messages and requests reach the client whose call it is. A stateless (2026-07-28)
  * backend is told what the session's client can answer, and its input-required rounds are answered
- * by asking that client.
+ * by asking that client. A backend that acts as each user (`perUser`) gets a signed-in user's
+ * requests on that user's own connection (see backend/Lanes).
  */
 import { Context, Effect, Layer } from "effect"
 import { Backends } from "../../backend/Backends.js"
-import type { BackendError } from "../../protocol/Errors.js"
+import { BackendError } from "../../protocol/Errors.js"
+import { oauthOf } from "../../config/Config.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import { Meta as MetaKey } from "../../protocol/Mcp.js"
 import * as Meta from "../../data/Meta.js"
@@ -37,19 +39,39 @@ const make = Effect.gen(function* () {
   const { mode } = yield* Sessions
   const clientAsk = yield* ClientAsk
 
+  /**
+   * Whose lane a session's request on `backendId` goes on: its user's, for a backend that acts as
+   * each user; none (the shared connection) for any other, or for the stdio client (the one user,
+   * as whom the gateway itself signed in). An HTTP session nobody signed in to cannot use one.
+   */
+  const laneOf = (session: Session, backendId: string, method: string): string | undefined | BackendError => {
+    const config = backends.configOf(backendId)
+    if (config === undefined || oauthOf(config)?.perUser !== true) return undefined
+    if (session.subject !== undefined) return session.subject
+    if (session.transport === "stdio") return undefined
+    return new BackendError({
+      backendId,
+      reason: "not_ready",
+      method,
+      summary:
+        "it acts as each user of the gateway, and this session has none (the gateway's HTTP listener takes no tokens: httpAuth)"
+    })
+  }
+
   const stateless = (
     session: Session,
     context: RequestContext,
     backendId: string,
     method: string,
-    params: unknown
+    params: unknown,
+    subject: string | undefined
   ): Effect.Effect<unknown, BackendError> => {
     const told = objectOr(
       session.ask !== undefined
         ? params
         : Meta.merge(params, { [MetaKey.clientCapabilities]: relayableCapabilities(session.clientCapabilities) })
     )
-    const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams)
+    const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams, subject)
     return Effect.flatMap(run(told), (result) =>
       session.ask !== undefined || !isInputRequired(result)
         ? Effect.succeed(result)
@@ -61,11 +83,13 @@ const make = Effect.gen(function* () {
 
   const forward: ForwarderService["forward"] = (session, context, backendId, method, params) => {
     if (session === undefined || context === undefined) return backends.executeOnBackend(backendId, method, params)
+    const subject = laneOf(session, backendId, method)
+    if (subject instanceof BackendError) return Effect.fail(subject)
     const token = Progress.tokenOf(params)
     const isStateless = backends.backend(backendId)?.era === "stateless"
     // A stateless request is tracked even over stdio: a backend's questions during it are its own.
     if (token === undefined && mode === "single" && session.ask === undefined && !isStateless) {
-      return backends.executeOnBackend(backendId, method, params)
+      return backends.executeOnBackend(backendId, method, params, subject)
     }
     return Effect.suspend(() => {
       let key: string | undefined
@@ -76,8 +100,8 @@ const make = Effect.gen(function* () {
       }
       const untrack = routes.track(session, backendId, context)
       const call = !isStateless
-        ? backends.executeOnBackend(backendId, method, forwarded)
-        : stateless(session, context, backendId, method, forwarded)
+        ? backends.executeOnBackend(backendId, method, forwarded, subject)
+        : stateless(session, context, backendId, method, forwarded, subject)
       return Effect.ensuring(
         call,
         Effect.sync(() => {

@@ -21,7 +21,6 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { once } from "node:events"
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { chromium } from "playwright-core"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { M2M_CLIENT, startAuthServer, type AuthServer } from "../../support/authServer.js"
 import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
@@ -31,8 +30,8 @@ import * as Store from "../../../src/auth/Store.js"
 import { fixtureBackend, firstText } from "../../support/mcpFixture.js"
 import { freePort } from "../../bench/httpClient.js"
 import { sleep, until } from "../../support/process.js"
+import { approve, CHROMIUM } from "../../support/signInPage.js"
 
-const CHROMIUM = [process.env.CHROMIUM_PATH || "/usr/bin/chromium", "/usr/bin/chromium-browser"].find(existsSync)
 const SKIP = CHROMIUM === undefined && process.env.CI !== "true"
 if (SKIP) process.stderr.write("oauth-client.test.ts: no Chromium, so the sign-in tests are skipped\n")
 
@@ -65,23 +64,6 @@ afterAll(async () => {
   server?.kill()
   await auth?.close()
 })
-
-/** What alice does with a sign-in page in Chromium: oidc-provider's development login, then its consent. */
-const approve = async (url: string) => {
-  const browser = await chromium.launch({ executablePath: CHROMIUM!, args: ["--no-sandbox"] })
-  try {
-    const page = await browser.newPage()
-    await page.goto(url)
-    await page.fill('input[name="login"]', "alice")
-    await page.fill('input[name="password"]', "any")
-    await page.click('button[type="submit"]')
-    await page.waitForSelector("text=Authorize", { timeout: 10_000 })
-    await page.click('button[type="submit"]')
-    await page.waitForSelector("text=mcp-agentify is signed in to secure", { timeout: 10_000 })
-  } finally {
-    await browser.close()
-  }
-}
 
 /**
  * `mcp-agentify auth secure` with the sign-in done in Chromium (oidc-provider's development login,

@@ -48,6 +48,31 @@ describe("the token store", () => {
     expect(() => Store.write(dir, "bad", stored("https://x"), { AGENTIFY_TOKEN_KEY: "short" })).toThrow(/must be 32 bytes/)
   })
 
+  it("keeps each user's tokens of a perUser backend apart, named by a hash, bound to that user, listed by name", () => {
+    const dir = join(tempDir(), "tokens")
+    const env = { AGENTIFY_STATE_DIR: tempDir() }
+    const alice = Store.entryOf("crm", "alice@example.com")
+    const bob = Store.entryOf("crm", "bob")
+    expect(alice).toMatch(/^crm\/users\/[0-9a-f]{40}$/)
+    expect(Store.entryOf("crm")).toBe("crm")
+    Store.write(dir, alice, { ...stored("https://crm.example.com/mcp"), subject: "alice@example.com" }, env)
+    Store.write(dir, "crm", stored("https://crm.example.com/mcp"), env)
+    expect(statSync(join(dir, "crm", "users")).mode & 0o777).toBe(0o700)
+    expect(readFileSync(Store.fileOf(dir, alice), "utf8")).not.toContain("alice")
+    expect(Store.read(dir, alice, env)?.subject).toBe("alice@example.com")
+    // Alice's file under bob's name does not open; nor does a user's file that is not sealed.
+    copyFileSync(Store.fileOf(dir, alice), Store.fileOf(dir, bob))
+    expect(Store.read(dir, bob, env)).toBeUndefined()
+    writeFileSync(Store.fileOf(dir, bob), JSON.stringify({ ...stored("https://crm.example.com/mcp"), subject: "bob" }))
+    expect(Store.read(dir, bob, env)).toBeUndefined()
+    // The users signed in: by name, the gateway's own sign-in and unreadable files left out.
+    expect(Store.usersOf(dir, "crm", env).map((u) => u.subject)).toEqual(["alice@example.com"])
+    expect(Store.usersOf(dir, "none", env)).toEqual([])
+    expect(Store.describe({ ...stored("x"), tokens: undefined, subject: "alice" }, "crm")).toBe(
+      "not signed in (asked at their next call)"
+    )
+  })
+
   it("reads a file written before sealing, and seals it when it is next written", () => {
     const dir = join(tempDir(), "tokens")
     const env = { AGENTIFY_STATE_DIR: tempDir() }
@@ -78,6 +103,17 @@ describe("a backend's tokens", () => {
     await expect(
       new BackendTokens("docs", "https://evil.example.com/mcp", { type: "oauth" }, dir).header()
     ).rejects.toBeInstanceOf(NeedsAuth)
+  })
+
+  it("uses only a user's own tokens on their lane, and says that user must sign in when they have none", async () => {
+    const dir = join(tempDir(), "tokens")
+    Store.write(dir, "crm", stored("https://crm.example.com/mcp"))
+    const bobs = new BackendTokens("crm", "https://crm.example.com/mcp", { type: "oauth", perUser: true }, dir, "bob")
+    const refused = await bobs.header().catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(NeedsAuth)
+    expect((refused as NeedsAuth).message).toBe("needs auth: bob has not signed in to crm (no token yet)")
+    Store.write(dir, Store.entryOf("crm", "bob"), { ...stored("https://crm.example.com/mcp"), subject: "bob" })
+    expect(await bobs.header()).toBe("Bearer at-0123456789abcdef-secret")
   })
 
   it("says who must sign in, and how, when there is no token", async () => {

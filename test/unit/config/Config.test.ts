@@ -726,7 +726,16 @@ describe("exposure and profiles in the configuration", () => {
     ])
     expect(
       issuesOf({ backends: [{ id: "a", url: "https://x.example/mcp", auth: { type: "oauth", grant: "password" } }] })
-    ).toEqual(['backends[0].auth: must be "oauth" or {"type": "oauth", clientId?, clientSecret?, scopes?, grant?}'])
+    ).toEqual([
+      'backends[0].auth: must be "oauth" or {"type": "oauth", clientId?, clientSecret?, scopes?, grant?, clientMetadataUrl?, perUser?}'
+    ])
+    // Each user as themselves: with their own sign-in, never the gateway's machine identity.
+    const perUser = (auth: object) =>
+      issuesOf({ backends: [{ id: "a", url: "https://x.example/mcp", auth: { type: "oauth", ...auth } }] })
+    expect(perUser({ perUser: true, scopes: ["crm:read"] })).toEqual([])
+    expect(perUser({ perUser: true, grant: "client_credentials", clientId: "c", clientSecret: "a-long-enough-client-secret" })).toEqual([
+      "backends[0].auth: perUser: the \"client_credentials\" grant is the gateway's own identity, never a user's"
+    ])
   })
 
   it("refuses two overrides giving one name in one namespace, naming both", () => {

@@ -334,12 +334,14 @@ describe("credentials", () => {
     summary: "HTTP 403",
     detail: { code: -32603, message: "HTTP 403 Forbidden", data: { httpStatus: 403, insufficientScope: ["notes:write"] } }
   })
-  const started: Array<ReadonlyArray<string>> = []
+  const started: Array<ReadonlyArray<string> | undefined> = []
+  const subjects: Array<string | undefined> = []
   const credentials = Credentials.make({
     signIns: {
-      start: (_backend, scopes) =>
+      start: (backend, scopes) =>
         Effect.sync(() => {
           started.push(scopes)
+          subjects.push(backend.subject)
           return { elicitationId: "e1", url: "http://127.0.0.1:1/auth?x", done: Promise.resolve() }
         }),
       grantedScopes: () => ["mcp:tools"]
@@ -374,6 +376,71 @@ describe("credentials", () => {
         expect(tries).toBe(1)
         expect(started).toEqual([["mcp:tools", "notes:write"]])
       })
+  )
+
+  /** A user's lane of a `perUser` backend that could not open: they have no token (see backend/Lanes). */
+  const noTokenOf = (subject: string) =>
+    new BackendError({
+      backendId: "fx",
+      reason: "call_failed",
+      method: "initialize",
+      summary: "HTTP 401",
+      detail: { code: -32603, message: "needs auth", data: { httpStatus: 401, needsAuth: true, subject } }
+    })
+  const perUser = Credentials.make({
+    signIns: {
+      start: (backend, scopes) =>
+        Effect.sync(() => {
+          started.push(scopes)
+          subjects.push(backend.subject)
+          return { elicitationId: "e2", url: "http://127.0.0.1:1/auth?y", done: Promise.resolve() }
+        }),
+      grantedScopes: () => []
+    },
+    configOf: (id) =>
+      ({ id, url: "http://127.0.0.1:1/mcp", auth: { type: "oauth", perUser: true, scopes: ["mcp:tools"] } }) as never
+  })
+  const aliceSession = () =>
+    new Session({
+      id: "a",
+      transport: "http",
+      send: () => false,
+      identity: { subject: "alice", scopes: [], groups: [] }
+    })
+
+  it.effect("a perUser backend's user without a token is asked to sign in as themselves, for the configured scopes", () =>
+    Effect.gen(function* () {
+      started.length = 0
+      subjects.length = 0
+      const refused = yield* Effect.either(
+        perUser.run(call({ via: "client", name: "fx__write", target, session: aliceSession() }), () =>
+          Effect.fail(noTokenOf("alice"))
+        )
+      )
+      expect(Either.isLeft(refused) && [refused.left.code, refused.left.message]).toEqual([
+        -32042,
+        "fx acts as each of its users: sign in to it as yourself (alice). Open http://127.0.0.1:1/auth?y and try again."
+      ])
+      expect(subjects).toEqual(["alice"])
+      expect(started).toEqual([["mcp:tools"]])
+    })
+  )
+
+  it.effect("another user's missing token, or one of a backend not perUser, asks nobody", () =>
+    Effect.gen(function* () {
+      started.length = 0
+      const bobs = noTokenOf("bob")
+      const notAlices = yield* Effect.either(
+        perUser.run(call({ via: "client", name: "fx__write", target, session: aliceSession() }), () => Effect.fail(bobs))
+      )
+      expect(Either.isLeft(notAlices) && notAlices.left).toBe(bobs)
+      const alices = noTokenOf("alice")
+      const shared = yield* Effect.either(
+        credentials.run(call({ via: "client", name: "fx__write", target, session: aliceSession() }), () => Effect.fail(alices))
+      )
+      expect(Either.isLeft(shared) && shared.left).toBe(alices)
+      expect(started).toEqual([])
+    })
   )
 
   it.effect("any other failure passes untouched, with no sign-in", () =>

@@ -1,0 +1,234 @@
+/**
+ * A team on one gateway, each user acting upstream as themselves (`auth: {type: "oauth", perUser:
+ * true}`), against real parts on 127.0.0.1: oidc-provider is both the gateway's authorization
+ * server (the users' tokens for the gateway) and the upstream's (each user signs in there in
+ * headless Chromium, through URL-mode elicitation of the SDK's client); the upstream MCP server
+ * (the SDK's, behind its bearer-auth middleware) says whose token each call came with. The
+ * operator signed the gateway in once (`mcp-agentify auth`), which lists the tools.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js"
+import { type ChildProcess, spawn } from "node:child_process"
+import { once } from "node:events"
+import { readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startAuthServer, type AuthServer } from "../../support/authServer.js"
+import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
+import { startHttpGateway, type HttpGateway } from "../../support/httpClient.js"
+import * as Store from "../../../src/auth/Store.js"
+import { firstText } from "../../support/mcpFixture.js"
+import { freePort } from "../../bench/httpClient.js"
+import { until } from "../../support/process.js"
+import { approve, CHROMIUM } from "../../support/signInPage.js"
+
+const SKIP = CHROMIUM === undefined && process.env.CI !== "true"
+if (SKIP) process.stderr.write("oauth-per-user.test.ts: no Chromium, so the sign-in tests are skipped\n")
+
+const OAUTH_SERVER = join(ROOT, "test", "fixtures", "oauth-server.mjs")
+
+let auth: AuthServer
+let upstream: ChildProcess
+let upstreamLog = ""
+let gateway: HttpGateway
+let dir: string
+let config: string
+let tokenDir: string
+let env: NodeJS.ProcessEnv
+let gatewayResource: string
+const now = () => Math.floor(Date.now() / 1000)
+
+/** Runs `mcp-agentify ARGS` on the test's store (not spawnSync: the authorization server runs in this process). */
+const cli = async (args: ReadonlyArray<string>, onOut?: (out: string) => void) => {
+  const child = spawn(process.execPath, [BIN, ...args, "--config", config], {
+    cwd: dir,
+    env,
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout!.on("data", (chunk: Buffer) => {
+    out += chunk.toString("utf8")
+    onOut?.(out)
+  })
+  child.stderr!.resume()
+  const [code] = await once(child, "exit")
+  return { code: code as number, out }
+}
+
+beforeAll(async () => {
+  if (SKIP) return
+  const upstreamPort = await freePort()
+  const gatewayPort = await freePort()
+  const mcpUrl = `http://127.0.0.1:${upstreamPort}/mcp`
+  gatewayResource = `http://127.0.0.1:${gatewayPort}/mcp`
+  auth = await startAuthServer({ resources: [mcpUrl, gatewayResource], scopes: ["mcp:tools"] })
+  upstream = spawn(process.execPath, [OAUTH_SERVER, "--port", String(upstreamPort), "--issuer", auth.issuer, "--log"], {
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  upstream.stderr!.on("data", (chunk: Buffer) => (upstreamLog += chunk.toString("utf8")))
+  await once(upstream.stdout!, "data")
+  dir = tempDir()
+  tokenDir = join(dir, "tokens")
+  config = join(dir, "gateway.json")
+  const gatewayConfig = {
+    // whoami only reads (the server does not say so): a script may call it without asking.
+    backends: [
+      { id: "secure", url: mcpUrl, auth: { type: "oauth", perUser: true }, flow: { tools: { whoami: { readOnly: true } } } }
+    ],
+    httpAuth: { issuer: auth.issuer, audience: gatewayResource, scopes: ["mcp:tools"] }
+  }
+  writeFileSync(config, JSON.stringify(gatewayConfig))
+  env = cleanEnv({ AGENTIFY_TOKEN_DIR: tokenDir })
+  // The operator signs the gateway in once: its own sign-in lists the tools.
+  let asked: Promise<void> | undefined
+  const signedIn = await cli(["auth", "secure", "--no-browser"], (out) => {
+    const url = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m.exec(out)?.[1]
+    if (url !== undefined && asked === undefined) asked = approve(url, "operator")
+  })
+  await asked
+  expect(signedIn.code, signedIn.out).toBe(0)
+  gateway = await startHttpGateway({
+    address: `127.0.0.1:${gatewayPort}`,
+    args: ["--http-auth", "oauth", "--debug-port", "0"],
+    config: gatewayConfig,
+    env: { AGENTIFY_TOKEN_DIR: tokenDir, AGENTIFY_STATE_DIR: env.AGENTIFY_STATE_DIR! }
+  })
+}, 60_000)
+
+afterAll(async () => {
+  await gateway?.close()
+  upstream?.kill()
+  await auth?.close()
+})
+
+/** `sub`'s MCP client of the gateway (their token for it), signing in upstream as `sub` when asked. */
+const userOf = async (sub: string, urlElicitation = true) => {
+  const token = await auth.sign({ iss: auth.issuer, aud: gatewayResource, sub, scope: "mcp:tools", iat: now(), exp: now() + 600 })
+  const client = new Client(
+    { name: `${sub}-client`, version: "1.0.0" },
+    { capabilities: urlElicitation ? { elicitation: { url: {} } } : {} }
+  )
+  const asked: Array<string> = []
+  if (urlElicitation) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      if (request.params.mode !== "url") return { action: "decline" }
+      asked.push(request.params.url)
+      void approve(request.params.url, sub)
+      return { action: "accept" }
+    })
+  }
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } }
+    })
+  )
+  const whoami = async () =>
+    (
+      JSON.parse(firstText(await client.callTool({ name: "secure__whoami", arguments: {} }, undefined, { timeout: 60_000 }))) as {
+        sub: string
+      }
+    ).sub
+  return { client, asked, whoami }
+}
+
+describe.skipIf(SKIP)("each user acts upstream as themselves (perUser)", () => {
+  it("asks alice and bob to sign in at their first call; the upstream sees alice's token on alice's calls and bob's on bob's", async () => {
+    const alice = await userOf("alice")
+    const bob = await userOf("bob")
+    try {
+      await until(
+        "secure's tools",
+        async () => (await alice.client.listTools()).tools.some((t) => t.name === "secure__whoami"),
+        20_000
+      )
+      expect(await alice.whoami()).toBe("alice")
+      expect(alice.asked).toHaveLength(1)
+      expect(new URL(alice.asked[0]!).searchParams.get("redirect_uri")).toBe(`${gateway.base}/oauth/callback`)
+      expect(await bob.whoami()).toBe("bob")
+      expect(bob.asked).toHaveLength(1)
+      // Signed in: nobody is asked again, and each call goes with its own user's token.
+      expect(await alice.whoami()).toBe("alice")
+      expect(await bob.whoami()).toBe("bob")
+      // A script's calls are alice's too.
+      const script = await alice.client.callTool({
+        name: "agentify_run_code",
+        arguments: { code: "return (await tools.secure.whoami({})).sub" }
+      })
+      expect(firstText(script)).toContain("alice")
+      expect([alice.asked.length, bob.asked.length]).toEqual([1, 1])
+      const calls = upstreamLog.split("\n").filter((line) => line.startsWith("upstream: tools/call whoami"))
+      expect(calls).toEqual([
+        "upstream: tools/call whoami with alice's token",
+        "upstream: tools/call whoami with bob's token",
+        "upstream: tools/call whoami with alice's token",
+        "upstream: tools/call whoami with bob's token",
+        "upstream: tools/call whoami with alice's token"
+      ])
+      // Each user's tokens sealed apart, named by no file; check and the debug UI say who, never a token.
+      const users = Store.usersOf(tokenDir, "secure", env)
+      expect(users.map((u) => u.subject)).toEqual(["alice", "bob"])
+      const files = readdirSync(join(tokenDir, "secure", "users"))
+      expect(files).toHaveLength(2)
+      for (const file of files) {
+        const raw = readFileSync(join(tokenDir, "secure", "users", file), "utf8")
+        expect(raw).not.toMatch(/alice|bob/)
+        for (const user of users) expect(raw).not.toContain(user.tokens!.access_token)
+      }
+      const port = await until("the debug UI", () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(gateway.stderr())?.[1])
+      const backends = await (await fetch(`http://127.0.0.1:${port}/api/backends`)).text()
+      const shown = (JSON.parse(backends) as Array<{ id: string; users: Array<{ subject: string; signIn: string }> }>).find(
+        (b) => b.id === "secure"
+      )!.users
+      expect(shown.map((u) => u.subject)).toEqual(["alice", "bob"])
+      expect(shown[0]!.signIn).toMatch(new RegExp(`^signed in at ${auth.issuer} for .*mcp:tools.*, renewable$`))
+      const checked = await cli(["check"])
+      expect(checked.out).toMatch(/secure: signed in at .*\n {4}alice: signed in at .*\n {4}bob: signed in at /)
+      for (const user of users) {
+        expect(backends + checked.out).not.toContain(user.tokens!.access_token)
+        expect(backends + checked.out).not.toContain(user.tokens!.refresh_token)
+      }
+    } finally {
+      await alice.client.close()
+      await bob.client.close()
+    }
+  }, 120_000)
+
+  it("forgets and revokes one user's grant with `auth --revoke --subject`: bob is asked again, alice is not", async () => {
+    const alice = await userOf("alice")
+    const bob = await userOf("bob")
+    try {
+      expect(await bob.whoami()).toBe("bob")
+      const revoked = await cli(["auth", "--revoke", "secure", "--subject", "bob"])
+      expect(revoked.code, revoked.out).toBe(0)
+      expect(revoked.out).toBe(`Revoked bob's tokens for secure at ${auth.issuer} and forgot them.\n`)
+      expect(Store.usersOf(tokenDir, "secure", env).map((u) => u.subject)).toEqual(["alice"])
+      expect(await bob.whoami()).toBe("bob")
+      expect(bob.asked).toHaveLength(1)
+      expect(await alice.whoami()).toBe("alice")
+      expect(alice.asked).toHaveLength(0)
+    } finally {
+      await alice.client.close()
+      await bob.client.close()
+    }
+  }, 120_000)
+
+  it("gives a user whose client has no URL elicitation -32042 with the page; once carol signed in there, her call goes through", async () => {
+    const carol = await userOf("carol", false)
+    try {
+      const refused = await carol.client.callTool({ name: "secure__whoami", arguments: {} }).then(
+        () => undefined,
+        (error: unknown) => error
+      )
+      expect(refused).toBeInstanceOf(McpError)
+      expect((refused as McpError).code).toBe(-32042)
+      expect((refused as McpError).message).toContain("secure acts as each of its users: sign in to it as yourself (carol).")
+      const page = ((refused as McpError).data as { elicitations: Array<{ url: string }> }).elicitations[0]!.url
+      await approve(page, "carol")
+      await until("carol's token", () => Store.usersOf(tokenDir, "secure", env).some((u) => u.subject === "carol"), 20_000)
+      expect(await carol.whoami()).toBe("carol")
+    } finally {
+      await carol.client.close()
+    }
+  }, 120_000)
+})
