@@ -733,9 +733,9 @@ describe("exposure and profiles in the configuration", () => {
     const perUser = (auth: object) =>
       issuesOf({ backends: [{ id: "a", url: "https://x.example/mcp", auth: { type: "oauth", ...auth } }] })
     expect(perUser({ perUser: true, scopes: ["crm:read"] })).toEqual([])
-    expect(perUser({ perUser: true, grant: "client_credentials", clientId: "c", clientSecret: "a-long-enough-client-secret" })).toEqual([
-      "backends[0].auth: perUser: the \"client_credentials\" grant is the gateway's own identity, never a user's"
-    ])
+    expect(
+      perUser({ perUser: true, grant: "client_credentials", clientId: "c", clientSecret: "a-long-enough-client-secret" })
+    ).toEqual(["backends[0].auth: perUser: the \"client_credentials\" grant is the gateway's own identity, never a user's"])
   })
 
   it("refuses two overrides giving one name in one namespace, naming both", () => {
