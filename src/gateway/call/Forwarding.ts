@@ -45,10 +45,11 @@ const make = Effect.gen(function* () {
    * as whom the gateway itself signed in). An HTTP session nobody signed in to cannot use one.
    */
   const laneOf = (session: Session, backendId: string, method: string): string | undefined | BackendError => {
+    // The stdio client first: the passthrough's hot path looks nothing up.
+    if (session.subject === undefined && session.transport === "stdio") return undefined
     const config = backends.configOf(backendId)
     if (config === undefined || oauthOf(config)?.perUser !== true) return undefined
     if (session.subject !== undefined) return session.subject
-    if (session.transport === "stdio") return undefined
     return new BackendError({
       backendId,
       reason: "not_ready",
