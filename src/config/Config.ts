@@ -39,6 +39,7 @@ export {
   namespaceOf,
   Profile,
   HttpAuth,
+  State,
   OAuthSettings,
   oauthOf
 } from "./Schema.js"

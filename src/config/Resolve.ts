@@ -16,6 +16,7 @@ import {
   type CodeMode,
   type ConfirmTools,
   type HttpAuth,
+  type State,
   type Profile,
   LogLevelName,
   MAX_FRAME_LIMIT,
@@ -106,6 +107,8 @@ export interface ResolvedConfig {
   readonly profiles: Readonly<Record<string, Profile>>
   /** `--http-auth oauth`: the issuer, audience and scopes tokens are checked against (file only). */
   readonly httpAuth: HttpAuth | undefined
+  /** The store shared with the other gateways of a team (file only); undefined: all in this process. */
+  readonly state: State | undefined
   readonly requestTimeoutMs: number
   readonly startupTimeoutMs: number
   readonly maxFrameBytes: number
@@ -323,6 +326,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     allowedOrigins: file?.allowedOrigins ?? [],
     sessionIdPrefix: file?.sessionIdPrefix ?? "",
     httpAuth: file?.httpAuth,
+    state: file?.state,
     notes
   }
   registerSecrets(config)
@@ -437,6 +441,8 @@ const registerUrlSecrets = (raw: string) => {
 const registerSecrets = (config: ResolvedConfig) => {
   Option.map(config.openaiApiKey, Secrets.register)
   Option.map(config.openaiBaseUrl, registerUrlSecrets)
+  // The store's password, when its URL carries one.
+  if (config.state !== undefined) registerUrlSecrets(config.state.url)
   for (const backend of config.backends) {
     for (const value of Object.values(backend.headers ?? {})) {
       // A backend refused for an unset variable keeps its `${env:NAME}`: a name, not a secret.

@@ -498,6 +498,27 @@ export const HttpAuth = Schema.Struct({
 export type HttpAuth = typeof HttpAuth.Type
 
 /**
+ * `state`: where several gateways keep what they share (Redis, or Valkey: the same protocol), so
+ * any of them serves any client. Absent: everything in this process, as on one machine.
+ */
+export const State = Schema.Struct({
+  /** `redis://[user:password@]host:port[/db]` or `rediss://` (TLS). */
+  url: SecretString.pipe(
+    Schema.filter((s) => /^rediss?:\/\/[^\s]+$/.test(s), {
+      message: () => "must be a redis:// or rediss:// URL (value not shown)"
+    })
+  ),
+  /**
+   * How the other gateways reach this one's HTTP listener to hand it a request of one of its
+   * sessions (`http://10.0.0.5:8080`); default: the address it listens on.
+   */
+  address: Schema.optional(HttpUrl),
+  /** How long a gateway that stopped answering the store keeps its sessions (default 10000). */
+  leaseMs: Schema.optional(DurationMs)
+})
+export type State = typeof State.Type
+
+/**
  * `audit`: one JSON line per tool call and per orchestration or script run, appended to `file`;
  * `arguments` says how much of a call's arguments it holds ("hash" by default).
  */
@@ -577,6 +598,8 @@ export const optionFields = {
   /** Starts every Mcp-Session-Id this gateway issues, so a proxy in front of several can route by it. */
   /** `--http-auth oauth`: how tokens are checked (file only, as the HTTP settings above). */
   httpAuth: Schema.optional(HttpAuth),
+  /** Shared with the other gateways of a team (file only, as the HTTP settings above). */
+  state: Schema.optional(State),
   /** Named subsets of the tools, served at `/profiles/<name>/mcp` and chosen with `--profile`. */
   profiles: Schema.optional(Profiles),
   sessionIdPrefix: Schema.optional(

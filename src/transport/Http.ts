@@ -24,6 +24,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Chunk, Effect, Either, type Fiber, FiberId, Layer, Option, Queue, Redacted, Stream } from "effect"
 import { createServer } from "node:http"
+import * as os from "node:os"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
 import { CALLBACK_PATH, Protocol, type SharedSession, STOP_GRACE_MS, type Target } from "../gateway/edge/Protocol.js"
@@ -44,6 +45,7 @@ import {
   STREAM_BUFFER,
   VERSION_HEADER
 } from "./HttpWire.js"
+import * as Forward from "./Forward.js"
 import * as Listener from "./Listener.js"
 import * as ResourceServer from "../auth/ResourceServer.js"
 import { messageOf } from "../data/Json.js"
@@ -107,6 +109,9 @@ const makeApp = (options: AppOptions) =>
     // The sessions, their idle sweep and the stateless era's requests live in this scope: at
     // shutdown their requests get a grace, then the sessions close.
     const sessions = yield* protocol.shared
+    // Where the other gateways of a team hand this one its sessions' requests.
+    const port = options.port()
+    if (port !== undefined) yield* sessions.state.listeningAt(config.state?.address ?? reachableAt(options.host, port))
 
     /** The session a request names, or the response that refuses it. */
     const findSession = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {
@@ -253,8 +258,13 @@ const makeApp = (options: AppOptions) =>
         return HttpServerResponse.empty({ status: 204 })
       })
 
-    const readiness = Effect.map(protocol.readiness, ({ ready, backends }) =>
-      json(ready ? 200 : 503, { status: ready ? "ready" : "not ready", backends })
+    // A store that fails leaves this gateway ready (its own sessions go on), and says so: degraded.
+    const readiness = Effect.zipWith(protocol.readiness, sessions.state.health, ({ ready, backends }, store) =>
+      json(ready ? 200 : 503, {
+        status: !ready ? "not ready" : store.ok ? "ready" : "degraded",
+        backends,
+        ...(sessions.state.kind === "shared" ? { state: store } : {})
+      })
     )
 
     const route = (request: HttpServerRequest.HttpServerRequest, path: string, principal: Principal) => {
@@ -344,6 +354,22 @@ const makeApp = (options: AppOptions) =>
       if (!guards.originAllowed(request.headers["origin"])) {
         return reject(403, "Forbidden: Origin not allowed (add it to allowedOrigins)")
       }
+      // A session another gateway of the team holds: handed to it (any load balancer will do).
+      const named = request.headers[SESSION_HEADER]
+      if (
+        typeof named === "string" &&
+        sessions.state.kind === "shared" &&
+        !sessions.holds(named) &&
+        !Forward.wasForwarded(request)
+      ) {
+        const holder = yield* sessions.state.ownerOf(named)
+        if (holder === "unknown") {
+          return reject(503, "Service Unavailable: the store of this team's gateways did not answer; try again", {
+            "retry-after": "1"
+          })
+        }
+        if (holder !== "none") return yield* Forward.forward(request, holder.at, sessions.state.replicaId, reject)
+      }
       return yield* route(request, path, principal)
     }).pipe(
       Effect.catchAllCause((cause) =>
@@ -356,6 +382,18 @@ const makeApp = (options: AppOptions) =>
 
     return app
   })
+
+/** This listener's address as another machine reaches it: a wildcard bind names the first outside address. */
+const reachableAt = (host: string, port: number): string => {
+  let reached = host
+  if (host === "0.0.0.0" || host === "::") {
+    const outside = Object.values(os.networkInterfaces())
+      .flat()
+      .find((i) => i !== undefined && !i.internal && i.family === "IPv4")
+    reached = outside?.address ?? os.hostname()
+  }
+  return `http://${reached.includes(":") ? `[${reached}]` : reached}:${port}`
+}
 
 const escapeHtml = (text: string) => text.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`)
 

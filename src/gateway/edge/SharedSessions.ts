@@ -18,6 +18,7 @@ import { Gateway } from "../Gateway.js"
 import * as Dispatch from "./Dispatch.js"
 import * as Era from "../session/Era.js"
 import { type Identity, sameTarget, Session, type Target } from "../session/Session.js"
+import * as SharedState from "../../state/SharedState.js"
 
 /** A refusal the transport answers with: its HTTP status, and the JSON-RPC error it carries. */
 export interface Refused {
@@ -75,6 +76,8 @@ export const make = Effect.gen(function* () {
   // The endpoint's own settings (bounds, idle time, the ids' prefix) are read once.
   const config = yield* gatewayConfig.current
   const sessions = new Map<string, Entry>()
+  // Which gateway of a team holds each session (see state/): this one claims its own.
+  const state = yield* SharedState.make
   // Stateless requests run beside the exchange that answers them (their calls may outlive it).
   const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
     transport: "http",
@@ -99,6 +102,7 @@ export const make = Effect.gen(function* () {
       return Effect.all(
         [
           Effect.logInfo("session closed", { session: entry.session.id, why }),
+          state.release(entry.session.id),
           stream === undefined ? Effect.void : stream.end,
           Deferred.succeed(entry.session.ended, undefined),
           Scope.close(entry.scope, Exit.void)
@@ -151,6 +155,7 @@ export const make = Effect.gen(function* () {
       const peer = yield* Scope.extend(Peer.make(handlers, { sessionId: session.id, events }), scope)
       entry = { session, peer, scope, stream: undefined, closed: false }
       sessions.set(session.id, entry)
+      yield* state.claim(session.id)
       // `exit` from the client ends the session like DELETE. A daemon, not a fiber of a scope:
       // closing the session completes `ended`, so it always finishes, and it must not be
       // interrupted by the scope it closes.
@@ -231,6 +236,9 @@ export const make = Effect.gen(function* () {
   return {
     /** Sessions open now. */
     size: () => sessions.size,
+    /** Whether this gateway holds the session `id` (else another of the team may: see `state`). */
+    holds: (id: string) => sessions.has(id),
+    state,
     open,
     find,
     kindOf,

@@ -1,0 +1,43 @@
+/**
+ * What shared state is to the rest of the gateway (see SharedState): the interface `Local` and
+ * `Redis` implement.
+ */
+import { Effect } from "effect"
+import { randomBytes } from "node:crypto"
+
+/** The longest a request waits for the store. */
+export const STORE_TIMEOUT_MS = 500
+/** How long a gateway that stopped heartbeating keeps its sessions, by default. */
+export const DEFAULT_LEASE_MS = 10_000
+
+export interface Health {
+  readonly ok: boolean
+  /** "in this process", "redis://host:6379 (3 sessions held)", or what is wrong. */
+  readonly detail: string
+}
+
+/** Who holds a session (see `ownerOf`). */
+export type Owner = { readonly at: string } | "none" | "unknown"
+
+export interface SharedStateService {
+  /** "local": in this process only; "shared": in a store the team's gateways share. */
+  readonly kind: "local" | "shared"
+  /** This gateway, among the others (random per process: a restarted one holds nothing of before). */
+  readonly replicaId: string
+  /** The HTTP listener's address (`http://host:port`): where the others hand this gateway its sessions' requests. */
+  readonly listeningAt: (address: string) => Effect.Effect<void>
+  /** The session is this gateway's from now on: its heartbeat keeps it. */
+  readonly claim: (sessionId: string) => Effect.Effect<void>
+  /** The session ended here: no gateway holds it any more. */
+  readonly release: (sessionId: string) => Effect.Effect<void>
+  /**
+   * Who holds `sessionId`, when this gateway does not: another live gateway (its address), none
+   * (the session expired, was closed, or its holder died: 404), or "unknown" (the store failed to
+   * say: the client may try again).
+   */
+  readonly ownerOf: (sessionId: string) => Effect.Effect<Owner>
+  /** What /readyz says of the store. */
+  readonly health: Effect.Effect<Health>
+}
+
+export const newReplicaId = (): string => randomBytes(9).toString("base64url")

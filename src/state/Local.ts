@@ -1,0 +1,16 @@
+/**
+ * Shared state in this process: one gateway holds every session it knows, and none of another's.
+ * The default, with nothing to install.
+ */
+import { Effect } from "effect"
+import type { SharedStateService } from "./Contract.js"
+
+export const make = (replicaId: string): SharedStateService => ({
+  kind: "local",
+  replicaId,
+  listeningAt: () => Effect.void,
+  claim: () => Effect.void,
+  release: () => Effect.void,
+  ownerOf: () => Effect.succeed("none"),
+  health: Effect.succeed({ ok: true, detail: "in this process" })
+})

@@ -1,0 +1,134 @@
+/**
+ * Shared state in Redis (or Valkey), on the official client (`@redis/client`: no dependencies of
+ * its own, reconnects by itself). Keys, under `mcp-agentify:`:
+ * - `replica:<id>` = its address, for `leaseMs`: the gateway is alive;
+ * - `session:<id>` = `<replica id> <address>`, for `leaseMs`: who holds the session, where.
+ * Both are written again by the holder's heartbeat every third of `leaseMs` (and so put back by
+ * the first heartbeat after the store restarted empty); a gateway that stops heartbeating (killed,
+ * cut off) loses them when they expire, and its sessions' next requests get 404.
+ *
+ * The store never stops a request: a command waits at most `STORE_TIMEOUT_MS`, the client queues
+ * nothing while disconnected (a command fails at once), and a failure is "not known" to the caller
+ * and "degraded" to /readyz until the store answers again.
+ */
+import { createClient } from "@redis/client"
+import { Effect, Schedule, type Scope } from "effect"
+import type { State } from "../config/Config.js"
+import { messageOf } from "../data/Json.js"
+import * as Secrets from "../observability/Secrets.js"
+import { DEFAULT_LEASE_MS, type Owner, type SharedStateService, STORE_TIMEOUT_MS } from "./Contract.js"
+
+const PREFIX = "mcp-agentify:"
+
+/** The store's address as shown (no password). */
+const shown = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    return `${parsed.protocol}//${parsed.host}`
+  } catch {
+    return "the store"
+  }
+}
+
+export const make = (settings: State, replicaId: string): Effect.Effect<SharedStateService, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const leaseMs = settings.leaseMs ?? DEFAULT_LEASE_MS
+    const where = shown(settings.url)
+    /** What went wrong last, until the store answers again. */
+    let failing: string | undefined
+    let address = settings.address
+    const held = new Set<string>()
+    const client = createClient({
+      url: settings.url,
+      // A command while disconnected fails at once rather than waiting for a reconnect.
+      disableOfflineQueue: true,
+      socket: { connectTimeout: 2_000, reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 5_000) }
+    })
+    client.on("error", (error: unknown) => {
+      failing = Secrets.scrub(messageOf(error)).slice(0, 200) || "unreachable"
+    })
+    // Connecting (and reconnecting, with backoff) goes on by itself; nothing waits for it.
+    client.connect().catch(() => {})
+
+    /** A command, within the store's time; undefined when it failed or took too long. */
+    const run = <A>(command: () => Promise<A>): Effect.Effect<A | undefined> =>
+      Effect.tryPromise({ try: command, catch: (error) => error }).pipe(
+        Effect.timeoutFail({ duration: STORE_TIMEOUT_MS, onTimeout: () => new Error(`no answer within ${STORE_TIMEOUT_MS} ms`) }),
+        Effect.map((answer) => {
+          failing = undefined
+          return answer as A | undefined
+        }),
+        Effect.catchAll((error) =>
+          Effect.sync(() => {
+            failing = Secrets.scrub(messageOf(error)).slice(0, 200)
+            return undefined
+          })
+        )
+      )
+
+    const valueOf = () => `${replicaId} ${address}`
+    const beat = Effect.suspend(() => {
+      if (address === undefined) return Effect.void
+      const multi = client.multi().set(`${PREFIX}replica:${replicaId}`, address, { expiration: { type: "PX", value: leaseMs } })
+      for (const id of held) multi.set(`${PREFIX}session:${id}`, valueOf(), { expiration: { type: "PX", value: leaseMs } })
+      return Effect.asVoid(run(() => multi.execAsPipeline()))
+    })
+    // Said when it starts failing and when it answers again, not at every failed heartbeat.
+    let wasFailing = false
+    const sayWhatChanged = Effect.suspend(() => {
+      if ((failing !== undefined) === wasFailing) return Effect.void
+      wasFailing = failing !== undefined
+      return failing === undefined
+        ? Effect.logInfo(`shared state: ${where} answers again`)
+        : Effect.logWarning(`shared state: ${where} is failing (${failing}); this gateway's own sessions go on`)
+    })
+    yield* Effect.forkScoped(
+      Effect.zipRight(beat, sayWhatChanged).pipe(Effect.repeat(Schedule.spaced(Math.max(50, Math.floor(leaseMs / 3)))))
+    )
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        // Stopping cleanly: the sessions go at once (their clients start afresh), not after the lease.
+        const keys = [`${PREFIX}replica:${replicaId}`, ...[...held].map((id) => `${PREFIX}session:${id}`)]
+        await Promise.race([client.del(keys), new Promise((resolve) => setTimeout(resolve, STORE_TIMEOUT_MS))]).catch(() => {})
+        client.destroy()
+      })
+    )
+
+    return {
+      kind: "shared",
+      replicaId,
+      listeningAt: (at) =>
+        Effect.suspend(() => {
+          address ??= at
+          return beat
+        }),
+      claim: (sessionId) =>
+        Effect.suspend(() => {
+          held.add(sessionId)
+          if (address === undefined) return Effect.void
+          return Effect.asVoid(
+            run(() => client.set(`${PREFIX}session:${sessionId}`, valueOf(), { expiration: { type: "PX", value: leaseMs } }))
+          )
+        }),
+      release: (sessionId) =>
+        Effect.suspend(() => {
+          held.delete(sessionId)
+          return Effect.asVoid(run(() => client.del(`${PREFIX}session:${sessionId}`)))
+        }),
+      ownerOf: (sessionId) =>
+        Effect.map(
+          run(() => client.get(`${PREFIX}session:${sessionId}`)),
+          (value): Owner => {
+            if (value === undefined) return "unknown"
+            if (typeof value !== "string") return "none"
+            const [replica, at] = value.split(" ")
+            return replica === replicaId || at === undefined || at === "" ? "none" : { at }
+          }
+        ),
+      health: Effect.sync(() =>
+        failing === undefined && client.isReady
+          ? { ok: true, detail: `${where} (${held.size} sessions held here)` }
+          : { ok: false, detail: `${where} is failing: ${failing ?? "not connected"}; sessions held elsewhere cannot be reached` }
+      )
+    } satisfies SharedStateService
+  })

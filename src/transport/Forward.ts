@@ -1,0 +1,85 @@
+/**
+ * A request for a session another gateway of the team holds (see state/SharedState), handed to that
+ * gateway over HTTP as it came (method, path, headers, body) and its response streamed back as it
+ * goes (a JSON reply, an SSE stream, a GET stream that lasts): so a load balancer need not be
+ * sticky. The holder checks the request as if it came to it directly (the client's own token,
+ * Host and Origin headers are passed on); `FORWARDED_HEADER` marks it, and a forwarded request is
+ * never forwarded again (no loops: a session its holder no longer has is 404 there).
+ *
+ * On `node:http` with a keep-alive agent: one connection per pair of gateways is reused, so a
+ * hand-off costs a round trip on an open socket.
+ */
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { Effect } from "effect"
+import * as http from "node:http"
+
+/** Says which gateway handed the request on (its replica id). */
+export const FORWARDED_HEADER = "x-mcp-agentify-forwarded"
+
+/** Headers of one hop only: never passed on (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "te",
+  "trailer",
+  "content-length"
+])
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
+
+/** Whether a request was handed on by another gateway already. */
+export const wasForwarded = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  request.headers[FORWARDED_HEADER] !== undefined
+
+/**
+ * `request` at the gateway at `to` (`http://host:port`), its response as this gateway's; a holder
+ * that cannot be reached is 502 and the session's client may start afresh.
+ */
+export const forward = (
+  request: HttpServerRequest.HttpServerRequest,
+  to: string,
+  from: string,
+  refuse: (status: number, message: string) => HttpServerResponse.HttpServerResponse
+): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.async<HttpServerResponse.HttpServerResponse>((resume) => {
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    const headers: http.OutgoingHttpHeaders = { [FORWARDED_HEADER]: from }
+    for (const [name, value] of Object.entries(incoming.headers)) {
+      if (!HOP_BY_HOP.has(name) && value !== undefined) headers[name] = value
+    }
+    const url = new URL(incoming.url ?? "/", to)
+    const outgoing = http.request(url, { method: incoming.method, headers, agent })
+    outgoing.once("response", (answer) => {
+      const passed: Record<string, string> = {}
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (!HOP_BY_HOP.has(name) && name !== "content-type" && value !== undefined) {
+          passed[name] = Array.isArray(value) ? value.join(", ") : value
+        }
+      }
+      const body = NodeStream.fromReadable<Error, Uint8Array>(
+        () => answer,
+        (error) => (error instanceof Error ? error : new Error(String(error)))
+      )
+      resume(
+        Effect.succeed(
+          HttpServerResponse.stream(body, {
+            status: answer.statusCode ?? 502,
+            headers: passed,
+            ...(answer.headers["content-type"] === undefined ? {} : { contentType: answer.headers["content-type"] })
+          })
+        )
+      )
+    })
+    outgoing.once("error", (error) =>
+      resume(Effect.succeed(refuse(502, `Bad Gateway: the gateway that holds this session did not answer (${error.message})`)))
+    )
+    // The body as it arrives (a POST's), or none.
+    incoming.pipe(outgoing)
+    return Effect.sync(() => outgoing.destroy())
+  })

@@ -1,0 +1,142 @@
+/**
+ * Several gateways as one (`state: {url: "redis://..."}`), with the real thing: a `redis-server`
+ * on a free port, three gateway processes behind a round-robin proxy with no stickiness at all,
+ * and the SDK's own client. Any gateway serves any session (a request for another's session is
+ * handed to its holder); a gateway killed loses its sessions (404 once its lease ran out, and its
+ * clients start afresh) while the others' go on; the store restarted empty loses nothing that
+ * the gateways hold, and a gateway's own sessions never wait for the store.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { spawnSync } from "node:child_process"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort } from "../../bench/httpClient.js"
+import { startHttpGateway, type HttpGateway } from "../../support/httpClient.js"
+import { firstText, fixtureBackend } from "../../support/mcpFixture.js"
+import { until } from "../../support/process.js"
+import { REDIS_SERVER, type Redis, startRedis } from "../../support/redis.js"
+import { type RoundRobin, startRoundRobin } from "../../support/roundRobin.js"
+
+const SKIP = REDIS_SERVER === undefined && process.env.CI !== "true"
+if (SKIP) process.stderr.write("replicas.test.ts: no redis-server (apt-get install redis-server), so these tests are skipped\n")
+
+/** Short, so that a killed gateway's sessions go within the test. */
+const LEASE_MS = 1_500
+const CLIENTS = 50
+
+let redis: Redis
+let proxy: RoundRobin
+let gateways: Array<HttpGateway>
+
+beforeAll(async () => {
+  if (SKIP) return
+  redis = await startRedis()
+  const ports = [await freePort(), await freePort(), await freePort()]
+  proxy = await startRoundRobin(ports.map((port) => `http://127.0.0.1:${port}`))
+  const config = {
+    backends: [fixtureBackend("fx")],
+    state: { url: redis.url, leaseMs: LEASE_MS },
+    // The proxy's name, as clients address it.
+    allowedHosts: [new URL(proxy.url).host]
+  }
+  gateways = await Promise.all(ports.map((port) => startHttpGateway({ address: `127.0.0.1:${port}`, config })))
+}, 60_000)
+
+afterAll(async () => {
+  await Promise.all((gateways ?? []).map((g) => g.close()))
+  await proxy?.close()
+  await redis?.close()
+})
+
+const connect = async (name: string, base = proxy.url) => {
+  const client = new Client({ name, version: "1.0.0" })
+  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`))
+  await client.connect(transport)
+  return { client, transport, name }
+}
+
+const echo = async (client: Client, text: string) => firstText(await client.callTool({ name: "fx__echo", arguments: { text } }))
+
+/** Which gateway holds a session, as the store says (the port in its address). */
+const holderOf = (sessionId: string): number => {
+  const value = spawnSync("redis-cli", ["-p", String(redis.port), "get", `mcp-agentify:session:${sessionId}`], {
+    encoding: "utf8"
+  }).stdout.trim()
+  return gateways.findIndex((g) => value.endsWith(`:${g.port}`))
+}
+
+const health = async (g: HttpGateway) => (await (await fetch(`${g.base}/healthz`)).json()) as { sessions: number }
+const readiness = async (g: HttpGateway) =>
+  (await (await fetch(`${g.base}/readyz`)).json()) as { status: string; state: { ok: boolean; detail: string } }
+
+describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy with no stickiness", () => {
+  let clients: Array<Awaited<ReturnType<typeof connect>>> = []
+
+  it(`serves ${CLIENTS} clients' sessions whichever gateway each request reaches`, async () => {
+    clients = await Promise.all(Array.from({ length: CLIENTS }, (_, i) => connect(`client-${i}`)))
+    for (let round = 0; round < 3; round++) {
+      const answers = await Promise.all(clients.map((c) => echo(c.client, `${c.name} round ${round}`)))
+      answers.forEach((answer, i) => expect(answer).toContain(`client-${i} round ${round}`))
+    }
+    const listed = await Promise.all(clients.map((c) => c.client.listTools()))
+    for (const tools of listed) expect(tools.tools.map((t) => t.name)).toContain("fx__echo")
+    // Every gateway holds some of the sessions, and every one was sent requests of others' sessions.
+    const held = await Promise.all(gateways.map(health))
+    expect(held.reduce((sum, h) => sum + h.sessions, 0)).toBe(CLIENTS)
+    for (const h of held) expect(h.sessions).toBeGreaterThan(0)
+    for (const sent of proxy.sent) expect(sent).toBeGreaterThan(CLIENTS)
+    for (const g of gateways) {
+      const ready = await readiness(g)
+      expect(ready.status).toBe("ready")
+      expect(ready.state.detail).toContain(`127.0.0.1:${redis.port}`)
+    }
+  }, 120_000)
+
+  it("keeps serving the sessions a gateway holds while the store is down, says it is degraded, and loses nothing when it is back empty", async () => {
+    await redis.kill()
+    const g = gateways[0]!
+    await until("/readyz degraded", async () => (await readiness(g)).status === "degraded", 10_000)
+    // A session reached at its holder needs no store.
+    const direct = await connect("direct", g.base)
+    expect(await echo(direct.client, "no store needed")).toContain("no store needed")
+    await redis.restart()
+    await until("/readyz ready again", async () => (await readiness(g)).status === "ready", 20_000)
+    // Empty, the store learns every session again from its holder's heartbeat: none is lost.
+    for (const c of clients) {
+      await until(
+        `${c.name}'s session`,
+        async () => (await echo(c.client, "after the restart").catch(() => "")).includes("after"),
+        10_000
+      )
+    }
+    await direct.client.close()
+  }, 120_000)
+
+  it("a gateway killed loses its sessions (404 once its lease ran out; its clients start afresh), the others' go on", async () => {
+    const victim = 2
+    const theirs = clients.filter((c) => holderOf(c.transport.sessionId!) === victim)
+    const others = clients.filter((c) => holderOf(c.transport.sessionId!) !== victim)
+    expect(theirs.length).toBeGreaterThan(0)
+    gateways[victim]!.child.kill("SIGKILL")
+    // The proxy's health check takes it out.
+    proxy.remove(victim)
+    const lost = theirs[0]!
+    await until(
+      "404 for a session of the killed gateway",
+      async () => {
+        const failed = await echo(lost.client, "lost?").then(
+          () => undefined,
+          (error: Error) => error.message
+        )
+        // Until the lease runs out the store still names the dead holder: 502, then 404.
+        if (failed !== undefined && !failed.includes("Session not found")) expect(failed).toContain("Bad Gateway")
+        return failed?.includes("Session not found") === true
+      },
+      LEASE_MS * 5
+    )
+    for (const c of others) expect(await echo(c.client, "still here")).toContain("still here")
+    const fresh = await connect("fresh")
+    expect(await echo(fresh.client, "started afresh")).toContain("started afresh")
+    await fresh.client.close()
+  }, 120_000)
+})
