@@ -19,6 +19,8 @@ import * as Secrets from "../observability/Secrets.js"
 import { DEFAULT_LEASE_MS, type Owner, type SharedStateService, STORE_TIMEOUT_MS } from "./Contract.js"
 
 const PREFIX = "mcp-agentify:"
+/** Holders of other gateways' sessions remembered at most (then forgotten all at once). */
+const MAX_KNOWN_OWNERS = 10_000
 
 /** The store's address as shown (no password). */
 const shown = (url: string): string => {
@@ -38,6 +40,9 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
     let failing: string | undefined
     let address = settings.address
     const held = new Set<string>()
+    /** Other gateways' sessions, as the store named their holders a moment ago. */
+    const owners = new Map<string, { readonly owner: Owner; readonly until: number }>()
+    const ownerKeptMs = Math.min(1_000, Math.floor(leaseMs / 3))
     const client = createClient({
       url: settings.url,
       // A command while disconnected fails at once rather than waiting for a reconnect.
@@ -116,15 +121,24 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
           return Effect.asVoid(run(() => client.del(`${PREFIX}session:${sessionId}`)))
         }),
       ownerOf: (sessionId) =>
-        Effect.map(
-          run(() => client.get(`${PREFIX}session:${sessionId}`)),
-          (value): Owner => {
-            if (value === undefined) return "unknown"
-            if (typeof value !== "string") return "none"
-            const [replica, at] = value.split(" ")
-            return replica === replicaId || at === undefined || at === "" ? "none" : { at }
-          }
-        ),
+        Effect.suspend(() => {
+          // Known a moment ago: a session's holder changes only when it dies (then its address
+          // fails, 502, until the lease runs out either way).
+          const known = owners.get(sessionId)
+          if (known !== undefined && known.until > Date.now()) return Effect.succeed(known.owner)
+          return Effect.map(
+            run(() => client.get(`${PREFIX}session:${sessionId}`)),
+            (value): Owner => {
+              if (value === undefined) return "unknown"
+              if (typeof value !== "string") return "none"
+              const [replica, at] = value.split(" ")
+              if (replica === replicaId || at === undefined || at === "") return "none"
+              if (owners.size >= MAX_KNOWN_OWNERS) owners.clear()
+              owners.set(sessionId, { owner: { at }, until: Date.now() + ownerKeptMs })
+              return { at }
+            }
+          )
+        }),
       health: Effect.sync(() =>
         failing === undefined && client.isReady
           ? { ok: true, detail: `${where} (${held.size} sessions held here)` }

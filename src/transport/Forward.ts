@@ -2,9 +2,10 @@
  * A request for a session another gateway of the team holds (see state/SharedState), handed to that
  * gateway over HTTP as it came (method, path, headers, body) and its response streamed back as it
  * goes (a JSON reply, an SSE stream, a GET stream that lasts): so a load balancer need not be
- * sticky. The holder checks the request as if it came to it directly (the client's own token,
- * Host and Origin headers are passed on); `FORWARDED_HEADER` marks it, and a forwarded request is
- * never forwarded again (no loops: a session its holder no longer has is 404 there).
+ * sticky. The holder checks the request as if it came to it directly (the client's own token and
+ * Origin are passed on); its Host is the holder's own, the client's having been checked by the
+ * gateway it reached. `FORWARDED_HEADER` marks it, and a forwarded request is never forwarded
+ * again (no loops: a session its holder no longer has is 404 there).
  *
  * On `node:http` with a keep-alive agent: one connection per pair of gateways is reused, so a
  * hand-off costs a round trip on an open socket.
@@ -51,9 +52,11 @@ export const forward = (
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
     const headers: http.OutgoingHttpHeaders = { [FORWARDED_HEADER]: from }
     for (const [name, value] of Object.entries(incoming.headers)) {
-      if (!HOP_BY_HOP.has(name) && value !== undefined) headers[name] = value
+      // Its length stays: a body sent whole, not in chunks.
+      if ((!HOP_BY_HOP.has(name) || name === "content-length") && value !== undefined) headers[name] = value
     }
     const url = new URL(incoming.url ?? "/", to)
+    headers["host"] = url.host
     const outgoing = http.request(url, { method: incoming.method, headers, agent })
     outgoing.once("response", (answer) => {
       const passed: Record<string, string> = {}
@@ -62,18 +65,22 @@ export const forward = (
           passed[name] = Array.isArray(value) ? value.join(", ") : value
         }
       }
-      const body = NodeStream.fromReadable<Error, Uint8Array>(
-        () => answer,
-        (error) => (error instanceof Error ? error : new Error(String(error)))
-      )
-      resume(
-        Effect.succeed(
-          HttpServerResponse.stream(body, {
-            status: answer.statusCode ?? 502,
-            headers: passed,
-            ...(answer.headers["content-type"] === undefined ? {} : { contentType: answer.headers["content-type"] })
-          })
+      const contentType = answer.headers["content-type"]
+      const head = { status: answer.statusCode ?? 502, headers: passed, ...(contentType === undefined ? {} : { contentType }) }
+      // A stream (SSE) is passed on as it goes; a whole reply (JSON) at once, as its holder wrote it.
+      if (contentType?.startsWith("text/event-stream") === true) {
+        const body = NodeStream.fromReadable<Error, Uint8Array>(
+          () => answer,
+          (error) => (error instanceof Error ? error : new Error(String(error)))
         )
+        resume(Effect.succeed(HttpServerResponse.stream(body, head)))
+        return
+      }
+      const chunks: Array<Buffer> = []
+      answer.on("data", (chunk: Buffer) => chunks.push(chunk))
+      answer.once("end", () => resume(Effect.succeed(HttpServerResponse.uint8Array(Buffer.concat(chunks), head))))
+      answer.once("error", (error) =>
+        resume(Effect.succeed(refuse(502, `Bad Gateway: the gateway that holds this session failed (${error.message})`)))
       )
     })
     outgoing.once("error", (error) =>

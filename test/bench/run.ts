@@ -20,6 +20,9 @@
  *                 call from a script against the same call made directly, and the bytes sent to the
  *                 model for one task (20 files, which mention a word) in mode "tools" and "code"
  *   governance    a call's policy decision (Cedar) and its quotas' count, in this process
+ *   replicas      gateways sharing state in a real redis-server: a request for a session another
+ *                 gateway holds (handed to it) against the same at its holder, and a session's
+ *                 throughput at its gateway with a store configured against without
  *   fanout        a model turn of 10,000 tool calls (ms to the reply, the worst ping meanwhile, the
  *                 exit after stdin EOF in the middle of it) and a 1 MB file cut for the model
  *
@@ -46,6 +49,7 @@ import { median, percentile, type Round, RpcClient, runCalls, runRound, sortedCo
 import { startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { freePort, type HttpRpcClient, startHttpServer } from "./httpClient.js"
 import { benchGovernance } from "./governance.js"
+import { benchReplicas } from "./replicas.js"
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const DIST_BIN = join(ROOT, "dist", "bin.js")
@@ -75,7 +79,8 @@ const SECTIONS = [
   "fanout",
   "codemode",
   "provenance",
-  "governance"
+  "governance",
+  "replicas"
 ] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
@@ -1078,6 +1083,21 @@ const lines = (): Array<Line> => {
       pass: undefined
     })
   }
+  const rep = results.replicas as any
+  if (rep !== undefined) {
+    out.push({
+      figure: "replicas: a request handed to the gateway that holds its session (ms over the same at its holder)",
+      value: `p50 +${rep.addedP50Ms} (${rep.forwardedP50Ms} against ${rep.localP50Ms}), p99 ${rep.forwardedP99Ms} against ${rep.localP99Ms}`,
+      goal: "≤ +0.5 ms p50",
+      pass: rep.addedP50Ms <= 0.5
+    })
+    out.push({
+      figure: "replicas: a gateway's own sessions, 8 clients, store configured / none (calls/s)",
+      value: `${rep.throughputRatio} (medians of ${rep.withStoreCallsPerS.join(", ")} / ${rep.withoutStoreCallsPerS.join(", ")})`,
+      goal: "≥ 0.95",
+      pass: rep.throughputRatio >= 0.95
+    })
+  }
   const c = results.catalog as any
   if (c !== undefined) {
     out.push({
@@ -1422,6 +1442,10 @@ const main = async () => {
   if (enabled("governance")) {
     log("governance: a policy decision and the quotas' count, per call")
     results.governance = benchGovernance(quick)
+  }
+  if (enabled("replicas")) {
+    log("replicas: a request handed to the session's holder, and throughput with a store")
+    results.replicas = await benchReplicas({ bin: BIN, fixture: FIXTURE, env: env(), quick })
   }
   const rows = lines()
   const report = {
