@@ -36,6 +36,13 @@ export interface SharedStateService {
    * say: the client may try again).
    */
   readonly ownerOf: (sessionId: string) => Effect.Effect<Owner>
+  /** Where another live gateway of the team listens, by its id; undefined when none (or the store cannot say). */
+  readonly addressOf: (replicaId: string) => Effect.Effect<string | undefined>
+  /**
+   * A secret every gateway of the team shares (made by the first to ask, 32 bytes), such as the
+   * key that seals 2026-07-28 request states; undefined in this process alone, or while the store fails.
+   */
+  readonly sharedSecret: (name: string) => Effect.Effect<Buffer | undefined>
   /** What /readyz says of the store. */
   readonly health: Effect.Effect<Health>
 }

@@ -12,5 +12,7 @@ export const make = (replicaId: string): SharedStateService => ({
   claim: () => Effect.void,
   release: () => Effect.void,
   ownerOf: () => Effect.succeed("none"),
+  addressOf: () => Effect.succeed(undefined),
+  sharedSecret: () => Effect.succeed(undefined),
   health: Effect.succeed({ ok: true, detail: "in this process" })
 })

@@ -2,7 +2,8 @@
  * Shared state in Redis (or Valkey), on the official client (`@redis/client`: no dependencies of
  * its own, reconnects by itself). Keys, under `mcp-agentify:`:
  * - `replica:<id>` = its address, for `leaseMs`: the gateway is alive;
- * - `session:<id>` = `<replica id> <address>`, for `leaseMs`: who holds the session, where.
+ * - `session:<id>` = `<replica id> <address>`, for `leaseMs`: who holds the session, where;
+ * - `secret:<name>`: a secret the gateways share (the key of 2026-07-28 request states).
  * Both are written again by the holder's heartbeat every third of `leaseMs` (and so put back by
  * the first heartbeat after the store restarted empty); a gateway that stops heartbeating (killed,
  * cut off) loses them when they expire, and its sessions' next requests get 404.
@@ -13,12 +14,15 @@
  */
 import { createClient } from "@redis/client"
 import { Effect, Schedule, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
 import type { State } from "../config/Config.js"
 import { messageOf } from "../data/Json.js"
 import * as Secrets from "../observability/Secrets.js"
 import { DEFAULT_LEASE_MS, type Owner, type SharedStateService, STORE_TIMEOUT_MS } from "./Contract.js"
 
 const PREFIX = "mcp-agentify:"
+/** How long a gateway's start waits for the store before it serves without it. */
+const CONNECT_WAIT_MS = 2_000
 /** Holders of other gateways' sessions remembered at most (then forgotten all at once). */
 const MAX_KNOWN_OWNERS = 10_000
 
@@ -52,8 +56,13 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
     client.on("error", (error: unknown) => {
       failing = Secrets.scrub(messageOf(error)).slice(0, 200) || "unreachable"
     })
-    // Connecting (and reconnecting, with backoff) goes on by itself; nothing waits for it.
-    client.connect().catch(() => {})
+    // Connecting (and reconnecting, with backoff) goes on by itself; the start waits for it a
+    // moment only, so that a store that is down delays nothing much.
+    const connected = client.connect().then(
+      () => true,
+      () => false
+    )
+    yield* Effect.promise(() => Promise.race([connected, new Promise((resolve) => setTimeout(resolve, CONNECT_WAIT_MS))]))
 
     /** A command, within the store's time; undefined when it failed or took too long. */
     const run = <A>(command: () => Promise<A>): Effect.Effect<A | undefined> =>
@@ -139,6 +148,21 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
             }
           )
         }),
+      addressOf: (other) =>
+        Effect.map(
+          run(() => client.get(`${PREFIX}replica:${other}`)),
+          (at) => (typeof at === "string" && at !== "" ? at : undefined)
+        ),
+      sharedSecret: (name) =>
+        Effect.map(
+          run(async () => {
+            const secret = `${PREFIX}secret:${name}`
+            // The first gateway to ask makes it; every other reads that one.
+            await client.set(secret, randomBytes(32).toString("base64"), { condition: "NX" })
+            return client.get(secret)
+          }),
+          (value) => (typeof value === "string" ? Buffer.from(value, "base64") : undefined)
+        ),
       health: Effect.sync(() =>
         failing === undefined && client.isReady
           ? { ok: true, detail: `${where} (${held.size} sessions held here)` }

@@ -46,7 +46,9 @@ export const forward = (
   request: HttpServerRequest.HttpServerRequest,
   to: string,
   from: string,
-  refuse: (status: number, message: string) => HttpServerResponse.HttpServerResponse
+  refuse: (status: number, message: string) => HttpServerResponse.HttpServerResponse,
+  /** The body, when it was read already (to see what it resumes). */
+  body?: string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
   Effect.async<HttpServerResponse.HttpServerResponse>((resume) => {
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
@@ -57,6 +59,7 @@ export const forward = (
     }
     const url = new URL(incoming.url ?? "/", to)
     headers["host"] = url.host
+    if (body !== undefined) headers["content-length"] = Buffer.byteLength(body)
     const outgoing = http.request(url, { method: incoming.method, headers, agent })
     outgoing.once("response", (answer) => {
       const passed: Record<string, string> = {}
@@ -86,7 +89,8 @@ export const forward = (
     outgoing.once("error", (error) =>
       resume(Effect.succeed(refuse(502, `Bad Gateway: the gateway that holds this session did not answer (${error.message})`)))
     )
-    // The body as it arrives (a POST's), or none.
-    incoming.pipe(outgoing)
+    // The body as it arrives (a POST's), or none; or as it was read.
+    if (body === undefined) incoming.pipe(outgoing)
+    else outgoing.end(body)
     return Effect.sync(() => outgoing.destroy())
   })

@@ -182,6 +182,12 @@ const makeApp = (options: AppOptions) =>
           return HttpServerResponse.setHeader(response, SESSION_HEADER, opened.id)
         }
         if (kind === "stateless") {
+          // A round's answers for a call another gateway of the team holds: handed to it.
+          const holder = sessions.resumedElsewhere(value)
+          if (holder !== undefined && !Forward.wasForwarded(request)) {
+            const at = yield* sessions.state.addressOf(holder)
+            if (at !== undefined) return yield* Forward.forward(request, at, sessions.state.replicaId, reject, body)
+          }
           const admitted = sessions.admit(value, request.headers, request.headers[VERSION_HEADER], target)
           if (Either.isLeft(admitted)) return json(admitted.left.status, admitted.left.response)
           if (admitted.right.request.method === "subscriptions/listen") {

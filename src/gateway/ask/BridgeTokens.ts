@@ -1,15 +1,27 @@
 /**
  * What the bridge hands a 2026-07-28 client and reads back: the `requestState` it seals (HMAC with
- * a key of this process, so a client can neither forge nor alter it; any other state is a
- * stateless backend's, passed on to it) and the keys of the backend's questions in
- * `inputRequests`.
+ * a key of this process, or the one the gateways of a team share through their store, so a client
+ * can neither forge nor alter it; any other state is a stateless backend's, passed on to it) and
+ * the keys of the backend's questions in `inputRequests`. A state names the gateway that holds its
+ * call (`holder`): a retry that reaches another gateway of the team is handed to it.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { CAPABILITY_OF } from "./ClientAsk.js"
 import * as Meta from "../../data/Meta.js"
 
-const KEY = randomBytes(32)
-const mac = (payload: string) => createHmac("sha256", KEY).update(payload).digest()
+let key: Buffer = randomBytes(32)
+/** The gateway that seals (and holds the calls), among a team's; none on its own. */
+let holder: string | undefined
+const mac = (payload: string) => createHmac("sha256", key).update(payload).digest()
+
+/**
+ * Seal with the team's shared key from now on, naming this gateway (`replicaId`) as the holder of
+ * the calls it seals: a state sealed before is refused (a round under way asks again).
+ */
+export const share = (sharedKey: Buffer, replicaId: string): void => {
+  key = sharedKey
+  holder = replicaId
+}
 
 /** Marks the gateway's own states: any other `requestState` is a stateless backend's, passed on to it. */
 const STATE_PREFIX = "agentify."
@@ -21,11 +33,13 @@ export const seal = (state: {
   readonly method: string
   readonly name?: string
 }) => {
-  const payload = Buffer.from(JSON.stringify(state)).toString("base64url")
+  const payload = Buffer.from(JSON.stringify(holder === undefined ? state : { ...state, holder })).toString("base64url")
   return `${STATE_PREFIX}${payload}.${mac(payload).toString("base64url")}`
 }
 
-export const unseal = (token: unknown): { call: string; round: number; method: string; name?: string } | undefined => {
+export const unseal = (
+  token: unknown
+): { call: string; round: number; method: string; name?: string; holder?: string } | undefined => {
   if (typeof token !== "string" || token.length > 4_096 || !token.startsWith(STATE_PREFIX)) return undefined
   const [payload, signature, ...rest] = token.slice(STATE_PREFIX.length).split(".")
   if (payload === undefined || signature === undefined || rest.length > 0) return undefined
@@ -37,6 +51,12 @@ export const unseal = (token: unknown): { call: string; round: number; method: s
   } catch {
     return undefined
   }
+}
+
+/** The gateway of a team that holds the call a sealed state names, when it is not this one. */
+export const heldElsewhere = (token: unknown): string | undefined => {
+  const holderOfState = unseal(token)?.holder
+  return holderOfState !== undefined && holderOfState !== holder ? holderOfState : undefined
 }
 
 /**

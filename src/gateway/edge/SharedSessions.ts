@@ -19,6 +19,8 @@ import * as Dispatch from "./Dispatch.js"
 import * as Era from "../session/Era.js"
 import { type Identity, sameTarget, Session, type Target } from "../session/Session.js"
 import * as SharedState from "../../state/SharedState.js"
+import * as BridgeTokens from "../ask/BridgeTokens.js"
+import { objectOr } from "../../data/Json.js"
 
 /** A refusal the transport answers with: its HTTP status, and the JSON-RPC error it carries. */
 export interface Refused {
@@ -78,6 +80,17 @@ export const make = Effect.gen(function* () {
   const sessions = new Map<string, Entry>()
   // Which gateway of a team holds each session (see state/): this one claims its own.
   const state = yield* SharedState.make
+  if (state.kind === "shared") {
+    // The team's key for 2026-07-28 request states, so that any gateway reads (and hands on) any
+    // one's: asked now, and again until the store gives it.
+    const shareKey = Effect.flatMap(state.sharedSecret("request-state"), (secret) =>
+      secret === undefined ? Effect.fail("not yet") : Effect.sync(() => BridgeTokens.share(secret, state.replicaId))
+    )
+    yield* shareKey.pipe(
+      Effect.catchAll(() => Effect.forkScoped(Effect.retry(shareKey, Schedule.spaced(2_000)))),
+      Effect.asVoid
+    )
+  }
   // Stateless requests run beside the exchange that answers them (their calls may outlive it).
   const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
     transport: "http",
@@ -238,6 +251,9 @@ export const make = Effect.gen(function* () {
     size: () => sessions.size,
     /** Whether this gateway holds the session `id` (else another of the team may: see `state`). */
     holds: (id: string) => sessions.has(id),
+    /** The gateway of the team that holds the call a 2026-07-28 request resumes (its `requestState`), when not this one. */
+    resumedElsewhere: (value: unknown): string | undefined =>
+      Array.isArray(value) ? undefined : BridgeTokens.heldElsewhere(objectOr(objectOr(value).params).requestState),
     state,
     open,
     find,

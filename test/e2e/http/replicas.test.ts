@@ -92,6 +92,55 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
     }
   }, 120_000)
 
+  it("answers a 2026-07-28 request's round of questions at whichever gateway the answers reach", async () => {
+    const stateless = async (base: string, params: Record<string, unknown>) => {
+      const response = await fetch(`${base}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2026-07-28",
+          "mcp-method": "tools/call",
+          "mcp-name": "fx__ask_client"
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: {
+            name: "fx__ask_client",
+            ...params,
+            _meta: {
+              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientCapabilities": { elicitation: {} },
+              "io.modelcontextprotocol/clientInfo": { name: "stateless-replicas", version: "1" }
+            }
+          }
+        })
+      })
+      return (await response.json()) as { result?: any; error?: { message: string } }
+    }
+    const question = {
+      arguments: { method: "elicitation/create", params: { message: "Your name?", requestedSchema: { type: "object" } } }
+    }
+    for (const [asked, answered] of [
+      [0, 1],
+      [1, 2],
+      [2, 0]
+    ] as const) {
+      const first = await stateless(gateways[asked]!.base, question)
+      expect(first.result?.resultType).toBe("input_required")
+      const [key] = Object.keys(first.result.inputRequests)
+      const done = await stateless(gateways[answered]!.base, {
+        ...question,
+        requestState: first.result.requestState,
+        inputResponses: { [key!]: { action: "accept", content: { name: `answered at ${answered}` } } }
+      })
+      expect(done.error).toBeUndefined()
+      expect(JSON.stringify(done.result.structuredContent)).toContain(`answered at ${answered}`)
+    }
+  }, 60_000)
+
   it("keeps serving the sessions a gateway holds while the store is down, says it is degraded, and loses nothing when it is back empty", async () => {
     await redis.kill()
     const g = gateways[0]!
