@@ -13,6 +13,7 @@
  * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/
  * `layerScripted`).
  */
+import { idPrefixOf } from "../state/Replica.js"
 import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
 import { Backends } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
@@ -108,7 +109,7 @@ const make = Effect.gen(function* () {
     const name = session.target._tag === "Aggregate" ? session.target.profile : undefined
     return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
   }
-  const runTasks = yield* RunTasks.make(() => current.sessionIdPrefix)
+  const runTasks = yield* RunTasks.make(() => idPrefixOf(current))
   const ctx: Aggregate.Context = {
     pipeline,
     mode,
@@ -120,7 +121,7 @@ const make = Effect.gen(function* () {
     routes,
     runTasks,
     audit,
-    idPrefix: () => current.sessionIdPrefix,
+    idPrefix: () => idPrefixOf(current),
     forward,
     subscription: subscriptions.pass,
     profileOf,

@@ -3,7 +3,6 @@
  * `Redis` implement.
  */
 import { Effect } from "effect"
-import { randomBytes } from "node:crypto"
 
 /** The longest a request waits for the store. */
 export const STORE_TIMEOUT_MS = 500
@@ -46,5 +45,3 @@ export interface SharedStateService {
   /** What /readyz says of the store. */
   readonly health: Effect.Effect<Health>
 }
-
-export const newReplicaId = (): string => randomBytes(9).toString("base64url")

@@ -12,7 +12,7 @@
 import { Context, Effect, Layer, type Scope } from "effect"
 import { GatewayConfig } from "../config/Config.js"
 import type { SharedStateService } from "./Contract.js"
-import { newReplicaId } from "./Contract.js"
+import { REPLICA_ID } from "./Replica.js"
 import * as Local from "./Local.js"
 
 export { DEFAULT_LEASE_MS, type Health, type Owner, type SharedStateService, STORE_TIMEOUT_MS } from "./Contract.js"
@@ -23,14 +23,14 @@ export { DEFAULT_LEASE_MS, type Health, type Owner, type SharedStateService, STO
  */
 export const make: Effect.Effect<SharedStateService, never, GatewayConfig | Scope.Scope> = Effect.gen(function* () {
   const config = yield* Effect.flatMap(GatewayConfig, (c) => c.current)
-  if (config.state === undefined) return Local.make(newReplicaId())
+  if (config.state === undefined) return Local.make(REPLICA_ID)
   const Redis = yield* Effect.promise(() => import("./Redis.js"))
-  return yield* Redis.make(config.state, newReplicaId())
+  return yield* Redis.make(config.state, REPLICA_ID)
 })
 
 export class SharedState extends Context.Tag("mcp-agentify/SharedState")<SharedState, SharedStateService>() {
   /** In this process only (one gateway). */
-  static readonly local: Layer.Layer<SharedState> = Layer.sync(SharedState, () => Local.make(newReplicaId()))
+  static readonly local: Layer.Layer<SharedState> = Layer.sync(SharedState, () => Local.make(REPLICA_ID))
   /** As the configuration says (see `make`). */
   static readonly layer: Layer.Layer<SharedState, never, GatewayConfig> = Layer.scoped(SharedState, make)
 }

@@ -182,11 +182,14 @@ const makeApp = (options: AppOptions) =>
           return HttpServerResponse.setHeader(response, SESSION_HEADER, opened.id)
         }
         if (kind === "stateless") {
-          // A round's answers for a call another gateway of the team holds: handed to it.
-          const holder = sessions.resumedElsewhere(value)
+          // A round's answers for a call, or a task, another gateway of the team holds: handed to it.
+          const holder = sessions.heldElsewhere(value)
           if (holder !== undefined && !Forward.wasForwarded(request)) {
             const at = yield* sessions.state.addressOf(holder)
             if (at !== undefined) return yield* Forward.forward(request, at, sessions.state.replicaId, reject, body)
+            // Its gateway is gone (its lease ran out): a task of it failed, whatever it was doing.
+            const lost = sessions.lostTask(value, holder)
+            if (lost !== undefined) return json(200, lost)
           }
           const admitted = sessions.admit(value, request.headers, request.headers[VERSION_HEADER], target)
           if (Either.isLeft(admitted)) return json(admitted.left.status, admitted.left.response)

@@ -18,6 +18,7 @@
  * decisions; `record` writes it like any other. The orchestrator and code mode get the pipeline
  * from their context: there is no way to a backend's tool around it.
  */
+import { idPrefixOf } from "../../state/Replica.js"
 import { Context, Effect, Layer, Stream } from "effect"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig, type Profile, type ResolvedConfig } from "../../config/Config.js"
@@ -97,7 +98,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       ask: Ask.make(() => current.confirmTools),
       count: Count.make(() => current.limits, new Quotas()),
       credentials: Credentials.make({ signIns, configOf: backends.configOf }),
-      forward: Forward.make({ forwarder, backends, routes, idPrefix: () => current.sessionIdPrefix })
+      forward: Forward.make({ forwarder, backends, routes, idPrefix: () => idPrefixOf(current) })
     }
     return of(STAGES.map((name) => stages[name]))
   })

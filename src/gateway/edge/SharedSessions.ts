@@ -5,6 +5,7 @@
  * only carries bodies and streams: what a body is, who it reaches and every session's life are
  * decided here.
  */
+import * as Replica from "../../state/Replica.js"
 import { Deferred, Effect, Either, Exit, type Fiber, Schedule, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { Backends } from "../../backend/Backends.js"
@@ -57,6 +58,9 @@ export interface Admitted {
 
 /** What a body is to the gateway. */
 export type Kind = "initialize" | "stateless" | "session"
+
+/** The 2026-07-28 requests about one task, which name it by its id (`params.taskId`). */
+const TASK_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/update", "tasks/cancel", "tasks/result"])
 
 /** How long requests in flight at shutdown may finish on their own before they are cancelled (each still replies). */
 export const STOP_GRACE_MS = 1_000
@@ -152,7 +156,7 @@ export const make = Effect.gen(function* () {
       const scope = yield* Scope.make()
       let entry: Entry | undefined
       const session = new Session({
-        id: `${config.sessionIdPrefix}${randomUUID()}`,
+        id: `${Replica.idPrefixOf(config)}${randomUUID()}`,
         transport: "http",
         target,
         identity,
@@ -251,9 +255,33 @@ export const make = Effect.gen(function* () {
     size: () => sessions.size,
     /** Whether this gateway holds the session `id` (else another of the team may: see `state`). */
     holds: (id: string) => sessions.has(id),
-    /** The gateway of the team that holds the call a 2026-07-28 request resumes (its `requestState`), when not this one. */
-    resumedElsewhere: (value: unknown): string | undefined =>
-      Array.isArray(value) ? undefined : BridgeTokens.heldElsewhere(objectOr(objectOr(value).params).requestState),
+    /**
+     * The gateway of the team that holds what a 2026-07-28 request is about, when not this one: the
+     * call it resumes (its `requestState`), or the task it asks after (a task's id names its gateway).
+     */
+    heldElsewhere: (value: unknown): string | undefined => {
+      if (Array.isArray(value)) return undefined
+      const { method, params } = objectOr(value)
+      const given = objectOr(params)
+      if (typeof method === "string" && TASK_METHODS.has(method)) return Replica.givenElsewhere(config, given.taskId)
+      return BridgeTokens.heldElsewhere(given.requestState)
+    },
+    /** The reply to a 2026-07-28 request about a task whose gateway stopped before it finished (else undefined). */
+    lostTask: (value: unknown, holder: string) => {
+      const { id, method, params } = objectOr(value)
+      if (typeof method !== "string" || !TASK_METHODS.has(method)) return undefined
+      const taskId = String(objectOr(params).taskId)
+      const message = `the gateway that ran task ${taskId} (${holder}) stopped before the task finished: it failed`
+      const error = { code: ErrorCode.InternalError, message, data: { taskId } }
+      const at = new Date().toISOString()
+      return method === "tasks/get"
+        ? {
+            jsonrpc: "2.0",
+            id,
+            result: { taskId, status: "failed", statusMessage: message, lastUpdatedAt: at, error, resultType: "complete" }
+          }
+        : { jsonrpc: "2.0", id, error }
+    },
     state,
     open,
     find,

@@ -69,6 +69,35 @@ const health = async (g: HttpGateway) => (await (await fetch(`${g.base}/healthz`
 const readiness = async (g: HttpGateway) =>
   (await (await fetch(`${g.base}/readyz`)).json()) as { status: string; state: { ok: boolean; detail: string } }
 
+/** A 2026-07-28 request at one gateway, as a client of the tasks extension sends it; its reply. */
+const stateless = async (base: string, method: string, params: Record<string, unknown>) => {
+  const name = typeof params.taskId === "string" ? params.taskId : typeof params.name === "string" ? params.name : undefined
+  const response = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": method,
+      ...(name === undefined ? {} : { "mcp-name": name })
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": { elicitation: {}, extensions: { "io.modelcontextprotocol/tasks": {} } },
+          "io.modelcontextprotocol/clientInfo": { name: "stateless-replicas", version: "1" }
+        }
+      }
+    })
+  })
+  return (await response.json()) as { result?: any; error?: { message: string } }
+}
+
 describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy with no stickiness", () => {
   let clients: Array<Awaited<ReturnType<typeof connect>>> = []
 
@@ -93,34 +122,8 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
   }, 120_000)
 
   it("answers a 2026-07-28 request's round of questions at whichever gateway the answers reach", async () => {
-    const stateless = async (base: string, params: Record<string, unknown>) => {
-      const response = await fetch(`${base}/mcp`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": "2026-07-28",
-          "mcp-method": "tools/call",
-          "mcp-name": "fx__ask_client"
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: {
-            name: "fx__ask_client",
-            ...params,
-            _meta: {
-              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-              "io.modelcontextprotocol/clientCapabilities": { elicitation: {} },
-              "io.modelcontextprotocol/clientInfo": { name: "stateless-replicas", version: "1" }
-            }
-          }
-        })
-      })
-      return (await response.json()) as { result?: any; error?: { message: string } }
-    }
     const question = {
+      name: "fx__ask_client",
       arguments: { method: "elicitation/create", params: { message: "Your name?", requestedSchema: { type: "object" } } }
     }
     for (const [asked, answered] of [
@@ -128,16 +131,36 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
       [1, 2],
       [2, 0]
     ] as const) {
-      const first = await stateless(gateways[asked]!.base, question)
+      const first = await stateless(gateways[asked]!.base, "tools/call", question)
       expect(first.result?.resultType).toBe("input_required")
       const [key] = Object.keys(first.result.inputRequests)
-      const done = await stateless(gateways[answered]!.base, {
+      const done = await stateless(gateways[answered]!.base, "tools/call", {
         ...question,
         requestState: first.result.requestState,
         inputResponses: { [key!]: { action: "accept", content: { name: `answered at ${answered}` } } }
       })
       expect(done.error).toBeUndefined()
       expect(JSON.stringify(done.result.structuredContent)).toContain(`answered at ${answered}`)
+    }
+  }, 60_000)
+
+  it("reads a 2026-07-28 task at any gateway: the one that runs it answers", async () => {
+    const created = await stateless(gateways[0]!.base, "tools/call", {
+      name: "agentify_run_code",
+      arguments: { code: "return (await tools.fx.echo({ text: 'run as a task' })).content[0].text" }
+    })
+    expect(created.result?.resultType).toBe("task")
+    const taskId = created.result.taskId as string
+    for (const g of [gateways[1]!, gateways[2]!]) {
+      const read = await until(
+        "the task done",
+        async () => {
+          const got = await stateless(g.base, "tasks/get", { taskId })
+          return got.result?.status === "completed" ? got : undefined
+        },
+        20_000
+      )
+      expect(JSON.stringify(read.result.result)).toContain("run as a task")
     }
   }, 60_000)
 
@@ -166,7 +189,22 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
     const theirs = clients.filter((c) => holderOf(c.transport.sessionId!) === victim)
     const others = clients.filter((c) => holderOf(c.transport.sessionId!) !== victim)
     expect(theirs.length).toBeGreaterThan(0)
+    // A task it was running when it died: failed, said so, at any other gateway.
+    const running = await stateless(gateways[victim]!.base, "tools/call", {
+      name: "agentify_run_code",
+      arguments: { code: "await tools.fx.slow({ ms: 60000 }); return 'never'" }
+    })
+    expect(running.result?.resultType).toBe("task")
     gateways[victim]!.child.kill("SIGKILL")
+    const failed = await until(
+      "the dead gateway's task failed",
+      async () => {
+        const got = await stateless(gateways[0]!.base, "tasks/get", { taskId: running.result.taskId })
+        return got.result?.status === "failed" ? got.result : undefined
+      },
+      LEASE_MS * 5
+    )
+    expect(failed.statusMessage).toContain("stopped before the task finished")
     // The proxy's health check takes it out.
     proxy.remove(victim)
     const lost = theirs[0]!
