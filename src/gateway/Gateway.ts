@@ -14,6 +14,7 @@
  * `layerScripted`).
  */
 import { idPrefixOf } from "../state/Replica.js"
+import { SharedState } from "../state/SharedState.js"
 import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
 import { Backends } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
@@ -356,16 +357,22 @@ export const layerStdio: Layer.Layer<
  */
 export const layerSharedWith = (
   observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
-): Layer.Layer<Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns, never, GatewayConfig | LlmClient> =>
+): Layer.Layer<
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | SharedState,
+  never,
+  GatewayConfig | LlmClient
+> =>
   // The gateway is in place before the backends start: their first requests find it.
   startConfigured(SHARED_CLIENT_CAPABILITIES).pipe(
     Layer.provideMerge(Gateway.layerShared),
-    Layer.provideMerge(observer.pipe(Layer.provideMerge(layerBase)))
+    Layer.provideMerge(observer.pipe(Layer.provideMerge(layerBase))),
+    // What the gateways of a team share (the sessions' holders, the quotas' counts), if anything.
+    Layer.provideMerge(SharedState.layer)
   )
 
 /** The shared gateway: backends started with it, every session served by them (see edge/SharedSessions). */
 export const layerShared: Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns,
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | SharedState,
   never,
   GatewayConfig | LlmClient
 > = layerSharedWith(Layer.empty)

@@ -15,6 +15,18 @@ export interface Health {
   readonly detail: string
 }
 
+/** One key a call counts against (see gateway/call/Quotas), with its limits. */
+export interface QuotaKey {
+  readonly key: string
+  readonly callsPerMinute?: number | undefined
+  readonly concurrent?: number | undefined
+}
+
+/** A call counted team-wide: its places (given back by `release`), or the key that refuses it and when to retry. */
+export type QuotaTaken =
+  | { readonly _tag: "Taken"; readonly release: Effect.Effect<void> }
+  | { readonly _tag: "Refused"; readonly index: number; readonly perMinute: boolean; readonly retryAfterMs: number }
+
 /** Who holds a session (see `ownerOf`). */
 export type Owner = { readonly at: string } | "none" | "unknown"
 
@@ -42,6 +54,11 @@ export interface SharedStateService {
    * key that seals 2026-07-28 request states; undefined in this process alone, or while the store fails.
    */
   readonly sharedSecret: (name: string) => Effect.Effect<Buffer | undefined>
+  /**
+   * Counts a call against every key, team-wide, or none (checked, then counted, in one step);
+   * undefined when it must be counted here (no store, or the store failed to answer in time).
+   */
+  readonly takeQuota: (keys: ReadonlyArray<QuotaKey>) => Effect.Effect<QuotaTaken | undefined>
   /** What /readyz says of the store. */
   readonly health: Effect.Effect<Health>
 }

@@ -14,5 +14,6 @@ export const make = (replicaId: string): SharedStateService => ({
   ownerOf: () => Effect.succeed("none"),
   addressOf: () => Effect.succeed(undefined),
   sharedSecret: () => Effect.succeed(undefined),
+  takeQuota: () => Effect.succeed(undefined),
   health: Effect.succeed({ ok: true, detail: "in this process" })
 })

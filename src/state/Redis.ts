@@ -3,7 +3,8 @@
  * its own, reconnects by itself). Keys, under `mcp-agentify:`:
  * - `replica:<id>` = its address, for `leaseMs`: the gateway is alive;
  * - `session:<id>` = `<replica id> <address>`, for `leaseMs`: who holds the session, where;
- * - `secret:<name>`: a secret the gateways share (the key of 2026-07-28 request states).
+ * - `secret:<name>`: a secret the gateways share (the key of 2026-07-28 request states);
+ * - `quota:<key>:minute` and `quota:<key>:inflight`: `limits` counted team-wide (see RedisQuotas).
  * Both are written again by the holder's heartbeat every third of `leaseMs` (and so put back by
  * the first heartbeat after the store restarted empty); a gateway that stops heartbeating (killed,
  * cut off) loses them when they expire, and its sessions' next requests get 404.
@@ -18,7 +19,8 @@ import { randomBytes } from "node:crypto"
 import type { State } from "../config/Config.js"
 import { messageOf } from "../data/Json.js"
 import * as Secrets from "../observability/Secrets.js"
-import { DEFAULT_LEASE_MS, type Owner, type SharedStateService, STORE_TIMEOUT_MS } from "./Contract.js"
+import { DEFAULT_LEASE_MS, type Owner, type QuotaTaken, type SharedStateService, STORE_TIMEOUT_MS } from "./Contract.js"
+import * as Quotas from "./RedisQuotas.js"
 
 const PREFIX = "mcp-agentify:"
 /** How long a gateway's start waits for the store before it serves without it. */
@@ -44,6 +46,8 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
     let failing: string | undefined
     let address = settings.address
     const held = new Set<string>()
+    /** This gateway's calls in flight per quota key: written whole at each heartbeat, so a lost release heals. */
+    const inflight = new Map<string, number>()
     /** Other gateways' sessions, as the store named their holders a moment ago. */
     const owners = new Map<string, { readonly owner: Owner; readonly until: number }>()
     const ownerKeptMs = Math.min(1_000, Math.floor(leaseMs / 3))
@@ -85,6 +89,13 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
       if (address === undefined) return Effect.void
       const multi = client.multi().set(`${PREFIX}replica:${replicaId}`, address, { expiration: { type: "PX", value: leaseMs } })
       for (const id of held) multi.set(`${PREFIX}session:${id}`, valueOf(), { expiration: { type: "PX", value: leaseMs } })
+      for (const [key, count] of inflight) {
+        if (count > 0) multi.hSet(`${PREFIX}quota:${key}:inflight`, replicaId, count)
+        else {
+          multi.hDel(`${PREFIX}quota:${key}:inflight`, replicaId)
+          inflight.delete(key)
+        }
+      }
       return Effect.asVoid(run(() => multi.execAsPipeline()))
     })
     // Said when it starts failing and when it answers again, not at every failed heartbeat.
@@ -162,6 +173,27 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
             return client.get(secret)
           }),
           (value) => (typeof value === "string" ? Buffer.from(value, "base64") : undefined)
+        ),
+      takeQuota: (keys) =>
+        Effect.map(
+          run(() => client.eval(Quotas.TAKE, { arguments: Quotas.takeArguments(keys, replicaId, PREFIX, Date.now()) })),
+          (answer): QuotaTaken | undefined => {
+            if (!Array.isArray(answer)) return undefined
+            const [index, perMinute, retryAfterMs] = answer.map(Number) as [number, number, number]
+            if (index >= 0) return { _tag: "Refused", index, perMinute: perMinute === 1, retryAfterMs: Math.max(1, retryAfterMs) }
+            const counted = keys.filter((k) => k.concurrent !== undefined).map((k) => k.key)
+            for (const key of counted) inflight.set(key, (inflight.get(key) ?? 0) + 1)
+            return {
+              _tag: "Taken",
+              release:
+                counted.length === 0
+                  ? Effect.void
+                  : Effect.suspend(() => {
+                      for (const key of counted) inflight.set(key, (inflight.get(key) ?? 1) - 1)
+                      return Effect.asVoid(run(() => client.eval(Quotas.RELEASE, { arguments: [PREFIX, replicaId, ...counted] })))
+                    })
+            }
+          }
         ),
       health: Effect.sync(() =>
         failing === undefined && client.isReady

@@ -15,7 +15,15 @@ import type { SharedStateService } from "./Contract.js"
 import { REPLICA_ID } from "./Replica.js"
 import * as Local from "./Local.js"
 
-export { DEFAULT_LEASE_MS, type Health, type Owner, type SharedStateService, STORE_TIMEOUT_MS } from "./Contract.js"
+export {
+  DEFAULT_LEASE_MS,
+  type Health,
+  type Owner,
+  type QuotaKey,
+  type QuotaTaken,
+  type SharedStateService,
+  STORE_TIMEOUT_MS
+} from "./Contract.js"
 
 /**
  * As the configuration says: `state.url` a Redis store shared with the other gateways (its client

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { performance } from "node:perf_hooks"
 import * as Call from "../../src/gateway/call/Call.js"
 import * as PolicyChecks from "../../src/gateway/call/PolicyChecks.js"
-import { Quotas } from "../../src/gateway/call/Quotas.js"
+import { counters, Quotas } from "../../src/gateway/call/Quotas.js"
 import * as Count from "../../src/gateway/call/stages/Count.js"
 import { Session } from "../../src/gateway/session/Session.js"
 import * as Cedar from "../../src/policy/Cedar.js"
@@ -97,10 +97,12 @@ export const benchGovernance = (quick: boolean) => {
       tools: { "fs__*": { callsPerMinute: 1_000_000_000 } },
       backends: { fs: { concurrent: 1_000 } }
     }),
-    new Quotas()
+    counters(undefined, new Quotas())
   )
   const quotas = time(runs, (i) => Effect.runSync(count.run(asked(i), () => Effect.void)))
-  const noQuotas = time(runs, (i) => Effect.runSync(Count.make(() => undefined, new Quotas()).run(asked(i), () => Effect.void)))
+  const noQuotas = time(runs, (i) =>
+    Effect.runSync(Count.make(() => undefined, counters(undefined, new Quotas())).run(asked(i), () => Effect.void))
+  )
   return {
     cedar: Cedar.version(),
     policies: {

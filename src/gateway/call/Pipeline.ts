@@ -19,7 +19,7 @@
  * from their context: there is no way to a backend's tool around it.
  */
 import { idPrefixOf } from "../../state/Replica.js"
-import { Context, Effect, Layer, Stream } from "effect"
+import { Context, Effect, Layer, Option, Stream } from "effect"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig, type Profile, type ResolvedConfig } from "../../config/Config.js"
 import { Audit } from "./Audit.js"
@@ -38,7 +38,8 @@ import * as Decide from "./stages/Decide.js"
 import * as FlowRules from "./FlowRules.js"
 import * as PolicyChecks from "./PolicyChecks.js"
 import { Policies } from "../../policy/Policies.js"
-import { Quotas } from "./Quotas.js"
+import * as Quotas from "./Quotas.js"
+import { SharedState } from "../../state/SharedState.js"
 import * as Find from "./stages/Find.js"
 import * as Forward from "./stages/Forward.js"
 import * as Record from "./stages/Record.js"
@@ -86,6 +87,8 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
     }
     const flowOf = (backendId: string) => backends.configOf(backendId)?.flow
+    // A team's gateways count `limits` in their shared store (when the layer has one).
+    const shared = Option.getOrUndefined(yield* Effect.serviceOption(SharedState))
     const stages: Record<StageName, Stage> = {
       record: Record.make(audit, () => current.maxReplyBytes),
       find: Find.make({ backends, profileOf }),
@@ -96,7 +99,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
         ...rules
       ]),
       ask: Ask.make(() => current.confirmTools),
-      count: Count.make(() => current.limits, new Quotas()),
+      count: Count.make(() => current.limits, Quotas.counters(shared)),
       credentials: Credentials.make({ signIns, configOf: backends.configOf }),
       forward: Forward.make({ forwarder, backends, routes, idPrefix: () => idPrefixOf(current) })
     }

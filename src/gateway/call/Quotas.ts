@@ -2,13 +2,20 @@
  * The counters behind `limits`, in one place: for each key (a subject, a tool, a backend) the start
  * times of its calls in the last minute and its calls in flight. A call takes every key it counts
  * against or none (checked, then counted, with nothing between), and gives back its places in
- * flight when it ends.
+ * flight when it ends. The gateways of a team count in their shared store instead (`counters`),
+ * and here only while it fails to answer.
  */
+import { Effect } from "effect"
 import type { Limit } from "../../config/Limits.js"
+import type { SharedStateService } from "../../state/SharedState.js"
 
 const MINUTE_MS = 60_000
 
 const calls = (n: number) => `${n} call${n === 1 ? "" : "s"}`
+
+/** What a limit that refuses a call is, in words: "5 calls per minute", "3 calls at once". */
+export const limitWords = (limit: Limit, perMinute: boolean): string =>
+  perMinute ? `${calls(limit.callsPerMinute ?? 0)} per minute` : `${calls(limit.concurrent ?? 0)} at once`
 
 /** One key a call counts against, and its limit, named as the configuration names it. */
 export interface Counted {
@@ -36,12 +43,12 @@ export class Quotas {
         const times = this.recentOf(key, now)
         if (times.length >= limit.callsPerMinute) {
           const retryAfterMs = Math.max(1, times[times.length - limit.callsPerMinute]! + MINUTE_MS - now)
-          return { _tag: "Refused", named, why: `${calls(limit.callsPerMinute)} per minute`, retryAfterMs }
+          return { _tag: "Refused", named, why: limitWords(limit, true), retryAfterMs }
         }
       }
       if (limit.concurrent !== undefined && (this.inFlight.get(key) ?? 0) >= limit.concurrent) {
         // A place frees when a call ends: a second is a fair first wait.
-        return { _tag: "Refused", named, why: `${calls(limit.concurrent)} at once`, retryAfterMs: 1_000 }
+        return { _tag: "Refused", named, why: limitWords(limit, false), retryAfterMs: 1_000 }
       }
     }
     for (const { key, limit } of counted) {
@@ -73,4 +80,28 @@ export class Quotas {
     if (old > 0) times.splice(0, old)
     return times
   }
+}
+
+/**
+ * How a call is counted: against the team's counters when the gateways share a store, else (or
+ * while the store fails to answer in time) against this gateway's own.
+ */
+export const counters = (state: SharedStateService | undefined, own: Quotas = new Quotas()) => {
+  const local = (counted: ReadonlyArray<Counted>) => Effect.sync(() => own.take(counted))
+  if (state === undefined || state.kind === "local") return local
+  return (counted: ReadonlyArray<Counted>): Effect.Effect<Taken> =>
+    Effect.flatMap(
+      state.takeQuota(counted.map((c) => ({ key: c.key.replace("\u0000", ":"), ...c.limit }))),
+      (shared): Effect.Effect<Taken> => {
+        if (shared === undefined) return local(counted)
+        if (shared._tag === "Taken") return Effect.succeed({ _tag: "Taken", release: () => void Effect.runFork(shared.release) })
+        const refusing = counted[shared.index]!
+        return Effect.succeed({
+          _tag: "Refused",
+          named: refusing.named,
+          why: limitWords(refusing.limit, shared.perMinute),
+          retryAfterMs: shared.retryAfterMs
+        })
+      }
+    )
 }

@@ -5,7 +5,8 @@
  * transport asks it for a connection (a byte stream's one client) or for the sessions of a shared
  * endpoint, and knows nothing of the gateway behind it.
  */
-import { Context, Effect, Layer, type Scope } from "effect"
+import { Context, Effect, Layer, Option, type Scope } from "effect"
+import { SharedState } from "../../state/SharedState.js"
 import { SignIns, type SignInsService } from "../../auth/SignIns.js"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig } from "../../config/Config.js"
@@ -60,10 +61,14 @@ export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, Pro
       const backends = yield* Backends
       const config = yield* GatewayConfig
       const signIns = yield* SignIns
+      // The team's store, when the gateway was built with one; else the sessions make their own.
+      const state = yield* Effect.serviceOption(SharedState)
+      const withState = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Option.isSome(state) ? Effect.provideService(effect, SharedState, state.value) : effect
       const service: ProtocolService = {
         signIns,
         stream: (options) => StreamConnection.open(options).pipe(Effect.provide(context)),
-        shared: SharedSessions.make.pipe(Effect.provide(context)),
+        shared: withState(SharedSessions.make).pipe(Effect.provide(context)),
         targetOf: (kind, name) =>
           kind === "servers"
             ? Effect.sync(() =>

@@ -36,6 +36,8 @@ beforeAll(async () => {
   const config = {
     backends: [fixtureBackend("fx")],
     state: { url: redis.url, leaseMs: LEASE_MS },
+    // Counted team-wide: whichever gateway a call reaches.
+    limits: { tools: { fx__add: { callsPerMinute: 4 }, fx__slow: { concurrent: 2 } } },
     // The proxy's name, as clients address it.
     allowedHosts: [new URL(proxy.url).host]
   }
@@ -162,6 +164,40 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
       )
       expect(JSON.stringify(read.result.result)).toContain("run as a task")
     }
+  }, 60_000)
+
+  it("counts limits team-wide: a tool's calls per minute and at once, whichever gateway each call reaches", async () => {
+    const at = await Promise.all(gateways.map((g) => connect(`quota-${g.port}`, g.base)))
+    const add = (i: number) => at[i % 3]!.client.callTool({ name: "fx__add", arguments: { a: i, b: 1 } })
+    for (let i = 0; i < 4; i++) expect(firstText(await add(i))).toContain(String(i + 1))
+    const refused = await add(4).then(
+      () => undefined,
+      (error: Error & { code?: number }) => error
+    )
+    // A whole request refused by a quota is HTTP 429 (with Retry-After), its body the JSON-RPC -32029.
+    expect(refused?.code).toBe(429)
+    expect(refused?.message).toContain('limits.tools[\\"fx__add\\"] (4 calls per minute)')
+    // Two slow calls at gateway 0 take both places (as the store counts them): a third, at gateway 1, waits its turn.
+    const slow = (i: number, ms: number) => at[i]!.client.callTool({ name: "fx__slow", arguments: { ms } })
+    const running = [slow(0, 3_000), slow(0, 3_000)]
+    const inFlight = () =>
+      spawnSync("redis-cli", ["-p", String(redis.port), "hvals", "mcp-agentify:quota:tool:fx__slow:inflight"], {
+        encoding: "utf8"
+      })
+        .stdout.split("\n")
+        .reduce((sum, n) => sum + (Number(n) || 0), 0)
+    await until("both in flight", () => inFlight() === 2)
+    const third = await slow(1, 1).then(
+      () => undefined,
+      (error: Error & { code?: number }) => error
+    )
+    expect(third?.code).toBe(429)
+    expect(third?.message).toContain('limits.tools[\\"fx__slow\\"] (2 calls at once)')
+    await Promise.all(running)
+    // Their places given back: the third goes through.
+    expect(firstText(await slow(1, 1))).toContain("slept")
+    await until("the places given back", () => inFlight() === 0)
+    await Promise.all(at.map((c) => c.client.close()))
   }, 60_000)
 
   it("keeps serving the sessions a gateway holds while the store is down, says it is degraded, and loses nothing when it is back empty", async () => {

@@ -9,7 +9,7 @@ import { matchesGlob } from "../../../catalog/Exposure.js"
 import type { Limits } from "../../../config/Limits.js"
 import { ErrorCode, RpcError } from "../../../protocol/Errors.js"
 import { type ToolCall, userOf } from "../Call.js"
-import type { Counted, Quotas } from "../Quotas.js"
+import type { Counted, Taken } from "../Quotas.js"
 import type { Stage } from "../Stage.js"
 
 /** The keys a call counts against under `limits`. */
@@ -30,26 +30,31 @@ export const countedOf = (call: ToolCall, limits: Limits): ReadonlyArray<Counted
   return counted
 }
 
-export const make = (limits: () => Limits | undefined, quotas: Quotas): Stage => ({
+/** `take`: the counters (this gateway's, or a team's: see Pipeline). */
+export const make = (
+  limits: () => Limits | undefined,
+  take: (counted: ReadonlyArray<Counted>) => Effect.Effect<Taken>
+): Stage => ({
   name: "count",
   run: (call, next) => {
     const configured = limits()
     if (configured === undefined) return next(call)
     const counted = countedOf(call, configured)
     if (counted.length === 0) return next(call)
-    const taken = quotas.take(counted)
-    if (taken._tag === "Refused") {
-      const seconds = Math.ceil(taken.retryAfterMs / 1_000)
-      const message = `Too many calls: ${call.name} is past ${taken.named} (${taken.why}); retry in ${seconds} s`
-      call.decisions.push({ stage: "count", said: message, refused: true })
-      return Effect.fail(
-        new RpcError({
-          code: ErrorCode.QuotaExceeded,
-          message,
-          data: { stage: "count", limit: taken.named, retryAfterMs: taken.retryAfterMs }
-        })
-      )
-    }
-    return next(call).pipe(Effect.ensuring(Effect.sync(taken.release)))
+    return Effect.flatMap(take(counted), (taken) => {
+      if (taken._tag === "Refused") {
+        const seconds = Math.ceil(taken.retryAfterMs / 1_000)
+        const message = `Too many calls: ${call.name} is past ${taken.named} (${taken.why}); retry in ${seconds} s`
+        call.decisions.push({ stage: "count", said: message, refused: true })
+        return Effect.fail(
+          new RpcError({
+            code: ErrorCode.QuotaExceeded,
+            message,
+            data: { stage: "count", limit: taken.named, retryAfterMs: taken.retryAfterMs }
+          })
+        )
+      }
+      return next(call).pipe(Effect.ensuring(Effect.sync(taken.release)))
+    })
   }
 })

@@ -11,7 +11,7 @@ import type { Next, Stage } from "../../../../src/gateway/call/Stage.js"
 import * as Ask from "../../../../src/gateway/call/stages/Ask.js"
 import * as Check from "../../../../src/gateway/call/stages/Check.js"
 import * as Count from "../../../../src/gateway/call/stages/Count.js"
-import { Quotas } from "../../../../src/gateway/call/Quotas.js"
+import { counters, Quotas } from "../../../../src/gateway/call/Quotas.js"
 import { BackendError, RpcError } from "../../../../src/protocol/Errors.js"
 import * as Credentials from "../../../../src/gateway/call/stages/Credentials.js"
 import * as Decide from "../../../../src/gateway/call/stages/Decide.js"
@@ -159,7 +159,10 @@ describe("count", () => {
   it.effect("with no limits configured, passes every call on", () =>
     Effect.gen(function* () {
       const rest = reached()
-      yield* Count.make(() => undefined, new Quotas()).run(call({ via: "client", name: "fx__read" }), rest.next)
+      yield* Count.make(() => undefined, counters(undefined, new Quotas())).run(
+        call({ via: "client", name: "fx__read" }),
+        rest.next
+      )
       expect(rest.calls).toHaveLength(1)
     })
   )
@@ -169,7 +172,7 @@ describe("count", () => {
     () =>
       Effect.gen(function* () {
         let now = 1_000_000
-        const count = Count.make(() => ({ subject: { callsPerMinute: 2 } }), new Quotas(() => now))
+        const count = Count.make(() => ({ subject: { callsPerMinute: 2 } }), counters(undefined, new Quotas(() => now)))
         const rest = reached()
         const alice = () =>
           new Session({ id: "a", transport: "http", identity: { subject: "alice", scopes: [], groups: [] }, send: () => false })
@@ -212,7 +215,7 @@ describe("count", () => {
       Effect.gen(function* () {
         const count = Count.make(
           () => ({ tools: { "fx__w*": { concurrent: 1 } }, backends: { other: { concurrent: 1 } } }),
-          new Quotas()
+          counters(undefined, new Quotas())
         )
         const gate = yield* Deferred.make<void>()
         const held: Next = () => Effect.as(Deferred.await(gate), { content: [] })
