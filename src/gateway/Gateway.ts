@@ -15,7 +15,7 @@
  */
 import { idPrefixOf } from "../state/Replica.js"
 import { SharedState } from "../state/SharedState.js"
-import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, Option, Runtime, type Scope, Stream } from "effect"
 import { Backends } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
@@ -110,7 +110,12 @@ const make = Effect.gen(function* () {
     const name = session.target._tag === "Aggregate" ? session.target.profile : undefined
     return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
   }
-  const runTasks = yield* RunTasks.make(() => idPrefixOf(current))
+  // A team's gateways keep the extension's finished tasks in their store: they outlive this one.
+  const shared = Option.getOrUndefined(yield* Effect.serviceOption(SharedState))
+  const runTasks = yield* RunTasks.make(
+    () => idPrefixOf(current),
+    shared?.kind === "shared" ? (id, record) => shared.saveTask(id, record, RunTasks.RUN_TTL_MS) : undefined
+  )
   const ctx: Aggregate.Context = {
     pipeline,
     mode,

@@ -27,6 +27,12 @@ export type QuotaTaken =
   | { readonly _tag: "Taken"; readonly release: Effect.Effect<void> }
   | { readonly _tag: "Refused"; readonly index: number; readonly perMinute: boolean; readonly retryAfterMs: number }
 
+/** A finished task as the store keeps it: whose it is, and what `tasks/get` answers. */
+export interface TaskRecord {
+  readonly owner: string
+  readonly reply: Readonly<Record<string, unknown>>
+}
+
 /** Who holds a session (see `ownerOf`). */
 export type Owner = { readonly at: string } | "none" | "unknown"
 
@@ -59,6 +65,13 @@ export interface SharedStateService {
    * undefined when it must be counted here (no store, or the store failed to answer in time).
    */
   readonly takeQuota: (keys: ReadonlyArray<QuotaKey>) => Effect.Effect<QuotaTaken | undefined>
+  /**
+   * Keeps a finished task's record (its owner, and the reply to `tasks/get`) for `ttlMs`, so that
+   * it outlives the gateway that ran it.
+   */
+  readonly saveTask: (taskId: string, record: TaskRecord, ttlMs: number) => Effect.Effect<void>
+  /** A finished task's record, kept by `saveTask`; undefined when none (or the store cannot say). */
+  readonly taskRecord: (taskId: string) => Effect.Effect<TaskRecord | undefined>
   /** What /readyz says of the store. */
   readonly health: Effect.Effect<Health>
 }

@@ -15,5 +15,7 @@ export const make = (replicaId: string): SharedStateService => ({
   addressOf: () => Effect.succeed(undefined),
   sharedSecret: () => Effect.succeed(undefined),
   takeQuota: () => Effect.succeed(undefined),
+  saveTask: () => Effect.void,
+  taskRecord: () => Effect.succeed(undefined),
   health: Effect.succeed({ ok: true, detail: "in this process" })
 })

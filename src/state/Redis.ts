@@ -4,7 +4,8 @@
  * - `replica:<id>` = its address, for `leaseMs`: the gateway is alive;
  * - `session:<id>` = `<replica id> <address>`, for `leaseMs`: who holds the session, where;
  * - `secret:<name>`: a secret the gateways share (the key of 2026-07-28 request states);
- * - `quota:<key>:minute` and `quota:<key>:inflight`: `limits` counted team-wide (see RedisQuotas).
+ * - `quota:<key>:minute` and `quota:<key>:inflight`: `limits` counted team-wide (see RedisQuotas);
+ * - `task:<id>`: a finished 2026-07-28 task's record, for its ttl (it outlives its gateway).
  * Both are written again by the holder's heartbeat every third of `leaseMs` (and so put back by
  * the first heartbeat after the store restarted empty); a gateway that stops heartbeating (killed,
  * cut off) loses them when they expire, and its sessions' next requests get 404.
@@ -19,7 +20,14 @@ import { randomBytes } from "node:crypto"
 import type { State } from "../config/Config.js"
 import { messageOf } from "../data/Json.js"
 import * as Secrets from "../observability/Secrets.js"
-import { DEFAULT_LEASE_MS, type Owner, type QuotaTaken, type SharedStateService, STORE_TIMEOUT_MS } from "./Contract.js"
+import {
+  DEFAULT_LEASE_MS,
+  type Owner,
+  type QuotaTaken,
+  type SharedStateService,
+  STORE_TIMEOUT_MS,
+  type TaskRecord
+} from "./Contract.js"
 import * as Quotas from "./RedisQuotas.js"
 
 const PREFIX = "mcp-agentify:"
@@ -192,6 +200,23 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
                       for (const key of counted) inflight.set(key, (inflight.get(key) ?? 1) - 1)
                       return Effect.asVoid(run(() => client.eval(Quotas.RELEASE, { arguments: [PREFIX, replicaId, ...counted] })))
                     })
+            }
+          }
+        ),
+      saveTask: (taskId, record, ttlMs) =>
+        Effect.asVoid(
+          run(() => client.set(`${PREFIX}task:${taskId}`, JSON.stringify(record), { expiration: { type: "PX", value: ttlMs } }))
+        ),
+      taskRecord: (taskId) =>
+        Effect.map(
+          run(() => client.get(`${PREFIX}task:${taskId}`)),
+          (value) => {
+            if (typeof value !== "string") return undefined
+            try {
+              const record = JSON.parse(value) as TaskRecord
+              return typeof record.owner === "string" && typeof record.reply === "object" ? record : undefined
+            } catch {
+              return undefined
             }
           }
         ),

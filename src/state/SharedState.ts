@@ -22,6 +22,7 @@ export {
   type QuotaKey,
   type QuotaTaken,
   type SharedStateService,
+  type TaskRecord,
   STORE_TIMEOUT_MS
 } from "./Contract.js"
 

@@ -187,8 +187,9 @@ const makeApp = (options: AppOptions) =>
           if (holder !== undefined && !Forward.wasForwarded(request)) {
             const at = yield* sessions.state.addressOf(holder)
             if (at !== undefined) return yield* Forward.forward(request, at, sessions.state.replicaId, reject, body)
-            // Its gateway is gone (its lease ran out): a task of it failed, whatever it was doing.
-            const lost = sessions.lostTask(value, holder)
+            // Its gateway is gone (its lease ran out): a task of it is what the store kept when it
+            // finished, else failed.
+            const lost = yield* sessions.lostTask(value, holder, principal?.subject)
             if (lost !== undefined) return json(200, lost)
           }
           const admitted = sessions.admit(value, request.headers, request.headers[VERSION_HEADER], target)

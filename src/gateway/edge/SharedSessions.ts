@@ -268,22 +268,35 @@ export const make = Effect.gen(function* () {
       if (typeof method === "string" && TASK_METHODS.has(method)) return Replica.givenElsewhere(config, given.taskId)
       return BridgeTokens.heldElsewhere(given.requestState)
     },
-    /** The reply to a 2026-07-28 request about a task whose gateway stopped before it finished (else undefined). */
-    lostTask: (value: unknown, holder: string) => {
-      const { id, method, params } = objectOr(value)
-      if (typeof method !== "string" || !TASK_METHODS.has(method)) return undefined
-      const taskId = String(objectOr(params).taskId)
-      const message = `the gateway that ran task ${taskId} (${holder}) stopped before the task finished: it failed`
-      const error = { code: ErrorCode.InternalError, message, data: { taskId } }
-      const at = new Date().toISOString()
-      return method === "tasks/get"
-        ? {
-            jsonrpc: "2.0",
-            id,
-            result: { taskId, status: "failed", statusMessage: message, lastUpdatedAt: at, error, resultType: "complete" }
-          }
-        : { jsonrpc: "2.0", id, error }
-    },
+    /**
+     * The reply to a 2026-07-28 request about a task whose gateway is gone (else undefined): what
+     * the store kept of it when it finished (its owner's only), else failed, saying why.
+     */
+    lostTask: (value: unknown, holder: string, subject: string | undefined) =>
+      Effect.gen(function* () {
+        const { id, method, params } = objectOr(value)
+        if (typeof method !== "string" || !TASK_METHODS.has(method)) return undefined
+        const taskId = String(objectOr(params).taskId)
+        const kept = yield* state.taskRecord(taskId)
+        if (kept !== undefined && kept.owner === `subject:${subject ?? ""}`) {
+          const reply = kept.reply
+          if (method === "tasks/get") return { jsonrpc: "2.0", id, result: reply }
+          if (method !== "tasks/result") return { jsonrpc: "2.0", id, result: { resultType: "complete" } }
+          return reply.error !== undefined
+            ? { jsonrpc: "2.0", id, error: reply.error }
+            : { jsonrpc: "2.0", id, result: reply.result ?? {} }
+        }
+        const message = `the gateway that ran task ${taskId} (${holder}) stopped before the task finished: it failed`
+        const error = { code: ErrorCode.InternalError, message, data: { taskId } }
+        const at = new Date().toISOString()
+        return method === "tasks/get"
+          ? {
+              jsonrpc: "2.0",
+              id,
+              result: { taskId, status: "failed", statusMessage: message, lastUpdatedAt: at, error, resultType: "complete" }
+            }
+          : { jsonrpc: "2.0", id, error }
+      }),
     state,
     open,
     find,

@@ -87,7 +87,11 @@ export interface RunTasks {
 const TERMINAL: ReadonlySet<Status> = new Set(["completed", "failed", "cancelled"])
 
 /** The gateway's own tasks; their ids start with `prefix()` (its `sessionIdPrefix`), then `agentify.`. */
-export const make = (prefix: () => string): Effect.Effect<RunTasks, never, Scope.Scope> =>
+export const make = (
+  prefix: () => string,
+  /** A finished task of the extension, with its owner and `tasks/get` reply (kept in a team's store). */
+  onSettled?: (id: string, record: { readonly owner: string; readonly reply: Record<string, unknown> }) => Effect.Effect<void>
+): Effect.Effect<RunTasks, never, Scope.Scope> =>
   Effect.gen(function* () {
     const fibers = yield* FiberSet.make()
     const runs = new Map<string, Run>()
@@ -115,6 +119,16 @@ export const make = (prefix: () => string): Effect.Effect<RunTasks, never, Scope
       ttl: RUN_TTL_MS,
       pollInterval: POLL_INTERVAL_MS,
       ...(run.error === undefined ? {} : { statusMessage: run.error.message })
+    })
+    /** The extension's `tasks/get` reply. */
+    const finished = (run: Run) => ({
+      ...envelope(run),
+      ...(run.status === "input_required"
+        ? { inputRequests: Object.fromEntries([...run.questions].map(([key, q]) => [key, q.request])) }
+        : {}),
+      ...(run.result === undefined ? {} : { result: run.result }),
+      ...(run.error === undefined ? {} : { error: run.error }),
+      resultType: "complete"
     })
     const unknown = (id: string) =>
       new RpcError({ code: ErrorCode.InvalidParams, message: `Unknown task: ${id}`, data: { taskId: id } })
@@ -192,7 +206,13 @@ export const make = (prefix: () => string): Effect.Effect<RunTasks, never, Scope
                 touch(run, "failed")
               }
             }),
-            Deferred.succeed(run.done, undefined)
+            Effect.zipRight(
+              Deferred.succeed(run.done, undefined),
+              // A team's gateways keep the extension's finished tasks in their store: read after this gateway is gone.
+              onSettled === undefined || design !== "extension"
+                ? Effect.void
+                : Effect.suspend(() => onSettled(run.id, { owner: run.owner, reply: finished(run) }))
+            )
           )
         runs.set(run.id, run)
         const fiber = yield* FiberSet.run(fibers, Effect.onExit(body(ask), settle))
@@ -204,15 +224,7 @@ export const make = (prefix: () => string): Effect.Effect<RunTasks, never, Scope
       const run = find(owner, id)
       if (run === undefined) return Effect.fail(unknown(id))
       if (run.design === "session") return Effect.succeed(task(run))
-      return Effect.succeed({
-        ...envelope(run),
-        ...(run.status === "input_required"
-          ? { inputRequests: Object.fromEntries([...run.questions].map(([key, q]) => [key, q.request])) }
-          : {}),
-        ...(run.result === undefined ? {} : { result: run.result }),
-        ...(run.error === undefined ? {} : { error: run.error }),
-        resultType: "complete"
-      })
+      return Effect.succeed(finished(run))
     }
 
     const update: RunTasks["update"] = (owner, id, inputResponses) =>

@@ -220,11 +220,21 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
     await direct.client.close()
   }, 120_000)
 
-  it("a gateway killed loses its sessions (404 once its lease ran out; its clients start afresh), the others' go on", async () => {
+  it("a gateway killed loses its sessions (404 once its lease ran out; its clients start afresh) and its unfinished tasks, the others' go on", async () => {
     const victim = 2
     const theirs = clients.filter((c) => holderOf(c.transport.sessionId!) === victim)
     const others = clients.filter((c) => holderOf(c.transport.sessionId!) !== victim)
     expect(theirs.length).toBeGreaterThan(0)
+    // A task it finished before it died: its result outlives it (kept in the store for its ttl).
+    const finished = await stateless(gateways[victim]!.base, "tools/call", {
+      name: "agentify_run_code",
+      arguments: { code: "return 'finished before the end'" }
+    })
+    await until(
+      "the task finished",
+      async () =>
+        (await stateless(gateways[victim]!.base, "tasks/get", { taskId: finished.result.taskId })).result?.status === "completed"
+    )
     // A task it was running when it died: failed, said so, at any other gateway.
     const running = await stateless(gateways[victim]!.base, "tools/call", {
       name: "agentify_run_code",
@@ -241,6 +251,9 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
       LEASE_MS * 5
     )
     expect(failed.statusMessage).toContain("stopped before the task finished")
+    const kept = await stateless(gateways[1]!.base, "tasks/get", { taskId: finished.result.taskId })
+    expect(kept.result?.status).toBe("completed")
+    expect(JSON.stringify(kept.result?.result)).toContain("finished before the end")
     // The proxy's health check takes it out.
     proxy.remove(victim)
     const lost = theirs[0]!
