@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { Flow, FlowGuard } from "./Flow.js"
 import { Limits } from "./Limits.js"
+import { HttpUrl, State } from "./State.js"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Mcp from "../protocol/Mcp.js"
@@ -471,20 +472,6 @@ export const Profiles = Schema.Record({ key: Schema.String, value: Profile }).pi
   })
 )
 
-/** An http(s) URL (an issuer, a resource). */
-const HttpUrl = Schema.String.pipe(
-  Schema.filter(
-    (s) => {
-      try {
-        return /^https?:$/.test(new URL(s).protocol)
-      } catch {
-        return false
-      }
-    },
-    { message: () => "must be an http:// or https:// URL" }
-  )
-)
-
 /**
  * `--http-auth oauth`: the gateway's endpoint as an OAuth 2.1 resource server. Access tokens are
  * JWTs of `issuer`, for `audience` (the gateway's public URL, as clients reach it), carrying every
@@ -496,27 +483,7 @@ export const HttpAuth = Schema.Struct({
   scopes: Schema.optional(Schema.Array(NonEmptyString))
 })
 export type HttpAuth = typeof HttpAuth.Type
-
-/**
- * `state`: where several gateways keep what they share (Redis, or Valkey: the same protocol), so
- * any of them serves any client. Absent: everything in this process, as on one machine.
- */
-export const State = Schema.Struct({
-  /** `redis://[user:password@]host:port[/db]` or `rediss://` (TLS). */
-  url: SecretString.pipe(
-    Schema.filter((s) => /^rediss?:\/\/[^\s]+$/.test(s), {
-      message: () => "must be a redis:// or rediss:// URL (value not shown)"
-    })
-  ),
-  /**
-   * How the other gateways reach this one's HTTP listener to hand it a request of one of its
-   * sessions (`http://10.0.0.5:8080`); default: the address it listens on.
-   */
-  address: Schema.optional(HttpUrl),
-  /** How long a gateway that stopped answering the store keeps its sessions (default 10000). */
-  leaseMs: Schema.optional(DurationMs)
-})
-export type State = typeof State.Type
+export { State }
 
 /**
  * `audit`: one JSON line per tool call and per orchestration or script run, appended to `file`;

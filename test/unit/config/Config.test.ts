@@ -716,6 +716,17 @@ describe("exposure and profiles in the configuration", () => {
     ])
   })
 
+  it("takes a shared store's URL (redis:// or rediss://), never showing it when it is wrong", () => {
+    expect(issuesOf({ state: { url: "redis://:pw@redis.internal:6379/0", leaseMs: 5000 } })).toEqual([])
+    const wrong = issuesOf({ state: { url: "http://user:hunter2-secret@redis.internal", address: "10.0.0.5", leaseMs: 5 } })
+    expect(wrong).toEqual([
+      "state.url: must be a redis:// or rediss:// URL (value not shown)",
+      "state.address: must be an http:// or https:// URL",
+      "state.leaseMs: must be a whole number of milliseconds from 100 to 3600000"
+    ])
+    expect(JSON.stringify(wrong)).not.toContain("hunter2")
+  })
+
   it("takes auth on Streamable HTTP backends only", () => {
     expect(issuesOf({ backends: [{ id: "a", url: "https://mcp.example.com/mcp", auth: "oauth" }] })).toEqual([])
     expect(issuesOf({ backends: [{ id: "a", url: "https://mcp.example.com/sse", type: "sse", auth: "oauth" }] })).toEqual([
