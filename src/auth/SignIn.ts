@@ -187,6 +187,8 @@ export const prepare = async (
     readonly scopes?: ReadonlyArray<string> | undefined
     /** A user signing in for themselves to a `perUser` backend: the tokens are theirs alone. */
     readonly subject?: string | undefined
+    /** Starts the flow's `state`: which gateway of a team waits for the redirect (see transport/Http). */
+    readonly statePrefix?: string | undefined
   }
 ): Promise<Prepared> => {
   const settings = backend.settings ?? { type: "oauth" as const }
@@ -233,7 +235,7 @@ export const prepare = async (
     )
   }
   const verifier = oauth.randomPKCECodeVerifier()
-  const state = oauth.randomState()
+  const state = `${options.statePrefix ?? ""}${oauth.randomState()}`
   const url = oauth.buildAuthorizationUrl(config, {
     redirect_uri: redirectUri,
     response_type: "code",

@@ -13,6 +13,7 @@ import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { messageOf } from "../data/Json.js"
 import * as Store from "./Store.js"
+import { REPLICA_ID } from "../state/Replica.js"
 
 /** How long a sign-in waits for its user. */
 export const SIGN_IN_TIMEOUT_MS = 5 * 60_000
@@ -77,7 +78,13 @@ export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS): SignInsServic
     const { prepare, within } = await import("./SignIn.js")
     const listener = await listen(backend.id)
     try {
-      const prepared = await prepare(backend, listener.redirectUri, { dir, scopes, subject: backend.subject })
+      // The `state` names this gateway: a redirect that reaches another of its team is handed here.
+      const prepared = await prepare(backend, listener.redirectUri, {
+        dir,
+        scopes,
+        subject: backend.subject,
+        statePrefix: `${REPLICA_ID}.`
+      })
       const done = within(listener.returned(prepared.state), timeoutMs, `no sign-in to ${backend.id}`)
         .then((returned) => prepared.finish(returned))
         .then(() => undefined)

@@ -46,6 +46,7 @@ import {
   VERSION_HEADER
 } from "./HttpWire.js"
 import * as Forward from "./Forward.js"
+import * as Replica from "../state/Replica.js"
 import * as Listener from "./Listener.js"
 import * as ResourceServer from "../auth/ResourceServer.js"
 import { messageOf } from "../data/Json.js"
@@ -328,6 +329,15 @@ const makeApp = (options: AppOptions) =>
       // A sign-in's redirect from an authorization server, in the user's browser (no token there):
       // its `state` must be one a sign-in of this gateway waits for.
       if (path === CALLBACK_PATH && request.method === "GET" && guards.hostAllowed(request.headers["host"])) {
+        // A sign-in another gateway of the team waits for (its `state` names it): handed to it.
+        const waiting = Replica.givenElsewhere(
+          { sessionIdPrefix: "", state: config.state },
+          new URL(request.url, "http://gateway").searchParams.get("state")
+        )
+        if (waiting !== undefined && !Forward.wasForwarded(request)) {
+          const at = yield* sessions.state.addressOf(waiting)
+          if (at !== undefined) return yield* Forward.forward(request, at, sessions.state.replicaId, reject)
+        }
         const backend = protocol.signIns.callback(request.url)
         const failed = new URL(request.url, "http://gateway").searchParams.get("error")
         const said =

@@ -22,6 +22,7 @@ import { firstText } from "../../support/mcpFixture.js"
 import { freePort } from "../../bench/httpClient.js"
 import { until } from "../../support/process.js"
 import { approve, CHROMIUM } from "../../support/signInPage.js"
+import { REDIS_SERVER, startRedis } from "../../support/redis.js"
 
 const SKIP = CHROMIUM === undefined && process.env.CI !== "true"
 if (SKIP) process.stderr.write("oauth-per-user.test.ts: no Chromium, so the sign-in tests are skipped\n")
@@ -37,6 +38,10 @@ let config: string
 let tokenDir: string
 let env: NodeJS.ProcessEnv
 let gatewayResource: string
+/** The second gateway of a team (the redirects' address in the last test), known to the authorization server. */
+let teamResource: string
+let teamPort: number
+let upstreamUrl: string
 const now = () => Math.floor(Date.now() / 1000)
 
 /** Runs `mcp-agentify ARGS` on the test's store (not spawnSync: the authorization server runs in this process). */
@@ -60,9 +65,12 @@ beforeAll(async () => {
   if (SKIP) return
   const upstreamPort = await freePort()
   const gatewayPort = await freePort()
+  teamPort = await freePort()
   const mcpUrl = `http://127.0.0.1:${upstreamPort}/mcp`
+  upstreamUrl = mcpUrl
   gatewayResource = `http://127.0.0.1:${gatewayPort}/mcp`
-  auth = await startAuthServer({ resources: [mcpUrl, gatewayResource], scopes: ["mcp:tools"] })
+  teamResource = `http://127.0.0.1:${teamPort}/mcp`
+  auth = await startAuthServer({ resources: [mcpUrl, gatewayResource, teamResource], scopes: ["mcp:tools"] })
   upstream = spawn(process.execPath, [OAUTH_SERVER, "--port", String(upstreamPort), "--issuer", auth.issuer, "--log"], {
     stdio: ["ignore", "pipe", "pipe"]
   })
@@ -103,8 +111,8 @@ afterAll(async () => {
 })
 
 /** `sub`'s MCP client of the gateway (their token for it), signing in upstream as `sub` when asked. */
-const userOf = async (sub: string, urlElicitation = true) => {
-  const token = await auth.sign({ iss: auth.issuer, aud: gatewayResource, sub, scope: "mcp:tools", iat: now(), exp: now() + 600 })
+const userOf = async (sub: string, urlElicitation = true, at = { base: () => gateway.base, audience: () => gatewayResource }) => {
+  const token = await auth.sign({ iss: auth.issuer, aud: at.audience(), sub, scope: "mcp:tools", iat: now(), exp: now() + 600 })
   const client = new Client(
     { name: `${sub}-client`, version: "1.0.0" },
     { capabilities: urlElicitation ? { elicitation: { url: {} } } : {} }
@@ -119,7 +127,7 @@ const userOf = async (sub: string, urlElicitation = true) => {
     })
   }
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${gateway.base}/mcp`), {
+    new StreamableHTTPClientTransport(new URL(`${at.base()}/mcp`), {
       requestInit: { headers: { authorization: `Bearer ${token}` } }
     })
   )
@@ -229,6 +237,41 @@ describe.skipIf(SKIP)("each user acts upstream as themselves (perUser)", () => {
       expect(await carol.whoami()).toBe("carol")
     } finally {
       await carol.client.close()
+    }
+  }, 120_000)
+})
+
+describe.skipIf(SKIP || REDIS_SERVER === undefined)("a team of gateways sharing state", () => {
+  it("hands a user's sign-in redirect that reaches another gateway of the team to the one that waits for it", async () => {
+    const redis = await startRedis()
+    // Both know the team by the second gateway's address: every redirect comes back there.
+    const config = {
+      backends: [
+        {
+          id: "secure",
+          url: upstreamUrl,
+          auth: { type: "oauth", perUser: true },
+          flow: { tools: { whoami: { readOnly: true } } }
+        }
+      ],
+      httpAuth: { issuer: auth.issuer, audience: teamResource, scopes: ["mcp:tools"] },
+      state: { url: redis.url }
+    }
+    const shared = { AGENTIFY_TOKEN_DIR: tokenDir, AGENTIFY_STATE_DIR: env.AGENTIFY_STATE_DIR! }
+    const [first, second] = await Promise.all([
+      startHttpGateway({ args: ["--http-auth", "oauth"], config, env: shared }),
+      startHttpGateway({ address: `127.0.0.1:${teamPort}`, args: ["--http-auth", "oauth"], config, env: shared })
+    ])
+    // Erin's session, and so her call and its sign-in, are at the first gateway.
+    const erin = await userOf("erin", true, { base: () => first!.base, audience: () => teamResource })
+    try {
+      expect(await erin.whoami()).toBe("erin")
+      expect(new URL(erin.asked[0]!).searchParams.get("redirect_uri")).toBe(`${second!.base}/oauth/callback`)
+      expect(Store.usersOf(tokenDir, "secure", env).map((u) => u.subject)).toContain("erin")
+    } finally {
+      await erin.client.close()
+      await Promise.all([first!.close(), second!.close()])
+      await redis.close()
     }
   }, 120_000)
 })
