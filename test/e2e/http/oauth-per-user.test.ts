@@ -241,6 +241,64 @@ describe.skipIf(SKIP)("each user acts upstream as themselves (perUser)", () => {
   }, 120_000)
 })
 
+describe.skipIf(SKIP)("a 2026-07-28 client, with no session", () => {
+  it("is asked to sign in by the revision's input request (an input_required round), and its retry goes on as frank", async () => {
+    const token = await auth.sign({
+      iss: auth.issuer,
+      aud: gatewayResource,
+      sub: "frank",
+      scope: "mcp:tools",
+      iat: now(),
+      exp: now() + 600
+    })
+    const call = async (extra: Record<string, unknown>) => {
+      const response = await fetch(`${gateway.base}/mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2026-07-28",
+          "mcp-method": "tools/call",
+          "mcp-name": "secure__whoami"
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: {
+            name: "secure__whoami",
+            arguments: {},
+            ...extra,
+            _meta: {
+              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
+              "io.modelcontextprotocol/clientInfo": { name: "frank-stateless", version: "1" }
+            }
+          }
+        })
+      })
+      const text = await response.text()
+      return (response.headers.get("content-type") ?? "").includes("text/event-stream")
+        ? text
+            .split("\n")
+            .filter((line) => line.startsWith("data:"))
+            .map((line) => JSON.parse(line.slice(5)))
+            .find((m) => m.id === 1)
+        : JSON.parse(text)
+    }
+    const first = await call({})
+    expect(first.result?.resultType).toBe("input_required")
+    const [key, question] = Object.entries(first.result.inputRequests)[0] as [string, { method: string; params: any }]
+    expect(question.method).toBe("elicitation/create")
+    expect(question.params.mode).toBe("url")
+    expect(question.params.message).toContain("sign in to it as yourself (frank)")
+    await approve(question.params.url, "frank")
+    const done = await call({ requestState: first.result.requestState, inputResponses: { [key]: { action: "accept" } } })
+    expect(JSON.parse(done.result.content[0].text).sub).toBe("frank")
+  }, 120_000)
+})
+
 describe.skipIf(SKIP || REDIS_SERVER === undefined)("a team of gateways sharing state", () => {
   it("hands a user's sign-in redirect that reaches another gateway of the team to the one that waits for it", async () => {
     const redis = await startRedis()
