@@ -53,8 +53,8 @@ export interface SharedStateService {
    * say: the client may try again).
    */
   readonly ownerOf: (sessionId: string) => Effect.Effect<Owner>
-  /** Where another live gateway of the team listens, by its id; undefined when none (or the store cannot say). */
-  readonly addressOf: (replicaId: string) => Effect.Effect<string | undefined>
+  /** Where another live gateway of the team listens, by its id: none when it is gone, "unknown" when the store cannot say. */
+  readonly addressOf: (replicaId: string) => Effect.Effect<Owner>
   /**
    * A secret every gateway of the team shares (made by the first to ask, 32 bytes), such as the
    * key that seals 2026-07-28 request states; undefined in this process alone, or while the store fails.
@@ -70,8 +70,8 @@ export interface SharedStateService {
    * it outlives the gateway that ran it.
    */
   readonly saveTask: (taskId: string, record: TaskRecord, ttlMs: number) => Effect.Effect<void>
-  /** A finished task's record, kept by `saveTask`; undefined when none (or the store cannot say). */
-  readonly taskRecord: (taskId: string) => Effect.Effect<TaskRecord | undefined>
+  /** A finished task's record, kept by `saveTask`: none when there is none, "unknown" when the store cannot say. */
+  readonly taskRecord: (taskId: string) => Effect.Effect<TaskRecord | "none" | "unknown">
   /** What /readyz says of the store. */
   readonly health: Effect.Effect<Health>
 }

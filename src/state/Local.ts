@@ -12,10 +12,10 @@ export const make = (replicaId: string): SharedStateService => ({
   claim: () => Effect.void,
   release: () => Effect.void,
   ownerOf: () => Effect.succeed("none"),
-  addressOf: () => Effect.succeed(undefined),
+  addressOf: () => Effect.succeed("none"),
   sharedSecret: () => Effect.succeed(undefined),
   takeQuota: () => Effect.succeed(undefined),
   saveTask: () => Effect.void,
-  taskRecord: () => Effect.succeed(undefined),
+  taskRecord: () => Effect.succeed("none"),
   health: Effect.succeed({ ok: true, detail: "in this process" })
 })

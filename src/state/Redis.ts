@@ -170,7 +170,7 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
       addressOf: (other) =>
         Effect.map(
           run(() => client.get(`${PREFIX}replica:${other}`)),
-          (at) => (typeof at === "string" && at !== "" ? at : undefined)
+          (at): Owner => (at === undefined ? "unknown" : typeof at === "string" && at !== "" ? { at } : "none")
         ),
       sharedSecret: (name) =>
         Effect.map(
@@ -210,13 +210,14 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
       taskRecord: (taskId) =>
         Effect.map(
           run(() => client.get(`${PREFIX}task:${taskId}`)),
-          (value) => {
-            if (typeof value !== "string") return undefined
+          (value): TaskRecord | "none" | "unknown" => {
+            if (value === undefined) return "unknown"
+            if (typeof value !== "string") return "none"
             try {
               const record = JSON.parse(value) as TaskRecord
-              return typeof record.owner === "string" && typeof record.reply === "object" ? record : undefined
+              return typeof record.owner === "string" && typeof record.reply === "object" ? record : "none"
             } catch {
-              return undefined
+              return "none"
             }
           }
         ),

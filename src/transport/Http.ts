@@ -27,7 +27,14 @@ import { createServer } from "node:http"
 import * as os from "node:os"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import { CALLBACK_PATH, Protocol, type SharedSession, STOP_GRACE_MS, type Target } from "../gateway/edge/Protocol.js"
+import {
+  CALLBACK_PATH,
+  Protocol,
+  type SharedSession,
+  STOP_GRACE_MS,
+  STORE_SILENT,
+  type Target
+} from "../gateway/edge/Protocol.js"
 import { classify, failure } from "../jsonrpc/JsonRpc.js"
 import { makeGuards, tokenMatches } from "./Guards.js"
 import {
@@ -114,6 +121,10 @@ const makeApp = (options: AppOptions) =>
     const port = options.port()
     if (port !== undefined) yield* sessions.state.listeningAt(config.state?.address ?? reachableAt(options.host, port))
 
+    /** Where something is, the team's store could not say: the client tries again (nothing is lost). */
+    const storeSilent = () =>
+      reject(503, "Service Unavailable: the store of this team's gateways did not answer; try again", { "retry-after": "1" })
+
     /** The session a request names, or the response that refuses it. */
     const findSession = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {
       const found = sessions.find(request.headers[SESSION_HEADER], target, principal?.subject, request.headers[VERSION_HEADER])
@@ -187,10 +198,12 @@ const makeApp = (options: AppOptions) =>
           const holder = sessions.heldElsewhere(value)
           if (holder !== undefined && !Forward.wasForwarded(request)) {
             const at = yield* sessions.state.addressOf(holder)
-            if (at !== undefined) return yield* Forward.forward(request, at, sessions.state.replicaId, reject, body)
+            if (at === "unknown") return storeSilent()
+            if (at !== "none") return yield* Forward.forward(request, at.at, sessions.state.replicaId, reject, body)
             // Its gateway is gone (its lease ran out): a task of it is what the store kept when it
             // finished, else failed.
             const lost = yield* sessions.lostTask(value, holder, principal?.subject)
+            if (lost === STORE_SILENT) return storeSilent()
             if (lost !== undefined) return json(200, lost)
           }
           const admitted = sessions.admit(value, request.headers, request.headers[VERSION_HEADER], target)
@@ -336,7 +349,8 @@ const makeApp = (options: AppOptions) =>
         )
         if (waiting !== undefined && !Forward.wasForwarded(request)) {
           const at = yield* sessions.state.addressOf(waiting)
-          if (at !== undefined) return yield* Forward.forward(request, at, sessions.state.replicaId, reject)
+          if (at === "unknown") return storeSilent()
+          if (at !== "none") return yield* Forward.forward(request, at.at, sessions.state.replicaId, reject)
         }
         const backend = protocol.signIns.callback(request.url)
         const failed = new URL(request.url, "http://gateway").searchParams.get("error")
@@ -383,11 +397,7 @@ const makeApp = (options: AppOptions) =>
         !Forward.wasForwarded(request)
       ) {
         const holder = yield* sessions.state.ownerOf(named)
-        if (holder === "unknown") {
-          return reject(503, "Service Unavailable: the store of this team's gateways did not answer; try again", {
-            "retry-after": "1"
-          })
-        }
+        if (holder === "unknown") return storeSilent()
         if (holder !== "none") return yield* Forward.forward(request, holder.at, sessions.state.replicaId, reject)
       }
       return yield* route(request, path, principal)

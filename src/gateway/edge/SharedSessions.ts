@@ -59,6 +59,9 @@ export interface Admitted {
 /** What a body is to the gateway. */
 export type Kind = "initialize" | "stateless" | "session"
 
+/** What the transport answers when the team's store cannot say where something is: 503, try again. */
+export const STORE_SILENT = "store silent" as const
+
 /** The 2026-07-28 requests about one task, which name it by its id (`params.taskId`). */
 const TASK_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/update", "tasks/cancel", "tasks/result"])
 
@@ -278,7 +281,9 @@ export const make = Effect.gen(function* () {
         if (typeof method !== "string" || !TASK_METHODS.has(method)) return undefined
         const taskId = String(objectOr(params).taskId)
         const kept = yield* state.taskRecord(taskId)
-        if (kept !== undefined && kept.owner === `subject:${subject ?? ""}`) {
+        // The store cannot say now: not "failed" on that account (the client asks again).
+        if (kept === "unknown") return STORE_SILENT
+        if (kept !== "none" && kept.owner === `subject:${subject ?? ""}`) {
           const reply = kept.reply
           if (method === "tasks/get") return { jsonrpc: "2.0", id, result: reply }
           if (method !== "tasks/result") return { jsonrpc: "2.0", id, result: { resultType: "complete" } }

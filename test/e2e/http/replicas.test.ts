@@ -201,8 +201,15 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
   }, 60_000)
 
   it("keeps serving the sessions a gateway holds while the store is down, says it is degraded, and loses nothing when it is back empty", async () => {
+    const elsewhere = await stateless(gateways[1]!.base, "tools/call", {
+      name: "agentify_run_code",
+      arguments: { code: "return 'held at gateway 1'" }
+    })
     await redis.kill()
     const g = gateways[0]!
+    // Where that task is, the store cannot say now: try again, not "failed".
+    const asked = await stateless(g.base, "tasks/get", { taskId: elsewhere.result.taskId })
+    expect(asked.error?.message).toContain("did not answer; try again")
     await until("/readyz degraded", async () => (await readiness(g)).status === "degraded", 10_000)
     // A session reached at its holder needs no store.
     const direct = await connect("direct", g.base)
