@@ -46,6 +46,9 @@ const shown = (url: string): string => {
   }
 }
 
+/** A wait that keeps no process alive. */
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref())
+
 export const make = (settings: State, replicaId: string): Effect.Effect<SharedStateService, never, Scope.Scope> =>
   Effect.gen(function* () {
     const leaseMs = settings.leaseMs ?? DEFAULT_LEASE_MS
@@ -74,7 +77,7 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
       () => true,
       () => false
     )
-    yield* Effect.promise(() => Promise.race([connected, new Promise((resolve) => setTimeout(resolve, CONNECT_WAIT_MS))]))
+    yield* Effect.promise(() => Promise.race([connected, pause(CONNECT_WAIT_MS)]))
 
     /** A command, within the store's time; undefined when it failed or took too long. */
     const run = <A>(command: () => Promise<A>): Effect.Effect<A | undefined> =>
@@ -122,7 +125,7 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
       Effect.promise(async () => {
         // Stopping cleanly: the sessions go at once (their clients start afresh), not after the lease.
         const keys = [`${PREFIX}replica:${replicaId}`, ...[...held].map((id) => `${PREFIX}session:${id}`)]
-        await Promise.race([client.del(keys), new Promise((resolve) => setTimeout(resolve, STORE_TIMEOUT_MS))]).catch(() => {})
+        await Promise.race([client.del(keys), pause(STORE_TIMEOUT_MS)]).catch(() => {})
         client.destroy()
       })
     )
