@@ -109,8 +109,6 @@ export interface BackendsService {
     params: unknown,
     subject?: string
   ) => Effect.Effect<unknown, BackendError>
-  /** The users with a lane open to a `perUser` backend now. */
-  readonly laneUsers: (backendId: string) => Effect.Effect<ReadonlyArray<string>>
   /** Emits whenever the ready backends' tools change (ready, re-listed, crashed, restarted, stopped). */
   readonly toolsChanged: Stream.Stream<void>
   /** Backend notifications (progress, log messages), for observers such as the debug UI. */
@@ -554,7 +552,6 @@ export const make = (options: ManagerOptions = {}) =>
       backend: (backendId) => byId.get(backendId)?.backend,
       configOf: (backendId) => byId.get(backendId)?.config,
       executeOnBackend,
-      laneUsers: lanes.users,
       toolsChanged: Stream.fromPubSub(toolsPubSub),
       notifications: Stream.fromPubSub(notificationsPubSub),
       relayNotifications: (listener) =>

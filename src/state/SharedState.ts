@@ -38,8 +38,6 @@ export const make: Effect.Effect<SharedStateService, never, GatewayConfig | Scop
 })
 
 export class SharedState extends Context.Tag("mcp-agentify/SharedState")<SharedState, SharedStateService>() {
-  /** In this process only (one gateway). */
-  static readonly local: Layer.Layer<SharedState> = Layer.sync(SharedState, () => Local.make(REPLICA_ID))
   /** As the configuration says (see `make`). */
   static readonly layer: Layer.Layer<SharedState, never, GatewayConfig> = Layer.scoped(SharedState, make)
 }

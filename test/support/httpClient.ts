@@ -171,12 +171,13 @@ export const sepHeaders = (body: { method: string; params?: any }): Record<strin
   return { "mcp-method": body.method, ...(typeof name === "string" ? { "mcp-name": name } : {}) }
 }
 
-/** One 2026-07-28 request to `url` (JSON reply), its `_meta` declaring `capabilities`. */
+/** One 2026-07-28 request to `url` (JSON reply), its `_meta` declaring `capabilities`; `headers` besides (a token). */
 export const postStateless = async (
   url: string,
   method: string,
   params: Record<string, unknown>,
-  capabilities: Record<string, unknown> = {}
+  capabilities: Record<string, unknown> = {},
+  headers: Record<string, string> = {}
 ): Promise<{ status: number; headers: Headers; body: any }> => {
   const body = {
     jsonrpc: "2.0",
@@ -196,7 +197,8 @@ export const postStateless = async (
       "content-type": "application/json",
       accept: "application/json",
       "mcp-protocol-version": "2026-07-28",
-      ...sepHeaders(body)
+      ...sepHeaders(body),
+      ...headers
     },
     body: JSON.stringify(body)
   })

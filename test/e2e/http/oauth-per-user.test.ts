@@ -16,7 +16,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startAuthServer, type AuthServer } from "../../support/authServer.js"
 import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
-import { startHttpGateway, type HttpGateway } from "../../support/httpClient.js"
+import { postStateless, startHttpGateway, type HttpGateway } from "../../support/httpClient.js"
 import * as Store from "../../../src/auth/Store.js"
 import { firstText } from "../../support/mcpFixture.js"
 import { freePort } from "../../bench/httpClient.js"
@@ -251,42 +251,16 @@ describe.skipIf(SKIP)("a 2026-07-28 client, with no session", () => {
       iat: now(),
       exp: now() + 600
     })
-    const call = async (extra: Record<string, unknown>) => {
-      const response = await fetch(`${gateway.base}/mcp`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": "2026-07-28",
-          "mcp-method": "tools/call",
-          "mcp-name": "secure__whoami"
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: {
-            name: "secure__whoami",
-            arguments: {},
-            ...extra,
-            _meta: {
-              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-              "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
-              "io.modelcontextprotocol/clientInfo": { name: "frank-stateless", version: "1" }
-            }
-          }
-        })
-      })
-      const text = await response.text()
-      return (response.headers.get("content-type") ?? "").includes("text/event-stream")
-        ? text
-            .split("\n")
-            .filter((line) => line.startsWith("data:"))
-            .map((line) => JSON.parse(line.slice(5)))
-            .find((m) => m.id === 1)
-        : JSON.parse(text)
-    }
+    const call = async (extra: Record<string, unknown>) =>
+      (
+        await postStateless(
+          `${gateway.base}/mcp`,
+          "tools/call",
+          { name: "secure__whoami", arguments: {}, ...extra },
+          { elicitation: { url: {} } },
+          { authorization: `Bearer ${token}` }
+        )
+      ).body
     const first = await call({})
     expect(first.result?.resultType).toBe("input_required")
     const [key, question] = Object.entries(first.result.inputRequests)[0] as [string, { method: string; params: any }]

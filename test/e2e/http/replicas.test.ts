@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { spawnSync } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort } from "../../bench/httpClient.js"
-import { startHttpGateway, type HttpGateway } from "../../support/httpClient.js"
+import { postStateless, startHttpGateway, type HttpGateway } from "../../support/httpClient.js"
 import { firstText, fixtureBackend } from "../../support/mcpFixture.js"
 import { until } from "../../support/process.js"
 import { REDIS_SERVER, type Redis, startRedis } from "../../support/redis.js"
@@ -72,33 +72,13 @@ const readiness = async (g: HttpGateway) =>
   (await (await fetch(`${g.base}/readyz`)).json()) as { status: string; state: { ok: boolean; detail: string } }
 
 /** A 2026-07-28 request at one gateway, as a client of the tasks extension sends it; its reply. */
-const stateless = async (base: string, method: string, params: Record<string, unknown>) => {
-  const name = typeof params.taskId === "string" ? params.taskId : typeof params.name === "string" ? params.name : undefined
-  const response = await fetch(`${base}/mcp`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": method,
-      ...(name === undefined ? {} : { "mcp-name": name })
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": { elicitation: {}, extensions: { "io.modelcontextprotocol/tasks": {} } },
-          "io.modelcontextprotocol/clientInfo": { name: "stateless-replicas", version: "1" }
-        }
-      }
+const stateless = async (base: string, method: string, params: Record<string, unknown>) =>
+  (
+    await postStateless(`${base}/mcp`, method, params, {
+      elicitation: {},
+      extensions: { "io.modelcontextprotocol/tasks": {} }
     })
-  })
-  return (await response.json()) as { result?: any; error?: { message: string } }
-}
+  ).body as { result?: any; error?: { message: string } }
 
 describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy with no stickiness", () => {
   let clients: Array<Awaited<ReturnType<typeof connect>>> = []

@@ -339,18 +339,21 @@ describe("credentials", () => {
   })
   const started: Array<ReadonlyArray<string> | undefined> = []
   const subjects: Array<string | undefined> = []
-  const credentials = Credentials.make({
-    signIns: {
-      start: (backend, scopes) =>
-        Effect.sync(() => {
-          started.push(scopes)
-          subjects.push(backend.subject)
-          return { elicitationId: "e1", url: "http://127.0.0.1:1/auth?x", done: Promise.resolve() }
-        }),
-      grantedScopes: () => ["mcp:tools"]
-    },
-    configOf: (id) => ({ id, url: "http://127.0.0.1:1/mcp", auth: "oauth" }) as never
-  })
+  /** The stage with a sign-in that records what it was started for, and `auth` as the backend's. */
+  const credentialsFor = (auth: unknown, page: { elicitationId: string; url: string }, granted: ReadonlyArray<string>) =>
+    Credentials.make({
+      signIns: {
+        start: (backend, scopes) =>
+          Effect.sync(() => {
+            started.push(scopes)
+            subjects.push(backend.subject)
+            return { ...page, done: Promise.resolve() }
+          }),
+        grantedScopes: () => granted
+      },
+      configOf: (id) => ({ id, url: "http://127.0.0.1:1/mcp", auth }) as never
+    })
+  const credentials = credentialsFor("oauth", { elicitationId: "e1", url: "http://127.0.0.1:1/auth?x" }, ["mcp:tools"])
   const target = { backendId: "fx", own: "write" }
 
   it.effect(
@@ -390,19 +393,11 @@ describe("credentials", () => {
       summary: "HTTP 401",
       detail: { code: -32603, message: "needs auth", data: { httpStatus: 401, needsAuth: true, subject } }
     })
-  const perUser = Credentials.make({
-    signIns: {
-      start: (backend, scopes) =>
-        Effect.sync(() => {
-          started.push(scopes)
-          subjects.push(backend.subject)
-          return { elicitationId: "e2", url: "http://127.0.0.1:1/auth?y", done: Promise.resolve() }
-        }),
-      grantedScopes: () => []
-    },
-    configOf: (id) =>
-      ({ id, url: "http://127.0.0.1:1/mcp", auth: { type: "oauth", perUser: true, scopes: ["mcp:tools"] } }) as never
-  })
+  const perUser = credentialsFor(
+    { type: "oauth", perUser: true, scopes: ["mcp:tools"] },
+    { elicitationId: "e2", url: "http://127.0.0.1:1/auth?y" },
+    []
+  )
   const aliceSession = () =>
     new Session({
       id: "a",
