@@ -27,6 +27,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { stateDirOf } from "../data/StateDir.js"
 import * as Secrets from "../observability/Secrets.js"
+import * as Written from "../data/Written.js"
 
 export interface StoredTokens {
   readonly access_token: string
@@ -189,6 +190,7 @@ export const write = (
   // A file left from an older umask keeps its mode on rename: set it on the new one.
   chmodSync(temporary, 0o600)
   renameSync(temporary, file)
+  Written.wrote("tokens", entry)
 }
 
 /** The users signed in to a `perUser` backend, with what is stored for each (by subject). */
@@ -217,7 +219,10 @@ export const dropTokens = (dir: string, entry: string): void => {
   write(dir, entry, rest)
 }
 
-export const remove = (dir: string, entry: string): void => rmSync(fileOf(dir, entry), { force: true })
+export const remove = (dir: string, entry: string): void => {
+  rmSync(fileOf(dir, entry), { force: true })
+  Written.wrote("tokens", entry)
+}
 
 /**
  * Completes when `backendId`'s file is written (someone signed in with `mcp-agentify auth`, in

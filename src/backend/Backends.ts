@@ -144,6 +144,8 @@ export interface BackendsService {
    * nothing but record the set before the first `start`. Does not wait for new backends.
    */
   readonly apply: (configs: ReadonlyArray<BackendConfig>) => Effect.Effect<Applied>
+  /** Holds every ready backend's tools against their pins again (pins another gateway changed: a `trust`). */
+  readonly reviewPins: Effect.Effect<void>
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -544,6 +546,22 @@ export const make = (options: ManagerOptions = {}) =>
 
     yield* Effect.addFinalizer(() => stopAll)
 
+    const reviewPins = Effect.suspend(() =>
+      Effect.forEach(
+        entries,
+        (entry) => {
+          const { backend, tools: before } = entry
+          if (backend === undefined || entry.state !== "ready") return Effect.void
+          return Effect.flatMap(reviewTools(entry, backend.tools(), lastStartOptions?.pins), () =>
+            entry.tools.length === before.length && entry.tools.every((tool, i) => tool === before[i])
+              ? Effect.void
+              : Effect.zipRight(PubSub.publish(statusPubSub, statusOf(entry)), toolsChangedNow)
+          )
+        },
+        { discard: true }
+      )
+    )
+
     const service: BackendsService = {
       start,
       tools: Effect.sync(toolsSync),
@@ -567,7 +585,8 @@ export const make = (options: ManagerOptions = {}) =>
       statusChanges: Stream.fromPubSub(statusPubSub),
       stopAll,
       restart,
-      apply
+      apply,
+      reviewPins
     }
     return service
   })

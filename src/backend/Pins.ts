@@ -20,6 +20,7 @@ import { isObject } from "../data/Json.js"
 import type { Tool } from "../protocol/Mcp.js"
 import type { BackendConfig } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
+import * as Written from "../data/Written.js"
 
 export type Mode = "quarantine" | "warn" | "off"
 
@@ -164,18 +165,38 @@ export const read = (settings: Settings, server: Server): Pins => {
   }
 }
 
+/** A pins file's text, its tools in name order: the same pins always give the same text (two gateways' compare equal). */
+const textOf = (backend: string, shown: string, tools: Iterable<readonly [string, unknown]>): string => {
+  const byName = new Map(tools)
+  const sorted = Object.fromEntries([...byName.keys()].sort().map((name) => [name, byName.get(name)]))
+  return `${JSON.stringify({ backend, server: shown, tools: sorted }, null, 2)}\n`
+}
+
 /** Stores `update` over what the file holds now (another gateway may have pinned others meanwhile). */
 export const write = (settings: Settings, server: Server, update: Pins): void => {
   const file = fileOf(settings, server)
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
   fs.chmodSync(settings.stateDir, 0o700)
   fs.chmodSync(path.dirname(file), 0o700)
-  const tools = Object.fromEntries([...read(settings, server), ...update])
   const temporary = `${file}.${process.pid}.${Date.now()}.tmp`
-  fs.writeFileSync(temporary, `${JSON.stringify({ backend: server.id, server: server.shown, tools }, null, 2)}\n`, {
-    mode: 0o600
-  })
+  fs.writeFileSync(temporary, textOf(server.id, server.shown, [...read(settings, server), ...update]), { mode: 0o600 })
   fs.renameSync(temporary, file)
+  Written.wrote("pins", path.basename(file, ".json"))
+}
+
+/**
+ * Two versions of one server's pins file made one (see state/Mirror): every tool pinned in either,
+ * the `shared` one's pin where both pin a tool (a `trust` made elsewhere wins; so does the team's
+ * first pin). Unreadable: the shared one as it is.
+ */
+export const merge = (local: string, shared: string): string => {
+  try {
+    const [mine, theirs]: Array<unknown> = [JSON.parse(local), JSON.parse(shared)]
+    if (!isObject(mine) || !isObject(theirs) || !isObject(mine.tools) || !isObject(theirs.tools)) return shared
+    return textOf(String(theirs.backend), String(theirs.server), [...Object.entries(mine.tools), ...Object.entries(theirs.tools)])
+  } catch {
+    return shared
+  }
 }
 
 const pinOf = (tool: Tool): Pin => ({

@@ -1,8 +1,8 @@
 /**
  * `mcp-agentify auth <backendId>`: signs the gateway in to a remote backend that requires OAuth
  * (see auth/SignIn), with the configuration read as the gateway reads it. The tokens go to the
- * token store, where a running gateway's backend finds them and starts by itself. `--revoke`
- * forgets them.
+ * token store, where a running gateway's backend finds them and starts by itself (every gateway of
+ * a team, through their store: see gateway/SharedFiles). `--revoke` forgets them.
  */
 import { Effect } from "effect"
 import { oauthOf, resolve, type ConfigSources } from "../config/Config.js"
@@ -12,6 +12,7 @@ import { configuration, oauthMessage } from "../auth/Client.js"
 import { signIn } from "../auth/SignIn.js"
 import * as Secrets from "../observability/Secrets.js"
 import { messageOf } from "../data/Json.js"
+import * as SharedFiles from "../gateway/SharedFiles.js"
 
 /** Succeeds with the exit code: 0 signed in, 1 not, 2 no such remote backend. */
 export const run = (
@@ -43,7 +44,7 @@ export const run = (
       print(`mcp-agentify: could not sign in to ${backend.id}: ${Secrets.scrub(messageOf(error))}\n`)
       return 1
     }
-  })
+  }).pipe(SharedFiles.around(sources))
 
 /**
  * `mcp-agentify auth --revoke <backendId> [--subject S]`: the backend's tokens (the gateway's own,
@@ -95,4 +96,4 @@ export const revoke = (
       print(`Forgot ${whose}; ${stored.issuer} did not revoke them: ${Secrets.scrub(oauthMessage(error))}\n`)
       return 1
     }
-  })
+  }).pipe(SharedFiles.around(sources))

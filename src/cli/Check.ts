@@ -19,6 +19,7 @@ import { GatewayConfig, type ConfigSources, oauthOf, transportOf } from "../conf
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import * as Logging from "../observability/Logging.js"
 import { withCore } from "./Core.js"
+import * as SharedFiles from "../gateway/SharedFiles.js"
 import * as Secrets from "../observability/Secrets.js"
 
 interface Row {
@@ -223,4 +224,4 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
     print(`${lines.join("\n")}\n`)
     yield* backends.stopAll
     return problems.length === 0 ? 0 : 1
-  }).pipe(withCore(sources))
+  }).pipe(withCore(sources), SharedFiles.around(sources))

@@ -2,7 +2,8 @@
  * `mcp-agentify trust <backend> [tool]`: accepts a backend's tool definitions as they are now, after
  * a change quarantined them (see backend/Pins). It starts that backend alone, shows what differs
  * from each pin, stores the definitions presented now as the new pins, and says which it trusted.
- * Without a tool, every tool the backend lists now is trusted.
+ * Without a tool, every tool the backend lists now is trusted. With a `state` store, the pins are
+ * the team's: every running gateway takes them up at once (see gateway/SharedFiles).
  */
 import { Effect } from "effect"
 import { Backends, startOptionsOf } from "../backend/Backends.js"
@@ -10,6 +11,7 @@ import * as Pins from "../backend/Pins.js"
 import { type ConfigSources, GatewayConfig } from "../config/Config.js"
 import * as Logging from "../observability/Logging.js"
 import { withCore } from "./Core.js"
+import * as SharedFiles from "../gateway/SharedFiles.js"
 import * as Secrets from "../observability/Secrets.js"
 
 /** The least time a backend is given to start (a first `npx` download takes a while). */
@@ -72,4 +74,4 @@ export const run = (
     print(`${lines.join("\n")}\n`)
     yield* backends.stopAll
     return 0
-  }).pipe(withCore(sources))
+  }).pipe(withCore(sources), SharedFiles.around(sources))

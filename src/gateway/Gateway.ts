@@ -15,6 +15,7 @@
  */
 import { idPrefixOf } from "../state/Replica.js"
 import { SharedState } from "../state/SharedState.js"
+import * as SharedFiles from "./SharedFiles.js"
 import { Context, Deferred, Effect, Layer, Option, Runtime, type Scope, Stream } from "effect"
 import { Backends } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
@@ -370,6 +371,8 @@ export const layerSharedWith = (
   // The gateway is in place before the backends start: their first requests find it.
   startConfigured(SHARED_CLIENT_CAPABILITIES).pipe(
     Layer.provideMerge(Gateway.layerShared),
+    // The team's tokens and pins on disk before the backends start (see SharedFiles).
+    Layer.provideMerge(SharedFiles.layer),
     Layer.provideMerge(observer.pipe(Layer.provideMerge(layerBase))),
     // What the gateways of a team share (the sessions' holders, the quotas' counts), if anything.
     Layer.provideMerge(SharedState.layer)

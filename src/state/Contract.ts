@@ -2,7 +2,7 @@
  * What shared state is to the rest of the gateway (see SharedState): the interface `Local` and
  * `Redis` implement.
  */
-import { Effect } from "effect"
+import type { Effect, Stream } from "effect"
 
 /** The longest a request waits for the store. */
 export const STORE_TIMEOUT_MS = 500
@@ -31,6 +31,25 @@ export type QuotaTaken =
 export interface TaskRecord {
   readonly owner: string
   readonly reply: Readonly<Record<string, unknown>>
+}
+
+/**
+ * Files the team's gateways keep alike (see state/Mirror): sealed OAuth tokens, and pinned tool
+ * definitions, each by its name within its kind.
+ */
+export type FileKind = "tokens" | "pins"
+
+/** A shared file's content, and when it was written (ms since the epoch). */
+export interface SharedFile {
+  /** Empty: removed then (a file is never empty). */
+  readonly text: string
+  readonly at: number
+}
+
+/** A shared file another gateway wrote or removed (`name` "*": any may have, while this one was not hearing). */
+export interface Announcement {
+  readonly kind: FileKind
+  readonly name: string
 }
 
 /** Who holds a session (see `ownerOf`). */
@@ -72,6 +91,14 @@ export interface SharedStateService {
   readonly saveTask: (taskId: string, record: TaskRecord, ttlMs: number) => Effect.Effect<void>
   /** A finished task's record, kept by `saveTask`: none when there is none, "unknown" when the store cannot say. */
   readonly taskRecord: (taskId: string) => Effect.Effect<TaskRecord | "none" | "unknown">
+  /** Every shared file of a kind: undefined when there is no store, or it cannot say. */
+  readonly files: (kind: FileKind) => Effect.Effect<ReadonlyMap<string, SharedFile> | undefined>
+  /** One shared file: none when there is none, "unknown" when the store cannot say. */
+  readonly file: (kind: FileKind, name: string) => Effect.Effect<SharedFile | "none" | "unknown">
+  /** Stores a file (or its removal: `undefined`) and tells the other gateways; false when the store did not take it. */
+  readonly putFile: (kind: FileKind, name: string, file: SharedFile | undefined) => Effect.Effect<boolean>
+  /** What the other gateways stored or removed, as they say it (nothing in this process alone). */
+  readonly announced: Stream.Stream<Announcement>
   /** What /readyz says of the store. */
   readonly health: Effect.Effect<Health>
 }

@@ -2,7 +2,7 @@
  * Shared state in this process: one gateway holds every session it knows, and none of another's.
  * The default, with nothing to install.
  */
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import type { SharedStateService } from "./Contract.js"
 
 export const make = (replicaId: string): SharedStateService => ({
@@ -17,5 +17,9 @@ export const make = (replicaId: string): SharedStateService => ({
   takeQuota: () => Effect.succeed(undefined),
   saveTask: () => Effect.void,
   taskRecord: () => Effect.succeed("none"),
+  files: () => Effect.succeed(undefined),
+  file: () => Effect.succeed("none"),
+  putFile: () => Effect.succeed(false),
+  announced: Stream.empty,
   health: Effect.succeed({ ok: true, detail: "in this process" })
 })

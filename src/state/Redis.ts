@@ -5,7 +5,10 @@
  * - `session:<id>` = `<replica id> <address>`, for `leaseMs`: who holds the session, where;
  * - `secret:<name>`: a secret the gateways share (the key of 2026-07-28 request states);
  * - `quota:<key>:minute` and `quota:<key>:inflight`: `limits` counted team-wide (see RedisQuotas);
- * - `task:<id>`: a finished 2026-07-28 task's record, for its ttl (it outlives its gateway).
+ * - `task:<id>`: a finished 2026-07-28 task's record, for its ttl (it outlives its gateway);
+ * - `files:<kind>`: the shared files (see state/Mirror), a hash of name to `{text, at}`, each
+ *   change published on the channel `announced` for the other gateways (heard on a connection of
+ *   its own; after it reconnects, every file is taken as changed: it may have missed some).
  * Both are written again by the holder's heartbeat every third of `leaseMs` (and so put back by
  * the first heartbeat after the store restarted empty); a gateway that stops heartbeating (killed,
  * cut off) loses them when they expire, and its sessions' next requests get 404.
@@ -15,13 +18,16 @@
  * and "degraded" to /readyz until the store answers again.
  */
 import { createClient } from "@redis/client"
-import { Effect, Schedule, type Scope } from "effect"
+import { Effect, PubSub, Schedule, type Scope, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import type { State } from "../config/Config.js"
 import { messageOf } from "../data/Json.js"
 import * as Secrets from "../observability/Secrets.js"
 import {
+  type Announcement,
   DEFAULT_LEASE_MS,
+  type FileKind,
+  type SharedFile,
   type Owner,
   type QuotaTaken,
   type SharedStateService,
@@ -43,6 +49,29 @@ const shown = (url: string): string => {
     return `${parsed.protocol}//${parsed.host}`
   } catch {
     return "the store"
+  }
+}
+
+const KINDS: ReadonlyArray<FileKind> = ["tokens", "pins"]
+const ANNOUNCED = `${PREFIX}announced`
+
+const parseFile = (value: string): SharedFile | undefined => {
+  try {
+    const file = JSON.parse(value) as Partial<SharedFile>
+    return typeof file.text === "string" && typeof file.at === "number" ? { text: file.text, at: file.at } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const parseAnnouncement = (message: string): { readonly from: string; readonly announcement: Announcement } | undefined => {
+  try {
+    const said = JSON.parse(message) as { from?: unknown; kind?: unknown; name?: unknown }
+    if (typeof said.from !== "string" || typeof said.name !== "string") return undefined
+    if (!KINDS.includes(said.kind as FileKind)) return undefined
+    return { from: said.from, announcement: { kind: said.kind as FileKind, name: said.name } }
+  } catch {
+    return undefined
   }
 }
 
@@ -118,6 +147,28 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
         ? Effect.logInfo(`shared state: ${where} answers again`)
         : Effect.logWarning(`shared state: ${where} is failing (${failing}); this gateway's own sessions go on`)
     })
+    // What the other gateways announce, heard on a connection of its own (a subscribed one does nothing else).
+    const announcements = yield* PubSub.unbounded<Announcement>()
+    const listener = client.duplicate()
+    listener.on("error", () => {
+      // Said by the main connection's failure; this one reconnects by itself.
+    })
+    let heard = false
+    listener.on("ready", () => {
+      // Reconnected: what was announced meanwhile is lost, so every file may have changed.
+      if (heard) for (const kind of KINDS) Effect.runSync(PubSub.publish(announcements, { kind, name: "*" }))
+      heard = true
+    })
+    void listener
+      .connect()
+      .then(() =>
+        listener.subscribe(ANNOUNCED, (message) => {
+          const said = parseAnnouncement(message)
+          if (said !== undefined && said.from !== replicaId) Effect.runSync(PubSub.publish(announcements, said.announcement))
+        })
+      )
+      .catch(() => {})
+    yield* Effect.addFinalizer(() => Effect.sync(() => listener.destroy()))
     yield* Effect.forkScoped(
       Effect.zipRight(beat, sayWhatChanged).pipe(Effect.repeat(Schedule.spaced(Math.max(50, Math.floor(leaseMs / 3)))))
     )
@@ -224,6 +275,35 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
             }
           }
         ),
+      files: (kind) =>
+        Effect.map(
+          run(() => client.hGetAll(`${PREFIX}files:${kind}`)),
+          (all) => {
+            if (all === undefined) return undefined
+            const files = new Map<string, SharedFile>()
+            for (const [name, value] of Object.entries(all as Record<string, string>)) {
+              const file = parseFile(value)
+              if (file !== undefined) files.set(name, file)
+            }
+            return files
+          }
+        ),
+      file: (kind, name) =>
+        Effect.map(
+          run(() => client.hGet(`${PREFIX}files:${kind}`, name)),
+          (value) => (value === undefined ? "unknown" : typeof value === "string" ? (parseFile(value) ?? "none") : "none")
+        ),
+      putFile: (kind, name, file) =>
+        Effect.map(
+          run(() => {
+            const said = JSON.stringify({ from: replicaId, kind, name })
+            // A removal is kept as one (empty, when): a gateway that was away does not bring the file back.
+            const kept: SharedFile = file ?? { text: "", at: Date.now() }
+            return client.multi().hSet(`${PREFIX}files:${kind}`, name, JSON.stringify(kept)).publish(ANNOUNCED, said).exec()
+          }),
+          (answer) => answer !== undefined
+        ),
+      announced: Stream.fromPubSub(announcements),
       health: Effect.sync(() =>
         failing === undefined && client.isReady
           ? { ok: true, detail: `${where} (${held.size} sessions held here)` }

@@ -10,13 +10,16 @@
  * `STORE_TIMEOUT_MS`, and /readyz says the store is degraded.
  */
 import { Context, Effect, Layer, type Scope } from "effect"
-import { GatewayConfig } from "../config/Config.js"
+import { GatewayConfig, type State } from "../config/Config.js"
 import type { SharedStateService } from "./Contract.js"
 import { REPLICA_ID } from "./Replica.js"
 import * as Local from "./Local.js"
 
 export {
+  type Announcement,
   DEFAULT_LEASE_MS,
+  type FileKind,
+  type SharedFile,
   type Health,
   type Owner,
   type QuotaKey,
@@ -30,12 +33,19 @@ export {
  * As the configuration says: `state.url` a Redis store shared with the other gateways (its client
  * loaded only then), else this process. Lives as long as the current scope.
  */
-export const make: Effect.Effect<SharedStateService, never, GatewayConfig | Scope.Scope> = Effect.gen(function* () {
-  const config = yield* Effect.flatMap(GatewayConfig, (c) => c.current)
-  if (config.state === undefined) return Local.make(REPLICA_ID)
-  const Redis = yield* Effect.promise(() => import("./Redis.js"))
-  return yield* Redis.make(config.state, REPLICA_ID)
-})
+export const make: Effect.Effect<SharedStateService, never, GatewayConfig | Scope.Scope> = Effect.flatMap(
+  Effect.flatMap(GatewayConfig, (c) => c.current),
+  (config) => makeFor(config.state)
+)
+
+/** The same, for the configuration's `state` as given (a one-off command's). */
+export const makeFor = (state: State | undefined): Effect.Effect<SharedStateService, never, Scope.Scope> =>
+  state === undefined
+    ? Effect.succeed(Local.make(REPLICA_ID))
+    : Effect.flatMap(
+        Effect.promise(() => import("./Redis.js")),
+        (Redis) => Redis.make(state, REPLICA_ID)
+      )
 
 export class SharedState extends Context.Tag("mcp-agentify/SharedState")<SharedState, SharedStateService>() {
   /** As the configuration says (see `make`). */

@@ -1,0 +1,96 @@
+/**
+ * What a team's gateways keep alike through their store besides sessions (see state/Mirror):
+ *
+ * - OAuth tokens (the gateway's own and each user's): kept in the store as sealed as on disk, so
+ *   every gateway must seal with one key (`AGENTIFY_TOKEN_KEY`, the same everywhere). Without one,
+ *   each gateway's key is its own and its tokens stay on its disk (said once at start).
+ * - Pinned tool definitions: the team's first pin of a tool is every gateway's, and a `trust` made
+ *   anywhere (a one-off command with the same `state`) reaches every gateway at once: each holds its
+ *   backends' tools against the pins again, and its sessions hear `tools/list_changed`.
+ *
+ * Nothing happens without a store (`state` not configured).
+ */
+import { Effect, Layer, type Scope } from "effect"
+import * as Store from "../auth/Store.js"
+import { Backends } from "../backend/Backends.js"
+import * as Pins from "../backend/Pins.js"
+import { type ConfigSources, GatewayConfig, resolve, type ResolvedConfig } from "../config/Config.js"
+import * as Logging from "../observability/Logging.js"
+import * as Mirror from "../state/Mirror.js"
+import { makeFor, SharedState, type SharedStateService } from "../state/SharedState.js"
+import * as path from "node:path"
+
+export interface Options {
+  readonly env: Readonly<Record<string, string | undefined>>
+  readonly stateDir: string
+  /** Whether any backend signs in with OAuth (else nothing is said of the token key). */
+  readonly oauth: boolean
+  /** What to do when another gateway's pins arrive. */
+  readonly reviewPins?: Effect.Effect<void> | undefined
+}
+
+/** Both mirrors started (while the scope is open); completes when what this process wrote is in the store. */
+export const start = (state: SharedStateService, options: Options): Effect.Effect<Effect.Effect<void>, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    if (state.kind !== "shared") return Effect.void
+    const pins = yield* Mirror.make(state, {
+      kind: "pins",
+      dir: path.join(options.stateDir, "pins"),
+      merge: Pins.merge,
+      arrived: () => options.reviewPins ?? Effect.void
+    })
+    if (options.env.AGENTIFY_TOKEN_KEY?.trim()) {
+      const tokens = yield* Mirror.make(state, { kind: "tokens", dir: Store.directory(options.env) })
+      return Effect.zipRight(pins.settled, tokens.settled)
+    }
+    if (options.oauth) {
+      yield* Effect.logWarning(
+        "shared state: OAuth tokens stay in this gateway's own directory: set AGENTIFY_TOKEN_KEY (the same key on every gateway) to keep them in the store, where every gateway finds them"
+      )
+    }
+    return pins.settled
+  })
+
+const optionsOf = (config: ResolvedConfig, env: Options["env"]): Options => ({
+  env,
+  stateDir: config.stateDir,
+  oauth: config.backends.some((b) => b.url !== undefined && b.auth !== undefined)
+})
+
+/** The gateway's: started before its backends (their first review reads the team's pins). */
+export const layer: Layer.Layer<never, never, SharedState | GatewayConfig | Backends> = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const config = yield* (yield* GatewayConfig).current
+    const backends = yield* Backends
+    yield* start(yield* SharedState, { ...optionsOf(config, process.env), reviewPins: backends.reviewPins })
+  })
+)
+
+/**
+ * A one-off command (`auth`, `trust`) run with the team's files, when the configuration names a
+ * store: what the store holds first, what the command wrote in the store before it ends.
+ */
+export const around =
+  (sources: ConfigSources) =>
+  <A, E, R>(command: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => {
+      let config: ResolvedConfig
+      try {
+        config = resolve(sources)
+      } catch {
+        // The command says what is wrong with the configuration.
+        return command
+      }
+      if (config.state === undefined) return command
+      return Effect.scoped(
+        Effect.gen(function* () {
+          // Its own logs to stderr, at the configured level, as the command's.
+          yield* Logging.applyLevel(config.logLevel)
+          const state = yield* makeFor(config.state)
+          const settled = yield* start(state, optionsOf(config, sources.env))
+          const result = yield* command
+          yield* settled
+          return result
+        }).pipe(Effect.provide(Logging.layer()))
+      )
+    })
