@@ -9,7 +9,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js"
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { randomBytes } from "node:crypto"
 import { once } from "node:events"
 import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -45,10 +46,14 @@ let upstreamUrl: string
 const now = () => Math.floor(Date.now() / 1000)
 
 /** Runs `mcp-agentify ARGS` on the test's store (not spawnSync: the authorization server runs in this process). */
-const cli = async (args: ReadonlyArray<string>, onOut?: (out: string) => void) => {
-  const child = spawn(process.execPath, [BIN, ...args, "--config", config], {
+const cli = async (
+  args: ReadonlyArray<string>,
+  onOut?: (out: string) => void,
+  as: { readonly config?: string; readonly env?: NodeJS.ProcessEnv } = {}
+) => {
+  const child = spawn(process.execPath, [BIN, ...args, "--config", as.config ?? config], {
     cwd: dir,
-    env,
+    env: as.env ?? env,
     stdio: ["ignore", "pipe", "pipe"]
   })
   let out = ""
@@ -274,10 +279,10 @@ describe.skipIf(SKIP)("a 2026-07-28 client, with no session", () => {
 })
 
 describe.skipIf(SKIP || REDIS_SERVER === undefined)("a team of gateways sharing state", () => {
-  it("hands a user's sign-in redirect that reaches another gateway of the team to the one that waits for it", async () => {
+  it("hands a user's sign-in redirect that reaches another gateway to the one that waits for it, and keeps every token in the store, sealed: signed in once, known at every gateway; revoked once, gone from every gateway", async () => {
     const redis = await startRedis()
     // Both know the team by the second gateway's address: every redirect comes back there.
-    const config = {
+    const teamConfig = {
       backends: [
         {
           id: "secure",
@@ -289,21 +294,75 @@ describe.skipIf(SKIP || REDIS_SERVER === undefined)("a team of gateways sharing 
       httpAuth: { issuer: auth.issuer, audience: teamResource, scopes: ["mcp:tools"] },
       state: { url: redis.url }
     }
-    const shared = { AGENTIFY_TOKEN_DIR: tokenDir, AGENTIFY_STATE_DIR: env.AGENTIFY_STATE_DIR! }
+    const teamFile = join(dir, "team.json")
+    writeFileSync(teamFile, JSON.stringify(teamConfig))
+    // Each gateway (and the operator's own machine) with directories of its own; one key seals every token.
+    const key = randomBytes(32).toString("hex")
+    const own = (name: string) => ({
+      AGENTIFY_TOKEN_DIR: join(dir, `tokens-${name}`),
+      AGENTIFY_STATE_DIR: tempDir("agentify-state-"),
+      AGENTIFY_TOKEN_KEY: key
+    })
+    const [atFirst, atSecond, atOperator] = [own("first"), own("second"), own("operator")]
     const [first, second] = await Promise.all([
-      startHttpGateway({ args: ["--http-auth", "oauth"], config, env: shared }),
-      startHttpGateway({ address: `127.0.0.1:${teamPort}`, args: ["--http-auth", "oauth"], config, env: shared })
+      startHttpGateway({ args: ["--http-auth", "oauth"], config: teamConfig, env: atFirst }),
+      startHttpGateway({ address: `127.0.0.1:${teamPort}`, args: ["--http-auth", "oauth"], config: teamConfig, env: atSecond })
     ])
-    // Erin's session, and so her call and its sign-in, are at the first gateway.
-    const erin = await userOf("erin", true, { base: () => first!.base, audience: () => teamResource })
+    const operator = { config: teamFile, env: { ...env, ...atOperator } }
+    const usersAt = (at: { AGENTIFY_TOKEN_DIR: string }) =>
+      Store.usersOf(at.AGENTIFY_TOKEN_DIR, "secure", { ...env, AGENTIFY_TOKEN_KEY: key }).map((u) => u.subject)
     try {
+      // Signed in once, by the operator on a machine of their own: both gateways list its tools.
+      let asked: Promise<void> | undefined
+      const signedIn = await cli(
+        ["auth", "secure", "--no-browser"],
+        (out) => {
+          const url = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m.exec(out)?.[1]
+          if (url !== undefined && asked === undefined) asked = approve(url, "operator")
+        },
+        operator
+      )
+      await asked
+      expect(signedIn.code, signedIn.out).toBe(0)
+      // Erin's session, and so her call and its sign-in, are at the first gateway.
+      const erin = await userOf("erin", true, { base: () => first.base, audience: () => teamResource })
+      await until(
+        "secure's tools at the first",
+        async () => (await erin.client.listTools()).tools.some((t) => t.name === "secure__whoami"),
+        20_000
+      )
       expect(await erin.whoami()).toBe("erin")
-      expect(new URL(erin.asked[0]!).searchParams.get("redirect_uri")).toBe(`${second!.base}/oauth/callback`)
-      expect(Store.usersOf(tokenDir, "secure", env).map((u) => u.subject)).toContain("erin")
-    } finally {
+      expect(erin.asked).toHaveLength(1)
+      expect(new URL(erin.asked[0]!).searchParams.get("redirect_uri")).toBe(`${second.base}/oauth/callback`)
       await erin.client.close()
-      await Promise.all([first!.close(), second!.close()])
+      // Her next session is at the second gateway: her tokens are there already, she is not asked again.
+      const again = await userOf("erin", true, { base: () => second.base, audience: () => teamResource })
+      await until(
+        "secure's tools at the second",
+        async () => (await again.client.listTools()).tools.some((t) => t.name === "secure__whoami"),
+        20_000
+      )
+      expect(await again.whoami()).toBe("erin")
+      expect(again.asked).toHaveLength(0)
+      await again.client.close()
+      expect(usersAt(atFirst)).toEqual(["erin"])
+      await until("erin's tokens at the second", () => usersAt(atSecond).includes("erin"))
+      // The store holds them sealed: neither a token nor whose they are.
+      const tokens = Store.usersOf(atSecond.AGENTIFY_TOKEN_DIR, "secure", { ...env, AGENTIFY_TOKEN_KEY: key })[0]!.tokens!
+      const held = spawnSync("redis-cli", ["-p", String(redis.port), "hgetall", "mcp-agentify:files:tokens"], {
+        encoding: "utf8"
+      }).stdout
+      expect(held).toContain("secure/users/")
+      expect(held).not.toContain(tokens.access_token)
+      expect(held).not.toContain(tokens.refresh_token)
+      expect(held).not.toContain("erin")
+      // Revoked once, from the operator's machine: forgotten by every gateway.
+      const revoked = await cli(["auth", "--revoke", "secure", "--subject", "erin"], undefined, operator)
+      expect(revoked.out).toBe(`Revoked erin's tokens for secure at ${auth.issuer} and forgot them.\n`)
+      await until("erin forgotten at both", () => usersAt(atFirst).length === 0 && usersAt(atSecond).length === 0, 20_000)
+    } finally {
+      await Promise.all([first.close(), second.close()])
       await redis.close()
     }
-  }, 120_000)
+  }, 180_000)
 })

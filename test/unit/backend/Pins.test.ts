@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Pins from "../../../src/backend/Pins.js"
@@ -129,5 +129,36 @@ describe("tool pins", () => {
     expect(reviewed.warnings).toEqual([
       "backend b lists tool a more than once: the first definition is the one listed and called, the others are ignored"
     ])
+  })
+})
+
+describe("two gateways' pins of one server, made one", () => {
+  const fileWith = (tools: ReadonlyArray<ReturnType<typeof tool>>) => {
+    const s = settings()
+    Pins.review(s, b, tools, () => {})
+    const [name] = readdirSync(join(s.stateDir, "pins"))
+    return { text: readFileSync(join(s.stateDir, "pins", name!), "utf8"), s }
+  }
+
+  it("keeps every tool either pinned, the shared pin where both pin one, in an order that makes equal pins equal text", () => {
+    const local = fileWith([tool("z", "mine"), tool("a", "only here")])
+    const shared = fileWith([tool("z", "the team's"), tool("m", "only there")])
+    const merged = Pins.merge(local.text, shared.text)
+    const tools = JSON.parse(merged).tools
+    expect(Object.keys(tools)).toEqual(["a", "m", "z"])
+    expect(tools.z.definition.description).toBe("the team's")
+    expect(tools.a.definition.description).toBe("only here")
+    // Made one either way round, the same text: two gateways merging each other's never disagree.
+    expect(Pins.merge(merged, merged)).toBe(merged)
+    expect(Pins.merge(shared.text, merged)).toBe(merged)
+    // Read back as pins.
+    writeFileSync(join(local.s.stateDir, "pins", readdirSync(join(local.s.stateDir, "pins"))[0]!), merged)
+    expect(Pins.review(local.s, b, [tool("z", "the team's")], () => {}).changed).toEqual([])
+  })
+
+  it("takes the shared file as it is when either does not parse", () => {
+    const shared = fileWith([tool("a", "x")]).text
+    expect(Pins.merge("not json", shared)).toBe(shared)
+    expect(Pins.merge(shared, "{}")).toBe("{}")
   })
 })

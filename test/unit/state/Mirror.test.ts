@@ -1,0 +1,90 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, PubSub, Queue, Stream } from "effect"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { Announcement, SharedFile, SharedStateService } from "../../../src/state/Contract.js"
+import * as Local from "../../../src/state/Local.js"
+import * as Mirror from "../../../src/state/Mirror.js"
+import * as Written from "../../../src/data/Written.js"
+
+/** A store in memory, as the contract has it: the other gateways' announcements sent by the test. */
+const memory = Effect.gen(function* () {
+  const files = new Map<string, SharedFile>()
+  const hub = yield* PubSub.unbounded<Announcement>()
+  const state: SharedStateService = {
+    ...Local.make("test"),
+    kind: "shared",
+    files: () => Effect.sync(() => new Map(files)),
+    file: (_kind, name) => Effect.sync(() => files.get(name) ?? "none"),
+    putFile: (_kind, name, file) => Effect.sync(() => (files.set(name, file ?? { text: "", at: Date.now() }), true)),
+    announced: Stream.fromPubSub(hub)
+  }
+  /** Another gateway stores a file (or removes it) and says so. */
+  const elsewhere = (name: string, text: string) =>
+    Effect.zipRight(
+      Effect.sync(() => files.set(name, { text, at: Date.now() })),
+      PubSub.publish(hub, { kind: "tokens" as const, name })
+    )
+  return { state, files, elsewhere }
+})
+
+const dirWith = (entries: Record<string, string>) => {
+  const dir = mkdtempSync(join(tmpdir(), "mirror-"))
+  for (const [name, text] of Object.entries(entries)) {
+    mkdirSync(join(dir, name, ".."), { recursive: true })
+    writeFileSync(join(dir, `${name}.json`), text)
+  }
+  return dir
+}
+const read = (dir: string, name: string) =>
+  existsSync(join(dir, `${name}.json`)) ? readFileSync(join(dir, `${name}.json`), "utf8") : undefined
+
+describe("a directory kept alike through the store", () => {
+  it.scoped("takes down what the store has, sends up what only this disk has, and brings back nothing removed", () =>
+    Effect.gen(function* () {
+      const { state, files } = yield* memory
+      const past = Date.now() - 60_000
+      const dir = dirWith({ mine: "only here", "crm/users/abc": "a user's", revoked: "old", rewritten: "new" })
+      utimesSync(join(dir, "revoked.json"), past / 1000, past / 1000)
+      files.set("theirs", { text: "only there", at: past })
+      files.set("revoked", { text: "", at: past + 1_000 })
+      files.set("rewritten", { text: "", at: past })
+      files.set("../outside", { text: "no", at: Date.now() })
+      yield* Mirror.make(state, { kind: "tokens", dir })
+      expect(read(dir, "theirs")).toBe("only there")
+      expect(files.get("mine")?.text).toBe("only here")
+      expect(files.get("crm/users/abc")?.text).toBe("a user's")
+      // Removed elsewhere after this disk's copy was written: gone here too, not sent up again.
+      expect(read(dir, "revoked")).toBeUndefined()
+      expect(files.get("revoked")?.text).toBe("")
+      // Written here after the removal: the newer, sent up.
+      expect(files.get("rewritten")?.text).toBe("new")
+      // A name from the store never leads out of the directory.
+      expect(existsSync(join(dir, "..", "outside.json"))).toBe(false)
+    })
+  )
+
+  it.scoped("sends up what this process writes, and takes what another gateway announces", () =>
+    Effect.gen(function* () {
+      const { state, files, elsewhere } = yield* memory
+      const dir = dirWith({})
+      const arrived = yield* Queue.unbounded<string>()
+      const mirror = yield* Mirror.make(state, { kind: "tokens", dir, arrived: (name) => Queue.offer(arrived, name) })
+      writeFileSync(join(dir, "crm.json"), "signed in")
+      Written.wrote("tokens", "crm")
+      writeFileSync(join(dir, "other.json"), "a pin")
+      Written.wrote("pins", "other")
+      yield* mirror.settled
+      expect(files.get("crm")?.text).toBe("signed in")
+      // Another kind's file is not this mirror's.
+      expect(files.has("other")).toBe(false)
+      yield* elsewhere("crm", "signed in again")
+      expect(yield* Queue.take(arrived)).toBe("crm")
+      expect(read(dir, "crm")).toBe("signed in again")
+      yield* elsewhere("crm", "")
+      expect(yield* Queue.take(arrived)).toBe("crm")
+      expect(read(dir, "crm")).toBeUndefined()
+    })
+  )
+})
