@@ -72,6 +72,8 @@ export interface SharedStateService {
    * say: the client may try again).
    */
   readonly ownerOf: (sessionId: string) => Effect.Effect<Owner>
+  /** Who holds `sessionId` as the store said a moment ago, without asking it again: undefined when not known. */
+  readonly ownerKnown: (sessionId: string) => Owner | undefined
   /** Where another live gateway of the team listens, by its id: none when it is gone, "unknown" when the store cannot say. */
   readonly addressOf: (replicaId: string) => Effect.Effect<Owner>
   /**

@@ -12,6 +12,7 @@ export const make = (replicaId: string): SharedStateService => ({
   claim: () => Effect.void,
   release: () => Effect.void,
   ownerOf: () => Effect.succeed("none"),
+  ownerKnown: () => undefined,
   addressOf: () => Effect.succeed("none"),
   sharedSecret: () => Effect.succeed(undefined),
   takeQuota: () => Effect.succeed(undefined),

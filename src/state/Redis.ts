@@ -181,8 +181,16 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
       })
     )
 
+    // Known a moment ago: a session's holder changes only when it dies (then its address fails,
+    // 502, until the lease runs out either way).
+    const ownerKnown = (sessionId: string): Owner | undefined => {
+      const known = owners.get(sessionId)
+      return known !== undefined && known.until > Date.now() ? known.owner : undefined
+    }
+
     return {
       kind: "shared",
+      ownerKnown,
       replicaId,
       listeningAt: (at) =>
         Effect.suspend(() => {
@@ -204,10 +212,8 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
         }),
       ownerOf: (sessionId) =>
         Effect.suspend(() => {
-          // Known a moment ago: a session's holder changes only when it dies (then its address
-          // fails, 502, until the lease runs out either way).
-          const known = owners.get(sessionId)
-          if (known !== undefined && known.until > Date.now()) return Effect.succeed(known.owner)
+          const known = ownerKnown(sessionId)
+          if (known !== undefined) return Effect.succeed(known)
           return Effect.map(
             run(() => client.get(`${PREFIX}session:${sessionId}`)),
             (value): Owner => {

@@ -38,6 +38,56 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
 export const wasForwarded = (request: HttpServerRequest.HttpServerRequest): boolean =>
   request.headers[FORWARDED_HEADER] !== undefined
 
+/** The headers `incoming` is passed on with: as it came but for one hop's, marked, and the holder's Host. */
+const headersFor = (incoming: http.IncomingMessage, to: URL, from: string): http.OutgoingHttpHeaders => {
+  const headers: http.OutgoingHttpHeaders = { [FORWARDED_HEADER]: from }
+  for (const [name, value] of Object.entries(incoming.headers)) {
+    // Its length stays: a body sent whole, not in chunks.
+    if ((!HOP_BY_HOP.has(name) || name === "content-length") && value !== undefined) headers[name] = value
+  }
+  headers["host"] = to.host
+  return headers
+}
+
+/**
+ * The same at the Node listener, before anything of this gateway reads the request (see
+ * `Listener.first`): for a session whose holder the store named a moment ago, most of a session's
+ * requests. Bytes both ways as they come; `failed` is the body of the 502 when the holder cannot
+ * be reached.
+ */
+export const handOn = (
+  incoming: http.IncomingMessage,
+  response: http.ServerResponse,
+  to: string,
+  from: string,
+  failed: (message: string) => string
+): void => {
+  const url = new URL(incoming.url ?? "/", to)
+  const outgoing = http.request(url, { method: incoming.method, headers: headersFor(incoming, url, from), agent })
+  outgoing.once("response", (answer) => {
+    const passed: http.OutgoingHttpHeaders = {}
+    for (const [name, value] of Object.entries(answer.headers)) {
+      // The holder's length holds: the body passes byte for byte.
+      if ((!HOP_BY_HOP.has(name) || name === "content-length") && value !== undefined) passed[name] = value
+    }
+    response.writeHead(answer.statusCode ?? 502, passed)
+    // A stream's head goes at once: its first event may be a while.
+    if (answer.headers["content-type"]?.startsWith("text/event-stream") === true) response.flushHeaders()
+    answer.pipe(response)
+    answer.once("error", () => response.destroy())
+  })
+  outgoing.once("error", (error) => {
+    if (response.headersSent) return response.destroy()
+    response.writeHead(502, { "content-type": "application/json" })
+    response.end(failed(`Bad Gateway: the gateway that holds this session did not answer (${error.message})`))
+  })
+  // The client gone before its response ended: the holder's request ends too (a GET stream's, say).
+  response.once("close", () => {
+    if (!response.writableFinished) outgoing.destroy()
+  })
+  incoming.pipe(outgoing)
+}
+
 /**
  * `request` at the gateway at `to` (`http://host:port`), its response as this gateway's; a holder
  * that cannot be reached is 502 and the session's client may start afresh.
@@ -52,13 +102,8 @@ export const forward = (
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
   Effect.async<HttpServerResponse.HttpServerResponse>((resume) => {
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-    const headers: http.OutgoingHttpHeaders = { [FORWARDED_HEADER]: from }
-    for (const [name, value] of Object.entries(incoming.headers)) {
-      // Its length stays: a body sent whole, not in chunks.
-      if ((!HOP_BY_HOP.has(name) || name === "content-length") && value !== undefined) headers[name] = value
-    }
     const url = new URL(incoming.url ?? "/", to)
-    headers["host"] = url.host
+    const headers = headersFor(incoming, url, from)
     if (body !== undefined) headers["content-length"] = Buffer.byteLength(body)
     const outgoing = http.request(url, { method: incoming.method, headers, agent })
     outgoing.once("response", (answer) => {

@@ -23,7 +23,7 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Chunk, Effect, Either, type Fiber, FiberId, Layer, Option, Queue, Redacted, Stream } from "effect"
-import { createServer } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import * as os from "node:os"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
@@ -35,7 +35,7 @@ import {
   STORE_SILENT,
   type Target
 } from "../gateway/edge/Protocol.js"
-import { classify, failure } from "../jsonrpc/JsonRpc.js"
+import { classify, failure, stringify } from "../jsonrpc/JsonRpc.js"
 import { makeGuards, tokenMatches } from "./Guards.js"
 import {
   accepts,
@@ -410,7 +410,28 @@ const makeApp = (options: AppOptions) =>
       )
     )
 
-    return app
+    /**
+     * A request for a session another gateway holds, as the store named it a moment ago: handed on
+     * at the listener, before anything here parses it. What only this gateway can check (the
+     * Host the client named, its Origin) is checked here; its holder checks the rest (the
+     * token, the body) as for a request of its own. Else false: the app serves it.
+     */
+    const handOn = (incoming: IncomingMessage, response: ServerResponse): boolean => {
+      if (sessions.state.kind !== "shared") return false
+      const named = incoming.headers[SESSION_HEADER]
+      if (typeof named !== "string" || incoming.headers[Forward.FORWARDED_HEADER] !== undefined || sessions.holds(named)) {
+        return false
+      }
+      const holder = sessions.state.ownerKnown(named)
+      if (holder === undefined || typeof holder === "string") return false
+      if (!guards.hostAllowed(incoming.headers.host) || !guards.originAllowed(incoming.headers.origin)) return false
+      Forward.handOn(incoming, response, holder.at, sessions.state.replicaId, (message) =>
+        stringify(failure(null, { code: ErrorCode.InvalidRequest, message }))
+      )
+      return true
+    }
+
+    return { app, handOn }
   })
 
 /** This listener's address as another machine reaches it: a wildcard bind names the first outside address. */
@@ -428,7 +449,7 @@ const reachableAt = (host: string, port: number): string => {
 const escapeHtml = (text: string) => text.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /** Serves the gateway over HTTP until the scope closes. */
-export const make = (options: Options, connections?: Listener.Connections) =>
+export const make = (options: Options, connections?: Listener.Connections, node?: Server) =>
   Effect.gen(function* () {
     // Last of this server's finalizers, after every session closed: the connections still open
     // (keep-alive, streams a client never closed) would hold the listener's close for ever.
@@ -436,13 +457,14 @@ export const make = (options: Options, connections?: Listener.Connections) =>
     if (connections !== undefined) yield* Effect.addFinalizer(() => connections.close(STOP_GRACE_MS))
     const server = yield* HttpServer.HttpServer
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
-    const app = yield* makeApp({ ...options, port: () => port })
+    const { app, handOn } = yield* makeApp({ ...options, port: () => port })
     const config = yield* Effect.flatMap(GatewayConfig, (c) => c.current)
     // No span per request: the gateway's own events and traces describe its exchanges, and the
     // platform's (URL parsing, a span and every header as an attribute) cost more than the rest.
     // Interruptible: the platform forks handlers with a runtime captured where this runs, while
     // the layer builds (uninterruptible); without this no request could be stopped at shutdown.
     yield* HttpMiddleware.withTracerDisabledWhenEffect(server.serve(Effect.interruptible(app)), () => true)
+    if (node !== undefined) yield* Listener.first(node, handOn)
     const shown = options.host.includes(":") ? `[${options.host}]` : options.host
     // Sign-ins come back here: to the public address the gateway is known by (its OAuth audience's
     // origin, when it has one), else the address it listens on; an address that names no host
@@ -473,7 +495,7 @@ export const layer = (options: Options): Layer.Layer<never, HttpServerError.Serv
   Layer.unwrapEffect(
     Effect.sync(() => {
       const node = createServer({ keepAliveTimeout: 65_000 })
-      return Layer.scopedDiscard(make(options, Listener.track(node))).pipe(
+      return Layer.scopedDiscard(make(options, Listener.track(node), node)).pipe(
         Layer.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
       )
     })
@@ -502,7 +524,7 @@ export const layerRouter = (options: MountOptions = {}): Layer.Layer<never, neve
       const server = yield* Effect.serviceOption(HttpServer.HttpServer)
       const port = () =>
         Option.isSome(server) && server.value.address._tag === "TcpAddress" ? server.value.address.port : undefined
-      const app = yield* makeApp({ host: options.host ?? "127.0.0.1", token: options.token, oauth: options.oauth, port })
+      const { app } = yield* makeApp({ host: options.host ?? "127.0.0.1", token: options.token, oauth: options.oauth, port })
       const path = options.path ?? "/"
       yield* path === "/" ? router.all("*", Effect.interruptible(app)) : router.mountApp(path, Effect.interruptible(app))
     })

@@ -1,5 +1,6 @@
 /**
- * The connections of a Node HTTP listener, so that stopping it is bounded.
+ * The connections of a Node HTTP listener, so that stopping it is bounded; and a first look at its
+ * requests (`first`).
  *
  * The platform's server closes its listener when its scope closes and waits until every
  * connection has ended. Node's `closeAllConnections` misses upgraded sockets (a debug page's
@@ -7,8 +8,8 @@
  * long as it lasts. `close` lets idle keep-alive connections go at once, gives busy ones a grace
  * to finish their response, then destroys whatever is left, upgraded sockets included.
  */
-import { Effect, Schedule } from "effect"
-import type { Server } from "node:http"
+import { Effect, Schedule, type Scope } from "effect"
+import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import type { Socket } from "node:net"
 
 export interface Connections {
@@ -48,3 +49,26 @@ export const track = (node: Server): Connections => {
     )
   return { open: () => sockets.size, close }
 }
+
+/**
+ * `handle` sees each request of `node` before the handlers it has now (the platform's), which get
+ * the requests it leaves (returns false for): a request passed on as it is needs nothing parsed
+ * (see Forward.handOn). While the scope is open.
+ */
+export const first = (node: Server, handle: (request: IncomingMessage, response: ServerResponse) => boolean) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const others = node.listeners("request") as Array<(request: IncomingMessage, response: ServerResponse) => void>
+      const each = (request: IncomingMessage, response: ServerResponse) => {
+        if (!handle(request, response)) for (const other of others) other.call(node, request, response)
+      }
+      node.removeAllListeners("request")
+      node.on("request", each)
+      return { each, others }
+    }),
+    ({ each, others }) =>
+      Effect.sync(() => {
+        node.off("request", each)
+        for (const other of others) node.on("request", other)
+      })
+  ) satisfies Effect.Effect<unknown, never, Scope.Scope>

@@ -8,7 +8,10 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { spawnSync } from "node:child_process"
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort } from "../../bench/httpClient.js"
 import { postStateless, startHttpGateway, type HttpGateway } from "../../support/httpClient.js"
@@ -16,6 +19,7 @@ import { firstText, fixtureBackend } from "../../support/mcpFixture.js"
 import { until } from "../../support/process.js"
 import { REDIS_SERVER, type Redis, startRedis } from "../../support/redis.js"
 import { type RoundRobin, startRoundRobin } from "../../support/roundRobin.js"
+import { tempDir } from "../../support/stdioClient.js"
 
 const SKIP = REDIS_SERVER === undefined && process.env.CI !== "true"
 if (SKIP) process.stderr.write("replicas.test.ts: no redis-server (apt-get install redis-server), so these tests are skipped\n")
@@ -27,6 +31,7 @@ const CLIENTS = 50
 let redis: Redis
 let proxy: RoundRobin
 let gateways: Array<HttpGateway>
+let configFile: string
 
 beforeAll(async () => {
   if (SKIP) return
@@ -41,7 +46,12 @@ beforeAll(async () => {
     // The proxy's name, as clients address it.
     allowedHosts: [new URL(proxy.url).host]
   }
-  gateways = await Promise.all(ports.map((port) => startHttpGateway({ address: `127.0.0.1:${port}`, config })))
+  // One configuration file for the three, as a team mounts it: an edit reaches each gateway.
+  configFile = join(tempDir(), "gateway.json")
+  writeFileSync(configFile, JSON.stringify(config))
+  gateways = await Promise.all(
+    ports.map((port) => startHttpGateway({ address: `127.0.0.1:${port}`, args: ["--config", configFile] }))
+  )
 }, 60_000)
 
 afterAll(async () => {
@@ -52,9 +62,13 @@ afterAll(async () => {
 
 const connect = async (name: string, base = proxy.url) => {
   const client = new Client({ name, version: "1.0.0" })
+  const heard = { listChanged: 0 }
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    heard.listChanged++
+  })
   const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`))
   await client.connect(transport)
-  return { client, transport, name }
+  return { client, transport, name, heard }
 }
 
 const echo = async (client: Client, text: string) => firstText(await client.callTool({ name: "fx__echo", arguments: { text } }))
@@ -178,6 +192,19 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
     expect(firstText(await slow(1, 1))).toContain("slept")
     await until("the places given back", () => inFlight() === 0)
     await Promise.all(at.map((c) => c.client.close()))
+  }, 60_000)
+
+  it("tells every client of a configuration reload, whichever gateway its session is at and its stream reached", async () => {
+    const before = clients.map((c) => c.heard.listChanged)
+    const edited = JSON.parse(readFileSync(configFile, "utf8"))
+    edited.backends[0].denyTools = ["add_tool"]
+    writeFileSync(configFile, JSON.stringify(edited))
+    for (const [i, c] of clients.entries()) {
+      await until(`${c.name} told its list changed`, () => c.heard.listChanged > before[i]!, 20_000)
+    }
+    const listed = await Promise.all(clients.map((c) => c.client.listTools()))
+    for (const tools of listed) expect(tools.tools.map((t) => t.name)).not.toContain("fx__add_tool")
+    for (const g of gateways) expect(g.stderr()).toContain("re-exposed fx")
   }, 60_000)
 
   it("keeps serving the sessions a gateway holds while the store is down, says it is degraded, and loses nothing when it is back empty", async () => {
