@@ -14,6 +14,8 @@ import * as oauth from "openid-client"
 import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Store from "./Store.js"
+import * as Renewals from "./Renewals.js"
+import { createHash } from "node:crypto"
 import { field, messageOf, stringField } from "../data/Json.js"
 
 /** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
@@ -45,6 +47,12 @@ const marginOf = (tokens: Store.StoredTokens): number =>
     ? REFRESH_MARGIN_MS
     : Math.min(REFRESH_MARGIN_MS, (tokens.expires_at - tokens.obtained_at) / 10)
 const TIMEOUT_MS = 10_000
+/** How long a gateway waits for the tokens another of its team renews before it renews them itself. */
+const RENEWED_ELSEWHERE_MS = 10_000
+
+/** Tokens good for a call now (not about to lapse). */
+const fresh = (tokens: Store.StoredTokens | undefined): tokens is Store.StoredTokens =>
+  tokens !== undefined && (tokens.expires_at === undefined || tokens.expires_at - marginOf(tokens) > Date.now())
 
 export const isLoopbackUrl = (url: URL) => ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)
 
@@ -220,14 +228,12 @@ export class BackendTokens {
 
   /** `Bearer <token>` for the next request; undefined when it takes none. */
   header(): Promise<string | undefined> {
-    const good = (tokens: Store.StoredTokens | undefined): tokens is Store.StoredTokens =>
-      tokens !== undefined && (tokens.expires_at === undefined || tokens.expires_at - marginOf(tokens) > Date.now())
     let stored = this.usable()
-    if (good(stored?.tokens)) return Promise.resolve(`Bearer ${stored.tokens.access_token}`)
+    if (fresh(stored?.tokens)) return Promise.resolve(`Bearer ${stored.tokens.access_token}`)
     // Due for renewal: another process on this store (a second gateway, `auth`) may have renewed
     // already, and servers rotate refresh tokens and revoke a grant whose old one is used again.
     stored = this.usable(true)
-    if (good(stored?.tokens)) return Promise.resolve(`Bearer ${stored.tokens.access_token}`)
+    if (fresh(stored?.tokens)) return Promise.resolve(`Bearer ${stored.tokens.access_token}`)
     if (this.settings === undefined && stored?.tokens === undefined) return Promise.resolve(undefined)
     return this.renew(stored, undefined)
   }
@@ -274,9 +280,26 @@ export class BackendTokens {
     return this.pending
   }
 
+  /** The tokens another process renewed from `before`, once they are on disk (undefined: none came in time). */
+  private async renewedElsewhere(before: Store.StoredTokens): Promise<Store.StoredTokens | undefined> {
+    const deadline = Date.now() + RENEWED_ELSEWHERE_MS
+    while (Date.now() < deadline) {
+      const now = this.usable(true)?.tokens
+      if (now !== undefined && now.access_token !== before.access_token && fresh(now)) return now
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    return undefined
+  }
+
   private async obtain(stored: Store.Stored | undefined, challenge: string | null | undefined, again = false): Promise<string> {
     const scope = this.settings?.scopes?.join(" ")
     if (stored?.tokens?.refresh_token !== undefined) {
+      // Another gateway of the team renews these now: its tokens reach this disk in a moment.
+      const turn = `${this.entry}:${createHash("sha256").update(stored.tokens.refresh_token).digest("hex").slice(0, 16)}`
+      if (!(await Renewals.mayRenew(turn))) {
+        const theirs = await this.renewedElsewhere(stored.tokens)
+        if (theirs !== undefined) return `Bearer ${theirs.access_token}`
+      }
       try {
         const config = await configuration(stored.issuer, stored.client)
         const refreshed = await oauth.refreshTokenGrant(config, stored.tokens.refresh_token, { resource: stored.resource })

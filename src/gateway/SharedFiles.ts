@@ -3,7 +3,8 @@
  *
  * - OAuth tokens (the gateway's own and each user's): kept in the store as sealed as on disk, so
  *   every gateway must seal with one key (`AGENTIFY_TOKEN_KEY`, the same everywhere). Without one,
- *   each gateway's key is its own and its tokens stay on its disk (said once at start).
+ *   each gateway's key is its own and its tokens stay on its disk (said once at start). A token
+ *   due is renewed by one gateway, the others taking what it got (see auth/Renewals).
  * - Pinned tool definitions: the team's first pin of a tool is every gateway's, and a `trust` made
  *   anywhere (a one-off command with the same `state`) reaches every gateway at once: each holds its
  *   backends' tools against the pins again, and its sessions hear `tools/list_changed`.
@@ -11,6 +12,7 @@
  * Nothing happens without a store (`state` not configured).
  */
 import { Effect, Layer, type Scope } from "effect"
+import * as Renewals from "../auth/Renewals.js"
 import * as Store from "../auth/Store.js"
 import { Backends } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
@@ -19,6 +21,9 @@ import * as Logging from "../observability/Logging.js"
 import * as Mirror from "../state/Mirror.js"
 import { makeFor, SharedState, type SharedStateService } from "../state/SharedState.js"
 import * as path from "node:path"
+
+/** How long a gateway has the turn to renew a token (after that, another may). */
+const RENEW_TURN_MS = 30_000
 
 export interface Options {
   readonly env: Readonly<Record<string, string | undefined>>
@@ -41,6 +46,9 @@ export const start = (state: SharedStateService, options: Options): Effect.Effec
     })
     if (options.env.AGENTIFY_TOKEN_KEY?.trim()) {
       const tokens = yield* Mirror.make(state, { kind: "tokens", dir: Store.directory(options.env) })
+      // One gateway renews a token the team shares; the others take what it got.
+      const stop = Renewals.decideWith((turn) => Effect.runPromise(state.turn(`renew:${turn}`, RENEW_TURN_MS)))
+      yield* Effect.addFinalizer(() => Effect.sync(stop))
       return Effect.zipRight(pins.settled, tokens.settled)
     }
     if (options.oauth) {

@@ -101,6 +101,11 @@ export interface SharedStateService {
   readonly putFile: (kind: FileKind, name: string, file: SharedFile | undefined) => Effect.Effect<boolean>
   /** What the other gateways stored or removed, as they say it (nothing in this process alone). */
   readonly announced: Stream.Stream<Announcement>
+  /**
+   * Whether this gateway has `turn` (for `ttlMs`): no other gateway of the team has it; true with
+   * no store, or when the store cannot say (the work is then done as if alone).
+   */
+  readonly turn: (turn: string, ttlMs: number) => Effect.Effect<boolean>
   /** What /readyz says of the store. */
   readonly health: Effect.Effect<Health>
 }

@@ -22,5 +22,6 @@ export const make = (replicaId: string): SharedStateService => ({
   file: () => Effect.succeed("none"),
   putFile: () => Effect.succeed(false),
   announced: Stream.empty,
+  turn: () => Effect.succeed(true),
   health: Effect.succeed({ ok: true, detail: "in this process" })
 })

@@ -6,6 +6,7 @@
  * - `secret:<name>`: a secret the gateways share (the key of 2026-07-28 request states);
  * - `quota:<key>:minute` and `quota:<key>:inflight`: `limits` counted team-wide (see RedisQuotas);
  * - `task:<id>`: a finished 2026-07-28 task's record, for its ttl (it outlives its gateway);
+ * - `turn:<name>`: which gateway does something alone (renews a token), for a while;
  * - `files:<kind>`: the shared files (see state/Mirror), a hash of name to `{text, at}`, each
  *   change published on the channel `announced` for the other gateways (heard on a connection of
  *   its own; after it reconnects, every file is taken as changed: it may have missed some).
@@ -310,6 +311,13 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
           (answer) => answer !== undefined
         ),
       announced: Stream.fromPubSub(announcements),
+      turn: (turn, ttlMs) =>
+        Effect.map(
+          run(() =>
+            client.set(`${PREFIX}turn:${turn}`, replicaId, { condition: "NX", expiration: { type: "PX", value: ttlMs } })
+          ),
+          (answer) => answer === undefined || answer === "OK"
+        ),
       health: Effect.sync(() =>
         failing === undefined && client.isReady
           ? { ok: true, detail: `${where} (${held.size} sessions held here)` }

@@ -31,6 +31,8 @@ import { fixtureBackend, firstText } from "../../support/mcpFixture.js"
 import { freePort } from "../../bench/httpClient.js"
 import { sleep, until } from "../../support/process.js"
 import { approve, CHROMIUM } from "../../support/signInPage.js"
+import { REDIS_SERVER, startRedis } from "../../support/redis.js"
+import { randomBytes } from "node:crypto"
 
 const SKIP = CHROMIUM === undefined && process.env.CI !== "true"
 if (SKIP) process.stderr.write("oauth-client.test.ts: no Chromium, so the sign-in tests are skipped\n")
@@ -69,10 +71,13 @@ afterAll(async () => {
  * `mcp-agentify auth secure` with the sign-in done in Chromium (oidc-provider's development login,
  * then its consent page), into `tokenDir`. Resolves with what the command printed.
  */
-const signIn = async (tokenDir: string): Promise<string> => {
-  const signing = spawn(process.execPath, [BIN, "auth", "secure", "--config", config, "--no-browser"], {
+const signIn = async (
+  tokenDir: string,
+  as: { readonly config?: string; readonly env?: NodeJS.ProcessEnv } = {}
+): Promise<string> => {
+  const signing = spawn(process.execPath, [BIN, "auth", "secure", "--config", as.config ?? config, "--no-browser"], {
     cwd: dir,
-    env: { ...env, AGENTIFY_TOKEN_DIR: tokenDir },
+    env: { ...env, ...as.env, AGENTIFY_TOKEN_DIR: tokenDir },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let out = ""
@@ -399,6 +404,61 @@ describe.skipIf(SKIP)("a gateway signed in to a remote backend", () => {
     expect(firstText(await client.callTool({ name: "fx__echo", arguments: { after: "revocation" } }))).toContain("revocation")
   }, 30_000)
 })
+
+describe.skipIf(SKIP || REDIS_SERVER === undefined)(
+  "two gateways of a team sharing their tokens (state, one AGENTIFY_TOKEN_KEY)",
+  () => {
+    it("renews a token due at both at once only once: one renews, the other takes what it got, and the grant lives on", async () => {
+      const redis = await startRedis()
+      const teamConfig = join(dir, "team.json")
+      writeFileSync(
+        teamConfig,
+        JSON.stringify({ backends: [{ id: "secure", url: mcpUrl, auth: "oauth" }], state: { url: redis.url } })
+      )
+      const key = randomBytes(32).toString("hex")
+      const own = (name: string) => ({
+        AGENTIFY_TOKEN_DIR: join(dir, `team-tokens-${name}`),
+        AGENTIFY_STATE_DIR: tempDir("agentify-state-"),
+        AGENTIFY_TOKEN_KEY: key
+      })
+      const operator = own("operator")
+      await signIn(operator.AGENTIFY_TOKEN_DIR, { config: teamConfig, env: operator })
+      const gateways = await Promise.all(
+        ["a", "b"].map((name) => startHttpGateway({ args: ["--config", teamConfig], env: own(name) }))
+      )
+      const clients = await Promise.all(
+        gateways.map(async (g) => {
+          const client = new Client({ name: "team", version: "1.0.0" })
+          await client.connect(new StreamableHTTPClientTransport(new URL(`${g.base}/mcp`)))
+          await until(
+            "secure's tools",
+            async () => (await client.listTools()).tools.some((t) => t.name === "secure__whoami"),
+            20_000
+          )
+          return client
+        })
+      )
+      try {
+        const [first] = await Promise.all(clients.map(whoami))
+        // Due at both at once: asked of both at once.
+        await sleep(ACCESS_TOKEN_TTL_S * 1000 + 500)
+        const renewed = await Promise.all(clients.map(whoami))
+        expect(renewed.map((r) => r.sub)).toEqual(["alice", "alice"])
+        // One renewal, whose token both carry (two would have spent one refresh token twice, and the
+        // server would have revoked the grant).
+        expect(renewed[0].jti).toBe(renewed[1].jti)
+        expect(renewed[0].jti).not.toBe(first.jti)
+        await sleep(ACCESS_TOKEN_TTL_S * 1000 + 500)
+        expect((await Promise.all(clients.map(whoami))).map((r) => r.sub)).toEqual(["alice", "alice"])
+        for (const g of gateways) expect(g.stderr()).not.toContain("needs auth")
+      } finally {
+        await Promise.all(clients.map((c) => c.close()))
+        await Promise.all(gateways.map((g) => g.close()))
+        await redis.close()
+      }
+    }, 90_000)
+  }
+)
 
 describe("the client-credentials grant, machine to machine", () => {
   it("gets and renews its own tokens from the configured client, nobody signing in", async () => {
