@@ -13,7 +13,7 @@
  * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/
  * `layerScripted`).
  */
-import { idPrefixOf } from "../state/Replica.js"
+import { givenElsewhere, idPrefixOf } from "../state/Replica.js"
 import { SharedState } from "../state/SharedState.js"
 import * as SharedFiles from "./SharedFiles.js"
 import { Context, Deferred, Effect, Layer, Option, Runtime, type Scope, Stream } from "effect"
@@ -117,6 +117,21 @@ const make = Effect.gen(function* () {
     () => idPrefixOf(current),
     shared?.kind === "shared" ? (id, record) => shared.saveTask(id, record, RunTasks.RUN_TTL_MS) : undefined
   )
+  /** A task another gateway of the team gave, once that gateway is gone: what the store kept of it (see routing/Tasks). */
+  const tasksElsewhere: Aggregate.Context["tasksElsewhere"] =
+    shared?.kind !== "shared"
+      ? undefined
+      : (taskId) =>
+          Effect.gen(function* () {
+            const replica = givenElsewhere(current, taskId)
+            if (replica === undefined) return undefined
+            const at = yield* shared.addressOf(replica)
+            if (at === "unknown") return { _tag: "Unknown" } as const
+            if (at !== "none") return undefined
+            const kept = yield* shared.taskRecord(taskId)
+            if (kept === "unknown") return { _tag: "Unknown" } as const
+            return kept === "none" ? ({ _tag: "Gone", replica } as const) : ({ _tag: "Kept", ...kept } as const)
+          })
   const ctx: Aggregate.Context = {
     pipeline,
     mode,
@@ -129,6 +144,7 @@ const make = Effect.gen(function* () {
     runTasks,
     audit,
     idPrefix: () => idPrefixOf(current),
+    tasksElsewhere,
     forward,
     subscription: subscriptions.pass,
     profileOf,

@@ -82,6 +82,8 @@ export interface Context {
   readonly audit: Audit.AuditService
   /** What the ids the gateway gives (sessions, tasks) start with: its `sessionIdPrefix`. */
   readonly idPrefix: () => string
+  /** A team's word on a task another of its gateways gave (see routing/Tasks); absent alone. */
+  readonly tasksElsewhere?: Tasks.Deps["elsewhere"]
   /** The road of every tool call on a backend (see call/Pipeline). */
   readonly pipeline: CallPipelineService
   /** The policies in force (`policies`), asked before the gateway's own work, reads and listings. */
@@ -394,7 +396,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     routes: ctx.routes,
     forward: (backendId, method, params) => ctx.forward(session, context, backendId, method, params),
     backend: backendFacts,
-    idPrefix: ctx.idPrefix()
+    idPrefix: ctx.idPrefix(),
+    elsewhere: ctx.tasksElsewhere
   })
   const onTask =
     (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>

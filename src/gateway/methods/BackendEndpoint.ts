@@ -124,7 +124,8 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     routes: ctx.routes,
     forward: (id, method, params) => ctx.forward(session, context, id, method, params),
     backend: Tasks.factsOf(backends),
-    idPrefix: ctx.idPrefix()
+    idPrefix: ctx.idPrefix(),
+    elsewhere: ctx.tasksElsewhere
   })
 
   /** A tool call takes the road every call takes (see call/Pipeline), under the backend's own name. */

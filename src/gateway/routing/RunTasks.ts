@@ -42,6 +42,8 @@ interface Question {
 interface Run {
   readonly id: string
   readonly owner: string
+  /** Whose it is in a team's store once it ended (see `onSettled`): a session-era run's user, none without one. */
+  readonly keptFor: string | undefined
   readonly design: Design
   /** Completed once the run ended, however. */
   readonly done: Deferred.Deferred<void>
@@ -89,7 +91,7 @@ const TERMINAL: ReadonlySet<Status> = new Set(["completed", "failed", "cancelled
 /** The gateway's own tasks; their ids start with `prefix()` (its `sessionIdPrefix`), then `agentify.`. */
 export const make = (
   prefix: () => string,
-  /** A finished task of the extension, with its owner and `tasks/get` reply (kept in a team's store). */
+  /** A finished task, with its owner and `tasks/get` reply (kept in a team's store): the extension's, and a session-era one of a signed-in user. */
   onSettled?: (id: string, record: { readonly owner: string; readonly reply: Record<string, unknown> }) => Effect.Effect<void>
 ): Effect.Effect<RunTasks, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -119,6 +121,12 @@ export const make = (
       ttl: RUN_TTL_MS,
       pollInterval: POLL_INTERVAL_MS,
       ...(run.error === undefined ? {} : { statusMessage: run.error.message })
+    })
+    /** A session-era run as a team's store keeps it: its `tasks/get` reply, with its result or error for `tasks/result`. */
+    const kept = (run: Run) => ({
+      ...task(run),
+      ...(run.result === undefined ? {} : { result: run.result }),
+      ...(run.error === undefined ? {} : { error: run.error })
     })
     /** The extension's `tasks/get` reply. */
     const finished = (run: Run) => ({
@@ -159,6 +167,13 @@ export const make = (
         const run: Run = {
           id: `${prefix()}${OWN_PREFIX}${randomBytes(16).toString("base64url")}`,
           owner: owner.key,
+          // A session-era run outlives its session only for its user: another session of theirs may read it.
+          keptFor:
+            design === "extension"
+              ? owner.key
+              : owner.session?.subject === undefined
+                ? undefined
+                : `subject:${owner.session.subject}`,
           design,
           done: yield* Deferred.make<void>(),
           createdAt: at,
@@ -208,10 +223,12 @@ export const make = (
             }),
             Effect.zipRight(
               Deferred.succeed(run.done, undefined),
-              // A team's gateways keep the extension's finished tasks in their store: read after this gateway is gone.
-              onSettled === undefined || design !== "extension"
+              // A team's gateways keep finished tasks in their store: read after this gateway is gone.
+              onSettled === undefined || run.keptFor === undefined
                 ? Effect.void
-                : Effect.suspend(() => onSettled(run.id, { owner: run.owner, reply: finished(run) }))
+                : Effect.suspend(() =>
+                    onSettled(run.id, { owner: run.keptFor!, reply: design === "extension" ? finished(run) : kept(run) })
+                  )
             )
           )
         runs.set(run.id, run)

@@ -100,6 +100,54 @@ export interface Deps {
   readonly backend: (backendId: string) => BackendFacts | undefined
   /** What the ids the gateway gives start with (its `sessionIdPrefix`). */
   readonly idPrefix: string
+  /** A team's word on a task another of its gateways gave (see `Elsewhere`); absent alone. */
+  readonly elsewhere?: ((taskId: string) => Effect.Effect<Elsewhere | undefined>) | undefined
+}
+
+/**
+ * What a team's store says of a task that another of its gateways gave, once that gateway is gone
+ * (undefined: another's that lives, or not another's): what it kept when the task finished, or
+ * nothing (it stopped first), or "unknown" (the store did not answer).
+ */
+export type Elsewhere =
+  | { readonly _tag: "Kept"; readonly owner: string; readonly reply: Readonly<Record<string, unknown>> }
+  | { readonly _tag: "Gone"; readonly replica: string }
+  | { readonly _tag: "Unknown" }
+
+/**
+ * A session-era task method on a task whose gateway is gone (the session it was made in went with
+ * it): its user's, from another session, reads what the store kept when it finished; one that
+ * never finished is failed, saying why; never "working" for ever.
+ */
+const lost = (
+  found: Elsewhere | undefined,
+  session: Session,
+  method: string,
+  taskId: string
+): Effect.Effect<unknown, RpcError> => {
+  if (found === undefined) return Effect.fail(unknownTask(taskId))
+  if (found._tag === "Unknown") {
+    return Effect.fail(
+      new RpcError({ code: ErrorCode.InternalError, message: "the store of this team's gateways did not answer; try again" })
+    )
+  }
+  if (found._tag === "Kept") {
+    if (session.subject === undefined || found.owner !== `subject:${session.subject}`) return Effect.fail(unknownTask(taskId))
+    const { result, error, ...task } = found.reply
+    if (method === "tasks/get") return Effect.succeed(task)
+    if (method === "tasks/result") {
+      return isObject(error)
+        ? Effect.fail(new RpcError({ code: Number(error.code), message: String(error.message), data: error.data }))
+        : Effect.succeed(result ?? {})
+    }
+    return Effect.fail(
+      new RpcError({ code: ErrorCode.InvalidParams, message: `Task ${taskId} has ended: it cannot be cancelled` })
+    )
+  }
+  const message = `the gateway that ran task ${taskId} (${found.replica}) stopped before the task finished: it failed`
+  if (method === "tasks/get")
+    return Effect.succeed({ taskId, status: "failed", statusMessage: message, lastUpdatedAt: new Date().toISOString() })
+  return Effect.fail(new RpcError({ code: ErrorCode.InternalError, message, data: { taskId } }))
 }
 
 /**
@@ -172,7 +220,11 @@ export const onTask = (
     return Effect.fail(unknownTask(params.taskId))
   }
   const route = deps.routes.task(ownerOf(session), params.taskId)
-  if (route === undefined) return Effect.fail(unknownTask(params.taskId))
+  if (route === undefined) {
+    // Another gateway's, of a team: the 2026-07-28 era's are handed to it before they reach here.
+    if (deps.elsewhere === undefined || statelessClient(session)) return Effect.fail(unknownTask(params.taskId))
+    return Effect.flatMap(deps.elsewhere(params.taskId), (found) => lost(found, session, method, params.taskId))
+  }
   return Effect.map(deps.forward(route.backendId, method, { ...params, taskId: route.backendTaskId }), (result) =>
     toClient(route, result)
   )
