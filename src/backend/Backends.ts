@@ -546,21 +546,15 @@ export const make = (options: ManagerOptions = {}) =>
 
     yield* Effect.addFinalizer(() => stopAll)
 
-    const reviewPins = Effect.suspend(() =>
-      Effect.forEach(
-        entries,
-        (entry) => {
-          const { backend, tools: before } = entry
-          if (backend === undefined || entry.state !== "ready") return Effect.void
-          return Effect.flatMap(reviewTools(entry, backend.tools(), lastStartOptions?.pins), () =>
-            entry.tools.length === before.length && entry.tools.every((tool, i) => tool === before[i])
-              ? Effect.void
-              : Effect.zipRight(PubSub.publish(statusPubSub, statusOf(entry)), toolsChangedNow)
-          )
-        },
-        { discard: true }
+    const reviewPin = (entry: Entry) => {
+      const { backend, tools: before } = entry
+      if (backend === undefined || entry.state !== "ready") return Effect.void
+      return Effect.flatMap(reviewTools(entry, backend.tools(), lastStartOptions?.pins), () =>
+        entry.tools.length === before.length && entry.tools.every((tool, i) => tool === before[i])
+          ? Effect.void
+          : Effect.zipRight(PubSub.publish(statusPubSub, statusOf(entry)), toolsChangedNow)
       )
-    )
+    }
 
     const service: BackendsService = {
       start,
@@ -586,7 +580,7 @@ export const make = (options: ManagerOptions = {}) =>
       stopAll,
       restart,
       apply,
-      reviewPins
+      reviewPins: Effect.suspend(() => Effect.forEach(entries, reviewPin, { discard: true }))
     }
     return service
   })
