@@ -40,6 +40,9 @@ type Job =
   | { readonly _tag: "PullAll" }
   | { readonly _tag: "Mark"; readonly done: Deferred.Deferred<void> }
 
+/** How soon a gateway asks a store that did not answer again. */
+const RETRY_MS = 2_000
+
 const fileOf = (dir: string, name: string) => path.join(dir, `${name}.json`)
 
 /** Every `.json` file under `dir`, by name (its path within, without `.json`). */
@@ -89,6 +92,7 @@ export const make = (state: SharedStateService, options: Options): Effect.Effect
   Effect.gen(function* () {
     const { kind, dir } = options
     const jobs = yield* Queue.unbounded<Job>()
+    const scope = yield* Effect.scope
 
     const push = (name: string) => Effect.suspend(() => state.putFile(kind, name, readLocal(dir, name)))
 
@@ -124,12 +128,30 @@ export const make = (state: SharedStateService, options: Options): Effect.Effect
         Effect.catchAllDefect((defect) => Effect.logWarning(`shared ${kind}: could not take ${name} from the store`, defect))
       )
 
+    /** Everything taken, what only this disk has sent up; false when the store did not answer. */
     const pullAll = Effect.gen(function* () {
       const shared = yield* state.files(kind)
-      if (shared === undefined)
-        return yield* Effect.logWarning(`shared ${kind}: the store did not answer; this gateway's own are used`)
+      if (shared === undefined) return false
       for (const [name, file] of shared) yield* take(name, file)
       for (const name of namesIn(dir)) if (!shared.has(name)) yield* push(name)
+      return true
+    })
+    // Until the store answers (at start, or as it comes back), this gateway's own are used, and
+    // it asks again a moment later: an empty store restarted is filled again this way.
+    let retrying = false
+    const pullAllOrRetry = Effect.flatMap(pullAll, (answered) => {
+      if (answered || retrying) return Effect.void
+      retrying = true
+      return Effect.zipRight(
+        Effect.logWarning(`shared ${kind}: the store did not answer; this gateway's own are used until it does`),
+        Effect.forkIn(
+          Effect.sleep(RETRY_MS).pipe(
+            Effect.zipRight(Effect.sync(() => (retrying = false))),
+            Effect.zipRight(Queue.offer(jobs, { _tag: "PullAll" }))
+          ),
+          scope
+        )
+      )
     })
 
     const run = (job: Job): Effect.Effect<void> => {
@@ -137,7 +159,7 @@ export const make = (state: SharedStateService, options: Options): Effect.Effect
         case "Push":
           return Effect.asVoid(push(job.name))
         case "PullAll":
-          return pullAll
+          return pullAllOrRetry
         case "Pull":
           return Effect.flatMap(state.file(kind, job.name), (shared) =>
             shared === "unknown" ? Effect.void : take(job.name, shared)
@@ -148,7 +170,7 @@ export const make = (state: SharedStateService, options: Options): Effect.Effect
     }
 
     // One job at a time, in order: a push and a pull of one file never cross.
-    yield* pullAll
+    yield* pullAllOrRetry
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(jobs), run)))
     const stop = Written.listen((written, name) => {
       if (written === kind) Queue.unsafeOffer(jobs, { _tag: "Push", name })

@@ -15,7 +15,8 @@ import { until } from "../../support/process.js"
 import { REDIS_SERVER, type Redis, startRedis } from "../../support/redis.js"
 
 const SKIP = REDIS_SERVER === undefined && process.env.CI !== "true"
-if (SKIP) process.stderr.write("replicas-tasks.test.ts: no redis-server (apt-get install redis-server), so these tests are skipped\n")
+if (SKIP)
+  process.stderr.write("replicas-tasks.test.ts: no redis-server (apt-get install redis-server), so these tests are skipped\n")
 
 const LEASE_MS = 1_500
 const AUDIENCE = "http://mcp.team.example/mcp"
@@ -52,10 +53,16 @@ const sessionOf = async (sub: string, g: HttpGateway) => {
   const token = await auth.sign({ iss: auth.issuer, aud: AUDIENCE, sub, scope: "mcp:tools", iat: now(), exp: now() + 600 })
   const headers = { authorization: `Bearer ${token}` }
   const url = `${g.base}/mcp`
-  const opened = await send(url, { body: { jsonrpc: "2.0", id: 0, method: "initialize", params: initializeParams(sub) }, headers })
+  const opened = await send(url, {
+    body: { jsonrpc: "2.0", id: 0, method: "initialize", params: initializeParams(sub) },
+    headers
+  })
   const sessionId = opened.headers.get("mcp-session-id")
   if (sessionId === null) throw new Error(`no session: ${opened.status} ${opened.text}`)
-  await send(url, { body: { jsonrpc: "2.0", method: "notifications/initialized" }, headers: { ...headers, "mcp-session-id": sessionId } })
+  await send(url, {
+    body: { jsonrpc: "2.0", method: "notifications/initialized" },
+    headers: { ...headers, "mcp-session-id": sessionId }
+  })
   let id = 1
   return async (method: string, params: unknown) => (await call(url, sessionId, id++, method, params, headers)).messages[0]
 }
@@ -66,7 +73,10 @@ describe.skipIf(SKIP)("session-era tasks of a team's gateways", () => {
     const runAsTask = (code: string) =>
       atFirst("tools/call", { name: "agentify_run_code", arguments: { code }, task: { ttl: 600_000 } })
     const finished = (await runAsTask("return 'finished before the end'")).result.task.taskId as string
-    await until("the task finished", async () => (await atFirst("tasks/get", { taskId: finished })).result?.status === "completed")
+    await until(
+      "the task finished",
+      async () => (await atFirst("tasks/get", { taskId: finished })).result?.status === "completed"
+    )
     const running = (await runAsTask("await tools.fx.slow({ ms: 60000 }); return 'never'")).result.task.taskId as string
     expect((await atFirst("tasks/get", { taskId: running })).result.status).toBe("working")
 

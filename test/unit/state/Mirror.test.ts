@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, PubSub, Queue, Stream } from "effect"
+import { Effect, PubSub, Queue, Stream, TestClock } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -85,6 +85,23 @@ describe("a directory kept alike through the store", () => {
       yield* elsewhere("crm", "")
       expect(yield* Queue.take(arrived)).toBe("crm")
       expect(read(dir, "crm")).toBeUndefined()
+    })
+  )
+
+  it.scoped("asks a store that did not answer again until it does: what only this disk has goes up then", () =>
+    Effect.gen(function* () {
+      const { state, files } = yield* memory
+      let answering = false
+      const flaky: SharedStateService = { ...state, files: (kind) => (answering ? state.files(kind) : Effect.succeed(undefined)) }
+      const mirror = yield* Mirror.make(flaky, { kind: "tokens", dir: dirWith({ mine: "only here" }) })
+      expect(files.has("mine")).toBe(false)
+      answering = true
+      yield* TestClock.adjust("2 seconds")
+      for (let i = 0; i < 20 && !files.has("mine"); i++) {
+        yield* Effect.yieldNow()
+        yield* mirror.settled
+      }
+      expect(files.get("mine")?.text).toBe("only here")
     })
   )
 })
