@@ -298,7 +298,15 @@ export const make = Effect.gen(function* () {
           ? {
               jsonrpc: "2.0",
               id,
-              result: { taskId, status: "failed", statusMessage: message, lastUpdatedAt: at, error, resultType: "complete" }
+              result: {
+                taskId,
+                status: "failed",
+                statusMessage: message,
+                createdAt: at,
+                lastUpdatedAt: at,
+                error,
+                resultType: "complete"
+              }
             }
           : { jsonrpc: "2.0", id, error }
       }),

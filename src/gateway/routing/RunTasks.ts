@@ -42,8 +42,12 @@ interface Question {
 interface Run {
   readonly id: string
   readonly owner: string
-  /** Whose it is in a team's store once it ended (see `onSettled`): a session-era run's user, none without one. */
-  readonly keptFor: string | undefined
+  /**
+   * Whose it is in a team's store once it ended (see `onSettled`): a session-era run's signed-in
+   * user's (another session of theirs may read it), else its owner's (nobody reads it elsewhere,
+   * but it is known to have finished: never called failed).
+   */
+  readonly keptFor: string
   readonly design: Design
   /** Completed once the run ended, however. */
   readonly done: Deferred.Deferred<void>
@@ -91,7 +95,7 @@ const TERMINAL: ReadonlySet<Status> = new Set(["completed", "failed", "cancelled
 /** The gateway's own tasks; their ids start with `prefix()` (its `sessionIdPrefix`), then `agentify.`. */
 export const make = (
   prefix: () => string,
-  /** A finished task, with its owner and `tasks/get` reply (kept in a team's store): the extension's, and a session-era one of a signed-in user. */
+  /** A finished task, with its owner and `tasks/get` reply (kept in a team's store, to outlive this gateway). */
   onSettled?: (id: string, record: { readonly owner: string; readonly reply: Record<string, unknown> }) => Effect.Effect<void>
 ): Effect.Effect<RunTasks, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -167,13 +171,7 @@ export const make = (
         const run: Run = {
           id: `${prefix()}${OWN_PREFIX}${randomBytes(16).toString("base64url")}`,
           owner: owner.key,
-          // A session-era run outlives its session only for its user: another session of theirs may read it.
-          keptFor:
-            design === "extension"
-              ? owner.key
-              : owner.session?.subject === undefined
-                ? undefined
-                : `subject:${owner.session.subject}`,
+          keptFor: design === "session" && owner.session?.subject !== undefined ? `subject:${owner.session.subject}` : owner.key,
           design,
           done: yield* Deferred.make<void>(),
           createdAt: at,
@@ -224,10 +222,10 @@ export const make = (
             Effect.zipRight(
               Deferred.succeed(run.done, undefined),
               // A team's gateways keep finished tasks in their store: read after this gateway is gone.
-              onSettled === undefined || run.keptFor === undefined
+              onSettled === undefined
                 ? Effect.void
                 : Effect.suspend(() =>
-                    onSettled(run.id, { owner: run.keptFor!, reply: design === "extension" ? finished(run) : kept(run) })
+                    onSettled(run.id, { owner: run.keptFor, reply: design === "extension" ? finished(run) : kept(run) })
                   )
             )
           )

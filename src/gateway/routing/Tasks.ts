@@ -145,8 +145,11 @@ const lost = (
     )
   }
   const message = `the gateway that ran task ${taskId} (${found.replica}) stopped before the task finished: it failed`
-  if (method === "tasks/get")
-    return Effect.succeed({ taskId, status: "failed", statusMessage: message, lastUpdatedAt: new Date().toISOString() })
+  // When it was made died with its gateway: a task as SEP-1686 states one all the same.
+  const at = new Date().toISOString()
+  if (method === "tasks/get") {
+    return Effect.succeed({ taskId, status: "failed", statusMessage: message, createdAt: at, lastUpdatedAt: at, ttl: null })
+  }
   return Effect.fail(new RpcError({ code: ErrorCode.InternalError, message, data: { taskId } }))
 }
 

@@ -8,7 +8,11 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import {
+  CreateTaskResultSchema,
+  GetTaskResultSchema,
+  ToolListChangedNotificationSchema
+} from "@modelcontextprotocol/sdk/types.js"
 import { spawnSync } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -255,6 +259,22 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
       arguments: { code: "await tools.fx.slow({ ms: 60000 }); return 'never'" }
     })
     expect(running.result?.resultType).toBe("task")
+    // A session of it ran two session-era tasks, one finished, one not.
+    const sessionTask = async (code: string) =>
+      (
+        await theirs[0]!.client.request(
+          { method: "tools/call", params: { name: "agentify_run_code", arguments: { code }, task: { ttl: 600_000 } } },
+          CreateTaskResultSchema
+        )
+      ).task.taskId
+    const sessionDone = await sessionTask("return 'done in its session'")
+    await until(
+      "the session's task done",
+      async () =>
+        (await theirs[0]!.client.request({ method: "tasks/get", params: { taskId: sessionDone } }, GetTaskResultSchema))
+          .status === "completed"
+    )
+    const sessionRunning = await sessionTask("await tools.fx.slow({ ms: 60000 }); return 'never'")
     gateways[victim]!.child.kill("SIGKILL")
     const failed = await until(
       "the dead gateway's task failed",
@@ -287,6 +307,17 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
     for (const c of others) expect(await echo(c.client, "still here")).toContain("still here")
     const fresh = await connect("fresh")
     expect(await echo(fresh.client, "started afresh")).toContain("started afresh")
+    // In a new session, the dead session's unfinished task is failed, saying why; its finished one
+    // was that session's alone (no signed-in user to claim it): unknown, never called failed.
+    const asked = (taskId: string) =>
+      fresh.client.request({ method: "tasks/get", params: { taskId } }, GetTaskResultSchema).then(
+        (task) => task,
+        (error: Error & { code?: number }) => error
+      )
+    const failedThere = (await asked(sessionRunning)) as { status: string; statusMessage?: string }
+    expect(failedThere.status).toBe("failed")
+    expect(failedThere.statusMessage).toContain("stopped before the task finished")
+    expect(((await asked(sessionDone)) as { code?: number }).code).toBe(-32602)
     await fresh.client.close()
   }, 120_000)
 })
