@@ -94,7 +94,30 @@ export const make = (state: SharedStateService, options: Options): Effect.Effect
     const jobs = yield* Queue.unbounded<Job>()
     const scope = yield* Effect.scope
 
-    const push = (name: string) => Effect.suspend(() => state.putFile(kind, name, readLocal(dir, name)))
+    // Until the store answers again (or takes what it did not), this machine's own are used, and
+    // everything is taken again a moment later: an empty store restarted is filled again this way.
+    let retrying = false
+    const again = (why: string) =>
+      Effect.suspend(() => {
+        if (retrying) return Effect.void
+        retrying = true
+        return Effect.zipRight(
+          Effect.logWarning(`shared ${kind}: ${why}; this machine's own are used until it does`),
+          Effect.forkIn(
+            Effect.sleep(RETRY_MS).pipe(
+              Effect.zipRight(Effect.sync(() => (retrying = false))),
+              Effect.zipRight(Queue.offer(jobs, { _tag: "PullAll" }))
+            ),
+            scope
+          )
+        )
+      })
+
+    const push = (name: string) =>
+      Effect.flatMap(
+        Effect.suspend(() => state.putFile(kind, name, readLocal(dir, name))),
+        (taken) => (taken ? Effect.void : again(`the store did not take ${name}`))
+      )
 
     /** The store's version of `name` made this disk's (its removal too), sending up what only this disk has. */
     const take = (name: string, shared: SharedFile | "none") =>
@@ -136,23 +159,7 @@ export const make = (state: SharedStateService, options: Options): Effect.Effect
       for (const name of namesIn(dir)) if (!shared.has(name)) yield* push(name)
       return true
     })
-    // Until the store answers (at start, or as it comes back), this gateway's own are used, and
-    // it asks again a moment later: an empty store restarted is filled again this way.
-    let retrying = false
-    const pullAllOrRetry = Effect.flatMap(pullAll, (answered) => {
-      if (answered || retrying) return Effect.void
-      retrying = true
-      return Effect.zipRight(
-        Effect.logWarning(`shared ${kind}: the store did not answer; this gateway's own are used until it does`),
-        Effect.forkIn(
-          Effect.sleep(RETRY_MS).pipe(
-            Effect.zipRight(Effect.sync(() => (retrying = false))),
-            Effect.zipRight(Queue.offer(jobs, { _tag: "PullAll" }))
-          ),
-          scope
-        )
-      )
-    })
+    const pullAllOrRetry = Effect.flatMap(pullAll, (answered) => (answered ? Effect.void : again("the store did not answer")))
 
     const run = (job: Job): Effect.Effect<void> => {
       switch (job._tag) {

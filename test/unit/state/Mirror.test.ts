@@ -88,20 +88,56 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped("asks a store that did not answer again until it does: what only this disk has goes up then", () =>
+  it.scoped(
+    "asks a store that did not answer (or did not take a file) again until it does: what only this disk has goes up then",
+    () =>
+      Effect.gen(function* () {
+        const { state, files } = yield* memory
+        let answering = false
+        const flaky: SharedStateService = {
+          ...state,
+          files: (kind) => (answering ? state.files(kind) : Effect.succeed(undefined)),
+          putFile: (kind, name, file) => (answering ? state.putFile(kind, name, file) : Effect.succeed(false))
+        }
+        const dir = dirWith({ mine: "only here" })
+        const mirror = yield* Mirror.make(flaky, { kind: "tokens", dir })
+        writeFileSync(join(dir, "later.json"), "written while it failed")
+        Written.wrote("tokens", "later")
+        yield* mirror.settled
+        expect(files.has("mine")).toBe(false)
+        expect(files.has("later")).toBe(false)
+        answering = true
+        yield* TestClock.adjust("2 seconds")
+        for (let i = 0; i < 20 && !(files.has("mine") && files.has("later")); i++) {
+          yield* Effect.yieldNow()
+          yield* mirror.settled
+        }
+        expect(files.get("mine")?.text).toBe("only here")
+        expect(files.get("later")?.text).toBe("written while it failed")
+      })
+  )
+
+  it.scoped("sends a file the store did not take up again once it takes them", () =>
     Effect.gen(function* () {
       const { state, files } = yield* memory
-      let answering = false
-      const flaky: SharedStateService = { ...state, files: (kind) => (answering ? state.files(kind) : Effect.succeed(undefined)) }
-      const mirror = yield* Mirror.make(flaky, { kind: "tokens", dir: dirWith({ mine: "only here" }) })
-      expect(files.has("mine")).toBe(false)
-      answering = true
+      let taking = false
+      const refusing: SharedStateService = {
+        ...state,
+        putFile: (kind, name, file) => (taking ? state.putFile(kind, name, file) : Effect.succeed(false))
+      }
+      const dir = dirWith({})
+      const mirror = yield* Mirror.make(refusing, { kind: "tokens", dir })
+      writeFileSync(join(dir, "crm.json"), "signed in")
+      Written.wrote("tokens", "crm")
+      yield* mirror.settled
+      expect(files.has("crm")).toBe(false)
+      taking = true
       yield* TestClock.adjust("2 seconds")
-      for (let i = 0; i < 20 && !files.has("mine"); i++) {
+      for (let i = 0; i < 20 && !files.has("crm"); i++) {
         yield* Effect.yieldNow()
         yield* mirror.settled
       }
-      expect(files.get("mine")?.text).toBe("only here")
+      expect(files.get("crm")?.text).toBe("signed in")
     })
   )
 })
