@@ -38,6 +38,18 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
 export const wasForwarded = (request: HttpServerRequest.HttpServerRequest): boolean =>
   request.headers[FORWARDED_HEADER] !== undefined
 
+/**
+ * Where a request goes at the holder (`to`, `http://host:port`): its path and query there, never
+ * another origin (a request line in absolute form, `GET http://elsewhere/ HTTP/1.1`, names one).
+ */
+export const targetOf = (requested: string | undefined, to: string): URL => {
+  const given = new URL(requested ?? "/", "http://holder.invalid")
+  const url = new URL(to)
+  url.pathname = given.pathname
+  url.search = given.search
+  return url
+}
+
 /** The headers `incoming` is passed on with: as it came but for one hop's, marked, and the holder's Host. */
 const headersFor = (incoming: http.IncomingMessage, to: URL, from: string): http.OutgoingHttpHeaders => {
   const headers: http.OutgoingHttpHeaders = { [FORWARDED_HEADER]: from }
@@ -62,7 +74,7 @@ export const handOn = (
   from: string,
   failed: (message: string) => string
 ): void => {
-  const url = new URL(incoming.url ?? "/", to)
+  const url = targetOf(incoming.url, to)
   const outgoing = http.request(url, { method: incoming.method, headers: headersFor(incoming, url, from), agent })
   outgoing.once("response", (answer) => {
     const passed: http.OutgoingHttpHeaders = {}
@@ -102,7 +114,7 @@ export const forward = (
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
   Effect.async<HttpServerResponse.HttpServerResponse>((resume) => {
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-    const url = new URL(incoming.url ?? "/", to)
+    const url = targetOf(incoming.url, to)
     const headers = headersFor(incoming, url, from)
     if (body !== undefined) headers["content-length"] = Buffer.byteLength(body)
     const outgoing = http.request(url, { method: incoming.method, headers, agent })
