@@ -325,23 +325,23 @@ describe.skipIf(SKIP || REDIS_SERVER === undefined)("a team of gateways sharing 
       await asked
       expect(signedIn.code, signedIn.out).toBe(0)
       // Erin's session, and so her call and its sign-in, are at the first gateway.
-      const erin = await userOf("erin", true, { base: () => first.base, audience: () => teamResource })
-      await until(
-        "secure's tools at the first",
-        async () => (await erin.client.listTools()).tools.some((t) => t.name === "secure__whoami"),
-        20_000
-      )
+      /** Erin's client of gateway `g`, once it lists the backend's tools (its own sign-in is the operator's). */
+      const erinAt = async (g: HttpGateway, which: string) => {
+        const user = await userOf("erin", true, { base: () => g.base, audience: () => teamResource })
+        await until(
+          `secure's tools at the ${which}`,
+          async () => (await user.client.listTools()).tools.some((t) => t.name === "secure__whoami"),
+          20_000
+        )
+        return user
+      }
+      const erin = await erinAt(first, "first")
       expect(await erin.whoami()).toBe("erin")
       expect(erin.asked).toHaveLength(1)
       expect(new URL(erin.asked[0]!).searchParams.get("redirect_uri")).toBe(`${second.base}/oauth/callback`)
       await erin.client.close()
       // Her next session is at the second gateway: her tokens are there already, she is not asked again.
-      const again = await userOf("erin", true, { base: () => second.base, audience: () => teamResource })
-      await until(
-        "secure's tools at the second",
-        async () => (await again.client.listTools()).tools.some((t) => t.name === "secure__whoami"),
-        20_000
-      )
+      const again = await erinAt(second, "second")
       expect(await again.whoami()).toBe("erin")
       expect(again.asked).toHaveLength(0)
       await again.client.close()
