@@ -324,19 +324,30 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     Audit.run(ctx.audit, kind, session, input, body)
 
   /**
+   * An orchestration as this session's, whichever way it was asked for (the tool or the method):
+   * its calls are the session's (policies judge its user, its profile and lanes apply, the audit
+   * names it), its requests on backends are the session's, its questions go to this client.
+   */
+  const orchestrateFor = (
+    request: Parameters<typeof orchestrator.orchestrate>[0],
+    context: RequestContext,
+    progressToken: unknown,
+    ask: RunTasks.Ask | undefined
+  ) =>
+    orchestrator.orchestrate(request, {
+      execute: execute(context),
+      call: planned(context, ask),
+      onStep: stepProgress(context, progressToken),
+      confirm: confirmWith(context, ask),
+      profile: modelProfile()
+    })
+
+  /**
    * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
    * model answered without calling a tool, its words are the text (most clients show only that).
    */
   const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown, ask: RunTasks.Ask | undefined) =>
-    Effect.flatMap(validateParams(args), (request) =>
-      orchestrator.orchestrate(request, {
-        execute: execute(context),
-        call: planned(context, ask),
-        onStep: stepProgress(context, progressToken),
-        confirm: confirmWith(context, ask),
-        profile: modelProfile()
-      })
-    ).pipe(
+    Effect.flatMap(validateParams(args), (request) => orchestrateFor(request, context, progressToken, ask)).pipe(
       Effect.map(withAnswerText),
       Effect.catchAll((error) => {
         const wire = toRpcError(error)
@@ -440,13 +451,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         field(params, "query"),
         Effect.flatMap(
           Effect.zipRight(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), validateParams(params)),
-          (request) =>
-            orchestrator.orchestrate(request, {
-              execute: execute(context),
-              onStep: stepProgress(context, Progress.tokenOf(params)),
-              confirm: confirmWith(context, ask),
-              profile: modelProfile()
-            })
+          (request) => orchestrateFor(request, context, Progress.tokenOf(params), ask)
         ).pipe(
           Effect.mapError((error): GatewayError => {
             const query = field(params, "query")

@@ -34,6 +34,10 @@ when { context.arguments has text && context.arguments.text like "*secret*" };
 @id("analysts-orchestrate")
 permit (principal in Group::"analysts", action == Action::"orchestrate", resource);
 
+// Dave, an analyst, may add tools, himself or through the gateway's model.
+@id("dave-adds-tools")
+permit (principal == User::"dave", action == Action::"call", resource == Tool::"fx__add_tool");
+
 // A script never adds (a client may).
 @id("scripts-never-add")
 forbid (principal, action == Action::"call", resource == Tool::"fx__add") when { context.via == "script" };
@@ -158,6 +162,32 @@ describe("policies (Cedar)", () => {
     expect(offered).toContain("fx__echo")
     expect(offered).not.toContain("fx__add_tool")
     expect(offered).not.toContain("fx__forget_session")
+  })
+
+  it("judges an orchestration's steps as its user's, asked by the method as by the tool (and audits them so)", async () => {
+    const dave = await sessionOf("dave", ["analysts"])
+    for (const [n, ask] of [
+      [1, () => dave.request("agentify/orchestrateTask", { query: "add a tool named dave_one", maxSteps: 1 })],
+      [2, () => dave.callTool("agentify_orchestrate", { query: "add a tool named dave_two", maxSteps: 1 })]
+    ] as const) {
+      model.setSteps([{ tool: "fx__add_tool", arguments: { name: `dave_${n === 1 ? "one" : "two"}` } }])
+      const reply = await ask()
+      // As User::"local" (the road that dropped its caller) no policy permits it.
+      expect(JSON.stringify(reply)).not.toContain("refused by policies")
+      expect(JSON.stringify(reply.result)).toContain(`dave_${n === 1 ? "one" : "two"}`)
+    }
+    const stepsOf = () =>
+      readFileSync(auditFile, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.type === "call" && l.tool?.exposed === "fx__add_tool" && l.via === "orchestration")
+    const steps = await until("the steps' audit lines", () => stepsOf().length >= 2 && stepsOf())
+    expect(steps.map((l) => [l.subject, l.outcome])).toEqual([
+      ["dave", "ok"],
+      ["dave", "ok"]
+    ])
+    expect(steps.every((l) => l.session !== "embedded")).toBe(true)
   })
 
   it("writes an audit line for a refused call naming the stage and the rule", async () => {
