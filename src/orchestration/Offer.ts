@@ -118,8 +118,22 @@ export const offerTools = (catalog: Catalog, query: string, context: TaskContext
 export const requiredProperties = (schema: Record<string, unknown>): Array<string> =>
   Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []
 
-/** Methods the model may ask a backend for in `routing: "backend"`; lifecycle ones are the gateway's. */
-const FORBIDDEN_METHODS = new Set(["initialize", "ping", "shutdown", "exit"])
+/**
+ * The methods the model may ask a backend for in `routing: "backend"`: what reads and calls, each
+ * judged as the client's own request would be (a tool call by the call pipeline, a read or a
+ * prompt by the policies). Nothing else reaches a backend: not the lifecycle, not subscriptions,
+ * not a level or a task of the session's.
+ */
+export const MODEL_METHODS: ReadonlySet<string> = new Set([
+  "tools/call",
+  "tools/list",
+  "resources/list",
+  "resources/templates/list",
+  "resources/read",
+  "prompts/list",
+  "prompts/get",
+  "completion/complete"
+])
 
 /** `routing: "backend"` (the seed's shape): one function per backend taking `{mcp_method, mcp_params}`. */
 export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
@@ -140,15 +154,10 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
       }
       const method = args.mcp_method
       const params = args.mcp_params ?? {}
-      if (
-        typeof method !== "string" ||
-        method.length === 0 ||
-        method.startsWith("notifications/") ||
-        FORBIDDEN_METHODS.has(method)
-      ) {
+      if (typeof method !== "string" || !MODEL_METHODS.has(method)) {
         return Either.left(
           new InvalidPlan({
-            message: `The model gave no usable mcp_method for backend '${name}'`,
+            message: `The model gave no usable mcp_method for backend '${name}' (one of ${[...MODEL_METHODS].join(", ")})`,
             toolName: name,
             arguments: args
           })

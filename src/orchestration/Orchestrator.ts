@@ -21,7 +21,7 @@ import { Backends } from "../backend/Backends.js"
 import * as Call from "./Planned.js"
 import { GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import { BackendError, InvalidParams, NotConfigured } from "../protocol/Errors.js"
-import { InvalidPlan, type LlmRequestFailed, NoActionDetermined } from "./Errors.js"
+import { type CallHeld, InvalidPlan, type LlmRequestFailed, NoActionDetermined } from "./Errors.js"
 import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, LlmClient } from "./Llm.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
@@ -82,8 +82,11 @@ export type OrchestrationError =
 // ---------------------------------------------------------------------------------------------
 // The service
 
-/** Runs a plan's request on a backend. */
-export type Execute = (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
+/**
+ * Runs a plan's request other than a tool call on a backend (`routing: "backend"`: a read, a
+ * prompt, a listing; see Offer's MODEL_METHODS); `CallHeld` when the caller's policies refuse it.
+ */
+export type Execute = (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError | CallHeld>
 
 /** How an orchestration runs for its caller; each part optional. */
 export interface RunOptions {

@@ -105,11 +105,12 @@ export const allowed = (
   session: Session,
   action: Policy.Action,
   resource: Policy.Resource,
-  args: unknown
+  args: unknown,
+  via: "client" | "orchestration" = "client"
 ): Effect.Effect<void, RpcError> => {
   const policies = settings.policies()
   if (policies === undefined) return Effect.void
-  const verdict = policies.decide({ principal: principalOf(session), action, resource, arguments: args, via: "client" })
+  const verdict = policies.decide({ principal: principalOf(session), action, resource, arguments: args, via })
   if (verdict.allowed) return Effect.void
   const what = resource.type === "Tool" ? resource.id : `${resource.type.toLowerCase()} ${resource.id}`
   return Effect.fail(

@@ -34,6 +34,8 @@ import {
   validateParams
 } from "../../orchestration/Orchestrator.js"
 import * as Progress from "../routing/Progress.js"
+import { CallHeld } from "../../orchestration/Errors.js"
+import { exposedNameIn } from "../../catalog/Naming.js"
 import * as RunCode from "../../orchestration/Code.js"
 import * as Call from "../call/Call.js"
 import * as PolicyChecks from "../call/PolicyChecks.js"
@@ -270,8 +272,39 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    * session's call in flight there, so the backend's progress, log messages and requests (sampling,
    * elicitation) reach this client.
    */
-  const execute = (context: RequestContext) => (backendId: string, method: string, params: unknown) =>
-    ctx.forward(session, context, backendId, method, params)
+  const execute =
+    (context: RequestContext) =>
+    (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError | CallHeld> =>
+      Effect.zipRight(
+        Effect.catchAll(modelRequestAllowed(backendId, method, params), (refused) =>
+          Effect.fail(new CallHeld({ message: refused.message, toolName: backendId, rules: ["policies"] }))
+        ),
+        ctx.forward(session, context, backendId, method, params)
+      )
+
+  /**
+   * What the policies say of the model's read or prompt (`routing: "backend"`): what they refuse
+   * the client's own `resources/read` and `prompts/get`, they refuse the gateway's model too.
+   */
+  const modelRequestAllowed = (backendId: string, method: string, params: unknown): Effect.Effect<void, RpcError> => {
+    if (method === "resources/read") {
+      const uri = String(field(params, "uri") ?? "")
+      return PolicyChecks.allowed(ctx.policies, session, "read", { type: "Resource", id: uri, backend: backendId }, {}, "orchestration")
+    }
+    if (method === "prompts/get") {
+      const config = backends.configOf(backendId)
+      const name = exposedNameIn({ id: backendId, namespace: config?.namespace }, String(field(params, "name") ?? ""))
+      return PolicyChecks.allowed(
+        ctx.policies,
+        session,
+        "get",
+        { type: "Prompt", id: name, backend: backendId },
+        field(params, "arguments"),
+        "orchestration"
+      )
+    }
+    return Effect.void
+  }
 
   /**
    * Asks this client's user whether a tool may run (`confirmTools`), as a request of the session's

@@ -303,6 +303,53 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     }
   }, 30_000)
 
+  it('routing "backend": the model reads and gets only what the policies let the client read and get', async () => {
+    const dirOf = tempDir()
+    const everything = join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+    const configFile = join(dirOf, "gateway.json")
+    const cedar = join(dirOf, "reads.cedar")
+    const secretUri = "demo://resource/static/document/architecture.md"
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        backends: [{ id: "everything", command: process.execPath, args: [everything, "stdio"] }],
+        routing: "backend",
+        confirmTools: "never",
+        policies: cedar
+      })
+    )
+    writeFileSync(
+      cedar,
+      `@id("all") permit (principal, action, resource);
+@id("no-architecture") forbid (principal, action == Action::"read", resource) when { resource.name like "*/architecture.md" };
+@id("no-simple-prompt") forbid (principal, action == Action::"get", resource == Prompt::"everything__simple-prompt");`
+    )
+    const client = startGateway({
+      args: ["--config", configFile],
+      env: { OPENAI_API_KEY: "sk-policies-test-123456", OPENAI_BASE_URL: model.baseUrl }
+    })
+    try {
+      await client.initialize()
+      const asked = async (mcp_method: string, mcp_params: Record<string, unknown>) => {
+        model.setSteps([{ tool: "everything", arguments: { mcp_method, mcp_params } }, { text: "Done." }])
+        return JSON.stringify(await client.request("agentify/orchestrateTask", { query: `${mcp_method} please`, maxSteps: 2 }))
+      }
+      // The client itself is refused both.
+      expect((await client.request("resources/read", { uri: secretUri })).error?.message).toMatch(/refused by policies/)
+      const read = await asked("resources/read", { uri: secretUri })
+      expect(read).toContain('forbidden by policy \\"no-architecture\\"')
+      expect(read).not.toContain("text/markdown")
+      const prompt = await asked("prompts/get", { name: "simple-prompt" })
+      expect(prompt).toContain('forbidden by policy \\"no-simple-prompt\\"')
+      expect(prompt).not.toContain("This is a simple prompt")
+      // What they permit still runs; a method outside the allow-list reaches no backend.
+      expect(await asked("resources/read", { uri: "demo://resource/static/document/features.md" })).toContain("text/markdown")
+      expect(await asked("logging/setLevel", { level: "debug" })).toContain("no usable mcp_method")
+    } finally {
+      await client.close()
+    }
+  }, 30_000)
+
   it("`policy schema` prints the Cedar schema of the listed tools; `check` validates the file against it", () => {
     const schema = cli(["policy", "schema"])
     expect(schema.status).toBe(0)
