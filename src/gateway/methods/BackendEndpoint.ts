@@ -105,12 +105,24 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     })
   }
 
+  /** The tools its pins hold back (quarantined), by their own names: listed here no more than at /mcp. */
+  const withoutHeld = (req: Request, sent: Effect.Effect<unknown, GatewayError>): Effect.Effect<unknown, GatewayError> => {
+    if (req.method !== "tools/list") return sent
+    const listed = backends.toolsSync().find((l) => l.backendId === backendId)
+    if (listed?.pinMode !== "quarantine" || listed.changed === undefined || listed.changed.length === 0) return sent
+    const held = new Set(listed.changed.map((c) => c.name))
+    return Effect.map(sent, (result) => {
+      const tools = field(result, "tools")
+      return Array.isArray(tools) ? { ...objectOr(result), tools: tools.filter((t) => !held.has(stringField(t, "name") ?? "")) } : result
+    })
+  }
+
   /** Anything else goes to the backend as the client sent it; its filters apply to what it names and lists. */
   const forwarded = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     const config = backends.configOf(backendId)
-    const forwarded = policed(
+    const forwarded = withoutHeld(
       req,
-      Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent)
+      policed(req, Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent))
     )
     // The common case, no filter: the result passes through untouched.
     if (!filtersAnything(config)) return forwarded

@@ -35,11 +35,14 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
   const catalog = (call: ToolCall): Catalog => inProfile(catalogOf(backends.toolsSync()), profileOf(call.session))
 
   /** Why a tool is held back, if it is: its definition changed since it was pinned; how to accept it. */
-  const quarantined = (name: string): string | undefined => {
+  const quarantined = (name: string, atBackend?: string): string | undefined => {
     for (const listed of backends.toolsSync()) {
       if (listed.pinMode !== "quarantine") continue
+      if (atBackend !== undefined && listed.backendId !== atBackend) continue
       const config = backends.configOf(listed.backendId)
-      const held = listed.changed?.find((c) => c.name === name || (config !== undefined && namespaced(config, c.name) === name))
+      const held = listed.changed?.find(
+        (c) => c.name === name || (atBackend === undefined && config !== undefined && namespaced(config, c.name) === name)
+      )
       if (held !== undefined) {
         return `Tool ${name} is quarantined: its ${held.changed.join(", ")} changed since it was pinned; review the change and run \`mcp-agentify trust ${listed.backendId} ${held.name}\` to accept it`
       }
@@ -110,13 +113,15 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
     return refuse(call, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
   }
 
-  /** At a backend's own endpoint: its own name, its filters. */
+  /** At a backend's own endpoint: its own name, its filters, and its pins as at the aggregate. */
   const atEndpoint = (call: ToolCall, backendId: string): Effect.Effect<Target, GatewayError> => {
     const hidden = hiddenBy(backends.configOf(backendId), "tools/call", call.params)
     if (hidden !== undefined) {
       call.decisions.push({ stage: "find", said: hidden.message, refused: true })
       return Effect.fail(hidden)
     }
+    const held = quarantined(call.name, backendId)
+    if (held !== undefined) return refuse(call, held)
     const entry = catalogOf(backends.toolsSync()).entries.find((e) => e.backendId === backendId && e.toolName === call.name)
     return Effect.succeed({ backendId, own: call.name, entry })
   }
