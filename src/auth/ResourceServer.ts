@@ -36,6 +36,10 @@ export class TokenRefused extends Schema.TaggedError<TokenRefused>()("TokenRefus
 }) {}
 
 /** The issuer's metadata: RFC 8414 (with the path inserted), else OpenID discovery. */
+
+/** C0 and C1 control characters (NUL among them), and DEL. */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 const metadataUrls = (issuer: string): Array<string> => {
   const url = new URL(issuer)
   const path = url.pathname === "/" ? "" : url.pathname.replace(/\/$/, "")
@@ -193,7 +197,11 @@ export const make = (settings: HttpAuth, scopesSupported: ReadonlyArray<string> 
         })
       }
       const clientId = typeof payload.client_id === "string" ? payload.client_id : undefined
-      return { subject: payload.sub ?? clientId ?? "unknown", clientId, scopes: has, groups: groupsOf(payload) }
+      const subject = payload.sub ?? clientId ?? "unknown"
+      // A subject names a user everywhere (policies, quotas, lanes, stored tokens): no control
+      // character may make it read as someone else's, or as two names.
+      if (CONTROL.test(subject)) return yield* invalid("the access token's subject holds a control character")
+      return { subject, clientId, scopes: has, groups: groupsOf(payload) }
     })
 
   return {

@@ -12,7 +12,7 @@
  *
  * On `RcMap`: reference-counted per user, idle time to live, closed with the Backends' scope.
  */
-import { Effect, RcMap, type Scope } from "effect"
+import { Data, Effect, RcMap, type Scope } from "effect"
 import { BackendError } from "../protocol/Errors.js"
 import { field, isObject } from "../data/Json.js"
 import type { Backend } from "./Contract.js"
@@ -37,7 +37,12 @@ export const signInNeededBy = (error: unknown): string | undefined => {
   return typeof subject === "string" ? subject : undefined
 }
 
-const SEPARATOR = "\u0000"
+/** A lane's key: a structure compared field by field, never a joined string a subject could forge. */
+interface LaneKey {
+  readonly backendId: string
+  readonly subject: string
+}
+const laneKey = (backendId: string, subject: string): LaneKey => Data.struct({ backendId, subject })
 
 /** The error of a lane whose user must sign in, saying whose; every other failure as it is. */
 const ownedBy = (error: BackendError, subject: string): BackendError => {
@@ -52,13 +57,12 @@ export const make = (
 ): Effect.Effect<LanesService, never, Scope.Scope> =>
   Effect.gen(function* () {
     const outer = yield* Effect.scope
-    const lanes: RcMap.RcMap<string, Backend, BackendError> = yield* RcMap.make({
-      lookup: (key: string) =>
+    const lanes: RcMap.RcMap<LaneKey, Backend, BackendError> = yield* RcMap.make({
+      lookup: (key: LaneKey) =>
         Effect.gen(function* () {
-          const [backendId, subject] = key.split(SEPARATOR) as [string, string]
           // A lane that could not open is not kept for its idle time: the next request (after a
           // sign-in, say) opens it afresh.
-          const backend = yield* Effect.tapError(open(backendId, subject), () =>
+          const backend = yield* Effect.tapError(open(key.backendId, key.subject), () =>
             Effect.forkIn(RcMap.invalidate(lanes, key), outer)
           )
           // Ended by itself: forgotten, from outside its own scope (which the forgetting closes).
@@ -69,15 +73,13 @@ export const make = (
       idleTimeToLive: idleMs
     })
     const keysOf = (backendId: string) =>
-      Effect.map(RcMap.keys(lanes), (keys) => keys.filter((key) => key.startsWith(`${backendId}${SEPARATOR}`)))
+      Effect.map(RcMap.keys(lanes), (keys) => keys.filter((key) => key.backendId === backendId))
     return {
-      request: (backendId, subject, method, params) => {
-        const key = `${backendId}${SEPARATOR}${subject}`
-        return Effect.scoped(Effect.flatMap(RcMap.get(lanes, key), (backend) => backend.request(method, params))).pipe(
-          Effect.mapError((error) => ownedBy(error, subject))
-        )
-      },
-      users: (backendId) => Effect.map(keysOf(backendId), (keys) => keys.map((key) => key.split(SEPARATOR)[1]!)),
+      request: (backendId, subject, method, params) =>
+        Effect.scoped(
+          Effect.flatMap(RcMap.get(lanes, laneKey(backendId, subject)), (backend) => backend.request(method, params))
+        ).pipe(Effect.mapError((error) => ownedBy(error, subject))),
+      users: (backendId) => Effect.map(keysOf(backendId), (keys) => keys.map((key) => key.subject)),
       close: (backendId) =>
         Effect.flatMap(keysOf(backendId), (keys) =>
           Effect.forEach(keys, (key) => RcMap.invalidate(lanes, key), { discard: true })

@@ -123,7 +123,10 @@ describe("--http-auth oauth", () => {
       ["unknown key", await auth.sign(claims, { stranger: true }), 401, /error="invalid_token".*not signed by a key of/],
       ["another issuer", await auth.sign({ ...claims, iss: "http://127.0.0.1:1" }), 401, /error="invalid_token".*not issued by/],
       ["no scope", await auth.sign({ ...claims, scope: "openid" }), 403, /error="insufficient_scope", scope="mcp:tools"/],
-      ["garbage", "not-a-jwt", 401, /error="invalid_token"/]
+      ["garbage", "not-a-jwt", 401, /error="invalid_token"/],
+      // A subject that would read as two names (a NUL joins keys): no user of the gateway's.
+      ["a NUL in the subject", await auth.sign({ ...claims, sub: "alice\u0000mallory" }), 401, /subject holds a control character/],
+      ["a newline in the subject", await auth.sign({ ...claims, sub: "alice\nmallory" }), 401, /subject holds a control character/]
     ]
     for (const [what, token, status, header] of cases) {
       const response = await initialize("/mcp", token)

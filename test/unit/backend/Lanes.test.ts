@@ -55,6 +55,19 @@ describe("lanes", () => {
     })
   )
 
+  it.scoped("a subject holding a NUL is its own user: never another's lane (the key is a structure, not a joined string)", () =>
+    Effect.gen(function* () {
+      const { lanes, opened } = yield* setUp
+      yield* lanes.request("crm", "alice", "tools/call", {})
+      const forged = yield* lanes.request("crm", "alice\u0000mallory", "tools/call", {})
+      expect(forged).toEqual({ method: "tools/call", subject: "alice\u0000mallory" })
+      expect(opened).toEqual(["alice", "alice\u0000mallory"])
+      // A backend id that ends where another's subject begins is no other backend's lane either.
+      yield* lanes.request("crm\u0000alice", "x", "tools/call", {})
+      expect(yield* lanes.users("crm")).toEqual(["alice", "alice\u0000mallory"])
+    })
+  )
+
   it.scoped("a lane that could not open says whose sign-in is missing, and is tried afresh by the next request", () =>
     Effect.gen(function* () {
       const { lanes, opened, refuse } = yield* setUp
