@@ -6,6 +6,17 @@
 import { Schema } from "effect"
 import { ErrorCode, stepsOf } from "../protocol/Errors.js"
 
+/**
+ * How much of the model's own words an error carries: a model may answer megabytes of text, and
+ * an error is read by a person (or logged); the whole of it would make the wrong error (a reply
+ * over `maxReplyBytes`) and no better one.
+ */
+export const MODEL_MESSAGE_CHARS = 2_000
+
+/** `text` cut to `max` characters, the cut saying how much there was. */
+export const cutText = (text: string, max: number): string =>
+  text.length <= max ? text : `${text.slice(0, max)}… [cut: ${max.toLocaleString("en-US")} of ${text.length.toLocaleString("en-US")} characters]`
+
 /** -32000: the model called no tool, or more than one. */
 export class NoActionDetermined extends Schema.TaggedError<NoActionDetermined>()("NoActionDetermined", {
   query: Schema.String,
@@ -20,7 +31,12 @@ export class NoActionDetermined extends Schema.TaggedError<NoActionDetermined>()
     return "AI orchestrator could not determine an action for your query."
   }
   get data(): unknown {
-    return { query: this.query, modelMessage: this.modelMessage, toolCalls: this.toolCalls, ...stepsOf(this) }
+    return {
+      query: this.query,
+      modelMessage: this.modelMessage === undefined ? undefined : cutText(this.modelMessage, MODEL_MESSAGE_CHARS),
+      toolCalls: this.toolCalls,
+      ...stepsOf(this)
+    }
   }
 }
 

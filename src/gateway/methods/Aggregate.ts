@@ -34,7 +34,7 @@ import {
   validateParams
 } from "../../orchestration/Orchestrator.js"
 import * as Progress from "../routing/Progress.js"
-import { CallHeld } from "../../orchestration/Errors.js"
+import { CallHeld, cutText, MODEL_MESSAGE_CHARS } from "../../orchestration/Errors.js"
 import { exposedNameIn } from "../../catalog/Naming.js"
 import * as RunCode from "../../orchestration/Code.js"
 import * as Call from "../call/Call.js"
@@ -388,7 +388,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
         const text =
           said === undefined || said.trim() === ""
             ? `Error ${wire.code}: ${wire.message}`
-            : `Error ${wire.code}: ${wire.message}\n\nThe model answered: ${Secrets.scrub(said)}`
+            : `Error ${wire.code}: ${wire.message}\n\nThe model answered: ${Secrets.scrub(cutText(said, MODEL_MESSAGE_CHARS))}`
         return Effect.succeed({ ...textResult(text, true), structuredContent: { error: wire } })
       })
     )

@@ -141,6 +141,20 @@ describe("orchestration through the real openai client", () => {
       fake.setReply({ text: "I am not sure which file you mean." })
       const none = await gateway.request("agentify/orchestrateTask", { query: "do the thing" })
       expect(none.error).toMatchObject({ code: -32000, message: "AI orchestrator could not determine an action for your query." })
+      expect(none.error.data.modelMessage).toBe("I am not sure which file you mean.")
+
+      // A model that answers 12 MiB of text and calls nothing: still -32000, its words cut (not a
+      // reply too large for maxReplyBytes, whose advice would not apply).
+      const long = "word ".repeat((12 * 1024 * 1024) / 5)
+      fake.setReply({ text: long })
+      const wordy = await gateway.request("agentify/orchestrateTask", { query: "do the thing" })
+      expect(wordy.error.code).toBe(-32000)
+      expect(wordy.error.data.modelMessage.length).toBeLessThan(2_100)
+      expect(wordy.error.data.modelMessage).toMatch(/\[cut: 2,000 of 12,582,910 characters\]$/)
+      const asTool = await gateway.request("tools/call", { name: "agentify_orchestrate", arguments: { query: "do the thing" } })
+      expect(asTool.result.isError).toBe(true)
+      expect(JSON.stringify(asTool.result).length).toBeLessThan(6_000)
+      expect(asTool.result.content[0].text).toMatch(/^Error -32000: [^]*The model answered: word word/)
 
       fake.setReply({ tool: "filesystem__read_text_file", arguments: { path: "/etc/hostname" } })
       const outside = await gateway.request("agentify/orchestrateTask", { query: "read /etc/hostname" })
