@@ -272,7 +272,7 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
     const search = (query: string): string => {
       const found = new Set(rankEntries(deps.catalog().entries, query, SEARCH_RESULTS).map((e) => e.name))
       const matches = tools.filter((t) => found.has(t.exposed))
-      return matches.length === 0 ? "// no tool matches" : Declarations.declarations(matches)
+      return matches.length === 0 ? "// no tool matches" : (Declarations.declarations(matches) ?? "")
     }
 
     const names = [

@@ -61,7 +61,7 @@ export const runCodeFunction = (
           ? `${rest} more tools are not declared here: \`await searchTools("query")\` in the script returns their declarations.`
           : "",
         Declarations.API,
-        Declarations.declarations(declared)
+        Declarations.declarations(declared) ?? ""
       ]
         .filter((line) => line !== "")
         .join("\n"),

@@ -89,14 +89,35 @@ const declaration = (tool: ScriptTool, indent: string): string =>
     tool.outputSchema === undefined ? "unknown" : typeOf(tool.outputSchema, indent)
   }>`
 
-/** The declarations of `tools`, grouped by namespace. */
-export const declarations = (tools: ReadonlyArray<ScriptTool>): string => {
-  const groups = new Map<string | null, Array<ScriptTool>>()
-  for (const t of tools) groups.set(t.namespace, [...(groups.get(t.namespace) ?? []), t])
+/** `items` grouped by `keyOf`, in the order each key first appears; linear in the items. */
+const groupBy = <A, K>(items: ReadonlyArray<A>, keyOf: (a: A) => K): Map<K, Array<A>> => {
+  const groups = new Map<K, Array<A>>()
+  for (const item of items) {
+    const k = keyOf(item)
+    const group = groups.get(k)
+    if (group === undefined) groups.set(k, [item])
+    else group.push(item)
+  }
+  return groups
+}
+
+/**
+ * The declarations of `tools`, grouped by namespace; undefined once they pass `maxChars` (a
+ * catalog of thousands is not declared in full only to be thrown away).
+ */
+export const declarations = (tools: ReadonlyArray<ScriptTool>, maxChars = Infinity): string | undefined => {
   const members: Array<string> = []
-  for (const [namespace, group] of groups) {
-    if (namespace === null) members.push(...group.map((t) => declaration(t, "  ")))
-    else members.push(`  ${key(namespace)}: {\n${group.map((t) => declaration(t, "    ")).join("\n")}\n  }`)
+  let size = 0
+  for (const [namespace, group] of groupBy(tools, (t) => t.namespace)) {
+    const indent = namespace === null ? "  " : "    "
+    const lines: Array<string> = []
+    for (const t of group) {
+      const line = declaration(t, indent)
+      size += line.length + 1
+      if (size > maxChars) return undefined
+      lines.push(line)
+    }
+    members.push(namespace === null ? lines.join("\n") : `  ${key(namespace)}: {\n${lines.join("\n")}\n  }`)
   }
   return `declare const tools: {\n${members.join("\n")}\n}`
 }
@@ -114,10 +135,9 @@ declare const console: { log(...values: unknown[]): void }`
  * namespace, and `searchTools` for the declarations of the matches of a query.
  */
 export const forDescription = (tools: ReadonlyArray<ScriptTool>, maxChars: number): string => {
-  const full = declarations(tools)
-  if (full.length <= maxChars) return `${API}\n${full}`
-  const names = new Map<string, Array<string>>()
-  for (const t of tools) names.set(t.namespace ?? "(tools)", [...(names.get(t.namespace ?? "(tools)") ?? []), t.key])
-  const listing = [...names].map(([ns, keys]) => `${ns}: ${keys.join(", ")}`).join("\n")
+  const full = declarations(tools, maxChars)
+  if (full !== undefined && full.length <= maxChars) return `${API}\n${full}`
+  const names = groupBy(tools, (t) => t.namespace ?? "(tools)")
+  const listing = [...names].map(([ns, group]) => `${ns}: ${group.map((t) => t.key).join(", ")}`).join("\n")
   return `${API}\n// ${tools.length} tools, too many to declare here: \`await searchTools("what the tool does")\` returns the declarations of the best matches.\n${listing}`
 }

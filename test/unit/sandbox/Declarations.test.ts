@@ -50,3 +50,29 @@ describe("declarations of the tools a script calls", () => {
     expect(Declarations.declarations([tool("x", {}, "ends */ here")])).toContain("/** ends * / here */")
   })
 })
+
+describe("declarations of a catalog of thousands", () => {
+  const many = Array.from({ length: 20_000 }, (_, i): Declarations.ScriptTool => ({
+    namespace: `ns${i % 7}`,
+    key: `tool_${i}`,
+    exposed: `ns${i % 7}__tool_${i}`,
+    description: `Does thing ${i}`,
+    inputSchema: { type: "object", properties: { x: { type: "string" } } }
+  }))
+
+  it("groups every tool under its namespace, in the order they came, each once", () => {
+    const text = Declarations.declarations(many)!
+    expect(text.match(/^ {2}ns\d: \{$/gm)).toEqual(["  ns0: {", "  ns1: {", "  ns2: {", "  ns3: {", "  ns4: {", "  ns5: {", "  ns6: {"])
+    expect(text.match(/^ {4}tool_\d+\(/gm)).toHaveLength(20_000)
+    const ns3 = text.slice(text.indexOf("  ns3: {"), text.indexOf("  ns4: {"))
+    expect(ns3.indexOf("tool_3(")).toBeLessThan(ns3.indexOf("tool_10("))
+  })
+
+  it("stops declaring past the bound and lists the names by namespace instead", () => {
+    expect(Declarations.declarations(many, 10_000)).toBeUndefined()
+    const description = Declarations.forDescription(many, 10_000)
+    expect(description).toContain("// 20000 tools, too many to declare here")
+    expect(description).toMatch(/^ns6: tool_6, tool_13, tool_20, /m)
+    expect(description.match(/^ns\d: /gm)).toHaveLength(7)
+  })
+})
