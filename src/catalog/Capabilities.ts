@@ -47,9 +47,13 @@ const hint = (annotations: unknown, name: string): boolean | undefined => {
   return typeof value === "boolean" ? value : undefined
 }
 
+/** What the configuration declares of a tool (its backend's `flow.tools`, the first glob that matches). */
+export const declaredFor = (ownName: string, flow: FlowSetting | undefined): DeclaredHints | undefined =>
+  Object.entries(flow?.tools ?? {}).find(([glob]) => matchesGlob(glob, ownName))?.[1]
+
 /** A tool's capabilities: the configuration's hints, else its own, else MCP's defaults. */
 export const of = (ownName: string, annotations: unknown, flow: FlowSetting | undefined): Capabilities => {
-  const declared = Object.entries(flow?.tools ?? {}).find(([glob]) => matchesGlob(glob, ownName))?.[1]
+  const declared = declaredFor(ownName, flow)
   const readOnlyHint = hint(annotations, "readOnlyHint")
   const destructiveHint = hint(annotations, "destructiveHint")
   const openWorldHint = hint(annotations, "openWorldHint")

@@ -110,7 +110,14 @@ export interface Deps {
    * (its trusted text the request, and the first script), and the plan (the tools the first script
    * called). Without it (a client's own script) the script's text is trusted and it has no plan.
    */
-  readonly provenance?: { readonly ledger: Provenance.Ledger; readonly plan: () => ReadonlyArray<string> | undefined } | undefined
+  readonly provenance?:
+    | {
+        readonly ledger: Provenance.Ledger
+        readonly plan: () => ReadonlyArray<string> | undefined
+        /** The request asked to keep or pass on what it reads (see Intent). */
+        readonly keeps: boolean
+      }
+    | undefined
 }
 
 /**
@@ -218,7 +225,8 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
         const sent = () => decisions.includes(Call.SENT)
         const held = () => decisions.includes(Call.HELD_BACK)
         const started = Date.now()
-        const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan }
+        // A client's own script is its request: what it writes is what it asked to keep.
+        const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan, keeps: deps.provenance?.keeps ?? true }
         const outcome = yield* Effect.either(
           deps.call({
             via: "script",
@@ -240,7 +248,14 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
           )
         )
         const ms = sent() ? Date.now() - started : 0
+        // Every value handed into the sandbox is data, an error's text as much as a result: what a
+        // backend says when it fails (a page's 404 text) may carry instructions too.
+        const readError = (text: string) =>
+          tool === undefined
+            ? Effect.void
+            : Effect.asVoid(ledger.record({ backendId: tool.entry.backendId, tool: name, arguments: given }, text))
         if (Either.isLeft(outcome)) {
+          if (outcome.left._tag === "BackendError") yield* readError(outcome.left.message)
           // Refused before any backend was chosen (unknown, hidden, quarantined): not one of its calls.
           const unknown = decisions.some((d) => d.stage === "find" && d.refused === true)
           return {
@@ -256,15 +271,17 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
         if (!isCallToolResult(result))
           return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms, isError: false } }
         if (result.isError === true) {
+          const message = resultText(result) || `${name} reported an error`
+          yield* readError(message)
           return {
             ok: false,
-            message: resultText(result) || `${name} reported an error`,
+            message,
             record: { tool: name, arguments: shown(given), ms, isError: true }
           }
         }
         const value = valueOf(result)
         if (tool !== undefined) {
-          ledger.record({ backendId: tool.entry.backendId, tool: name, arguments: given }, JSON.stringify(value) ?? "")
+          yield* ledger.record({ backendId: tool.entry.backendId, tool: name, arguments: given }, JSON.stringify(value) ?? "")
         }
         return { ok: true, value, record: { tool: name, arguments: shown(given), ms, isError: false } }
       })

@@ -19,6 +19,7 @@ import * as Declarations from "../sandbox/Declarations.js"
 import type { ChatMessage, ChatResponse, ChatTool } from "./Chat.js"
 import * as Code from "./Code.js"
 import * as Provenance from "./Provenance.js"
+import * as Intent from "./Intent.js"
 import { DATA_RULE } from "./Prompts.js"
 import type * as Results from "./Results.js"
 import { addUsage, type Confirm, type OnStep, type StepRecord, withSteps } from "./Steps.js"
@@ -125,6 +126,7 @@ export const orchestrate = (
     // it called are the plan: a later script, written after reading results, is held outside it.
     const ledger = new Provenance.Ledger(deps.messages.map((m) => m.content ?? "").join("\n"))
     let plan: ReadonlyArray<string> | undefined
+    const keeps = Intent.keepsWhatItReads(deps.query)
     for (let step = 1; step <= deps.maxSteps; step++) {
       const response = yield* deps.ask([deps.fn])
       usage = addUsage(usage, response.usage)
@@ -143,7 +145,10 @@ export const orchestrate = (
       // One script per turn: the first run_code call runs, any other is told to wait.
       const [call, ...others] = response.toolCalls
       const code = scriptOf(call!.arguments)
-      if (ledger.read.length === 0) ledger.trust(code)
+      // Only the first script was written from the request alone: any later one was written after
+      // reading what the first gave back (a result or an error, a failed round's text included).
+      const first = step === 1
+      if (first) ledger.trust(code)
       if (deps.onStep !== undefined) yield* deps.onStep(step, deps.maxSteps, [RUN_CODE_FUNCTION])
       const run =
         call!.name !== RUN_CODE_FUNCTION || code.trim() === ""
@@ -155,7 +160,7 @@ export const orchestrate = (
                 namespaceOf: deps.namespaceOf,
                 settings: deps.settings,
                 call: deps.call,
-                provenance: { ledger, plan: () => plan }
+                provenance: { ledger, plan: () => plan, keeps }
               }
             ).pipe(Effect.orElseSucceed(() => undefined))
       const listed = field(run?.structuredContent, "calls")
@@ -166,7 +171,8 @@ export const orchestrate = (
         ms: numberField(c, "ms") ?? 0
       }))
       steps.push(...calls)
-      if (plan === undefined && ledger.read.length > 0) plan = [...new Set(calls.map((c) => c.tool))]
+      // The first script's calls are the plan, whatever they gave back.
+      if (first) plan = [...new Set(calls.map((c) => c.tool))]
       const content =
         run === undefined
           ? `Not run: call ${RUN_CODE_FUNCTION} with {"code": "<the script>"}.`

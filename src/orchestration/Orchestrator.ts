@@ -63,6 +63,7 @@ import * as Results from "./Results.js"
 import * as CodeMode from "./CodeMode.js"
 import * as Provenance from "./Provenance.js"
 import * as Planning from "./Planning.js"
+import * as Intent from "./Intent.js"
 import * as Meta from "../data/Meta.js"
 import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 import { objectField } from "../data/Json.js"
@@ -195,6 +196,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         return {
           query,
           offer,
+          // With backends offered, what a plan names: their tools, as listed (see Planning).
+          plannable: catalog === undefined ? view.entries.map((e) => e.name) : undefined,
           messages,
           maxSteps: steps,
           dryRun: dryRun === true,
@@ -298,7 +301,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         profile: Profile | undefined,
         record?: Recording
       ) {
-        const { query, offer, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn, code } = yield* prepare(
+        const { query, offer, plannable, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn, code } = yield* prepare(
           params,
           profile,
           record
@@ -332,7 +335,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         // What the model reads, indexed as it reads it: where each later call's values came from;
         // and the functions it named from the request alone, before reading anything.
         const ledger = new Provenance.Ledger(messages.map((m) => m.content ?? "").join("\n"))
-        const plan = yield* Planning.turn(llm, query, messages, offer.functions(), maxSteps > 1 && !dryRun)
+        const plan = yield* Planning.turn(llm, query, messages, offer.functions(), maxSteps > 1 && !dryRun, plannable)
+        // Whether the request itself asks to keep or pass on what it reads (see Intent).
+        const keeps = Intent.keepsWhatItReads(query)
         const steps: Array<StepRecord> = []
         let last: { readonly result: unknown; readonly chosen: Plan } | undefined
         let answer: string | undefined
@@ -369,10 +374,14 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
 
         /** `agentify_read_result`: more of a result that was cut, answered here. */
         const readOn = (call: ChatToolCall, args: Record<string, unknown>) =>
-          Effect.sync((): TurnOutcome => {
+          Effect.gen(function* () {
             steps.push({ tool: Results.READ_RESULT_TOOL, arguments: Secrets.scrubArguments(args), isError: false, ms: 0 })
             note({ step: current, tool: Results.READ_RESULT_TOOL, arguments: args, outcome: "search", ms: 0 })
-            return { call, content: results.asData(results.read(args)), ran: undefined }
+            const text = results.read(args)
+            // Read on, it is read: indexed as coming from the result it is part of.
+            const source = results.sourceOf(args)
+            if (source !== undefined) yield* ledger.record(source, text)
+            return { call, content: results.asData(text), ran: undefined } satisfies TurnOutcome
           })
 
         /** A call the gateway answers itself: a search, or reading on. */
@@ -488,7 +497,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             const flows = calls.map(({ args }): Call.FlowFacts => ({
               read,
               origins: ledger.originsOf(args),
-              plan: plan?.tools ?? []
+              plan: plan?.tools ?? [],
+              keeps
             }))
             /** A call that did not run: the user declined it, or the flow guard held it. */
             const notRun = (call: ChatToolCall, tool: string, args: unknown, why: { held: string } | "declined") =>
@@ -518,8 +528,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                       const ms = Date.now() - started
                       steps.push({ tool: chosen.functionName, arguments: Secrets.scrubArguments(args), isError, ms })
                       note({ step, tool: chosen.functionName, arguments: args, outcome: isError ? "error" : "ok", ms })
-                      const content = results.toolMessage(result)
-                      ledger.record({ backendId: chosen.backendId, tool: chosen.functionName, arguments: args }, content)
+                      const source = { backendId: chosen.backendId, tool: chosen.functionName, arguments: args }
+                      const content = results.toolMessage(result, source)
+                      yield* ledger.record(source, content)
                       return { call, content: results.asData(content), ran: { chosen, result } }
                     }).pipe(
                       Effect.catchTag("CallHeld", (held) =>

@@ -40,6 +40,8 @@ export interface FlowFacts {
   readonly origins: ReadonlyArray<Origin>
   /** The functions the plan named before any data was read; undefined: no plan. */
   readonly plan?: ReadonlyArray<string> | undefined
+  /** The request itself asked to keep or pass on what it reads (see Intent). */
+  readonly keeps?: boolean | undefined
 }
 
 export interface Planned {

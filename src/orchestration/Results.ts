@@ -11,6 +11,10 @@ import { randomBytes } from "node:crypto"
 import type { ChatTool } from "../catalog/ToolCatalog.js"
 import { isCallToolResult, resultText } from "../protocol/Mcp.js"
 import type { ChatToolCall } from "./Chat.js"
+import type { Source } from "./Provenance.js"
+
+/** Where a kept result came from: what its text read on is recorded as (see Provenance). */
+export type KeptSource = Omit<Source, "call">
 
 /**
  * The whole texts one orchestration keeps for reading on, together: a backend may send up to its
@@ -52,8 +56,8 @@ const resultAsText = (result: unknown): string => {
 
 export interface Results {
   readonly maxChars: number
-  /** The tool message for a result: whole, or cut with a marker naming its size and ref. */
-  readonly toolMessage: (result: unknown) => string
+  /** The tool message for a result: whole, or cut with a marker naming its size and ref (kept with its source). */
+  readonly toolMessage: (result: unknown, source?: KeptSource) => string
   /**
    * Text from the tools as the model reads it: between `<data-CODE>` lines whose code is random per
    * orchestration, so that what a tool returns cannot close the block and speak as the gateway
@@ -64,6 +68,8 @@ export interface Results {
   readonly anyKept: () => boolean
   /** `agentify_read_result`: the part asked for, or why there is none. */
   readonly read: (args: Record<string, unknown>) => string
+  /** Where the result `agentify_read_result` names came from, when it is kept. */
+  readonly sourceOf: (args: Record<string, unknown>) => KeptSource | undefined
   /** A turn's calls as they are replayed in later turns: arguments over the bound cut, as JSON. */
   readonly replayed: (calls: ReadonlyArray<ChatToolCall>) => ReadonlyArray<ChatToolCall>
 }
@@ -71,11 +77,12 @@ export interface Results {
 /** The results of one orchestration. */
 export const make = (maxChars: number): Results => {
   const kept = new Map<string, string>()
+  const sources = new Map<string, KeptSource>()
   const boundary = `data-${randomBytes(6).toString("hex")}`
   const asData = (text: string): string => `<${boundary}>\n${text}\n</${boundary}>`
   let keptChars = 0
 
-  const toolMessage = (result: unknown): string => {
+  const toolMessage = (result: unknown, source?: KeptSource): string => {
     const whole = resultAsText(result)
     if (whole.length <= maxChars) return whole
     const shown = whole.slice(0, maxChars)
@@ -83,6 +90,7 @@ export const make = (maxChars: number): Results => {
     if (keptChars + whole.length > KEPT_CHARS_LIMIT) return `${shown}\n${size}; the rest is not kept]`
     const ref = `r${kept.size + 1}`
     kept.set(ref, whole)
+    if (source !== undefined) sources.set(ref, source)
     keptChars += whole.length
     return `${shown}\n${size}; read on with ${READ_RESULT_TOOL} {"ref":"${ref}","offset":${maxChars}}]`
   }
@@ -117,5 +125,7 @@ export const make = (maxChars: number): Results => {
           }
     )
 
-  return { maxChars, toolMessage, asData, anyKept: () => kept.size > 0, read, replayed }
+  const sourceOf = (args: Record<string, unknown>) => (typeof args.ref === "string" ? sources.get(args.ref) : undefined)
+
+  return { maxChars, toolMessage, asData, anyKept: () => kept.size > 0, read, sourceOf, replayed }
 }

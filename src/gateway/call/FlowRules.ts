@@ -4,17 +4,23 @@
  * orchestration/Provenance) and what the tool and the data's backend are (see
  * catalog/Capabilities). A client's own `tools/call` is the client's decision and is not judged.
  *
- *   private-data-out    a value read from a private backend flowing into an open-world tool
+ *   private-data-out    a value read from a private backend flowing into an open-world tool; the
+ *                       tool's own hints cannot call it closed for data from another backend
+ *                       (only the configuration's `flow` can: it is what the user declares)
  *   untrusted-target    a destructive call whose arguments came from an untrusted result
- *   outside-plan        a tool the plan did not name, chosen after the model read a result
+ *   untrusted-write     any other call that writes, carrying a value from an untrusted result,
+ *                       unless the request itself asked to keep or pass on what it reads
+ *   outside-plan        a tool the plan did not name, chosen after the model read a result (a
+ *                       plan names tools in both routings: a backend named is not its every tool)
  *
+ * A value that could not be traced (read past the ledger's bound) counts as private and untrusted.
  * Each says why, naming what was read. `flowGuard: "confirm"` (the default) makes a held call wait
  * for the user's consent (the `ask` stage), `"strict"` refuses it, `"off"` has no rule.
  */
 import { Effect } from "effect"
 import * as Capabilities from "../../catalog/Capabilities.js"
 import type { FlowGuard } from "../../config/Flow.js"
-import { describeSource } from "../../orchestration/Provenance.js"
+import { describeOrigin, describeSource, type Origin } from "../../orchestration/Provenance.js"
 import type { ToolCall } from "./Call.js"
 import type { Rule } from "./stages/Decide.js"
 
@@ -34,13 +40,29 @@ const capabilitiesOf = (call: ToolCall, settings: Settings): Capabilities.Capabi
 const list = (items: ReadonlyArray<string>): string => [...new Set(items)].join("; ")
 
 /**
- * A rule over a call's values: when the tool can do `can`, the values that came from a backend whose
- * data is `data` hold it, named with where each came from.
+ * Whether a tool is open-world for a value from `origin`: as the configuration declares, else, for
+ * data from its own backend, as the tool says; data from another backend leaves it, whatever the
+ * tool says of itself (a server's hints may make the guard stricter, never laxer).
+ */
+const openWorldFor = (call: ToolCall, settings: Settings, origin: Origin): boolean => {
+  const target = call.target!
+  const declared = Capabilities.declaredFor(target.own, settings.flowOf(target.backendId))
+  if (declared?.openWorld !== undefined) return declared.openWorld
+  return origin.from.backendId === target.backendId ? capabilitiesOf(call, settings)!.openWorld : true
+}
+
+/** The values of a call that came from a backend whose data is `data` (an untraced value is every kind). */
+const carrying = (call: ToolCall, settings: Settings, data: "private" | "untrusted"): ReadonlyArray<Origin> =>
+  call.flow!.origins.filter((o) => o.untraced === true || Capabilities.dataOf(settings.flowOf(o.from.backendId))[data])
+
+/**
+ * A rule over a call's values: when the tool can do `can` (for each value), the values that came
+ * from a backend whose data is `data` hold it, named with where each came from.
  */
 const dataRule = (
   settings: Settings,
   name: string,
-  can: "openWorld" | "destructive",
+  can: (call: ToolCall, origin: Origin) => boolean,
   data: "private" | "untrusted",
   why: string
 ): Rule => ({
@@ -48,10 +70,10 @@ const dataRule = (
   ask: () => settings.mode() === "confirm",
   refuses: (call) =>
     Effect.sync(() => {
-      if (!on(call, settings) || capabilitiesOf(call, settings)?.[can] !== true) return undefined
-      const carried = call.flow!.origins.filter((o) => Capabilities.dataOf(settings.flowOf(o.from.backendId))[data])
+      if (!on(call, settings) || call.target === undefined) return undefined
+      const carried = carrying(call, settings, data).filter((o) => can(call, o))
       if (carried.length === 0) return undefined
-      return `${why} (${list(carried.map((o) => `${o.path} from ${describeSource(o.from)}`))})`
+      return `${why} (${list(carried.map(describeOrigin))})`
     })
 })
 
@@ -62,16 +84,26 @@ export const rules = (settings: Settings): ReadonlyArray<Rule> => [
   dataRule(
     settings,
     "private-data-out",
-    "openWorld",
+    (call, origin) => openWorldFor(call, settings, origin),
     "private",
     "it would send data read from a private source out to an open-world tool"
   ),
   dataRule(
     settings,
     "untrusted-target",
-    "destructive",
+    (call) => capabilitiesOf(call, settings)?.destructive === true,
     "untrusted",
     "a destructive call whose arguments came from untrusted content"
+  ),
+  dataRule(
+    settings,
+    "untrusted-write",
+    (call) => {
+      const c = capabilitiesOf(call, settings)
+      return c !== undefined && !c.readOnly && !c.destructive && call.flow!.keeps !== true
+    },
+    "untrusted",
+    "it would write what untrusted content says, and the request did not ask to keep what it reads"
   ),
   {
     name: "outside-plan",
@@ -80,8 +112,11 @@ export const rules = (settings: Settings): ReadonlyArray<Rule> => [
       Effect.sync(() => {
         if (!on(call, settings)) return undefined
         const { plan, read } = call.flow!
-        if (plan === undefined || read.length === 0 || plan.includes(call.name)) return undefined
-        return `the plan did not name ${call.name}; it was chosen after reading ${list(read.map(describeSource))}`
+        // The tool itself, by the name it is listed under: with `routing: "backend"` the model's
+        // function is the backend, and a plan that named a backend did not name its every tool.
+        const tool = call.target?.entry?.name ?? call.name
+        if (plan === undefined || read.length === 0 || plan.includes(tool)) return undefined
+        return `the plan did not name ${tool}; it was chosen after reading ${list(read.map(describeSource))}`
       })
   }
 ]

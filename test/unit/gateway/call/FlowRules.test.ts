@@ -106,15 +106,75 @@ describe("the flow guard", () => {
     })
   )
 
-  it.effect("untrusted-target: a destructive call steered by a web page is held; a non-destructive write with it is not", () =>
+  it.effect("untrusted-target: a destructive call steered by a web page is held", () =>
     Effect.gen(function* () {
-      const { pipeline, ran } = pipelineOf("confirm")
+      const { pipeline } = pipelineOf("confirm")
       const held = yield* Effect.either(
         pipeline.run(planned("fs__delete", DELETE, { read: [page], origins: [{ path: "path", from: page }] }).call)
       )
       expect(Either.isLeft(held) && held.left.message).toContain("untrusted-target")
-      yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins: [{ path: "note", from: page }] }).call)
-      expect(ran).toEqual(["mem__save"])
+    })
+  )
+
+  it.effect(
+    "untrusted-write: a write carrying what a page says is held, unless the request asked to keep what it reads",
+    () =>
+      Effect.gen(function* () {
+        // The web is public (its pages may be quoted anywhere), and still untrusted.
+        const { pipeline, ran } = pipelineOf("confirm", { web: { private: false } })
+        const origins = [{ path: "note", from: page }]
+        const { call, asked } = planned("mem__save", SAVE, { read: [page], origins })
+        const held = yield* Effect.either(pipeline.run(call))
+        expect(Either.isLeft(held) && held.left.message).toContain("mem__save")
+        expect(asked[0]?.why).toContain("untrusted-write: it would write what untrusted content says")
+        expect(asked[0]?.why).toContain('note from web__fetch {"url":"https://example.com"}')
+        yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins, keeps: true }).call)
+        // A write of the model's own words (no value read) is not held either.
+        yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins: [] }).call)
+        expect(ran).toEqual(["mem__save", "mem__save"])
+      })
+  )
+
+  it.effect("a tool's own hints do not close it to data from another backend; the configuration's do", () =>
+    Effect.gen(function* () {
+      // Private and untrusted by default, but calling itself read-only and closed-world.
+      const LOOKUP = entry("crm", "lookup", { readOnlyHint: true, openWorldHint: false })
+      const flow = { read: [notes], origins: [{ path: "q", from: notes }] }
+      const { pipeline, ran } = pipelineOf("strict")
+      const held = yield* Effect.either(pipeline.run(planned("crm__lookup", LOOKUP, flow).call))
+      expect(Either.isLeft(held) && held.left.message).toContain("private-data-out")
+      // Its own backend's data stays where it is: the hint stands for it.
+      const own = { read: [notes], origins: [{ path: "q", from: { ...notes, backendId: "crm" } }] }
+      yield* pipeline.run(planned("crm__lookup", LOOKUP, own).call)
+      // What the user declares of it stands for everything.
+      const declared = pipelineOf("strict", { crm: { tools: { lookup: { openWorld: false } } } })
+      yield* declared.pipeline.run(planned("crm__lookup", LOOKUP, flow).call)
+      expect([...ran, ...declared.ran]).toEqual(["crm__lookup", "crm__lookup"])
+    })
+  )
+
+  it.effect("a value past the ledger's bound (untraced) counts as private and untrusted, whatever its backend", () =>
+    Effect.gen(function* () {
+      const { pipeline } = pipelineOf("strict", { web: { private: false, untrusted: false } })
+      const untraced = { read: [page], origins: [{ path: "body", from: page, untraced: true as const }] }
+      const held = yield* Effect.either(pipeline.run(planned("mail__send", SEND, untraced).call))
+      expect(Either.isLeft(held) && held.left.message).toMatch(/private-data-out: .*body \(not traced/)
+      const traced = pipelineOf("strict", { web: { private: false, untrusted: false } })
+      yield* traced.pipeline.run(planned("mail__send", SEND, { read: [page], origins: [{ path: "body", from: page }] }).call)
+      expect(traced.ran).toEqual(["mail__send"])
+    })
+  )
+
+  it.effect('routing "backend": a plan names tools; a tool of a backend the plan named is outside it', () =>
+    Effect.gen(function* () {
+      const { pipeline, ran } = pipelineOf("strict")
+      // The model's function is the backend ("fs"); the call is its create_directory.
+      const MKDIR = entry("fs", "create_directory", { readOnlyHint: false, destructiveHint: false, openWorldHint: false })
+      const flow = { read: [notes], origins: [], plan: ["fs", "fs__read_text_file"] }
+      const held = yield* Effect.either(pipeline.run(planned("fs", MKDIR, flow).call))
+      expect(Either.isLeft(held) && held.left.message).toContain("the plan did not name fs__create_directory")
+      yield* pipeline.run(planned("fs", MKDIR, { ...flow, plan: ["fs__create_directory"] }).call)
+      expect(ran).toEqual(["fs"])
     })
   )
 
@@ -167,7 +227,10 @@ describe("the flow guard", () => {
         yield* publicData.pipeline.run(planned("mail__send", SEND, flow).call)
         expect(publicData.ran).toEqual(["mail__send"])
         const internal = pipelineOf("strict", { mail: { tools: { "se*": { openWorld: false, destructive: false } } } })
-        yield* internal.pipeline.run(planned("mail__send", SEND, flow).call)
+        // Still a write of what the file says: the request must have asked to keep what it reads.
+        const held = yield* Effect.either(internal.pipeline.run(planned("mail__send", SEND, flow).call))
+        expect(Either.isLeft(held) && held.left.message).toContain("untrusted-write")
+        yield* internal.pipeline.run(planned("mail__send", SEND, { ...flow, keeps: true }).call)
         expect(internal.ran).toEqual(["mail__send"])
       })
   )
