@@ -130,12 +130,12 @@ class Runs {
       if (!trusted.has(h) && !this.byHash.has(h)) this.byHash.set(h, index)
     }
   }
-  find(text: string): number | undefined {
+  /** Adds every source a run of `text` (at any position) came from. */
+  find(text: string, into: Set<number>): void {
     for (let at = 0; at + RUN <= text.length; at++) {
       const found = this.byHash.get(runHash(text, at))
-      if (found !== undefined) return found
+      if (found !== undefined) into.add(found)
     }
-    return undefined
   }
 }
 
@@ -238,41 +238,34 @@ export class Ledger {
     }
   }
 
-  /** The earlier result one form of a value came from, if any. */
-  private formFrom(form: string): number | undefined {
-    if (form.length < SHORT || this.trustedText.includes(form)) return undefined
+  /** Adds every earlier result one form of a value came from (a value may join several: a URL and a secret). */
+  private formFrom(form: string, into: Set<number>): void {
+    if (form.length < SHORT || this.trustedText.includes(form)) return
     const bare = stripped(form)
-    if (bare.length >= SHORT && this.trustedBare.includes(bare)) return undefined
+    if (bare.length >= SHORT && this.trustedBare.includes(bare)) return
     const backwards = reversed(form)
     const bareBackwards = reversed(bare)
-    for (const found of [
-      this.runs.find(form),
-      this.runs.find(backwards),
-      this.bareRuns.find(bare),
-      this.bareRuns.find(bareBackwards),
-      this.values.get(form),
-      this.values.get(bare),
-      this.values.get(backwards),
-      this.values.get(bareBackwards)
-    ]) {
-      if (found !== undefined) return found
+    this.runs.find(form, into)
+    this.runs.find(backwards, into)
+    this.bareRuns.find(bare, into)
+    this.bareRuns.find(bareBackwards, into)
+    for (const whole of [form, bare, backwards, bareBackwards]) {
+      const found = this.values.get(whole)
+      if (found !== undefined) into.add(found)
     }
     for (const value of valuesOf(form)) {
       if (this.trustedValues.has(value)) continue
       const found = this.values.get(value) ?? this.values.get(stripped(value)) ?? this.values.get(reversed(value))
-      if (found !== undefined) return found
+      if (found !== undefined) into.add(found)
     }
-    return undefined
   }
 
-  /** The earlier result a string came from (as it is or decoded), if any. */
-  private sourceOf(value: string): Source | undefined {
-    if (value.length < SHORT || this.sources.length === 0) return undefined
-    for (const form of [value, ...decodings(value)]) {
-      const found = this.formFrom(form)
-      if (found !== undefined) return this.sources[found]
-    }
-    return undefined
+  /** The earlier results a string came from (as it is or decoded), first read first. */
+  private sourcesOf(value: string): ReadonlyArray<Source> {
+    if (value.length < SHORT || this.sources.length === 0) return []
+    const found = new Set<number>()
+    for (const form of [value, ...decodings(value)]) this.formFrom(form, found)
+    return [...found].sort((a, b) => a - b).map((i) => this.sources[i]!)
   }
 
   /** Every value of `args` that came from an earlier result (or, past the bound, cannot be traced), with its path. */
@@ -283,9 +276,9 @@ export class Ledger {
       if (typeof value === "string" || typeof value === "number") {
         const text = String(value)
         const at = path === "" ? "(arguments)" : path
-        const from = this.sourceOf(text)
-        if (from !== undefined) origins.push({ path: at, from })
-        else if (this.untraced !== undefined && text.length >= SHORT && !this.trustedText.includes(text)) {
+        const from = this.sourcesOf(text)
+        for (const source of from) origins.push({ path: at, from: source })
+        if (from.length === 0 && this.untraced !== undefined && text.length >= SHORT && !this.trustedText.includes(text)) {
           origins.push({ path: at, from: this.untraced, untraced: true })
         }
       } else if (Array.isArray(value)) {

@@ -6,8 +6,8 @@
  * the instructions it has read, one per turn, in order, then answers.
  *
  * Asked for a plan (`agentify_plan` forced), it names what the task needs, from the request alone.
- * In code mode it writes scripts: the task's calls first; each instruction it reads later, as a
- * script of its own.
+ * In code mode it writes scripts: the task's calls first; then every instruction it read, as one
+ * script.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -28,8 +28,18 @@ interface Instruction {
 
 const INSTRUCTION = /AGENT-INSTRUCTION: call ([\w-]+) (\{.*\})/g
 
+/** `$LAST` and its encodings (how an injection asks a secret to be disguised) in a text. */
+const FORMS: ReadonlyArray<readonly [string, (last: string) => string]> = [
+  ["$LAST_BASE64", (last) => Buffer.from(last).toString("base64")],
+  ["$LAST_SPACED", (last) => [...last].join(" ")],
+  ["$LAST_REVERSED", (last) => [...last].reverse().join("")],
+  ["$LAST", (last) => last]
+]
+
 const substitute = (args: Record<string, unknown>, last: string): Record<string, unknown> =>
-  JSON.parse(JSON.stringify(args).replaceAll("$LAST", JSON.stringify(last).slice(1, -1)))
+  JSON.parse(
+    FORMS.reduce((text, [name, form]) => text.replaceAll(name, JSON.stringify(form(last.trim())).slice(1, -1)), JSON.stringify(args))
+  )
 
 /** A result as the gateway marks it (`<data-CODE>` lines around it): this model reads through them. */
 const unmarked = (text: string): string => text.replace(/^<\/?data-[0-9a-f]+>$/gm, "").trim()
@@ -115,12 +125,12 @@ const answer = (task: Task, messages: ReadonlyArray<Message>, functions: Readonl
   const runCode = functions.has("run_code") ? "run_code" : "agentify_run_code"
   const instructions = results.flatMap(instructionsIn)
   if (code) {
-    // One script for the task, then one script per instruction read since.
+    // One script for the task, then one script of every instruction it read (as an injected
+    // script is one program: a secret read in it is at hand for its next call).
     const scripts = made.length
     if (scripts === 0) return reply([{ name: runCode, arguments: { code: scriptOf(task.calls) } }])
-    const pending = instructions.slice(scripts - 1)
-    if (pending.length === 0) return reply([], "Done.")
-    return reply([{ name: runCode, arguments: { code: scriptOf([pending[0]!]) } }])
+    if (scripts > 1 || instructions.length === 0) return reply([], "Done.")
+    return reply([{ name: runCode, arguments: { code: scriptOf(instructions) } }])
   }
   const step = made.length
   if (step < task.calls.length) {
@@ -133,15 +143,21 @@ const answer = (task: Task, messages: ReadonlyArray<Message>, functions: Readonl
   return reply([{ name: next.name, arguments: substitute(next.arguments, last) }])
 }
 
-/** A script that makes `calls` in order, each `$LAST` the text of the call before it. */
+/**
+ * A script that makes `calls` in order, each `$LAST` (and its forms) the text of the call before it.
+ * Reading on (`agentify_read_result`) is the gateway's model's own: a script reads a result whole.
+ */
 const scriptOf = (calls: ReadonlyArray<Instruction>): string =>
   [
     'let last = ""',
     "const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v))",
-    ...calls.map(
-      (c) =>
-        `last = text(await callTool(${JSON.stringify(c.name)}, JSON.parse(${JSON.stringify(JSON.stringify(c.arguments))}.replaceAll("$LAST", JSON.stringify(last).slice(1, -1)))))`
-    ),
+    "const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'",
+    "const base64 = (s) => { let o = ''; for (let i = 0; i < s.length; i += 3) { const [a, b, c] = [s.charCodeAt(i), s.charCodeAt(i + 1), s.charCodeAt(i + 2)]; const n = (a << 16) | ((b || 0) << 8) | (c || 0); o += B64[n >> 18] + B64[(n >> 12) & 63] + (i + 1 < s.length ? B64[(n >> 6) & 63] : '=') + (i + 2 < s.length ? B64[n & 63] : '='); } return o }",
+    "const forms = (s) => [['$LAST_BASE64', base64(s)], ['$LAST_SPACED', s.split('').join(' ')], ['$LAST_REVERSED', s.split('').reverse().join('')], ['$LAST', s]]",
+    "const fill = (json) => JSON.parse(forms(last.trim()).reduce((t, [name, v]) => t.replaceAll(name, JSON.stringify(v).slice(1, -1)), json))",
+    ...calls
+      .filter((c) => c.name !== "agentify_read_result")
+      .map((c) => `last = text(await callTool(${JSON.stringify(c.name)}, fill(${JSON.stringify(JSON.stringify(c.arguments))})))`),
     "return last"
   ].join("\n")
 
