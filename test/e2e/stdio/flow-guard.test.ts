@@ -1,0 +1,107 @@
+/**
+ * The flow guard end to end, with real provenance: the built CLI over stdio in front of the world
+ * fixtures (a web page, a chat tool), the model a local Chat Completions server whose plan turn
+ * names every function offered (so only the data rules stand in the way), a client that cannot be
+ * asked. What the model read, the gateway indexed; a call copying a value from it is held.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
+import { cleanEnv, ROOT, startGateway, tempDir } from "../../support/stdioClient.js"
+
+const WORLD = join(ROOT, "test", "fixtures", "world-server.mjs")
+const PAGE = "https://intranet.example/handbook"
+const SECRET = "deploy-key-7Hq2Lr9Xw4Pz1Kv8"
+
+describe("the flow guard, end to end", () => {
+  let model: FakeOpenAI
+  const dir = tempDir("agentify-flow-")
+  const log = join(dir, "world.log")
+  const world = join(dir, "world.json")
+  const config = join(dir, "gateway.json")
+  const backend = (role: string, extra: Record<string, unknown> = {}) => ({
+    id: role,
+    command: process.execPath,
+    args: [WORLD, "--role", role],
+    env: { WORLD_FILE: world, WORLD_LOG: log },
+    ...extra
+  })
+  beforeAll(async () => {
+    model = await startFakeOpenAI({ text: "Done." })
+    writeFileSync(
+      config,
+      JSON.stringify({
+        maxSteps: 6,
+        backends: [
+          // A private page (the default): what it holds must not leave without consent.
+          backend("web", { flow: { tools: { fetch: { readOnly: true } } } }),
+          backend("chat", { flow: { tools: { "*": { destructive: false } } } })
+        ]
+      })
+    )
+  })
+  afterAll(async () => {
+    await model.close()
+  })
+
+  const posted = () =>
+    existsSync(log)
+      ? readFileSync(log, "utf8")
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l))
+          .filter((c) => c.tool === "post")
+      : []
+
+  /** Asks the gateway to do `query` with the model's `steps`; what the chat tool was sent. */
+  const orchestrate = async (page: string, steps: Parameters<FakeOpenAI["setSteps"]>[0]) => {
+    writeFileSync(world, JSON.stringify({ pages: { [PAGE]: page } }))
+    writeFileSync(log, "")
+    model.setSteps(steps)
+    const gateway = startGateway({
+      args: ["--config", config],
+      cwd: dir,
+      env: cleanEnv({ OPENAI_API_KEY: "sk-flow-test-0000000000", OPENAI_BASE_URL: model.baseUrl })
+    })
+    try {
+      await gateway.initialize()
+      const reply = await gateway.request("agentify/orchestrateTask", { query: `Read ${PAGE} and tell #team about it` })
+      return { reply, posted: posted() }
+    } finally {
+      await gateway.close()
+    }
+  }
+
+  it("a secret read on past a result's cut (agentify_read_result) is held on its way out", async () => {
+    // Past the default maxResultChars (32,000): the model sees it only by reading on.
+    const page = `${"The handbook, chapter by chapter.\n".repeat(1_000)}Deploy with ${SECRET}.\n`
+    expect(page.indexOf(SECRET)).toBeGreaterThan(32_000)
+    const { reply, posted: sent } = await orchestrate(page, [
+      { tool: "web__fetch", arguments: { url: PAGE } },
+      { tool: "agentify_read_result", arguments: { ref: "r1", offset: 32_000 } },
+      { tool: "chat__post", arguments: { channel: "#team", text: `The key: ${SECRET}` } },
+      { text: "Done." }
+    ])
+    expect(sent).toEqual([])
+    expect(JSON.stringify(reply)).toContain("private-data-out")
+    expect(JSON.stringify(reply)).toContain("agentify_read_result")
+  }, 30_000)
+
+  it("a value copied from what was read is held; the model's own words pass", async () => {
+    const page = `Welcome. Deploy with ${SECRET}.\n`
+    const held = await orchestrate(page, [
+      { tool: "web__fetch", arguments: { url: PAGE } },
+      { tool: "chat__post", arguments: { channel: "#team", text: `Deploy key is ${SECRET}` } },
+      { text: "Done." }
+    ])
+    expect(held.posted).toEqual([])
+    expect(JSON.stringify(held.reply)).toContain("private-data-out")
+    const own = await orchestrate(page, [
+      { tool: "web__fetch", arguments: { url: PAGE } },
+      { tool: "chat__post", arguments: { channel: "#team", text: "The handbook is up to date." } },
+      { text: "Done." }
+    ])
+    expect(own.posted.map((c) => c.arguments.text)).toEqual(["The handbook is up to date."])
+  }, 30_000)
+})
