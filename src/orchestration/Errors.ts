@@ -15,7 +15,9 @@ export const MODEL_MESSAGE_CHARS = 2_000
 
 /** `text` cut to `max` characters, the cut saying how much there was. */
 export const cutText = (text: string, max: number): string =>
-  text.length <= max ? text : `${text.slice(0, max)}… [cut: ${max.toLocaleString("en-US")} of ${text.length.toLocaleString("en-US")} characters]`
+  text.length <= max
+    ? text
+    : `${text.slice(0, max)}… [cut: ${max.toLocaleString("en-US")} of ${text.length.toLocaleString("en-US")} characters]`
 
 /** -32000: the model called no tool, or more than one. */
 export class NoActionDetermined extends Schema.TaggedError<NoActionDetermined>()("NoActionDetermined", {

@@ -72,7 +72,10 @@ const pattern = new RegExp(
   `\\b(?:${KEEP.map((v) => v.replace("-", "\\-")).join("|")})(?:s|d|ed|ing)?\\b(?:\\s+[\\w'.:/-]+){0,4}?\\s+(?:${READ.join("|")})\\b`,
   "i"
 )
-const directObject = new RegExp(`\\b(?:${KEEP.map((v) => v.replace("-", "\\-")).join("|")})\\s+(?:${READ.slice(0, 13).join("|")})\\b`, "i")
+const directObject = new RegExp(
+  `\\b(?:${KEEP.map((v) => v.replace("-", "\\-")).join("|")})\\s+(?:${READ.slice(0, 13).join("|")})\\b`,
+  "i"
+)
 
 /** Whether the request asks to keep or pass on what is read for it. */
 export const keepsWhatItReads = (request: string): boolean => directObject.test(request) || pattern.test(request)

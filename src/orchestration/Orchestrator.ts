@@ -301,11 +301,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         profile: Profile | undefined,
         record?: Recording
       ) {
-        const { query, offer, plannable, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn, code } = yield* prepare(
-          params,
-          profile,
-          record
-        )
+        const { query, offer, plannable, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn, code } =
+          yield* prepare(params, profile, record)
         if (code !== undefined) {
           const result = yield* CodeMode.orchestrate({
             ask: (tools) => ask(query, messages, tools, record),

@@ -99,4 +99,6 @@ export const turn = (
   wanted: boolean,
   plannable?: ReadonlyArray<string>
 ): Effect.Effect<PlanOf | undefined, LlmError> =>
-  wanted ? ask(llm, query, messages, functions, plannable).pipe(Effect.withSpan("Orchestrator.planTurn")) : Effect.succeed(undefined)
+  wanted
+    ? ask(llm, query, messages, functions, plannable).pipe(Effect.withSpan("Orchestrator.planTurn"))
+    : Effect.succeed(undefined)

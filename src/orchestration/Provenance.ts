@@ -52,37 +52,79 @@ const SLICE_CHARS = 64 * 1024
 
 const RUN = 8
 const SHORT = 3
+/** How far a slice reads on past its edges for a word cut by them. */
+const WORD_REACH = 256
 /** Where words end: spaces, quotes, brackets and the signs between a key and its value. */
 const WORDS = /[\s"'`,;(){}[\]<>|!]+/
 /** Where a word's segments end: a URL's path, query and fragment, an address's parts. */
 const SEGMENTS = /[/?&=#:@+]+/
-const EDGES = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu
 const NOT_ALNUM = /[^\p{L}\p{N}]+/gu
 /** A word that stands out as a value, not prose: a digit, or a sign of a path, an address, an id. */
 const VALUE = /[\p{N}._/@\\~#%$+]|\p{Ll}\p{Lu}/u
-const BASE64 = /[A-Za-z0-9+/_-]{12,}={0,2}/g
+/** Base64 of 12 bytes or more (shorter is too like a word); of text, it mixes cases. */
+const BASE64 = /[A-Za-z0-9+/_-]{16,}={0,2}/g
+const MIXED_CASE = /[a-z].*[A-Z]|[A-Z].*[a-z]/
 const HEX = /(?:[0-9a-fA-F]{2}){6,}/g
 
-/** The hash of `text[at..at+RUN)`: FNV-1a over UTF-16 units, 32 bits. */
+/**
+ * A pause that lets the event loop take its I/O (a ping, another client's request) before the next
+ * slice: `Effect.yieldNow` alone runs on as microtasks, which I/O never gets between.
+ */
+const breath: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const timer = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(timer))
+})
+
+/** The hash of `text[at..at+RUN)`: FNV-1a over UTF-16 units, kept to 30 bits. */
 const runHash = (text: string, at: number): number => {
   let h = 0x811c9dc5
   for (let i = at; i < at + RUN; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
-  return h >>> 0
+  // 30 bits: a small integer to V8 (a Map keyed by larger numbers boxes every key).
+  return h & 0x3fffffff
 }
 
-const stripped = (text: string): string => text.replace(NOT_ALNUM, "")
+/** Whether a UTF-16 unit is a letter or digit (ASCII at once; beyond it, as Unicode says). */
+const alnum = (text: string, at: number): boolean => {
+  const c = text.charCodeAt(at)
+  if (c < 128) return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
+  return ALNUM.test(text[at]!)
+}
+const ALNUM = /[\p{L}\p{N}]/u
+
+/** `text` with everything but letters and digits removed. */
+const stripped = (text: string): string => {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 128) return text.replace(NOT_ALNUM, "")
+  let out = ""
+  let from = 0
+  for (let i = 0; i <= text.length; i++) {
+    if (i === text.length || !alnum(text, i)) {
+      if (i > from) out += text.slice(from, i)
+      from = i + 1
+    }
+  }
+  return out
+}
+
+/** `word` without the signs at its edges (`Friday.` is `Friday`). */
+const trimmed = (word: string): string => {
+  let start = 0
+  let end = word.length
+  while (start < end && !alnum(word, start)) start++
+  while (end > start && !alnum(word, end - 1)) end--
+  return start === 0 && end === word.length ? word : word.slice(start, end)
+}
 const reversed = (text: string): string => [...text].reverse().join("")
 
 /** The values a text holds: its words that stand out, and their segments that do. */
 const valuesOf = (text: string): Array<string> => {
   const out: Array<string> = []
   for (const raw of text.split(WORDS)) {
-    const word = raw.replace(EDGES, "")
+    const word = trimmed(raw)
     if (word.length < SHORT || !VALUE.test(word)) continue
     out.push(word)
     if (!SEGMENTS.test(word)) continue
     for (const part of word.split(SEGMENTS)) {
-      const segment = part.replace(EDGES, "")
+      const segment = trimmed(part)
       if (segment.length >= SHORT && segment !== word && VALUE.test(segment)) out.push(segment)
     }
   }
@@ -111,6 +153,7 @@ const decodings = (value: string): Array<string> => {
     }
   }
   for (const token of value.match(BASE64) ?? []) {
+    if (!MIXED_CASE.test(token)) continue
     const decoded = printable(Buffer.from(token, "base64").toString("utf8"))
     if (decoded !== undefined) out.push(decoded)
   }
@@ -208,7 +251,7 @@ export class Ledger {
           Array.from({ length: slices }, (_, i) => i),
           (i) =>
             Effect.zipRight(
-              Effect.yieldNow(),
+              breath,
               // A slice ends on a run's boundary and on a word's, a little past its share.
               Effect.sync(() => this.indexSlice(kept, i * SLICE_CHARS, Math.min(kept.length, (i + 1) * SLICE_CHARS), index))
             ),
@@ -224,10 +267,11 @@ export class Ledger {
     // Runs reach past the slice's end so that a run spanning two slices is indexed once.
     this.runs.add(text, from, Math.min(text.length, to + RUN - 1), index, this.trustedRuns)
     // Words cut by the slice's edges are read whole from the text around them.
+    // (A word longer than WORD_REACH is found by its runs instead.)
     let start = from
-    while (start > 0 && !WORDS.test(text[start - 1]!)) start--
+    while (start > 0 && from - start < WORD_REACH && !WORDS.test(text[start - 1]!)) start--
     let end = to
-    while (end < text.length && !WORDS.test(text[end]!)) end++
+    while (end < text.length && end - to < WORD_REACH && !WORDS.test(text[end]!)) end++
     const part = text.slice(start, end)
     const bare = stripped(text.slice(from, to))
     this.bareRuns.add(bare, 0, bare.length, index, this.trustedBareRuns)
@@ -245,8 +289,8 @@ export class Ledger {
     if (bare.length >= SHORT && this.trustedBare.includes(bare)) return
     const backwards = reversed(form)
     const bareBackwards = reversed(bare)
+    // Reversed, a value is found by its bare runs (reversing and stripping commute).
     this.runs.find(form, into)
-    this.runs.find(backwards, into)
     this.bareRuns.find(bare, into)
     this.bareRuns.find(bareBackwards, into)
     for (const whole of [form, bare, backwards, bareBackwards]) {

@@ -45,7 +45,8 @@ import { serverFilesystemEntry } from "../../src/config/Config.js"
 import { buildCatalog, rank, rankEntries, toolFunctions } from "../../src/catalog/ToolCatalog.js"
 import { QUERIES, syntheticBackends } from "./catalog.js"
 import { runCodeToolFor } from "../../src/orchestration/Code.js"
-import { Ledger } from "../../src/orchestration/Provenance.js"
+import { Effect } from "effect"
+import { INDEXED_CHARS, Ledger } from "../../src/orchestration/Provenance.js"
 import { median, percentile, type Round, RpcClient, runCalls, runRound, sortedCopy } from "./client.js"
 import { startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { freePort, type HttpRpcClient, startHttpServer } from "./httpClient.js"
@@ -284,7 +285,7 @@ const results: Record<string, unknown> = {}
  * of results read before it (32 results of 32,000 characters, as many as `maxResultChars` lets a
  * model read), against none. Indexing a result is paid once, as it is read.
  */
-const benchProvenance = () => {
+const benchProvenance = async () => {
   log("provenance: a call's arguments against 1 MB of earlier results")
   const words = ["alpha", "release", "pelican", "config", "deploy", "notes", "friday", "token", "server", "branch"]
   const text = (seed: number, length: number) => {
@@ -295,7 +296,9 @@ const benchProvenance = () => {
   const trusted = "Request: read the release notes and save the summary to notes/summary.md"
   const full = new Ledger(trusted)
   const recordStart = performance.now()
-  for (let i = 0; i < 32; i++) full.record({ backendId: "fs", tool: "fs__read_text_file", arguments: { n: i } }, text(i, 32_000))
+  for (let i = 0; i < 32; i++) {
+    Effect.runSync(full.record({ backendId: "fs", tool: "fs__read_text_file", arguments: { n: i } }, text(i, 32_000)))
+  }
   const recordMs = performance.now() - recordStart
   const empty = new Ledger(trusted)
   const args = (i: number) => ({ path: `notes/summary-${i}.md`, content: `Summary ${i}: ${text(i + 1000, 400)}` })
@@ -316,12 +319,31 @@ const benchProvenance = () => {
   const runs = quick ? 2_000 : 20_000
   const none = time(empty, runs)
   const read = time(full, runs)
+  // A result of 8 MB (a script's read of a big file): indexed up to the ledger's bound, in slices
+  // between which the loop takes its I/O; the longest the loop waited is what a ping would.
+  const big = text(7, 8_000_000)
+  let longest = 0
+  let last = performance.now()
+  const watch = setInterval(() => {
+    const now = performance.now()
+    longest = Math.max(longest, now - last)
+    last = now
+  }, 1)
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  longest = 0
+  last = performance.now()
+  const bigStart = performance.now()
+  const ledger = new Ledger(trusted)
+  await Effect.runPromise(ledger.record({ backendId: "fs", tool: "fs__read_text_file" }, big))
+  const bigMs = performance.now() - bigStart
+  clearInterval(watch)
   results.provenance = {
     resultsChars: 32 * 32_000,
     recordMs: round2(recordMs),
     none,
     read,
-    addedP50: round3(read.p50 - none.p50)
+    addedP50: round3(read.p50 - none.p50),
+    big: { chars: big.length, indexedChars: INDEXED_CHARS, ms: round2(bigMs), longestLoopWaitMs: round2(longest) }
   }
 }
 
@@ -1068,6 +1090,14 @@ const lines = (): Array<Line> => {
       goal: "≤ +0.2 ms p50",
       pass: prov.addedP50 <= 0.2
     })
+    if (prov.big !== undefined) {
+      out.push({
+        figure: "provenance: an 8 MB result indexed (its first 2 MiB), the loop's longest wait (ms)",
+        value: `${prov.big.ms} ms in all; the loop waited at most ${prov.big.longestLoopWaitMs} ms`,
+        goal: "wait ≤ 50 ms",
+        pass: prov.big.longestLoopWaitMs <= 50
+      })
+    }
   }
   const gov = results.governance as any
   if (gov !== undefined) {
@@ -1453,7 +1483,7 @@ const main = async () => {
   if (enabled("hostile")) await benchHostile()
   if (enabled("fanout")) await benchFanOut(fileDir)
   if (enabled("codemode")) await benchCodeMode(fileDir)
-  if (enabled("provenance")) benchProvenance()
+  if (enabled("provenance")) await benchProvenance()
   if (enabled("governance")) {
     log("governance: a policy decision and the quotas' count, per call")
     results.governance = benchGovernance(quick)

@@ -38,7 +38,10 @@ const FORMS: ReadonlyArray<readonly [string, (last: string) => string]> = [
 
 const substitute = (args: Record<string, unknown>, last: string): Record<string, unknown> =>
   JSON.parse(
-    FORMS.reduce((text, [name, form]) => text.replaceAll(name, JSON.stringify(form(last.trim())).slice(1, -1)), JSON.stringify(args))
+    FORMS.reduce(
+      (text, [name, form]) => text.replaceAll(name, JSON.stringify(form(last.trim())).slice(1, -1)),
+      JSON.stringify(args)
+    )
   )
 
 /** A result as the gateway marks it (`<data-CODE>` lines around it): this model reads through them. */

@@ -289,7 +289,14 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const modelRequestAllowed = (backendId: string, method: string, params: unknown): Effect.Effect<void, RpcError> => {
     if (method === "resources/read") {
       const uri = String(field(params, "uri") ?? "")
-      return PolicyChecks.allowed(ctx.policies, session, "read", { type: "Resource", id: uri, backend: backendId }, {}, "orchestration")
+      return PolicyChecks.allowed(
+        ctx.policies,
+        session,
+        "read",
+        { type: "Resource", id: uri, backend: backendId },
+        {},
+        "orchestration"
+      )
     }
     if (method === "prompts/get") {
       const config = backends.configOf(backendId)

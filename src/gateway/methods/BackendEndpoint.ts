@@ -113,7 +113,9 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     const held = new Set(listed.changed.map((c) => c.name))
     return Effect.map(sent, (result) => {
       const tools = field(result, "tools")
-      return Array.isArray(tools) ? { ...objectOr(result), tools: tools.filter((t) => !held.has(stringField(t, "name") ?? "")) } : result
+      return Array.isArray(tools)
+        ? { ...objectOr(result), tools: tools.filter((t) => !held.has(stringField(t, "name") ?? "")) }
+        : result
     })
   }
 

@@ -188,7 +188,9 @@ describe("pinned tool definitions", () => {
       startHttpGateway({
         env: { AGENTIFY_STATE_DIR: own },
         config: {
-          backends: [fixtureBackend("fx", [], description === undefined ? {} : { env: { FIXTURE_ECHO_DESCRIPTION: description } })]
+          backends: [
+            fixtureBackend("fx", [], description === undefined ? {} : { env: { FIXTURE_ECHO_DESCRIPTION: description } })
+          ]
         }
       })
     const first = await start()

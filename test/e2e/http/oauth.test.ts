@@ -125,8 +125,18 @@ describe("--http-auth oauth", () => {
       ["no scope", await auth.sign({ ...claims, scope: "openid" }), 403, /error="insufficient_scope", scope="mcp:tools"/],
       ["garbage", "not-a-jwt", 401, /error="invalid_token"/],
       // A subject that would read as two names (a NUL joins keys): no user of the gateway's.
-      ["a NUL in the subject", await auth.sign({ ...claims, sub: "alice\u0000mallory" }), 401, /subject holds a control character/],
-      ["a newline in the subject", await auth.sign({ ...claims, sub: "alice\nmallory" }), 401, /subject holds a control character/]
+      [
+        "a NUL in the subject",
+        await auth.sign({ ...claims, sub: "alice\u0000mallory" }),
+        401,
+        /subject holds a control character/
+      ],
+      [
+        "a newline in the subject",
+        await auth.sign({ ...claims, sub: "alice\nmallory" }),
+        401,
+        /subject holds a control character/
+      ]
     ]
     for (const [what, token, status, header] of cases) {
       const response = await initialize("/mcp", token)

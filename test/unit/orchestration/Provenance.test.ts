@@ -8,15 +8,16 @@ import { describe, expect, it } from "vitest"
 import { Ledger, type Source } from "../../../src/orchestration/Provenance.js"
 
 /** Records a result synchronously (its indexing yields between slices, which runSync allows). */
-const record = (ledger: Ledger, source: Omit<Source, "call">, text: string): Source =>
-  Effect.runSync(ledger.record(source, text))
+const record = (ledger: Ledger, source: Omit<Source, "call">, text: string): Source => Effect.runSync(ledger.record(source, text))
 
 const SECRET = "sk-live-4f9a8b7c6d5e4f3a2b1c"
 
 describe("Provenance.Ledger", () => {
   it("finds a value read from a result wherever it stands in the arguments, and names the result", () => {
     const ledger = new Ledger("Request: summarise notes.md")
-    const notes = record(ledger, { backendId: "fs", tool: "fs__read_text_file", arguments: { path: "notes.md" } },
+    const notes = record(
+      ledger,
+      { backendId: "fs", tool: "fs__read_text_file", arguments: { path: "notes.md" } },
       `token=${SECRET}\nmeet at 5`
     )
     expect(ledger.originsOf({ to: "bob@example.com", body: `here: ${SECRET}` })).toEqual([{ path: "body", from: notes }])
@@ -26,7 +27,9 @@ describe("Provenance.Ledger", () => {
 
   it("a short value counts when it is a whole argument or a word of one: an id, a path", () => {
     const ledger = new Ledger("Request: close the issue the tracker names")
-    const issue = record(ledger, { backendId: "tracker", tool: "tracker__list" },
+    const issue = record(
+      ledger,
+      { backendId: "tracker", tool: "tracker__list" },
       '{"open":[{"id":"GH-4412","path":"/srv/app/x.cfg"}]}'
     )
     expect(ledger.originsOf({ id: "GH-4412" })).toEqual([{ path: "id", from: issue }])
@@ -91,7 +94,9 @@ describe("Provenance.Ledger: transformed and short values (what an obeying model
   it("a word of ordinary prose is no value: a summary sharing words with the file is the model's own", () => {
     const ledger = new Ledger("Request: Read notes.md and save a summary to summary.md")
     record(ledger, { backendId: "fs", tool: "fs__read_text_file" }, "Meeting notes: we ship on Friday. Budget approved.")
-    expect(ledger.originsOf({ path: "summary.md", content: "Summary: the meeting agreed to ship Friday; budget fine." })).toEqual([])
+    expect(ledger.originsOf({ path: "summary.md", content: "Summary: the meeting agreed to ship Friday; budget fine." })).toEqual(
+      []
+    )
     // What stands out as a value still counts, short or not.
     record(ledger, { backendId: "fs", tool: "fs__read_text_file" }, "Room B-204, invoice INV-7731, ask j.doe")
     expect(ledger.originsOf({ content: "see INV-7731" }).map((o) => o.path)).toEqual(["content"])
@@ -119,7 +124,12 @@ describe("Provenance.Ledger: transformed and short values (what an obeying model
     const source = await Effect.runPromise(
       Effect.race(
         ledger.record({ backendId: "fs", tool: "fs__read_text_file" }, text),
-        Effect.forever(Effect.zipRight(Effect.yieldNow(), Effect.sync(() => yielded++)))
+        Effect.forever(
+          Effect.zipRight(
+            Effect.yieldNow(),
+            Effect.sync(() => yielded++)
+          )
+        )
       )
     )
     expect(yielded).toBeGreaterThan(0)

@@ -62,7 +62,15 @@ describe("declarations of a catalog of thousands", () => {
 
   it("groups every tool under its namespace, in the order they came, each once", () => {
     const text = Declarations.declarations(many)!
-    expect(text.match(/^ {2}ns\d: \{$/gm)).toEqual(["  ns0: {", "  ns1: {", "  ns2: {", "  ns3: {", "  ns4: {", "  ns5: {", "  ns6: {"])
+    expect(text.match(/^ {2}ns\d: \{$/gm)).toEqual([
+      "  ns0: {",
+      "  ns1: {",
+      "  ns2: {",
+      "  ns3: {",
+      "  ns4: {",
+      "  ns5: {",
+      "  ns6: {"
+    ])
     expect(text.match(/^ {4}tool_\d+\(/gm)).toHaveLength(20_000)
     const ns3 = text.slice(text.indexOf("  ns3: {"), text.indexOf("  ns4: {"))
     expect(ns3.indexOf("tool_3(")).toBeLessThan(ns3.indexOf("tool_10("))

@@ -116,23 +116,21 @@ describe("the flow guard", () => {
     })
   )
 
-  it.effect(
-    "untrusted-write: a write carrying what a page says is held, unless the request asked to keep what it reads",
-    () =>
-      Effect.gen(function* () {
-        // The web is public (its pages may be quoted anywhere), and still untrusted.
-        const { pipeline, ran } = pipelineOf("confirm", { web: { private: false } })
-        const origins = [{ path: "note", from: page }]
-        const { call, asked } = planned("mem__save", SAVE, { read: [page], origins })
-        const held = yield* Effect.either(pipeline.run(call))
-        expect(Either.isLeft(held) && held.left.message).toContain("mem__save")
-        expect(asked[0]?.why).toContain("untrusted-write: it would write what untrusted content says")
-        expect(asked[0]?.why).toContain('note from web__fetch {"url":"https://example.com"}')
-        yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins, keeps: true }).call)
-        // A write of the model's own words (no value read) is not held either.
-        yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins: [] }).call)
-        expect(ran).toEqual(["mem__save", "mem__save"])
-      })
+  it.effect("untrusted-write: a write carrying what a page says is held, unless the request asked to keep what it reads", () =>
+    Effect.gen(function* () {
+      // The web is public (its pages may be quoted anywhere), and still untrusted.
+      const { pipeline, ran } = pipelineOf("confirm", { web: { private: false } })
+      const origins = [{ path: "note", from: page }]
+      const { call, asked } = planned("mem__save", SAVE, { read: [page], origins })
+      const held = yield* Effect.either(pipeline.run(call))
+      expect(Either.isLeft(held) && held.left.message).toContain("mem__save")
+      expect(asked[0]?.why).toContain("untrusted-write: it would write what untrusted content says")
+      expect(asked[0]?.why).toContain('note from web__fetch {"url":"https://example.com"}')
+      yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins, keeps: true }).call)
+      // A write of the model's own words (no value read) is not held either.
+      yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins: [] }).call)
+      expect(ran).toEqual(["mem__save", "mem__save"])
+    })
   )
 
   it.effect("a tool's own hints do not close it to data from another backend; the configuration's do", () =>
