@@ -209,6 +209,25 @@ describe("count", () => {
       })
   )
 
+  it("forgets a subject with no call in the last minute: a million callers seen once are not kept", () => {
+    let now = 1_000_000
+    const quotas = new Quotas(() => now)
+    const limit = { callsPerMinute: 5, concurrent: 2 }
+    for (let i = 0; i < 10_000; i++) {
+      const taken = quotas.take([{ key: `subject\u0000user-${i}`, named: "limits.subject", limit }])
+      if (taken._tag === "Taken") taken.release()
+    }
+    expect(quotas.keys).toBe(10_000)
+    // A call in flight across the minute keeps its key counted until it ends.
+    const long = quotas.take([{ key: "subject\u0000busy", named: "limits.subject", limit: { concurrent: 1 } }])
+    now += 61_000
+    quotas.take([{ key: "subject\u0000late", named: "limits.subject", limit }])
+    expect(quotas.keys).toBe(2)
+    expect(quotas.take([{ key: "subject\u0000busy", named: "limits.subject", limit: { concurrent: 1 } }])._tag).toBe("Refused")
+    if (long._tag === "Taken") long.release()
+    expect(quotas.keys).toBe(1)
+  })
+
   it.effect(
     "calls at once, per tool glob and per backend: refused while the places are taken, admitted once one is given back",
     () =>
