@@ -36,6 +36,7 @@ import {
   type TaskRecord
 } from "./Contract.js"
 import * as Quotas from "./RedisQuotas.js"
+import * as Tasks from "./RedisTasks.js"
 
 const PREFIX = "mcp-agentify:"
 /** How long a gateway's start waits for the store before it serves without it. */
@@ -266,7 +267,7 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
         ),
       saveTask: (taskId, record, ttlMs) =>
         Effect.asVoid(
-          run(() => client.set(`${PREFIX}task:${taskId}`, JSON.stringify(record), { expiration: { type: "PX", value: ttlMs } }))
+          run(() => client.eval(Tasks.SAVE, { arguments: Tasks.saveArguments(PREFIX, taskId, record, ttlMs, Date.now()) }))
         ),
       taskRecord: (taskId) =>
         Effect.map(

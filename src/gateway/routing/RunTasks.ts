@@ -11,7 +11,8 @@
  *
  * Ids are `[sessionIdPrefix]agentify.<128 random bits>`, good for their owner only (see `Routes.TaskOwner`). Runs
  * are fibers of the gateway's scope: its stop interrupts them. Finished tasks are kept for their
- * ttl; at most `MAX_RUNS` at once.
+ * ttl; at most `MAX_RUNS` at once, `MAX_RUNS_PER_OWNER` of one owner, and their results are bounded
+ * in bytes per owner and in all (the oldest finished go first).
  */
 import { Deferred, Effect, Exit, Fiber, FiberSet, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
@@ -25,6 +26,12 @@ export const OWN_PREFIX = "agentify."
 export const RUN_TTL_MS = 30 * 60_000
 /** Runs kept at once (running or finished); past it the oldest finished one goes, or the start is refused. */
 export const MAX_RUNS = 1_000
+/** Runs one owner (a session, a signed-in user's) keeps at once: one client cannot fill the gateway. */
+export const MAX_RUNS_PER_OWNER = 100
+/** What one owner's finished runs may hold (their results as JSON); past it its oldest finished go. */
+export const MAX_KEPT_BYTES_PER_OWNER = 64 * 1024 * 1024
+/** What every finished run together may hold. */
+export const MAX_KEPT_BYTES = 512 * 1024 * 1024
 const POLL_INTERVAL_MS = 500
 
 type Status = "working" | "input_required" | "completed" | "failed" | "cancelled"
@@ -59,6 +66,8 @@ interface Run {
   readonly questions: Map<string, Question>
   expiresAt: number
   interrupt: Effect.Effect<void>
+  /** What its result or error holds, as JSON, once it ended. */
+  bytes: number
 }
 
 /** Asks the client something from inside a run: it waits as an `inputRequests` entry until answered. */
@@ -149,22 +158,59 @@ export const make = (
       if (run !== undefined && TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
       return run !== undefined && run.owner === owner.key && runs.has(id) ? run : undefined
     }
-    /** Room for one more: finished runs past their ttl go first, then the oldest finished one. */
-    const makeRoom = (): boolean => {
-      for (const [id, run] of runs) if (TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
-      if (runs.size < MAX_RUNS) return true
-      for (const [id, run] of runs) {
-        if (TERMINAL.has(run.status)) {
-          runs.delete(id)
-          return true
-        }
+    /** The oldest finished run (of `owner`, or anyone's) other than `spare`, in the order they started. */
+    const oldestFinished = (owner: string | undefined, spare?: Run): Run | undefined => {
+      for (const run of runs.values()) {
+        if (run !== spare && TERMINAL.has(run.status) && (owner === undefined || run.owner === owner)) return run
       }
-      return false
+      return undefined
+    }
+    const ownedBy = (owner: string) => [...runs.values()].filter((r) => r.owner === owner)
+    /**
+     * Room for one more of `owner`'s: finished runs past their ttl go first, then the owner's oldest
+     * finished one (past its own bound), then anyone's (past the gateway's); "owner" or "gateway"
+     * when every run in the way is still running.
+     */
+    const makeRoom = (owner: string): "owner" | "gateway" | undefined => {
+      for (const [id, run] of runs) if (TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
+      if (ownedBy(owner).length >= MAX_RUNS_PER_OWNER) {
+        const oldest = oldestFinished(owner)
+        if (oldest === undefined) return "owner"
+        runs.delete(oldest.id)
+      }
+      if (runs.size < MAX_RUNS) return undefined
+      const oldest = oldestFinished(undefined)
+      if (oldest === undefined) return "gateway"
+      runs.delete(oldest.id)
+      return undefined
+    }
+    /** After `run` ended: its owner's finished runs, and everyone's, back within their bytes (it stays). */
+    const trimBytes = (run: Run) => {
+      const total = (of: ReadonlyArray<Run>) => of.reduce((n, r) => n + r.bytes, 0)
+      let mine = total(ownedBy(run.owner))
+      for (let old = oldestFinished(run.owner, run); mine > MAX_KEPT_BYTES_PER_OWNER && old !== undefined;) {
+        runs.delete(old.id)
+        mine -= old.bytes
+        old = oldestFinished(run.owner, run)
+      }
+      let all = total([...runs.values()])
+      for (let old = oldestFinished(undefined, run); all > MAX_KEPT_BYTES && old !== undefined;) {
+        runs.delete(old.id)
+        all -= old.bytes
+        old = oldestFinished(undefined, run)
+      }
     }
 
     const start: RunTasks["start"] = (owner, body, design, askClient) =>
       Effect.gen(function* () {
-        if (!makeRoom()) {
+        const full = makeRoom(owner.key)
+        if (full === "owner") {
+          return yield* new RpcError({
+            code: ErrorCode.InternalError,
+            message: `${MAX_RUNS_PER_OWNER} of your tasks are running already: wait for one to end, or cancel one`
+          })
+        }
+        if (full === "gateway") {
           return yield* new RpcError({ code: ErrorCode.InternalError, message: `${MAX_RUNS} tasks already run on the gateway` })
         }
         const at = now()
@@ -179,7 +225,8 @@ export const make = (
           status: "working",
           questions: new Map(),
           expiresAt: Number.POSITIVE_INFINITY,
-          interrupt: Effect.void
+          interrupt: Effect.void,
+          bytes: 0
         }
         let asked = 0
         // The extension keeps a question in the task's inputRequests until tasks/update answers it.
@@ -218,6 +265,8 @@ export const make = (
                   failure === undefined ? { code: ErrorCode.InternalError, message: "the task stopped" } : toRpcError(failure)
                 touch(run, "failed")
               }
+              run.bytes = (JSON.stringify(run.result ?? run.error ?? null) ?? "").length
+              trimBytes(run)
             }),
             Effect.zipRight(
               Deferred.succeed(run.done, undefined),
