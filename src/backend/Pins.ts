@@ -12,6 +12,11 @@
  *
  * Files are 0600 in a 0700 directory, each written whole to a temporary file and renamed over the
  * old one, after reading what another gateway on the host may have pinned meanwhile.
+ *
+ * Bounded, against a server that renames its tools at every listing: a file keeps the pins of the
+ * tools the server lists and at most `MAX_UNLISTED_PINS` of tools it no longer lists (the newest),
+ * and a server's file is rewritten at most `REWRITES_AT_ONCE` times at once, then once a
+ * `REWRITE_EVERY_MS`: new pins wait in memory meanwhile, and count as pins while they wait.
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
@@ -29,6 +34,13 @@ export interface Settings {
   /** The gateway's state directory (pins go in its `pins/`). */
   readonly stateDir: string
 }
+
+/** Pins of tools a server no longer lists, kept at most (the newest; a listed tool's pin is always kept). */
+export const MAX_UNLISTED_PINS = 1_000
+/** Rewrites of one server's file that may follow each other at once, before they are paced. */
+export const REWRITES_AT_ONCE = 10
+/** Paced, a server's file is rewritten at most once in this long. */
+export const REWRITE_EVERY_MS = 1_000
 
 /** The parts of a definition a pin holds. */
 const PINNED = ["name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"] as const
@@ -172,16 +184,99 @@ const textOf = (backend: string, shown: string, tools: Iterable<readonly [string
   return `${JSON.stringify({ backend, server: shown, tools: sorted }, null, 2)}\n`
 }
 
-/** Stores `update` over what the file holds now (another gateway may have pinned others meanwhile). */
-export const write = (settings: Settings, server: Server, update: Pins): void => {
+/** `pins` without the oldest of the tools not `listed`, past MAX_UNLISTED_PINS of them. */
+const pruned = (pins: ReadonlyArray<readonly [string, Pin]>, listed: ReadonlySet<string> | undefined) => {
+  if (listed === undefined) return pins
+  const unlisted = pins.filter(([name]) => !listed.has(name))
+  if (unlisted.length <= MAX_UNLISTED_PINS) return pins
+  const dropped = new Set(
+    unlisted
+      .sort(([, a], [, b]) => (a.pinnedAt < b.pinnedAt ? 1 : a.pinnedAt > b.pinnedAt ? -1 : 0))
+      .slice(MAX_UNLISTED_PINS)
+      .map(([name]) => name)
+  )
+  return pins.filter(([name]) => !dropped.has(name))
+}
+
+/**
+ * Stores `update` over what the file holds now (another gateway may have pinned others meanwhile),
+ * with the pins waiting in memory; `listed`: the tools the server lists now (the others' pins are
+ * bounded).
+ */
+export const write = (settings: Settings, server: Server, update: Pins, listed?: ReadonlySet<string>): void => {
   const file = fileOf(settings, server)
+  const waiting = paced.get(file)
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
   fs.chmodSync(settings.stateDir, 0o700)
   fs.chmodSync(path.dirname(file), 0o700)
   const temporary = `${file}.${process.pid}.${Date.now()}.tmp`
-  fs.writeFileSync(temporary, textOf(server.id, server.shown, [...read(settings, server), ...update]), { mode: 0o600 })
+  const merged = new Map([...read(settings, server), ...(waiting?.pins ?? []), ...update])
+  fs.writeFileSync(temporary, textOf(server.id, server.shown, pruned([...merged], listed ?? waiting?.listed)), { mode: 0o600 })
   fs.renameSync(temporary, file)
+  if (waiting !== undefined) {
+    waiting.pins.clear()
+    if (waiting.timer !== undefined) clearTimeout(waiting.timer)
+    waiting.timer = undefined
+  }
   Written.wrote("pins", path.basename(file, ".json"))
+}
+
+/** Per pins file: rewrites left at once (refilled one per REWRITE_EVERY_MS), and the pins waiting. */
+interface Pacing {
+  tokens: number
+  at: number
+  readonly pins: Map<string, Pin>
+  listed?: ReadonlySet<string> | undefined
+  timer?: ReturnType<typeof setTimeout> | undefined
+}
+const paced = new Map<string, Pacing>()
+
+/** New pins stored now, or (a server churning its tools) kept waiting for the next rewrite. */
+const store = (
+  settings: Settings,
+  server: Server,
+  fresh: Pins,
+  listed: ReadonlySet<string>,
+  onError: (error: unknown) => void
+): void => {
+  const file = fileOf(settings, server)
+  const now = Date.now()
+  let pacing = paced.get(file)
+  if (pacing === undefined) paced.set(file, (pacing = { tokens: REWRITES_AT_ONCE, at: now, pins: new Map() }))
+  pacing.tokens = Math.min(REWRITES_AT_ONCE, pacing.tokens + Math.floor((now - pacing.at) / REWRITE_EVERY_MS))
+  if (now - pacing.at >= REWRITE_EVERY_MS) pacing.at = now
+  pacing.listed = listed
+  if (pacing.tokens > 0) {
+    pacing.tokens--
+    try {
+      write(settings, server, fresh, listed)
+    } catch (error) {
+      onError(error)
+    }
+    return
+  }
+  for (const [name, pin] of fresh) pacing.pins.set(name, pin)
+  if (pacing.timer !== undefined) return
+  // The next rewrite takes what waits, should no listing come to make it.
+  const waiting = pacing
+  waiting.timer = setTimeout(() => {
+    waiting.timer = undefined
+    if (waiting.pins.size === 0) return
+    try {
+      write(settings, server, new Map(), waiting.listed)
+    } catch (error) {
+      onError(error)
+    }
+  }, REWRITE_EVERY_MS)
+  waiting.timer.unref?.()
+}
+
+/** The pins of a server: its file's, and those waiting to be written. */
+const pinsOf = (settings: Settings, server: Server): Map<string, Pin> => {
+  const waiting = paced.get(fileOf(settings, server))?.pins
+  const pins = new Map(read(settings, server))
+  if (waiting !== undefined) for (const [name, pin] of waiting) if (!pins.has(name)) pins.set(name, pin)
+  return pins
 }
 
 /**
@@ -234,7 +329,7 @@ export const review = (
   } catch (error) {
     onError(error)
   }
-  const pins = read(settings, server)
+  const pins = pinsOf(settings, server)
   const fresh = new Map<string, Pin>()
   const changed: Array<Changed> = []
   const admitted: Array<Tool> = []
@@ -272,13 +367,7 @@ export const review = (
     })
     if (settings.mode === "warn") admitted.push(tool)
   }
-  if (fresh.size > 0) {
-    try {
-      write(settings, server, fresh)
-    } catch (error) {
-      onError(error)
-    }
-  }
+  if (fresh.size > 0) store(settings, server, fresh, seen, onError)
   return {
     admitted,
     changed,
