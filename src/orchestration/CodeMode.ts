@@ -145,9 +145,10 @@ export const orchestrate = (
       // One script per turn: the first run_code call runs, any other is told to wait.
       const [call, ...others] = response.toolCalls
       const code = scriptOf(call!.arguments)
-      // Only the first script was written from the request alone: any later one was written after
-      // reading what the first gave back (a result or an error, a failed round's text included).
-      const first = step === 1
+      // A script is written from the request alone until something was read: a result or an error
+      // a tool gave back (a round whose calls all failed has read their errors). A script that
+      // failed by itself, having called nothing, read nothing: its repair is still the request's.
+      const first = ledger.read.length === 0
       if (first) ledger.trust(code)
       if (deps.onStep !== undefined) yield* deps.onStep(step, deps.maxSteps, [RUN_CODE_FUNCTION])
       const run =
@@ -171,8 +172,8 @@ export const orchestrate = (
         ms: numberField(c, "ms") ?? 0
       }))
       steps.push(...calls)
-      // The first script's calls are the plan, whatever they gave back.
-      if (first) plan = [...new Set(calls.map((c) => c.tool))]
+      // The calls of the script written before anything was read are the plan, whatever they gave back.
+      if (first && ledger.read.length > 0) plan = [...new Set(calls.map((c) => c.tool))]
       const content =
         run === undefined
           ? `Not run: call ${RUN_CODE_FUNCTION} with {"code": "<the script>"}.`
