@@ -4,10 +4,13 @@
  * names every function offered (so only the data rules stand in the way), a client that cannot be
  * asked. What the model read, the gateway indexed; a call copying a value from it is held.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
+import { connectSdk } from "../../support/sdkClient.js"
 import { cleanEnv, ROOT, startGateway, tempDir } from "../../support/stdioClient.js"
 
 const WORLD = join(ROOT, "test", "fixtures", "world-server.mjs")
@@ -103,5 +106,52 @@ describe("the flow guard, end to end", () => {
       { text: "Done." }
     ])
     expect(own.posted.map((c) => c.arguments.text)).toEqual(["The handbook is up to date."])
+  }, 30_000)
+
+  it("a summary sharing ordinary words with its file is the model's own: its write is asked about once, not twice", async () => {
+    const files = join(dir, "files")
+    mkdirSync(files, { recursive: true })
+    writeFileSync(join(files, "notes.md"), "Meeting notes: we ship on Friday. Budget approved for the new office.\n")
+    const fsConfig = join(dir, "fs.json")
+    const server = join(ROOT, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+    writeFileSync(
+      fsConfig,
+      JSON.stringify({ maxSteps: 4, backends: [{ id: "fs", command: process.execPath, args: [server, files] }] })
+    )
+    model.setSteps([
+      { tool: "fs__read_text_file", arguments: { path: join(files, "notes.md") } },
+      {
+        tool: "fs__write_file",
+        arguments: {
+          path: join(files, "summary.md"),
+          content: "Summary: the meeting agreed to ship Friday; the office budget is fine."
+        }
+      },
+      { text: "Saved." }
+    ])
+    const questions: Array<string> = []
+    const client = new Client({ name: "accepting", version: "1" }, { capabilities: { elicitation: {} } })
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      questions.push(String(request.params.message))
+      return { action: "accept", content: {} }
+    })
+    const { client: connected } = await connectSdk(client, {
+      config: fsConfig,
+      cwd: dir,
+      env: cleanEnv({ OPENAI_API_KEY: "sk-flow-test-0000000000", OPENAI_BASE_URL: model.baseUrl })
+    })
+    try {
+      const result = await connected.callTool({
+        name: "agentify_orchestrate",
+        arguments: { query: "Read notes.md and save a summary to summary.md" }
+      })
+      expect(result.isError).not.toBe(true)
+      expect(readFileSync(join(files, "summary.md"), "utf8")).toContain("Summary:")
+      // confirmTools asks of the destructive write; no flow rule does (no value was copied).
+      expect(questions).toHaveLength(1)
+      expect(questions[0]).not.toContain("untrusted-target")
+    } finally {
+      await connected.close()
+    }
   }, 30_000)
 })
