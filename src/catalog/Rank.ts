@@ -367,6 +367,42 @@ export const scoreEntries = (
   }))
 }
 
+/** The entries that match `query` at all (score above 0), best first, at most `k`: one list of a task's ranking. */
+export const matchingEntries = (
+  entries: ReadonlyArray<CatalogEntry>,
+  query: string,
+  k: number,
+  context?: RankContext | null
+): Array<CatalogEntry> => {
+  const scores = new Map<CatalogEntry, number>()
+  return rankWith(entries, sourceOfEntry, query, k, context, scores).filter((entry) => (scores.get(entry) ?? 0) > 0)
+}
+
+/** A document of one's own (a server's summary), ranked as tools are. */
+export interface Summary {
+  readonly name: string
+  readonly text: string
+}
+
+const sourceOfSummary = (summary: Summary): DocumentSource => ({
+  backendId: undefined,
+  toolName: summary.name,
+  description: summary.text,
+  inputSchema: undefined
+})
+
+/** The summaries that match `query`, with their scores, best first (the index cached per array). */
+export const scoreSummaries = (
+  summaries: ReadonlyArray<Summary>,
+  query: string,
+  k: number
+): Array<{ readonly summary: Summary; readonly score: number }> => {
+  const scores = new Map<Summary, number>()
+  return rankWith(summaries, sourceOfSummary, query, k, undefined, scores)
+    .map((summary) => ({ summary, score: scores.get(summary) ?? 0 }))
+    .filter((s) => s.score > 0)
+}
+
 /**
  * Builds and caches the ranking index of `entries` now (tens of milliseconds per thousand tools),
  * so that the first query after the tool list changes does not wait for it. Optional.

@@ -14,6 +14,7 @@ import {
   profileServes,
   promptAdmitted,
   rankEntries,
+  rankTask,
   resourceAdmitted,
   toolFunctions
 } from "../catalog/ToolCatalog.js"
@@ -49,6 +50,12 @@ export interface Offer {
    * model reads them; undefined when every tool is offered already (then the function is not).
    */
   readonly search?: (query: string) => ReadonlyArray<{ readonly name: string; readonly description: string }>
+  /**
+   * The offer follows the work: tools named since the request (the plan's, by their listed names)
+   * join it in full from the next turn; offered tools stay offered. Undefined when every tool is
+   * offered already.
+   */
+  readonly follow?: (named: ReadonlyArray<string>) => ReadonlyArray<string>
 }
 
 /** Offered beside the best-ranked tools when not all fit: how the model reaches the others. */
@@ -81,21 +88,33 @@ const allFunctions = (catalog: Catalog): ReadonlyArray<ChatTool> => {
 export const offerTools = (catalog: Catalog, query: string, context: TaskContext | null | undefined, max: number): Offer => {
   const all = catalog.entries.length <= max
   // Ranked over the catalog's own array: the ranking index is cached per array.
-  const entries: ReadonlyArray<CatalogEntry> = all ? catalog.entries : rankEntries(catalog.entries, query, max, context)
+  // A task's ranking: every intent of the request and what it implies get their share (see TaskRank).
+  const entries: ReadonlyArray<CatalogEntry> = all ? catalog.entries : rankTask(catalog.entries, query, max, context)
   const offered: ReadonlyMap<string, CatalogEntry> = all ? catalog.byName : new Map(entries.map((e) => [e.name, e]))
   let functions: ReadonlyArray<ChatTool> = all ? allFunctions(catalog) : [...toolFunctions(entries), searchFunction]
+  /** Adds entries to the offer (only reached when not all fit: `offered` is this offer's own Map then). */
+  const add = (more: ReadonlyArray<CatalogEntry>) => {
+    for (const e of more) (offered as Map<string, CatalogEntry>).set(e.name, e)
+    functions = [...functions, ...toolFunctions(more)]
+  }
   const search = (wanted: string) => {
     const more = rankEntries(catalog.entries, wanted, offered.size + SEARCH_RESULTS, context)
       .filter((e) => !offered.has(e.name))
       .slice(0, SEARCH_RESULTS)
-    // Only reached when not all fit: `offered` is this offer's own Map then.
-    for (const e of more) (offered as Map<string, CatalogEntry>).set(e.name, e)
-    functions = [...functions, ...toolFunctions(more)]
+    add(more)
     return more.map((e) => ({ name: e.name, description: Invisible.strip(e.tool.description ?? "") }))
+  }
+  // What a plan named that was not offered joins in full: the model asked for it by name.
+  const follow = (named: ReadonlyArray<string>) => {
+    const more = [...new Set(named)]
+      .map((name) => catalog.byName.get(name))
+      .filter((e): e is CatalogEntry => e !== undefined && !offered.has(e.name))
+    add(more)
+    return more.map((e) => e.name)
   }
   return {
     functions: () => functions,
-    ...(all ? {} : { search }),
+    ...(all ? {} : { search, follow }),
     plan: (name, args) => {
       const entry = offered.get(name)
       if (entry === undefined) {

@@ -196,8 +196,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         return {
           query,
           offer,
-          // With backends offered, what a plan names: their tools, as listed (see Planning).
-          plannable: catalog === undefined ? view.entries.map((e) => e.name) : undefined,
+          // What a plan may name: any tool the view lists (with backends offered, their tools), not
+          // only those offered: the tools it names join the offer (see Offer's `follow`).
+          plannable: view.entries.map((e) => e.name),
           messages,
           maxSteps: steps,
           dryRun: dryRun === true,
@@ -333,6 +334,11 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         // and the functions it named from the request alone, before reading anything.
         const ledger = new Provenance.Ledger(messages.map((m) => m.content ?? "").join("\n"))
         const plan = yield* Planning.turn(llm, query, messages, offer.functions(), maxSteps > 1 && !dryRun, plannable)
+        // The offer follows the plan: the tools it named that were not offered join it.
+        if (plan !== undefined && plan.tools.length > 0 && offer.follow !== undefined) {
+          const added = offer.follow(plan.tools)
+          if (added.length > 0) yield* Effect.logDebug("the plan widened the offer", { added })
+        }
         // Whether the request itself asks to keep or pass on what it reads (see Intent).
         const keeps = Intent.keepsWhatItReads(query)
         const steps: Array<StepRecord> = []

@@ -22,7 +22,8 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Tool } from "../../src/protocol/Mcp.js"
-import { buildCatalog, rankEntries, type BackendTools, type RankContext } from "../../src/catalog/ToolCatalog.js"
+import { buildCatalog, type BackendTools, type RankContext } from "../../src/catalog/ToolCatalog.js"
+import { rankTask } from "../../src/catalog/TaskRank.js"
 import { syntheticBackends } from "../bench/catalog.js"
 
 const K = 32 // the default maxToolsPerRequest
@@ -383,7 +384,8 @@ const main = async () => {
     }
 
     const ranks = queries.map((q) => {
-      const ranked = rankEntries(catalog.entries, q.query, catalog.entries.length, q.context ?? null)
+      // What the gateway offers: the task ranking (its first picks are the whole request's).
+      const ranked = rankTask(catalog.entries, q.query, catalog.entries.length, q.context ?? null)
       return { ...q, rank: ranked.findIndex((e) => e.name === q.expected) + 1, top: ranked.slice(0, 3).map((e) => e.name) }
     })
     const figuresOf = (subset: typeof ranks) => {

@@ -1,0 +1,30 @@
+/**
+ * A request's intents: the parts of a task that each need a tool of their own. People ask for
+ * tasks ("analyze Apple's stock for the past year and summarize it in a PPT"), and a ranking of the
+ * whole request lets its strongest words take every place. Split on what joins the steps of a task
+ * in plain English: sentence ends, semicolons, commas, "and", "then", "also", "finally", "after
+ * that"; a part left with fewer than two words that say something is folded into the one before.
+ */
+import { splitWords, STOP_WORDS } from "./Analysis.js"
+
+/** What joins the steps of a task: each a place to split. */
+const JOINS =
+  /(?:[.;!?]+(?:\s+|$)|\n+|,\s*|\s+(?:and then|and also|and|then|also|finally|afterwards|after that|next|plus|as well as)\s+)/i
+
+/** At most this many intents (a request of a hundred clauses is not a hundred lists). */
+export const MAX_INTENTS = 8
+
+const meaningful = (part: string): number => splitWords(part).filter((w) => w.length > 1 && !STOP_WORDS.has(w)).length
+
+/** The request's intents, in order; one (the request) when it has a single step. */
+export const intentsOf = (request: string): ReadonlyArray<string> => {
+  const parts: Array<string> = []
+  for (const raw of request.split(JOINS)) {
+    const part = raw.trim()
+    if (part === "") continue
+    if (meaningful(part) < 2 && parts.length > 0) parts[parts.length - 1] = `${parts[parts.length - 1]} ${part}`
+    else parts.push(part)
+  }
+  const kept = parts.filter((p) => meaningful(p) >= 1)
+  return kept.length <= MAX_INTENTS ? kept : [...kept.slice(0, MAX_INTENTS - 1), kept.slice(MAX_INTENTS - 1).join(" ")]
+}
