@@ -3,7 +3,8 @@
  * tasks ("analyze Apple's stock for the past year and summarize it in a PPT"), and a ranking of the
  * whole request lets its strongest words take every place. Split on what joins the steps of a task
  * in plain English: sentence ends, semicolons, commas, "and", "then", "also", "finally", "after
- * that"; a part left with fewer than two words that say something is folded into the one before.
+ * that"; a part left with one word that says something is folded into the one before, one with
+ * none ("Then,") is dropped.
  */
 import { splitWords, STOP_WORDS } from "./Analysis.js"
 
@@ -21,10 +22,12 @@ export const intentsOf = (request: string): ReadonlyArray<string> => {
   const parts: Array<string> = []
   for (const raw of request.split(JOINS)) {
     const part = raw.trim()
-    if (part === "") continue
-    if (meaningful(part) < 2 && parts.length > 0) parts[parts.length - 1] = `${parts[parts.length - 1]} ${part}`
+    const says = meaningful(part)
+    // A join word alone ("Then,") says nothing; one word folds into the part before.
+    if (says === 0) continue
+    if (says < 2 && parts.length > 0) parts[parts.length - 1] = `${parts[parts.length - 1]} ${part}`
     else parts.push(part)
   }
-  const kept = parts.filter((p) => meaningful(p) >= 1)
+  const kept = parts
   return kept.length <= MAX_INTENTS ? kept : [...kept.slice(0, MAX_INTENTS - 1), kept.slice(MAX_INTENTS - 1).join(" ")]
 }

@@ -52,7 +52,7 @@ export const NEEDS: ReadonlyArray<Need> = [
   { name: "makes a chart", when: /\b(?:chart|plot|graph|visuali[sz]e|diagram)\b/i, wants: "generate a chart" },
   {
     name: "a date relative to today",
-    when: /\b(?:today|tonight|tomorrow|yesterday|now|current(?:ly)?|latest|recent(?:ly)?|upcoming|near future|this (?:week|weekend|month|year)|(?:next|last|past|coming) (?:\w+ )?(?:days?|week|weekend|month|year|quarter|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b/i,
+    when: /\b(?:today|tonight|tomorrow|yesterday|now|current(?:ly)?|latest|recent(?:ly)?|upcoming|near future|this (?:week|weekend|month|year)|(?:next|last|past|coming) (?:\w+ )?(?:days?|weeks?|weekends?|months?|years?|quarters?|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b/i,
     wants: "get the current date and time"
   },
   {

@@ -69,16 +69,21 @@ const serversOf = (entries: ReadonlyArray<CatalogEntry>): Servers => {
   return servers
 }
 
-/** The tools of the servers that best match `text`: those matching it first, else the first few. */
-const serverList = (entries: ReadonlyArray<CatalogEntry>, text: string): Array<CatalogEntry> => {
+/** The servers (backend ids) whose summaries best match `text`: at most SERVERS_PER_INTENT, near the best. */
+export const serversMatching = (entries: ReadonlyArray<CatalogEntry>, text: string): ReadonlyArray<string> => {
   const servers = serversOf(entries)
   if (servers.summaries.length < 2) return []
   const scored = scoreSummaries(servers.summaries, text, SERVERS_PER_INTENT)
   const best = scored[0]?.score ?? 0
+  return scored.filter((s) => s.score >= best * SERVER_SHARE).map((s) => s.summary.name)
+}
+
+/** The tools of the servers that best match `text`: those matching it first, else the first few. */
+const serverList = (entries: ReadonlyArray<CatalogEntry>, text: string): Array<CatalogEntry> => {
+  const servers = serversOf(entries)
   const out: Array<CatalogEntry> = []
-  for (const { summary, score } of scored) {
-    if (score < best * SERVER_SHARE) continue
-    const own = servers.entries.get(summary.name) ?? []
+  for (const name of serversMatching(entries, text)) {
+    const own = servers.entries.get(name) ?? []
     const matching = matchingEntries(own, text, LIST_DEPTH)
     out.push(...(matching.length > 0 ? matching : own.slice(0, SERVER_TOOLS_UNMATCHED)))
   }
@@ -116,7 +121,8 @@ export const rankTask = (
     ...[request, ...parts].map((part) => ({ list: serverList(entries, part), weight: 1 }))
   ]
   // A request of one step keeps more of its own ranking: the other lists only add what it implies.
-  const picked = new Set<CatalogEntry>(whole.slice(0, Math.min(k, parts.length > 0 ? KEPT_FIRST : KEPT_FIRST_ONE_STEP)))
+  const oneStep = parts.length === 0 && follow.length === 0
+  const picked = new Set<CatalogEntry>(whole.slice(0, Math.min(k, oneStep ? KEPT_FIRST_ONE_STEP : KEPT_FIRST)))
   for (const entry of fuse(lists)) {
     if (picked.size >= k) break
     picked.add(entry)

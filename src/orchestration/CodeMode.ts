@@ -9,7 +9,7 @@
  */
 import { Effect } from "effect"
 import type { Catalog } from "../catalog/ToolCatalog.js"
-import { rankEntries } from "../catalog/ToolCatalog.js"
+import { rankTask } from "../catalog/ToolCatalog.js"
 import type { CodeMode, ConfirmTools } from "../config/Config.js"
 import { type BackendError, type NotConfigured } from "../protocol/Errors.js"
 import { InvalidPlan, NoActionDetermined, type LlmRequestFailed } from "./Errors.js"
@@ -37,18 +37,31 @@ export const CODE_PROMPT = [
   DATA_RULE
 ].join("\n")
 
-/** The one function offered, declaring the `maxTools` tools that best match the query. */
+/**
+ * The one function offered, declaring the `maxTools` tools that best match the task (see
+ * catalog/TaskRank); `used`: tools the scripts called so far, declared whatever the ranking says,
+ * and ranked with the request (a later script sees a set re-ranked with what the work has shown).
+ */
 export const runCodeFunction = (
   catalog: Catalog,
   query: string,
   context: TaskContext | null | undefined,
   maxTools: number,
-  namespaceOf: (backendId: string) => string
+  namespaceOf: (backendId: string) => string,
+  used: ReadonlyArray<string> = []
 ): ChatTool => {
+  const kept = used.filter((name) => catalog.byName.has(name))
+  const about = kept.map((name) => {
+    const entry = catalog.byName.get(name)!
+    return `${entry.baseName.replace(/[_-]+/g, " ")} ${entry.tool.description ?? ""}`.slice(0, 300)
+  })
   const best = new Set(
-    (catalog.entries.length <= maxTools ? catalog.entries : rankEntries(catalog.entries, query, maxTools, context)).map(
-      (e) => e.name
-    )
+    catalog.entries.length <= maxTools
+      ? catalog.entries.map((e) => e.name)
+      : [...kept, ...rankTask(catalog.entries, query, maxTools, context, about).map((e) => e.name)].slice(
+          0,
+          Math.max(maxTools, kept.length)
+        )
   )
   const declared = Code.scriptTools(catalog, namespaceOf).filter((t) => best.has(t.exposed))
   const rest = catalog.entries.length - declared.length
@@ -79,6 +92,8 @@ export interface Deps {
   readonly query: string
   readonly messages: Array<ChatMessage>
   readonly fn: ChatTool
+  /** The function again, its tools re-ranked with those the scripts called so far (see `runCodeFunction`). */
+  readonly refresh?: ((used: ReadonlyArray<string>) => ChatTool) | undefined
   readonly maxSteps: number
   readonly dryRun: boolean
   readonly results: Results.Results
@@ -127,8 +142,9 @@ export const orchestrate = (
     const ledger = new Provenance.Ledger(deps.messages.map((m) => m.content ?? "").join("\n"))
     let plan: ReadonlyArray<string> | undefined
     const keeps = Intent.keepsWhatItReads(deps.query)
+    let fn = deps.fn
     for (let step = 1; step <= deps.maxSteps; step++) {
-      const response = yield* deps.ask([deps.fn])
+      const response = yield* deps.ask([fn])
       usage = addUsage(usage, response.usage)
       if (response.toolCalls.length === 0) {
         if (last === undefined && failed !== undefined) break
@@ -172,6 +188,8 @@ export const orchestrate = (
         ms: numberField(c, "ms") ?? 0
       }))
       steps.push(...calls)
+      // The next script sees the tools re-ranked with those called so far (still declared).
+      if (deps.refresh !== undefined && calls.length > 0) fn = deps.refresh([...new Set(steps.map((c) => c.tool))])
       // The calls of the script written before anything was read are the plan, whatever they gave back.
       if (first && ledger.read.length > 0) plan = [...new Set(calls.map((c) => c.tool))]
       const content =

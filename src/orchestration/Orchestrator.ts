@@ -210,6 +210,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             code && config.codeMode !== false
               ? {
                   fn: CodeMode.runCodeFunction(view, query, context, config.maxToolsPerRequest, namespaceOfBackend),
+                  refresh: (used: ReadonlyArray<string>) =>
+                    CodeMode.runCodeFunction(view, query, context, config.maxToolsPerRequest, namespaceOfBackend, used),
                   view,
                   namespaceOf: namespaceOfBackend,
                   settings: config.codeMode
@@ -310,6 +312,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             query,
             messages,
             fn: code.fn,
+            refresh: code.refresh,
             maxSteps,
             dryRun,
             results,

@@ -1,0 +1,127 @@
+/**
+ * Ranking for tasks: a request's intents, the needs its shape implies, servers found by what they
+ * are about, and the fused offer that keeps the whole request's first picks first.
+ */
+import { describe, expect, it } from "vitest"
+import { intentsOf } from "../../../src/catalog/Intents.js"
+import { needsOf } from "../../../src/catalog/Needs.js"
+import { serversMatching } from "../../../src/catalog/TaskRank.js"
+import { buildCatalog, rankEntries, rankTask } from "../../../src/catalog/ToolCatalog.js"
+import { backends } from "../../eval/livemcpbench.js"
+import { runCodeFunction } from "../../../src/orchestration/CodeMode.js"
+import { offerTools } from "../../../src/orchestration/Offer.js"
+import type { Tool } from "../../../src/protocol/Mcp.js"
+
+const tool = (name: string, description: string): Tool => ({ name, description, inputSchema: { type: "object" } })
+
+describe("a request's intents", () => {
+  it("splits on what joins a task's steps; a single step stays whole", () => {
+    expect(intentsOf("list the files in src")).toEqual(["list the files in src"])
+    expect(intentsOf("Analyze Apple's stock for the past year and summarize it in a PPT")).toEqual([
+      "Analyze Apple's stock for the past year",
+      "summarize it in a PPT"
+    ])
+    expect(
+      intentsOf("Find the trending GitHub repositories. For the top one, read its Deepwiki. Then, draft a Markdown intro")
+    ).toEqual(["Find the trending GitHub repositories For the top one", "read its Deepwiki", "draft a Markdown intro"])
+    // A part with nothing to say is folded into the one before.
+    expect(intentsOf("read notes.md and then")).toEqual(["read notes.md"])
+  })
+})
+
+describe("what a request implies", () => {
+  const named = (request: string) => needsOf(request).map((n) => n.name)
+  it("an output path or format asks for a writer of it; a file to read, for a reader", () => {
+    expect(named("Give me a markdown report on /root/markdown/baidu_report.md")).toContain("writes a text file")
+    expect(named("Save it to /root/ppt/apple_news.pptx")).toContain("makes a presentation")
+    expect(named("Read the file /root/word/exchange.docx")).toContain("reads a Word document")
+    expect(named("Read the sales data under /root/excel/sales.xlsx")).toContain("reads a spreadsheet")
+  })
+  it("a relative date asks for today's, a place for a map, a URL for a fetcher", () => {
+    expect(named("the best dates to get married in the next months")).toContain("a date relative to today")
+    expect(named("where to park near the Forbidden City")).toContain("a place")
+    expect(named("the page at https://www.apple.com/iphone-16/")).toContain("a web page or a site")
+  })
+  it("a plain request implies nothing", () => {
+    expect(named("add 2 and 3")).toEqual([])
+  })
+})
+
+describe("the offer for a task", () => {
+  // LiveMCPBench's 527 tools (shipped with the eval), and tasks of its tuned categories.
+  const corpus = buildCatalog(backends())
+  const offeredFor = (request: string) => ({
+    before: new Set(rankEntries(corpus.entries, request, 32).map((e) => e.toolName)),
+    after: new Set(rankTask(corpus.entries, request, 32).map((e) => e.toolName))
+  })
+
+  it("gives what a request implies a place: a writer for its output path, today's date, a reader of its spreadsheet", () => {
+    const report = offeredFor(
+      "Run a full reconnaissance on www.baidu.com. Give me a markdown report on /root/markdown/baidu_report.md with whois information and sitemap."
+    )
+    expect(report.before.has("write_file")).toBe(false)
+    expect(report.after.has("write_file")).toBe(true)
+    const slides = offeredFor(
+      "Generate a presentation on the latest Apple product information. Save it to /root/ppt/apple_news.pptx."
+    )
+    expect(slides.before.has("add_slide")).toBe(false)
+    expect([...slides.after]).toEqual(expect.arrayContaining(["add_slide", "create_presentation", "get_current_time"]))
+    const sales = offeredFor(
+      "Read the sales data under /root/excel/Local_Electronic_Sales.xlsx, plot it as a bar chart by month and save it in /root/figs/sale.png"
+    )
+    expect(sales.before.has("excel_read_sheet")).toBe(false)
+    expect(sales.after.has("excel_read_sheet")).toBe(true)
+  })
+
+  it("keeps the whole request's first picks first, offers k at most, and a single step its own ranking", () => {
+    const request = "Read the sales data under /root/excel/sales.xlsx and plot it as a bar chart"
+    const offered = rankTask(corpus.entries, request, 32)
+    expect(offered).toHaveLength(32)
+    expect(new Set(offered).size).toBe(32)
+    expect(offered.slice(0, 5)).toEqual(rankEntries(corpus.entries, request, 5))
+    expect(rankTask(corpus.entries, request, 3)).toHaveLength(3)
+    const single = "search for papers on arxiv"
+    expect(rankTask(corpus.entries, single, 16)).toEqual(rankEntries(corpus.entries, single, 16))
+  })
+
+  it("finds servers by what they are about (their tools summarised)", () => {
+    const catalog = buildCatalog([
+      {
+        backendId: "svc1",
+        tools: [tool("forecast", "Forecast for a city."), tool("alerts", "Severe storm alerts for a region.")]
+      },
+      { backendId: "svc2", tools: [tool("convert", "Convert between currencies."), tool("rates", "Exchange rates today.")] },
+      { backendId: "svc3", tools: [tool("write_file", "Write a file.")] }
+    ])
+    expect(serversMatching(catalog.entries, "will there be storms in my city")).toEqual(["svc1"])
+    expect(serversMatching(catalog.entries, "how many euros is 100 dollars at today's exchange rates")[0]).toBe("svc2")
+  })
+
+  it("follows the work: what the plan named ranks with the request", () => {
+    const request = "Write up a summary of what I should know"
+    const followed = rankTask(corpus.entries, request, 8, undefined, ["get the weather forecast"]).map((e) => e.toolName)
+    expect(
+      rankTask(corpus.entries, request, 8)
+        .map((e) => e.toolName)
+        .some((n) => /weather|forecast/i.test(n))
+    ).toBe(false)
+    expect(followed.some((n) => /weather|forecast/i.test(n))).toBe(true)
+  })
+
+  it("code mode: a later script's declarations keep the tools called so far, re-ranked with them", () => {
+    const request = "Write up a summary of what I should know"
+    const first = runCodeFunction(corpus, request, null, 8, (id) => id).function.description ?? ""
+    expect(first).not.toContain("get_weather(")
+    const later = runCodeFunction(corpus, request, null, 8, (id) => id, ["weather__get_weather"]).function.description ?? ""
+    expect(later).toContain("get_weather(")
+  })
+
+  it("the offer follows the plan: a tool it named that was not offered joins in full", () => {
+    const offer = offerTools(corpus, "Write up a summary of what I should know", null, 8)
+    const names = () => offer.functions().map((f) => f.function.name)
+    expect(names()).not.toContain("weather__get_weather")
+    expect(offer.follow?.(["weather__get_weather", "no__such_tool", names()[0]!])).toEqual(["weather__get_weather"])
+    expect(names()).toContain("weather__get_weather")
+    expect(offer.plan("weather__get_weather", { city: "Paris" })._tag).toBe("Right")
+  })
+})
