@@ -10,7 +10,8 @@
  * - servers first (two-stage, as MCP-Zero): each backend summarised by its tools, ranked for each
  *   intent; the tools of the servers that match best join, so a server whose tools do not repeat
  *   the request's words is still found by what it is about;
- * - and what the work has shown since (`follow`: the tools a plan named, the model's searches).
+ * - what the work has shown since (`follow`: the tools a plan named, the model's searches);
+ * - and, with `embeddings` configured, the semantic ranking of the request (orchestration/Embeddings).
  *
  * The lists are fused by reciprocal rank fusion (Cormack et al., 2009: each list adds w / (60 +
  * rank)), robust without weights tuned between them. Deterministic; each ranking uses the index
@@ -31,6 +32,8 @@ const RRF_K = 60
 /** Each list's weight in the fusion: a need the request implies is strong evidence (the request's words cannot say it). */
 const WHOLE_WEIGHT = 1
 const NEED_WEIGHT = 2
+/** The semantic ranking (embeddings, when configured) counts as the request's own list does, twice over its depth. */
+const SEMANTIC_WEIGHT = 2
 /** Servers taken per intent, and how close to the best one's score a server must come. */
 const SERVERS_PER_INTENT = 2
 const SERVER_SHARE = 0.6
@@ -101,14 +104,16 @@ const fuse = (lists: ReadonlyArray<{ readonly list: ReadonlyArray<CatalogEntry>;
 
 /**
  * The `k` tools to offer for `request`, best first: see the module's doc. `follow`: what the work
- * has shown since the request (the tools the plan named, the model's searches), ranked as intents.
+ * has shown since the request (the tools the plan named, the model's searches), ranked as intents;
+ * `semantic`: the tools most like the request by their vectors, best first.
  */
 export const rankTask = (
   entries: ReadonlyArray<CatalogEntry>,
   request: string,
   k: number,
   context?: RankContext | null,
-  follow: ReadonlyArray<string> = []
+  follow: ReadonlyArray<string> = [],
+  semantic: ReadonlyArray<CatalogEntry> = []
 ): Array<CatalogEntry> => {
   if (k <= 0 || entries.length === 0) return []
   const whole = matchingEntries(entries, request, Math.max(k, LIST_DEPTH), context)
@@ -116,13 +121,16 @@ export const rankTask = (
   const parts = intents.length > 1 ? intents : []
   const lists = [
     { list: whole, weight: WHOLE_WEIGHT },
+    { list: semantic.slice(0, LIST_DEPTH), weight: SEMANTIC_WEIGHT },
     ...[...parts, ...follow].map((part) => ({ list: matchingEntries(entries, part, LIST_DEPTH, context), weight: 1 })),
     ...needsOf(request).map((need) => ({ list: matchingEntries(entries, need.wants, LIST_DEPTH), weight: NEED_WEIGHT })),
     ...[request, ...parts].map((part) => ({ list: serverList(entries, part), weight: 1 }))
   ]
   // A request of one step keeps more of its own ranking: the other lists only add what it implies.
-  const oneStep = parts.length === 0 && follow.length === 0
-  const picked = new Set<CatalogEntry>(whole.slice(0, Math.min(k, oneStep ? KEPT_FIRST_ONE_STEP : KEPT_FIRST)))
+  const oneStep = parts.length === 0 && follow.length === 0 && semantic.length === 0
+  const picked = new Set<CatalogEntry>(
+    whole.slice(0, Math.min(k, oneStep ? KEPT_FIRST_ONE_STEP : Math.min(KEPT_FIRST, Math.ceil(k / 2))))
+  )
   for (const entry of fuse(lists)) {
     if (picked.size >= k) break
     picked.add(entry)

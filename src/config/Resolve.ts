@@ -87,6 +87,8 @@ export interface ResolvedConfig {
   readonly flowGuard: FlowGuard
   /** Calls per minute and at once, per subject, tool and backend; none: unlimited. */
   readonly limits: Limits | undefined
+  /** A semantic ranking fused with the lexical one (see orchestration/Embeddings); absent: lexical only. */
+  readonly embeddings: { readonly model: string; readonly baseUrl?: string | undefined } | undefined
   /** The Cedar policy file (absolute), when policies are on. */
   readonly policies: string | undefined
   /** How much of each tool result (and of each call's arguments) goes back to the model. */
@@ -297,6 +299,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     confirmTools: pick("confirmTools") ?? "destructive",
     flowGuard: pick("flowGuard") ?? "confirm",
     limits: pick("limits"),
+    embeddings: pick("embeddings"),
     // Relative to where the gateway runs, as the audit log's file.
     policies: policiesFile === undefined ? undefined : path.resolve(sources.cwd ?? process.cwd(), policiesFile),
     maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,

@@ -539,6 +539,11 @@ export const optionFields = {
   confirmTools: Schema.optional(ConfirmTools),
   flowGuard: Schema.optional(FlowGuard),
   limits: Schema.optional(Limits),
+  /**
+   * A semantic ranking beside the lexical one: tool and query vectors from an OpenAI-compatible
+   * `/v1/embeddings` (its `baseUrl`, else the model's endpoint; the same key).
+   */
+  embeddings: Schema.optional(Schema.Struct({ model: NonEmptyString, baseUrl: Schema.optional(NonEmptyString) })),
   /** A Cedar policy file checked on every call, read, prompt, orchestration and script (see policy/). */
   policies: Schema.optional(NonEmptyString),
   maxResultChars: Schema.optional(Mcp.MaxResultChars),

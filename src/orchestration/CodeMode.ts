@@ -9,7 +9,7 @@
  */
 import { Effect } from "effect"
 import type { Catalog } from "../catalog/ToolCatalog.js"
-import { rankTask } from "../catalog/ToolCatalog.js"
+import { type CatalogEntry, rankTask } from "../catalog/ToolCatalog.js"
 import type { CodeMode, ConfirmTools } from "../config/Config.js"
 import { type BackendError, type NotConfigured } from "../protocol/Errors.js"
 import { InvalidPlan, NoActionDetermined, type LlmRequestFailed } from "./Errors.js"
@@ -48,7 +48,8 @@ export const runCodeFunction = (
   context: TaskContext | null | undefined,
   maxTools: number,
   namespaceOf: (backendId: string) => string,
-  used: ReadonlyArray<string> = []
+  used: ReadonlyArray<string> = [],
+  semantic: ReadonlyArray<CatalogEntry> = []
 ): ChatTool => {
   const kept = used.filter((name) => catalog.byName.has(name))
   const about = kept.map((name) => {
@@ -58,7 +59,7 @@ export const runCodeFunction = (
   const best = new Set(
     catalog.entries.length <= maxTools
       ? catalog.entries.map((e) => e.name)
-      : [...kept, ...rankTask(catalog.entries, query, maxTools, context, about).map((e) => e.name)].slice(
+      : [...kept, ...rankTask(catalog.entries, query, maxTools, context, about, semantic).map((e) => e.name)].slice(
           0,
           Math.max(maxTools, kept.length)
         )

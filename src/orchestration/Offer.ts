@@ -85,11 +85,19 @@ const allFunctions = (catalog: Catalog): ReadonlyArray<ChatTool> => {
 }
 
 /** `routing: "tool"`: one function per backend tool; the best matches first when they do not all fit. */
-export const offerTools = (catalog: Catalog, query: string, context: TaskContext | null | undefined, max: number): Offer => {
+export const offerTools = (
+  catalog: Catalog,
+  query: string,
+  context: TaskContext | null | undefined,
+  max: number,
+  semantic: ReadonlyArray<CatalogEntry> = []
+): Offer => {
   const all = catalog.entries.length <= max
-  // Ranked over the catalog's own array: the ranking index is cached per array.
-  // A task's ranking: every intent of the request and what it implies get their share (see TaskRank).
-  const entries: ReadonlyArray<CatalogEntry> = all ? catalog.entries : rankTask(catalog.entries, query, max, context)
+  // A task's ranking over the catalog's own array (its index is cached per array): every intent of
+  // the request, what it implies, the servers that match it and its semantic ranking get their share.
+  const entries: ReadonlyArray<CatalogEntry> = all
+    ? catalog.entries
+    : rankTask(catalog.entries, query, max, context, [], semantic)
   const offered: ReadonlyMap<string, CatalogEntry> = all ? catalog.byName : new Map(entries.map((e) => [e.name, e]))
   let functions: ReadonlyArray<ChatTool> = all ? allFunctions(catalog) : [...toolFunctions(entries), searchFunction]
   /** Adds entries to the offer (only reached when not all fit: `offered` is this offer's own Map then). */

@@ -64,6 +64,7 @@ import * as CodeMode from "./CodeMode.js"
 import * as Provenance from "./Provenance.js"
 import * as Planning from "./Planning.js"
 import * as Intent from "./Intent.js"
+import * as Embeddings from "./Embeddings.js"
 import * as Meta from "../data/Meta.js"
 import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 import { objectField } from "../data/Json.js"
@@ -128,6 +129,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       // Optional: an orchestrator built without the hub publishes nothing.
       const events = Option.getOrElse(yield* Effect.serviceOption(Events), () => noEvents)
 
+      /** The embedder of the configured `embeddings`, or none. */
+      const embedderFor = Embeddings.forConfig()
+
       const readyBackends = (config: ResolvedConfig) =>
         Effect.gen(function* () {
           const enabled = config.backends.filter((b) => b.enabled)
@@ -165,10 +169,14 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         // never a tool only its MCP App may call.
         const view = Apps.forModel(inProfile(catalogOf(ready), profile))
         const catalog = config.routing === "backend" ? undefined : view
+        // With `embeddings`: the tools most like the request by their vectors (none when the endpoint cannot say).
+        const embeddings =
+          catalog === undefined || catalog.entries.length <= config.maxToolsPerRequest ? undefined : embedderFor(config)
+        const semantic = embeddings === undefined ? [] : yield* embeddings.rank(view.entries, query, config.maxToolsPerRequest)
         const offer =
           catalog === undefined
             ? offerBackends(backendsIn(view, ready, profile))
-            : offerTools(catalog, query, context, config.maxToolsPerRequest)
+            : offerTools(catalog, query, context, config.maxToolsPerRequest, semantic)
         yield* Effect.annotateCurrentSpan({ routing: config.routing, offered: offer.functions().length })
         if (record !== undefined) {
           record.routing = config.routing
@@ -209,9 +217,9 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           code:
             code && config.codeMode !== false
               ? {
-                  fn: CodeMode.runCodeFunction(view, query, context, config.maxToolsPerRequest, namespaceOfBackend),
+                  fn: CodeMode.runCodeFunction(view, query, context, config.maxToolsPerRequest, namespaceOfBackend, [], semantic),
                   refresh: (used: ReadonlyArray<string>) =>
-                    CodeMode.runCodeFunction(view, query, context, config.maxToolsPerRequest, namespaceOfBackend, used),
+                    CodeMode.runCodeFunction(view, query, context, config.maxToolsPerRequest, namespaceOfBackend, used, semantic),
                   view,
                   namespaceOf: namespaceOfBackend,
                   settings: config.codeMode

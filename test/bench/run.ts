@@ -402,7 +402,15 @@ const benchCatalog = () => {
   const codeTool = time(quick ? 3 : 10, () => {
     runCodeToolFor({ ...large }, (backendId) => backendId)
   })
-  results.catalog = { tools: 1_000, offered: 32, build, rank: rankWarm, rankTask: rankTaskWarm, rankColdIndex: rankCold, codeTool20k: codeTool }
+  results.catalog = {
+    tools: 1_000,
+    offered: 32,
+    build,
+    rank: rankWarm,
+    rankTask: rankTaskWarm,
+    rankColdIndex: rankCold,
+    codeTool20k: codeTool
+  }
 }
 
 /** 3: spawn -> initialize reply, 1/5/10 backends vs one backend spawned directly. */

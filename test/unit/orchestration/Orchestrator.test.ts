@@ -14,6 +14,7 @@ import { LlmClient, type ScriptRule, ScriptedLlm } from "../../../src/orchestrat
 import { Orchestrator, SYSTEM_PROMPT, validateParams } from "../../../src/orchestration/Orchestrator.js"
 import { tempDir } from "../../support/stdioClient.js"
 import { filesystemBackend, firstText, fixtureBackend } from "../../support/mcpFixture.js"
+import { startEmbeddingsServer } from "../../support/embeddingsServer.js"
 
 const gateway = (options: GatewayOptionsInput, rules: ReadonlyArray<ScriptRule>) =>
   Gateway.layer.pipe(
@@ -249,6 +250,37 @@ describe("orchestration with the real server-filesystem", () => {
         )
       )
     )
+  )
+
+  it.live("with embeddings: the semantic ranking joins the offer; an endpoint that fails leaves the lexical one alone", () =>
+    Effect.gen(function* () {
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(() => startEmbeddingsServer()),
+        (s) => Effect.promise(() => s.close())
+      )
+      const offered = (options: GatewayOptionsInput) =>
+        Effect.gen(function* () {
+          const orchestrator = yield* Orchestrator
+          yield* Effect.flip(orchestrator.orchestrate({ query: "keep a copy of this on disk" }))
+          const [request] = turnsOf(yield* (yield* ScriptedLlm).requests)
+          return request!.tools.map((t) => t.function.name)
+        }).pipe(Effect.provide(gateway(options, [])))
+      const options = (baseUrl: string): GatewayOptionsInput => ({
+        maxToolsPerRequest: 5,
+        embeddings: { model: "test-embed", baseUrl },
+        backends: [
+          filesystemBackend("filesystem", root) as BackendConfigInput,
+          fixtureBackend("many", ["--tools", "60"]) as BackendConfigInput
+        ]
+      })
+      const lexical = yield* offered({ ...options(server.baseUrl), embeddings: undefined })
+      expect(lexical).not.toContain("filesystem__write_file")
+      const semantic = yield* offered(options(server.baseUrl))
+      expect(semantic).toContain("filesystem__write_file")
+      expect(server.inputs.length).toBeGreaterThan(60)
+      server.setMode("fail")
+      expect(yield* offered(options(server.baseUrl))).toEqual(lexical)
+    }).pipe(Effect.scoped)
   )
 
   it.live("more tools than maxToolsPerRequest: the best matches for the query are offered, and the search for the rest", () =>

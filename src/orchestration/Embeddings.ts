@@ -1,0 +1,198 @@
+/**
+ * A semantic ranking of the tools, beside the lexical one (`embeddings: {model, baseUrl?}`): the
+ * tools' and the request's vectors from an OpenAI-compatible `/v1/embeddings`, the tools ranked by
+ * cosine similarity, and that list fused with the task ranking's others (see catalog/TaskRank).
+ *
+ * A tool's vector is kept by the hash of what it is embedded from (its name, description and
+ * schema): in memory, and in the state directory's `embeddings/` (one file per model and
+ * endpoint), so a restart or a list change embeds only the tools that are new or changed, in
+ * batches. The endpoint is asked with the model's key, bounded in time. It never fails a request:
+ * an endpoint that fails, is slow or answers nonsense leaves the lexical ranking alone (said once
+ * in the log per kind of failure, the key never in it).
+ */
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Effect, Option, Redacted } from "effect"
+import type { CatalogEntry } from "../catalog/ToolCatalog.js"
+import type { ResolvedConfig } from "../config/Config.js"
+
+export interface Settings {
+  readonly model: string
+  /** The endpoint's base (`.../v1`). */
+  readonly baseUrl: string
+  readonly apiKey: string | undefined
+  /** Where vectors are kept across runs (the state directory); none: memory only. */
+  readonly stateDir: string | undefined
+  readonly timeoutMs: number
+}
+
+/** Texts embedded per request to the endpoint. */
+const BATCH = 64
+/** What a tool is embedded from, at most (a description of pages says its purpose first). */
+const TEXT_CHARS = 1_000
+
+export interface Embedder {
+  /** The `k` tools most like `query`, best first; none when the endpoint cannot say. Never fails. */
+  readonly rank: (entries: ReadonlyArray<CatalogEntry>, query: string, k: number) => Effect.Effect<ReadonlyArray<CatalogEntry>>
+  /** How many tool texts were sent to the endpoint so far (the cache's measure). */
+  readonly embedded: () => number
+}
+
+const sha = (text: string) => createHash("sha256").update(text).digest("hex")
+
+/** What a tool is embedded from. */
+export const textOf = (entry: CatalogEntry): string =>
+  `${entry.baseName.replace(/[_-]+/g, " ")}: ${entry.tool.description ?? ""}`.slice(0, TEXT_CHARS)
+
+const keyOf = (entry: CatalogEntry): string => sha(JSON.stringify([textOf(entry), entry.tool.inputSchema ?? null]))
+
+const cosine = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): number => {
+  let dot = 0
+  let na = 0
+  let nb = 0
+  for (let i = 0; i < a.length && i < b.length; i++) {
+    dot += a[i]! * b[i]!
+    na += a[i]! * a[i]!
+    nb += b[i]! * b[i]!
+  }
+  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb)
+}
+
+class EmbeddingFailed extends Error {
+  constructor(readonly kind: string) {
+    super(kind)
+  }
+}
+
+export const make = (settings: Settings): Embedder => {
+  const vectors = new Map<string, ReadonlyArray<number>>()
+  const file =
+    settings.stateDir === undefined
+      ? undefined
+      : path.join(settings.stateDir, "embeddings", `${sha(`${settings.model}\u0000${settings.baseUrl}`).slice(0, 16)}.json`)
+  let loaded = false
+  let sent = 0
+  const said = new Set<string>()
+
+  const load = () => {
+    if (loaded || file === undefined) return
+    loaded = true
+    try {
+      const stored = JSON.parse(fs.readFileSync(file, "utf8")) as { vectors?: Record<string, unknown> }
+      for (const [key, vector] of Object.entries(stored.vectors ?? {})) {
+        if (Array.isArray(vector) && vector.every((x) => typeof x === "number")) vectors.set(key, vector)
+      }
+    } catch {
+      // none yet, or unreadable: embedded afresh
+    }
+  }
+  const save = () => {
+    if (file === undefined) return
+    try {
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      const temporary = `${file}.${process.pid}.tmp`
+      fs.writeFileSync(temporary, JSON.stringify({ model: settings.model, vectors: Object.fromEntries(vectors) }), {
+        mode: 0o600
+      })
+      fs.renameSync(temporary, file)
+    } catch {
+      // a cache that cannot be written is only slower
+    }
+  }
+
+  /** The endpoint's vectors for `inputs`, in order. */
+  const embed = async (inputs: ReadonlyArray<string>): Promise<Array<ReadonlyArray<number>>> => {
+    let response: Response
+    try {
+      response = await fetch(`${settings.baseUrl.replace(/\/+$/, "")}/embeddings`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(settings.apiKey === undefined ? {} : { authorization: `Bearer ${settings.apiKey}` })
+        },
+        body: JSON.stringify({ model: settings.model, input: inputs }),
+        signal: AbortSignal.timeout(settings.timeoutMs)
+      })
+    } catch (error) {
+      throw new EmbeddingFailed(error instanceof Error && error.name === "TimeoutError" ? "timed out" : "unreachable")
+    }
+    if (!response.ok) throw new EmbeddingFailed(`HTTP ${response.status}`)
+    const body = (await response.json().catch(() => undefined)) as
+      { data?: Array<{ index?: number; embedding?: unknown }> } | undefined
+    const data = body?.data
+    if (!Array.isArray(data) || data.length !== inputs.length) throw new EmbeddingFailed("an answer without a vector per input")
+    const out: Array<ReadonlyArray<number>> = new Array(inputs.length)
+    data.forEach((item, i) => {
+      const at = typeof item.index === "number" ? item.index : i
+      if (!Array.isArray(item.embedding) || !item.embedding.every((x) => typeof x === "number")) {
+        throw new EmbeddingFailed("an answer without a vector per input")
+      }
+      out[at] = item.embedding as ReadonlyArray<number>
+    })
+    return out
+  }
+
+  const rankNow = async (
+    entries: ReadonlyArray<CatalogEntry>,
+    query: string,
+    k: number
+  ): Promise<ReadonlyArray<CatalogEntry>> => {
+    load()
+    const missing = [...new Map(entries.map((e) => [keyOf(e), e])).entries()].filter(([key]) => !vectors.has(key))
+    for (let i = 0; i < missing.length; i += BATCH) {
+      const batch = missing.slice(i, i + BATCH)
+      const got = await embed(batch.map(([, e]) => textOf(e)))
+      sent += batch.length
+      batch.forEach(([key], j) => vectors.set(key, got[j]!))
+    }
+    if (missing.length > 0) save()
+    const [wanted] = await embed([query])
+    return entries
+      .map((entry, i) => ({ entry, i, score: cosine(wanted!, vectors.get(keyOf(entry)) ?? []) }))
+      .sort((a, b) => b.score - a.score || a.i - b.i)
+      .slice(0, k)
+      .map((s) => s.entry)
+  }
+
+  return {
+    rank: (entries, query, k) =>
+      Effect.tryPromise({ try: () => rankNow(entries, query, k), catch: (error) => error }).pipe(
+        Effect.catchAll((error) => {
+          const kind = error instanceof EmbeddingFailed ? error.kind : "failed"
+          if (said.has(kind)) return Effect.succeed([])
+          said.add(kind)
+          return Effect.as(
+            Effect.logWarning(`embeddings: the endpoint's ${settings.model} ${kind}: the lexical ranking alone is used`),
+            []
+          )
+        }),
+        Effect.withSpan("Embeddings.rank")
+      ),
+    embedded: () => sent
+  }
+}
+
+/** How long the endpoint may take for a request's vectors before the lexical ranking goes alone. */
+const TIMEOUT_MS = 10_000
+
+/**
+ * The embedder of a configuration's `embeddings` (none without them), made again when they change:
+ * its vectors are kept while the model, endpoint and state directory stay.
+ */
+export const forConfig = (): ((config: ResolvedConfig) => Embedder | undefined) => {
+  let current: { readonly key: string; readonly embedder: Embedder } | undefined
+  return (config) => {
+    if (config.embeddings === undefined) return undefined
+    const settings: Settings = {
+      model: config.embeddings.model,
+      baseUrl: config.embeddings.baseUrl ?? Option.getOrElse(config.openaiBaseUrl, () => "https://api.openai.com/v1"),
+      apiKey: Option.getOrUndefined(Option.map(config.openaiApiKey, Redacted.value)),
+      stateDir: config.stateDir,
+      timeoutMs: Math.min(config.requestTimeoutMs, TIMEOUT_MS)
+    }
+    const key = JSON.stringify([settings.model, settings.baseUrl, settings.stateDir])
+    if (current?.key !== key) current = { key, embedder: make(settings) }
+    return current.embedder
+  }
+}
