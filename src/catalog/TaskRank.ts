@@ -140,3 +140,42 @@ export const rankTask = (
     for (const entry of rankEntries(entries, request, k + picked.size, context)) if (picked.size < k) picked.add(entry)
   return [...picked]
 }
+
+/**
+ * The tools not `offered`, by server, within `budget` characters: `server: tool, tool, ...`, a
+ * server's list cut (saying how many more) when they do not all fit. What a plan may name beyond the
+ * offer (MCP-Zero's idea: the model asks for tools by server and name).
+ */
+export const compactIndex = (entries: ReadonlyArray<CatalogEntry>, offered: ReadonlySet<string>, budget: number): string => {
+  const byServer = new Map<string, Array<string>>()
+  for (const entry of entries) {
+    if (offered.has(entry.name)) continue
+    const prefix = `${entry.backendId}__`
+    const own = entry.name.startsWith(prefix) ? entry.name.slice(prefix.length) : entry.name
+    const names = byServer.get(entry.backendId)
+    if (names === undefined) byServer.set(entry.backendId, [own])
+    else names.push(own)
+  }
+  if (byServer.size === 0) return ""
+  // Every server gets its line; the names share the budget evenly.
+  const share = Math.max(40, Math.floor(budget / byServer.size))
+  const lines: Array<string> = []
+  let used = 0
+  for (const [server, names] of byServer) {
+    let line = `${server}: `
+    let shown = 0
+    for (const name of names) {
+      if (line.length + name.length + 2 > share) break
+      line += `${shown === 0 ? "" : ", "}${name}`
+      shown++
+    }
+    if (shown < names.length) line += `${shown === 0 ? "" : ", "}... ${names.length - shown} more`
+    if (used + line.length + 1 > budget) {
+      lines.push(`... ${byServer.size - lines.length} more servers`)
+      break
+    }
+    lines.push(line)
+    used += line.length + 1
+  }
+  return lines.join("\n")
+}

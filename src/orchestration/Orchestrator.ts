@@ -65,6 +65,10 @@ import * as Provenance from "./Provenance.js"
 import * as Planning from "./Planning.js"
 import * as Intent from "./Intent.js"
 import * as Embeddings from "./Embeddings.js"
+import { compactIndex } from "../catalog/TaskRank.js"
+
+/** How much of agentify_plan's description the tools not offered may take (about 2,000 tokens). */
+const PLAN_INDEX_CHARS = 8_000
 import * as Meta from "../data/Meta.js"
 import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 import { objectField } from "../data/Json.js"
@@ -207,6 +211,11 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           // What a plan may name: any tool the view lists (with backends offered, their tools), not
           // only those offered: the tools it names join the offer (see Offer's `follow`).
           plannable: view.entries.map((e) => e.name),
+          // ... and the tools not offered, by server, within a budget, in agentify_plan's description.
+          index:
+            catalog === undefined || offer.follow === undefined
+              ? undefined
+              : compactIndex(view.entries, new Set(offer.functions().map((f) => f.function.name)), PLAN_INDEX_CHARS),
           messages,
           maxSteps: steps,
           dryRun: dryRun === true,
@@ -312,7 +321,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         profile: Profile | undefined,
         record?: Recording
       ) {
-        const { query, offer, plannable, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn, code } =
+        const { query, offer, plannable, index, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn, code } =
           yield* prepare(params, profile, record)
         if (code !== undefined) {
           const result = yield* CodeMode.orchestrate({
@@ -344,7 +353,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         // What the model reads, indexed as it reads it: where each later call's values came from;
         // and the functions it named from the request alone, before reading anything.
         const ledger = new Provenance.Ledger(messages.map((m) => m.content ?? "").join("\n"))
-        const plan = yield* Planning.turn(llm, query, messages, offer.functions(), maxSteps > 1 && !dryRun, plannable)
+        const plan = yield* Planning.turn(llm, query, messages, offer.functions(), maxSteps > 1 && !dryRun, plannable, index)
         // The offer follows the plan: the tools it named that were not offered join it.
         if (plan !== undefined && plan.tools.length > 0 && offer.follow !== undefined) {
           const added = offer.follow(plan.tools)

@@ -64,11 +64,23 @@ export const ask = (
   query: string,
   messages: ReadonlyArray<ChatMessage>,
   functions: ReadonlyArray<ChatTool>,
-  plannable?: ReadonlyArray<string>
+  plannable?: ReadonlyArray<string>,
+  index?: string
 ): Effect.Effect<PlanOf | undefined, LlmError> => {
   // With backends offered (`routing: "backend"`) a plan names their tools, not the backends.
   const offered = new Set(plannable ?? functions.map((f) => f.function.name))
-  const tools = [...functions, planFunction]
+  // The tools not offered, by server, so that the plan may name any of them (they join the offer).
+  const plan: ChatTool =
+    index === undefined || index === ""
+      ? planFunction
+      : {
+          ...planFunction,
+          function: {
+            ...planFunction.function,
+            description: `${planFunction.function.description}\nOther tools you may name (they are offered once named), as <server>__<tool>:\n${index}`
+          }
+        }
+  const tools = [...functions, plan]
   const inPrompt = Effect.suspend(() =>
     llm.chat({
       query,
@@ -89,7 +101,8 @@ export const ask = (
 
 /**
  * The plan turn of an orchestration that may read before it acts (not a single step, not a dry run);
- * `plannable`: what a plan may name when the functions offered are backends (their tools, as listed).
+ * `plannable`: what a plan may name (the tools listed, offered or not); `index`: the tools not
+ * offered, compactly (see catalog/TaskRank's `compactIndex`), in `agentify_plan`'s description.
  */
 export const turn = (
   llm: LlmService,
@@ -97,8 +110,9 @@ export const turn = (
   messages: ReadonlyArray<ChatMessage>,
   functions: ReadonlyArray<ChatTool>,
   wanted: boolean,
-  plannable?: ReadonlyArray<string>
+  plannable?: ReadonlyArray<string>,
+  index?: string
 ): Effect.Effect<PlanOf | undefined, LlmError> =>
   wanted
-    ? ask(llm, query, messages, functions, plannable).pipe(Effect.withSpan("Orchestrator.planTurn"))
+    ? ask(llm, query, messages, functions, plannable, index).pipe(Effect.withSpan("Orchestrator.planTurn"))
     : Effect.succeed(undefined)

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest"
 import { intentsOf } from "../../../src/catalog/Intents.js"
 import { needsOf } from "../../../src/catalog/Needs.js"
-import { serversMatching } from "../../../src/catalog/TaskRank.js"
+import { compactIndex, serversMatching } from "../../../src/catalog/TaskRank.js"
 import { buildCatalog, rankEntries, rankTask } from "../../../src/catalog/ToolCatalog.js"
 import { backends } from "../../eval/livemcpbench.js"
 import { runCodeFunction } from "../../../src/orchestration/CodeMode.js"
@@ -123,5 +123,16 @@ describe("the offer for a task", () => {
     expect(offer.follow?.(["weather__get_weather", "no__such_tool", names()[0]!])).toEqual(["weather__get_weather"])
     expect(names()).toContain("weather__get_weather")
     expect(offer.plan("weather__get_weather", { city: "Paris" })._tag).toBe("Right")
+  })
+
+  it("lists the tools not offered by server, within a budget, saying how many more", () => {
+    const offered = new Set(rankTask(corpus.entries, "search the web", 32).map((e) => e.name))
+    const index = compactIndex(corpus.entries, offered, 8_000)
+    expect(index.length).toBeLessThanOrEqual(8_000)
+    expect(index).toMatch(/^weather: get_weather, get_weather_by_city$/m)
+    for (const name of offered) expect(index).not.toMatch(new RegExp(`[ ,]${name.split("__")[1]}(,|$)`, "m"))
+    const tight = compactIndex(corpus.entries, offered, 800)
+    expect(tight.length).toBeLessThanOrEqual(900)
+    expect(tight).toMatch(/more/)
   })
 })

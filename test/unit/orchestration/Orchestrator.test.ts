@@ -283,6 +283,41 @@ describe("orchestration with the real server-filesystem", () => {
     }).pipe(Effect.scoped)
   )
 
+  it.live("the plan may name a tool not offered (agentify_plan lists the others by server): it joins the offer", () =>
+    Effect.gen(function* () {
+      const orchestrator = yield* Orchestrator
+      yield* Effect.flip(orchestrator.orchestrate({ query: "list the folder contents" }))
+      const requests = yield* (yield* ScriptedLlm).requests
+      const planTurn = requests.find((r) => r.toolChoice !== undefined)!
+      const description = planTurn.tools.find((t) => t.function.name === "agentify_plan")!.function.description ?? ""
+      expect(description).toContain("Other tools you may name")
+      expect(description).toMatch(/^many: .*tool_59/m)
+      const [first] = turnsOf(requests)
+      const names = first!.tools.map((t) => t.function.name)
+      expect(names).toContain("many__tool_59")
+      expect(names.filter((n) => n !== "agentify_search_tools" && n !== "many__tool_59")).toHaveLength(5)
+    }).pipe(
+      Effect.provide(
+        gateway(
+          {
+            maxToolsPerRequest: 5,
+            backends: [
+              filesystemBackend("filesystem", root) as BackendConfigInput,
+              fixtureBackend("many", ["--tools", "60"]) as BackendConfigInput
+            ]
+          },
+          [
+            {
+              match: "folder",
+              step: "plan",
+              reply: { tool: "agentify_plan", arguments: { tools: ["filesystem__list_directory", "many__tool_59"] } }
+            }
+          ]
+        )
+      )
+    )
+  )
+
   it.live("more tools than maxToolsPerRequest: the best matches for the query are offered, and the search for the rest", () =>
     Effect.gen(function* () {
       const orchestrator = yield* Orchestrator
