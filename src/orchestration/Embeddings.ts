@@ -35,6 +35,8 @@ const TEXT_CHARS = 1_000
 export interface Embedder {
   /** The `k` tools most like `query`, best first; none when the endpoint cannot say. Never fails. */
   readonly rank: (entries: ReadonlyArray<CatalogEntry>, query: string, k: number) => Effect.Effect<ReadonlyArray<CatalogEntry>>
+  /** Computes the vectors of the tools that have none yet (as lists change); never fails. */
+  readonly warm: (entries: ReadonlyArray<CatalogEntry>) => Effect.Effect<void>
   /** How many tool texts were sent to the endpoint so far (the cache's measure). */
   readonly embedded: () => number
 }
@@ -133,20 +135,44 @@ export const make = (settings: Settings): Embedder => {
     return out
   }
 
+  /** Embeds the tools that have no vector yet, in batches; one at a time, so no tool is embedded twice. */
+  let embedding: Promise<void> = Promise.resolve()
+  const fill = (entries: ReadonlyArray<CatalogEntry>): Promise<void> => {
+    const run = embedding.then(async () => {
+      load()
+      const missing = [...new Map(entries.map((e) => [keyOf(e), e])).entries()].filter(([key]) => !vectors.has(key))
+      for (let i = 0; i < missing.length; i += BATCH) {
+        const batch = missing.slice(i, i + BATCH)
+        const got = await embed(batch.map(([, e]) => textOf(e)))
+        sent += batch.length
+        batch.forEach(([key], j) => vectors.set(key, got[j]!))
+      }
+      if (missing.length > 0) save()
+    })
+    embedding = run.catch(() => undefined)
+    return run
+  }
+
+  /** Says a failure once per kind; the request goes on without the semantic ranking. */
+  const quietly =
+    <A>(fallback: A) =>
+    <E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
+      Effect.catchAll(effect, (error) => {
+        const kind = error instanceof EmbeddingFailed ? error.kind : "failed"
+        if (said.has(kind)) return Effect.succeed(fallback)
+        said.add(kind)
+        return Effect.as(
+          Effect.logWarning(`embeddings: the endpoint's ${settings.model} ${kind}: the lexical ranking alone is used`),
+          fallback
+        )
+      })
+
   const rankNow = async (
     entries: ReadonlyArray<CatalogEntry>,
     query: string,
     k: number
   ): Promise<ReadonlyArray<CatalogEntry>> => {
-    load()
-    const missing = [...new Map(entries.map((e) => [keyOf(e), e])).entries()].filter(([key]) => !vectors.has(key))
-    for (let i = 0; i < missing.length; i += BATCH) {
-      const batch = missing.slice(i, i + BATCH)
-      const got = await embed(batch.map(([, e]) => textOf(e)))
-      sent += batch.length
-      batch.forEach(([key], j) => vectors.set(key, got[j]!))
-    }
-    if (missing.length > 0) save()
+    await fill(entries)
     const [wanted] = await embed([query])
     return entries
       .map((entry, i) => ({ entry, i, score: cosine(wanted!, vectors.get(keyOf(entry)) ?? []) }))
@@ -158,16 +184,13 @@ export const make = (settings: Settings): Embedder => {
   return {
     rank: (entries, query, k) =>
       Effect.tryPromise({ try: () => rankNow(entries, query, k), catch: (error) => error }).pipe(
-        Effect.catchAll((error) => {
-          const kind = error instanceof EmbeddingFailed ? error.kind : "failed"
-          if (said.has(kind)) return Effect.succeed([])
-          said.add(kind)
-          return Effect.as(
-            Effect.logWarning(`embeddings: the endpoint's ${settings.model} ${kind}: the lexical ranking alone is used`),
-            []
-          )
-        }),
+        quietly<ReadonlyArray<CatalogEntry>>([]),
         Effect.withSpan("Embeddings.rank")
+      ),
+    warm: (entries) =>
+      Effect.tryPromise({ try: () => fill(entries), catch: (error) => error }).pipe(
+        quietly<void>(undefined),
+        Effect.withSpan("Embeddings.warm")
       ),
     embedded: () => sent
   }

@@ -15,7 +15,7 @@
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
  */
-import { Context, Effect, Either, FiberRef, Layer, Option } from "effect"
+import { Context, Effect, Either, FiberRef, Layer, Option, Stream } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import { Backends } from "../backend/Backends.js"
 import * as Call from "./Planned.js"
@@ -123,7 +123,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
     ) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
   }
 >() {
-  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | Call.PlannedCalls> = Layer.effect(
+  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | Call.PlannedCalls> = Layer.scoped(
     Orchestrator,
     Effect.gen(function* () {
       const gatewayConfig = yield* GatewayConfig
@@ -135,6 +135,18 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
 
       /** The embedder of the configured `embeddings`, or none. */
       const embedderFor = Embeddings.forConfig()
+      // With `embeddings`, tool vectors are computed as the tool lists change, in batches, before
+      // any request waits for them.
+      yield* backends.toolsChanged.pipe(
+        Stream.debounce("200 millis"),
+        Stream.runForEach(() =>
+          Effect.flatMap(gatewayConfig.current, (config) => {
+            const embedder = embedderFor(config)
+            return embedder === undefined ? Effect.void : embedder.warm(catalogOf(backends.toolsSync()).entries)
+          })
+        ),
+        Effect.forkScoped
+      )
 
       const readyBackends = (config: ResolvedConfig) =>
         Effect.gen(function* () {

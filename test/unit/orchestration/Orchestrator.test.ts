@@ -283,6 +283,33 @@ describe("orchestration with the real server-filesystem", () => {
     }).pipe(Effect.scoped)
   )
 
+  it.live("with embeddings: tool vectors are computed as the tools are listed, before any request", () =>
+    Effect.gen(function* () {
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(() => startEmbeddingsServer()),
+        (s) => Effect.promise(() => s.close())
+      )
+      yield* Effect.gen(function* () {
+        yield* Orchestrator
+        // No orchestration: the gateway's own start lists the tools, and their vectors follow.
+        const deadline = Date.now() + 20_000
+        while (server.inputs.length < 60 && Date.now() < deadline) yield* Effect.sleep("20 millis")
+        expect(server.inputs.length).toBeGreaterThanOrEqual(60)
+      }).pipe(
+        Effect.provide(
+          gateway(
+            {
+              maxToolsPerRequest: 5,
+              embeddings: { model: "test-embed", baseUrl: server.baseUrl },
+              backends: [fixtureBackend("many", ["--tools", "60"]) as BackendConfigInput]
+            },
+            []
+          )
+        )
+      )
+    }).pipe(Effect.scoped)
+  )
+
   it.live("the plan may name a tool not offered (agentify_plan lists the others by server): it joins the offer", () =>
     Effect.gen(function* () {
       const orchestrator = yield* Orchestrator
