@@ -66,9 +66,6 @@ import * as Planning from "./Planning.js"
 import * as Intent from "./Intent.js"
 import * as Embeddings from "./Embeddings.js"
 import { compactIndex } from "../catalog/TaskRank.js"
-
-/** How much of agentify_plan's description the tools not offered may take (about 2,000 tokens). */
-const PLAN_INDEX_CHARS = 8_000
 import * as Meta from "../data/Meta.js"
 import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 import { objectField } from "../data/Json.js"
@@ -78,6 +75,9 @@ export { ORCHESTRATE_TOOL, SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from
 export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
 import { type OrchestrateRequest, validateParams } from "./Request.js"
 export { type OrchestrateRequest, validateParams } from "./Request.js"
+
+/** How much of agentify_plan's description the tools not offered may take (about 2,000 tokens). */
+const PLAN_INDEX_CHARS = 8_000
 
 /** An orchestration's record while it runs. */
 type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "totalMs">]: OrchestrationRecord[K] }
