@@ -4,8 +4,8 @@
  * process with no one listening (one gateway, a one-off command without a store) tells no one.
  */
 
-/** Which files: a token entry (see auth/Store), or a pins file (see backend/Pins). */
-export type Kind = "tokens" | "pins"
+/** Which files: a token entry (see auth/Store), a pins file (see backend/Pins), tool vectors (see orchestration/Embeddings). */
+export type Kind = "tokens" | "pins" | "embeddings"
 
 type Listener = (kind: Kind, name: string) => void
 

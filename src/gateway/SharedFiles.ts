@@ -9,6 +9,8 @@
  *   anywhere (a one-off command with the same `state`) reaches every gateway at once: each holds its
  *   backends' tools against the pins again, and its sessions hear `tools/list_changed`.
  *
+ * - Tool vectors (`embeddings`): a tool embedded by one gateway is not embedded again by another.
+ *
  * Nothing happens without a store (`state` not configured).
  */
 import { Effect, Layer, type Scope } from "effect"
@@ -19,6 +21,7 @@ import * as Pins from "../backend/Pins.js"
 import { type ConfigSources, GatewayConfig, resolve, type ResolvedConfig } from "../config/Config.js"
 import * as Logging from "../observability/Logging.js"
 import * as Mirror from "../state/Mirror.js"
+import * as Embeddings from "../orchestration/Embeddings.js"
 import { makeFor, SharedState, type SharedStateService } from "../state/SharedState.js"
 import * as path from "node:path"
 
@@ -32,6 +35,8 @@ export interface Options {
   readonly oauth: boolean
   /** What to do when another gateway's pins arrive. */
   readonly reviewPins?: Effect.Effect<void> | undefined
+  /** `embeddings` is configured: tool vectors are kept alike too. */
+  readonly embeddings?: boolean | undefined
 }
 
 /** Both mirrors started (while the scope is open); completes when what this process wrote is in the store. */
@@ -44,25 +49,33 @@ export const start = (state: SharedStateService, options: Options): Effect.Effec
       merge: Pins.merge,
       arrived: () => options.reviewPins ?? Effect.void
     })
+    // Tool vectors (`embeddings`): one gateway embeds a tool, every gateway has its vector (an
+    // embedder reads its file again when it changed).
+    const vectors = options.embeddings
+      ? yield* Mirror.make(state, { kind: "embeddings", dir: path.join(options.stateDir, "embeddings"), merge: Embeddings.merge })
+      : undefined
+    const settledAll = (others: Effect.Effect<void>) =>
+      vectors === undefined ? others : Effect.zipRight(others, vectors.settled)
     if (options.env.AGENTIFY_TOKEN_KEY?.trim()) {
       const tokens = yield* Mirror.make(state, { kind: "tokens", dir: Store.directory(options.env) })
       // One gateway renews a token the team shares; the others take what it got.
       const stop = Renewals.decideWith((turn) => Effect.runPromise(state.turn(`renew:${turn}`, RENEW_TURN_MS)))
       yield* Effect.addFinalizer(() => Effect.sync(stop))
-      return Effect.zipRight(pins.settled, tokens.settled)
+      return settledAll(Effect.zipRight(pins.settled, tokens.settled))
     }
     if (options.oauth) {
       yield* Effect.logWarning(
         "shared state: OAuth tokens stay in this gateway's own directory: set AGENTIFY_TOKEN_KEY (the same key on every gateway) to keep them in the store, where every gateway finds them"
       )
     }
-    return pins.settled
+    return settledAll(pins.settled)
   })
 
 const optionsOf = (config: ResolvedConfig, env: Options["env"]): Options => ({
   env,
   stateDir: config.stateDir,
-  oauth: config.backends.some((b) => b.url !== undefined && b.auth !== undefined)
+  oauth: config.backends.some((b) => b.url !== undefined && b.auth !== undefined),
+  embeddings: config.embeddings !== undefined
 })
 
 /** The gateway's: started before its backends (their first review reads the team's pins). */

@@ -16,6 +16,7 @@ import * as path from "node:path"
 import { Effect, Option, Redacted } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import type { ResolvedConfig } from "../config/Config.js"
+import * as Written from "../data/Written.js"
 
 export interface Settings {
   readonly model: string
@@ -73,13 +74,21 @@ export const make = (settings: Settings): Embedder => {
     settings.stateDir === undefined
       ? undefined
       : path.join(settings.stateDir, "embeddings", `${sha(`${settings.model}\u0000${settings.baseUrl}`).slice(0, 16)}.json`)
-  let loaded = false
+  /** The file's time when it was last read: a newer one (another gateway's, through the store) is read again. */
+  let loadedAt: number | undefined
   let sent = 0
   const said = new Set<string>()
 
   const load = () => {
-    if (loaded || file === undefined) return
-    loaded = true
+    if (file === undefined) return
+    let at: number
+    try {
+      at = fs.statSync(file).mtimeMs
+    } catch {
+      return
+    }
+    if (at === loadedAt) return
+    loadedAt = at
     try {
       const stored = JSON.parse(fs.readFileSync(file, "utf8")) as { vectors?: Record<string, unknown> }
       for (const [key, vector] of Object.entries(stored.vectors ?? {})) {
@@ -98,6 +107,9 @@ export const make = (settings: Settings): Embedder => {
         mode: 0o600
       })
       fs.renameSync(temporary, file)
+      loadedAt = fs.statSync(file).mtimeMs
+      // A team's gateways share them through their store (see gateway/SharedFiles).
+      Written.wrote("embeddings", path.basename(file, ".json"))
     } catch {
       // a cache that cannot be written is only slower
     }
@@ -217,5 +229,16 @@ export const forConfig = (): ((config: ResolvedConfig) => Embedder | undefined) 
     const key = JSON.stringify([settings.model, settings.baseUrl, settings.stateDir])
     if (current?.key !== key) current = { key, embedder: make(settings) }
     return current.embedder
+  }
+}
+
+/** Two gateways' vectors of one model made one (see state/Mirror): every tool's, the store's where both have one. */
+export const merge = (local: string, shared: string): string => {
+  try {
+    const mine = JSON.parse(local) as { model?: unknown; vectors?: Record<string, unknown> }
+    const theirs = JSON.parse(shared) as { model?: unknown; vectors?: Record<string, unknown> }
+    return JSON.stringify({ model: theirs.model ?? mine.model, vectors: { ...mine.vectors, ...theirs.vectors } })
+  } catch {
+    return shared
   }
 }

@@ -37,7 +37,7 @@ export interface TaskRecord {
  * Files the team's gateways keep alike (see state/Mirror): sealed OAuth tokens, and pinned tool
  * definitions, each by its name within its kind.
  */
-export type FileKind = "tokens" | "pins"
+export type FileKind = "tokens" | "pins" | "embeddings"
 
 /** A shared file's content, and when it was written (ms since the epoch). */
 export interface SharedFile {

@@ -54,7 +54,7 @@ const shown = (url: string): string => {
   }
 }
 
-const KINDS: ReadonlyArray<FileKind> = ["tokens", "pins"]
+const KINDS: ReadonlyArray<FileKind> = ["tokens", "pins", "embeddings"]
 const ANNOUNCED = `${PREFIX}announced`
 
 const parseFile = (value: string): SharedFile | undefined => {
