@@ -518,8 +518,11 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
               dry = firstCall.chosen
               return "done" as const
             }
-            // Asked one after the other, before anything of the turn runs.
-            const decisions = yield* Effect.forEach(calls, agreed)
+            // A tool call is asked about once, in the call pipeline, naming every reason; another
+            // request (`routing: "backend"`) is asked for here, one after the other, before the turn runs.
+            const decisions = yield* Effect.forEach(calls, (c) =>
+              c.planned?.chosen.mcpMethod === "tools/call" ? Effect.succeed("run" as const) : agreed(c)
+            )
             if (onStep !== undefined) {
               yield* onStep(
                 step,
@@ -569,7 +572,12 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
                       return { call, content: results.asData(content), ran: { chosen, result } }
                     }).pipe(
                       Effect.catchTag("CallHeld", (held) =>
-                        notRun(call, planned.chosen.functionName, args, { held: held.message })
+                        notRun(
+                          call,
+                          planned.chosen.functionName,
+                          args,
+                          held.rules.length === 0 ? "declined" : { held: held.message }
+                        )
                       )
                     )
             const outcomes = yield* inTurn(calls, runCall)

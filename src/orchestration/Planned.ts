@@ -83,10 +83,19 @@ export const heldBy = (error: GatewayError): ReadonlyArray<string> | undefined =
   return stage === "decide" && typeof rule === "string" ? [rule] : undefined
 }
 
+/** The `ask` stage's refusal of a call for `confirmTools` alone: the user's answer, and the mode. */
+const askedOf = (error: GatewayError): { readonly answer: unknown; readonly mode: unknown } | undefined => {
+  const data = (error as { data?: unknown }).data
+  if (typeof data !== "object" || data === null) return undefined
+  const { stage, answer, confirmTools } = data as { stage?: unknown; answer?: unknown; confirmTools?: unknown }
+  return stage === "ask" ? { answer, mode: confirmTools } : undefined
+}
+
 /**
- * An orchestration's tool call through the call pipeline. The user was asked for the whole turn
- * before any of it ran (`confirmed`); a call the flow guard held is `CallHeld` (the model is told);
- * a stage that refuses it otherwise makes the plan invalid (-32003).
+ * An orchestration's tool call through the call pipeline, where the user is asked once for it,
+ * naming every reason (`confirmTools`, a flow rule). A call the flow guard held is `CallHeld` (the
+ * model is told); one the user declined is `CallHeld` with no rule (a declined step); one a client
+ * that cannot be asked must not run makes the plan invalid (-32003), as any other refusal does.
  */
 export const runStep = (
   runCall: RunPlanned,
@@ -100,15 +109,23 @@ export const runStep = (
       name: chosen.functionName,
       target: { backendId: chosen.backendId, own: String((chosen.mcpParams as { name?: unknown }).name ?? "") },
       params: chosen.mcpParams as Readonly<Record<string, unknown>>,
-      confirmed: true,
       flow,
       decisions: []
     }),
     (error) => {
       if (error instanceof BackendError) return error
       const rules = heldBy(error)
-      return rules !== undefined
-        ? new CallHeld({ message: error.message, toolName: chosen.functionName, rules: [...rules] })
-        : new InvalidPlan({ message: error.message, toolName: chosen.functionName, arguments: Secrets.scrubArguments(args) })
+      if (rules !== undefined) return new CallHeld({ message: error.message, toolName: chosen.functionName, rules: [...rules] })
+      const asked = askedOf(error)
+      if (asked?.answer === "declined") return new CallHeld({ message: error.message, toolName: chosen.functionName, rules: [] })
+      const tool = chosen.functionName
+      return new InvalidPlan({
+        message:
+          asked === undefined
+            ? error.message
+            : `'${tool}' runs only after the user agrees (confirmTools: "${String(asked.mode)}"), and this client cannot be asked (it declared no elicitation); confirmTools: "never" in the gateway's configuration runs it without asking`,
+        toolName: tool,
+        arguments: Secrets.scrubArguments(args)
+      })
     }
   )

@@ -434,11 +434,16 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     )
   }
 
-  /** The gateway's own planned calls (an orchestration's steps, a script's calls) as this session's. */
-  const planned =
-    (context: RequestContext, ask: RunTasks.Ask | undefined): Call.RunPlanned =>
-    (p) =>
-      ctx.pipeline.run(Call.make({ ...p, session, context, confirm: confirmWith(context, ask) }))
+  /**
+   * The gateway's own planned calls (an orchestration's steps, a script's calls) as this session's.
+   * Their questions are put one at a time, though the calls of a turn run together.
+   */
+  const planned = (context: RequestContext, ask: RunTasks.Ask | undefined): Call.RunPlanned => {
+    const oneAtATime = Effect.unsafeMakeSemaphore(1)
+    const confirm = confirmWith(context, ask)
+    const asked: Confirm = (question) => oneAtATime.withPermits(1)(confirm(question))
+    return (p) => ctx.pipeline.run(Call.make({ ...p, session, context, confirm: asked }))
+  }
 
   const backendFacts = Tasks.factsOf(backends)
 

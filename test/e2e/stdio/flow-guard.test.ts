@@ -154,4 +154,46 @@ describe("the flow guard, end to end", () => {
       await connected.close()
     }
   }, 30_000)
+
+  it("one question per call: a write that confirmTools and a flow rule both hold is asked about once, naming both", async () => {
+    const files = join(dir, "files-once")
+    mkdirSync(files, { recursive: true })
+    writeFileSync(join(files, "clean.txt"), "Invoice INV-7731 is paid. Ticket OPS-5521 is closed.\n")
+    const fsConfig = join(dir, "fs-once.json")
+    const server = join(ROOT, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+    writeFileSync(
+      fsConfig,
+      JSON.stringify({ maxSteps: 4, backends: [{ id: "fs", command: process.execPath, args: [server, files] }] })
+    )
+    model.setSteps([
+      { tool: "fs__read_text_file", arguments: { path: join(files, "clean.txt") } },
+      { tool: "fs__write_file", arguments: { path: join(files, "summary.txt"), content: "Paid: INV-7731. Closed: OPS-5521." } },
+      { text: "Saved." }
+    ])
+    const questions: Array<string> = []
+    const client = new Client({ name: "accepting", version: "1" }, { capabilities: { elicitation: {} } })
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      questions.push(String(request.params.message))
+      return { action: "accept", content: {} }
+    })
+    const { client: connected } = await connectSdk(client, {
+      config: fsConfig,
+      cwd: dir,
+      env: cleanEnv({ OPENAI_API_KEY: "sk-flow-test-0000000000", OPENAI_BASE_URL: model.baseUrl })
+    })
+    try {
+      const result = await connected.callTool({
+        name: "agentify_orchestrate",
+        arguments: { query: "Save a summary of clean.txt to summary.txt" }
+      })
+      expect(result.isError).not.toBe(true)
+      expect(readFileSync(join(files, "summary.txt"), "utf8")).toContain("INV-7731")
+      // Once, for both grounds: the destructive write (confirmTools) and the copied values (untrusted-target).
+      expect(questions).toHaveLength(1)
+      expect(questions[0]).toContain("Allow fs__write_file to run")
+      expect(questions[0]).toContain("untrusted-target")
+    } finally {
+      await connected.close()
+    }
+  }, 30_000)
 })

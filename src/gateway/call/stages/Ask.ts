@@ -1,10 +1,10 @@
 /**
  * `ask`: the user's consent for a call the gateway planned (an orchestration's step, a script's
  * call), on two grounds: `confirmTools` (the tool's kind), and a rule of `decide` that holds the
- * call (the flow guard), whose question names the rule and why. A client's own call is not asked
- * about: the client is the user's agent, and asks them itself. An orchestration asks for a whole
- * turn's `confirmTools` before any of it runs, and says so (`confirmed`); a rule's hold is asked
- * for at the call.
+ * call (the flow guard), whose question names the rule and why. Whatever grounds a call has, the
+ * user is asked once, in one message naming every reason, and the answer counts for all of them. A
+ * client's own call is not asked about: the client is the user's agent, and asks them itself. A
+ * call the user already agreed to (`confirmed`) is asked only for a rule's hold.
  */
 import { Effect } from "effect"
 import type { ConfirmTools } from "../../../config/Config.js"
@@ -66,7 +66,7 @@ export const make = (confirmTools: () => ConfirmTools): Stage => ({
           ? `Not run: the user declined to run ${call.name} (confirmTools: "${mode}")`
           : `Not run: ${call.name} runs only after the user agrees (confirmTools: "${mode}"), and this client cannot be asked`
       call.decisions.push({ stage: "ask", said: message, refused: true })
-      return Effect.fail(new RpcError({ code: -32602, message, data: { stage: "ask", answer } }))
+      return Effect.fail(new RpcError({ code: -32602, message, data: { stage: "ask", answer, confirmTools: mode } }))
     })
   }
 })
