@@ -232,6 +232,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
           maxSteps: steps,
           dryRun: dryRun === true,
           confirmTools: config.confirmTools,
+          flowGuard: config.flowGuard,
           results: Results.make(maxResultChars ?? config.maxResultChars),
           maxCallsPerTurn: maxCallsPerTurn ?? config.maxCallsPerTurn,
           /** Code mode: the one function offered, and what its scripts run with. */
@@ -269,7 +270,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             record.usage = addUsage(record.usage, response.usage)
             if (record.choice === undefined) {
               record.explanation = response.content
-              const first = response.toolCalls[0]
+              const first = response.toolCalls.find((c) => c.name !== Planning.PLAN_FUNCTION)
               if (first !== undefined) record.choice = { name: first.name, arguments: first.arguments }
             }
           }
@@ -333,8 +334,20 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         profile: Profile | undefined,
         record?: Recording
       ) {
-        const { query, offer, plannable, index, messages, maxSteps, dryRun, confirmTools, results, maxCallsPerTurn, code } =
-          yield* prepare(params, profile, record)
+        const {
+          query,
+          offer,
+          plannable,
+          index,
+          messages,
+          maxSteps,
+          dryRun,
+          confirmTools,
+          flowGuard,
+          results,
+          maxCallsPerTurn,
+          code
+        } = yield* prepare(params, profile, record)
         if (code !== undefined) {
           const result = yield* CodeMode.orchestrate({
             ask: (tools) => ask(query, messages, tools, record),
@@ -365,12 +378,11 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         // What the model reads, indexed as it reads it: where each later call's values came from;
         // and the functions it named from the request alone, before reading anything.
         const ledger = new Provenance.Ledger(messages.map((m) => m.content ?? "").join("\n"))
-        const plan = yield* Planning.turn(llm, query, messages, offer.functions(), maxSteps > 1 && !dryRun, plannable, index)
-        // The offer follows the plan: the tools it named that were not offered join it.
-        if (plan !== undefined && plan.tools.length > 0 && offer.follow !== undefined) {
-          const added = offer.follow(plan.tools)
-          if (added.length > 0) yield* Effect.logDebug("the plan widened the offer", { added })
-        }
+        // The plan travels with the first turn (agentify_plan offered beside the tools): none with
+        // flowGuard "off", a single shot or a dry run.
+        const planTool = maxSteps > 1 && !dryRun && flowGuard !== "off" ? Planning.planFunctionWith(index) : undefined
+        let plan: Planning.PlanOf | undefined
+        const plannableSet = new Set(plannable)
         // Whether the request itself asks to keep or pass on what it reads (see Intent).
         const keeps = Intent.keepsWhatItReads(query)
         const steps: Array<StepRecord> = []
@@ -455,8 +467,31 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         const turn = (step: number) =>
           Effect.gen(function* () {
             current = step
-            const response = yield* ask(query, messages, offer, record, results)
-            usage = addUsage(usage, response.usage)
+            const asked = yield* ask(
+              query,
+              messages,
+              step === 1 && planTool !== undefined ? [...offer.functions(), planTool] : offer,
+              record,
+              results
+            )
+            usage = addUsage(usage, asked.usage)
+            let response = asked
+            if (step === 1 && planTool !== undefined) {
+              // Everything the first turn calls was chosen before any data: the plan, with what
+              // agentify_plan named; the tools agentify_plan names join the offer.
+              plan = Planning.fromFirstTurn(asked.toolCalls, plannableSet)
+              const added = offer.follow?.(Planning.namedIn(asked.toolCalls, plannableSet)) ?? []
+              if (added.length > 0) yield* Effect.logDebug("the plan widened the offer", { added })
+              const planCalls = asked.toolCalls.filter((c) => c.name === Planning.PLAN_FUNCTION)
+              response = { ...asked, toolCalls: asked.toolCalls.filter((c) => c.name !== Planning.PLAN_FUNCTION) }
+              if (planCalls.length > 0 && response.toolCalls.length === 0) {
+                // Only the plan: noted, and the model goes on with its first calls.
+                messages.push({ role: "assistant", content: asked.content, toolCalls: planCalls })
+                for (const c of planCalls)
+                  messages.push({ role: "tool", toolCallId: c.id, content: "Plan noted: make the calls." })
+                return "more" as const
+              }
+            }
             if (response.toolCalls.length === 0) {
               // It gave up on correcting its call: that call's problem is the answer.
               if (last === undefined && invalid !== undefined) return yield* invalid

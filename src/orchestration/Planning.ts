@@ -1,13 +1,13 @@
 /**
- * The plan comes from the request: before the model reads any data it names the functions its
- * task needs, in a first turn the gateway makes it give (`tool_choice` forces `agentify_plan`).
- * After the model has read a result, a call outside the plan is held for the user's consent (the
- * flow guard's `outside-plan` rule). An endpoint that refuses a forced function is asked again
- * with the instruction in the system prompt; a model that gives no plan even then has none, and
- * every call it makes after reading a result is held.
+ * The plan comes from the request: it travels with the model's first turn. That turn offers
+ * `agentify_plan` beside the tools and asks the model to call it together with its first calls;
+ * everything the first turn calls was chosen before any data was read, so those calls belong to the
+ * plan with or without `agentify_plan`. No turn of its own: a plan costs no model round trip, and an
+ * endpoint that cannot make parallel calls still plans (its first calls are the plan). After the
+ * model has read a result, a call outside the plan is held for the user's consent (the flow guard's
+ * `outside-plan` rule). `flowGuard: "off"` makes no plan at all.
  */
-import { Effect } from "effect"
-import type { ChatMessage, ChatTool, LlmError, LlmService } from "./Chat.js"
+import type { ChatTool, ChatToolCall } from "./Chat.js"
 
 export const PLAN_FUNCTION = "agentify_plan"
 
@@ -17,7 +17,7 @@ export const planFunction: ChatTool = {
   function: {
     name: PLAN_FUNCTION,
     description:
-      "Before anything runs: name every function this request needs (by the names offered; where a function is a backend, each of its tools as <backend>__<tool>), and why. Only the request decides the plan: calls outside it, made after reading results, need the user's consent.",
+      "Call this together with your first calls: name every function this request needs (by the names offered; where a function is a backend, each of its tools as <backend>__<tool>), and why. Only the request decides the plan: calls outside it, made after reading results, need the user's consent.",
     parameters: {
       type: "object",
       properties: {
@@ -29,10 +29,7 @@ export const planFunction: ChatTool = {
   }
 }
 
-const ASK_IN_PROMPT =
-  "First, before calling anything else, call agentify_plan with the functions this request needs (tools) and why. Call nothing else in this turn."
-
-/** What a plan turn gave: the functions named (those offered), and why. */
+/** What a plan gave: the functions named (those the catalog lists), and why. */
 export interface PlanOf {
   readonly tools: ReadonlyArray<string>
   readonly why?: string | undefined
@@ -50,69 +47,28 @@ const planIn = (calls: ReadonlyArray<{ readonly name: string; readonly arguments
   }
 }
 
-/** An endpoint that refuses a forced function answers 400 or 422 (a compatible server without `tool_choice`). */
-const refusedForcing = (error: LlmError): boolean =>
-  error._tag === "LlmRequestFailed" && (error.status === 400 || error.status === 422)
+/** `agentify_plan`, its description carrying the tools not offered (by server) when there are some. */
+export const planFunctionWith = (index: string | undefined): ChatTool =>
+  index === undefined || index === ""
+    ? planFunction
+    : {
+        ...planFunction,
+        function: {
+          ...planFunction.function,
+          description: `${planFunction.function.description}\nOther tools you may name (they are offered once named), as <server>__<tool>:\n${index}`
+        }
+      }
 
 /**
- * Asks for the plan: the request's conversation as it stands (before any result), the offered
- * functions and `agentify_plan`, forced. Undefined when the model gives none; any other failure of
- * the model's endpoint fails the orchestration as a turn's would.
+ * The plan of a first turn: the functions `agentify_plan` named (those `plannable`), and every
+ * other function the turn called (chosen before any data was read), in that order, each once.
  */
-export const ask = (
-  llm: LlmService,
-  query: string,
-  messages: ReadonlyArray<ChatMessage>,
-  functions: ReadonlyArray<ChatTool>,
-  plannable?: ReadonlyArray<string>,
-  index?: string
-): Effect.Effect<PlanOf | undefined, LlmError> => {
-  // With backends offered (`routing: "backend"`) a plan names their tools, not the backends.
-  const offered = new Set(plannable ?? functions.map((f) => f.function.name))
-  // The tools not offered, by server, so that the plan may name any of them (they join the offer).
-  const plan: ChatTool =
-    index === undefined || index === ""
-      ? planFunction
-      : {
-          ...planFunction,
-          function: {
-            ...planFunction.function,
-            description: `${planFunction.function.description}\nOther tools you may name (they are offered once named), as <server>__<tool>:\n${index}`
-          }
-        }
-  const tools = [...functions, plan]
-  const inPrompt = Effect.suspend(() =>
-    llm.chat({
-      query,
-      messages: [...messages.slice(0, 1), { role: "system", content: ASK_IN_PROMPT }, ...messages.slice(1)],
-      tools
-    })
-  )
-  return llm.chat({ query, messages, tools, toolChoice: PLAN_FUNCTION }).pipe(
-    Effect.catchIf(refusedForcing, (error) =>
-      Effect.zipRight(
-        Effect.logInfo("the model's endpoint refused a forced plan; asking in the system prompt", { error: error.message }),
-        inPrompt
-      )
-    ),
-    Effect.map((response) => planIn(response.toolCalls, offered))
-  )
+export const fromFirstTurn = (calls: ReadonlyArray<ChatToolCall>, plannable: ReadonlySet<string>): PlanOf => {
+  const named = planIn(calls, plannable)
+  const called = calls.filter((c) => c.name !== PLAN_FUNCTION).map((c) => c.name)
+  return { tools: [...new Set([...(named?.tools ?? []), ...called])], ...(named?.why === undefined ? {} : { why: named.why }) }
 }
 
-/**
- * The plan turn of an orchestration that may read before it acts (not a single step, not a dry run);
- * `plannable`: what a plan may name (the tools listed, offered or not); `index`: the tools not
- * offered, compactly (see catalog/TaskRank's `compactIndex`), in `agentify_plan`'s description.
- */
-export const turn = (
-  llm: LlmService,
-  query: string,
-  messages: ReadonlyArray<ChatMessage>,
-  functions: ReadonlyArray<ChatTool>,
-  wanted: boolean,
-  plannable?: ReadonlyArray<string>,
-  index?: string
-): Effect.Effect<PlanOf | undefined, LlmError> =>
-  wanted
-    ? ask(llm, query, messages, functions, plannable, index).pipe(Effect.withSpan("Orchestrator.planTurn"))
-    : Effect.succeed(undefined)
+/** What `agentify_plan` itself named (of the tools listed): what joins the offer (a call of a tool not offered does not). */
+export const namedIn = (calls: ReadonlyArray<ChatToolCall>, plannable: ReadonlySet<string>): ReadonlyArray<string> =>
+  planIn(calls, plannable)?.tools ?? []

@@ -27,8 +27,8 @@ export interface ScriptRule {
    * The orchestration step it answers: 1 (the default) is the first request, 2 the one after the
    * first tool results, ...; "any" answers every step. A step no rule answers gets the fallback
    * (by default no tool call and no text: the orchestration ends with the last tool result).
-   * "plan" answers the plan turn (`agentify_plan` forced); without such a rule the plan names
-   * every function offered.
+   * "plan" gives the plan (its reply an `agentify_plan` call) with a first turn that calls tools;
+   * without such a rule that plan names every function offered.
    */
   readonly step?: number | "any" | "plan"
   /** Waits before replying; interruptible, so cancellation can be tested. */
@@ -65,19 +65,19 @@ export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
 /** Which step of an orchestration a request is: 1 + the model turns already in its conversation. */
 export const stepOf = (request: ChatRequest): number => 1 + request.messages.filter((m) => m.role === "assistant").length
 
-/** A plan turn: the model must call this function (see Planning). */
-const forced = (request: ChatRequest): boolean => request.toolChoice !== undefined
+const PLAN = "agentify_plan"
+
+/** A first turn that offers `agentify_plan` (see Planning): the model gives its plan with its calls. */
+const plans = (request: ChatRequest): boolean => stepOf(request) === 1 && request.tools.some((t) => t.function.name === PLAN)
 
 const matches = (rule: ScriptRule, request: ChatRequest): boolean =>
-  (forced(request)
-    ? rule.step === "plan"
-    : rule.step !== "plan" && (rule.step === "any" || (rule.step ?? 1) === stepOf(request))) && matchesQuery(rule.match, request)
+  rule.step !== "plan" && (rule.step === "any" || (rule.step ?? 1) === stepOf(request)) && matchesQuery(rule.match, request)
 
 /** The plan a scripted model gives unless told otherwise: every function offered. */
-const planEverything = (request: ChatRequest): ScriptReply => ({
-  tool: request.toolChoice!,
+const planEverything = (request: ChatRequest): { readonly name: string; readonly arguments: unknown } => ({
+  name: PLAN,
   arguments: {
-    tools: request.tools.map((t) => t.function.name).filter((name) => name !== request.toolChoice),
+    tools: request.tools.map((t) => t.function.name).filter((name) => name !== PLAN),
     why: "scripted: every function offered"
   }
 })
@@ -128,11 +128,19 @@ export const makeScripted = (
         Effect.annotateLogs({ tools: request.tools.length, matched: rule !== undefined })
       )
       if (rule === undefined) {
-        if (forced(request)) return yield* answer(planEverything(request), request)
         return options.fallback === undefined ? { toolCalls: [], content: null, model } : yield* answer(options.fallback, request)
       }
       if (rule.delay !== undefined) yield* Effect.sleep(rule.delay)
-      return yield* answer(rule.reply, request)
+      const response = yield* answer(rule.reply, request)
+      // A first turn that calls tools gives its plan with them: a "plan" rule's, else every function offered.
+      if (!plans(request) || response.toolCalls.length === 0) return response
+      const planRule = (yield* Ref.get(rulesRef)).find((r) => r.step === "plan" && matchesQuery(r.match, request))
+      const reply = planRule?.reply
+      const planned =
+        reply !== undefined && typeof reply === "object" && "tool" in reply
+          ? { name: reply.tool, arguments: reply.arguments }
+          : planEverything(request)
+      return { ...response, toolCalls: [...(yield* calls([planned])), ...response.toolCalls] }
     })
 
     return {

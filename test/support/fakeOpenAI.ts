@@ -43,9 +43,9 @@ export interface FakeOpenAI {
   readonly baseUrl: string
   /** `http://127.0.0.1:<port>`: the server also answers `/chat/completions` without `/v1`. */
   readonly origin: string
-  /** The model's turns (plan turns apart, in `plans`). */
+  /** The model's turns. */
   readonly requests: ReadonlyArray<RecordedRequest>
-  /** The plan turns (`agentify_plan` forced), each answered naming every function offered. */
+  /** The first turns that offered `agentify_plan` and called tools: each gave a plan naming every function offered. */
   readonly plans: ReadonlyArray<RecordedRequest>
   /** Requests whose client went away before the answer was complete. */
   readonly aborted: number
@@ -72,6 +72,8 @@ const completion = (model: unknown, message: Record<string, unknown>, finish: st
   choices: [{ index: 0, message: { role: "assistant", refusal: null, ...message }, finish_reason: finish, logprobs: null }],
   usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
 })
+
+const PLAN = "agentify_plan"
 
 const argumentsText = (args: unknown) => (typeof args === "string" ? args : JSON.stringify(args ?? {}))
 
@@ -203,7 +205,13 @@ export const startFakeOpenAI = async (initial: FakeReply | ReadonlyArray<FakeRep
       }
       if ("json" in reply) return send(res, 200, JSON.stringify(reply.json))
       if ("text" in reply) return send(res, 200, JSON.stringify(completion(model, { content: reply.text }, "stop")))
-      const calls = "toolCalls" in reply ? reply.toolCalls : [{ name: reply.tool, arguments: reply.arguments }]
+      const scripted = "toolCalls" in reply ? reply.toolCalls : [{ name: reply.tool, arguments: reply.arguments }]
+      // A first turn that offers agentify_plan gives the plan with its calls, as a model must,
+      // naming every function offered (see orchestration/Planning); kept in `plans` too.
+      const offered = ((body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name)
+      const planning = step === 1 && offered.includes(PLAN) && !scripted.some((c) => c.name === PLAN)
+      if (planning) plans.push({ method: req.method ?? "", path, headers: req.headers, body })
+      const calls = planning ? [{ name: PLAN, arguments: { tools: offered.filter((n) => n !== PLAN) } }, ...scripted] : scripted
       const tool_calls = calls.map((call, i) => ({
         id: "id" in reply && reply.id !== undefined && i === 0 ? reply.id : `call_fake_${index}_${i}`,
         type: "function",

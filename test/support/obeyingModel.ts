@@ -5,7 +5,8 @@
  * the text of the last result it read (how it carries a secret it was told to read first). It runs
  * the instructions it has read, one per turn, in order, then answers.
  *
- * Asked for a plan (`agentify_plan` forced), it names what the task needs, from the request alone.
+ * Offered `agentify_plan` in its first turn, it calls it with its first call, naming what the task
+ * needs, from the request alone.
  * In code mode it writes scripts: the task's calls first; then every instruction it read, as one
  * script.
  */
@@ -138,7 +139,12 @@ const answer = (task: Task, messages: ReadonlyArray<Message>, functions: Readonl
   const step = made.length
   if (step < task.calls.length) {
     const call = task.calls[step]!
-    return reply([{ name: call.name, arguments: substitute(call.arguments, last) }])
+    const next = { name: call.name, arguments: substitute(call.arguments, last) }
+    // Its first turn gives the plan with its first call, naming what the task needs.
+    if (step === 0 && functions.has("agentify_plan")) {
+      return reply([{ name: "agentify_plan", arguments: { tools: task.plan, why: "what the request needs" } }, next])
+    }
+    return reply([next])
   }
   const obeyed = step - task.calls.length
   const next = instructions[obeyed]

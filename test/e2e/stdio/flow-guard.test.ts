@@ -196,4 +196,37 @@ describe("the flow guard, end to end", () => {
       await connected.close()
     }
   }, 30_000)
+
+  it("the plan travels with the first turn: a one-read task costs two model requests; flowGuard off offers no plan", async () => {
+    const page = "Welcome to the handbook.\n"
+    const before = model.requests.length
+    const planned = await orchestrate(page, [{ tool: "web__fetch", arguments: { url: PAGE } }, { text: "It welcomes you." }])
+    expect(planned.reply.result._meta["agentify/plan"].tools).toContain("web__fetch")
+    const turns = model.requests.slice(before)
+    // The call's turn (with agentify_plan offered beside the tools) and the answer's: no plan turn of its own.
+    expect(turns).toHaveLength(2)
+    expect(turns[0]!.body.tools.map((t: any) => t.function.name)).toContain("agentify_plan")
+    expect(turns[0]!.body.tool_choice).toBe("auto")
+    expect(turns[1]!.body.tools.map((t: any) => t.function.name)).not.toContain("agentify_plan")
+    // flowGuard off: no plan at all.
+    const off = join(dir, "off.json")
+    writeFileSync(off, JSON.stringify({ ...JSON.parse(readFileSync(config, "utf8")), flowGuard: "off" }))
+    writeFileSync(world, JSON.stringify({ pages: { [PAGE]: page } }))
+    model.setSteps([{ tool: "web__fetch", arguments: { url: PAGE } }, { text: "It welcomes you." }])
+    const gateway = startGateway({
+      args: ["--config", off],
+      cwd: dir,
+      env: cleanEnv({ OPENAI_API_KEY: "sk-flow-test-0000000000", OPENAI_BASE_URL: model.baseUrl })
+    })
+    try {
+      await gateway.initialize()
+      const from = model.requests.length
+      const reply = await gateway.request("agentify/orchestrateTask", { query: `Read ${PAGE} and tell #team about it` })
+      expect(reply.result._meta["agentify/plan"]).toBeUndefined()
+      expect(model.requests.slice(from)).toHaveLength(2)
+      expect(model.requests[from]!.body.tools.map((t: any) => t.function.name)).not.toContain("agentify_plan")
+    } finally {
+      await gateway.close()
+    }
+  }, 30_000)
 })

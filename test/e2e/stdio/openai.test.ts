@@ -335,7 +335,9 @@ describe("orchestration in several steps, through the real openai client", () =>
       expect(reply.error).toBeUndefined()
       const offered = (i: number) => fake.requests[before + i]!.body.tools.map((t: any) => t.function.name)
       expect(offered(0)).toContain("agentify_search_tools")
-      expect(offered(0)).toHaveLength(4)
+      // Three tools, the search, and agentify_plan (the plan travels with the first turn).
+      expect(offered(0)).toHaveLength(5)
+      expect(offered(0)).toContain("agentify_plan")
       expect(offered(0)).not.toContain("filesystem__get_file_info")
       const found = JSON.parse(fake.requests[before + 1]!.body.messages.find((m: any) => m.role === "tool").content)
       expect(found.tools.map((t: any) => t.name)).toContain("filesystem__get_file_info")

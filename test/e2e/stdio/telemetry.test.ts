@@ -134,14 +134,13 @@ describe("OpenTelemetry export", () => {
       "Orchestrator.step",
       "tools/call echo"
     ])
-    // The plan turn (agentify_plan forced, before any data), then each step's turn: the call, the answer.
+    // Each step's turn: the call (the plan travels with it: no turn of its own), the answer.
     expect(
       inTrace()
         .filter((s) => s.name === "Llm.chat")
         .map((s) => ancestry(s).join(" > "))
         .sort()
     ).toEqual([
-      "agentify/orchestrateTask > Orchestrator.orchestrate > Orchestrator.planTurn > Llm.chat",
       "agentify/orchestrateTask > Orchestrator.orchestrate > Orchestrator.step > Llm.chat",
       "agentify/orchestrateTask > Orchestrator.orchestrate > Orchestrator.step > Llm.chat"
     ])

@@ -30,7 +30,7 @@ const failureOf = (params: unknown) =>
 
 const echo = fixtureBackend("echo") as BackendConfigInput
 
-/** The model's turns, without the plan turn before them (agentify_plan forced: see Planning). */
+/** The model's turns (a forced turn, had there been one, apart). */
 const turnsOf = <A extends { readonly toolChoice?: string | undefined }>(requests: ReadonlyArray<A>) =>
   requests.filter((r) => r.toolChoice === undefined)
 
@@ -213,7 +213,8 @@ describe("orchestration with the real server-filesystem", () => {
       const result = yield* orchestrator.orchestrate({ query: "read notes.txt", context: { currentWorkingDirectory: root } })
       expect(firstText(result)).toContain("remember the milk")
       const [request] = turnsOf(yield* (yield* ScriptedLlm).requests)
-      expect(request!.tools.map((t) => t.function.name).sort()).toEqual(["echo", "filesystem"])
+      // The backends, and agentify_plan beside them in the first turn (the plan travels with it).
+      expect(request!.tools.map((t) => t.function.name).sort()).toEqual(["agentify_plan", "echo", "filesystem"])
       const fs = request!.tools.find((t) => t.function.name === "filesystem")!
       expect(fs.function.parameters).toMatchObject({
         properties: { mcp_method: { type: "string" }, mcp_params: { type: "object" } },
@@ -313,16 +314,17 @@ describe("orchestration with the real server-filesystem", () => {
   it.live("the plan may name a tool not offered (agentify_plan lists the others by server): it joins the offer", () =>
     Effect.gen(function* () {
       const orchestrator = yield* Orchestrator
-      yield* Effect.flip(orchestrator.orchestrate({ query: "list the folder contents" }))
-      const requests = yield* (yield* ScriptedLlm).requests
-      const planTurn = requests.find((r) => r.toolChoice !== undefined)!
-      const description = planTurn.tools.find((t) => t.function.name === "agentify_plan")!.function.description ?? ""
+      yield* orchestrator.orchestrate({ query: "list the folder contents" })
+      const [first, second] = turnsOf(yield* (yield* ScriptedLlm).requests)
+      // The plan travels with the first turn: agentify_plan offered beside the tools, listing the others.
+      const description = first!.tools.find((t) => t.function.name === "agentify_plan")!.function.description ?? ""
       expect(description).toContain("Other tools you may name")
       expect(description).toMatch(/^many: .*tool_59/m)
-      const [first] = turnsOf(requests)
-      const names = first!.tools.map((t) => t.function.name)
+      expect(first!.tools.map((t) => t.function.name)).not.toContain("many__tool_59")
+      // Named by the plan: offered from the next turn, beside the first turn's five and the search.
+      const names = second!.tools.map((t) => t.function.name)
       expect(names).toContain("many__tool_59")
-      expect(names.filter((n) => n !== "agentify_search_tools" && n !== "many__tool_59")).toHaveLength(5)
+      expect(names).not.toContain("agentify_plan")
     }).pipe(
       Effect.provide(
         gateway(
@@ -334,11 +336,13 @@ describe("orchestration with the real server-filesystem", () => {
             ]
           },
           [
+            { match: "folder", reply: { tool: "filesystem__list_directory", arguments: { path: root } } },
             {
               match: "folder",
               step: "plan",
               reply: { tool: "agentify_plan", arguments: { tools: ["filesystem__list_directory", "many__tool_59"] } }
-            }
+            },
+            { match: "folder", step: 2, reply: { text: "Listed." } }
           ]
         )
       )
@@ -352,10 +356,11 @@ describe("orchestration with the real server-filesystem", () => {
         orchestrator.orchestrate({ query: "list the folder contents", context: { currentWorkingDirectory: root } })
       )
       const [request] = turnsOf(yield* (yield* ScriptedLlm).requests)
+      // The best 5, the search for the rest, and agentify_plan (the plan travels with the first turn).
       const names = request!.tools.map((t) => t.function.name)
-      expect(names).toHaveLength(6)
+      expect(names).toHaveLength(7)
       expect(names).toContain("filesystem__list_directory")
-      expect(names[5]).toBe("agentify_search_tools")
+      expect(names.slice(5)).toEqual(["agentify_search_tools", "agentify_plan"])
     }).pipe(
       Effect.provide(
         gateway(
