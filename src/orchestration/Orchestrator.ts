@@ -8,37 +8,28 @@
  *
  * Longer than most modules: the turn loop's state (the conversation, the steps, the one repair, the
  * bound on a turn's calls told once, the dry run, the tokens) is shared by every part of a turn.
- * What it offers and how a call becomes a plan are in `Offer`; the pieces of a turn (how its calls
+ * What a request's run works with (its params checked, the offer, the conversation) is in `Prepare`;
+ * what it offers and how a call becomes a plan are in `Offer`; the pieces of a turn (how its calls
  * run, what they give back) in `Steps`; what the model reads back in `Results`; what it is told in
  * `Prompts`; the code-mode loop in `CodeMode`.
  *
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
  */
-import { Context, Effect, Either, FiberRef, Layer, Option, Stream } from "effect"
+import { Context, Effect, Either, FiberRef, Layer, Option } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import { Backends } from "../backend/Backends.js"
 import * as Call from "./Planned.js"
-import { GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
-import { BackendError, InvalidParams, NotConfigured } from "../protocol/Errors.js"
+import { GatewayConfig, type Profile } from "../config/Config.js"
+import { BackendError, type InvalidParams, type NotConfigured } from "../protocol/Errors.js"
 import { type CallHeld, InvalidPlan, type LlmRequestFailed, NoActionDetermined } from "./Errors.js"
 import { type ChatMessage, type ChatResponse, type ChatTool, type ChatToolCall, LlmClient } from "./Llm.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Arguments from "./Arguments.js"
 import { isCallToolResult, resultText } from "../protocol/Mcp.js"
-import { Events, none as noEvents, type OrchestrationRecord, type OrchestrationStep } from "../observability/Events.js"
-import { Apps, catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
+import { Events, none as noEvents, type OrchestrationStep } from "../observability/Events.js"
 
-import {
-  backendsIn,
-  offerBackends,
-  offerTools,
-  type Offer,
-  parseArguments,
-  type Plan,
-  requiredProperties,
-  SEARCH_TOOL
-} from "./Offer.js"
+import { type Offer, parseArguments, type Plan, requiredProperties, SEARCH_TOOL } from "./Offer.js"
 import {
   addUsage,
   type Confirm,
@@ -64,23 +55,17 @@ import * as CodeMode from "./CodeMode.js"
 import * as Provenance from "./Provenance.js"
 import * as Planning from "./Planning.js"
 import * as Intent from "./Intent.js"
-import * as Embeddings from "./Embeddings.js"
-import { compactIndex } from "../catalog/TaskRank.js"
+import * as Prepare from "./Prepare.js"
 import * as Meta from "../data/Meta.js"
-import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 import { objectField } from "../data/Json.js"
 
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
 export { ORCHESTRATE_TOOL, SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
-import { type OrchestrateRequest, validateParams } from "./Request.js"
+import type { OrchestrateRequest } from "./Request.js"
 export { type OrchestrateRequest, validateParams } from "./Request.js"
 
-/** How much of agentify_plan's description the tools not offered may take (about 2,000 tokens). */
-const PLAN_INDEX_CHARS = 8_000
-
-/** An orchestration's record while it runs. */
-type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "totalMs">]: OrchestrationRecord[K] }
+type Recording = Prepare.Recording
 
 export type OrchestrationError =
   InvalidParams | NotConfigured | LlmRequestFailed | InvalidPlan | NoActionDetermined | BackendError
@@ -133,122 +118,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       // Optional: an orchestrator built without the hub publishes nothing.
       const events = Option.getOrElse(yield* Effect.serviceOption(Events), () => noEvents)
 
-      /** The embedder of the configured `embeddings`, or none. */
-      const embedderFor = Embeddings.forConfig()
-      // With `embeddings`, tool vectors are computed as the tool lists change, in batches, before
-      // any request waits for them.
-      yield* backends.toolsChanged.pipe(
-        Stream.debounce("200 millis"),
-        Stream.runForEach(() =>
-          Effect.flatMap(gatewayConfig.current, (config) => {
-            const embedder = embedderFor(config)
-            return embedder === undefined ? Effect.void : embedder.warm(catalogOf(backends.toolsSync()).entries)
-          })
-        ),
-        Effect.forkScoped
-      )
-
-      const readyBackends = (config: ResolvedConfig) =>
-        Effect.gen(function* () {
-          const enabled = config.backends.filter((b) => b.enabled)
-          if (enabled.length === 0) {
-            return yield* new NotConfigured({
-              missing: "backends",
-              message:
-                "No backend is configured: list at least one enabled backend in the config file (--config or AGENTIFY_CONFIG) or in initializationOptions.backends"
-            })
-          }
-          const ready = backends.toolsSync()
-          if (ready.length === 0) {
-            const states = yield* backends.states
-            const detail = states.map((s) => `${s.id}: ${s.state}${s.lastError ? ` (${s.lastError})` : ""}`).join("; ")
-            return yield* new BackendError({
-              backendId: enabled.map((b) => b.id).join(", "),
-              reason: "not_ready",
-              summary: `no backend is ready${detail ? ` — ${detail}` : ""}`
-            })
-          }
-          return ready
-        })
-
-      /** What one request's orchestration works with, decided before the model is asked. */
-      const prepare = Effect.fn("Orchestrator.prepare")(function* (
-        params: OrchestrateRequest,
-        profile: Profile | undefined,
-        record?: Recording
-      ) {
-        const { query, context, maxSteps, dryRun, maxResultChars, maxCallsPerTurn, mode } = yield* validateParams(params)
-        if (record !== undefined) Object.assign(record, { query, context })
-        const config = yield* gatewayConfig.current
-        const ready = yield* readyBackends(config)
-        // What the session's profile sees (everything without one): the tools, or the backends;
-        // never a tool only its MCP App may call.
-        const view = Apps.forModel(inProfile(catalogOf(ready), profile))
-        const catalog = config.routing === "backend" ? undefined : view
-        // With `embeddings`: the tools most like the request by their vectors (none when the endpoint cannot say).
-        const embeddings =
-          catalog === undefined || catalog.entries.length <= config.maxToolsPerRequest ? undefined : embedderFor(config)
-        const semantic = embeddings === undefined ? [] : yield* embeddings.rank(view.entries, query, config.maxToolsPerRequest)
-        const offer =
-          catalog === undefined
-            ? offerBackends(backendsIn(view, ready, profile))
-            : offerTools(catalog, query, context, config.maxToolsPerRequest, semantic)
-        yield* Effect.annotateCurrentSpan({ routing: config.routing, offered: offer.functions().length })
-        if (record !== undefined) {
-          record.routing = config.routing
-          record.offered =
-            catalog === undefined
-              ? offer.functions().map((f) => ({ name: f.function.name }))
-              : scoreEntries(catalog.entries, query, config.maxToolsPerRequest, context)
-        }
-        const steps = maxSteps ?? config.maxSteps
-        const code = (mode ?? config.orchestrationMode) === "code"
-        if (code && config.codeMode === false) {
-          return yield* new InvalidParams({
-            message: `Invalid params: mode "code" runs scripts, and codeMode is false in the gateway's configuration`,
-            issues: ["mode: code mode is turned off (codeMode: false)"]
-          })
-        }
-        const messages: Array<ChatMessage> = [
-          { role: "system", content: code ? CodeMode.CODE_PROMPT : steps === 1 ? SINGLE_STEP_PROMPT : SYSTEM_PROMPT },
-          { role: "user", content: userMessage(query, context) }
-        ]
-        const namespaceOfBackend = (backendId: string) => {
-          const backend = backends.configOf(backendId)
-          return backend === undefined ? backendId : namespaceOf(backend)
-        }
-        return {
-          query,
-          offer,
-          // What a plan may name: any tool the view lists (with backends offered, their tools), not
-          // only those offered: the tools it names join the offer (see Offer's `follow`).
-          plannable: view.entries.map((e) => e.name),
-          // ... and the tools not offered, by server, within a budget, in agentify_plan's description.
-          index:
-            catalog === undefined || offer.follow === undefined
-              ? undefined
-              : compactIndex(view.entries, new Set(offer.functions().map((f) => f.function.name)), PLAN_INDEX_CHARS),
-          messages,
-          maxSteps: steps,
-          dryRun: dryRun === true,
-          confirmTools: config.confirmTools,
-          flowGuard: config.flowGuard,
-          results: Results.make(maxResultChars ?? config.maxResultChars),
-          maxCallsPerTurn: maxCallsPerTurn ?? config.maxCallsPerTurn,
-          /** Code mode: the one function offered, and what its scripts run with. */
-          code:
-            code && config.codeMode !== false
-              ? {
-                  fn: CodeMode.runCodeFunction(view, query, context, config.maxToolsPerRequest, namespaceOfBackend, [], semantic),
-                  refresh: (used: ReadonlyArray<string>) =>
-                    CodeMode.runCodeFunction(view, query, context, config.maxToolsPerRequest, namespaceOfBackend, used, semantic),
-                  view,
-                  namespaceOf: namespaceOfBackend,
-                  settings: config.codeMode
-                }
-              : undefined
-        }
-      })
+      // What one request's orchestration works with (see Prepare); tool vectors kept warm.
+      const prepare = yield* Prepare.make(gatewayConfig, backends)
 
       /** One model turn; the first is what the debug UI's record shows. */
       const ask = (
