@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import * as Capabilities from "../../catalog/Capabilities.js"
-import type { Catalog } from "../../catalog/ToolCatalog.js"
+import { type Catalog, exposedNameIn } from "../../catalog/ToolCatalog.js"
 import { field } from "../../data/Json.js"
 import type * as Policy from "../../policy/Policy.js"
 import { RpcError } from "../../protocol/Errors.js"
@@ -159,4 +159,34 @@ export const mayList = (
   const principal = principalOf(session)
   const action = type === "Resource" ? "read" : "get"
   return (backendId, id) => policies.mayEver(principal, action, { type, id, backend: backendId })
+}
+
+/**
+ * What the policies say of the gateway's model's read or prompt (`routing: "backend"`): what they
+ * refuse the client's own `resources/read` and `prompts/get`, they refuse the model too.
+ */
+export const modelRequest = (
+  settings: Settings,
+  session: Session,
+  configOf: (backendId: string) => { readonly namespace?: string | false | undefined } | undefined,
+  backendId: string,
+  method: string,
+  params: unknown
+): Effect.Effect<void, RpcError> => {
+  if (method === "resources/read") {
+    const uri = String(field(params, "uri") ?? "")
+    return allowed(settings, session, "read", { type: "Resource", id: uri, backend: backendId }, {}, "orchestration")
+  }
+  if (method === "prompts/get") {
+    const name = exposedNameIn({ id: backendId, namespace: configOf(backendId)?.namespace }, String(field(params, "name") ?? ""))
+    return allowed(
+      settings,
+      session,
+      "get",
+      { type: "Prompt", id: name, backend: backendId },
+      field(params, "arguments"),
+      "orchestration"
+    )
+  }
+  return Effect.void
 }

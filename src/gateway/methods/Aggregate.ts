@@ -26,16 +26,9 @@ import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import * as Logging from "../../observability/Logging.js"
 import * as Secrets from "../../observability/Secrets.js"
 import { IMPLEMENTATION, isCallToolResult, textResult } from "../../protocol/Mcp.js"
-import {
-  type Confirm,
-  type OnStep,
-  ORCHESTRATE_TOOL,
-  type Orchestrator,
-  validateParams
-} from "../../orchestration/Orchestrator.js"
+import { type Confirm, ORCHESTRATE_TOOL, type Orchestrator, validateParams } from "../../orchestration/Orchestrator.js"
 import * as Progress from "../routing/Progress.js"
 import { CallHeld, cutText, MODEL_MESSAGE_CHARS } from "../../orchestration/Errors.js"
-import { exposedNameIn } from "../../catalog/Naming.js"
 import * as RunCode from "../../orchestration/Code.js"
 import * as Call from "../call/Call.js"
 import * as PolicyChecks from "../call/PolicyChecks.js"
@@ -147,18 +140,6 @@ export const INSTRUCTIONS =
 
 const methodNotFound = (method: string) =>
   new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` })
-
-/** With a progress token, one progress notification as each orchestration step starts. */
-const stepProgress = (context: RequestContext, progressToken: unknown): OnStep | undefined =>
-  progressToken === undefined
-    ? undefined
-    : (step, maxSteps, tools) =>
-        context.notify("notifications/progress", {
-          progressToken,
-          progress: step,
-          total: maxSteps,
-          message: `step ${step}/${maxSteps}: ${tools.join(", ")}`
-        })
 
 /** The agentify_orchestrate tool: the last result's content, then the model's closing words, if any. */
 const withAnswerText = (result: unknown): unknown => {
@@ -276,42 +257,12 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     (context: RequestContext) =>
     (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError | CallHeld> =>
       Effect.zipRight(
-        Effect.catchAll(modelRequestAllowed(backendId, method, params), (refused) =>
-          Effect.fail(new CallHeld({ message: refused.message, toolName: backendId, rules: ["policies"] }))
+        Effect.catchAll(
+          PolicyChecks.modelRequest(ctx.policies, session, backends.configOf, backendId, method, params),
+          (refused) => Effect.fail(new CallHeld({ message: refused.message, toolName: backendId, rules: ["policies"] }))
         ),
         ctx.forward(session, context, backendId, method, params)
       )
-
-  /**
-   * What the policies say of the model's read or prompt (`routing: "backend"`): what they refuse
-   * the client's own `resources/read` and `prompts/get`, they refuse the gateway's model too.
-   */
-  const modelRequestAllowed = (backendId: string, method: string, params: unknown): Effect.Effect<void, RpcError> => {
-    if (method === "resources/read") {
-      const uri = String(field(params, "uri") ?? "")
-      return PolicyChecks.allowed(
-        ctx.policies,
-        session,
-        "read",
-        { type: "Resource", id: uri, backend: backendId },
-        {},
-        "orchestration"
-      )
-    }
-    if (method === "prompts/get") {
-      const config = backends.configOf(backendId)
-      const name = exposedNameIn({ id: backendId, namespace: config?.namespace }, String(field(params, "name") ?? ""))
-      return PolicyChecks.allowed(
-        ctx.policies,
-        session,
-        "get",
-        { type: "Prompt", id: name, backend: backendId },
-        field(params, "arguments"),
-        "orchestration"
-      )
-    }
-    return Effect.void
-  }
 
   /**
    * Asks this client's user whether a tool may run (`confirmTools`), as a request of the session's
@@ -377,7 +328,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     orchestrator.orchestrate(request, {
       execute: execute(context),
       call: planned(context, ask),
-      onStep: stepProgress(context, progressToken),
+      onStep: Progress.ofSteps(context, progressToken),
       confirm: confirmWith(context, ask),
       profile: modelProfile()
     })
