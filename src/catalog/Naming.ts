@@ -187,8 +187,19 @@ export const buildCatalog = (backends: ReadonlyArray<BackendTools>): Catalog => 
       tool: withHints({ ...tool, name, description: `[${backendId}] ${description}` }, hints)
     }
   })
+  const described = new Map(backends.map((b) => [b.backendId, b.description?.trim() ?? ""]))
+  for (const entry of entries) {
+    const description = described.get(entry.backendId)
+    if (description) backendDescriptions.set(entry, description)
+  }
   return { entries, byName: new Map(entries.map((entry) => [entry.name, entry])), conflicts }
 }
+
+/** Each entry's backend's configured `description`, when it has one (see `backendDescriptionOf`). */
+const backendDescriptions = new WeakMap<CatalogEntry, string>()
+
+/** What the configuration says its backend is about (its `description`), for ranking servers. */
+export const backendDescriptionOf = (entry: CatalogEntry): string | undefined => backendDescriptions.get(entry)
 
 /** A tool with these annotations (none: as it was). */
 const withHints = (tool: Tool, annotations: unknown): Tool =>

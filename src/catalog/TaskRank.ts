@@ -17,7 +17,7 @@
  * rank)), robust without weights tuned between them. Deterministic; each ranking uses the index
  * cached per tool list, so a task costs a few rankings of a few tenths of a millisecond each.
  */
-import type { CatalogEntry } from "./Naming.js"
+import { backendDescriptionOf, type CatalogEntry } from "./Naming.js"
 import { intentsOf } from "./Intents.js"
 import { needsOf } from "./Needs.js"
 import { matchingEntries, type RankContext, rankEntries, scoreSummaries, type Summary } from "./Rank.js"
@@ -49,7 +49,7 @@ interface Servers {
 // Per entries array, as the ranking index is.
 const serversCache = new WeakMap<ReadonlyArray<CatalogEntry>, Servers>()
 
-/** What each server is about: its id, and its tools' names and first sentences. */
+/** What each server is about: its configured description, its tools' names and first sentences. */
 const serversOf = (entries: ReadonlyArray<CatalogEntry>): Servers => {
   const cached = serversCache.get(entries)
   if (cached !== undefined) return cached
@@ -65,7 +65,9 @@ const serversOf = (entries: ReadonlyArray<CatalogEntry>): Servers => {
       const first = /^[\s\S]*?[.!?\u3002](?=\s|$)/.exec(description)?.[0] ?? description
       return `${e.toolName.replace(/[_-]+/g, " ")}. ${first.slice(0, 200)}`
     })
-    return { name: backendId, text: said.join(" ") }
+    // What the configuration says the backend is about comes first (see Naming's backendDescriptionOf).
+    const about = tools[0] === undefined ? undefined : backendDescriptionOf(tools[0])
+    return { name: backendId, text: [about, ...said].filter((t) => t !== undefined && t !== "").join(" ") }
   })
   const servers = { summaries, entries: byServer }
   serversCache.set(entries, servers)

@@ -95,6 +95,16 @@ describe("the offer for a task", () => {
     ])
     expect(serversMatching(catalog.entries, "will there be storms in my city")).toEqual(["svc1"])
     expect(serversMatching(catalog.entries, "how many euros is 100 dollars at today's exchange rates")[0]).toBe("svc2")
+    // A server whose tools say nothing of what it is about: its configured description does.
+    const described = buildCatalog([
+      {
+        backendId: "svc1",
+        tools: [tool("get", "Returns the data."), tool("list", "Lists the items.")],
+        description: "Weather forecasts and storm alerts"
+      },
+      { backendId: "svc2", tools: [tool("convert", "Convert between currencies.")] }
+    ])
+    expect(serversMatching(described.entries, "any storm alerts near me")).toEqual(["svc1"])
   })
 
   it("follows the work: what the plan named ranks with the request", () => {
