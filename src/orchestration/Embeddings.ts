@@ -48,7 +48,13 @@ const sha = (text: string) => createHash("sha256").update(text).digest("hex")
 export const textOf = (entry: CatalogEntry): string =>
   `${entry.baseName.replace(/[_-]+/g, " ")}: ${entry.tool.description ?? ""}`.slice(0, TEXT_CHARS)
 
-const keyOf = (entry: CatalogEntry): string => sha(JSON.stringify([textOf(entry), entry.tool.inputSchema ?? null]))
+// Per entry object (kept until its backend lists again): a request does not hash every tool anew.
+const keys = new WeakMap<CatalogEntry, string>()
+const keyOf = (entry: CatalogEntry): string => {
+  let key = keys.get(entry)
+  if (key === undefined) keys.set(entry, (key = sha(JSON.stringify([textOf(entry), entry.tool.inputSchema ?? null]))))
+  return key
+}
 
 const cosine = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): number => {
   let dot = 0

@@ -119,40 +119,6 @@ export const startFakeOpenAI = async (initial: FakeReply | ReadonlyArray<FakeRep
       } catch {
         body = undefined
       }
-      // A plan turn (one function forced, see orchestration/Planning): answered as a model must,
-      // naming every function offered, and kept apart from the turns the tests script and count.
-      const forced = (body as { tool_choice?: { function?: { name?: unknown } } } | undefined)?.tool_choice?.function?.name
-      if (typeof forced === "string") {
-        plans.push({ method: req.method ?? "", path, headers: req.headers, body })
-        const offered = ((body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name)
-        return send(
-          res,
-          200,
-          JSON.stringify({
-            id: `chatcmpl-plan-${plans.length}`,
-            object: "chat.completion",
-            created: 0,
-            model: "fake",
-            choices: [
-              {
-                index: 0,
-                finish_reason: "tool_calls",
-                message: {
-                  role: "assistant",
-                  content: null,
-                  tool_calls: [
-                    {
-                      id: `call_plan_${plans.length}`,
-                      type: "function",
-                      function: { name: forced, arguments: JSON.stringify({ tools: offered.filter((n) => n !== forced) }) }
-                    }
-                  ]
-                }
-              }
-            ]
-          })
-        )
-      }
       const index = requests.length
       requests.push({ method: req.method ?? "", path, headers: req.headers, body })
       // A client that gives up before the answer is complete closes the connection.

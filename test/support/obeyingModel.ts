@@ -120,8 +120,7 @@ const reply = (calls: ReadonlyArray<{ name: string; arguments: unknown }>, text:
 })
 
 /** What the model does next, given the conversation so far and its task. */
-const answer = (task: Task, messages: ReadonlyArray<Message>, functions: ReadonlySet<string>, forced: string | undefined) => {
-  if (forced === "agentify_plan") return reply([{ name: forced, arguments: { tools: task.plan, why: "what the request needs" } }])
+const answer = (task: Task, messages: ReadonlyArray<Message>, functions: ReadonlySet<string>) => {
   const made = messages.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []) : []))
   const results = messages.filter((m) => m.role === "tool").map((m) => m.content ?? "")
   const last = unmarked(results.at(-1) ?? "")
@@ -193,8 +192,7 @@ export const startObeyingModel = async (tasks: ReadonlyArray<Task>): Promise<Obe
       const user = parsed.messages.find((m) => m.role === "user")?.content ?? ""
       const task = tasks.find((t) => user.includes(t.query))
       const functions = new Set((parsed.tools ?? []).map((t) => t.function.name))
-      const forced = typeof parsed.tool_choice === "object" ? parsed.tool_choice.function?.name : undefined
-      const out = task === undefined ? reply([], "I do not know this task.") : answer(task, parsed.messages, functions, forced)
+      const out = task === undefined ? reply([], "I do not know this task.") : answer(task, parsed.messages, functions)
       res.writeHead(200, { "content-type": "application/json" })
       res.end(JSON.stringify(out))
     })

@@ -108,27 +108,26 @@ describe("the flow guard, end to end", () => {
     expect(own.posted.map((c) => c.arguments.text)).toEqual(["The handbook is up to date."])
   }, 30_000)
 
-  it("a summary sharing ordinary words with its file is the model's own: its write is asked about once, not twice", async () => {
-    const files = join(dir, "files")
+  /**
+   * `query` run by the model's `steps` over server-filesystem in a folder of its own holding `file`,
+   * with a client that accepts every question: the result, the folder, and the questions put.
+   */
+  const withAcceptingClient = async (
+    name: string,
+    file: { readonly name: string; readonly text: string },
+    steps: (files: string) => Parameters<FakeOpenAI["setSteps"]>[0],
+    query: string
+  ) => {
+    const files = join(dir, name)
     mkdirSync(files, { recursive: true })
-    writeFileSync(join(files, "notes.md"), "Meeting notes: we ship on Friday. Budget approved for the new office.\n")
-    const fsConfig = join(dir, "fs.json")
+    writeFileSync(join(files, file.name), file.text)
+    const fsConfig = join(dir, `${name}.json`)
     const server = join(ROOT, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
     writeFileSync(
       fsConfig,
       JSON.stringify({ maxSteps: 4, backends: [{ id: "fs", command: process.execPath, args: [server, files] }] })
     )
-    model.setSteps([
-      { tool: "fs__read_text_file", arguments: { path: join(files, "notes.md") } },
-      {
-        tool: "fs__write_file",
-        arguments: {
-          path: join(files, "summary.md"),
-          content: "Summary: the meeting agreed to ship Friday; the office budget is fine."
-        }
-      },
-      { text: "Saved." }
-    ])
+    model.setSteps(steps(files))
     const questions: Array<string> = []
     const client = new Client({ name: "accepting", version: "1" }, { capabilities: { elicitation: {} } })
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -141,60 +140,54 @@ describe("the flow guard, end to end", () => {
       env: cleanEnv({ OPENAI_API_KEY: "sk-flow-test-0000000000", OPENAI_BASE_URL: model.baseUrl })
     })
     try {
-      const result = await connected.callTool({
-        name: "agentify_orchestrate",
-        arguments: { query: "Read notes.md and save a summary to summary.md" }
-      })
-      expect(result.isError).not.toBe(true)
-      expect(readFileSync(join(files, "summary.md"), "utf8")).toContain("Summary:")
-      // confirmTools asks of the destructive write; no flow rule does (no value was copied).
-      expect(questions).toHaveLength(1)
-      expect(questions[0]).not.toContain("untrusted-target")
+      const result = await connected.callTool({ name: "agentify_orchestrate", arguments: { query } })
+      return { result, files, questions }
     } finally {
       await connected.close()
     }
+  }
+
+  it("a summary sharing ordinary words with its file is the model's own: its write is asked about once, not twice", async () => {
+    const { result, files, questions } = await withAcceptingClient(
+      "files",
+      { name: "notes.md", text: "Meeting notes: we ship on Friday. Budget approved for the new office.\n" },
+      (files) => [
+        { tool: "fs__read_text_file", arguments: { path: join(files, "notes.md") } },
+        {
+          tool: "fs__write_file",
+          arguments: {
+            path: join(files, "summary.md"),
+            content: "Summary: the meeting agreed to ship Friday; the office budget is fine."
+          }
+        },
+        { text: "Saved." }
+      ],
+      "Read notes.md and save a summary to summary.md"
+    )
+    expect(result.isError).not.toBe(true)
+    expect(readFileSync(join(files, "summary.md"), "utf8")).toContain("Summary:")
+    // confirmTools asks of the destructive write; no flow rule does (no value was copied).
+    expect(questions).toHaveLength(1)
+    expect(questions[0]).not.toContain("untrusted-target")
   }, 30_000)
 
   it("one question per call: a write that confirmTools and a flow rule both hold is asked about once, naming both", async () => {
-    const files = join(dir, "files-once")
-    mkdirSync(files, { recursive: true })
-    writeFileSync(join(files, "clean.txt"), "Invoice INV-7731 is paid. Ticket OPS-5521 is closed.\n")
-    const fsConfig = join(dir, "fs-once.json")
-    const server = join(ROOT, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
-    writeFileSync(
-      fsConfig,
-      JSON.stringify({ maxSteps: 4, backends: [{ id: "fs", command: process.execPath, args: [server, files] }] })
+    const { result, files, questions } = await withAcceptingClient(
+      "files-once",
+      { name: "clean.txt", text: "Invoice INV-7731 is paid. Ticket OPS-5521 is closed.\n" },
+      (files) => [
+        { tool: "fs__read_text_file", arguments: { path: join(files, "clean.txt") } },
+        { tool: "fs__write_file", arguments: { path: join(files, "summary.txt"), content: "Paid: INV-7731. Closed: OPS-5521." } },
+        { text: "Saved." }
+      ],
+      "Save a summary of clean.txt to summary.txt"
     )
-    model.setSteps([
-      { tool: "fs__read_text_file", arguments: { path: join(files, "clean.txt") } },
-      { tool: "fs__write_file", arguments: { path: join(files, "summary.txt"), content: "Paid: INV-7731. Closed: OPS-5521." } },
-      { text: "Saved." }
-    ])
-    const questions: Array<string> = []
-    const client = new Client({ name: "accepting", version: "1" }, { capabilities: { elicitation: {} } })
-    client.setRequestHandler(ElicitRequestSchema, async (request) => {
-      questions.push(String(request.params.message))
-      return { action: "accept", content: {} }
-    })
-    const { client: connected } = await connectSdk(client, {
-      config: fsConfig,
-      cwd: dir,
-      env: cleanEnv({ OPENAI_API_KEY: "sk-flow-test-0000000000", OPENAI_BASE_URL: model.baseUrl })
-    })
-    try {
-      const result = await connected.callTool({
-        name: "agentify_orchestrate",
-        arguments: { query: "Save a summary of clean.txt to summary.txt" }
-      })
-      expect(result.isError).not.toBe(true)
-      expect(readFileSync(join(files, "summary.txt"), "utf8")).toContain("INV-7731")
-      // Once, for both grounds: the destructive write (confirmTools) and the copied values (untrusted-target).
-      expect(questions).toHaveLength(1)
-      expect(questions[0]).toContain("Allow fs__write_file to run")
-      expect(questions[0]).toContain("untrusted-target")
-    } finally {
-      await connected.close()
-    }
+    expect(result.isError).not.toBe(true)
+    expect(readFileSync(join(files, "summary.txt"), "utf8")).toContain("INV-7731")
+    // Once, for both grounds: the destructive write (confirmTools) and the copied values (untrusted-target).
+    expect(questions).toHaveLength(1)
+    expect(questions[0]).toContain("Allow fs__write_file to run")
+    expect(questions[0]).toContain("untrusted-target")
   }, 30_000)
 
   it("the plan travels with the first turn: a one-read task costs two model requests; flowGuard off offers no plan", async () => {
