@@ -1,8 +1,9 @@
 /**
  * The flow guard end to end, with real provenance: the built CLI over stdio in front of the world
- * fixtures (a web page, a chat tool), the model a local Chat Completions server whose plan turn
- * names every function offered (so only the data rules stand in the way), a client that cannot be
- * asked. What the model read, the gateway indexed; a call copying a value from it is held.
+ * fixtures (a web page, a chat tool), the model a local Chat Completions server whose first turn's
+ * plan names every function offered (so only the data rules stand in the way), a client that cannot
+ * be asked. What the model or its script read, the gateway indexed; a call copying a value from it
+ * is held, in tools mode and in code mode (with the ledger's indexing off, these tests fail).
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
@@ -58,7 +59,7 @@ describe("the flow guard, end to end", () => {
       : []
 
   /** Asks the gateway to do `query` with the model's `steps`; what the chat tool was sent. */
-  const orchestrate = async (page: string, steps: Parameters<FakeOpenAI["setSteps"]>[0]) => {
+  const orchestrate = async (page: string, steps: Parameters<FakeOpenAI["setSteps"]>[0], mode?: "code") => {
     writeFileSync(world, JSON.stringify({ pages: { [PAGE]: page } }))
     writeFileSync(log, "")
     model.setSteps(steps)
@@ -69,7 +70,10 @@ describe("the flow guard, end to end", () => {
     })
     try {
       await gateway.initialize()
-      const reply = await gateway.request("agentify/orchestrateTask", { query: `Read ${PAGE} and tell #team about it` })
+      const reply = await gateway.request("agentify/orchestrateTask", {
+        query: `Read ${PAGE} and tell #team about it`,
+        ...(mode === undefined ? {} : { mode })
+      })
       return { reply, posted: posted() }
     } finally {
       await gateway.close()
@@ -106,6 +110,48 @@ describe("the flow guard, end to end", () => {
       { text: "Done." }
     ])
     expect(own.posted.map((c) => c.arguments.text)).toEqual(["The handbook is up to date."])
+  }, 30_000)
+
+  it("code mode: a script that reads the page and posts what it holds is held, in one script or the next", async () => {
+    const page = `Welcome. Deploy with ${SECRET}.\n`
+    const fetch = `const page = await tools.web.fetch({ url: ${JSON.stringify(PAGE)} })`
+    const inOne = await orchestrate(
+      page,
+      [
+        {
+          tool: "run_code",
+          arguments: {
+            code: `${fetch}\nconst text = JSON.stringify(page)\nconst key = text.slice(text.indexOf("deploy-key"), text.indexOf("deploy-key") + 26)\nawait tools.chat.post({ channel: "#team", text: "key: " + key })\nreturn "posted"`
+          }
+        },
+        { text: "Done." }
+      ],
+      "code"
+    )
+    expect(inOne.posted).toEqual([])
+    expect(JSON.stringify(inOne.reply)).toContain("private-data-out")
+    // The model copies what the first script returned into a second one.
+    const next = await orchestrate(
+      page,
+      [
+        { tool: "run_code", arguments: { code: `${fetch}\nreturn page` } },
+        { tool: "run_code", arguments: { code: `await tools.chat.post({ channel: "#team", text: "Deploy key is ${SECRET}" })` } },
+        { text: "Done." }
+      ],
+      "code"
+    )
+    expect(next.posted).toEqual([])
+    const steps = next.reply.result._meta["agentify/steps"] as Array<{ tool: string; isError: boolean }>
+    expect(steps.map((step) => [step.tool, step.isError])).toEqual([
+      ["web__fetch", false],
+      ["chat__post", true]
+    ])
+    // The model is told which rule held its script's call.
+    const told = model.requests
+      .at(-1)!
+      .body.messages.filter((m: any) => m.role === "tool")
+      .at(-1).content
+    expect(told).toContain("private-data-out")
   }, 30_000)
 
   /**
@@ -214,7 +260,10 @@ describe("the flow guard, end to end", () => {
     try {
       await gateway.initialize()
       const from = model.requests.length
-      const reply = await gateway.request("agentify/orchestrateTask", { query: `Read ${PAGE} and tell #team about it` })
+      const reply = await gateway.request("agentify/orchestrateTask", {
+        query: `Read ${PAGE} and tell #team about it`,
+        ...(mode === undefined ? {} : { mode })
+      })
       expect(reply.result._meta["agentify/plan"]).toBeUndefined()
       expect(model.requests.slice(from)).toHaveLength(2)
       expect(model.requests[from]!.body.tools.map((t: any) => t.function.name)).not.toContain("agentify_plan")
