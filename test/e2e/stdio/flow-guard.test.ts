@@ -260,10 +260,7 @@ describe("the flow guard, end to end", () => {
     try {
       await gateway.initialize()
       const from = model.requests.length
-      const reply = await gateway.request("agentify/orchestrateTask", {
-        query: `Read ${PAGE} and tell #team about it`,
-        ...(mode === undefined ? {} : { mode })
-      })
+      const reply = await gateway.request("agentify/orchestrateTask", { query: `Read ${PAGE} and tell #team about it` })
       expect(reply.result._meta["agentify/plan"]).toBeUndefined()
       expect(model.requests.slice(from)).toHaveLength(2)
       expect(model.requests[from]!.body.tools.map((t: any) => t.function.name)).not.toContain("agentify_plan")
