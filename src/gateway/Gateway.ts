@@ -96,7 +96,7 @@ const make = Effect.gen(function* () {
   const pipeline = yield* CallPipeline
   const forwarder = yield* Forwarder
   /** Every other request on a backend for a session's (resources, prompts, tasks...): see Forwarding. */
-  const forward: Aggregate.Context["forward"] = forwarder.forward
+  const forward = forwarder.forward
 
   const subscriptions = Subscriptions.make({ backends, routes, forward })
 

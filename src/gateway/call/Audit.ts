@@ -195,13 +195,13 @@ const resultOutcome = (result: unknown): "ok" | "isError" => (field(result, "isE
  * An orchestration or script run, recorded as one line when it ends; the calls it makes name it as
  * their `parent`, and the request's span carries its id. Off: the run as it is.
  */
-export const run = <A, E extends GatewayError>(
+export const run = <A, E extends GatewayError, R>(
   audit: AuditService,
   kind: "orchestration" | "script",
   session: Session,
   input: unknown,
-  body: Effect.Effect<A, E>
-): Effect.Effect<A, E> => {
+  body: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => {
   if (!audit.enabled) return body
   return Effect.suspend(() => {
     const id = randomUUID()

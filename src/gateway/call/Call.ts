@@ -66,6 +66,11 @@ export const argumentsOf = (call: ToolCall): Record<string, unknown> => {
   return typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
 }
 
+/** A call as its road hands it to the pipeline: who makes it is the context's (see Caller). */
+export type CallRequest = Omit<ToolCall, "session" | "context" | "confirm" | "decisions" | "consent"> & {
+  readonly decisions?: Array<Decision>
+}
+
 export const make = (call: Omit<ToolCall, "decisions" | "consent"> & { readonly decisions?: Array<Decision> }): ToolCall => ({
   ...call,
   consent: [],

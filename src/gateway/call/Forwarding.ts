@@ -21,16 +21,14 @@ import * as Progress from "../routing/Progress.js"
 import { Routes } from "../routing/Routes.js"
 import { Sessions } from "../session/Sessions.js"
 import type { Session } from "../session/Session.js"
+import { CurrentCaller } from "./Caller.js"
 
 export interface ForwarderService {
-  /** `method` on `backendId` for the session's request; without a session (an embedding app), straight on the backend. */
-  readonly forward: (
-    session: Session | undefined,
-    context: RequestContext | undefined,
-    backendId: string,
-    method: string,
-    params: unknown
-  ) => Effect.Effect<unknown, BackendError>
+  /**
+   * `method` on `backendId` for the current caller's request (see Caller); for no client (an
+   * embedding app's own call), straight on the backend.
+   */
+  readonly forward: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError, CurrentCaller>
 }
 
 const make = Effect.gen(function* () {
@@ -82,7 +80,16 @@ const make = Effect.gen(function* () {
     )
   }
 
-  const forward: ForwarderService["forward"] = (session, context, backendId, method, params) => {
+  const forward: ForwarderService["forward"] = (backendId, method, params) =>
+    Effect.flatMap(CurrentCaller, ({ session, context }) => forwardFor(session, context, backendId, method, params))
+
+  const forwardFor = (
+    session: Session | undefined,
+    context: RequestContext | undefined,
+    backendId: string,
+    method: string,
+    params: unknown
+  ): Effect.Effect<unknown, BackendError> => {
     if (session === undefined || context === undefined) return backends.executeOnBackend(backendId, method, params)
     const subject = laneOf(session, backendId, method)
     if (subject instanceof BackendError) return Effect.fail(subject)
@@ -117,11 +124,11 @@ const make = Effect.gen(function* () {
 
 export class Forwarder extends Context.Tag("mcp-agentify/Forwarder")<Forwarder, ForwarderService>() {
   static readonly layer: Layer.Layer<Forwarder, never, Backends | Routes | Sessions | ClientAsk> = Layer.effect(Forwarder, make)
-  /** Straight on the backend, for an app that embeds the orchestrator without sessions. */
+  /** Straight on the backend whoever calls, for an app that embeds the orchestrator without sessions. */
   static readonly layerDirect: Layer.Layer<Forwarder, never, Backends> = Layer.effect(
     Forwarder,
     Effect.map(Backends, (backends) => ({
-      forward: (_session, _context, backendId, method, params) => backends.executeOnBackend(backendId, method, params)
+      forward: (backendId, method, params) => backends.executeOnBackend(backendId, method, params)
     }))
   )
 }

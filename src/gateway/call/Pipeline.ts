@@ -26,7 +26,9 @@ import { Audit } from "./Audit.js"
 import { Forwarder } from "./Forwarding.js"
 import { Routes } from "../routing/Routes.js"
 import type { GatewayError } from "../../protocol/Errors.js"
-import { make as makeCall, STAGES, type StageName, type ToolCall } from "./Call.js"
+import { type CallRequest, make as makeCall, STAGES, type StageName } from "./Call.js"
+import * as Caller from "./Caller.js"
+import { CurrentCaller } from "./Caller.js"
 import { PlannedCalls } from "../../orchestration/Planned.js"
 import type { Next, Stage } from "./Stage.js"
 import * as Ask from "./stages/Ask.js"
@@ -47,8 +49,11 @@ import * as Record from "./stages/Record.js"
 export interface CallPipelineService {
   /** The stages' names, in the order a call meets them. */
   readonly stages: ReadonlyArray<StageName>
-  /** Runs a call through every stage: the backend's result, or the error of the stage that refused it. */
-  readonly run: (call: ToolCall) => Effect.Effect<unknown, GatewayError>
+  /**
+   * Runs a call for the current caller (see Caller: whoever runs it must provide one) through every
+   * stage: the backend's result, or the error of the stage that refused it.
+   */
+  readonly run: (call: CallRequest) => Effect.Effect<unknown, GatewayError, CurrentCaller>
 }
 
 /** The stages as one function: each around the next; the last must not call on. */
@@ -59,10 +64,16 @@ export const compose = (stages: ReadonlyArray<Stage>): Next =>
   )
 
 /** A pipeline of `stages` (tests build one of their own). */
-export const of = (stages: ReadonlyArray<Stage>): CallPipelineService => ({
-  stages: stages.map((s) => s.name),
-  run: compose(stages)
-})
+export const of = (stages: ReadonlyArray<Stage>): CallPipelineService => {
+  const run = compose(stages)
+  return {
+    stages: stages.map((s) => s.name),
+    run: (request) =>
+      Effect.flatMap(CurrentCaller, (caller) =>
+        run(makeCall({ ...request, session: caller.session, context: caller.context, confirm: caller.confirm }))
+      )
+  }
+}
 
 /** A profile a reload removed admits nothing. */
 const NO_PROFILE: Profile = { backends: [] }
@@ -82,7 +93,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       Stream.runForEach((next) => Effect.sync(() => (current = next))),
       Effect.forkScoped
     )
-    const profileOf = (session: ToolCall["session"]): Profile | undefined => {
+    const profileOf = (session: Caller.Caller["session"]): Profile | undefined => {
       const name = session?.target._tag === "Aggregate" ? session.target.profile : undefined
       return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
     }
@@ -120,10 +131,14 @@ export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallP
     Layer.scoped(CallPipeline, make(rules))
 }
 
-/** The pipeline as the orchestrator asks for it (orchestration/Planned): calls made for nobody's session. */
+/**
+ * The pipeline as the orchestrator asks for it when it is given no way to run its calls
+ * (orchestration/Planned): an app that embeds the orchestrator without a client, its calls made
+ * for nobody. The gateway always gives its session's (see Aggregate).
+ */
 export const layerPlanned: Layer.Layer<PlannedCalls, never, CallPipeline> = Layer.effect(
   PlannedCalls,
   Effect.map(CallPipeline, (pipeline) => ({
-    run: (planned, confirm) => pipeline.run(makeCall({ ...planned, session: undefined, context: undefined, confirm }))
+    run: (planned, confirm) => Caller.as({ ...CurrentCaller.nobody, confirm })(pipeline.run(planned))
   }))
 )

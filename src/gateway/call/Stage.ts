@@ -6,10 +6,12 @@
 import type { Effect } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { StageName, ToolCall } from "./Call.js"
+import type { CurrentCaller } from "./Caller.js"
 
-export type Next = (call: ToolCall) => Effect.Effect<unknown, GatewayError>
+export type Next = (call: ToolCall) => Effect.Effect<unknown, GatewayError, CurrentCaller>
 
 export interface Stage {
   readonly name: StageName
-  readonly run: (call: ToolCall, next: Next) => Effect.Effect<unknown, GatewayError>
+  /** Runs in the call's caller's context (see Caller): what it asks of a backend is the caller's. */
+  readonly run: (call: ToolCall, next: Next) => Effect.Effect<unknown, GatewayError, CurrentCaller>
 }

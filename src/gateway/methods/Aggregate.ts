@@ -39,7 +39,10 @@ import * as Methods from "./Methods.js"
 import type { Mode } from "../session/Sessions.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
-import type { Session, SessionRequest } from "../session/Session.js"
+import type { Session } from "../session/Session.js"
+import * as Caller from "../call/Caller.js"
+import { CurrentCaller } from "../call/Caller.js"
+import type { ForwarderService } from "../call/Forwarding.js"
 import { Apps, type Catalog, catalogOf, inProfile, namespaced, profileAdmits } from "../../catalog/ToolCatalog.js"
 import { field } from "../../data/Json.js"
 import * as Meta from "../../data/Meta.js"
@@ -83,8 +86,8 @@ export interface Context {
   readonly pipeline: CallPipelineService
   /** The policies in force (`policies`), asked before the gateway's own work, reads and listings. */
   readonly policies: PolicyChecks.Settings
-  /** A request on a backend on behalf of a session's request: progress and log messages follow it. */
-  readonly forward: SessionRequest
+  /** A request on a backend for the current caller's request: progress and log messages follow it. */
+  readonly forward: ForwarderService["forward"]
   /**
    * `resources/subscribe` or `unsubscribe` of a session on a backend: recorded, so the backend's
    * `notifications/resources/updated` reach only the sessions that subscribed, and passed on only
@@ -92,11 +95,10 @@ export interface Context {
    */
   readonly subscription: (
     session: Session,
-    context: RequestContext,
     backendId: string,
     method: "resources/subscribe" | "resources/unsubscribe",
     params: unknown
-  ) => Effect.Effect<unknown, BackendError>
+  ) => Effect.Effect<unknown, BackendError, CurrentCaller>
 }
 
 /** The methods the aggregate answers itself (its table must have exactly these rows). */
@@ -254,14 +256,14 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    * elicitation) reach this client.
    */
   const execute =
-    (context: RequestContext) =>
+    (caller: Caller.Caller) =>
     (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError | CallHeld> =>
       Effect.zipRight(
         Effect.catchAll(
           PolicyChecks.modelRequest(ctx.policies, session, backends.configOf, backendId, method, params),
           (refused) => Effect.fail(new CallHeld({ message: refused.message, toolName: backendId, rules: ["policies"] }))
         ),
-        ctx.forward(session, context, backendId, method, params)
+        Caller.as(caller)(ctx.forward(backendId, method, params))
       )
 
   /**
@@ -296,22 +298,26 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    * (`task`): the client gets its id at once. Anyone else: the result.
    */
   const maybeTask = (
-    body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError>,
+    body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError, CurrentCaller>,
     taskAsked = false
-  ): Effect.Effect<unknown, GatewayError> => {
-    if (Tasks.wantsTask(session)) return ctx.runTasks.start(Tasks.ownerOf(session), body, "extension")
-    if (taskAsked && !Tasks.statelessClient(session)) {
-      // Its questions go to the session's own stream: the call that started it has been answered.
-      return ctx.runTasks.start(Tasks.ownerOf(session), body, "session", (method, params) => session.request(method, params))
-    }
-    return body(undefined)
+  ): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
+    const asTask = Tasks.wantsTask(session) ? "extension" : taskAsked && !Tasks.statelessClient(session) ? "session" : undefined
+    if (asTask === undefined) return body(undefined)
+    // A task runs after its request was answered: as that request's caller still.
+    return Effect.flatMap(CurrentCaller, (caller) => {
+      const run = (ask: RunTasks.Ask | undefined) => Caller.as(caller)(body(ask))
+      return asTask === "extension"
+        ? ctx.runTasks.start(Tasks.ownerOf(session), run, "extension")
+        : // Its questions go to the session's own stream: the call that started it has been answered.
+          ctx.runTasks.start(Tasks.ownerOf(session), run, "session", (method, params) => session.request(method, params))
+    })
   }
 
   /**
    * An orchestration or script run, recorded in the audit log (when on) as one line; its calls
    * name it as their `parent`.
    */
-  const audited = (kind: "orchestration" | "script", input: unknown, body: Effect.Effect<unknown, GatewayError>) =>
+  const audited = <R>(kind: "orchestration" | "script", input: unknown, body: Effect.Effect<unknown, GatewayError, R>) =>
     Audit.run(ctx.audit, kind, session, input, body)
 
   /**
@@ -325,13 +331,15 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     progressToken: unknown,
     ask: RunTasks.Ask | undefined
   ) =>
-    orchestrator.orchestrate(request, {
-      execute: execute(context),
-      call: planned(context, ask),
-      onStep: Progress.ofSteps(context, progressToken),
-      confirm: confirmWith(context, ask),
-      profile: modelProfile()
-    })
+    Effect.flatMap(CurrentCaller, (caller) =>
+      orchestrator.orchestrate(request, {
+        execute: execute(caller),
+        call: planned(caller, ask),
+        onStep: Progress.ofSteps(context, progressToken),
+        confirm: confirmWith(context, ask),
+        profile: modelProfile()
+      })
+    )
 
   /**
    * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
@@ -353,7 +361,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   // A plain function rather than a traced generator: this is the passthrough hot path, where a
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
-  const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+  const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
     if (p.name === ORCHESTRATE_TOOL.name) {
       return maybeTask(
         (ask) =>
@@ -374,48 +382,48 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
           audited(
             "script",
             field(p.arguments, "code"),
-            Effect.zipRight(allowed("run_code", p.name, p.arguments), runCode(p.arguments ?? {}, context, ask))
+            Effect.zipRight(allowed("run_code", p.name, p.arguments), runCode(p.arguments ?? {}, ask))
           ),
         p.task !== undefined
       )
     }
     // Forwarded unchanged but for the backend's own tool name (_meta, a progressToken, included).
-    return ctx.pipeline.run(
-      Call.make({ session, context, via: p.task === undefined ? "client" : "task", name: p.name, params: p })
-    )
+    return ctx.pipeline.run({ via: p.task === undefined ? "client" : "task", name: p.name, params: p })
   }
 
   /**
    * The gateway's own planned calls (an orchestration's steps, a script's calls) as this session's.
    * Their questions are put one at a time, though the calls of a turn run together.
    */
-  const planned = (context: RequestContext, ask: RunTasks.Ask | undefined): Call.RunPlanned => {
+  const planned = (caller: Caller.Caller, ask: RunTasks.Ask | undefined): Call.RunPlanned => {
     const oneAtATime = Effect.unsafeMakeSemaphore(1)
-    const confirm = confirmWith(context, ask)
-    const asked: Confirm = (question) => oneAtATime.withPermits(1)(confirm(question))
-    return (p) => ctx.pipeline.run(Call.make({ ...p, session, context, confirm: asked }))
+    const confirm = caller.context === undefined ? undefined : confirmWith(caller.context, ask)
+    const asked: Confirm | undefined = confirm && ((question) => oneAtATime.withPermits(1)(confirm(question)))
+    return (p) => Caller.as({ ...caller, confirm: asked })(ctx.pipeline.run(p))
   }
 
   const backendFacts = Tasks.factsOf(backends)
 
   /** What a task's methods use of the gateway: this session's requests on backends. */
-  const taskDeps = (context: RequestContext): Tasks.Deps => ({
+  const taskDeps: Tasks.Deps = {
     routes: ctx.routes,
-    forward: (backendId, method, params) => ctx.forward(session, context, backendId, method, params),
+    forward: ctx.forward,
     backend: backendFacts,
-    idPrefix: ctx.idPrefix(),
+    get idPrefix() {
+      return ctx.idPrefix()
+    },
     elsewhere: ctx.tasksElsewhere
-  })
+  }
   const onTask =
     (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
-    (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
-      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, ctx.runTasks), (error) =>
+    (params: Params.TaskParams): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+      Effect.mapError(Tasks.onTask(taskDeps, session, method, params, ctx.runTasks), (error) =>
         error._tag === "BackendError" ? asBackendSent(error) : error
       )
 
   /** `agentify_run_code`: a script whose every call goes this session's way (see RunCode). */
-  const runCode = (args: unknown, context: RequestContext, ask: RunTasks.Ask | undefined): Effect.Effect<unknown, GatewayError> =>
-    Effect.flatMap(ctx.config.current, (config) =>
+  const runCode = (args: unknown, ask: RunTasks.Ask | undefined): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+    Effect.flatMap(Effect.zip(ctx.config.current, CurrentCaller), ([config, caller]) =>
       config.codeMode === false
         ? Effect.fail(
             new InvalidParams({
@@ -427,7 +435,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
             catalog: () => Apps.forModel(catalog()),
             namespaceOf: namespaceOfBackend,
             settings: config.codeMode,
-            call: planned(context, ask),
+            call: planned(caller, ask),
             held: () =>
               backends.toolsSync().flatMap((listed) => {
                 const config = backends.configOf(listed.backendId)
@@ -460,12 +468,9 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
   const relayed = (
     route: Effect.Effect<{ readonly backendId: string; readonly params: unknown }, GatewayError>,
-    method: string,
-    context: RequestContext
-  ): Effect.Effect<unknown, GatewayError> =>
-    Effect.flatMap(route, ({ backendId, params }) =>
-      Effect.mapError(ctx.forward(session, context, backendId, method, params), asBackendSent)
-    )
+    method: string
+  ): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+    Effect.flatMap(route, ({ backendId, params }) => Effect.mapError(ctx.forward(backendId, method, params), asBackendSent))
 
   /** The session's own level, and the backends' (so they send what some session may want). */
   const setLevel = Effect.fn("Aggregate.setLevel")(function* ({ level }: typeof Params.SetLevelParams.Type) {
@@ -491,9 +496,9 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   const subscription =
     (method: SubscriptionMethod) =>
-    (params: Params.UriParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+    (params: Params.UriParams): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
       Effect.flatMap(ctx.relay.routeUri(params, profile()), ({ backendId, params }) =>
-        Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
+        Effect.mapError(ctx.subscription(session, backendId, method, params), asBackendSent)
       )
 
   const methods = Methods.table({
@@ -510,18 +515,17 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     "prompts/list": Methods.constant(
       Effect.suspend(() => ctx.relay.listPrompts(profile(), PolicyChecks.mayList(ctx.policies, session, "Prompt")))
     ),
-    "resources/read": Methods.method(Params.UriParams, (params, context, method) =>
+    "resources/read": Methods.method(Params.UriParams, (params, _context, method) =>
       relayed(
         Effect.tap(ctx.relay.routeUri(params, profile()), ({ backendId }) =>
           PolicyChecks.allowed(ctx.policies, session, "read", { type: "Resource", id: params.uri, backend: backendId }, {})
         ),
-        method,
-        context
+        method
       )
     ),
     "resources/subscribe": Methods.method(Params.UriParams, subscription("resources/subscribe")),
     "resources/unsubscribe": Methods.method(Params.UriParams, subscription("resources/unsubscribe")),
-    "prompts/get": Methods.method(Params.GetPromptParams, (params, context, method) =>
+    "prompts/get": Methods.method(Params.GetPromptParams, (params, _context, method) =>
       relayed(
         Effect.tap(ctx.relay.routePrompt(params, profile()), ({ backendId }) =>
           PolicyChecks.allowed(
@@ -532,25 +536,25 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
             field(params, "arguments")
           )
         ),
-        method,
-        context
+        method
       )
     ),
-    "completion/complete": Methods.method(Params.CompleteParams, (params, context, method) =>
-      relayed(ctx.relay.routeCompletion(params, profile()), method, context)
+    "completion/complete": Methods.method(Params.CompleteParams, (params, _context, method) =>
+      relayed(ctx.relay.routeCompletion(params, profile()), method)
     ),
     "logging/setLevel": Methods.method(Params.SetLevelParams, setLevel),
     "tasks/get": Methods.method(Params.TaskParams, onTask("tasks/get")),
     "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
     "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
     "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
-    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, ctx.runTasks))
-  } satisfies Record<AggregateMethod, Methods.Method>)
+    "tasks/list": Methods.relayed(() => Tasks.list(taskDeps, session, ctx.runTasks))
+  } satisfies Record<AggregateMethod, Methods.Method<CurrentCaller>>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     const refused = outOfPhase(session, req.method)
     if (refused !== undefined) return Effect.fail(refused)
-    return Methods.run(methods, req, context, unknownMethod)
+    // Each request is made for this session's caller: every road to a backend reads it from there.
+    return Caller.as({ session, context })(Methods.run(methods, req, context, unknownMethod))
   }
 
   const notifications = Methods.notifications({

@@ -11,7 +11,8 @@ import { BackendError, type GatewayError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { field, objectOr, stringField } from "../../data/Json.js"
-import * as Call from "../call/Call.js"
+import * as Caller from "../call/Caller.js"
+import { CurrentCaller } from "../call/Caller.js"
 import { catalogOf, filtersAnything } from "../../catalog/ToolCatalog.js"
 import * as PolicyChecks from "../call/PolicyChecks.js"
 import { filteredList, hiddenBy } from "../../catalog/BackendFilters.js"
@@ -66,17 +67,17 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
 
   const subscription =
     (method: SubscriptionMethod) =>
-    (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+    (params: unknown): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
       const hidden = hiddenBy(backends.configOf(backendId), method, params)
       if (hidden !== undefined) return Effect.fail(hidden)
-      return Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
+      return Effect.mapError(ctx.subscription(session, backendId, method, params), asBackendSent)
     }
 
   /**
    * With policies: a resource read or prompt fetched only when they allow it, and a tool listing
    * without the tools the user may never call (each judged by its name in the aggregate, as calls are).
    */
-  const policed = (req: Request, sent: Effect.Effect<unknown, GatewayError>): Effect.Effect<unknown, GatewayError> => {
+  const policed = <R>(req: Request, sent: Effect.Effect<unknown, GatewayError, R>): Effect.Effect<unknown, GatewayError, R> => {
     if (ctx.policies.policies() === undefined) return sent
     const named = (type: "Resource" | "Prompt", key: string, action: "read" | "get") => {
       const id = stringField(req.params, key) ?? ""
@@ -106,7 +107,10 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
   }
 
   /** The tools its pins hold back (quarantined), by their own names: listed here no more than at /mcp. */
-  const withoutHeld = (req: Request, sent: Effect.Effect<unknown, GatewayError>): Effect.Effect<unknown, GatewayError> => {
+  const withoutHeld = <R>(
+    req: Request,
+    sent: Effect.Effect<unknown, GatewayError, R>
+  ): Effect.Effect<unknown, GatewayError, R> => {
     if (req.method !== "tools/list") return sent
     const listed = backends.toolsSync().find((l) => l.backendId === backendId)
     if (listed?.pinMode !== "quarantine" || listed.changed === undefined || listed.changed.length === 0) return sent
@@ -120,11 +124,11 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
   }
 
   /** Anything else goes to the backend as the client sent it; its filters apply to what it names and lists. */
-  const forwarded = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+  const forwarded = (req: Request): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
     const config = backends.configOf(backendId)
     const forwarded = withoutHeld(
       req,
-      policed(req, Effect.mapError(ctx.forward(session, context, backendId, req.method, req.params), asBackendSent))
+      policed(req, Effect.mapError(ctx.forward(backendId, req.method, req.params), asBackendSent))
     )
     // The common case, no filter: the result passes through untouched.
     if (!filtersAnything(config)) return forwarded
@@ -134,33 +138,27 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
   }
 
   /** This session's requests on its backend, as the task methods make them. */
-  const taskDeps = (context: RequestContext): Tasks.Deps => ({
+  const taskDeps: Tasks.Deps = {
     routes: ctx.routes,
-    forward: (id, method, params) => ctx.forward(session, context, id, method, params),
+    forward: ctx.forward,
     backend: Tasks.factsOf(backends),
-    idPrefix: ctx.idPrefix(),
+    get idPrefix() {
+      return ctx.idPrefix()
+    },
     elsewhere: ctx.tasksElsewhere
-  })
+  }
 
   /** A tool call takes the road every call takes (see call/Pipeline), under the backend's own name. */
-  const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
+  const callTool = (params: unknown): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
     Effect.mapError(
-      ctx.pipeline.run(
-        Call.make({
-          session,
-          context,
-          via: "backend-endpoint",
-          name: stringField(params, "name") ?? "",
-          params: objectOr(params)
-        })
-      ),
+      ctx.pipeline.run({ via: "backend-endpoint", name: stringField(params, "name") ?? "", params: objectOr(params) }),
       (error) => (error instanceof BackendError ? asBackendSent(error) : error)
     )
 
   const onTask =
     (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
-    (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError> =>
-      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, undefined), (error) =>
+    (params: Params.TaskParams): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+      Effect.mapError(Tasks.onTask(taskDeps, session, method, params, undefined), (error) =>
         error._tag === "BackendError" ? asBackendSent(error) : error
       )
 
@@ -181,13 +179,14 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
     "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
     "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
-    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, undefined))
-  } satisfies Record<BackendMethod, Methods.Method>)
+    "tasks/list": Methods.relayed(() => Tasks.list(taskDeps, session, undefined))
+  } satisfies Record<BackendMethod, Methods.Method<CurrentCaller>>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
     const refused = outOfPhase(session, req.method)
     if (refused !== undefined) return Effect.fail(refused)
-    return Methods.run(methods, req, context, forwarded)
+    // Each request is made for this session's caller: every road to the backend reads it from there.
+    return Caller.as({ session, context })(Methods.run(methods, req, context, forwarded))
   }
 
   const notifications = Methods.notifications({ exit: () => onExit })

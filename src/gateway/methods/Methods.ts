@@ -11,15 +11,15 @@ import type { RequestContext } from "../../jsonrpc/Peer.js"
 import { decode } from "./Params.js"
 
 /** One row: the method run with its raw params (decoded by the row's schema, if it has one). */
-export interface Method {
-  readonly run: (params: unknown, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError>
+export interface Method<R = never> {
+  readonly run: (params: unknown, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError, R>
 }
 
 /** A row whose params are decoded with `schema` first (-32602 naming each problem otherwise). */
-export const method = <A, I>(
+export const method = <A, I, R = never>(
   schema: Schema.Schema<A, I>,
-  handler: (params: A, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError>
-): Method => {
+  handler: (params: A, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError, R>
+): Method<R> => {
   const decodeParams = decode(schema)
   return {
     run: (params, context, name) => {
@@ -34,24 +34,24 @@ export const method = <A, I>(
  * A row that hands its params on as they came: a request relayed to the backend that owns what it
  * names, where the router reads what it needs and the backend judges the rest.
  */
-export const relayed = (
-  handler: (params: unknown, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError>
-): Method => ({ run: handler })
+export const relayed = <R = never>(
+  handler: (params: unknown, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError, R>
+): Method<R> => ({ run: handler })
 
 /** A row that takes no params. */
-export const constant = (effect: Effect.Effect<unknown, GatewayError>): Method => ({ run: () => effect })
+export const constant = <R = never>(effect: Effect.Effect<unknown, GatewayError, R>): Method<R> => ({ run: () => effect })
 
-export type Table = ReadonlyMap<string, Method>
+export type Table<R = never> = ReadonlyMap<string, Method<R>>
 
-export const table = (rows: Readonly<Record<string, Method>>): Table => new Map(Object.entries(rows))
+export const table = <R = never>(rows: Readonly<Record<string, Method<R>>>): Table<R> => new Map(Object.entries(rows))
 
 /** Runs a request on its row, or on `otherwise` when the table has none. */
-export const run = (
-  methods: Table,
+export const run = <R = never>(
+  methods: Table<R>,
   request: Request,
   context: RequestContext,
-  otherwise: (request: Request, context: RequestContext) => Effect.Effect<unknown, GatewayError>
-): Effect.Effect<unknown, GatewayError> => {
+  otherwise: (request: Request, context: RequestContext) => Effect.Effect<unknown, GatewayError, R>
+): Effect.Effect<unknown, GatewayError, R> => {
   const row = methods.get(request.method)
   return row === undefined ? otherwise(request, context) : row.run(request.params, context, request.method)
 }

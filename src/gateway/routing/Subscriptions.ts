@@ -5,40 +5,40 @@
  */
 import { Effect } from "effect"
 import type { BackendsService } from "../../backend/Backends.js"
-import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { BackendError } from "../../protocol/Errors.js"
 import { field } from "../../data/Json.js"
-import type { Session, SessionRequest } from "../session/Session.js"
+import type { Session } from "../session/Session.js"
+import type { CurrentCaller } from "../call/Caller.js"
+import type { ForwarderService } from "../call/Forwarding.js"
 import type { RoutesService } from "./Routes.js"
 
 export interface Options {
   readonly backends: BackendsService
   readonly routes: RoutesService
-  /** A request on a backend as the session's own (see call/Forwarding). */
-  readonly forward: SessionRequest
+  /** A request on a backend for the current caller (see call/Forwarding). */
+  readonly forward: ForwarderService["forward"]
 }
 
 export const make = ({ backends, routes, forward }: Options) => {
   /** A client's (un)subscribe: passed on only when it changes whether any session holds the URI. */
   const pass = (
     session: Session,
-    context: RequestContext,
     backendId: string,
     method: "resources/subscribe" | "resources/unsubscribe",
     params: unknown
-  ): Effect.Effect<unknown, BackendError> =>
+  ): Effect.Effect<unknown, BackendError, CurrentCaller> =>
     Effect.suspend(() => {
       const uri = field(params, "uri")
       // Without a URI the backend says what is wrong.
-      if (typeof uri !== "string") return forward(session, context, backendId, method, params)
+      if (typeof uri !== "string") return forward(backendId, method, params)
       if (method === "resources/subscribe") {
         const first = !routes.held(backendId, uri)
-        return Effect.tap(first ? forward(session, context, backendId, method, params) : Effect.succeed({}), () =>
+        return Effect.tap(first ? forward(backendId, method, params) : Effect.succeed({}), () =>
           Effect.sync(() => routes.subscribe(session, backendId, uri))
         )
       }
       if (!routes.unsubscribe(session, backendId, uri)) return Effect.succeed({})
-      return forward(session, context, backendId, method, params)
+      return forward(backendId, method, params)
     })
 
   /** A closed session's subscriptions: the backend hears of the ones nobody holds any more. */

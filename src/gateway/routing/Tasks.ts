@@ -24,6 +24,7 @@ import * as Meta from "../../data/Meta.js"
 import type { BackendsService } from "../../backend/Backends.js"
 import type { RoutesService, TaskOwner, TaskRoute } from "./Routes.js"
 import type { Session } from "../session/Session.js"
+import type { CurrentCaller } from "../call/Caller.js"
 import type { RunTasks } from "./RunTasks.js"
 
 /** What the aggregate says it can route of SEP-1686: tool calls run as tasks, their listing and cancelling. */
@@ -96,7 +97,11 @@ export const factsOf =
 export interface Deps {
   readonly routes: RoutesService
   /** The session's request on a backend (see Aggregate.Context.forward). */
-  readonly forward: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError | RpcError>
+  readonly forward: (
+    backendId: string,
+    method: string,
+    params: unknown
+  ) => Effect.Effect<unknown, BackendError | RpcError, CurrentCaller>
   readonly backend: (backendId: string) => BackendFacts | undefined
   /** What the ids the gateway gives start with (its `sessionIdPrefix`). */
   readonly idPrefix: string
@@ -181,7 +186,7 @@ export const callTool = (
   session: Session,
   backendId: string,
   params: Readonly<Record<string, unknown>>
-): Effect.Effect<unknown, BackendError | RpcError> => {
+): Effect.Effect<unknown, BackendError | RpcError, CurrentCaller> => {
   const backend = deps.backend(backendId)
   const sessionTasks = !statelessClient(session) && backend?.era !== "stateless" && runsToolCallsAsTasks(backend?.capabilities)
   const keepsTask = sessionTasks || backend?.era === "stateless"
@@ -212,7 +217,7 @@ export const onTask = (
   method: string,
   params: { readonly taskId: string } & Readonly<Record<string, unknown>>,
   own: RunTasks | undefined
-): Effect.Effect<unknown, BackendError | RpcError> => {
+): Effect.Effect<unknown, BackendError | RpcError, CurrentCaller> => {
   if (statelessClient(session) && !declaresExtension(session.clientCapabilities)) return Effect.fail(extensionMissing())
   if (own !== undefined && own.owns(params.taskId)) {
     const owner = ownerOf(session)
@@ -237,7 +242,7 @@ export const onTask = (
  * `tasks/list` (SEP-1686): the session's own tasks, each as its backend (or the gateway) states it now (a task its
  * backend no longer has is forgotten). One page: an owner has at most `MAX_TASKS_PER_SESSION`.
  */
-export const list = (deps: Deps, session: Session, own: RunTasks | undefined): Effect.Effect<unknown> =>
+export const list = (deps: Deps, session: Session, own: RunTasks | undefined): Effect.Effect<unknown, never, CurrentCaller> =>
   Effect.map(
     Effect.forEach(
       deps.routes.tasksOf(ownerOf(session)),

@@ -7,7 +7,7 @@
  * Gateway; a session only holds what one client chose.
  */
 import { Deferred, Effect, Exit, FiberId } from "effect"
-import { type BackendError, ErrorCode, RpcError } from "../../protocol/Errors.js"
+import { ErrorCode, RpcError } from "../../protocol/Errors.js"
 import { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../../protocol/Mcp.js"
 import { type Id, notification, request as requestMessage } from "../../jsonrpc/JsonRpc.js"
 import { Requests } from "../../jsonrpc/Requests.js"
@@ -93,18 +93,6 @@ export const servedState = (client: ClientDescription, logLevel: McpLogLevel | "
 })
 
 /** What the session talks to: the gateway's aggregate surface, or one backend as itself. */
-/**
- * A request on a backend on behalf of a session's request (see call/Forwarding): the request's
- * progress and log messages follow it back to the session.
- */
-export type SessionRequest = (
-  session: Session,
-  context: RequestContext,
-  backendId: string,
-  method: string,
-  params: unknown
-) => Effect.Effect<unknown, BackendError>
-
 export type Target =
   { readonly _tag: "Aggregate"; readonly profile?: string | undefined } | { readonly _tag: "Backend"; readonly backendId: string }
 

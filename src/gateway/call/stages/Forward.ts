@@ -38,7 +38,7 @@ export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => 
         ? Tasks.callTool(
             {
               routes,
-              forward: (backendId, method, p) => forwarder.forward(session, context, backendId, method, p),
+              forward: forwarder.forward,
               backend: facts,
               idPrefix: idPrefix()
             },
@@ -46,7 +46,7 @@ export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => 
             target.backendId,
             params
           )
-        : forwarder.forward(session, context, target.backendId, "tools/call", params)
+        : forwarder.forward(target.backendId, "tools/call", params)
     }
   }
 }

@@ -4,7 +4,8 @@
  * runs on consent, "strict" refuses, "off" has no rule, and a backend's `flow` setting changes
  * what its data and tools are taken for.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect } from "@effect/vitest"
+import { itEffect as it, runAsItsCaller } from "../../../support/caller.js"
 import { Effect, Either } from "effect"
 import type { FlowSetting } from "../../../../src/catalog/Capabilities.js"
 import type { FlowGuard } from "../../../../src/config/Flow.js"
@@ -79,7 +80,7 @@ describe("the flow guard", () => {
       Effect.gen(function* () {
         const { pipeline, ran } = pipelineOf("confirm")
         const { call, asked } = planned("mail__send", SEND, { read: [notes], origins: [{ path: "body", from: notes }] })
-        const outcome = yield* Effect.either(pipeline.run(call))
+        const outcome = yield* Effect.either(runAsItsCaller(pipeline, call))
         expect(ran).toEqual([])
         expect(asked[0]?.why).toContain("private-data-out")
         expect(asked[0]?.why).toContain('body from fs__read_text_file {"path":"notes.md"}')
@@ -94,13 +95,14 @@ describe("the flow guard", () => {
   it.effect("the same call runs once the user agrees, and with data the model wrote itself it is not asked about", () =>
     Effect.gen(function* () {
       const agreed = pipelineOf("confirm")
-      yield* agreed.pipeline.run(
+      yield* runAsItsCaller(
+        agreed.pipeline,
         planned("mail__send", SEND, { read: [notes], origins: [{ path: "body", from: notes }] }, "accepted").call
       )
       expect(agreed.ran).toEqual(["mail__send"])
       const own = pipelineOf("confirm")
       const { call, asked } = planned("mail__send", SEND, { read: [notes], origins: [] })
-      yield* own.pipeline.run(call)
+      yield* runAsItsCaller(own.pipeline, call)
       expect(own.ran).toEqual(["mail__send"])
       expect(asked).toEqual([])
     })
@@ -110,7 +112,7 @@ describe("the flow guard", () => {
     Effect.gen(function* () {
       const { pipeline } = pipelineOf("confirm")
       const held = yield* Effect.either(
-        pipeline.run(planned("fs__delete", DELETE, { read: [page], origins: [{ path: "path", from: page }] }).call)
+        runAsItsCaller(pipeline, planned("fs__delete", DELETE, { read: [page], origins: [{ path: "path", from: page }] }).call)
       )
       expect(Either.isLeft(held) && held.left.message).toContain("untrusted-target")
     })
@@ -122,13 +124,13 @@ describe("the flow guard", () => {
       const { pipeline, ran } = pipelineOf("confirm", { web: { private: false } })
       const origins = [{ path: "note", from: page }]
       const { call, asked } = planned("mem__save", SAVE, { read: [page], origins })
-      const held = yield* Effect.either(pipeline.run(call))
+      const held = yield* Effect.either(runAsItsCaller(pipeline, call))
       expect(Either.isLeft(held) && held.left.message).toContain("mem__save")
       expect(asked[0]?.why).toContain("untrusted-write: it would write what untrusted content says")
       expect(asked[0]?.why).toContain('note from web__fetch {"url":"https://example.com"}')
-      yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins, keeps: true }).call)
+      yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins, keeps: true }).call)
       // A write of the model's own words (no value read) is not held either.
-      yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins: [] }).call)
+      yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins: [] }).call)
       expect(ran).toEqual(["mem__save", "mem__save"])
     })
   )
@@ -139,14 +141,14 @@ describe("the flow guard", () => {
       const LOOKUP = entry("crm", "lookup", { readOnlyHint: true, openWorldHint: false })
       const flow = { read: [notes], origins: [{ path: "q", from: notes }] }
       const { pipeline, ran } = pipelineOf("strict")
-      const held = yield* Effect.either(pipeline.run(planned("crm__lookup", LOOKUP, flow).call))
+      const held = yield* Effect.either(runAsItsCaller(pipeline, planned("crm__lookup", LOOKUP, flow).call))
       expect(Either.isLeft(held) && held.left.message).toContain("private-data-out")
       // Its own backend's data stays where it is: the hint stands for it.
       const own = { read: [notes], origins: [{ path: "q", from: { ...notes, backendId: "crm" } }] }
-      yield* pipeline.run(planned("crm__lookup", LOOKUP, own).call)
+      yield* runAsItsCaller(pipeline, planned("crm__lookup", LOOKUP, own).call)
       // What the user declares of it stands for everything.
       const declared = pipelineOf("strict", { crm: { tools: { lookup: { openWorld: false } } } })
-      yield* declared.pipeline.run(planned("crm__lookup", LOOKUP, flow).call)
+      yield* runAsItsCaller(declared.pipeline, planned("crm__lookup", LOOKUP, flow).call)
       expect([...ran, ...declared.ran]).toEqual(["crm__lookup", "crm__lookup"])
     })
   )
@@ -155,10 +157,13 @@ describe("the flow guard", () => {
     Effect.gen(function* () {
       const { pipeline } = pipelineOf("strict", { web: { private: false, untrusted: false } })
       const untraced = { read: [page], origins: [{ path: "body", from: page, untraced: true as const }] }
-      const held = yield* Effect.either(pipeline.run(planned("mail__send", SEND, untraced).call))
+      const held = yield* Effect.either(runAsItsCaller(pipeline, planned("mail__send", SEND, untraced).call))
       expect(Either.isLeft(held) && held.left.message).toMatch(/private-data-out: .*body \(not traced/)
       const traced = pipelineOf("strict", { web: { private: false, untrusted: false } })
-      yield* traced.pipeline.run(planned("mail__send", SEND, { read: [page], origins: [{ path: "body", from: page }] }).call)
+      yield* runAsItsCaller(
+        traced.pipeline,
+        planned("mail__send", SEND, { read: [page], origins: [{ path: "body", from: page }] }).call
+      )
       expect(traced.ran).toEqual(["mail__send"])
     })
   )
@@ -169,9 +174,9 @@ describe("the flow guard", () => {
       // The model's function is the backend ("fs"); the call is its create_directory.
       const MKDIR = entry("fs", "create_directory", { readOnlyHint: false, destructiveHint: false, openWorldHint: false })
       const flow = { read: [notes], origins: [], plan: ["fs", "fs__read_text_file"] }
-      const held = yield* Effect.either(pipeline.run(planned("fs", MKDIR, flow).call))
+      const held = yield* Effect.either(runAsItsCaller(pipeline, planned("fs", MKDIR, flow).call))
       expect(Either.isLeft(held) && held.left.message).toContain("the plan did not name fs__create_directory")
-      yield* pipeline.run(planned("fs", MKDIR, { ...flow, plan: ["fs__create_directory"] }).call)
+      yield* runAsItsCaller(pipeline, planned("fs", MKDIR, { ...flow, plan: ["fs__create_directory"] }).call)
       expect(ran).toEqual(["fs"])
     })
   )
@@ -189,9 +194,9 @@ describe("the flow guard", () => {
           plan
         }
       )
-      yield* Effect.either(pipeline.run(call))
+      yield* Effect.either(runAsItsCaller(pipeline, call))
       expect(asked[0]?.why).toContain('chosen after reading web__fetch {"url":"https://example.com"}')
-      yield* pipeline.run(planned("mem__save", SAVE, { read: [page], origins: [], plan }).call)
+      yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins: [], plan }).call)
       expect(ran).toEqual(["mem__save"])
     })
   )
@@ -201,16 +206,16 @@ describe("the flow guard", () => {
       const flow = { read: [notes], origins: [{ path: "body", from: notes }] }
       const strict = pipelineOf("strict")
       const { call, asked } = planned("mail__send", SEND, flow, "accepted")
-      const refused = yield* Effect.either(strict.pipeline.run(call))
+      const refused = yield* Effect.either(runAsItsCaller(strict.pipeline, call))
       expect(Either.isLeft(refused) && refused.left.message).toBe(
         `mail__send refused by private-data-out: it would send data read from a private source out to an open-world tool (body from fs__read_text_file {"path":"notes.md"})`
       )
       expect(asked).toEqual([])
       const off = pipelineOf("off")
-      yield* off.pipeline.run(planned("mail__send", SEND, flow).call)
+      yield* runAsItsCaller(off.pipeline, planned("mail__send", SEND, flow).call)
       expect(off.ran).toEqual(["mail__send"])
       const client = pipelineOf("strict")
-      yield* client.pipeline.run(planned("mail__send", SEND, flow, "declined", "client").call)
+      yield* runAsItsCaller(client.pipeline, planned("mail__send", SEND, flow, "declined", "client").call)
       expect(client.ran).toEqual(["mail__send"])
     })
   )
@@ -222,13 +227,13 @@ describe("the flow guard", () => {
         const flow = { read: [notes], origins: [{ path: "body", from: notes }] }
         // Without a setting fs is taken for private and untrusted, and the unannotated send for open-world and destructive.
         const publicData = pipelineOf("strict", { fs: { private: false, untrusted: false } })
-        yield* publicData.pipeline.run(planned("mail__send", SEND, flow).call)
+        yield* runAsItsCaller(publicData.pipeline, planned("mail__send", SEND, flow).call)
         expect(publicData.ran).toEqual(["mail__send"])
         const internal = pipelineOf("strict", { mail: { tools: { "se*": { openWorld: false, destructive: false } } } })
         // Still a write of what the file says: the request must have asked to keep what it reads.
-        const held = yield* Effect.either(internal.pipeline.run(planned("mail__send", SEND, flow).call))
+        const held = yield* Effect.either(runAsItsCaller(internal.pipeline, planned("mail__send", SEND, flow).call))
         expect(Either.isLeft(held) && held.left.message).toContain("untrusted-write")
-        yield* internal.pipeline.run(planned("mail__send", SEND, { ...flow, keeps: true }).call)
+        yield* runAsItsCaller(internal.pipeline, planned("mail__send", SEND, { ...flow, keeps: true }).call)
         expect(internal.ran).toEqual(["mail__send"])
       })
   )
@@ -245,9 +250,9 @@ describe("the flow guard", () => {
         forward
       ])
       const flow = { read: [notes], origins: [], plan: ["web__fetch"] }
-      yield* pipeline.run(planned("mem__save", SAVE, flow, "accepted").call)
-      yield* Effect.either(pipeline.run(planned("mem__save", SAVE, flow, "declined").call))
-      yield* pipeline.run(planned("web__fetch", entry("web", "fetch", { readOnlyHint: true }), flow).call)
+      yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, flow, "accepted").call)
+      yield* Effect.either(runAsItsCaller(pipeline, planned("mem__save", SAVE, flow, "declined").call))
+      yield* runAsItsCaller(pipeline, planned("web__fetch", entry("web", "fetch", { readOnlyHint: true }), flow).call)
       expect(lines.map((l) => [l.outcome, l.heldBy])).toEqual([
         ["ok", ["outside-plan"]],
         [-32602, ["outside-plan"]],

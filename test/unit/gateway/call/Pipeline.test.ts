@@ -2,7 +2,8 @@
  * The call pipeline in process: each stage with a table of backends of its own, and the whole
  * pipeline's order. Each test breaks if its stage is taken out or stops doing its one job.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect } from "@effect/vitest"
+import { itEffect as it, runAsItsCaller } from "../../../support/caller.js"
 import { Deferred, Effect, Either, Fiber } from "effect"
 import type { BackendsService } from "../../../../src/backend/Backends.js"
 import * as Call from "../../../../src/gateway/call/Call.js"
@@ -277,17 +278,16 @@ describe("record and forward", () => {
       const routes = yield* Routes
       const forward = Forward.make({
         forwarder: {
-          forward: (_s, _c, backendId, method, params) =>
-            Effect.sync(() => (sent.push([backendId, method, params]), { content: [] }))
+          forward: (backendId, method, params) => Effect.sync(() => (sent.push([backendId, method, params]), { content: [] }))
         },
         backends,
         routes,
         idPrefix: () => ""
       })
       const pipeline = Pipeline.of([Record.make(audit), find, forward])
-      yield* pipeline.run(call({ via: "client", name: "fx__read" }))
+      yield* runAsItsCaller(pipeline, call({ via: "client", name: "fx__read" }))
       expect(sent).toEqual([["fx", "tools/call", { name: "read", arguments: { path: "a" } }]])
-      yield* Effect.either(pipeline.run(call({ via: "script", name: "fx__nope" })))
+      yield* Effect.either(runAsItsCaller(pipeline, call({ via: "script", name: "fx__nope" })))
       expect(lines.map((l) => [l.via, l.backend, l.outcome, l.refusedBy])).toEqual([
         ["client", "fx", "ok", undefined],
         ["script", undefined, -32602, "find"]
@@ -307,7 +307,7 @@ describe("a preview (dry run)", () => {
         const routes = yield* Routes
         const forward = Forward.make({
           forwarder: {
-            forward: (_s, _c, _b, _m, params) =>
+            forward: (_b, _m, params) =>
               Effect.sync(() => (sent.push(String((params as { name: string }).name)), { content: [] }))
           },
           backends,
@@ -318,7 +318,7 @@ describe("a preview (dry run)", () => {
         const confirm = () => Effect.sync(() => (asked++, "accepted" as const))
         const pipeline = Pipeline.of([Record.make(audit), find, Check.make(), Ask.make(() => "destructive"), forward])
         const preview = (name: string, args: Record<string, unknown>) =>
-          pipeline.run(call({ via: "script", name, confirm, preview: true, params: { name, arguments: args } }))
+          runAsItsCaller(pipeline, call({ via: "script", name, confirm, preview: true, params: { name, arguments: args } }))
         expect(yield* preview("fx__write", { path: "a" })).toEqual({ dryRun: true })
         yield* preview("fx__read", { path: "a" })
         const invalid = yield* Effect.either(preview("fx__write", {}))
@@ -343,7 +343,7 @@ describe("the pipeline", () => {
     })
     const pipeline = Pipeline.of(Call.STAGES.map(stage))
     expect(pipeline.stages).toEqual(["record", "find", "check", "decide", "ask", "count", "credentials", "forward"])
-    await Effect.runPromise(pipeline.run(call({ via: "client", name: "x" })))
+    await Effect.runPromise(runAsItsCaller(pipeline, call({ via: "client", name: "x" })))
     expect(order).toEqual([...Call.STAGES])
   })
 })

@@ -1,0 +1,23 @@
+/**
+ * The caller a unit test's calls are made for (see gateway/call/Caller): each road of the gateway
+ * provides its request's; a test that builds a `ToolCall` by hand runs it as that call's own.
+ */
+import { Effect } from "effect"
+import { it as effectIt } from "@effect/vitest"
+import type { ToolCall } from "../../src/gateway/call/Call.js"
+import * as Caller from "../../src/gateway/call/Caller.js"
+import { CurrentCaller } from "../../src/gateway/call/Caller.js"
+import type { CallPipelineService } from "../../src/gateway/call/Pipeline.js"
+
+/** `call` through `pipeline`, made for its own session and request, asking as it says. */
+export const runAsItsCaller = (pipeline: CallPipelineService, call: ToolCall) =>
+  Caller.as({ session: call.session, context: call.context, confirm: call.confirm })(pipeline.run(call))
+
+/** `effect` made for no client. */
+export const asNobody = Caller.as(CurrentCaller.nobody)
+
+/** `it`, whose `it.effect` bodies run for no client (stages read the call's own session). */
+export const itEffect = Object.assign((name: string, body: () => unknown) => effectIt(name, body as () => void), {
+  effect: (name: string, body: () => Effect.Effect<unknown, unknown, CurrentCaller>, timeout?: number) =>
+    effectIt.effect(name, () => Effect.asVoid(asNobody(body())), timeout)
+})
