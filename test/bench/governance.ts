@@ -14,7 +14,7 @@ import { Session } from "../../src/gateway/session/Session.js"
 import * as Cedar from "../../src/policy/Cedar.js"
 import type { PolicySet } from "../../src/policy/Policy.js"
 import { percentile } from "./client.js"
-import { asNobody } from "../support/caller.js"
+import * as Caller from "../../src/gateway/call/Caller.js"
 
 const POLICIES = `
 @id("everyone-reads") permit (principal, action == Action::"call", resource) when { resource.readOnly };
@@ -100,9 +100,13 @@ export const benchGovernance = (quick: boolean) => {
     }),
     counters(undefined, new Quotas())
   )
-  const quotas = time(runs, (i) => Effect.runSync(asNobody(count.run(asked(i), () => Effect.void))))
+  const quotas = time(runs, (i) => Effect.runSync(Caller.as(Caller.CurrentCaller.nobody)(count.run(asked(i), () => Effect.void))))
   const noQuotas = time(runs, (i) =>
-    Effect.runSync(asNobody(Count.make(() => undefined, counters(undefined, new Quotas())).run(asked(i), () => Effect.void)))
+    Effect.runSync(
+      Caller.as(Caller.CurrentCaller.nobody)(
+        Count.make(() => undefined, counters(undefined, new Quotas())).run(asked(i), () => Effect.void)
+      )
+    )
   )
   return {
     cedar: Cedar.version(),
