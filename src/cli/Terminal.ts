@@ -22,6 +22,7 @@ import { Backends } from "../backend/Backends.js"
 import { closest } from "../config/Suggest.js"
 import { field, stringField } from "../data/Json.js"
 import * as Meta from "../data/Meta.js"
+import * as Caller from "../gateway/call/Caller.js"
 
 export type Command =
   | { readonly _tag: "Tools" }
@@ -104,14 +105,16 @@ export const run = (
     const request = (method: string, params: unknown) =>
       Effect.suspend(() => {
         const id = nextId++
-        return handlers.request(
-          { id, method, params },
-          {
-            id,
-            notify: () => Effect.void,
-            notifyUnsafe: () => {},
-            send: () => false
-          }
+        return Caller.as({ session })(
+          handlers.request(
+            { id, method, params },
+            {
+              id,
+              notify: () => Effect.void,
+              notifyUnsafe: () => {},
+              send: () => false
+            }
+          )
         )
       }).pipe(
         Effect.mapError((error) => {
@@ -124,7 +127,7 @@ export const run = (
       capabilities: {},
       clientInfo: { name: "mcp-agentify-terminal", version: "1" }
     })
-    yield* handlers.notification({ method: "notifications/initialized", params: undefined })
+    yield* Caller.as({ session })(handlers.notification({ method: "notifications/initialized", params: undefined }))
 
     switch (command._tag) {
       case "Tools": {

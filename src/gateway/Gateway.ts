@@ -37,6 +37,7 @@ import * as BackendEndpoint from "./methods/BackendEndpoint.js"
 import * as RunTasks from "./routing/RunTasks.js"
 import * as Audit from "./call/Audit.js"
 import { CallPipeline, layerPlanned } from "./call/Pipeline.js"
+import type { CurrentCaller } from "./call/Caller.js"
 import { Forwarder } from "./call/Forwarding.js"
 import * as Methods from "./methods/Methods.js"
 import * as Aggregate from "./methods/Aggregate.js"
@@ -56,9 +57,11 @@ export interface GatewayService {
   readonly mode: Aggregate.Mode
   /**
    * Opens `session` for the current scope: it receives notifications until the scope closes.
-   * Returns its method table; the client's `exit` completes `session.ended`.
+   * Returns its method table, whose requests are made for the session's caller (provide
+   * `CurrentCaller` where its requests' engine is made: see call/Caller); the client's `exit`
+   * completes `session.ended`.
    */
-  readonly open: (session: Session) => Effect.Effect<Handlers<never>, never, Scope.Scope>
+  readonly open: (session: Session) => Effect.Effect<Handlers<CurrentCaller>, never, Scope.Scope>
   /** The sessions open now. */
   readonly sessions: () => ReadonlyArray<Session>
   /** The tool a client at `target` knows as `name` (its exposed name there), if one is listed. */
@@ -206,7 +209,7 @@ const make = Effect.gen(function* () {
     }
   }
 
-  const open = (session: Session): Effect.Effect<Handlers<never>, never, Scope.Scope> =>
+  const open = (session: Session): Effect.Effect<Handlers<CurrentCaller>, never, Scope.Scope> =>
     Effect.acquireRelease(
       Effect.sync(() => {
         registry.add(session)
@@ -241,7 +244,7 @@ const make = Effect.gen(function* () {
    * The method table, plus what concerns the gateway's own requests to the client: its answers,
    * its progress on them, its roots changing, and when it may be asked at all.
    */
-  const withClientRequests = (session: Session, table: Handlers<never>): Handlers<never> => {
+  const withClientRequests = (session: Session, table: Handlers<CurrentCaller>): Handlers<CurrentCaller> => {
     const initialized = (n: Notification) => {
       if (session.phase === "ready") session.markInitialized()
       return table.notification(n)

@@ -9,9 +9,9 @@ import * as Caller from "../../src/gateway/call/Caller.js"
 import { CurrentCaller } from "../../src/gateway/call/Caller.js"
 import type { CallPipelineService } from "../../src/gateway/call/Pipeline.js"
 
-/** `call` through `pipeline`, made for its own session and request, asking as it says. */
+/** `call` through `pipeline`, made for its own session, asking as it says. */
 export const runAsItsCaller = (pipeline: CallPipelineService, call: ToolCall) =>
-  Caller.as({ session: call.session, context: call.context, confirm: call.confirm })(pipeline.run(call))
+  Caller.as({ session: call.session, confirm: call.confirm })(pipeline.run(call))
 
 /** `effect` made for no client. */
 export const asNobody = Caller.as(CurrentCaller.nobody)

@@ -67,7 +67,7 @@ export const argumentsOf = (call: ToolCall): Record<string, unknown> => {
 }
 
 /** A call as its road hands it to the pipeline: who makes it is the context's (see Caller). */
-export type CallRequest = Omit<ToolCall, "session" | "context" | "confirm" | "decisions" | "consent"> & {
+export type CallRequest = Omit<ToolCall, "session" | "confirm" | "decisions" | "consent"> & {
   readonly decisions?: Array<Decision>
 }
 

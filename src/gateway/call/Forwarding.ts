@@ -25,10 +25,15 @@ import { CurrentCaller } from "./Caller.js"
 
 export interface ForwarderService {
   /**
-   * `method` on `backendId` for the current caller's request (see Caller); for no client (an
-   * embedding app's own call), straight on the backend.
+   * `method` on `backendId` for the current caller (see Caller) and its client's request `context`;
+   * for no client (an embedding app's own call), straight on the backend.
    */
-  readonly forward: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError, CurrentCaller>
+  readonly forward: (
+    context: RequestContext | undefined,
+    backendId: string,
+    method: string,
+    params: unknown
+  ) => Effect.Effect<unknown, BackendError, CurrentCaller>
 }
 
 const make = Effect.gen(function* () {
@@ -80,8 +85,8 @@ const make = Effect.gen(function* () {
     )
   }
 
-  const forward: ForwarderService["forward"] = (backendId, method, params) =>
-    Effect.flatMap(CurrentCaller, ({ session, context }) => forwardFor(session, context, backendId, method, params))
+  const forward: ForwarderService["forward"] = (context, backendId, method, params) =>
+    Effect.flatMap(CurrentCaller, ({ session }) => forwardFor(session, context, backendId, method, params))
 
   const forwardFor = (
     session: Session | undefined,
@@ -128,7 +133,7 @@ export class Forwarder extends Context.Tag("mcp-agentify/Forwarder")<Forwarder, 
   static readonly layerDirect: Layer.Layer<Forwarder, never, Backends> = Layer.effect(
     Forwarder,
     Effect.map(Backends, (backends) => ({
-      forward: (backendId, method, params) => backends.executeOnBackend(backendId, method, params)
+      forward: (_context, backendId, method, params) => backends.executeOnBackend(backendId, method, params)
     }))
   )
 }

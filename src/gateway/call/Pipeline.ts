@@ -69,9 +69,7 @@ export const of = (stages: ReadonlyArray<Stage>): CallPipelineService => {
   return {
     stages: stages.map((s) => s.name),
     run: (request) =>
-      Effect.flatMap(CurrentCaller, (caller) =>
-        run(makeCall({ ...request, session: caller.session, context: caller.context, confirm: caller.confirm }))
-      )
+      Effect.flatMap(CurrentCaller, (caller) => run(makeCall({ ...request, session: caller.session, confirm: caller.confirm })))
   }
 }
 
@@ -139,6 +137,6 @@ export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallP
 export const layerPlanned: Layer.Layer<PlannedCalls, never, CallPipeline> = Layer.effect(
   PlannedCalls,
   Effect.map(CallPipeline, (pipeline) => ({
-    run: (planned, confirm) => Caller.as({ ...CurrentCaller.nobody, confirm })(pipeline.run(planned))
+    run: (planned, confirm) => Caller.as({ ...CurrentCaller.nobody, confirm })(pipeline.run({ ...planned, context: undefined }))
   }))
 )

@@ -22,6 +22,7 @@ import { type Identity, sameTarget, Session, type Target } from "../session/Sess
 import * as SharedState from "../../state/SharedState.js"
 import * as BridgeTokens from "../ask/BridgeTokens.js"
 import { objectOr } from "../../data/Json.js"
+import * as Caller from "../call/Caller.js"
 
 /** A refusal the transport answers with: its HTTP status, and the JSON-RPC error it carries. */
 export interface Refused {
@@ -174,7 +175,8 @@ export const make = Effect.gen(function* () {
         }
       })
       const handlers = yield* Scope.extend(gateway.open(session), scope)
-      const peer = yield* Scope.extend(Peer.make(handlers, { sessionId: session.id, events }), scope)
+      // Made for the session's caller: each request's fiber inherits it (see call/Caller).
+      const peer = yield* Scope.extend(Caller.as({ session })(Peer.make(handlers, { sessionId: session.id, events })), scope)
       entry = { session, peer, scope, stream: undefined, closed: false }
       sessions.set(session.id, entry)
       yield* state.claim(session.id)

@@ -26,6 +26,7 @@ import { field, isObject, objectField, objectOr, stringField } from "../../data/
 import * as Meta from "../../data/Meta.js"
 import * as Era from "../session/Era.js"
 import * as Tasks from "../routing/Tasks.js"
+import * as Caller from "../call/Caller.js"
 
 /** What `server/discover` lists: this era, and the session era's versions (served with `initialize`). */
 export const SUPPORTED_VERSIONS: ReadonlyArray<string> = [Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS]
@@ -159,7 +160,7 @@ export const make = (
         // its own, on a retry); a session-era backend never sees the era's _meta keys (Backend).
         yield* bridge.run(
           call,
-          Effect.flatMap(gateway.open(session), (handlers) => handlers.request(request, context))
+          Effect.flatMap(gateway.open(session), (handlers) => Caller.as({ session })(handlers.request(request, context)))
         )
         return call
       })

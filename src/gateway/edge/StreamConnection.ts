@@ -19,6 +19,7 @@ import * as Dispatch from "./Dispatch.js"
 import * as Era from "../session/Era.js"
 import { Launch } from "../Launch.js"
 import { Session, type Target } from "../session/Session.js"
+import * as Caller from "../call/Caller.js"
 
 /** `subscriptions/listen` streams one connection may hold. */
 const MAX_LISTENERS = 64
@@ -139,7 +140,8 @@ export const open = (options: Options) =>
     yield* Effect.addFinalizer(() => Effect.zipRight(Effect.logInfo("client disconnected: stopping backends"), backends.stopAll))
     const stateless = yield* statelessEra(target, out)
     const handlers = yield* gateway.open(session)
-    const peer = yield* Peer.make(handlers, { sessionId: session.id, events })
+    // Made for the session's caller: each request's fiber inherits it (see call/Caller).
+    const peer = yield* Caller.as({ session })(Peer.make(handlers, { sessionId: session.id, events }))
     const connection: StreamConnection = {
       receive: (text) => {
         if (!stateless(text)) peer.receive(text, out)

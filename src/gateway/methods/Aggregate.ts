@@ -95,6 +95,7 @@ export interface Context {
    */
   readonly subscription: (
     session: Session,
+    context: RequestContext,
     backendId: string,
     method: "resources/subscribe" | "resources/unsubscribe",
     params: unknown
@@ -151,7 +152,7 @@ const withAnswerText = (result: unknown): unknown => {
 }
 
 /** The gateway's own surface for one session. */
-export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<void>): Handlers<never> => {
+export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<void>): Handlers<CurrentCaller> => {
   const { backends, orchestrator } = ctx
   const profile = () => ctx.profileOf(session)
   // What the user may ever call of the profile's tools (listed, and offered to scripts).
@@ -256,14 +257,14 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
    * elicitation) reach this client.
    */
   const execute =
-    (caller: Caller.Caller) =>
+    (caller: Caller.Caller, context: RequestContext) =>
     (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError | CallHeld> =>
       Effect.zipRight(
         Effect.catchAll(
           PolicyChecks.modelRequest(ctx.policies, session, backends.configOf, backendId, method, params),
           (refused) => Effect.fail(new CallHeld({ message: refused.message, toolName: backendId, rules: ["policies"] }))
         ),
-        Caller.as(caller)(ctx.forward(backendId, method, params))
+        Caller.as(caller)(ctx.forward(context, backendId, method, params))
       )
 
   /**
@@ -333,8 +334,8 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   ) =>
     Effect.flatMap(CurrentCaller, (caller) =>
       orchestrator.orchestrate(request, {
-        execute: execute(caller),
-        call: planned(caller, ask),
+        execute: execute(caller, context),
+        call: planned(caller, context, ask),
         onStep: Progress.ofSteps(context, progressToken),
         confirm: confirmWith(context, ask),
         profile: modelProfile()
@@ -382,47 +383,50 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
           audited(
             "script",
             field(p.arguments, "code"),
-            Effect.zipRight(allowed("run_code", p.name, p.arguments), runCode(p.arguments ?? {}, ask))
+            Effect.zipRight(allowed("run_code", p.name, p.arguments), runCode(p.arguments ?? {}, context, ask))
           ),
         p.task !== undefined
       )
     }
     // Forwarded unchanged but for the backend's own tool name (_meta, a progressToken, included).
-    return ctx.pipeline.run({ via: p.task === undefined ? "client" : "task", name: p.name, params: p })
+    return ctx.pipeline.run({ context, via: p.task === undefined ? "client" : "task", name: p.name, params: p })
   }
 
   /**
    * The gateway's own planned calls (an orchestration's steps, a script's calls) as this session's.
    * Their questions are put one at a time, though the calls of a turn run together.
    */
-  const planned = (caller: Caller.Caller, ask: RunTasks.Ask | undefined): Call.RunPlanned => {
+  const planned = (caller: Caller.Caller, context: RequestContext, ask: RunTasks.Ask | undefined): Call.RunPlanned => {
     const oneAtATime = Effect.unsafeMakeSemaphore(1)
-    const confirm = caller.context === undefined ? undefined : confirmWith(caller.context, ask)
-    const asked: Confirm | undefined = confirm && ((question) => oneAtATime.withPermits(1)(confirm(question)))
-    return (p) => Caller.as({ ...caller, confirm: asked })(ctx.pipeline.run(p))
+    const confirm = confirmWith(context, ask)
+    const asked: Confirm = (question) => oneAtATime.withPermits(1)(confirm(question))
+    const asker = Caller.as({ ...caller, confirm: asked })
+    return (p) => asker(ctx.pipeline.run({ ...p, context }))
   }
 
   const backendFacts = Tasks.factsOf(backends)
 
   /** What a task's methods use of the gateway: this session's requests on backends. */
-  const taskDeps: Tasks.Deps = {
+  const taskDeps = (context: RequestContext): Tasks.Deps => ({
     routes: ctx.routes,
-    forward: ctx.forward,
+    forward: (backendId, method, params) => ctx.forward(context, backendId, method, params),
     backend: backendFacts,
-    get idPrefix() {
-      return ctx.idPrefix()
-    },
+    idPrefix: ctx.idPrefix(),
     elsewhere: ctx.tasksElsewhere
-  }
+  })
   const onTask =
     (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
-    (params: Params.TaskParams): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
-      Effect.mapError(Tasks.onTask(taskDeps, session, method, params, ctx.runTasks), (error) =>
+    (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, ctx.runTasks), (error) =>
         error._tag === "BackendError" ? asBackendSent(error) : error
       )
 
   /** `agentify_run_code`: a script whose every call goes this session's way (see RunCode). */
-  const runCode = (args: unknown, ask: RunTasks.Ask | undefined): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+  const runCode = (
+    args: unknown,
+    context: RequestContext,
+    ask: RunTasks.Ask | undefined
+  ): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
     Effect.flatMap(Effect.zip(ctx.config.current, CurrentCaller), ([config, caller]) =>
       config.codeMode === false
         ? Effect.fail(
@@ -435,7 +439,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
             catalog: () => Apps.forModel(catalog()),
             namespaceOf: namespaceOfBackend,
             settings: config.codeMode,
-            call: planned(caller, ask),
+            call: planned(caller, context, ask),
             held: () =>
               backends.toolsSync().flatMap((listed) => {
                 const config = backends.configOf(listed.backendId)
@@ -468,9 +472,12 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
   const relayed = (
     route: Effect.Effect<{ readonly backendId: string; readonly params: unknown }, GatewayError>,
-    method: string
+    method: string,
+    context: RequestContext
   ): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
-    Effect.flatMap(route, ({ backendId, params }) => Effect.mapError(ctx.forward(backendId, method, params), asBackendSent))
+    Effect.flatMap(route, ({ backendId, params }) =>
+      Effect.mapError(ctx.forward(context, backendId, method, params), asBackendSent)
+    )
 
   /** The session's own level, and the backends' (so they send what some session may want). */
   const setLevel = Effect.fn("Aggregate.setLevel")(function* ({ level }: typeof Params.SetLevelParams.Type) {
@@ -496,9 +503,9 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
 
   const subscription =
     (method: SubscriptionMethod) =>
-    (params: Params.UriParams): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+    (params: Params.UriParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
       Effect.flatMap(ctx.relay.routeUri(params, profile()), ({ backendId, params }) =>
-        Effect.mapError(ctx.subscription(session, backendId, method, params), asBackendSent)
+        Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
       )
 
   const methods = Methods.table({
@@ -515,17 +522,18 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     "prompts/list": Methods.constant(
       Effect.suspend(() => ctx.relay.listPrompts(profile(), PolicyChecks.mayList(ctx.policies, session, "Prompt")))
     ),
-    "resources/read": Methods.method(Params.UriParams, (params, _context, method) =>
+    "resources/read": Methods.method(Params.UriParams, (params, context, method) =>
       relayed(
         Effect.tap(ctx.relay.routeUri(params, profile()), ({ backendId }) =>
           PolicyChecks.allowed(ctx.policies, session, "read", { type: "Resource", id: params.uri, backend: backendId }, {})
         ),
-        method
+        method,
+        context
       )
     ),
     "resources/subscribe": Methods.method(Params.UriParams, subscription("resources/subscribe")),
     "resources/unsubscribe": Methods.method(Params.UriParams, subscription("resources/unsubscribe")),
-    "prompts/get": Methods.method(Params.GetPromptParams, (params, _context, method) =>
+    "prompts/get": Methods.method(Params.GetPromptParams, (params, context, method) =>
       relayed(
         Effect.tap(ctx.relay.routePrompt(params, profile()), ({ backendId }) =>
           PolicyChecks.allowed(
@@ -536,25 +544,25 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
             field(params, "arguments")
           )
         ),
-        method
+        method,
+        context
       )
     ),
-    "completion/complete": Methods.method(Params.CompleteParams, (params, _context, method) =>
-      relayed(ctx.relay.routeCompletion(params, profile()), method)
+    "completion/complete": Methods.method(Params.CompleteParams, (params, context, method) =>
+      relayed(ctx.relay.routeCompletion(params, profile()), method, context)
     ),
     "logging/setLevel": Methods.method(Params.SetLevelParams, setLevel),
     "tasks/get": Methods.method(Params.TaskParams, onTask("tasks/get")),
     "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
     "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
     "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
-    "tasks/list": Methods.relayed(() => Tasks.list(taskDeps, session, ctx.runTasks))
+    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, ctx.runTasks))
   } satisfies Record<AggregateMethod, Methods.Method<CurrentCaller>>)
 
-  const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+  const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
     const refused = outOfPhase(session, req.method)
     if (refused !== undefined) return Effect.fail(refused)
-    // Each request is made for this session's caller: every road to a backend reads it from there.
-    return Caller.as({ session, context })(Methods.run(methods, req, context, unknownMethod))
+    return Methods.run(methods, req, context, unknownMethod)
   }
 
   const notifications = Methods.notifications({

@@ -11,8 +11,7 @@ import { BackendError, type GatewayError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { field, objectOr, stringField } from "../../data/Json.js"
-import * as Caller from "../call/Caller.js"
-import { CurrentCaller } from "../call/Caller.js"
+import type { CurrentCaller } from "../call/Caller.js"
 import { catalogOf, filtersAnything } from "../../catalog/ToolCatalog.js"
 import * as PolicyChecks from "../call/PolicyChecks.js"
 import { filteredList, hiddenBy } from "../../catalog/BackendFilters.js"
@@ -35,7 +34,12 @@ export const BACKEND_METHODS = [
 ] as const
 type BackendMethod = (typeof BACKEND_METHODS)[number]
 
-export const backend = (ctx: Context, session: Session, backendId: string, onExit: Effect.Effect<void>): Handlers<never> => {
+export const backend = (
+  ctx: Context,
+  session: Session,
+  backendId: string,
+  onExit: Effect.Effect<void>
+): Handlers<CurrentCaller> => {
   const { backends } = ctx
 
   const initialize = (p: Params.InitializeParams) =>
@@ -67,10 +71,10 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
 
   const subscription =
     (method: SubscriptionMethod) =>
-    (params: unknown): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
+    (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
       const hidden = hiddenBy(backends.configOf(backendId), method, params)
       if (hidden !== undefined) return Effect.fail(hidden)
-      return Effect.mapError(ctx.subscription(session, backendId, method, params), asBackendSent)
+      return Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
     }
 
   /**
@@ -124,11 +128,11 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
   }
 
   /** Anything else goes to the backend as the client sent it; its filters apply to what it names and lists. */
-  const forwarded = (req: Request): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
+  const forwarded = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
     const config = backends.configOf(backendId)
     const forwarded = withoutHeld(
       req,
-      policed(req, Effect.mapError(ctx.forward(backendId, req.method, req.params), asBackendSent))
+      policed(req, Effect.mapError(ctx.forward(context, backendId, req.method, req.params), asBackendSent))
     )
     // The common case, no filter: the result passes through untouched.
     if (!filtersAnything(config)) return forwarded
@@ -138,27 +142,25 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
   }
 
   /** This session's requests on its backend, as the task methods make them. */
-  const taskDeps: Tasks.Deps = {
+  const taskDeps = (context: RequestContext): Tasks.Deps => ({
     routes: ctx.routes,
-    forward: ctx.forward,
+    forward: (id, method, params) => ctx.forward(context, id, method, params),
     backend: Tasks.factsOf(backends),
-    get idPrefix() {
-      return ctx.idPrefix()
-    },
+    idPrefix: ctx.idPrefix(),
     elsewhere: ctx.tasksElsewhere
-  }
+  })
 
   /** A tool call takes the road every call takes (see call/Pipeline), under the backend's own name. */
-  const callTool = (params: unknown): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+  const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
     Effect.mapError(
-      ctx.pipeline.run({ via: "backend-endpoint", name: stringField(params, "name") ?? "", params: objectOr(params) }),
+      ctx.pipeline.run({ context, via: "backend-endpoint", name: stringField(params, "name") ?? "", params: objectOr(params) }),
       (error) => (error instanceof BackendError ? asBackendSent(error) : error)
     )
 
   const onTask =
     (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
-    (params: Params.TaskParams): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
-      Effect.mapError(Tasks.onTask(taskDeps, session, method, params, undefined), (error) =>
+    (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, undefined), (error) =>
         error._tag === "BackendError" ? asBackendSent(error) : error
       )
 
@@ -179,14 +181,13 @@ export const backend = (ctx: Context, session: Session, backendId: string, onExi
     "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
     "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
     "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
-    "tasks/list": Methods.relayed(() => Tasks.list(taskDeps, session, undefined))
+    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, undefined))
   } satisfies Record<BackendMethod, Methods.Method<CurrentCaller>>)
 
-  const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError> => {
+  const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
     const refused = outOfPhase(session, req.method)
     if (refused !== undefined) return Effect.fail(refused)
-    // Each request is made for this session's caller: every road to the backend reads it from there.
-    return Caller.as({ session, context })(Methods.run(methods, req, context, forwarded))
+    return Methods.run(methods, req, context, forwarded)
   }
 
   const notifications = Methods.notifications({ exit: () => onExit })

@@ -56,18 +56,18 @@ export const run = <R = never>(
   return row === undefined ? otherwise(request, context) : row.run(request.params, context, request.method)
 }
 
-export type Notifications = ReadonlyMap<string, (notification: Notification) => Effect.Effect<void>>
+export type Notifications<R = never> = ReadonlyMap<string, (notification: Notification) => Effect.Effect<void, never, R>>
 
-export const notifications = (
-  rows: Readonly<Record<string, (notification: Notification) => Effect.Effect<void>>>
-): Notifications => new Map(Object.entries(rows))
+export const notifications = <R = never>(
+  rows: Readonly<Record<string, (notification: Notification) => Effect.Effect<void, never, R>>>
+): Notifications<R> => new Map(Object.entries(rows))
 
 /** Runs a notification on its row, or `otherwise`. */
-export const notify = (
-  rows: Notifications,
+export const notify = <R = never>(
+  rows: Notifications<R>,
   notification: Notification,
-  otherwise: (notification: Notification) => Effect.Effect<void>
-): Effect.Effect<void> => {
+  otherwise: (notification: Notification) => Effect.Effect<void, never, R>
+): Effect.Effect<void, never, R> => {
   const row = rows.get(notification.method)
   return (row ?? otherwise)(notification)
 }

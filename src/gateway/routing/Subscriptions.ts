@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import type { BackendsService } from "../../backend/Backends.js"
 import type { BackendError } from "../../protocol/Errors.js"
 import { field } from "../../data/Json.js"
+import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { Session } from "../session/Session.js"
 import type { CurrentCaller } from "../call/Caller.js"
 import type { ForwarderService } from "../call/Forwarding.js"
@@ -23,6 +24,7 @@ export const make = ({ backends, routes, forward }: Options) => {
   /** A client's (un)subscribe: passed on only when it changes whether any session holds the URI. */
   const pass = (
     session: Session,
+    context: RequestContext,
     backendId: string,
     method: "resources/subscribe" | "resources/unsubscribe",
     params: unknown
@@ -30,15 +32,15 @@ export const make = ({ backends, routes, forward }: Options) => {
     Effect.suspend(() => {
       const uri = field(params, "uri")
       // Without a URI the backend says what is wrong.
-      if (typeof uri !== "string") return forward(backendId, method, params)
+      if (typeof uri !== "string") return forward(context, backendId, method, params)
       if (method === "resources/subscribe") {
         const first = !routes.held(backendId, uri)
-        return Effect.tap(first ? forward(backendId, method, params) : Effect.succeed({}), () =>
+        return Effect.tap(first ? forward(context, backendId, method, params) : Effect.succeed({}), () =>
           Effect.sync(() => routes.subscribe(session, backendId, uri))
         )
       }
       if (!routes.unsubscribe(session, backendId, uri)) return Effect.succeed({})
-      return forward(backendId, method, params)
+      return forward(context, backendId, method, params)
     })
 
   /** A closed session's subscriptions: the backend hears of the ones nobody holds any more. */

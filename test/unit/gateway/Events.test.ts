@@ -17,6 +17,7 @@ import * as Logging from "../../../src/observability/Logging.js"
 import * as Peer from "../../../src/jsonrpc/Peer.js"
 import { Session } from "../../../src/gateway/session/Session.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
+import * as Caller from "../../../src/gateway/call/Caller.js"
 
 // The gateway's own logger (it publishes log records to the hub), its lines kept off the runner's output.
 const GatewayLive = Gateway.layerShared.pipe(
@@ -36,7 +37,7 @@ const connect = (id: string) =>
       transport: "http",
       send: (message: any) => sessionLevel.push({ method: message.method, params: message.params }) > 0
     })
-    const peer = yield* Peer.make(yield* gateway.open(session), { sessionId: id, events })
+    const peer = yield* Caller.as({ session })(Peer.make(yield* gateway.open(session), { sessionId: id, events }))
     let nextId = 1
     const call = (method: string, params?: unknown) =>
       Effect.async<Array<any>>((resume) => {

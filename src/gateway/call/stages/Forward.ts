@@ -38,7 +38,7 @@ export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => 
         ? Tasks.callTool(
             {
               routes,
-              forward: forwarder.forward,
+              forward: (backendId, method, p) => forwarder.forward(context, backendId, method, p),
               backend: facts,
               idPrefix: idPrefix()
             },
@@ -46,7 +46,7 @@ export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => 
             target.backendId,
             params
           )
-        : forwarder.forward(target.backendId, "tools/call", params)
+        : forwarder.forward(context, target.backendId, "tools/call", params)
     }
   }
 }

@@ -278,7 +278,8 @@ describe("record and forward", () => {
       const routes = yield* Routes
       const forward = Forward.make({
         forwarder: {
-          forward: (backendId, method, params) => Effect.sync(() => (sent.push([backendId, method, params]), { content: [] }))
+          forward: (_context, backendId, method, params) =>
+            Effect.sync(() => (sent.push([backendId, method, params]), { content: [] }))
         },
         backends,
         routes,
@@ -307,7 +308,7 @@ describe("a preview (dry run)", () => {
         const routes = yield* Routes
         const forward = Forward.make({
           forwarder: {
-            forward: (_b, _m, params) =>
+            forward: (_context, _b, _m, params) =>
               Effect.sync(() => (sent.push(String((params as { name: string }).name)), { content: [] }))
           },
           backends,

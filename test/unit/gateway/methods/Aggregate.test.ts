@@ -12,6 +12,7 @@ import type { Request } from "../../../../src/jsonrpc/JsonRpc.js"
 import { LlmClient } from "../../../../src/orchestration/Llm.js"
 import { toRpcError } from "../../../../src/protocol/Errors.js"
 import { firstText, FIXTURE_TOOL_COUNT, fixtureBackend } from "../../../support/mcpFixture.js"
+import * as Caller from "../../../../src/gateway/call/Caller.js"
 
 const Live = Gateway.layerShared.pipe(
   Layer.provide(LlmClient.layerScripted([{ match: "say", reply: { tool: "fx__echo", arguments: { said: "hi" } } }])),
@@ -39,7 +40,8 @@ const client = Effect.gen(function* () {
       })
       .pipe(
         Effect.map((result): Outcome => ({ result })),
-        Effect.catchAll((error) => Effect.succeed<Outcome>({ error: toRpcError(error) }))
+        Effect.catchAll((error) => Effect.succeed<Outcome>({ error: toRpcError(error) })),
+        Caller.as({ session })
       )
   return { ask, session }
 })
