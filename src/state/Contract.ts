@@ -2,7 +2,7 @@
  * What shared state is to the rest of the gateway (see SharedState): the interface `Local` and
  * `Redis` implement.
  */
-import type { Effect, Stream } from "effect"
+import type { Effect, Queue, Scope } from "effect"
 
 /** The longest a request waits for the store. */
 export const STORE_TIMEOUT_MS = 500
@@ -99,8 +99,11 @@ export interface SharedStateService {
   readonly file: (kind: FileKind, name: string) => Effect.Effect<SharedFile | "none" | "unknown">
   /** Stores a file (or its removal: `undefined`) and tells the other gateways; false when the store did not take it. */
   readonly putFile: (kind: FileKind, name: string, file: SharedFile | undefined) => Effect.Effect<boolean>
-  /** What the other gateways stored or removed, as they say it (nothing in this process alone). */
-  readonly announced: Stream.Stream<Announcement>
+  /**
+   * What the other gateways store or remove from now on, as they say it (nothing in this process
+   * alone): subscribed when this returns, for the scope, so nothing said after it is missed.
+   */
+  readonly announcements: Effect.Effect<Queue.Dequeue<Announcement>, never, Scope.Scope>
   /**
    * Whether this gateway has `turn` (for `ttlMs`): no other gateway of the team has it; true with
    * no store, or when the store cannot say (the work is then done as if alone).

@@ -2,8 +2,8 @@
  * Shared state in this process: one gateway holds every session it knows, and none of another's.
  * The default, with nothing to install.
  */
-import { Effect, Stream } from "effect"
-import type { SharedStateService } from "./Contract.js"
+import { Effect, Queue } from "effect"
+import type { Announcement, SharedStateService } from "./Contract.js"
 
 export const make = (replicaId: string): SharedStateService => ({
   kind: "local",
@@ -21,7 +21,8 @@ export const make = (replicaId: string): SharedStateService => ({
   files: () => Effect.succeed(undefined),
   file: () => Effect.succeed("none"),
   putFile: () => Effect.succeed(false),
-  announced: Stream.empty,
+  // Nobody else announces anything: a queue nothing is offered to, shut down with its scope.
+  announcements: Effect.acquireRelease(Queue.unbounded<Announcement>(), Queue.shutdown),
   turn: () => Effect.succeed(true),
   health: Effect.succeed({ ok: true, detail: "in this process" })
 })

@@ -13,7 +13,7 @@
  * Two versions of one file become the newer one, or, where the kind says how (`merge`: pins), one
  * made of both. Nothing here stops the gateway: a store that fails leaves the disk as it is.
  */
-import { Deferred, Effect, Queue, type Scope, Stream } from "effect"
+import { Deferred, Effect, Queue, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Written from "../data/Written.js"
@@ -183,10 +183,16 @@ export const make = (state: SharedStateService, options: Options): Effect.Effect
       if (written === kind) Queue.unsafeOffer(jobs, { _tag: "Push", name })
     })
     yield* Effect.addFinalizer(() => Effect.sync(stop))
-    yield* state.announced.pipe(
-      Stream.filter((said) => said.kind === kind),
-      Stream.runForEach((said) => Queue.offer(jobs, said.name === "*" ? { _tag: "PullAll" } : { _tag: "Pull", name: said.name })),
-      Effect.forkScoped
+    // Subscribed before this returns: what another gateway says from now on is heard.
+    const heard = yield* state.announcements
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.flatMap(Queue.take(heard), (said) =>
+          said.kind !== kind
+            ? Effect.void
+            : Queue.offer(jobs, said.name === "*" ? { _tag: "PullAll" } : { _tag: "Pull", name: said.name })
+        )
+      )
     )
 
     return {

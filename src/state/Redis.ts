@@ -19,7 +19,7 @@
  * and "degraded" to /readyz until the store answers again.
  */
 import { createClient } from "@redis/client"
-import { Effect, PubSub, Schedule, type Scope, Stream } from "effect"
+import { Effect, PubSub, Schedule, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { State } from "../config/Config.js"
 import { messageOf } from "../data/Json.js"
@@ -311,7 +311,7 @@ export const make = (settings: State, replicaId: string): Effect.Effect<SharedSt
           }),
           (answer) => answer !== undefined
         ),
-      announced: Stream.fromPubSub(announcements),
+      announcements: PubSub.subscribe(announcements),
       turn: (turn, ttlMs) =>
         Effect.map(
           run(() =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, PubSub, Queue, Stream, TestClock } from "effect"
+import { Effect, PubSub, Queue, TestClock } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -18,7 +18,7 @@ const memory = Effect.gen(function* () {
     files: () => Effect.sync(() => new Map(files)),
     file: (_kind, name) => Effect.sync(() => files.get(name) ?? "none"),
     putFile: (_kind, name, file) => Effect.sync(() => (files.set(name, file ?? { text: "", at: Date.now() }), true)),
-    announced: Stream.fromPubSub(hub)
+    announcements: PubSub.subscribe(hub)
   }
   /** Another gateway stores a file (or removes it) and says so. */
   const elsewhere = (name: string, text: string) =>
@@ -85,6 +85,19 @@ describe("a directory kept alike through the store", () => {
       yield* elsewhere("crm", "")
       expect(yield* Queue.take(arrived)).toBe("crm")
       expect(read(dir, "crm")).toBeUndefined()
+    })
+  )
+
+  it.scoped("hears what another gateway announces the moment it is made (subscribed before it returns)", () =>
+    Effect.gen(function* () {
+      const { state, elsewhere } = yield* memory
+      const dir = dirWith({})
+      const arrived = yield* Queue.unbounded<string>()
+      yield* Mirror.make(state, { kind: "tokens", dir, arrived: (name) => Queue.offer(arrived, name) })
+      // No yield between: a subscription made by a fiber not yet started would miss it.
+      yield* elsewhere("crm", "signed in elsewhere")
+      expect(yield* Queue.take(arrived)).toBe("crm")
+      expect(read(dir, "crm")).toBe("signed in elsewhere")
     })
   )
 
