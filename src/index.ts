@@ -6,6 +6,7 @@
  * part of it.
  */
 export * as Backends from "./backend/Backends.js"
+export * as Caller from "./gateway/call/Caller.js"
 export * as Config from "./config/Config.js"
 export * as Errors from "./Errors.js"
 export * as Events from "./observability/Events.js"
