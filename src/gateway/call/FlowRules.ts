@@ -68,6 +68,7 @@ const dataRule = (
 ): Rule => ({
   name,
   ask: () => settings.mode() === "confirm",
+  concerns: (call) => on(call, settings),
   refuses: (call) =>
     Effect.sync(() => {
       if (!on(call, settings) || call.target === undefined) return undefined
@@ -108,6 +109,7 @@ export const rules = (settings: Settings): ReadonlyArray<Rule> => [
   {
     name: "outside-plan",
     ask: () => settings.mode() === "confirm",
+    concerns: (call) => on(call, settings),
     refuses: (call) =>
       Effect.sync(() => {
         if (!on(call, settings)) return undefined

@@ -79,6 +79,7 @@ export interface Settings {
 /** `decide`'s rule: a call the policies deny is refused, naming them. */
 export const rule = (settings: Settings): Rule => ({
   name: "policies",
+  concerns: (call) => settings.policies() !== undefined && call.target !== undefined,
   refuses: (call) =>
     Effect.sync(() => {
       const policies = settings.policies()

@@ -92,12 +92,15 @@ export const make = (deps: Deps): Stage => {
   return {
     name: "credentials",
     run: (call, next) =>
-      Effect.catchAll(next(call), (error) => {
-        if (call.target === undefined || !(error instanceof BackendError)) return Effect.fail(error)
-        const wanted = wantedOf(error)
-        if (wanted === undefined && signInNeededBy(error) === undefined) return Effect.fail(error)
-        // Once: a second refusal is the backend's answer.
-        return Effect.zipRight(signIn(call, error, wanted), next(call))
-      })
+      // Only a remote backend asks for a sign-in: a local one's call goes on untouched.
+      call.target === undefined || deps.configOf(call.target.backendId)?.url === undefined
+        ? next(call)
+        : Effect.catchAll(next(call), (error) => {
+            if (call.target === undefined || !(error instanceof BackendError)) return Effect.fail(error)
+            const wanted = wantedOf(error)
+            if (wanted === undefined && signInNeededBy(error) === undefined) return Effect.fail(error)
+            // Once: a second refusal is the backend's answer.
+            return Effect.zipRight(signIn(call, error, wanted), next(call))
+          })
   }
 }

@@ -22,14 +22,21 @@ export interface Rule {
   readonly refuses: (call: ToolCall) => Effect.Effect<string | Held | undefined>
   /** The call may run once the user agreed (asked by the `ask` stage); false or absent: refused. */
   readonly ask?: (() => boolean) | undefined
+  /**
+   * Whether the rule has anything to say of such a call at all, answered at once (no policies
+   * loaded, a client's own call for the flow guard): absent, it is asked every time. A call no rule
+   * concerns passes without an effect run for it (the passthrough's hot path).
+   */
+  readonly concerns?: ((call: ToolCall) => boolean) | undefined
 }
 
 export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
   name: "decide",
   run: (call, next) => {
-    if (rules.length === 0) return next(call)
+    const asked = rules.filter((rule) => rule.concerns === undefined || rule.concerns(call))
+    if (asked.length === 0) return next(call)
     return Effect.flatMap(
-      Effect.forEach(rules, (rule) =>
+      Effect.forEach(asked, (rule) =>
         Effect.map(rule.refuses(call), (held) =>
           held === undefined ? undefined : typeof held === "string" ? { rule, why: held, data: undefined } : { rule, ...held }
         )

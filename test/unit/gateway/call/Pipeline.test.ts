@@ -331,6 +331,25 @@ describe("a preview (dry run)", () => {
   )
 })
 
+describe("decide", () => {
+  it.effect("asks only the rules that concern a call: one that does not is never run for it", () =>
+    Effect.gen(function* () {
+      const asked: Array<string> = []
+      const rule = (name: string, concerns?: (c: Call.ToolCall) => boolean): Decide.Rule => ({
+        name,
+        ...(concerns === undefined ? {} : { concerns }),
+        refuses: (c) => Effect.sync(() => (asked.push(`${name} ${c.via}`), undefined))
+      })
+      const stage = Decide.make([rule("always"), rule("planned only", (c) => c.via !== "client")])
+      const rest = reached()
+      yield* stage.run(call({ via: "client", name: "fx__read" }), rest.next)
+      yield* stage.run(call({ via: "script", name: "fx__read" }), rest.next)
+      expect(asked).toEqual(["always client", "always script", "planned only script"])
+      expect(rest.calls).toHaveLength(2)
+    })
+  )
+})
+
 describe("the pipeline", () => {
   it("meets its stages in the order of its table, each around the rest", async () => {
     const order: Array<string> = []
