@@ -68,7 +68,9 @@ const namesIn = (dir: string): ReadonlyArray<string> => {
 const readLocal = (dir: string, name: string): SharedFile | undefined => {
   try {
     const file = fileOf(dir, name)
-    return { text: fs.readFileSync(file, "utf8"), at: fs.statSync(file).mtimeMs }
+    // Whole milliseconds, as the store's times are (Date.now()): a file written in the same
+    // millisecond as the store's copy is not the newer, and the team's copy is taken.
+    return { text: fs.readFileSync(file, "utf8"), at: Math.floor(fs.statSync(file).mtimeMs) }
   } catch {
     return undefined
   }

@@ -101,6 +101,20 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
+  it.scoped("takes the store's copy of a file written here in the same millisecond (times are whole milliseconds)", () =>
+    Effect.gen(function* () {
+      const { state, files } = yield* memory
+      const at = Date.now() - 10_000
+      const dir = dirWith({ crm: "written here" })
+      // This disk's copy half a millisecond into the store's copy's millisecond.
+      utimesSync(join(dir, "crm.json"), (at + 0.5) / 1000, (at + 0.5) / 1000)
+      files.set("crm", { text: "written elsewhere", at })
+      yield* Mirror.make(state, { kind: "tokens", dir })
+      expect(read(dir, "crm")).toBe("written elsewhere")
+      expect(files.get("crm")?.text).toBe("written elsewhere")
+    })
+  )
+
   it.scoped(
     "asks a store that did not answer (or did not take a file) again until it does: what only this disk has goes up then",
     () =>
