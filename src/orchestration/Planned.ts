@@ -5,7 +5,7 @@
  * request; an app that embeds the orchestrator gets the same pipeline from its layer. Declared
  * here, below the gateway, so that orchestration never imports what runs its calls.
  */
-import { Context, Effect } from "effect"
+import { Context, Data, Effect } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import * as Secrets from "../observability/Secrets.js"
 import { BackendError, type GatewayError } from "../protocol/Errors.js"
@@ -61,6 +61,26 @@ export interface Planned {
   readonly decisions: Array<Decision>
 }
 
+/**
+ * A call a stage of the pipeline refused: the one failure every refusal is, whichever stage said
+ * it (`decide`'s rule, the user's answer at `ask`, a limit at `count`), read by its fields rather
+ * than by its wire form. Its code and `data` (the stage, the rule, what the stage adds) are what
+ * the client gets, mapped once where the reply is made (protocol/Errors `toRpcError`).
+ */
+export class CallRefused extends Data.TaggedError("CallRefused")<{
+  readonly stage: "decide" | "ask" | "count"
+  readonly code: number
+  readonly message: string
+  /** The rule that held it (decide's; at ask, the first of the rules the user was asked for). */
+  readonly rule?: string | undefined
+  /** What else the refusal says (the rules held, the user's answer, the limit and when to retry). */
+  readonly detail?: Readonly<Record<string, unknown>> | undefined
+}> {
+  get data(): Readonly<Record<string, unknown>> {
+    return { stage: this.stage, ...(this.rule === undefined ? {} : { rule: this.rule }), ...this.detail }
+  }
+}
+
 /** What the pipeline's last stage says of a call it sent to its backend, and of one a preview held back. */
 export const SENT: Decision = { stage: "forward", said: "sent to its backend" }
 export const HELD_BACK: Decision = { stage: "forward", said: "held back: a preview runs read-only tools only" }
@@ -74,22 +94,19 @@ export class PlannedCalls extends Context.Tag("mcp-agentify/PlannedCalls")<
   { readonly run: (planned: Planned, confirm: Confirm | undefined) => Effect.Effect<unknown, GatewayError> }
 >() {}
 
-/** The rules of the flow guard that held a call the pipeline refused, if it was held by them. */
+/** The rules that held a call the pipeline refused (decide's, or those the user was asked for), if rules held it. */
 export const heldBy = (error: GatewayError): ReadonlyArray<string> | undefined => {
-  const data = (error as { data?: unknown }).data
-  if (typeof data !== "object" || data === null) return undefined
-  const { stage, rule, held } = data as { stage?: unknown; rule?: unknown; held?: unknown }
+  if (!(error instanceof CallRefused)) return undefined
+  const held = error.detail?.held
   if (Array.isArray(held)) return held.filter((r): r is string => typeof r === "string")
-  return stage === "decide" && typeof rule === "string" ? [rule] : undefined
+  return error.stage === "decide" && error.rule !== undefined ? [error.rule] : undefined
 }
 
 /** The `ask` stage's refusal of a call for `confirmTools` alone: the user's answer, and the mode. */
-const askedOf = (error: GatewayError): { readonly answer: unknown; readonly mode: unknown } | undefined => {
-  const data = (error as { data?: unknown }).data
-  if (typeof data !== "object" || data === null) return undefined
-  const { stage, answer, confirmTools } = data as { stage?: unknown; answer?: unknown; confirmTools?: unknown }
-  return stage === "ask" ? { answer, mode: confirmTools } : undefined
-}
+const askedOf = (error: GatewayError): { readonly answer: unknown; readonly mode: unknown } | undefined =>
+  error instanceof CallRefused && error.stage === "ask"
+    ? { answer: error.detail?.answer, mode: error.detail?.confirmTools }
+    : undefined
 
 /**
  * An orchestration's tool call through the call pipeline, where the user is asked once for it,

@@ -9,7 +9,7 @@ import type { Confirm } from "../../orchestration/Steps.js"
 import type { Session } from "../session/Session.js"
 
 export type { Planned, RunPlanned, Target } from "../../orchestration/Planned.js"
-export { HELD_BACK, SENT } from "../../orchestration/Planned.js"
+export { CallRefused, HELD_BACK, SENT } from "../../orchestration/Planned.js"
 
 /** How a call was made: the audit log's `via`. */
 export type Via = "client" | "orchestration" | "script" | "task" | "backend-endpoint"

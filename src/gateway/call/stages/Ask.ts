@@ -10,9 +10,8 @@ import { Effect } from "effect"
 import type { ConfirmTools } from "../../../config/Config.js"
 import { needsConfirmation } from "../../../orchestration/Steps.js"
 import * as Secrets from "../../../observability/Secrets.js"
-import { RpcError } from "../../../protocol/Errors.js"
 import { objectField } from "../../../data/Json.js"
-import { argumentsOf, heldBack, type ToolCall } from "../Call.js"
+import { argumentsOf, CallRefused, heldBack, type ToolCall } from "../Call.js"
 import type { Next, Stage } from "../Stage.js"
 
 const askUser = (call: ToolCall, why: string | undefined) =>
@@ -39,7 +38,7 @@ const consented = (call: ToolCall, next: Next) => {
         ? `Not run: ${call.name} was held by ${rules.join(", ")} and the user declined. ${why}`
         : `Not run: ${call.name} was held by ${rules.join(", ")} and this client cannot be asked (flowGuard: "confirm"). ${why}`
     call.decisions.push({ stage: "ask", said: message, refused: true, rule: rules[0]! })
-    return Effect.fail(new RpcError({ code: -32602, message, data: { stage: "ask", rule: rules[0], held: rules, answer } }))
+    return Effect.fail(new CallRefused({ stage: "ask", code: -32602, message, rule: rules[0], detail: { held: rules, answer } }))
   })
 }
 
@@ -66,7 +65,7 @@ export const make = (confirmTools: () => ConfirmTools): Stage => ({
           ? `Not run: the user declined to run ${call.name} (confirmTools: "${mode}")`
           : `Not run: ${call.name} runs only after the user agrees (confirmTools: "${mode}"), and this client cannot be asked`
       call.decisions.push({ stage: "ask", said: message, refused: true })
-      return Effect.fail(new RpcError({ code: -32602, message, data: { stage: "ask", answer, confirmTools: mode } }))
+      return Effect.fail(new CallRefused({ stage: "ask", code: -32602, message, detail: { answer, confirmTools: mode } }))
     })
   }
 })

@@ -7,8 +7,8 @@
 import { Effect } from "effect"
 import { matchesGlob } from "../../../catalog/Exposure.js"
 import type { Limits } from "../../../config/Limits.js"
-import { ErrorCode, RpcError } from "../../../protocol/Errors.js"
-import { type ToolCall, userOf } from "../Call.js"
+import { ErrorCode } from "../../../protocol/Errors.js"
+import { CallRefused, type ToolCall, userOf } from "../Call.js"
 import type { Counted, Taken } from "../Quotas.js"
 import type { Stage } from "../Stage.js"
 
@@ -47,10 +47,11 @@ export const make = (
         const message = `Too many calls: ${call.name} is past ${taken.named} (${taken.why}); retry in ${seconds} s`
         call.decisions.push({ stage: "count", said: message, refused: true })
         return Effect.fail(
-          new RpcError({
+          new CallRefused({
+            stage: "count",
             code: ErrorCode.QuotaExceeded,
             message,
-            data: { stage: "count", limit: taken.named, retryAfterMs: taken.retryAfterMs }
+            detail: { limit: taken.named, retryAfterMs: taken.retryAfterMs }
           })
         )
       }

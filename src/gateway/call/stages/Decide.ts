@@ -6,8 +6,7 @@
  * policy engine's go here too.
  */
 import { Effect } from "effect"
-import { RpcError } from "../../../protocol/Errors.js"
-import type { ToolCall } from "../Call.js"
+import { CallRefused, type ToolCall } from "../Call.js"
 import type { Stage } from "../Stage.js"
 
 /** Why a rule holds a call, and what its refusal's `data` adds (the policies that forbid it). */
@@ -50,7 +49,7 @@ export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
           return Effect.zipRight(
             Effect.annotateCurrentSpan("agentify.call.held_by", refusal.rule.name),
             Effect.fail(
-              new RpcError({ code: -32602, message, data: { stage: "decide", rule: refusal.rule.name, ...refusal.data } })
+              new CallRefused({ stage: "decide", code: -32602, message, rule: refusal.rule.name, detail: refusal.data })
             )
           )
         }

@@ -13,7 +13,8 @@ import * as Ask from "../../../../src/gateway/call/stages/Ask.js"
 import * as Check from "../../../../src/gateway/call/stages/Check.js"
 import * as Count from "../../../../src/gateway/call/stages/Count.js"
 import { counters, Quotas } from "../../../../src/gateway/call/Quotas.js"
-import { BackendError, RpcError } from "../../../../src/protocol/Errors.js"
+import { BackendError, RpcError, toRpcError } from "../../../../src/protocol/Errors.js"
+import { heldBy } from "../../../../src/orchestration/Planned.js"
 import * as Credentials from "../../../../src/gateway/call/stages/Credentials.js"
 import * as Decide from "../../../../src/gateway/call/stages/Decide.js"
 import * as Find from "../../../../src/gateway/call/stages/Find.js"
@@ -106,6 +107,28 @@ describe("check", () => {
       expect(rest.calls).toHaveLength(1)
     })
   )
+})
+
+describe("a refusal", () => {
+  it("is one typed failure read by its fields; its wire form names the stage, the rule and what the stage adds", () => {
+    const asked = new Call.CallRefused({
+      stage: "ask",
+      code: -32602,
+      message: "Not run: held by private-data-out and the user declined",
+      rule: "private-data-out",
+      detail: { held: ["private-data-out"], answer: "declined" }
+    })
+    expect(toRpcError(asked)).toEqual({
+      code: -32602,
+      message: "Not run: held by private-data-out and the user declined",
+      data: { stage: "ask", rule: "private-data-out", held: ["private-data-out"], answer: "declined" }
+    })
+    expect(heldBy(asked)).toEqual(["private-data-out"])
+    const decided = new Call.CallRefused({ stage: "decide", code: -32602, message: "refused by policies", rule: "policies" })
+    expect(heldBy(decided)).toEqual(["policies"])
+    // A failure that is no refusal names no rule.
+    expect(heldBy(new RpcError({ code: -32602, message: "x", data: { stage: "decide", rule: "forged" } }))).toBeUndefined()
+  })
 })
 
 describe("decide", () => {
