@@ -147,14 +147,10 @@ export const didYouMean = (given: string, known: ReadonlyArray<string>, prefix =
 
 const SEE_HELP = "mcp-agentify --help shows the usage"
 
-/** Reads the command line, the environment, `.env` and the config file; throws `UsageError`. */
-export const parse = (
-  argv: ReadonlyArray<string>,
-  env: Readonly<Record<string, string | undefined>> = process.env,
-  cwd: string = process.cwd()
-): Parsed => {
-  let values: Record<string, string | boolean | undefined>
-  let positionals: ReadonlyArray<string>
+/** The command line as options and positionals; an unknown option is a `UsageError` with a suggestion. */
+const readArguments = (
+  argv: ReadonlyArray<string>
+): { readonly values: Record<string, string | boolean | undefined>; readonly positionals: ReadonlyArray<string> } => {
   try {
     const parsedArgs = parseArgs({
       args: [...argv],
@@ -178,8 +174,7 @@ export const parse = (
       strict: true,
       allowPositionals: true
     })
-    positionals = parsedArgs.positionals
-    values = parsedArgs.values
+    return { values: parsedArgs.values, positionals: parsedArgs.positionals }
   } catch (error) {
     const message = messageOf(error)
     const unknown = /^Unknown option '([^']+)'/.exec(message)?.[1]
@@ -188,6 +183,144 @@ export const parse = (
     }
     throw new UsageError(`${message.split(". ")[0]}; ${SEE_HELP}`)
   }
+}
+
+/** `--profile`, checked: stdio's, and one the configuration has. */
+const profileOf = (
+  profile: string | undefined,
+  command: Terminal.Command | undefined,
+  values: Record<string, string | boolean | undefined>,
+  env: Readonly<Record<string, string | undefined>>,
+  file: Load.Loaded["file"]
+): string | undefined => {
+  if (profile !== undefined) {
+    if (command !== undefined) throw new UsageError(`--profile is used with the gateway itself and with check; ${SEE_HELP}`)
+    if (values.http !== undefined || env.AGENTIFY_HTTP?.trim()) {
+      throw new UsageError("--profile is for stdio: over HTTP every profile is served at /profiles/<name>/mcp")
+    }
+    const known = Object.keys(file?.options.profiles ?? {})
+    if (!known.includes(profile)) {
+      throw new UsageError(
+        `no profile '${profile.slice(0, 64)}' is configured (${known.length === 0 ? "there are none: add profiles to the config file" : `there are: ${known.join(", ")}`})`
+      )
+    }
+  }
+  return profile
+}
+
+/** The LLM request timeout per attempt (default 30 s): a knob for slow local models and for tests. */
+const openaiTimeoutOf = (raw: string | undefined): number | undefined => {
+  const rawTimeout = raw?.trim()
+  if (rawTimeout === undefined || rawTimeout === "") return undefined
+  const ms = Number(rawTimeout)
+  if (!(Number.isInteger(ms) && ms > 0 && ms <= MAX_DURATION_MS)) {
+    throw new UsageError(`OPENAI_TIMEOUT_MS must be a whole number of milliseconds from 1 to ${MAX_DURATION_MS}`)
+  }
+  return ms
+}
+
+/** `--http` and how it is protected, checked. Never from .env: a checkout's file must not open the gateway to the network. */
+const httpOptionsOf = (
+  values: Record<string, string | boolean | undefined>,
+  env: Readonly<Record<string, string | undefined>>,
+  file: Load.Loaded["file"]
+): Http.Options | undefined => {
+  const text = (name: string) => optionText(values, name)
+  const httpText = text("http") ?? (env.AGENTIFY_HTTP?.trim() || undefined)
+  let http: Http.Options | undefined
+  if (httpText !== undefined) {
+    const address = parseAddress(httpText)
+    if (address === undefined)
+      throw new UsageError(`--http must be [HOST:]PORT (PORT from 0 to 65535), not '${httpText.slice(0, 100)}'`)
+    const tokenText = text("http-token") ?? (env.AGENTIFY_HTTP_TOKEN || undefined)
+    if (tokenText !== undefined && tokenText.trim().length < 16) {
+      throw new UsageError("the HTTP token must be at least 16 characters")
+    }
+    if (tokenText !== undefined) Secrets.register(tokenText)
+    const auth = text("http-auth")
+    if (auth !== undefined && auth !== "oauth") throw new UsageError(`--http-auth must be oauth, not '${auth.slice(0, 100)}'`)
+    if (auth === "oauth" && tokenText !== undefined) {
+      throw new UsageError("--http-auth oauth and --http-token are two ways to protect the endpoint: choose one")
+    }
+    if (auth === "oauth" && file?.options.httpAuth === undefined) {
+      throw new UsageError('--http-auth oauth needs "httpAuth": {"issuer", "audience", "scopes"?} in the config file (--config)')
+    }
+    http = { ...address, token: tokenText === undefined ? undefined : Redacted.make(tokenText.trim()), oauth: auth === "oauth" }
+    if (!isLoopback(http.host) && http.token === undefined && !http.oauth) {
+      throw new UsageError(
+        `--http on ${http.host} is reachable from other machines: set a token with --http-token or AGENTIFY_HTTP_TOKEN, or use --http-auth oauth`
+      )
+    }
+  } else if (values["http-token"] !== undefined || values["http-auth"] !== undefined) {
+    throw new UsageError(`${values["http-token"] !== undefined ? "--http-token" : "--http-auth"} is only used with --http`)
+  }
+  return http
+}
+
+/** The debug UI: --debug-port [HOST:]PORT, else DEBUG_PORT (env, .env, file, initializationOptions). */
+const debugOptionsOf = (debugText: string | undefined, env: Readonly<Record<string, string | undefined>>) => {
+  const debugAddress = debugText === undefined ? undefined : parseAddress(debugText)
+  if (debugText !== undefined && debugAddress === undefined) {
+    throw new UsageError(`--debug-port must be [HOST:]PORT (PORT from 0 to 65535), not '${debugText.slice(0, 100)}'`)
+  }
+  const debugTokenText = env.AGENTIFY_DEBUG_TOKEN?.trim() || undefined
+  if (debugTokenText !== undefined && debugTokenText.length < 16) {
+    throw new UsageError("AGENTIFY_DEBUG_TOKEN must be at least 16 characters")
+  }
+  if (debugTokenText !== undefined) Secrets.register(debugTokenText)
+  const debugHost = debugAddress?.host ?? "127.0.0.1"
+  if (!isLoopback(debugHost) && debugTokenText === undefined) {
+    throw new UsageError(`--debug-port on ${debugHost} is reachable from other machines: set AGENTIFY_DEBUG_TOKEN`)
+  }
+  const debug = {
+    host: debugHost,
+    token: debugTokenText === undefined ? undefined : Redacted.make(debugTokenText)
+  }
+  return { debug, debugAddress }
+}
+
+/** What a subcommand other than a terminal one runs, its arguments checked. */
+const subcommandOf = (
+  subcommand: (typeof COMMANDS)[number] | undefined,
+  positionals: ReadonlyArray<string>,
+  values: Record<string, string | boolean | undefined>,
+  settings: Settings
+): Parsed => {
+  if (subcommand === "auth") {
+    const backendId = positionals[1]
+    if (backendId === undefined || positionals.length > 2) {
+      throw new UsageError("auth needs one backend id: mcp-agentify auth BACKEND_ID")
+    }
+    if (values.subject !== undefined && values.revoke !== true) throw new UsageError(`--subject goes with --revoke; ${SEE_HELP}`)
+    const [browser, revoke, subject] = [values["no-browser"] !== true, values.revoke === true, values.subject]
+    return { _tag: "Auth", backendId, browser, revoke, subject: typeof subject === "string" ? subject : undefined, settings }
+  }
+  const onlyWith = { "no-browser": "auth", revoke: "auth", subject: "auth --revoke" }
+  for (const [name, only] of Object.entries(onlyWith))
+    if (values[name] !== undefined) throw new UsageError(`--${name} is only used with ${only}; ${SEE_HELP}`)
+  if (subcommand === "trust") {
+    const backendId = positionals[1]
+    if (backendId === undefined || positionals.length > 3) {
+      throw new UsageError("trust needs a backend id, and may name one tool: mcp-agentify trust BACKEND_ID [TOOL]")
+    }
+    return { _tag: "Trust", backendId, tool: positionals[2], settings }
+  }
+  if (subcommand === "policy") {
+    if (positionals[1] !== "schema" || positionals.length > 2) {
+      throw new UsageError("policy has one command: mcp-agentify policy schema")
+    }
+    return { _tag: "PolicySchema", settings }
+  }
+  return { _tag: subcommand === "check" ? "Check" : "Run", settings }
+}
+
+/** Reads the command line, the environment, `.env` and the config file; throws `UsageError`. */
+export const parse = (
+  argv: ReadonlyArray<string>,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  cwd: string = process.cwd()
+): Parsed => {
+  const { values, positionals } = readArguments(argv)
   const text = (name: string) => optionText(values, name)
   if (values.help) return { _tag: "Print", text: USAGE, stdout: false }
   if (values.version) return { _tag: "Print", text: `${SERVER_VERSION}\n`, stdout: true }
@@ -221,80 +354,13 @@ export const parse = (
     throw new UsageError(message)
   })
   const file = loaded.file
-  const profile = text("profile")
-  if (profile !== undefined) {
-    if (command !== undefined) throw new UsageError(`--profile is used with the gateway itself and with check; ${SEE_HELP}`)
-    if (values.http !== undefined || env.AGENTIFY_HTTP?.trim()) {
-      throw new UsageError("--profile is for stdio: over HTTP every profile is served at /profiles/<name>/mcp")
-    }
-    const known = Object.keys(file?.options.profiles ?? {})
-    if (!known.includes(profile)) {
-      throw new UsageError(
-        `no profile '${profile.slice(0, 64)}' is configured (${known.length === 0 ? "there are none: add profiles to the config file" : `there are: ${known.join(", ")}`})`
-      )
-    }
-  }
+  const profile = profileOf(text("profile"), command, values, env, file)
 
-  // The LLM request timeout per attempt (default 30 s): a knob for slow local models and for tests.
-  const rawTimeout = (env.OPENAI_TIMEOUT_MS ?? dotEnv.settings.OPENAI_TIMEOUT_MS)?.trim()
-  let openaiTimeoutMs: number | undefined
-  if (rawTimeout !== undefined && rawTimeout !== "") {
-    const ms = Number(rawTimeout)
-    if (!(Number.isInteger(ms) && ms > 0 && ms <= MAX_DURATION_MS)) {
-      throw new UsageError(`OPENAI_TIMEOUT_MS must be a whole number of milliseconds from 1 to ${MAX_DURATION_MS}`)
-    }
-    openaiTimeoutMs = ms
-  }
+  const openaiTimeoutMs = openaiTimeoutOf(env.OPENAI_TIMEOUT_MS ?? dotEnv.settings.OPENAI_TIMEOUT_MS)
 
-  // Never from .env: a checkout's file must not open the gateway to the network.
-  const httpText = text("http") ?? (env.AGENTIFY_HTTP?.trim() || undefined)
-  let http: Http.Options | undefined
-  if (httpText !== undefined) {
-    const address = parseAddress(httpText)
-    if (address === undefined)
-      throw new UsageError(`--http must be [HOST:]PORT (PORT from 0 to 65535), not '${httpText.slice(0, 100)}'`)
-    const tokenText = text("http-token") ?? (env.AGENTIFY_HTTP_TOKEN || undefined)
-    if (tokenText !== undefined && tokenText.trim().length < 16) {
-      throw new UsageError("the HTTP token must be at least 16 characters")
-    }
-    if (tokenText !== undefined) Secrets.register(tokenText)
-    const auth = text("http-auth")
-    if (auth !== undefined && auth !== "oauth") throw new UsageError(`--http-auth must be oauth, not '${auth.slice(0, 100)}'`)
-    if (auth === "oauth" && tokenText !== undefined) {
-      throw new UsageError("--http-auth oauth and --http-token are two ways to protect the endpoint: choose one")
-    }
-    if (auth === "oauth" && file?.options.httpAuth === undefined) {
-      throw new UsageError('--http-auth oauth needs "httpAuth": {"issuer", "audience", "scopes"?} in the config file (--config)')
-    }
-    http = { ...address, token: tokenText === undefined ? undefined : Redacted.make(tokenText.trim()), oauth: auth === "oauth" }
-    if (!isLoopback(http.host) && http.token === undefined && !http.oauth) {
-      throw new UsageError(
-        `--http on ${http.host} is reachable from other machines: set a token with --http-token or AGENTIFY_HTTP_TOKEN, or use --http-auth oauth`
-      )
-    }
-  } else if (values["http-token"] !== undefined || values["http-auth"] !== undefined) {
-    throw new UsageError(`${values["http-token"] !== undefined ? "--http-token" : "--http-auth"} is only used with --http`)
-  }
+  const http = httpOptionsOf(values, env, file)
 
-  // The debug UI: --debug-port [HOST:]PORT, else DEBUG_PORT (env, .env, file, initializationOptions).
-  const debugText = text("debug-port")
-  const debugAddress = debugText === undefined ? undefined : parseAddress(debugText)
-  if (debugText !== undefined && debugAddress === undefined) {
-    throw new UsageError(`--debug-port must be [HOST:]PORT (PORT from 0 to 65535), not '${debugText.slice(0, 100)}'`)
-  }
-  const debugTokenText = env.AGENTIFY_DEBUG_TOKEN?.trim() || undefined
-  if (debugTokenText !== undefined && debugTokenText.length < 16) {
-    throw new UsageError("AGENTIFY_DEBUG_TOKEN must be at least 16 characters")
-  }
-  if (debugTokenText !== undefined) Secrets.register(debugTokenText)
-  const debugHost = debugAddress?.host ?? "127.0.0.1"
-  if (!isLoopback(debugHost) && debugTokenText === undefined) {
-    throw new UsageError(`--debug-port on ${debugHost} is reachable from other machines: set AGENTIFY_DEBUG_TOKEN`)
-  }
-  const debug = {
-    host: debugHost,
-    token: debugTokenText === undefined ? undefined : Redacted.make(debugTokenText)
-  }
+  const { debug, debugAddress } = debugOptionsOf(text("debug-port"), env)
 
   const settings: Settings = {
     sources: {
@@ -319,32 +385,7 @@ export const parse = (
     profile
   }
   if (command !== undefined) return { _tag: "Terminal", command, settings }
-  if (subcommand === "auth") {
-    const backendId = positionals[1]
-    if (backendId === undefined || positionals.length > 2) {
-      throw new UsageError("auth needs one backend id: mcp-agentify auth BACKEND_ID")
-    }
-    if (values.subject !== undefined && values.revoke !== true) throw new UsageError(`--subject goes with --revoke; ${SEE_HELP}`)
-    const [browser, revoke, subject] = [values["no-browser"] !== true, values.revoke === true, values.subject]
-    return { _tag: "Auth", backendId, browser, revoke, subject: typeof subject === "string" ? subject : undefined, settings }
-  }
-  const onlyWith = { "no-browser": "auth", revoke: "auth", subject: "auth --revoke" }
-  for (const [name, only] of Object.entries(onlyWith))
-    if (values[name] !== undefined) throw new UsageError(`--${name} is only used with ${only}; ${SEE_HELP}`)
-  if (subcommand === "trust") {
-    const backendId = positionals[1]
-    if (backendId === undefined || positionals.length > 3) {
-      throw new UsageError("trust needs a backend id, and may name one tool: mcp-agentify trust BACKEND_ID [TOOL]")
-    }
-    return { _tag: "Trust", backendId, tool: positionals[2], settings }
-  }
-  if (subcommand === "policy") {
-    if (positionals[1] !== "schema" || positionals.length > 2) {
-      throw new UsageError("policy has one command: mcp-agentify policy schema")
-    }
-    return { _tag: "PolicySchema", settings }
-  }
-  return { _tag: checking ? "Check" : "Run", settings }
+  return subcommandOf(subcommand, positionals, values, settings)
 }
 
 /** An option's text (the parser gives strings for string options). */
