@@ -35,7 +35,7 @@ import { BackendError } from "../protocol/Errors.js"
 import * as Mcp from "../protocol/Mcp.js"
 import * as Telemetry from "../observability/Telemetry.js"
 import { Backend, DEFAULT_CLIENT_INFO, DEFAULT_KILL_GRACE_MS, Options, RequestOptions, paramsFor } from "./Contract.js"
-import { Inbound, LogLine } from "./Connection.js"
+import { type Connection, Inbound, LogLine } from "./Connection.js"
 import { connectRemote, spawnConnection, terminate } from "./Process.js"
 import { Requester, discover, initialize, isSessionLost, listAllTools, logPump, serveRequests } from "./Handshake.js"
 
@@ -116,6 +116,127 @@ const makePool = Effect.fn("Backend.makePool")(function* (config: BackendConfig,
   return pool
 })
 
+/**
+ * The backend's era and session: `server/discover` for one that may be of the stateless era (one
+ * known to be of the session era is not asked again: a round trip less per restart; one pinned to
+ * a version is asked only in that version's era), else `initialize` and `notifications/initialized`.
+ */
+const handshake = (
+  connection: Connection,
+  config: BackendConfig,
+  options: Options,
+  capabilities: Readonly<Record<string, unknown>>,
+  timeoutMs: number
+) =>
+  Effect.gen(function* () {
+    const clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO
+    const pinned = config.protocolVersion
+    const era =
+      pinned === undefined ? (options.era ?? "auto") : pinned === Mcp.STATELESS_PROTOCOL_VERSION ? "stateless" : "session"
+    const discovered = era === "session" ? undefined : yield* discover(connection, clientInfo, capabilities, timeoutMs)
+    if (discovered === undefined && era === "stateless") {
+      return yield* new BackendError({
+        backendId: config.id,
+        reason: "call_failed",
+        method: "initialize",
+        summary: `server/discover did not offer ${Mcp.STATELESS_PROTOCOL_VERSION}, the protocolVersion it is pinned to`
+      })
+    }
+    const stateless = discovered !== undefined
+    const versions = pinned === undefined ? Mcp.SUPPORTED_PROTOCOL_VERSIONS : [pinned]
+    const session = discovered ?? (yield* initialize(connection, clientInfo, capabilities, timeoutMs, versions))
+    if (!stateless) connection.notify("notifications/initialized", undefined)
+    return { session, stateless, versions }
+  })
+
+/**
+ * How the backend is asked, once its session is up: in its era (the stateless one's `_meta`, or
+ * none of it), traced when telemetry is exported, a lost session initialized again (once however
+ * many calls noticed, each retried once), and each call's outcome published while an observer
+ * (the debug UI) listens. `sendNow` is a request as it is, for liveness probes.
+ */
+const requestsOf = (
+  connection: Connection,
+  config: BackendConfig,
+  options: Options,
+  era: {
+    readonly stateless: boolean
+    readonly versions: ReadonlyArray<string>
+    readonly capabilities: Readonly<Record<string, unknown>>
+    readonly timeoutMs: number
+  }
+) =>
+  Effect.gen(function* () {
+    const { stateless, versions, capabilities, timeoutMs } = era
+    const clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO
+    const sendNow = (method: string, params: unknown, requestOptions: RequestOptions | undefined) =>
+      connection.orderedRequest(
+        method,
+        paramsFor(stateless, params, capabilities, clientInfo),
+        requestOptions?.timeoutMs ?? timeoutMs
+      )
+    // Traced (a client span, `_meta.traceparent` passed on) only when telemetry is exported.
+    const send = (method: string, params: unknown, requestOptions: RequestOptions | undefined) =>
+      Telemetry.isActive()
+        ? Telemetry.clientSpan(config.id, method, params, (traced) => sendNow(method, traced, requestOptions))
+        : sendNow(method, params, requestOptions)
+    // A server that forgot the session (restarted behind a URL, expired it, or lost its state) says
+    // so: it is initialized again, once however many calls noticed, and each call is retried once.
+    let generation = 0
+    const reinitializing = yield* Effect.makeSemaphore(1)
+    const reinitialize = (seen: number) =>
+      reinitializing.withPermits(1)(
+        Effect.suspend(() => {
+          if (generation !== seen) return Effect.void
+          return initialize(connection, clientInfo, capabilities, timeoutMs, versions).pipe(
+            Effect.flatMap(() => {
+              connection.notify("notifications/initialized", undefined)
+              generation++
+              return Effect.logWarning("the backend had lost its session: initialized it again")
+            })
+          )
+        })
+      )
+    const requestOnce = (method: string, params?: unknown, requestOptions?: RequestOptions) => {
+      if (stateless) return send(method, params, requestOptions)
+      const seen = generation
+      return send(method, params, requestOptions).pipe(
+        Effect.catchIf(isSessionLost, () => Effect.zipRight(reinitialize(seen), send(method, params, requestOptions)))
+      )
+    }
+    // Each call's outcome for observers (the debug UI's calls and errors), only while one listens.
+    const events = options.events
+    const request = (method: string, params?: unknown, requestOptions?: RequestOptions) => {
+      if (events === undefined || !events.active()) return requestOnce(method, params, requestOptions)
+      const started = Date.now()
+      const publish = (outcome: "ok" | "error" | "isError" | "cancelled", detail?: string) =>
+        Effect.sync(() =>
+          events.publish({
+            _tag: "BackendCall",
+            at: Date.now(),
+            backendId: config.id,
+            method,
+            ms: Date.now() - started,
+            outcome,
+            detail
+          })
+        )
+      return requestOnce(method, params, requestOptions).pipe(
+        Effect.onExit((exit) => {
+          if (Exit.isSuccess(exit)) {
+            return Mcp.isCallToolResult(exit.value) && exit.value.isError === true
+              ? publish("isError", Mcp.resultText(exit.value).slice(0, 500) || "the tool reported an error")
+              : publish("ok")
+          }
+          if (Cause.isInterruptedOnly(exit.cause)) return publish("cancelled")
+          const failure = Cause.failureOption(exit.cause)
+          return publish("error", failure._tag === "Some" ? failure.value.message : "the call failed")
+        })
+      )
+    }
+    return { sendNow, request }
+  })
+
 const makeOne = Effect.fn("Backend.make")(
   function* (config: BackendConfig, options: Options = {}) {
     const timeoutMs = config.requestTimeoutMs ?? options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
@@ -146,24 +267,7 @@ const makeOne = Effect.fn("Backend.make")(
     // Some servers read their stdin (or listen) only a while after they start.
     if (config.startupDelayMs !== undefined) yield* Effect.sleep(config.startupDelayMs)
     const capabilities = options.clientCapabilities ?? {}
-    const pinned = config.protocolVersion
-    // A backend known to be of the session era is not asked again (one round trip less per restart);
-    // one pinned to a version is asked only in that version's era.
-    const era =
-      pinned === undefined ? (options.era ?? "auto") : pinned === Mcp.STATELESS_PROTOCOL_VERSION ? "stateless" : "session"
-    const discovered = era === "session" ? undefined : yield* discover(connection, clientInfo, capabilities, timeoutMs)
-    if (discovered === undefined && era === "stateless") {
-      return yield* new BackendError({
-        backendId: config.id,
-        reason: "call_failed",
-        method: "initialize",
-        summary: `server/discover did not offer ${Mcp.STATELESS_PROTOCOL_VERSION}, the protocolVersion it is pinned to`
-      })
-    }
-    const stateless = discovered !== undefined
-    const versions = pinned === undefined ? Mcp.SUPPORTED_PROTOCOL_VERSIONS : [pinned]
-    const session = discovered ?? (yield* initialize(connection, clientInfo, capabilities, timeoutMs, versions))
-    if (!stateless) connection.notify("notifications/initialized", undefined)
+    const { session, stateless, versions } = yield* handshake(connection, config, options, capabilities, timeoutMs)
     // Every request in the backend's era: the stateless one's _meta, or none of it.
     const requester: Requester = (method, params, ms) =>
       connection.request(method, paramsFor(stateless, params, capabilities, clientInfo), ms)
@@ -234,71 +338,7 @@ const makeOne = Effect.fn("Backend.make")(
     }
     yield* Effect.logDebug(`session ready: protocol ${session.protocolVersion}, ${tools.length} tools`)
 
-    const sendNow = (method: string, params: unknown, requestOptions: RequestOptions | undefined) =>
-      connection.orderedRequest(
-        method,
-        paramsFor(stateless, params, capabilities, clientInfo),
-        requestOptions?.timeoutMs ?? timeoutMs
-      )
-    // Traced (a client span, `_meta.traceparent` passed on) only when telemetry is exported.
-    const send = (method: string, params: unknown, requestOptions: RequestOptions | undefined) =>
-      Telemetry.isActive()
-        ? Telemetry.clientSpan(config.id, method, params, (traced) => sendNow(method, traced, requestOptions))
-        : sendNow(method, params, requestOptions)
-    // A server that forgot the session (restarted behind a URL, expired it, or lost its state) says
-    // so: it is initialized again, once however many calls noticed, and each call is retried once.
-    let generation = 0
-    const reinitializing = yield* Effect.makeSemaphore(1)
-    const reinitialize = (seen: number) =>
-      reinitializing.withPermits(1)(
-        Effect.suspend(() => {
-          if (generation !== seen) return Effect.void
-          return initialize(connection, clientInfo, capabilities, timeoutMs, versions).pipe(
-            Effect.flatMap(() => {
-              connection.notify("notifications/initialized", undefined)
-              generation++
-              return Effect.logWarning("the backend had lost its session: initialized it again")
-            })
-          )
-        })
-      )
-    const requestOnce = (method: string, params?: unknown, requestOptions?: RequestOptions) => {
-      if (stateless) return send(method, params, requestOptions)
-      const seen = generation
-      return send(method, params, requestOptions).pipe(
-        Effect.catchIf(isSessionLost, () => Effect.zipRight(reinitialize(seen), send(method, params, requestOptions)))
-      )
-    }
-    // Each call's outcome for observers (the debug UI's calls and errors), only while one listens.
-    const events = options.events
-    const request = (method: string, params?: unknown, requestOptions?: RequestOptions) => {
-      if (events === undefined || !events.active()) return requestOnce(method, params, requestOptions)
-      const started = Date.now()
-      const publish = (outcome: "ok" | "error" | "isError" | "cancelled", detail?: string) =>
-        Effect.sync(() =>
-          events.publish({
-            _tag: "BackendCall",
-            at: Date.now(),
-            backendId: config.id,
-            method,
-            ms: Date.now() - started,
-            outcome,
-            detail
-          })
-        )
-      return requestOnce(method, params, requestOptions).pipe(
-        Effect.onExit((exit) => {
-          if (Exit.isSuccess(exit)) {
-            return Mcp.isCallToolResult(exit.value) && exit.value.isError === true
-              ? publish("isError", Mcp.resultText(exit.value).slice(0, 500) || "the tool reported an error")
-              : publish("ok")
-          }
-          if (Cause.isInterruptedOnly(exit.cause)) return publish("cancelled")
-          const failure = Cause.failureOption(exit.cause)
-          return publish("error", failure._tag === "Some" ? failure.value.message : "the call failed")
-        })
-      )
-    }
+    const { sendNow, request } = yield* requestsOf(connection, config, options, { stateless, versions, capabilities, timeoutMs })
 
     const backend: Backend = {
       id: config.id,

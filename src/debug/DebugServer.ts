@@ -22,15 +22,14 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option, Queue } from "effect"
 import { createServer } from "node:http"
-import { Backends, countListed, hiddenIn } from "../backend/Backends.js"
-import * as Pins from "../backend/Pins.js"
-import { describeBackend, EXPOSURE_KEYS, GatewayConfig, oauthOf, type ResolvedConfig, transportOf } from "../config/Config.js"
-import * as Store from "../auth/Store.js"
+import { Backends } from "../backend/Backends.js"
+import { describeBackend, EXPOSURE_KEYS, GatewayConfig, type ResolvedConfig, transportOf } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { SERVER_VERSION } from "../gateway/methods/Aggregate.js"
 import { makeGuards, tokenMatches } from "../transport/Guards.js"
 import * as Listener from "../transport/Listener.js"
 import type * as Http from "../transport/Http.js"
+import * as BackendsView from "./BackendsView.js"
 import { PAGE } from "./page.js"
 import { LOG_CAPACITY, logMatches, Recorder, TRACE_CAPACITY, type TraceEntry } from "./Recorder.js"
 
@@ -39,8 +38,6 @@ export type Options = Http.Options
 
 /** Entries waiting for a slow WebSocket reader before the oldest are dropped. */
 const SOCKET_BUFFER = 4_096
-/** How long a backend's resource and prompt counts are reused before they are listed again. */
-const COUNTS_TTL_MS = 5_000
 
 const json = (body: unknown, status = 200) =>
   HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json" })
@@ -83,6 +80,27 @@ const publicConfig = (config: ResolvedConfig) => ({
   }))
 })
 
+/** A WebSocket that gets each new entry `pick` lets through, as JSON, until it closes. */
+const streamOf = (recorder: Recorder) => (pick: (kind: "log" | "trace" | "orchestration", entry: unknown) => unknown) =>
+  Effect.gen(function* () {
+    const socket = yield* HttpServerRequest.upgrade
+    const write = yield* socket.writer
+    const outbox = yield* Queue.sliding<string>(SOCKET_BUFFER)
+    const unlisten = recorder.listen((kind, entry) => {
+      const message = pick(kind, entry)
+      if (message !== undefined) Queue.unsafeOffer(outbox, JSON.stringify(message))
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(outbox), write)))
+    // Reading must run for the socket to work; what the page sends is ignored.
+    yield* socket
+      .runRaw(() => {})
+      .pipe(
+        Effect.catchAll(() => Effect.void),
+        Effect.ensuring(Effect.sync(unlisten))
+      )
+    return HttpServerResponse.empty()
+  }).pipe(Effect.scoped)
+
 /** Serves the debug UI from `recorder` until the scope closes; resolves once it listens. */
 export const serve = (options: Options, recorder: Recorder) =>
   Effect.gen(function* () {
@@ -90,113 +108,9 @@ export const serve = (options: Options, recorder: Recorder) =>
     const gatewayConfig = yield* GatewayConfig
     const started = Date.now()
 
-    const counts = new Map<
-      string,
-      { at: number; resources: string; prompts: string; hidden: ReadonlyArray<{ what: string; name: string; found: string }> }
-    >()
-    // A backend slow to list is shown as "?" rather than holding the page.
-    const countOf = (id: string, capability: string, method: string, field: string) =>
-      countListed(backends, id, capability, method, field).pipe(
-        Effect.timeoutOption(1_000),
-        Effect.map(Option.getOrElse(() => "?"))
-      )
-    const countsOf = (id: string) =>
-      Effect.gen(function* () {
-        const cached = counts.get(id)
-        if (cached !== undefined && Date.now() - cached.at < COUNTS_TTL_MS) return cached
-        const fresh = {
-          at: Date.now(),
-          resources: yield* countOf(id, "resources", "resources/list", "resources"),
-          prompts: yield* countOf(id, "prompts", "prompts/list", "prompts"),
-          // Descriptions hiding characters (removed from what the gateway's model reads).
-          hidden: (yield* hiddenIn(backends, id, backends.toolsSync().find((b) => b.backendId === id)?.tools ?? []).pipe(
-            Effect.timeoutOption(1_000),
-            Effect.map(Option.getOrElse(() => []))
-          )).map(({ what, name, found }) => ({ what, name, found }))
-        }
-        counts.set(id, fresh)
-        return fresh
-      })
+    const backendsView = BackendsView.make(backends, recorder)
 
-    const backendsView = Effect.gen(function* () {
-      const states = yield* backends.states
-      return yield* Effect.forEach(
-        states,
-        (s) =>
-          Effect.gen(function* () {
-            const stats = recorder.stats.get(s.id)
-            const latency = recorder.latencyOf(s.id)
-            const ready = s.state === "ready"
-            const c = ready ? yield* countsOf(s.id) : undefined
-            return {
-              id: s.id,
-              displayName: s.displayName,
-              state: s.state,
-              enabled: s.enabled,
-              pid: s.pid,
-              address: backends.backend(s.id)?.address,
-              restarts: s.restarts,
-              // The backend's own (a crash, a failed start: cleared once it is ready again), else its
-              // last failed call's (an isError result counts, as in `errors`); null when there is none.
-              lastError: s.lastError !== undefined ? Secrets.scrub(s.lastError) : (stats?.lastError?.message ?? null),
-              protocolVersion: s.protocolVersion,
-              // Where the gateway is signed in at a remote OAuth backend (issuer, scopes): never a token.
-              signIn: (() => {
-                const config = backends.configOf(s.id)
-                return config?.url === undefined || oauthOf(config) === undefined
-                  ? null
-                  : Store.describe(Store.read(Store.directory(), s.id), s.id)
-              })(),
-              // A backend that acts as each user: who is signed in there as themselves (names, never tokens).
-              users:
-                oauthOf(backends.configOf(s.id) ?? {})?.perUser === true
-                  ? Store.usersOf(Store.directory(), s.id).map((u) => ({ subject: u.subject, signIn: Store.describe(u, s.id) }))
-                  : undefined,
-              tools: s.toolCount,
-              resources: c?.resources,
-              prompts: c?.prompts,
-              hidden: c?.hidden ?? [],
-              // Tools whose definitions changed since they were pinned, with what changed.
-              pinned: (() => {
-                const listed = backends.toolsSync().find((b) => b.backendId === s.id)
-                return (listed?.changed ?? []).map((change) => ({
-                  name: change.name,
-                  changed: change.changed,
-                  held: listed?.pinMode === "quarantine",
-                  diff: Pins.describeChange(change),
-                  trust: `mcp-agentify trust ${s.id} ${change.name}`
-                }))
-              })(),
-              calls: stats?.calls ?? 0,
-              errors: stats?.errors ?? 0,
-              p50Ms: latency.p50,
-              p99Ms: latency.p99
-            }
-          }),
-        { concurrency: "unbounded" }
-      )
-    })
-
-    /** A WebSocket that gets each new entry `pick` lets through, as JSON, until it closes. */
-    const stream = (pick: (kind: "log" | "trace" | "orchestration", entry: unknown) => unknown) =>
-      Effect.gen(function* () {
-        const socket = yield* HttpServerRequest.upgrade
-        const write = yield* socket.writer
-        const outbox = yield* Queue.sliding<string>(SOCKET_BUFFER)
-        const unlisten = recorder.listen((kind, entry) => {
-          const message = pick(kind, entry)
-          if (message !== undefined) Queue.unsafeOffer(outbox, JSON.stringify(message))
-        })
-        yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(outbox), write)))
-        // Reading must run for the socket to work; what the page sends is ignored.
-        yield* socket
-          .runRaw(() => {})
-          .pipe(
-            Effect.catchAll(() => Effect.void),
-            Effect.ensuring(Effect.sync(unlisten))
-          )
-        return HttpServerResponse.empty()
-      }).pipe(Effect.scoped)
+    const stream = streamOf(recorder)
 
     const port = { value: options.port }
     // Only this server's own names and this machine's pages: the MCP transport's allowances do not apply.
