@@ -16,7 +16,7 @@
 import { givenElsewhere, idPrefixOf } from "../state/Replica.js"
 import { SharedState } from "../state/SharedState.js"
 import * as SharedFiles from "./SharedFiles.js"
-import { Context, Deferred, Effect, Layer, Option, Runtime, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
 import { Backends } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
@@ -115,14 +115,14 @@ const make = Effect.gen(function* () {
     return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
   }
   // A team's gateways keep the extension's finished tasks in their store: they outlive this one.
-  const shared = Option.getOrUndefined(yield* Effect.serviceOption(SharedState))
+  const shared = yield* SharedState
   const runTasks = yield* RunTasks.make(
     () => idPrefixOf(current),
-    shared?.kind === "shared" ? (id, record) => shared.saveTask(id, record, RunTasks.RUN_TTL_MS) : undefined
+    shared.kind === "shared" ? (id, record) => shared.saveTask(id, record, RunTasks.RUN_TTL_MS) : undefined
   )
   /** A task another gateway of the team gave, once that gateway is gone: what the store kept of it (see routing/Tasks). */
   const tasksElsewhere: Aggregate.Context["tasksElsewhere"] =
-    shared?.kind !== "shared"
+    shared.kind !== "shared"
       ? undefined
       : (taskId) =>
           Effect.gen(function* () {
@@ -327,6 +327,7 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
     | Forwarder
     | Launch
     | Policies
+    | SharedState
   > = Layer.scoped(Gateway, make)
   /**
    * One client owns the gateway (stdio): its `initialize` configures and starts the backends. With
@@ -335,13 +336,13 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
   static readonly layerSingle: Layer.Layer<
     Gateway | InputBridge | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient
+    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | SharedState
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(InputBridge.layer))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
     Gateway | InputBridge | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient
+    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | SharedState
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(InputBridge.layer))
 }
 
@@ -353,7 +354,7 @@ export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipel
   Orchestrator.layer.pipe(
     Layer.provide(layerPlanned),
     Layer.provideMerge(CallPipeline.layer),
-    Layer.provide(Layer.mergeAll(Forwarder.layerDirect, Routes.layer, Audit.Audit.layer)),
+    Layer.provide(Layer.mergeAll(Forwarder.layerDirect, Routes.layer, Audit.Audit.layer, SharedState.layerLocal)),
     Layer.provideMerge(layerBase)
   )
 
@@ -371,10 +372,10 @@ export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline,
 
 /** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see Launch). */
 export const layerStdio: Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns,
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | SharedState,
   never,
   GatewayConfig | LlmClient
-> = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase))
+> = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase), Layer.provideMerge(SharedState.layerLocal))
 
 /**
  * The shared gateway with `observer` (the debug UI) built before the backends start, so it sees

@@ -50,4 +50,6 @@ export const makeFor = (state: State | undefined): Effect.Effect<SharedStateServ
 export class SharedState extends Context.Tag("mcp-agentify/SharedState")<SharedState, SharedStateService>() {
   /** As the configuration says (see `make`). */
   static readonly layer: Layer.Layer<SharedState, never, GatewayConfig> = Layer.scoped(SharedState, make)
+  /** This process alone, whatever the configuration says (stdio, the subcommands, an embedding app). */
+  static readonly layerLocal: Layer.Layer<SharedState> = Layer.sync(SharedState, () => Local.make(REPLICA_ID))
 }

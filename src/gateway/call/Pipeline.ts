@@ -19,7 +19,7 @@
  * from their context: there is no way to a backend's tool around it.
  */
 import { idPrefixOf } from "../../state/Replica.js"
-import { Context, Effect, Layer, Option, Stream } from "effect"
+import { Context, Effect, Layer, Stream } from "effect"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig, type Profile, type ResolvedConfig } from "../../config/Config.js"
 import { Audit } from "./Audit.js"
@@ -96,8 +96,8 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
     }
     const flowOf = (backendId: string) => backends.configOf(backendId)?.flow
-    // A team's gateways count `limits` in their shared store (when the layer has one).
-    const shared = Option.getOrUndefined(yield* Effect.serviceOption(SharedState))
+    // A team's gateways count `limits` in their shared store.
+    const shared = yield* SharedState
     const stages: Record<StageName, Stage> = {
       record: Record.make(audit, () => current.maxReplyBytes),
       find: Find.make({ backends, profileOf }),
@@ -120,12 +120,12 @@ export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallP
   static readonly layer: Layer.Layer<
     CallPipeline,
     never,
-    GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns
+    GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns | SharedState
   > = Layer.scoped(CallPipeline, make([]))
   /** With rules of the caller's in `decide` after the flow guard's (an embedding app's own). */
   static readonly layerWith = (
     rules: ReadonlyArray<Decide.Rule>
-  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns> =>
+  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns | SharedState> =>
     Layer.scoped(CallPipeline, make(rules))
 }
 

@@ -5,7 +5,7 @@
  * transport asks it for a connection (a byte stream's one client) or for the sessions of a shared
  * endpoint, and knows nothing of the gateway behind it.
  */
-import { Context, Effect, Layer, Option, type Scope } from "effect"
+import { Context, Effect, Layer, type Scope } from "effect"
 import { SharedState } from "../../state/SharedState.js"
 import { SignIns, type SignInsService } from "../../auth/SignIns.js"
 import { Backends } from "../../backend/Backends.js"
@@ -51,7 +51,7 @@ export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, Pro
   static readonly layer: Layer.Layer<
     Protocol,
     never,
-    Gateway | Backends | Events | GatewayConfig | Launch | InputBridge | SignIns
+    Gateway | Backends | Events | GatewayConfig | Launch | InputBridge | SignIns | SharedState
   > = Layer.effect(
     Protocol,
     Effect.gen(function* () {
@@ -62,10 +62,9 @@ export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, Pro
       const backends = yield* Backends
       const config = yield* GatewayConfig
       const signIns = yield* SignIns
-      // The team's store, when the gateway was built with one; else the sessions make their own.
-      const state = yield* Effect.serviceOption(SharedState)
-      const withState = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        Option.isSome(state) ? Effect.provideService(effect, SharedState, state.value) : effect
+      // The team's store (this process alone, without one).
+      const state = yield* SharedState
+      const withState = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, SharedState, state)
       const service: ProtocolService = {
         signIns,
         stream: (options) => StreamConnection.open(options).pipe(Effect.provide(context)),

@@ -6,7 +6,7 @@
  * decided here.
  */
 import * as Replica from "../../state/Replica.js"
-import { Deferred, Effect, Either, Exit, type Fiber, Option, Schedule, Scope } from "effect"
+import { Deferred, Effect, Either, Exit, type Fiber, Schedule, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig } from "../../config/Config.js"
@@ -88,8 +88,7 @@ export const make = Effect.gen(function* () {
   const sessions = new Map<string, Entry>()
   // Which gateway of a team holds each session (see state/): this one claims its own. The
   // gateway's store when it was built with one (its call pipeline counts quotas there too).
-  const given = yield* Effect.serviceOption(SharedState.SharedState)
-  const state = Option.isSome(given) ? given.value : yield* SharedState.make
+  const state = yield* SharedState.SharedState
   if (state.kind === "shared") {
     // The team's key for 2026-07-28 request states, so that any gateway reads (and hands on) any
     // one's: asked now, and again until the store gives it.
