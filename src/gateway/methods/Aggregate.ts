@@ -13,25 +13,12 @@ import type { BackendsService } from "../../backend/Backends.js"
 import { relayableCapabilities } from "../ask/ClientAsk.js"
 import { describeBackend, type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../../config/Config.js"
 import type { LaunchService } from "../Launch.js"
-import {
-  type BackendError,
-  ErrorCode,
-  type GatewayError,
-  InvalidParams,
-  RpcError,
-  toRpcError,
-  withData
-} from "../../protocol/Errors.js"
+import { type BackendError, ErrorCode, type GatewayError, RpcError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import * as Logging from "../../observability/Logging.js"
-import * as Secrets from "../../observability/Secrets.js"
-import { IMPLEMENTATION, isCallToolResult, textResult } from "../../protocol/Mcp.js"
-import { type Confirm, ORCHESTRATE_TOOL, type Orchestrator, validateParams } from "../../orchestration/Orchestrator.js"
-import * as Progress from "../routing/Progress.js"
-import { CallHeld, cutText, MODEL_MESSAGE_CHARS } from "../../orchestration/Errors.js"
+import { IMPLEMENTATION } from "../../protocol/Mcp.js"
+import { ORCHESTRATE_TOOL, type Orchestrator } from "../../orchestration/Orchestrator.js"
 import * as RunCode from "../../orchestration/Code.js"
-import * as Call from "../call/Call.js"
-import * as PolicyChecks from "../call/PolicyChecks.js"
 import type { CallPipelineService } from "../call/Pipeline.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
@@ -40,16 +27,16 @@ import type { Mode } from "../session/Sessions.js"
 import * as Params from "./Params.js"
 import type { Relay } from "./Relay.js"
 import type { Session } from "../session/Session.js"
-import * as Caller from "../call/Caller.js"
 import { CurrentCaller } from "../call/Caller.js"
 import type { ForwarderService } from "../call/Forwarding.js"
-import { Apps, type Catalog, catalogOf, inProfile, namespaced, profileAdmits } from "../../catalog/ToolCatalog.js"
+import { Apps, type Catalog, catalogOf, inProfile } from "../../catalog/ToolCatalog.js"
 import { field } from "../../data/Json.js"
-import * as Meta from "../../data/Meta.js"
 import * as Tasks from "../routing/Tasks.js"
 import type * as RunTasks from "../routing/RunTasks.js"
 import * as Audit from "../call/Audit.js"
 import type { RoutesService } from "../routing/Routes.js"
+import * as OwnWork from "./OwnWork.js"
+import * as PolicyChecks from "../call/PolicyChecks.js"
 export type { Mode } from "../session/Sessions.js"
 
 export const SERVER_NAME = IMPLEMENTATION.name
@@ -144,16 +131,9 @@ export const INSTRUCTIONS =
 const methodNotFound = (method: string) =>
   new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` })
 
-/** The agentify_orchestrate tool: the last result's content, then the model's closing words, if any. */
-const withAnswerText = (result: unknown): unknown => {
-  const answer = Meta.get(result, "agentify/answer")
-  if (typeof answer !== "string" || !isCallToolResult(result)) return result
-  return { ...result, content: [...result.content, { type: "text", text: answer }] }
-}
-
 /** The gateway's own surface for one session. */
 export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<void>): Handlers<CurrentCaller> => {
-  const { backends, orchestrator } = ctx
+  const { backends } = ctx
   const profile = () => ctx.profileOf(session)
   // What the user may ever call of the profile's tools (listed, and offered to scripts).
   const catalog = (): Catalog =>
@@ -223,6 +203,9 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     return config === undefined ? backendId : namespaceOf(config)
   }
 
+  /** Its own tools and orchestrations (see OwnWork). */
+  const ownWork = OwnWork.make(ctx, session, { profile, catalog: () => catalog(), modelProfile, allowed, namespaceOfBackend })
+
   const listTools = Effect.gen(function* () {
     const config = yield* ctx.config.current
     const view = catalog()
@@ -251,157 +234,13 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     return { tools: [...own, ...backendTools] }
   })
 
-  /**
-   * The chosen backend's call goes through `forward`, as a client's own call would: it is the
-   * session's call in flight there, so the backend's progress, log messages and requests (sampling,
-   * elicitation) reach this client.
-   */
-  const execute =
-    (caller: Caller.Caller, context: RequestContext) =>
-    (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError | CallHeld> =>
-      Effect.zipRight(
-        Effect.catchAll(
-          PolicyChecks.modelRequest(ctx.policies, session, backends.configOf, backendId, method, params),
-          (refused) => Effect.fail(new CallHeld({ message: refused.message, toolName: backendId, rules: ["policies"] }))
-        ),
-        Caller.as(caller)(ctx.forward(context, backendId, method, params))
-      )
-
-  /**
-   * Asks this client's user whether a tool may run (`confirmTools`), as a request of the session's
-   * own on the orchestration's stream: `elicitation/create` for a client that declared elicitation
-   * (a 2026-07-28 client gets it as an `input_required` result). A client error is no agreement.
-   */
-  const confirmWith =
-    (context: RequestContext, ask: RunTasks.Ask | undefined): Confirm =>
-    ({ tool, arguments: args, why }) => {
-      if (session.clientCapabilities.elicitation === undefined) return Effect.succeed("unavailable")
-      const params = {
-        message: `Allow ${tool} to run with these arguments?\n${JSON.stringify(args, null, 2)}${
-          why === undefined ? "" : `\nThe gateway holds it because:\n${why}`
-        }`,
-        requestedSchema: { type: "object", properties: {} }
-      }
-      // In a task the question waits in its inputRequests; otherwise it is a request to the client.
-      const asked: Effect.Effect<unknown, RpcError> =
-        ask === undefined ? session.request("elicitation/create", params, context) : ask("elicitation/create", params)
-      return asked.pipe(
-        Effect.map((answer) => (field(answer, "action") === "accept" ? "accepted" : "declined")),
-        Effect.catchAll((error) =>
-          Effect.as(Effect.logInfo(`confirmation of ${tool} not given: ${error.message}`), "declined" as const)
-        )
-      )
-    }
-
-  /**
-   * An orchestration or script runs as a task of the gateway's (see RunTasks) for a 2026-07-28
-   * client that declared the tasks extension, and for a session-era `tools/call` that asked for one
-   * (`task`): the client gets its id at once. Anyone else: the result.
-   */
-  const maybeTask = (
-    body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError, CurrentCaller>,
-    taskAsked = false
-  ): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
-    const asTask = Tasks.wantsTask(session) ? "extension" : taskAsked && !Tasks.statelessClient(session) ? "session" : undefined
-    if (asTask === undefined) return body(undefined)
-    // A task runs after its request was answered: as that request's caller still.
-    return Effect.flatMap(CurrentCaller, (caller) => {
-      const run = (ask: RunTasks.Ask | undefined) => Caller.as(caller)(body(ask))
-      return asTask === "extension"
-        ? ctx.runTasks.start(Tasks.ownerOf(session), run, "extension")
-        : // Its questions go to the session's own stream: the call that started it has been answered.
-          ctx.runTasks.start(Tasks.ownerOf(session), run, "session", (method, params) => session.request(method, params))
-    })
-  }
-
-  /**
-   * An orchestration or script run, recorded in the audit log (when on) as one line; its calls
-   * name it as their `parent`.
-   */
-  const audited = <R>(kind: "orchestration" | "script", input: unknown, body: Effect.Effect<unknown, GatewayError, R>) =>
-    Audit.run(ctx.audit, kind, session, input, body)
-
-  /**
-   * An orchestration as this session's, whichever way it was asked for (the tool or the method):
-   * its calls are the session's (policies judge its user, its profile and lanes apply, the audit
-   * names it), its requests on backends are the session's, its questions go to this client.
-   */
-  const orchestrateFor = (
-    request: Parameters<typeof orchestrator.orchestrate>[0],
-    context: RequestContext,
-    progressToken: unknown,
-    ask: RunTasks.Ask | undefined
-  ) =>
-    Effect.flatMap(CurrentCaller, (caller) =>
-      orchestrator.orchestrate(request, {
-        execute: execute(caller, context),
-        call: planned(caller, context, ask),
-        onStep: Progress.ofSteps(context, progressToken),
-        confirm: confirmWith(context, ask),
-        profile: modelProfile()
-      })
-    )
-
-  /**
-   * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
-   * model answered without calling a tool, its words are the text (most clients show only that).
-   */
-  const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown, ask: RunTasks.Ask | undefined) =>
-    Effect.flatMap(validateParams(args), (request) => orchestrateFor(request, context, progressToken, ask)).pipe(
-      Effect.map(withAnswerText),
-      Effect.catchAll((error) => {
-        const wire = toRpcError(error)
-        const said = error._tag === "NoActionDetermined" ? error.modelMessage : undefined
-        const text =
-          said === undefined || said.trim() === ""
-            ? `Error ${wire.code}: ${wire.message}`
-            : `Error ${wire.code}: ${wire.message}\n\nThe model answered: ${Secrets.scrub(cutText(said, MODEL_MESSAGE_CHARS))}`
-        return Effect.succeed({ ...textResult(text, true), structuredContent: { error: wire } })
-      })
-    )
-
   // A plain function rather than a traced generator: this is the passthrough hot path, where a
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
   const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
-    if (p.name === ORCHESTRATE_TOOL.name) {
-      return maybeTask(
-        (ask) =>
-          audited(
-            "orchestration",
-            field(p.arguments, "query"),
-            Effect.zipRight(
-              allowed("orchestrate", p.name, p.arguments),
-              orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask)
-            )
-          ),
-        p.task !== undefined
-      )
-    }
-    if (p.name === RunCode.RUN_CODE_TOOL_NAME) {
-      return maybeTask(
-        (ask) =>
-          audited(
-            "script",
-            field(p.arguments, "code"),
-            Effect.zipRight(allowed("run_code", p.name, p.arguments), runCode(p.arguments ?? {}, context, ask))
-          ),
-        p.task !== undefined
-      )
-    }
+    const own = ownWork.call(p, context)
+    if (own !== undefined) return own
     // Forwarded unchanged but for the backend's own tool name (_meta, a progressToken, included).
     return ctx.pipeline.run({ context, via: p.task === undefined ? "client" : "task", name: p.name, params: p })
-  }
-
-  /**
-   * The gateway's own planned calls (an orchestration's steps, a script's calls) as this session's.
-   * Their questions are put one at a time, though the calls of a turn run together.
-   */
-  const planned = (caller: Caller.Caller, context: RequestContext, ask: RunTasks.Ask | undefined): Call.RunPlanned => {
-    const oneAtATime = Effect.unsafeMakeSemaphore(1)
-    const confirm = confirmWith(context, ask)
-    const asked: Confirm = (question) => oneAtATime.withPermits(1)(confirm(question))
-    const asker = Caller.as({ ...caller, confirm: asked })
-    return (p) => asker(ctx.pipeline.run({ ...p, context }))
   }
 
   const backendFacts = Tasks.factsOf(backends)
@@ -420,54 +259,6 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
       Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, ctx.runTasks), (error) =>
         error._tag === "BackendError" ? asBackendSent(error) : error
       )
-
-  /** `agentify_run_code`: a script whose every call goes this session's way (see RunCode). */
-  const runCode = (
-    args: unknown,
-    context: RequestContext,
-    ask: RunTasks.Ask | undefined
-  ): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
-    Effect.flatMap(Effect.zip(ctx.config.current, CurrentCaller), ([config, caller]) =>
-      config.codeMode === false
-        ? Effect.fail(
-            new InvalidParams({
-              message: `Unknown tool: ${RunCode.RUN_CODE_TOOL_NAME} (codeMode is false in the gateway's configuration)`,
-              issues: [`name: no tool named '${RunCode.RUN_CODE_TOOL_NAME}'`]
-            })
-          )
-        : RunCode.run(args, {
-            catalog: () => Apps.forModel(catalog()),
-            namespaceOf: namespaceOfBackend,
-            settings: config.codeMode,
-            call: planned(caller, context, ask),
-            held: () =>
-              backends.toolsSync().flatMap((listed) => {
-                const config = backends.configOf(listed.backendId)
-                if (listed.pinMode !== "quarantine" || config === undefined) return []
-                return (listed.changed ?? [])
-                  .map((c) => ({ exposed: namespaced(config, c.name), backendId: listed.backendId }))
-                  .filter((h) => profileAdmits(profile(), h.backendId, h.exposed))
-              })
-          })
-    )
-
-  /** Adds the query to an orchestration failure's data. */
-  const orchestrateTask = (params: unknown, context: RequestContext) =>
-    maybeTask((ask) =>
-      audited(
-        "orchestration",
-        field(params, "query"),
-        Effect.flatMap(
-          Effect.zipRight(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), validateParams(params)),
-          (request) => orchestrateFor(request, context, Progress.tokenOf(params), ask)
-        ).pipe(
-          Effect.mapError((error): GatewayError => {
-            const query = field(params, "query")
-            return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
-          })
-        )
-      )
-    )
 
   /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
   const relayed = (
@@ -514,7 +305,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     shutdown: Methods.constant(shutdown),
     "tools/list": Methods.constant(listTools),
     "tools/call": Methods.method(Params.CallToolParams, callTool),
-    "agentify/orchestrateTask": Methods.relayed(orchestrateTask),
+    "agentify/orchestrateTask": Methods.relayed(ownWork.orchestrateTask),
     "resources/list": Methods.constant(
       Effect.suspend(() => ctx.relay.listResources(profile(), PolicyChecks.mayList(ctx.policies, session, "Resource")))
     ),
