@@ -6,7 +6,8 @@
  * with public words but only dave with any other (so the tool is listed to both, and only the
  * call's user tells them apart). Each road (a client's call, `agentify/orchestrateTask`,
  * `agentify_orchestrate`, a script, a task, `/servers/<id>/mcp`, a 2026-07-28 request) runs dave's
- * call and refuses erin's, and every audit line names the user whose call it was.
+ * call and refuses erin's, and every audit line names the user whose call it was. A second gateway
+ * with `routing: "backend"` (server-everything) shows the model's reads and prompts judged as theirs.
  */
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -17,7 +18,7 @@ import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
 import { call, type HttpGateway, initializeParams, postStateless, send, startHttpGateway } from "../../support/httpClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { until } from "../../support/process.js"
-import { tempDir } from "../../support/stdioClient.js"
+import { ROOT, tempDir } from "../../support/stdioClient.js"
 
 const POLICIES = `
 @id("anyone-asks") permit (principal, action in [Action::"orchestrate", Action::"run_code"], resource);
@@ -29,16 +30,19 @@ let auth: AuthServer
 let model: FakeOpenAI
 let gateway: HttpGateway
 let resource: string
+/** A second gateway, whose model picks a backend and any request of an allow-list (`routing: "backend"`). */
+let byBackend: HttpGateway
+let byBackendResource: string
 let auditFile: string
 const now = () => Math.floor(Date.now() / 1000)
 
-const tokenOf = (sub: string) =>
-  auth.sign({ iss: auth.issuer, aud: resource, sub, scope: "mcp:tools", iat: now(), exp: now() + 600 })
+const tokenOf = (sub: string, audience = resource) =>
+  auth.sign({ iss: auth.issuer, aud: audience, sub, scope: "mcp:tools", iat: now(), exp: now() + 600 })
 
 /** A session of `sub` at `path` (the aggregate's /mcp, or a backend's own endpoint): its requests. */
-const sessionOf = async (sub: string, path = "/mcp") => {
-  const authorization = { authorization: `Bearer ${await tokenOf(sub)}` }
-  const url = `${gateway.base}${path}`
+const sessionOf = async (sub: string, path = "/mcp", at = () => ({ gateway, resource })) => {
+  const authorization = { authorization: `Bearer ${await tokenOf(sub, at().resource)}` }
+  const url = `${at().gateway.base}${path}`
   const opened = await send(url, {
     body: { jsonrpc: "2.0", id: 0, method: "initialize", params: initializeParams(`${sub}-client`) },
     headers: authorization
@@ -61,9 +65,10 @@ const linesFor = (text: string) =>
     .filter((line) => line.tool?.own === "echo" && line.arguments?.text === text)
 
 beforeAll(async () => {
-  const port = await freePort()
+  const [port, otherPort] = [await freePort(), await freePort()]
   resource = `http://127.0.0.1:${port}/mcp`
-  auth = await startAuthServer({ resources: [resource, `http://127.0.0.1:${port}/servers/fx/mcp`], scopes: ["mcp:tools"] })
+  byBackendResource = `http://127.0.0.1:${otherPort}/mcp`
+  auth = await startAuthServer({ resources: [resource, byBackendResource], scopes: ["mcp:tools"] })
   model = await startFakeOpenAI({ text: "Done." })
   const dir = tempDir()
   const policyFile = join(dir, "team.cedar")
@@ -81,9 +86,29 @@ beforeAll(async () => {
       confirmTools: "never"
     }
   })
+  const readsFile = join(dir, "reads.cedar")
+  writeFileSync(
+    readsFile,
+    `@id("anyone-asks") permit (principal, action == Action::"orchestrate", resource);
+@id("dave-reads") permit (principal == User::"dave", action in [Action::"read", Action::"get"], resource);`
+  )
+  const everything = join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+  byBackend = await startHttpGateway({
+    address: `127.0.0.1:${otherPort}`,
+    args: ["--http-auth", "oauth"],
+    env: { OPENAI_API_KEY: "sk-caller-test-123456", OPENAI_BASE_URL: model.baseUrl },
+    config: {
+      backends: [{ id: "everything", command: process.execPath, args: [everything, "stdio"] }],
+      routing: "backend",
+      confirmTools: "never",
+      httpAuth: { issuer: auth.issuer, audience: byBackendResource, scopes: ["mcp:tools"] },
+      policies: readsFile
+    }
+  })
 }, 60_000)
 
 afterAll(async () => {
+  await byBackend?.close()
   await gateway?.close()
   await auth?.close()
   await model?.close()
@@ -169,6 +194,24 @@ describe("the caller reaches the policies and the audit log on every road", () =
     )
     expectEachAsThemselves(outcome, "backend-endpoint")
   }, 30_000)
+
+  it("routing \"backend\": the model's reads and prompts are its asker's", async () => {
+    const at = () => ({ gateway: byBackend, resource: byBackendResource })
+    const asked = async (sub: string, mcp_method: string, mcp_params: Record<string, unknown>) => {
+      model.setSteps([{ tool: "everything", arguments: { mcp_method, mcp_params } }, { text: "Done." }])
+      const request = await sessionOf(sub, "/mcp", at)
+      return JSON.stringify(await request("agentify/orchestrateTask", { query: `${mcp_method} please`, maxSteps: 2 }))
+    }
+    const read = { uri: "demo://resource/static/document/features.md" }
+    expect(await asked("dave", "resources/read", read)).toContain("text/markdown")
+    const erinRead = await asked("erin", "resources/read", read)
+    expect(erinRead).toContain("refused by policies")
+    expect(erinRead).not.toContain("text/markdown")
+    expect(await asked("dave", "prompts/get", { name: "simple-prompt" })).toContain("This is a simple prompt")
+    const erinPrompt = await asked("erin", "prompts/get", { name: "simple-prompt" })
+    expect(erinPrompt).toContain("refused by policies")
+    expect(erinPrompt).not.toContain("This is a simple prompt")
+  }, 60_000)
 
   it("a 2026-07-28 request, with no session", async () => {
     const outcome = await bothRun(
