@@ -129,12 +129,18 @@ export const initializeParams = (name = "test-client", extra: Record<string, unk
   ...extra
 })
 
-/** Opens a session on `url` and returns its id (and the initialize reply). */
-export const openSession = async (url: string, extra: Record<string, unknown> = {}) => {
-  const reply = await send(url, { body: { jsonrpc: "2.0", id: 0, method: "initialize", params: initializeParams("raw", extra) } })
+/** Opens a session on `url` (with `headers` on each request: a token) and returns its id (and the initialize reply). */
+export const openSession = async (url: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) => {
+  const reply = await send(url, {
+    body: { jsonrpc: "2.0", id: 0, method: "initialize", params: initializeParams("raw", extra) },
+    headers
+  })
   const sessionId = reply.headers.get("mcp-session-id")
   if (sessionId === null) throw new Error(`initialize gave no session: ${reply.status} ${reply.text}`)
-  await send(url, { body: { jsonrpc: "2.0", method: "notifications/initialized" }, headers: { "mcp-session-id": sessionId } })
+  await send(url, {
+    body: { jsonrpc: "2.0", method: "notifications/initialized" },
+    headers: { "mcp-session-id": sessionId, ...headers }
+  })
   return { sessionId, reply }
 }
 

@@ -236,30 +236,28 @@ export const make = (ctx: Deps, session: Session, view: View) => {
     p: Params.CallToolParams,
     context: RequestContext
   ): Effect.Effect<unknown, GatewayError, CurrentCaller> | undefined => {
-    if (p.name === ORCHESTRATE_TOOL.name) {
-      return maybeTask(
+    // Refused first when the policies deny it, audited as one run, a task when the client asks.
+    const run = (
+      kind: "orchestration" | "script",
+      input: unknown,
+      body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError, CurrentCaller>
+    ) =>
+      maybeTask(
         (ask) =>
           audited(
-            "orchestration",
-            field(p.arguments, "query"),
-            Effect.zipRight(
-              allowed("orchestrate", p.name, p.arguments),
-              orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask)
-            )
+            kind,
+            input,
+            Effect.zipRight(allowed(kind === "script" ? "run_code" : "orchestrate", p.name, p.arguments), body(ask))
           ),
         p.task !== undefined
+      )
+    if (p.name === ORCHESTRATE_TOOL.name) {
+      return run("orchestration", field(p.arguments, "query"), (ask) =>
+        orchestrateTool(p.arguments ?? {}, context, Progress.tokenOf(p), ask)
       )
     }
     if (p.name === RunCode.RUN_CODE_TOOL_NAME) {
-      return maybeTask(
-        (ask) =>
-          audited(
-            "script",
-            field(p.arguments, "code"),
-            Effect.zipRight(allowed("run_code", p.name, p.arguments), runCode(p.arguments ?? {}, context, ask))
-          ),
-        p.task !== undefined
-      )
+      return run("script", field(p.arguments, "code"), (ask) => runCode(p.arguments ?? {}, context, ask))
     }
     return undefined
   }

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort } from "../../bench/httpClient.js"
 import { startAuthServer, type AuthServer } from "../../support/authServer.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
-import { call, type HttpGateway, initializeParams, postStateless, send, startHttpGateway } from "../../support/httpClient.js"
+import { call, type HttpGateway, openSession, postStateless, startHttpGateway } from "../../support/httpClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { until } from "../../support/process.js"
 import { ROOT, tempDir } from "../../support/stdioClient.js"
@@ -43,15 +43,7 @@ const tokenOf = (sub: string, audience = resource) =>
 const sessionOf = async (sub: string, path = "/mcp", at = () => ({ gateway, resource })) => {
   const authorization = { authorization: `Bearer ${await tokenOf(sub, at().resource)}` }
   const url = `${at().gateway.base}${path}`
-  const opened = await send(url, {
-    body: { jsonrpc: "2.0", id: 0, method: "initialize", params: initializeParams(`${sub}-client`) },
-    headers: authorization
-  })
-  const sessionId = opened.headers.get("mcp-session-id")!
-  await send(url, {
-    body: { jsonrpc: "2.0", method: "notifications/initialized" },
-    headers: { "mcp-session-id": sessionId, ...authorization }
-  })
+  const { sessionId } = await openSession(url, {}, authorization)
   let id = 1
   return async (method: string, params?: unknown) => (await call(url, sessionId, id++, method, params, authorization)).messages[0]
 }
