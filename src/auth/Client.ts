@@ -16,7 +16,7 @@ import * as Secrets from "../observability/Secrets.js"
 import * as Store from "./Store.js"
 import * as Renewals from "./Renewals.js"
 import { createHash } from "node:crypto"
-import { field, messageOf, stringField } from "../data/Json.js"
+import { field, messageOf, stringField } from "../values/Json.js"
 
 /** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
 export class NeedsAuth extends Error {

@@ -17,7 +17,7 @@ import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { configuration, oauthMessage, protectedResource, toStored } from "./Client.js"
 import * as Store from "./Store.js"
-import { stringField } from "../data/Json.js"
+import { stringField } from "../values/Json.js"
 
 export interface SignInOptions {
   /** Where to keep the tokens (the token store's directory). */

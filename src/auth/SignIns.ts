@@ -11,9 +11,9 @@ import { Context, Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
-import { messageOf } from "../data/Json.js"
+import { messageOf } from "../values/Json.js"
 import * as Store from "./Store.js"
-import { REPLICA_ID } from "../state/Replica.js"
+import { REPLICA_ID } from "../store/Replica.js"
 
 /** How long a sign-in waits for its user. */
 export const SIGN_IN_TIMEOUT_MS = 5 * 60_000

@@ -25,9 +25,9 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:
 import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { stateDirOf } from "../data/StateDir.js"
+import { stateDirOf } from "../config/StateDir.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Written from "../data/Written.js"
+import * as Written from "../values/Written.js"
 
 export interface StoredTokens {
   readonly access_token: string

@@ -42,7 +42,7 @@ import { Events } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
 import type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 import type { Tool } from "../protocol/Mcp.js"
-import { field } from "../data/Json.js"
+import { field } from "../values/Json.js"
 import * as Pins from "./Pins.js"
 
 export type { BackendState, BackendStatus } from "../observability/BackendStatus.js"

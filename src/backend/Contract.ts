@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { BackendError, type RpcError } from "../protocol/Errors.js"
 import { type EventsService } from "../observability/Events.js"
 import * as Mcp from "../protocol/Mcp.js"
-import * as Meta from "../data/Meta.js"
+import * as Meta from "../values/Meta.js"
 
 // Public shapes
 

@@ -2,8 +2,8 @@
  * What `check` and the debug UI show of a ready backend's lists: how many resources or prompts it
  * offers, and which descriptions hide characters, asked of it through the backends service.
  */
-import * as Invisible from "../data/Invisible.js"
-import * as Json from "../data/Json.js"
+import * as Invisible from "../values/Invisible.js"
+import * as Json from "../values/Json.js"
 import { Effect } from "effect"
 
 /** The little of the backends service a count needs (kept structural: Backends re-exports this). */
@@ -36,7 +36,7 @@ export const countListed = (
     )
   })
 
-/** A tool or prompt of a backend whose description hides characters (see data/Invisible). */
+/** A tool or prompt of a backend whose description hides characters (see values/Invisible). */
 export interface Hidden {
   readonly backendId: string
   readonly what: "tool" | "prompt"

@@ -21,11 +21,11 @@
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { isObject } from "../data/Json.js"
+import { isObject } from "../values/Json.js"
 import type { Tool } from "../protocol/Mcp.js"
 import type { BackendConfig } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Written from "../data/Written.js"
+import * as Written from "../values/Written.js"
 
 export type Mode = "quarantine" | "warn" | "off"
 
@@ -280,7 +280,7 @@ const pinsOf = (settings: Settings, server: Server): Map<string, Pin> => {
 }
 
 /**
- * Two versions of one server's pins file made one (see state/Mirror): every tool pinned in either,
+ * Two versions of one server's pins file made one (see store/Mirror): every tool pinned in either,
  * the `shared` one's pin where both pin a tool (a `trust` made elsewhere wins; so does the team's
  * first pin). Unreadable: the shared one as it is.
  */

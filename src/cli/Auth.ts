@@ -11,7 +11,7 @@ import * as oauth from "openid-client"
 import { configuration, oauthMessage } from "../auth/Client.js"
 import { signIn } from "../auth/SignIn.js"
 import * as Secrets from "../observability/Secrets.js"
-import { messageOf } from "../data/Json.js"
+import { messageOf } from "../values/Json.js"
 import * as SharedFiles from "../gateway/SharedFiles.js"
 
 /** Succeeds with the exit code: 0 signed in, 1 not, 2 no such remote backend. */

@@ -7,7 +7,7 @@
  * since it was pinned, a policy file that does not load or validate against the tools' schema).
  * `--profile` checks one profile: its backends, and the tools it serves.
  */
-import { objectOr } from "../data/Json.js"
+import { objectOr } from "../values/Json.js"
 import * as Capabilities from "../catalog/Capabilities.js"
 import { Effect, Fiber, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"

@@ -24,7 +24,7 @@ import module, { createRequire } from "node:module"
 import { basename, dirname, join } from "node:path"
 import { Script } from "node:vm"
 import * as zlib from "node:zlib"
-import { stateDirOf } from "../data/StateDir.js"
+import { stateDirOf } from "../config/StateDir.js"
 
 /** Where compiled code is kept: `NODE_COMPILE_CACHE`, else `<state directory>/compile-cache`. */
 export const cacheDirOf = (env: Readonly<Record<string, string | undefined>>): string =>

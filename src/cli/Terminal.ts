@@ -20,8 +20,8 @@ import * as Secrets from "../observability/Secrets.js"
 import { Session } from "../gateway/session/Session.js"
 import { Backends } from "../backend/Backends.js"
 import { closest } from "../config/Suggest.js"
-import { field, stringField } from "../data/Json.js"
-import * as Meta from "../data/Meta.js"
+import { field, stringField } from "../values/Json.js"
+import * as Meta from "../values/Meta.js"
 import * as Caller from "../gateway/call/Caller.js"
 
 export type Command =

@@ -9,7 +9,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Secrets from "../observability/Secrets.js"
-import { stateDirOf } from "../data/StateDir.js"
+import { stateDirOf } from "./StateDir.js"
 
 import {
   BackendConfig,
@@ -29,7 +29,7 @@ import { NormalizedOptions } from "./Decode.js"
 import type { FlowGuard } from "./Flow.js"
 import type { Limits } from "./Limits.js"
 import { ConfigFile, DotEnvSetting } from "./Files.js"
-export { stateDirOf } from "../data/StateDir.js"
+export { stateDirOf } from "./StateDir.js"
 
 export const DEFAULT_MODEL = "gpt-4.1-mini"
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000

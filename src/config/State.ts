@@ -1,6 +1,6 @@
 /**
  * `state`: where several gateways keep what they share (Redis, or Valkey: the same protocol), so
- * any of them serves any client (see state/). Absent: everything in this process, as on one
+ * any of them serves any client (see store/). Absent: everything in this process, as on one
  * machine. And the http(s) URL the configuration names in several places.
  */
 import { Schema } from "effect"

@@ -13,8 +13,10 @@
  * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/
  * `layerScripted`).
  */
-import { givenElsewhere, idPrefixOf } from "../state/Replica.js"
-import { SharedState } from "../state/SharedState.js"
+import { givenElsewhere, idPrefixOf } from "../store/Replica.js"
+import { SessionDirectory } from "../store/SessionDirectory.js"
+import * as Store from "../store/Store.js"
+import { TaskRecords } from "../store/TaskRecords.js"
 import * as SharedFiles from "./SharedFiles.js"
 import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
 import { Backends } from "../backend/Backends.js"
@@ -115,26 +117,24 @@ const make = Effect.gen(function* () {
     return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
   }
   // A team's gateways keep the extension's finished tasks in their store: they outlive this one.
-  const shared = yield* SharedState
+  const records = yield* TaskRecords
+  const directory = yield* SessionDirectory
   const runTasks = yield* RunTasks.make(
     () => idPrefixOf(current),
-    shared.kind === "shared" ? (id, record) => shared.saveTask(id, record, RunTasks.RUN_TTL_MS) : undefined
+    (id, record) => records.save(id, record, RunTasks.RUN_TTL_MS)
   )
   /** A task another gateway of the team gave, once that gateway is gone: what the store kept of it (see routing/Tasks). */
-  const tasksElsewhere: Aggregate.Context["tasksElsewhere"] =
-    shared.kind !== "shared"
-      ? undefined
-      : (taskId) =>
-          Effect.gen(function* () {
-            const replica = givenElsewhere(current, taskId)
-            if (replica === undefined) return undefined
-            const at = yield* shared.addressOf(replica)
-            if (at === "unknown") return { _tag: "Unknown" } as const
-            if (at !== "none") return undefined
-            const kept = yield* shared.taskRecord(taskId)
-            if (kept === "unknown") return { _tag: "Unknown" } as const
-            return kept === "none" ? ({ _tag: "Gone", replica } as const) : ({ _tag: "Kept", ...kept } as const)
-          })
+  const tasksElsewhere: Aggregate.Context["tasksElsewhere"] = (taskId) =>
+    Effect.gen(function* () {
+      const replica = givenElsewhere(current, taskId)
+      if (replica === undefined) return undefined
+      const at = yield* directory.addressOf(replica)
+      if (at === "unknown") return { _tag: "Unknown" } as const
+      if (at !== "none") return undefined
+      const kept = yield* records.get(taskId)
+      if (kept === "unknown") return { _tag: "Unknown" } as const
+      return kept === "none" ? ({ _tag: "Gone", replica } as const) : ({ _tag: "Kept", ...kept } as const)
+    })
   const ctx: Aggregate.Context = {
     pipeline,
     mode,
@@ -327,7 +327,8 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
     | Forwarder
     | Launch
     | Policies
-    | SharedState
+    | TaskRecords
+    | SessionDirectory
   > = Layer.scoped(Gateway, make)
   /**
    * One client owns the gateway (stdio): its `initialize` configures and starts the backends. With
@@ -336,13 +337,13 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
   static readonly layerSingle: Layer.Layer<
     Gateway | InputBridge | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | SharedState
+    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(InputBridge.layer))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
     Gateway | InputBridge | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | SharedState
+    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(InputBridge.layer))
 }
 
@@ -354,7 +355,7 @@ export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipel
   Orchestrator.layer.pipe(
     Layer.provide(layerPlanned),
     Layer.provideMerge(CallPipeline.layer),
-    Layer.provide(Layer.mergeAll(Forwarder.layerDirect, Routes.layer, Audit.Audit.layer, SharedState.layerLocal)),
+    Layer.provide(Layer.mergeAll(Forwarder.layerDirect, Routes.layer, Audit.Audit.layer, Store.layerLocal)),
     Layer.provideMerge(layerBase)
   )
 
@@ -372,10 +373,10 @@ export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline,
 
 /** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see Launch). */
 export const layerStdio: Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | SharedState,
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
-> = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase), Layer.provideMerge(SharedState.layerLocal))
+> = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase), Layer.provideMerge(Store.layerLocal))
 
 /**
  * The shared gateway with `observer` (the debug UI) built before the backends start, so it sees
@@ -384,7 +385,7 @@ export const layerStdio: Layer.Layer<
 export const layerSharedWith = (
   observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
 ): Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | SharedState,
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > =>
@@ -395,12 +396,12 @@ export const layerSharedWith = (
     Layer.provideMerge(SharedFiles.layer),
     Layer.provideMerge(observer.pipe(Layer.provideMerge(layerBase))),
     // What the gateways of a team share (the sessions' holders, the quotas' counts), if anything.
-    Layer.provideMerge(SharedState.layer)
+    Layer.provideMerge(Store.layer)
   )
 
 /** The shared gateway: backends started with it, every session served by them (see edge/SharedSessions). */
 export const layerShared: Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | SharedState,
+  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > = layerSharedWith(Layer.empty)

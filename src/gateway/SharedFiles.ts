@@ -1,5 +1,5 @@
 /**
- * What a team's gateways keep alike through their store besides sessions (see state/Mirror):
+ * What a team's gateways keep alike through their store besides sessions (see store/Mirror):
  *
  * - OAuth tokens (the gateway's own and each user's): kept in the store as sealed as on disk, so
  *   every gateway must seal with one key (`AGENTIFY_TOKEN_KEY`, the same everywhere). Without one,
@@ -11,7 +11,7 @@
  *
  * - Tool vectors (`embeddings`): a tool embedded by one gateway is not embedded again by another.
  *
- * Nothing happens without a store (`state` not configured).
+ * Nothing happens without a store (`state` not configured): `layer` is then empty.
  */
 import { Effect, Layer, type Scope } from "effect"
 import * as Renewals from "../auth/Renewals.js"
@@ -20,9 +20,11 @@ import { Backends } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
 import { type ConfigSources, GatewayConfig, resolve, type ResolvedConfig } from "../config/Config.js"
 import * as Logging from "../observability/Logging.js"
-import * as Mirror from "../state/Mirror.js"
+import * as Mirror from "../store/Mirror.js"
 import * as Embeddings from "../orchestration/Embeddings.js"
-import { makeFor, SharedState, type SharedStateService } from "../state/SharedState.js"
+import * as TeamStore from "../store/Store.js"
+import { TeamFiles } from "../store/TeamFiles.js"
+import { Turns } from "../store/Turns.js"
 import * as path from "node:path"
 
 /** How long a gateway has the turn to renew a token (after that, another may). */
@@ -40,9 +42,10 @@ export interface Options {
 }
 
 /** Both mirrors started (while the scope is open); completes when what this process wrote is in the store. */
-export const start = (state: SharedStateService, options: Options): Effect.Effect<Effect.Effect<void>, never, Scope.Scope> =>
+export const start = (options: Options): Effect.Effect<Effect.Effect<void>, never, Scope.Scope | TeamFiles | Turns> =>
   Effect.gen(function* () {
-    if (state.kind !== "shared") return Effect.void
+    const state = yield* TeamFiles
+    const turns = yield* Turns
     const pins = yield* Mirror.make(state, {
       kind: "pins",
       dir: path.join(options.stateDir, "pins"),
@@ -59,7 +62,7 @@ export const start = (state: SharedStateService, options: Options): Effect.Effec
     if (options.env.AGENTIFY_TOKEN_KEY?.trim()) {
       const tokens = yield* Mirror.make(state, { kind: "tokens", dir: Store.directory(options.env) })
       // One gateway renews a token the team shares; the others take what it got.
-      const stop = Renewals.decideWith((turn) => Effect.runPromise(state.turn(`renew:${turn}`, RENEW_TURN_MS)))
+      const stop = Renewals.decideWith((turn) => Effect.runPromise(turns.take(`renew:${turn}`, RENEW_TURN_MS)))
       yield* Effect.addFinalizer(() => Effect.sync(stop))
       return settledAll(Effect.zipRight(pins.settled, tokens.settled))
     }
@@ -78,13 +81,20 @@ const optionsOf = (config: ResolvedConfig, env: Options["env"]): Options => ({
   embeddings: config.embeddings !== undefined
 })
 
-/** The gateway's: started before its backends (their first review reads the team's pins). */
-export const layer: Layer.Layer<never, never, SharedState | GatewayConfig | Backends> = Layer.scopedDiscard(
-  Effect.gen(function* () {
-    const config = yield* (yield* GatewayConfig).current
-    const backends = yield* Backends
-    yield* start(yield* SharedState, { ...optionsOf(config, process.env), reviewPins: backends.reviewPins })
-  })
+/**
+ * The gateway's, when the configuration names a store (else nothing): started before its backends
+ * (their first review reads the team's pins).
+ */
+export const layer: Layer.Layer<never, never, TeamFiles | Turns | GatewayConfig | Backends> = Layer.unwrapEffect(
+  Effect.map(Effect.flatMap(GatewayConfig, (config) => config.current), (config) =>
+    config.state === undefined
+      ? Layer.empty
+      : Layer.scopedDiscard(
+          Effect.flatMap(Backends, (backends) =>
+            start({ ...optionsOf(config, process.env), reviewPins: backends.reviewPins })
+          )
+        )
+  )
 )
 
 /**
@@ -102,13 +112,15 @@ export const around =
         // The command says what is wrong with the configuration.
         return command
       }
-      if (config.state === undefined) return command
+      const state = config.state
+      if (state === undefined) return command
       return Effect.scoped(
         Effect.gen(function* () {
           // Its own logs to stderr, at the configured level, as the command's.
           yield* Logging.applyLevel(config.logLevel)
-          const state = yield* makeFor(config.state)
-          const settled = yield* start(state, optionsOf(config, sources.env))
+          // The store for as long as the command runs (its mirrors use it until then).
+          const store = yield* Layer.build(TeamStore.layerFor(state))
+          const settled = yield* start(optionsOf(config, sources.env)).pipe(Effect.provide(store))
           const result = yield* command
           yield* settled
           return result

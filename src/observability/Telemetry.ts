@@ -15,8 +15,8 @@
 import { Effect, Layer, Metric, MetricBoundaries, Option, Tracer } from "effect"
 import * as Secrets from "./Secrets.js"
 import type { ExportSettings } from "./TelemetryExport.js"
-import * as Meta from "../data/Meta.js"
-import { stringField } from "../data/Json.js"
+import * as Meta from "../values/Meta.js"
+import { stringField } from "../values/Json.js"
 
 let active = false
 

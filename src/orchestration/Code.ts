@@ -24,7 +24,7 @@ import { InvalidParams } from "../protocol/Errors.js"
 import { rankEntries } from "../catalog/ToolCatalog.js"
 import * as Declarations from "../sandbox/Declarations.js"
 import type * as Sandbox from "../sandbox/Sandbox.js"
-import { field, objectOr } from "../data/Json.js"
+import { field, objectOr } from "../values/Json.js"
 
 export const RUN_CODE_TOOL_NAME = "agentify_run_code"
 

@@ -23,8 +23,8 @@ import * as Intent from "./Intent.js"
 import { DATA_RULE } from "./Prompts.js"
 import type * as Results from "./Results.js"
 import { addUsage, type Confirm, type OnStep, type StepRecord, withSteps } from "./Steps.js"
-import * as Meta from "../data/Meta.js"
-import { field, numberField, stringField } from "../data/Json.js"
+import * as Meta from "../values/Meta.js"
+import { field, numberField, stringField } from "../values/Json.js"
 
 export const RUN_CODE_FUNCTION = "run_code"
 

@@ -16,7 +16,7 @@ import * as path from "node:path"
 import { Effect, Option, Redacted } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import type { ResolvedConfig } from "../config/Config.js"
-import * as Written from "../data/Written.js"
+import * as Written from "../values/Written.js"
 
 export interface Settings {
   readonly model: string
@@ -238,7 +238,7 @@ export const forConfig = (): ((config: ResolvedConfig) => Embedder | undefined) 
   }
 }
 
-/** Two gateways' vectors of one model made one (see state/Mirror): every tool's, the store's where both have one. */
+/** Two gateways' vectors of one model made one (see store/Mirror): every tool's, the store's where both have one. */
 export const merge = (local: string, shared: string): string => {
   try {
     const mine = JSON.parse(local) as { model?: unknown; vectors?: Record<string, unknown> }

@@ -30,9 +30,9 @@ import { GatewayConfig, type ResolvedConfig } from "../config/Config.js"
 import { NotConfigured } from "../protocol/Errors.js"
 import { LlmRequestFailed } from "./Errors.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Json from "../data/Json.js"
+import * as Json from "../values/Json.js"
 import type { ChatRequest, ChatResponse, ChatToolCall, LlmService } from "./Chat.js"
-import { isObject } from "../data/Json.js"
+import { isObject } from "../values/Json.js"
 
 type Sdk = typeof import("openai")
 let sdk: Promise<Sdk> | undefined

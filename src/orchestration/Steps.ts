@@ -10,8 +10,8 @@ import { BackendError } from "../protocol/Errors.js"
 import { InvalidPlan, LlmRequestFailed, NoActionDetermined } from "./Errors.js"
 import type { ChatMessage, ChatResponse, ChatToolCall } from "./Chat.js"
 import type { Plan } from "./Offer.js"
-import { field } from "../data/Json.js"
-import * as Meta from "../data/Meta.js"
+import { field } from "../values/Json.js"
+import * as Meta from "../values/Meta.js"
 
 /** Asks the user whether a call may run; "unavailable" when the client cannot be asked. */
 export type Confirm = (call: {

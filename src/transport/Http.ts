@@ -53,10 +53,10 @@ import {
   VERSION_HEADER
 } from "./HttpWire.js"
 import * as Forward from "./Forward.js"
-import * as Replica from "../state/Replica.js"
+import * as Replica from "../store/Replica.js"
 import * as Listener from "./Listener.js"
 import * as ResourceServer from "../auth/ResourceServer.js"
-import { messageOf } from "../data/Json.js"
+import { messageOf } from "../values/Json.js"
 
 /** Who the request's access token speaks for (`--http-auth oauth`); undefined otherwise. */
 type Principal = ResourceServer.Principal | undefined
@@ -119,7 +119,7 @@ const makeApp = (options: AppOptions) =>
     const sessions = yield* protocol.shared
     // Where the other gateways of a team hand this one its sessions' requests.
     const port = options.port()
-    if (port !== undefined) yield* sessions.state.listeningAt(config.state?.address ?? reachableAt(options.host, port))
+    if (port !== undefined) yield* sessions.directory.listeningAt(config.state?.address ?? reachableAt(options.host, port))
 
     /** Where something is, the team's store could not say: the client tries again (nothing is lost). */
     const storeSilent = () =>
@@ -197,9 +197,9 @@ const makeApp = (options: AppOptions) =>
           // A round's answers for a call, or a task, another gateway of the team holds: handed to it.
           const holder = sessions.heldElsewhere(value)
           if (holder !== undefined && !Forward.wasForwarded(request)) {
-            const at = yield* sessions.state.addressOf(holder)
+            const at = yield* sessions.directory.addressOf(holder)
             if (at === "unknown") return storeSilent()
-            if (at !== "none") return yield* Forward.forward(request, at.at, sessions.state.replicaId, reject, body)
+            if (at !== "none") return yield* Forward.forward(request, at.at, sessions.directory.replicaId, reject, body)
             // Its gateway is gone (its lease ran out): a task of it is what the store kept when it
             // finished, else failed.
             const lost = yield* sessions.lostTask(value, holder, principal?.subject)
@@ -283,11 +283,11 @@ const makeApp = (options: AppOptions) =>
       })
 
     // A store that fails leaves this gateway ready (its own sessions go on), and says so: degraded.
-    const readiness = Effect.zipWith(protocol.readiness, sessions.state.health, ({ ready, backends }, store) =>
+    const readiness = Effect.zipWith(protocol.readiness, sessions.directory.health, ({ ready, backends }, store) =>
       json(ready ? 200 : 503, {
-        status: !ready ? "not ready" : store.ok ? "ready" : "degraded",
+        status: !ready ? "not ready" : (store?.ok ?? true) ? "ready" : "degraded",
         backends,
-        ...(sessions.state.kind === "shared" ? { state: store } : {})
+        ...(store === undefined ? {} : { state: store })
       })
     )
 
@@ -348,9 +348,9 @@ const makeApp = (options: AppOptions) =>
           new URL(request.url, "http://gateway").searchParams.get("state")
         )
         if (waiting !== undefined && !Forward.wasForwarded(request)) {
-          const at = yield* sessions.state.addressOf(waiting)
+          const at = yield* sessions.directory.addressOf(waiting)
           if (at === "unknown") return storeSilent()
-          if (at !== "none") return yield* Forward.forward(request, at.at, sessions.state.replicaId, reject)
+          if (at !== "none") return yield* Forward.forward(request, at.at, sessions.directory.replicaId, reject)
         }
         const backend = protocol.signIns.callback(request.url)
         const failed = new URL(request.url, "http://gateway").searchParams.get("error")
@@ -392,13 +392,12 @@ const makeApp = (options: AppOptions) =>
       const named = request.headers[SESSION_HEADER]
       if (
         typeof named === "string" &&
-        sessions.state.kind === "shared" &&
         !sessions.holds(named) &&
         !Forward.wasForwarded(request)
       ) {
-        const holder = yield* sessions.state.ownerOf(named)
+        const holder = yield* sessions.directory.ownerOf(named)
         if (holder === "unknown") return storeSilent()
-        if (holder !== "none") return yield* Forward.forward(request, holder.at, sessions.state.replicaId, reject)
+        if (holder !== "none") return yield* Forward.forward(request, holder.at, sessions.directory.replicaId, reject)
       }
       return yield* route(request, path, principal)
     }).pipe(
@@ -417,15 +416,14 @@ const makeApp = (options: AppOptions) =>
      * token, the body) as for a request of its own. Else false: the app serves it.
      */
     const handOn = (incoming: IncomingMessage, response: ServerResponse): boolean => {
-      if (sessions.state.kind !== "shared") return false
       const named = incoming.headers[SESSION_HEADER]
       if (typeof named !== "string" || incoming.headers[Forward.FORWARDED_HEADER] !== undefined || sessions.holds(named)) {
         return false
       }
-      const holder = sessions.state.ownerKnown(named)
+      const holder = sessions.directory.ownerKnown(named)
       if (holder === undefined || typeof holder === "string") return false
       if (!guards.hostAllowed(incoming.headers.host) || !guards.originAllowed(incoming.headers.origin)) return false
-      Forward.handOn(incoming, response, holder.at, sessions.state.replicaId, (message) =>
+      Forward.handOn(incoming, response, holder.at, sessions.directory.replicaId, (message) =>
         stringify(failure(null, { code: ErrorCode.InvalidRequest, message }))
       )
       return true

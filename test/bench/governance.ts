@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { performance } from "node:perf_hooks"
 import * as Call from "../../src/gateway/call/Call.js"
 import * as PolicyChecks from "../../src/gateway/call/PolicyChecks.js"
-import { counters, Quotas } from "../../src/gateway/call/Quotas.js"
+import { local, Quotas } from "../../src/store/TeamQuotas.js"
 import * as Count from "../../src/gateway/call/stages/Count.js"
 import { Session } from "../../src/gateway/session/Session.js"
 import * as Cedar from "../../src/policy/Cedar.js"
@@ -98,13 +98,13 @@ export const benchGovernance = (quick: boolean) => {
       tools: { "fs__*": { callsPerMinute: 1_000_000_000 } },
       backends: { fs: { concurrent: 1_000 } }
     }),
-    counters(undefined, new Quotas())
+    local(new Quotas()).take
   )
   const quotas = time(runs, (i) => Effect.runSync(Caller.as(Caller.CurrentCaller.nobody)(count.run(asked(i), () => Effect.void))))
   const noQuotas = time(runs, (i) =>
     Effect.runSync(
       Caller.as(Caller.CurrentCaller.nobody)(
-        Count.make(() => undefined, counters(undefined, new Quotas())).run(asked(i), () => Effect.void)
+        Count.make(() => undefined, local(new Quotas()).take).run(asked(i), () => Effect.void)
       )
     )
   )

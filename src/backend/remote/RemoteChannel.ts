@@ -7,7 +7,7 @@
 import { Effect, Exit, type Fiber, FiberSet, Scope } from "effect"
 import * as Secrets from "../../observability/Secrets.js"
 import type { Channel, Outbound, Outgoing, Receiver, WriteOutcome } from "../Channel.js"
-import { isObject } from "../../data/Json.js"
+import { isObject } from "../../values/Json.js"
 
 /** "http" is Streamable HTTP that falls back to HTTP+SSE when the server does not speak it (as VS Code does). */
 export type Transport = "http" | "streamable-http" | "sse" | "websocket"

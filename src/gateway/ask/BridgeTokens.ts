@@ -7,7 +7,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { CAPABILITY_OF } from "./ClientAsk.js"
-import * as Meta from "../../data/Meta.js"
+import * as Meta from "../../values/Meta.js"
 
 let key: Buffer = randomBytes(32)
 /** The gateway that seals (and holds the calls), among a team's; none on its own. */

@@ -19,7 +19,7 @@ import { ErrorCode, type GatewayError, RpcError, toRpcError } from "../../protoc
 import { StatelessErrorCode } from "../../protocol/Mcp.js"
 import { failure, type Request, type Response, success } from "../../jsonrpc/JsonRpc.js"
 import type { Outbox } from "../../jsonrpc/Peer.js"
-import { isObject, objectField, objectOr, stringField } from "../../data/Json.js"
+import { isObject, objectField, objectOr, stringField } from "../../values/Json.js"
 
 /** Calls kept open across a client's round trips, at most, and for at most this long each. */
 export const MAX_OPEN_CALLS = 1_000

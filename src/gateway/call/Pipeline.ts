@@ -18,7 +18,7 @@
  * decisions; `record` writes it like any other. The orchestrator and code mode get the pipeline
  * from their context: there is no way to a backend's tool around it.
  */
-import { idPrefixOf } from "../../state/Replica.js"
+import { idPrefixOf } from "../../store/Replica.js"
 import { Context, Effect, Layer, Stream } from "effect"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig, type Profile, type ResolvedConfig } from "../../config/Config.js"
@@ -40,8 +40,7 @@ import * as Decide from "./stages/Decide.js"
 import * as FlowRules from "./FlowRules.js"
 import * as PolicyChecks from "./PolicyChecks.js"
 import { Policies } from "../../policy/Policies.js"
-import * as Quotas from "./Quotas.js"
-import { SharedState } from "../../state/SharedState.js"
+import { TeamQuotas } from "../../store/TeamQuotas.js"
 import * as Find from "./stages/Find.js"
 import * as Forward from "./stages/Forward.js"
 import * as Record from "./stages/Record.js"
@@ -96,8 +95,8 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
     }
     const flowOf = (backendId: string) => backends.configOf(backendId)?.flow
-    // A team's gateways count `limits` in their shared store.
-    const shared = yield* SharedState
+    // This gateway's counters, or the team's in its store.
+    const quotas = yield* TeamQuotas
     const stages: Record<StageName, Stage> = {
       record: Record.make(audit, () => current.maxReplyBytes),
       find: Find.make({ backends, profileOf }),
@@ -108,7 +107,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
         ...rules
       ]),
       ask: Ask.make(() => current.confirmTools),
-      count: Count.make(() => current.limits, Quotas.counters(shared)),
+      count: Count.make(() => current.limits, quotas.take),
       credentials: Credentials.make({ signIns, configOf: backends.configOf }),
       forward: Forward.make({ forwarder, backends, routes, idPrefix: () => idPrefixOf(current) })
     }
@@ -120,12 +119,12 @@ export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallP
   static readonly layer: Layer.Layer<
     CallPipeline,
     never,
-    GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns | SharedState
+    GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns | TeamQuotas
   > = Layer.scoped(CallPipeline, make([]))
   /** With rules of the caller's in `decide` after the flow guard's (an embedding app's own). */
   static readonly layerWith = (
     rules: ReadonlyArray<Decide.Rule>
-  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns | SharedState> =>
+  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns | TeamQuotas> =>
     Layer.scoped(CallPipeline, make(rules))
 }
 

@@ -8,7 +8,7 @@
 import { Effect } from "effect"
 import * as Capabilities from "../../catalog/Capabilities.js"
 import { type Catalog, exposedNameIn } from "../../catalog/ToolCatalog.js"
-import { field } from "../../data/Json.js"
+import { field } from "../../values/Json.js"
 import type * as Policy from "../../policy/Policy.js"
 import { RpcError } from "../../protocol/Errors.js"
 import type { Session } from "../session/Session.js"

@@ -6,7 +6,9 @@
  * endpoint, and knows nothing of the gateway behind it.
  */
 import { Context, Effect, Layer, type Scope } from "effect"
-import { SharedState } from "../../state/SharedState.js"
+import { SessionDirectory } from "../../store/SessionDirectory.js"
+import { SharedSecrets } from "../../store/SharedSecrets.js"
+import { TaskRecords } from "../../store/TaskRecords.js"
 import { SignIns, type SignInsService } from "../../auth/SignIns.js"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig } from "../../config/Config.js"
@@ -47,28 +49,28 @@ export interface ProtocolService {
   readonly signIns: Pick<SignInsService, "callbacksAt" | "callback">
 }
 
+/** What the sessions of a team share through its store (this process alone, without one). */
+type Shared = SessionDirectory | TaskRecords | SharedSecrets
+
 export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, ProtocolService>() {
   static readonly layer: Layer.Layer<
     Protocol,
     never,
-    Gateway | Backends | Events | GatewayConfig | Launch | InputBridge | SignIns | SharedState
+    Gateway | Backends | Events | GatewayConfig | Launch | InputBridge | SignIns | Shared
   > = Layer.effect(
     Protocol,
     Effect.gen(function* () {
       // Only the services: a connection's finalizers belong to the scope it is opened in, not the layer's.
-      const context = (yield* Effect.context<Gateway | Backends | Events | GatewayConfig | Launch | InputBridge>()).pipe(
-        Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge)
+      const context = (yield* Effect.context<Gateway | Backends | Events | GatewayConfig | Launch | InputBridge | Shared>()).pipe(
+        Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge, SessionDirectory, TaskRecords, SharedSecrets)
       )
       const backends = yield* Backends
       const config = yield* GatewayConfig
       const signIns = yield* SignIns
-      // The team's store (this process alone, without one).
-      const state = yield* SharedState
-      const withState = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, SharedState, state)
       const service: ProtocolService = {
         signIns,
         stream: (options) => StreamConnection.open(options).pipe(Effect.provide(context)),
-        shared: withState(SharedSessions.make).pipe(Effect.provide(context)),
+        shared: SharedSessions.make.pipe(Effect.provide(context)),
         targetOf: (kind, name) =>
           kind === "servers"
             ? Effect.sync(() =>

@@ -5,7 +5,7 @@
  * only carries bodies and streams: what a body is, who it reaches and every session's life are
  * decided here.
  */
-import * as Replica from "../../state/Replica.js"
+import * as Replica from "../../store/Replica.js"
 import { Deferred, Effect, Either, Exit, type Fiber, Schedule, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { Backends } from "../../backend/Backends.js"
@@ -19,9 +19,11 @@ import { Gateway } from "../Gateway.js"
 import * as Dispatch from "./Dispatch.js"
 import * as Era from "../session/Era.js"
 import { type Identity, sameTarget, Session, type Target } from "../session/Session.js"
-import * as SharedState from "../../state/SharedState.js"
+import { SessionDirectory } from "../../store/SessionDirectory.js"
+import { SharedSecrets } from "../../store/SharedSecrets.js"
+import { TaskRecords } from "../../store/TaskRecords.js"
 import * as BridgeTokens from "../ask/BridgeTokens.js"
-import { objectOr } from "../../data/Json.js"
+import { objectOr } from "../../values/Json.js"
 import * as Caller from "../call/Caller.js"
 
 /** A refusal the transport answers with: its HTTP status, and the JSON-RPC error it carries. */
@@ -86,20 +88,20 @@ export const make = Effect.gen(function* () {
   // The endpoint's own settings (bounds, idle time, the ids' prefix) are read once.
   const config = yield* gatewayConfig.current
   const sessions = new Map<string, Entry>()
-  // Which gateway of a team holds each session (see state/): this one claims its own. The
+  // Which gateway of a team holds each session (see store/): this one claims its own. The
   // gateway's store when it was built with one (its call pipeline counts quotas there too).
-  const state = yield* SharedState.SharedState
-  if (state.kind === "shared") {
-    // The team's key for 2026-07-28 request states, so that any gateway reads (and hands on) any
-    // one's: asked now, and again until the store gives it.
-    const shareKey = Effect.flatMap(state.sharedSecret("request-state"), (secret) =>
-      secret === undefined ? Effect.fail("not yet") : Effect.sync(() => BridgeTokens.share(secret, state.replicaId))
-    )
-    yield* shareKey.pipe(
-      Effect.catchAll(() => Effect.forkScoped(Effect.retry(shareKey, Schedule.spaced(2_000)))),
-      Effect.asVoid
-    )
-  }
+  const directory = yield* SessionDirectory
+  const records = yield* TaskRecords
+  const secrets = yield* SharedSecrets
+  // The key for 2026-07-28 request states, the team's when it shares a store, so that any gateway
+  // reads (and hands on) any one's: asked now, and again until the store gives it.
+  const shareKey = Effect.flatMap(secrets.secret("request-state"), (secret) =>
+    secret === undefined ? Effect.fail("not yet") : Effect.sync(() => BridgeTokens.share(secret, directory.replicaId))
+  )
+  yield* shareKey.pipe(
+    Effect.catchAll(() => Effect.forkScoped(Effect.retry(shareKey, Schedule.spaced(2_000)))),
+    Effect.asVoid
+  )
   // Stateless requests run beside the exchange that answers them (their calls may outlive it).
   const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
     transport: "http",
@@ -124,7 +126,7 @@ export const make = Effect.gen(function* () {
       return Effect.all(
         [
           Effect.logInfo("session closed", { session: entry.session.id, why }),
-          state.release(entry.session.id),
+          directory.release(entry.session.id),
           stream === undefined ? Effect.void : stream.end,
           Deferred.succeed(entry.session.ended, undefined),
           Scope.close(entry.scope, Exit.void)
@@ -178,7 +180,7 @@ export const make = Effect.gen(function* () {
       const peer = yield* Scope.extend(Caller.as({ session })(Peer.make(handlers, { sessionId: session.id, events })), scope)
       entry = { session, peer, scope, stream: undefined, closed: false }
       sessions.set(session.id, entry)
-      yield* state.claim(session.id)
+      yield* directory.claim(session.id)
       // `exit` from the client ends the session like DELETE. A daemon, not a fiber of a scope:
       // closing the session completes `ended`, so it always finishes, and it must not be
       // interrupted by the scope it closes.
@@ -259,7 +261,7 @@ export const make = Effect.gen(function* () {
   return {
     /** Sessions open now. */
     size: () => sessions.size,
-    /** Whether this gateway holds the session `id` (else another of the team may: see `state`). */
+    /** Whether this gateway holds the session `id` (else another of the team may: see `directory`). */
     holds: (id: string) => sessions.has(id),
     /**
      * The gateway of the team that holds what a 2026-07-28 request is about, when not this one: the
@@ -281,7 +283,7 @@ export const make = Effect.gen(function* () {
         const { id, method, params } = objectOr(value)
         if (typeof method !== "string" || !TASK_METHODS.has(method)) return undefined
         const taskId = String(objectOr(params).taskId)
-        const kept = yield* state.taskRecord(taskId)
+        const kept = yield* records.get(taskId)
         // The store cannot say now: not "failed" on that account (the client asks again).
         if (kept === "unknown") return STORE_SILENT
         if (kept !== "none" && kept.owner === `subject:${subject ?? ""}`) {
@@ -311,7 +313,7 @@ export const make = Effect.gen(function* () {
             }
           : { jsonrpc: "2.0", id, error }
       }),
-    state,
+    directory,
     open,
     find,
     kindOf,

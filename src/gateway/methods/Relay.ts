@@ -14,7 +14,7 @@ import type { BackendsService } from "../../backend/Backends.js"
 import { type BackendError, InvalidParams } from "../../protocol/Errors.js"
 import { exposedNameIn, profileServes, promptAdmitted, resourceAdmitted } from "../../catalog/ToolCatalog.js"
 import type { Profile } from "../../config/Config.js"
-import { field, isObject, stringField } from "../../data/Json.js"
+import { field, isObject, stringField } from "../../values/Json.js"
 import type * as Params from "./Params.js"
 
 type Item = Readonly<Record<string, unknown>>

@@ -8,7 +8,7 @@
  */
 import type { BackendNotification } from "../../backend/Backends.js"
 import * as Secrets from "../../observability/Secrets.js"
-import { field, objectOr, stringField } from "../../data/Json.js"
+import { field, objectOr, stringField } from "../../values/Json.js"
 import type { Session } from "../session/Session.js"
 import type { RoutesService } from "./Routes.js"
 import * as Tasks from "./Tasks.js"

@@ -18,8 +18,8 @@ import { Deferred, Effect, Exit, Fiber, FiberSet, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { ErrorCode, type GatewayError, RpcError, toRpcError, type WireError } from "../../protocol/Errors.js"
 import type { TaskOwner } from "./Routes.js"
-import { isObject } from "../../data/Json.js"
-import * as Meta from "../../data/Meta.js"
+import { isObject } from "../../values/Json.js"
+import * as Meta from "../../values/Meta.js"
 
 export const OWN_PREFIX = "agentify."
 /** How long a finished run stays readable. */

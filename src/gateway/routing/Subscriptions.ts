@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import type { BackendsService } from "../../backend/Backends.js"
 import type { BackendError } from "../../protocol/Errors.js"
-import { field } from "../../data/Json.js"
+import { field } from "../../values/Json.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { Session } from "../session/Session.js"
 import type { CurrentCaller } from "../call/Caller.js"

@@ -12,7 +12,7 @@ import { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../../protocol/Mc
 import { type Id, notification, request as requestMessage } from "../../jsonrpc/JsonRpc.js"
 import { Requests } from "../../jsonrpc/Requests.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
-import { field, stringField } from "../../data/Json.js"
+import { field, stringField } from "../../values/Json.js"
 export { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../../protocol/Mcp.js"
 
 /**

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFil
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Pins from "../../../src/backend/Pins.js"
-import * as Written from "../../../src/data/Written.js"
+import * as Written from "../../../src/values/Written.js"
 
 const tool = (name: string, description: string, inputSchema: Record<string, unknown> = { type: "object" }) => ({
   name,

@@ -18,7 +18,7 @@ import * as Peer from "../../../src/jsonrpc/Peer.js"
 import { Session } from "../../../src/gateway/session/Session.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import * as Caller from "../../../src/gateway/call/Caller.js"
-import { SharedState } from "../../../src/state/SharedState.js"
+import * as Store from "../../../src/store/Store.js"
 
 // The gateway's own logger (it publishes log records to the hub), its lines kept off the runner's output.
 const GatewayLive = Gateway.layerShared.pipe(
@@ -116,7 +116,7 @@ describe("events hub", () => {
       Layer.provide(Policies.layerNone),
       Layer.provide(SignIns.layer),
       Layer.provide(LlmClient.layerScripted([])),
-      Layer.provide(SharedState.layerLocal),
+      Layer.provide(Store.layerLocal),
       Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [fixtureBackend("fx") as BackendConfigInput] }, {})),
       Layer.provideMerge(Logging.layer({ write: () => {}, isTTY: false }))
     )

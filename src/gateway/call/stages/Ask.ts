@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import type { ConfirmTools } from "../../../config/Config.js"
 import { needsConfirmation } from "../../../orchestration/Steps.js"
 import * as Secrets from "../../../observability/Secrets.js"
-import { objectField } from "../../../data/Json.js"
+import { objectField } from "../../../values/Json.js"
 import { argumentsOf, CallRefused, heldBack, type ToolCall } from "../Call.js"
 import type { Next, Stage } from "../Stage.js"
 

@@ -9,7 +9,7 @@ import { matchesGlob } from "../../../catalog/Exposure.js"
 import type { Limits } from "../../../config/Limits.js"
 import { ErrorCode } from "../../../protocol/Errors.js"
 import { CallRefused, type ToolCall, userOf } from "../Call.js"
-import type { Counted, Taken } from "../Quotas.js"
+import type { Counted, Taken } from "../../../store/TeamQuotas.js"
 import type { Stage } from "../Stage.js"
 
 /** The keys a call counts against under `limits`. */

@@ -11,7 +11,7 @@
  */
 import { Effect } from "effect"
 import { oauthOf, type BackendConfig } from "../../../config/Config.js"
-import { field, isObject, messageOf } from "../../../data/Json.js"
+import { field, isObject, messageOf } from "../../../values/Json.js"
 import * as Secrets from "../../../observability/Secrets.js"
 import { BackendError, ErrorCode, RpcError } from "../../../protocol/Errors.js"
 import { insufficientScopeOf } from "../../../backend/Channel.js"

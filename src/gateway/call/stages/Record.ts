@@ -6,7 +6,7 @@
  */
 import { Effect, Exit, FiberRef } from "effect"
 import { randomUUID } from "node:crypto"
-import { field } from "../../../data/Json.js"
+import { field } from "../../../values/Json.js"
 import * as Audit from "../Audit.js"
 import { argumentsOf, HELD_BACK, type ToolCall } from "../Call.js"
 import { ErrorCode } from "../../../protocol/Errors.js"

@@ -12,7 +12,7 @@ import type { Next, Stage } from "../../../../src/gateway/call/Stage.js"
 import * as Ask from "../../../../src/gateway/call/stages/Ask.js"
 import * as Check from "../../../../src/gateway/call/stages/Check.js"
 import * as Count from "../../../../src/gateway/call/stages/Count.js"
-import { counters, Quotas } from "../../../../src/gateway/call/Quotas.js"
+import { local, Quotas } from "../../../../src/store/TeamQuotas.js"
 import { BackendError, RpcError, toRpcError } from "../../../../src/protocol/Errors.js"
 import { heldBy } from "../../../../src/orchestration/Planned.js"
 import * as Credentials from "../../../../src/gateway/call/stages/Credentials.js"
@@ -183,7 +183,7 @@ describe("count", () => {
   it.effect("with no limits configured, passes every call on", () =>
     Effect.gen(function* () {
       const rest = reached()
-      yield* Count.make(() => undefined, counters(undefined, new Quotas())).run(
+      yield* Count.make(() => undefined, local(new Quotas()).take).run(
         call({ via: "client", name: "fx__read" }),
         rest.next
       )
@@ -196,7 +196,7 @@ describe("count", () => {
     () =>
       Effect.gen(function* () {
         let now = 1_000_000
-        const count = Count.make(() => ({ subject: { callsPerMinute: 2 } }), counters(undefined, new Quotas(() => now)))
+        const count = Count.make(() => ({ subject: { callsPerMinute: 2 } }), local(new Quotas(() => now)).take)
         const rest = reached()
         const alice = () =>
           new Session({ id: "a", transport: "http", identity: { subject: "alice", scopes: [], groups: [] }, send: () => false })
@@ -258,7 +258,7 @@ describe("count", () => {
       Effect.gen(function* () {
         const count = Count.make(
           () => ({ tools: { "fx__w*": { concurrent: 1 } }, backends: { other: { concurrent: 1 } } }),
-          counters(undefined, new Quotas())
+          local(new Quotas()).take
         )
         const gate = yield* Deferred.make<void>()
         const held: Next = () => Effect.as(Deferred.await(gate), { content: [] })

@@ -6,7 +6,10 @@
  * keeps the new one (never the new one itself). A record over `MAX_RECORD_BYTES` is kept without
  * its result, saying so: one session's flood of large results fills no store.
  */
-import type { TaskRecord } from "./Contract.js"
+import { Effect, Layer } from "effect"
+import type { TaskRecord } from "../Contract.js"
+import { TaskRecords } from "../TaskRecords.js"
+import { PREFIX, RedisConnection } from "./Connection.js"
 
 export const MAX_RECORDS_PER_OWNER = 100
 export const MAX_BYTES_PER_OWNER = 64 * 1024 * 1024
@@ -70,3 +73,29 @@ export const saveArguments = (prefix: string, taskId: string, record: TaskRecord
   String(MAX_RECORDS_PER_OWNER),
   String(MAX_BYTES_PER_OWNER)
 ]
+
+const parseRecord = (value: string): TaskRecord | "none" => {
+  try {
+    const record: unknown = JSON.parse(value)
+    if (typeof record !== "object" || record === null) return "none"
+    const { owner, reply } = record as Partial<Record<keyof TaskRecord, unknown>>
+    return typeof owner === "string" && typeof reply === "object" && reply !== null
+      ? { owner, reply: reply as TaskRecord["reply"] }
+      : "none"
+  } catch {
+    return "none"
+  }
+}
+
+/** Each record under `task:<id>`, its owner's index under `tasks-of:<owner>` and `task-bytes-of:<owner>`. */
+export const layer: Layer.Layer<TaskRecords, never, RedisConnection> = Layer.effect(
+  TaskRecords,
+  Effect.map(RedisConnection, ({ client, run }) => ({
+    save: (taskId, record, ttlMs) =>
+      Effect.asVoid(run(() => client.eval(SAVE, { arguments: saveArguments(PREFIX, taskId, record, ttlMs, Date.now()) }))),
+    get: (taskId) =>
+      Effect.map(run(() => client.get(`${PREFIX}task:${taskId}`)), (value) =>
+        value === undefined ? "unknown" : typeof value === "string" ? parseRecord(value) : "none"
+      )
+  }))
+)

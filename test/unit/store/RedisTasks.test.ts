@@ -5,8 +5,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Redis from "../../../src/state/Redis.js"
-import * as RedisTasks from "../../../src/state/RedisTasks.js"
+import { Layer } from "effect"
+import * as Redis from "../../../src/store/redis/Store.js"
+import * as RedisTasks from "../../../src/store/redis/Tasks.js"
+import { TaskRecords } from "../../../src/store/TaskRecords.js"
 import { REDIS_SERVER, startRedis } from "../../support/redis.js"
 import { spawnSync } from "node:child_process"
 
@@ -21,7 +23,8 @@ describe.skipIf(SKIP)("finished tasks in the team's store", () => {
       Effect.gen(function* () {
         const redis = yield* Effect.promise(() => startRedis())
         yield* Effect.addFinalizer(() => Effect.promise(() => redis.close()))
-        const store = yield* Redis.make({ url: redis.url }, "replica-a")
+        const records = yield* Effect.provide(TaskRecords, yield* Layer.build(Redis.layer({ url: redis.url }, "replica-a")))
+        const store = { saveTask: records.save, taskRecord: records.get }
         const cli = (...args: Array<string>) =>
           spawnSync("redis-cli", ["-p", String(redis.port), ...args], { encoding: "utf8" }).stdout.trim()
         for (let i = 0; i < 130; i++) {

@@ -6,7 +6,7 @@
  *
  * - At start, what the store holds comes down (a file the store has and this disk lacks, or an
  *   older one) and what only this disk holds goes up.
- * - A file this process writes or removes (see data/Written) goes up at once, and the others hear.
+ * - A file this process writes or removes (see values/Written) goes up at once, and the others hear.
  * - A file another gateway wrote comes down when it says so; after the store was out of reach, all
  *   of them, since announcements were lost meanwhile.
  *
@@ -16,8 +16,9 @@
 import { Deferred, Effect, Queue, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Written from "../data/Written.js"
-import type { FileKind, SharedFile, SharedStateService } from "./Contract.js"
+import * as Written from "../values/Written.js"
+import type { FileKind, SharedFile } from "./Contract.js"
+import type { TeamFilesService } from "./TeamFiles.js"
 
 export interface Options {
   readonly kind: FileKind
@@ -90,7 +91,7 @@ const writeLocal = (dir: string, name: string, text: string): void => {
 const safe = (name: string): boolean =>
   name !== "" && !name.startsWith("/") && name.split("/").every((part) => part !== "" && part !== "." && part !== "..")
 
-export const make = (state: SharedStateService, options: Options): Effect.Effect<Mirror, never, Scope.Scope> =>
+export const make = (state: TeamFilesService, options: Options): Effect.Effect<Mirror, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { kind, dir } = options
     const jobs = yield* Queue.unbounded<Job>()
@@ -117,7 +118,7 @@ export const make = (state: SharedStateService, options: Options): Effect.Effect
 
     const push = (name: string) =>
       Effect.flatMap(
-        Effect.suspend(() => state.putFile(kind, name, readLocal(dir, name))),
+        Effect.suspend(() => state.put(kind, name, readLocal(dir, name))),
         (taken) => (taken ? Effect.void : again(`the store did not take ${name}`))
       )
 

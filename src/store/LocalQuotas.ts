@@ -1,13 +1,11 @@
 /**
- * The counters behind `limits`, in one place: for each key (a subject, a tool, a backend) the start
- * times of its calls in the last minute and its calls in flight. A call takes every key it counts
- * against or none (checked, then counted, with nothing between), and gives back its places in
- * flight when it ends. The gateways of a team count in their shared store instead (`counters`),
- * and here only while it fails to answer.
+ * The counters behind `limits` in this process: for each key (a subject, a tool, a backend) the
+ * start times of its calls in the last minute and its calls in flight. A call takes every key it
+ * counts against or none (checked, then counted, with nothing between), and gives back its places
+ * in flight when it ends. One gateway alone counts here (TeamQuotas.layerLocal); a team counts in
+ * its store, and here only while the store fails to answer (store/redis/Quotas).
  */
-import { Effect } from "effect"
-import type { Limit } from "../../config/Limits.js"
-import type { SharedStateService } from "../../state/SharedState.js"
+import type { Limit } from "../config/Limits.js"
 
 const MINUTE_MS = 60_000
 
@@ -99,28 +97,4 @@ export class Quotas {
     if (old > 0) times.splice(0, old)
     return times
   }
-}
-
-/**
- * How a call is counted: against the team's counters when the gateways share a store, else (or
- * while the store fails to answer in time) against this gateway's own.
- */
-export const counters = (state: SharedStateService | undefined, own: Quotas = new Quotas()) => {
-  const local = (counted: ReadonlyArray<Counted>) => Effect.sync(() => own.take(counted))
-  if (state === undefined || state.kind === "local") return local
-  return (counted: ReadonlyArray<Counted>): Effect.Effect<Taken> =>
-    Effect.flatMap(
-      state.takeQuota(counted.map((c) => ({ key: c.key.replace("\u0000", ":"), ...c.limit }))),
-      (shared): Effect.Effect<Taken> => {
-        if (shared === undefined) return local(counted)
-        if (shared._tag === "Taken") return Effect.succeed({ _tag: "Taken", release: () => void Effect.runFork(shared.release) })
-        const refusing = counted[shared.index]!
-        return Effect.succeed({
-          _tag: "Refused",
-          named: refusing.named,
-          why: limitWords(refusing.limit, shared.perMinute),
-          retryAfterMs: shared.retryAfterMs
-        })
-      }
-    )
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { found, schemaHides, strip, stripSchema } from "../../../src/data/Invisible.js"
+import { found, schemaHides, strip, stripSchema } from "../../../src/values/Invisible.js"
 
 describe("hidden characters", () => {
   it("finds each kind, strips them all, and leaves visible text (tabs, newlines, accents, emoji) alone", () => {

@@ -1,6 +1,6 @@
 /**
  * Files of the gateway's own state this process wrote or removed (OAuth tokens, pinned tool
- * definitions), told to whoever keeps them alike across a team's gateways (see state/Mirror). A
+ * definitions), told to whoever keeps them alike across a team's gateways (see store/Mirror). A
  * process with no one listening (one gateway, a one-off command without a store) tells no one.
  */
 

@@ -3,21 +3,19 @@ import { Effect, PubSub, Queue, TestClock } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { Announcement, SharedFile, SharedStateService } from "../../../src/state/Contract.js"
-import * as Local from "../../../src/state/Local.js"
-import * as Mirror from "../../../src/state/Mirror.js"
-import * as Written from "../../../src/data/Written.js"
+import type { Announcement, SharedFile } from "../../../src/store/Contract.js"
+import type { TeamFilesService } from "../../../src/store/TeamFiles.js"
+import * as Mirror from "../../../src/store/Mirror.js"
+import * as Written from "../../../src/values/Written.js"
 
 /** A store in memory, as the contract has it: the other gateways' announcements sent by the test. */
 const memory = Effect.gen(function* () {
   const files = new Map<string, SharedFile>()
   const hub = yield* PubSub.unbounded<Announcement>()
-  const state: SharedStateService = {
-    ...Local.make("test"),
-    kind: "shared",
+  const state: TeamFilesService = {
     files: () => Effect.sync(() => new Map(files)),
     file: (_kind, name) => Effect.sync(() => files.get(name) ?? "none"),
-    putFile: (_kind, name, file) => Effect.sync(() => (files.set(name, file ?? { text: "", at: Date.now() }), true)),
+    put: (_kind, name, file) => Effect.sync(() => (files.set(name, file ?? { text: "", at: Date.now() }), true)),
     announcements: PubSub.subscribe(hub)
   }
   /** Another gateway stores a file (or removes it) and says so. */
@@ -121,10 +119,10 @@ describe("a directory kept alike through the store", () => {
       Effect.gen(function* () {
         const { state, files } = yield* memory
         let answering = false
-        const flaky: SharedStateService = {
+        const flaky: TeamFilesService = {
           ...state,
           files: (kind) => (answering ? state.files(kind) : Effect.succeed(undefined)),
-          putFile: (kind, name, file) => (answering ? state.putFile(kind, name, file) : Effect.succeed(false))
+          put: (kind, name, file) => (answering ? state.put(kind, name, file) : Effect.succeed(false))
         }
         const dir = dirWith({ mine: "only here" })
         const mirror = yield* Mirror.make(flaky, { kind: "tokens", dir })
@@ -148,9 +146,9 @@ describe("a directory kept alike through the store", () => {
     Effect.gen(function* () {
       const { state, files } = yield* memory
       let taking = false
-      const refusing: SharedStateService = {
+      const refusing: TeamFilesService = {
         ...state,
-        putFile: (kind, name, file) => (taking ? state.putFile(kind, name, file) : Effect.succeed(false))
+        put: (kind, name, file) => (taking ? state.put(kind, name, file) : Effect.succeed(false))
       }
       const dir = dirWith({})
       const mirror = yield* Mirror.make(refusing, { kind: "tokens", dir })

@@ -1,0 +1,60 @@
+/**
+ * What the gateways of a team share, so that any of them serves any client: a service per concern,
+ * each a Tag with this process's implementation (`layerLocal`: one gateway, nothing to share,
+ * nothing to install) and the team's (`store/redis`, in a store the team runs: Redis or Valkey),
+ * chosen once, here, from the configuration's `state`, as `@effect/sql` chooses a driver:
+ *
+ * - SessionDirectory: which gateway holds each session, and where it listens;
+ * - TeamQuotas: `limits` counted across the team;
+ * - TaskRecords: finished tasks that outlive their gateway;
+ * - TeamFiles: tokens, pins and tool vectors kept alike (see Mirror);
+ * - SharedSecrets: the key that seals request states;
+ * - Turns: who renews a token the team shares.
+ *
+ * Nothing here may stop a request: a store that fails or is slow answers "not known" within
+ * `STORE_TIMEOUT_MS`, and /readyz says the store is degraded.
+ */
+import { Effect, Layer } from "effect"
+import { GatewayConfig, type State } from "../config/Config.js"
+import { SessionDirectory } from "./SessionDirectory.js"
+import { SharedSecrets } from "./SharedSecrets.js"
+import { TaskRecords } from "./TaskRecords.js"
+import { TeamFiles } from "./TeamFiles.js"
+import { TeamQuotas } from "./TeamQuotas.js"
+import { Turns } from "./Turns.js"
+
+export {
+  type Announcement,
+  DEFAULT_LEASE_MS,
+  type FileKind,
+  type Health,
+  type Owner,
+  type SharedFile,
+  STORE_TIMEOUT_MS,
+  type TaskRecord
+} from "./Contract.js"
+export { SessionDirectory, SharedSecrets, TaskRecords, TeamFiles, TeamQuotas, Turns }
+
+/** Every service of the store. */
+export type Store = SessionDirectory | TeamQuotas | TaskRecords | TeamFiles | SharedSecrets | Turns
+
+/** This process alone, whatever the configuration says (stdio, the subcommands, an embedding app). */
+export const layerLocal: Layer.Layer<Store> = Layer.mergeAll(
+  SessionDirectory.layerLocal,
+  TeamQuotas.layerLocal,
+  TaskRecords.layerLocal,
+  TeamFiles.layerLocal,
+  SharedSecrets.layerLocal,
+  Turns.layerLocal
+)
+
+/** The configuration's `state` as given: a Redis store (its client loaded only then), else this process. */
+export const layerFor = (state: State | undefined): Layer.Layer<Store> =>
+  state === undefined
+    ? layerLocal
+    : Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./redis/Store.js")), (Redis) => Redis.layer(state)))
+
+/** As the configuration says, read once when the layer is built. */
+export const layer: Layer.Layer<Store, never, GatewayConfig> = Layer.unwrapEffect(
+  Effect.map(Effect.flatMap(GatewayConfig, (config) => config.current), (config) => layerFor(config.state))
+)

@@ -1,0 +1,31 @@
+/**
+ * Files a team's gateways keep alike (sealed OAuth tokens, tool pins, tool vectors: see
+ * store/Mirror), each by its name within its kind, with what the others store or remove as they
+ * say it. `layerLocal`: one gateway alone shares nothing (and no mirror runs, see Store).
+ */
+import { Context, Effect, Layer, Queue, type Scope } from "effect"
+import type { Announcement, FileKind, SharedFile } from "./Contract.js"
+
+export interface TeamFilesService {
+  /** Every shared file of a kind: undefined when the store cannot say. */
+  readonly files: (kind: FileKind) => Effect.Effect<ReadonlyMap<string, SharedFile> | undefined>
+  /** One shared file: none when there is none, "unknown" when the store cannot say. */
+  readonly file: (kind: FileKind, name: string) => Effect.Effect<SharedFile | "none" | "unknown">
+  /** Stores a file (or its removal: `undefined`) and tells the other gateways; false when the store did not take it. */
+  readonly put: (kind: FileKind, name: string, file: SharedFile | undefined) => Effect.Effect<boolean>
+  /**
+   * What the other gateways store or remove from now on, as they say it: subscribed when this
+   * returns, for the scope, so nothing said after it is missed.
+   */
+  readonly announcements: Effect.Effect<Queue.Dequeue<Announcement>, never, Scope.Scope>
+}
+
+export class TeamFiles extends Context.Tag("mcp-agentify/TeamFiles")<TeamFiles, TeamFilesService>() {
+  static readonly layerLocal: Layer.Layer<TeamFiles> = Layer.succeed(TeamFiles, {
+    files: () => Effect.succeed(undefined),
+    file: () => Effect.succeed("none"),
+    put: () => Effect.succeed(false),
+    // Nobody else announces anything: a queue nothing is offered to, shut down with its scope.
+    announcements: Effect.acquireRelease(Queue.unbounded<Announcement>(), Queue.shutdown)
+  })
+}

@@ -1,0 +1,19 @@
+/**
+ * Every service of the team's store on one Redis connection (see store/Store). Loaded only when
+ * the configuration names a store: a gateway alone never loads the client.
+ */
+import { Layer } from "effect"
+import type { State } from "../../config/Config.js"
+import type { Store } from "../Store.js"
+import { RedisConnection } from "./Connection.js"
+import * as Files from "./Files.js"
+import * as Quotas from "./Quotas.js"
+import * as Secrets from "./Secrets.js"
+import * as Sessions from "./Sessions.js"
+import * as Tasks from "./Tasks.js"
+import * as Turns from "./Turns.js"
+
+export const layer = (settings: State, replicaId?: string): Layer.Layer<Store> =>
+  Layer.mergeAll(Sessions.layer, Quotas.layer, Tasks.layer, Files.layer, Secrets.layer, Turns.layer).pipe(
+    Layer.provide(RedisConnection.layer(settings, replicaId))
+  )
