@@ -222,7 +222,7 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
         const given = objectOr(args)
         const decisions: Array<Call.Decision> = []
         // What the pipeline's forward stage said: sent to the backend, or held back by the preview.
-        const sent = () => decisions.includes(Call.SENT)
+        const sent = () => Call.wasSent(decisions)
         const held = () => decisions.includes(Call.HELD_BACK)
         const started = Date.now()
         // A client's own script is its request: what it writes is what it asked to keep.

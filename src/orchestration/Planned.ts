@@ -29,6 +29,10 @@ export interface Decision {
   readonly refused?: true
   /** The rule that held or refused it (`decide`). */
   readonly rule?: string
+  /** What `find` found: the tool's backend and its own name. */
+  readonly target?: Target
+  /** When `forward` sent it (performance.now()): the backend's time is counted from there. */
+  readonly at?: number
 }
 
 /**
@@ -84,6 +88,10 @@ export class CallRefused extends Data.TaggedError("CallRefused")<{
 /** What the pipeline's last stage says of a call it sent to its backend, and of one a preview held back. */
 export const SENT: Decision = { stage: "forward", said: "sent to its backend" }
 export const HELD_BACK: Decision = { stage: "forward", said: "held back: a preview runs read-only tools only" }
+
+/** Whether the trail says the call reached its backend (`forward` sent it). */
+export const wasSent = (decisions: ReadonlyArray<Decision>): boolean =>
+  decisions.some((d) => d.stage === SENT.stage && d.said === SENT.said)
 
 /** Runs a planned call as the session's (or, embedded, as nobody's). */
 export type RunPlanned = (planned: Planned) => Effect.Effect<unknown, GatewayError>

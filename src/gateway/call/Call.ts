@@ -1,7 +1,9 @@
 /**
  * One tool call on its way through the call pipeline (see Pipeline): who asks, how the call was
  * made, the tool and its arguments, and what each stage decided. Every `tools/call` on a backend,
- * however it was made, is one of these.
+ * however it was made, is one of these. A stage hands the next what it learnt in a new call (the
+ * target `find` found, the consent `decide` needs); only the trail of decisions is written to as
+ * the call goes, for whoever reads it after (the audit line, a script's record).
  */
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { Decision as PlannedDecision, FlowFacts, Target } from "../../orchestration/Planned.js"
@@ -9,7 +11,7 @@ import type { Confirm } from "../../orchestration/Steps.js"
 import type { Session } from "../session/Session.js"
 
 export type { Planned, RunPlanned, Target } from "../../orchestration/Planned.js"
-export { CallRefused, HELD_BACK, SENT } from "../../orchestration/Planned.js"
+export { CallRefused, HELD_BACK, SENT, wasSent } from "../../orchestration/Planned.js"
 
 /** How a call was made: the audit log's `via`. */
 export type Via = "client" | "orchestration" | "script" | "task" | "backend-endpoint"
@@ -17,6 +19,19 @@ export type Via = "client" | "orchestration" | "script" | "task" | "backend-endp
 /** The stages, in the order a call meets them. */
 export const STAGES = ["record", "find", "check", "decide", "ask", "count", "credentials", "forward"] as const
 export type StageName = (typeof STAGES)[number]
+
+/**
+ * The ways of calling, each with its table of stages: a call the gateway planned (an
+ * orchestration's step, a script's call) is held to the tool's schema and asked about
+ * (`confirmTools`); a client's own call (and a task's, an endpoint's) goes as its client sent it:
+ * its client asks its user, and the backend judges its arguments.
+ */
+export type Way = "client" | "planned"
+export const TABLES: Readonly<Record<Way, ReadonlyArray<StageName>>> = {
+  client: ["record", "find", "decide", "count", "credentials", "forward"],
+  planned: STAGES
+}
+export const wayOf = (via: Via): Way => (via === "orchestration" || via === "script" ? "planned" : "client")
 
 /** What a stage said of a call (`stage`: one of STAGES): the trail a refused call is explained by. */
 export type Decision = PlannedDecision
@@ -31,8 +46,8 @@ export interface ToolCall {
   readonly name: string
   /** `tools/call`'s params as sent (arguments, `_meta`, `task`); `name` is replaced by the backend's own. */
   readonly params: Readonly<Record<string, unknown>>
-  /** Known to the caller already (an orchestration's plan, a script's tool); else `find` sets it. */
-  target?: Target | undefined
+  /** Known to the caller already (an orchestration's plan, a script's tool); else `find` gives it. */
+  readonly target?: Target | undefined
   /** How the user is asked (`confirmTools`); none: the call is not one the gateway asks about. */
   readonly confirm?: Confirm | undefined
   /** The user already agreed (an orchestration asks for a whole turn before any of it runs). */
@@ -42,10 +57,8 @@ export interface ToolCall {
   /** Where its data came from (the gateway's own calls: an orchestration's step, a script's call). */
   readonly flow?: FlowFacts | undefined
   /** What rules of `decide` need the user's consent for, and why (asked by `ask`). */
-  readonly consent: Array<{ readonly rule: string; readonly why: string }>
-  /** When `forward` sent it (performance.now()): the backend's time is counted from there. */
-  sentAt?: number | undefined
-  /** What each stage decided, in order. */
+  readonly consent: ReadonlyArray<{ readonly rule: string; readonly why: string }>
+  /** What each stage decided, in order: the call's trail. */
   readonly decisions: Array<Decision>
 }
 

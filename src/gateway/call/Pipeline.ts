@@ -26,7 +26,7 @@ import { Audit } from "./Audit.js"
 import { Forwarder } from "./Forwarding.js"
 import { Routes } from "../routing/Routes.js"
 import type { GatewayError } from "../../protocol/Errors.js"
-import { type CallRequest, make as makeCall, STAGES, type StageName } from "./Call.js"
+import { type CallRequest, make as makeCall, STAGES, type StageName, TABLES, type Way, wayOf } from "./Call.js"
 import * as Caller from "./Caller.js"
 import { CurrentCaller } from "./Caller.js"
 import { PlannedCalls } from "../../orchestration/Planned.js"
@@ -46,7 +46,7 @@ import * as Forward from "./stages/Forward.js"
 import * as Record from "./stages/Record.js"
 
 export interface CallPipelineService {
-  /** The stages' names, in the order a call meets them. */
+  /** Every stage's name, in the order a call meets them (a way of calling may skip some: see Call.TABLES). */
   readonly stages: ReadonlyArray<StageName>
   /**
    * Runs a call for the current caller (see Caller: whoever runs it must provide one) through every
@@ -62,13 +62,28 @@ export const compose = (stages: ReadonlyArray<Stage>): Next =>
     () => Effect.dieMessage("the call pipeline ended without forwarding the call")
   )
 
-/** A pipeline of `stages` (tests build one of their own). */
-export const of = (stages: ReadonlyArray<Stage>): CallPipelineService => {
-  const run = compose(stages)
+/** A pipeline of `stages` for every way of calling (tests build one of their own). */
+export const of = (stages: ReadonlyArray<Stage>): CallPipelineService => ofTables(stages, { client: stages, planned: stages })
+
+/** The pipeline of every way's table (Call.TABLES), from a stage for each name. */
+export const ofStages = (stages: Readonly<Record<StageName, Stage>>): CallPipelineService =>
+  ofTables(
+    STAGES.map((name) => stages[name]),
+    { client: TABLES.client.map((name) => stages[name]), planned: TABLES.planned.map((name) => stages[name]) }
+  )
+
+/** A pipeline whose calls take their way's table (see Call.TABLES), composed once. */
+const ofTables = (every: ReadonlyArray<Stage>, tables: Readonly<Record<Way, ReadonlyArray<Stage>>>): CallPipelineService => {
+  const client = compose(tables.client)
+  const planned = compose(tables.planned)
   return {
-    stages: stages.map((s) => s.name),
+    stages: every.map((s) => s.name),
     run: (request) =>
-      Effect.flatMap(CurrentCaller, (caller) => run(makeCall({ ...request, session: caller.session, confirm: caller.confirm })))
+      Effect.flatMap(CurrentCaller, (caller) =>
+        (wayOf(request.via) === "planned" ? planned : client)(
+          makeCall({ ...request, session: caller.session, confirm: caller.confirm })
+        )
+      )
   }
 }
 
@@ -111,7 +126,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       credentials: Credentials.make({ signIns, configOf: backends.configOf }),
       forward: Forward.make({ forwarder, backends, routes, idPrefix: () => idPrefixOf(current) })
     }
-    return of(STAGES.map((name) => stages[name]))
+    return ofStages(stages)
   })
 
 export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallPipeline, CallPipelineService>() {

@@ -3,7 +3,8 @@
  * call), on two grounds: `confirmTools` (the tool's kind), and a rule of `decide` that holds the
  * call (the flow guard), whose question names the rule and why. Whatever grounds a call has, the
  * user is asked once, in one message naming every reason, and the answer counts for all of them. A
- * client's own call is not asked about: the client is the user's agent, and asks them itself. A
+ * client's own call does not meet this stage (see Call.TABLES): the client is the user's agent, and
+ * asks them itself. A
  * call the user already agreed to (`confirmed`) is asked only for a rule's hold.
  */
 import { Effect } from "effect"
@@ -46,7 +47,7 @@ export const make = (confirmTools: () => ConfirmTools): Stage => ({
   name: "ask",
   run: (call, next) => {
     // A preview's call that will be held back is not asked about: it will not run.
-    if ((call.via !== "orchestration" && call.via !== "script") || heldBack(call)) return next(call)
+    if (heldBack(call)) return next(call)
     const mode = confirmTools()
     if (!needsConfirmation(mode, objectField(call.target?.entry?.tool, "annotations"))) return consented(call, next)
     if (call.confirmed === true) {

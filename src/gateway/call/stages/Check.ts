@@ -2,7 +2,8 @@
  * `check`: a planned call's arguments against the tool's inputSchema, before any backend sees them.
  * An orchestration checks a turn's calls as it plans them (to give the model one repair turn);
  * this is where a call that reaches a backend is held to it, whoever planned it. A client's own
- * call goes to its backend as sent: the backend judges its arguments, as it would without the gateway.
+ * call does not meet this stage (see Call.TABLES): the backend judges its arguments, as it would
+ * without the gateway.
  */
 import { Effect } from "effect"
 import * as Arguments from "../../../orchestration/Arguments.js"
@@ -14,7 +15,7 @@ export const make = (): Stage => ({
   name: "check",
   run: (call, next) => {
     const schema = call.target?.entry?.tool.inputSchema
-    if ((call.via !== "orchestration" && call.via !== "script") || schema === undefined) return next(call)
+    if (schema === undefined) return next(call)
     return Effect.flatMap(Arguments.check(call.name, schema, argumentsOf(call)), (problems) => {
       if (problems === undefined || problems.length === 0) return next(call)
       const message = `Invalid arguments for ${call.name}: ${problems.join("; ")}`

@@ -53,15 +53,15 @@ export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
             )
           )
         }
+        if (held.length === 0) return next(call)
         for (const { rule, why } of held) {
-          call.consent.push({ rule: rule.name, why })
           call.decisions.push({ stage: "decide", said: `needs the user's consent: ${why}`, rule: rule.name })
         }
-        if (held.length === 0) return next(call)
-        // The rules that held it, on its span (and in its audit line: see Record).
+        // What `ask` asks the user for; the rules that held it on its span (and in its audit line: see Record).
+        const consent = [...call.consent, ...held.map(({ rule, why }) => ({ rule: rule.name, why }))]
         return Effect.zipRight(
           Effect.annotateCurrentSpan("agentify.call.held_by", held.map((h) => h.rule.name).join(",")),
-          next(call)
+          next({ ...call, consent })
         )
       }
     )

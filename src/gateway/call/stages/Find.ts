@@ -24,6 +24,12 @@ export interface Deps {
   readonly profileOf: (session: Session | undefined) => Profile | undefined
 }
 
+/** The call with its target, noted in its trail (the audit line names the tool from there). */
+const found = (call: ToolCall, target: Target): ToolCall => {
+  call.decisions.push({ stage: "find", said: `found ${target.own} on ${target.backendId}`, target })
+  return { ...call, target }
+}
+
 const refuse = (call: ToolCall, message: string): Effect.Effect<never, GatewayError> => {
   call.decisions.push({ stage: "find", said: message, refused: true })
   // An unknown name's issue says so plainly, as every other -32602 of the gateway names its field.
@@ -132,13 +138,10 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
       // The hot path (a client's call of a listed tool) stays synchronous: no effect made to find it.
       if (call.via === "client" || call.via === "task") {
         const entry = catalog(call).byName.get(call.name)
-        if (entry !== undefined) {
-          call.target = { backendId: entry.backendId, own: entry.toolName, entry }
-          return next(call)
-        }
+        if (entry !== undefined) return next(found(call, { backendId: entry.backendId, own: entry.toolName, entry }))
       }
       const endpoint = call.session?.target._tag === "Backend" ? call.session.target.backendId : undefined
-      const found =
+      const finding =
         call.via === "backend-endpoint" && endpoint !== undefined
           ? atEndpoint(call, endpoint)
           : call.target !== undefined
@@ -146,10 +149,7 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
             : call.via === "script"
               ? fromScript(call)
               : fromClient(call)
-      return Effect.flatMap(found, (target) => {
-        call.target = target
-        return next(call)
-      })
+      return Effect.flatMap(finding, (target) => next(found(call, target)))
     }
   }
 }

@@ -32,8 +32,7 @@ export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => 
         call.decisions.push(HELD_BACK)
         return Effect.succeed(HELD)
       }
-      call.decisions.push(SENT)
-      call.sentAt = performance.now()
+      call.decisions.push({ ...SENT, at: performance.now() })
       return session !== undefined && context !== undefined && Tasks.concerns(params, facts(target.backendId))
         ? Tasks.callTool(
             {

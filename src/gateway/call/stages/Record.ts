@@ -43,16 +43,20 @@ export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = ()
           Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
             Effect.sync(() => {
               const refused = call.decisions.find((d) => d.refused === true)
+              // What the stages after this one found, from the trail they left.
+              const target = call.target ?? call.decisions.find((d) => d.target !== undefined)?.target
+              const consent = call.decisions.flatMap((d) => (d.stage === "decide" && d.refused !== true && d.rule !== undefined ? [d.rule] : []))
+              const sentAt = call.decisions.find((d) => d.at !== undefined)?.at
               audit.call({
                 id,
                 ...(parent === undefined ? {} : { parent }),
                 ...(call.session === undefined ? { session: "embedded" } : Audit.whoOf(call.session)),
                 via: call.via,
                 request: call.context?.id ?? null,
-                backend: call.target?.backendId,
+                backend: target?.backendId,
                 tool: {
-                  exposed: call.target?.entry?.name ?? (call.via === "backend-endpoint" ? undefined : call.name),
-                  own: call.target?.own
+                  exposed: target?.entry?.name ?? (call.via === "backend-endpoint" ? undefined : call.name),
+                  own: target?.own
                 },
                 arguments: argumentsOf(call),
                 outcome: Exit.isSuccess(exit)
@@ -61,15 +65,11 @@ export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = ()
                     : delivered(call, exit.value, maxReplyBytes())
                   : Audit.outcomeOf(exit.cause),
                 ...(refused === undefined ? {} : { refusedBy: refused.stage }),
-                ...(call.consent.length === 0 && refused?.rule === undefined
+                ...(consent.length === 0 && refused?.rule === undefined
                   ? {}
-                  : {
-                      heldBy: [
-                        ...new Set([...call.consent.map((c) => c.rule), ...(refused?.rule === undefined ? [] : [refused.rule])])
-                      ]
-                    }),
+                  : { heldBy: [...new Set([...consent, ...(refused?.rule === undefined ? [] : [refused.rule])])] }),
                 // The backend's time; a call refused before it was sent took none of it.
-                ms: call.sentAt === undefined ? 0 : Math.round(performance.now() - call.sentAt)
+                ms: sentAt === undefined ? 0 : Math.round(performance.now() - sentAt)
               })
             })
           )

@@ -100,11 +100,9 @@ describe("check", () => {
       const refused = yield* Effect.either(Check.make().run(bad, rest.next))
       expect(Either.isLeft(refused) && refused.left.message).toMatch(/^Invalid arguments for fx__read: .*path/)
       expect(bad.decisions[0]).toMatchObject({ stage: "check", refused: true })
-      yield* Check.make().run(
-        call({ via: "client", name: "fx__read", target, params: { name: "fx__read", arguments: {} } }),
-        rest.next
-      )
-      expect(rest.calls).toHaveLength(1)
+      expect(rest.calls).toHaveLength(0)
+      // A client's own call does not meet it: its way's table has no check (see "the pipeline").
+      expect(Call.TABLES.client).not.toContain("check")
     })
   )
 })
@@ -173,8 +171,9 @@ describe("ask", () => {
         const unaskable = yield* Effect.either(stage.run(call({ via: "orchestration", name: "fx__write", target }), rest.next))
         expect(Either.isLeft(unaskable) && unaskable.left.message).toContain("this client cannot be asked")
         yield* stage.run(call({ via: "orchestration", name: "fx__write", target, confirmed: true }), rest.next)
-        yield* stage.run(call({ via: "client", name: "fx__write", target }), rest.next)
-        expect(rest.calls.map((c) => c.via)).toEqual(["script", "orchestration", "client"])
+        expect(rest.calls.map((c) => c.via)).toEqual(["script", "orchestration"])
+        // A client's own call does not meet it: its way's table has no ask (see "the pipeline").
+        expect(Call.TABLES.client).not.toContain("ask")
       })
   )
 })
@@ -388,6 +387,34 @@ describe("the pipeline", () => {
     expect(pipeline.stages).toEqual(["record", "find", "check", "decide", "ask", "count", "credentials", "forward"])
     await Effect.runPromise(runAsItsCaller(pipeline, call({ via: "client", name: "x" })))
     expect(order).toEqual([...Call.STAGES])
+  })
+
+  it("takes each way of calling's table: a client's own call skips check and ask, a planned one meets every stage", async () => {
+    const order: Array<string> = []
+    const stages = Object.fromEntries(
+      Call.STAGES.map((name): [Call.StageName, Stage] => [
+        name,
+        {
+          name,
+          run: (c, next) =>
+            Effect.zipRight(
+              Effect.sync(() => order.push(`${c.via} ${name}`)),
+              name === "forward" ? Effect.succeed({}) : next(c)
+            )
+        }
+      ])
+    ) as Readonly<Record<Call.StageName, Stage>>
+    const pipeline = Pipeline.ofStages(stages)
+    for (const via of ["client", "task", "backend-endpoint"] as const) {
+      order.length = 0
+      await Effect.runPromise(runAsItsCaller(pipeline, call({ via, name: "x" })))
+      expect(order).toEqual(["record", "find", "decide", "count", "credentials", "forward"].map((s) => `${via} ${s}`))
+    }
+    for (const via of ["orchestration", "script"] as const) {
+      order.length = 0
+      await Effect.runPromise(runAsItsCaller(pipeline, call({ via, name: "x" })))
+      expect(order).toEqual(Call.STAGES.map((s) => `${via} ${s}`))
+    }
   })
 })
 
