@@ -9,65 +9,31 @@
  *   aggregate as a configured profile sees it.
  * - `GET /healthz` (serving) and `GET /readyz` (every enabled backend ready, else 503 with states).
  *
- * Every request passes the token check (when a token is set), the Host check and the Origin
- * check (DNS rebinding) before anything else. This module carries bodies and streams; what a body
- * is and every session's life (issued on `initialize` as `Mcp-Session-Id`, ended when idle,
- * bounded in number) are the Protocol's (gateway/edge/SharedSessions).
+ * Every request passes the checks of who may reach it (HttpAccess: the token or an access token,
+ * the Host and Origin checks) before anything else, then is handed to the gateway of a team that
+ * holds it (HttpHandOff), then reaches its endpoint (HttpExchange). These modules carry bodies and
+ * streams; what a body is and every session's life (issued on `initialize` as `Mcp-Session-Id`,
+ * ended when idle, bounded in number) are the Protocol's (gateway/edge/SharedSessions).
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk, Effect, Either, type Fiber, FiberId, Layer, Option, Queue, Redacted, Stream } from "effect"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { Effect, Either, Layer, Option, type Redacted } from "effect"
+import { createServer, type Server } from "node:http"
 import * as os from "node:os"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import {
-  CALLBACK_PATH,
-  Protocol,
-  type SharedSession,
-  STOP_GRACE_MS,
-  STORE_SILENT,
-  type Target
-} from "../gateway/edge/Protocol.js"
-import { classify, failure, stringify } from "../jsonrpc/JsonRpc.js"
-import { makeGuards, tokenMatches } from "./Guards.js"
-import {
-  accepts,
-  acceptsOf,
-  encoder,
-  exchangeWith,
-  json,
-  KEEPALIVE_MS,
-  readBody,
-  reject,
-  SESSION_HEADER,
-  SSE_HEADERS,
-  sseEvent,
-  STREAM_BUFFER,
-  VERSION_HEADER
-} from "./HttpWire.js"
-import * as Forward from "./Forward.js"
-import * as Replica from "../store/Replica.js"
+import { CALLBACK_PATH, Protocol, STOP_GRACE_MS } from "../gateway/edge/Protocol.js"
+import * as HttpAccess from "./HttpAccess.js"
+import type { Principal } from "./HttpAccess.js"
+import * as HttpExchange from "./HttpExchange.js"
+import * as HttpHandOff from "./HttpHandOff.js"
+import { json, reject } from "./HttpWire.js"
 import * as Listener from "./Listener.js"
-import * as ResourceServer from "../auth/ResourceServer.js"
-import { messageOf } from "../values/Json.js"
-
-/** Who the request's access token speaks for (`--http-auth oauth`); undefined otherwise. */
-type Principal = ResourceServer.Principal | undefined
-
-const safeDecode = (text: string): string => {
-  try {
-    return decodeURIComponent(text)
-  } catch {
-    return text
-  }
-}
 
 export interface Options {
   /** The address to bind; 127.0.0.1 unless told otherwise. */
@@ -100,187 +66,15 @@ const makeApp = (options: AppOptions) =>
     // The transport's own settings (bounds, hosts) are read once; what it serves (the backends and
     // profiles) is looked up as configured now, so a reload's backends are reachable.
     const config = yield* gatewayConfig.current
-    const resourceServer =
-      options.oauth === true && config.httpAuth !== undefined
-        ? ResourceServer.make(
-            config.httpAuth,
-            Object.values(config.profiles).flatMap((p) => p.scopes ?? [])
-          )
-        : undefined
-    /** The scopes a profile's endpoint needs beside the configured ones (as configured now). */
-    const scopesFor = (path: string) =>
-      Effect.map(gatewayConfig.current, ({ profiles }) => {
-        const name = /^\/profiles\/([^/]+)\/mcp$/.exec(path)?.[1]
-        return name === undefined ? [] : (profiles[safeDecode(name)]?.scopes ?? [])
-      })
-    const guards = makeGuards(options, options.port, config)
+    const access = HttpAccess.make(options, config, gatewayConfig.current)
     // The sessions, their idle sweep and the stateless era's requests live in this scope: at
     // shutdown their requests get a grace, then the sessions close.
     const sessions = yield* protocol.shared
     // Where the other gateways of a team hand this one its sessions' requests.
     const port = options.port()
     if (port !== undefined) yield* sessions.directory.listeningAt(config.state?.address ?? reachableAt(options.host, port))
-
-    /** Where something is, the team's store could not say: the client tries again (nothing is lost). */
-    const storeSilent = () =>
-      reject(503, "Service Unavailable: the store of this team's gateways did not answer; try again", { "retry-after": "1" })
-
-    /** The session a request names, or the response that refuses it. */
-    const findSession = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {
-      const found = sessions.find(request.headers[SESSION_HEADER], target, principal?.subject, request.headers[VERSION_HEADER])
-      return "status" in found ? { refused: reject(found.status, found.message) } : { session: found }
-    }
-
-    /**
-     * Dispatches a body that expects replies and answers with them: JSON when the reply comes
-     * first, an SSE stream when a notification does (and the client accepts one), or always a
-     * stream when the client ranks it first (`alwaysStream`).
-     */
-    const exchange = (
-      session: SharedSession,
-      value: unknown,
-      sse: boolean,
-      headers: Record<string, string>,
-      alwaysStream = false
-    ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-      exchangeWith(
-        (out) => session.receive(value, out),
-        sse,
-        headers,
-        () => 200,
-        alwaysStream
-      )
-
-    const post = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
-      Effect.gen(function* () {
-        const contentType = request.headers["content-type"] ?? ""
-        if (!/^application\/json\s*(;|$)/i.test(contentType)) {
-          return reject(415, "Unsupported Media Type: Content-Type must be application/json")
-        }
-        const { json: json_, sse, prefersSse } = acceptsOf(request.headers["accept"])
-        if (!json_ && !sse) return reject(406, "Not Acceptable: Accept must include application/json or text/event-stream")
-        const body = yield* readBody(request, config.maxFrameBytes)
-        if (body === null) return reject(400, "Bad Request: the request body could not be read")
-        if (body === undefined) {
-          // The rest of the body is not worth reading: the connection closes after this reply.
-          return reject(413, `Payload Too Large: the body exceeds the limit of ${config.maxFrameBytes} bytes`, {
-            connection: "close"
-          })
-        }
-        let value: unknown
-        try {
-          value = JSON.parse(body)
-        } catch (error) {
-          return json(400, failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${messageOf(error)}` }))
-        }
-        const items = Array.isArray(value) ? value : [value]
-        const kind = sessions.kindOf(value, request.headers[SESSION_HEADER], request.headers[VERSION_HEADER])
-        if (kind === "initialize") {
-          if (items.length > 1) return reject(400, "Bad Request: initialize must be sent alone, not in a batch")
-          if (request.headers[SESSION_HEADER] !== undefined) {
-            return reject(400, "Bad Request: initialize starts a session: send it without Mcp-Session-Id")
-          }
-          const opened = yield* sessions.open(target, principal)
-          if ("status" in opened) return reject(opened.status, opened.message, opened.headers, opened.code)
-          // Always JSON: the session exists only if initialize succeeded, known once it replied.
-          const response = yield* exchange(opened, value, false, {}).pipe(
-            // The client went away before it learned the session's id: nobody can use it.
-            Effect.onInterrupt(() => opened.close("initialize abandoned"))
-          )
-          if (!opened.ready()) {
-            yield* opened.close("initialize failed")
-            return response
-          }
-          return HttpServerResponse.setHeader(response, SESSION_HEADER, opened.id)
-        }
-        if (kind === "stateless") {
-          // A round's answers for a call, or a task, another gateway of the team holds: handed to it.
-          const holder = sessions.heldElsewhere(value)
-          if (holder !== undefined && !Forward.wasForwarded(request)) {
-            const at = yield* sessions.directory.addressOf(holder)
-            if (at === "unknown") return storeSilent()
-            if (at !== "none") return yield* Forward.forward(request, at.at, sessions.directory.replicaId, reject, body)
-            // Its gateway is gone (its lease ran out): a task of it is what the store kept when it
-            // finished, else failed.
-            const lost = yield* sessions.lostTask(value, holder, principal?.subject)
-            if (lost === STORE_SILENT) return storeSilent()
-            if (lost !== undefined) return json(200, lost)
-          }
-          const admitted = sessions.admit(value, request.headers, request.headers[VERSION_HEADER], target)
-          if (Either.isLeft(admitted)) return json(admitted.left.status, admitted.left.response)
-          if (admitted.right.request.method === "subscriptions/listen") {
-            if (!sse) return reject(406, "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream")
-            const refusal = sessions.listenRefusal()
-            if (refusal !== undefined) return reject(refusal.status, refusal.message, refusal.headers, ErrorCode.InternalError)
-            // The listener lives as long as the stream: a client that goes away ends it.
-            const events = Stream.unwrapScoped(
-              Effect.gen(function* () {
-                const q = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-                yield* sessions.listen(admitted.right, target, { send: (m: unknown) => Queue.unsafeOffer(q, m) })
-                return Stream.fromQueue(q)
-              })
-            ).pipe(Stream.map(sseEvent))
-            return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: SSE_HEADERS })
-          }
-          let served: Fiber.RuntimeFiber<unknown, unknown> | undefined
-          // A client that goes away mid-call cancels it (the backend hears notifications/cancelled):
-          // the connection closing before the response ended says so, whatever the response's form.
-          const response = NodeHttpServerRequest.toServerResponse(request)
-          response.once("close", () => {
-            if (!response.writableFinished) served?.unsafeInterruptAsFork(FiberId.none)
-          })
-          return yield* exchangeWith(
-            (out) => {
-              served = sessions.serve(admitted.right, target, out, principal)
-            },
-            sse,
-            {},
-            sessions.statusOf
-          )
-        }
-        const found = findSession(request, target, principal)
-        if (found.refused) return found.refused
-        const expectsReply =
-          items.length === 0 ||
-          items.some((item) => {
-            const tag = classify(item)._tag
-            return tag === "Request" || tag === "Invalid"
-          })
-        if (!expectsReply) {
-          found.session.receive(value, { send: () => {} })
-          return HttpServerResponse.empty({ status: 202 })
-        }
-        return yield* exchange(found.session, value, sse, {}, prefersSse)
-      })
-
-    const get = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
-      Effect.gen(function* () {
-        if (!accepts(request.headers["accept"], "text/event-stream") || request.headers["accept"] === undefined) {
-          return reject(406, "Not Acceptable: Accept must include text/event-stream")
-        }
-        const found = findSession(request, target, principal)
-        if (found.refused) return found.refused
-        const queue = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-        const detach = found.session.attach({ send: (m) => Queue.unsafeOffer(queue, m), end: Queue.shutdown(queue) })
-        if (detach === undefined) return reject(409, "Conflict: this session already has a GET stream open")
-        const keepalive = Stream.tick(KEEPALIVE_MS).pipe(Stream.drop(1), Stream.as(encoder.encode(": keepalive\n\n")))
-        const body = Stream.fromQueue(queue).pipe(
-          Stream.map(sseEvent),
-          Stream.merge(keepalive, { haltStrategy: "left" }),
-          // A first comment sends the headers now: a client waits for them before it reads on.
-          Stream.prepend(Chunk.of(encoder.encode(": stream open\n\n"))),
-          Stream.ensuring(Effect.sync(detach))
-        )
-        return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
-      })
-
-    const del = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
-      Effect.gen(function* () {
-        const found = findSession(request, target, principal)
-        if (found.refused) return found.refused
-        yield* found.session.close("ended by the client (DELETE)")
-        return HttpServerResponse.empty({ status: 204 })
-      })
+    const handOff = HttpHandOff.make(sessions, access.guards, config)
+    const serveOn = HttpExchange.make(sessions, handOff, config)
 
     // A store that fails leaves this gateway ready (its own sessions go on), and says so: degraded.
     const readiness = Effect.zipWith(protocol.readiness, sessions.directory.health, ({ ready, backends }, store) =>
@@ -298,108 +92,58 @@ const makeApp = (options: AppOptions) =>
       if (path === "/readyz" && (request.method === "GET" || request.method === "HEAD")) return readiness
       if (path === "/mcp") return serveOn(request, { _tag: "Aggregate" }, principal)
       const match = /^\/(servers|profiles)\/([^/]+)\/mcp$/.exec(path)
-      if (match === null) {
+      const [, kind, encoded] = match ?? []
+      if ((kind !== "servers" && kind !== "profiles") || encoded === undefined) {
         return Effect.succeed(reject(404, "Not Found: MCP is served at /mcp, /servers/<id>/mcp and /profiles/<name>/mcp"))
       }
       let name: string
       try {
-        name = decodeURIComponent(match[2]!)
+        name = decodeURIComponent(encoded)
       } catch {
         return Effect.succeed(reject(404, "Not Found"))
       }
-      return Effect.flatMap(protocol.targetOf(match[1] as "servers" | "profiles", name), (target) =>
+      return Effect.flatMap(protocol.targetOf(kind, name), (target) =>
         "notFound" in target ? Effect.succeed(reject(404, target.notFound)) : serveOn(request, target, principal)
       )
     }
 
-    const serveOn = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {
-      switch (request.method) {
-        case "POST":
-          return post(request, target, principal)
-        case "GET":
-          return get(request, target, principal)
-        case "DELETE":
-          return del(request, target, principal)
-        default:
-          return Effect.succeed(reject(405, "Method Not Allowed", { allow: "GET, POST, DELETE" }))
-      }
+    /** A sign-in's redirect from an authorization server, in the user's browser (no token there). */
+    const signedIn = (request: HttpServerRequest.HttpServerRequest) => {
+      // Its `state` must be one a sign-in of this gateway waits for.
+      const backend = protocol.signIns.callback(request.url)
+      const failed = new URL(request.url, "http://gateway").searchParams.get("error")
+      const said =
+        backend === undefined
+          ? "No sign-in of this gateway waits for this page (it may have timed out)."
+          : failed === null
+            ? `mcp-agentify is signed in to ${backend}. You can close this tab.`
+            : `The authorization server said: ${failed}. You can close this tab.`
+      return HttpServerResponse.text(
+        `<!doctype html><meta charset="utf-8"><title>mcp-agentify</title><p>${escapeHtml(said)}</p>`,
+        {
+          status: backend === undefined ? 404 : 200,
+          contentType: "text/html; charset=utf-8"
+        }
+      )
     }
 
+    // In order: what is public (the OAuth metadata, a sign-in's redirect: handed to the gateway
+    // that waits for it), who may reach the rest (see HttpAccess), a session another gateway
+    // holds (see HttpHandOff), then the endpoints.
     const app = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const queryAt = request.url.indexOf("?")
       const path = queryAt < 0 ? request.url : request.url.slice(0, queryAt)
-      // Where to get a token is public: a client reads it before it has one (any origin may: it
-      // holds nothing but URLs and scope names).
-      if (
-        resourceServer !== undefined &&
-        (path === ResourceServer.METADATA_PATH || path.startsWith(`${ResourceServer.METADATA_PATH}/`))
-      ) {
-        return request.method === "GET" || request.method === "HEAD"
-          ? json(200, resourceServer.metadata, { "access-control-allow-origin": "*", "cache-control": "max-age=3600" })
-          : reject(405, "Method Not Allowed", { allow: "GET" })
+      const metadata = access.metadata(request, path)
+      if (metadata !== undefined) return metadata
+      if (path === CALLBACK_PATH && request.method === "GET" && access.guards.hostAllowed(request.headers["host"])) {
+        return (yield* handOff.signIn(request)) ?? signedIn(request)
       }
-      // A sign-in's redirect from an authorization server, in the user's browser (no token there):
-      // its `state` must be one a sign-in of this gateway waits for.
-      if (path === CALLBACK_PATH && request.method === "GET" && guards.hostAllowed(request.headers["host"])) {
-        // A sign-in another gateway of the team waits for (its `state` names it): handed to it.
-        const waiting = Replica.givenElsewhere(
-          { sessionIdPrefix: "", state: config.state },
-          new URL(request.url, "http://gateway").searchParams.get("state")
-        )
-        if (waiting !== undefined && !Forward.wasForwarded(request)) {
-          const at = yield* sessions.directory.addressOf(waiting)
-          if (at === "unknown") return storeSilent()
-          if (at !== "none") return yield* Forward.forward(request, at.at, sessions.directory.replicaId, reject)
-        }
-        const backend = protocol.signIns.callback(request.url)
-        const failed = new URL(request.url, "http://gateway").searchParams.get("error")
-        const said =
-          backend === undefined
-            ? "No sign-in of this gateway waits for this page (it may have timed out)."
-            : failed === null
-              ? `mcp-agentify is signed in to ${backend}. You can close this tab.`
-              : `The authorization server said: ${failed}. You can close this tab.`
-        return HttpServerResponse.text(
-          `<!doctype html><meta charset="utf-8"><title>mcp-agentify</title><p>${escapeHtml(said)}</p>`,
-          {
-            status: backend === undefined ? 404 : 200,
-            contentType: "text/html; charset=utf-8"
-          }
-        )
-      }
-      if (options.token !== undefined && !tokenMatches(request.headers["authorization"], options.token)) {
-        return reject(401, "Unauthorized: a bearer token is required", { "www-authenticate": 'Bearer realm="mcp-agentify"' })
-      }
-      let principal: Principal = undefined
-      if (resourceServer !== undefined) {
-        const checked = yield* Effect.either(resourceServer.verify(request.headers["authorization"], yield* scopesFor(path)))
-        if (Either.isLeft(checked)) {
-          const refused = checked.left
-          return reject(refused.status, `${refused.status === 401 ? "Unauthorized" : "Forbidden"}: ${refused.description}`, {
-            "www-authenticate": ResourceServer.challenge(refused, config.httpAuth!.audience)
-          })
-        }
-        principal = checked.right
-      }
-      if (!guards.hostAllowed(request.headers["host"])) {
-        return reject(403, "Forbidden: the Host header does not name this server (add it to allowedHosts)")
-      }
-      if (!guards.originAllowed(request.headers["origin"])) {
-        return reject(403, "Forbidden: Origin not allowed (add it to allowedOrigins)")
-      }
-      // A session another gateway of the team holds: handed to it (any load balancer will do).
-      const named = request.headers[SESSION_HEADER]
-      if (
-        typeof named === "string" &&
-        !sessions.holds(named) &&
-        !Forward.wasForwarded(request)
-      ) {
-        const holder = yield* sessions.directory.ownerOf(named)
-        if (holder === "unknown") return storeSilent()
-        if (holder !== "none") return yield* Forward.forward(request, holder.at, sessions.directory.replicaId, reject)
-      }
-      return yield* route(request, path, principal)
+      const checked = yield* access.check(request, path)
+      if (Either.isLeft(checked)) return checked.left
+      const handed = yield* handOff.session(request)
+      if (handed !== undefined) return handed
+      return yield* route(request, path, checked.right)
     }).pipe(
       Effect.catchAllCause((cause) =>
         Effect.zipRight(
@@ -409,27 +153,7 @@ const makeApp = (options: AppOptions) =>
       )
     )
 
-    /**
-     * A request for a session another gateway holds, as the store named it a moment ago: handed on
-     * at the listener, before anything here parses it. What only this gateway can check (the
-     * Host the client named, its Origin) is checked here; its holder checks the rest (the
-     * token, the body) as for a request of its own. Else false: the app serves it.
-     */
-    const handOn = (incoming: IncomingMessage, response: ServerResponse): boolean => {
-      const named = incoming.headers[SESSION_HEADER]
-      if (typeof named !== "string" || incoming.headers[Forward.FORWARDED_HEADER] !== undefined || sessions.holds(named)) {
-        return false
-      }
-      const holder = sessions.directory.ownerKnown(named)
-      if (holder === undefined || typeof holder === "string") return false
-      if (!guards.hostAllowed(incoming.headers.host) || !guards.originAllowed(incoming.headers.origin)) return false
-      Forward.handOn(incoming, response, holder.at, sessions.directory.replicaId, (message) =>
-        stringify(failure(null, { code: ErrorCode.InvalidRequest, message }))
-      )
-      return true
-    }
-
-    return { app, handOn }
+    return { app, handOn: handOff.handOn }
   })
 
 /** This listener's address as another machine reaches it: a wildcard bind names the first outside address. */

@@ -23,7 +23,7 @@ import * as StreamConnection from "./StreamConnection.js"
 export type { Target } from "../session/Session.js"
 export { CALLBACK_PATH } from "../../auth/SignIns.js"
 export type { StreamConnection } from "./StreamConnection.js"
-export type { Admitted, Kind, Refused, SharedSession, Stream } from "./SharedSessions.js"
+export type { Admitted, Kind, Refused, SharedSession, SharedSessions, Stream } from "./SharedSessions.js"
 export { STORE_SILENT } from "./SharedSessions.js"
 /** How long requests in flight at shutdown may finish on their own (each still replies). */
 export const STOP_GRACE_MS = SharedSessions.STOP_GRACE_MS
