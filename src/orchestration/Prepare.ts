@@ -147,3 +147,6 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
 
     return prepare
   })
+
+/** What one request's orchestration works with (see `make`'s `prepare`). */
+export type Prepared = Effect.Effect.Success<ReturnType<Effect.Effect.Success<ReturnType<typeof make>>>>
