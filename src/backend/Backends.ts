@@ -7,43 +7,25 @@
  * stops every process tree. Calls go straight to the ready `Backend` (a Map lookup and one
  * write), so this module adds nothing measurable to the hot path.
  *
- * Longer than most modules: start, restart, replace, apply (a reload's difference) and stop are one
- * state machine over one table of entries under one lock, and splitting it would hand that table
- * around. The parts it uses are apart: the heartbeat (`Heartbeat`), one backend (`Backend`), the
- * restart policy and its `Schedule` (`Restart`), what a new set changes (`Diff`), an entry of the
- * table (`Entry`), each user's own connection to a `perUser` backend (`Lanes`).
+ * Start, restart, replace, apply (a reload's difference) and stop are one state machine here, over
+ * one table of entries (`Table`: what it tells, and a request routed to a backend) under one lock.
+ * The parts it uses are apart: one backend's life (`Lifecycle`), the heartbeat (`Heartbeat`), one
+ * backend (`Backend`), the restart policy and its `Schedule` (`Restart`), what a new set changes
+ * (`Diff`), an entry of the table (`Entry`), each user's own connection to a `perUser` backend (`Lanes`).
  */
-import {
-  Context,
-  Deferred,
-  Duration,
-  Effect,
-  ExecutionStrategy,
-  Fiber,
-  Layer,
-  Option,
-  PubSub,
-  Schedule,
-  Scope,
-  Stream
-} from "effect"
+import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, Option, PubSub, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
-import * as Heartbeat from "./Heartbeat.js"
 import * as Lanes from "./Lanes.js"
-import { type Entry, notReady, statusOf } from "./Entry.js"
-import { needsAuthOf } from "./Channel.js"
-import * as Store from "../auth/Store.js"
+import * as Lifecycle from "./Lifecycle.js"
+import { Table } from "./Table.js"
+import { type Entry, statusOf } from "./Entry.js"
 import { type Applied, diff, NOTHING_APPLIED } from "./Diff.js"
-import { answerAlone, type BackendRequestHandler, capabilitiesFor } from "./BackendRequests.js"
-import { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelays } from "./Restart.js"
-import { type BackendConfig, describeBackend, type Exposure, healthCheckOf, oauthOf, rootsOf } from "../config/Config.js"
+import type { BackendRequestHandler } from "./BackendRequests.js"
+import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./Restart.js"
+import type { BackendConfig } from "../config/Config.js"
 import { BackendError } from "../protocol/Errors.js"
 import { Events } from "../observability/Events.js"
-import * as Logging from "../observability/Logging.js"
-import type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
-import type { Tool } from "../protocol/Mcp.js"
-import { field } from "../values/Json.js"
-import * as Pins from "./Pins.js"
+import type { BackendStatus } from "../observability/BackendStatus.js"
 
 export type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
 export { type Applied, diff, runsTheSame } from "./Diff.js"
@@ -53,35 +35,8 @@ export { countListed, type Hidden, hiddenIn } from "./Listing.js"
 import type { StartOptions } from "./StartOptions.js"
 export { type StartOptions, startOptionsOf } from "./StartOptions.js"
 
-export interface BackendTools {
-  readonly backendId: string
-  readonly description?: string | undefined
-  readonly tools: ReadonlyArray<Tool>
-  /** Its filters, overrides and namespace (from its configuration); none: all tools, its id as namespace. */
-  readonly exposure?: Exposure | undefined
-  /**
-   * Tools whose definitions differ from their pins: held back from `tools` under `toolPins:
-   * "quarantine"`, in `tools` and only flagged under "warn".
-   */
-  readonly changed?: ReadonlyArray<Pins.Changed> | undefined
-  readonly pinMode?: Pins.Mode | undefined
-  /** What its pins' review said besides changes: its id now names another server, a tool listed twice. */
-  readonly pinNotes?: ReadonlyArray<string> | undefined
-}
-
-export interface BackendNotification {
-  readonly backendId: string
-  readonly method: string
-  readonly params: unknown
-}
-
-export interface ManagerOptions {
-  /** SIGTERM-to-SIGKILL grace when a backend is stopped (default 2 s). */
-  readonly killGraceMs?: number | undefined
-  readonly restart?: Partial<RestartPolicy> | undefined
-  readonly clientInfo?: Backend.ClientInfo | undefined
-  readonly maxFrameBytes?: number | undefined
-}
+export type { BackendNotification, BackendTools, ManagerOptions } from "./Table.js"
+import type { BackendNotification, BackendTools, ManagerOptions } from "./Table.js"
 
 export interface BackendsService {
   /**
@@ -154,218 +109,33 @@ export interface BackendsService {
 export const make = (options: ManagerOptions = {}) =>
   Effect.gen(function* () {
     const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.restart }
-    // Optional: a Backends used on its own publishes nowhere.
-    const events = Option.getOrUndefined(yield* Effect.serviceOption(Events))
     // Lifecycle fibers live in a child scope closed in parallel: stopping N stubborn backends
     // then takes one kill grace, not N.
     const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
-    const toolsPubSub = yield* PubSub.sliding<void>(1)
-    const notificationsPubSub = yield* PubSub.sliding<BackendNotification>(4_096)
-    const statusPubSub = yield* PubSub.sliding<BackendStatus>(1_024)
-    const listeners = new Set<(notification: BackendNotification) => Effect.Effect<void>>()
-    let requestHandler: BackendRequestHandler | undefined = undefined
+    const table = new Table(
+      options,
+      // Optional: a Backends used on its own publishes nowhere.
+      Option.getOrUndefined(yield* Effect.serviceOption(Events)),
+      yield* PubSub.sliding<void>(1),
+      yield* PubSub.sliding<BackendNotification>(4_096),
+      yield* PubSub.sliding<BackendStatus>(1_024)
+    )
     // start and stopAll replace the whole set; they must not overlap.
     const lock = yield* Effect.makeSemaphore(1)
-
-    let entries: ReadonlyArray<Entry> = []
-    let byId = new Map<string, Entry>()
-    let toolsCache: ReadonlyArray<BackendTools> | undefined = undefined
-
-    const toolsSync = (): ReadonlyArray<BackendTools> => {
-      if (toolsCache === undefined) {
-        toolsCache = entries
-          .filter((e) => e.state === "ready")
-          .map((e) => ({
-            backendId: e.config.id,
-            ...(e.config.description === undefined ? {} : { description: e.config.description }),
-            tools: e.tools,
-            exposure: e.config,
-            ...(e.changed.length === 0 ? {} : { changed: e.changed, pinMode: lastStartOptions?.pins?.mode }),
-            ...(e.pinNotes.length === 0 ? {} : { pinNotes: e.pinNotes })
-          }))
-      }
-      return toolsCache
-    }
-
-    const toolsChangedNow = Effect.suspend(() => {
-      toolsCache = undefined
-      return PubSub.publish(toolsPubSub, undefined)
-    })
-
-    const setState = (entry: Entry, state: BackendState, lastError?: string) =>
-      Effect.suspend(() => {
-        const wasReady = entry.state === "ready"
-        entry.state = state
-        if (lastError !== undefined) entry.lastError = lastError
-        if (state !== "ready") {
-          entry.backend = undefined
-          entry.pid = undefined
-        }
-        const status = statusOf(entry)
-        return Effect.zipRight(
-          PubSub.publish(statusPubSub, status),
-          wasReady || state === "ready" ? toolsChangedNow : Effect.void
-        )
-      })
-
-    /**
-     * A backend's tools as listed, held against their pins: those it may offer become its tools;
-     * a definition that changed since it was pinned is said (once per change) at warn.
-     */
-    const reviewTools = (entry: Entry, tools: ReadonlyArray<Tool>, pins: Pins.Settings | undefined) =>
-      Effect.suspend(() => {
-        const reviewed = Pins.recheck(pins, Pins.serverOf(entry.config), tools, entry.changed)
-        entry.tools = reviewed.admitted
-        entry.changed = reviewed.changed
-        if (reviewed.notes.length > 0) entry.pinNotes = reviewed.notes
-        return Effect.forEach(reviewed.warnings, (warning) => Effect.logWarning(warning), { discard: true })
-      })
-
-    /** How a backend is made (but for what it does when its tools change). */
-    const optionsFor = (entry: Entry, startOptions: StartOptions): Backend.Options => ({
-      requestTimeoutMs: startOptions.requestTimeoutMs,
-      killGraceMs: options.killGraceMs,
-      clientInfo: options.clientInfo,
-      maxFrameBytes: startOptions.maxBackendFrameBytes ?? options.maxFrameBytes,
-      maxRequestBytes: startOptions.maxBackendRequestBytes,
-      events,
-      clientCapabilities: capabilitiesFor(entry.config, startOptions.clientCapabilities),
-      era: entry.era,
-      onRequest: (method, params) => {
-        const request = { backendId: entry.config.id, method, params, roots: rootsOf(entry.config) }
-        return requestHandler === undefined ? answerAlone(request) : requestHandler(request)
-      },
-      onNotification: (method, params) => {
-        const notification = { backendId: entry.config.id, method, params }
-        return Effect.zipRight(
-          PubSub.publish(notificationsPubSub, notification),
-          Effect.forEach([...listeners], (listener) => listener(notification), { discard: true })
-        )
-      }
-    })
+    const lifecycleOf = (entry: Entry, startOptions: StartOptions) => Lifecycle.run(table, entry, startOptions, policy)
 
     // Each user's own connection to a backend that acts as each user (its tools listed by the shared one).
     const lanes = yield* Lanes.make((backendId, subject) =>
       Effect.suspend(() => {
-        const entry = byId.get(backendId)
-        const startOptions = lastStartOptions
+        const entry = table.byId.get(backendId)
+        const startOptions = table.lastStartOptions
         if (entry === undefined || startOptions === undefined) {
           return Effect.fail(new BackendError({ backendId, reason: "not_ready", method: "connect", summary: "stopped" }))
         }
-        return Effect.annotateLogs(Backend.make(entry.config, { ...optionsFor(entry, startOptions), subject }), { subject })
+        return Effect.annotateLogs(Backend.make(entry.config, { ...table.optionsFor(entry, startOptions), subject }), { subject })
       })
     )
-
-    /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
-    const runOnce = (entry: Entry, startOptions: StartOptions) =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const backend = yield* Backend.make(entry.config, {
-            ...optionsFor(entry, startOptions),
-            onToolsChanged: (tools) =>
-              Effect.suspend(() => {
-                if (entry.backend !== backend) return Effect.void
-                const said = reviewTools(entry, tools, startOptions.pins)
-                return Effect.zipRight(
-                  Effect.zipRight(said, Effect.logInfo(`tools changed: ${tools.length} tools`)),
-                  Effect.zipRight(PubSub.publish(statusPubSub, statusOf(entry)), toolsChangedNow)
-                )
-              })
-          })
-          entry.backend = backend
-          entry.pid = backend.pid
-          entry.protocolVersion = backend.protocolVersion
-          entry.era = backend.era
-          yield* reviewTools(entry, backend.tools(), startOptions.pins)
-          entry.lastError = undefined
-          yield* setState(entry, "ready")
-          yield* Effect.logInfo(
-            `backend ready: ${backend.address}, protocol ${backend.protocolVersion}, ${entry.tools.length} tools`
-          )
-          yield* Deferred.succeed(entry.settled, undefined)
-          const readyAt = Date.now()
-          const check = healthCheckOf(entry.config)
-          const exit = yield* check === undefined
-            ? backend.exited
-            : Effect.raceFirst(backend.exited, Heartbeat.watch(backend, check))
-          return { exit, readyMs: Date.now() - readyAt }
-        })
-      )
-
-    const lifecycle = (entry: Entry, startOptions: StartOptions): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        const { config } = entry
-        let failures = 0
-        if (config.refused !== undefined) {
-          // Said once: the configuration's own warning may have said it already.
-          if (Logging.firstTime(config.refused)) yield* Effect.logError(`backend not started: ${config.refused}`)
-          return yield* setState(entry, "failed", config.refused)
-        }
-        yield* Effect.logInfo("starting backend", describeBackend(config))
-        yield* setState(entry, "starting")
-        // Said and shown before each wait (the schedule's output is the wait it is about to take).
-        let announce: (delay: Duration.Duration) => Effect.Effect<void> = () => Effect.void
-        const restarts = yield* Schedule.driver(restartDelays(policy).pipe(Schedule.tapOutput((delay) => announce(delay))))
-        while (true) {
-          const outcome = yield* Effect.either(runOnce(entry, startOptions))
-          let lastError: string
-          if (outcome._tag === "Left") {
-            lastError = outcome.left.summary
-            // A person must sign in first: said once, then it waits for the token, not the backoff.
-            if (needsAuthOf(outcome.left.detail)) {
-              // Its own words ("needs auth: no token yet; run `mcp-agentify auth linear`"), not the handshake's.
-              const said = field(outcome.left.detail, "message")
-              if (typeof said === "string") lastError = said
-              yield* Effect.logWarning(`backend ${lastError}`)
-              yield* setState(entry, "needs auth", lastError)
-              yield* Deferred.succeed(entry.settled, undefined)
-              yield* Store.written(Store.directory(), config.id)
-              yield* Effect.logInfo("a token was stored: starting again")
-              yield* setState(entry, "starting")
-              continue
-            }
-            // A server that died of server/discover is of the session era: its restart does not ask again.
-            if (outcome.left.method === "server/discover" && config.url === undefined) entry.era = "session"
-            if (Backend.isPermanentFailure(outcome.left)) {
-              yield* Effect.logError(`backend failed: ${lastError}`)
-              return yield* setState(entry, "failed", lastError)
-            }
-          } else {
-            lastError = outcome.right.exit.description
-            if (outcome.right.readyMs >= policy.healthyAfterMs) {
-              failures = 0
-              yield* restarts.reset
-            }
-          }
-          failures++
-          if (!config.restartOnCrash) {
-            yield* Effect.logError(`backend failed: ${lastError} (restartOnCrash is off)`)
-            return yield* setState(entry, "failed", lastError)
-          }
-          if (failures >= policy.maxConsecutiveFailures) {
-            const gaveUp = `${lastError} (gave up after ${failures} consecutive failures)`
-            yield* Effect.logError(`backend failed: ${gaveUp}`)
-            return yield* setState(entry, "failed", gaveUp)
-          }
-          const what = outcome._tag === "Left" ? "could not start" : "crashed"
-          announce = (delay) =>
-            Effect.gen(function* () {
-              yield* Effect.logWarning(`backend ${what}: ${lastError}; restarting in ${Duration.toMillis(delay)} ms`)
-              yield* setState(entry, "restarting", lastError)
-              // start() does not wait through backoff: the backend shows up later via toolsChanged.
-              yield* Deferred.succeed(entry.settled, undefined)
-            })
-          yield* restarts.next(undefined)
-          entry.restarts++
-        }
-      }).pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.zipRight(Effect.logError("backend lifecycle failed", cause), setState(entry, "failed", "internal error"))
-        ),
-        Effect.onInterrupt(() => Effect.zipRight(setState(entry, "stopped"), Effect.logInfo("backend stopped"))),
-        Effect.ensuring(Deferred.succeed(entry.settled, undefined)),
-        Effect.annotateLogs({ backend: entry.config.id })
-      )
+    table.lanes = lanes
 
     /** Stops these entries' lifecycles (and with them their processes), waiting for them. */
     const stopEntries = (stopping: ReadonlyArray<Entry>) =>
@@ -380,62 +150,45 @@ export const make = (options: ManagerOptions = {}) =>
         )
       })
 
-    const stopUnlocked = Effect.suspend(() => stopEntries(entries))
-
-    let lastStartOptions: StartOptions | undefined
-
     // Stopped is stopped: a reload after it starts nothing (the next `start` does).
     const stopAll: Effect.Effect<void> = lock.withPermits(1)(
-      Effect.zipRight(
-        Effect.sync(() => (lastStartOptions = undefined)),
-        stopUnlocked
-      )
+      Effect.suspend(() => {
+        table.lastStartOptions = undefined
+        return stopEntries(table.entries)
+      })
     )
 
     const restart = (backendId: string) =>
       lock.withPermits(1)(
         Effect.gen(function* () {
-          const entry = byId.get(backendId)
-          if (entry === undefined || lastStartOptions === undefined) return "unknown" as const
+          const entry = table.byId.get(backendId)
+          const startOptions = table.lastStartOptions
+          if (entry === undefined || startOptions === undefined) return "unknown" as const
           if (!entry.config.enabled) return "disabled" as const
           const fiber = entry.fiber
           entry.fiber = undefined
           if (fiber !== undefined) yield* Fiber.interrupt(fiber)
           entry.restarts++
           yield* Effect.logInfo("restarting on request", { backend: backendId })
-          entry.fiber = yield* Effect.forkIn(lifecycle(entry, lastStartOptions), scope)
+          entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)
           return "restarting" as const
         })
       )
 
-    const newEntry = (config: BackendConfig) =>
-      Effect.map(Deferred.make<void>(), (settled): Entry => ({
-        config,
-        stoppedFor: undefined,
-        state: "stopped",
-        lastError: undefined,
-        pid: undefined,
-        protocolVersion: undefined,
-        restarts: 0,
-        tools: [],
-        changed: [],
-        pinNotes: [],
-        backend: undefined,
-        era: "auto",
-        fiber: undefined,
-        settled
-      }))
+    const newEntry = (config: BackendConfig) => Effect.map(Deferred.make<void>(), (settled) => Table.entryOf(config, settled))
 
     const apply = (configs: ReadonlyArray<BackendConfig>): Effect.Effect<Applied> =>
       lock.withPermits(1)(
         Effect.gen(function* () {
-          const startOptions = lastStartOptions
+          const startOptions = table.lastStartOptions
           if (startOptions === undefined) return NOTHING_APPLIED
           const applied = diff(
-            entries.map((e) => e.config),
+            table.entries.map((e) => e.config),
             configs
           )
-          const stopping = entries.filter((e) => applied.removed.includes(e.config.id) || applied.restarted.includes(e.config.id))
+          const stopping = table.entries.filter(
+            (e) => applied.removed.includes(e.config.id) || applied.restarted.includes(e.config.id)
+          )
           for (const e of stopping) {
             e.stoppedFor = applied.removed.includes(e.config.id)
               ? "backend removed"
@@ -445,7 +198,7 @@ export const make = (options: ManagerOptions = {}) =>
           const fresh: Array<Entry> = []
           const starting: Array<Entry> = []
           for (const config of configs) {
-            const entry = byId.get(config.id)
+            const entry = table.byId.get(config.id)
             if (entry !== undefined && entry.stoppedFor === undefined) {
               // Kept: only how it is exposed or described may have changed.
               entry.config = config
@@ -456,10 +209,9 @@ export const make = (options: ManagerOptions = {}) =>
             fresh.push(created)
             if (config.enabled) starting.push(created)
           }
-          entries = fresh
-          byId = new Map(fresh.map((e) => [e.config.id, e]))
-          for (const entry of starting) entry.fiber = yield* Effect.forkIn(lifecycle(entry, startOptions), scope)
-          yield* toolsChangedNow
+          table.replaceEntries(fresh)
+          for (const entry of starting) entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)
+          yield* table.toolsChangedNow
           return applied
         })
       )
@@ -468,15 +220,12 @@ export const make = (options: ManagerOptions = {}) =>
     const replace = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions) =>
       lock.withPermits(1)(
         Effect.gen(function* () {
-          lastStartOptions = startOptions
-          yield* stopUnlocked
-          const fresh: Array<Entry> = []
-          for (const config of configs) fresh.push(yield* newEntry(config))
-          entries = fresh
-          byId = new Map(fresh.map((e) => [e.config.id, e]))
-          yield* toolsChangedNow
-          const enabled = fresh.filter((e) => e.config.enabled)
-          for (const entry of enabled) entry.fiber = yield* Effect.forkIn(lifecycle(entry, startOptions), scope)
+          table.lastStartOptions = startOptions
+          yield* stopEntries(table.entries)
+          table.replaceEntries(yield* Effect.forEach(configs, newEntry))
+          yield* table.toolsChangedNow
+          const enabled = table.entries.filter((e) => e.config.enabled)
+          for (const entry of enabled) entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)
           return enabled
         })
       )
@@ -497,93 +246,35 @@ export const make = (options: ManagerOptions = {}) =>
         }
       })
 
-    // Looked up when the effect runs, not when it is built: an effect built before start() or
-    // kept across a restart must reach the backend running then.
-    const executeOnBackend = (
-      backendId: string,
-      method: string,
-      params: unknown,
-      subject?: string
-    ): Effect.Effect<unknown, BackendError> =>
-      Effect.suspend(() => {
-        const entry = byId.get(backendId)
-        if (entry === undefined) {
-          return Effect.fail(
-            new BackendError({ backendId, reason: "not_found", method, summary: "no backend with this id is configured" })
-          )
-        }
-        if (subject !== undefined && entry.config.enabled && oauthOf(entry.config)?.perUser === true) {
-          return lanes.request(backendId, subject, method, params)
-        }
-        const backend = entry.backend
-        if (backend !== undefined) {
-          // Stopped for good while the call ran (a reload removed it): say so, not "stopped".
-          return Effect.catchIf(
-            backend.request(method, params),
-            (error) => entry.stoppedFor !== undefined && error.reason === "crashed",
-            () =>
-              Effect.fail(
-                new BackendError({ backendId, reason: "crashed", method, summary: `${entry.stoppedFor} during ${method}` })
-              )
-          )
-        }
-        // A call to a backend that is not running failed too (the running ones count their own).
-        if (events?.active()) {
-          const error = notReady(entry, method)
-          events.publish({
-            _tag: "BackendCall",
-            at: Date.now(),
-            backendId,
-            method,
-            ms: 0,
-            outcome: "error",
-            detail: error.message
-          })
-          return Effect.fail(error)
-        }
-        return Effect.fail(notReady(entry, method))
-      })
-
     yield* Effect.addFinalizer(() => stopAll)
 
-    const reviewPin = (entry: Entry) => {
-      const { backend, tools: before } = entry
-      if (backend === undefined || entry.state !== "ready") return Effect.void
-      return Effect.flatMap(reviewTools(entry, backend.tools(), lastStartOptions?.pins), () =>
-        entry.tools.length === before.length && entry.tools.every((tool, i) => tool === before[i])
-          ? Effect.void
-          : Effect.zipRight(PubSub.publish(statusPubSub, statusOf(entry)), toolsChangedNow)
-      )
-    }
-
-    const service: BackendsService = {
-      start,
-      tools: Effect.sync(toolsSync),
-      toolsSync,
-      states: Effect.sync(() => entries.map(statusOf)),
-      backend: (backendId) => byId.get(backendId)?.backend,
-      configOf: (backendId) => byId.get(backendId)?.config,
-      executeOnBackend,
-      toolsChanged: Stream.fromPubSub(toolsPubSub),
-      notifications: Stream.fromPubSub(notificationsPubSub),
-      relayNotifications: (listener) =>
-        Effect.acquireRelease(
-          Effect.sync(() => listeners.add(listener)),
-          () => Effect.sync(() => listeners.delete(listener))
-        ).pipe(Effect.asVoid),
-      serveRequests: (handler) =>
-        Effect.acquireRelease(
-          Effect.sync(() => (requestHandler = handler)),
-          () => Effect.sync(() => (requestHandler = requestHandler === handler ? undefined : requestHandler))
-        ).pipe(Effect.asVoid),
-      statusChanges: Stream.fromPubSub(statusPubSub),
-      stopAll,
-      restart,
-      apply,
-      reviewPins: Effect.suspend(() => Effect.forEach(entries, reviewPin, { discard: true }))
-    }
-    return service
+    return serviceOf(table, { start, stopAll, restart, apply })
   })
+
+/** The service over the table, with its state machine's moves. */
+const serviceOf = (table: Table, moves: Pick<BackendsService, "start" | "stopAll" | "restart" | "apply">): BackendsService => ({
+  ...moves,
+  tools: Effect.sync(table.toolsSync),
+  toolsSync: table.toolsSync,
+  states: Effect.sync(() => table.entries.map(statusOf)),
+  backend: (backendId) => table.byId.get(backendId)?.backend,
+  configOf: (backendId) => table.byId.get(backendId)?.config,
+  executeOnBackend: (backendId, method, params, subject) => table.request(backendId, method, params, subject),
+  toolsChanged: Stream.fromPubSub(table.toolsPubSub),
+  notifications: Stream.fromPubSub(table.notificationsPubSub),
+  relayNotifications: (listener) =>
+    Effect.acquireRelease(
+      Effect.sync(() => table.listeners.add(listener)),
+      () => Effect.sync(() => table.listeners.delete(listener))
+    ).pipe(Effect.asVoid),
+  serveRequests: (handler) =>
+    Effect.acquireRelease(
+      Effect.sync(() => (table.requestHandler = handler)),
+      () => Effect.sync(() => (table.requestHandler = table.requestHandler === handler ? undefined : table.requestHandler))
+    ).pipe(Effect.asVoid),
+  statusChanges: Stream.fromPubSub(table.statusPubSub),
+  reviewPins: Effect.suspend(() => Effect.forEach(table.entries, (entry) => table.reviewPin(entry), { discard: true }))
+})
 
 export class Backends extends Context.Tag("mcp-agentify/Backends")<Backends, BackendsService>() {
   /** Requires nothing: processes are spawned with node:child_process (see Backend.ts for why). */

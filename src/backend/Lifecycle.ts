@@ -1,0 +1,133 @@
+/**
+ * One backend's life in the Backends' table: started, ready, watched (its exit, its heartbeat),
+ * restarted with backoff after a crash or a failed start (see Restart), waiting for a person to
+ * sign in when it needs auth, given up on after too many failures in a row. Runs in its own fiber
+ * until interrupted (stopped, removed, restarted on request); each run of the process in a scope
+ * of its own.
+ */
+import { Deferred, Duration, Effect, Schedule } from "effect"
+import * as Store from "../auth/Store.js"
+import { describeBackend, healthCheckOf } from "../config/Config.js"
+import * as Logging from "../observability/Logging.js"
+import { field } from "../values/Json.js"
+import * as Backend from "./Backend.js"
+import { needsAuthOf } from "./Channel.js"
+import type { Entry } from "./Entry.js"
+import * as Heartbeat from "./Heartbeat.js"
+import { type RestartPolicy, restartDelays } from "./Restart.js"
+import type { StartOptions } from "./StartOptions.js"
+import type { Table } from "./Table.js"
+
+/** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
+const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const backend = yield* Backend.make(entry.config, {
+        ...table.optionsFor(entry, startOptions),
+        onToolsChanged: (tools) =>
+          Effect.suspend(() => {
+            if (entry.backend !== backend) return Effect.void
+            const said = table.reviewTools(entry, tools, startOptions.pins)
+            return Effect.zipRight(
+              Effect.zipRight(said, Effect.logInfo(`tools changed: ${tools.length} tools`)),
+              table.toldAgain(entry)
+            )
+          })
+      })
+      entry.backend = backend
+      entry.pid = backend.pid
+      entry.protocolVersion = backend.protocolVersion
+      entry.era = backend.era
+      yield* table.reviewTools(entry, backend.tools(), startOptions.pins)
+      entry.lastError = undefined
+      yield* table.setState(entry, "ready")
+      yield* Effect.logInfo(`backend ready: ${backend.address}, protocol ${backend.protocolVersion}, ${entry.tools.length} tools`)
+      yield* Deferred.succeed(entry.settled, undefined)
+      const readyAt = Date.now()
+      const check = healthCheckOf(entry.config)
+      const exit = yield* check === undefined ? backend.exited : Effect.raceFirst(backend.exited, Heartbeat.watch(backend, check))
+      return { exit, readyMs: Date.now() - readyAt }
+    })
+  )
+
+/** A person must sign in first: said once, then it waits for the token, not the backoff. */
+const waitForSignIn = (table: Table, entry: Entry, detail: unknown, summary: string) =>
+  Effect.gen(function* () {
+    // Its own words ("needs auth: no token yet; run `mcp-agentify auth linear`"), not the handshake's.
+    const said = field(detail, "message")
+    const lastError = typeof said === "string" ? said : summary
+    yield* Effect.logWarning(`backend ${lastError}`)
+    yield* table.setState(entry, "needs auth", lastError)
+    yield* Deferred.succeed(entry.settled, undefined)
+    yield* Store.written(Store.directory(), entry.config.id)
+    yield* Effect.logInfo("a token was stored: starting again")
+    yield* table.setState(entry, "starting")
+  })
+
+/** Runs the backend until interrupted, restarting it as `policy` says. */
+export const run = (table: Table, entry: Entry, startOptions: StartOptions, policy: RestartPolicy): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const { config } = entry
+    let failures = 0
+    if (config.refused !== undefined) {
+      // Said once: the configuration's own warning may have said it already.
+      if (Logging.firstTime(config.refused)) yield* Effect.logError(`backend not started: ${config.refused}`)
+      return yield* table.setState(entry, "failed", config.refused)
+    }
+    yield* Effect.logInfo("starting backend", describeBackend(config))
+    yield* table.setState(entry, "starting")
+    // Said and shown before each wait (the schedule's output is the wait it is about to take).
+    let announce: (delay: Duration.Duration) => Effect.Effect<void> = () => Effect.void
+    const restarts = yield* Schedule.driver(restartDelays(policy).pipe(Schedule.tapOutput((delay) => announce(delay))))
+    while (true) {
+      const outcome = yield* Effect.either(runOnce(table, entry, startOptions))
+      let lastError: string
+      if (outcome._tag === "Left") {
+        lastError = outcome.left.summary
+        if (needsAuthOf(outcome.left.detail)) {
+          yield* waitForSignIn(table, entry, outcome.left.detail, lastError)
+          continue
+        }
+        // A server that died of server/discover is of the session era: its restart does not ask again.
+        if (outcome.left.method === "server/discover" && config.url === undefined) entry.era = "session"
+        if (Backend.isPermanentFailure(outcome.left)) {
+          yield* Effect.logError(`backend failed: ${lastError}`)
+          return yield* table.setState(entry, "failed", lastError)
+        }
+      } else {
+        lastError = outcome.right.exit.description
+        if (outcome.right.readyMs >= policy.healthyAfterMs) {
+          failures = 0
+          yield* restarts.reset
+        }
+      }
+      failures++
+      if (!config.restartOnCrash) {
+        yield* Effect.logError(`backend failed: ${lastError} (restartOnCrash is off)`)
+        return yield* table.setState(entry, "failed", lastError)
+      }
+      if (failures >= policy.maxConsecutiveFailures) {
+        const gaveUp = `${lastError} (gave up after ${failures} consecutive failures)`
+        yield* Effect.logError(`backend failed: ${gaveUp}`)
+        return yield* table.setState(entry, "failed", gaveUp)
+      }
+      const what = outcome._tag === "Left" ? "could not start" : "crashed"
+      const why = lastError
+      announce = (delay) =>
+        Effect.gen(function* () {
+          yield* Effect.logWarning(`backend ${what}: ${why}; restarting in ${Duration.toMillis(delay)} ms`)
+          yield* table.setState(entry, "restarting", why)
+          // start() does not wait through backoff: the backend shows up later via toolsChanged.
+          yield* Deferred.succeed(entry.settled, undefined)
+        })
+      yield* restarts.next(undefined)
+      entry.restarts++
+    }
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.zipRight(Effect.logError("backend lifecycle failed", cause), table.setState(entry, "failed", "internal error"))
+    ),
+    Effect.onInterrupt(() => Effect.zipRight(table.setState(entry, "stopped"), Effect.logInfo("backend stopped"))),
+    Effect.ensuring(Deferred.succeed(entry.settled, undefined)),
+    Effect.annotateLogs({ backend: entry.config.id })
+  )

@@ -1,0 +1,233 @@
+/**
+ * The Backends' table of entries and what it tells: the ready backends' tools (cached until they
+ * change), each entry's state as it changes (published), a backend's tools held against their
+ * pins, how a backend is made, and a request routed to a backend (or to a user's lane). One table
+ * per Backends service, read by its lifecycles (see Lifecycle) and its state machine (Backends).
+ */
+import { Effect, PubSub } from "effect"
+import type { BackendConfig } from "../config/Config.js"
+import { oauthOf, rootsOf } from "../config/Config.js"
+import type { EventsService } from "../observability/Events.js"
+import type { BackendState, BackendStatus } from "../observability/BackendStatus.js"
+import { BackendError } from "../protocol/Errors.js"
+import type { Tool } from "../protocol/Mcp.js"
+import type * as Backend from "./Backend.js"
+import { answerAlone, type BackendRequestHandler, capabilitiesFor } from "./BackendRequests.js"
+import { type Entry, notReady, statusOf } from "./Entry.js"
+import type { LanesService } from "./Lanes.js"
+import * as Pins from "./Pins.js"
+import type { RestartPolicy } from "./Restart.js"
+import type { StartOptions } from "./StartOptions.js"
+import type { Exposure } from "../config/Config.js"
+
+export interface BackendTools {
+  readonly backendId: string
+  readonly description?: string | undefined
+  readonly tools: ReadonlyArray<Tool>
+  /** Its filters, overrides and namespace (from its configuration); none: all tools, its id as namespace. */
+  readonly exposure?: Exposure | undefined
+  /**
+   * Tools whose definitions differ from their pins: held back from `tools` under `toolPins:
+   * "quarantine"`, in `tools` and only flagged under "warn".
+   */
+  readonly changed?: ReadonlyArray<Pins.Changed> | undefined
+  readonly pinMode?: Pins.Mode | undefined
+  /** What its pins' review said besides changes: its id now names another server, a tool listed twice. */
+  readonly pinNotes?: ReadonlyArray<string> | undefined
+}
+
+export interface BackendNotification {
+  readonly backendId: string
+  readonly method: string
+  readonly params: unknown
+}
+
+export interface ManagerOptions {
+  /** SIGTERM-to-SIGKILL grace when a backend is stopped (default 2 s). */
+  readonly killGraceMs?: number | undefined
+  readonly restart?: Partial<RestartPolicy> | undefined
+  readonly clientInfo?: Backend.ClientInfo | undefined
+  readonly maxFrameBytes?: number | undefined
+}
+
+export class Table {
+  entries: ReadonlyArray<Entry> = []
+  byId = new Map<string, Entry>()
+  /** What the last `start` was given; undefined before it and after `stopAll`. */
+  lastStartOptions: StartOptions | undefined
+  requestHandler: BackendRequestHandler | undefined
+  readonly listeners = new Set<(notification: BackendNotification) => Effect.Effect<void>>()
+  /** Set once the lanes are made (they make their backends from this table). */
+  lanes: LanesService | undefined
+  private toolsCache: ReadonlyArray<BackendTools> | undefined
+
+  constructor(
+    readonly options: ManagerOptions,
+    readonly events: EventsService | undefined,
+    readonly toolsPubSub: PubSub.PubSub<void>,
+    readonly notificationsPubSub: PubSub.PubSub<BackendNotification>,
+    readonly statusPubSub: PubSub.PubSub<BackendStatus>
+  ) {}
+
+  /** The set in force from now on. */
+  replaceEntries(entries: ReadonlyArray<Entry>) {
+    this.entries = entries
+    this.byId = new Map(entries.map((e) => [e.config.id, e]))
+  }
+
+  readonly toolsSync = (): ReadonlyArray<BackendTools> => {
+    this.toolsCache ??= this.entries
+      .filter((e) => e.state === "ready")
+      .map((e) => ({
+        backendId: e.config.id,
+        ...(e.config.description === undefined ? {} : { description: e.config.description }),
+        tools: e.tools,
+        exposure: e.config,
+        ...(e.changed.length === 0 ? {} : { changed: e.changed, pinMode: this.lastStartOptions?.pins?.mode }),
+        ...(e.pinNotes.length === 0 ? {} : { pinNotes: e.pinNotes })
+      }))
+    return this.toolsCache
+  }
+
+  readonly toolsChangedNow = Effect.suspend(() => {
+    this.toolsCache = undefined
+    return PubSub.publish(this.toolsPubSub, undefined)
+  })
+
+  /** The entry's state from now on, told to whoever watches (and, ready or no longer, its tools' change). */
+  setState(entry: Entry, state: BackendState, lastError?: string) {
+    return Effect.suspend(() => {
+      const wasReady = entry.state === "ready"
+      entry.state = state
+      if (lastError !== undefined) entry.lastError = lastError
+      if (state !== "ready") {
+        entry.backend = undefined
+        entry.pid = undefined
+      }
+      return Effect.zipRight(
+        PubSub.publish(this.statusPubSub, statusOf(entry)),
+        wasReady || state === "ready" ? this.toolsChangedNow : Effect.void
+      )
+    })
+  }
+
+  /** The entry's state as it is, told again (its tools were listed again). */
+  toldAgain(entry: Entry) {
+    return Effect.zipRight(PubSub.publish(this.statusPubSub, statusOf(entry)), this.toolsChangedNow)
+  }
+
+  /**
+   * A backend's tools as listed, held against their pins: those it may offer become its tools;
+   * a definition that changed since it was pinned is said (once per change) at warn.
+   */
+  reviewTools(entry: Entry, tools: ReadonlyArray<Tool>, pins: Pins.Settings | undefined) {
+    return Effect.suspend(() => {
+      const reviewed = Pins.recheck(pins, Pins.serverOf(entry.config), tools, entry.changed)
+      entry.tools = reviewed.admitted
+      entry.changed = reviewed.changed
+      if (reviewed.notes.length > 0) entry.pinNotes = reviewed.notes
+      return Effect.forEach(reviewed.warnings, (warning) => Effect.logWarning(warning), { discard: true })
+    })
+  }
+
+  /** A ready backend's tools held against the pins again; told when what it offers changed. */
+  reviewPin(entry: Entry) {
+    const { backend, tools: before } = entry
+    if (backend === undefined || entry.state !== "ready") return Effect.void
+    return Effect.flatMap(this.reviewTools(entry, backend.tools(), this.lastStartOptions?.pins), () =>
+      entry.tools.length === before.length && entry.tools.every((tool, i) => tool === before[i])
+        ? Effect.void
+        : this.toldAgain(entry)
+    )
+  }
+
+  /** How a backend is made (but for what it does when its tools change). */
+  optionsFor(entry: Entry, startOptions: StartOptions): Backend.Options {
+    return {
+      requestTimeoutMs: startOptions.requestTimeoutMs,
+      killGraceMs: this.options.killGraceMs,
+      clientInfo: this.options.clientInfo,
+      maxFrameBytes: startOptions.maxBackendFrameBytes ?? this.options.maxFrameBytes,
+      maxRequestBytes: startOptions.maxBackendRequestBytes,
+      events: this.events,
+      clientCapabilities: capabilitiesFor(entry.config, startOptions.clientCapabilities),
+      era: entry.era,
+      onRequest: (method, params) => {
+        const request = { backendId: entry.config.id, method, params, roots: rootsOf(entry.config) }
+        return this.requestHandler === undefined ? answerAlone(request) : this.requestHandler(request)
+      },
+      onNotification: (method, params) => {
+        const notification = { backendId: entry.config.id, method, params }
+        return Effect.zipRight(
+          PubSub.publish(this.notificationsPubSub, notification),
+          Effect.forEach([...this.listeners], (listener) => listener(notification), { discard: true })
+        )
+      }
+    }
+  }
+
+  /**
+   * Any MCP request on a ready backend (or, for `subject` of a `perUser` backend, on that user's
+   * lane). Looked up when the effect runs, not when it is built: an effect built before start() or
+   * kept across a restart must reach the backend running then.
+   */
+  request(backendId: string, method: string, params: unknown, subject?: string): Effect.Effect<unknown, BackendError> {
+    return Effect.suspend(() => {
+      const entry = this.byId.get(backendId)
+      if (entry === undefined) {
+        return Effect.fail(
+          new BackendError({ backendId, reason: "not_found", method, summary: "no backend with this id is configured" })
+        )
+      }
+      if (subject !== undefined && this.lanes !== undefined && entry.config.enabled && oauthOf(entry.config)?.perUser === true) {
+        return this.lanes.request(backendId, subject, method, params)
+      }
+      const backend = entry.backend
+      if (backend !== undefined) {
+        // Stopped for good while the call ran (a reload removed it): say so, not "stopped".
+        return Effect.catchIf(
+          backend.request(method, params),
+          (error) => entry.stoppedFor !== undefined && error.reason === "crashed",
+          () =>
+            Effect.fail(
+              new BackendError({ backendId, reason: "crashed", method, summary: `${entry.stoppedFor} during ${method}` })
+            )
+        )
+      }
+      // A call to a backend that is not running failed too (the running ones count their own).
+      const error = notReady(entry, method)
+      if (this.events?.active()) {
+        this.events.publish({
+          _tag: "BackendCall",
+          at: Date.now(),
+          backendId,
+          method,
+          ms: 0,
+          outcome: "error",
+          detail: error.message
+        })
+      }
+      return Effect.fail(error)
+    })
+  }
+
+  /** A new entry for `config`, not started. */
+  static entryOf(config: BackendConfig, settled: Entry["settled"]): Entry {
+    return {
+      config,
+      stoppedFor: undefined,
+      state: "stopped",
+      lastError: undefined,
+      pid: undefined,
+      protocolVersion: undefined,
+      restarts: 0,
+      tools: [],
+      changed: [],
+      pinNotes: [],
+      backend: undefined,
+      era: "auto",
+      fiber: undefined,
+      settled
+    }
+  }
+}
