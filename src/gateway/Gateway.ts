@@ -31,6 +31,7 @@ import type { Handlers } from "../jsonrpc/Peer.js"
 import type { Notification } from "../jsonrpc/JsonRpc.js"
 import * as Relay from "./methods/Relay.js"
 import { InputBridge } from "./ask/InputBridge.js"
+import { RequestStates } from "./ask/RequestStates.js"
 import { Routes } from "./routing/Routes.js"
 import { Sessions } from "./session/Sessions.js"
 import { Launch } from "./Launch.js"
@@ -307,6 +308,9 @@ const services = (sessions: Layer.Layer<Sessions>) =>
     )
   )
 
+/** The input bridge with the request states it seals (the team's key, when it shares a store). */
+const bridge = InputBridge.layer.pipe(Layer.provideMerge(RequestStates.layer))
+
 export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, GatewayService>() {
   /**
    * The gateway over its services: the sessions' registry (which says whether one client owns it),
@@ -335,16 +339,16 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
    * the input bridge its transport serves 2026-07-28 requests on.
    */
   static readonly layerSingle: Layer.Layer<
-    Gateway | InputBridge | Orchestrator | Launch,
+    Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
     GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | Store.Store
-  > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(InputBridge.layer))
+  > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(bridge))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
-    Gateway | InputBridge | Orchestrator | Launch,
+    Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
     GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | Store.Store
-  > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(InputBridge.layer))
+  > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(bridge))
 }
 
 /**
@@ -373,7 +377,7 @@ export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline,
 
 /** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see Launch). */
 export const layerStdio: Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase), Layer.provideMerge(Store.layerLocal))
@@ -385,7 +389,7 @@ export const layerStdio: Layer.Layer<
 export const layerSharedWith = (
   observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
 ): Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > =>
@@ -401,7 +405,7 @@ export const layerSharedWith = (
 
 /** The shared gateway: backends started with it, every session served by them (see edge/SharedSessions). */
 export const layerShared: Layer.Layer<
-  Gateway | InputBridge | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > = layerSharedWith(Layer.empty)

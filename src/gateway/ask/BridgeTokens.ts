@@ -1,62 +1,59 @@
 /**
  * What the bridge hands a 2026-07-28 client and reads back: the `requestState` it seals (HMAC with
- * a key of this process, or the one the gateways of a team share through their store, so a client
- * can neither forge nor alter it; any other state is a stateless backend's, passed on to it) and
- * the keys of the backend's questions in `inputRequests`. A state names the gateway that holds its
- * call (`holder`): a retry that reaches another gateway of the team is handed to it.
+ * a key: see RequestStates; any other state is a stateless backend's, passed on to it) and the
+ * keys of the backend's questions in `inputRequests`.
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHmac, timingSafeEqual } from "node:crypto"
 import { CAPABILITY_OF } from "./ClientAsk.js"
 import * as Meta from "../../values/Meta.js"
+import { isObject } from "../../values/Json.js"
 
-let key: Buffer = randomBytes(32)
-/** The gateway that seals (and holds the calls), among a team's; none on its own. */
-let holder: string | undefined
-const mac = (payload: string) => createHmac("sha256", key).update(payload).digest()
-
-/**
- * Seal with the team's shared key from now on, naming this gateway (`replicaId`) as the holder of
- * the calls it seals: a state sealed before is refused (a round under way asks again).
- */
-export const share = (sharedKey: Buffer, replicaId: string): void => {
-  key = sharedKey
-  holder = replicaId
+/** A state as sealed: the call, the round, the question's method (and name), and the gateway that holds the call. */
+export interface State {
+  readonly call: string
+  readonly round: number
+  readonly method: string
+  readonly name?: string
+  readonly holder?: string
 }
 
 /** Marks the gateway's own states: any other `requestState` is a stateless backend's, passed on to it. */
 const STATE_PREFIX = "agentify."
 export const isOwnState = (token: unknown): boolean => typeof token === "string" && token.startsWith(STATE_PREFIX)
 
-export const seal = (state: {
-  readonly call: string
-  readonly round: number
-  readonly method: string
-  readonly name?: string
-}) => {
-  const payload = Buffer.from(JSON.stringify(holder === undefined ? state : { ...state, holder })).toString("base64url")
-  return `${STATE_PREFIX}${payload}.${mac(payload).toString("base64url")}`
+const mac = (key: Buffer, payload: string) => createHmac("sha256", key).update(payload).digest()
+
+/** `state` sealed with `key`: the client can neither forge nor alter it. */
+export const sealWith = (key: Buffer, state: State): string => {
+  const payload = Buffer.from(JSON.stringify(state)).toString("base64url")
+  return `${STATE_PREFIX}${payload}.${mac(key, payload).toString("base64url")}`
 }
 
-export const unseal = (
-  token: unknown
-): { call: string; round: number; method: string; name?: string; holder?: string } | undefined => {
+/** The state `token` holds, when `key` sealed it. */
+export const unsealWith = (key: Buffer, token: unknown): State | undefined => {
   if (typeof token !== "string" || token.length > 4_096 || !token.startsWith(STATE_PREFIX)) return undefined
   const [payload, signature, ...rest] = token.slice(STATE_PREFIX.length).split(".")
   if (payload === undefined || signature === undefined || rest.length > 0) return undefined
-  const expected = mac(payload)
+  const expected = mac(key, payload)
   const given = Buffer.from(signature, "base64url")
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined
   try {
-    return JSON.parse(Buffer.from(payload, "base64url").toString("utf8"))
+    const state: unknown = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"))
+    return isObject(state) &&
+      typeof state.call === "string" &&
+      typeof state.round === "number" &&
+      typeof state.method === "string"
+      ? {
+          call: state.call,
+          round: state.round,
+          method: state.method,
+          ...(typeof state.name === "string" ? { name: state.name } : {}),
+          ...(typeof state.holder === "string" ? { holder: state.holder } : {})
+        }
+      : undefined
   } catch {
     return undefined
   }
-}
-
-/** The gateway of a team that holds the call a sealed state names, when it is not this one. */
-export const heldElsewhere = (token: unknown): string | undefined => {
-  const holderOfState = unseal(token)?.holder
-  return holderOfState !== undefined && holderOfState !== holder ? holderOfState : undefined
 }
 
 /**

@@ -12,7 +12,8 @@
  */
 import { Cause, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import { keyed, seal, unseal } from "./BridgeTokens.js"
+import { keyed } from "./BridgeTokens.js"
+import { RequestStates } from "./RequestStates.js"
 import { CAPABILITY_OF } from "./ClientAsk.js"
 import * as Era from "../session/Era.js"
 import { ErrorCode, type GatewayError, RpcError, toRpcError } from "../../protocol/Errors.js"
@@ -108,6 +109,7 @@ export interface InputBridgeService {
 }
 
 const make = Effect.gen(function* () {
+  const { seal, unseal } = yield* RequestStates
   const calls = new Map<string, OpenCall>()
   /** The calls handed out, by the view given (what callers hold is not the table's own record). */
   const opened = new WeakMap<Call, OpenCall>()
@@ -350,5 +352,5 @@ const make = Effect.gen(function* () {
 
 export class InputBridge extends Context.Tag("mcp-agentify/InputBridge")<InputBridge, InputBridgeService>() {
   /** The bridge's table of open calls, all closed when the layer's scope closes. */
-  static readonly layer: Layer.Layer<InputBridge> = Layer.scoped(InputBridge, make)
+  static readonly layer: Layer.Layer<InputBridge, never, RequestStates> = Layer.scoped(InputBridge, make)
 }

@@ -7,7 +7,7 @@
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import { SessionDirectory } from "../../store/SessionDirectory.js"
-import { SharedSecrets } from "../../store/SharedSecrets.js"
+import { RequestStates } from "../ask/RequestStates.js"
 import { TaskRecords } from "../../store/TaskRecords.js"
 import { SignIns, type SignInsService } from "../../auth/SignIns.js"
 import { Backends } from "../../backend/Backends.js"
@@ -50,7 +50,7 @@ export interface ProtocolService {
 }
 
 /** What the sessions of a team share through its store (this process alone, without one). */
-type Shared = SessionDirectory | TaskRecords | SharedSecrets
+type Shared = SessionDirectory | TaskRecords | RequestStates
 
 export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, ProtocolService>() {
   static readonly layer: Layer.Layer<
@@ -62,7 +62,7 @@ export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, Pro
     Effect.gen(function* () {
       // Only the services: a connection's finalizers belong to the scope it is opened in, not the layer's.
       const context = (yield* Effect.context<Gateway | Backends | Events | GatewayConfig | Launch | InputBridge | Shared>()).pipe(
-        Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge, SessionDirectory, TaskRecords, SharedSecrets)
+        Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge, SessionDirectory, TaskRecords, RequestStates)
       )
       const backends = yield* Backends
       const config = yield* GatewayConfig

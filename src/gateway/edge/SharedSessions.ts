@@ -20,10 +20,11 @@ import * as Dispatch from "./Dispatch.js"
 import * as Era from "../session/Era.js"
 import { type Identity, sameTarget, Session, type Target } from "../session/Session.js"
 import { SessionDirectory } from "../../store/SessionDirectory.js"
-import { SharedSecrets } from "../../store/SharedSecrets.js"
 import { TaskRecords } from "../../store/TaskRecords.js"
-import * as BridgeTokens from "../ask/BridgeTokens.js"
-import { objectOr } from "../../values/Json.js"
+import { RequestStates } from "../ask/RequestStates.js"
+import * as Elsewhere from "./Elsewhere.js"
+
+export { STORE_SILENT } from "./Elsewhere.js"
 import * as Caller from "../call/Caller.js"
 
 /** A refusal the transport answers with: its HTTP status, and the JSON-RPC error it carries. */
@@ -62,12 +63,6 @@ export interface Admitted {
 /** What a body is to the gateway. */
 export type Kind = "initialize" | "stateless" | "session"
 
-/** What the transport answers when the team's store cannot say where something is: 503, try again. */
-export const STORE_SILENT = "store silent" as const
-
-/** The 2026-07-28 requests about one task, which name it by its id (`params.taskId`). */
-const TASK_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/update", "tasks/cancel", "tasks/result"])
-
 /** How long requests in flight at shutdown may finish on their own before they are cancelled (each still replies). */
 export const STOP_GRACE_MS = 1_000
 
@@ -78,6 +73,92 @@ interface Entry {
   stream: Stream | undefined
   closed: boolean
 }
+
+/** What a body is: a session's `initialize`, a 2026-07-28 request (sent with no session), or a session's messages. */
+const kindOf = (value: unknown, sessionId: string | undefined, version: string | undefined): Kind => {
+  const items = Array.isArray(value) ? value : [value]
+  const initialize = items.some(
+    (item) => classify(item)._tag === "Request" && (item as { method: string }).method === "initialize" && !Era.isStateless(item)
+  )
+  if (initialize) return "initialize"
+  return sessionId === undefined && Era.eraOf(value, version) === "stateless" ? "stateless" : "session"
+}
+
+/** A 2026-07-28 request checked by its era and its SEP-2243 headers, or the reply that refuses it. */
+const admitWith =
+  (dispatcher: Dispatch.Dispatcher) =>
+  (
+    value: unknown,
+    headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>,
+    version: string | undefined,
+    target: Target
+  ): Either.Either<Admitted, { readonly status: number; readonly response: unknown }> => {
+    const { id, method, params } = value as { id: Id; method: string; params: unknown }
+    const request = { id, method, params } as Request
+    const admitted = dispatcher.admit(request, version === undefined ? undefined : version)
+    if (Either.isLeft(admitted)) return Either.left(admitted.left)
+    const contradicted = dispatcher.checkHeaders(request, headers, target)
+    if (contradicted !== undefined) return Either.left(contradicted)
+    return Either.right({ request, context: admitted.right })
+  }
+
+/** The session `id` names at `target` for `subject`, or why it is not there. */
+const findIn = (
+  sessions: ReadonlyMap<string, Entry>,
+  id: string | undefined,
+  target: Target,
+  subject: string | undefined,
+  version: string | undefined
+): Entry | Refused => {
+  if (id === undefined || id === "") {
+    return { status: 400, message: "Bad Request: Mcp-Session-Id header is required (send initialize first)" } as Refused
+  }
+  const entry = sessions.get(id)
+  // A session is its subject's: another's token does not reach it (nor learns it exists).
+  if (entry === undefined || !sameTarget(entry.session.target, target) || entry.session.subject !== subject) {
+    return { status: 404, message: "Session not found: it expired or was closed; send initialize again" } as Refused
+  }
+  if (version !== undefined && !isSupportedProtocolVersion(version)) {
+    return { status: 400, message: `Bad Request: unsupported MCP-Protocol-Version: ${String(version).slice(0, 64)}` } as Refused
+  }
+  entry.session.lastActivity = Date.now()
+  return entry
+}
+
+/**
+ * The sessions' upkeep for the scope: idle ones end (no request for `sessionIdleMs`, nothing in
+ * flight, no stream open); at shutdown requests in flight get a grace, then every session closes.
+ */
+const upkeep = (
+  sessions: ReadonlyMap<string, Entry>,
+  dispatcher: Dispatch.Dispatcher,
+  sessionIdleMs: number,
+  closeEntry: (entry: Entry, why: string) => Effect.Effect<void>
+) =>
+  Effect.gen(function* () {
+    // Idle sessions end: no request for sessionIdleMs, nothing in flight, no stream open.
+    yield* Effect.suspend(() => {
+      const now = Date.now()
+      const idle = [...sessions.values()].filter(
+        (e) => now - e.session.lastActivity >= sessionIdleMs && e.peer.inFlight() === 0 && e.stream === undefined
+      )
+      return Effect.forEach(idle, (e) => closeEntry(e, `idle for ${sessionIdleMs} ms`), { discard: true })
+    }).pipe(Effect.repeat(Schedule.spaced(Math.max(50, Math.min(60_000, Math.floor(sessionIdleMs / 2))))), Effect.forkScoped)
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach([...sessions.values()], (e) => closeEntry(e, "gateway stopping"), { discard: true })
+    )
+    // First at shutdown: requests in flight get a grace to finish, then are cancelled at their
+    // backends, and each still gets its reply before the sessions close.
+    yield* Effect.addFinalizer(() =>
+      Effect.all(
+        [
+          Effect.forEach([...sessions.values()], (e) => e.peer.drain(STOP_GRACE_MS), { concurrency: "unbounded", discard: true }),
+          dispatcher.drain(STOP_GRACE_MS)
+        ],
+        { concurrency: "unbounded", discard: true }
+      )
+    )
+  })
 
 /** The sessions of one shared endpoint, living in the current scope (closing it ends them all). */
 export const make = Effect.gen(function* () {
@@ -92,16 +173,8 @@ export const make = Effect.gen(function* () {
   // gateway's store when it was built with one (its call pipeline counts quotas there too).
   const directory = yield* SessionDirectory
   const records = yield* TaskRecords
-  const secrets = yield* SharedSecrets
-  // The key for 2026-07-28 request states, the team's when it shares a store, so that any gateway
-  // reads (and hands on) any one's: asked now, and again until the store gives it.
-  const shareKey = Effect.flatMap(secrets.secret("request-state"), (secret) =>
-    secret === undefined ? Effect.fail("not yet") : Effect.sync(() => BridgeTokens.share(secret, directory.replicaId))
-  )
-  yield* shareKey.pipe(
-    Effect.catchAll(() => Effect.forkScoped(Effect.retry(shareKey, Schedule.spaced(2_000)))),
-    Effect.asVoid
-  )
+  // The calls 2026-07-28 request states resume, and which gateway of the team holds each.
+  const states = yield* RequestStates
   // Stateless requests run beside the exchange that answers them (their calls may outlive it).
   const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
     transport: "http",
@@ -191,72 +264,14 @@ export const make = Effect.gen(function* () {
       return handleOf(entry)
     })
 
-  /** The session `id` names at `target` for `subject`, or why it is not there. */
   const find = (id: string | undefined, target: Target, subject: string | undefined, version: string | undefined) => {
-    if (id === undefined || id === "") {
-      return { status: 400, message: "Bad Request: Mcp-Session-Id header is required (send initialize first)" } as Refused
-    }
-    const entry = sessions.get(id)
-    // A session is its subject's: another's token does not reach it (nor learns it exists).
-    if (entry === undefined || !sameTarget(entry.session.target, target) || entry.session.subject !== subject) {
-      return { status: 404, message: "Session not found: it expired or was closed; send initialize again" } as Refused
-    }
-    if (version !== undefined && !isSupportedProtocolVersion(version)) {
-      return { status: 400, message: `Bad Request: unsupported MCP-Protocol-Version: ${String(version).slice(0, 64)}` } as Refused
-    }
-    entry.session.lastActivity = Date.now()
-    return handleOf(entry)
+    const found = findIn(sessions, id, target, subject, version)
+    return "status" in found ? found : handleOf(found)
   }
 
-  // Idle sessions end: no request for sessionIdleMs, nothing in flight, no stream open.
-  yield* Effect.suspend(() => {
-    const now = Date.now()
-    const idle = [...sessions.values()].filter(
-      (e) => now - e.session.lastActivity >= config.sessionIdleMs && e.peer.inFlight() === 0 && e.stream === undefined
-    )
-    return Effect.forEach(idle, (e) => closeEntry(e, `idle for ${config.sessionIdleMs} ms`), { discard: true })
-  }).pipe(Effect.repeat(Schedule.spaced(Math.max(50, Math.min(60_000, Math.floor(config.sessionIdleMs / 2))))), Effect.forkScoped)
-  yield* Effect.addFinalizer(() =>
-    Effect.forEach([...sessions.values()], (e) => closeEntry(e, "gateway stopping"), { discard: true })
-  )
-  // First at shutdown: requests in flight get a grace to finish, then are cancelled at their
-  // backends, and each still gets its reply before the sessions close.
-  yield* Effect.addFinalizer(() =>
-    Effect.all(
-      [
-        Effect.forEach([...sessions.values()], (e) => e.peer.drain(STOP_GRACE_MS), { concurrency: "unbounded", discard: true }),
-        dispatcher.drain(STOP_GRACE_MS)
-      ],
-      { concurrency: "unbounded", discard: true }
-    )
-  )
+  yield* upkeep(sessions, dispatcher, config.sessionIdleMs, closeEntry)
 
-  /** What a body is: a session's `initialize`, a 2026-07-28 request (sent with no session), or a session's messages. */
-  const kindOf = (value: unknown, sessionId: string | undefined, version: string | undefined): Kind => {
-    const items = Array.isArray(value) ? value : [value]
-    const initialize = items.some(
-      (item) =>
-        classify(item)._tag === "Request" && (item as { method: string }).method === "initialize" && !Era.isStateless(item)
-    )
-    if (initialize) return "initialize"
-    return sessionId === undefined && Era.eraOf(value, version) === "stateless" ? "stateless" : "session"
-  }
-
-  /** A 2026-07-28 request checked by its era and its SEP-2243 headers, or the reply that refuses it. */
-  const admit = (
-    value: unknown,
-    headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>,
-    version: string | undefined,
-    target: Target
-  ): Either.Either<Admitted, { readonly status: number; readonly response: unknown }> => {
-    const { id, method, params } = value as { id: Id; method: string; params: unknown }
-    const request = { id, method, params } as Request
-    const admitted = dispatcher.admit(request, version === undefined ? undefined : version)
-    if (Either.isLeft(admitted)) return Either.left(admitted.left)
-    const contradicted = dispatcher.checkHeaders(request, headers, target)
-    if (contradicted !== undefined) return Either.left(contradicted)
-    return Either.right({ request, context: admitted.right })
-  }
+  const admit = admitWith(dispatcher)
 
   return {
     /** Sessions open now. */
@@ -267,52 +282,10 @@ export const make = Effect.gen(function* () {
      * The gateway of the team that holds what a 2026-07-28 request is about, when not this one: the
      * call it resumes (its `requestState`), or the task it asks after (a task's id names its gateway).
      */
-    heldElsewhere: (value: unknown): string | undefined => {
-      if (Array.isArray(value)) return undefined
-      const { method, params } = objectOr(value)
-      const given = objectOr(params)
-      if (typeof method === "string" && TASK_METHODS.has(method)) return Replica.givenElsewhere(config, given.taskId)
-      return BridgeTokens.heldElsewhere(given.requestState)
-    },
-    /**
-     * The reply to a 2026-07-28 request about a task whose gateway is gone (else undefined): what
-     * the store kept of it when it finished (its owner's only), else failed, saying why.
-     */
+    heldElsewhere: (value: unknown) => Elsewhere.heldElsewhere(config, states, value),
+    /** The reply to a 2026-07-28 request about a task whose gateway is gone (see Elsewhere). */
     lostTask: (value: unknown, holder: string, subject: string | undefined) =>
-      Effect.gen(function* () {
-        const { id, method, params } = objectOr(value)
-        if (typeof method !== "string" || !TASK_METHODS.has(method)) return undefined
-        const taskId = String(objectOr(params).taskId)
-        const kept = yield* records.get(taskId)
-        // The store cannot say now: not "failed" on that account (the client asks again).
-        if (kept === "unknown") return STORE_SILENT
-        if (kept !== "none" && kept.owner === `subject:${subject ?? ""}`) {
-          const reply = kept.reply
-          if (method === "tasks/get") return { jsonrpc: "2.0", id, result: reply }
-          if (method !== "tasks/result") return { jsonrpc: "2.0", id, result: { resultType: "complete" } }
-          return reply.error !== undefined
-            ? { jsonrpc: "2.0", id, error: reply.error }
-            : { jsonrpc: "2.0", id, result: reply.result ?? {} }
-        }
-        const message = `the gateway that ran task ${taskId} (${holder}) stopped before the task finished: it failed`
-        const error = { code: ErrorCode.InternalError, message, data: { taskId } }
-        const at = new Date().toISOString()
-        return method === "tasks/get"
-          ? {
-              jsonrpc: "2.0",
-              id,
-              result: {
-                taskId,
-                status: "failed",
-                statusMessage: message,
-                createdAt: at,
-                lastUpdatedAt: at,
-                error,
-                resultType: "complete"
-              }
-            }
-          : { jsonrpc: "2.0", id, error }
-      }),
+      Elsewhere.lostTask(records, value, holder, subject),
     directory,
     open,
     find,

@@ -10,6 +10,10 @@ import { Context, Deferred, Effect, Exit, Layer, Scope } from "effect"
 import { InputBridge, type InputBridgeService } from "../../../../src/gateway/ask/InputBridge.js"
 import type { Request, Response } from "../../../../src/jsonrpc/JsonRpc.js"
 import { RpcError } from "../../../../src/protocol/Errors.js"
+import { RequestStates } from "../../../../src/gateway/ask/RequestStates.js"
+
+/** The bridge with a key of its own. */
+const bridgeLayer = InputBridge.layer.pipe(Layer.provide(RequestStates.layerLocal))
 
 const call = (id: number, params: Record<string, unknown> = {}): Request => ({
   id,
@@ -67,7 +71,7 @@ describe("InputBridge", () => {
       // The finished call's state names nothing any more.
       const replay = yield* bridge.resume(retry, silent)
       expect(replay).toMatchObject({ id: 2, error: { code: -32602, message: expect.stringContaining("no open call") } })
-    }).pipe(Effect.provide(InputBridge.layer))
+    }).pipe(Effect.provide(bridgeLayer))
   )
 
   it.live("a question the client lacks the capability for, asked alone, fails the call with -32021", () =>
@@ -85,7 +89,7 @@ describe("InputBridge", () => {
       // Its work does not go on waiting for an answer that cannot come.
       yield* Deferred.await(interrupted)
       expect(bridge.size()).toBe(0)
-    }).pipe(Effect.provide(InputBridge.layer))
+    }).pipe(Effect.provide(bridgeLayer))
   )
 
   it.live("a forged, a stale and a second concurrent requestState are refused with -32602", () =>
@@ -126,7 +130,7 @@ describe("InputBridge", () => {
       expect(next).toMatchObject({ resultType: "input_required", inputRequests: { "elicitation-2": {} } })
       const stale = yield* bridge.resume(call(6, { requestState: state, inputResponses: answers }), silent)
       expect(stale).toMatchObject({ error: { code: -32602, message: expect.stringContaining("another request or round") } })
-    }).pipe(Effect.provide(InputBridge.layer))
+    }).pipe(Effect.provide(bridgeLayer))
   )
 
   it.live("answers sent with the first request are used at once for the keys the backend named", () =>
@@ -140,13 +144,13 @@ describe("InputBridge", () => {
         id: 1,
         result: { action: "decline", resultType: "complete" }
       })
-    }).pipe(Effect.provide(InputBridge.layer))
+    }).pipe(Effect.provide(bridgeLayer))
   )
 
   it.live("the gateway stopping closes the calls still waiting for their clients: their work is interrupted", () =>
     Effect.gen(function* () {
       const scope = yield* Scope.make()
-      const bridge = Context.get(yield* Layer.buildWithScope(InputBridge.layer, scope), InputBridge)
+      const bridge = Context.get(yield* Layer.buildWithScope(bridgeLayer, scope), InputBridge)
       const interrupted = yield* Deferred.make<void>()
       const opened = yield* started(bridge, call(1), { elicitation: {} }, (ask) =>
         ask("elicitation/create", elicit).pipe(Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined)))
