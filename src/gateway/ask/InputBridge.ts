@@ -13,7 +13,7 @@
 import { Cause, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { keyed } from "./BridgeTokens.js"
-import { RequestStates } from "./RequestStates.js"
+import { RequestStates, type RequestStatesService } from "./RequestStates.js"
 import { CAPABILITY_OF } from "./ClientAsk.js"
 import * as Era from "../session/Era.js"
 import { ErrorCode, type GatewayError, RpcError, toRpcError } from "../../protocol/Errors.js"
@@ -108,46 +108,148 @@ export interface InputBridgeService {
   readonly size: () => number
 }
 
+/** The next thing the call does: finish, or ask (its questions of that moment, gathered). */
+const nextStep = (call: OpenCall, fiber: Fiber.RuntimeFiber<unknown, GatewayError>) =>
+  Effect.raceFirst(
+    Effect.map(Fiber.await(fiber), (exit) => ({ _tag: "Done" as const, exit })),
+    Effect.gen(function* () {
+      const first = yield* Queue.take(call.questions)
+      yield* Effect.sleep(GATHER_MS)
+      const more = yield* Queue.takeAll(call.questions)
+      return { _tag: "Ask" as const, questions: [first, ...more] }
+    })
+  )
+
+/**
+ * How a call asks its client (`ask`): a question the client can answer is queued for the round,
+ * under its key; one the client lacks the capability for is held for the round to decide.
+ */
+const askerFor = (request: Request, capabilities: Readonly<Record<string, unknown>>, questions: Queue.Queue<Question>) => {
+  let asked = 0
+  /**
+   * `inputResponses` sent with the first request (no `requestState`): answers to questions
+   * whose keys the client knows (a backend's named ones), each used once; the rest ignored.
+   */
+  const responses = objectField(request.params, "inputResponses")
+  const presupplied = responses === undefined ? undefined : { ...responses }
+  /** Keys the backend named in this call (each once; the gateway's own are `<capability>-<n>`). */
+  const named = new Set<string>()
+  const ask = (method: string, askParams: unknown): Effect.Effect<unknown, RpcError> =>
+    Effect.gen(function* () {
+      const capability = CAPABILITY_OF[method]
+      if (capability === undefined || !MAY_ASK.has(request.method)) {
+        return yield* new RpcError({
+          code: ErrorCode.MethodNotFound,
+          message: `Method not found: ${method} cannot be asked during ${request.method}`
+        })
+      }
+      const answer = yield* Deferred.make<unknown, RpcError>()
+      if (capabilities[capability] === undefined) {
+        // The round decides: held while the client answers others, else the call fails -32021.
+        yield* Queue.offer(questions, { key: "", method, params: askParams, answer, unanswerable: capability })
+        return yield* Deferred.await(answer)
+      }
+      const { key, params: shown } = keyed(method, askParams, ++asked, named)
+      // Answered already: a first request may carry inputResponses for keys it knows.
+      const given = presupplied?.[key]
+      if (isObject(given)) {
+        delete presupplied![key]
+        return given
+      }
+      yield* Queue.offer(questions, { key, method, params: shown, answer })
+      return yield* Deferred.await(answer)
+    })
+  return ask
+}
+
+/** The questions held for lack of a capability, refused now that the client answered what it could. */
+const refuseHeld = (call: OpenCall) =>
+  Effect.forEach(
+    call.held.splice(0),
+    (q) =>
+      Deferred.fail(
+        q.answer,
+        new RpcError({ code: ErrorCode.MethodNotFound, message: `the client did not declare the ${q.unanswerable} capability` })
+      ),
+    { discard: true }
+  )
+
+/** The reply to the request a finished call was resumed by. */
+const finished = (request: Request, call: OpenCall, exit: Exit.Exit<unknown, GatewayError>): Response => {
+  if (Exit.isSuccess(exit)) return success(request.id, Era.complete(call.method, exit.value))
+  const failed = Cause.failureOption(exit.cause)
+  return Option.isSome(failed)
+    ? failure(request.id, toRpcError(failed.value))
+    : failure(request.id, { code: ErrorCode.InternalError, message: "Internal error" })
+}
+
+/** The open call a retry's sealed `requestState` names, given its answers; or the reply that refuses the retry. */
+const resumeIn = (
+  calls: ReadonlyMap<string, OpenCall>,
+  unseal: RequestStatesService["unseal"],
+  request: Request,
+  out: Outbox
+): Effect.Effect<Call | Response> =>
+  Effect.gen(function* () {
+    const params = objectOr(request.params)
+    const state = unseal(params.requestState)
+    const invalid = (message: string) =>
+      failure(request.id, { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` })
+    if (state === undefined) return invalid("requestState failed its integrity check")
+    const call = calls.get(state.call)
+    if (call === undefined) return invalid("requestState names no open call (it finished, or expired)")
+    if (
+      state.round !== call.round ||
+      state.method !== request.method ||
+      state.name !== (typeof params.name === "string" ? params.name : undefined)
+    ) {
+      return invalid("requestState belongs to another request or round")
+    }
+    if (call.busy) return invalid("this call is already being resumed")
+    const responses = params.inputResponses
+    if (!isObject(responses)) return invalid("inputResponses must be an object keyed by the inputRequests' keys")
+    for (const [key, q] of call.waiting) {
+      const answer = responses[key]
+      if (!isObject(answer)) continue
+      call.waiting.delete(key)
+      yield* Deferred.succeed(q.answer, answer)
+    }
+    call.out = out
+    call.busy = true
+    return call.view
+  })
+
+const internal = (message: string) => new RpcError({ code: ErrorCode.InternalError, message })
+
+/** Ends a call: its questions left fail with `why`, its work is interrupted. */
+const closeIn = (calls: Map<string, OpenCall>, call: OpenCall, why: string) =>
+  Effect.suspend(() => {
+    if (calls.get(call.id) === call) calls.delete(call.id)
+    if (call.timer !== undefined) clearTimeout(call.timer)
+    const left = [...call.waiting.values(), ...call.held.splice(0)]
+    call.waiting.clear()
+    return Effect.all(
+      [
+        Effect.forEach(left, (q) => Deferred.fail(q.answer, internal(why)), { discard: true }),
+        call.fiber === undefined ? Effect.void : Fiber.interrupt(call.fiber),
+        Scope.close(call.scope, Exit.void)
+      ],
+      { discard: true }
+    )
+  })
+
 const make = Effect.gen(function* () {
   const { seal, unseal } = yield* RequestStates
   const calls = new Map<string, OpenCall>()
   /** The calls handed out, by the view given (what callers hold is not the table's own record). */
   const opened = new WeakMap<Call, OpenCall>()
   let nextCall = 0
-  const internal = (message: string) => new RpcError({ code: ErrorCode.InternalError, message })
-
-  const close = (call: OpenCall, why: string) =>
-    Effect.suspend(() => {
-      if (calls.get(call.id) === call) calls.delete(call.id)
-      if (call.timer !== undefined) clearTimeout(call.timer)
-      const left = [...call.waiting.values(), ...call.held.splice(0)]
-      call.waiting.clear()
-      return Effect.all(
-        [
-          Effect.forEach(left, (q) => Deferred.fail(q.answer, internal(why)), { discard: true }),
-          call.fiber === undefined ? Effect.void : Fiber.interrupt(call.fiber),
-          Scope.close(call.scope, Exit.void)
-        ],
-        { discard: true }
-      )
-    })
+  const close = (call: OpenCall, why: string) => closeIn(calls, call, why)
 
   // The gateway stops: no call outlives it.
   yield* Effect.addFinalizer(() =>
     Effect.forEach([...calls.values()], (call) => close(call, "the gateway is stopping"), { discard: true })
   )
-
-  /** The next thing the call does: finish, or ask (its questions of that moment, gathered). */
-  const nextStep = (call: OpenCall, fiber: Fiber.RuntimeFiber<unknown, GatewayError>) =>
-    Effect.raceFirst(
-      Effect.map(Fiber.await(fiber), (exit) => ({ _tag: "Done" as const, exit })),
-      Effect.gen(function* () {
-        const first = yield* Queue.take(call.questions)
-        yield* Effect.sleep(GATHER_MS)
-        const more = yield* Queue.takeAll(call.questions)
-        return { _tag: "Ask" as const, questions: [first, ...more] }
-      })
-    )
 
   const inputRequired = (call: OpenCall) => {
     call.round++
@@ -178,18 +280,7 @@ const make = Effect.gen(function* () {
         return failure(request.id, { code: ErrorCode.InternalError, message: "Internal error: the call was never run" })
       }
       // The client has answered what it could: what it cannot is refused now.
-      yield* Effect.forEach(
-        call.held.splice(0),
-        (q) =>
-          Deferred.fail(
-            q.answer,
-            new RpcError({
-              code: ErrorCode.MethodNotFound,
-              message: `the client did not declare the ${q.unanswerable} capability`
-            })
-          ),
-        { discard: true }
-      )
+      yield* refuseHeld(call)
       let step = yield* nextStep(call, fiber)
       if (step._tag === "Ask") {
         const answerable = step.questions.filter((q) => q.unanswerable === undefined)
@@ -213,12 +304,7 @@ const make = Effect.gen(function* () {
       }
       if (step._tag === "Done") {
         yield* close(call, "the call finished")
-        const exit = step.exit
-        if (Exit.isSuccess(exit)) return success(request.id, Era.complete(call.method, exit.value))
-        const failed = Cause.failureOption(exit.cause)
-        return Option.isSome(failed)
-          ? failure(request.id, toRpcError(failed.value))
-          : failure(request.id, { code: ErrorCode.InternalError, message: "Internal error" })
+        return finished(request, call, step.exit)
       }
       for (const q of step.questions) call.waiting.set(q.key, q)
       return success(request.id, inputRequired(call))
@@ -234,40 +320,7 @@ const make = Effect.gen(function* () {
       }
       const questions = yield* Queue.unbounded<Question>()
       const scope = yield* Scope.make()
-      let asked = 0
-      /**
-       * `inputResponses` sent with the first request (no `requestState`): answers to questions
-       * whose keys the client knows (a backend's named ones), each used once; the rest ignored.
-       */
-      const responses = objectField(request.params, "inputResponses")
-      const presupplied = responses === undefined ? undefined : { ...responses }
-      /** Keys the backend named in this call (each once; the gateway's own are `<capability>-<n>`). */
-      const named = new Set<string>()
-      const ask = (method: string, askParams: unknown): Effect.Effect<unknown, RpcError> =>
-        Effect.gen(function* () {
-          const capability = CAPABILITY_OF[method]
-          if (capability === undefined || !MAY_ASK.has(request.method)) {
-            return yield* new RpcError({
-              code: ErrorCode.MethodNotFound,
-              message: `Method not found: ${method} cannot be asked during ${request.method}`
-            })
-          }
-          const answer = yield* Deferred.make<unknown, RpcError>()
-          if (capabilities[capability] === undefined) {
-            // The round decides: held while the client answers others, else the call fails -32021.
-            yield* Queue.offer(questions, { key: "", method, params: askParams, answer, unanswerable: capability })
-            return yield* Deferred.await(answer)
-          }
-          const { key, params: shown } = keyed(method, askParams, ++asked, named)
-          // Answered already: a first request may carry inputResponses for keys it knows.
-          const given = presupplied?.[key]
-          if (isObject(given)) {
-            delete presupplied![key]
-            return given
-          }
-          yield* Queue.offer(questions, { key, method, params: shown, answer })
-          return yield* Deferred.await(answer)
-        })
+      const ask = askerFor(request, capabilities, questions)
       const id = `${Date.now().toString(36)}-${++nextCall}-${randomBytes(6).toString("hex")}`
       const name = stringField(request.params, "name")
       const view: Call = {
@@ -305,35 +358,7 @@ const make = Effect.gen(function* () {
       })
     })
 
-  const resume = (request: Request, out: Outbox): Effect.Effect<Call | Response> =>
-    Effect.gen(function* () {
-      const params = objectOr(request.params)
-      const state = unseal(params.requestState)
-      const invalid = (message: string) =>
-        failure(request.id, { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` })
-      if (state === undefined) return invalid("requestState failed its integrity check")
-      const call = calls.get(state.call)
-      if (call === undefined) return invalid("requestState names no open call (it finished, or expired)")
-      if (
-        state.round !== call.round ||
-        state.method !== request.method ||
-        state.name !== (typeof params.name === "string" ? params.name : undefined)
-      ) {
-        return invalid("requestState belongs to another request or round")
-      }
-      if (call.busy) return invalid("this call is already being resumed")
-      const responses = params.inputResponses
-      if (!isObject(responses)) return invalid("inputResponses must be an object keyed by the inputRequests' keys")
-      for (const [key, q] of call.waiting) {
-        const answer = responses[key]
-        if (!isObject(answer)) continue
-        call.waiting.delete(key)
-        yield* Deferred.succeed(q.answer, answer)
-      }
-      call.out = out
-      call.busy = true
-      return call.view
-    })
+  const resume = (request: Request, out: Outbox) => resumeIn(calls, unseal, request, out)
 
   const round = (call: Call, request: Request): Effect.Effect<Response> =>
     Effect.suspend(() => {
