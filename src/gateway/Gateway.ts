@@ -14,15 +14,15 @@
  * `layerScripted`).
  */
 import { givenElsewhere, idPrefixOf } from "../store/Replica.js"
-import { SessionDirectory } from "../store/SessionDirectory.js"
+import { SessionDirectory, type SessionDirectoryService } from "../store/SessionDirectory.js"
 import * as Store from "../store/Store.js"
-import { TaskRecords } from "../store/TaskRecords.js"
+import { TaskRecords, type TaskRecordsService } from "../store/TaskRecords.js"
 import * as SharedFiles from "./SharedFiles.js"
 import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
-import { Backends } from "../backend/Backends.js"
+import { Backends, type BackendsService } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
 import { GatewayConfig } from "../config/Config.js"
-import { Events } from "../observability/Events.js"
+import { Events, type EventsService } from "../observability/Events.js"
 import { Policies } from "../policy/Policies.js"
 import { SignIns } from "../auth/SignIns.js"
 import type { LlmClient } from "../orchestration/Llm.js"
@@ -46,7 +46,7 @@ import * as Methods from "./methods/Methods.js"
 import * as Aggregate from "./methods/Aggregate.js"
 import type { Session, Target } from "./session/Session.js"
 import type { Tool } from "../protocol/Mcp.js"
-import type { Profile } from "../config/Config.js"
+import type { Profile, ResolvedConfig } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import * as ListChanged from "./routing/ListChanged.js"
 import * as Notifications from "./routing/Notifications.js"
@@ -71,7 +71,118 @@ export interface GatewayService {
   readonly toolOf: (target: Target, name: string) => Tool | undefined
 }
 
-/** A progress token the gateway gave a backend, and whose it is. */
+/** A task another gateway of the team gave, once that gateway is gone: what the store kept of it (see routing/Tasks). */
+const tasksElsewhereOf =
+  (
+    current: () => ResolvedConfig,
+    directory: SessionDirectoryService,
+    records: TaskRecordsService
+  ): Aggregate.Context["tasksElsewhere"] =>
+  (taskId) =>
+    Effect.gen(function* () {
+      const replica = givenElsewhere(current(), taskId)
+      if (replica === undefined) return undefined
+      const at = yield* directory.addressOf(replica)
+      if (at === "unknown") return { _tag: "Unknown" } as const
+      if (at !== "none") return undefined
+      const kept = yield* records.get(taskId)
+      if (kept === "unknown") return { _tag: "Unknown" } as const
+      return kept === "none" ? ({ _tag: "Gone", replica } as const) : ({ _tag: "Kept", ...kept } as const)
+    })
+
+/**
+ * What the gateway keeps up with for its life: each session hears of the changes to what it sees,
+ * a reload of the configuration on disk, a backend restarted after a crash gets its subscriptions
+ * back, and the debug UI sees every backend's state.
+ */
+const watch = (deps: {
+  readonly config: GatewayConfig["Type"]
+  readonly backends: BackendsService
+  readonly events: EventsService
+  readonly sessions: Iterable<Session>
+  readonly listChanged: ReturnType<typeof ListChanged.make>
+  readonly subscriptions: ReturnType<typeof Subscriptions.make>
+}) =>
+  Effect.gen(function* () {
+    const { config, backends, events, sessions, listChanged, subscriptions } = deps
+    // Each session hears of the changes to what it sees (see ListChanged); a tool whose name
+    // another backend already has is said once, when its backend lists it.
+    const conflictsSaid = new Set<string>()
+    yield* backends.toolsChanged.pipe(
+      Stream.runForEach(() =>
+        Effect.suspend(() => {
+          listChanged.announce(sessions)
+          const conflicts = catalogOf(backends.toolsSync()).conflicts.map(describeConflict)
+          const fresh = conflicts.filter((c) => !conflictsSaid.has(c))
+          for (const c of fresh) conflictsSaid.add(c)
+          return Effect.forEach(fresh, (c) => Effect.logError(c), { discard: true })
+        })
+      ),
+      Effect.forkScoped
+    )
+    // The configuration on disk, applied as it changes (see Reload).
+    if (config.disk !== undefined) {
+      yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped)
+    }
+    const lastState = new Map<string, string>()
+    yield* backends.statusChanges.pipe(
+      Stream.runForEach((status) =>
+        Effect.suspend(() => {
+          if (events.active()) events.publish({ _tag: "BackendState", at: Date.now(), status })
+          const was = lastState.get(status.id)
+          lastState.set(status.id, status.state)
+          // Ready again after a crash (a status is also published when its tools change).
+          const restarted = status.state === "ready" && was !== undefined && was !== "ready" && status.restarts > 0
+          return restarted ? Effect.forkDaemon(subscriptions.renew(status.id)) : Effect.void
+        })
+      ),
+      Effect.forkScoped
+    )
+  })
+
+/** A session opened or closed, for the debug UI. */
+const publish = (events: EventsService, session: Session, state: "opened" | "closed") => {
+  if (events.active()) {
+    events.publish({
+      _tag: "Session",
+      at: Date.now(),
+      sessionId: session.id,
+      transport: session.transport,
+      state,
+      ...(session.subject === undefined ? {} : { subject: session.subject })
+    })
+  }
+}
+
+/**
+ * The method table, plus what concerns the gateway's own requests to the client: its answers,
+ * its progress on them, its roots changing, and when it may be asked at all.
+ */
+const withClientRequests = (
+  clientAsk: ClientAsk["Type"],
+  session: Session,
+  table: Handlers<CurrentCaller>
+): Handlers<CurrentCaller> => {
+  const initialized = (n: Notification) => {
+    if (session.phase === "ready") session.markInitialized()
+    return table.notification(n)
+  }
+  const notifications = Methods.notifications({
+    "notifications/initialized": initialized,
+    initialized,
+    "notifications/progress": (n) => clientAsk.clientProgress(session, n.params),
+    "notifications/roots/list_changed": () => (session.phase === "ready" ? clientAsk.rootsChanged(session) : Effect.void)
+  })
+  return {
+    request: (request, context) => {
+      if (session.phase === "ready") session.markInitialized()
+      return table.request(request, context)
+    },
+    notification: (n) => Methods.notify(notifications, n, table.notification),
+    response: (id, payload) => session.resolve(id, payload)
+  }
+}
+
 const make = Effect.gen(function* () {
   const config = yield* GatewayConfig
   const backends = yield* Backends
@@ -124,18 +235,7 @@ const make = Effect.gen(function* () {
     () => idPrefixOf(current),
     (id, record) => records.save(id, record, RunTasks.RUN_TTL_MS)
   )
-  /** A task another gateway of the team gave, once that gateway is gone: what the store kept of it (see routing/Tasks). */
-  const tasksElsewhere: Aggregate.Context["tasksElsewhere"] = (taskId) =>
-    Effect.gen(function* () {
-      const replica = givenElsewhere(current, taskId)
-      if (replica === undefined) return undefined
-      const at = yield* directory.addressOf(replica)
-      if (at === "unknown") return { _tag: "Unknown" } as const
-      if (at !== "none") return undefined
-      const kept = yield* records.get(taskId)
-      if (kept === "unknown") return { _tag: "Unknown" } as const
-      return kept === "none" ? ({ _tag: "Gone", replica } as const) : ({ _tag: "Kept", ...kept } as const)
-    })
+  const tasksElsewhere = tasksElsewhereOf(() => current, directory, records)
   const ctx: Aggregate.Context = {
     pipeline,
     mode,
@@ -163,52 +263,9 @@ const make = Effect.gen(function* () {
   const route = Notifications.make({ sessions, routes, invalidate: relay.invalidate })
   yield* backends.relayNotifications((notification) => Effect.sync(() => route(notification)))
 
-  // Each session hears of the changes to what it sees (see ListChanged); a tool whose name
-  // another backend already has is said once, when its backend lists it.
-  const conflictsSaid = new Set<string>()
-  yield* backends.toolsChanged.pipe(
-    Stream.runForEach(() =>
-      Effect.suspend(() => {
-        listChanged.announce(sessions)
-        const conflicts = catalogOf(backends.toolsSync()).conflicts.map(describeConflict)
-        const fresh = conflicts.filter((c) => !conflictsSaid.has(c))
-        for (const c of fresh) conflictsSaid.add(c)
-        return Effect.forEach(fresh, (c) => Effect.logError(c), { discard: true })
-      })
-    ),
-    Effect.forkScoped
-  )
-  // The configuration on disk, applied as it changes (see Reload).
-  if (config.disk !== undefined) {
-    yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped)
-  }
-  const lastState = new Map<string, string>()
-  yield* backends.statusChanges.pipe(
-    Stream.runForEach((status) =>
-      Effect.suspend(() => {
-        if (events.active()) events.publish({ _tag: "BackendState", at: Date.now(), status })
-        const was = lastState.get(status.id)
-        lastState.set(status.id, status.state)
-        // Ready again after a crash (a status is also published when its tools change).
-        const restarted = status.state === "ready" && was !== undefined && was !== "ready" && status.restarts > 0
-        return restarted ? Effect.forkDaemon(subscriptions.renew(status.id)) : Effect.void
-      })
-    ),
-    Effect.forkScoped
-  )
+  yield* watch({ config, backends, events, sessions, listChanged, subscriptions })
 
-  const publishSession = (session: Session, state: "opened" | "closed") => {
-    if (events.active()) {
-      events.publish({
-        _tag: "Session",
-        at: Date.now(),
-        sessionId: session.id,
-        transport: session.transport,
-        state,
-        ...(session.subject === undefined ? {} : { subject: session.subject })
-      })
-    }
-  }
+  const publishSession = (session: Session, state: "opened" | "closed") => publish(events, session, state)
 
   const open = (session: Session): Effect.Effect<Handlers<CurrentCaller>, never, Scope.Scope> =>
     Effect.acquireRelease(
@@ -233,6 +290,7 @@ const make = Effect.gen(function* () {
     ).pipe(
       Effect.as(
         withClientRequests(
+          clientAsk,
           session,
           session.target._tag === "Aggregate"
             ? Aggregate.aggregate(ctx, session, endSession(session))
@@ -240,31 +298,6 @@ const make = Effect.gen(function* () {
         )
       )
     )
-
-  /**
-   * The method table, plus what concerns the gateway's own requests to the client: its answers,
-   * its progress on them, its roots changing, and when it may be asked at all.
-   */
-  const withClientRequests = (session: Session, table: Handlers<CurrentCaller>): Handlers<CurrentCaller> => {
-    const initialized = (n: Notification) => {
-      if (session.phase === "ready") session.markInitialized()
-      return table.notification(n)
-    }
-    const notifications = Methods.notifications({
-      "notifications/initialized": initialized,
-      initialized,
-      "notifications/progress": (n) => clientAsk.clientProgress(session, n.params),
-      "notifications/roots/list_changed": () => (session.phase === "ready" ? clientAsk.rootsChanged(session) : Effect.void)
-    })
-    return {
-      request: (request, context) => {
-        if (session.phase === "ready") session.markInitialized()
-        return table.request(request, context)
-      },
-      notification: (n) => Methods.notify(notifications, n, table.notification),
-      response: (id, payload) => session.resolve(id, payload)
-    }
-  }
 
   const toolOf = (target: Target, name: string): Tool | undefined => {
     if (target._tag === "Backend") {
