@@ -81,67 +81,129 @@ const elicits = (session: Session, mode: unknown): boolean => {
 
 const notFound = (message: string) => new RpcError({ code: ErrorCode.MethodNotFound, message })
 
+/** The session a backend's request belongs to, and the request of its that is in flight there. */
+const ownerIn = (
+  sessions: SessionsService,
+  routes: RoutesService,
+  backendId: string,
+  method: string,
+  params?: unknown
+): { readonly session: Session; readonly via: RequestContext | undefined } | string => {
+  const { mode } = sessions
+  // A request for one of its tasks (SEP-1686's related-task) belongs to the task's session.
+  const related = stringField(Meta.get(params, Tasks.RELATED_TASK), "taskId")
+  const owner = related === undefined ? undefined : routes.taskOf(backendId, related)?.owner.session
+  if (owner !== undefined && owner.phase !== "shutdown") return { session: owner, via: routes.callOf(owner, backendId) }
+  const inFlight = routes.busyOn(backendId).filter((s) => s.phase !== "shutdown" && s.serves(backendId))
+  // A call parked between a stateless client's round trips is not running: it asks nothing now.
+  const running = inFlight.filter((s) => !s.parked())
+  const busy = running.length > 0 ? running : inFlight
+  if (busy.length === 1) return { session: busy[0]!, via: routes.callOf(busy[0]!, backendId) }
+  if (busy.length > 1) {
+    return `${busy.length} client sessions have requests in flight on backend '${backendId}': the gateway cannot tell which one this ${method} belongs to`
+  }
+  // Over stdio the one client is the owner of everything, calls in flight or not.
+  if (mode === "single") {
+    for (const s of sessions.all()) if (s.phase !== "shutdown" && s.serves(backendId)) return { session: s, via: undefined }
+  }
+  return `no client session has a request in flight on backend '${backendId}' to relay ${method} to`
+}
+
+/** The backend's request, sent to the session's client (once it is initialized) as part of `via`. */
+const relayTo = (routes: RoutesService, session: Session, via: RequestContext | undefined, request: BackendRequest) =>
+  Effect.gen(function* () {
+    // The client may not be asked anything before it said it is initialized (over stdio the
+    // backends start during its `initialize`, and ask for roots at once).
+    yield* Deferred.await(session.initialized).pipe(
+      Effect.timeoutFail({
+        duration: INITIALIZED_WAIT_MS,
+        onTimeout: () =>
+          new RpcError({
+            code: ErrorCode.InternalError,
+            message: `the client session did not finish initializing within ${INITIALIZED_WAIT_MS} ms`
+          })
+      })
+    )
+    const token = Progress.tokenOf(request.params)
+    let key: string | undefined
+    // Its task named as the client knows it.
+    const related = stringField(Meta.get(request.params, Tasks.RELATED_TASK), "taskId")
+    const task = related === undefined ? undefined : routes.taskOf(request.backendId, related)
+    let params = task === undefined ? request.params : Tasks.toClient(task, request.params)
+    if (token !== undefined) {
+      key = routes.openBackendAsk({ session, backendId: request.backendId, token })
+      params = Progress.withToken(request.params, key)
+    }
+    const elicitationId =
+      request.method === "elicitation/create" && field(request.params, "mode") === "url"
+        ? field(request.params, "elicitationId")
+        : undefined
+    if (typeof elicitationId === "string") routes.elicited(elicitationId, session)
+    return yield* session
+      .request(request.method, params, via)
+      .pipe(Effect.ensuring(Effect.sync(() => key !== undefined && routes.close(key))))
+  })
+
+/**
+ * A stateless backend's InputRequiredResult, answered for a session-era client: each of its
+ * `inputRequests` sent to the client as a real request, and the backend's request retried with
+ * the answers (and its `requestState`), round after round, until a result.
+ */
+const answerRounds = (
+  askClient: (request: BackendRequest) => Effect.Effect<unknown, RpcError>,
+  backendId: string,
+  method: string,
+  first: unknown,
+  retry: (inputResponses: Record<string, unknown>, requestState: unknown) => Effect.Effect<unknown, BackendError>
+): Effect.Effect<unknown, BackendError> =>
+  Effect.gen(function* () {
+    let result = first
+    for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
+      const asked = Object.entries(objectField(result, "inputRequests") ?? {})
+      const answers = yield* Effect.forEach(
+        asked,
+        ([key, question]) => {
+          const questionMethod = stringField(question, "method") ?? ""
+          return Effect.map(
+            askClient({ backendId, method: questionMethod, params: field(question, "params"), roots: [] }),
+            (answer) => [key, answer] as const
+          ).pipe(
+            Effect.mapError(
+              (error) =>
+                new BackendError({
+                  backendId,
+                  reason: "call_failed",
+                  method,
+                  summary: `the client could not answer the backend's ${questionMethod || "question"}: ${error.message}`,
+                  detail: {
+                    code: error.code,
+                    message: error.message,
+                    ...(error.data === undefined ? {} : { data: error.data })
+                  }
+                })
+            )
+          )
+        },
+        { concurrency: "unbounded" }
+      )
+      result = yield* retry(Object.fromEntries(answers), field(result, "requestState"))
+      if (!isInputRequired(result)) return result
+    }
+    return yield* new BackendError({
+      backendId,
+      reason: "call_failed",
+      method,
+      summary: `it still asked for input after ${MAX_INPUT_ROUNDS} rounds`
+    })
+  })
+
 const make = (sessions: SessionsService, backends: BackendsService, routes: RoutesService) => {
   const { mode } = sessions
 
-  /** The session a backend's request belongs to, and the request of its that is in flight there. */
-  const owner = (
-    backendId: string,
-    method: string,
-    params?: unknown
-  ): { readonly session: Session; readonly via: RequestContext | undefined } | string => {
-    // A request for one of its tasks (SEP-1686's related-task) belongs to the task's session.
-    const related = stringField(Meta.get(params, Tasks.RELATED_TASK), "taskId")
-    const owner = related === undefined ? undefined : routes.taskOf(backendId, related)?.owner.session
-    if (owner !== undefined && owner.phase !== "shutdown") return { session: owner, via: routes.callOf(owner, backendId) }
-    const inFlight = routes.busyOn(backendId).filter((s) => s.phase !== "shutdown" && s.serves(backendId))
-    // A call parked between a stateless client's round trips is not running: it asks nothing now.
-    const running = inFlight.filter((s) => !s.parked())
-    const busy = running.length > 0 ? running : inFlight
-    if (busy.length === 1) return { session: busy[0]!, via: routes.callOf(busy[0]!, backendId) }
-    if (busy.length > 1) {
-      return `${busy.length} client sessions have requests in flight on backend '${backendId}': the gateway cannot tell which one this ${method} belongs to`
-    }
-    // Over stdio the one client is the owner of everything, calls in flight or not.
-    if (mode === "single") {
-      for (const s of sessions.all()) if (s.phase !== "shutdown" && s.serves(backendId)) return { session: s, via: undefined }
-    }
-    return `no client session has a request in flight on backend '${backendId}' to relay ${method} to`
-  }
+  const owner = (backendId: string, method: string, params?: unknown) => ownerIn(sessions, routes, backendId, method, params)
 
   const relay = (session: Session, via: RequestContext | undefined, request: BackendRequest) =>
-    Effect.gen(function* () {
-      // The client may not be asked anything before it said it is initialized (over stdio the
-      // backends start during its `initialize`, and ask for roots at once).
-      yield* Deferred.await(session.initialized).pipe(
-        Effect.timeoutFail({
-          duration: INITIALIZED_WAIT_MS,
-          onTimeout: () =>
-            new RpcError({
-              code: ErrorCode.InternalError,
-              message: `the client session did not finish initializing within ${INITIALIZED_WAIT_MS} ms`
-            })
-        })
-      )
-      const token = Progress.tokenOf(request.params)
-      let key: string | undefined
-      // Its task named as the client knows it.
-      const related = stringField(Meta.get(request.params, Tasks.RELATED_TASK), "taskId")
-      const task = related === undefined ? undefined : routes.taskOf(request.backendId, related)
-      let params = task === undefined ? request.params : Tasks.toClient(task, request.params)
-      if (token !== undefined) {
-        key = routes.openBackendAsk({ session, backendId: request.backendId, token })
-        params = Progress.withToken(request.params, key)
-      }
-      const elicitationId =
-        request.method === "elicitation/create" && field(request.params, "mode") === "url"
-          ? field(request.params, "elicitationId")
-          : undefined
-      if (typeof elicitationId === "string") routes.elicited(elicitationId, session)
-      return yield* session
-        .request(request.method, params, via)
-        .pipe(Effect.ensuring(Effect.sync(() => key !== undefined && routes.close(key))))
-    })
+    relayTo(routes, session, via, request)
 
   /** A request the client answers only if it declared the capability (sampling, elicitation). */
   const askOwner = (request: BackendRequest): Effect.Effect<unknown, RpcError> => {
@@ -184,11 +246,7 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
       return row === undefined ? Effect.fail(notFound(`Method not found: ${request.method}`)) : row(request)
     })
 
-  /**
-   * A stateless backend's InputRequiredResult, answered for a session-era client: each of its
-   * `inputRequests` sent to the client as a real request, and the backend's request retried with
-   * the answers (and its `requestState`), round after round, until a result.
-   */
+  /** A stateless backend's InputRequiredResult, answered for a session-era client (see `answerRounds`). */
   const answerInputRequired = (
     session: Session,
     via: RequestContext | undefined,
@@ -196,47 +254,7 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
     method: string,
     first: unknown,
     retry: (inputResponses: Record<string, unknown>, requestState: unknown) => Effect.Effect<unknown, BackendError>
-  ): Effect.Effect<unknown, BackendError> =>
-    Effect.gen(function* () {
-      let result = first
-      for (let round = 0; round < MAX_INPUT_ROUNDS; round++) {
-        const asked = Object.entries(objectField(result, "inputRequests") ?? {})
-        const answers = yield* Effect.forEach(
-          asked,
-          ([key, question]) => {
-            const questionMethod = stringField(question, "method") ?? ""
-            return Effect.map(
-              askClient(session, via, { backendId, method: questionMethod, params: field(question, "params"), roots: [] }),
-              (answer) => [key, answer] as const
-            ).pipe(
-              Effect.mapError(
-                (error) =>
-                  new BackendError({
-                    backendId,
-                    reason: "call_failed",
-                    method,
-                    summary: `the client could not answer the backend's ${questionMethod || "question"}: ${error.message}`,
-                    detail: {
-                      code: error.code,
-                      message: error.message,
-                      ...(error.data === undefined ? {} : { data: error.data })
-                    }
-                  })
-              )
-            )
-          },
-          { concurrency: "unbounded" }
-        )
-        result = yield* retry(Object.fromEntries(answers), field(result, "requestState"))
-        if (!isInputRequired(result)) return result
-      }
-      return yield* new BackendError({
-        backendId,
-        reason: "call_failed",
-        method,
-        summary: `it still asked for input after ${MAX_INPUT_ROUNDS} rounds`
-      })
-    })
+  ) => answerRounds((request) => askClient(session, via, request), backendId, method, first, retry)
 
   /** One question for the client, as a session-era request, if it declared what it needs. */
   const askClient = (
