@@ -5,7 +5,7 @@
  * requests and questions are the session's (see call/Caller).
  */
 import { Effect } from "effect"
-import type { GatewayConfig, Profile } from "../../config/Config.js"
+import type { GatewayConfig } from "../../config/Config.js"
 import { type BackendError, type GatewayError, InvalidParams, RpcError, toRpcError, withData } from "../../protocol/Errors.js"
 import * as Secrets from "../../observability/Secrets.js"
 import { isCallToolResult, textResult } from "../../protocol/Mcp.js"
@@ -22,12 +22,13 @@ import type { Session } from "../session/Session.js"
 import * as Caller from "../call/Caller.js"
 import { CurrentCaller } from "../call/Caller.js"
 import type { ForwarderService } from "../call/Forwarding.js"
-import { Apps, type Catalog, namespaced, profileAdmits } from "../../catalog/ToolCatalog.js"
+import { Apps, namespaced, profileAdmits } from "../../catalog/ToolCatalog.js"
 import { field } from "../../values/Json.js"
 import * as Meta from "../../values/Meta.js"
 import * as Tasks from "../routing/Tasks.js"
 import type * as RunTasks from "../routing/RunTasks.js"
 import * as Audit from "../call/Audit.js"
+import type { View } from "./View.js"
 import type { BackendsService } from "../../backend/Backends.js"
 
 /** What the gateway's own work uses of the gateway (the aggregate's context gives it). */
@@ -40,15 +41,6 @@ export interface Deps {
   readonly pipeline: CallPipelineService
   readonly policies: PolicyChecks.Settings
   readonly forward: ForwarderService["forward"]
-}
-
-/** What this session may see and use (its profile, the tools the policies leave it). */
-export interface View {
-  readonly profile: () => Profile | undefined
-  readonly catalog: () => Catalog
-  readonly modelProfile: () => Profile | undefined
-  readonly allowed: (action: "orchestrate" | "run_code", name: string, args: unknown) => Effect.Effect<void, RpcError>
-  readonly namespaceOfBackend: (backendId: string) => string
 }
 
 /** The agentify_orchestrate tool: the last result's content, then the model's closing words, if any. */

@@ -1,0 +1,76 @@
+/**
+ * The backends' resources, prompts and completion at the aggregate: listed merged (as the policies
+ * let the session list them), each request routed to the backend that owns what it names (reads
+ * and prompts judged by the policies first), subscriptions recorded per session.
+ */
+import { Effect } from "effect"
+import type { GatewayError } from "../../protocol/Errors.js"
+import type { RequestContext } from "../../jsonrpc/Peer.js"
+import type { CurrentCaller } from "../call/Caller.js"
+import type { Session } from "../session/Session.js"
+import type { Context } from "./Aggregate.js"
+import * as Methods from "./Methods.js"
+import * as Params from "./Params.js"
+import type { View } from "./View.js"
+import { field } from "../../values/Json.js"
+import * as PolicyChecks from "../call/PolicyChecks.js"
+import { asBackendSent, type SubscriptionMethod } from "./Relayed.js"
+
+export const rows = (ctx: Context, session: Session, view: View) => {
+  const { profile } = view
+  /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
+  const relayed = (
+    route: Effect.Effect<{ readonly backendId: string; readonly params: unknown }, GatewayError>,
+    method: string,
+    context: RequestContext
+  ): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+    Effect.flatMap(route, ({ backendId, params }) =>
+      Effect.mapError(ctx.forward(context, backendId, method, params), asBackendSent)
+    )
+
+  const subscription =
+    (method: SubscriptionMethod) =>
+    (params: Params.UriParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
+      Effect.flatMap(ctx.relay.routeUri(params, profile()), ({ backendId, params }) =>
+        Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
+      )
+
+  return {
+    "resources/list": Methods.constant(
+      Effect.suspend(() => ctx.relay.listResources(profile(), PolicyChecks.mayList(ctx.policies, session, "Resource")))
+    ),
+    "resources/templates/list": Methods.constant(Effect.suspend(() => ctx.relay.listResourceTemplates(profile()))),
+    "prompts/list": Methods.constant(
+      Effect.suspend(() => ctx.relay.listPrompts(profile(), PolicyChecks.mayList(ctx.policies, session, "Prompt")))
+    ),
+    "resources/read": Methods.method(Params.UriParams, (params, context, method) =>
+      relayed(
+        Effect.tap(ctx.relay.routeUri(params, profile()), ({ backendId }) =>
+          PolicyChecks.allowed(ctx.policies, session, "read", { type: "Resource", id: params.uri, backend: backendId }, {})
+        ),
+        method,
+        context
+      )
+    ),
+    "resources/subscribe": Methods.method(Params.UriParams, subscription("resources/subscribe")),
+    "resources/unsubscribe": Methods.method(Params.UriParams, subscription("resources/unsubscribe")),
+    "prompts/get": Methods.method(Params.GetPromptParams, (params, context, method) =>
+      relayed(
+        Effect.tap(ctx.relay.routePrompt(params, profile()), ({ backendId }) =>
+          PolicyChecks.allowed(
+            ctx.policies,
+            session,
+            "get",
+            { type: "Prompt", id: params.name, backend: backendId },
+            field(params, "arguments")
+          )
+        ),
+        method,
+        context
+      )
+    ),
+    "completion/complete": Methods.method(Params.CompleteParams, (params, context, method) =>
+      relayed(ctx.relay.routeCompletion(params, profile()), method, context)
+    )
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The aggregate's methods of the session itself: `initialize` (the owning client's start of the
+ * backends, over stdio), `ping`, `shutdown` and `logging/setLevel` (the session's level, and the
+ * backends' so that they send what some session may want).
+ */
+import { Effect } from "effect"
+import type { Session } from "../session/Session.js"
+import type { Context } from "./Aggregate.js"
+import * as Methods from "./Methods.js"
+import * as Params from "./Params.js"
+import type { View } from "./View.js"
+import { describeBackend, type ResolvedConfig } from "../../config/Config.js"
+import * as Logging from "../../observability/Logging.js"
+import { IMPLEMENTATION } from "../../protocol/Mcp.js"
+import { field } from "../../values/Json.js"
+import { relayableCapabilities } from "../ask/ClientAsk.js"
+import * as Tasks from "../routing/Tasks.js"
+import { guardInitialize, recordClient, sessionOptions } from "./Lifecycle.js"
+
+export const SERVER_NAME = IMPLEMENTATION.name
+export const SERVER_VERSION = IMPLEMENTATION.version
+
+/** What the aggregate offers: its tools, and the backends' resources, prompts, completion and logging. */
+export const AGGREGATE_CAPABILITIES = {
+  tools: { listChanged: true },
+  resources: { subscribe: true, listChanged: true },
+  prompts: { listChanged: true },
+  completions: {},
+  logging: {},
+  tasks: Tasks.AGGREGATE_TASKS
+}
+
+export const INSTRUCTIONS =
+  "Call agentify_orchestrate with a plain-language query to have the right backend tool chosen and run, or call a backend tool directly by its namespaced name."
+
+export const rows = (ctx: Context, session: Session, view: View) => {
+  const { backends } = ctx
+  const { profile } = view
+  const runInitialize = Effect.fn("Aggregate.initialize")(function* (p: Params.InitializeParams) {
+    let config: ResolvedConfig
+    if (ctx.mode === "single") {
+      config = yield* ctx.config.applyInitializationOptions(p.initializationOptions)
+      yield* Logging.applyLevel(config.logLevel)
+      yield* Logging.logNotes(config.notes)
+    } else {
+      yield* sessionOptions(session, p.initializationOptions)
+      config = yield* ctx.config.current
+    }
+    const protocolVersion = recordClient(session, p)
+    if (session.subject !== undefined) yield* Effect.annotateCurrentSpan({ subject: session.subject })
+    yield* Effect.logInfo("initialize", {
+      session: session.id,
+      client: field(p.clientInfo, "name") ?? "unknown",
+      ...(session.subject === undefined ? {} : { subject: session.subject }),
+      protocolVersion,
+      ...(ctx.mode === "single"
+        ? {
+            backendsFrom: config.backendsSource,
+            backends: config.backends.map(describeBackend),
+            model: config.model,
+            routing: config.routing,
+            openaiKey: config.openaiApiKeySource
+          }
+        : {})
+    })
+    // The backends are this client's alone: they are told what it can answer.
+    if (ctx.mode === "single") yield* ctx.launch.start(relayableCapabilities(session.clientCapabilities))
+    return {
+      protocolVersion,
+      capabilities: AGGREGATE_CAPABILITIES,
+      serverInfo: { name: SERVER_NAME, version: SERVER_VERSION },
+      instructions: INSTRUCTIONS
+    }
+  })
+
+  const initialize = (params: Params.InitializeParams) =>
+    guardInitialize(
+      session,
+      runInitialize(params),
+      // A failed or cancelled initialize of the owning client stops what it started; a shared
+      // gateway's backends belong to everyone.
+      ctx.mode === "single"
+        ? Effect.zipRight(Effect.logInfo("initialize did not complete: stopping the backends it started"), backends.stopAll)
+        : Effect.void
+    )
+
+  /** The session's own level, and the backends' (so they send what some session may want). */
+  const setLevel = Effect.fn("Aggregate.setLevel")(function* ({ level }: typeof Params.SetLevelParams.Type) {
+    session.setLogLevel(level)
+    for (const backendId of yield* ctx.relay.loggingBackends(profile())) {
+      yield* backends
+        .executeOnBackend(backendId, "logging/setLevel", { level })
+        .pipe(Effect.catchAll((error) => Effect.logDebug(`logging/setLevel not taken by ${backendId}: ${error.summary}`)))
+    }
+    return {}
+  })
+
+  const shutdown = Effect.gen(function* () {
+    session.advance("shutdown")
+    if (ctx.mode === "shared") {
+      yield* Effect.logInfo("session shut down", { session: session.id })
+      return null
+    }
+    yield* Effect.logInfo("shutdown requested: stopping backends")
+    yield* backends.stopAll
+    return null
+  })
+
+  return {
+    initialize: Methods.method(Params.InitializeParams, (p) => initialize(p)),
+    ping: Methods.constant(Effect.succeed({})),
+    shutdown: Methods.constant(shutdown),
+    "logging/setLevel": Methods.method(Params.SetLevelParams, setLevel)
+  }
+}

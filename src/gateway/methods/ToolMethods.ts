@@ -1,0 +1,71 @@
+/**
+ * The aggregate's tools: `tools/list` (the gateway's own, as the policies and the client allow,
+ * then every backend's as the session's profile sees them), `tools/call` (the gateway's own work,
+ * else the call pipeline) and `agentify/orchestrateTask`.
+ */
+import { Effect } from "effect"
+import type { GatewayError } from "../../protocol/Errors.js"
+import type { RequestContext } from "../../jsonrpc/Peer.js"
+import type { CurrentCaller } from "../call/Caller.js"
+import type { Session } from "../session/Session.js"
+import type { Context } from "./Aggregate.js"
+import * as Methods from "./Methods.js"
+import * as Params from "./Params.js"
+import type { View } from "./View.js"
+import { ORCHESTRATE_TOOL } from "../../orchestration/Orchestrator.js"
+import * as RunCode from "../../orchestration/Code.js"
+import { Apps } from "../../catalog/ToolCatalog.js"
+import * as PolicyChecks from "../call/PolicyChecks.js"
+import * as Tasks from "../routing/Tasks.js"
+import * as OwnWork from "./OwnWork.js"
+
+export const rows = (ctx: Context, session: Session, view: View) => {
+  const { backends } = ctx
+  const { catalog, namespaceOfBackend } = view
+  const backendFacts = Tasks.factsOf(backends)
+  /** Its own tools and orchestrations (see OwnWork). */
+  const ownWork = OwnWork.make(ctx, session, view)
+
+  const listTools = Effect.gen(function* () {
+    const config = yield* ctx.config.current
+    const view = catalog()
+    const rendersApps = Apps.rendersApps(session.clientCapabilities)
+    const backendTools = config.exposeBackendTools
+      ? view.entries.flatMap((e) =>
+          Apps.listedFor(e.tool, rendersApps, ctx.mode === "shared")
+            ? [Tasks.toolFor(e.tool, session, backendFacts(e.backendId))]
+            : []
+        )
+      : []
+    // Code mode's tool declares what this session's scripts can call (its profile's tools, no app-only one).
+    const runCode =
+      config.codeMode === false || !PolicyChecks.mayUseOwn(ctx.policies, session, "run_code", RunCode.RUN_CODE_TOOL_NAME)
+        ? []
+        : [RunCode.runCodeToolFor(Apps.forModel(view), namespaceOfBackend)]
+    const orchestrate = PolicyChecks.mayUseOwn(ctx.policies, session, "orchestrate", ORCHESTRATE_TOOL.name)
+      ? [ORCHESTRATE_TOOL]
+      : []
+    // A client of the tasks extension may get either of the gateway's own as a task (see RunTasks).
+    // A session-era client may ask for one with `task` (the aggregate declares task-run tool calls).
+    const own =
+      Tasks.wantsTask(session) || !Tasks.statelessClient(session)
+        ? [...orchestrate, ...runCode].map((tool) => ({ ...tool, execution: { taskSupport: "optional" } }))
+        : [...orchestrate, ...runCode]
+    return { tools: [...own, ...backendTools] }
+  })
+
+  // A plain function rather than a traced generator: this is the passthrough hot path, where a
+  // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
+  const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
+    const own = ownWork.call(p, context)
+    if (own !== undefined) return own
+    // Forwarded unchanged but for the backend's own tool name (_meta, a progressToken, included).
+    return ctx.pipeline.run({ context, via: p.task === undefined ? "client" : "task", name: p.name, params: p })
+  }
+
+  return {
+    "tools/list": Methods.constant(listTools),
+    "tools/call": Methods.method(Params.CallToolParams, callTool),
+    "agentify/orchestrateTask": Methods.relayed(ownWork.orchestrateTask)
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * What one session of the aggregate may see and use: its profile as configured now, the tools the
+ * policies leave it (listed, and offered to scripts), the profile as the gateway's model may use
+ * it, whether the policies let it start the gateway's own work, and each backend's namespace.
+ */
+import type { Effect } from "effect"
+import type { BackendsService } from "../../backend/Backends.js"
+import { type Catalog, catalogOf, inProfile } from "../../catalog/ToolCatalog.js"
+import { namespaceOf, type Profile } from "../../config/Config.js"
+import type { RpcError } from "../../protocol/Errors.js"
+import * as PolicyChecks from "../call/PolicyChecks.js"
+import type { Session } from "../session/Session.js"
+
+export interface View {
+  readonly profile: () => Profile | undefined
+  readonly catalog: () => Catalog
+  readonly modelProfile: () => Profile | undefined
+  readonly allowed: (action: "orchestrate" | "run_code", name: string, args: unknown) => Effect.Effect<void, RpcError>
+  readonly namespaceOfBackend: (backendId: string) => string
+}
+
+export const of = (
+  ctx: {
+    readonly backends: BackendsService
+    readonly policies: PolicyChecks.Settings
+    readonly profileOf: (session: Session) => Profile | undefined
+  },
+  session: Session
+): View => {
+  const { backends } = ctx
+  const profile = () => ctx.profileOf(session)
+  return {
+    profile,
+    // What the user may ever call of the profile's tools (listed, and offered to scripts).
+    catalog: (): Catalog => PolicyChecks.admitted(ctx.policies, session, inProfile(catalogOf(backends.toolsSync()), profile())),
+    // The profile as the gateway's model may use it: without the tools the user may never call.
+    modelProfile: (): Profile | undefined => {
+      const view = inProfile(catalogOf(backends.toolsSync()), profile())
+      const denied = PolicyChecks.neverCallable(ctx.policies, session, view)
+      if (denied.length === 0) return profile()
+      return { ...profile(), denyTools: [...(profile()?.denyTools ?? []), ...denied] }
+    },
+    // Refused before it starts when the policies deny it (see PolicyChecks).
+    allowed: (action, name, args) => PolicyChecks.allowed(ctx.policies, session, action, PolicyChecks.ownTool(name), args),
+    // A backend's namespace in the exposed names (its id unless configured otherwise).
+    namespaceOfBackend: (backendId) => {
+      const config = backends.configOf(backendId)
+      return config === undefined ? backendId : namespaceOf(config)
+    }
+  }
+}
