@@ -50,72 +50,113 @@ const withAnswerText = (result: unknown): unknown => {
   return { ...result, content: [...result.content, { type: "text", text: answer }] }
 }
 
-export const make = (ctx: Deps, session: Session, view: View) => {
-  const { backends, orchestrator } = ctx
-  const { profile, catalog, modelProfile, allowed, namespaceOfBackend } = view
-
-  /**
-   * The chosen backend's call goes through `forward`, as a client's own call would: it is the
-   * session's call in flight there, so the backend's progress, log messages and requests (sampling,
-   * elicitation) reach this client.
-   */
-  const execute =
-    (caller: Caller.Caller, context: RequestContext) =>
-    (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError | CallHeld> =>
-      Effect.zipRight(
-        Effect.catchAll(
-          PolicyChecks.modelRequest(ctx.policies, session, backends.configOf, backendId, method, params),
-          (refused) => Effect.fail(new CallHeld({ message: refused.message, toolName: backendId, rules: ["policies"] }))
-        ),
-        Caller.as(caller)(ctx.forward(context, backendId, method, params))
+/**
+ * Asks this client's user whether a tool may run (`confirmTools`), as a request of the session's
+ * own on the orchestration's stream: `elicitation/create` for a client that declared elicitation
+ * (a 2026-07-28 client gets it as an `input_required` result). A client error is no agreement.
+ */
+const confirmOf =
+  (session: Session, context: RequestContext, ask: RunTasks.Ask | undefined): Confirm =>
+  ({ tool, arguments: args, why }) => {
+    if (session.clientCapabilities.elicitation === undefined) return Effect.succeed("unavailable")
+    const params = {
+      message: `Allow ${tool} to run with these arguments?\n${JSON.stringify(args, null, 2)}${
+        why === undefined ? "" : `\nThe gateway holds it because:\n${why}`
+      }`,
+      requestedSchema: { type: "object", properties: {} }
+    }
+    // In a task the question waits in its inputRequests; otherwise it is a request to the client.
+    const asked: Effect.Effect<unknown, RpcError> =
+      ask === undefined ? session.request("elicitation/create", params, context) : ask("elicitation/create", params)
+    return asked.pipe(
+      Effect.map((answer) => (field(answer, "action") === "accept" ? "accepted" : "declined")),
+      Effect.catchAll((error) =>
+        Effect.as(Effect.logInfo(`confirmation of ${tool} not given: ${error.message}`), "declined" as const)
       )
+    )
+  }
 
-  /**
-   * Asks this client's user whether a tool may run (`confirmTools`), as a request of the session's
-   * own on the orchestration's stream: `elicitation/create` for a client that declared elicitation
-   * (a 2026-07-28 client gets it as an `input_required` result). A client error is no agreement.
-   */
-  const confirmWith =
-    (context: RequestContext, ask: RunTasks.Ask | undefined): Confirm =>
-    ({ tool, arguments: args, why }) => {
-      if (session.clientCapabilities.elicitation === undefined) return Effect.succeed("unavailable")
-      const params = {
-        message: `Allow ${tool} to run with these arguments?\n${JSON.stringify(args, null, 2)}${
-          why === undefined ? "" : `\nThe gateway holds it because:\n${why}`
-        }`,
-        requestedSchema: { type: "object", properties: {} }
-      }
-      // In a task the question waits in its inputRequests; otherwise it is a request to the client.
-      const asked: Effect.Effect<unknown, RpcError> =
-        ask === undefined ? session.request("elicitation/create", params, context) : ask("elicitation/create", params)
-      return asked.pipe(
-        Effect.map((answer) => (field(answer, "action") === "accept" ? "accepted" : "declined")),
-        Effect.catchAll((error) =>
-          Effect.as(Effect.logInfo(`confirmation of ${tool} not given: ${error.message}`), "declined" as const)
-        )
+/**
+ * An orchestration or script runs as a task of the gateway's (see RunTasks) for a 2026-07-28
+ * client that declared the tasks extension, and for a session-era `tools/call` that asked for one
+ * (`task`): the client gets its id at once. Anyone else: the result.
+ */
+const asTaskWhenAsked = (
+  runTasks: RunTasks.RunTasks,
+  session: Session,
+  body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError, CurrentCaller>,
+  taskAsked: boolean
+): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
+  const asTask = Tasks.wantsTask(session) ? "extension" : taskAsked && !Tasks.statelessClient(session) ? "session" : undefined
+  if (asTask === undefined) return body(undefined)
+  // A task runs after its request was answered: as that request's caller still.
+  return Effect.flatMap(CurrentCaller, (caller) => {
+    const run = (ask: RunTasks.Ask | undefined) => Caller.as(caller)(body(ask))
+    return asTask === "extension"
+      ? runTasks.start(Tasks.ownerOf(session), run, "extension")
+      : // Its questions go to the session's own stream: the call that started it has been answered.
+        runTasks.start(Tasks.ownerOf(session), run, "session", (method, params) => session.request(method, params))
+  })
+}
+
+/**
+ * The chosen backend's call goes through `forward`, as a client's own call would: it is the
+ * session's call in flight there, so the backend's progress, log messages and requests (sampling,
+ * elicitation) reach this client.
+ */
+const executeFor =
+  (ctx: Deps, session: Session) =>
+  (caller: Caller.Caller, context: RequestContext) =>
+  (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError | CallHeld> =>
+    Effect.zipRight(
+      Effect.catchAll(
+        PolicyChecks.modelRequest(ctx.policies, session, ctx.backends.configOf, backendId, method, params),
+        (refused) => Effect.fail(new CallHeld({ message: refused.message, toolName: backendId, rules: ["policies"] }))
+      ),
+      Caller.as(caller)(ctx.forward(context, backendId, method, params))
+    )
+
+/** A script whose every call goes `call`'s way (see RunCode); none when code mode is off. */
+const runScript = (ctx: Deps, view: View, call: Call.RunPlanned, args: unknown): Effect.Effect<unknown, GatewayError> =>
+  Effect.flatMap(ctx.config.current, (config) => {
+    const { backends } = ctx
+    if (config.codeMode === false) {
+      return Effect.fail(
+        new InvalidParams({
+          message: `Unknown tool: ${RunCode.RUN_CODE_TOOL_NAME} (codeMode is false in the gateway's configuration)`,
+          issues: [`name: no tool named '${RunCode.RUN_CODE_TOOL_NAME}'`]
+        })
       )
     }
+    return RunCode.run(args, {
+      catalog: () => Apps.forModel(view.catalog()),
+      namespaceOf: view.namespaceOfBackend,
+      settings: config.codeMode,
+      call,
+      // The tools held back as changed since pinned, that this session's profile would list.
+      held: () =>
+        backends.toolsSync().flatMap((listed) => {
+          const backend = backends.configOf(listed.backendId)
+          if (listed.pinMode !== "quarantine" || backend === undefined) return []
+          return (listed.changed ?? [])
+            .map((c) => ({ exposed: namespaced(backend, c.name), backendId: listed.backendId }))
+            .filter((h) => profileAdmits(view.profile(), h.backendId, h.exposed))
+        })
+    })
+  })
 
-  /**
-   * An orchestration or script runs as a task of the gateway's (see RunTasks) for a 2026-07-28
-   * client that declared the tasks extension, and for a session-era `tools/call` that asked for one
-   * (`task`): the client gets its id at once. Anyone else: the result.
-   */
+export const make = (ctx: Deps, session: Session, view: View) => {
+  const { orchestrator } = ctx
+  const { modelProfile, allowed } = view
+
+  const execute = executeFor(ctx, session)
+
+  const confirmWith = (context: RequestContext, ask: RunTasks.Ask | undefined) => confirmOf(session, context, ask)
+
   const maybeTask = (
     body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError, CurrentCaller>,
     taskAsked = false
-  ): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
-    const asTask = Tasks.wantsTask(session) ? "extension" : taskAsked && !Tasks.statelessClient(session) ? "session" : undefined
-    if (asTask === undefined) return body(undefined)
-    // A task runs after its request was answered: as that request's caller still.
-    return Effect.flatMap(CurrentCaller, (caller) => {
-      const run = (ask: RunTasks.Ask | undefined) => Caller.as(caller)(body(ask))
-      return asTask === "extension"
-        ? ctx.runTasks.start(Tasks.ownerOf(session), run, "extension")
-        : // Its questions go to the session's own stream: the call that started it has been answered.
-          ctx.runTasks.start(Tasks.ownerOf(session), run, "session", (method, params) => session.request(method, params))
-    })
-  }
+  ) => asTaskWhenAsked(ctx.runTasks, session, body, taskAsked)
 
   /**
    * An orchestration or script run, recorded in the audit log (when on) as one line; its calls
@@ -176,34 +217,8 @@ export const make = (ctx: Deps, session: Session, view: View) => {
   }
 
   /** `agentify_run_code`: a script whose every call goes this session's way (see RunCode). */
-  const runCode = (
-    args: unknown,
-    context: RequestContext,
-    ask: RunTasks.Ask | undefined
-  ): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
-    Effect.flatMap(Effect.zip(ctx.config.current, CurrentCaller), ([config, caller]) =>
-      config.codeMode === false
-        ? Effect.fail(
-            new InvalidParams({
-              message: `Unknown tool: ${RunCode.RUN_CODE_TOOL_NAME} (codeMode is false in the gateway's configuration)`,
-              issues: [`name: no tool named '${RunCode.RUN_CODE_TOOL_NAME}'`]
-            })
-          )
-        : RunCode.run(args, {
-            catalog: () => Apps.forModel(catalog()),
-            namespaceOf: namespaceOfBackend,
-            settings: config.codeMode,
-            call: planned(caller, context, ask),
-            held: () =>
-              backends.toolsSync().flatMap((listed) => {
-                const config = backends.configOf(listed.backendId)
-                if (listed.pinMode !== "quarantine" || config === undefined) return []
-                return (listed.changed ?? [])
-                  .map((c) => ({ exposed: namespaced(config, c.name), backendId: listed.backendId }))
-                  .filter((h) => profileAdmits(profile(), h.backendId, h.exposed))
-              })
-          })
-    )
+  const runCode = (args: unknown, context: RequestContext, ask: RunTasks.Ask | undefined) =>
+    Effect.flatMap(CurrentCaller, (caller) => runScript(ctx, view, planned(caller, context, ask), args))
 
   /** Adds the query to an orchestration failure's data. */
   const orchestrateTask = (params: unknown, context: RequestContext) =>
