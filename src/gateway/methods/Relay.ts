@@ -61,6 +61,69 @@ export const templateMatches = (template: string, uri: string): boolean => {
   return position === uri.length
 }
 
+/** Where each kind of list is read, and under which key its items are. */
+const LISTED = {
+  resources: { method: "resources/list", key: "resources" },
+  templates: { method: "resources/templates/list", key: "resourceTemplates" },
+  prompts: { method: "prompts/list", key: "prompts" }
+} as const
+
+/** Every page of a list method, its items under `key`. */
+const readAll = (
+  backends: BackendsService,
+  backendId: string,
+  method: string,
+  key: string
+): Effect.Effect<ReadonlyArray<Item>, BackendError> =>
+  Effect.gen(function* () {
+    const items: Array<Item> = []
+    let cursor: string | undefined
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const result = yield* backends.executeOnBackend(backendId, method, cursor === undefined ? {} : { cursor })
+      const got = field(result, key)
+      if (Array.isArray(got)) for (const item of got) if (isObject(item)) items.push(item)
+      cursor = stringField(result, "nextCursor")
+      if (items.length >= MAX_ITEMS) {
+        yield* Effect.logWarning(`backend ${backendId} lists more than ${MAX_ITEMS} items (${method}); the rest is left out`)
+        items.length = MAX_ITEMS
+        break
+      }
+      if (cursor === undefined) break
+    }
+    return items
+  })
+
+/** A request naming something no backend offers. */
+const unknown = (what: string, value: string) =>
+  new InvalidParams({
+    message: `Invalid params: no backend offers ${what} '${value}'`,
+    issues: [`${what}: no backend offers '${value}'`]
+  })
+
+/** Prompts of every ready backend, named in its namespace, with where each one goes. */
+const promptsOf = (
+  backends: BackendsService,
+  readyWith: (capability: string, profile?: Profile) => Effect.Effect<ReadonlyArray<string>>,
+  listOf: (backendId: string, kind: "prompts") => Effect.Effect<ReadonlyArray<Item>>,
+  profile: Profile | undefined
+) =>
+  Effect.gen(function* () {
+    const routes = new Map<string, { backendId: string; name: string }>()
+    const out: Array<Item> = []
+    for (const backendId of yield* readyWith("prompts", profile)) {
+      const config = backends.configOf(backendId)
+      for (const prompt of yield* listOf(backendId, "prompts")) {
+        if (typeof prompt.name !== "string" || !promptAdmitted(config, prompt.name)) continue
+        const name = exposedNameIn({ id: backendId, namespace: config?.namespace }, prompt.name)
+        if (routes.has(name)) continue
+        routes.set(name, { backendId, name: prompt.name })
+        const description = typeof prompt.description === "string" ? `[${backendId}] ${prompt.description}` : `[${backendId}]`
+        out.push({ ...prompt, name, description })
+      }
+    }
+    return { items: out, routes }
+  })
+
 export const make = (backends: BackendsService) => {
   const lists = new Map<string, Lists>()
   const warned = new Set<string>()
@@ -77,38 +140,13 @@ export const make = (backends: BackendsService) => {
     return found
   }
 
-  /** Every page of a list method, its items under `key`. */
-  const readAll = (backendId: string, method: string, key: string): Effect.Effect<ReadonlyArray<Item>, BackendError> =>
-    Effect.gen(function* () {
-      const items: Array<Item> = []
-      let cursor: string | undefined
-      for (let page = 0; page < MAX_PAGES; page++) {
-        const result = yield* backends.executeOnBackend(backendId, method, cursor === undefined ? {} : { cursor })
-        const got = field(result, key)
-        if (Array.isArray(got)) for (const item of got) if (isObject(item)) items.push(item)
-        cursor = stringField(result, "nextCursor")
-        if (items.length >= MAX_ITEMS) {
-          yield* Effect.logWarning(`backend ${backendId} lists more than ${MAX_ITEMS} items (${method}); the rest is left out`)
-          items.length = MAX_ITEMS
-          break
-        }
-        if (cursor === undefined) break
-      }
-      return items
-    })
-
   /** One backend's list, cached; a backend that fails to list offers nothing this time. */
   const listOf = (backendId: string, kind: "resources" | "templates" | "prompts"): Effect.Effect<ReadonlyArray<Item>> =>
     Effect.suspend(() => {
       const cached = entry(backendId)[kind]
       if (cached !== undefined) return Effect.succeed(cached)
-      const [method, key] =
-        kind === "resources"
-          ? ["resources/list", "resources"]
-          : kind === "templates"
-            ? ["resources/templates/list", "resourceTemplates"]
-            : ["prompts/list", "prompts"]
-      return readAll(backendId, method, key).pipe(
+      const { method, key } = LISTED[kind]
+      return readAll(backends, backendId, method, key).pipe(
         Effect.tap((items) => Effect.sync(() => (entry(backendId)[kind] = items))),
         Effect.catchAll((error) =>
           Effect.as(Effect.logWarning(`cannot list ${kind} of backend ${backendId}: ${error.summary}`), [] as ReadonlyArray<Item>)
@@ -163,30 +201,7 @@ export const make = (backends: BackendsService) => {
       return servers.length === 1 && uriAdmitted(servers[0]!, uri) ? servers[0] : undefined
     })
 
-  const unknown = (what: string, value: string) =>
-    new InvalidParams({
-      message: `Invalid params: no backend offers ${what} '${value}'`,
-      issues: [`${what}: no backend offers '${value}'`]
-    })
-
-  /** Prompts of every ready backend, named in its namespace, with where each one goes. */
-  const prompts = (profile: Profile | undefined) =>
-    Effect.gen(function* () {
-      const routes = new Map<string, { backendId: string; name: string }>()
-      const out: Array<Item> = []
-      for (const backendId of yield* readyWith("prompts", profile)) {
-        const config = backends.configOf(backendId)
-        for (const prompt of yield* listOf(backendId, "prompts")) {
-          if (typeof prompt.name !== "string" || !promptAdmitted(config, prompt.name)) continue
-          const name = exposedNameIn({ id: backendId, namespace: config?.namespace }, prompt.name)
-          if (routes.has(name)) continue
-          routes.set(name, { backendId, name: prompt.name })
-          const description = typeof prompt.description === "string" ? `[${backendId}] ${prompt.description}` : `[${backendId}]`
-          out.push({ ...prompt, name, description })
-        }
-      }
-      return { items: out, routes }
-    })
+  const prompts = (profile: Profile | undefined) => promptsOf(backends, readyWith, listOf, profile)
 
   return {
     /** `admits`: whether a listed resource is shown (the policies' say), by its backend and URI. */
