@@ -118,7 +118,7 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
     ...SessionMethods.rows(ctx, session, view),
     ...ToolMethods.rows(ctx, session, view),
     ...ContentMethods.rows(ctx, session, view),
-    ...TaskMethods.rows(ctx, session)
+    ...TaskMethods.rows(ctx, session, ctx.runTasks)
   } satisfies Record<AggregateMethod, Methods.Method<CurrentCaller>>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {

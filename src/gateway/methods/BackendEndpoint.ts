@@ -18,6 +18,7 @@ import { filteredList, hiddenBy } from "../../catalog/BackendFilters.js"
 import * as Tasks from "../routing/Tasks.js"
 import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
 import * as Methods from "./Methods.js"
+import * as TaskMethods from "./TaskMethods.js"
 import * as Params from "./Params.js"
 import { asBackendSent, type Context, type SubscriptionMethod } from "./Aggregate.js"
 import type { Session } from "../session/Session.js"
@@ -33,6 +34,65 @@ export const BACKEND_METHODS = [
   ...Tasks.TASK_METHODS
 ] as const
 type BackendMethod = (typeof BACKEND_METHODS)[number]
+
+/**
+ * With policies: a resource read or prompt fetched only when they allow it, and a tool listing
+ * without the tools the user may never call (each judged by its name in the aggregate, as calls are).
+ */
+const policedAt = <R>(
+  ctx: Context,
+  session: Session,
+  backendId: string,
+  req: Request,
+  sent: Effect.Effect<unknown, GatewayError, R>
+): Effect.Effect<unknown, GatewayError, R> => {
+  const { backends } = ctx
+  if (ctx.policies.policies() === undefined) return sent
+  const named = (type: "Resource" | "Prompt", key: string, action: "read" | "get") => {
+    const id = stringField(req.params, key) ?? ""
+    const check = PolicyChecks.allowed(
+      ctx.policies,
+      session,
+      action,
+      { type, id, backend: backendId },
+      field(req.params, "arguments")
+    )
+    return Effect.zipRight(check, sent)
+  }
+  if (req.method === "resources/read") return named("Resource", "uri", "read")
+  if (req.method === "prompts/get") return named("Prompt", "name", "get")
+  if (req.method !== "tools/list") return sent
+  return Effect.map(sent, (result) => {
+    const tools = field(result, "tools")
+    if (!Array.isArray(tools)) return result
+    const view = catalogOf(backends.toolsSync())
+    const admitted = new Set(
+      PolicyChecks.admitted(ctx.policies, session, view)
+        .entries.filter((e) => e.backendId === backendId)
+        .map((e) => e.toolName)
+    )
+    return { ...objectOr(result), tools: tools.filter((t) => admitted.has(stringField(t, "name") ?? "")) }
+  })
+}
+
+/** The tools its pins hold back (quarantined), by their own names: listed here no more than at /mcp. */
+const withoutHeldAt = <R>(
+  backends: Context["backends"],
+  backendId: string,
+  req: Request,
+  sent: Effect.Effect<unknown, GatewayError, R>
+): Effect.Effect<unknown, GatewayError, R> => {
+  if (req.method !== "tools/list") return sent
+  const listed = backends.toolsSync().find((l) => l.backendId === backendId)
+  if (listed?.pinMode !== "quarantine" || listed.changed === undefined || listed.changed.length === 0) return sent
+  const held = new Set(listed.changed.map((c) => c.name))
+  return Effect.map(sent, (result) => {
+    const tools = field(result, "tools")
+    return Array.isArray(tools)
+      ? { ...objectOr(result), tools: tools.filter((t) => !held.has(stringField(t, "name") ?? "")) }
+      : result
+  })
+}
 
 export const backend = (
   ctx: Context,
@@ -77,55 +137,10 @@ export const backend = (
       return Effect.mapError(ctx.subscription(session, context, backendId, method, params), asBackendSent)
     }
 
-  /**
-   * With policies: a resource read or prompt fetched only when they allow it, and a tool listing
-   * without the tools the user may never call (each judged by its name in the aggregate, as calls are).
-   */
-  const policed = <R>(req: Request, sent: Effect.Effect<unknown, GatewayError, R>): Effect.Effect<unknown, GatewayError, R> => {
-    if (ctx.policies.policies() === undefined) return sent
-    const named = (type: "Resource" | "Prompt", key: string, action: "read" | "get") => {
-      const id = stringField(req.params, key) ?? ""
-      const check = PolicyChecks.allowed(
-        ctx.policies,
-        session,
-        action,
-        { type, id, backend: backendId },
-        field(req.params, "arguments")
-      )
-      return Effect.zipRight(check, sent)
-    }
-    if (req.method === "resources/read") return named("Resource", "uri", "read")
-    if (req.method === "prompts/get") return named("Prompt", "name", "get")
-    if (req.method !== "tools/list") return sent
-    return Effect.map(sent, (result) => {
-      const tools = field(result, "tools")
-      if (!Array.isArray(tools)) return result
-      const view = catalogOf(backends.toolsSync())
-      const admitted = new Set(
-        PolicyChecks.admitted(ctx.policies, session, view)
-          .entries.filter((e) => e.backendId === backendId)
-          .map((e) => e.toolName)
-      )
-      return { ...objectOr(result), tools: tools.filter((t) => admitted.has(stringField(t, "name") ?? "")) }
-    })
-  }
-
-  /** The tools its pins hold back (quarantined), by their own names: listed here no more than at /mcp. */
-  const withoutHeld = <R>(
-    req: Request,
-    sent: Effect.Effect<unknown, GatewayError, R>
-  ): Effect.Effect<unknown, GatewayError, R> => {
-    if (req.method !== "tools/list") return sent
-    const listed = backends.toolsSync().find((l) => l.backendId === backendId)
-    if (listed?.pinMode !== "quarantine" || listed.changed === undefined || listed.changed.length === 0) return sent
-    const held = new Set(listed.changed.map((c) => c.name))
-    return Effect.map(sent, (result) => {
-      const tools = field(result, "tools")
-      return Array.isArray(tools)
-        ? { ...objectOr(result), tools: tools.filter((t) => !held.has(stringField(t, "name") ?? "")) }
-        : result
-    })
-  }
+  const policed = <R>(req: Request, sent: Effect.Effect<unknown, GatewayError, R>) =>
+    policedAt(ctx, session, backendId, req, sent)
+  const withoutHeld = <R>(req: Request, sent: Effect.Effect<unknown, GatewayError, R>) =>
+    withoutHeldAt(backends, backendId, req, sent)
 
   /** Anything else goes to the backend as the client sent it; its filters apply to what it names and lists. */
   const forwarded = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
@@ -141,28 +156,12 @@ export const backend = (
     return Effect.map(forwarded, (result) => filteredList(config, req.method, result))
   }
 
-  /** This session's requests on its backend, as the task methods make them. */
-  const taskDeps = (context: RequestContext): Tasks.Deps => ({
-    routes: ctx.routes,
-    forward: (id, method, params) => ctx.forward(context, id, method, params),
-    backend: Tasks.factsOf(backends),
-    idPrefix: ctx.idPrefix(),
-    elsewhere: ctx.tasksElsewhere
-  })
-
   /** A tool call takes the road every call takes (see call/Pipeline), under the backend's own name. */
   const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
     Effect.mapError(
       ctx.pipeline.run({ context, via: "backend-endpoint", name: stringField(params, "name") ?? "", params: objectOr(params) }),
       (error) => (error instanceof BackendError ? asBackendSent(error) : error)
     )
-
-  const onTask =
-    (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
-    (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
-      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, undefined), (error) =>
-        error._tag === "BackendError" ? asBackendSent(error) : error
-      )
 
   const methods = Methods.table({
     initialize: Methods.method(Params.InitializeParams, (p) => initialize(p)),
@@ -177,11 +176,7 @@ export const backend = (
     "resources/subscribe": Methods.relayed(subscription("resources/subscribe")),
     "resources/unsubscribe": Methods.relayed(subscription("resources/unsubscribe")),
     "tools/call": Methods.relayed(callTool),
-    "tasks/get": Methods.method(Params.TaskParams, onTask("tasks/get")),
-    "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
-    "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
-    "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
-    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, undefined))
+    ...TaskMethods.rows(ctx, session, undefined)
   } satisfies Record<BackendMethod, Methods.Method<CurrentCaller>>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {

@@ -1,6 +1,7 @@
 /**
- * The tasks extension at the aggregate: `tasks/get`, `result`, `cancel`, `update` and `list` for
- * this session's tasks, on their backends or the gateway's own (see routing/Tasks).
+ * The tasks extension at the aggregate and at a backend's endpoint: `tasks/get`, `result`,
+ * `cancel`, `update` and `list` for this session's tasks, on their backends or the gateway's own
+ * (see routing/Tasks).
  */
 import { Effect } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
@@ -13,7 +14,8 @@ import * as Params from "./Params.js"
 import * as Tasks from "../routing/Tasks.js"
 import { asBackendSent } from "./Relayed.js"
 
-export const rows = (ctx: Context, session: Session) => {
+/** `runTasks`: the gateway's own tasks, at the aggregate (a backend's endpoint has none). */
+export const rows = (ctx: Context, session: Session, runTasks: Context["runTasks"] | undefined) => {
   const backendFacts = Tasks.factsOf(ctx.backends)
   /** What a task's methods use of the gateway: this session's requests on backends. */
   const taskDeps = (context: RequestContext): Tasks.Deps => ({
@@ -26,7 +28,7 @@ export const rows = (ctx: Context, session: Session) => {
   const onTask =
     (method: "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update") =>
     (params: Params.TaskParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
-      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, ctx.runTasks), (error) =>
+      Effect.mapError(Tasks.onTask(taskDeps(context), session, method, params, runTasks), (error) =>
         error._tag === "BackendError" ? asBackendSent(error) : error
       )
 
@@ -35,6 +37,6 @@ export const rows = (ctx: Context, session: Session) => {
     "tasks/result": Methods.method(Params.TaskParams, onTask("tasks/result")),
     "tasks/cancel": Methods.method(Params.TaskParams, onTask("tasks/cancel")),
     "tasks/update": Methods.method(Params.TaskParams, onTask("tasks/update")),
-    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, ctx.runTasks))
+    "tasks/list": Methods.relayed((_params, context) => Tasks.list(taskDeps(context), session, runTasks))
   }
 }
