@@ -101,6 +101,129 @@ export interface RunTasks {
 
 const TERMINAL: ReadonlySet<Status> = new Set(["completed", "failed", "cancelled"])
 
+const touch = (run: Run, status: Status) => {
+  run.status = status
+  run.lastUpdatedAt = new Date().toISOString()
+}
+/** A task as the extension states it. */
+const envelope = (run: Run) => ({
+  taskId: run.id,
+  status: run.status,
+  createdAt: run.createdAt,
+  lastUpdatedAt: run.lastUpdatedAt,
+  ttlMs: RUN_TTL_MS,
+  pollIntervalMs: POLL_INTERVAL_MS
+})
+/** A task as SEP-1686 states it (its durations named `ttl` and `pollInterval`). */
+const task = (run: Run) => ({
+  taskId: run.id,
+  status: run.status,
+  createdAt: run.createdAt,
+  lastUpdatedAt: run.lastUpdatedAt,
+  ttl: RUN_TTL_MS,
+  pollInterval: POLL_INTERVAL_MS,
+  ...(run.error === undefined ? {} : { statusMessage: run.error.message })
+})
+/** A session-era run as a team's store keeps it: its `tasks/get` reply, with its result or error for `tasks/result`. */
+const kept = (run: Run) => ({
+  ...task(run),
+  ...(run.result === undefined ? {} : { result: run.result }),
+  ...(run.error === undefined ? {} : { error: run.error })
+})
+/** The extension's `tasks/get` reply. */
+const finished = (run: Run) => ({
+  ...envelope(run),
+  ...(run.status === "input_required"
+    ? { inputRequests: Object.fromEntries([...run.questions].map(([key, q]) => [key, q.request])) }
+    : {}),
+  ...(run.result === undefined ? {} : { result: run.result }),
+  ...(run.error === undefined ? {} : { error: run.error }),
+  resultType: "complete"
+})
+
+/** The extension keeps a question in the task's inputRequests until tasks/update answers it. */
+const askInTask = (run: Run): Ask => {
+  let asked = 0
+  return (method, params) =>
+    Effect.gen(function* () {
+      const key = `${method === "elicitation/create" ? "confirm" : "input"}-${++asked}`
+      const answer = yield* Deferred.make<unknown>()
+      run.questions.set(key, { request: { method, params }, answer })
+      touch(run, "input_required")
+      return yield* Deferred.await(answer)
+    })
+}
+/** The session era asks its client for real, the question tied to the task. */
+const askSession =
+  (run: Run, client: AskClient): Ask =>
+  (method, params) =>
+    Effect.gen(function* () {
+      touch(run, "input_required")
+      const tied = { ...(isObject(params) ? params : {}), _meta: { [RELATED_TASK]: { taskId: run.id } } }
+      const answer = yield* Effect.either(client(method, tied))
+      if (run.status === "input_required") touch(run, "working")
+      // A client that could not answer gave no agreement.
+      return answer._tag === "Right" ? answer.right : { action: "cancel" }
+    })
+
+/** A run's end, as `tasks/get` says it from now on: its result or error, kept for its ttl. */
+const ended = (run: Run, exit: Exit.Exit<unknown, GatewayError>) => {
+  run.questions.clear()
+  run.expiresAt = Date.now() + RUN_TTL_MS
+  if (Exit.isSuccess(exit)) {
+    run.result = exit.value
+    touch(run, "completed")
+  } else if (run.status !== "cancelled") {
+    const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    run.error = failure === undefined ? { code: ErrorCode.InternalError, message: "the task stopped" } : toRpcError(failure)
+    touch(run, "failed")
+  }
+  run.bytes = (JSON.stringify(run.result ?? run.error ?? null) ?? "").length
+}
+
+/** The oldest finished run (of `owner`, or anyone's) other than `spare`, in the order they started. */
+const oldestFinished = (runs: ReadonlyMap<string, Run>, owner: string | undefined, spare?: Run): Run | undefined => {
+  for (const run of runs.values()) {
+    if (run !== spare && TERMINAL.has(run.status) && (owner === undefined || run.owner === owner)) return run
+  }
+  return undefined
+}
+const ownedBy = (runs: ReadonlyMap<string, Run>, owner: string) => [...runs.values()].filter((r) => r.owner === owner)
+/**
+ * Room for one more of `owner`'s: finished runs past their ttl go first, then the owner's oldest
+ * finished one (past its own bound), then anyone's (past the gateway's); "owner" or "gateway"
+ * when every run in the way is still running.
+ */
+const makeRoomIn = (runs: Map<string, Run>, owner: string): "owner" | "gateway" | undefined => {
+  for (const [id, run] of runs) if (TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
+  if (ownedBy(runs, owner).length >= MAX_RUNS_PER_OWNER) {
+    const oldest = oldestFinished(runs, owner)
+    if (oldest === undefined) return "owner"
+    runs.delete(oldest.id)
+  }
+  if (runs.size < MAX_RUNS) return undefined
+  const oldest = oldestFinished(runs, undefined)
+  if (oldest === undefined) return "gateway"
+  runs.delete(oldest.id)
+  return undefined
+}
+/** After `run` ended: its owner's finished runs, and everyone's, back within their bytes (it stays). */
+const trimBytesIn = (runs: Map<string, Run>, run: Run) => {
+  const total = (of: ReadonlyArray<Run>) => of.reduce((n, r) => n + r.bytes, 0)
+  let mine = total(ownedBy(runs, run.owner))
+  for (let old = oldestFinished(runs, run.owner, run); mine > MAX_KEPT_BYTES_PER_OWNER && old !== undefined;) {
+    runs.delete(old.id)
+    mine -= old.bytes
+    old = oldestFinished(runs, run.owner, run)
+  }
+  let all = total([...runs.values()])
+  for (let old = oldestFinished(runs, undefined, run); all > MAX_KEPT_BYTES && old !== undefined;) {
+    runs.delete(old.id)
+    all -= old.bytes
+    old = oldestFinished(runs, undefined, run)
+  }
+}
+
 /** The gateway's own tasks; their ids start with `prefix()` (its `sessionIdPrefix`), then `agentify.`. */
 export const make = (
   prefix: () => string,
@@ -112,45 +235,6 @@ export const make = (
     const runs = new Map<string, Run>()
     const now = () => new Date().toISOString()
 
-    const touch = (run: Run, status: Status) => {
-      run.status = status
-      run.lastUpdatedAt = now()
-    }
-    /** A task as the extension states it. */
-    const envelope = (run: Run) => ({
-      taskId: run.id,
-      status: run.status,
-      createdAt: run.createdAt,
-      lastUpdatedAt: run.lastUpdatedAt,
-      ttlMs: RUN_TTL_MS,
-      pollIntervalMs: POLL_INTERVAL_MS
-    })
-    /** A task as SEP-1686 states it (its durations named `ttl` and `pollInterval`). */
-    const task = (run: Run) => ({
-      taskId: run.id,
-      status: run.status,
-      createdAt: run.createdAt,
-      lastUpdatedAt: run.lastUpdatedAt,
-      ttl: RUN_TTL_MS,
-      pollInterval: POLL_INTERVAL_MS,
-      ...(run.error === undefined ? {} : { statusMessage: run.error.message })
-    })
-    /** A session-era run as a team's store keeps it: its `tasks/get` reply, with its result or error for `tasks/result`. */
-    const kept = (run: Run) => ({
-      ...task(run),
-      ...(run.result === undefined ? {} : { result: run.result }),
-      ...(run.error === undefined ? {} : { error: run.error })
-    })
-    /** The extension's `tasks/get` reply. */
-    const finished = (run: Run) => ({
-      ...envelope(run),
-      ...(run.status === "input_required"
-        ? { inputRequests: Object.fromEntries([...run.questions].map(([key, q]) => [key, q.request])) }
-        : {}),
-      ...(run.result === undefined ? {} : { result: run.result }),
-      ...(run.error === undefined ? {} : { error: run.error }),
-      resultType: "complete"
-    })
     const unknown = (id: string) =>
       new RpcError({ code: ErrorCode.InvalidParams, message: `Unknown task: ${id}`, data: { taskId: id } })
     const find = (owner: TaskOwner, id: string): Run | undefined => {
@@ -158,48 +242,8 @@ export const make = (
       if (run !== undefined && TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
       return run !== undefined && run.owner === owner.key && runs.has(id) ? run : undefined
     }
-    /** The oldest finished run (of `owner`, or anyone's) other than `spare`, in the order they started. */
-    const oldestFinished = (owner: string | undefined, spare?: Run): Run | undefined => {
-      for (const run of runs.values()) {
-        if (run !== spare && TERMINAL.has(run.status) && (owner === undefined || run.owner === owner)) return run
-      }
-      return undefined
-    }
-    const ownedBy = (owner: string) => [...runs.values()].filter((r) => r.owner === owner)
-    /**
-     * Room for one more of `owner`'s: finished runs past their ttl go first, then the owner's oldest
-     * finished one (past its own bound), then anyone's (past the gateway's); "owner" or "gateway"
-     * when every run in the way is still running.
-     */
-    const makeRoom = (owner: string): "owner" | "gateway" | undefined => {
-      for (const [id, run] of runs) if (TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
-      if (ownedBy(owner).length >= MAX_RUNS_PER_OWNER) {
-        const oldest = oldestFinished(owner)
-        if (oldest === undefined) return "owner"
-        runs.delete(oldest.id)
-      }
-      if (runs.size < MAX_RUNS) return undefined
-      const oldest = oldestFinished(undefined)
-      if (oldest === undefined) return "gateway"
-      runs.delete(oldest.id)
-      return undefined
-    }
-    /** After `run` ended: its owner's finished runs, and everyone's, back within their bytes (it stays). */
-    const trimBytes = (run: Run) => {
-      const total = (of: ReadonlyArray<Run>) => of.reduce((n, r) => n + r.bytes, 0)
-      let mine = total(ownedBy(run.owner))
-      for (let old = oldestFinished(run.owner, run); mine > MAX_KEPT_BYTES_PER_OWNER && old !== undefined;) {
-        runs.delete(old.id)
-        mine -= old.bytes
-        old = oldestFinished(run.owner, run)
-      }
-      let all = total([...runs.values()])
-      for (let old = oldestFinished(undefined, run); all > MAX_KEPT_BYTES && old !== undefined;) {
-        runs.delete(old.id)
-        all -= old.bytes
-        old = oldestFinished(undefined, run)
-      }
-    }
+    const makeRoom = (owner: string) => makeRoomIn(runs, owner)
+    const trimBytes = (run: Run) => trimBytesIn(runs, run)
 
     const start: RunTasks["start"] = (owner, body, design, askClient) =>
       Effect.gen(function* () {
@@ -228,44 +272,11 @@ export const make = (
           interrupt: Effect.void,
           bytes: 0
         }
-        let asked = 0
-        // The extension keeps a question in the task's inputRequests until tasks/update answers it.
-        const askInTask: Ask = (method, params) =>
-          Effect.gen(function* () {
-            const key = `${method === "elicitation/create" ? "confirm" : "input"}-${++asked}`
-            const answer = yield* Deferred.make<unknown>()
-            run.questions.set(key, { request: { method, params }, answer })
-            touch(run, "input_required")
-            return yield* Deferred.await(answer)
-          })
-        // The session era asks its client for real, the question tied to the task.
-        const askSession =
-          (client: AskClient): Ask =>
-          (method, params) =>
-            Effect.gen(function* () {
-              touch(run, "input_required")
-              const tied = { ...(isObject(params) ? params : {}), _meta: { [RELATED_TASK]: { taskId: run.id } } }
-              const answer = yield* Effect.either(client(method, tied))
-              if (run.status === "input_required") touch(run, "working")
-              // A client that could not answer gave no agreement.
-              return answer._tag === "Right" ? answer.right : { action: "cancel" }
-            })
-        const ask = design === "session" && askClient !== undefined ? askSession(askClient) : askInTask
+        const ask = design === "session" && askClient !== undefined ? askSession(run, askClient) : askInTask(run)
         const settle = (exit: Exit.Exit<unknown, GatewayError>) =>
           Effect.zipRight(
             Effect.sync(() => {
-              run.questions.clear()
-              run.expiresAt = Date.now() + RUN_TTL_MS
-              if (Exit.isSuccess(exit)) {
-                run.result = exit.value
-                touch(run, "completed")
-              } else if (run.status !== "cancelled") {
-                const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
-                run.error =
-                  failure === undefined ? { code: ErrorCode.InternalError, message: "the task stopped" } : toRpcError(failure)
-                touch(run, "failed")
-              }
-              run.bytes = (JSON.stringify(run.result ?? run.error ?? null) ?? "").length
+              ended(run, exit)
               trimBytes(run)
             }),
             Effect.zipRight(
