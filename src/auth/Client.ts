@@ -16,7 +16,7 @@ import * as Secrets from "../observability/Secrets.js"
 import * as Store from "./Store.js"
 import * as Renewals from "./Renewals.js"
 import { createHash } from "node:crypto"
-import { field, messageOf, stringField } from "../values/Json.js"
+import { field, isObject, messageOf, stringField } from "../values/Json.js"
 
 /** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
 export class NeedsAuth extends Error {
@@ -73,7 +73,9 @@ const canonical = (url: string) => {
 const getJson = async (url: string): Promise<Record<string, unknown>> => {
   const response = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS), redirect: "error" })
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`)
-  return (await response.json()) as Record<string, unknown>
+  const body: unknown = await response.json()
+  if (!isObject(body)) throw new Error(`${url}: not a JSON object`)
+  return body
 }
 
 /**

@@ -10,7 +10,6 @@
  * is the one request written by hand (see `register`); openid-client does the rest.
  */
 import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import { spawn } from "node:child_process"
 import * as oauth from "openid-client"
 import type { OAuthSettings } from "../config/Config.js"
@@ -18,6 +17,12 @@ import * as Secrets from "../observability/Secrets.js"
 import { configuration, oauthMessage, protectedResource, toStored } from "./Client.js"
 import * as Store from "./Store.js"
 import { stringField } from "../values/Json.js"
+
+/** The port a listening server was given. */
+const portOf = (server: http.Server): number => {
+  const address = server.address()
+  return typeof address === "object" && address !== null ? address.port : 0
+}
 
 export interface SignInOptions {
   /** Where to keep the tokens (the token store's directory). */
@@ -140,7 +145,7 @@ export const loopback = async (what: string): Promise<Loopback> => {
   const returned = new Promise<URL>((resolve) => (deliver = resolve))
   const server = http.createServer((request, response) => {
     // The redirect URI as registered (its port included): the token request must repeat it exactly.
-    const url = new URL(request.url ?? "/", `http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+    const url = new URL(request.url ?? "/", `http://127.0.0.1:${portOf(server)}`)
     if (url.pathname !== "/callback") {
       response.writeHead(404).end()
       return
@@ -156,7 +161,7 @@ export const loopback = async (what: string): Promise<Loopback> => {
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   return {
-    redirectUri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`,
+    redirectUri: `http://127.0.0.1:${portOf(server)}/callback`,
     returned,
     close: () => {
       server.closeAllConnections()

@@ -8,6 +8,7 @@
  * A backend says neither unless configured: it is taken for both.
  */
 import { matchesGlob } from "./Exposure.js"
+import { field } from "../values/Json.js"
 
 /** The hints a configuration may declare for a backend's tools (absent: as the tool says, then MCP's default). */
 export interface DeclaredHints {
@@ -42,8 +43,7 @@ export interface DataClass {
 }
 
 const hint = (annotations: unknown, name: string): boolean | undefined => {
-  if (typeof annotations !== "object" || annotations === null) return undefined
-  const value = (annotations as Record<string, unknown>)[name]
+  const value = field(annotations, name)
   return typeof value === "boolean" ? value : undefined
 }
 

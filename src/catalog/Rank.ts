@@ -331,8 +331,12 @@ const rankWith = <T extends object>(
     // Unmatched tools still fill the request, in their listed order.
     for (let i = 0; i < items.length && picked.length < limit; i++) if ((scores[i] ?? 0) <= 0) picked.push(i)
   }
-  if (scoresOut !== undefined) for (const i of picked) scoresOut.set(items[i] as T, Math.max(0, scores[i] ?? 0))
-  return picked.map((i) => items[i] as T)
+  const chosen = picked.flatMap((i) => {
+    const item = items[i]
+    return item === undefined ? [] : [{ item, score: Math.max(0, scores[i] ?? 0) }]
+  })
+  if (scoresOut !== undefined) for (const { item, score } of chosen) scoresOut.set(item, score)
+  return chosen.map(({ item }) => item)
 }
 
 /**

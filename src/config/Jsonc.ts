@@ -23,7 +23,7 @@ const valueOf = (node: Node): unknown => {
       const object: Record<string, unknown> = {}
       for (const property of node.children ?? []) {
         const [key, value] = property.children ?? []
-        if (key !== undefined) setOwn(object, key.value as string, value === undefined ? undefined : valueOf(value))
+        if (key !== undefined) setOwn(object, String(key.value), value === undefined ? undefined : valueOf(value))
       }
       return object
     }

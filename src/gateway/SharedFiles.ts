@@ -86,14 +86,14 @@ const optionsOf = (config: ResolvedConfig, env: Options["env"]): Options => ({
  * (their first review reads the team's pins).
  */
 export const layer: Layer.Layer<never, never, TeamFiles | Turns | GatewayConfig | Backends> = Layer.unwrapEffect(
-  Effect.map(Effect.flatMap(GatewayConfig, (config) => config.current), (config) =>
-    config.state === undefined
-      ? Layer.empty
-      : Layer.scopedDiscard(
-          Effect.flatMap(Backends, (backends) =>
-            start({ ...optionsOf(config, process.env), reviewPins: backends.reviewPins })
+  Effect.map(
+    Effect.flatMap(GatewayConfig, (config) => config.current),
+    (config) =>
+      config.state === undefined
+        ? Layer.empty
+        : Layer.scopedDiscard(
+            Effect.flatMap(Backends, (backends) => start({ ...optionsOf(config, process.env), reviewPins: backends.reviewPins }))
           )
-        )
   )
 )
 

@@ -17,6 +17,7 @@ import { Effect, Option, Redacted } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import type { ResolvedConfig } from "../config/Config.js"
 import * as Written from "../values/Written.js"
+import { field, objectField } from "../values/Json.js"
 
 export interface Settings {
   readonly model: string
@@ -41,6 +42,10 @@ export interface Embedder {
   /** How many tool texts were sent to the endpoint so far (the cache's measure). */
   readonly embedded: () => number
 }
+
+/** A vector as an embeddings endpoint gives it. */
+const isVector = (value: unknown): value is ReadonlyArray<number> =>
+  Array.isArray(value) && value.every((x) => typeof x === "number")
 
 const sha = (text: string) => createHash("sha256").update(text).digest("hex")
 
@@ -96,9 +101,9 @@ export const make = (settings: Settings): Embedder => {
     if (at === loadedAt) return
     loadedAt = at
     try {
-      const stored = JSON.parse(fs.readFileSync(file, "utf8")) as { vectors?: Record<string, unknown> }
-      for (const [key, vector] of Object.entries(stored.vectors ?? {})) {
-        if (Array.isArray(vector) && vector.every((x) => typeof x === "number")) vectors.set(key, vector)
+      const stored: unknown = JSON.parse(fs.readFileSync(file, "utf8"))
+      for (const [key, vector] of Object.entries(objectField(stored, "vectors") ?? {})) {
+        if (isVector(vector)) vectors.set(key, vector)
       }
     } catch {
       // none yet, or unreadable: embedded afresh
@@ -138,17 +143,15 @@ export const make = (settings: Settings): Embedder => {
       throw new EmbeddingFailed(error instanceof Error && error.name === "TimeoutError" ? "timed out" : "unreachable")
     }
     if (!response.ok) throw new EmbeddingFailed(`HTTP ${response.status}`)
-    const body = (await response.json().catch(() => undefined)) as
-      { data?: Array<{ index?: number; embedding?: unknown }> } | undefined
-    const data = body?.data
+    const body: unknown = await response.json().catch(() => undefined)
+    const data = field(body, "data")
     if (!Array.isArray(data) || data.length !== inputs.length) throw new EmbeddingFailed("an answer without a vector per input")
     const out: Array<ReadonlyArray<number>> = new Array(inputs.length)
-    data.forEach((item, i) => {
-      const at = typeof item.index === "number" ? item.index : i
-      if (!Array.isArray(item.embedding) || !item.embedding.every((x) => typeof x === "number")) {
-        throw new EmbeddingFailed("an answer without a vector per input")
-      }
-      out[at] = item.embedding as ReadonlyArray<number>
+    data.forEach((item: unknown, i) => {
+      const index = field(item, "index")
+      const embedding = field(item, "embedding")
+      if (!isVector(embedding)) throw new EmbeddingFailed("an answer without a vector per input")
+      out[typeof index === "number" ? index : i] = embedding
     })
     return out
   }
@@ -241,9 +244,12 @@ export const forConfig = (): ((config: ResolvedConfig) => Embedder | undefined) 
 /** Two gateways' vectors of one model made one (see store/Mirror): every tool's, the store's where both have one. */
 export const merge = (local: string, shared: string): string => {
   try {
-    const mine = JSON.parse(local) as { model?: unknown; vectors?: Record<string, unknown> }
-    const theirs = JSON.parse(shared) as { model?: unknown; vectors?: Record<string, unknown> }
-    return JSON.stringify({ model: theirs.model ?? mine.model, vectors: { ...mine.vectors, ...theirs.vectors } })
+    const mine: unknown = JSON.parse(local)
+    const theirs: unknown = JSON.parse(shared)
+    return JSON.stringify({
+      model: field(theirs, "model") ?? field(mine, "model"),
+      vectors: { ...objectField(mine, "vectors"), ...objectField(theirs, "vectors") }
+    })
   } catch {
     return shared
   }

@@ -190,12 +190,12 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
           })
         )
       }
-      if (typeof params !== "object" || params === null || Array.isArray(params)) {
+      if (!isObject(params)) {
         return Either.left(
           new InvalidPlan({ message: `mcp_params for backend '${name}' is not a JSON object`, toolName: name, arguments: args })
         )
       }
-      const mcpParams = params as Record<string, unknown>
+      const mcpParams = params
       // What the backend's filters hide, the model cannot reach by the method's own name either.
       const hidden =
         (method.startsWith("resources/") &&

@@ -13,6 +13,7 @@ import { CallHeld, InvalidPlan } from "./Errors.js"
 import type { Plan } from "./Offer.js"
 import type { Origin, Source } from "./Provenance.js"
 import type { Confirm } from "./Steps.js"
+import { field, objectOr } from "../values/Json.js"
 
 /** The backend and its own name for the tool, and the catalog's entry when the tool is listed. */
 export interface Target {
@@ -132,8 +133,8 @@ export const runStep = (
     runCall({
       via: "orchestration",
       name: chosen.functionName,
-      target: { backendId: chosen.backendId, own: String((chosen.mcpParams as { name?: unknown }).name ?? "") },
-      params: chosen.mcpParams as Readonly<Record<string, unknown>>,
+      target: { backendId: chosen.backendId, own: String(field(chosen.mcpParams, "name") ?? "") },
+      params: objectOr(chosen.mcpParams),
       flow,
       decisions: []
     }),

@@ -8,6 +8,7 @@
  * `outside-plan` rule). `flowGuard: "off"` makes no plan at all.
  */
 import type { ChatTool, ChatToolCall } from "./Chat.js"
+import { field } from "../values/Json.js"
 
 export const PLAN_FUNCTION = "agentify_plan"
 
@@ -39,9 +40,11 @@ const planIn = (calls: ReadonlyArray<{ readonly name: string; readonly arguments
   const call = calls.find((c) => c.name === PLAN_FUNCTION)
   if (call === undefined) return undefined
   try {
-    const args = JSON.parse(call.arguments) as { tools?: unknown; why?: unknown }
-    const tools = Array.isArray(args.tools) ? args.tools.filter((t): t is string => typeof t === "string" && offered.has(t)) : []
-    return { tools, ...(typeof args.why === "string" ? { why: args.why } : {}) }
+    const args: unknown = JSON.parse(call.arguments)
+    const named = field(args, "tools")
+    const why = field(args, "why")
+    const tools = Array.isArray(named) ? named.filter((t): t is string => typeof t === "string" && offered.has(t)) : []
+    return { tools, ...(typeof why === "string" ? { why } : {}) }
   } catch {
     return { tools: [] }
   }

@@ -160,7 +160,7 @@ export const toRpcError = (error: GatewayError): WireError => {
 export const withData = (wire: WireError, extra: Record<string, unknown>): WireError => ({
   ...wire,
   data: Secrets.scrubDeep({
-    ...(typeof wire.data === "object" && wire.data !== null ? (wire.data as object) : {}),
+    ...(typeof wire.data === "object" && wire.data !== null ? wire.data : {}),
     ...extra
   })
 })

@@ -242,7 +242,7 @@ const runNow = (code: string, names: RunMessage["names"], limits: Limits, host: 
             }
             case "done": {
               if (m.ok) {
-                const value = m.text ? m.value : (JSON.parse(m.value) as unknown)
+                const value: unknown = m.text ? m.value : JSON.parse(m.value)
                 return end({ ok: true, value, text: m.text, logs, calls })
               }
               // QuickJS's own words for the two limits it enforces (however the script met them), said

@@ -32,10 +32,7 @@ export interface SessionDirectoryService {
   readonly health: Effect.Effect<Health | undefined>
 }
 
-export class SessionDirectory extends Context.Tag("mcp-agentify/SessionDirectory")<
-  SessionDirectory,
-  SessionDirectoryService
->() {
+export class SessionDirectory extends Context.Tag("mcp-agentify/SessionDirectory")<SessionDirectory, SessionDirectoryService>() {
   /** One gateway alone: every session it knows is its own. */
   static readonly layerLocal: Layer.Layer<SessionDirectory> = Layer.succeed(SessionDirectory, {
     replicaId: REPLICA_ID,

@@ -52,9 +52,17 @@ export const layerLocal: Layer.Layer<Store> = Layer.mergeAll(
 export const layerFor = (state: State | undefined): Layer.Layer<Store> =>
   state === undefined
     ? layerLocal
-    : Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./redis/Store.js")), (Redis) => Redis.layer(state)))
+    : Layer.unwrapEffect(
+        Effect.map(
+          Effect.promise(() => import("./redis/Store.js")),
+          (Redis) => Redis.layer(state)
+        )
+      )
 
 /** As the configuration says, read once when the layer is built. */
 export const layer: Layer.Layer<Store, never, GatewayConfig> = Layer.unwrapEffect(
-  Effect.map(Effect.flatMap(GatewayConfig, (config) => config.current), (config) => layerFor(config.state))
+  Effect.map(
+    Effect.flatMap(GatewayConfig, (config) => config.current),
+    (config) => layerFor(config.state)
+  )
 )

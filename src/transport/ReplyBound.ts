@@ -4,7 +4,8 @@
  * session with every call in it. A reply over the bound becomes an error for its request, naming
  * the size, the setting and what to do instead; a notification over it is dropped (said in the log).
  */
-import { encode, failure, type Framing, isReply } from "../jsonrpc/JsonRpc.js"
+import { encode, failure, type Framing, isId, isReply } from "../jsonrpc/JsonRpc.js"
+import { field } from "../values/Json.js"
 import { ErrorCode } from "../protocol/Errors.js"
 
 /** Bytes of a frame, counted only when its length says it could be over the bound. */
@@ -19,7 +20,7 @@ const size = (bytes: number) => (bytes >= MIB ? `${(bytes / MIB).toFixed(1)} MiB
 
 /** The error that stands for a reply too long to send. */
 const refusal = (id: unknown, bytes: number, max: number) =>
-  failure(id as never, {
+  failure(isId(id) ? id : null, {
     code: ErrorCode.InternalError,
     message:
       `The reply is ${size(bytes)}, more than maxReplyBytes (${size(max)}) that this stdio client is sent in one message ` +
@@ -45,7 +46,7 @@ export const encodeBounded = (framing: Framing, message: unknown, max: number): 
     const replies = message.map((reply) => {
       const one = encode("ndjson", reply)
       const length = over(one, max)
-      return length === undefined ? reply : refusal((reply as { id?: unknown }).id ?? null, length, max)
+      return length === undefined ? reply : refusal(field(reply, "id") ?? null, length, max)
     })
     const batch = encode(framing, replies)
     return over(batch, max) === undefined
@@ -53,7 +54,7 @@ export const encodeBounded = (framing: Framing, message: unknown, max: number): 
       : { frame: "", refused: { id: null, bytes } }
   }
   if (isReply(message)) {
-    const id = (message as { id?: unknown }).id ?? null
+    const id = field(message, "id") ?? null
     return { frame: encode(framing, refusal(id, bytes, max)), refused: { id, bytes } }
   }
   return { frame: "", refused: { id: undefined, bytes } }

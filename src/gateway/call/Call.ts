@@ -9,6 +9,7 @@ import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { Decision as PlannedDecision, FlowFacts, Target } from "../../orchestration/Planned.js"
 import type { Confirm } from "../../orchestration/Steps.js"
 import type { Session } from "../session/Session.js"
+import { field, isObject } from "../../values/Json.js"
 
 export type { Planned, RunPlanned, Target } from "../../orchestration/Planned.js"
 export { CallRefused, HELD_BACK, SENT, wasSent } from "../../orchestration/Planned.js"
@@ -68,7 +69,7 @@ export const userOf = (session: Session | undefined): string =>
 
 /** Whether a preview holds this call back: its tool is not annotated read-only. */
 export const heldBack = (call: ToolCall): boolean =>
-  call.preview === true && (call.target?.entry?.tool.annotations as { readOnlyHint?: unknown } | undefined)?.readOnlyHint !== true
+  call.preview === true && field(call.target?.entry?.tool.annotations, "readOnlyHint") !== true
 
 /** What a call held back by a preview answers, in the place of its result. */
 export const HELD = { dryRun: true } as const
@@ -76,7 +77,7 @@ export const HELD = { dryRun: true } as const
 /** The arguments of a call (an object; anything else is none). */
 export const argumentsOf = (call: ToolCall): Record<string, unknown> => {
   const args = call.params.arguments
-  return typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
+  return isObject(args) ? args : {}
 }
 
 /** A call as its road hands it to the pipeline: who makes it is the context's (see Caller). */

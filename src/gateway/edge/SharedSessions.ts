@@ -77,9 +77,10 @@ interface Entry {
 /** What a body is: a session's `initialize`, a 2026-07-28 request (sent with no session), or a session's messages. */
 const kindOf = (value: unknown, sessionId: string | undefined, version: string | undefined): Kind => {
   const items = Array.isArray(value) ? value : [value]
-  const initialize = items.some(
-    (item) => classify(item)._tag === "Request" && (item as { method: string }).method === "initialize" && !Era.isStateless(item)
-  )
+  const initialize = items.some((item) => {
+    const incoming = classify(item)
+    return incoming._tag === "Request" && incoming.request.method === "initialize" && !Era.isStateless(item)
+  })
   if (initialize) return "initialize"
   return sessionId === undefined && Era.eraOf(value, version) === "stateless" ? "stateless" : "session"
 }
@@ -111,15 +112,15 @@ const findIn = (
   version: string | undefined
 ): Entry | Refused => {
   if (id === undefined || id === "") {
-    return { status: 400, message: "Bad Request: Mcp-Session-Id header is required (send initialize first)" } as Refused
+    return { status: 400, message: "Bad Request: Mcp-Session-Id header is required (send initialize first)" }
   }
   const entry = sessions.get(id)
   // A session is its subject's: another's token does not reach it (nor learns it exists).
   if (entry === undefined || !sameTarget(entry.session.target, target) || entry.session.subject !== subject) {
-    return { status: 404, message: "Session not found: it expired or was closed; send initialize again" } as Refused
+    return { status: 404, message: "Session not found: it expired or was closed; send initialize again" }
   }
   if (version !== undefined && !isSupportedProtocolVersion(version)) {
-    return { status: 400, message: `Bad Request: unsupported MCP-Protocol-Version: ${String(version).slice(0, 64)}` } as Refused
+    return { status: 400, message: `Bad Request: unsupported MCP-Protocol-Version: ${String(version).slice(0, 64)}` }
   }
   entry.session.lastActivity = Date.now()
   return entry

@@ -61,6 +61,9 @@ export const templateMatches = (template: string, uri: string): boolean => {
   return position === uri.length
 }
 
+/** A list a backend failed to give. */
+const NOTHING: ReadonlyArray<Item> = []
+
 /** Where each kind of list is read, and under which key its items are. */
 const LISTED = {
   resources: { method: "resources/list", key: "resources" },
@@ -149,7 +152,7 @@ export const make = (backends: BackendsService) => {
       return readAll(backends, backendId, method, key).pipe(
         Effect.tap((items) => Effect.sync(() => (entry(backendId)[kind] = items))),
         Effect.catchAll((error) =>
-          Effect.as(Effect.logWarning(`cannot list ${kind} of backend ${backendId}: ${error.summary}`), [] as ReadonlyArray<Item>)
+          Effect.as(Effect.logWarning(`cannot list ${kind} of backend ${backendId}: ${error.summary}`), NOTHING)
         )
       )
     })
@@ -208,7 +211,7 @@ export const make = (backends: BackendsService) => {
     listResources: (profile: Profile | undefined, admits?: (backendId: string, uri: string) => boolean) =>
       Effect.map(merged("resources", profile), ({ items, owners }) => ({
         resources:
-          admits === undefined ? items : items.filter((item) => admits(owners.get(item.uri as string) ?? "", item.uri as string))
+          admits === undefined ? items : items.filter(({ uri }) => typeof uri === "string" && admits(owners.get(uri) ?? "", uri))
       })),
     listResourceTemplates: (profile: Profile | undefined) =>
       Effect.map(merged("templates", profile), ({ items }) => ({ resourceTemplates: items })),
@@ -218,7 +221,7 @@ export const make = (backends: BackendsService) => {
         prompts:
           admits === undefined
             ? items
-            : items.filter((item) => admits(routes.get(item.name as string)?.backendId ?? "", item.name as string))
+            : items.filter(({ name }) => typeof name === "string" && admits(routes.get(name)?.backendId ?? "", name))
       })),
 
     /** Where a request about a resource URI (`resources/read`, subscribe) goes. */

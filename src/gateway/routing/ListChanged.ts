@@ -50,8 +50,9 @@ export const make = (backends: BackendsService, profileOf: (session: Session) =>
     })
 
   const signature = (session: Session): Seen => {
-    if (session.target._tag === "Backend") {
-      const own = backends.toolsSync().find((b) => b.backendId === (session.target as { backendId: string }).backendId)
+    const { target } = session
+    if (target._tag === "Backend") {
+      const own = backends.toolsSync().find((b) => b.backendId === target.backendId)
       return { tools: [], resources: [], prompts: [], ownTools: own?.tools }
     }
     const profile = profileOf(session)

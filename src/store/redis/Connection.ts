@@ -88,7 +88,10 @@ export class RedisConnection extends Context.Tag("mcp-agentify/RedisConnection")
 
         const run = <A>(command: () => Promise<A>): Effect.Effect<A | undefined> =>
           Effect.tryPromise({ try: command, catch: (error) => error }).pipe(
-            Effect.timeoutFail({ duration: STORE_TIMEOUT_MS, onTimeout: () => new Error(`no answer within ${STORE_TIMEOUT_MS} ms`) }),
+            Effect.timeoutFail({
+              duration: STORE_TIMEOUT_MS,
+              onTimeout: () => new Error(`no answer within ${STORE_TIMEOUT_MS} ms`)
+            }),
             Effect.map((answer): A | undefined => {
               failing = undefined
               return answer
@@ -103,7 +106,9 @@ export class RedisConnection extends Context.Tag("mcp-agentify/RedisConnection")
 
         const beat = Effect.suspend(() => {
           if (address === undefined) return Effect.void
-          const multi = client.multi().set(`${PREFIX}replica:${replicaId}`, address, { expiration: { type: "PX", value: leaseMs } })
+          const multi = client
+            .multi()
+            .set(`${PREFIX}replica:${replicaId}`, address, { expiration: { type: "PX", value: leaseMs } })
           for (const write of writers) write(multi)
           return Effect.asVoid(run(() => multi.execAsPipeline()))
         })

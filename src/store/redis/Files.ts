@@ -8,6 +8,7 @@ import { Effect, Layer, PubSub } from "effect"
 import type { Announcement, FileKind, SharedFile } from "../Contract.js"
 import { TeamFiles } from "../TeamFiles.js"
 import { PREFIX, RedisConnection } from "./Connection.js"
+import { isObject } from "../../values/Json.js"
 
 const KINDS: ReadonlyArray<FileKind> = ["tokens", "pins", "embeddings"]
 const isKind = (kind: unknown): kind is FileKind => KINDS.some((known) => known === kind)
@@ -16,7 +17,7 @@ const ANNOUNCED = `${PREFIX}announced`
 const parsed = (text: string): Record<string, unknown> | undefined => {
   try {
     const value: unknown = JSON.parse(text)
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+    return isObject(value) ? value : undefined
   } catch {
     return undefined
   }
@@ -60,18 +61,22 @@ export const layer: Layer.Layer<TeamFiles, never, RedisConnection> = Layer.scope
     yield* Effect.addFinalizer(() => Effect.sync(() => listener.destroy()))
     return {
       files: (kind) =>
-        Effect.map(run(() => client.hGetAll(`${PREFIX}files:${kind}`)), (all) => {
-          if (all === undefined) return undefined
-          const files = new Map<string, SharedFile>()
-          for (const [name, value] of Object.entries(all)) {
-            const file = typeof value === "string" ? parseFile(value) : undefined
-            if (file !== undefined) files.set(name, file)
+        Effect.map(
+          run(() => client.hGetAll(`${PREFIX}files:${kind}`)),
+          (all) => {
+            if (all === undefined) return undefined
+            const files = new Map<string, SharedFile>()
+            for (const [name, value] of Object.entries(all)) {
+              const file = typeof value === "string" ? parseFile(value) : undefined
+              if (file !== undefined) files.set(name, file)
+            }
+            return files
           }
-          return files
-        }),
+        ),
       file: (kind, name) =>
-        Effect.map(run(() => client.hGet(`${PREFIX}files:${kind}`, name)), (value) =>
-          value === undefined ? "unknown" : typeof value === "string" ? (parseFile(value) ?? "none") : "none"
+        Effect.map(
+          run(() => client.hGet(`${PREFIX}files:${kind}`, name)),
+          (value) => (value === undefined ? "unknown" : typeof value === "string" ? (parseFile(value) ?? "none") : "none")
         ),
       put: (kind, name, file) =>
         Effect.map(

@@ -9,6 +9,7 @@
 import { Effect, Layer } from "effect"
 import type { TaskRecord } from "../Contract.js"
 import { TaskRecords } from "../TaskRecords.js"
+import { field, isObject } from "../../values/Json.js"
 import { PREFIX, RedisConnection } from "./Connection.js"
 
 export const MAX_RECORDS_PER_OWNER = 100
@@ -48,7 +49,7 @@ return 0
 export const recordText = (record: TaskRecord): string => {
   const text = JSON.stringify(record)
   if (text.length <= MAX_RECORD_BYTES) return text
-  const { result: _result, ...reply } = record.reply as Record<string, unknown>
+  const { result: _result, ...reply } = record.reply
   const mib = (text.length / 1024 / 1024).toFixed(1)
   return JSON.stringify({
     owner: record.owner,
@@ -77,11 +78,9 @@ export const saveArguments = (prefix: string, taskId: string, record: TaskRecord
 const parseRecord = (value: string): TaskRecord | "none" => {
   try {
     const record: unknown = JSON.parse(value)
-    if (typeof record !== "object" || record === null) return "none"
-    const { owner, reply } = record as Partial<Record<keyof TaskRecord, unknown>>
-    return typeof owner === "string" && typeof reply === "object" && reply !== null
-      ? { owner, reply: reply as TaskRecord["reply"] }
-      : "none"
+    const owner = field(record, "owner")
+    const reply = field(record, "reply")
+    return typeof owner === "string" && isObject(reply) ? { owner, reply } : "none"
   } catch {
     return "none"
   }
@@ -94,8 +93,9 @@ export const layer: Layer.Layer<TaskRecords, never, RedisConnection> = Layer.eff
     save: (taskId, record, ttlMs) =>
       Effect.asVoid(run(() => client.eval(SAVE, { arguments: saveArguments(PREFIX, taskId, record, ttlMs, Date.now()) }))),
     get: (taskId) =>
-      Effect.map(run(() => client.get(`${PREFIX}task:${taskId}`)), (value) =>
-        value === undefined ? "unknown" : typeof value === "string" ? parseRecord(value) : "none"
+      Effect.map(
+        run(() => client.get(`${PREFIX}task:${taskId}`)),
+        (value) => (value === undefined ? "unknown" : typeof value === "string" ? parseRecord(value) : "none")
       )
   }))
 )

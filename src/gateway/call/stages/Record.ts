@@ -45,7 +45,9 @@ export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = ()
               const refused = call.decisions.find((d) => d.refused === true)
               // What the stages after this one found, from the trail they left.
               const target = call.target ?? call.decisions.find((d) => d.target !== undefined)?.target
-              const consent = call.decisions.flatMap((d) => (d.stage === "decide" && d.refused !== true && d.rule !== undefined ? [d.rule] : []))
+              const consent = call.decisions.flatMap((d) =>
+                d.stage === "decide" && d.refused !== true && d.rule !== undefined ? [d.rule] : []
+              )
               const sentAt = call.decisions.find((d) => d.at !== undefined)?.at
               audit.call({
                 id,

@@ -182,10 +182,7 @@ describe("count", () => {
   it.effect("with no limits configured, passes every call on", () =>
     Effect.gen(function* () {
       const rest = reached()
-      yield* Count.make(() => undefined, local(new Quotas()).take).run(
-        call({ via: "client", name: "fx__read" }),
-        rest.next
-      )
+      yield* Count.make(() => undefined, local(new Quotas()).take).run(call({ via: "client", name: "fx__read" }), rest.next)
       expect(rest.calls).toHaveLength(1)
     })
   )
