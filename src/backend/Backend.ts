@@ -69,29 +69,31 @@ export const make = (config: BackendConfig, options: Options = {}): Effect.Effec
  * crash is rare where it matters.
  */
 const makePool = Effect.fn("Backend.makePool")(function* (config: BackendConfig, options: Options) {
-  const size = config.maxInstances!
+  const size = config.maxInstances ?? 1
   const single = { ...config, maxInstances: 1 }
   const members = yield* Effect.forEach(
     Array.from({ length: size }, (_, i) => i),
     (i) => makeOne(single, i === 0 ? options : { ...options, onToolsChanged: undefined }),
     { concurrency: "unbounded" }
   )
+  const [first] = members
+  if (first === undefined) return yield* Effect.dieMessage("a pool has at least one member")
   const inFlight = members.map(() => 0)
   const leastBusy = (): number => {
     let best = 0
-    for (let i = 1; i < members.length; i++) if (inFlight[i]! < inFlight[best]!) best = i
+    for (let i = 1; i < members.length; i++) if ((inFlight[i] ?? 0) < (inFlight[best] ?? 0)) best = i
     return best
   }
   const onLeastBusy = <A>(run: (member: Backend) => Effect.Effect<A, BackendError>): Effect.Effect<A, BackendError> =>
     Effect.suspend(() => {
       const i = leastBusy()
-      inFlight[i]!++
+      const member = members[i] ?? first
+      inFlight[i] = (inFlight[i] ?? 0) + 1
       return Effect.ensuring(
-        run(members[i]!),
-        Effect.sync(() => inFlight[i]!--)
+        run(member),
+        Effect.sync(() => (inFlight[i] = (inFlight[i] ?? 1) - 1))
       )
     })
-  const first = members[0]!
   yield* Effect.logInfo(`pool of ${size}: ${members.map((m) => m.address).join(", ")}`)
   const pool: Backend = {
     ...first,

@@ -3,7 +3,7 @@
  * then SIGKILL after a grace, and the stragglers a backend left behind.
  */
 import { Deferred, Effect, Queue } from "effect"
-import { spawn, type ChildProcess } from "node:child_process"
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process"
 import { statSync } from "node:fs"
 import type { BackendConfig } from "../config/Config.js"
 import { backendEnv, oauthOf, transportOf } from "../config/Config.js"
@@ -59,6 +59,10 @@ type Open = (
   subject?: string | undefined
 ) => Effect.Effect<Connection, BackendError>
 
+/** A child spawned with its three pipes (a failed spawn leaves them missing). */
+const hasPipes = (child: ChildProcess): child is ChildProcessWithoutNullStreams =>
+  child.stdin !== null && child.stdout !== null && child.stderr !== null
+
 export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, events) =>
   Effect.async<Connection, BackendError>((resume) => {
     const cwdProblem = checkCwd(config)
@@ -66,7 +70,9 @@ export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, even
     const tag = Reaper.newTag()
     let child: ChildProcess
     try {
-      const command = isWindows ? quoteForShell(config.command!) : config.command!
+      // A backend without a command is refused when configured; "" fails here like any bad command.
+      const given = config.command ?? ""
+      const command = isWindows ? quoteForShell(given) : given
       const args = isWindows ? config.args.map(quoteForShell) : config.args
       child = spawn(command, args, {
         stdio: ["pipe", "pipe", "pipe"],
@@ -95,12 +101,13 @@ export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, even
     const onSpawn = () => {
       child.off("error", onError)
       child.on("error", () => {})
-      Reaper.track(child.pid!)
-      resume(Effect.succeed(connection!))
+      if (child.pid !== undefined) Reaper.track(child.pid)
+      if (connection !== undefined) resume(Effect.succeed(connection))
     }
     child.once("error", onError)
     child.once("spawn", onSpawn)
-    if (!child.stdin || !child.stdout || !child.stderr) return
+    if (!hasPipes(child)) return
+    const piped = child
     // Listeners go on before anything can be emitted: an early exit must not be missed.
     connection = new Connection(
       config.id,
@@ -108,7 +115,7 @@ export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, even
       logs,
       inbound,
       events,
-      (receiver) => new ProcessChannel(child, tag, maxFrameBytes, receiver)
+      (receiver) => new ProcessChannel(piped, tag, maxFrameBytes, receiver)
     )
   })
 
@@ -121,6 +128,8 @@ const loadRemote = Effect.promise(() => Promise.all([import("./remote/Remote.js"
 /** Opens a remote backend's channel (see remote/): its failure is retried with backoff like a crash. */
 export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events, subject) =>
   Effect.flatMap(loadRemote, ([Remote, OAuth]) => {
+    // A remote backend is one configured with a url (see Backend's `Open`).
+    const url = config.url ?? ""
     let channel: Remote.RemoteChannel | undefined
     // OAuth for a backend configured for it, or one with no Authorization header of its own (its
     // 401 may name an authorization server; a token stored for it by `auth` is used).
@@ -128,12 +137,12 @@ export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events
     const settings = oauthOf(config)
     const tokens =
       settings !== undefined || !ownAuthorization
-        ? new OAuth.BackendTokens(config.id, config.url!, settings, undefined, subject)
+        ? new OAuth.BackendTokens(config.id, url, settings, undefined, subject)
         : undefined
     const connection = new Connection(config.id, maxFrameBytes, logs, inbound, events, (receiver) => {
       channel = Remote.open(
         {
-          url: config.url!,
+          url,
           transport: transportOf(config) as Remote.Transport,
           headers: config.headers ?? {},
           maxFrameBytes,
@@ -143,17 +152,19 @@ export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events
       )
       return channel
     })
-    return channel!.connect.pipe(
+    const opened = channel
+    if (opened === undefined) return Effect.dieMessage("the remote backend's channel was not opened")
+    return opened.connect.pipe(
       Effect.mapError(
         (error) =>
           new BackendError({
             backendId: config.id,
             reason: "crashed",
             method: "connect",
-            summary: `${channel!.address} ${error.message}`
+            summary: `${opened.address} ${error.message}`
           })
       ),
-      Effect.tapError(() => Effect.sync(() => channel!.abort())),
+      Effect.tapError(() => Effect.sync(() => opened.abort())),
       Effect.as(connection)
     )
   })

@@ -3,7 +3,7 @@
  * and judged by progress; its stdout read as frames; its stderr split into diagnostic lines (always
  * drained: a full stderr pipe would block the backend); its exit, once what it wrote was read.
  */
-import { spawnSync, type ChildProcess } from "node:child_process"
+import { spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process"
 import { FrameDecoder } from "../jsonrpc/JsonRpc.js"
 import * as Secrets from "../observability/Secrets.js"
 import type { Channel, Outbound, Receiver, WriteOutcome } from "./Channel.js"
@@ -58,20 +58,20 @@ export class ProcessChannel implements Channel {
   private stderrBuffer = ""
 
   constructor(
-    readonly child: ChildProcess,
+    readonly child: ChildProcessWithoutNullStreams,
     /** The marker of this process tree (see Reaper). */
     readonly tag: string,
     maxFrameBytes: number,
     private readonly receiver: Receiver
   ) {
     this.decoder = new FrameDecoder(maxFrameBytes, "ndjson")
-    child.stderr!.setEncoding("utf8")
-    child.stdout!.on("data", this.onStdout)
-    child.stdout!.on("end", this.onStdoutEnd)
-    child.stderr!.on("data", this.onStderr)
-    child.stdin!.on("error", this.onStdinError)
-    child.stdout!.on("error", () => {})
-    child.stderr!.on("error", () => {})
+    child.stderr.setEncoding("utf8")
+    child.stdout.on("data", this.onStdout)
+    child.stdout.on("end", this.onStdoutEnd)
+    child.stderr.on("data", this.onStderr)
+    child.stdin.on("error", this.onStdinError)
+    child.stdout.on("error", () => {})
+    child.stderr.on("error", () => {})
     child.on("exit", this.onExit)
   }
 
@@ -88,7 +88,7 @@ export class ProcessChannel implements Channel {
   write(out: Outbound, force: boolean): WriteOutcome {
     const frame = out.text
     if (!this.stdinOpen || this.exited) return "closed"
-    const queued = this.child.stdin!.writableLength + this.outgoingBytes
+    const queued = this.child.stdin.writableLength + this.outgoingBytes
     // Nothing was waiting: the backend's clock starts now (time with nothing to read is no stall).
     if (queued === 0) this.drainedAt = Date.now()
     else if (!force) {
@@ -104,7 +104,7 @@ export class ProcessChannel implements Channel {
   }
 
   backlog() {
-    return { bytes: this.child.stdin!.writableLength + this.outgoingBytes, idleMs: Date.now() - this.drainedAt }
+    return { bytes: this.child.stdin.writableLength + this.outgoingBytes, idleMs: Date.now() - this.drainedAt }
   }
 
   private onWritten = (error?: Error | null) => {
@@ -117,7 +117,7 @@ export class ProcessChannel implements Channel {
     this.outgoing = []
     this.outgoingBytes = 0
     if (!this.stdinOpen || this.exited) return
-    const stdin = this.child.stdin!
+    const stdin = this.child.stdin
     const text = frames.length === 1 ? frames[0]! : frames.join("")
     if (text.length <= WRITE_SLICE_BYTES) {
       stdin.write(text, this.onWritten)
@@ -140,13 +140,13 @@ export class ProcessChannel implements Channel {
     if (!this.stdinOpen) return
     this.flush()
     this.stdinOpen = false
-    this.child.stdin!.end()
+    this.child.stdin.end()
   }
 
   /** The backend can never answer again: its group gets SIGTERM, then SIGKILL after the grace. */
   abort() {
     this.stdinOpen = false
-    this.child.stdin!.destroy()
+    this.child.stdin.destroy()
     const pid = this.pid
     if (pid === undefined) return
     signalGroup(pid, "SIGTERM")
@@ -201,7 +201,7 @@ export class ProcessChannel implements Channel {
     this.receiver.ended({ code, signal })
     // Let what the process wrote before dying be read (a last reply, the stderr that says why),
     // but do not wait for pipes a surviving grandchild keeps open.
-    if (this.child.stdout!.readableEnded && this.child.stderr!.readableEnded) return this.finish()
+    if (this.child.stdout.readableEnded && this.child.stderr.readableEnded) return this.finish()
     const timer = setTimeout(this.finish, EXIT_DRAIN_MS)
     this.child.once("close", () => {
       clearTimeout(timer)
@@ -217,11 +217,11 @@ export class ProcessChannel implements Channel {
   }
 
   dispose() {
-    this.child.stdout!.off("end", this.onStdoutEnd)
-    this.child.stdout!.off("data", this.onStdout)
-    this.child.stderr!.off("data", this.onStderr)
-    this.child.stdout!.destroy()
-    this.child.stderr!.destroy()
-    this.child.stdin!.destroy()
+    this.child.stdout.off("end", this.onStdoutEnd)
+    this.child.stdout.off("data", this.onStdout)
+    this.child.stderr.off("data", this.onStderr)
+    this.child.stdout.destroy()
+    this.child.stderr.destroy()
+    this.child.stdin.destroy()
   }
 }

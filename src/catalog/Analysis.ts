@@ -312,7 +312,7 @@ const hasFileExtension = (token: string): boolean => {
   return (
     /^[a-z0-9]+$/i.test(extension) &&
     /[a-z]/i.test(extension) &&
-    /[\w*]/.test(token[dot - 1]!) &&
+    /[\w*]/.test(token.charAt(dot - 1)) &&
     /^[\w*?.~-]+$/.test(token.slice(0, dot))
   )
 }
@@ -332,8 +332,8 @@ const CLOSERS = new Set([...")\"'`]}>.,;:!?"])
 const trimPunctuation = (token: string): string => {
   let start = 0
   let end = token.length
-  while (start < end && OPENERS.has(token[start]!)) start++
-  while (end > start && CLOSERS.has(token[end - 1]!)) end--
+  while (start < end && OPENERS.has(token.charAt(start))) start++
+  while (end > start && CLOSERS.has(token.charAt(end - 1))) end--
   return token.slice(start, end)
 }
 
@@ -349,12 +349,12 @@ const removeUrls = (text: string, found: () => void): string => {
   let at: number
   while ((at = text.indexOf("://", from)) >= 0) {
     let start = at
-    while (start > from && isSchemeChar(text[start - 1]!)) start--
+    while (start > from && isSchemeChar(text.charAt(start - 1))) start--
     // The scheme starts with a letter, at a word boundary.
-    while (start < at && !/[a-z]/i.test(text[start]!)) start++
+    while (start < at && !/[a-z]/i.test(text.charAt(start))) start++
     let end = at + 3
-    while (end < text.length && !/\s/.test(text[end]!)) end++
-    if (start === at || end === at + 3 || (start > 0 && /\w/.test(text[start - 1]!))) {
+    while (end < text.length && !/\s/.test(text.charAt(end))) end++
+    if (start === at || end === at + 3 || (start > 0 && /\w/.test(text.charAt(start - 1)))) {
       out += text.slice(from, at + 3)
       from = at + 3
       continue

@@ -233,15 +233,18 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
   const notes: Array<ConfigNote> = []
 
   const envKey = nonEmpty(env.OPENAI_API_KEY)
+  const fromDotEnv = nonEmpty(dotEnv.OPENAI_API_KEY) === undefined ? undefined : dotEnv.OPENAI_API_KEY
+  const fromInit = nonEmpty(init?.OPENAI_API_KEY) === undefined ? undefined : init?.OPENAI_API_KEY
+  const fromFile = nonEmpty(file?.OPENAI_API_KEY) === undefined ? undefined : file?.OPENAI_API_KEY
   const [key, keySource] =
     envKey !== undefined
       ? [envKey, "env" as const]
-      : nonEmpty(dotEnv.OPENAI_API_KEY) !== undefined
-        ? [dotEnv.OPENAI_API_KEY!, "dotenv" as const]
-        : nonEmpty(init?.OPENAI_API_KEY) !== undefined
-          ? [init!.OPENAI_API_KEY!, "initializationOptions" as const]
-          : nonEmpty(file?.OPENAI_API_KEY) !== undefined
-            ? [file!.OPENAI_API_KEY!, "file" as const]
+      : fromDotEnv !== undefined
+        ? [fromDotEnv, "dotenv" as const]
+        : fromInit !== undefined
+          ? [fromInit, "initializationOptions" as const]
+          : fromFile !== undefined
+            ? [fromFile, "file" as const]
             : [undefined, "none" as const]
 
   // A `.env` is the working directory's, which may be anyone's checkout: it may point the gateway
@@ -256,10 +259,10 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
       })
     }
   }
-  for (const found of sources.serversDir?.found ?? [])
-    notes.push({ level: "info", message: `found in ${sources.serversDir!.path}: ${found}` })
-  for (const skipped of sources.serversDir?.skipped ?? [])
-    notes.push({ level: "info", message: `not a server in ${sources.serversDir!.path}: ${skipped}` })
+  const serversDir = sources.serversDir
+  for (const found of serversDir?.found ?? []) notes.push({ level: "info", message: `found in ${serversDir?.path}: ${found}` })
+  for (const skipped of serversDir?.skipped ?? [])
+    notes.push({ level: "info", message: `not a server in ${serversDir?.path}: ${skipped}` })
   for (const ignored of [...(file?.ignoredKeys ?? []), ...(init?.ignoredKeys ?? [])]) {
     notes.push({ level: "debug", message: `ignoring ${ignored}: a key of other MCP clients' configs` })
   }
@@ -356,7 +359,8 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
     into.set(name, (into.get(name) ?? new Set()).add(where))
   const expand = (where: string) => (text: string) => {
     const input = INPUT_REFERENCE.exec(text)
-    if (input !== null) note(inputs, input[1]!, where)
+    const named = input?.[1]
+    if (named !== undefined) note(inputs, named, where)
     return text.replace(ENV_REFERENCE, (_, name: string, fallback: string | undefined) => {
       const value = env[name] ?? fallback
       if (value === undefined) {
@@ -394,7 +398,7 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
     return { ...backend, refused: `backend '${backend.id}': its url ${urlProblem} once resolved` }
   }
   if (inputs.size > 0) {
-    const [input, where] = [...inputs][0]!
+    const [input, where] = [...inputs][0] ?? ["", new Set<string>()]
     return {
       ...backend,
       refused:
@@ -422,7 +426,7 @@ const literalParts = (value: string): Array<string> => value.split(/\$\{[^}]*\}/
 /** Where the file's backends came from: a config file, a servers directory, or both. */
 const fileSource = (sources: ConfigSources): string => {
   const dir = sources.serversDir?.path
-  const file = sources.file!.path
+  const file = sources.file?.path ?? ""
   if (dir === undefined) return `file:${file}`
   return dir === file ? `servers directory:${dir}` : `file:${file} and servers directory:${dir}`
 }

@@ -115,7 +115,7 @@ export class FrameDecoder {
         continue
       }
       const total = this.partsLength + piece.length
-      const crlf = total > 0 && (piece.length > 0 ? piece[piece.length - 1] === CR : this.parts.at(-1)!.at(-1) === CR)
+      const crlf = total > 0 && (piece.length > 0 ? piece[piece.length - 1] === CR : this.parts.at(-1)?.at(-1) === CR)
       const length = crlf ? total - 1 : total
       if (length > this.maxFrameBytes) {
         out.push(tooLarge(addTail(this.startDropping(piece), Buffer.alloc(0))))
@@ -167,6 +167,8 @@ export class FrameDecoder {
         // header block (`Content-Length: N` and a blank line) cannot occur in JSON text, where
         // line breaks are escaped: one in the skipped bytes, at a line's start or glued to the
         // body before it (as LSP clients send frames), ends the skipping there.
+        // Set with `discarding` (see below): the frame being skipped, as it will be reported.
+        const discarded = this.discarded ?? { bytes: 0, head: "", tail: Buffer.alloc(0) }
         const span = data.subarray(0, Math.min(data.length, this.discarding))
         const found = gluedHeader(span)
         // A header whose blank line has not arrived, or a name split at the chunk's end, is kept
@@ -178,11 +180,11 @@ export class FrameDecoder {
               ? Math.max(0, span.length - (CONTENT_LENGTH_HEADER.length - 1))
               : span.length
         const skipped = span.subarray(0, found?.complete === true ? found.at : keepFrom)
-        addTail(this.discarded!, skipped)
+        addTail(discarded, skipped)
         this.discarding -= skipped.length
         data = data.subarray(skipped.length)
         if (found?.complete !== true && this.discarding > 0) break
-        out.push(tooLarge(this.discarded!))
+        out.push(tooLarge(discarded))
         this.discarded = undefined
         this.discarding = 0
       }
@@ -261,7 +263,7 @@ const contentLength = (header: string): number | undefined => {
   for (const line of header.split("\n")) {
     const match = CONTENT_LENGTH_LINE.exec(line.endsWith("\r") ? line.slice(0, -1) : line)
     if (match === null) continue
-    const value = match[1]!
+    const value = match[1] ?? ""
     if (!/^[0-9]+$/.test(value)) return undefined
     return value.length > MAX_LENGTH_DIGITS ? Number.POSITIVE_INFINITY : Number(value)
   }
@@ -285,7 +287,7 @@ const gluedHeader = (data: Buffer): { at: number; complete: boolean } | undefine
       }
     } else {
       // The header's own line holds nothing but the length (a JSON string could hold the words).
-      const first = rest.toString("latin1", 0, end.headerLength).split("\n", 1)[0]!
+      const first = rest.toString("latin1", 0, end.headerLength).split("\n", 1)[0] ?? ""
       if (/^content-length:[ \t]*\d{1,15}[ \t]*\r?$/i.test(first)) return { at, complete: true }
     }
     from = at + 1
@@ -308,7 +310,7 @@ export const idOfDropped = (frame: { readonly head: string; readonly tail: strin
   const fromHead = topLevelId(frame.head)
   if (fromHead !== undefined) return fromHead
   const last = /[{,]\s*"id"\s*:\s*(-?\d{1,16}|"(?:[^"\\]|\\.){0,256}")\s*\}\s*$/.exec(frame.tail)
-  return last === null ? null : parseId(last[1]!)
+  return last === null ? null : parseId(last[1] ?? "")
 }
 
 const parseId = (text: string): Id | null => {
@@ -326,14 +328,14 @@ const topLevelId = (head: string): Id | undefined => {
   let i = 0
   let expectKey = false
   while (i < head.length) {
-    const c = head[i]!
+    const c = head.charAt(i)
     if (c === '"') {
       let j = i + 1
       while (j < head.length && head[j] !== '"') j += head[j] === "\\" ? 2 : 1
       if (j >= head.length) return undefined
       if (depth === 1 && expectKey && head.slice(i, j + 1) === '"id"') {
         const value = /^\s*:\s*(-?\d{1,16}|"(?:[^"\\]|\\.){0,256}")\s*[,}]/.exec(head.slice(j + 1, j + 300))
-        if (value !== null) return parseId(value[1]!) ?? undefined
+        if (value !== null) return parseId(value[1] ?? "") ?? undefined
       }
       expectKey = false
       i = j + 1
@@ -355,7 +357,7 @@ const detectFraming = (buffer: Buffer): Framing | undefined => {
   let i = 0
   while (i < buffer.length && (buffer[i] === CR || buffer[i] === LF || buffer[i] === 0x20 || buffer[i] === 0x09)) i++
   if (i === buffer.length) return undefined
-  const first = buffer[i]!
+  const first = buffer[i] ?? 0
   if (first !== 0x43 && first !== 0x63) return "ndjson" // anything but C/c cannot start "Content-"
   const available = Math.min(buffer.length - i, CONTENT_PREFIX.length)
   const prefix = buffer.toString("latin1", i, i + available).toLowerCase()

@@ -66,9 +66,11 @@ const cosine = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): number => {
   let na = 0
   let nb = 0
   for (let i = 0; i < a.length && i < b.length; i++) {
-    dot += a[i]! * b[i]!
-    na += a[i]! * a[i]!
-    nb += b[i]! * b[i]!
+    const x = a[i] ?? 0
+    const y = b[i] ?? 0
+    dot += x * y
+    na += x * x
+    nb += y * y
   }
   return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb)
 }
@@ -166,7 +168,7 @@ export const make = (settings: Settings): Embedder => {
         const batch = missing.slice(i, i + BATCH)
         const got = await embed(batch.map(([, e]) => textOf(e)))
         sent += batch.length
-        batch.forEach(([key], j) => vectors.set(key, got[j]!))
+        batch.forEach(([key], j) => vectors.set(key, got[j] ?? []))
       }
       if (missing.length > 0) save()
     })
@@ -194,9 +196,9 @@ export const make = (settings: Settings): Embedder => {
     k: number
   ): Promise<ReadonlyArray<CatalogEntry>> => {
     await fill(entries)
-    const [wanted] = await embed([query])
+    const [wanted = []] = await embed([query])
     return entries
-      .map((entry, i) => ({ entry, i, score: cosine(wanted!, vectors.get(keyOf(entry)) ?? []) }))
+      .map((entry, i) => ({ entry, i, score: cosine(wanted, vectors.get(keyOf(entry)) ?? []) }))
       .sort((a, b) => b.score - a.score || a.i - b.i)
       .slice(0, k)
       .map((s) => s.entry)
