@@ -85,33 +85,31 @@ export interface OrchestrationEntry extends Omit<OrchestrationRecord, "result" |
   readonly result?: string | undefined
 }
 
-const cut = (text: string | null | undefined) =>
-  text === null || text === undefined
-    ? text
-    : Secrets.scrub(text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS)}…` : text)
+const cut = (text: string): string =>
+  Secrets.scrub(text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS)}…` : text)
 
 const orchestrationEntry = (record: OrchestrationRecord & { readonly at: number }, seq: number): OrchestrationEntry => ({
   seq,
   at: record.at,
-  query: cut(record.query)!,
+  query: cut(record.query),
   context: sanitized(record.context ?? null),
   routing: record.routing,
   offered: record.offered.map((o) => ({ ...o, name: Secrets.scrub(o.name) })),
   model: record.model,
-  choice: record.choice === undefined ? undefined : { name: record.choice.name, arguments: cut(record.choice.arguments)! },
-  explanation: cut(record.explanation),
+  choice: record.choice === undefined ? undefined : { name: record.choice.name, arguments: cut(record.choice.arguments) },
+  explanation: record.explanation === null || record.explanation === undefined ? record.explanation : cut(record.explanation),
   plan:
     record.plan === undefined
       ? undefined
       : { backendId: record.plan.backendId, method: record.plan.method, params: sanitized(record.plan.params) },
-  code: cut(record.code) ?? undefined,
-  logs: record.logs?.slice(0, 100).map((line) => cut(line)!),
+  code: record.code === undefined ? undefined : cut(record.code),
+  logs: record.logs?.slice(0, 100).map((line) => cut(line)),
   limit: record.limit,
   steps: record.steps?.map((s) => ({
     ...s,
     tool: Secrets.scrub(s.tool),
     arguments: sanitized(s.arguments),
-    detail: s.detail === undefined ? undefined : cut(s.detail)!
+    detail: s.detail === undefined ? undefined : cut(s.detail)
   })),
   result: record.result === undefined ? undefined : sanitized(record.result),
   error: record.error === undefined ? undefined : { code: record.error.code, message: Secrets.scrub(record.error.message) },

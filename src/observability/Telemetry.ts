@@ -90,9 +90,9 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 export const parentFrom = (params: unknown): Tracer.ExternalSpan | undefined => {
   const raw = Meta.get(params, "traceparent")
   if (typeof raw !== "string") return undefined
-  const match = TRACEPARENT.exec(raw.trim().toLowerCase())
-  if (match === null || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return undefined
-  return Tracer.externalSpan({ traceId: match[1]!, spanId: match[2]!, sampled: (parseInt(match[3]!, 16) & 1) === 1 })
+  const [, traceId = "", spanId = "", flags = "0"] = TRACEPARENT.exec(raw.trim().toLowerCase()) ?? []
+  if (traceId === "" || /^0+$/.test(traceId) || /^0+$/.test(spanId)) return undefined
+  return Tracer.externalSpan({ traceId, spanId, sampled: (parseInt(flags, 16) & 1) === 1 })
 }
 
 /** `params` with `_meta.traceparent` naming `span` (the backend's parent). */

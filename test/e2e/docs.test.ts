@@ -76,7 +76,15 @@ describe("docs/protocol.md", () => {
 
   it("documents every HTTP status the transport sends", () => {
     // The transport's own refusals, and those of the sessions behind it (see gateway/edge).
-    const http = ["transport/Http.ts", "transport/HttpWire.ts", "gateway/edge/SharedSessions.ts", "gateway/edge/Protocol.ts"]
+    const http = [
+      "transport/Http.ts",
+      "transport/HttpAccess.ts",
+      "transport/HttpHandOff.ts",
+      "transport/HttpExchange.ts",
+      "transport/HttpWire.ts",
+      "gateway/edge/SharedSessions.ts",
+      "gateway/edge/Protocol.ts"
+    ]
       .map(source)
       .join("\n")
     const statuses = new Set([...http.matchAll(/(?:reject|json)\((\d{3})\b|status: (\d{3})\b/g)].map((m) => m[1] ?? m[2]!))

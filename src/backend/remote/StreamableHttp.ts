@@ -116,7 +116,8 @@ export class StreamableHttpChannel extends RemoteChannel {
   private answered = false
 
   protected send(message: Sent, body: string) {
-    const isRequest = message.id !== undefined && message.method !== undefined
+    /** Set when the message is a request: its id, which its reply will carry. */
+    const requestId = message.method !== undefined ? message.id : undefined
     const metaVersion = Meta.get(message.params, Mcp.Meta.protocolVersion)
     const stateless = typeof metaVersion === "string"
     if (message.method === "notifications/cancelled" && this.cancelStateless(message.params?.requestId)) return
@@ -139,9 +140,9 @@ export class StreamableHttpChannel extends RemoteChannel {
       const version = stateless ? metaVersion : this.protocolVersion
       if (version !== undefined) extra["mcp-protocol-version"] = version
     }
-    const fiber = this.run(this.post(message, body, extra, isRequest))
-    if (stateless && isRequest) {
-      const id = message.id!
+    const fiber = this.run(this.post(message, body, extra, requestId))
+    if (stateless && requestId !== undefined) {
+      const id = requestId
       this.statelessInFlight.set(id, fiber)
       fiber.addObserver(() => {
         if (this.statelessInFlight.get(id) === fiber) this.statelessInFlight.delete(id)
@@ -150,7 +151,7 @@ export class StreamableHttpChannel extends RemoteChannel {
   }
 
   /** One message; what the server answers is handed on as it arrives. */
-  private post(message: Sent, body: string, extra: Record<string, string>, isRequest: boolean) {
+  private post(message: Sent, body: string, extra: Record<string, string>, requestId: Sent["id"]) {
     return Effect.gen(this, function* () {
       const authorized = yield* Effect.either(this.authorization())
       if (authorized._tag === "Left") return this.needsAuth(message.id, authorized.left)
@@ -184,30 +185,30 @@ export class StreamableHttpChannel extends RemoteChannel {
           this.note(`POST initialize answered HTTP ${status}: trying the HTTP+SSE transport`)
           return yield* this.fallBackToSse({ message: { jsonrpc: "2.0", ...message }, text: body })
         }
-        if (!isRequest) return this.note(`${message.method ?? "a reply"} was refused: HTTP ${status}`)
+        if (requestId === undefined) return this.note(`${message.method ?? "a reply"} was refused: HTTP ${status}`)
         const expired = status === 404 && extra["mcp-session-id"] !== undefined
         // A 2026-07-28 server refuses with a status and its JSON-RPC error in the body (-32021 names
         // the capability the client lacks): that error is the backend's answer, passed on as sent.
-        if (!expired && status !== 401 && status !== 403 && Fetch.isErrorReplyTo(text, message.id!)) return this.incoming(text)
+        if (!expired && status !== 401 && status !== 403 && Fetch.isErrorReplyTo(text, requestId)) return this.incoming(text)
         // A token without the scope this request needs: said so, with the scopes asked for (a step-up).
         const wanted =
           status === 403 && this.options.tokens !== undefined
             ? scopesChallenged(response.headers.get("www-authenticate"))
             : undefined
         if (wanted !== undefined) {
-          return this.replyError(message.id!, Fetch.httpProblem(response, text), status, false, { [INSUFFICIENT_SCOPE]: wanted })
+          return this.replyError(requestId, Fetch.httpProblem(response, text), status, false, { [INSUFFICIENT_SCOPE]: wanted })
         }
-        return this.replyError(message.id!, expired ? SESSION_ENDED : Fetch.httpProblem(response, text), status)
+        return this.replyError(requestId, expired ? SESSION_ENDED : Fetch.httpProblem(response, text), status)
       }
       if (message.method === "notifications/initialized") this.openGetStream()
-      if (response.status === 202 || !isRequest || response.body === null) return yield* Fetch.discard(response)
+      if (response.status === 202 || requestId === undefined || response.body === null) return yield* Fetch.discard(response)
       const type = response.headers.get("content-type") ?? ""
       if (type.includes("text/event-stream")) {
         return yield* readEvents(response.body, this.options.maxFrameBytes, (event) => this.incoming(event.data), this.note)
       }
       const text = yield* Fetch.readText(response, this.options.maxFrameBytes)
       if (text.length >= this.options.maxFrameBytes) {
-        return this.replyError(message.id!, `the reply is over the limit of ${this.options.maxFrameBytes} bytes (maxFrameBytes)`)
+        return this.replyError(requestId, `the reply is over the limit of ${this.options.maxFrameBytes} bytes (maxFrameBytes)`)
       }
       this.incoming(text)
     }).pipe(
@@ -250,11 +251,12 @@ export class StreamableHttpChannel extends RemoteChannel {
   /** Server-sent messages outside any request: the session's GET stream, kept open while it lives. */
   private openGetStream() {
     const session = this.session
-    if (this.sessionId === undefined || this.getStream !== undefined) return
+    const sessionId = this.sessionId
+    if (sessionId === undefined || this.getStream !== undefined) return
     const alive = () => !this.closed && session === this.session
     const once: Effect.Effect<StreamOutcome> = Effect.gen(this, function* () {
       const opened = Date.now()
-      const headers: Record<string, string> = { accept: "text/event-stream", "mcp-session-id": this.sessionId! }
+      const headers: Record<string, string> = { accept: "text/event-stream", "mcp-session-id": sessionId }
       if (this.protocolVersion !== undefined) headers["mcp-protocol-version"] = this.protocolVersion
       const authorization = yield* Effect.orElseSucceed(this.authorization(), () => undefined)
       const response = yield* Fetch.request(this.url, { method: "GET", headers: this.headers(headers, authorization) })

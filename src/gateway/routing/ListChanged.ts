@@ -26,12 +26,16 @@ interface Seen {
 const sameEntries = (a: ReadonlyArray<CatalogEntry>, b: ReadonlyArray<CatalogEntry>): boolean =>
   a.length === b.length &&
   a.every((e, i) => {
-    const f = b[i]!
-    return e.name === f.name && e.source === f.source && e.tool.description === f.tool.description
+    const f = b[i]
+    return f !== undefined && e.name === f.name && e.source === f.source && e.tool.description === f.tool.description
   })
 
 const sameSources = (a: ReadonlyArray<Source>, b: ReadonlyArray<Source>): boolean =>
-  a.length === b.length && a.every((s, i) => s[0] === b[i]![0] && s[1] === b[i]![1] && s[2] === b[i]![2])
+  a.length === b.length &&
+  a.every((s, i) => {
+    const t = b[i]
+    return t !== undefined && s[0] === t[0] && s[1] === t[1] && s[2] === t[2]
+  })
 
 export const make = (backends: BackendsService, profileOf: (session: Session) => Profile | undefined) => {
   const seen = new WeakMap<Session, Seen>()

@@ -19,12 +19,16 @@ export const countedOf = (call: ToolCall, limits: Limits): ReadonlyArray<Counted
     counted.push({ key: `subject\u0000${userOf(call.session)}`, named: "limits.subject", limit: limits.subject })
   }
   const tool = call.target?.entry?.name ?? call.name
-  const glob = Object.keys(limits.tools ?? {}).find((g) => matchesGlob(g, tool))
-  if (glob !== undefined)
-    counted.push({ key: `tool\u0000${tool}`, named: `limits.tools["${glob}"]`, limit: limits.tools![glob]! })
+  const tools = limits.tools ?? {}
+  const glob = Object.keys(tools).find((g) => matchesGlob(g, tool))
+  const toolLimit = glob === undefined ? undefined : tools[glob]
+  if (glob !== undefined && toolLimit !== undefined) {
+    counted.push({ key: `tool\u0000${tool}`, named: `limits.tools["${glob}"]`, limit: toolLimit })
+  }
   const backendId = call.target?.backendId
-  const backend = backendId === undefined ? undefined : limits.backends?.[backendId]
-  if (backend !== undefined && Object.hasOwn(limits.backends!, backendId!)) {
+  const backends = limits.backends ?? {}
+  const backend = backendId === undefined || !Object.hasOwn(backends, backendId) ? undefined : backends[backendId]
+  if (backend !== undefined) {
     counted.push({ key: `backend\u0000${backendId}`, named: `limits.backends["${backendId}"]`, limit: backend })
   }
   return counted
