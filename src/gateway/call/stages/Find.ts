@@ -26,7 +26,7 @@ export interface Deps {
 
 /** The call with its target, noted in its trail (the audit line names the tool from there). */
 const found = (call: ToolCall, target: Target): ToolCall => {
-  call.decisions.push({ stage: "find", said: `found ${target.own} on ${target.backendId}`, target })
+  call.decisions.push({ stage: "find", said: "found", target })
   return { ...call, target }
 }
 
