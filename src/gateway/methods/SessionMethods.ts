@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import type { Session } from "../session/Session.js"
-import type { Context } from "./Aggregate.js"
+import type { Context } from "./Context.js"
 import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
 import type { View } from "./View.js"
