@@ -59,9 +59,9 @@ type Open = (
   subject?: string | undefined
 ) => Effect.Effect<Connection, BackendError>
 
-/** A child spawned with its three pipes (a failed spawn leaves them missing). */
+/** A child spawned with its three pipes (a failed spawn leaves them missing: null, or undefined under EMFILE). */
 const hasPipes = (child: ChildProcess): child is ChildProcessWithoutNullStreams =>
-  child.stdin !== null && child.stdout !== null && child.stderr !== null
+  Boolean(child.stdin) && Boolean(child.stdout) && Boolean(child.stderr)
 
 export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, events) =>
   Effect.async<Connection, BackendError>((resume) => {
