@@ -15,7 +15,7 @@ import * as Secrets from "../observability/Secrets.js"
 import { objectField } from "../values/Json.js"
 import * as Meta from "../values/Meta.js"
 import * as Arguments from "./Arguments.js"
-import { type CallHeld, InvalidPlan, NoActionDetermined } from "./Errors.js"
+import { InvalidPlan, NoActionDetermined } from "./Errors.js"
 import * as Intent from "./Intent.js"
 import type { ChatMessage, ChatResponse, ChatTool, ChatToolCall, LlmClient } from "./Llm.js"
 import { type Offer, parseArguments, type Plan, requiredProperties, SEARCH_TOOL } from "./Offer.js"
@@ -45,12 +45,6 @@ import {
   withSteps,
   withStepsRan
 } from "./Steps.js"
-
-/**
- * Runs a plan's request other than a tool call on a backend (`routing: "backend"`: a read, a
- * prompt, a listing; see Offer's MODEL_METHODS); `CallHeld` when the caller's policies refuse it.
- */
-export type Execute = (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError | CallHeld>
 
 /** One model turn; the first is what the debug UI's record shows. */
 export const ask = (
@@ -113,7 +107,6 @@ export const planCall = (offer: Offer, call: ChatToolCall, record?: Recording) =
 /** What one run works with: the prepared request, and how its calls run for its caller. */
 export interface Run extends Omit<Prepared, "code"> {
   readonly llm: LlmClient["Type"]
-  readonly execute: Execute
   readonly callPlanned: Call.RunPlanned
   readonly onStep: OnStep | undefined
   readonly confirm: Confirm | undefined
@@ -303,19 +296,17 @@ class Loop {
     })
   }
 
-  /** One planned call of a turn, run for the caller: a tool call through the pipeline, another request by `execute`. */
+  /** One planned call of a turn, run for the caller through the pipeline (a tool call, or another request of the allow-list). */
   runPlanned(
     step: number,
     { call, args, planned }: TurnCall & { planned: NonNullable<TurnCall["planned"]> },
     flow: Call.FlowFacts
   ) {
-    const { execute, callPlanned, results } = this.run
+    const { callPlanned, results } = this.run
     const { chosen } = planned
     return Effect.gen(this, function* () {
       const started = Date.now()
-      const result = yield* chosen.mcpMethod === "tools/call"
-        ? runStep(callPlanned, chosen, args, flow)
-        : execute(chosen.backendId, chosen.mcpMethod, chosen.mcpParams)
+      const result = yield* runStep(callPlanned, chosen, args, flow)
       const isError = isCallToolResult(result) && result.isError === true
       const ms = Date.now() - started
       this.steps.push({ tool: chosen.functionName, arguments: Secrets.scrubArguments(args), isError, ms })

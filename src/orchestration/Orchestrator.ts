@@ -29,14 +29,12 @@ import { type Confirm, noAction, type OnStep } from "./Steps.js"
 import * as CodeMode from "./CodeMode.js"
 import * as Prepare from "./Prepare.js"
 import * as Loop from "./Loop.js"
-import type { Execute } from "./Loop.js"
 
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
 export { ORCHESTRATE_TOOL, SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
 import type { OrchestrateRequest } from "./Request.js"
 export { type OrchestrateRequest, validateParams } from "./Request.js"
-export type { Execute } from "./Loop.js"
 
 type Recording = Prepare.Recording
 
@@ -49,12 +47,11 @@ export type OrchestrationError =
 /** How an orchestration runs for its caller; each part optional. */
 export interface RunOptions {
   /**
-   * Runs each tool call through the call pipeline; the gateway runs it as the session's call.
-   * Default: the pipeline of the orchestrator's context, as nobody's call.
+   * Runs each step through the call pipeline (a tool call, or with `routing: "backend"` any request
+   * of the allow-list); the gateway runs it as the session's call. Default: the pipeline of the
+   * orchestrator's context, as nobody's call.
    */
   readonly call?: Call.RunPlanned | undefined
-  /** Runs a plan's other requests (`routing: "backend"` may name any method). Default: straight on the backend. */
-  readonly execute?: Execute | undefined
   /** Told as each step starts (the gateway sends progress notifications). */
   readonly onStep?: OnStep | undefined
   /** Asks the user before a tool `confirmTools` gates runs; without it such a tool is refused. */
@@ -105,7 +102,6 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       /** Code mode's loop, or tools mode's (see Loop), on what the request was prepared into. */
       const run = Effect.fn("Orchestrator.orchestrate")(function* (
         params: OrchestrateRequest,
-        execute: Execute,
         callPlanned: Call.RunPlanned,
         onStep: OnStep | undefined,
         confirm: Confirm | undefined,
@@ -113,7 +109,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         record?: Recording
       ) {
         const { code, ...prepared } = yield* prepare(params, profile, record)
-        if (code === undefined) return yield* Loop.run({ ...prepared, llm, execute, callPlanned, onStep, confirm, record })
+        if (code === undefined) return yield* Loop.run({ ...prepared, llm, callPlanned, onStep, confirm, record })
         const { query, messages, maxSteps, dryRun, results, confirmTools } = prepared
         const result = yield* CodeMode.orchestrate({
           ask: (tools) => Loop.ask(llm, query, messages, tools, record),
@@ -137,10 +133,10 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       })
 
       const orchestrate = (params: OrchestrateRequest, options: RunOptions = {}) => {
-        const { execute = backends.executeOnBackend, onStep, confirm, profile } = options
+        const { onStep, confirm, profile } = options
         // Nobody's call: the pipeline of this orchestrator's context, asking through `confirm`.
         const callPlanned: Call.RunPlanned = options.call ?? ((p) => plannedCalls.run(p, confirm))
-        if (!events.active()) return run(params, execute, callPlanned, onStep, confirm, profile)
+        if (!events.active()) return run(params, callPlanned, onStep, confirm, profile)
         const started = Date.now()
         const record: Recording = { query: "", context: null, routing: "", offered: [] }
         // The run as the debug UI shows it, with its audit log id when that is on.
@@ -159,7 +155,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
             })
           )
         return Effect.flatMap(FiberRef.get(AuditRun.current), (auditId) =>
-          run(params, execute, callPlanned, onStep, confirm, profile, record).pipe(
+          run(params, callPlanned, onStep, confirm, profile, record).pipe(
             Effect.tapBoth({
               onFailure: (error) => publish(auditId, { error: { code: error.code, message: error.message } }),
               onSuccess: (result) => publish(auditId, { result })

@@ -54,7 +54,12 @@ export interface Planned {
   /** The name the model used (exposed; in `routing: "backend"`, the backend's id). */
   readonly name: string
   readonly target: Target | undefined
-  /** `tools/call`'s params. */
+  /**
+   * The request: `tools/call` when absent; in `routing: "backend"`, any method of the allow-list
+   * the model may ask a backend for (a read, a prompt, a listing, a completion; see Offer).
+   */
+  readonly method?: string | undefined
+  /** The request's params (`tools/call`'s: its name, arguments, `_meta`). */
   readonly params: Readonly<Record<string, unknown>>
   /** The user already agreed (an orchestration asks for a whole turn before any of it runs). */
   readonly confirmed?: boolean | undefined
@@ -118,7 +123,8 @@ const askedOf = (error: GatewayError): { readonly answer: unknown; readonly mode
     : undefined
 
 /**
- * An orchestration's tool call through the call pipeline, where the user is asked once for it,
+ * An orchestration's step through the call pipeline (a tool call, or in `routing: "backend"` any
+ * request of the allow-list: see Call's ways), where the user is asked once for a tool call,
  * naming every reason (`confirmTools`, a flow rule). A call the flow guard held is `CallHeld` (the
  * model is told); one the user declined is `CallHeld` with no rule (a declined step); one a client
  * that cannot be asked must not run makes the plan invalid (-32003), as any other refusal does.
@@ -133,7 +139,12 @@ export const runStep = (
     runCall({
       via: "orchestration",
       name: chosen.functionName,
-      target: { backendId: chosen.backendId, own: String(field(chosen.mcpParams, "name") ?? "") },
+      method: chosen.mcpMethod,
+      // What the request names at its backend: a tool's, a prompt's own name, or a resource's URI.
+      target: {
+        backendId: chosen.backendId,
+        own: String(field(chosen.mcpParams, "name") ?? field(chosen.mcpParams, "uri") ?? "")
+      },
       params: objectOr(chosen.mcpParams),
       flow,
       decisions: []

@@ -27,12 +27,21 @@ export type StageName = (typeof STAGES)[number]
  * (`confirmTools`); a client's own call (and a task's, an endpoint's) goes as its client sent it:
  * its client asks its user, and the backend judges its arguments.
  */
-export type Way = "client" | "planned"
+export type Way = "client" | "planned" | "request"
 export const TABLES: Readonly<Record<Way, ReadonlyArray<StageName>>> = {
   client: ["record", "find", "decide", "count", "credentials", "forward"],
-  planned: STAGES
+  planned: STAGES,
+  // The model's other requests (`routing: "backend"`: reads, prompts, listings, completion): no
+  // schema to hold them to, nothing a user is asked before a read.
+  request: ["record", "find", "decide", "count", "credentials", "forward"]
 }
-export const wayOf = (via: Via): Way => (via === "orchestration" || via === "script" ? "planned" : "client")
+/** A call's way: a request other than `tools/call` (the model's, in `routing: "backend"`), a planned call, or a client's. */
+export const wayOf = (call: { readonly via: Via; readonly method?: string | undefined }): Way =>
+  isRequest(call) ? "request" : call.via === "orchestration" || call.via === "script" ? "planned" : "client"
+
+/** A call of a method other than `tools/call` (see Planned's `method`). */
+export const isRequest = (call: { readonly method?: string | undefined }): boolean =>
+  call.method !== undefined && call.method !== "tools/call"
 
 /** What a stage said of a call (`stage`: one of STAGES): the trail a refused call is explained by. */
 export type Decision = PlannedDecision
@@ -45,6 +54,8 @@ export interface ToolCall {
   readonly via: Via
   /** The name as its caller used it: the exposed name, or (`backend-endpoint`) the backend's own. */
   readonly name: string
+  /** The request: `tools/call` when absent (see Planned's `method`). */
+  readonly method?: string | undefined
   /** `tools/call`'s params as sent (arguments, `_meta`, `task`); `name` is replaced by the backend's own. */
   readonly params: Readonly<Record<string, unknown>>
   /** Known to the caller already (an orchestration's plan, a script's tool); else `find` gives it. */

@@ -21,7 +21,7 @@ import { Effect } from "effect"
 import * as Capabilities from "../../catalog/Capabilities.js"
 import type { FlowGuard } from "../../config/Flow.js"
 import { describeOrigin, describeSource, type Origin } from "../../orchestration/Provenance.js"
-import type { ToolCall } from "./Call.js"
+import { isRequest, type ToolCall } from "./Call.js"
 import type { Rule } from "./stages/Decide.js"
 
 export interface Settings {
@@ -30,7 +30,9 @@ export interface Settings {
   readonly flowOf: (backendId: string) => Capabilities.FlowSetting | undefined
 }
 
-const judged = (call: ToolCall): boolean => (call.via === "orchestration" || call.via === "script") && call.flow !== undefined
+/** A planned tool call with its data's origins (the model's reads and prompts send nothing out). */
+const judged = (call: ToolCall): boolean =>
+  (call.via === "orchestration" || call.via === "script") && call.flow !== undefined && !isRequest(call)
 
 const capabilitiesOf = (call: ToolCall, settings: Settings): Capabilities.Capabilities | undefined =>
   call.target === undefined

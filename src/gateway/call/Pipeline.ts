@@ -63,26 +63,32 @@ export const compose = (stages: ReadonlyArray<Stage>): Next =>
   )
 
 /** A pipeline of `stages` for every way of calling (tests build one of their own). */
-export const of = (stages: ReadonlyArray<Stage>): CallPipelineService => ofTables(stages, { client: stages, planned: stages })
+export const of = (stages: ReadonlyArray<Stage>): CallPipelineService =>
+  ofTables(stages, { client: stages, planned: stages, request: stages })
 
 /** The pipeline of every way's table (Call.TABLES), from a stage for each name. */
 export const ofStages = (stages: Readonly<Record<StageName, Stage>>): CallPipelineService =>
   ofTables(
     STAGES.map((name) => stages[name]),
-    { client: TABLES.client.map((name) => stages[name]), planned: TABLES.planned.map((name) => stages[name]) }
+    {
+      client: TABLES.client.map((name) => stages[name]),
+      planned: TABLES.planned.map((name) => stages[name]),
+      request: TABLES.request.map((name) => stages[name])
+    }
   )
 
 /** A pipeline whose calls take their way's table (see Call.TABLES), composed once. */
 const ofTables = (every: ReadonlyArray<Stage>, tables: Readonly<Record<Way, ReadonlyArray<Stage>>>): CallPipelineService => {
-  const client = compose(tables.client)
-  const planned = compose(tables.planned)
+  const ways: Readonly<Record<Way, Next>> = {
+    client: compose(tables.client),
+    planned: compose(tables.planned),
+    request: compose(tables.request)
+  }
   return {
     stages: every.map((s) => s.name),
     run: (request) =>
       Effect.flatMap(CurrentCaller, (caller) =>
-        (wayOf(request.via) === "planned" ? planned : client)(
-          makeCall({ ...request, session: caller.session, confirm: caller.confirm })
-        )
+        ways[wayOf(request)](makeCall({ ...request, session: caller.session, confirm: caller.confirm }))
       )
   }
 }
@@ -117,7 +123,7 @@ const make = (rules: ReadonlyArray<Decide.Rule>) =>
       find: Find.make({ backends, profileOf }),
       check: Check.make(),
       decide: Decide.make([
-        PolicyChecks.rule({ policies: policies.current, flowOf }),
+        PolicyChecks.rule({ policies: policies.current, flowOf }, backends.configOf),
         ...FlowRules.rules({ mode: () => current.flowGuard, flowOf }),
         ...rules
       ]),

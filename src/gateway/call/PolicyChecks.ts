@@ -12,7 +12,7 @@ import { field } from "../../values/Json.js"
 import type * as Policy from "../../policy/Policy.js"
 import { RpcError } from "../../protocol/Errors.js"
 import type { Session } from "../session/Session.js"
-import { type ToolCall, userOf } from "./Call.js"
+import { isRequest, type ToolCall, userOf } from "./Call.js"
 import type { Rule } from "./stages/Decide.js"
 
 /** The code of a request a policy refused (as the `decide` stage refuses a call). */
@@ -76,8 +76,27 @@ export interface Settings {
   readonly flowOf: (backendId: string) => Capabilities.FlowSetting | undefined
 }
 
-/** `decide`'s rule: a call the policies deny is refused, naming them. */
-export const rule = (settings: Settings): Rule => ({
+/** What the policies are asked of a request other than a tool call: a read, a prompt; nothing else (listings, completion). */
+const requestOf = (
+  call: ToolCall,
+  backendId: string,
+  own: string,
+  configOf: (backendId: string) => { readonly namespace?: string | false | undefined } | undefined
+): { readonly action: Policy.Action; readonly resource: Policy.Resource } | undefined => {
+  if (call.method === "resources/read") return { action: "read", resource: { type: "Resource", id: own, backend: backendId } }
+  if (call.method !== "prompts/get") return undefined
+  const id = exposedNameIn({ id: backendId, namespace: configOf(backendId)?.namespace }, own)
+  return { action: "get", resource: { type: "Prompt", id, backend: backendId } }
+}
+
+/**
+ * `decide`'s rule: a call the policies deny is refused, naming them. The model's read or prompt
+ * (`routing: "backend"`) is judged as the client's own `resources/read` and `prompts/get` are.
+ */
+export const rule = (
+  settings: Settings,
+  configOf: (backendId: string) => { readonly namespace?: string | false | undefined } | undefined = () => undefined
+): Rule => ({
   name: "policies",
   concerns: (call) => settings.policies() !== undefined && call.target !== undefined,
   refuses: (call) =>
@@ -85,6 +104,17 @@ export const rule = (settings: Settings): Rule => ({
       const policies = settings.policies()
       if (policies === undefined || call.target === undefined) return undefined
       const { backendId, own, entry } = call.target
+      if (isRequest(call)) {
+        const asked = requestOf(call, backendId, own, configOf)
+        if (asked === undefined) return undefined
+        const verdict = policies.decide({
+          principal: principalOf(call.session),
+          ...asked,
+          arguments: asked.action === "get" ? call.params.arguments : {},
+          via: "orchestration"
+        })
+        return verdict.allowed ? undefined : { why: verdict.why, data: { policies: verdict.policies } }
+      }
       const verdict = policies.decide({
         principal: principalOf(call.session),
         action: "call",
@@ -160,34 +190,4 @@ export const mayList = (
   const principal = principalOf(session)
   const action = type === "Resource" ? "read" : "get"
   return (backendId, id) => policies.mayEver(principal, action, { type, id, backend: backendId })
-}
-
-/**
- * What the policies say of the gateway's model's read or prompt (`routing: "backend"`): what they
- * refuse the client's own `resources/read` and `prompts/get`, they refuse the model too.
- */
-export const modelRequest = (
-  settings: Settings,
-  session: Session,
-  configOf: (backendId: string) => { readonly namespace?: string | false | undefined } | undefined,
-  backendId: string,
-  method: string,
-  params: unknown
-): Effect.Effect<void, RpcError> => {
-  if (method === "resources/read") {
-    const uri = String(field(params, "uri") ?? "")
-    return allowed(settings, session, "read", { type: "Resource", id: uri, backend: backendId }, {}, "orchestration")
-  }
-  if (method === "prompts/get") {
-    const name = exposedNameIn({ id: backendId, namespace: configOf(backendId)?.namespace }, String(field(params, "name") ?? ""))
-    return allowed(
-      settings,
-      session,
-      "get",
-      { type: "Prompt", id: name, backend: backendId },
-      field(params, "arguments"),
-      "orchestration"
-    )
-  }
-  return Effect.void
 }

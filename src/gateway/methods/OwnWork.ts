@@ -6,12 +6,12 @@
  */
 import { Effect } from "effect"
 import type { GatewayConfig } from "../../config/Config.js"
-import { type BackendError, type GatewayError, InvalidParams, RpcError, toRpcError, withData } from "../../protocol/Errors.js"
+import { type GatewayError, InvalidParams, RpcError, toRpcError, withData } from "../../protocol/Errors.js"
 import * as Secrets from "../../observability/Secrets.js"
 import { isCallToolResult, textResult } from "../../protocol/Mcp.js"
 import { type Confirm, ORCHESTRATE_TOOL, type Orchestrator, validateParams } from "../../orchestration/Orchestrator.js"
 import * as Progress from "../routing/Progress.js"
-import { CallHeld, cutText, MODEL_MESSAGE_CHARS } from "../../orchestration/Errors.js"
+import { cutText, MODEL_MESSAGE_CHARS } from "../../orchestration/Errors.js"
 import * as RunCode from "../../orchestration/Code.js"
 import * as Call from "../call/Call.js"
 import * as PolicyChecks from "../call/PolicyChecks.js"
@@ -99,23 +99,6 @@ const asTaskWhenAsked = (
   })
 }
 
-/**
- * The chosen backend's call goes through `forward`, as a client's own call would: it is the
- * session's call in flight there, so the backend's progress, log messages and requests (sampling,
- * elicitation) reach this client.
- */
-const executeFor =
-  (ctx: Deps, session: Session) =>
-  (caller: Caller.Caller, context: RequestContext) =>
-  (backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError | CallHeld> =>
-    Effect.zipRight(
-      Effect.catchAll(
-        PolicyChecks.modelRequest(ctx.policies, session, ctx.backends.configOf, backendId, method, params),
-        (refused) => Effect.fail(new CallHeld({ message: refused.message, toolName: backendId, rules: ["policies"] }))
-      ),
-      Caller.as(caller)(ctx.forward(context, backendId, method, params))
-    )
-
 /** A script whose every call goes `call`'s way (see RunCode); none when code mode is off. */
 const runScript = (ctx: Deps, view: View, call: Call.RunPlanned, args: unknown): Effect.Effect<unknown, GatewayError> =>
   Effect.flatMap(ctx.config.current, (config) => {
@@ -149,8 +132,6 @@ export const make = (ctx: Deps, session: Session, view: View) => {
   const { orchestrator } = ctx
   const { modelProfile, allowed } = view
 
-  const execute = executeFor(ctx, session)
-
   const confirmWith = (context: RequestContext, ask: RunTasks.Ask | undefined) => confirmOf(session, context, ask)
 
   const maybeTask = (
@@ -178,7 +159,6 @@ export const make = (ctx: Deps, session: Session, view: View) => {
   ) =>
     Effect.flatMap(CurrentCaller, (caller) =>
       orchestrator.orchestrate(request, {
-        execute: execute(caller, context),
         call: planned(caller, context, ask),
         onStep: Progress.ofSteps(context, progressToken),
         confirm: confirmWith(context, ask),

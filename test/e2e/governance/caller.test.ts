@@ -34,6 +34,8 @@ let resource: string
 let byBackend: HttpGateway
 let byBackendResource: string
 let auditFile: string
+/** The second gateway's audit log. */
+let byBackendAudit: string
 const now = () => Math.floor(Date.now() / 1000)
 
 const tokenOf = (sub: string, audience = resource) =>
@@ -65,6 +67,7 @@ beforeAll(async () => {
   const dir = tempDir()
   const policyFile = join(dir, "team.cedar")
   auditFile = join(dir, "audit.jsonl")
+  byBackendAudit = join(dir, "by-backend-audit.jsonl")
   writeFileSync(policyFile, POLICIES)
   gateway = await startHttpGateway({
     address: `127.0.0.1:${port}`,
@@ -94,7 +97,10 @@ beforeAll(async () => {
       routing: "backend",
       confirmTools: "never",
       httpAuth: { issuer: auth.issuer, audience: byBackendResource, scopes: ["mcp:tools"] },
-      policies: readsFile
+      policies: readsFile,
+      audit: { file: byBackendAudit, arguments: "full" },
+      // The model's requests count against their asker's limits like any call.
+      limits: { subject: { callsPerMinute: 2 } }
     }
   })
 }, 60_000)
@@ -203,6 +209,25 @@ describe("the caller reaches the policies and the audit log on every road", () =
     const erinPrompt = await asked("erin", "prompts/get", { name: "simple-prompt" })
     expect(erinPrompt).toContain("refused by policies")
     expect(erinPrompt).not.toContain("This is a simple prompt")
+    // Each request took the pipeline: recorded as its asker's, and counted against their limits.
+    const lines = () =>
+      readFileSync(byBackendAudit, "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.backend === "everything")
+        .map((line) => [line.subject, line.tool?.own, line.outcome, line.refusedBy ?? null])
+    const expected = [
+      ["dave", read.uri, "ok", null],
+      ["erin", read.uri, -32602, "decide"],
+      ["dave", "simple-prompt", "ok", null],
+      ["erin", "simple-prompt", -32602, "decide"]
+    ]
+    await until("the model's requests in the audit log", () => (lines().length >= expected.length ? true : undefined))
+    expect(lines()).toEqual(expected)
+    // Dave's two requests used his two calls a minute (erin's refused ones counted none).
+    expect(await asked("dave", "resources/read", read)).toContain("limits.subject")
+    expect(await asked("erin", "resources/read", read)).toContain("refused by policies")
   }, 60_000)
 
   it("a 2026-07-28 request, with no session", async () => {

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { matchesGlob } from "../../../catalog/Exposure.js"
 import type { Limits } from "../../../config/Limits.js"
 import { ErrorCode } from "../../../protocol/Errors.js"
-import { CallRefused, type ToolCall, userOf } from "../Call.js"
+import { CallRefused, isRequest, type ToolCall, userOf } from "../Call.js"
 import type { Counted, Taken } from "../../../store/TeamQuotas.js"
 import type { Stage } from "../Stage.js"
 
@@ -19,7 +19,8 @@ export const countedOf = (call: ToolCall, limits: Limits): ReadonlyArray<Counted
     counted.push({ key: `subject\u0000${userOf(call.session)}`, named: "limits.subject", limit: limits.subject })
   }
   const tool = call.target?.entry?.name ?? call.name
-  const tools = limits.tools ?? {}
+  // A tool's limit counts its calls; the model's reads and prompts count against the backend's.
+  const tools = isRequest(call) ? {} : (limits.tools ?? {})
   const glob = Object.keys(tools).find((g) => matchesGlob(g, tool))
   const toolLimit = glob === undefined ? undefined : tools[glob]
   if (glob !== undefined && toolLimit !== undefined) {

@@ -4,7 +4,9 @@
  * exists, a tool held back by its pin is refused saying how to trust it, and a tool of a backend
  * that is not ready goes on to be told why by the backend's state. A call an orchestration or a
  * script planned is found again: a tool quarantined or hidden since it was offered is refused.
- * At a backend's own endpoint the name is the backend's, its filters apply.
+ * At a backend's own endpoint the name is the backend's, its filters apply. The model's other
+ * requests (`routing: "backend"`) name a backend the session's profile serves, and what they name
+ * there must pass the backend's filters.
  */
 import { Effect } from "effect"
 import type { BackendsService } from "../../../backend/Backends.js"
@@ -16,7 +18,7 @@ import * as Apps from "../../../catalog/Apps.js"
 import { hiddenBy } from "../../../catalog/BackendFilters.js"
 import type { Session } from "../../session/Session.js"
 import { type GatewayError, InvalidParams } from "../../../protocol/Errors.js"
-import type { Target, ToolCall } from "../Call.js"
+import { isRequest, type Target, type ToolCall } from "../Call.js"
 import type { Stage } from "../Stage.js"
 
 export interface Deps {
@@ -132,9 +134,24 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
     return Effect.succeed({ backendId, own: call.name, entry })
   }
 
+  /** A request other than a tool call, at the backend it names: served to this session, not hidden there. */
+  const atRequest = (call: ToolCall): Effect.Effect<Target, GatewayError> => {
+    const target = call.target
+    if (target === undefined || (call.session !== undefined && !call.session.serves(target.backendId))) {
+      return refuse(call, `Unknown backend: ${call.name}`)
+    }
+    const hidden = hiddenBy(backends.configOf(target.backendId), call.method ?? "", call.params)
+    if (hidden !== undefined) {
+      call.decisions.push({ stage: "find", said: hidden.message, refused: true })
+      return Effect.fail(hidden)
+    }
+    return Effect.succeed(target)
+  }
+
   return {
     name: "find",
     run: (call, next) => {
+      if (isRequest(call)) return Effect.flatMap(atRequest(call), (target) => next(found(call, target)))
       // The hot path (a client's call of a listed tool) stays synchronous: no effect made to find it.
       if (call.via === "client" || call.via === "task") {
         const entry = catalog(call).byName.get(call.name)

@@ -9,7 +9,7 @@ import type { BackendsService } from "../../../backend/Backends.js"
 import type { ForwarderService } from "../Forwarding.js"
 import type { RoutesService } from "../../routing/Routes.js"
 import * as Tasks from "../../routing/Tasks.js"
-import { HELD, HELD_BACK, heldBack, SENT } from "../Call.js"
+import { HELD, HELD_BACK, heldBack, isRequest, SENT } from "../Call.js"
 import type { Stage } from "../Stage.js"
 
 export interface Deps {
@@ -26,6 +26,11 @@ export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => 
     run: (call) => {
       const target = call.target
       if (target === undefined) return Effect.dieMessage("forward: the call has no target (find did not run)")
+      // The model's other requests (`routing: "backend"`) go as it made them.
+      if (call.method !== undefined && isRequest(call)) {
+        call.decisions.push({ ...SENT, at: performance.now() })
+        return forwarder.forward(call.context, target.backendId, call.method, call.params)
+      }
       const params = call.params.name === target.own ? call.params : { ...call.params, name: target.own }
       const { session, context } = call
       if (heldBack(call)) {
