@@ -18,7 +18,7 @@ export const program = Effect.gen(function* () {
   const orchestrator = yield* Orchestrator.Orchestrator
   return yield* orchestrator.orchestrate(
     { query: "show me package.json", context: { currentWorkingDirectory: process.cwd() }, maxSteps: 3 },
-    // Told as each step starts; `execute`, `confirm` and `profile` may be given too.
+    // Told as each step starts; `confirm` and `profile` may be given too.
     { onStep: (step, maxSteps, tools) => Effect.logInfo(`step ${step}/${maxSteps}: ${tools.join(", ")}`) }
   )
 })
