@@ -1,7 +1,7 @@
 /**
  * `limits`: how many tool calls a subject, a tool or a backend may make per minute, and how many at
  * once. Counted at every call however made, in the call pipeline's `count` stage (see
- * gateway/call/Quotas).
+ * store/TeamQuotas).
  */
 import { Schema } from "effect"
 

@@ -1,5 +1,5 @@
 /**
- * A request for a session another gateway of the team holds (see store/SharedState), handed to that
+ * A request for a session another gateway of the team holds (see store/SessionDirectory), handed to that
  * gateway over HTTP as it came (method, path, headers, body) and its response streamed back as it
  * goes (a JSON reply, an SSE stream, a GET stream that lasts): so a load balancer need not be
  * sticky. The holder checks the request as if it came to it directly (the client's own token and
