@@ -4,6 +4,7 @@
  * after it. Used for the client's input and for every backend's stdout.
  */
 import { type Framing, type Id, isId } from "./Message.js"
+import { parseJson } from "../values/Json.js"
 
 /** One unit cut from the byte stream. */
 export type Frame =
@@ -314,12 +315,8 @@ export const idOfDropped = (frame: { readonly head: string; readonly tail: strin
 }
 
 const parseId = (text: string): Id | null => {
-  try {
-    const id: unknown = JSON.parse(text)
-    return isId(id) ? id : null
-  } catch {
-    return null
-  }
+  const id = parseJson(text)
+  return isId(id) ? id : null
 }
 
 /** Scans the start of an object for a member `"id"` at depth 1, skipping strings and nested values. */

@@ -29,6 +29,15 @@ export const objectField = (value: unknown, key: string): Record<string, unknown
   return isObject(found) ? found : undefined
 }
 
+/** JSON text parsed, or undefined when it is not JSON (never throws). */
+export const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
 /** What a thrown value says: an Error's message, else the value as text. */
 export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 

@@ -8,19 +8,15 @@ import { Effect, Layer, PubSub } from "effect"
 import type { Announcement, FileKind, SharedFile } from "../Contract.js"
 import { TeamFiles } from "../TeamFiles.js"
 import { PREFIX, RedisConnection } from "./Connection.js"
-import { isObject } from "../../values/Json.js"
+import { isObject, parseJson } from "../../values/Json.js"
 
 const KINDS: ReadonlyArray<FileKind> = ["tokens", "pins", "embeddings"]
 const isKind = (kind: unknown): kind is FileKind => KINDS.some((known) => known === kind)
 const ANNOUNCED = `${PREFIX}announced`
 
 const parsed = (text: string): Record<string, unknown> | undefined => {
-  try {
-    const value: unknown = JSON.parse(text)
-    return isObject(value) ? value : undefined
-  } catch {
-    return undefined
-  }
+  const value = parseJson(text)
+  return isObject(value) ? value : undefined
 }
 
 const parseFile = (value: string): SharedFile | undefined => {

@@ -10,7 +10,7 @@
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import type { QuotaKey } from "../Contract.js"
-import { limitWords, local, Quotas, type Taken, TeamQuotas } from "../TeamQuotas.js"
+import { type Counted, limitWords, local, Quotas, type Taken, TeamQuotas } from "../TeamQuotas.js"
 import { PREFIX, RedisConnection } from "./Connection.js"
 
 const MINUTE_MS = 60_000
@@ -87,6 +87,9 @@ export const takeArguments = (keys: ReadonlyArray<QuotaKey>, replicaId: string, 
   ])
 ]
 
+/** A counted key as the store names it (its parts joined by `:`). */
+const storeKey = (counted: Counted): string => counted.key.replace("\u0000", ":")
+
 export const layer: Layer.Layer<TeamQuotas, never, RedisConnection> = Layer.effect(
   TeamQuotas,
   Effect.gen(function* () {
@@ -113,7 +116,7 @@ export const layer: Layer.Layer<TeamQuotas, never, RedisConnection> = Layer.effe
           run(() =>
             client.eval(TAKE, {
               arguments: takeArguments(
-                counted.map((c) => ({ key: c.key.replace("\u0000", ":"), ...c.limit })),
+                counted.map((c) => ({ key: storeKey(c), ...c.limit })),
                 replicaId,
                 PREFIX,
                 Date.now()
@@ -132,7 +135,7 @@ export const layer: Layer.Layer<TeamQuotas, never, RedisConnection> = Layer.effe
                 retryAfterMs: Math.max(1, retryAfterMs)
               })
             }
-            const atOnce = counted.filter((c) => c.limit.concurrent !== undefined).map((c) => c.key.replace("\u0000", ":"))
+            const atOnce = counted.filter((c) => c.limit.concurrent !== undefined).map(storeKey)
             if (atOnce.length === 0) return Effect.succeed({ _tag: "Taken", release: () => {} })
             for (const key of atOnce) inflight.set(key, (inflight.get(key) ?? 0) + 1)
             let released = false

@@ -9,7 +9,7 @@
 import { Effect, Layer } from "effect"
 import type { TaskRecord } from "../Contract.js"
 import { TaskRecords } from "../TaskRecords.js"
-import { field, isObject } from "../../values/Json.js"
+import { field, isObject, parseJson } from "../../values/Json.js"
 import { PREFIX, RedisConnection } from "./Connection.js"
 
 export const MAX_RECORDS_PER_OWNER = 100
@@ -76,14 +76,10 @@ export const saveArguments = (prefix: string, taskId: string, record: TaskRecord
 ]
 
 const parseRecord = (value: string): TaskRecord | "none" => {
-  try {
-    const record: unknown = JSON.parse(value)
-    const owner = field(record, "owner")
-    const reply = field(record, "reply")
-    return typeof owner === "string" && isObject(reply) ? { owner, reply } : "none"
-  } catch {
-    return "none"
-  }
+  const record = parseJson(value)
+  const owner = field(record, "owner")
+  const reply = field(record, "reply")
+  return typeof owner === "string" && isObject(reply) ? { owner, reply } : "none"
 }
 
 /** Each record under `task:<id>`, its owner's index under `tasks-of:<owner>` and `task-bytes-of:<owner>`. */

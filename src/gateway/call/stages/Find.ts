@@ -39,6 +39,12 @@ const refuse = (call: ToolCall, message: string): Effect.Effect<never, GatewayEr
   return Effect.fail(new InvalidParams({ message, issues: [issue] }))
 }
 
+/** What a backend's filters hide, refused with their own error. */
+const refuseHidden = (call: ToolCall, hidden: GatewayError): Effect.Effect<never, GatewayError> => {
+  call.decisions.push({ stage: "find", said: hidden.message, refused: true })
+  return Effect.fail(hidden)
+}
+
 export const make = ({ backends, profileOf }: Deps): Stage => {
   const catalog = (call: ToolCall): Catalog => inProfile(catalogOf(backends.toolsSync()), profileOf(call.session))
 
@@ -124,10 +130,7 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
   /** At a backend's own endpoint: its own name, its filters, and its pins as at the aggregate. */
   const atEndpoint = (call: ToolCall, backendId: string): Effect.Effect<Target, GatewayError> => {
     const hidden = hiddenBy(backends.configOf(backendId), "tools/call", call.params)
-    if (hidden !== undefined) {
-      call.decisions.push({ stage: "find", said: hidden.message, refused: true })
-      return Effect.fail(hidden)
-    }
+    if (hidden !== undefined) return refuseHidden(call, hidden)
     const held = quarantined(call.name, backendId)
     if (held !== undefined) return refuse(call, held)
     const entry = catalogOf(backends.toolsSync()).entries.find((e) => e.backendId === backendId && e.toolName === call.name)
@@ -141,10 +144,7 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
       return refuse(call, `Unknown backend: ${call.name}`)
     }
     const hidden = hiddenBy(backends.configOf(target.backendId), call.method ?? "", call.params)
-    if (hidden !== undefined) {
-      call.decisions.push({ stage: "find", said: hidden.message, refused: true })
-      return Effect.fail(hidden)
-    }
+    if (hidden !== undefined) return refuseHidden(call, hidden)
     return Effect.succeed(target)
   }
 
