@@ -13,6 +13,7 @@
 import { Effect, Either, FiberRef, Option, Schema } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import * as Call from "./Planned.js"
+import * as Vocabulary from "../pipeline/Vocabulary.js"
 import * as Provenance from "./Provenance.js"
 import { Events, type OrchestrationStep } from "../observability/Events.js"
 import type { CodeMode } from "../config/Config.js"
@@ -220,10 +221,10 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
       Effect.gen(function* () {
         const tool = byName.get(name)
         const given = objectOr(args)
-        const decisions: Array<Call.Decision> = []
+        const decisions: Array<Vocabulary.Decision> = []
         // What the pipeline's forward stage said: sent to the backend, or held back by the preview.
-        const sent = () => Call.wasSent(decisions)
-        const held = () => decisions.includes(Call.HELD_BACK)
+        const sent = () => Vocabulary.wasSent(decisions)
+        const held = () => decisions.includes(Vocabulary.HELD_BACK)
         const started = Date.now()
         // A client's own script is its request: what it writes is what it asked to keep.
         const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan, keeps: deps.provenance?.keeps ?? true }

@@ -21,6 +21,7 @@ import type { ChatMessage, ChatResponse, ChatTool, ChatToolCall, LlmClient } fro
 import { type Offer, parseArguments, type Plan, requiredProperties, SEARCH_TOOL } from "./Offer.js"
 import type * as Call from "./Planned.js"
 import { runStep } from "./Planned.js"
+import type { Confirm, FlowFacts } from "../pipeline/Vocabulary.js"
 import * as Planning from "./Planning.js"
 import type { Prepared, Recording } from "./Prepare.js"
 import * as Provenance from "./Provenance.js"
@@ -29,7 +30,6 @@ import {
   addUsage,
   agreedToRun,
   boundTold,
-  type Confirm,
   declinedResult,
   dryRunRefused,
   dryRunResult,
@@ -297,11 +297,7 @@ class Loop {
   }
 
   /** One planned call of a turn, run for the caller through the pipeline (a tool call, or another request of the allow-list). */
-  runPlanned(
-    step: number,
-    { call, args, planned }: TurnCall & { planned: NonNullable<TurnCall["planned"]> },
-    flow: Call.FlowFacts
-  ) {
+  runPlanned(step: number, { call, args, planned }: TurnCall & { planned: NonNullable<TurnCall["planned"]> }, flow: FlowFacts) {
     const { callPlanned, results } = this.run
     const { chosen } = planned
     return Effect.gen(this, function* () {
@@ -340,7 +336,7 @@ class Loop {
       }
       // Where each call's values came from, as of what the model had read when it made them.
       const read = [...this.ledger.read]
-      const flowOf = (args: unknown): Call.FlowFacts => ({
+      const flowOf = (args: unknown): FlowFacts => ({
         read,
         origins: this.ledger.originsOf(args),
         plan: this.plan?.tools ?? [],

@@ -25,14 +25,16 @@ import type { InvalidPlan, LlmRequestFailed, NoActionDetermined } from "./Errors
 import { type ChatMessage, LlmClient } from "./Llm.js"
 import { Events, none as noEvents } from "../observability/Events.js"
 import type { Offer, Plan } from "./Offer.js"
-import { type Confirm, noAction, type OnStep } from "./Steps.js"
+import { noAction, type OnStep } from "./Steps.js"
+import type { Confirm } from "../pipeline/Vocabulary.js"
 import * as CodeMode from "./CodeMode.js"
 import * as Prepare from "./Prepare.js"
 import * as Loop from "./Loop.js"
 
 export { type Plan, SEARCH_TOOL } from "./Offer.js"
 export { ORCHESTRATE_TOOL, SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
-export { type Confirm, needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
+export { needsConfirmation, type OnStep, type StepRecord } from "./Steps.js"
+export type { Confirm } from "../pipeline/Vocabulary.js"
 import type { OrchestrateRequest } from "./Request.js"
 export { type OrchestrateRequest, validateParams } from "./Request.js"
 

@@ -5,49 +5,13 @@
  * request; an app that embeds the orchestrator gets the same pipeline from its layer. Declared
  * here, below the gateway, so that orchestration never imports what runs its calls.
  */
-import { Context, Data, Effect } from "effect"
-import type { CatalogEntry } from "../catalog/ToolCatalog.js"
+import { Context, Effect } from "effect"
 import * as Secrets from "../observability/Secrets.js"
 import { BackendError, type GatewayError } from "../protocol/Errors.js"
 import { CallHeld, InvalidPlan } from "./Errors.js"
 import type { Plan } from "./Offer.js"
-import type { Origin, Source } from "./Provenance.js"
-import type { Confirm } from "./Steps.js"
 import { field, objectOr } from "../values/Json.js"
-
-/** The backend and its own name for the tool, and the catalog's entry when the tool is listed. */
-export interface Target {
-  readonly backendId: string
-  readonly own: string
-  readonly entry?: CatalogEntry | undefined
-}
-
-/** What a stage of the road said of a call (see gateway/call). */
-export interface Decision {
-  readonly stage: string
-  readonly said: string
-  /** This stage refused the call: it went no further. */
-  readonly refused?: true
-  /** The rule that held or refused it (`decide`). */
-  readonly rule?: string
-  /** What `find` found: the tool's backend and its own name. */
-  readonly target?: Target
-  /** When `forward` sent it (performance.now()): the backend's time is counted from there. */
-  readonly at?: number
-}
-
-/**
- * Where a planned call's data came from, for the flow guard (see gateway/call/FlowRules): the
- * results read before it, which of its values came from them, and the tools the plan named.
- */
-export interface FlowFacts {
-  readonly read: ReadonlyArray<Source>
-  readonly origins: ReadonlyArray<Origin>
-  /** The functions the plan named before any data was read; undefined: no plan. */
-  readonly plan?: ReadonlyArray<string> | undefined
-  /** The request itself asked to keep or pass on what it reads (see Intent). */
-  readonly keeps?: boolean | undefined
-}
+import { CallRefused, type Confirm, type Decision, type FlowFacts, heldBy, type Target } from "../pipeline/Vocabulary.js"
 
 export interface Planned {
   readonly via: "orchestration" | "script"
@@ -71,34 +35,6 @@ export interface Planned {
   readonly decisions: Array<Decision>
 }
 
-/**
- * A call a stage of the pipeline refused: the one failure every refusal is, whichever stage said
- * it (`decide`'s rule, the user's answer at `ask`, a limit at `count`), read by its fields rather
- * than by its wire form. Its code and `data` (the stage, the rule, what the stage adds) are what
- * the client gets, mapped once where the reply is made (protocol/Errors `toRpcError`).
- */
-export class CallRefused extends Data.TaggedError("CallRefused")<{
-  readonly stage: "decide" | "ask" | "count"
-  readonly code: number
-  readonly message: string
-  /** The rule that held it (decide's; at ask, the first of the rules the user was asked for). */
-  readonly rule?: string | undefined
-  /** What else the refusal says (the rules held, the user's answer, the limit and when to retry). */
-  readonly detail?: Readonly<Record<string, unknown>> | undefined
-}> {
-  get data(): Readonly<Record<string, unknown>> {
-    return { stage: this.stage, ...(this.rule === undefined ? {} : { rule: this.rule }), ...this.detail }
-  }
-}
-
-/** What the pipeline's last stage says of a call it sent to its backend, and of one a preview held back. */
-export const SENT: Decision = { stage: "forward", said: "sent to its backend" }
-export const HELD_BACK: Decision = { stage: "forward", said: "held back: a preview runs read-only tools only" }
-
-/** Whether the trail says the call reached its backend (`forward` sent it). */
-export const wasSent = (decisions: ReadonlyArray<Decision>): boolean =>
-  decisions.some((d) => d.stage === SENT.stage && d.said === SENT.said)
-
 /** Runs a planned call as the session's (or, embedded, as nobody's). */
 export type RunPlanned = (planned: Planned) => Effect.Effect<unknown, GatewayError>
 
@@ -107,14 +43,6 @@ export class PlannedCalls extends Context.Tag("mcp-agentify/PlannedCalls")<
   PlannedCalls,
   { readonly run: (planned: Planned, confirm: Confirm | undefined) => Effect.Effect<unknown, GatewayError> }
 >() {}
-
-/** The rules that held a call the pipeline refused (decide's, or those the user was asked for), if rules held it. */
-export const heldBy = (error: GatewayError): ReadonlyArray<string> | undefined => {
-  if (!(error instanceof CallRefused)) return undefined
-  const held = error.detail?.held
-  if (Array.isArray(held)) return held.filter((r): r is string => typeof r === "string")
-  return error.stage === "decide" && error.rule !== undefined ? [error.rule] : undefined
-}
 
 /** The `ask` stage's refusal of a call for `confirmTools` alone: the user's answer, and the mode. */
 const askedOf = (error: GatewayError): { readonly answer: unknown; readonly mode: unknown } | undefined =>

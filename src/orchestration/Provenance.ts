@@ -22,28 +22,7 @@
  * `Origin.untraced`). A lookup costs the length of the arguments, whatever was read before.
  */
 import { Effect } from "effect"
-
-/** An earlier call whose result the model read. */
-export interface Source {
-  /** Its place in the run: 1 for the first call that returned. */
-  readonly call: number
-  readonly backendId: string
-  /** The tool as the model knows it. */
-  readonly tool: string
-  readonly arguments?: unknown
-}
-
-/** A value of the call's arguments that came from an earlier result. */
-export interface Origin {
-  /** Where in the arguments: `path`, `items[2].url`. */
-  readonly path: string
-  readonly from: Source
-  /**
-   * The value could not be traced: more was read than is indexed (past `INDEXED_CHARS`), and this
-   * value is not the request's. It counts as private and untrusted, whatever its backend is.
-   */
-  readonly untraced?: true
-}
+import type { Origin, Source } from "../pipeline/Vocabulary.js"
 
 /** How many characters of results one orchestration indexes (about 40 MB of index at most). */
 export const INDEXED_CHARS = 2 * 1024 * 1024

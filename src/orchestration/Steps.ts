@@ -12,14 +12,7 @@ import type { ChatMessage, ChatResponse, ChatToolCall } from "./Chat.js"
 import type { Plan } from "./Offer.js"
 import { field } from "../values/Json.js"
 import * as Meta from "../values/Meta.js"
-
-/** Asks the user whether a call may run; "unavailable" when the client cannot be asked. */
-export type Confirm = (call: {
-  readonly tool: string
-  readonly arguments: unknown
-  /** Why the gateway asks besides the tool's kind: the rules that hold the call (the flow guard). */
-  readonly why?: string | undefined
-}) => Effect.Effect<"accepted" | "declined" | "unavailable">
+import type { Confirm } from "../pipeline/Vocabulary.js"
 
 /**
  * Whether `confirmTools` asks the user before this tool runs, by its annotations read with MCP's

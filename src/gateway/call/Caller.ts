@@ -10,7 +10,7 @@
  * goes) travels with the call itself.
  */
 import { Context, Effect } from "effect"
-import type { Confirm } from "../../orchestration/Steps.js"
+import type { Confirm } from "../../pipeline/Vocabulary.js"
 import type { Session } from "../session/Session.js"
 
 export interface Caller {

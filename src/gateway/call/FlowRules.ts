@@ -20,9 +20,10 @@
 import { Effect } from "effect"
 import * as Capabilities from "../../catalog/Capabilities.js"
 import type { FlowGuard } from "../../config/Flow.js"
-import { describeOrigin, describeSource, type Origin } from "../../orchestration/Provenance.js"
+import { describeOrigin, describeSource } from "../../orchestration/Provenance.js"
+import type { Origin } from "../../pipeline/Vocabulary.js"
 import { isRequest, type ToolCall } from "./Call.js"
-import type { Rule } from "./stages/Decide.js"
+import type { Rule } from "./Rule.js"
 
 export interface Settings {
   readonly mode: () => FlowGuard

@@ -18,36 +18,53 @@
  * decisions; `record` writes it like any other. The orchestrator and code mode get the pipeline
  * from their context: there is no way to a backend's tool around it.
  */
-import { idPrefixOf } from "../../store/Replica.js"
 import { Context, Effect, Layer, Stream } from "effect"
-import { Backends } from "../../backend/Backends.js"
-import { GatewayConfig, type Profile, type ResolvedConfig } from "../../config/Config.js"
-import { Audit } from "./Audit.js"
-import { Forwarder } from "./Forwarding.js"
-import { Routes } from "../routing/Routes.js"
+import { GatewayConfig, type ResolvedConfig } from "../../config/Config.js"
+import { type Way, wayOf } from "../../pipeline/Vocabulary.js"
 import type { GatewayError } from "../../protocol/Errors.js"
-import { type CallRequest, make as makeCall, STAGES, type StageName, TABLES, type Way, wayOf } from "./Call.js"
+import { type CallRequest, make as makeCall } from "./Call.js"
 import * as Caller from "./Caller.js"
 import { CurrentCaller } from "./Caller.js"
 import { PlannedCalls } from "../../orchestration/Planned.js"
-import type { Next, Stage } from "./Stage.js"
+import type { Next, Row, Stage } from "./Stage.js"
 import * as Ask from "./stages/Ask.js"
 import * as Check from "./stages/Check.js"
 import * as Count from "./stages/Count.js"
 import * as Credentials from "./stages/Credentials.js"
-import { SignIns } from "../../auth/SignIns.js"
 import * as Decide from "./stages/Decide.js"
-import * as FlowRules from "./FlowRules.js"
-import * as PolicyChecks from "./PolicyChecks.js"
-import { Policies } from "../../policy/Policies.js"
-import { TeamQuotas } from "../../store/TeamQuotas.js"
 import * as Find from "./stages/Find.js"
 import * as Forward from "./stages/Forward.js"
 import * as Record from "./stages/Record.js"
 
+/** The pipeline's table: a row per stage (see Stage), in the order a call meets them. */
+export const TABLE = [
+  Record.stage,
+  Find.stage,
+  Check.stage,
+  Decide.stage,
+  Ask.stage,
+  Count.stage,
+  Credentials.stage,
+  Forward.stage
+] as const
+
+/** What the stages need of the gateway to be built: the layer's requirements, read from the rows. */
+type Needs = (typeof TABLE)[number] extends Row<infer R> ? R : never
+
+/** Every stage's name, in the order a call meets them. */
+export const STAGES: ReadonlyArray<string> = TABLE.map((row) => row.name)
+
+/** The stages each way of calling meets (a client's own call skips `check` and `ask`: see their rows). */
+export const TABLES: Readonly<Record<Way, ReadonlyArray<string>>> = tablesOf(TABLE)
+
+function tablesOf(rows: ReadonlyArray<Pick<Row<unknown>, "name" | "ways">>): Readonly<Record<Way, ReadonlyArray<string>>> {
+  const of = (way: Way) => rows.filter((row) => row.ways.includes(way)).map((row) => row.name)
+  return { client: of("client"), planned: of("planned"), request: of("request") }
+}
+
 export interface CallPipelineService {
-  /** Every stage's name, in the order a call meets them (a way of calling may skip some: see Call.TABLES). */
-  readonly stages: ReadonlyArray<StageName>
+  /** Every stage's name, in the order a call meets them (a way of calling may skip some: see TABLES). */
+  readonly stages: ReadonlyArray<string>
   /**
    * Runs a call for the current caller (see Caller: whoever runs it must provide one) through every
    * stage: the backend's result, or the error of the stage that refused it.
@@ -66,18 +83,14 @@ export const compose = (stages: ReadonlyArray<Stage>): Next =>
 export const of = (stages: ReadonlyArray<Stage>): CallPipelineService =>
   ofTables(stages, { client: stages, planned: stages, request: stages })
 
-/** The pipeline of every way's table (Call.TABLES), from a stage for each name. */
-export const ofStages = (stages: Readonly<Record<StageName, Stage>>): CallPipelineService =>
-  ofTables(
-    STAGES.map((name) => stages[name]),
-    {
-      client: TABLES.client.map((name) => stages[name]),
-      planned: TABLES.planned.map((name) => stages[name]),
-      request: TABLES.request.map((name) => stages[name])
-    }
-  )
+/** The pipeline of the table's rows, from a stage for each name (each way meets its rows' stages). */
+export const ofStages = (stages: Readonly<Record<string, Stage>>): CallPipelineService => {
+  const named = (names: ReadonlyArray<string>) =>
+    names.map((name) => stages[name] ?? { name, run: () => Effect.dieMessage(`the call pipeline has no stage '${name}'`) })
+  return ofTables(named(STAGES), { client: named(TABLES.client), planned: named(TABLES.planned), request: named(TABLES.request) })
+}
 
-/** A pipeline whose calls take their way's table (see Call.TABLES), composed once. */
+/** A pipeline whose calls take their way's table, composed once. */
 const ofTables = (every: ReadonlyArray<Stage>, tables: Readonly<Record<Way, ReadonlyArray<Stage>>>): CallPipelineService => {
   const ways: Readonly<Record<Way, Next>> = {
     client: compose(tables.client),
@@ -93,60 +106,29 @@ const ofTables = (every: ReadonlyArray<Stage>, tables: Readonly<Record<Way, Read
   }
 }
 
-/** A profile a reload removed admits nothing. */
-const NO_PROFILE: Profile = { backends: [] }
-
-const make = (rules: ReadonlyArray<Decide.Rule>) =>
-  Effect.gen(function* () {
-    const config = yield* GatewayConfig
-    const backends = yield* Backends
-    const audit = yield* Audit
-    const forwarder = yield* Forwarder
-    const routes = yield* Routes
-    const policies = yield* Policies
-    const signIns = yield* SignIns
-    // The configuration in force, at hand on every call.
-    let current: ResolvedConfig = yield* config.current
-    yield* config.changes.pipe(
-      Stream.runForEach((next) => Effect.sync(() => (current = next))),
-      Effect.forkScoped
+/** Every row's stage, built on the configuration in force (followed as it reloads). */
+const make = Effect.gen(function* () {
+  const config = yield* GatewayConfig
+  let current: ResolvedConfig = yield* config.current
+  yield* config.changes.pipe(
+    Stream.runForEach((next) => Effect.sync(() => (current = next))),
+    Effect.forkScoped
+  )
+  const built = yield* Effect.forEach(TABLE, (row: Row<Needs>) =>
+    Effect.map(
+      row.build(() => current),
+      (stage): [string, Stage] => [row.name, { name: row.name, run: stage.run }]
     )
-    const profileOf = (session: Caller.Caller["session"]): Profile | undefined => {
-      const name = session?.target._tag === "Aggregate" ? session.target.profile : undefined
-      return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
-    }
-    const flowOf = (backendId: string) => backends.configOf(backendId)?.flow
-    // This gateway's counters, or the team's in its store.
-    const quotas = yield* TeamQuotas
-    const stages: Record<StageName, Stage> = {
-      record: Record.make(audit, () => current.maxReplyBytes),
-      find: Find.make({ backends, profileOf }),
-      check: Check.make(),
-      decide: Decide.make([
-        PolicyChecks.rule({ policies: policies.current, flowOf }, backends.configOf),
-        ...FlowRules.rules({ mode: () => current.flowGuard, flowOf }),
-        ...rules
-      ]),
-      ask: Ask.make(() => current.confirmTools),
-      count: Count.make(() => current.limits, quotas.take),
-      credentials: Credentials.make({ signIns, configOf: backends.configOf }),
-      forward: Forward.make({ forwarder, backends, routes, idPrefix: () => idPrefixOf(current) })
-    }
-    return ofStages(stages)
-  })
+  )
+  return ofStages(Object.fromEntries(built))
+})
 
 export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallPipeline, CallPipelineService>() {
-  /** Every stage as configured; `decide` holds the flow guard's rules. */
-  static readonly layer: Layer.Layer<
-    CallPipeline,
-    never,
-    GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns | TeamQuotas
-  > = Layer.scoped(CallPipeline, make([]))
-  /** With rules of the caller's in `decide` after the flow guard's (an embedding app's own). */
-  static readonly layerWith = (
-    rules: ReadonlyArray<Decide.Rule>
-  ): Layer.Layer<CallPipeline, never, GatewayConfig | Backends | Audit | Forwarder | Routes | Policies | SignIns | TeamQuotas> =>
-    Layer.scoped(CallPipeline, make(rules))
+  /**
+   * Every stage as configured; `decide` holds the policies' rule, the flow guard's, then an app's own
+   * (`Rule.AppRules`, provided beside this layer).
+   */
+  static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Needs> = Layer.scoped(CallPipeline, make)
 }
 
 /**

@@ -13,7 +13,7 @@ import type * as Policy from "../../policy/Policy.js"
 import { RpcError } from "../../protocol/Errors.js"
 import type { Session } from "../session/Session.js"
 import { isRequest, type ToolCall, userOf } from "./Call.js"
-import type { Rule } from "./stages/Decide.js"
+import type { Rule } from "./Rule.js"
 
 /** The code of a request a policy refused (as the `decide` stage refuses a call). */
 const DENIED = -32602

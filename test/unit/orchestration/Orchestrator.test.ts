@@ -10,6 +10,9 @@ import { type BackendConfigInput, GatewayConfig, type GatewayOptionsInput } from
 import { toRpcError } from "../../../src/protocol/Errors.js"
 import { LlmRequestFailed } from "../../../src/orchestration/Errors.js"
 import * as Gateway from "../../../src/gateway/Gateway.js"
+import * as Caller from "../../../src/gateway/call/Caller.js"
+import { CallPipeline } from "../../../src/gateway/call/Pipeline.js"
+import { AppRules } from "../../../src/gateway/call/Rule.js"
 import { LlmClient, type ScriptRule, ScriptedLlm } from "../../../src/orchestration/Llm.js"
 import { Orchestrator, SYSTEM_PROMPT, validateParams } from "../../../src/orchestration/Orchestrator.js"
 import { tempDir } from "../../support/stdioClient.js"
@@ -172,6 +175,36 @@ describe("orchestration codes, each from its real situation", () => {
         Gateway.layer.pipe(
           Layer.provide(LlmClient.layerOpenAI),
           Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [echo] }, {}))
+        )
+      )
+    )
+  )
+})
+
+describe("an embedding app's own rules", () => {
+  it.live("provided beside the gateway's layer, they hold a call at decide, after the flow guard's", () =>
+    Effect.gen(function* () {
+      const pipeline = yield* CallPipeline
+      const call = (name: string) =>
+        Caller.as(Caller.CurrentCaller.nobody)(
+          pipeline.run({ via: "client", name, context: undefined, params: { name, arguments: { a: 1, b: 2 } } })
+        )
+      const refused = yield* Effect.flip(call("echo__echo"))
+      expect(refused).toMatchObject({ _tag: "CallRefused", stage: "decide", rule: "no-echo" })
+      expect(toRpcError(refused).data).toMatchObject({ stage: "decide", rule: "no-echo" })
+      // A call the rule does not concern goes on to its backend.
+      expect(firstText(yield* call("echo__add"))).toContain("3")
+    }).pipe(
+      Effect.provide(
+        gateway({ backends: [echo] }, []).pipe(
+          Layer.provide(
+            Layer.succeed(AppRules, [
+              {
+                name: "no-echo",
+                refuses: (c) => Effect.succeed(c.name === "echo__echo" ? "echo is not for this app" : undefined)
+              }
+            ])
+          )
         )
       )
     )

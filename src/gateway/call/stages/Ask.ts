@@ -3,7 +3,7 @@
  * call), on two grounds: `confirmTools` (the tool's kind), and a rule of `decide` that holds the
  * call (the flow guard), whose question names the rule and why. Whatever grounds a call has, the
  * user is asked once, in one message naming every reason, and the answer counts for all of them. A
- * client's own call does not meet this stage (see Call.TABLES): the client is the user's agent, and
+ * client's own call does not meet this stage (see its row): the client is the user's agent, and
  * asks them itself. A
  * call the user already agreed to (`confirmed`) is asked only for a rule's hold.
  */
@@ -13,7 +13,7 @@ import { needsConfirmation } from "../../../orchestration/Steps.js"
 import * as Secrets from "../../../observability/Secrets.js"
 import { objectField } from "../../../values/Json.js"
 import { argumentsOf, CallRefused, heldBack, type ToolCall } from "../Call.js"
-import type { Next, Stage } from "../Stage.js"
+import { type Next, row, type Stage } from "../Stage.js"
 
 const askUser = (call: ToolCall, why: string | undefined) =>
   call.confirm === undefined
@@ -70,3 +70,6 @@ export const make = (confirmTools: () => ConfirmTools): Stage => ({
     })
   }
 })
+
+/** Only a planned call meets it. */
+export const stage = row("ask", (current) => Effect.succeed(make(() => current().confirmTools)), ["planned"])

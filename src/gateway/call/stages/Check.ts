@@ -2,14 +2,14 @@
  * `check`: a planned call's arguments against the tool's inputSchema, before any backend sees them.
  * An orchestration checks a turn's calls as it plans them (to give the model one repair turn);
  * this is where a call that reaches a backend is held to it, whoever planned it. A client's own
- * call does not meet this stage (see Call.TABLES): the backend judges its arguments, as it would
+ * call does not meet this stage (see its row): the backend judges its arguments, as it would
  * without the gateway.
  */
 import { Effect } from "effect"
 import * as Arguments from "../../../orchestration/Arguments.js"
 import { InvalidParams } from "../../../protocol/Errors.js"
 import { argumentsOf } from "../Call.js"
-import type { Stage } from "../Stage.js"
+import { row, type Stage } from "../Stage.js"
 
 export const make = (): Stage => ({
   name: "check",
@@ -24,3 +24,6 @@ export const make = (): Stage => ({
     })
   }
 })
+
+/** Only a planned call meets it. */
+export const stage = row("check", () => Effect.succeed(make()), ["planned"])

@@ -9,8 +9,8 @@ import { matchesGlob } from "../../../catalog/Exposure.js"
 import type { Limits } from "../../../config/Limits.js"
 import { ErrorCode } from "../../../protocol/Errors.js"
 import { CallRefused, isRequest, type ToolCall, userOf } from "../Call.js"
-import type { Counted, Taken } from "../../../store/TeamQuotas.js"
-import type { Stage } from "../Stage.js"
+import { type Counted, type Taken, TeamQuotas } from "../../../store/TeamQuotas.js"
+import { row, type Stage } from "../Stage.js"
 
 /** The keys a call counts against under `limits`. */
 export const countedOf = (call: ToolCall, limits: Limits): ReadonlyArray<Counted> => {
@@ -64,3 +64,6 @@ export const make = (
     })
   }
 })
+
+/** On this gateway's counters, or the team's in its store (see store/TeamQuotas). */
+export const stage = row("count", (current) => Effect.map(TeamQuotas, (quotas) => make(() => current().limits, quotas.take)))

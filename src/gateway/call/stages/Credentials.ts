@@ -16,9 +16,10 @@ import * as Secrets from "../../../observability/Secrets.js"
 import { BackendError, ErrorCode, RpcError } from "../../../protocol/Errors.js"
 import { insufficientScopeOf } from "../../../backend/Channel.js"
 import { signInNeededBy } from "../../../backend/Lanes.js"
-import { SIGN_IN_TIMEOUT_MS, type SignInsService } from "../../../auth/SignIns.js"
+import { SIGN_IN_TIMEOUT_MS, SignIns, type SignInsService } from "../../../auth/SignIns.js"
+import { Backends } from "../../../backend/Backends.js"
 import type { ToolCall } from "../Call.js"
-import type { Stage } from "../Stage.js"
+import { row, type Stage } from "../Stage.js"
 
 export interface Deps {
   readonly signIns: Pick<SignInsService, "start" | "grantedScopes">
@@ -104,3 +105,7 @@ export const make = (deps: Deps): Stage => {
           })
   }
 }
+
+export const stage = row("credentials", () =>
+  Effect.map(Effect.all([SignIns, Backends]), ([signIns, backends]) => make({ signIns, configOf: backends.configOf }))
+)

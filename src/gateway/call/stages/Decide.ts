@@ -6,28 +6,15 @@
  * policy engine's go here too.
  */
 import { Effect } from "effect"
-import { CallRefused, type ToolCall } from "../Call.js"
-import type { Stage } from "../Stage.js"
+import { Backends } from "../../../backend/Backends.js"
+import { Policies } from "../../../policy/Policies.js"
+import { CallRefused } from "../Call.js"
+import * as FlowRules from "../FlowRules.js"
+import * as PolicyChecks from "../PolicyChecks.js"
+import { AppRules, type Rule } from "../Rule.js"
+import { row, type Stage } from "../Stage.js"
 
-/** Why a rule holds a call, and what its refusal's `data` adds (the policies that forbid it). */
-export interface Held {
-  readonly why: string
-  readonly data?: Readonly<Record<string, unknown>> | undefined
-}
-
-export interface Rule {
-  readonly name: string
-  /** Why the call may not run as it is, or undefined. */
-  readonly refuses: (call: ToolCall) => Effect.Effect<string | Held | undefined>
-  /** The call may run once the user agreed (asked by the `ask` stage); false or absent: refused. */
-  readonly ask?: (() => boolean) | undefined
-  /**
-   * Whether the rule has anything to say of such a call at all, answered at once (no policies
-   * loaded, a client's own call for the flow guard): absent, it is asked every time. A call no rule
-   * concerns passes without an effect run for it (the passthrough's hot path).
-   */
-  readonly concerns?: ((call: ToolCall) => boolean) | undefined
-}
+export type { Held, Rule } from "../Rule.js"
 
 export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
   name: "decide",
@@ -67,3 +54,18 @@ export const make = (rules: ReadonlyArray<Rule> = []): Stage => ({
     )
   }
 })
+
+/** The policies' rule, the flow guard's, then an app's own (see Rule's `AppRules`). */
+export const stage = row("decide", (current) =>
+  Effect.gen(function* () {
+    const policies = yield* Policies
+    const backends = yield* Backends
+    const own = yield* AppRules
+    const flowOf = (backendId: string) => backends.configOf(backendId)?.flow
+    return make([
+      PolicyChecks.rule({ policies: policies.current, flowOf }, backends.configOf),
+      ...FlowRules.rules({ mode: () => current().flowGuard, flowOf }),
+      ...own
+    ])
+  })
+)

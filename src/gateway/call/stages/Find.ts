@@ -9,7 +9,7 @@
  * there must pass the backend's filters.
  */
 import { Effect } from "effect"
-import type { BackendsService } from "../../../backend/Backends.js"
+import { Backends, type BackendsService } from "../../../backend/Backends.js"
 import type { Profile } from "../../../config/Config.js"
 import { type Catalog, catalogOf, inProfile } from "../../../catalog/ToolCatalog.js"
 import { namespaced, ownToolName, profileAdmits } from "../../../catalog/Exposure.js"
@@ -19,7 +19,7 @@ import { hiddenBy } from "../../../catalog/BackendFilters.js"
 import type { Session } from "../../session/Session.js"
 import { type GatewayError, InvalidParams } from "../../../protocol/Errors.js"
 import { isRequest, type Target, type ToolCall } from "../Call.js"
-import type { Stage } from "../Stage.js"
+import { type Current, row, type Stage } from "../Stage.js"
 
 export interface Deps {
   readonly backends: BackendsService
@@ -170,3 +170,18 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
     }
   }
 }
+
+/** A profile a reload removed admits nothing. */
+const NO_PROFILE: Profile = { backends: [] }
+
+/** The profile a session's aggregate serves, as the configuration in force names it. */
+export const profileIn =
+  (current: Current) =>
+  (session: Session | undefined): Profile | undefined => {
+    const name = session?.target._tag === "Aggregate" ? session.target.profile : undefined
+    return name === undefined ? undefined : (current().profiles[name] ?? NO_PROFILE)
+  }
+
+export const stage = row("find", (current) =>
+  Effect.map(Backends, (backends) => make({ backends, profileOf: profileIn(current) }))
+)

@@ -5,12 +5,13 @@
  * the session: an id of the gateway's, good only for its owner (see gateway/Tasks).
  */
 import { Effect } from "effect"
-import type { BackendsService } from "../../../backend/Backends.js"
-import type { ForwarderService } from "../Forwarding.js"
-import type { RoutesService } from "../../routing/Routes.js"
+import { Backends, type BackendsService } from "../../../backend/Backends.js"
+import { idPrefixOf } from "../../../store/Replica.js"
+import { Forwarder, type ForwarderService } from "../Forwarding.js"
+import { Routes, type RoutesService } from "../../routing/Routes.js"
 import * as Tasks from "../../routing/Tasks.js"
 import { HELD, HELD_BACK, heldBack, isRequest, SENT } from "../Call.js"
-import type { Stage } from "../Stage.js"
+import { row, type Stage } from "../Stage.js"
 
 export interface Deps {
   readonly forwarder: ForwarderService
@@ -54,3 +55,9 @@ export const make = ({ forwarder, backends, routes, idPrefix }: Deps): Stage => 
     }
   }
 }
+
+export const stage = row("forward", (current) =>
+  Effect.map(Effect.all([Forwarder, Backends, Routes]), ([forwarder, backends, routes]) =>
+    make({ forwarder, backends, routes, idPrefix: () => idPrefixOf(current()) })
+  )
+)

@@ -10,7 +10,7 @@ import { field } from "../../../values/Json.js"
 import * as Audit from "../Audit.js"
 import { argumentsOf, HELD_BACK, type ToolCall } from "../Call.js"
 import { ErrorCode } from "../../../protocol/Errors.js"
-import type { Stage } from "../Stage.js"
+import { row, type Stage } from "../Stage.js"
 
 /**
  * What the client gets of a result: a stdio client is sent no reply over `maxReplyBytes` (see
@@ -80,3 +80,5 @@ export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = ()
     })
   }
 })
+
+export const stage = row("record", (current) => Effect.map(Audit.Audit, (audit) => make(audit, () => current().maxReplyBytes)))

@@ -18,7 +18,7 @@ import * as Record from "../../../../src/gateway/call/stages/Record.js"
 import type { AuditService, CallLine } from "../../../../src/gateway/call/Audit.js"
 import * as AuditRun from "../../../../src/observability/AuditRun.js"
 import type { Stage } from "../../../../src/gateway/call/Stage.js"
-import type { Source } from "../../../../src/orchestration/Provenance.js"
+import type { Source } from "../../../../src/pipeline/Vocabulary.js"
 import type { Tool } from "../../../../src/protocol/Mcp.js"
 
 const notes: Source = { call: 1, backendId: "fs", tool: "fs__read_text_file", arguments: { path: "notes.md" } }

@@ -14,7 +14,7 @@ import * as Check from "../../../../src/gateway/call/stages/Check.js"
 import * as Count from "../../../../src/gateway/call/stages/Count.js"
 import { local, Quotas } from "../../../../src/store/TeamQuotas.js"
 import { BackendError, RpcError, toRpcError } from "../../../../src/protocol/Errors.js"
-import { heldBy } from "../../../../src/orchestration/Planned.js"
+import { heldBy } from "../../../../src/pipeline/Vocabulary.js"
 import * as Credentials from "../../../../src/gateway/call/stages/Credentials.js"
 import * as Decide from "../../../../src/gateway/call/stages/Decide.js"
 import * as Find from "../../../../src/gateway/call/stages/Find.js"
@@ -102,7 +102,7 @@ describe("check", () => {
       expect(bad.decisions[0]).toMatchObject({ stage: "check", refused: true })
       expect(rest.calls).toHaveLength(0)
       // A client's own call does not meet it: its way's table has no check (see "the pipeline").
-      expect(Call.TABLES.client).not.toContain("check")
+      expect(Pipeline.TABLES.client).not.toContain("check")
     })
   )
 })
@@ -173,7 +173,7 @@ describe("ask", () => {
         yield* stage.run(call({ via: "orchestration", name: "fx__write", target, confirmed: true }), rest.next)
         expect(rest.calls.map((c) => c.via)).toEqual(["script", "orchestration"])
         // A client's own call does not meet it: its way's table has no ask (see "the pipeline").
-        expect(Call.TABLES.client).not.toContain("ask")
+        expect(Pipeline.TABLES.client).not.toContain("ask")
       })
   )
 })
@@ -372,7 +372,7 @@ describe("decide", () => {
 describe("the pipeline", () => {
   it("meets its stages in the order of its table, each around the rest", async () => {
     const order: Array<string> = []
-    const stage = (name: Call.StageName): Stage => ({
+    const stage = (name: string): Stage => ({
       name,
       run: (c, next) =>
         Effect.zipRight(
@@ -380,16 +380,16 @@ describe("the pipeline", () => {
           name === "forward" ? Effect.succeed({}) : next(c)
         )
     })
-    const pipeline = Pipeline.of(Call.STAGES.map(stage))
+    const pipeline = Pipeline.of(Pipeline.STAGES.map(stage))
     expect(pipeline.stages).toEqual(["record", "find", "check", "decide", "ask", "count", "credentials", "forward"])
     await Effect.runPromise(runAsItsCaller(pipeline, call({ via: "client", name: "x" })))
-    expect(order).toEqual([...Call.STAGES])
+    expect(order).toEqual([...Pipeline.STAGES])
   })
 
   it("takes each way of calling's table: a client's own call skips check and ask, a planned one meets every stage", async () => {
     const order: Array<string> = []
     const stages = Object.fromEntries(
-      Call.STAGES.map((name): [Call.StageName, Stage] => [
+      Pipeline.STAGES.map((name): [string, Stage] => [
         name,
         {
           name,
@@ -400,7 +400,7 @@ describe("the pipeline", () => {
             )
         }
       ])
-    ) as Readonly<Record<Call.StageName, Stage>>
+    )
     const pipeline = Pipeline.ofStages(stages)
     for (const via of ["client", "task", "backend-endpoint"] as const) {
       order.length = 0
@@ -410,7 +410,7 @@ describe("the pipeline", () => {
     for (const via of ["orchestration", "script"] as const) {
       order.length = 0
       await Effect.runPromise(runAsItsCaller(pipeline, call({ via, name: "x" })))
-      expect(order).toEqual(Call.STAGES.map((s) => `${via} ${s}`))
+      expect(order).toEqual(Pipeline.STAGES.map((s) => `${via} ${s}`))
     }
   })
 })
