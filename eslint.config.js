@@ -62,6 +62,26 @@ export default tseslint.config(
     }
   },
   {
+    // A request reaches a backend through the gateway's forwarder, whose caller is never left out:
+    // the backend layer's requester is its own and the forwarder's (see src/backend/Requester.ts).
+    files: ["src/**"],
+    ignores: ["src/backend/**", "src/gateway/call/Forwarding.ts", "src/gateway/Gateway.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["**/backend/Requester.js"],
+              message:
+                "Ask the forwarder (gateway/call/Forwarding) as a caller: a backend's requester is the backend layer's own."
+            }
+          ]
+        }
+      ]
+    }
+  },
+  {
     // Tests, benchmarks and scripts read JSON off the wire; typing every reply would say nothing.
     files: ["test/**", "scripts/**", "examples/**"],
     rules: { "@typescript-eslint/no-explicit-any": "off" }

@@ -41,6 +41,7 @@ import { Requester, discover, initialize, isSessionLost, listAllTools, logPump, 
 
 export {
   type Backend,
+  type RunningBackend,
   type ClientInfo,
   DEFAULT_CLIENT_INFO,
   DEFAULT_KILL_GRACE_MS,

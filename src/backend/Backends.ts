@@ -1,6 +1,6 @@
 /**
  * All backends: starts every enabled backend in parallel, keeps each one's state, restarts
- * crashed ones with exponential backoff, and routes calls to them (`executeOnBackend`).
+ * crashed ones with exponential backoff, and routes requests to them (`BackendRequester`, internal: see Requester).
  *
  * Each backend's lifecycle runs in its own fiber, forked into the layer's scope, and each run of
  * its process in its own scope, so a backend failing never touches another and closing the layer
@@ -18,6 +18,8 @@ import * as Backend from "./Backend.js"
 import * as Lanes from "./Lanes.js"
 import * as Lifecycle from "./Lifecycle.js"
 import { Table } from "./Table.js"
+import * as Listing from "./Listing.js"
+import { BackendRequester, type RequesterService } from "./Requester.js"
 import { type Entry, statusOf } from "./Entry.js"
 import { type Applied, diff, NOTHING_APPLIED } from "./Diff.js"
 import type { BackendRequestHandler } from "./BackendRequests.js"
@@ -31,7 +33,7 @@ export type { BackendState, BackendStatus } from "../observability/BackendStatus
 export { type Applied, diff, runsTheSame } from "./Diff.js"
 export type { BackendRequest, BackendRequestHandler } from "./BackendRequests.js"
 export { DEFAULT_RESTART_POLICY, type RestartPolicy, restartDelays } from "./Restart.js"
-export { countListed, type Hidden, hiddenIn } from "./Listing.js"
+export type { Hidden } from "./Listing.js"
 import type { StartOptions } from "./StartOptions.js"
 export { type StartOptions, startOptionsOf } from "./StartOptions.js"
 
@@ -52,18 +54,19 @@ export interface BackendsService {
   readonly states: Effect.Effect<ReadonlyArray<BackendStatus>>
   /** A backend's configuration in force (its exposure settings, for the lists and routes). */
   readonly configOf: (backendId: string) => BackendConfig | undefined
-  /** The backend's running client when it is ready (its capabilities, server info, instructions). */
-  readonly backend: (backendId: string) => Backend.Backend | undefined
+  /** The backend's running client when it is ready: its facts (capabilities, server info, instructions) and notifications. */
+  readonly backend: (backendId: string) => Backend.RunningBackend | undefined
   /**
-   * Any MCP request on a ready backend; the result passes through unchanged. `subject`: whose it
-   * is, for a backend that acts as each user (`perUser`): it goes on that user's lane (see Lanes).
+   * How many items a list method (`resources/list`, `prompts/list`) gives on a ready backend, as
+   * `check` and the debug UI show it: "-" when it does not offer `capability`, "error" when listing
+   * fails, "?" for an answer without the list.
    */
-  readonly executeOnBackend: (
+  readonly countListed: (backendId: string, capability: string, method: string, field: string) => Effect.Effect<string>
+  /** The tools (as listed) and prompts of a ready backend whose descriptions hide characters. */
+  readonly hiddenIn: (
     backendId: string,
-    method: string,
-    params: unknown,
-    subject?: string
-  ) => Effect.Effect<unknown, BackendError>
+    tools: ReadonlyArray<{ readonly name: string; readonly description?: string | undefined; readonly inputSchema?: unknown }>
+  ) => Effect.Effect<ReadonlyArray<Listing.Hidden>>
   /** Emits whenever the ready backends' tools change (ready, re-listed, crashed, restarted, stopped). */
   readonly toolsChanged: Stream.Stream<void>
   /** Backend notifications (progress, log messages), for observers such as the debug UI. */
@@ -248,39 +251,56 @@ export const make = (options: ManagerOptions = {}) =>
 
     yield* Effect.addFinalizer(() => stopAll)
 
-    return serviceOf(table, { start, stopAll, restart, apply })
+    const requester: RequesterService = {
+      request: (backendId, method, params, subject) => table.request(backendId, method, params, subject)
+    }
+    return Context.make(Backends, serviceOf(table, { start, stopAll, restart, apply })).pipe(
+      Context.add(BackendRequester, requester)
+    )
   })
 
 /** The service over the table, with its state machine's moves. */
-const serviceOf = (table: Table, moves: Pick<BackendsService, "start" | "stopAll" | "restart" | "apply">): BackendsService => ({
-  ...moves,
-  tools: Effect.sync(table.toolsSync),
-  toolsSync: table.toolsSync,
-  states: Effect.sync(() => table.entries.map(statusOf)),
-  backend: (backendId) => table.byId.get(backendId)?.backend,
-  configOf: (backendId) => table.byId.get(backendId)?.config,
-  executeOnBackend: (backendId, method, params, subject) => table.request(backendId, method, params, subject),
-  toolsChanged: Stream.fromPubSub(table.toolsPubSub),
-  notifications: Stream.fromPubSub(table.notificationsPubSub),
-  relayNotifications: (listener) =>
-    Effect.acquireRelease(
-      Effect.sync(() => table.listeners.add(listener)),
-      () => Effect.sync(() => table.listeners.delete(listener))
-    ).pipe(Effect.asVoid),
-  serveRequests: (handler) =>
-    Effect.acquireRelease(
-      Effect.sync(() => (table.requestHandler = handler)),
-      () => Effect.sync(() => (table.requestHandler = table.requestHandler === handler ? undefined : table.requestHandler))
-    ).pipe(Effect.asVoid),
-  statusChanges: Stream.fromPubSub(table.statusPubSub),
-  reviewPins: Effect.suspend(() => Effect.forEach(table.entries, (entry) => table.reviewPin(entry), { discard: true }))
-})
+const serviceOf = (table: Table, moves: Pick<BackendsService, "start" | "stopAll" | "restart" | "apply">): BackendsService => {
+  const lists: Listing.Lists = {
+    backend: (backendId) => table.byId.get(backendId)?.backend,
+    request: (b, m, p) => table.request(b, m, p)
+  }
+  return {
+    ...moves,
+    countListed: (backendId, capability, method, field) => Listing.countListed(lists, backendId, capability, method, field),
+    hiddenIn: (backendId, tools) => Listing.hiddenIn(lists, backendId, tools),
+    tools: Effect.sync(table.toolsSync),
+    toolsSync: table.toolsSync,
+    states: Effect.sync(() => table.entries.map(statusOf)),
+    backend: (backendId) => table.byId.get(backendId)?.backend,
+    configOf: (backendId) => table.byId.get(backendId)?.config,
+    toolsChanged: Stream.fromPubSub(table.toolsPubSub),
+    notifications: Stream.fromPubSub(table.notificationsPubSub),
+    relayNotifications: (listener) =>
+      Effect.acquireRelease(
+        Effect.sync(() => table.listeners.add(listener)),
+        () => Effect.sync(() => table.listeners.delete(listener))
+      ).pipe(Effect.asVoid),
+    serveRequests: (handler) =>
+      Effect.acquireRelease(
+        Effect.sync(() => (table.requestHandler = handler)),
+        () => Effect.sync(() => (table.requestHandler = table.requestHandler === handler ? undefined : table.requestHandler))
+      ).pipe(Effect.asVoid),
+    statusChanges: Stream.fromPubSub(table.statusPubSub),
+    reviewPins: Effect.suspend(() => Effect.forEach(table.entries, (entry) => table.reviewPin(entry), { discard: true }))
+  }
+}
 
 export class Backends extends Context.Tag("mcp-agentify/Backends")<Backends, BackendsService>() {
-  /** Requires nothing: processes are spawned with node:child_process (see Backend.ts for why). */
-  static readonly layer: Layer.Layer<Backends> = Layer.scoped(Backends, make())
+  /**
+   * Requires nothing: processes are spawned with node:child_process (see Backend.ts for why). It
+   * also provides the backend layer's internal `BackendRequester`, which only the gateway's
+   * forwarder holds (see Requester).
+   */
+  static readonly layer: Layer.Layer<Backends | BackendRequester> = Layer.scopedContext(make())
   /** With a shorter kill grace, a different restart policy, ... (tests, embedders). */
-  static readonly layerWith = (options: ManagerOptions): Layer.Layer<Backends> => Layer.scoped(Backends, make(options))
+  static readonly layerWith = (options: ManagerOptions): Layer.Layer<Backends | BackendRequester> =>
+    Layer.scopedContext(make(options))
   /** The same as `layer`: there are no platform services to provide. Kept for symmetry with other Node layers. */
-  static readonly layerNode: Layer.Layer<Backends> = Backends.layer
+  static readonly layerNode: Layer.Layer<Backends | BackendRequester> = Backends.layer
 }

@@ -137,3 +137,13 @@ export const isPermanentFailure = (error: BackendError): boolean =>
   error.method === "spawn" ||
   // A remote server that is overloaded or restarting (HTTP 5xx, 429) may answer the next time.
   (error.method === "initialize" && error.reason === "call_failed" && !/HTTP (5\d\d|429)/.test(error.summary))
+
+/**
+ * A ready backend as the rest of the gateway sees it (`Backends.backend`): what it is and said it
+ * can do, and notifications to it. It sends no request: requests reach a backend through the
+ * backend layer's internal requester, which only the gateway's forwarder holds (see Requester).
+ */
+export type RunningBackend = Pick<
+  Backend,
+  "id" | "pid" | "address" | "protocolVersion" | "era" | "serverInfo" | "serverCapabilities" | "instructions" | "tools" | "notify"
+>

@@ -1,15 +1,15 @@
 /**
  * What `check` and the debug UI show of a ready backend's lists: how many resources or prompts it
- * offers, and which descriptions hide characters, asked of it through the backends service.
+ * offers, and which descriptions hide characters: the backends service asks (see Backends' `countListed`).
  */
 import * as Invisible from "../values/Invisible.js"
 import * as Json from "../values/Json.js"
 import { Effect } from "effect"
 
-/** The little of the backends service a count needs (kept structural: Backends re-exports this). */
-interface Lists {
+/** What a count needs of the backend layer: a ready backend's facts, and a request on it (internal: see Requester). */
+export interface Lists {
   readonly backend: (backendId: string) => { readonly serverCapabilities: Readonly<Record<string, unknown>> } | undefined
-  readonly executeOnBackend: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, unknown>
+  readonly request: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, unknown>
 }
 
 /**
@@ -27,7 +27,7 @@ export const countListed = (
   Effect.suspend(() => {
     const backend = backends.backend(backendId)
     if (backend === undefined || backend.serverCapabilities[capability] === undefined) return Effect.succeed("-")
-    return backends.executeOnBackend(backendId, method, {}).pipe(
+    return backends.request(backendId, method, {}).pipe(
       Effect.map((result) => {
         const items = Json.field(result, field)
         return Array.isArray(items) ? String(items.length) : "?"
@@ -68,7 +68,7 @@ export const hiddenIn = (
     }
     const backend = backends.backend(backendId)
     if (backend === undefined || backend.serverCapabilities.prompts === undefined) return Effect.succeed(out)
-    return backends.executeOnBackend(backendId, "prompts/list", {}).pipe(
+    return backends.request(backendId, "prompts/list", {}).pipe(
       Effect.map((result) => {
         const prompts = Json.field(result, "prompts")
         for (const prompt of Array.isArray(prompts) ? prompts : []) {

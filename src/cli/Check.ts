@@ -11,7 +11,7 @@ import { objectOr } from "../values/Json.js"
 import * as Capabilities from "../catalog/Capabilities.js"
 import { Effect, Fiber, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
-import { Backends, countListed, hiddenIn, startOptionsOf } from "../backend/Backends.js"
+import { Backends, startOptionsOf } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
 import * as CedarSchema from "../policy/CedarSchema.js"
 import * as Store from "../auth/Store.js"
@@ -120,8 +120,8 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
         state: status.state,
         protocol: status.protocolVersion ?? "-",
         tools: ready ? exposedOf(status.id, status.toolCount) : "-",
-        resources: ready ? yield* countListed(backends, status.id, "resources", "resources/list", "resources") : "-",
-        prompts: ready ? yield* countListed(backends, status.id, "prompts", "prompts/list", "prompts") : "-",
+        resources: ready ? yield* backends.countListed(status.id, "resources", "resources/list", "resources") : "-",
+        prompts: ready ? yield* backends.countListed(status.id, "prompts", "prompts/list", "prompts") : "-",
         startup: readyAt.has(status.id) ? `${readyAt.get(status.id)! - started} ms` : "-"
       })
     }
@@ -135,7 +135,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
     const warnings: Array<string> = []
     const pinProblems: Array<string> = []
     for (const listed of backends.toolsSync()) {
-      for (const h of yield* hiddenIn(backends, listed.backendId, listed.tools)) {
+      for (const h of yield* backends.hiddenIn(listed.backendId, listed.tools)) {
         warnings.push(
           `- ${h.backendId}: ${h.what} ${h.name}'s description hides characters (${h.found}); the gateway's model never reads them`
         )

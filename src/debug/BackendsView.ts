@@ -6,7 +6,7 @@
  */
 import { Effect, Option } from "effect"
 import * as Store from "../auth/Store.js"
-import { type BackendsService, countListed, hiddenIn } from "../backend/Backends.js"
+import type { BackendsService } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
 import { oauthOf } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
@@ -23,10 +23,7 @@ export const make = (backends: BackendsService, recorder: Recorder) => {
   >()
   // A backend slow to list is shown as "?" rather than holding the page.
   const countOf = (id: string, capability: string, method: string, field: string) =>
-    countListed(backends, id, capability, method, field).pipe(
-      Effect.timeoutOption(1_000),
-      Effect.map(Option.getOrElse(() => "?"))
-    )
+    backends.countListed(id, capability, method, field).pipe(Effect.timeoutOption(1_000), Effect.map(Option.getOrElse(() => "?")))
   const countsOf = (id: string) =>
     Effect.gen(function* () {
       const cached = counts.get(id)
@@ -36,10 +33,13 @@ export const make = (backends: BackendsService, recorder: Recorder) => {
         resources: yield* countOf(id, "resources", "resources/list", "resources"),
         prompts: yield* countOf(id, "prompts", "prompts/list", "prompts"),
         // Descriptions hiding characters (removed from what the gateway's model reads).
-        hidden: (yield* hiddenIn(backends, id, backends.toolsSync().find((b) => b.backendId === id)?.tools ?? []).pipe(
-          Effect.timeoutOption(1_000),
-          Effect.map(Option.getOrElse(() => []))
-        )).map(({ what, name, found }) => ({ what, name, found }))
+        hidden: (yield* backends
+          .hiddenIn(id, backends.toolsSync().find((b) => b.backendId === id)?.tools ?? [])
+          .pipe(Effect.timeoutOption(1_000), Effect.map(Option.getOrElse(() => [])))).map(({ what, name, found }) => ({
+          what,
+          name,
+          found
+        }))
       }
       counts.set(id, fresh)
       return fresh

@@ -40,8 +40,10 @@ import * as BackendEndpoint from "./methods/BackendEndpoint.js"
 import * as RunTasks from "./routing/RunTasks.js"
 import * as Audit from "./call/Audit.js"
 import { CallPipeline, layerPlanned } from "./call/Pipeline.js"
-import type { CurrentCaller } from "./call/Caller.js"
+import * as Caller from "./call/Caller.js"
+import { CurrentCaller } from "./call/Caller.js"
 import { Forwarder } from "./call/Forwarding.js"
+import type { BackendRequester } from "../backend/Requester.js"
 import * as Methods from "./methods/Methods.js"
 import * as Aggregate from "./methods/Aggregate.js"
 import type { Session, Target } from "./session/Session.js"
@@ -198,26 +200,29 @@ const make = Effect.gen(function* () {
   const policies = yield* Policies
   // A task the gateway forgets would run on at its backend with nobody to read it: cancelled there.
   const runtime = yield* Effect.runtime<never>()
+  const forwarder = yield* Forwarder
   routes.onEvicted((route) =>
     Runtime.runFork(runtime)(
-      backends
-        .executeOnBackend(route.backendId, "tasks/cancel", { taskId: route.backendTaskId })
-        .pipe(
-          Effect.catchAll((error) =>
-            Effect.logDebug("a forgotten task was not cancelled", { backend: route.backendId, error: error.message })
-          )
+      Caller.as(CurrentCaller.gateway)(
+        forwarder.forward(undefined, route.backendId, "tasks/cancel", { taskId: route.backendTaskId })
+      ).pipe(
+        Effect.catchAll((error) =>
+          Effect.logDebug("a forgotten task was not cancelled", { backend: route.backendId, error: error.message })
         )
+      )
     )
   )
 
   const pipeline = yield* CallPipeline
-  const forwarder = yield* Forwarder
   /** Every other request on a backend for a session's (resources, prompts, tasks...): see Forwarding. */
   const forward = forwarder.forward
 
-  const subscriptions = Subscriptions.make({ backends, routes, forward })
+  const subscriptions = Subscriptions.make({ routes, forward })
 
-  const relay = Relay.make(backends)
+  // The lists the relay caches are every session's: read as the gateway's own requests.
+  const relay = Relay.make(backends, (backendId, method, params) =>
+    Caller.as(CurrentCaller.gateway)(forward(undefined, backendId, method, params))
+  )
   // The configuration in force, at hand for the hot path (a session's profile on every call).
   let current = yield* config.current
   yield* config.changes.pipe(
@@ -316,11 +321,8 @@ const make = Effect.gen(function* () {
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
 /** Backends, the events hub and the policies in force: what every way of running the gateway stands on. */
-const layerBase: Layer.Layer<Backends | Events | Policies | SignIns, never, GatewayConfig> = Backends.layerNode.pipe(
-  Layer.provideMerge(Events.layer),
-  Layer.merge(Policies.layer),
-  Layer.merge(SignIns.layer)
-)
+const layerBase: Layer.Layer<Backends | BackendRequester | Events | Policies | SignIns, never, GatewayConfig> =
+  Backends.layerNode.pipe(Layer.provideMerge(Events.layer), Layer.merge(Policies.layer), Layer.merge(SignIns.layer))
 
 /**
  * The services a gateway is wired from, one registry and one set of tables shared by all, the road
@@ -374,13 +376,13 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
   static readonly layerSingle: Layer.Layer<
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | Store.Store
+    GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(bridge))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | Events | Policies | SignIns | LlmClient | Store.Store
+    GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(bridge))
 }
 

@@ -23,6 +23,12 @@ export interface Caller {
 export class CurrentCaller extends Context.Tag("mcp-agentify/CurrentCaller")<CurrentCaller, Caller>() {
   /** Calls made for no client (an embedding app's own): judged as `User::"local"`, audited as `embedded`. */
   static readonly nobody: Caller = { session: undefined }
+  /**
+   * The gateway's own requests, made for no one session: what sessions share (a subscription held
+   * by several, the lists the relay caches) and its housekeeping (cancelling a task it forgot). On
+   * the backend's shared connection, never on a user's lane.
+   */
+  static readonly gateway: Caller = { session: undefined }
 }
 
 /** `effect` made for `caller`. */

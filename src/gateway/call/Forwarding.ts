@@ -7,9 +7,13 @@
  * backend is told what the session's client can answer, and its input-required rounds are answered
  * by asking that client. A backend that acts as each user (`perUser`) gets a signed-in user's
  * requests on that user's own connection (see backend/Lanes).
+ *
+ * The forwarder alone holds the backend layer's requester: every request the gateway makes of a
+ * backend, the pipeline's and its own housekeeping's (as `CurrentCaller.gateway`), passes here.
  */
 import { Context, Effect, Layer } from "effect"
 import { Backends } from "../../backend/Backends.js"
+import { BackendRequester } from "../../backend/Requester.js"
 import { BackendError } from "../../protocol/Errors.js"
 import { oauthOf } from "../../config/Config.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
@@ -38,6 +42,7 @@ export interface ForwarderService {
 
 const make = Effect.gen(function* () {
   const backends = yield* Backends
+  const requester = yield* BackendRequester
   const routes = yield* Routes
   const { mode } = yield* Sessions
   const clientAsk = yield* ClientAsk
@@ -75,7 +80,7 @@ const make = Effect.gen(function* () {
         ? params
         : Meta.merge(params, { [MetaKey.clientCapabilities]: relayableCapabilities(session.clientCapabilities) })
     )
-    const run = (withParams: unknown) => backends.executeOnBackend(backendId, method, withParams, subject)
+    const run = (withParams: unknown) => requester.request(backendId, method, withParams, subject)
     return Effect.flatMap(run(told), (result) =>
       session.ask !== undefined || !isInputRequired(result)
         ? Effect.succeed(result)
@@ -95,14 +100,14 @@ const make = Effect.gen(function* () {
     method: string,
     params: unknown
   ): Effect.Effect<unknown, BackendError> => {
-    if (session === undefined || context === undefined) return backends.executeOnBackend(backendId, method, params)
+    if (session === undefined || context === undefined) return requester.request(backendId, method, params)
     const subject = laneOf(session, backendId, method)
     if (subject instanceof BackendError) return Effect.fail(subject)
     const token = Progress.tokenOf(params)
     const isStateless = backends.backend(backendId)?.era === "stateless"
     // A stateless request is tracked even over stdio: a backend's questions during it are its own.
     if (token === undefined && mode === "single" && session.ask === undefined && !isStateless) {
-      return backends.executeOnBackend(backendId, method, params, subject)
+      return requester.request(backendId, method, params, subject)
     }
     return Effect.suspend(() => {
       let key: string | undefined
@@ -113,7 +118,7 @@ const make = Effect.gen(function* () {
       }
       const untrack = routes.track(session, backendId, context)
       const call = !isStateless
-        ? backends.executeOnBackend(backendId, method, forwarded, subject)
+        ? requester.request(backendId, method, forwarded, subject)
         : stateless(session, context, backendId, method, forwarded, subject)
       return Effect.ensuring(
         call,
@@ -128,12 +133,13 @@ const make = Effect.gen(function* () {
 })
 
 export class Forwarder extends Context.Tag("mcp-agentify/Forwarder")<Forwarder, ForwarderService>() {
-  static readonly layer: Layer.Layer<Forwarder, never, Backends | Routes | Sessions | ClientAsk> = Layer.effect(Forwarder, make)
+  static readonly layer: Layer.Layer<Forwarder, never, Backends | BackendRequester | Routes | Sessions | ClientAsk> =
+    Layer.effect(Forwarder, make)
   /** Straight on the backend whoever calls, for an app that embeds the orchestrator without sessions. */
-  static readonly layerDirect: Layer.Layer<Forwarder, never, Backends> = Layer.effect(
+  static readonly layerDirect: Layer.Layer<Forwarder, never, BackendRequester> = Layer.effect(
     Forwarder,
-    Effect.map(Backends, (backends) => ({
-      forward: (_context, backendId, method, params) => backends.executeOnBackend(backendId, method, params)
+    Effect.map(BackendRequester, (requester) => ({
+      forward: (_context, backendId, method, params) => requester.request(backendId, method, params)
     }))
   )
 }

@@ -11,6 +11,7 @@ import { BackendError, type GatewayError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { field, objectOr, stringField } from "../../values/Json.js"
+import * as Caller from "../call/Caller.js"
 import type { CurrentCaller } from "../call/Caller.js"
 import { catalogOf, filtersAnything } from "../../catalog/ToolCatalog.js"
 import * as PolicyChecks from "../call/PolicyChecks.js"
@@ -110,7 +111,7 @@ export const backend = (
         const running = backends.backend(backendId)
         if (running === undefined) {
           // Says why (starting, failed, disabled...) through the same path as a call would.
-          return yield* backends.executeOnBackend(backendId, "initialize", undefined)
+          return yield* Caller.as({ session })(ctx.forward(undefined, backendId, "initialize", undefined))
         }
         const protocolVersion = recordClient(session, p)
         yield* Effect.logInfo("initialize", {

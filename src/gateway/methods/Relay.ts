@@ -73,7 +73,7 @@ const LISTED = {
 
 /** Every page of a list method, its items under `key`. */
 const readAll = (
-  backends: BackendsService,
+  request: Request,
   backendId: string,
   method: string,
   key: string
@@ -82,7 +82,7 @@ const readAll = (
     const items: Array<Item> = []
     let cursor: string | undefined
     for (let page = 0; page < MAX_PAGES; page++) {
-      const result = yield* backends.executeOnBackend(backendId, method, cursor === undefined ? {} : { cursor })
+      const result = yield* request(backendId, method, cursor === undefined ? {} : { cursor })
       const got = field(result, key)
       if (Array.isArray(got)) for (const item of got) if (isObject(item)) items.push(item)
       cursor = stringField(result, "nextCursor")
@@ -127,7 +127,10 @@ const promptsOf = (
     return { items: out, routes }
   })
 
-export const make = (backends: BackendsService) => {
+/** A request on a backend as the gateway's own (the lists it caches are every session's). */
+export type Request = (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
+
+export const make = (backends: BackendsService, request: Request) => {
   const lists = new Map<string, Lists>()
   const warned = new Set<string>()
 
@@ -149,7 +152,7 @@ export const make = (backends: BackendsService) => {
       const cached = entry(backendId)[kind]
       if (cached !== undefined) return Effect.succeed(cached)
       const { method, key } = LISTED[kind]
-      return readAll(backends, backendId, method, key).pipe(
+      return readAll(request, backendId, method, key).pipe(
         Effect.tap((items) => Effect.sync(() => (entry(backendId)[kind] = items))),
         Effect.catchAll((error) =>
           Effect.as(Effect.logWarning(`cannot list ${kind} of backend ${backendId}: ${error.summary}`), NOTHING)

@@ -88,8 +88,8 @@ export const rows = (ctx: Context, session: Session, view: View) => {
   const setLevel = Effect.fn("Aggregate.setLevel")(function* ({ level }: typeof Params.SetLevelParams.Type) {
     session.setLogLevel(level)
     for (const backendId of yield* ctx.relay.loggingBackends(profile())) {
-      yield* backends
-        .executeOnBackend(backendId, "logging/setLevel", { level })
+      yield* ctx
+        .forward(undefined, backendId, "logging/setLevel", { level })
         .pipe(Effect.catchAll((error) => Effect.logDebug(`logging/setLevel not taken by ${backendId}: ${error.summary}`)))
     }
     return {}

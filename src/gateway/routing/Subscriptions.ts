@@ -4,23 +4,25 @@
  * is subscribed again to what sessions still hold.
  */
 import { Effect } from "effect"
-import type { BackendsService } from "../../backend/Backends.js"
 import type { BackendError } from "../../protocol/Errors.js"
 import { field } from "../../values/Json.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { Session } from "../session/Session.js"
-import type { CurrentCaller } from "../call/Caller.js"
+import * as Caller from "../call/Caller.js"
+import { CurrentCaller } from "../call/Caller.js"
 import type { ForwarderService } from "../call/Forwarding.js"
 import type { RoutesService } from "./Routes.js"
 
 export interface Options {
-  readonly backends: BackendsService
   readonly routes: RoutesService
   /** A request on a backend for the current caller (see call/Forwarding). */
   readonly forward: ForwarderService["forward"]
 }
 
-export const make = ({ backends, routes, forward }: Options) => {
+export const make = ({ routes, forward }: Options) => {
+  /** A subscription is every holder's: the backend hears of it as the gateway's own request. */
+  const ownRequest = (backendId: string, method: string, params: unknown) =>
+    Caller.as(CurrentCaller.gateway)(forward(undefined, backendId, method, params))
   /** A client's (un)subscribe: passed on only when it changes whether any session holds the URI. */
   const pass = (
     session: Session,
@@ -49,9 +51,7 @@ export const make = ({ backends, routes, forward }: Options) => {
       routes.dropSession(session),
       ({ backendId, uri }) =>
         // Not awaited: a session's end must not wait on a slow backend.
-        backends
-          .executeOnBackend(backendId, "resources/unsubscribe", { uri })
-          .pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon),
+        ownRequest(backendId, "resources/unsubscribe", { uri }).pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon),
       { discard: true }
     )
 
@@ -60,7 +60,7 @@ export const make = ({ backends, routes, forward }: Options) => {
     Effect.forEach(
       routes.subscribedOn(backendId),
       (uri) =>
-        backends.executeOnBackend(backendId, "resources/subscribe", { uri }).pipe(
+        ownRequest(backendId, "resources/subscribe", { uri }).pipe(
           Effect.timeout(10_000),
           Effect.catchAll((error) =>
             Effect.logWarning("could not subscribe again after a restart", { backendId, uri, error: String(error) })

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import { type BackendConfig, DEFAULT_HEALTH_CHECK, healthCheckOf } from "../../../src/config/Config.js"
 import { Backends, type BackendStatus } from "../../../src/backend/Backends.js"
+import { BackendRequester, type RequesterService } from "../../../src/backend/Requester.js"
 import { until } from "../../support/process.js"
 import { eventually, firstText, FIXTURE_TOOL_COUNT, fixtureBackend, isAlive, structured } from "../../support/mcpFixture.js"
 
@@ -9,9 +10,16 @@ const OPTIONS = { startupTimeoutMs: 10_000, requestTimeoutMs: 10_000 }
 /** Fast restarts and a short kill grace keep the tests quick. */
 const TEST_LAYER = Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 50, maxDelayMs: 200 } })
 
+/** The backends service, and the layer's internal requester beside it (what the gateway's forwarder holds). */
+type Under = Backends["Type"] & { readonly request: RequesterService["request"] }
+const underOf = (context: Context.Context<Backends | BackendRequester>): Under => ({
+  ...Context.get(context, Backends),
+  request: Context.get(context, BackendRequester).request
+})
+
 /** Runs `body` with a fresh Backends whose backends all stop when it ends. */
-const withBackends = <A, E>(body: (backends: Backends["Type"]) => Effect.Effect<A, E, Scope.Scope>, layer = TEST_LAYER) =>
-  Effect.flatMap(Backends, body).pipe(Effect.provide(layer))
+const withBackends = <A, E>(body: (backends: Under) => Effect.Effect<A, E, Scope.Scope>, layer = TEST_LAYER) =>
+  Effect.flatMap(Effect.context<Backends | BackendRequester>(), (context) => body(underOf(context))).pipe(Effect.provide(layer))
 
 const stateOf = (backends: Backends["Type"], id: string) =>
   Effect.map(backends.states, (states) => states.find((s) => s.id === id))
@@ -72,12 +80,12 @@ describe("Backends", () => {
             pid: expect.any(Number)
           })
 
-          const result = yield* backends.executeOnBackend("beta", "tools/call", { name: "echo", arguments: { x: 1 } })
+          const result = yield* backends.request("beta", "tools/call", { name: "echo", arguments: { x: 1 } })
           expect(firstText(result)).toBe('{"x":1}')
 
-          const unknown = yield* Effect.flip(backends.executeOnBackend("nope", "tools/call", {}))
+          const unknown = yield* Effect.flip(backends.request("nope", "tools/call", {}))
           expect(unknown.reason).toBe("not_found")
-          const disabled = yield* Effect.flip(backends.executeOnBackend("off", "tools/call", {}))
+          const disabled = yield* Effect.flip(backends.request("off", "tools/call", {}))
           expect(disabled.reason).toBe("not_ready")
           expect(disabled.message).toBe("Backend 'off' failed: disabled in the configuration")
         })
@@ -105,11 +113,9 @@ describe("Backends", () => {
           expect(good!.state).toBe("ready")
           expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["good"])
 
-          const error = yield* Effect.flip(backends.executeOnBackend("ghost", "tools/list", {}))
+          const error = yield* Effect.flip(backends.request("ghost", "tools/list", {}))
           expect(error.message).toBe("Backend 'ghost' failed: not running: command not found: definitely-not-a-command-4711")
-          expect(
-            firstText(yield* backends.executeOnBackend("good", "tools/call", { name: "add", arguments: { a: 1, b: 1 } }))
-          ).toBe("2")
+          expect(firstText(yield* backends.request("good", "tools/call", { name: "add", arguments: { a: 1, b: 1 } }))).toBe("2")
         })
       ),
     20_000
@@ -125,7 +131,7 @@ describe("Backends", () => {
           const changes = yield* subscribe(backends.toolsChanged)
 
           const started = Date.now()
-          const error = yield* Effect.flip(backends.executeOnBackend("phoenix", "tools/call", { name: "crash", arguments: {} }))
+          const error = yield* Effect.flip(backends.request("phoenix", "tools/call", { name: "crash", arguments: {} }))
           expect(error.reason).toBe("crashed")
           expect(Date.now() - started).toBeLessThan(5_000)
 
@@ -135,7 +141,7 @@ describe("Backends", () => {
           expect(ready.lastError).toBeUndefined()
           yield* changes.next() // back
           expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["phoenix", "bystander"])
-          const result = yield* backends.executeOnBackend("phoenix", "tools/call", { name: "echo", arguments: { again: true } })
+          const result = yield* backends.request("phoenix", "tools/call", { name: "echo", arguments: { again: true } })
           expect(firstText(result)).toBe('{"again":true}')
           expect(yield* stateOf(backends, "bystander")).toMatchObject({ state: "ready", restarts: 0 })
         })
@@ -168,7 +174,7 @@ describe("Backends", () => {
       withBackends(
         (backends) =>
           Effect.gen(function* () {
-            const crash = backends.executeOnBackend("sturdy", "tools/call", { name: "crash", arguments: {} }).pipe(Effect.flip)
+            const crash = backends.request("sturdy", "tools/call", { name: "crash", arguments: {} }).pipe(Effect.flip)
             yield* backends.start([fixtureBackend("sturdy")], OPTIONS)
             // Two crashes with a cap of 2 would be fatal, were the backend not healthy in between.
             for (let i = 1; i <= 2; i++) {
@@ -222,7 +228,7 @@ describe("Backends", () => {
           expect(elapsed).toBeLessThan(4_500)
           expect((yield* stateOf(backends, "slow"))!.state).toBe("starting")
           expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["quick"])
-          const notReady = yield* Effect.flip(backends.executeOnBackend("slow", "tools/list", {}))
+          const notReady = yield* Effect.flip(backends.request("slow", "tools/list", {}))
           expect(notReady.message).toBe("Backend 'slow' failed: still starting")
 
           yield* Queue.takeAll(changes.queue)
@@ -240,7 +246,7 @@ describe("Backends", () => {
         Effect.gen(function* () {
           yield* backends.start([fixtureBackend("talker")], OPTIONS)
           const notifications = yield* subscribe(backends.notifications)
-          yield* backends.executeOnBackend("talker", "tools/call", {
+          yield* backends.request("talker", "tools/call", {
             name: "progress",
             arguments: { steps: 1 },
             _meta: { progressToken: 42 }
@@ -254,7 +260,7 @@ describe("Backends", () => {
 
           // A backend that says its tools changed is listed again, and the change is announced.
           const changes = yield* subscribe(backends.toolsChanged)
-          yield* backends.executeOnBackend("talker", "tools/call", { name: "add_tool", arguments: { name: "fresh_tool" } })
+          yield* backends.request("talker", "tools/call", { name: "add_tool", arguments: { name: "fresh_tool" } })
           yield* changes.next()
           expect((yield* backends.tools)[0]!.tools.map((t) => t.name)).toContain("fresh_tool")
           expect((yield* stateOf(backends, "talker"))!.toolCount).toBe(FIXTURE_TOOL_COUNT + 1)
@@ -288,17 +294,15 @@ describe("Backends", () => {
       Effect.gen(function* () {
         const scope = yield* Scope.make()
         const context = yield* Layer.buildWithScope(TEST_LAYER, scope)
-        const backends = Context.get(context, Backends)
+        const backends = underOf(context)
         yield* backends.start([fixtureBackend("one", ["--spawn-child"]), fixtureBackend("two", ["--ignore-sigterm"])], OPTIONS)
-        const one = structured(yield* backends.executeOnBackend("one", "tools/call", { name: "pid", arguments: {} }))
-        const two = structured(yield* backends.executeOnBackend("two", "tools/call", { name: "pid", arguments: {} }))
+        const one = structured(yield* backends.request("one", "tools/call", { name: "pid", arguments: {} }))
+        const two = structured(yield* backends.request("two", "tools/call", { name: "pid", arguments: {} }))
         const pids = [one.pid, one.childPid, two.pid] as Array<number>
         expect(pids.every(isAlive)).toBe(true)
 
         // A call in flight fails when its backend is stopped.
-        const hanging = yield* Effect.fork(
-          Effect.flip(backends.executeOnBackend("one", "tools/call", { name: "hang", arguments: {} }))
-        )
+        const hanging = yield* Effect.fork(Effect.flip(backends.request("one", "tools/call", { name: "hang", arguments: {} })))
         yield* Effect.sleep(50)
         yield* backends.stopAll
         expect((yield* Fiber.join(hanging)).reason).toBe("crashed")
@@ -317,7 +321,7 @@ describe("Backends", () => {
           ],
           OPTIONS
         )
-        const three = structured(yield* backends.executeOnBackend("three", "tools/call", { name: "pid", arguments: {} }))
+        const three = structured(yield* backends.request("three", "tools/call", { name: "pid", arguments: {} }))
         const others = (yield* backends.states).map((s) => s.pid!)
         const closing = Date.now()
         yield* Scope.close(scope, Exit.void)
@@ -339,7 +343,7 @@ describe("Backends", () => {
           yield* backends.start([same, exposed, changed, removed], OPTIONS)
           const before = new Map((yield* backends.states).map((s) => [s.id, s.pid]))
           const inFlight = yield* Effect.fork(
-            Effect.flip(backends.executeOnBackend("removed", "tools/call", { name: "slow", arguments: { ms: 10_000 } }))
+            Effect.flip(backends.request("removed", "tools/call", { name: "slow", arguments: { ms: 10_000 } }))
           )
           yield* Effect.sleep(100)
           const applied = yield* backends.apply([
@@ -361,7 +365,7 @@ describe("Backends", () => {
           expect(states.get("exposed")!.pid).toBe(before.get("exposed"))
           // the re-exposed backend's tools carry its new settings
           expect((yield* backends.tools).find((b) => b.backendId === "exposed")?.exposure?.denyTools).toEqual(["echo"])
-          const gone = yield* Effect.flip(backends.executeOnBackend("removed", "tools/call", { name: "echo", arguments: {} }))
+          const gone = yield* Effect.flip(backends.request("removed", "tools/call", { name: "echo", arguments: {} }))
           expect(gone.reason).toBe("not_found")
         })
       ),
@@ -389,15 +393,15 @@ describe("Backends", () => {
 
 describe("heartbeats (healthCheck)", () => {
   const FAST = { intervalMs: 300, timeoutMs: 300, failures: 2 }
-  const pidOf = (backends: Backends["Type"], id: string) =>
-    Effect.map(backends.executeOnBackend(id, "tools/call", { name: "pid", arguments: {} }), (r) => structured(r).pid as number)
+  const pidOf = (backends: Under, id: string) =>
+    Effect.map(backends.request(id, "tools/call", { name: "pid", arguments: {} }), (r) => structured(r).pid as number)
 
   it.scopedLive("a backend alive but no longer answering (frozen, pipes open) is restarted after `failures` silent pings", () =>
     withBackends((backends) =>
       Effect.gen(function* () {
         yield* backends.start([fixtureBackend("fx", [], { healthCheck: FAST })], OPTIONS)
         const before = yield* pidOf(backends, "fx")
-        yield* backends.executeOnBackend("fx", "tools/call", { name: "freeze", arguments: {} })
+        yield* backends.request("fx", "tools/call", { name: "freeze", arguments: {} })
         const frozenAt = Date.now()
         yield* waitFor(backends, "fx", (s) => s.state === "ready" && s.pid !== before && s.restarts === 1, 10_000)
         const after = yield* pidOf(backends, "fx")
@@ -421,17 +425,17 @@ describe("heartbeats (healthCheck)", () => {
         const noping = yield* pidOf(backends, "noping")
         // Busy: a call every 100 ms for two seconds, so it is never quiet for an interval.
         for (let i = 0; i < 20; i++) {
-          yield* backends.executeOnBackend("busy", "tools/call", { name: "echo", arguments: { i } })
+          yield* backends.request("busy", "tools/call", { name: "echo", arguments: { i } })
           yield* Effect.sleep(100)
         }
-        const pingsWhileBusy = yield* backends.executeOnBackend("busy", "tools/call", { name: "pings", arguments: {} })
+        const pingsWhileBusy = yield* backends.request("busy", "tools/call", { name: "pings", arguments: {} })
         expect(structured(pingsWhileBusy).pings).toBe(0)
         // Quiet for a while: now it is asked.
         yield* Effect.sleep(1_200)
-        const pingsWhenQuiet = yield* backends.executeOnBackend("busy", "tools/call", { name: "pings", arguments: {} })
+        const pingsWhenQuiet = yield* backends.request("busy", "tools/call", { name: "pings", arguments: {} })
         expect(structured(pingsWhenQuiet).pings).toBeGreaterThan(0)
         // The server without ping was asked and answered -32601: still the same process.
-        const asked = yield* backends.executeOnBackend("noping", "tools/call", { name: "pings", arguments: {} })
+        const asked = yield* backends.request("noping", "tools/call", { name: "pings", arguments: {} })
         expect(structured(asked).pings).toBeGreaterThan(0)
         expect(yield* pidOf(backends, "noping")).toBe(noping)
         expect((yield* stateOf(backends, "noping"))?.restarts).toBe(0)
