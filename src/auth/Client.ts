@@ -14,7 +14,8 @@ import * as oauth from "openid-client"
 import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as Store from "./Store.js"
-import * as Renewals from "./Renewals.js"
+import { alone, type MayRenew } from "./Renewals.js"
+import { nobody, type Told } from "../store/WrittenFiles.js"
 import { createHash } from "node:crypto"
 import { field, isObject, messageOf, stringField } from "../values/Json.js"
 
@@ -206,6 +207,15 @@ export const toStored = (response: oauth.TokenEndpointResponse, previous?: Store
  * refreshed (or, for `grant: "client_credentials"`, asked for afresh); `NeedsAuth` when only a
  * person signing in can give one. One refresh at a time, shared by the requests waiting for it.
  */
+/** What a backend's tokens tell and ask of the gateway's team, if it has one (see store/WrittenFiles, Renewals). */
+export interface TokenFiles {
+  readonly told: Told
+  readonly mayRenew: MayRenew
+}
+
+/** No team: nobody to tell, every renewal this process's. */
+export const ALONE: TokenFiles = { told: nobody, mayRenew: alone }
+
 export class BackendTokens {
   private pending: Promise<string> | undefined
 
@@ -223,7 +233,9 @@ export class BackendTokens {
     readonly resourceUrl: string,
     readonly settings: OAuthSettings | undefined,
     readonly dir: string = Store.directory(),
-    readonly subject?: string | undefined
+    readonly subject?: string | undefined,
+    /** Who hears of its writes, and whether it renews now (a team's gateways take turns). */
+    private readonly files: TokenFiles = ALONE
   ) {
     this.entry = Store.entryOf(backendId, subject)
   }
@@ -271,7 +283,7 @@ export class BackendTokens {
   }
 
   private save(stored: Store.Stored): void {
-    Store.write(this.dir, this.entry, stored)
+    Store.write(this.dir, this.entry, stored, process.env, this.files.told)
     this.cached = { stored, written: Store.writtenAt(this.dir, this.entry) }
   }
 
@@ -298,7 +310,7 @@ export class BackendTokens {
     if (stored?.tokens?.refresh_token !== undefined) {
       // Another gateway of the team renews these now: its tokens reach this disk in a moment.
       const turn = `${this.entry}:${createHash("sha256").update(stored.tokens.refresh_token).digest("hex").slice(0, 16)}`
-      if (!(await Renewals.mayRenew(turn))) {
+      if (!(await this.files.mayRenew(turn))) {
         const theirs = await this.renewedElsewhere(stored.tokens)
         if (theirs !== undefined) return `Bearer ${theirs.access_token}`
       }

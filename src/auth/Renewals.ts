@@ -5,20 +5,31 @@
  * So a gateway renews only when it has the turn for that refresh token (one per refresh token: the
  * next one is a new turn); the others wait for the new tokens to reach their disk.
  *
- * Without a team (one gateway, a one-off command) every renewal is this process's own.
+ * A service, chosen where the gateway's layer is built: the team's turns when its tokens are the
+ * team's (a store, and `AGENTIFY_TOKEN_KEY` to seal them alike), else every renewal is this
+ * process's own (one gateway, a one-off command, an app that embeds the backends alone).
  */
+import { Context, Effect, Layer } from "effect"
+import { Turns } from "../store/Turns.js"
 
-type Ask = (turn: string) => Promise<boolean>
+/** Whether this process renews (`turn`: the tokens' entry and their refresh token's hash) now; asked from promise code. */
+export type MayRenew = (turn: string) => Promise<boolean>
 
-let ask: Ask | undefined
+/** Every renewal is this process's own. */
+export const alone: MayRenew = () => Promise.resolve(true)
 
-/** Who decides from now on (the team's store); the returned function stops that. */
-export const decideWith = (decide: Ask): (() => void) => {
-  ask = decide
-  return () => {
-    if (ask === decide) ask = undefined
-  }
+/** How long a gateway has the turn to renew a token (after that, another may). */
+export const RENEW_TURN_MS = 30_000
+
+export class RenewalTurns extends Context.Reference<RenewalTurns>()("mcp-agentify/RenewalTurns", {
+  defaultValue: (): MayRenew => alone
+}) {
+  /** The team's turns (its `Turns`) when its tokens are shared (`AGENTIFY_TOKEN_KEY` set in `env`), else alone. */
+  static readonly layerFor = (env: Readonly<Record<string, string | undefined>>): Layer.Layer<RenewalTurns, never, Turns> =>
+    Layer.effect(
+      RenewalTurns,
+      Effect.map(Turns, (turns): MayRenew =>
+        env.AGENTIFY_TOKEN_KEY?.trim() ? (turn) => Effect.runPromise(turns.take(`renew:${turn}`, RENEW_TURN_MS)) : alone
+      )
+    )
 }
-
-/** Whether this process renews (`turn`: the tokens' entry and their refresh token's hash) now; true alone. */
-export const mayRenew = (turn: string): Promise<boolean> => (ask === undefined ? Promise.resolve(true) : ask(turn))

@@ -9,6 +9,7 @@
  * registered now (RFC 7591), since the loopback port changes with every sign-in. The registration
  * is the one request written by hand (see `register`); openid-client does the rest.
  */
+import type { Told } from "../store/WrittenFiles.js"
 import * as http from "node:http"
 import { spawn } from "node:child_process"
 import * as oauth from "openid-client"
@@ -27,6 +28,8 @@ const portOf = (server: http.Server): number => {
 export interface SignInOptions {
   /** Where to keep the tokens (the token store's directory). */
   readonly dir: string
+  /** Who hears of the tokens written (a team's mirror: see store/WrittenFiles); none: nobody. */
+  readonly told?: Told | undefined
   /** Says what the person must do (the URL to open). */
   readonly print: (line: string) => void
   /** Opens the URL in a browser, when there is one. */
@@ -189,6 +192,8 @@ export const prepare = async (
   redirectUri: string,
   options: {
     readonly dir: string
+    /** Who hears of the tokens written; none: nobody. */
+    readonly told?: Told | undefined
     readonly scopes?: ReadonlyArray<string> | undefined
     /** A user signing in for themselves to a `perUser` backend: the tokens are theirs alone. */
     readonly subject?: string | undefined
@@ -272,7 +277,7 @@ export const prepare = async (
       tokens: tokens.scope === undefined && wanted.length > 0 ? { ...tokens, scope: wanted.join(" ") } : tokens,
       ...(options.subject === undefined ? {} : { subject: options.subject })
     }
-    Store.write(options.dir, Store.entryOf(backend.id, options.subject), stored)
+    Store.write(options.dir, Store.entryOf(backend.id, options.subject), stored, process.env, options.told)
     return stored
   }
   return { url, issuer: found.issuer, state, finish }
@@ -296,7 +301,7 @@ export const signIn = async (
 ): Promise<Store.Stored> => {
   const listener = await loopback(backend.id)
   try {
-    const prepared = await prepare(backend, listener.redirectUri, { dir: options.dir })
+    const prepared = await prepare(backend, listener.redirectUri, { dir: options.dir, told: options.told })
     options.print(`Sign in to ${backend.id} (${Secrets.displayUrl(backend.url)}) at ${prepared.issuer}:`)
     options.print(prepared.url.href)
     if (options.openBrowser) open(prepared.url.href)

@@ -14,6 +14,7 @@ import * as Secrets from "../observability/Secrets.js"
 import { messageOf } from "../values/Json.js"
 import * as Store from "./Store.js"
 import { REPLICA_ID } from "../store/Replica.js"
+import { nobody, type Told, WrittenFiles } from "../store/WrittenFiles.js"
 
 /** How long a sign-in waits for its user. */
 export const SIGN_IN_TIMEOUT_MS = 5 * 60_000
@@ -51,7 +52,7 @@ export interface SignInsService {
   readonly grantedScopes: (backendId: string, subject?: string | undefined) => ReadonlyArray<string>
 }
 
-export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS): SignInsService => {
+export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS, told: Told = nobody): SignInsService => {
   const underway = new Map<string, Promise<Started>>()
   /** Sign-ins waiting for their redirect at the HTTP listener, by `state`. */
   const waiting = new Map<string, { readonly what: string; readonly deliver: (url: URL) => void }>()
@@ -81,6 +82,7 @@ export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS): SignInsServic
       // The `state` names this gateway: a redirect that reaches another of its team is handed here.
       const prepared = await prepare(backend, listener.redirectUri, {
         dir,
+        told,
         scopes,
         subject: backend.subject,
         statePrefix: `${REPLICA_ID}.`
@@ -131,5 +133,8 @@ export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS): SignInsServic
 
 export class SignIns extends Context.Tag("mcp-agentify/SignIns")<SignIns, SignInsService>() {
   /** Tokens in the token store's directory (`AGENTIFY_TOKEN_DIR`, else the user's config directory). */
-  static readonly layer: Layer.Layer<SignIns> = Layer.sync(SignIns, () => make(Store.directory()))
+  static readonly layer: Layer.Layer<SignIns> = Layer.effect(
+    SignIns,
+    Effect.map(WrittenFiles, (written) => make(Store.directory(), SIGN_IN_TIMEOUT_MS, written.wrote))
+  )
 }

@@ -27,7 +27,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { stateDirOf } from "../config/StateDir.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Written from "../values/Written.js"
+import { nobody, type Told } from "../store/WrittenFiles.js"
 
 export interface StoredTokens {
   readonly access_token: string
@@ -175,12 +175,13 @@ export const writtenAt = (dir: string, entry: string): number | undefined => {
   }
 }
 
-/** Writes what is stored for `entry` (0600; the directory 0700). */
+/** Writes what is stored for `entry` (0600; the directory 0700); `told`: whoever keeps the team's files alike (see store/WrittenFiles). */
 export const write = (
   dir: string,
   entry: string,
   stored: Stored,
-  env: Readonly<Record<string, string | undefined>> = process.env
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  told: Told = nobody
 ): void => {
   register(stored)
   const file = fileOf(dir, entry)
@@ -190,7 +191,7 @@ export const write = (
   // A file left from an older umask keeps its mode on rename: set it on the new one.
   chmodSync(temporary, 0o600)
   renameSync(temporary, file)
-  Written.wrote("tokens", entry)
+  told("tokens", entry)
 }
 
 /** The users signed in to a `perUser` backend, with what is stored for each (by subject). */
@@ -212,16 +213,16 @@ export const usersOf = (
 }
 
 /** Forgets the tokens (a refresh the server refused), keeping the client registration. */
-export const dropTokens = (dir: string, entry: string): void => {
+export const dropTokens = (dir: string, entry: string, told: Told = nobody): void => {
   const stored = read(dir, entry)
   if (stored === undefined) return
   const { tokens: _dropped, ...rest } = stored
-  write(dir, entry, rest)
+  write(dir, entry, rest, process.env, told)
 }
 
-export const remove = (dir: string, entry: string): void => {
+export const remove = (dir: string, entry: string, told: Told = nobody): void => {
   rmSync(fileOf(dir, entry), { force: true })
-  Written.wrote("tokens", entry)
+  told("tokens", entry)
 }
 
 /**

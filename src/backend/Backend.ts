@@ -256,7 +256,8 @@ const makeOne = Effect.fn("Backend.make")(
         logs,
         inbound,
         options.events,
-        options.subject
+        options.subject,
+        options.files
       ),
       (connection) => terminate(connection, graceMs)
     )

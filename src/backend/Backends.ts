@@ -19,6 +19,8 @@ import * as Lanes from "./Lanes.js"
 import * as Lifecycle from "./Lifecycle.js"
 import { Table } from "./Table.js"
 import * as Listing from "./Listing.js"
+import { RenewalTurns } from "../auth/Renewals.js"
+import { WrittenFiles } from "../store/WrittenFiles.js"
 import { BackendRequester, type RequesterService } from "./Requester.js"
 import { type Entry, statusOf } from "./Entry.js"
 import { type Applied, diff, NOTHING_APPLIED } from "./Diff.js"
@@ -119,6 +121,8 @@ export const make = (options: ManagerOptions = {}) =>
       options,
       // Optional: a Backends used on its own publishes nowhere.
       Option.getOrUndefined(yield* Effect.serviceOption(Events)),
+      // What its pins and tokens tell the team and ask of it (alone: nobody, every renewal its own).
+      { told: (yield* WrittenFiles).wrote, mayRenew: yield* RenewalTurns },
       yield* PubSub.sliding<void>(1),
       yield* PubSub.sliding<BackendNotification>(4_096),
       yield* PubSub.sliding<BackendStatus>(1_024)

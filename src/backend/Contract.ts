@@ -2,6 +2,7 @@
  * What a backend is to the rest of the gateway: the `Backend` it gets, the options it is made with,
  * how it ended, and the era each request is sent in (`paramsFor`).
  */
+import type { TokenFiles } from "../auth/Client.js"
 import { Effect } from "effect"
 import { BackendError, type RpcError } from "../protocol/Errors.js"
 import { type EventsService } from "../observability/Events.js"
@@ -58,6 +59,8 @@ export interface Options {
    * tokens only, and a missing or refused one is that user's to sign in for.
    */
   readonly subject?: string | undefined
+  /** What a remote backend's tokens tell the team and ask of it (see auth/Client `TokenFiles`); none: alone. */
+  readonly files?: TokenFiles | undefined
 }
 
 export interface ExitInfo {

@@ -25,7 +25,7 @@ import { isObject } from "../values/Json.js"
 import type { Tool } from "../protocol/Mcp.js"
 import type { BackendConfig } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Written from "../values/Written.js"
+import { nobody, type Told } from "../store/WrittenFiles.js"
 
 export type Mode = "quarantine" | "warn" | "off"
 
@@ -33,6 +33,8 @@ export interface Settings {
   readonly mode: Mode
   /** The gateway's state directory (pins go in its `pins/`). */
   readonly stateDir: string
+  /** Who hears of a pins file written (a team's mirror: see store/WrittenFiles); none: nobody. */
+  readonly told?: Told | undefined
 }
 
 /** Pins of tools a server no longer lists, kept at most (the newest; a listed tool's pin is always kept). */
@@ -218,7 +220,7 @@ export const write = (settings: Settings, server: Server, update: Pins, listed?:
     if (waiting.timer !== undefined) clearTimeout(waiting.timer)
     waiting.timer = undefined
   }
-  Written.wrote("pins", path.basename(file, ".json"))
+  ;(settings.told ?? nobody)("pins", path.basename(file, ".json"))
 }
 
 /** Per pins file: rewrites left at once (refilled one per REWRITE_EVERY_MS), and the pins waiting. */

@@ -2,6 +2,7 @@
  * Spawning a backend (or connecting to a remote one) and stopping it: the process group, SIGTERM
  * then SIGKILL after a grace, and the stragglers a backend left behind.
  */
+import type { TokenFiles } from "../auth/Client.js"
 import { Deferred, Effect, Queue } from "effect"
 import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process"
 import { statSync } from "node:fs"
@@ -56,7 +57,9 @@ type Open = (
   inbound: Queue.Queue<Inbound>,
   events: EventsService | undefined,
   /** A remote backend's connection for one user of a `perUser` backend (see Lanes): their tokens only. */
-  subject?: string | undefined
+  subject?: string | undefined,
+  /** What its tokens tell the team and ask of it; none: alone. */
+  files?: TokenFiles | undefined
 ) => Effect.Effect<Connection, BackendError>
 
 /** A child spawned with its three pipes (a failed spawn leaves them missing: null, or undefined under EMFILE). */
@@ -126,7 +129,7 @@ export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, even
 const loadRemote = Effect.promise(() => Promise.all([import("./remote/Remote.js"), import("../auth/Client.js")]))
 
 /** Opens a remote backend's channel (see remote/): its failure is retried with backoff like a crash. */
-export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events, subject) =>
+export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events, subject, files) =>
   Effect.flatMap(loadRemote, ([Remote, OAuth]) => {
     // A remote backend is one configured with a url (see Backend's `Open`).
     const url = config.url ?? ""
@@ -137,7 +140,7 @@ export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events
     const settings = oauthOf(config)
     const tokens =
       settings !== undefined || !ownAuthorization
-        ? new OAuth.BackendTokens(config.id, url, settings, undefined, subject)
+        ? new OAuth.BackendTokens(config.id, url, settings, undefined, subject, files)
         : undefined
     const connection = new Connection(config.id, maxFrameBytes, logs, inbound, events, (receiver) => {
       channel = Remote.open(

@@ -4,6 +4,7 @@
  * pins, how a backend is made, and a request routed to a backend (or to a user's lane). One table
  * per Backends service, read by its lifecycles (see Lifecycle) and its state machine (Backends).
  */
+import type { TokenFiles } from "../auth/Client.js"
 import { Effect, PubSub } from "effect"
 import type { BackendConfig } from "../config/Config.js"
 import { oauthOf, rootsOf } from "../config/Config.js"
@@ -64,6 +65,7 @@ export class Table {
   constructor(
     readonly options: ManagerOptions,
     readonly events: EventsService | undefined,
+    readonly files: TokenFiles,
     readonly toolsPubSub: PubSub.PubSub<void>,
     readonly notificationsPubSub: PubSub.PubSub<BackendNotification>,
     readonly statusPubSub: PubSub.PubSub<BackendStatus>
@@ -122,7 +124,8 @@ export class Table {
    */
   reviewTools(entry: Entry, tools: ReadonlyArray<Tool>, pins: Pins.Settings | undefined) {
     return Effect.suspend(() => {
-      const reviewed = Pins.recheck(pins, Pins.serverOf(entry.config), tools, entry.changed)
+      const told = pins === undefined ? undefined : { ...pins, told: this.files.told }
+      const reviewed = Pins.recheck(told, Pins.serverOf(entry.config), tools, entry.changed)
       entry.tools = reviewed.admitted
       entry.changed = reviewed.changed
       if (reviewed.notes.length > 0) entry.pinNotes = reviewed.notes
@@ -150,6 +153,7 @@ export class Table {
       maxFrameBytes: startOptions.maxBackendFrameBytes ?? this.options.maxFrameBytes,
       maxRequestBytes: startOptions.maxBackendRequestBytes,
       events: this.events,
+      files: this.files,
       clientCapabilities: capabilitiesFor(entry.config, startOptions.clientCapabilities),
       era: entry.era,
       onRequest: (method, params) => {

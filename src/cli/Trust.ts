@@ -12,6 +12,7 @@ import { type ConfigSources, GatewayConfig } from "../config/Config.js"
 import * as Logging from "../observability/Logging.js"
 import { withCore } from "./Core.js"
 import * as SharedFiles from "../gateway/SharedFiles.js"
+import { WrittenFiles } from "../store/WrittenFiles.js"
 import * as Secrets from "../observability/Secrets.js"
 
 /** The least time a backend is given to start (a first `npx` download takes a while). */
@@ -32,7 +33,7 @@ export const run = (
       print(`no backend '${backendId}' in the configuration (${config.backends.map((b) => b.id).join(", ") || "none"})\n`)
       return 2
     }
-    const settings: Pins.Settings = { mode: config.toolPins, stateDir: config.stateDir }
+    const settings: Pins.Settings = { mode: config.toolPins, stateDir: config.stateDir, told: (yield* WrittenFiles).wrote }
     const backends = yield* Backends
     // Started without pins: what it presents now, every tool, is what may be trusted.
     yield* backends.start(

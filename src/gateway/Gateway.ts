@@ -13,6 +13,7 @@
  * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/
  * `layerScripted`).
  */
+import { RenewalTurns } from "../auth/Renewals.js"
 import { givenElsewhere, idPrefixOf } from "../store/Replica.js"
 import { SessionDirectory, type SessionDirectoryService } from "../store/SessionDirectory.js"
 import * as Store from "../store/Store.js"
@@ -434,6 +435,8 @@ export const layerSharedWith = (
     // The team's tokens and pins on disk before the backends start (see SharedFiles).
     Layer.provideMerge(SharedFiles.layer),
     Layer.provideMerge(observer.pipe(Layer.provideMerge(layerBase))),
+    // A token the team shares is renewed by one gateway at a time (see auth/Renewals).
+    Layer.provideMerge(RenewalTurns.layerFor(process.env)),
     // What the gateways of a team share (the sessions' holders, the quotas' counts), if anything.
     Layer.provideMerge(Store.layer)
   )

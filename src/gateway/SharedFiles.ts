@@ -4,7 +4,8 @@
  * - OAuth tokens (the gateway's own and each user's): kept in the store as sealed as on disk, so
  *   every gateway must seal with one key (`AGENTIFY_TOKEN_KEY`, the same everywhere). Without one,
  *   each gateway's key is its own and its tokens stay on its disk (said once at start). A token
- *   due is renewed by one gateway, the others taking what it got (see auth/Renewals).
+ *   due is renewed by one gateway, the others taking what it got (see auth/Renewals, whose
+ *   layer the gateway's is built with).
  * - Pinned tool definitions: the team's first pin of a tool is every gateway's, and a `trust` made
  *   anywhere (a one-off command with the same `state`) reaches every gateway at once: each holds its
  *   backends' tools against the pins again, and its sessions hear `tools/list_changed`.
@@ -14,7 +15,7 @@
  * Nothing happens without a store (`state` not configured): `layer` is then empty.
  */
 import { Effect, Layer, type Scope } from "effect"
-import * as Renewals from "../auth/Renewals.js"
+import { RenewalTurns } from "../auth/Renewals.js"
 import * as Store from "../auth/Store.js"
 import { Backends } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
@@ -24,11 +25,7 @@ import * as Mirror from "../store/Mirror.js"
 import * as Embeddings from "../orchestration/Embeddings.js"
 import * as TeamStore from "../store/Store.js"
 import { TeamFiles } from "../store/TeamFiles.js"
-import { Turns } from "../store/Turns.js"
 import * as path from "node:path"
-
-/** How long a gateway has the turn to renew a token (after that, another may). */
-const RENEW_TURN_MS = 30_000
 
 export interface Options {
   readonly env: Readonly<Record<string, string | undefined>>
@@ -42,10 +39,9 @@ export interface Options {
 }
 
 /** Both mirrors started (while the scope is open); completes when what this process wrote is in the store. */
-export const start = (options: Options): Effect.Effect<Effect.Effect<void>, never, Scope.Scope | TeamFiles | Turns> =>
+export const start = (options: Options): Effect.Effect<Effect.Effect<void>, never, Scope.Scope | TeamFiles> =>
   Effect.gen(function* () {
     const state = yield* TeamFiles
-    const turns = yield* Turns
     const pins = yield* Mirror.make(state, {
       kind: "pins",
       dir: path.join(options.stateDir, "pins"),
@@ -61,9 +57,6 @@ export const start = (options: Options): Effect.Effect<Effect.Effect<void>, neve
       vectors === undefined ? others : Effect.zipRight(others, vectors.settled)
     if (options.env.AGENTIFY_TOKEN_KEY?.trim()) {
       const tokens = yield* Mirror.make(state, { kind: "tokens", dir: Store.directory(options.env) })
-      // One gateway renews a token the team shares; the others take what it got.
-      const stop = Renewals.decideWith((turn) => Effect.runPromise(turns.take(`renew:${turn}`, RENEW_TURN_MS)))
-      yield* Effect.addFinalizer(() => Effect.sync(stop))
       return settledAll(Effect.zipRight(pins.settled, tokens.settled))
     }
     if (options.oauth) {
@@ -85,7 +78,7 @@ const optionsOf = (config: ResolvedConfig, env: Options["env"]): Options => ({
  * The gateway's, when the configuration names a store (else nothing): started before its backends
  * (their first review reads the team's pins).
  */
-export const layer: Layer.Layer<never, never, TeamFiles | Turns | GatewayConfig | Backends> = Layer.unwrapEffect(
+export const layer: Layer.Layer<never, never, TeamFiles | GatewayConfig | Backends> = Layer.unwrapEffect(
   Effect.map(
     Effect.flatMap(GatewayConfig, (config) => config.current),
     (config) =>
@@ -118,10 +111,11 @@ export const around =
         Effect.gen(function* () {
           // Its own logs to stderr, at the configured level, as the command's.
           yield* Logging.applyLevel(config.logLevel)
-          // The store for as long as the command runs (its mirrors use it until then).
-          const store = yield* Layer.build(TeamStore.layerFor(state))
+          // The store for as long as the command runs (its mirrors use it until then), with what
+          // the command writes heard by its mirrors and its renewals the team's turns.
+          const store = yield* Layer.build(RenewalTurns.layerFor(sources.env).pipe(Layer.provideMerge(TeamStore.layerFor(state))))
           const settled = yield* start(optionsOf(config, sources.env)).pipe(Effect.provide(store))
-          const result = yield* command
+          const result = yield* Effect.provide(command, store)
           yield* settled
           return result
         }).pipe(Effect.provide(Logging.layer()))

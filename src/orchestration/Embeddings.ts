@@ -16,7 +16,7 @@ import * as path from "node:path"
 import { Effect, Option, Redacted } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import type { ResolvedConfig } from "../config/Config.js"
-import * as Written from "../values/Written.js"
+import { nobody, type Told } from "../store/WrittenFiles.js"
 import { field, objectField } from "../values/Json.js"
 
 export interface Settings {
@@ -27,6 +27,8 @@ export interface Settings {
   /** Where vectors are kept across runs (the state directory); none: memory only. */
   readonly stateDir: string | undefined
   readonly timeoutMs: number
+  /** Who hears of the vectors' file written (a team's mirror: see store/WrittenFiles); none: nobody. */
+  readonly told?: Told | undefined
 }
 
 /** Texts embedded per request to the endpoint. */
@@ -122,7 +124,7 @@ export const make = (settings: Settings): Embedder => {
       fs.renameSync(temporary, file)
       loadedAt = fs.statSync(file).mtimeMs
       // A team's gateways share them through their store (see gateway/SharedFiles).
-      Written.wrote("embeddings", path.basename(file, ".json"))
+      ;(settings.told ?? nobody)("embeddings", path.basename(file, ".json"))
     } catch {
       // a cache that cannot be written is only slower
     }
@@ -226,7 +228,7 @@ const TIMEOUT_MS = 10_000
  * The embedder of a configuration's `embeddings` (none without them), made again when they change:
  * its vectors are kept while the model, endpoint and state directory stay.
  */
-export const forConfig = (): ((config: ResolvedConfig) => Embedder | undefined) => {
+export const forConfig = (told: Told = nobody): ((config: ResolvedConfig) => Embedder | undefined) => {
   let current: { readonly key: string; readonly embedder: Embedder } | undefined
   return (config) => {
     if (config.embeddings === undefined) return undefined
@@ -235,7 +237,8 @@ export const forConfig = (): ((config: ResolvedConfig) => Embedder | undefined) 
       baseUrl: config.embeddings.baseUrl ?? Option.getOrElse(config.openaiBaseUrl, () => "https://api.openai.com/v1"),
       apiKey: Option.getOrUndefined(Option.map(config.openaiApiKey, Redacted.value)),
       stateDir: config.stateDir,
-      timeoutMs: Math.min(config.requestTimeoutMs, TIMEOUT_MS)
+      timeoutMs: Math.min(config.requestTimeoutMs, TIMEOUT_MS),
+      told
     }
     const key = JSON.stringify([settings.model, settings.baseUrl, settings.stateDir])
     if (current?.key !== key) current = { key, embedder: make(settings) }

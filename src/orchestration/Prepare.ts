@@ -14,6 +14,7 @@ import type { OrchestrationRecord } from "../observability/Events.js"
 import { BackendError, InvalidParams, NotConfigured } from "../protocol/Errors.js"
 import type { ChatMessage } from "./Llm.js"
 import * as CodeMode from "./CodeMode.js"
+import { WrittenFiles } from "../store/WrittenFiles.js"
 import * as Embeddings from "./Embeddings.js"
 import { backendsIn, offerBackends, offerTools } from "./Offer.js"
 import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
@@ -29,7 +30,7 @@ const PLAN_INDEX_CHARS = 8_000
 export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsService) =>
   Effect.gen(function* () {
     /** The embedder of the configured `embeddings`, or none. */
-    const embedderFor = Embeddings.forConfig()
+    const embedderFor = Embeddings.forConfig((yield* WrittenFiles).wrote)
     // With `embeddings`, tool vectors are computed as the tool lists change, in batches, before
     // any request waits for them.
     yield* backends.toolsChanged.pipe(

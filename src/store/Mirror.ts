@@ -6,7 +6,7 @@
  *
  * - At start, what the store holds comes down (a file the store has and this disk lacks, or an
  *   older one) and what only this disk holds goes up.
- * - A file this process writes or removes (see values/Written) goes up at once, and the others hear.
+ * - A file this gateway writes or removes (see WrittenFiles) goes up at once, and the others hear.
  * - A file another gateway wrote comes down when it says so; after the store was out of reach, all
  *   of them, since announcements were lost meanwhile.
  *
@@ -16,7 +16,7 @@
 import { Deferred, Effect, Queue, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Written from "../values/Written.js"
+import { WrittenFiles } from "./WrittenFiles.js"
 import type { FileKind, SharedFile } from "./Contract.js"
 import type { TeamFilesService } from "./TeamFiles.js"
 
@@ -182,10 +182,10 @@ export const make = (state: TeamFilesService, options: Options): Effect.Effect<M
     // One job at a time, in order: a push and a pull of one file never cross.
     yield* pullAllOrRetry
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(jobs), run)))
-    const stop = Written.listen((written, name) => {
+    // What this gateway writes (see WrittenFiles), in the queue before its writer returns.
+    yield* (yield* WrittenFiles).listen((written, name) => {
       if (written === kind) Queue.unsafeOffer(jobs, { _tag: "Push", name })
     })
-    yield* Effect.addFinalizer(() => Effect.sync(stop))
     // Subscribed before this returns: what another gateway says from now on is heard.
     const heard = yield* state.announcements
     yield* Effect.forkScoped(

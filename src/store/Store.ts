@@ -9,7 +9,10 @@
  * - TaskRecords: finished tasks that outlive their gateway;
  * - TeamFiles: tokens, pins and tool vectors kept alike (see Mirror);
  * - SharedSecrets: the key that seals request states;
- * - Turns: who renews a token the team shares.
+ * - Turns: who renews a token the team shares;
+ *
+ * With a team's store comes this gateway's `WrittenFiles` (what it writes of those files, heard by
+ * its mirrors); alone, nobody listens and the default tells no one.
  *
  * Nothing here may stop a request: a store that fails or is slow answers "not known" within
  * `STORE_TIMEOUT_MS`, and /readyz says the store is degraded.
@@ -22,6 +25,7 @@ import { TaskRecords } from "./TaskRecords.js"
 import { TeamFiles } from "./TeamFiles.js"
 import { TeamQuotas } from "./TeamQuotas.js"
 import { Turns } from "./Turns.js"
+import { WrittenFiles } from "./WrittenFiles.js"
 
 export {
   type Announcement,
@@ -55,7 +59,7 @@ export const layerFor = (state: State | undefined): Layer.Layer<Store> =>
     : Layer.unwrapEffect(
         Effect.map(
           Effect.promise(() => import("./redis/Store.js")),
-          (Redis) => Redis.layer(state)
+          (Redis) => Layer.merge(Redis.layer(state), WrittenFiles.layer)
         )
       )
 

@@ -6,7 +6,7 @@ import { join } from "node:path"
 import type { Announcement, SharedFile } from "../../../src/store/Contract.js"
 import type { TeamFilesService } from "../../../src/store/TeamFiles.js"
 import * as Mirror from "../../../src/store/Mirror.js"
-import * as Written from "../../../src/values/Written.js"
+import * as WrittenFiles from "../../../src/store/WrittenFiles.js"
 
 /** A store in memory, as the contract has it: the other gateways' announcements sent by the test. */
 const memory = Effect.gen(function* () {
@@ -68,11 +68,14 @@ describe("a directory kept alike through the store", () => {
       const { state, files, elsewhere } = yield* memory
       const dir = dirWith({})
       const arrived = yield* Queue.unbounded<string>()
-      const mirror = yield* Mirror.make(state, { kind: "tokens", dir, arrived: (name) => Queue.offer(arrived, name) })
+      const written = WrittenFiles.make()
+      const mirror = yield* Mirror.make(state, { kind: "tokens", dir, arrived: (name) => Queue.offer(arrived, name) }).pipe(
+        Effect.provideService(WrittenFiles.WrittenFiles, written)
+      )
       writeFileSync(join(dir, "crm.json"), "signed in")
-      Written.wrote("tokens", "crm")
+      written.wrote("tokens", "crm")
       writeFileSync(join(dir, "other.json"), "a pin")
-      Written.wrote("pins", "other")
+      written.wrote("pins", "other")
       yield* mirror.settled
       expect(files.get("crm")?.text).toBe("signed in")
       // Another kind's file is not this mirror's.
@@ -83,6 +86,25 @@ describe("a directory kept alike through the store", () => {
       yield* elsewhere("crm", "")
       expect(yield* Queue.take(arrived)).toBe("crm")
       expect(read(dir, "crm")).toBeUndefined()
+    })
+  )
+
+  it.scoped("hears its own gateway's writes only: two gateways in one process each have their own", () =>
+    Effect.gen(function* () {
+      const { state, files } = yield* memory
+      const dir = dirWith({})
+      const mine = WrittenFiles.make()
+      const theirs = WrittenFiles.make()
+      const mirror = yield* Mirror.make(state, { kind: "tokens", dir }).pipe(
+        Effect.provideService(WrittenFiles.WrittenFiles, mine)
+      )
+      writeFileSync(join(dir, "theirs.json"), "the other gateway's")
+      theirs.wrote("tokens", "theirs")
+      writeFileSync(join(dir, "mine.json"), "signed in here")
+      mine.wrote("tokens", "mine")
+      yield* mirror.settled
+      expect(files.get("mine")?.text).toBe("signed in here")
+      expect(files.has("theirs")).toBe(false)
     })
   )
 
@@ -125,9 +147,12 @@ describe("a directory kept alike through the store", () => {
           put: (kind, name, file) => (answering ? state.put(kind, name, file) : Effect.succeed(false))
         }
         const dir = dirWith({ mine: "only here" })
-        const mirror = yield* Mirror.make(flaky, { kind: "tokens", dir })
+        const written = WrittenFiles.make()
+        const mirror = yield* Mirror.make(flaky, { kind: "tokens", dir }).pipe(
+          Effect.provideService(WrittenFiles.WrittenFiles, written)
+        )
         writeFileSync(join(dir, "later.json"), "written while it failed")
-        Written.wrote("tokens", "later")
+        written.wrote("tokens", "later")
         yield* mirror.settled
         expect(files.has("mine")).toBe(false)
         expect(files.has("later")).toBe(false)
@@ -151,9 +176,12 @@ describe("a directory kept alike through the store", () => {
         put: (kind, name, file) => (taking ? state.put(kind, name, file) : Effect.succeed(false))
       }
       const dir = dirWith({})
-      const mirror = yield* Mirror.make(refusing, { kind: "tokens", dir })
+      const written = WrittenFiles.make()
+      const mirror = yield* Mirror.make(refusing, { kind: "tokens", dir }).pipe(
+        Effect.provideService(WrittenFiles.WrittenFiles, written)
+      )
       writeFileSync(join(dir, "crm.json"), "signed in")
-      Written.wrote("tokens", "crm")
+      written.wrote("tokens", "crm")
       yield* mirror.settled
       expect(files.has("crm")).toBe(false)
       taking = true
