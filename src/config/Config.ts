@@ -7,7 +7,7 @@
  * `AGENTIFY_CONFIG`), the environment (with `.env` loaded beneath it), the embedded default.
  * The OpenAI key is the exception the contract names: env `OPENAI_API_KEY` wins over both.
  */
-import { Context, Effect, Either, Layer, type Stream, SubscriptionRef } from "effect"
+import { Context, Effect, Either, Layer, type Scope, Stream, SubscriptionRef } from "effect"
 import { InvalidParams } from "../protocol/Errors.js"
 import { GatewayOptionsInput } from "./Schema.js"
 import { decodeOptions } from "./Decode.js"
@@ -169,3 +169,17 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
       })
     )
 }
+
+/**
+ * The configuration in force, at hand without an effect (the hot paths read it on every call),
+ * followed while the scope is open.
+ */
+export const inForce: Effect.Effect<() => ResolvedConfig, never, GatewayConfig | Scope.Scope> = Effect.gen(function* () {
+  const config = yield* GatewayConfig
+  let current = yield* config.current
+  yield* config.changes.pipe(
+    Stream.runForEach((next) => Effect.sync(() => (current = next))),
+    Effect.forkScoped
+  )
+  return () => current
+})

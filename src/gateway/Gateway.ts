@@ -14,15 +14,12 @@
  * `layerScripted`).
  */
 import { RenewalTurns } from "../auth/Renewals.js"
-import { givenElsewhere, idPrefixOf } from "../store/Replica.js"
-import { SessionDirectory, type SessionDirectoryService } from "../store/SessionDirectory.js"
 import * as Store from "../store/Store.js"
-import { TaskRecords, type TaskRecordsService } from "../store/TaskRecords.js"
 import * as SharedFiles from "./SharedFiles.js"
 import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
 import { Backends, type BackendsService } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
-import { GatewayConfig } from "../config/Config.js"
+import { GatewayConfig, inForce } from "../config/Config.js"
 import { Events, type EventsService } from "../observability/Events.js"
 import { Policies } from "../policy/Policies.js"
 import { SignIns } from "../auth/SignIns.js"
@@ -30,15 +27,12 @@ import type { LlmClient } from "../orchestration/Llm.js"
 import { Orchestrator } from "../orchestration/Orchestrator.js"
 import type { Handlers } from "../jsonrpc/Peer.js"
 import type { Notification } from "../jsonrpc/JsonRpc.js"
-import * as Relay from "./methods/Relay.js"
 import { InputBridge } from "./ask/InputBridge.js"
 import { RequestStates } from "./ask/RequestStates.js"
 import { Routes } from "./routing/Routes.js"
 import { Sessions } from "./session/Sessions.js"
 import { Launch } from "./Launch.js"
 import * as Tasks from "./routing/Tasks.js"
-import * as BackendEndpoint from "./methods/BackendEndpoint.js"
-import * as RunTasks from "./routing/RunTasks.js"
 import * as Audit from "./call/Audit.js"
 import { CallPipeline, layerPlanned } from "./call/Pipeline.js"
 import * as Caller from "./call/Caller.js"
@@ -47,13 +41,22 @@ import { Forwarder } from "./call/Forwarding.js"
 import type { BackendRequester } from "../backend/Requester.js"
 import * as Methods from "./methods/Methods.js"
 import * as Aggregate from "./methods/Aggregate.js"
+import { AggregateMethods } from "./methods/Aggregate.js"
+import { EndpointMethods } from "./methods/BackendEndpoint.js"
+import { RelayLists } from "./methods/Relay.js"
+import { Views } from "./methods/View.js"
+import { ContentRows } from "./methods/ContentMethods.js"
+import { SessionRows } from "./methods/SessionMethods.js"
+import { TaskRows } from "./methods/TaskMethods.js"
+import { ToolRows } from "./methods/ToolMethods.js"
+import { OwnTasks } from "./routing/RunTasks.js"
+import { Subscriptions, type SubscriptionsService } from "./routing/Subscriptions.js"
 import type { Session, Target } from "./session/Session.js"
 import type { Tool } from "../protocol/Mcp.js"
-import type { Profile, ResolvedConfig } from "../config/Config.js"
+import type { Profile } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import * as ListChanged from "./routing/ListChanged.js"
 import * as Notifications from "./routing/Notifications.js"
-import * as Subscriptions from "./routing/Subscriptions.js"
 import * as Reload from "./Reload.js"
 
 /** What a session of a profile that is no longer configured sees: nothing. */
@@ -74,25 +77,6 @@ export interface GatewayService {
   readonly toolOf: (target: Target, name: string) => Tool | undefined
 }
 
-/** A task another gateway of the team gave, once that gateway is gone: what the store kept of it (see routing/Tasks). */
-const tasksElsewhereOf =
-  (
-    current: () => ResolvedConfig,
-    directory: SessionDirectoryService,
-    records: TaskRecordsService
-  ): Aggregate.Context["tasksElsewhere"] =>
-  (taskId) =>
-    Effect.gen(function* () {
-      const replica = givenElsewhere(current(), taskId)
-      if (replica === undefined) return undefined
-      const at = yield* directory.addressOf(replica)
-      if (at === "unknown") return { _tag: "Unknown" } as const
-      if (at !== "none") return undefined
-      const kept = yield* records.get(taskId)
-      if (kept === "unknown") return { _tag: "Unknown" } as const
-      return kept === "none" ? ({ _tag: "Gone", replica } as const) : ({ _tag: "Kept", ...kept } as const)
-    })
-
 /**
  * What the gateway keeps up with for its life: each session hears of the changes to what it sees,
  * a reload of the configuration on disk, a backend restarted after a crash gets its subscriptions
@@ -104,7 +88,7 @@ const watch = (deps: {
   readonly events: EventsService
   readonly sessions: Iterable<Session>
   readonly listChanged: ReturnType<typeof ListChanged.make>
-  readonly subscriptions: ReturnType<typeof Subscriptions.make>
+  readonly subscriptions: SubscriptionsService
 }) =>
   Effect.gen(function* () {
     const { config, backends, events, sessions, listChanged, subscriptions } = deps
@@ -189,16 +173,12 @@ const withClientRequests = (
 const make = Effect.gen(function* () {
   const config = yield* GatewayConfig
   const backends = yield* Backends
-  const orchestrator = yield* Orchestrator
   const events = yield* Events
   const routes = yield* Routes
   const registry = yield* Sessions
   const { mode } = registry
   const sessions = registry.all()
   const clientAsk = yield* ClientAsk
-  const audit = yield* Audit.Audit
-  const launch = yield* Launch
-  const policies = yield* Policies
   // A task the gateway forgets would run on at its backend with nobody to read it: cancelled there.
   const runtime = yield* Effect.runtime<never>()
   const forwarder = yield* Forwarder
@@ -213,53 +193,14 @@ const make = Effect.gen(function* () {
       )
     )
   )
-
-  const pipeline = yield* CallPipeline
-  /** Every other request on a backend for a session's (resources, prompts, tasks...): see Forwarding. */
-  const forward = forwarder.forward
-
-  const subscriptions = Subscriptions.make({ routes, forward })
-
-  // The lists the relay caches are every session's: read as the gateway's own requests.
-  const relay = Relay.make(backends, (backendId, method, params) =>
-    Caller.as(CurrentCaller.gateway)(forward(undefined, backendId, method, params))
-  )
-  // The configuration in force, at hand for the hot path (a session's profile on every call).
-  let current = yield* config.current
-  yield* config.changes.pipe(
-    Stream.runForEach((next) => Effect.sync(() => (current = next))),
-    Effect.forkScoped
-  )
-  const profileOf = (session: Session): Profile | undefined => {
-    const name = session.target._tag === "Aggregate" ? session.target.profile : undefined
-    return name === undefined ? undefined : (current.profiles[name] ?? NO_PROFILE)
-  }
-  // A team's gateways keep the extension's finished tasks in their store: they outlive this one.
-  const records = yield* TaskRecords
-  const directory = yield* SessionDirectory
-  const runTasks = yield* RunTasks.make(
-    () => idPrefixOf(current),
-    (id, record) => records.save(id, record, RunTasks.RUN_TTL_MS)
-  )
-  const tasksElsewhere = tasksElsewhereOf(() => current, directory, records)
-  const ctx: Aggregate.Context = {
-    pipeline,
-    mode,
-    config,
-    backends,
-    launch,
-    orchestrator,
-    relay,
-    routes,
-    runTasks,
-    audit,
-    idPrefix: () => idPrefixOf(current),
-    tasksElsewhere,
-    forward,
-    subscription: subscriptions.pass,
-    profileOf,
-    policies: { policies: policies.current, flowOf: (backendId) => backends.configOf(backendId)?.flow }
-  }
+  const subscriptions = yield* Subscriptions
+  const relay = yield* RelayLists
+  const { profileOf } = yield* Views
+  // A session's method table: the aggregate's, or a backend's endpoint's (each wired by its layer).
+  const aggregate = yield* AggregateMethods
+  const endpoint = yield* EndpointMethods
+  // The configuration in force, for `toolOf` (a tool of a profile as configured now).
+  const current = yield* inForce
   const listChanged = ListChanged.make(backends, profileOf)
 
   yield* backends.serveRequests(clientAsk.handle)
@@ -299,8 +240,8 @@ const make = Effect.gen(function* () {
           clientAsk,
           session,
           session.target._tag === "Aggregate"
-            ? Aggregate.aggregate(ctx, session, endSession(session))
-            : BackendEndpoint.backend(ctx, session, session.target.backendId, endSession(session))
+            ? aggregate.open(session, endSession(session))
+            : endpoint.open(session, session.target.backendId, endSession(session))
         )
       )
     )
@@ -312,7 +253,7 @@ const make = Effect.gen(function* () {
         .find((b) => b.backendId === target.backendId)
         ?.tools.find((tool) => tool.name === name)
     }
-    const profile = target.profile === undefined ? undefined : (current.profiles[target.profile] ?? NO_PROFILE)
+    const profile = target.profile === undefined ? undefined : (current().profiles[target.profile] ?? NO_PROFILE)
     return inProfile(catalogOf(backends.toolsSync()), profile).byName.get(name)?.tool
   }
   const service: GatewayService = { mode, open, sessions: () => [...sessions], toolOf }
@@ -344,6 +285,17 @@ const services = (sessions: Layer.Layer<Sessions>) =>
     )
   )
 
+/**
+ * A session's method tables (the aggregate's, a backend's endpoint's) over each concern's rows,
+ * and what the rows share: the relay's lists, the subscriptions, the gateway's own tasks and what
+ * each session may see. Each is a layer wired from the services it uses (see methods/Aggregate).
+ */
+const methods = AggregateMethods.layer.pipe(
+  Layer.merge(EndpointMethods.layer),
+  Layer.provideMerge(Layer.mergeAll(SessionRows.layer, ToolRows.layer, ContentRows.layer, TaskRows.layer)),
+  Layer.provideMerge(Layer.mergeAll(RelayLists.layer, Subscriptions.layer, OwnTasks.layer, Views.layer))
+)
+
 /** The input bridge with the request states it seals (the team's key, when it shares a store). */
 const bridge = InputBridge.layer.pipe(Layer.provideMerge(RequestStates.layer))
 
@@ -357,18 +309,16 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
     never,
     | GatewayConfig
     | Backends
-    | Orchestrator
     | Events
     | Routes
     | Sessions
     | ClientAsk
-    | Audit.Audit
-    | CallPipeline
     | Forwarder
-    | Launch
-    | Policies
-    | TaskRecords
-    | SessionDirectory
+    | Subscriptions
+    | RelayLists
+    | Views
+    | AggregateMethods
+    | EndpointMethods
   > = Layer.scoped(Gateway, make)
   /**
    * One client owns the gateway (stdio): its `initialize` configures and starts the backends. With
@@ -378,13 +328,13 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
     GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
-  > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(bridge))
+  > = Gateway.layer.pipe(Layer.provideMerge(methods), Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(bridge))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
     GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
-  > = Gateway.layer.pipe(Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(bridge))
+  > = Gateway.layer.pipe(Layer.provideMerge(methods), Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(bridge))
 }
 
 /**

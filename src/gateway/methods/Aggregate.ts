@@ -3,13 +3,14 @@
  * own surface (`agentify_orchestrate`, code mode, every backend's tools namespaced, resources,
  * prompts, tasks). One backend served as itself (`/servers/<id>/mcp`) is `BackendEndpoint`'s table.
  *
- * It knows nothing of stdio or HTTP, and nothing process-wide lives here: the Gateway hands it
- * what it needs (`Context`) and the session it serves. The rows are each concern's: the session's
- * own methods (SessionMethods), tools (ToolMethods, with the gateway's own work in OwnWork), the
- * backends' resources, prompts and completion (ContentMethods), tasks (TaskMethods), over what the
- * session may see (View); the lifecycle rules both tables keep are in Lifecycle.
+ * It knows nothing of stdio or HTTP, and nothing process-wide lives here. The rows are each
+ * concern's, each a service its layer wires from what it uses: the session's own methods
+ * (SessionMethods), tools (ToolMethods, with the gateway's own work in OwnWork), the backends'
+ * resources, prompts and completion (ContentMethods), tasks (TaskMethods), over what the session
+ * may see (View); the lifecycle rules both tables keep are in Lifecycle. `AggregateMethods.layer`
+ * composes them; the Gateway opens a session's table with it.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { ErrorCode, type GatewayError, RpcError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
@@ -18,14 +19,13 @@ import * as Methods from "./Methods.js"
 import type { Session } from "../session/Session.js"
 import type { CurrentCaller } from "../call/Caller.js"
 import * as Tasks from "../routing/Tasks.js"
-import type { Context } from "./Context.js"
+import { OwnTasks } from "../routing/RunTasks.js"
 import * as View from "./View.js"
 import * as SessionMethods from "./SessionMethods.js"
 import * as ToolMethods from "./ToolMethods.js"
 import * as ContentMethods from "./ContentMethods.js"
 import * as TaskMethods from "./TaskMethods.js"
 export type { Mode } from "../session/Sessions.js"
-export type { Context } from "./Context.js"
 export { AGGREGATE_CAPABILITIES, INSTRUCTIONS, SERVER_NAME, SERVER_VERSION } from "./SessionMethods.js"
 export { asBackendSent, type SubscriptionMethod } from "./Relayed.js"
 
@@ -56,14 +56,24 @@ const ignored = (n: Notification) => Effect.logDebug("ignoring notification", { 
 const methodNotFound = (method: string) =>
   new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` })
 
+/** Each concern's rows, from its service. */
+interface Rows {
+  readonly views: View.ViewsService
+  readonly session: SessionMethods.SessionRows["Type"]
+  readonly tools: ToolMethods.ToolRows["Type"]
+  readonly content: ContentMethods.ContentRows["Type"]
+  readonly tasks: TaskMethods.TaskRows["Type"]
+  readonly runTasks: OwnTasks["Type"]
+}
+
 /** The gateway's own surface for one session: the rows of each concern, in one table. */
-export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<void>): Handlers<CurrentCaller> => {
-  const view = View.of(ctx, session)
+const aggregate = (rows: Rows, session: Session, onExit: Effect.Effect<void>): Handlers<CurrentCaller> => {
+  const view = rows.views.of(session)
   const methods = Methods.table({
-    ...SessionMethods.rows(ctx, session, view),
-    ...ToolMethods.rows(ctx, session, view),
-    ...ContentMethods.rows(ctx, session, view),
-    ...TaskMethods.rows(ctx, session, ctx.runTasks)
+    ...rows.session.rows(session, view),
+    ...rows.tools.rows(session, view),
+    ...rows.content.rows(session, view),
+    ...rows.tasks.rows(session, rows.runTasks)
   } satisfies Record<AggregateMethod, Methods.Method<CurrentCaller>>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
@@ -81,4 +91,29 @@ export const aggregate = (ctx: Context, session: Session, onExit: Effect.Effect<
   const notification = (n: Notification): Effect.Effect<void> => Methods.notify(notifications, n, ignored)
 
   return { request, notification }
+}
+
+export class AggregateMethods extends Context.Tag("mcp-agentify/AggregateMethods")<
+  AggregateMethods,
+  { readonly open: (session: Session, onExit: Effect.Effect<void>) => Handlers<CurrentCaller> }
+>() {
+  /** Over the concerns' rows (a test may provide any of them itself). */
+  static readonly layer: Layer.Layer<
+    AggregateMethods,
+    never,
+    View.Views | SessionMethods.SessionRows | ToolMethods.ToolRows | ContentMethods.ContentRows | TaskMethods.TaskRows | OwnTasks
+  > = Layer.effect(
+    AggregateMethods,
+    Effect.gen(function* () {
+      const rows: Rows = {
+        views: yield* View.Views,
+        session: yield* SessionMethods.SessionRows,
+        tools: yield* ToolMethods.ToolRows,
+        content: yield* ContentMethods.ContentRows,
+        tasks: yield* TaskMethods.TaskRows,
+        runTasks: yield* OwnTasks
+      }
+      return { open: (session, onExit) => aggregate(rows, session, onExit) }
+    })
+  )
 }

@@ -6,7 +6,12 @@
  * exception: the backend's task ids are its own for every client, so they are swapped for ids of
  * the gateway's, good only for the session that created the task, as at `/mcp` (see Tasks).
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { Backends, type BackendsService } from "../../backend/Backends.js"
+import { Forwarder, type ForwarderService } from "../call/Forwarding.js"
+import { CallPipeline, type CallPipelineService } from "../call/Pipeline.js"
+import { Subscriptions, type SubscriptionsService } from "../routing/Subscriptions.js"
+import { Views } from "./View.js"
 import { BackendError, type GatewayError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
@@ -21,7 +26,7 @@ import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lif
 import * as Methods from "./Methods.js"
 import * as TaskMethods from "./TaskMethods.js"
 import * as Params from "./Params.js"
-import { asBackendSent, type Context, type SubscriptionMethod } from "./Aggregate.js"
+import { asBackendSent, type SubscriptionMethod } from "./Relayed.js"
 import type { Session } from "../session/Session.js"
 
 /** The methods one backend's endpoint answers itself; every other one is forwarded to the backend. */
@@ -36,12 +41,23 @@ export const BACKEND_METHODS = [
 ] as const
 type BackendMethod = (typeof BACKEND_METHODS)[number]
 
+/** What a backend's endpoint uses of the gateway. */
+export interface Deps {
+  readonly backends: BackendsService
+  readonly policies: PolicyChecks.Settings
+  readonly forward: ForwarderService["forward"]
+  readonly pipeline: CallPipelineService
+  readonly subscription: SubscriptionsService["pass"]
+  /** The tasks extension's rows (a backend's endpoint runs no tasks of the gateway's own). */
+  readonly tasks: (session: Session) => ReturnType<typeof TaskMethods.rows>
+}
+
 /**
  * With policies: a resource read or prompt fetched only when they allow it, and a tool listing
  * without the tools the user may never call (each judged by its name in the aggregate, as calls are).
  */
 const policedAt = <R>(
-  ctx: Context,
+  ctx: Deps,
   session: Session,
   backendId: string,
   req: Request,
@@ -78,7 +94,7 @@ const policedAt = <R>(
 
 /** The tools its pins hold back (quarantined), by their own names: listed here no more than at /mcp. */
 const withoutHeldAt = <R>(
-  backends: Context["backends"],
+  backends: BackendsService,
   backendId: string,
   req: Request,
   sent: Effect.Effect<unknown, GatewayError, R>
@@ -95,12 +111,7 @@ const withoutHeldAt = <R>(
   })
 }
 
-export const backend = (
-  ctx: Context,
-  session: Session,
-  backendId: string,
-  onExit: Effect.Effect<void>
-): Handlers<CurrentCaller> => {
+export const backend = (ctx: Deps, session: Session, backendId: string, onExit: Effect.Effect<void>): Handlers<CurrentCaller> => {
   const { backends } = ctx
 
   const initialize = (p: Params.InitializeParams) =>
@@ -177,7 +188,7 @@ export const backend = (
     "resources/subscribe": Methods.relayed(subscription("resources/subscribe")),
     "resources/unsubscribe": Methods.relayed(subscription("resources/unsubscribe")),
     "tools/call": Methods.relayed(callTool),
-    ...TaskMethods.rows(ctx, session, undefined)
+    ...ctx.tasks(session)
   } satisfies Record<BackendMethod, Methods.Method<CurrentCaller>>)
 
   const request = (req: Request, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
@@ -192,4 +203,29 @@ export const backend = (
     Methods.notify(notifications, n, (n) => Effect.logDebug("ignoring notification", { method: n.method, backend: backendId }))
 
   return { request, notification }
+}
+
+export class EndpointMethods extends Context.Tag("mcp-agentify/EndpointMethods")<
+  EndpointMethods,
+  { readonly open: (session: Session, backendId: string, onExit: Effect.Effect<void>) => Handlers<CurrentCaller> }
+>() {
+  static readonly layer: Layer.Layer<
+    EndpointMethods,
+    never,
+    Backends | Views | Forwarder | CallPipeline | Subscriptions | TaskMethods.TaskRows
+  > = Layer.effect(
+    EndpointMethods,
+    Effect.gen(function* () {
+      const taskRows = yield* TaskMethods.TaskRows
+      const deps: Deps = {
+        backends: yield* Backends,
+        policies: (yield* Views).policies,
+        forward: (yield* Forwarder).forward,
+        pipeline: yield* CallPipeline,
+        subscription: (yield* Subscriptions).pass,
+        tasks: (session) => taskRows.rows(session, undefined)
+      }
+      return { open: (session, backendId, onExit) => backend(deps, session, backendId, onExit) }
+    })
+  )
 }

@@ -3,20 +3,31 @@
  * let the session list them), each request routed to the backend that owns what it names (reads
  * and prompts judged by the policies first), subscriptions recorded per session.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { CurrentCaller } from "../call/Caller.js"
 import type { Session } from "../session/Session.js"
-import type { Context } from "./Context.js"
+import { Forwarder, type ForwarderService } from "../call/Forwarding.js"
+import { Subscriptions, type SubscriptionsService } from "../routing/Subscriptions.js"
+import { type Relay, RelayLists } from "./Relay.js"
 import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
-import type { View } from "./View.js"
+import { type View, Views } from "./View.js"
 import { field } from "../../values/Json.js"
 import * as PolicyChecks from "../call/PolicyChecks.js"
 import { asBackendSent, type SubscriptionMethod } from "./Relayed.js"
 
-export const rows = (ctx: Context, session: Session, view: View) => {
+/** What the backends' content at the aggregate uses of the gateway. */
+export interface Deps {
+  readonly relay: Relay
+  readonly forward: ForwarderService["forward"]
+  readonly policies: PolicyChecks.Settings
+  /** A session's (un)subscribe: recorded, and passed on only when it changes whether any session holds the URI. */
+  readonly subscription: SubscriptionsService["pass"]
+}
+
+export const rows = (ctx: Deps, session: Session, view: View) => {
   const { profile } = view
   /** A request routed to the backend that owns what it names; the backend's own errors unchanged. */
   const relayed = (
@@ -73,4 +84,22 @@ export const rows = (ctx: Context, session: Session, view: View) => {
       relayed(ctx.relay.routeCompletion(params, profile()), method, context)
     )
   }
+}
+
+export class ContentRows extends Context.Tag("mcp-agentify/ContentRows")<
+  ContentRows,
+  { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
+>() {
+  static readonly layer: Layer.Layer<ContentRows, never, RelayLists | Forwarder | Views | Subscriptions> = Layer.effect(
+    ContentRows,
+    Effect.gen(function* () {
+      const deps: Deps = {
+        relay: yield* RelayLists,
+        forward: (yield* Forwarder).forward,
+        policies: (yield* Views).policies,
+        subscription: (yield* Subscriptions).pass
+      }
+      return { rows: (session, view) => rows(deps, session, view) }
+    })
+  )
 }

@@ -9,8 +9,11 @@
  * backend's lists are read when first needed and kept until it says they changed (`invalidate`)
  * or it restarts.
  */
-import { Effect } from "effect"
-import type { BackendsService } from "../../backend/Backends.js"
+import * as Caller from "../call/Caller.js"
+import { CurrentCaller } from "../call/Caller.js"
+import { Forwarder } from "../call/Forwarding.js"
+import { Context, Effect, Layer } from "effect"
+import { Backends, type BackendsService } from "../../backend/Backends.js"
 import { type BackendError, InvalidParams } from "../../protocol/Errors.js"
 import { exposedNameIn, profileServes, promptAdmitted, resourceAdmitted } from "../../catalog/ToolCatalog.js"
 import type { Profile } from "../../config/Config.js"
@@ -273,3 +276,15 @@ export const make = (backends: BackendsService, request: Request) => {
 }
 
 export type Relay = ReturnType<typeof make>
+
+/** The backends' lists, merged and cached for every session (read as the gateway's own requests). */
+export class RelayLists extends Context.Tag("mcp-agentify/RelayLists")<RelayLists, Relay>() {
+  static readonly layer: Layer.Layer<RelayLists, never, Backends | Forwarder> = Layer.effect(
+    RelayLists,
+    Effect.map(Effect.all([Backends, Forwarder]), ([backends, forwarder]) =>
+      make(backends, (backendId, method, params) =>
+        Caller.as(CurrentCaller.gateway)(forwarder.forward(undefined, backendId, method, params))
+      )
+    )
+  )
+}

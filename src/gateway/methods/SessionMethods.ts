@@ -3,9 +3,14 @@
  * backends, over stdio), `ping`, `shutdown` and `logging/setLevel` (the session's level, and the
  * backends' so that they send what some session may want).
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { Backends, type BackendsService } from "../../backend/Backends.js"
+import { GatewayConfig } from "../../config/Config.js"
+import { Forwarder, type ForwarderService } from "../call/Forwarding.js"
+import { Launch, type LaunchService } from "../Launch.js"
 import type { Session } from "../session/Session.js"
-import type { Context } from "./Context.js"
+import { type Mode, Sessions } from "../session/Sessions.js"
+import { type Relay, RelayLists } from "./Relay.js"
 import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
 import type { View } from "./View.js"
@@ -33,7 +38,18 @@ export const AGGREGATE_CAPABILITIES = {
 export const INSTRUCTIONS =
   "Call agentify_orchestrate with a plain-language query to have the right backend tool chosen and run, or call a backend tool directly by its namespaced name."
 
-export const rows = (ctx: Context, session: Session, view: View) => {
+/** What the session's own methods use of the gateway. */
+export interface Deps {
+  readonly mode: Mode
+  readonly config: GatewayConfig["Type"]
+  readonly backends: BackendsService
+  /** Where the backends start (a single client's start with its `initialize`). */
+  readonly launch: LaunchService
+  readonly relay: Relay
+  readonly forward: ForwarderService["forward"]
+}
+
+export const rows = (ctx: Deps, session: Session, view: View) => {
   const { backends } = ctx
   const { profile } = view
   const runInitialize = Effect.fn("Aggregate.initialize")(function* (p: Params.InitializeParams) {
@@ -112,4 +128,25 @@ export const rows = (ctx: Context, session: Session, view: View) => {
     shutdown: Methods.constant(shutdown),
     "logging/setLevel": Methods.method(Params.SetLevelParams, setLevel)
   }
+}
+
+export class SessionRows extends Context.Tag("mcp-agentify/SessionRows")<
+  SessionRows,
+  { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
+>() {
+  static readonly layer: Layer.Layer<SessionRows, never, GatewayConfig | Backends | Launch | Sessions | RelayLists | Forwarder> =
+    Layer.effect(
+      SessionRows,
+      Effect.gen(function* () {
+        const deps: Deps = {
+          mode: (yield* Sessions).mode,
+          config: yield* GatewayConfig,
+          backends: yield* Backends,
+          launch: yield* Launch,
+          relay: yield* RelayLists,
+          forward: (yield* Forwarder).forward
+        }
+        return { rows: (session, view) => rows(deps, session, view) }
+      })
+    )
 }

@@ -3,15 +3,22 @@
  * then every backend's as the session's profile sees them), `tools/call` (the gateway's own work,
  * else the call pipeline) and `agentify/orchestrateTask`.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { CurrentCaller } from "../call/Caller.js"
 import type { Session } from "../session/Session.js"
-import type { Context } from "./Context.js"
+import { Backends } from "../../backend/Backends.js"
+import { GatewayConfig } from "../../config/Config.js"
+import { Orchestrator } from "../../orchestration/Orchestrator.js"
+import * as Audit from "../call/Audit.js"
+import { Forwarder } from "../call/Forwarding.js"
+import { CallPipeline } from "../call/Pipeline.js"
+import { OwnTasks } from "../routing/RunTasks.js"
+import { type Mode, Sessions } from "../session/Sessions.js"
 import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
-import type { View } from "./View.js"
+import { type View, Views } from "./View.js"
 import { ORCHESTRATE_TOOL } from "../../orchestration/Orchestrator.js"
 import * as RunCode from "../../orchestration/Code.js"
 import { Apps } from "../../catalog/ToolCatalog.js"
@@ -19,7 +26,12 @@ import * as PolicyChecks from "../call/PolicyChecks.js"
 import * as Tasks from "../routing/Tasks.js"
 import * as OwnWork from "./OwnWork.js"
 
-export const rows = (ctx: Context, session: Session, view: View) => {
+/** What the aggregate's tools use of the gateway: its own work's, and whether one client owns it. */
+export interface Deps extends OwnWork.Deps {
+  readonly mode: Mode
+}
+
+export const rows = (ctx: Deps, session: Session, view: View) => {
   const { backends } = ctx
   const { catalog, namespaceOfBackend } = view
   const backendFacts = Tasks.factsOf(backends)
@@ -68,4 +80,31 @@ export const rows = (ctx: Context, session: Session, view: View) => {
     "tools/call": Methods.method(Params.CallToolParams, callTool),
     "agentify/orchestrateTask": Methods.relayed(ownWork.orchestrateTask)
   }
+}
+
+export class ToolRows extends Context.Tag("mcp-agentify/ToolRows")<
+  ToolRows,
+  { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
+>() {
+  static readonly layer: Layer.Layer<
+    ToolRows,
+    never,
+    GatewayConfig | Backends | Sessions | Orchestrator | OwnTasks | Audit.Audit | CallPipeline | Views | Forwarder
+  > = Layer.effect(
+    ToolRows,
+    Effect.gen(function* () {
+      const deps: Deps = {
+        mode: (yield* Sessions).mode,
+        config: yield* GatewayConfig,
+        backends: yield* Backends,
+        orchestrator: yield* Orchestrator,
+        runTasks: yield* OwnTasks,
+        audit: yield* Audit.Audit,
+        pipeline: yield* CallPipeline,
+        policies: (yield* Views).policies,
+        forward: (yield* Forwarder).forward
+      }
+      return { rows: (session, view) => rows(deps, session, view) }
+    })
+  )
 }

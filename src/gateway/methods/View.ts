@@ -3,13 +3,14 @@
  * policies leave it (listed, and offered to scripts), the profile as the gateway's model may use
  * it, whether the policies let it start the gateway's own work, and each backend's namespace.
  */
-import type { Effect } from "effect"
-import type { BackendsService } from "../../backend/Backends.js"
+import { Context, Effect, Layer } from "effect"
+import { Backends, type BackendsService } from "../../backend/Backends.js"
 import { type Catalog, catalogOf, inProfile } from "../../catalog/ToolCatalog.js"
-import { namespaceOf, type Profile } from "../../config/Config.js"
+import { type GatewayConfig, inForce, namespaceOf, type Profile } from "../../config/Config.js"
+import { Policies } from "../../policy/Policies.js"
 import type { RpcError } from "../../protocol/Errors.js"
 import * as PolicyChecks from "../call/PolicyChecks.js"
-import type { Session } from "../session/Session.js"
+import { profileIn, type Session } from "../session/Session.js"
 
 export interface View {
   readonly profile: () => Profile | undefined
@@ -48,4 +49,28 @@ export const of = (
       return config === undefined ? backendId : namespaceOf(config)
     }
   }
+}
+
+export interface ViewsService {
+  /** What `session` may see and use, as configured now. */
+  readonly of: (session: Session) => View
+  /** The profile a session is served, as configured now (see session/Session `profileIn`). */
+  readonly profileOf: (session: Session) => Profile | undefined
+  /** The policies in force, asked before the gateway's own work, reads and listings. */
+  readonly policies: PolicyChecks.Settings
+}
+
+/** What each session may see and use: the profiles as configured now, and the policies in force. */
+export class Views extends Context.Tag("mcp-agentify/Views")<Views, ViewsService>() {
+  static readonly layer: Layer.Layer<Views, never, GatewayConfig | Policies | Backends> = Layer.scoped(
+    Views,
+    Effect.gen(function* () {
+      const current = yield* inForce
+      const backends = yield* Backends
+      const { current: policies } = yield* Policies
+      const profileOf = (session: Session) => profileIn(current(), session)
+      const settings: PolicyChecks.Settings = { policies, flowOf: (backendId) => backends.configOf(backendId)?.flow }
+      return { of: (session) => of({ backends, policies: settings, profileOf }, session), profileOf, policies: settings }
+    })
+  )
 }

@@ -14,7 +14,10 @@
  * ttl; at most `MAX_RUNS` at once, `MAX_RUNS_PER_OWNER` of one owner, and their results are bounded
  * in bytes per owner and in all (the oldest finished go first).
  */
-import { Deferred, Effect, Exit, Fiber, FiberSet, type Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, FiberSet, Layer, type Scope } from "effect"
+import { type GatewayConfig, inForce } from "../../config/Config.js"
+import { idPrefixOf } from "../../store/Replica.js"
+import { TaskRecords } from "../../store/TaskRecords.js"
 import { randomBytes } from "node:crypto"
 import { ErrorCode, type GatewayError, RpcError, toRpcError, type WireError } from "../../protocol/Errors.js"
 import type { TaskOwner } from "./Routes.js"
@@ -346,3 +349,18 @@ export const make = (
 
     return { start, owns: (id) => id.startsWith(`${prefix()}${OWN_PREFIX}`), get, update, cancel, result, list }
   })
+
+/** The gateway's own tasks, their ids given after its `sessionIdPrefix`; a team's kept in its store once they end. */
+export class OwnTasks extends Context.Tag("mcp-agentify/OwnTasks")<OwnTasks, RunTasks>() {
+  static readonly layer: Layer.Layer<OwnTasks, never, GatewayConfig | TaskRecords> = Layer.scoped(
+    OwnTasks,
+    Effect.gen(function* () {
+      const current = yield* inForce
+      const records = yield* TaskRecords
+      return yield* make(
+        () => idPrefixOf(current()),
+        (id, record) => records.save(id, record, RUN_TTL_MS)
+      )
+    })
+  )
+}

@@ -3,15 +3,15 @@
  * first session holds a URI and `unsubscribe` when the last lets go (or ends); a restarted backend
  * is subscribed again to what sessions still hold.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { BackendError } from "../../protocol/Errors.js"
 import { field } from "../../values/Json.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { Session } from "../session/Session.js"
 import * as Caller from "../call/Caller.js"
 import { CurrentCaller } from "../call/Caller.js"
-import type { ForwarderService } from "../call/Forwarding.js"
-import type { RoutesService } from "./Routes.js"
+import { Forwarder, type ForwarderService } from "../call/Forwarding.js"
+import { Routes, type RoutesService } from "./Routes.js"
 
 export interface Options {
   readonly routes: RoutesService
@@ -70,4 +70,13 @@ export const make = ({ routes, forward }: Options) => {
     )
 
   return { pass, drop, renew }
+}
+
+export type SubscriptionsService = ReturnType<typeof make>
+
+export class Subscriptions extends Context.Tag("mcp-agentify/Subscriptions")<Subscriptions, SubscriptionsService>() {
+  static readonly layer: Layer.Layer<Subscriptions, never, Routes | Forwarder> = Layer.effect(
+    Subscriptions,
+    Effect.map(Effect.all([Routes, Forwarder]), ([routes, forwarder]) => make({ routes, forward: forwarder.forward }))
+  )
 }

@@ -96,7 +96,7 @@ export const factsOf =
 
 export interface Deps {
   readonly routes: RoutesService
-  /** The session's request on a backend (see Aggregate.Context.forward). */
+  /** The session's request on a backend (see call/Forwarding). */
   readonly forward: (
     backendId: string,
     method: string,

@@ -13,6 +13,7 @@ import { type Id, notification, request as requestMessage } from "../../jsonrpc/
 import { Requests } from "../../jsonrpc/Requests.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import { field, stringField } from "../../values/Json.js"
+import type { Profile, ResolvedConfig } from "../../config/Config.js"
 export { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../../protocol/Mcp.js"
 
 /**
@@ -331,4 +332,16 @@ export class Session {
     // A level MCP does not define is passed on rather than silently lost.
     return s < 0 || s >= severity(this.logLevel)
   }
+}
+
+/** A profile a reload removed admits nothing. */
+const NO_PROFILE: Profile = { backends: [] }
+
+/**
+ * The profile a session's aggregate serves (`/profiles/<name>/mcp`, `--profile`) as `config`
+ * names it; undefined for the whole aggregate (or a backend's endpoint, or no session).
+ */
+export const profileIn = (config: ResolvedConfig, session: Session | undefined): Profile | undefined => {
+  const name = session?.target._tag === "Aggregate" ? session.target.profile : undefined
+  return name === undefined ? undefined : (config.profiles[name] ?? NO_PROFILE)
 }

@@ -16,10 +16,10 @@ import { namespaced, ownToolName, profileAdmits } from "../../../catalog/Exposur
 import { namespaceOf } from "../../../config/Config.js"
 import * as Apps from "../../../catalog/Apps.js"
 import { hiddenBy } from "../../../catalog/BackendFilters.js"
-import type { Session } from "../../session/Session.js"
+import { profileIn, type Session } from "../../session/Session.js"
 import { type GatewayError, InvalidParams } from "../../../protocol/Errors.js"
 import { isRequest, type Target, type ToolCall } from "../Call.js"
-import { type Current, row, type Stage } from "../Stage.js"
+import { row, type Stage } from "../Stage.js"
 
 export interface Deps {
   readonly backends: BackendsService
@@ -171,17 +171,6 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
   }
 }
 
-/** A profile a reload removed admits nothing. */
-const NO_PROFILE: Profile = { backends: [] }
-
-/** The profile a session's aggregate serves, as the configuration in force names it. */
-export const profileIn =
-  (current: Current) =>
-  (session: Session | undefined): Profile | undefined => {
-    const name = session?.target._tag === "Aggregate" ? session.target.profile : undefined
-    return name === undefined ? undefined : (current().profiles[name] ?? NO_PROFILE)
-  }
-
 export const stage = row("find", (current) =>
-  Effect.map(Backends, (backends) => make({ backends, profileOf: profileIn(current) }))
+  Effect.map(Backends, (backends) => make({ backends, profileOf: (session) => profileIn(current(), session) }))
 )
