@@ -110,14 +110,10 @@ export interface BackendsService {
 
 // ---------------------------------------------------------------------------------------------
 
-/** Builds the service; its backends live in the current scope. */
-export const make = (options: ManagerOptions = {}) =>
+/** The table of entries, with the hubs it tells and what it tells the team. */
+const tableOf = (options: ManagerOptions) =>
   Effect.gen(function* () {
-    const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.restart }
-    // Lifecycle fibers live in a child scope closed in parallel: stopping N stubborn backends
-    // then takes one kill grace, not N.
-    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
-    const table = new Table(
+    return new Table(
       options,
       // Optional: a Backends used on its own publishes nowhere.
       Option.getOrUndefined(yield* Effect.serviceOption(Events)),
@@ -127,6 +123,16 @@ export const make = (options: ManagerOptions = {}) =>
       yield* PubSub.sliding<BackendNotification>(4_096),
       yield* PubSub.sliding<BackendStatus>(1_024)
     )
+  })
+
+/** Builds the service; its backends live in the current scope. */
+export const make = (options: ManagerOptions = {}) =>
+  Effect.gen(function* () {
+    const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.restart }
+    // Lifecycle fibers live in a child scope closed in parallel: stopping N stubborn backends
+    // then takes one kill grace, not N.
+    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
+    const table = yield* tableOf(options)
     // start and stopAll replace the whole set; they must not overlap.
     const lock = yield* Effect.makeSemaphore(1)
     const lifecycleOf = (entry: Entry, startOptions: StartOptions) => Lifecycle.run(table, entry, startOptions, policy)

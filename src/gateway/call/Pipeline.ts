@@ -18,8 +18,8 @@
  * decisions; `record` writes it like any other. The orchestrator and code mode get the pipeline
  * from their context: there is no way to a backend's tool around it.
  */
-import { Context, Effect, Layer, Stream } from "effect"
-import { GatewayConfig, type ResolvedConfig } from "../../config/Config.js"
+import { Context, Effect, Layer } from "effect"
+import { type GatewayConfig, inForce } from "../../config/Config.js"
 import { type Way, wayOf } from "../../pipeline/Vocabulary.js"
 import type { GatewayError } from "../../protocol/Errors.js"
 import { type CallRequest, make as makeCall } from "./Call.js"
@@ -108,17 +108,9 @@ const ofTables = (every: ReadonlyArray<Stage>, tables: Readonly<Record<Way, Read
 
 /** Every row's stage, built on the configuration in force (followed as it reloads). */
 const make = Effect.gen(function* () {
-  const config = yield* GatewayConfig
-  let current: ResolvedConfig = yield* config.current
-  yield* config.changes.pipe(
-    Stream.runForEach((next) => Effect.sync(() => (current = next))),
-    Effect.forkScoped
-  )
+  const current = yield* inForce
   const built = yield* Effect.forEach(TABLE, (row: Row<Needs>) =>
-    Effect.map(
-      row.build(() => current),
-      (stage): [string, Stage] => [row.name, { name: row.name, run: stage.run }]
-    )
+    Effect.map(row.build(current), (stage): [string, Stage] => [row.name, { name: row.name, run: stage.run }])
   )
   return ofStages(Object.fromEntries(built))
 })
