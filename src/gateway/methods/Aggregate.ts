@@ -98,22 +98,25 @@ export class AggregateMethods extends Context.Tag("mcp-agentify/AggregateMethods
   { readonly open: (session: Session, onExit: Effect.Effect<void>) => Handlers<CurrentCaller> }
 >() {
   /** Over the concerns' rows (a test may provide any of them itself). */
+  /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
+  static readonly make: Effect.Effect<
+    AggregateMethods["Type"],
+    never,
+    View.Views | SessionMethods.SessionRows | ToolMethods.ToolRows | ContentMethods.ContentRows | TaskMethods.TaskRows | OwnTasks
+  > = Effect.gen(function* () {
+    const rows: Rows = {
+      views: yield* View.Views,
+      session: yield* SessionMethods.SessionRows,
+      tools: yield* ToolMethods.ToolRows,
+      content: yield* ContentMethods.ContentRows,
+      tasks: yield* TaskMethods.TaskRows,
+      runTasks: yield* OwnTasks
+    }
+    return { open: (session, onExit) => aggregate(rows, session, onExit) }
+  })
   static readonly layer: Layer.Layer<
     AggregateMethods,
     never,
     View.Views | SessionMethods.SessionRows | ToolMethods.ToolRows | ContentMethods.ContentRows | TaskMethods.TaskRows | OwnTasks
-  > = Layer.effect(
-    AggregateMethods,
-    Effect.gen(function* () {
-      const rows: Rows = {
-        views: yield* View.Views,
-        session: yield* SessionMethods.SessionRows,
-        tools: yield* ToolMethods.ToolRows,
-        content: yield* ContentMethods.ContentRows,
-        tasks: yield* TaskMethods.TaskRows,
-        runTasks: yield* OwnTasks
-      }
-      return { open: (session, onExit) => aggregate(rows, session, onExit) }
-    })
-  )
+  > = Layer.effect(AggregateMethods, AggregateMethods.make)
 }

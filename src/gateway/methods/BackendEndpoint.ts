@@ -209,23 +209,26 @@ export class EndpointMethods extends Context.Tag("mcp-agentify/EndpointMethods")
   EndpointMethods,
   { readonly open: (session: Session, backendId: string, onExit: Effect.Effect<void>) => Handlers<CurrentCaller> }
 >() {
+  /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
+  static readonly make: Effect.Effect<
+    EndpointMethods["Type"],
+    never,
+    Backends | Views | Forwarder | CallPipeline | Subscriptions | TaskMethods.TaskRows
+  > = Effect.gen(function* () {
+    const taskRows = yield* TaskMethods.TaskRows
+    const deps: Deps = {
+      backends: yield* Backends,
+      policies: (yield* Views).policies,
+      forward: (yield* Forwarder).forward,
+      pipeline: yield* CallPipeline,
+      subscription: (yield* Subscriptions).pass,
+      tasks: (session) => taskRows.rows(session, undefined)
+    }
+    return { open: (session, backendId, onExit) => backend(deps, session, backendId, onExit) }
+  })
   static readonly layer: Layer.Layer<
     EndpointMethods,
     never,
     Backends | Views | Forwarder | CallPipeline | Subscriptions | TaskMethods.TaskRows
-  > = Layer.effect(
-    EndpointMethods,
-    Effect.gen(function* () {
-      const taskRows = yield* TaskMethods.TaskRows
-      const deps: Deps = {
-        backends: yield* Backends,
-        policies: (yield* Views).policies,
-        forward: (yield* Forwarder).forward,
-        pipeline: yield* CallPipeline,
-        subscription: (yield* Subscriptions).pass,
-        tasks: (session) => taskRows.rows(session, undefined)
-      }
-      return { open: (session, backendId, onExit) => backend(deps, session, backendId, onExit) }
-    })
-  )
+  > = Layer.effect(EndpointMethods, EndpointMethods.make)
 }

@@ -90,9 +90,9 @@ export class ContentRows extends Context.Tag("mcp-agentify/ContentRows")<
   ContentRows,
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
 >() {
-  static readonly layer: Layer.Layer<ContentRows, never, RelayLists | Forwarder | Views | Subscriptions> = Layer.effect(
-    ContentRows,
-    Effect.gen(function* () {
+  /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
+  static readonly make: Effect.Effect<ContentRows["Type"], never, RelayLists | Forwarder | Views | Subscriptions> = Effect.gen(
+    function* () {
       const deps: Deps = {
         relay: yield* RelayLists,
         forward: (yield* Forwarder).forward,
@@ -100,6 +100,10 @@ export class ContentRows extends Context.Tag("mcp-agentify/ContentRows")<
         subscription: (yield* Subscriptions).pass
       }
       return { rows: (session, view) => rows(deps, session, view) }
-    })
+    }
+  )
+  static readonly layer: Layer.Layer<ContentRows, never, RelayLists | Forwarder | Views | Subscriptions> = Layer.effect(
+    ContentRows,
+    ContentRows.make
   )
 }

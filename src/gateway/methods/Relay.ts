@@ -279,12 +279,13 @@ export type Relay = ReturnType<typeof make>
 
 /** The backends' lists, merged and cached for every session (read as the gateway's own requests). */
 export class RelayLists extends Context.Tag("mcp-agentify/RelayLists")<RelayLists, Relay>() {
-  static readonly layer: Layer.Layer<RelayLists, never, Backends | Forwarder> = Layer.effect(
-    RelayLists,
-    Effect.map(Effect.all([Backends, Forwarder]), ([backends, forwarder]) =>
+  /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
+  static readonly make: Effect.Effect<RelayLists["Type"], never, Backends | Forwarder> = Effect.map(
+    Effect.all([Backends, Forwarder]),
+    ([backends, forwarder]) =>
       make(backends, (backendId, method, params) =>
         Caller.as(CurrentCaller.gateway)(forwarder.forward(undefined, backendId, method, params))
       )
-    )
   )
+  static readonly layer: Layer.Layer<RelayLists, never, Backends | Forwarder> = Layer.effect(RelayLists, RelayLists.make)
 }

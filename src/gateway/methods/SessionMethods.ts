@@ -134,19 +134,22 @@ export class SessionRows extends Context.Tag("mcp-agentify/SessionRows")<
   SessionRows,
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
 >() {
+  /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
+  static readonly make: Effect.Effect<
+    SessionRows["Type"],
+    never,
+    GatewayConfig | Backends | Launch | Sessions | RelayLists | Forwarder
+  > = Effect.gen(function* () {
+    const deps: Deps = {
+      mode: (yield* Sessions).mode,
+      config: yield* GatewayConfig,
+      backends: yield* Backends,
+      launch: yield* Launch,
+      relay: yield* RelayLists,
+      forward: (yield* Forwarder).forward
+    }
+    return { rows: (session, view) => rows(deps, session, view) }
+  })
   static readonly layer: Layer.Layer<SessionRows, never, GatewayConfig | Backends | Launch | Sessions | RelayLists | Forwarder> =
-    Layer.effect(
-      SessionRows,
-      Effect.gen(function* () {
-        const deps: Deps = {
-          mode: (yield* Sessions).mode,
-          config: yield* GatewayConfig,
-          backends: yield* Backends,
-          launch: yield* Launch,
-          relay: yield* RelayLists,
-          forward: (yield* Forwarder).forward
-        }
-        return { rows: (session, view) => rows(deps, session, view) }
-      })
-    )
+    Layer.effect(SessionRows, SessionRows.make)
 }

@@ -3,7 +3,7 @@
  * `cancel`, `update` and `list` for this session's tasks, on their backends or the gateway's own
  * (see routing/Tasks).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Scope } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { CurrentCaller } from "../call/Caller.js"
@@ -81,22 +81,25 @@ export class TaskRows extends Context.Tag("mcp-agentify/TaskRows")<
   TaskRows,
   { readonly rows: (session: Session, runTasks: RunTasks.RunTasks | undefined) => ReturnType<typeof rows> }
 >() {
+  /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
+  static readonly make: Effect.Effect<
+    TaskRows["Type"],
+    never,
+    GatewayConfig | Backends | Routes | Forwarder | SessionDirectory | TaskRecords | Scope.Scope
+  > = Effect.gen(function* () {
+    const current = yield* inForce
+    const deps: Deps = {
+      backends: yield* Backends,
+      routes: yield* Routes,
+      forward: (yield* Forwarder).forward,
+      idPrefix: () => idPrefixOf(current()),
+      tasksElsewhere: tasksElsewhereOf(current, yield* SessionDirectory, yield* TaskRecords)
+    }
+    return { rows: (session, runTasks) => rows(deps, session, runTasks) }
+  })
   static readonly layer: Layer.Layer<
     TaskRows,
     never,
     GatewayConfig | Backends | Routes | Forwarder | SessionDirectory | TaskRecords
-  > = Layer.scoped(
-    TaskRows,
-    Effect.gen(function* () {
-      const current = yield* inForce
-      const deps: Deps = {
-        backends: yield* Backends,
-        routes: yield* Routes,
-        forward: (yield* Forwarder).forward,
-        idPrefix: () => idPrefixOf(current()),
-        tasksElsewhere: tasksElsewhereOf(current, yield* SessionDirectory, yield* TaskRecords)
-      }
-      return { rows: (session, runTasks) => rows(deps, session, runTasks) }
-    })
-  )
+  > = Layer.scoped(TaskRows, TaskRows.make)
 }

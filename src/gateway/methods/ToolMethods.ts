@@ -86,25 +86,28 @@ export class ToolRows extends Context.Tag("mcp-agentify/ToolRows")<
   ToolRows,
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
 >() {
+  /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
+  static readonly make: Effect.Effect<
+    ToolRows["Type"],
+    never,
+    GatewayConfig | Backends | Sessions | Orchestrator | OwnTasks | Audit.Audit | CallPipeline | Views | Forwarder
+  > = Effect.gen(function* () {
+    const deps: Deps = {
+      mode: (yield* Sessions).mode,
+      config: yield* GatewayConfig,
+      backends: yield* Backends,
+      orchestrator: yield* Orchestrator,
+      runTasks: yield* OwnTasks,
+      audit: yield* Audit.Audit,
+      pipeline: yield* CallPipeline,
+      policies: (yield* Views).policies,
+      forward: (yield* Forwarder).forward
+    }
+    return { rows: (session, view) => rows(deps, session, view) }
+  })
   static readonly layer: Layer.Layer<
     ToolRows,
     never,
     GatewayConfig | Backends | Sessions | Orchestrator | OwnTasks | Audit.Audit | CallPipeline | Views | Forwarder
-  > = Layer.effect(
-    ToolRows,
-    Effect.gen(function* () {
-      const deps: Deps = {
-        mode: (yield* Sessions).mode,
-        config: yield* GatewayConfig,
-        backends: yield* Backends,
-        orchestrator: yield* Orchestrator,
-        runTasks: yield* OwnTasks,
-        audit: yield* Audit.Audit,
-        pipeline: yield* CallPipeline,
-        policies: (yield* Views).policies,
-        forward: (yield* Forwarder).forward
-      }
-      return { rows: (session, view) => rows(deps, session, view) }
-    })
-  )
+  > = Layer.effect(ToolRows, ToolRows.make)
 }

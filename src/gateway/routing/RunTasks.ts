@@ -352,15 +352,16 @@ export const make = (
 
 /** The gateway's own tasks, their ids given after its `sessionIdPrefix`; a team's kept in its store once they end. */
 export class OwnTasks extends Context.Tag("mcp-agentify/OwnTasks")<OwnTasks, RunTasks>() {
-  static readonly layer: Layer.Layer<OwnTasks, never, GatewayConfig | TaskRecords> = Layer.scoped(
-    OwnTasks,
-    Effect.gen(function* () {
+  /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
+  static readonly make: Effect.Effect<OwnTasks["Type"], never, GatewayConfig | TaskRecords | Scope.Scope> = Effect.gen(
+    function* () {
       const current = yield* inForce
       const records = yield* TaskRecords
       return yield* make(
         () => idPrefixOf(current()),
         (id, record) => records.save(id, record, RUN_TTL_MS)
       )
-    })
+    }
   )
+  static readonly layer: Layer.Layer<OwnTasks, never, GatewayConfig | TaskRecords> = Layer.scoped(OwnTasks, OwnTasks.make)
 }

@@ -75,8 +75,10 @@ export const make = ({ routes, forward }: Options) => {
 export type SubscriptionsService = ReturnType<typeof make>
 
 export class Subscriptions extends Context.Tag("mcp-agentify/Subscriptions")<Subscriptions, SubscriptionsService>() {
-  static readonly layer: Layer.Layer<Subscriptions, never, Routes | Forwarder> = Layer.effect(
-    Subscriptions,
-    Effect.map(Effect.all([Routes, Forwarder]), ([routes, forwarder]) => make({ routes, forward: forwarder.forward }))
+  /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
+  static readonly make: Effect.Effect<Subscriptions["Type"], never, Routes | Forwarder> = Effect.map(
+    Effect.all([Routes, Forwarder]),
+    ([routes, forwarder]) => make({ routes, forward: forwarder.forward })
   )
+  static readonly layer: Layer.Layer<Subscriptions, never, Routes | Forwarder> = Layer.effect(Subscriptions, Subscriptions.make)
 }

@@ -477,6 +477,8 @@ describe("GatewayConfig service", () => {
       })
       expect(applied.routing).toBe("backend")
       expect((yield* service.current).backends.map((b) => b.id)).toEqual(["echo"])
+      // Read without an effect (the hot paths), the same configuration, at once.
+      expect(service.now()).toBe(applied)
     }).pipe(Effect.provide(GatewayConfig.layer({ env: {}, cwd: "/tmp" })))
   )
 })
