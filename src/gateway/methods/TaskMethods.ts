@@ -3,7 +3,7 @@
  * `cancel`, `update` and `list` for this session's tasks, on their backends or the gateway's own
  * (see routing/Tasks).
  */
-import { Context, Effect, Layer, type Scope } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { CurrentCaller } from "../call/Caller.js"
@@ -85,7 +85,7 @@ export class TaskRows extends Context.Tag("mcp-agentify/TaskRows")<
   static readonly make: Effect.Effect<
     TaskRows["Type"],
     never,
-    GatewayConfig | Backends | Routes | Forwarder | SessionDirectory | TaskRecords | Scope.Scope
+    GatewayConfig | Backends | Routes | Forwarder | SessionDirectory | TaskRecords
   > = Effect.gen(function* () {
     const current = yield* inForce
     const deps: Deps = {
@@ -101,5 +101,5 @@ export class TaskRows extends Context.Tag("mcp-agentify/TaskRows")<
     TaskRows,
     never,
     GatewayConfig | Backends | Routes | Forwarder | SessionDirectory | TaskRecords
-  > = Layer.scoped(TaskRows, TaskRows.make)
+  > = Layer.effect(TaskRows, TaskRows.make)
 }

@@ -3,7 +3,7 @@
  * policies leave it (listed, and offered to scripts), the profile as the gateway's model may use
  * it, whether the policies let it start the gateway's own work, and each backend's namespace.
  */
-import { Context, Effect, Layer, type Scope } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { Backends, type BackendsService } from "../../backend/Backends.js"
 import { type Catalog, catalogOf, inProfile } from "../../catalog/ToolCatalog.js"
 import { type GatewayConfig, inForce, namespaceOf, type Profile } from "../../config/Config.js"
@@ -63,15 +63,13 @@ export interface ViewsService {
 /** What each session may see and use: the profiles as configured now, and the policies in force. */
 export class Views extends Context.Tag("mcp-agentify/Views")<Views, ViewsService>() {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<Views["Type"], never, GatewayConfig | Policies | Backends | Scope.Scope> = Effect.gen(
-    function* () {
-      const current = yield* inForce
-      const backends = yield* Backends
-      const { current: policies } = yield* Policies
-      const profileOf = (session: Session) => profileIn(current(), session)
-      const settings: PolicyChecks.Settings = { policies, flowOf: (backendId) => backends.configOf(backendId)?.flow }
-      return { of: (session) => of({ backends, policies: settings, profileOf }, session), profileOf, policies: settings }
-    }
-  )
-  static readonly layer: Layer.Layer<Views, never, GatewayConfig | Policies | Backends> = Layer.scoped(Views, Views.make)
+  static readonly make: Effect.Effect<Views["Type"], never, GatewayConfig | Policies | Backends> = Effect.gen(function* () {
+    const current = yield* inForce
+    const backends = yield* Backends
+    const { current: policies } = yield* Policies
+    const profileOf = (session: Session) => profileIn(current(), session)
+    const settings: PolicyChecks.Settings = { policies, flowOf: (backendId) => backends.configOf(backendId)?.flow }
+    return { of: (session) => of({ backends, policies: settings, profileOf }, session), profileOf, policies: settings }
+  })
+  static readonly layer: Layer.Layer<Views, never, GatewayConfig | Policies | Backends> = Layer.effect(Views, Views.make)
 }
