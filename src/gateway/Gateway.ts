@@ -51,16 +51,12 @@ import { TaskRows } from "./methods/TaskMethods.js"
 import { ToolRows } from "./methods/ToolMethods.js"
 import { OwnTasks } from "./routing/RunTasks.js"
 import { Subscriptions, type SubscriptionsService } from "./routing/Subscriptions.js"
-import type { Session, Target } from "./session/Session.js"
+import { profileNamed, type Session, type Target } from "./session/Session.js"
 import type { Tool } from "../protocol/Mcp.js"
-import type { Profile } from "../config/Config.js"
 import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import * as ListChanged from "./routing/ListChanged.js"
 import * as Notifications from "./routing/Notifications.js"
 import * as Reload from "./Reload.js"
-
-/** What a session of a profile that is no longer configured sees: nothing. */
-const NO_PROFILE: Profile = { backends: [] }
 
 export interface GatewayService {
   readonly mode: Aggregate.Mode
@@ -253,7 +249,7 @@ const make = Effect.gen(function* () {
         .find((b) => b.backendId === target.backendId)
         ?.tools.find((tool) => tool.name === name)
     }
-    const profile = target.profile === undefined ? undefined : (current().profiles[target.profile] ?? NO_PROFILE)
+    const profile = profileNamed(current(), target.profile)
     return inProfile(catalogOf(backends.toolsSync()), profile).byName.get(name)?.tool
   }
   const service: GatewayService = { mode, open, sessions: () => [...sessions], toolOf }

@@ -91,17 +91,16 @@ export class ContentRows extends Context.Tag("mcp-agentify/ContentRows")<
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
 >() {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<ContentRows["Type"], never, RelayLists | Forwarder | Views | Subscriptions> = Effect.gen(
-    function* () {
-      const deps: Deps = {
-        relay: yield* RelayLists,
-        forward: (yield* Forwarder).forward,
-        policies: (yield* Views).policies,
-        subscription: (yield* Subscriptions).pass
-      }
-      return { rows: (session, view) => rows(deps, session, view) }
-    }
-  )
+  static readonly make: Effect.Effect<ContentRows["Type"], never, RelayLists | Forwarder | Views | Subscriptions> =
+    Methods.rowsOf(
+      Effect.all({
+        relay: RelayLists,
+        forward: Effect.map(Forwarder, (forwarder) => forwarder.forward),
+        policies: Effect.map(Views, (views) => views.policies),
+        subscription: Effect.map(Subscriptions, (subscriptions) => subscriptions.pass)
+      }),
+      rows
+    )
   static readonly layer: Layer.Layer<ContentRows, never, RelayLists | Forwarder | Views | Subscriptions> = Layer.effect(
     ContentRows,
     ContentRows.make

@@ -71,3 +71,13 @@ export const notify = <R = never>(
   const row = rows.get(notification.method)
   return (row ?? otherwise)(notification)
 }
+
+/**
+ * A concern's rows as a service: `rows` over what `deps` gives (read once, from the services it
+ * names), the session and what else the rows take filled in for each session.
+ */
+export const rowsOf = <D, A extends ReadonlyArray<unknown>, B, R>(
+  deps: Effect.Effect<D, never, R>,
+  rows: (deps: D, ...args: A) => B
+): Effect.Effect<{ readonly rows: (...args: A) => B }, never, R> =>
+  Effect.map(deps, (given) => ({ rows: (...args: A) => rows(given, ...args) }))

@@ -139,17 +139,17 @@ export class SessionRows extends Context.Tag("mcp-agentify/SessionRows")<
     SessionRows["Type"],
     never,
     GatewayConfig | Backends | Launch | Sessions | RelayLists | Forwarder
-  > = Effect.gen(function* () {
-    const deps: Deps = {
-      mode: (yield* Sessions).mode,
-      config: yield* GatewayConfig,
-      backends: yield* Backends,
-      launch: yield* Launch,
-      relay: yield* RelayLists,
-      forward: (yield* Forwarder).forward
-    }
-    return { rows: (session, view) => rows(deps, session, view) }
-  })
+  > = Methods.rowsOf(
+    Effect.all({
+      mode: Effect.map(Sessions, (sessions) => sessions.mode),
+      config: GatewayConfig,
+      backends: Backends,
+      launch: Launch,
+      relay: RelayLists,
+      forward: Effect.map(Forwarder, (forwarder) => forwarder.forward)
+    }),
+    rows
+  )
   static readonly layer: Layer.Layer<SessionRows, never, GatewayConfig | Backends | Launch | Sessions | RelayLists | Forwarder> =
     Layer.effect(SessionRows, SessionRows.make)
 }

@@ -86,17 +86,19 @@ export class TaskRows extends Context.Tag("mcp-agentify/TaskRows")<
     TaskRows["Type"],
     never,
     GatewayConfig | Backends | Routes | Forwarder | SessionDirectory | TaskRecords
-  > = Effect.gen(function* () {
-    const current = yield* inForce
-    const deps: Deps = {
-      backends: yield* Backends,
-      routes: yield* Routes,
-      forward: (yield* Forwarder).forward,
-      idPrefix: () => idPrefixOf(current()),
-      tasksElsewhere: tasksElsewhereOf(current, yield* SessionDirectory, yield* TaskRecords)
-    }
-    return { rows: (session, runTasks) => rows(deps, session, runTasks) }
-  })
+  > = Methods.rowsOf(
+    Effect.gen(function* () {
+      const current = yield* inForce
+      return {
+        backends: yield* Backends,
+        routes: yield* Routes,
+        forward: (yield* Forwarder).forward,
+        idPrefix: () => idPrefixOf(current()),
+        tasksElsewhere: tasksElsewhereOf(current, yield* SessionDirectory, yield* TaskRecords)
+      }
+    }),
+    rows
+  )
   static readonly layer: Layer.Layer<
     TaskRows,
     never,

@@ -91,20 +91,20 @@ export class ToolRows extends Context.Tag("mcp-agentify/ToolRows")<
     ToolRows["Type"],
     never,
     GatewayConfig | Backends | Sessions | Orchestrator | OwnTasks | Audit.Audit | CallPipeline | Views | Forwarder
-  > = Effect.gen(function* () {
-    const deps: Deps = {
-      mode: (yield* Sessions).mode,
-      config: yield* GatewayConfig,
-      backends: yield* Backends,
-      orchestrator: yield* Orchestrator,
-      runTasks: yield* OwnTasks,
-      audit: yield* Audit.Audit,
-      pipeline: yield* CallPipeline,
-      policies: (yield* Views).policies,
-      forward: (yield* Forwarder).forward
-    }
-    return { rows: (session, view) => rows(deps, session, view) }
-  })
+  > = Methods.rowsOf(
+    Effect.all({
+      mode: Effect.map(Sessions, (sessions) => sessions.mode),
+      config: GatewayConfig,
+      backends: Backends,
+      orchestrator: Orchestrator,
+      runTasks: OwnTasks,
+      audit: Audit.Audit,
+      pipeline: CallPipeline,
+      policies: Effect.map(Views, (views) => views.policies),
+      forward: Effect.map(Forwarder, (forwarder) => forwarder.forward)
+    }),
+    rows
+  )
   static readonly layer: Layer.Layer<
     ToolRows,
     never,

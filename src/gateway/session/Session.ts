@@ -341,7 +341,9 @@ const NO_PROFILE: Profile = { backends: [] }
  * The profile a session's aggregate serves (`/profiles/<name>/mcp`, `--profile`) as `config`
  * names it; undefined for the whole aggregate (or a backend's endpoint, or no session).
  */
-export const profileIn = (config: ResolvedConfig, session: Session | undefined): Profile | undefined => {
-  const name = session?.target._tag === "Aggregate" ? session.target.profile : undefined
-  return name === undefined ? undefined : (config.profiles[name] ?? NO_PROFILE)
-}
+export const profileIn = (config: ResolvedConfig, session: Session | undefined): Profile | undefined =>
+  profileNamed(config, session?.target._tag === "Aggregate" ? session.target.profile : undefined)
+
+/** The profile `name` as `config` has it (one a reload removed admits nothing); undefined: the whole aggregate. */
+export const profileNamed = (config: ResolvedConfig, name: string | undefined): Profile | undefined =>
+  name === undefined ? undefined : (config.profiles[name] ?? NO_PROFILE)

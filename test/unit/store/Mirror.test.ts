@@ -35,6 +35,10 @@ const dirWith = (entries: Record<string, string>) => {
   }
   return dir
 }
+/** A mirror that hears `written`'s writes (a gateway's own: see WrittenFiles). */
+const mirrorHearing = (written: WrittenFiles.WrittenFilesService, ...args: Parameters<typeof Mirror.make>) =>
+  Mirror.make(...args).pipe(Effect.provideService(WrittenFiles.WrittenFiles, written))
+
 const read = (dir: string, name: string) =>
   existsSync(join(dir, `${name}.json`)) ? readFileSync(join(dir, `${name}.json`), "utf8") : undefined
 
@@ -69,9 +73,7 @@ describe("a directory kept alike through the store", () => {
       const dir = dirWith({})
       const arrived = yield* Queue.unbounded<string>()
       const written = WrittenFiles.make()
-      const mirror = yield* Mirror.make(state, { kind: "tokens", dir, arrived: (name) => Queue.offer(arrived, name) }).pipe(
-        Effect.provideService(WrittenFiles.WrittenFiles, written)
-      )
+      const mirror = yield* mirrorHearing(written, state, { kind: "tokens", dir, arrived: (name) => Queue.offer(arrived, name) })
       writeFileSync(join(dir, "crm.json"), "signed in")
       written.wrote("tokens", "crm")
       writeFileSync(join(dir, "other.json"), "a pin")
@@ -95,9 +97,7 @@ describe("a directory kept alike through the store", () => {
       const dir = dirWith({})
       const mine = WrittenFiles.make()
       const theirs = WrittenFiles.make()
-      const mirror = yield* Mirror.make(state, { kind: "tokens", dir }).pipe(
-        Effect.provideService(WrittenFiles.WrittenFiles, mine)
-      )
+      const mirror = yield* mirrorHearing(mine, state, { kind: "tokens", dir })
       writeFileSync(join(dir, "theirs.json"), "the other gateway's")
       theirs.wrote("tokens", "theirs")
       writeFileSync(join(dir, "mine.json"), "signed in here")
@@ -148,9 +148,7 @@ describe("a directory kept alike through the store", () => {
         }
         const dir = dirWith({ mine: "only here" })
         const written = WrittenFiles.make()
-        const mirror = yield* Mirror.make(flaky, { kind: "tokens", dir }).pipe(
-          Effect.provideService(WrittenFiles.WrittenFiles, written)
-        )
+        const mirror = yield* mirrorHearing(written, flaky, { kind: "tokens", dir })
         writeFileSync(join(dir, "later.json"), "written while it failed")
         written.wrote("tokens", "later")
         yield* mirror.settled
@@ -177,9 +175,7 @@ describe("a directory kept alike through the store", () => {
       }
       const dir = dirWith({})
       const written = WrittenFiles.make()
-      const mirror = yield* Mirror.make(refusing, { kind: "tokens", dir }).pipe(
-        Effect.provideService(WrittenFiles.WrittenFiles, written)
-      )
+      const mirror = yield* mirrorHearing(written, refusing, { kind: "tokens", dir })
       writeFileSync(join(dir, "crm.json"), "signed in")
       written.wrote("tokens", "crm")
       yield* mirror.settled
