@@ -10,11 +10,18 @@
  * code cache, once there is one. A build without that bundle (`npm run dev`) loads the ES modules.
  */
 import "./cli/Signals.js"
-import { spawn } from "node:child_process"
-import { existsSync } from "node:fs"
-import { dirname, join } from "node:path"
-import { fileURLToPath } from "node:url"
-import { cacheDirOf, enableNodeCache, loadBundle, modeOf } from "./cli/CodeCache.js"
+
+// Everything else is imported once the handlers are in: an ES module's static imports are all
+// loaded (files read, Node's own modules compiled) before any of them runs, a signal meanwhile
+// meets Node's default action (killed by the signal, no orderly exit).
+const [{ spawn }, { existsSync }, { dirname, join }, { fileURLToPath }, { cacheDirOf, enableNodeCache, loadBundle, modeOf }] =
+  await Promise.all([
+    import("node:child_process"),
+    import("node:fs"),
+    import("node:path"),
+    import("node:url"),
+    import("./cli/CodeCache.js")
+  ])
 
 /** The gateway's CommonJS bundle, relative to this file: set by `scripts/bundle.mjs`. */
 declare const __AGENTIFY_GATEWAY_CJS__: string | undefined

@@ -127,4 +127,36 @@ describe("a signal while the gateway is still loading", () => {
     }
     expect(outcomes).toEqual(Array.from({ length: 10 }, () => "0/null"))
   }, 60_000)
+
+  // A resolve hook that sends the signal itself, from inside the process, the moment the launcher
+  // asks for the first of Node's modules beyond `node:module` (which every chunk's banner imports):
+  // the handlers must be in by then, whatever the machine's speed. An ES module's static imports
+  // are all resolved before any of them runs, so a launcher that imports anything statically
+  // beside the handlers' module dies here by the signal.
+  const selfSignal = `let sent = false
+  export async function resolve(specifier, context, next) {
+    if (!sent && specifier.startsWith("node:") && specifier !== "node:module") {
+      sent = true
+      process.kill(process.pid, process.env.AGENTIFY_TEST_SIGNAL)
+    }
+    return next(specifier, context)
+  }`
+  const registerSelfSignal = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(selfSignal)}`)})`
+
+  it.each(["SIGTERM", "SIGINT"] as const)(
+    "%s while the launcher imports its first module beyond the handlers' exits 0 (handlers installed first)",
+    async (signal) => {
+      const child = spawn(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(registerSelfSignal)}`, BIN], {
+        cwd: tempDir(),
+        env: cleanEnv({ AGENTIFY_TEST_SIGNAL: signal }),
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+      let stderr = ""
+      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+      const [code, exitSignal] = (await once(child, "exit")) as [number | null, NodeJS.Signals | null]
+      expect({ code, signal: exitSignal }).toEqual({ code: 0, signal: null })
+      expect(stderr).toContain(`${signal} received`)
+    },
+    30_000
+  )
 })
