@@ -143,10 +143,32 @@ export const rankTask = (
   return [...picked]
 }
 
+/** A server's line of the index within `room` characters: `server: tool, tool, ..., ... N more`. */
+const indexLine = (server: string, names: ReadonlyArray<string>, room: number): string => {
+  const whole = `${server}: ${names.join(", ")}`
+  if (whole.length <= room) return whole
+  let line = `${server}: `
+  let shown = 0
+  for (const name of names) {
+    const left = names.length - shown - 1
+    // Room for this name, and for saying how many are left after it.
+    const tail = left === 0 ? 0 : `, ... ${left} more`.length
+    if (line.length + (shown === 0 ? 0 : 2) + name.length + tail > room) break
+    line += `${shown === 0 ? "" : ", "}${name}`
+    shown++
+  }
+  return shown < names.length ? `${line}${shown === 0 ? "" : ", "}... ${names.length - shown} more` : line
+}
+
 /**
  * The tools not `offered`, by server, within `budget` characters: `server: tool, tool, ...`, a
  * server's list cut (saying how many more) when they do not all fit. What a plan may name beyond the
  * offer (MCP-Zero's idea: the model asks for tools by server and name).
+ *
+ * Every server keeps its line, cut to its share: the budget is shared out evenly, and what a short
+ * line leaves over goes to the longer ones (a server of 20,000 tools among small ones shows as many
+ * of its tools as the rest leave room for). Only when the servers are too many for even their
+ * names and counts to fit do the last ones go, said as `... N more servers`.
  */
 export const compactIndex = (entries: ReadonlyArray<CatalogEntry>, offered: ReadonlySet<string>, budget: number): string => {
   const byServer = new Map<string, Array<string>>()
@@ -158,26 +180,29 @@ export const compactIndex = (entries: ReadonlyArray<CatalogEntry>, offered: Read
     if (names === undefined) byServer.set(entry.backendId, [own])
     else names.push(own)
   }
-  if (byServer.size === 0) return ""
-  // Every server gets its line; the names share the budget evenly.
-  const share = Math.max(40, Math.floor(budget / byServer.size))
-  const lines: Array<string> = []
-  let used = 0
+  // The servers whose shortest line (`server: ... N more`) fits, in order; the rest said as a count.
+  const servers: Array<{ readonly server: string; readonly names: ReadonlyArray<string>; readonly shortest: number }> = []
+  let left = budget
   for (const [server, names] of byServer) {
-    let line = `${server}: `
-    let shown = 0
-    for (const name of names) {
-      if (line.length + name.length + 2 > share) break
-      line += `${shown === 0 ? "" : ", "}${name}`
-      shown++
-    }
-    if (shown < names.length) line += `${shown === 0 ? "" : ", "}... ${names.length - shown} more`
-    if (used + line.length + 1 > budget) {
-      lines.push(`... ${byServer.size - lines.length} more servers`)
-      break
-    }
-    lines.push(line)
-    used += line.length + 1
+    const shortest = indexLine(server, names, 0).length + 1
+    const rest = byServer.size - servers.length - 1
+    if (shortest + (rest === 0 ? 0 : `... ${rest} more servers`.length) > left) break
+    servers.push({ server, names, shortest })
+    left -= shortest
   }
+  if (servers.length < byServer.size) left -= `... ${byServer.size - servers.length} more servers`.length
+  // What is left over their shortest lines, shared out (water-filling): the servers that need least
+  // first, each taking at most an even share of what is left; a short line leaves the rest to others.
+  const room = new Map<string, number>()
+  const byNeed = servers
+    .map((s) => ({ ...s, need: `${s.server}: ${s.names.join(", ")}`.length + 1 - s.shortest }))
+    .sort((a, b) => a.need - b.need)
+  byNeed.forEach(({ server, shortest, need }, i) => {
+    const extra = Math.max(0, Math.min(need, Math.floor(left / (byNeed.length - i))))
+    room.set(server, shortest - 1 + extra)
+    left -= extra
+  })
+  const lines = servers.map(({ server, names }) => indexLine(server, names, room.get(server) ?? 0))
+  if (servers.length < byServer.size) lines.push(`... ${byServer.size - servers.length} more servers`)
   return lines.join("\n")
 }

@@ -145,4 +145,48 @@ describe("the offer for a task", () => {
     expect(tight.length).toBeLessThanOrEqual(900)
     expect(tight).toMatch(/more/)
   })
+
+  it("every server keeps its line, cut to its share: one of 20,000 tools, and three of them", () => {
+    const big = (id: string, n: number) => ({
+      backendId: id,
+      tools: Array.from({ length: n }, (_, i) => tool(`op_${i}`, `Operation ${i}.`))
+    })
+    const one = compactIndex(buildCatalog([big("huge", 20_000)]).entries, new Set(), 8_000)
+    expect(one.length).toBeLessThanOrEqual(8_000)
+    expect(one).not.toMatch(/more servers/)
+    const line = one.split("\n")
+    expect(line).toHaveLength(1)
+    expect(line[0]).toMatch(/^huge: op_0, op_1, op_2, .*, \.\.\. \d+ more$/)
+    // It fills its share: hundreds of names shown, and the count of the rest is right.
+    const shown = line[0]!.slice("huge: ".length).split(", ").slice(0, -1)
+    expect(shown.length).toBeGreaterThan(500)
+    expect(line[0]).toMatch(new RegExp(`\\.\\.\\. ${20_000 - shown.length} more$`))
+
+    const three = compactIndex(
+      buildCatalog([big("alpha", 20_000), { backendId: "small", tools: [tool("ping", "Ping.")] }, big("gamma", 20_000)]).entries,
+      new Set(),
+      8_000
+    )
+    expect(three.length).toBeLessThanOrEqual(8_000)
+    const lines = three.split("\n")
+    expect(lines.map((l) => l.split(":")[0])).toEqual(["alpha", "small", "gamma"])
+    expect(lines[1]).toBe("small: ping")
+    // The short line leaves its room to the big ones, which share it evenly.
+    for (const big of [lines[0]!, lines[2]!]) {
+      expect(big).toMatch(/: op_0, op_1, .*\.\.\. \d+ more$/)
+      expect(big.length).toBeGreaterThan(3_500)
+    }
+  })
+
+  it("past what even the servers' names fit, the last are counted, within the budget", () => {
+    const many = buildCatalog(
+      Array.from({ length: 400 }, (_, i) => ({ backendId: `server${i}`, tools: [tool("a", "A."), tool("b", "B.")] }))
+    )
+    const index = compactIndex(many.entries, new Set(), 2_000)
+    expect(index.length).toBeLessThanOrEqual(2_000)
+    const lines = index.split("\n")
+    expect(lines[0]).toMatch(/^server0: /)
+    expect(lines.at(-1)).toMatch(new RegExp(`^\\.\\.\\. ${400 - (lines.length - 1)} more servers$`))
+    expect(lines.length).toBeGreaterThan(50)
+  })
 })
