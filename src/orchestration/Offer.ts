@@ -52,8 +52,9 @@ export interface Offer {
   readonly search?: (query: string) => ReadonlyArray<{ readonly name: string; readonly description: string }>
   /**
    * The offer follows the work: tools named since the request (the plan's, by their listed names)
-   * join it in full from the next turn; offered tools stay offered. Undefined when every tool is
-   * offered already.
+   * join it in full from the next turn, at most as many as the ranking offered (`maxToolsPerRequest`:
+   * the rest stay reachable through `agentify_search_tools`); offered tools stay offered. Undefined
+   * when every tool is offered already.
    */
   readonly follow?: (named: ReadonlyArray<string>) => ReadonlyArray<string>
 }
@@ -112,11 +113,14 @@ export const offerTools = (
     add(more)
     return more.map((e) => ({ name: e.name, description: Invisible.strip(e.tool.description ?? "") }))
   }
-  // What a plan named that was not offered joins in full: the model asked for it by name.
+  // What a plan named that was not offered joins in full: the model asked for it by name. At most
+  // `max` of them (in the order named): a plan naming the whole catalog must not send it all to the
+  // model with every turn; the rest it finds with agentify_search_tools.
   const follow = (named: ReadonlyArray<string>) => {
     const more = [...new Set(named)]
       .map((name) => catalog.byName.get(name))
       .filter((e): e is CatalogEntry => e !== undefined && !offered.has(e.name))
+      .slice(0, max)
     add(more)
     return more.map((e) => e.name)
   }

@@ -382,6 +382,50 @@ describe("orchestration with the real server-filesystem", () => {
     )
   )
 
+  it.live("a plan naming thousands of tools widens the offer by maxToolsPerRequest at most; the rest are found by search", () =>
+    Effect.gen(function* () {
+      const orchestrator = yield* Orchestrator
+      yield* orchestrator.orchestrate({ query: "list the folder contents" })
+      const [first, second, third] = turnsOf(yield* (yield* ScriptedLlm).requests)
+      const own = new Set(["agentify_search_tools", "agentify_read_result", "agentify_plan"])
+      const tools = (request: typeof first) => request!.tools.map((t) => t.function.name).filter((n) => !own.has(n))
+      expect(tools(first)).toHaveLength(5)
+      // The ranking's 5 and, of the 3,000 the plan named, the first 5 (as named): 10 functions, not 3,005.
+      const next = tools(second)
+      expect(next).toHaveLength(10)
+      expect(next).toEqual(expect.arrayContaining(["many__tool_0", "many__tool_4"]))
+      expect(next).not.toContain("many__tool_5")
+      expect(second!.tools.map((t) => t.function.name)).toContain("agentify_search_tools")
+      // What the plan named beyond the bound is reached by search, and joins then.
+      expect(tools(third)).toContain("many__tool_2999")
+    }).pipe(
+      Effect.provide(
+        gateway(
+          {
+            maxToolsPerRequest: 5,
+            backends: [
+              filesystemBackend("filesystem", root) as BackendConfigInput,
+              fixtureBackend("many", ["--tools", "3000"]) as BackendConfigInput
+            ]
+          },
+          [
+            { match: "folder", reply: { tool: "filesystem__list_directory", arguments: { path: root } } },
+            {
+              match: "folder",
+              step: "plan",
+              reply: {
+                tool: "agentify_plan",
+                arguments: { tools: Array.from({ length: 3000 }, (_, i) => `many__tool_${i}`) }
+              }
+            },
+            { match: "folder", step: 2, reply: { tool: "agentify_search_tools", arguments: { query: "tool_2999" } } },
+            { match: "folder", step: 3, reply: { text: "Listed." } }
+          ]
+        )
+      )
+    )
+  )
+
   it.live("more tools than maxToolsPerRequest: the best matches for the query are offered, and the search for the rest", () =>
     Effect.gen(function* () {
       const orchestrator = yield* Orchestrator
