@@ -238,6 +238,46 @@ describe("the flow guard", () => {
       })
   )
 
+  it.effect(
+    "several stages want consent for one call (confirmTools and three flow rules): the user is asked once, naming every reason",
+    () =>
+      Effect.gen(function* () {
+        const ran: Array<string> = []
+        const forward: Stage = { name: "forward", run: (call) => Effect.sync(() => (ran.push(call.name), { content: [] })) }
+        const pipeline = Pipeline.of([
+          Decide.make(FlowRules.rules({ mode: () => "confirm", flowOf: () => undefined })),
+          Ask.make(() => "destructive"),
+          forward
+        ])
+        // The unannotated send is destructive and open-world (MCP's defaults): confirmTools asks of it;
+        // a private, untrusted file's text in it, chosen after reading and outside the plan, holds it
+        // by private-data-out, untrusted-target and outside-plan.
+        const flow = { read: [notes], origins: [{ path: "body", from: notes }], plan: ["fs__read_text_file"] }
+        // Not yet agreed (confirmTools' question carries the rules), and agreed before the turn (the rules' own).
+        for (const confirmed of [false, true]) {
+          const asked: Array<{ tool: string; why?: string | undefined }> = []
+          const call = Call.make({
+            session: undefined,
+            context: undefined,
+            via: "orchestration",
+            name: "mail__send",
+            target: SEND,
+            params: { name: "send", arguments: {} },
+            confirmed,
+            flow,
+            confirm: (q) => Effect.sync(() => (asked.push(q), "accepted" as const))
+          })
+          yield* runAsItsCaller(pipeline, call)
+          expect(asked).toHaveLength(1)
+          expect(asked[0]!.tool).toBe("mail__send")
+          const reasons = (asked[0]!.why ?? "").split("\n")
+          expect(reasons.map((r) => r.split(":")[0])).toEqual(["private-data-out", "untrusted-target", "outside-plan"])
+          expect(reasons[2]).toContain("the plan did not name mail__send")
+        }
+        expect(ran).toEqual(["mail__send", "mail__send"])
+      })
+  )
+
   it.effect("the audit line names the rules that held a call, run on consent or not run", () =>
     Effect.gen(function* () {
       const lines: Array<CallLine> = []
