@@ -12,7 +12,7 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import { spawnSync } from "node:child_process"
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { BIN, cleanEnv, tempDir } from "../../support/stdioClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
@@ -27,8 +27,11 @@ describe("pinned tool definitions", () => {
   let dir: string
   beforeAll(async () => {
     model = await startFakeOpenAI({ text: "nothing" })
-    state = tempDir("agentify-pins-")
     dir = tempDir()
+  })
+  // Each test its own pins: what an earlier run pinned, a test pins itself first (`pinFirst`).
+  beforeEach(() => {
+    state = tempDir("agentify-pins-")
   })
   afterAll(async () => {
     await model.close()
@@ -58,6 +61,8 @@ describe("pinned tool definitions", () => {
     const result = spawnSync(process.execPath, [BIN, ...args, "--log-level", "silent"], { cwd: dir, env: env(), timeout: 20_000 })
     return { status: result.status, out: result.stdout.toString("utf8") }
   }
+  /** What the fixture run with `flags` presents, pinned as a first run would (`check` pins on first sight). */
+  const pinFirst = (flags: Array<string>) => expect(cli(["check", "--config", configWith(flags)]).status).toBe(0)
 
   it("pins what it sees first, in a private directory", async () => {
     const { client } = await connect(configWith(["--mutable"]))
@@ -75,6 +80,7 @@ describe("pinned tool definitions", () => {
   })
 
   it("quarantines a definition changed since: not listed, refused by name, never offered to the model", async () => {
+    pinFirst(["--mutable"])
     const changed = configWith(["--mutable"], {}, RUG_PULL)
     const { client, stderr } = await connect(changed)
     try {
@@ -151,6 +157,7 @@ describe("pinned tool definitions", () => {
   })
 
   it("only flags a changed definition with toolPins: warn", async () => {
+    pinFirst(["--mutable"])
     const config = configWith(["--mutable"], { toolPins: "warn" }, "Yet another description")
     const { client, stderr } = await connect(config)
     try {
@@ -166,6 +173,7 @@ describe("pinned tool definitions", () => {
   })
 
   it("another server under the same id is pinned anew, not quarantined, and the move is said once (check, then the log)", async () => {
+    pinFirst(["--mutable"])
     const other = configWith(["--tools", "2"], {}, RUG_PULL.replace("Echoes", "Repeats"))
     const checked = cli(["check", "--config", other])
     expect(checked.status).toBe(0)

@@ -51,11 +51,11 @@ let policyFile: string
 let auditFile: string
 const now = () => Math.floor(Date.now() / 1000)
 
-/** A session of `sub` (in `groups`) at /mcp; its requests. */
-const sessionOf = async (sub: string, groups: ReadonlyArray<string>) => {
+/** A session of `sub` (in `groups`) at /mcp of the shared gateway, or of `at`; its requests. */
+const sessionOf = async (sub: string, groups: ReadonlyArray<string>, at: Team = { gateway, resource, policyFile, auditFile }) => {
   const token = await auth.sign({
     iss: auth.issuer,
-    aud: resource,
+    aud: at.resource,
     sub,
     groups,
     scope: "mcp:tools",
@@ -63,7 +63,7 @@ const sessionOf = async (sub: string, groups: ReadonlyArray<string>) => {
     exp: now() + 600
   })
   const authorization = { authorization: `Bearer ${token}` }
-  const url = `${gateway.base}/mcp`
+  const url = `${at.gateway.base}/mcp`
   const opened = await send(url, {
     body: { jsonrpc: "2.0", id: 0, method: "initialize", params: initializeParams(`${sub}-client`) },
     headers: authorization
@@ -83,16 +83,22 @@ const sessionOf = async (sub: string, groups: ReadonlyArray<string>) => {
   }
 }
 
-beforeAll(async () => {
-  const port = await freePort()
-  resource = `http://127.0.0.1:${port}/mcp`
-  auth = await startAuthServer({ resources: [resource], scopes: ["mcp:tools"] })
-  model = await startFakeOpenAI({ text: "Nothing to do." })
+/** A gateway with its policy file and audit log, in front of a fixture of its own. */
+interface Team {
+  readonly gateway: HttpGateway
+  readonly resource: string
+  readonly policyFile: string
+  readonly auditFile: string
+}
+
+/** A gateway of the team's policies at `port` (the audience of its users' tokens). */
+const startTeam = async (port: number): Promise<Team> => {
+  const resource = `http://127.0.0.1:${port}/mcp`
   const dir = tempDir()
-  policyFile = join(dir, "team.cedar")
-  auditFile = join(dir, "audit.jsonl")
+  const policyFile = join(dir, "team.cedar")
+  const auditFile = join(dir, "audit.jsonl")
   writeFileSync(policyFile, POLICIES)
-  gateway = await startHttpGateway({
+  const gateway = await startHttpGateway({
     address: `127.0.0.1:${port}`,
     args: ["--http-auth", "oauth"],
     env: { OPENAI_API_KEY: "sk-policies-test-123456", OPENAI_BASE_URL: model.baseUrl },
@@ -103,6 +109,14 @@ beforeAll(async () => {
       audit: { file: auditFile }
     }
   })
+  return { gateway, resource, policyFile, auditFile }
+}
+
+beforeAll(async () => {
+  const port = await freePort()
+  auth = await startAuthServer({ resources: [`http://127.0.0.1:${port}/mcp`], scopes: ["mcp:tools"] })
+  model = await startFakeOpenAI({ text: "Nothing to do." })
+  ;({ gateway, resource, policyFile, auditFile } = await startTeam(port))
 })
 afterAll(async () => {
   await gateway?.close()
@@ -152,6 +166,8 @@ describe("policies (Cedar)", () => {
   })
 
   it("offers the gateway's model only the tools its user may call", async () => {
+    // Its own model script: an earlier test's steps may still be set.
+    model.setReply({ text: "Nothing to do." })
     const carol = await sessionOf("carol", ["analysts"])
     const listed = await carol.tools()
     expect(listed).toContain("agentify_orchestrate")
@@ -204,24 +220,30 @@ describe("policies (Cedar)", () => {
   })
 
   it("reads the file again when it changes: bob gets the write tools without a restart", async () => {
-    const bob = await sessionOf("bob", [])
-    expect(await bob.tools()).not.toContain("fx__add_tool")
-    writeFileSync(
-      policyFile,
-      `${POLICIES}\n@id("bob-too") permit (principal == User::"bob", action == Action::"call", resource);\n`
-    )
-    await until("bob to be listed fx__add_tool", async () => (await bob.tools()).includes("fx__add_tool"), 10_000, 100)
-    expect((await bob.callTool("fx__add_tool", { name: "bobs" })).result.isError).not.toBe(true)
-    // A broken edit is refused: the policies that loaded stay.
-    writeFileSync(policyFile, "permit (principal, action, resource) when {")
-    await until(
-      "the refused edit to be logged",
-      () => /cannot be used; the policies that loaded stay/.test(gateway.stderr()),
-      10_000,
-      50
-    )
-    expect((await bob.callTool("fx__add_tool", { name: "bobs2" })).result.isError).not.toBe(true)
-    expect((await bob.callTool("fx__forget_session", {})).error).toBeUndefined()
+    // A gateway and file of its own: the other tests keep the team's policies, whatever ran before.
+    const own = await startTeam(await freePort())
+    try {
+      const bob = await sessionOf("bob", [], own)
+      expect(await bob.tools()).not.toContain("fx__add_tool")
+      writeFileSync(
+        own.policyFile,
+        `${POLICIES}\n@id("bob-too") permit (principal == User::"bob", action == Action::"call", resource);\n`
+      )
+      await until("bob to be listed fx__add_tool", async () => (await bob.tools()).includes("fx__add_tool"), 10_000, 100)
+      expect((await bob.callTool("fx__add_tool", { name: "bobs" })).result.isError).not.toBe(true)
+      // A broken edit is refused: the policies that loaded stay.
+      writeFileSync(own.policyFile, "permit (principal, action, resource) when {")
+      await until(
+        "the refused edit to be logged",
+        () => /cannot be used; the policies that loaded stay/.test(own.gateway.stderr()),
+        10_000,
+        50
+      )
+      expect((await bob.callTool("fx__add_tool", { name: "bobs2" })).result.isError).not.toBe(true)
+      expect((await bob.callTool("fx__forget_session", {})).error).toBeUndefined()
+    } finally {
+      await own.gateway.close()
+    }
   })
 })
 
