@@ -4,9 +4,10 @@
  *
  * The first time a backend's tool is seen, its definition (name, title, description, inputSchema,
  * outputSchema, annotations, `_meta` with its `_meta.ui`) is stored with its fingerprint in the
- * gateway's state directory, per server: a backend's id with its command and arguments, or its URL.
- * Two projects that both call a backend `fx` but run different servers keep pins of their own; an
- * id that now names a different server is said once, and its tools are pinned anew. A definition that later differs from its pin is held back (`toolPins: "quarantine"`,
+ * gateway's state directory, per server: what launches it (see LaunchKey: its command as found on
+ * PATH, arguments, configured environment and working directory, or its URL), not the id a
+ * configuration gives it. The same id in two project folders is two servers, each with pins of its
+ * own, and nothing needs saying. A definition that later differs from its pin is held back (`toolPins: "quarantine"`,
  * the default: not listed, not callable, not offered to any model) or only flagged (`"warn"`),
  * until `mcp-agentify trust <backend> [tool]` accepts it. A new tool is pinned as it appears.
  *
@@ -25,6 +26,7 @@ import { isObject } from "../values/Json.js"
 import type { Tool } from "../protocol/Mcp.js"
 import type { BackendConfig } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
+import * as LaunchKey from "./LaunchKey.js"
 import { nobody, type Told } from "../store/WrittenFiles.js"
 
 export type Mode = "quarantine" | "warn" | "off"
@@ -57,20 +59,28 @@ const partsOf = (tool: Tool, keys: ReadonlyArray<string>): Pinned => {
 }
 const definitionOf = (tool: Tool): Pinned => partsOf(tool, PINNED)
 
-/** The server a backend's pins belong to: its id, and what runs behind it. */
+/** The server a backend's pins belong to: what launches it, and the id it has now. */
 export interface Server {
   readonly id: string
-  /** The command and arguments, or the URL, exactly (hashed into the file's name, never written). */
+  /** What launches it, hashed (see LaunchKey): its pins file's name. */
+  readonly key: string
+  /** The id with the command and arguments, or the URL, that named its pins file before launch keys (hashed, never written). */
   readonly identity: string
-  /** The same as a person may read it: secrets in the arguments masked, no credentials in a URL. */
+  /** The command and arguments or the URL as a person may read them: secrets masked, no credentials in a URL. */
   readonly shown: string
 }
 
-export const serverOf = (config: Pick<BackendConfig, "id" | "command" | "args" | "url">): Server =>
+export const serverOf = (config: Pick<BackendConfig, "id"> & LaunchKey.Launched): Server =>
   config.url !== undefined
-    ? { id: config.id, identity: JSON.stringify(["url", config.url]), shown: Secrets.displayUrl(config.url) }
+    ? {
+        id: config.id,
+        key: LaunchKey.keyOf(config),
+        identity: JSON.stringify(["url", config.url]),
+        shown: Secrets.displayUrl(config.url)
+      }
     : {
         id: config.id,
+        key: LaunchKey.keyOf(config),
         identity: JSON.stringify(["command", config.command ?? "", ...(config.args ?? [])]),
         shown: [config.command ?? "", ...Secrets.maskArgs(config.args ?? [])].join(" ")
       }
@@ -115,50 +125,41 @@ export interface Changed {
 }
 
 const dirOf = (settings: Settings) => path.join(settings.stateDir, "pins")
-/** `<id>@<hash of the identity>.json` ('@' never appears in an encoded id). */
-const fileOf = (settings: Settings, server: Server) =>
+/** `launch-<key>.json`: the server's pins, whatever id it has. */
+const fileOf = (settings: Settings, server: Server) => path.join(dirOf(settings), `launch-${server.key}.json`)
+/** Where pins were kept per id and command line (or URL), before they were kept per launch. */
+const idFileOf = (settings: Settings, server: Server) =>
   path.join(
     dirOf(settings),
     `${encodeURIComponent(server.id)}@${createHash("sha256").update(server.identity).digest("hex").slice(0, 16)}.json`
   )
-/** Where pins were kept per id alone, before they were kept per server. */
+/** Where pins were kept per id alone, before that. */
 const legacyFileOf = (settings: Settings, server: Server) => path.join(dirOf(settings), `${encodeURIComponent(server.id)}.json`)
 
 /**
- * Before this server's pins are first written: the id's pins of before (one file per id) become
- * this server's; else, if the id's pins are another server's, what that server was (said once).
+ * Before this server's pins are first written, the pins an earlier version kept for it become its
+ * own: those of its id and command line, copied (every launch that had them keeps them: two
+ * project folders that ran `npx server-memory` as `memory` shared one file), else those of its id
+ * alone, taken over.
  */
-const arrive = (settings: Settings, server: Server): string | undefined => {
+const arrive = (settings: Settings, server: Server): void => {
   const file = fileOf(settings, server)
-  if (fs.existsSync(file)) return undefined
+  if (fs.existsSync(file)) return
+  const before = idFileOf(settings, server)
+  if (fs.existsSync(before)) {
+    write(settings, server, readFile(before))
+    return
+  }
   const legacy = legacyFileOf(settings, server)
-  if (fs.existsSync(legacy)) {
-    try {
-      fs.renameSync(legacy, file)
-      return undefined
-    } catch {
-      return undefined
-    }
-  }
-  const prefix = `${encodeURIComponent(server.id)}@`
-  let others: Array<string>
-  try {
-    others = fs.readdirSync(dirOf(settings)).filter((name) => name.startsWith(prefix) && name.endsWith(".json"))
-  } catch {
-    return undefined
-  }
-  if (others.length === 0) return undefined
-  try {
-    const before: unknown = JSON.parse(fs.readFileSync(path.join(dirOf(settings), others[0]!), "utf8"))
-    return isObject(before) && typeof before.server === "string" ? before.server : "another server"
-  } catch {
-    return "another server"
-  }
+  if (fs.existsSync(legacy)) fs.renameSync(legacy, file)
 }
 
-export const read = (settings: Settings, server: Server): Pins => {
+export const read = (settings: Settings, server: Server): Pins => readFile(fileOf(settings, server))
+
+/** The pins a file holds (none when it is missing or unreadable). */
+const readFile = (file: string): Pins => {
   try {
-    const parsed: unknown = JSON.parse(fs.readFileSync(fileOf(settings, server), "utf8"))
+    const parsed: unknown = JSON.parse(fs.readFileSync(file, "utf8"))
     const tools = isObject(parsed) ? parsed.tools : undefined
     const pins = new Map<string, Pin>()
     // Only what a pin is: anything else in the file (edited by hand, say) pins nothing.
@@ -311,8 +312,6 @@ export interface Review {
   readonly changed: ReadonlyArray<Changed>
   /** New tools, pinned by this review. */
   readonly pinned: ReadonlyArray<string>
-  /** The id's pins were another server's (what it was): this one's tools are pinned anew. */
-  readonly serverBefore?: string | undefined
   /** Names the backend lists more than once: the first definition is the one reviewed, the others are ignored. */
   readonly duplicates?: ReadonlyArray<string> | undefined
 }
@@ -325,9 +324,8 @@ export const review = (
   onError: (error: unknown) => void
 ): Review => {
   if (settings.mode === "off") return { admitted: tools, changed: [], pinned: [] }
-  let serverBefore: string | undefined
   try {
-    serverBefore = arrive(settings, server)
+    arrive(settings, server)
   } catch (error) {
     onError(error)
   }
@@ -374,7 +372,6 @@ export const review = (
     admitted,
     changed,
     pinned: [...fresh.keys()].filter((name) => !pins.has(name)),
-    ...(serverBefore === undefined ? {} : { serverBefore }),
     ...(duplicates.size === 0 ? {} : { duplicates: [...duplicates] })
   }
 }
@@ -406,7 +403,7 @@ export const recheck = (
   before: ReadonlyArray<Changed>
 ): Review & {
   readonly warnings: ReadonlyArray<string>
-  /** What the review says besides changes (its id now names another server, a tool listed twice): kept for `check`. */
+  /** What the review says besides changes (a tool listed twice): kept for `check`. */
   readonly notes: ReadonlyArray<string>
 } => {
   if (settings === undefined) return { admitted: tools, changed: [], pinned: [], warnings: [], notes: [] }
@@ -425,16 +422,9 @@ export const recheck = (
       }; review it and run \`mcp-agentify trust ${backendId} ${c.name}\` to accept it\n${describeChange(c)}`
     )
   }
-  const notes = [
-    ...(reviewed.serverBefore === undefined ? [] : [serverChanged(server, reviewed.serverBefore)]),
-    ...(reviewed.duplicates ?? []).map((name) => duplicated(backendId, name))
-  ]
+  const notes = (reviewed.duplicates ?? []).map((name) => duplicated(backendId, name))
   return { ...reviewed, warnings: [...changes, ...warnings, ...notes], notes }
 }
-
-/** Said once, when a backend's id now names a server other than the one its pins were made for. */
-const serverChanged = (server: Server, before: string): string =>
-  `backend ${server.id} now runs ${server.shown}, not ${before} whose tools were pinned under that id: its tools are pinned anew as this server's (the other server's pins are kept for it)`
 
 /** What happens to a second tool of one name: it is not listed, whatever its definition. */
 const duplicated = (backendId: string, name: string): string =>

@@ -19,5 +19,6 @@ export const withCore =
       Effect.provide(
         Gateway.layerCore.pipe(Layer.provide(LlmClient.layerOpenAI), Layer.provideMerge(GatewayConfig.layer(sources)))
       ),
-      Effect.provide(Logging.layer())
+      // A person reads what the gateway says here: sentences, not JSON lines.
+      Effect.provide(Logging.layer(Logging.personSink))
     )

@@ -234,5 +234,6 @@ export const run = (
         Layer.provideMerge(GatewayConfig.layer(sources))
       )
     ),
-    Effect.provide(Logging.layer())
+    // A person reads what the gateway says here: sentences, not JSON lines.
+    Effect.provide(Logging.layer(Logging.personSink))
   )

@@ -2,7 +2,8 @@
  * The gateway's logger: every line goes to stderr, never stdout (stdout carries protocol frames).
  *
  * JSON lines when stderr is not a terminal (an MCP client capturing it, a log file), readable
- * lines when a person is watching. Every line passes through the secret scrubber. The level is
+ * lines when a person is watching, and plain sentences for the terminal commands (`personSink`),
+ * whose reader is always a person, whatever stderr is. Every line passes through the secret scrubber. The level is
  * the logger's own (`LogThreshold`, provided with it by `layer`), not the module's: a client's
  * `initializationOptions.logLevel` changes it through the service, and two gateways embedded in
  * one process each have their own.
@@ -77,6 +78,8 @@ export const logNotes = (
 export interface Sink {
   readonly write: (line: string) => void
   readonly isTTY: boolean
+  /** A person reads every line (a terminal command): `mcp-agentify: warning: <sentence>`. */
+  readonly person?: boolean
 }
 
 const stderrSink: Sink = {
@@ -87,6 +90,18 @@ const stderrSink: Sink = {
     return process.stderr.isTTY === true
   }
 }
+
+/** The terminal commands' stderr: what the gateway says, as sentences for the person who ran them. */
+export const personSink: Sink = {
+  write: (line) => {
+    process.stderr.write(line)
+  },
+  isTTY: true,
+  person: true
+}
+
+/** A level as a person reads it at the start of a line. */
+const PERSON_LEVELS: Record<string, string> = { WARN: "warning", ERROR: "error", FATAL: "error", INFO: "note" }
 
 const render = (value: unknown): unknown => {
   if (typeof value === "string") return value
@@ -143,7 +158,13 @@ export const make = (sink: Sink = stderrSink, threshold: Threshold = makeThresho
       })
     }
     let line: string
-    if (sink.isTTY) {
+    if (sink.person === true) {
+      const extra = Object.entries(fields)
+        .map(([k, v]) => `${k} ${typeof v === "string" ? v : safeJson(v)}`)
+        .join(", ")
+      const level = PERSON_LEVELS[logLevel.label] ?? logLevel.label.toLowerCase()
+      line = `mcp-agentify: ${level}: ${text}${extra ? ` (${extra})` : ""}${failure ? `\n${failure}` : ""}\n`
+    } else if (sink.isTTY) {
       const extra = Object.entries(fields)
         .map(([k, v]) => `${k}=${typeof v === "string" ? v : safeJson(v)}`)
         .join(" ")

@@ -66,7 +66,7 @@ describe.skipIf(SKIP)("pinned tool definitions shared by three gateways", () => 
     await until("the team's pins", () =>
       spawnSync("redis-cli", ["-p", String(redis.port), "hkeys", "mcp-agentify:files:pins"], {
         encoding: "utf8"
-      }).stdout.includes("fx@")
+      }).stdout.includes("launch-")
     )
 
     // The server changes its echo (an update, or a rug pull) and a third gateway starts on it,
@@ -111,7 +111,9 @@ describe.skipIf(SKIP)("pinned tool definitions shared by three gateways", () => 
     }
     // Each gateway's own directory holds the team's pins (what it reads when it starts again).
     for (const g of gateways) expect(g.stderr()).not.toContain("could not take")
-    expect(existsSync(join(ownState, "pins")) && readdirSync(join(ownState, "pins")).some((n) => n.startsWith("fx@"))).toBe(true)
+    expect(existsSync(join(ownState, "pins")) && readdirSync(join(ownState, "pins")).some((n) => n.startsWith("launch-"))).toBe(
+      true
+    )
     await Promise.all([first, second, late].map((c) => c.client.close()))
   }, 120_000)
 })
