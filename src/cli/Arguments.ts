@@ -104,7 +104,7 @@ export type Parsed =
   | { readonly _tag: "Trust"; readonly backendId: string; readonly tool: string | undefined; readonly settings: Settings }
   | { readonly _tag: "PolicySchema"; readonly settings: Settings }
   | { readonly _tag: "Terminal"; readonly command: Terminal.Command; readonly settings: Settings }
-  | { readonly _tag: "Print"; readonly text: string; readonly stdout: boolean }
+  | { readonly _tag: "Print"; readonly text: string }
 
 const COMMANDS = ["check", "tools", "call", "ask", "auth", "trust", "policy"] as const
 const OPTIONS = [
@@ -308,8 +308,8 @@ export const parse = (
 ): Parsed => {
   const { values, positionals } = readArguments(argv)
   const text = (name: string) => optionText(values, name)
-  if (values.help) return { _tag: "Print", text: USAGE, stdout: false }
-  if (values.version) return { _tag: "Print", text: `${SERVER_VERSION}\n`, stdout: true }
+  if (values.help) return { _tag: "Print", text: USAGE }
+  if (values.version) return { _tag: "Print", text: `${SERVER_VERSION}\n` }
   const first = positionals[0]
   const subcommand = COMMANDS.find((known) => known === first)
   if (first !== undefined && subcommand === undefined) {

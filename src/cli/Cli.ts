@@ -12,6 +12,7 @@ import * as path from "node:path"
 import { GatewayConfig } from "../config/Config.js"
 import * as Gateway from "../gateway/Gateway.js"
 import { LlmClient } from "../orchestration/Llm.js"
+import * as Embeddings from "../orchestration/Embeddings.js"
 import * as Logging from "../observability/Logging.js"
 import * as Reaper from "../backend/Reaper.js"
 import { SERVER_VERSION } from "../gateway/methods/Aggregate.js"
@@ -57,7 +58,8 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
       version: SERVER_VERSION,
       pid: process.pid,
       transport: settings.http === undefined ? "stdio" : "http",
-      backendsFrom: config.backendsSource
+      backendsFrom: config.backendsSource,
+      embeddings: Embeddings.describe(config)
     })
     const dotEnv =
       settings.dotEnvRefused.length === 0
@@ -147,11 +149,11 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
     process.exit(2)
   }
   if (parsed._tag === "Print") {
-    // The one thing printed to stdout outside the protocol: asked for, and no client is attached.
-    if (parsed.stdout)
-      process.stdout.write(parsed.text) // stdout-ok: --version, no client attached
-    else process.stderr.write(parsed.text)
-    process.exit(0)
+    // Printed to stdout outside the protocol: asked for, and no client is attached (`--help | less`).
+    // Exits once it is written: a pipe may take it in parts, or close early (`--help | head -3`).
+    process.stdout.on("error", () => process.exit(0))
+    process.stdout.write(parsed.text, () => process.exit(0)) // stdout-ok: --help or --version, no client attached
+    return
   }
   // The subcommands' modules are loaded only when one runs.
   if (parsed._tag === "Terminal") {

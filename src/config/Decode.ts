@@ -66,19 +66,52 @@ const formatIssueSafely = (
 export const safeIssues = (error: ParseResult.ParseError): Array<ParseResult.ArrayFormatterIssue> =>
   formatIssueSafely(error.issue, [])
 
+/** A union's branch that wanted one literal value: `Expected "writes", actual "sometimes"`. */
+const LITERAL_EXPECTED = /^Expected ("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false|null), actual (.*)$/s
+
+/**
+ * A value that is none of a field's allowed literals fails each of them: one line naming them
+ * all (`confirmTools: must be one of "destructive", "writes", "never", not "sometimes"`), in
+ * place of a line per allowed value.
+ */
+const joinLiterals = (issues: ReadonlyArray<{ readonly where: string; readonly what: string }>): Array<string> => {
+  const literals = new Map<string, { readonly allowed: Array<string>; readonly actual: string }>()
+  for (const { where, what } of issues) {
+    const match = LITERAL_EXPECTED.exec(what)
+    if (match === null) continue
+    const seen = literals.get(where)
+    if (seen === undefined) literals.set(where, { allowed: [match[1]!], actual: match[2]! })
+    else seen.allowed.push(match[1]!)
+  }
+  const lines: Array<string> = []
+  const said = new Set<string>()
+  const at = (where: string, what: string) => (where === "" ? what : `${where}: ${what}`)
+  for (const { where, what } of issues) {
+    const joined = LITERAL_EXPECTED.test(what) ? literals.get(where) : undefined
+    if (joined === undefined || joined.allowed.length < 2) lines.push(at(where, what))
+    else if (!said.has(where)) {
+      // Said once, where the first of them was.
+      said.add(where)
+      lines.push(at(where, `must be one of ${joined.allowed.join(", ")}, not ${joined.actual}`))
+    }
+  }
+  return lines
+}
+
 /** `path: problem` lines, e.g. `backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$`. */
 export const formatIssues = (
   error: ParseResult.ParseError,
   mapPath: (path: ReadonlyArray<PropertyKey>) => ReadonlyArray<PropertyKey> = (p) => p
 ): Array<string> =>
-  formatIssueSafely(error.issue, [])
-    // An optional field is a union with undefined; its "Expected undefined" branch is noise.
-    .filter((issue) => !issue.message.startsWith("Expected undefined, actual"))
-    .map((issue) => {
-      const where = formatPath(mapPath(issue.path))
-      const what = issue._tag === "Missing" ? "is required" : issue.message
-      return where === "" ? what : `${where}: ${what}`
-    })
+  joinLiterals(
+    formatIssueSafely(error.issue, [])
+      // An optional field is a union with undefined; its "Expected undefined" branch is noise.
+      .filter((issue) => !issue.message.startsWith("Expected undefined, actual"))
+      .map((issue) => ({
+        where: formatPath(mapPath(issue.path)),
+        what: issue._tag === "Missing" ? "is required" : issue.message
+      }))
+  )
 
 const decodeOptionsEither = Schema.decodeUnknownEither(GatewayOptions, { errors: "all" })
 
@@ -185,6 +218,13 @@ const decodeKnown = (
   ignored: ReadonlyArray<string>,
   what: string
 ): Either.Either<NormalizedOptions, InvalidParams> => {
+  // Two lists of servers: said first, whatever else is wrong with either (an empty `backends`
+  // beside `mcpServers` is a file that meant one of them).
+  const lists = (["backends", "mcpServers", "servers"] as const).filter((key) => input[key] !== undefined)
+  if (lists.length > 1) {
+    const issues = [`${lists[1]}: give one of backends, mcpServers or servers, not ${lists.join(" and ")}`]
+    return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
+  }
   return decodeOptionsEither(input).pipe(
     Either.map((options): GatewayOptions & { ignoredKeys?: ReadonlyArray<string> } =>
       ignored.length === 0 ? options : { ...options, ignoredKeys: ignored }
@@ -195,11 +235,6 @@ const decodeKnown = (
     }),
     Either.flatMap((options) => {
       const { mcpServers: claude, servers, backends, defaults, ...rest } = options
-      const given = [backends && "backends", claude && "mcpServers", servers && "servers"].filter(Boolean)
-      if (given.length > 1) {
-        const issues = [`${given[1]}: give one of backends, mcpServers or servers, not ${given.join(" and ")}`]
-        return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
-      }
       const mcpServers = claude ?? servers
       const field = claude === undefined ? "servers" : "mcpServers"
       if (mcpServers === undefined) {

@@ -216,7 +216,16 @@ describe("CLI over stdio", () => {
     expect(result.status).toBe(2)
     expect(result.stderr.toString("utf8")).toBe("mcp-agentify: unknown option '--bogus'; mcp-agentify --help shows the usage\n")
     expect(result.stdout.length).toBe(0)
-    expect(run("", { args: ["--help"] }).stderr.toString("utf8")).toContain("Usage: mcp-agentify")
+  })
+
+  it("--help prints the usage on stdout (so that `--help | less` shows it) and exits 0, as --version does", () => {
+    const help = run("", { args: ["--help"] })
+    expect(help.status).toBe(0)
+    expect(help.stdout.toString("utf8")).toContain("Usage: mcp-agentify")
+    expect(help.stderr.toString("utf8")).toBe("")
+    const version = run("", { args: ["--version"] })
+    expect(version.status).toBe(0)
+    expect(version.stdout.toString("utf8")).toMatch(/^\d+\.\d+\.\d+/)
   })
 
   it("logs go to stderr as JSON lines; stdout holds frames only, even at trace level", async () => {
