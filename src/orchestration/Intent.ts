@@ -6,7 +6,11 @@
  * the request says, not what the file says (see gateway/call/FlowRules' `untrusted-write`).
  *
  * Read in general terms, as data: a verb of keeping or passing on, followed within a few words by
- * what refers to something read (its contents, a summary, "it", "from <source>", "what X says").
+ * what refers to something read (its contents, a summary, "it", "from <source>", "what X says"), or
+ * by a part of a source the request names ("the open items of clean.txt", "the dates in
+ * /srv/plan.md", "the headlines from https://news.example"): a name with a sign of a file, a path or
+ * an address inside it, not a word of prose ("remember that we ship on Friday." keeps the request's
+ * own words).
  */
 
 /** Verbs that keep or pass on. */
@@ -77,5 +81,13 @@ const directObject = new RegExp(
   "i"
 )
 
+/** A source the request names: a file's, a path's or an address's sign inside a name (`clean.txt`, `~/a/b`, `https://x`). */
+const SOURCE = "[\\w~-]*[./:#@\\\\][\\w~/.#@:-]*\\w"
+const partOfSource = new RegExp(
+  `\\b(?:${KEEP.map((v) => v.replace("-", "\\-")).join("|")})(?:s|d|ed|ing)?\\s+(?!that\\b)(?:[\\w'-]+\\s+){0,5}?(?:of|in|from)\\s+(?:the\\s+)?${SOURCE}`,
+  "i"
+)
+
 /** Whether the request asks to keep or pass on what is read for it. */
-export const keepsWhatItReads = (request: string): boolean => directObject.test(request) || pattern.test(request)
+export const keepsWhatItReads = (request: string): boolean =>
+  directObject.test(request) || pattern.test(request) || partOfSource.test(request)

@@ -9,7 +9,8 @@
  *                       (only the configuration's `flow` can: it is what the user declares)
  *   untrusted-target    a destructive call whose arguments came from an untrusted result
  *   untrusted-write     any other call that writes, carrying a value from an untrusted result,
- *                       unless the request itself asked to keep or pass on what it reads
+ *                       unless the request itself asked to keep or pass on what it reads and the
+ *                       plan named the tool (a script written before anything was read is the plan)
  *   outside-plan        a tool the plan did not name, chosen after the model read a result (a
  *                       plan names tools in both routings: a backend named is not its every tool)
  *
@@ -83,6 +84,18 @@ const dataRule = (
 
 const on = (call: ToolCall, settings: Settings) => judged(call) && settings.mode() !== "off"
 
+/** The tool itself, by the name it is listed under (with `routing: "backend"` the model's function is the backend). */
+const toolOf = (call: ToolCall): string => call.target?.entry?.name ?? call.name
+
+/**
+ * The request asked to keep or pass on what it reads, and the plan (made from the request alone)
+ * named this tool to do it; no plan yet is a script written before anything was read, its own plan.
+ */
+const keptAsAsked = (call: ToolCall): boolean => {
+  const { keeps, plan } = call.flow!
+  return keeps === true && (plan === undefined || plan.includes(toolOf(call)))
+}
+
 /** The rules, in order; the first that holds a call says why. */
 export const rules = (settings: Settings): ReadonlyArray<Rule> => [
   dataRule(
@@ -104,7 +117,7 @@ export const rules = (settings: Settings): ReadonlyArray<Rule> => [
     "untrusted-write",
     (call) => {
       const c = capabilitiesOf(call, settings)
-      return c !== undefined && !c.readOnly && !c.destructive && call.flow!.keeps !== true
+      return c !== undefined && !c.readOnly && !c.destructive && !keptAsAsked(call)
     },
     "untrusted",
     "it would write what untrusted content says, and the request did not ask to keep what it reads"
@@ -117,9 +130,8 @@ export const rules = (settings: Settings): ReadonlyArray<Rule> => [
       Effect.sync(() => {
         if (!on(call, settings)) return undefined
         const { plan, read } = call.flow!
-        // The tool itself, by the name it is listed under: with `routing: "backend"` the model's
-        // function is the backend, and a plan that named a backend did not name its every tool.
-        const tool = call.target?.entry?.name ?? call.name
+        // A plan that named a backend did not name its every tool.
+        const tool = toolOf(call)
         if (plan === undefined || read.length === 0 || plan.includes(tool)) return undefined
         return `the plan did not name ${tool}; it was chosen after reading ${list(read.map(describeSource))}`
       })

@@ -129,9 +129,17 @@ describe("the flow guard", () => {
       expect(asked[0]?.why).toContain("untrusted-write: it would write what untrusted content says")
       expect(asked[0]?.why).toContain('note from web__fetch {"url":"https://example.com"}')
       yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins, keeps: true }).call)
+      // ... and the plan named the tool (no plan: a script written before anything was read, its own).
+      yield* runAsItsCaller(
+        pipeline,
+        planned("mem__save", SAVE, { read: [page], origins, keeps: true, plan: ["web__fetch", "mem__save"] }).call
+      )
+      const unplanned = planned("mem__save", SAVE, { read: [page], origins, keeps: true, plan: ["web__fetch"] })
+      yield* Effect.either(runAsItsCaller(pipeline, unplanned.call))
+      expect(unplanned.asked[0]?.why).toContain("untrusted-write")
       // A write of the model's own words (no value read) is not held either.
       yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins: [] }).call)
-      expect(ran).toEqual(["mem__save", "mem__save"])
+      expect(ran).toEqual(["mem__save", "mem__save", "mem__save"])
     })
   )
 

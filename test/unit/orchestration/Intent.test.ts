@@ -1,0 +1,41 @@
+/**
+ * What a request asks to be done with what is read for it (orchestration/Intent): to keep or pass
+ * on what it reads, or only what the request itself says. The flow guard's `untrusted-write` lets a
+ * planned write carry what was read only for the first.
+ */
+import { describe, expect, it } from "vitest"
+import { keepsWhatItReads } from "../../../src/orchestration/Intent.js"
+
+describe("a request that asks to keep what it reads", () => {
+  it("keeping a part of a source the request names is keeping what it reads", () => {
+    for (const request of [
+      "Remember the open items of clean.txt",
+      "save the dates in /srv/plan.md to memory",
+      "Post the headlines from https://news.example/today to #team",
+      "note the deadlines of plan.docx",
+      "Keep a list of the TODOs in src/app.ts"
+    ])
+      expect(keepsWhatItReads(request), request).toBe(true)
+  })
+
+  it("as before: its contents, a summary, what it says", () => {
+    for (const request of [
+      "Read notes.md and save what it says to memory",
+      "save a summary of notes.md",
+      "Post the weather from https://news.example/today to #team"
+    ])
+      expect(keepsWhatItReads(request), request).toBe(true)
+  })
+
+  it("keeping what the request says, or no keeping at all, is not", () => {
+    for (const request of [
+      "Read notes.md and remember that we ship on Friday",
+      "Read notes.md and remember that we ship on Friday.",
+      "Summarise notes.md for me",
+      "What do you remember about the project?",
+      "Read issue 42 of the tracker",
+      "Read https://board.example/this-week, then sort out its action items: files, folders, memory, mail, chat, the web and the CRM"
+    ])
+      expect(keepsWhatItReads(request), request).toBe(false)
+  })
+})
