@@ -2,13 +2,18 @@
  * The gateway for a person in a terminal: `tools` (every tool, its backend, one line of its
  * description; exit 1 when a backend could not start), `call NAME '{json}'` (one tool call, its
  * result printed; a mistyped name gets "did you mean"), `ask "query"` (one orchestration: the tools
- * offered, the model's first choice, each step as it ran, the result and the model's answer).
+ * offered, the model's first choice, each step as it ran, the result and the model's answer; a
+ * step the gateway held says why and what to declare, and in a terminal `ask` asks y/n first).
+ *
+ * Each waits for the backends it needs to start (at least `TERMINAL_STARTUP_MS`, longer with a
+ * longer `startupTimeoutMs`), naming those still starting, and exits 1 when what it ran failed, a
+ * backend it needed could not start, or a step was held or declined.
  *
  * Each runs the gateway as a client would see it: the configured backends started, one session
  * opened in process, and the same method table a client's `tools/list`, `tools/call` and
  * `agentify/orchestrateTask` reach, so what a person sees here is what an IDE gets.
  */
-import { Effect, Fiber, Layer, Queue } from "effect"
+import { Effect, Fiber, Layer, Queue, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { GatewayConfig, type ConfigSources } from "../config/Config.js"
 import { toRpcError } from "../protocol/Errors.js"
@@ -23,6 +28,10 @@ import { closest } from "../config/Suggest.js"
 import { field, stringField } from "../values/Json.js"
 import * as Meta from "../values/Meta.js"
 import * as Caller from "../gateway/call/Caller.js"
+import { namespaceOf } from "../config/Config.js"
+import type { BackendStatus } from "../observability/BackendStatus.js"
+import { explainHeld } from "./Held.js"
+import * as Prompt from "./Prompt.js"
 
 export type Command =
   | { readonly _tag: "Tools" }
@@ -34,14 +43,73 @@ class Refused {
   constructor(readonly error: { readonly code: number; readonly message: string; readonly data?: unknown }) {}
 }
 
-/** Each step as it ran (`_meta["agentify/steps"]`, or a failure's `data.steps`): tool, time, outcome. */
+/**
+ * Each step as it ran (`_meta["agentify/steps"]`, or a failure's `data.steps`): tool, time,
+ * outcome; a step the gateway held, with why and what to declare so that it runs without asking.
+ */
 export const showSteps = (steps: unknown): Array<string> =>
   Array.isArray(steps)
-    ? steps.map((s: unknown, i) => {
-        const outcome = field(s, "declined") === true ? "declined" : field(s, "isError") === true ? "error" : "ok"
-        return `step ${i + 1}: ${String(field(s, "tool"))}, ${String(field(s, "ms"))} ms, ${outcome}`
+    ? steps.flatMap((s: unknown, i) => {
+        const held = stringField(s, "held")
+        // A hold the user was asked about and declined is theirs: declined.
+        const outcome =
+          field(s, "declined") === true || held?.includes("and the user declined") === true
+            ? "declined, not run"
+            : held !== undefined
+              ? "held, not run"
+              : field(s, "isError") === true
+                ? "error"
+                : "ok"
+        const tool = String(field(s, "tool"))
+        return [
+          `step ${i + 1}: ${tool}, ${String(field(s, "ms"))} ms, ${outcome}`,
+          ...(held === undefined ? [] : explainHeld(tool, held))
+        ]
       })
     : []
+
+/** Whether a step did not run: held by the gateway, or declined. */
+const refusedStep = (steps: unknown): boolean =>
+  Array.isArray(steps) && steps.some((s: unknown) => field(s, "declined") === true || stringField(s, "held") !== undefined)
+
+/** The least time the terminal commands give backends to start (a first `npx` download takes a while), as `check` does. */
+export const TERMINAL_STARTUP_MS = 30_000
+
+/**
+ * Waits until none of the backends `needed` is starting, for at most `boundMs`, saying which it
+ * waits for (`say`) when one is; the ones still starting after that.
+ */
+const settled = (
+  states: Effect.Effect<ReadonlyArray<BackendStatus>>,
+  needed: (status: BackendStatus) => boolean,
+  boundMs: number,
+  say: (text: string) => void
+): Effect.Effect<ReadonlyArray<string>> => {
+  const starting = Effect.map(states, (all) =>
+    all.filter((s) => s.enabled && s.state === "starting" && needed(s)).map((s) => s.id)
+  )
+  return Effect.flatMap(starting, (first) => {
+    if (first.length === 0) return Effect.succeed(first)
+    say(`mcp-agentify: waiting for ${first.join(", ")} to start (at most ${Math.round(boundMs / 1000)} s)\n`)
+    return starting.pipe(
+      Effect.repeat(
+        Schedule.recurUntil((still: ReadonlyArray<string>) => still.length === 0).pipe(Schedule.addDelay(() => "100 millis"))
+      ),
+      Effect.timeoutOption(boundMs),
+      Effect.flatMap((waited) => (waited._tag === "Some" ? Effect.succeed(waited.value) : starting))
+    )
+  })
+}
+
+/** The backends a command needs: a call's, by its namespace (every backend's for the gateway's own tools); all for the others. */
+const neededBy = (
+  command: Command,
+  configs: ReadonlyArray<{ readonly id: string; readonly namespace?: string | false | undefined }>
+) => {
+  if (command._tag !== "Call") return () => true
+  const owners = configs.filter((c) => namespaceOf(c) === "" || command.name.startsWith(`${namespaceOf(c)}__`)).map((c) => c.id)
+  return (status: BackendStatus) => owners.length === 0 || owners.includes(status.id)
+}
 
 const oneLine = (text: unknown, width: number): string => {
   const line = String(text ?? "")
@@ -86,20 +154,48 @@ const showOrchestration = (record: OrchestrationRecord | undefined): Array<strin
 }
 
 /**
+ * The terminal session's outgoing messages: a request of the gateway's (a confirmation) answered
+ * on `terminal` when there is one; nothing else has anywhere to go.
+ */
+const answering =
+  (terminal: Prompt.Terminal | undefined, session: () => Session) =>
+  (message: unknown): boolean => {
+    const id = field(message, "id")
+    const method = stringField(message, "method")
+    if (terminal === undefined || typeof id !== "number" || method === undefined) return false
+    Effect.runFork(
+      Prompt.askOn(terminal)(method, field(message, "params")).pipe(
+        Effect.match({
+          onSuccess: (result) => session().resolve(id, { result }),
+          onFailure: (error) => session().resolve(id, { error: { code: error.code, message: error.message } })
+        })
+      )
+    )
+    return true
+  }
+
+/**
  * Runs `command`; succeeds with the exit code (0, or 1 when the call failed). What a person
- * asked for goes to `print` (stdout), the gateway's log to stderr as always.
+ * asked for goes to `print` (stdout), the gateway's log to stderr as always. With a `terminal`
+ * (stdin is one), `ask` asks there before a call that needs consent; without, such a call is held.
  */
 export const run = (
   command: Command,
   sources: ConfigSources,
   print: (text: string) => void,
-  llm: Layer.Layer<LlmClient, never, GatewayConfig> = LlmClient.layerOpenAI
+  llm: Layer.Layer<LlmClient, never, GatewayConfig> = LlmClient.layerOpenAI,
+  terminal: Prompt.Terminal | undefined = process.stdin.isTTY === true ? Prompt.processTerminal : undefined
 ): Effect.Effect<number> =>
   Effect.gen(function* () {
     const gateway = yield* Gateway.Gateway
     const events = yield* Events
     const backends = yield* Backends
-    const session = new Session({ id: `terminal-${randomUUID()}`, transport: "stdio", send: () => false })
+    const asking = command._tag === "Ask" ? terminal : undefined
+    const session: Session = new Session({
+      id: `terminal-${randomUUID()}`,
+      transport: "stdio",
+      send: answering(asking, () => session)
+    })
     const handlers = yield* gateway.open(session)
     let nextId = 1
     const request = (method: string, params: unknown) =>
@@ -124,10 +220,26 @@ export const run = (
       )
     yield* request("initialize", {
       protocolVersion: "2025-11-25",
-      capabilities: {},
+      // A person at a terminal answers confirmations (see Prompt).
+      capabilities: asking === undefined ? {} : { elicitation: { form: {} } },
       clientInfo: { name: "mcp-agentify-terminal", version: "1" }
     })
     yield* Caller.as({ session })(handlers.notification({ method: "notifications/initialized", params: undefined }))
+    // The backends this command needs, started: waited for (a first `npx` download takes a while).
+    const config = yield* (yield* GatewayConfig).current
+    const stillStarting = yield* settled(
+      backends.states,
+      neededBy(command, config.backends),
+      Math.max(config.startupTimeoutMs, TERMINAL_STARTUP_MS),
+      (text) => void process.stderr.write(text)
+    )
+    const notReady =
+      stillStarting.length === 0
+        ? []
+        : [
+            `backend${stillStarting.length === 1 ? "" : "s"} still starting: ${stillStarting.join(", ")} (raise startupTimeoutMs, or run mcp-agentify check to see why)`
+          ]
+    if (command._tag !== "Tools" && notReady.length > 0) process.stderr.write(`mcp-agentify: ${notReady[0]}\n`)
 
     switch (command._tag) {
       case "Tools": {
@@ -157,10 +269,11 @@ export const run = (
             `${tools.length} ${tools.length === 1 ? "tool" : "tools"}`,
             ...failed.map(
               (b) => `backend ${b.id} ${b.state === "failed" ? "failed" : "needs auth"}: ${b.lastError ?? "no reason given"}`
-            )
+            ),
+            ...notReady
           ].join("\n") + "\n"
         )
-        return failed.length === 0 ? 0 : 1
+        return failed.length === 0 && notReady.length === 0 ? 0 : 1
       }
       case "Call": {
         const result = yield* request("tools/call", { name: command.name, arguments: command.arguments }).pipe(
@@ -201,17 +314,19 @@ export const run = (
         }
         const answer = Meta.get(outcome.right, "agentify/answer")
         const script = Meta.get(outcome.right, "agentify/code")
+        const steps = Meta.get(outcome.right, "agentify/steps")
         print(
           [
             ...lines,
             ...(typeof script === "string" ? ["script:", script] : []),
-            ...showSteps(Meta.get(outcome.right, "agentify/steps")),
+            ...showSteps(steps),
             "result:",
             formatResult(outcome.right),
             ...(typeof answer === "string" && answer.trim() !== "" ? ["answer:", answer] : [])
           ].join("\n") + "\n"
         )
-        return field(outcome.right, "isError") === true ? 1 : 0
+        // A step that did not run leaves the request half done, whatever the model answered.
+        return field(outcome.right, "isError") === true || refusedStep(steps) ? 1 : 0
       }
     }
   }).pipe(
