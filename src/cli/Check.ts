@@ -21,6 +21,7 @@ import * as Logging from "../observability/Logging.js"
 import { withCore } from "./Core.js"
 import * as SharedFiles from "../gateway/SharedFiles.js"
 import * as Secrets from "../observability/Secrets.js"
+import * as Embeddings from "../orchestration/Embeddings.js"
 
 interface Row {
   readonly id: string
@@ -215,6 +216,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
           ]),
       ...(signIns.length === 0 ? [] : ["sign-ins:", ...signIns]),
       `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,
+      `embeddings: ${Embeddings.describe(config)}`,
       problems.length === 0 ? "every enabled backend is ready" : `problems:\n${problems.join("\n")}`,
       ...(warnings.length === 0 ? [] : [`warnings:\n${warnings.join("\n")}`]),
       ...(unannotated.length === 0

@@ -88,7 +88,14 @@ export interface ResolvedConfig {
   /** Calls per minute and at once, per subject, tool and backend; none: unlimited. */
   readonly limits: Limits | undefined
   /** A semantic ranking fused with the lexical one (see orchestration/Embeddings); absent: lexical only. */
-  readonly embeddings: { readonly model: string; readonly baseUrl?: string | undefined } | undefined
+  readonly embeddings:
+    | {
+        readonly model: string
+        readonly baseUrl?: string | undefined
+        /** Sent to `baseUrl` instead of the model's key (see orchestration/Embeddings' `endpointOf`). */
+        readonly apiKey?: Redacted.Redacted<string> | undefined
+      }
+    | undefined
   /** The Cedar policy file (absolute), when policies are on. */
   readonly policies: string | undefined
   /** How much of each tool result (and of each call's arguments) goes back to the model. */
@@ -302,7 +309,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     confirmTools: pick("confirmTools") ?? "destructive",
     flowGuard: pick("flowGuard") ?? "confirm",
     limits: pick("limits"),
-    embeddings: pick("embeddings"),
+    embeddings: embeddingsOf(pick("embeddings")),
     // Relative to where the gateway runs, as the audit log's file.
     policies: policiesFile === undefined ? undefined : path.resolve(sources.cwd ?? process.cwd(), policiesFile),
     maxResultChars: pick("maxResultChars") ?? DEFAULT_MAX_RESULT_CHARS,
@@ -444,10 +451,22 @@ const registerUrlSecrets = (raw: string) => {
   }
 }
 
+/** `embeddings` with its key redacted. */
+const embeddingsOf = (given: NormalizedOptions["embeddings"] | undefined): ResolvedConfig["embeddings"] =>
+  given === undefined
+    ? undefined
+    : {
+        model: given.model,
+        baseUrl: given.baseUrl,
+        apiKey: nonEmpty(given.apiKey) === undefined ? undefined : Redacted.make(given.apiKey!)
+      }
+
 /** Every secret the configuration holds goes into the scrubber before anything can log it. */
 const registerSecrets = (config: ResolvedConfig) => {
   Option.map(config.openaiApiKey, Secrets.register)
   Option.map(config.openaiBaseUrl, registerUrlSecrets)
+  if (config.embeddings?.apiKey !== undefined) Secrets.register(Redacted.value(config.embeddings.apiKey))
+  if (config.embeddings?.baseUrl !== undefined) registerUrlSecrets(config.embeddings.baseUrl)
   // The store's password, when its URL carries one.
   if (config.state !== undefined) registerUrlSecrets(config.state.url)
   for (const backend of config.backends) {

@@ -541,9 +541,12 @@ export const optionFields = {
   limits: Schema.optional(Limits),
   /**
    * A semantic ranking beside the lexical one: tool and query vectors from an OpenAI-compatible
-   * `/v1/embeddings` (its `baseUrl`, else the model's endpoint; the same key).
+   * `/v1/embeddings` (its `baseUrl`, else the model's endpoint). Its `apiKey`, else the model's key
+   * when `baseUrl` is on the model endpoint's origin; an endpoint elsewhere gets no key.
    */
-  embeddings: Schema.optional(Schema.Struct({ model: NonEmptyString, baseUrl: Schema.optional(NonEmptyString) })),
+  embeddings: Schema.optional(
+    Schema.Struct({ model: NonEmptyString, baseUrl: Schema.optional(NonEmptyString), apiKey: Schema.optional(SecretString) })
+  ),
   /** A Cedar policy file checked on every call, read, prompt, orchestration and script (see policy/). */
   policies: Schema.optional(NonEmptyString),
   maxResultChars: Schema.optional(Mcp.MaxResultChars),

@@ -25,6 +25,7 @@ import { createServer } from "node:http"
 import { Backends } from "../backend/Backends.js"
 import { describeBackend, EXPOSURE_KEYS, GatewayConfig, type ResolvedConfig, transportOf } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
+import * as Embeddings from "../orchestration/Embeddings.js"
 import { SERVER_VERSION } from "../gateway/methods/Aggregate.js"
 import { makeGuards, tokenMatches } from "../transport/Guards.js"
 import * as Listener from "../transport/Listener.js"
@@ -67,6 +68,8 @@ const publicConfig = (config: ResolvedConfig) => ({
   logLevel: config.logLevel,
   exposeBackendTools: config.exposeBackendTools,
   maxToolsPerRequest: config.maxToolsPerRequest,
+  // Model, origin and whose key is sent: never the key, nor the URL's path or query.
+  embeddings: Embeddings.summaryOf(config) ?? "off",
   requestTimeoutMs: config.requestTimeoutMs,
   startupTimeoutMs: config.startupTimeoutMs,
   maxSteps: config.maxSteps,

@@ -16,7 +16,7 @@ import type { ChatMessage } from "./Llm.js"
 import * as CodeMode from "./CodeMode.js"
 import { WrittenFiles } from "../store/WrittenFiles.js"
 import * as Embeddings from "./Embeddings.js"
-import { backendsIn, offerBackends, offerTools } from "./Offer.js"
+import { backendsIn, offerBackends, offerTools, SEARCH_TOOL } from "./Offer.js"
 import { SINGLE_STEP_PROMPT, SYSTEM_PROMPT, userMessage } from "./Prompts.js"
 import { type OrchestrateRequest, validateParams } from "./Request.js"
 import * as Results from "./Results.js"
@@ -89,13 +89,24 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
         catalog === undefined
           ? offerBackends(backendsIn(view, ready, profile))
           : offerTools(catalog, query, context, config.maxToolsPerRequest, semantic)
+      // What the model is sent, in its order (fused with the semantic ranking when there is one),
+      // with the lexical score of those the lexical ranking alone would have offered.
+      const offeredTools = () => {
+        const scores = new Map(
+          scoreEntries(view.entries, query, config.maxToolsPerRequest, context).map((s) => [s.name, s.score])
+        )
+        return offer
+          .functions()
+          .filter((f) => f.function.name !== SEARCH_TOOL)
+          .map(({ function: { name } }) => {
+            const score = scores.get(name)
+            return score === undefined ? { name } : { name, score }
+          })
+      }
       yield* Effect.annotateCurrentSpan({ routing: config.routing, offered: offer.functions().length })
       if (record !== undefined) {
         record.routing = config.routing
-        record.offered =
-          catalog === undefined
-            ? offer.functions().map((f) => ({ name: f.function.name }))
-            : scoreEntries(catalog.entries, query, config.maxToolsPerRequest, context)
+        record.offered = catalog === undefined ? offer.functions().map((f) => ({ name: f.function.name })) : offeredTools()
       }
       const steps = maxSteps ?? config.maxSteps
       const code = (mode ?? config.orchestrationMode) === "code"
