@@ -148,12 +148,20 @@ async function refreshBackends() {
 }
 refreshBackends(); setInterval(refreshBackends, 1500);
 
-// -- tabs
+// -- tabs: each has an address (#logs, #trace, #orchestrations), kept in the URL and opened from it
+const TABS = ["logs", "trace", "orchestrations"];
+const showTab = (tab) => {
+  document.querySelectorAll("nav button").forEach((x) => x.classList.toggle("active", x.dataset.tab === tab));
+  document.querySelectorAll(".panel").forEach((p) => p.classList.toggle("active", p.id === tab));
+  lists[tab].draw();
+};
+const tabOf = () => { const tab = location.hash.slice(1); return TABS.includes(tab) ? tab : "logs"; };
 document.querySelectorAll("nav button").forEach((b) => b.addEventListener("click", () => {
-  document.querySelectorAll("nav button").forEach((x) => x.classList.toggle("active", x === b));
-  document.querySelectorAll(".panel").forEach((p) => p.classList.toggle("active", p.id === b.dataset.tab));
-  lists[b.dataset.tab].draw();
+  // The address without a jump to the panel.
+  history.replaceState(null, "", "#" + b.dataset.tab);
+  showTab(b.dataset.tab);
 }));
+window.addEventListener("hashchange", () => showTab(tabOf()));
 
 const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"];
 const MAX = 10000;
@@ -217,10 +225,10 @@ const orchList = new VirtualList(document.getElementById("orch-list"), (o) =>
     add("offered (ranking)", o.offered.map((t) => t.name + (t.score === undefined ? "" : "  " + t.score)).join("\\n"));
     add("model", (o.model ?? "-") + " · " + ms(o.llmMs) + (o.usage ? " · tokens " + o.usage.promptTokens + " in, " + o.usage.completionTokens + " out" : ""));
     add("choice", o.choice ? o.choice.name + " " + o.choice.arguments : "(none)");
-    add("explanation", o.explanation ?? "");
+    if (o.explanation) add("explanation", o.explanation);
     add("plan", o.plan ? o.plan.backendId + " " + o.plan.method + " " + o.plan.params : "-");
     if (o.code) add("script", o.code);
-    add("steps", (o.steps ?? []).map((s) => s.step + ". " + s.tool + " " + s.arguments + "  " + s.outcome + (s.outcome === "ok" || s.outcome === "error" ? " " + s.ms + " ms" : "") + (s.detail ? "  (" + s.detail + ")" : "")).join("\\n") || "-");
+    add("steps", (o.steps ?? []).map((s) => s.step + ". " + s.tool + " " + s.arguments + "  " + s.outcome + (s.outcome === "ok" || s.outcome === "approved" || s.outcome === "error" ? " " + s.ms + " ms" : "") + (s.detail ? "  (" + s.detail + ")" : "")).join("\\n") || "-");
     if (o.logs && o.logs.length) add("logs", o.logs.join("\\n"));
     if (o.limit) add("limit", o.limit);
     if (o.error) add("error", o.error.code + " " + o.error.message); else add("result", o.result ?? "");
@@ -228,6 +236,7 @@ const orchList = new VirtualList(document.getElementById("orch-list"), (o) =>
     orchDetail.replaceChildren(dl); orchDetail.className = "";
   });
 const lists = { logs: logList, trace: traceList, orchestrations: orchList };
+showTab(tabOf());
 
 const push = (array, item, show) => { array.push(item); if (array.length > MAX) array.shift(); schedule(show); };
 const pending = new Set();

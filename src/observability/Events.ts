@@ -84,7 +84,8 @@ export interface OrchestrationStep {
   readonly step: number
   readonly tool: string
   readonly arguments: unknown
-  readonly outcome: "ok" | "error" | "search" | "declined" | "invalid" | "held"
+  /** "approved": it ran once the user agreed (to a hold, or to `confirmTools`). */
+  readonly outcome: "ok" | "approved" | "error" | "search" | "declined" | "invalid" | "held"
   readonly ms: number
   /** What the search found, why the call was refused. */
   readonly detail?: string | undefined

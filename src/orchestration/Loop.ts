@@ -21,7 +21,7 @@ import type { ChatMessage, ChatResponse, ChatTool, ChatToolCall, LlmClient } fro
 import { type Offer, parseArguments, type Plan, requiredProperties, SEARCH_TOOL } from "./Offer.js"
 import type * as Call from "./Planned.js"
 import { runStep } from "./Planned.js"
-import type { Confirm, FlowFacts } from "../pipeline/Vocabulary.js"
+import type { Confirm, Decision, FlowFacts } from "../pipeline/Vocabulary.js"
 import * as Planning from "./Planning.js"
 import type { Prepared, Recording } from "./Prepare.js"
 import * as Provenance from "./Provenance.js"
@@ -302,11 +302,21 @@ class Loop {
     const { chosen } = planned
     return Effect.gen(this, function* () {
       const started = Date.now()
-      const result = yield* runStep(callPlanned, chosen, args, flow)
+      const decisions: Array<Decision> = []
+      const result = yield* runStep(callPlanned, chosen, args, flow, decisions)
       const isError = isCallToolResult(result) && result.isError === true
       const ms = Date.now() - started
       this.steps.push({ tool: chosen.functionName, arguments: Secrets.scrubArguments(args), isError, ms })
-      this.note({ step, tool: chosen.functionName, arguments: args, outcome: isError ? "error" : "ok", ms })
+      // A call that ran once the user agreed (to a hold, or to confirmTools) is told apart from one that needed no one.
+      const agreed = decisions.find((d) => d.stage === "ask" && d.refused !== true && d.said.startsWith("the user agreed"))
+      this.note({
+        step,
+        tool: chosen.functionName,
+        arguments: args,
+        outcome: isError ? "error" : agreed === undefined ? "ok" : "approved",
+        ms,
+        ...(agreed === undefined ? {} : { detail: agreed.said })
+      })
       const source = { backendId: chosen.backendId, tool: chosen.functionName, arguments: args }
       const content = results.toolMessage(result, source)
       yield* this.ledger.record(source, content)

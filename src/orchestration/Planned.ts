@@ -61,7 +61,9 @@ export const runStep = (
   runCall: RunPlanned,
   chosen: Plan,
   args: unknown,
-  flow?: FlowFacts
+  flow?: FlowFacts,
+  /** Where the pipeline's decisions go (whether the user agreed to a hold, say), for the caller to read after. */
+  decisions: Array<Decision> = []
 ): Effect.Effect<unknown, BackendError | InvalidPlan | CallHeld> =>
   Effect.mapError(
     runCall({
@@ -75,7 +77,7 @@ export const runStep = (
       },
       params: objectOr(chosen.mcpParams),
       flow,
-      decisions: []
+      decisions
     }),
     (error) => {
       if (error instanceof BackendError) return error

@@ -7,6 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { FIXTURE_TOOL_COUNT, fixtureBackend } from "../../support/mcpFixture.js"
 import { ROOT } from "../../support/stdioClient.js"
 import { call, type HttpGateway, openSession, startHttpGateway } from "../../support/httpClient.js"
@@ -184,6 +187,62 @@ describe.skipIf(SKIP)("the debug page in a browser", () => {
     expect(text).toContain("mango")
     await shot("orchestration")
   }, 20_000)
+})
+
+describe.skipIf(SKIP)("the debug page's addresses and a call the user agreed to", () => {
+  it("each tab has an address: opened from it, kept in it", async () => {
+    await page.goto(`${debug}/#orchestrations`)
+    await until("the orchestrations tab open", async () =>
+      (await page.getAttribute("#orchestrations", "class"))?.includes("active")
+    )
+    expect(await page.getAttribute('nav button[data-tab="orchestrations"]', "class")).toContain("active")
+    expect(await page.getAttribute("#logs", "class")).not.toContain("active")
+    await page.click('nav button[data-tab="trace"]')
+    expect(new URL(page.url()).hash).toBe("#trace")
+    await page.goto(`${debug}/#logs`)
+    await until("the logs tab open", async () => (await page.getAttribute("#logs", "class"))?.includes("active"))
+  }, 20_000)
+
+  it("a step that ran once the user agreed shows as approved, and an orchestration without an explanation has no such row", async () => {
+    // A gateway of its own whose model calls a tool that writes, and confirmTools "writes": the
+    // client is asked, and agrees.
+    const own = await startHttpGateway({
+      scripted: true,
+      args: ["--debug-port", "0"],
+      env: { SCRIPTED_TOOL: "fx__add_tool", SCRIPTED_ARGUMENTS: JSON.stringify({ name: "papaya" }) },
+      config: { confirmTools: "writes", backends: [fixtureBackend("fx")] }
+    })
+    const client = new Client({ name: "agrees", version: "1" }, { capabilities: { elicitation: {} } })
+    try {
+      const port = await until("its debug UI", () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(own.stderr())?.[1])
+      let asked = 0
+      client.setRequestHandler(ElicitRequestSchema, async () => {
+        asked++
+        return { action: "accept", content: {} }
+      })
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${own.base}/mcp`)))
+      await client.callTool({ name: "agentify_orchestrate", arguments: { query: "add a tool named papaya" } })
+      expect(asked).toBe(1)
+      const ownPage = await browser.newPage({ viewport: { width: 1400, height: 900 } })
+      try {
+        await ownPage.goto(`http://127.0.0.1:${port}/`)
+        await ownPage.click('nav button[data-tab="orchestrations"]')
+        const row = ownPage.locator("#orch-list .row", { hasText: "papaya" }).first()
+        await row.waitFor()
+        await row.click()
+        const detail = ownPage.locator("#orch-detail dl")
+        await detail.waitFor()
+        const text = (await detail.textContent()) ?? ""
+        expect(text).toMatch(/fx__add_tool \{"name":"papaya"\} {2}approved \d+ ms {2}\(the user agreed\)/)
+        expect(await ownPage.locator("#orch-detail dt", { hasText: "explanation" }).count()).toBe(0)
+      } finally {
+        await ownPage.close()
+      }
+    } finally {
+      await client.close()
+      await own.close()
+    }
+  }, 40_000)
 })
 
 describe.skipIf(SKIP)("the debug page at scale", () => {
