@@ -32,16 +32,23 @@ if (SKIP) process.stderr.write("replicas.test.ts: no redis-server (apt-get insta
 const LEASE_MS = 1_500
 const CLIENTS = 50
 
+/** Three gateways sharing a store, behind a proxy, with the configuration file they mount. */
+interface Team {
+  readonly redis: Redis
+  readonly proxy: RoundRobin
+  readonly gateways: Array<HttpGateway>
+  readonly configFile: string
+}
+
 let redis: Redis
 let proxy: RoundRobin
 let gateways: Array<HttpGateway>
 let configFile: string
 
-beforeAll(async () => {
-  if (SKIP) return
-  redis = await startRedis()
+const startTeam = async (): Promise<Team> => {
+  const redis = await startRedis()
   const ports = [await freePort(), await freePort(), await freePort()]
-  proxy = await startRoundRobin(ports.map((port) => `http://127.0.0.1:${port}`))
+  const proxy = await startRoundRobin(ports.map((port) => `http://127.0.0.1:${port}`))
   const config = {
     backends: [fixtureBackend("fx")],
     state: { url: redis.url, leaseMs: LEASE_MS },
@@ -51,18 +58,26 @@ beforeAll(async () => {
     allowedHosts: [new URL(proxy.url).host]
   }
   // One configuration file for the three, as a team mounts it: an edit reaches each gateway.
-  configFile = join(tempDir(), "gateway.json")
+  const configFile = join(tempDir(), "gateway.json")
   writeFileSync(configFile, JSON.stringify(config))
-  gateways = await Promise.all(
+  const gateways = await Promise.all(
     ports.map((port) => startHttpGateway({ address: `127.0.0.1:${port}`, args: ["--config", configFile] }))
   )
+  return { redis, proxy, gateways, configFile }
+}
+
+const closeTeam = async (team: Partial<Team>) => {
+  await Promise.all((team.gateways ?? []).map((g) => g.close()))
+  await team.proxy?.close()
+  await team.redis?.close()
+}
+
+beforeAll(async () => {
+  if (SKIP) return
+  ;({ redis, proxy, gateways, configFile } = await startTeam())
 }, 60_000)
 
-afterAll(async () => {
-  await Promise.all((gateways ?? []).map((g) => g.close()))
-  await proxy?.close()
-  await redis?.close()
-})
+afterAll(() => closeTeam({ redis, proxy, gateways }))
 
 const connect = async (name: string, base = proxy.url) => {
   const client = new Client({ name, version: "1.0.0" })
@@ -75,14 +90,20 @@ const connect = async (name: string, base = proxy.url) => {
   return { client, transport, name, heard }
 }
 
+/** Ends a client's session at the gateway (DELETE), then closes it. */
+const endSession = async (c: Awaited<ReturnType<typeof connect>>) => {
+  await c.transport.terminateSession()
+  await c.client.close()
+}
+
 const echo = async (client: Client, text: string) => firstText(await client.callTool({ name: "fx__echo", arguments: { text } }))
 
-/** Which gateway holds a session, as the store says (the port in its address). */
-const holderOf = (sessionId: string): number => {
-  const value = spawnSync("redis-cli", ["-p", String(redis.port), "get", `mcp-agentify:session:${sessionId}`], {
+/** Which of `team`'s gateways holds a session, as its store says (the port in its address). */
+const holderOf = (sessionId: string, team: Pick<Team, "redis" | "gateways">): number => {
+  const value = spawnSync("redis-cli", ["-p", String(team.redis.port), "get", `mcp-agentify:session:${sessionId}`], {
     encoding: "utf8"
   }).stdout.trim()
-  return gateways.findIndex((g) => value.endsWith(`:${g.port}`))
+  return team.gateways.findIndex((g) => value.endsWith(`:${g.port}`))
 }
 
 const health = async (g: HttpGateway) => (await (await fetch(`${g.base}/healthz`)).json()) as { sessions: number }
@@ -100,9 +121,12 @@ const stateless = async (base: string, method: string, params: Record<string, un
 
 describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy with no stickiness", () => {
   let clients: Array<Awaited<ReturnType<typeof connect>>> = []
+  // The clients every test may use, whichever runs first.
+  beforeAll(async () => {
+    clients = await Promise.all(Array.from({ length: CLIENTS }, (_, i) => connect(`client-${i}`)))
+  }, 60_000)
 
   it(`serves ${CLIENTS} clients' sessions whichever gateway each request reaches`, async () => {
-    clients = await Promise.all(Array.from({ length: CLIENTS }, (_, i) => connect(`client-${i}`)))
     for (let round = 0; round < 3; round++) {
       const answers = await Promise.all(clients.map((c) => echo(c.client, `${c.name} round ${round}`)))
       answers.forEach((answer, i) => expect(answer).toContain(`client-${i} round ${round}`))
@@ -195,7 +219,8 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
     // Their places given back: the third goes through.
     expect(firstText(await slow(1, 1))).toContain("slept")
     await until("the places given back", () => inFlight() === 0)
-    await Promise.all(at.map((c) => c.client.close()))
+    // Its sessions ended, not only closed: the first test counts the sessions held.
+    await Promise.all(at.map(endSession))
   }, 60_000)
 
   it("tells every client of a configuration reload, whichever gateway its session is at and its stream reached", async () => {
@@ -235,89 +260,97 @@ describe.skipIf(SKIP)("three gateways sharing state in Redis, behind a proxy wit
         10_000
       )
     }
-    await direct.client.close()
+    await endSession(direct)
   }, 120_000)
 
   it("a gateway killed loses its sessions (404 once its lease ran out; its clients start afresh) and its unfinished tasks, the others' go on", async () => {
-    const victim = 2
-    const theirs = clients.filter((c) => holderOf(c.transport.sessionId!) === victim)
-    const others = clients.filter((c) => holderOf(c.transport.sessionId!) !== victim)
-    expect(theirs.length).toBeGreaterThan(0)
-    // A task it finished before it died: its result outlives it (kept in the store for its ttl).
-    const finished = await stateless(gateways[victim]!.base, "tools/call", {
-      name: "agentify_run_code",
-      arguments: { code: "return 'finished before the end'" }
-    })
-    await until(
-      "the task finished",
-      async () =>
-        (await stateless(gateways[victim]!.base, "tasks/get", { taskId: finished.result.taskId })).result?.status === "completed"
-    )
-    // A task it was running when it died: failed, said so, at any other gateway.
-    const running = await stateless(gateways[victim]!.base, "tools/call", {
-      name: "agentify_run_code",
-      arguments: { code: "await tools.fx.slow({ ms: 60000 }); return 'never'" }
-    })
-    expect(running.result?.resultType).toBe("task")
-    // A session of it ran two session-era tasks, one finished, one not.
-    const sessionTask = async (code: string) =>
-      (
-        await theirs[0]!.client.request(
-          { method: "tools/call", params: { name: "agentify_run_code", arguments: { code }, task: { ttl: 600_000 } } },
-          CreateTaskResultSchema
-        )
-      ).task.taskId
-    const sessionDone = await sessionTask("return 'done in its session'")
-    await until(
-      "the session's task done",
-      async () =>
-        (await theirs[0]!.client.request({ method: "tasks/get", params: { taskId: sessionDone } }, GetTaskResultSchema))
-          .status === "completed"
-    )
-    const sessionRunning = await sessionTask("await tools.fx.slow({ ms: 60000 }); return 'never'")
-    gateways[victim]!.child.kill("SIGKILL")
-    const failed = await until(
-      "the dead gateway's task failed",
-      async () => {
-        const got = await stateless(gateways[0]!.base, "tasks/get", { taskId: running.result.taskId })
-        return got.result?.status === "failed" ? got.result : undefined
-      },
-      LEASE_MS * 5
-    )
-    expect(failed.statusMessage).toContain("stopped before the task finished")
-    const kept = await stateless(gateways[1]!.base, "tasks/get", { taskId: finished.result.taskId })
-    expect(kept.result?.status).toBe("completed")
-    expect(JSON.stringify(kept.result?.result)).toContain("finished before the end")
-    // The proxy's health check takes it out.
-    proxy.remove(victim)
-    const lost = theirs[0]!
-    await until(
-      "404 for a session of the killed gateway",
-      async () => {
-        const failed = await echo(lost.client, "lost?").then(
-          () => undefined,
-          (error: Error) => error.message
-        )
-        // Until the lease runs out the store still names the dead holder: 502, then 404.
-        if (failed !== undefined && !failed.includes("Session not found")) expect(failed).toContain("Bad Gateway")
-        return failed?.includes("Session not found") === true
-      },
-      LEASE_MS * 5
-    )
-    for (const c of others) expect(await echo(c.client, "still here")).toContain("still here")
-    const fresh = await connect("fresh")
-    expect(await echo(fresh.client, "started afresh")).toContain("started afresh")
-    // In a new session, the dead session's unfinished task is failed, saying why; its finished one
-    // was that session's alone (no signed-in user to claim it): unknown, never called failed.
-    const asked = (taskId: string) =>
-      fresh.client.request({ method: "tasks/get", params: { taskId } }, GetTaskResultSchema).then(
-        (task) => task,
-        (error: Error & { code?: number }) => error
+    // A team of its own to kill a gateway of: the other tests keep all three.
+    const own = await startTeam()
+    try {
+      const victim = 2
+      const ownClients = await Promise.all(Array.from({ length: 12 }, (_, i) => connect(`own-${i}`, own.proxy.url)))
+      const theirs = ownClients.filter((c) => holderOf(c.transport.sessionId!, own) === victim)
+      const others = ownClients.filter((c) => holderOf(c.transport.sessionId!, own) !== victim)
+      expect(theirs.length).toBeGreaterThan(0)
+      // A task it finished before it died: its result outlives it (kept in the store for its ttl).
+      const finished = await stateless(own.gateways[victim]!.base, "tools/call", {
+        name: "agentify_run_code",
+        arguments: { code: "return 'finished before the end'" }
+      })
+      await until(
+        "the task finished",
+        async () =>
+          (await stateless(own.gateways[victim]!.base, "tasks/get", { taskId: finished.result.taskId })).result?.status ===
+          "completed"
       )
-    const failedThere = (await asked(sessionRunning)) as { status: string; statusMessage?: string }
-    expect(failedThere.status).toBe("failed")
-    expect(failedThere.statusMessage).toContain("stopped before the task finished")
-    expect(((await asked(sessionDone)) as { code?: number }).code).toBe(-32602)
-    await fresh.client.close()
+      // A task it was running when it died: failed, said so, at any other gateway.
+      const running = await stateless(own.gateways[victim]!.base, "tools/call", {
+        name: "agentify_run_code",
+        arguments: { code: "await tools.fx.slow({ ms: 60000 }); return 'never'" }
+      })
+      expect(running.result?.resultType).toBe("task")
+      // A session of it ran two session-era tasks, one finished, one not.
+      const sessionTask = async (code: string) =>
+        (
+          await theirs[0]!.client.request(
+            { method: "tools/call", params: { name: "agentify_run_code", arguments: { code }, task: { ttl: 600_000 } } },
+            CreateTaskResultSchema
+          )
+        ).task.taskId
+      const sessionDone = await sessionTask("return 'done in its session'")
+      await until(
+        "the session's task done",
+        async () =>
+          (await theirs[0]!.client.request({ method: "tasks/get", params: { taskId: sessionDone } }, GetTaskResultSchema))
+            .status === "completed"
+      )
+      const sessionRunning = await sessionTask("await tools.fx.slow({ ms: 60000 }); return 'never'")
+      own.gateways[victim]!.child.kill("SIGKILL")
+      const failed = await until(
+        "the dead gateway's task failed",
+        async () => {
+          const got = await stateless(own.gateways[0]!.base, "tasks/get", { taskId: running.result.taskId })
+          return got.result?.status === "failed" ? got.result : undefined
+        },
+        LEASE_MS * 5
+      )
+      expect(failed.statusMessage).toContain("stopped before the task finished")
+      const kept = await stateless(own.gateways[1]!.base, "tasks/get", { taskId: finished.result.taskId })
+      expect(kept.result?.status).toBe("completed")
+      expect(JSON.stringify(kept.result?.result)).toContain("finished before the end")
+      // The proxy's health check takes it out.
+      own.proxy.remove(victim)
+      const lost = theirs[0]!
+      await until(
+        "404 for a session of the killed gateway",
+        async () => {
+          const failed = await echo(lost.client, "lost?").then(
+            () => undefined,
+            (error: Error) => error.message
+          )
+          // Until the lease runs out the store still names the dead holder: 502, then 404.
+          if (failed !== undefined && !failed.includes("Session not found")) expect(failed).toContain("Bad Gateway")
+          return failed?.includes("Session not found") === true
+        },
+        LEASE_MS * 5
+      )
+      for (const c of others) expect(await echo(c.client, "still here")).toContain("still here")
+      const fresh = await connect("fresh", own.proxy.url)
+      expect(await echo(fresh.client, "started afresh")).toContain("started afresh")
+      // In a new session, the dead session's unfinished task is failed, saying why; its finished one
+      // was that session's alone (no signed-in user to claim it): unknown, never called failed.
+      const asked = (taskId: string) =>
+        fresh.client.request({ method: "tasks/get", params: { taskId } }, GetTaskResultSchema).then(
+          (task) => task,
+          (error: Error & { code?: number }) => error
+        )
+      const failedThere = (await asked(sessionRunning)) as { status: string; statusMessage?: string }
+      expect(failedThere.status).toBe("failed")
+      expect(failedThere.statusMessage).toContain("stopped before the task finished")
+      expect(((await asked(sessionDone)) as { code?: number }).code).toBe(-32602)
+      await fresh.client.close()
+    } finally {
+      await closeTeam(own)
+    }
   }, 120_000)
 })
