@@ -215,7 +215,7 @@ const vocabulary = () => (built ??= buildVocabulary())
  * would turn into "type script" and "git hub".
  */
 export const splitWords = (text: string, identifier = false): Array<string> => {
-  let t = identifier ? text.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2") : text
+  let t = identifier ? text.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/(?<![A-Z])([A-Z]+)([A-Z][a-z])/g, "$1 $2") : text
   // "what's" -> "whats", "Bob's" -> "bobs": one word, as people mean it.
   if (t.includes("'") || t.includes("\u2019")) t = t.replace(/(\w)['\u2019](\w)/g, "$1$2")
   return t.toLowerCase().match(/[a-z0-9]+/g) ?? []
@@ -288,7 +288,8 @@ const IMAGE_EXTENSIONS = new Set(
 )
 
 const extensionOf = (path: string): string | undefined => {
-  const match = /\.([a-z0-9]{1,6})$/i.exec(path.replace(/[?#].*$/, ""))
+  const query = path.search(/[?#]/)
+  const match = /\.([a-z0-9]{1,6})$/i.exec(query < 0 ? path : path.slice(0, query))
   return match?.[1]?.toLowerCase()
 }
 
@@ -352,13 +353,19 @@ const removeUrls = (text: string, found: () => void): string => {
     while (start > from && isSchemeChar(text.charAt(start - 1))) start--
     // The scheme starts with a letter, at a word boundary.
     while (start < at && !/[a-z]/i.test(text.charAt(start))) start++
-    let end = at + 3
-    while (end < text.length && !/\s/.test(text.charAt(end))) end++
-    if (start === at || end === at + 3 || (start > 0 && /\w/.test(text.charAt(start - 1)))) {
+    // Not a URL: checked before the scan to its end, or "://://..." would scan to the end from each.
+    if (
+      start === at ||
+      (start > 0 && /\w/.test(text.charAt(start - 1))) ||
+      at + 3 >= text.length ||
+      /\s/.test(text.charAt(at + 3))
+    ) {
       out += text.slice(from, at + 3)
       from = at + 3
       continue
     }
+    let end = at + 3
+    while (end < text.length && !/\s/.test(text.charAt(end))) end++
     found()
     out += `${text.slice(from, start)} `
     from = end
@@ -373,6 +380,9 @@ const ACTIONS = ["read", "write", "create", "edit", "delete", "move", "copy", "l
 const SQL_STATEMENT =
   /\b(?:select\s[^;]{0,200}?\sfrom|insert\s+into|delete\s+from|update\s+\w+\s+set|create\s+table|alter\s+table|drop\s+table)\b/i
 
+/** What can name a tool outright: a run of the characters of exposed tool names, lowercased. */
+export const IDENTIFIER_TOKENS = /[a-z0-9_-]+/g
+
 const weightOf = (terms: ReadonlyMap<string, number>, concept: string): number => terms.get(CONCEPT_PREFIX + concept) ?? 0
 
 interface QueryTerms {
@@ -382,6 +392,8 @@ interface QueryTerms {
   readonly aspects: ReadonlyArray<ReadonlyMap<string, number>>
   /** The query lowercased, to notice a tool named outright. */
   readonly text: string
+  /** Its identifier-like tokens (runs of letters, digits, `_` and `-`), lowercased: what can name a tool. */
+  readonly tokens: ReadonlySet<string>
 }
 
 export const analyzeQuery = (fullQuery: string, context: RankContext | null | undefined): QueryTerms => {
@@ -473,5 +485,6 @@ export const analyzeQuery = (fullQuery: string, context: RankContext | null | un
     hint("text", 0.2)
     if (!/\s/.test(selection) && isPathLike(selection)) hint("file", 0.4)
   }
-  return { terms, aspects: [...aspects.values()], text: query.toLowerCase() }
+  const lower = query.toLowerCase()
+  return { terms, aspects: [...aspects.values()], text: lower, tokens: new Set(lower.match(IDENTIFIER_TOKENS)) }
 }

@@ -18,7 +18,7 @@
  */
 import type { Tool } from "../protocol/Mcp.js"
 import { type CatalogEntry, SEPARATOR } from "./Naming.js"
-import { analyze, analyzeQuery, CONCEPT_PREFIX, type RankContext, splitWords, STOP_WORDS } from "./Analysis.js"
+import { analyze, analyzeQuery, CONCEPT_PREFIX, IDENTIFIER_TOKENS, type RankContext, splitWords, STOP_WORDS } from "./Analysis.js"
 import { isObject } from "../values/Json.js"
 
 export { MAX_RANKED_QUERY_CHARS, type RankContext } from "./Analysis.js"
@@ -77,11 +77,45 @@ interface DocumentSource {
   readonly toolName: string
   readonly description: string
   readonly inputSchema: unknown
+  /** A summary's texts (what its server says it is about, then each of its tools), instead of a description's sentences. */
+  readonly parts?: ReadonlyArray<string> | undefined
 }
 
-const termCounts = (text: string, identifier = false): { terms: Map<string, number>; length: number } => {
+/**
+ * How often a word said again in a field counts: once in the name, the first sentence and the
+ * parameter names (saying a word again says nothing more about what a tool does, and BM25's K1
+ * saturates only relative to other tools, so "file file file read read write ..." would still win),
+ * at most REST_REPEATS times in the rest of the description and the parameters' descriptions, where
+ * a word several parameters speak of is evidence. Every word still counts in the field's length
+ * (BM25's b): stuffing a field makes each of its words weigh less.
+ */
+const REST_REPEATS = 3
+
+/** A field's terms, each counted at most `repeats` times its strongest weight. */
+const termCounts = (text: string, identifier = false, repeats = 2): { terms: Map<string, number>; length: number } => {
   const terms = new Map<string, number>()
-  const length = analyze(text, (term, weight) => terms.set(term, (terms.get(term) ?? 0) + weight), 1, identifier)
+  const strongest = new Map<string, number>()
+  const length = analyze(
+    text,
+    (term, weight) => {
+      strongest.set(term, Math.max(strongest.get(term) ?? 0, weight))
+      terms.set(term, Math.min((terms.get(term) ?? 0) + weight, repeats * (strongest.get(term) ?? 0)))
+    },
+    1,
+    identifier
+  )
+  return { terms, length }
+}
+
+/** Terms of several texts (a server's tools), each counted once per text: how many of them say it. */
+const partCounts = (parts: ReadonlyArray<string>): { terms: Map<string, number>; length: number } => {
+  const terms = new Map<string, number>()
+  let length = 0
+  for (const part of parts) {
+    const one = termCounts(part)
+    length += one.length
+    for (const [term, weight] of one.terms) terms.set(term, (terms.get(term) ?? 0) + weight)
+  }
   return { terms, length }
 }
 
@@ -112,12 +146,14 @@ const analyzeDocument = (source: DocumentSource): Document => {
   const firstSentence = /^[\s\S]*?[.!?](?=\s|$)/.exec(description)?.[0] ?? description
   const rest = description.slice(firstSentence.length)
   const schema = schemaText(source.inputSchema)
-  // In the order of FIELDS.
+  // In the order of FIELDS. A summary's parts (its server's tools) each count once.
   const parts = [
     termCounts(source.toolName, true),
-    termCounts(firstSentence),
+    termCounts(source.parts === undefined ? firstSentence : (source.parts[0] ?? "")),
     termCounts(schema.names.join(" "), true),
-    termCounts(`${rest} ${schema.prose.join(" ")}`),
+    source.parts === undefined
+      ? termCounts(`${rest} ${schema.prose.join(" ")}`, false, REST_REPEATS)
+      : partCounts(source.parts.slice(1)),
     termCounts(source.backendId ?? "", true)
   ]
   const backendWords = new Set(splitWords(source.backendId ?? "", true))
@@ -187,6 +223,12 @@ interface Index {
   /** term -> [document index, saturated-ready pseudo term frequency] pairs, flattened. */
   readonly postings: ReadonlyMap<string, { readonly docs: Array<number>; readonly tfs: Array<number> }>
   readonly idf: ReadonlyMap<string, number>
+  /** A tool's identifier made of one query token (`read_text_file`) -> the documents it names. */
+  readonly named: ReadonlyMap<string, ReadonlyArray<number>>
+  /** Identifiers of other characters (`a.b`): looked for in the text, when their first and last tokens are in it. */
+  readonly namedOtherwise: ReadonlyArray<{ readonly doc: number; readonly id: string; readonly ends: ReadonlyArray<string> }>
+  /** Per-pass scratch arrays, one per index (ranking is synchronous): zeroed where a pass wrote. */
+  readonly scratch: { readonly scores: Float64Array; readonly coordination: Float64Array; readonly stamp: Int32Array }
 }
 
 // Per item (tool or entry object): analysing text is the costly part and does not depend on the list.
@@ -227,7 +269,27 @@ const buildIndex = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: 
   })
   const idf = new Map<string, number>()
   for (const [term, count] of df) idf.set(term, Math.log(1 + (n - count + 0.5) / (count + 0.5)))
-  return { items: [...items], documents, postings, idf }
+  const named = new Map<string, Array<number>>()
+  const namedOtherwise: Array<{ doc: number; id: string; ends: Array<string> }> = []
+  documents.forEach((document, i) => {
+    for (const id of document.mentions) {
+      const tokens = id.match(IDENTIFIER_TOKENS) ?? []
+      if (tokens.length === 1 && tokens[0] === id) {
+        const docs = named.get(id)
+        if (docs === undefined) named.set(id, [i])
+        else if (docs[docs.length - 1] !== i) docs.push(i)
+      } else {
+        // An occurrence bounded by other characters starts (ends) with a whole token of the query.
+        const ends = [
+          IDENTIFIER_CHAR.test(id.charAt(0)) ? tokens[0] : undefined,
+          IDENTIFIER_CHAR.test(id.charAt(id.length - 1)) ? tokens[tokens.length - 1] : undefined
+        ]
+        namedOtherwise.push({ doc: i, id, ends: ends.filter((t): t is string => t !== undefined) })
+      }
+    }
+  })
+  const scratch = { scores: new Float64Array(n), coordination: new Float64Array(n), stamp: new Int32Array(n) }
+  return { items: [...items], documents, postings, idf, named, namedOtherwise, scratch }
 }
 
 const indexOf = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: T) => DocumentSource): Index => {
@@ -241,20 +303,58 @@ const indexOf = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: T) 
   return index
 }
 
+const IDENTIFIER_CHAR = /[a-z0-9_-]/
+
+/** Whether `identifier` is in `text` between characters that cannot continue it. */
 const mentioned = (text: string, identifier: string): boolean => {
   let from = 0
   for (;;) {
     const at = text.indexOf(identifier, from)
     if (at < 0) return false
-    const before = text[at - 1]
-    const after = text[at + identifier.length]
-    if ((before === undefined || !/[a-z0-9_-]/.test(before)) && (after === undefined || !/[a-z0-9_-]/.test(after))) return true
+    const before = text.charAt(at - 1)
+    const after = text.charAt(at + identifier.length)
+    if ((before === "" || !IDENTIFIER_CHAR.test(before)) && (after === "" || !IDENTIFIER_CHAR.test(after))) return true
     from = at + 1
   }
 }
 
+/** The documents the query names outright: a lookup per token of the query, not a scan of it per tool. */
+const namedIn = (index: Index, text: string, tokens: ReadonlySet<string>): Set<number> => {
+  const docs = new Set<number>()
+  for (const token of tokens) for (const doc of index.named.get(token) ?? []) docs.add(doc)
+  for (const { doc, id, ends } of index.namedOtherwise) {
+    if (!docs.has(doc) && ends.every((t) => tokens.has(t)) && mentioned(text, id)) docs.add(doc)
+  }
+  return docs
+}
+
+/** The `limit` best of `candidates` by score (ties: the listed order), best first, without sorting them all. */
+const best = (candidates: ReadonlyArray<number>, scores: Float64Array, limit: number): Array<number> => {
+  const before = (a: number, b: number) => (scores[a] ?? 0) > (scores[b] ?? 0) || ((scores[a] ?? 0) === (scores[b] ?? 0) && a < b)
+  if (candidates.length <= limit * 4) return [...candidates].sort((a, b) => (before(a, b) ? -1 : 1)).slice(0, limit)
+  const top: Array<number> = []
+  for (const c of candidates) {
+    if (top.length === limit && !before(c, top[limit - 1] ?? 0)) continue
+    let lo = 0
+    let hi = top.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (before(top[mid] ?? 0, c)) lo = mid + 1
+      else hi = mid
+    }
+    top.splice(lo, 0, c)
+    if (top.length > limit) top.pop()
+  }
+  return top
+}
+
 const normalizeLimit = (k: number): number => (Number.isNaN(k) || k <= 0 ? 0 : Math.floor(Math.min(k, Number.MAX_SAFE_INTEGER)))
 
+/**
+ * One ranking pass. Linear in what the query matches, not in the catalog: only the documents the
+ * query's terms reach (its postings) and those it names are scored, the best `k` kept without a
+ * sort of all; the catalog is walked only to fill the places left with unmatched tools.
+ */
 const rankWith = <T extends object>(
   items: ReadonlyArray<T>,
   sourceOf: (item: T) => DocumentSource,
@@ -262,81 +362,105 @@ const rankWith = <T extends object>(
   k: number,
   context: RankContext | null | undefined,
   /** Filled with the picked items' scores (0 for a tool that matched nothing), when given. */
-  scoresOut?: Map<T, number>
+  scoresOut?: Map<T, number>,
+  /** Only tools that match: no unmatched ones fill the places left. */
+  matchedOnly = false
 ): Array<T> => {
   const limit = Math.min(normalizeLimit(k), items.length)
   if (limit === 0) return []
   const index = indexOf(items, sourceOf)
-  const { aspects, terms, text } = analyzeQuery(typeof query === "string" ? query : String(query ?? ""), context)
-  const scores = new Float64Array(items.length)
-  // Coordination: how much of what the query asks for a tool matches at all, each aspect counted
-  // by its strongest term the tool has. Summed BM25 alone lets one strong word ("open" in
-  // open_nodes) outweigh a tool that matches everything asked for.
-  const coordination = new Float64Array(items.length)
-  const stamp = new Int32Array(items.length)
-  let askedFor = 0
-  aspects.forEach((aspect, a) => {
-    let known = false
-    for (const [term, weight] of [...aspect].sort((x, y) => y[1] - x[1])) {
+  const { aspects, terms, text, tokens } = analyzeQuery(typeof query === "string" ? query : String(query ?? ""), context)
+  const { scores, coordination, stamp } = index.scratch
+  // The documents this pass writes to (each once), whose scratch entries are zeroed again at its end.
+  const touched: Array<number> = []
+  const touch = (doc: number) => {
+    if (stamp[doc] === 0) touched.push(doc)
+  }
+  try {
+    // Coordination: how much of what the query asks for a tool matches at all, each aspect counted
+    // by its strongest term the tool has. Summed BM25 alone lets one strong word ("open" in
+    // open_nodes) outweigh a tool that matches everything asked for.
+    let askedFor = 0
+    aspects.forEach((aspect, a) => {
+      let known = false
+      for (const [term, weight] of [...aspect].sort((x, y) => y[1] - x[1])) {
+        const posting = index.postings.get(term)
+        if (posting === undefined) continue
+        known = true
+        for (const doc of posting.docs) {
+          if (stamp[doc] === a + 1) continue
+          touch(doc)
+          stamp[doc] = a + 1
+          coordination[doc] = (coordination[doc] ?? 0) + weight
+        }
+      }
+      // Words no tool knows (names, "webpack") are arguments: they neither help nor hurt.
+      if (known) askedFor += Math.max(...aspect.values())
+    })
+    for (const [term, queryWeight] of terms) {
       const posting = index.postings.get(term)
       if (posting === undefined) continue
-      known = true
-      for (const doc of posting.docs) {
-        if (stamp[doc] === a + 1) continue
-        stamp[doc] = a + 1
-        coordination[doc] = (coordination[doc] ?? 0) + weight
+      const idf = index.idf.get(term) ?? 0
+      for (let j = 0; j < posting.docs.length; j++) {
+        const tf = posting.tfs[j] ?? 0
+        const doc = posting.docs[j] ?? 0
+        touch(doc)
+        stamp[doc] = -1
+        scores[doc] = (scores[doc] ?? 0) + (queryWeight * idf * tf * (K1 + 1)) / (tf + K1)
       }
     }
-    // Words no tool knows (names, "webpack") are arguments: they neither help nor hurt.
-    if (known) askedFor += Math.max(...aspect.values())
-  })
-  for (const [term, queryWeight] of terms) {
-    const posting = index.postings.get(term)
-    if (posting === undefined) continue
-    const idf = index.idf.get(term) ?? 0
-    for (let j = 0; j < posting.docs.length; j++) {
-      const tf = posting.tfs[j] ?? 0
-      const doc = posting.docs[j] ?? 0
-      scores[doc] = (scores[doc] ?? 0) + (queryWeight * idf * tf * (K1 + 1)) / (tf + K1)
+    const named = namedIn(index, text, tokens)
+    for (const doc of named) {
+      touch(doc)
+      stamp[doc] = -1
     }
-  }
-  const wantsDeletion = (terms.get(`${CONCEPT_PREFIX}delete`) ?? 0) >= 0.5
-  const scored: Array<number> = []
-  for (let i = 0; i < items.length; i++) {
-    const document = index.documents[i]
-    let score = scores[i] ?? 0
-    if (document === undefined) continue
-    if (score > 0) {
-      if (askedFor > 0) score *= COORDINATION_FLOOR + ((1 - COORDINATION_FLOOR) * (coordination[i] ?? 0)) / askedFor
-      if (document.nameSlots.length > 0) {
-        let covered = 0
-        for (const slot of document.nameSlots) {
-          let best = 0
-          for (const [term, weight] of slot) best = Math.max(best, Math.min(1, weight * (terms.get(term) ?? 0)))
-          covered += best
+    const wantsDeletion = (terms.get(`${CONCEPT_PREFIX}delete`) ?? 0) >= 0.5
+    const scored: Array<number> = []
+    for (const i of touched) {
+      const document = index.documents[i]
+      let score = scores[i] ?? 0
+      if (document === undefined) continue
+      if (score > 0) {
+        if (askedFor > 0) score *= COORDINATION_FLOOR + ((1 - COORDINATION_FLOOR) * (coordination[i] ?? 0)) / askedFor
+        if (document.nameSlots.length > 0) {
+          let covered = 0
+          for (const slot of document.nameSlots) {
+            let best = 0
+            for (const [term, weight] of slot) best = Math.max(best, Math.min(1, weight * (terms.get(term) ?? 0)))
+            covered += best
+          }
+          score *= 1 + (NAME_COVERAGE_BOOST * covered) / document.nameSlots.length
         }
-        score *= 1 + (NAME_COVERAGE_BOOST * covered) / document.nameSlots.length
+        if (document.deprecated) score *= DEPRECATED_FACTOR
+        if (document.destructive && !wantsDeletion) score *= DESTRUCTIVE_FACTOR
       }
-      if (document.deprecated) score *= DEPRECATED_FACTOR
-      if (document.destructive && !wantsDeletion) score *= DESTRUCTIVE_FACTOR
+      // Naming the tool outright beats any amount of word overlap.
+      if (named.has(i)) score = (score + 1) * 3
+      scores[i] = score
+      if (score > 0) scored.push(i)
     }
-    // Naming the tool outright beats any amount of word overlap.
-    if (document.mentions.some((id) => mentioned(text, id))) score = (score + 1) * 3
-    scores[i] = score
-    if (score > 0) scored.push(i)
+    const picked = best(scored, scores, limit)
+    const chosen = picked.flatMap((i) => {
+      const item = items[i]
+      return item === undefined ? [] : [{ item, score: Math.max(0, scores[i] ?? 0) }]
+    })
+    if (!matchedOnly && chosen.length < limit) {
+      // Unmatched tools still fill the request, in their listed order.
+      const matched = new Set(picked)
+      for (let i = 0; i < items.length && chosen.length < limit; i++) {
+        const item = items[i]
+        if (item !== undefined && !matched.has(i) && !((scores[i] ?? 0) > 0)) chosen.push({ item, score: 0 })
+      }
+    }
+    if (scoresOut !== undefined) for (const { item, score } of chosen) scoresOut.set(item, score)
+    return chosen.map(({ item }) => item)
+  } finally {
+    for (const doc of touched) {
+      scores[doc] = 0
+      coordination[doc] = 0
+      stamp[doc] = 0
+    }
   }
-  scored.sort((a, b) => (scores[b] ?? 0) - (scores[a] ?? 0) || a - b)
-  const picked = scored.slice(0, limit)
-  if (picked.length < limit) {
-    // Unmatched tools still fill the request, in their listed order.
-    for (let i = 0; i < items.length && picked.length < limit; i++) if ((scores[i] ?? 0) <= 0) picked.push(i)
-  }
-  const chosen = picked.flatMap((i) => {
-    const item = items[i]
-    return item === undefined ? [] : [{ item, score: Math.max(0, scores[i] ?? 0) }]
-  })
-  if (scoresOut !== undefined) for (const { item, score } of chosen) scoresOut.set(item, score)
-  return chosen.map(({ item }) => item)
 }
 
 /**
@@ -378,21 +502,22 @@ export const matchingEntries = (
   k: number,
   context?: RankContext | null
 ): Array<CatalogEntry> => {
-  const scores = new Map<CatalogEntry, number>()
-  return rankWith(entries, sourceOfEntry, query, k, context, scores).filter((entry) => (scores.get(entry) ?? 0) > 0)
+  return rankWith(entries, sourceOfEntry, query, k, context, undefined, true)
 }
 
 /** A document of one's own (a server's summary), ranked as tools are. */
 export interface Summary {
   readonly name: string
-  readonly text: string
+  /** What it is about, then one text per tool: each counts a word once. */
+  readonly parts: ReadonlyArray<string>
 }
 
 const sourceOfSummary = (summary: Summary): DocumentSource => ({
   backendId: undefined,
   toolName: summary.name,
-  description: summary.text,
-  inputSchema: undefined
+  description: summary.parts.join(" "),
+  inputSchema: undefined,
+  parts: summary.parts
 })
 
 /** The summaries that match `query`, with their scores, best first (the index cached per array). */
@@ -402,9 +527,10 @@ export const scoreSummaries = (
   k: number
 ): Array<{ readonly summary: Summary; readonly score: number }> => {
   const scores = new Map<Summary, number>()
-  return rankWith(summaries, sourceOfSummary, query, k, undefined, scores)
-    .map((summary) => ({ summary, score: scores.get(summary) ?? 0 }))
-    .filter((s) => s.score > 0)
+  return rankWith(summaries, sourceOfSummary, query, k, undefined, scores, true).map((summary) => ({
+    summary,
+    score: scores.get(summary) ?? 0
+  }))
 }
 
 /**

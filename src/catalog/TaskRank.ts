@@ -19,8 +19,9 @@
  */
 import { backendDescriptionOf, type CatalogEntry } from "./Naming.js"
 import { intentsOf } from "./Intents.js"
-import { needsOf } from "./Needs.js"
-import { matchingEntries, type RankContext, rankEntries, scoreSummaries, type Summary } from "./Rank.js"
+import { NEEDS, needsOf } from "./Needs.js"
+import { bounded, MAX_RANKED_QUERY_CHARS } from "./Analysis.js"
+import { matchingEntries, prepareRanking, type RankContext, scoreSummaries, type Summary } from "./Rank.js"
 
 /** The whole request's first picks, kept first whatever the other lists say (a task of several steps; of one). */
 export const KEPT_FIRST = 5
@@ -37,8 +38,8 @@ const SEMANTIC_WEIGHT = 2
 /** Servers taken per intent, and how close to the best one's score a server must come. */
 const SERVERS_PER_INTENT = 2
 const SERVER_SHARE = 0.6
-/** The tools of a matched server that join when none of its tools matches the intent itself. */
-const SERVER_TOOLS_UNMATCHED = 3
+/** What the work has shown since the request that ranks with it: the latest few (a script may call hundreds of tools). */
+const MAX_FOLLOWED = 8
 
 interface Servers {
   readonly summaries: ReadonlyArray<Summary>
@@ -67,32 +68,73 @@ const serversOf = (entries: ReadonlyArray<CatalogEntry>): Servers => {
     })
     // What the configuration says the backend is about comes first (see Naming's backendDescriptionOf).
     const about = tools[0] === undefined ? undefined : backendDescriptionOf(tools[0])
-    return { name: backendId, text: [about, ...said].filter((t) => t !== undefined && t !== "").join(" ") }
+    return { name: backendId, parts: [about, ...said].filter((t): t is string => t !== undefined && t !== "") }
   })
   const servers = { summaries, entries: byServer }
   serversCache.set(entries, servers)
   return servers
 }
 
-/** The servers (backend ids) whose summaries best match `text`: at most SERVERS_PER_INTENT, near the best. */
-export const serversMatching = (entries: ReadonlyArray<CatalogEntry>, text: string): ReadonlyArray<string> => {
+/** How many servers' summaries are weighed by their tools, per intent. */
+const SERVER_CANDIDATES = 4
+
+/**
+ * The servers that best match `text` (at most SERVERS_PER_INTENT, near the best), each with its
+ * tools that match `text` themselves. A server's summary is weighted by how its tools match (the
+ * share of them that match at all), so that one tool whose description is stuffed with common words
+ * does not carry its whole server into every request.
+ */
+const serversFor = (
+  entries: ReadonlyArray<CatalogEntry>,
+  text: string
+): Array<{ readonly name: string; readonly matching: ReadonlyArray<CatalogEntry> }> => {
   const servers = serversOf(entries)
   if (servers.summaries.length < 2) return []
-  const scored = scoreSummaries(servers.summaries, text, SERVERS_PER_INTENT)
-  const best = scored[0]?.score ?? 0
-  return scored.filter((s) => s.score >= best * SERVER_SHARE).map((s) => s.summary.name)
+  const weighed = scoreSummaries(servers.summaries, text, SERVER_CANDIDATES)
+    .map(({ summary, score }) => {
+      const own = servers.entries.get(summary.name) ?? []
+      const matching = matchingEntries(own, text, own.length)
+      return { name: summary.name, matching, score }
+    })
+    .sort((a, b) => b.score - a.score)
+  const best = weighed[0]?.score ?? 0
+  return weighed.slice(0, SERVERS_PER_INTENT).filter((s) => s.score > 0 && s.score >= best * SERVER_SHARE)
 }
 
-/** The tools of the servers that best match `text`: those matching it first, else the first few. */
-const serverList = (entries: ReadonlyArray<CatalogEntry>, text: string): Array<CatalogEntry> => {
+/** The servers (backend ids) whose summaries, weighted by their tools, best match `text`. */
+export const serversMatching = (entries: ReadonlyArray<CatalogEntry>, text: string): ReadonlyArray<string> =>
+  serversFor(entries, bounded(text, MAX_RANKED_QUERY_CHARS)).map((s) => s.name)
+
+/**
+ * The tools of the servers that best match `text` that match it themselves: a tool that matches
+ * nothing of the request is not brought in by its server alone (a sibling "Uploads data." of a
+ * matched tool stays out).
+ */
+const serverList = (entries: ReadonlyArray<CatalogEntry>, text: string): Array<CatalogEntry> =>
+  serversFor(entries, text).flatMap((s) => s.matching.slice(0, LIST_DEPTH))
+
+// Per entries array: a need's phrase is the same for every request, so its list is too.
+const needsCache = new WeakMap<ReadonlyArray<CatalogEntry>, Map<string, ReadonlyArray<CatalogEntry>>>()
+
+/** The tools for a need's phrase, ranked once per catalog. */
+const needList = (entries: ReadonlyArray<CatalogEntry>, wants: string): ReadonlyArray<CatalogEntry> => {
+  let lists = needsCache.get(entries)
+  if (lists === undefined) needsCache.set(entries, (lists = new Map()))
+  let list = lists.get(wants)
+  if (list === undefined) lists.set(wants, (list = matchingEntries(entries, wants, LIST_DEPTH)))
+  return list
+}
+
+/**
+ * Builds what a task's ranking of `entries` uses, now: the tools' index, the servers' summaries and
+ * theirs, and each need's list. Called as the tool lists change, so that the first request after a
+ * change finds them ready (at 20,000 tools they take about a second to build).
+ */
+export const prepareTaskRanking = (entries: ReadonlyArray<CatalogEntry>): void => {
+  prepareRanking(entries)
   const servers = serversOf(entries)
-  const out: Array<CatalogEntry> = []
-  for (const name of serversMatching(entries, text)) {
-    const own = servers.entries.get(name) ?? []
-    const matching = matchingEntries(own, text, LIST_DEPTH)
-    out.push(...(matching.length > 0 ? matching : own.slice(0, SERVER_TOOLS_UNMATCHED)))
-  }
-  return out
+  if (servers.summaries.length >= 2) scoreSummaries(servers.summaries, "", 1)
+  for (const need of NEEDS) needList(entries, need.wants)
 }
 
 /** Fuses ranked lists by reciprocal rank fusion; ties keep the order in which items were first seen. */
@@ -111,13 +153,16 @@ const fuse = (lists: ReadonlyArray<{ readonly list: ReadonlyArray<CatalogEntry>;
  */
 export const rankTask = (
   entries: ReadonlyArray<CatalogEntry>,
-  request: string,
+  fullRequest: string,
   k: number,
   context?: RankContext | null,
-  follow: ReadonlyArray<string> = [],
+  fullFollow: ReadonlyArray<string> = [],
   semantic: ReadonlyArray<CatalogEntry> = []
 ): Array<CatalogEntry> => {
   if (k <= 0 || entries.length === 0) return []
+  // What ranking reads of the request and of what followed it (each ranking reads no more either).
+  const request = bounded(fullRequest, MAX_RANKED_QUERY_CHARS)
+  const follow = fullFollow.slice(-MAX_FOLLOWED).map((text) => bounded(text, MAX_RANKED_QUERY_CHARS))
   const whole = matchingEntries(entries, request, Math.max(k, LIST_DEPTH), context)
   const intents = intentsOf(request)
   const parts = intents.length > 1 ? intents : []
@@ -125,7 +170,7 @@ export const rankTask = (
     { list: whole, weight: WHOLE_WEIGHT },
     { list: semantic.slice(0, LIST_DEPTH), weight: SEMANTIC_WEIGHT },
     ...[...parts, ...follow].map((part) => ({ list: matchingEntries(entries, part, LIST_DEPTH, context), weight: 1 })),
-    ...needsOf(request).map((need) => ({ list: matchingEntries(entries, need.wants, LIST_DEPTH), weight: NEED_WEIGHT })),
+    ...needsOf(request).map((need) => ({ list: needList(entries, need.wants), weight: NEED_WEIGHT })),
     ...[request, ...parts].map((part) => ({ list: serverList(entries, part), weight: 1 }))
   ]
   // A request of one step keeps more of its own ranking: the other lists only add what it implies.
@@ -137,9 +182,9 @@ export const rankTask = (
     if (picked.size >= k) break
     picked.add(entry)
   }
-  // Short of k: the rest of the whole request's ranking (unmatched tools last, in listed order).
-  if (picked.size < k)
-    for (const entry of rankEntries(entries, request, k + picked.size, context)) if (picked.size < k) picked.add(entry)
+  // Only tools that match something of the request are offered (the model searches for more); a
+  // request that matches nothing at all gets the tools in their listed order.
+  if (picked.size === 0) for (const entry of entries.slice(0, k)) picked.add(entry)
   return [...picked]
 }
 

@@ -8,7 +8,7 @@
 import { Effect, Stream } from "effect"
 import type { BackendsService } from "../backend/Backends.js"
 import { Apps, catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
-import { compactIndex } from "../catalog/TaskRank.js"
+import { compactIndex, prepareTaskRanking } from "../catalog/TaskRank.js"
 import { type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import type { OrchestrationRecord } from "../observability/Events.js"
 import { BackendError, InvalidParams, NotConfigured } from "../protocol/Errors.js"
@@ -40,6 +40,20 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
           const embedder = embedderFor(config)
           return embedder === undefined ? Effect.void : embedder.warm(catalogOf(backends.toolsSync()).entries)
         })
+      ),
+      Effect.forkScoped
+    )
+    // The task ranking's index, the servers' summaries and the needs' lists, built as the tool lists
+    // change rather than by the first request after (seconds at 20,000 tools).
+    yield* backends.toolsChanged.pipe(
+      Stream.debounce("200 millis"),
+      Stream.runForEach(() =>
+        Effect.flatMap(gatewayConfig.current, (config) =>
+          Effect.sync(() => {
+            const entries = Apps.forModel(catalogOf(backends.toolsSync())).entries
+            if (config.routing !== "backend" && entries.length > config.maxToolsPerRequest) prepareTaskRanking(entries)
+          })
+        )
       ),
       Effect.forkScoped
     )

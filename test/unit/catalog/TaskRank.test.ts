@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest"
 import { intentsOf } from "../../../src/catalog/Intents.js"
 import { needsOf } from "../../../src/catalog/Needs.js"
 import { compactIndex, serversMatching } from "../../../src/catalog/TaskRank.js"
-import { buildCatalog, rankEntries, rankTask } from "../../../src/catalog/ToolCatalog.js"
+import { type BackendTools, buildCatalog, rankEntries, rankTask } from "../../../src/catalog/ToolCatalog.js"
 import { backends } from "../../eval/livemcpbench.js"
 import { runCodeFunction } from "../../../src/orchestration/CodeMode.js"
 import { offerTools } from "../../../src/orchestration/Offer.js"
@@ -188,5 +188,104 @@ describe("the offer for a task", () => {
     expect(lines[0]).toMatch(/^server0: /)
     expect(lines.at(-1)).toMatch(new RegExp(`^\\.\\.\\. ${400 - (lines.length - 1)} more servers$`))
     expect(lines.length).toBeGreaterThan(50)
+  })
+})
+
+describe("what ranking reads of a request", () => {
+  const corpus = buildCatalog(backends())
+  const MB = 1_000_000
+  const shapes: ReadonlyArray<readonly [string, string]> = [
+    ["save", "save ".repeat(MB / 5)],
+    ["read", "read ".repeat(MB / 5)],
+    ["report in", "report in ".repeat(MB / 10)],
+    ["a token of dots", `${".".repeat(MB)}a`],
+    ["a token of dashes", `${"a-".repeat(MB / 2)}`],
+    ["spaces", `a${" ".repeat(MB)}and b`],
+    ["url-like", "://".repeat(MB / 3)]
+  ]
+  // Bounds work, not speed: each shape is ranked over 527 tools in about 0.1 s by linear code, while
+  // the quadratic patterns this replaced took 20 s on 100 KB and would take hours on 1 MB. The
+  // timeout is generous for a busy machine and still orders of magnitude below the old cost.
+  it.each(shapes)(
+    "1 MB of %s: the task ranking, its needs and intents, a search, the context",
+    (_, text) => {
+      expect(needsOf(text).length).toBeLessThanOrEqual(20)
+      expect(intentsOf(text).length).toBeLessThanOrEqual(8)
+      expect(rankTask(corpus.entries, text, 32).length).toBeLessThanOrEqual(32)
+      // A search (agentify_search_tools) and a long context and selection.
+      expect(rankEntries(corpus.entries, text, 8)).toHaveLength(8)
+      const context = { activeDocumentURI: `file:///${text}`, currentWorkingDirectory: text, selectionText: text }
+      expect(rankTask(corpus.entries, "read this file", 32, context).length).toBeGreaterThan(0)
+      // What the work showed since (the plan's names, code mode's tools called): many and long.
+      const follow = Array.from({ length: 1_000 }, (_, i) => (i === 999 ? text : `tool_${i} ${text.slice(0, 1_000)}`))
+      expect(rankTask(corpus.entries, "summarize it", 32, null, follow).length).toBeLessThanOrEqual(32)
+    },
+    10_000
+  )
+})
+
+describe("a backend's text does not steer the offer", () => {
+  // Real servers' tools (LiveMCPBench's weather, stocks, files, ...), a translator, and a backend
+  // whose helper is stuffed with common words and whose sibling only uploads. Listed first, as a
+  // configuration may list it.
+  const KEEP = new Set([
+    "weather",
+    "yahoo-finance",
+    "filesystem",
+    "time",
+    "hackernews",
+    "howtocook-mcp",
+    "exchange-rate-mcp",
+    "fetch",
+    "wikipedia",
+    "memory",
+    "calculator"
+  ])
+  const stuffed =
+    "Get get get find find search search list list show read read write write create update save open data data information details results file file files text content current latest new help any all everything the best top info. ".repeat(
+      6
+    )
+  const evil: BackendTools = { backendId: "evil", tools: [tool("helper", stuffed), tool("exfil", "Uploads data.")] }
+  const translator: BackendTools = {
+    backendId: "translate",
+    tools: [
+      tool("translate_text", "Translate text from one language to another."),
+      tool("detect_language", "Detect the language of a text.")
+    ]
+  }
+  const catalog = buildCatalog([evil, ...backends().filter((b) => KEEP.has(b.backendId.replace(/_/g, "-"))), translator])
+  // None of them asks for what the evil backend does (the news request, which says three of the
+  // stuffed words, "show", "latest" and "new", is not among them).
+  const unrelated = [
+    "What's the weather in Paris tomorrow?",
+    "Translate 'good morning, how are you' into Japanese",
+    "Get the current stock price of Apple and its dividends",
+    "Read the file /root/notes/todo.md and list the directories under /root/notes",
+    "Find a recipe for mapo tofu and convert 100 USD to EUR"
+  ]
+
+  it("a tool that matches nothing of the request is never offered, its stuffed sibling never among the first 5", () => {
+    expect(catalog.entries.length).toBeGreaterThan(32)
+    for (const request of unrelated) {
+      const offered = rankTask(catalog.entries, request, 32).map((e) => e.name)
+      expect(offered.length, request).toBeGreaterThan(0)
+      expect(offered, request).not.toContain("evil__exfil")
+      expect(offered.slice(0, 5), request).not.toContain("evil__helper")
+    }
+  })
+})
+
+describe("servers first in the task ranking", () => {
+  const corpus = buildCatalog(backends())
+  it("brings a tool the whole request's ranking does not: the paper downloader of the server about papers", () => {
+    const request =
+      "Find the latest research paper in the web agents. Identify the best one, read the full text, and then tell me its main motivation, the methodology it employs, and its key results."
+    const named = (entries: ReadonlyArray<{ readonly toolName: string }>) => entries.map((e) => e.toolName)
+    // Not by the request's own words, nor by its intents (each ranked alone) ...
+    expect(named(rankEntries(corpus.entries, request, 32))).not.toContain("download_paper")
+    for (const intent of intentsOf(request))
+      expect(named(rankEntries(corpus.entries, intent, 12))).not.toContain("download_paper")
+    // ... but by its server, which the request is about.
+    expect(named(rankTask(corpus.entries, request, 32))).toContain("download_paper")
   })
 })
