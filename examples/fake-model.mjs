@@ -87,12 +87,8 @@ const answer = (body) => {
     .filter((m) => m.role === "user")
     .map((m) => String(m.content))
     .join("\n")
-  const request =
-    /^Request: (.*)$/m.exec(said)?.[1] ??
-    said
-      .filter((m) => m.role === "user")
-      .map((m) => m.content)
-      .join(" ")
+  // Without that line (another client's messages), all the user said.
+  const request = /^Request: (.*)$/m.exec(said)?.[1] ?? said.replace(/\n/g, " ")
   const results = messages.filter((m) => m.role === "tool")
   const tools = body.tools ?? []
   if (results.length > 0 || tools.length === 0) {
