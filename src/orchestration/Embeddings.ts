@@ -52,8 +52,8 @@ export const MAX_UNLISTED_VECTORS = 200
 export const MAX_DIMENSION = 4_096
 /**
  * The largest answer read for `count` texts: each vector at the longest, a number in JSON taking at
- * most 32 bytes (`-0.012345678901234567,` and some indentation), and 64 KiB for the rest. 8.4 MB
- * for a batch of 64, 195 KB for a request's one vector.
+ * most 32 bytes (`-0.012345678901234567,` and some indentation), and 64 KiB for the rest. 8.5 MB
+ * for a batch of 64, 197 KB for a request's one vector.
  */
 export const answerLimit = (count: number): number => 65_536 + count * (MAX_DIMENSION * 32 + 256)
 

@@ -23,6 +23,8 @@ export const startDebugGateway = async (
     env: { SCRIPTED_TOOL: "fx__echo", ...extraEnv },
     config: {
       maxToolsPerRequest: 5,
+      // An endpoint nothing answers at (port 9): the lexical ranking alone, and its key never shown.
+      embeddings: { model: "test-embed", baseUrl: "http://127.0.0.1:9/v1", apiKey: SECRET },
       backends: [
         fixtureBackend("fx", ["--leak-env", "FX_TOKEN"], { env: { FX_TOKEN: SECRET }, restartOnCrash: true }),
         fixtureBackend("other")
@@ -143,6 +145,7 @@ describe("debug API", () => {
   it("config and logs: no secret anywhere; logs filtered by level", async () => {
     const config = await get(`${debug}/api/config`)
     expect(config.body.backends[0]).toMatchObject({ id: "fx", envKeys: ["FX_TOKEN"], transport: "stdio" })
+    expect(config.body.embeddings).toEqual({ model: "test-embed", origin: "http://127.0.0.1:9", key: "embeddings.apiKey" })
     expect(JSON.stringify(config.body)).not.toContain(SECRET)
     const all = (await get(`${debug}/api/logs?level=trace&limit=5000`)).body as Array<any>
     expect(all.some((e) => e.level === "info" && /backend ready/.test(e.message))).toBe(true)
