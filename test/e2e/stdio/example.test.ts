@@ -153,4 +153,26 @@ describe("the terminal commands and a backend slow to start", () => {
     expect(result.stderr.toString("utf8")).toContain("mcp-agentify: waiting for slow to start (at most 30 s)")
     expect(result.status).toBe(0)
   })
+
+  it("call waits for its tool's backend, not for the others", () => {
+    const config = join(tempDir("agentify-slow-"), "agentify.json")
+    writeFileSync(
+      config,
+      JSON.stringify({
+        backends: [
+          fixtureBackend("slow", ["--startup-delay-ms", "3000"]),
+          fixtureBackend("other", ["--startup-delay-ms", "3000"])
+        ],
+        startupTimeoutMs: 500
+      })
+    )
+    const result = spawnSync(process.execPath, [BIN, "call", "slow__echo", '{"text": "kiwi"}', "--config", config], {
+      env: cleanEnv(),
+      timeout: 60_000
+    })
+    expect(result.stdout.toString("utf8")).toContain("kiwi")
+    expect(result.stderr.toString("utf8")).toContain("mcp-agentify: waiting for slow to start")
+    expect(result.stderr.toString("utf8")).not.toMatch(/waiting for [^\n]*other/)
+    expect(result.status).toBe(0)
+  })
 })
