@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { serverFilesystemEntry } from "../../../src/config/Config.js"
 import { BIN, cleanEnv, ROOT, startGateway, tempDir } from "../../support/stdioClient.js"
@@ -66,14 +66,18 @@ describe("agentify_run_code over stdio", () => {
   })
 
   it("two calls, data combined in the script, an object returned; logs and calls reported", async () => {
+    // A folder of its own: other tests write files of theirs in the root.
+    const birds = join(root, "birds")
+    mkdirSync(birds, { recursive: true })
+    for (const name of ["pelican.txt", "gulls.txt", "heron.txt"]) writeFileSync(join(birds, name), readFileSync(join(root, name)))
     const result = await run({
       code: `
-        const listing = await tools.fs.list_directory({ path: ${JSON.stringify(root)} })
+        const listing = await tools.fs.list_directory({ path: ${JSON.stringify(birds)} })
         const names = String(listing.content ?? listing).split("\\n").filter((l) => l.startsWith("[FILE]")).map((l) => l.slice(7))
         console.log("files:", names.length)
         const hits = []
         for (const name of names.filter((n) => n.endsWith(".txt"))) {
-          const file = await callTool("fs__read_text_file", { path: ${JSON.stringify(root)} + "/" + name })
+          const file = await callTool("fs__read_text_file", { path: ${JSON.stringify(birds)} + "/" + name })
           if (String(file.content ?? file).includes("pelican")) hits.push(name)
         }
         return { hits }`
