@@ -114,32 +114,36 @@ const cosine = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): number => {
 /** Said when a request goes without asking: the circuit is open. */
 const RESTING = "failed lately and is not asked for a while"
 
-export const make = (settings: Settings): Embedder => {
-  /** In the order they came: the newest last (what is kept of the unlisted ones). */
+/** The vectors kept of a model: in memory, in the order they came (the newest last), and in the state directory's file. */
+const storeOf = (settings: Settings) => {
   const vectors = new Map<string, ReadonlyArray<number>>()
-  /** The model's: its first vector's. */
-  let dimension: number | undefined
-  const file =
-    settings.stateDir === undefined
-      ? undefined
-      : path.join(settings.stateDir, "embeddings", `${sha(`${settings.model}\u0000${settings.baseUrl}`).slice(0, 16)}.json`)
-  const url = `${settings.baseUrl.replace(/\/+$/, "")}/embeddings`
-  const circuit = Circuit.make()
+  const store = {
+    vectors,
+    /** The model's: its first vector's. */
+    dimension: undefined as number | undefined,
+    take: (key: string, vector: ReadonlyArray<number>) => {
+      if (vectors.has(key)) vectors.delete(key)
+      vectors.set(key, vector)
+    },
+    load: () => {},
+    /** The vectors of the tools in `listed`, and the newest `MAX_UNLISTED_VECTORS` of the others. */
+    prune: (listed: (key: string) => boolean): boolean => {
+      const unlisted = [...vectors.keys()].filter((key) => !listed(key))
+      const dropped = unlisted.slice(0, Math.max(0, unlisted.length - MAX_UNLISTED_VECTORS))
+      for (const key of dropped) vectors.delete(key)
+      return dropped.length > 0
+    },
+    save: (): Promise<void> => Promise.resolve()
+  }
+  if (settings.stateDir === undefined) return store
+  const file = path.join(
+    settings.stateDir,
+    "embeddings",
+    `${sha(`${settings.model}\u0000${settings.baseUrl}`).slice(0, 16)}.json`
+  )
   /** The file's time when it was last read: a newer one (another gateway's, through the store) is read again. */
   let loadedAt: number | undefined
-  let sent = 0
-  const said = new Set<string>()
-  /** The tools listed now: the last list warmed, and the last request's. */
-  let listed: ReadonlySet<string> = new Set()
-  let asked: ReadonlySet<string> = new Set()
-
-  const take = (key: string, vector: ReadonlyArray<number>) => {
-    if (vectors.has(key)) vectors.delete(key)
-    vectors.set(key, vector)
-  }
-
-  const load = () => {
-    if (file === undefined) return
+  store.load = () => {
     let at: number
     try {
       at = fs.statSync(file).mtimeMs
@@ -152,26 +156,16 @@ export const make = (settings: Settings): Embedder => {
       const stored: unknown = JSON.parse(fs.readFileSync(file, "utf8"))
       for (const [key, vector] of Object.entries(objectField(stored, "vectors") ?? {})) {
         // A file is trusted no more than the endpoint: another gateway's, or an older model's.
-        if (vectors.has(key) || flawOf(vector, dimension) !== undefined) continue
-        dimension ??= (vector as ReadonlyArray<number>).length
-        take(key, vector as ReadonlyArray<number>)
+        if (vectors.has(key) || flawOf(vector, store.dimension) !== undefined) continue
+        store.dimension ??= (vector as ReadonlyArray<number>).length
+        store.take(key, vector as ReadonlyArray<number>)
       }
     } catch {
       // none yet, or unreadable: embedded afresh
     }
   }
-
-  /** The vectors of the tools listed now, and the newest `MAX_UNLISTED_VECTORS` of the others. */
-  const prune = (): boolean => {
-    const unlisted = [...vectors.keys()].filter((key) => !listed.has(key) && !asked.has(key))
-    const dropped = unlisted.slice(0, Math.max(0, unlisted.length - MAX_UNLISTED_VECTORS))
-    for (const key of dropped) vectors.delete(key)
-    return dropped.length > 0
-  }
-
-  /** Written whole once per fill, off the event loop's hands but for the text itself. */
-  const save = async () => {
-    if (file === undefined) return
+  // Written whole once per fill, asynchronously but for the text itself.
+  store.save = async () => {
     try {
       await fs.promises.mkdir(path.dirname(file), { recursive: true, mode: 0o700 })
       const temporary = `${file}.${process.pid}.tmp`
@@ -185,6 +179,39 @@ export const make = (settings: Settings): Embedder => {
       // a cache that cannot be written is only slower
     }
   }
+  return store
+}
+
+/** The answer's vectors by their `index`: one per input, each once, each of `dimension` (else the first's), finite, not all zero. */
+const vectorsIn = (body: unknown, count: number, dimension: number | undefined): Array<ReadonlyArray<number>> => {
+  const data = field(body, "data")
+  if (!Array.isArray(data) || data.length !== count) throw new EndpointFailed({ kind: "answered no vector per input" })
+  const out: Array<ReadonlyArray<number> | undefined> = new Array(count).fill(undefined)
+  let length = dimension
+  data.forEach((item: unknown, i) => {
+    const index = field(item, "index") ?? i
+    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= count || out[index] !== undefined)
+      throw new EndpointFailed({ kind: "answered an index out of range, or one twice" })
+    const embedding = field(item, "embedding")
+    const flaw = flawOf(embedding, length)
+    if (flaw !== undefined) throw new EndpointFailed({ kind: flaw })
+    length ??= (embedding as ReadonlyArray<number>).length
+    out[index] = embedding as ReadonlyArray<number>
+  })
+  return out as Array<ReadonlyArray<number>>
+}
+
+export const make = (settings: Settings): Embedder => {
+  const store = storeOf(settings)
+  const { vectors, take, load, save } = store
+  const url = `${settings.baseUrl.replace(/\/+$/, "")}/embeddings`
+  const circuit = Circuit.make()
+  let sent = 0
+  const said = new Set<string>()
+  /** The tools listed now: the last list warmed, and the last request's. */
+  let listed: ReadonlySet<string> = new Set()
+  let asked: ReadonlySet<string> = new Set()
+  const prune = () => store.prune((key) => listed.has(key) || asked.has(key))
 
   /** The endpoint's vectors for `inputs`, in order, each checked; through the circuit. */
   const embed = async (inputs: ReadonlyArray<string>, signal: AbortSignal): Promise<Array<ReadonlyArray<number>>> => {
@@ -199,33 +226,14 @@ export const make = (settings: Settings): Embedder => {
           signal: AbortSignal.any([signal, AbortSignal.timeout(settings.timeoutMs)])
         }
       )
-      const out = vectorsIn(body, inputs.length)
+      const out = vectorsIn(body, inputs.length, store.dimension)
+      store.dimension ??= out[0]?.length
       circuit.succeeded()
       return out
     } catch (error) {
       circuit.failed()
       throw error
     }
-  }
-
-  /** The answer's vectors by their `index`: one per input, each once, each the model's length, finite, not all zero. */
-  const vectorsIn = (body: unknown, count: number): Array<ReadonlyArray<number>> => {
-    const data = field(body, "data")
-    if (!Array.isArray(data) || data.length !== count) throw new EndpointFailed({ kind: "answered no vector per input" })
-    const out: Array<ReadonlyArray<number> | undefined> = new Array(count).fill(undefined)
-    let length = dimension
-    data.forEach((item: unknown, i) => {
-      const index = field(item, "index") ?? i
-      if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= count || out[index] !== undefined)
-        throw new EndpointFailed({ kind: "answered an index out of range, or one twice" })
-      const embedding = field(item, "embedding")
-      const flaw = flawOf(embedding, length)
-      if (flaw !== undefined) throw new EndpointFailed({ kind: flaw })
-      length ??= (embedding as ReadonlyArray<number>).length
-      out[index] = embedding as ReadonlyArray<number>
-    })
-    dimension ??= length
-    return out as Array<ReadonlyArray<number>>
   }
 
   /** Tools waiting for a vector, by key; the fill running now, if any. */
