@@ -6,12 +6,12 @@
  * the audit line of a refusal, and a changed file reloaded without a restart.
  */
 import { spawnSync } from "node:child_process"
-import { readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startAuthServer, type AuthServer } from "../../support/authServer.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../support/fakeOpenAI.js"
-import { call, type HttpGateway, initializeParams, send, startHttpGateway } from "../../support/httpClient.js"
+import { call, type HttpGateway, initializeParams, postStateless, send, startHttpGateway } from "../../support/httpClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { freePort } from "../../bench/httpClient.js"
 import { until } from "../../support/process.js"
@@ -204,6 +204,51 @@ describe("policies (Cedar)", () => {
       ["dave", "ok"]
     ])
     expect(steps.every((l) => l.session !== "embedded")).toBe(true)
+  })
+
+  it("runs a 2026-07-28 task (the tasks extension) as the user who asked: dave's orchestration adds a tool as dave, audited so", async () => {
+    const token = await auth.sign({
+      iss: auth.issuer,
+      aud: resource,
+      sub: "dave",
+      groups: ["analysts"],
+      scope: "mcp:tools",
+      iat: now(),
+      exp: now() + 600
+    })
+    const post = (method: string, params: Record<string, unknown>) =>
+      postStateless(
+        `${gateway.base}/mcp`,
+        method,
+        params,
+        { extensions: { "io.modelcontextprotocol/tasks": {} } },
+        { authorization: `Bearer ${token}` }
+      )
+    const auditLines = () =>
+      (existsSync(auditFile) ? readFileSync(auditFile, "utf8") : "")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l))
+    const from = auditLines().length
+    // Only dave may add tools: as anyone else (the gateway's User::"local") no policy permits it.
+    model.setSteps([{ tool: "fx__add_tool", arguments: { name: "dave_task" } }])
+    const created = (
+      await post("tools/call", { name: "agentify_orchestrate", arguments: { query: "add a tool named dave_task", maxSteps: 1 } })
+    ).body.result
+    expect(created?.resultType).toBe("task")
+    const done = await until("dave's task done", async () => {
+      const got = (await post("tasks/get", { taskId: created.taskId })).body.result
+      return got?.status === "completed" || got?.status === "failed" ? got : undefined
+    })
+    expect(done.status).toBe("completed")
+    expect(JSON.stringify(done.result)).not.toContain("refused by policies")
+    expect(JSON.stringify(done.result)).toContain("dave_task")
+    const step = await until("the step's audit line", () =>
+      auditLines()
+        .slice(from)
+        .find((l) => l.type === "call" && l.tool?.exposed === "fx__add_tool" && l.via === "orchestration")
+    )
+    expect([step.subject, step.outcome]).toEqual(["dave", "ok"])
   })
 
   it("writes an audit line for a refused call naming the stage and the rule", async () => {

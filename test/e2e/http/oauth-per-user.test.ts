@@ -245,6 +245,39 @@ describe.skipIf(SKIP)("each user acts upstream as themselves (perUser)", () => {
     }
   }, 120_000)
 
+  it("reads and lists at the backend's own endpoint (/servers/secure/mcp) through the user's own lane: ivan's token, not the gateway's", async () => {
+    // Signed in upstream as himself (at /mcp), then a client of the backend's endpoint.
+    const signIn = await userOf("ivan")
+    try {
+      expect(await signIn.whoami()).toBe("ivan")
+    } finally {
+      await signIn.client.close()
+    }
+    const logFrom = upstreamLog.length
+    const ivan = await userOf("ivan", true, { base: () => `${gateway.base}/servers/secure`, audience: () => gatewayResource })
+    try {
+      const read = await ivan.client.readResource({ uri: "whoami://me" })
+      expect(JSON.parse((read.contents[0] as { text: string }).text)).toEqual({ sub: "ivan" })
+      expect((await ivan.client.listTools()).tools.map((t) => t.name)).toContain("whoami")
+      expect((await ivan.client.listResources()).resources.map((r) => r.uri)).toEqual(["whoami://me"])
+      const upstream = upstreamLog
+        .slice(logFrom)
+        .split("\n")
+        .filter((line) => /^upstream: (resources\/read|tools\/list|resources\/list) /.test(line))
+      // Each of them reached the upstream, and none with another's token (the lane may list on its own too).
+      expect(upstream).toEqual(
+        expect.arrayContaining([
+          "upstream: resources/read with ivan's token",
+          "upstream: tools/list with ivan's token",
+          "upstream: resources/list with ivan's token"
+        ])
+      )
+      expect(upstream.filter((line) => !line.endsWith(" with ivan's token"))).toEqual([])
+    } finally {
+      await ivan.client.close()
+    }
+  }, 120_000)
+
   it("gives a user whose client has no URL elicitation -32042 with the page; once carol signed in there, her call goes through", async () => {
     const carol = await userOf("carol", false)
     try {
