@@ -14,7 +14,8 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connectSdk } from "../support/sdkClient.js"
 import { call, type HttpGateway, openSession, startHttpGateway } from "../support/httpClient.js"
-import { FIXTURE_TOOL_COUNT, fixtureBackend } from "../support/mcpFixture.js"
+import { filesystemBackend, FIXTURE_TOOL_COUNT, fixtureBackend } from "../support/mcpFixture.js"
+import { type EmbeddingsServer, startEmbeddingsServer } from "../support/embeddingsServer.js"
 import { until } from "../support/process.js"
 import { type CliClient, cleanEnv, ROOT, startGateway, tempDir } from "../support/stdioClient.js"
 
@@ -352,6 +353,41 @@ when { context.arguments has text && context.arguments.text like "*secret*" };`
       ["client", "fx__echo", "decide"],
       ["client", "fx__echo", "ok"]
     ])
+  })
+})
+
+describe("with embeddings configured, a search fuses the semantic ranking", () => {
+  let embeddings: EmbeddingsServer
+  beforeAll(async () => {
+    embeddings = await startEmbeddingsServer()
+  })
+  afterAll(async () => {
+    await embeddings?.close()
+  })
+
+  /** What a search for `query` returns with `config` (filesystem and 84 fixture tools; eight listed). */
+  const searched = async (config: Record<string, unknown>, query: string) => {
+    const file = configFile({
+      backends: [filesystemBackend("filesystem", tempDir()), fixtureBackend("many", ["--tools", "60"])],
+      maxListedTools: 8,
+      ...config
+    })
+    const gateway = startGateway({ args: ["--config", file] })
+    try {
+      await gateway.initialize()
+      const reply = await gateway.callTool("agentify_search_tools", { query, limit: 5 })
+      return structuredTools(reply.result).map((t) => t.name)
+    } finally {
+      await gateway.close()
+    }
+  }
+
+  it("a tool none of whose words the query says is found by its meaning, and not without embeddings", async () => {
+    const query = "keep a copy of this on disk"
+    expect(await searched({}, query)).not.toContain("filesystem__write_file")
+    const semantic = await searched({ embeddings: { model: "test-embed", baseUrl: embeddings.baseUrl } }, query)
+    expect(semantic).toContain("filesystem__write_file")
+    expect(embeddings.inputs).toContain(query)
   })
 })
 
