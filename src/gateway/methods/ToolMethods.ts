@@ -1,7 +1,8 @@
 /**
  * The aggregate's tools: `tools/list` (the gateway's own, as the policies and the client allow,
- * then every backend's as the session's profile sees them), `tools/call` (the gateway's own work,
- * else the call pipeline) and `agentify/orchestrateTask`.
+ * then every backend's as the session's profile sees them, or, past `maxListedTools`, the search
+ * and call tools and what the session found: see Listing), `tools/call` (the gateway's own work,
+ * a search, else the call pipeline, `agentify_call_tool` included) and `agentify/orchestrateTask`.
  */
 import { Context, Effect, Layer } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
