@@ -40,6 +40,11 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
  */
 export const DEFAULT_STARTUP_TIMEOUT_MS = 5_000
 export const DEFAULT_MAX_TOOLS = 32
+/**
+ * What `tools/list` gives a client at most: VS Code takes 128 tools in all, its own among them, and
+ * other clients fewer; a larger catalog is found with `agentify_search_tools`.
+ */
+export const DEFAULT_MAX_LISTED_TOOLS = 64
 /** Model turns per orchestration: a search, a read and an answer fit, a runaway loop does not. */
 export const DEFAULT_MAX_STEPS = 6
 
@@ -81,6 +86,8 @@ export interface ResolvedConfig {
   readonly routing: Routing
   readonly exposeBackendTools: boolean
   readonly maxToolsPerRequest: number
+  /** The most tools `tools/list` gives a client (a profile's or the client's own may say otherwise). */
+  readonly maxListedTools: number
   readonly maxSteps: number
   readonly confirmTools: ConfirmTools
   /** What a call the flow rules hold becomes: "confirm" (asked), "strict" (refused), "off". */
@@ -305,6 +312,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     routing: pick("routing") ?? "tool",
     exposeBackendTools: pick("exposeBackendTools") ?? true,
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
+    maxListedTools: pick("maxListedTools") ?? DEFAULT_MAX_LISTED_TOOLS,
     maxSteps: pick("maxSteps") ?? DEFAULT_MAX_STEPS,
     confirmTools: pick("confirmTools") ?? "destructive",
     flowGuard: pick("flowGuard") ?? "confirm",

@@ -21,6 +21,16 @@ const BackendId = Schema.String.pipe(
 export const MAX_TOOLS_LIMIT = 128
 /** The most model turns one orchestration may take (each may call tools). */
 export const MAX_STEPS_LIMIT = 32
+/** The bounds of `maxListedTools`: room for the gateway's own four tools and a few found ones. */
+export const MIN_LISTED_TOOLS = 8
+export const MAX_LISTED_LIMIT = 10_000
+
+/** `maxListedTools`: the most tools `tools/list` gives a client (see gateway/methods/Listing). */
+export const ListedTools = Schema.Number.pipe(
+  Schema.filter((n) => Number.isInteger(n) && n >= MIN_LISTED_TOOLS && n <= MAX_LISTED_LIMIT, {
+    message: () => `must be a whole number of tools from ${MIN_LISTED_TOOLS} to ${MAX_LISTED_LIMIT}`
+  })
+)
 
 /**
  * A whole number in [1, max]. Every duration and size is bounded: Node clamps a timer over 2^31-1 ms
@@ -459,6 +469,10 @@ export const Profile = Schema.Struct({
   backends: Schema.optional(Schema.Array(BackendId)),
   allowTools: Schema.optional(Globs),
   denyTools: Schema.optional(Globs),
+  /** The most tools its `tools/list` gives a client (beside the gateway's `maxListedTools`). */
+  maxListedTools: Schema.optional(ListedTools),
+  /** Globs over exposed tool names listed even when the catalog is larger than `maxListedTools`. */
+  alwaysListTools: Schema.optional(Globs),
   /** With `--http-auth oauth`: the scopes a token needs to use this profile (beside `httpAuth.scopes`). */
   scopes: Schema.optional(Schema.Array(NonEmptyString))
 })
@@ -535,6 +549,8 @@ export const optionFields = {
   routing: Schema.optional(Routing),
   exposeBackendTools: Schema.optional(Schema.Boolean),
   maxToolsPerRequest: Schema.optional(BoundedInt(MAX_TOOLS_LIMIT, "tools")),
+  /** A catalog larger than this is listed as the gateway's search and call tools (see gateway/methods/Listing). */
+  maxListedTools: Schema.optional(ListedTools),
   maxSteps: Schema.optional(BoundedInt(MAX_STEPS_LIMIT, "steps")),
   confirmTools: Schema.optional(ConfirmTools),
   flowGuard: Schema.optional(FlowGuard),

@@ -25,6 +25,7 @@ import type { InvalidPlan, LlmRequestFailed, NoActionDetermined } from "./Errors
 import { type ChatMessage, LlmClient } from "./Llm.js"
 import { Events, none as noEvents } from "../observability/Events.js"
 import type { Offer, Plan } from "./Offer.js"
+import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import { noAction, type OnStep } from "./Steps.js"
 import type { Confirm } from "../pipeline/Vocabulary.js"
 import * as CodeMode from "./CodeMode.js"
@@ -72,6 +73,12 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       request: OrchestrateRequest,
       profile?: Profile
     ) => Effect.Effect<Plan, Exclude<OrchestrationError, BackendError> | BackendError>
+    /** The `k` tools most like `query` by their vectors (`embeddings`), best first; none without them. Never fails. */
+    readonly similar: (
+      entries: ReadonlyArray<CatalogEntry>,
+      query: string,
+      k: number
+    ) => Effect.Effect<ReadonlyArray<CatalogEntry>>
   }
 >() {
   static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | Call.PlannedCalls> = Layer.scoped(
@@ -85,7 +92,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       const events = Option.getOrElse(yield* Effect.serviceOption(Events), () => noEvents)
 
       // What one request's orchestration works with (see Prepare); tool vectors kept warm.
-      const prepare = yield* Prepare.make(gatewayConfig, backends)
+      const { prepare, similar } = yield* Prepare.make(gatewayConfig, backends)
 
       /** The first step's plan, run by nobody (`plan`, and `dryRun`). */
       const firstPlan = (query: string, messages: ReadonlyArray<ChatMessage>, offer: Offer, record?: Recording) =>
@@ -166,7 +173,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
         )
       }
 
-      return { orchestrate, plan }
+      return { orchestrate, plan, similar }
     })
   )
 }

@@ -7,7 +7,7 @@
  */
 import { Effect, Stream } from "effect"
 import type { BackendsService } from "../backend/Backends.js"
-import { Apps, catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
+import { Apps, type CatalogEntry, catalogOf, inProfile, scoreEntries } from "../catalog/ToolCatalog.js"
 import { compactIndex, prepareTaskRanking } from "../catalog/TaskRank.js"
 import { type GatewayConfig, namespaceOf, type Profile, type ResolvedConfig } from "../config/Config.js"
 import type { OrchestrationRecord } from "../observability/Events.js"
@@ -171,8 +171,18 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
       }
     })
 
-    return prepare
+    /**
+     * The tools most like `query` by their vectors, best first: none without `embeddings` (or when
+     * the endpoint cannot say). A client's `agentify_search_tools` fuses them as a request's are.
+     */
+    const similar = (entries: ReadonlyArray<CatalogEntry>, query: string, k: number) =>
+      Effect.flatMap(gatewayConfig.current, (config) => {
+        const embedder = embedderFor(config)
+        return embedder === undefined ? Effect.succeed<ReadonlyArray<CatalogEntry>>([]) : embedder.rank(entries, query, k)
+      })
+
+    return { prepare, similar }
   })
 
 /** What one request's orchestration works with (see `make`'s `prepare`). */
-export type Prepared = Effect.Effect.Success<ReturnType<Effect.Effect.Success<ReturnType<typeof make>>>>
+export type Prepared = Effect.Effect.Success<ReturnType<Effect.Effect.Success<ReturnType<typeof make>>["prepare"]>>

@@ -8,7 +8,8 @@
  * The categories Office, Lifestyle and Leisure are the ones the ranking may be tuned on; Finance,
  * Travel and Shopping are held out: measured, never tuned on, reported apart.
  *
- *     npm run eval:routing            the table, per category, and the project's single-tool sets
+ *     npm run eval:routing            the table, per category, and the project's single-tool sets; and
+ *                                     what a client's agentify_search_tools returns for each task
  *     npm run eval:routing -- --json  the figures as JSON
  *     npm run eval:routing -- --misses  each tuned task's tools missing from the 32 (the held-out
  *                                       categories' are not shown: they are not to be tuned on)
@@ -18,6 +19,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { type BackendTools, buildCatalog, type CatalogEntry, rankEntries, rankTask } from "../../src/catalog/ToolCatalog.js"
 import type { Tool } from "../../src/protocol/Mcp.js"
+import { search } from "../../src/gateway/methods/Listing.js"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const DATA = join(here, "data", "livemcpbench")
@@ -142,6 +144,40 @@ export const measure = (
 const row = (name: string, f: Figures) =>
   `| ${name} | ${f.tasks} | ${f.share[5]} / ${f.share[10]} / ${f.share[32]} | ${f.complete} of ${f.tasks} | ${f.msPerQuery} |`
 
+/**
+ * A client's `agentify_search_tools` with the task's question (gateway/methods/Listing `search`):
+ * the share of the task's tools among the first 5 and 10 it returns, a search of `limit` 5 and one
+ * of `limit` 10, as a client asks them (lexical: no embeddings here).
+ */
+export const clientSearch = (
+  only?: ReadonlyArray<string>
+): { readonly tasks: number; readonly at5: number; readonly at10: number } => {
+  const catalog = buildCatalog(backends())
+  const names = new Set(catalog.entries.map((e) => e.toolName))
+  const chosen = tasks(names).filter((t) => only === undefined || only.includes(t.category))
+  const share = (task: Task, limit: number) => {
+    const returned = new Set(search(catalog.entries, task.question, limit).map((e) => e.toolName))
+    return task.tools.filter((t) => returned.has(t)).length / task.tools.length
+  }
+  const mean = (limit: number) => round(chosen.reduce((n, t) => n + share(t, limit), 0) / Math.max(1, chosen.length))
+  return { tasks: chosen.length, at5: mean(5), at10: mean(10) }
+}
+
+const searchRow = (name: string, f: ReturnType<typeof clientSearch>) => `| ${name} | ${f.tasks} | ${f.at5} / ${f.at10} |`
+
+/** The client's search, per category as the table above. */
+export const searchTable = (): string =>
+  [
+    "| agentify_search_tools (a client's search) | tasks | share of a task's tools in the first 5 / 10 returned |",
+    "|---|---|---|",
+    searchRow("all", clientSearch()),
+    searchRow(`tuned on (${TUNED.join(", ")})`, clientSearch(TUNED)),
+    searchRow(`held out (${HELD_OUT.join(", ")})`, clientSearch(HELD_OUT)),
+    ...[...TUNED, ...HELD_OUT].map((c) =>
+      searchRow(`  ${c}${(HELD_OUT as ReadonlyArray<string>).includes(c) ? " (held out)" : ""}`, clientSearch([c]))
+    )
+  ].join("\n")
+
 export const table = (): string => {
   const lines = [
     "| LiveMCPBench (527 tools) | tasks | share of a task's tools in the top 5 / 10 / 32 | every tool in the 32 | ms per query |",
@@ -168,9 +204,10 @@ export const table = (): string => {
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (process.argv.includes("--json")) {
     const { all, byCategory } = measure()
-    process.stdout.write(`${JSON.stringify({ all, byCategory: Object.fromEntries(byCategory) }, null, 2)}\n`)
+    const search = { all: clientSearch(), tuned: clientSearch(TUNED), heldOut: clientSearch(HELD_OUT) }
+    process.stdout.write(`${JSON.stringify({ all, byCategory: Object.fromEntries(byCategory), search }, null, 2)}\n`)
   } else {
-    process.stdout.write(`${table()}\n`)
+    process.stdout.write(`${table()}\n\n${searchTable()}\n`)
     if (process.argv.includes("--misses")) process.stdout.write(`\n${measure(offered, TUNED).misses.join("\n")}\n`)
   }
 }

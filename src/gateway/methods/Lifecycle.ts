@@ -22,7 +22,7 @@ export const outOfPhase = (session: Session, method: string): GatewayError | und
 }
 
 /** `initializationOptions` a session may pass when the gateway is shared: they concern it alone. */
-const PER_SESSION_OPTIONS = new Set(["logLevel"])
+const PER_SESSION_OPTIONS = new Set(["logLevel", "maxListedTools"])
 
 /**
  * Runs `initialize` under the session's lifecycle rules: at most once, and every exit lands in a
@@ -78,7 +78,7 @@ export const sessionOptions = (session: Session, options: unknown): Effect.Effec
     const message =
       `initializationOptions cannot reconfigure a shared gateway: ${shared.join(", ")} ` +
       "apply to every session and are set in the gateway's configuration file or environment; " +
-      "a session may set only logLevel"
+      "a session may set only logLevel and maxListedTools"
     return Effect.fail(
       new InvalidParams({
         message: `Invalid params: ${message}`,
@@ -86,7 +86,8 @@ export const sessionOptions = (session: Session, options: unknown): Effect.Effec
       })
     )
   }
-  return Effect.map(decodeSessionOptions(options), ({ logLevel }) => {
+  return Effect.map(decodeSessionOptions(options), ({ logLevel, maxListedTools }) => {
     if (logLevel !== undefined) session.setLogLevel(mcpLevelOf(logLevel))
+    if (maxListedTools !== undefined) session.maxListedTools = maxListedTools
   })
 }

@@ -4,7 +4,7 @@
  * problem in the words the gateway has always used ("name: is required").
  */
 import { Either, Schema } from "effect"
-import { LogLevelName } from "../../config/Config.js"
+import { ListedTools, LogLevelName, MAX_LISTED_LIMIT, MIN_LISTED_TOOLS } from "../../config/Config.js"
 import { safeIssues } from "../../config/Decode.js"
 import { InvalidParams } from "../../protocol/Errors.js"
 import { MCP_LOG_LEVELS } from "../session/Session.js"
@@ -73,6 +73,10 @@ export const SessionOptions = Schema.Struct({
   logLevel: optionalWorded(
     Schema.Literal(...LogLevelName.literals),
     `initializationOptions.logLevel: must be one of ${LogLevelName.literals.join(", ")}`
+  ),
+  maxListedTools: optionalWorded(
+    ListedTools,
+    `initializationOptions.maxListedTools: must be a whole number of tools from ${MIN_LISTED_TOOLS} to ${MAX_LISTED_LIMIT}`
   )
 })
 

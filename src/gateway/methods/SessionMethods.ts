@@ -56,6 +56,9 @@ export const rows = (ctx: Deps, session: Session, view: View) => {
     let config: ResolvedConfig
     if (ctx.mode === "single") {
       config = yield* ctx.config.applyInitializationOptions(p.initializationOptions)
+      // What the client says it takes wins over a profile's (see Listing), as over a shared gateway.
+      const listed = field(p.initializationOptions, "maxListedTools")
+      if (typeof listed === "number") session.maxListedTools = listed
       yield* Logging.applyLevel(config.logLevel)
       yield* Logging.logNotes(config.notes)
     } else {

@@ -1,7 +1,8 @@
 /**
  * The aggregate's tools: `tools/list` (the gateway's own, as the policies and the client allow,
- * then every backend's as the session's profile sees them), `tools/call` (the gateway's own work,
- * else the call pipeline) and `agentify/orchestrateTask`.
+ * then every backend's as the session's profile sees them, or, past `maxListedTools`, the search
+ * and call tools and what the session found: see Listing), `tools/call` (the gateway's own work,
+ * a search, else the call pipeline, `agentify_call_tool` included) and `agentify/orchestrateTask`.
  */
 import { Context, Effect, Layer } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
@@ -25,30 +26,32 @@ import { Apps } from "../../catalog/ToolCatalog.js"
 import * as PolicyChecks from "../call/PolicyChecks.js"
 import * as Tasks from "../routing/Tasks.js"
 import * as OwnWork from "./OwnWork.js"
+import * as Listing from "./Listing.js"
+import { notification } from "../../jsonrpc/JsonRpc.js"
 
 /** What the aggregate's tools use of the gateway: its own work's, and whether one client owns it. */
 export interface Deps extends OwnWork.Deps {
   readonly mode: Mode
 }
 
-export const rows = (ctx: Deps, session: Session, view: View) => {
+export const rows = (ctx: Deps, session: Session, view_: View) => {
   const { backends } = ctx
-  const { catalog, namespaceOfBackend } = view
+  const { catalog, namespaceOfBackend } = view_
   const backendFacts = Tasks.factsOf(backends)
   /** Its own tools and orchestrations (see OwnWork). */
-  const ownWork = OwnWork.make(ctx, session, view)
+  const ownWork = OwnWork.make(ctx, session, view_)
 
-  const listTools = Effect.gen(function* () {
+  /** What this session may list now: the gateway's own tools, the catalog's entries and tools, the limit. */
+  const listing = Effect.gen(function* () {
     const config = yield* ctx.config.current
     const view = catalog()
     const rendersApps = Apps.rendersApps(session.clientCapabilities)
-    const backendTools = config.exposeBackendTools
-      ? view.entries.flatMap((e) =>
-          Apps.listedFor(e.tool, rendersApps, ctx.mode === "shared")
-            ? [Tasks.toolFor(e.tool, session, backendFacts(e.backendId))]
-            : []
-        )
+    const listable = config.exposeBackendTools
+      ? view.entries.filter((e) => Apps.listedFor(e.tool, rendersApps, ctx.mode === "shared"))
       : []
+    // The catalog's own array when nothing is left out: the ranking's index is cached per array.
+    const entries = listable.length === view.entries.length ? view.entries : listable
+    const backendTools = entries.map((e) => Tasks.toolFor(e.tool, session, backendFacts(e.backendId)))
     // Code mode's tool declares what this session's scripts can call (its profile's tools, no app-only one).
     const runCode =
       config.codeMode === false || !PolicyChecks.mayUseOwn(ctx.policies, session, "run_code", RunCode.RUN_CODE_TOOL_NAME)
@@ -63,14 +66,68 @@ export const rows = (ctx: Deps, session: Session, view: View) => {
       Tasks.wantsTask(session) || !Tasks.statelessClient(session)
         ? [...orchestrate, ...runCode].map((tool) => ({ ...tool, execution: { taskSupport: "optional" } }))
         : [...orchestrate, ...runCode]
-    return { tools: [...own, ...backendTools] }
+    const limit = Listing.limitOf(session, view_.profile(), config)
+    return { own, entries, backendTools, limit }
   })
+
+  /** The whole catalog when it fits the client's limit; else the search and call tools, and what was found (see Listing). */
+  const listTools = Effect.map(listing, ({ own, backendTools, limit }) => ({
+    tools: Listing.listed(own, backendTools, limit, view_.profile(), found)
+  }))
+
+  /** This session's searches' finds (see Listing): they join its `tools/list`. */
+  const found = new Listing.Found()
+
+  /**
+   * `agentify_search_tools`: the best tools of what this session may see for the query, with their
+   * schemas; when the catalog is listed in part, they join the list and the client is told.
+   */
+  const searchTools = (args: unknown, context: RequestContext) =>
+    Effect.gen(function* () {
+      const { query, limit } = yield* Listing.searchArguments(args)
+      const { own, entries, backendTools, limit: listLimit } = yield* listing
+      const similar = entries.length > limit ? yield* ctx.orchestrator.similar(entries, query, limit) : []
+      const ranked = Listing.search(entries, query, limit, similar)
+      const byName = new Map(backendTools.map((t) => [t.name, t]))
+      const tools = ranked.map((e) => {
+        const tool = byName.get(e.name) ?? e.tool
+        return { name: tool.name, description: tool.description ?? "", inputSchema: tool.inputSchema }
+      })
+      if (own.length + backendTools.length > listLimit) {
+        const names = () => Listing.listed(own, backendTools, listLimit, view_.profile(), found).map((t) => t.name)
+        const before = names().join("\u0000")
+        found.add(
+          tools.map((t) => t.name),
+          Listing.roomFor(own.length, backendTools, listLimit, view_.profile())
+        )
+        // With the reply's stream where it has one (an HTTP POST's), else the session's own.
+        const changed = notification("notifications/tools/list_changed", {})
+        if (names().join("\u0000") !== before && !context.send(changed)) session.send(changed)
+      }
+      return { content: [{ type: "text", text: JSON.stringify({ tools }, null, 2) }], structuredContent: { tools } }
+    })
+
+  /**
+   * `agentify_call_tool`: the client's own `tools/call` of the tool it names (its `_meta` and
+   * `task` kept), through every stage of the pipeline as that call; never one of the gateway's own.
+   */
+  const callThrough = (p: Params.CallToolParams, context: RequestContext) =>
+    Effect.flatMap(
+      Listing.callArguments(p.arguments, [ORCHESTRATE_TOOL.name, RunCode.RUN_CODE_TOOL_NAME]),
+      ({ name, arguments: args }) => {
+        const { arguments: _outer, ...rest } = p
+        const params = { ...rest, name, ...(args === undefined ? {} : { arguments: args }) }
+        return ctx.pipeline.run({ context, via: p.task === undefined ? "client" : "task", name, params })
+      }
+    )
 
   // A plain function rather than a traced generator: this is the passthrough hot path, where a
   // span per call (and the stack captured for it) cost more than the rest of the gateway's work.
   const callTool = (p: Params.CallToolParams, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
     const own = ownWork.call(p, context)
     if (own !== undefined) return own
+    if (p.name === Listing.SEARCH_TOOL_NAME) return searchTools(p.arguments, context)
+    if (p.name === Listing.CALL_TOOL_NAME) return callThrough(p, context)
     // Forwarded unchanged but for the backend's own tool name (_meta, a progressToken, included).
     return ctx.pipeline.run({ context, via: p.task === undefined ? "client" : "task", name: p.name, params: p })
   }

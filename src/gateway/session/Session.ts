@@ -277,6 +277,12 @@ export class Session {
     )
   }
 
+  /**
+   * The most tools its client takes in `tools/list`, as it said in `initializationOptions`
+   * (`maxListedTools`); undefined: its profile's, else the gateway's (see methods/Listing).
+   */
+  maxListedTools: number | undefined = undefined
+
   /** Which backends a profile's session serves (set by the gateway); none: every backend. */
   scope: ((backendId: string) => boolean) | undefined = undefined
 
