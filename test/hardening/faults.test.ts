@@ -13,6 +13,7 @@ import { type FakeOpenAI, startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { BIN } from "../support/stdioClient.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
 import { cleanEnv, Client, closeCleanly, DEEP_BACKEND, descendants, HOLDER, sleep, untilGone, writeConfig } from "./support.js"
+import { until } from "../support/process.js"
 
 const expectPingStillAnswered = async (client: Client) => {
   const pong = await client.request("ping", undefined, undefined, 10_000)
@@ -153,13 +154,23 @@ describe("LLM endpoint faults", () => {
   let client: Client
   const KEY = "sk-hardening-faults-0a1b2c3d4e5f"
 
+  /** A gateway in front of the fixture, with fx's tools listed (a busy machine starts it slowly). */
+  const started = async (env: Record<string, string> = {}) => {
+    const gateway = new Client({
+      args: ["--config", writeConfig({ backends: [fixtureBackend("fx")] })],
+      env: cleanEnv({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl, ...env })
+    })
+    await gateway.initialize()
+    await until("fx's tools", async () =>
+      ((await gateway.request("tools/list")).result?.tools as Array<{ name: string }>).some((t) => t.name === "fx__echo")
+    )
+    return gateway
+  }
+
   beforeAll(async () => {
     fake = await startFakeOpenAI()
-    client = new Client({
-      args: ["--config", writeConfig({ backends: [fixtureBackend("fx")] })],
-      env: cleanEnv({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl, OPENAI_TIMEOUT_MS: "1000" })
-    })
-    await client.initialize()
+    // The model's own timeout (30 s): an answer that comes late on a busy machine is still an answer.
+    client = await started()
   })
 
   afterAll(async () => {
@@ -172,6 +183,7 @@ describe("LLM endpoint faults", () => {
   it("works when the endpoint does (the baseline)", async () => {
     fake.setReply({ tool: "fx__echo", arguments: { text: "fine" } })
     const reply = await orchestrate("echo fine")
+    expect(reply.error).toBeUndefined()
     expect(reply.result?.content?.[0]?.text).toBe('{"text":"fine"}')
   })
 
@@ -218,11 +230,14 @@ describe("LLM endpoint faults", () => {
   )
 
   it("an endpoint that never answers: -32003 after the configured timeout, and the HTTP request is aborted", async () => {
+    // A gateway of its own whose model times out after 1 s.
+    const client = await started({ OPENAI_TIMEOUT_MS: "1000" })
+    onTestFinished(() => closeCleanly(client))
     fake.setReply({ hang: true })
     const aborted = fake.aborted
-    const started = Date.now()
-    const answer = await orchestrate("echo something")
-    const elapsed = Date.now() - started
+    const startedAt = Date.now()
+    const answer = await client.request("agentify/orchestrateTask", { query: "echo something" }, undefined, 30_000)
+    const elapsed = Date.now() - startedAt
     expect(answer.error?.code).toBe(-32003)
     expect(answer.error?.data?.reason).toBe("timeout")
     expect(answer.error?.message).toMatch(/did not answer within 1s/)

@@ -187,6 +187,7 @@ describe("pins of a server that churns its tools", () => {
       }
     }
     // 60 listings of 200 tools, every name new each time (12,000 names in all).
+    const started = Date.now()
     for (let round = 0; round < 60; round++) {
       const listed = Array.from({ length: 200 }, (_, i) => tool(`r${round}_t${i}`, `tool ${i}`))
       expect(Pins.review(s, churner, listed, () => {}).admitted).toHaveLength(200)
@@ -194,9 +195,13 @@ describe("pins of a server that churns its tools", () => {
     // A waiting pin holds its tool as any pin: a change is quarantined.
     const changed = Pins.review(s, churner, [tool("r59_t0", "now something else")], () => {})
     expect(changed.changed.map((c) => c.name)).toEqual(["r59_t0"])
-    // The listings came faster than a rewrite a second: most waited, in memory.
+    // The listings came faster than a rewrite a second: most waited, in memory. The pace is the
+    // clock's: a busy machine that took seconds over them earned a rewrite for each (and one more,
+    // the waiting pins' own timer).
+    const earned = Math.floor((Date.now() - started) / Pins.REWRITE_EVERY_MS)
     expect(writes).toBeGreaterThan(0)
-    expect(writes).toBeLessThanOrEqual(Pins.REWRITES_AT_ONCE + 2)
+    expect(writes).toBeLessThanOrEqual(Pins.REWRITES_AT_ONCE + earned + 2)
+    expect(writes).toBeLessThan(60)
     Pins.trust(s, churner, [tool("r59_t1", "tool 1")], "r59_t1")
     const file = Pins.read(s, churner)
     expect(file.size).toBeLessThanOrEqual(200 + Pins.MAX_UNLISTED_PINS)
