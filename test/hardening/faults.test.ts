@@ -34,6 +34,8 @@ describe("backend faults", () => {
     const config = writeConfig({
       requestTimeoutMs: 30_000,
       startupTimeoutMs: 10_000,
+      // Six backends' tools are more than maxListedTools' default: listed whole, as these tests read them.
+      maxListedTools: 10_000,
       backends: [
         fixtureBackend("crashy", ["--spawn-child"]),
         fixtureBackend("hangy", [], { requestTimeoutMs: 500 }),

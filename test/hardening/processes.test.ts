@@ -43,7 +43,8 @@ const pidsOf = async (client: Client, tool: string) => {
 describe("descriptor exhaustion", () => {
   it("a spawn that fails with EMFILE fails that backend only; the gateway answers everything else", async () => {
     const backends = Array.from({ length: 40 }, (_, i) => fixture(`b${i}`))
-    const config = writeConfig({ backends, startupTimeoutMs: 20_000 })
+    // maxListedTools: the backends' tools listed whole, so that the list says which ones started.
+    const config = writeConfig({ backends, startupTimeoutMs: 20_000, maxListedTools: 10_000 })
     const client = new Client({
       command: "/bin/sh",
       args: ["-c", `ulimit -n 100 && exec "${process.execPath}" "${BIN}" --config "${config}"`]
