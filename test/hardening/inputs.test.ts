@@ -169,6 +169,39 @@ describe("megabyte inputs", () => {
     expect(replies[3]!.result).toEqual({})
     await closeCleanly(client)
   }, 30_000)
+
+  // With a key, the ranking runs (more tools than maxToolsPerRequest): what it reads of a request is
+  // bounded and linear in it. Before, "save ".repeat(20000) alone blocked the loop 17-21 s and 1 MB
+  // about an hour (a pattern rescanning to the end for every match): this test then timed out.
+  it("a 1 MB request of each shape the ranking once choked on reaches the model; a ping sent beside them is answered", async () => {
+    const model = await startFakeOpenAI({ text: "nothing to do" })
+    try {
+      const client = new Client({
+        args: ["--config", writeConfig({ backends: [fixture("fx")], maxToolsPerRequest: 3 })],
+        env: cleanEnv({ OPENAI_API_KEY: "sk-test-0123456789abcdef", OPENAI_BASE_URL: model.baseUrl })
+      })
+      await client.initialize()
+      const mb = (unit: string) => unit.repeat(Math.ceil(1_000_000 / unit.length))
+      const huge = [
+        { query: mb("save ") },
+        { query: mb("read ") },
+        { query: mb("report in ") },
+        { query: `${mb(".")}a` },
+        { query: "save the notes", context: { selectionText: mb("report in a.md "), currentWorkingDirectory: mb("a-") } }
+      ]
+      const replies = await Promise.all([
+        ...huge.map((params, i) => client.request("agentify/orchestrateTask", params, `q${i}`, 60_000)),
+        client.request("ping", undefined, "p", 60_000)
+      ])
+      // Each was ranked and sent to the model (which answers in words: no tool to run).
+      expect(model.requests.filter((r) => r.path.endsWith("/chat/completions"))).toHaveLength(huge.length)
+      for (const reply of replies.slice(0, huge.length)) expect(reply.result ?? reply.error).toBeDefined()
+      expect(replies[huge.length]!.result).toEqual({})
+      await closeCleanly(client)
+    } finally {
+      await model.close()
+    }
+  }, 120_000)
 })
 
 describe("secrets in what backends and URLs send back", () => {
