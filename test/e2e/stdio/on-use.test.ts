@@ -59,7 +59,7 @@ describe("backends started on use", () => {
       const [a, b] = await Promise.all([gateway.callTool("alpha__pid"), gateway.callTool("alpha__pid")])
       expect(a.error).toBeUndefined()
       expect(b.error).toBeUndefined()
-      const pidOf = (reply: { result: unknown }) => Number(firstText(reply.result))
+      const pidOf = (reply: { result?: unknown }) => Number(firstText(reply.result))
       expect(pidOf(a)).toBe(pidOf(b))
       // beta is still not running: only alpha's process is in the tree.
       expect(descendants(gateway.pid)).toEqual([pidOf(a)])
