@@ -14,6 +14,7 @@ import * as Backend from "./Backend.js"
 import { needsAuthOf } from "./Channel.js"
 import type { Entry } from "./Entry.js"
 import * as Known from "./Known.js"
+import type * as Mcp from "../protocol/Mcp.js"
 import * as Heartbeat from "./Heartbeat.js"
 import { type RestartPolicy, restartDelays } from "./Restart.js"
 import type { StartOptions } from "./StartOptions.js"
@@ -55,6 +56,19 @@ const idle = (table: Table, entry: Entry, idleMs: number) =>
     }
   })
 
+/**
+ * The tools it listed, those the same as remembered kept as the very objects the catalog holds: a
+ * backend started on use that lists what was known changes nothing a session sees (the catalog
+ * tells tools apart by identity), so nobody is told its list changed.
+ */
+const asKnown = (entry: Entry, listed: ReadonlyArray<Mcp.Tool>): ReadonlyArray<Mcp.Tool> => {
+  const known = new Map(entry.tools.map((tool) => [tool.name, tool]))
+  return listed.map((tool) => {
+    const same = known.get(tool.name)
+    return same !== undefined && JSON.stringify(same) === JSON.stringify(tool) ? same : tool
+  })
+}
+
 /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
 const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
   Effect.scoped(
@@ -77,7 +91,7 @@ const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
       entry.pid = backend.pid
       entry.protocolVersion = backend.protocolVersion
       entry.era = backend.era
-      yield* table.reviewTools(entry, backend.tools(), startOptions.pins)
+      yield* table.reviewTools(entry, entry.onUse ? asKnown(entry, backend.tools()) : backend.tools(), startOptions.pins)
       entry.lastError = undefined
       yield* table.setState(entry, "ready")
       yield* Effect.logInfo(`backend ready: ${backend.address}, protocol ${backend.protocolVersion}, ${entry.tools.length} tools`)

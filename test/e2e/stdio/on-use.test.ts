@@ -1,15 +1,16 @@
 /**
- * Backends started on their first use (issue 59): the built CLI over stdio, run twice on one state
- * directory. The first run meets the backends (they start at `initialize`, their tools are
+ * Backends started on their first use (issue 59): the built CLI over stdio (and once over HTTP),
+ * run twice on one state directory. The first run meets the backends (they start at `initialize`, their tools are
  * remembered); the second lists their tools without starting them, starts one when it is used (once,
  * however many calls want it), stops it after `idleMs` unused and starts it again on the next call.
  * A remembered list that was tampered with is ignored; one the server changes on start gives way to
  * what it lists; a backend that fails to start on use fails the call with the reason.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { readdirSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { cleanEnv, type CliClient, startGateway, tempDir } from "../../support/stdioClient.js"
+import { cleanEnv, type CliClient, sleep, startGateway, tempDir } from "../../support/stdioClient.js"
+import { call, openSession, startHttpGateway } from "../../support/httpClient.js"
 import { FIXTURE_SERVER, firstText, fixtureBackend } from "../../support/mcpFixture.js"
 import { descendants, until } from "../../support/process.js"
 
@@ -65,6 +66,8 @@ describe("backends started on use", () => {
       expect(descendants(gateway.pid)).toEqual([pidOf(a)])
       const echo = await gateway.callTool("alpha__echo", { text: "hi" })
       expect(firstText(echo.result)).toContain("hi")
+      // It listed what was remembered: nothing a session sees changed, so nobody is told it did.
+      expect(gateway.messages.filter((m) => m.method === "notifications/tools/list_changed")).toEqual([])
     } finally {
       await gateway.close()
     }
@@ -86,6 +89,54 @@ describe("backends started on use", () => {
       const again = await gateway.callTool("alpha__pid")
       expect(again.error).toBeUndefined()
       expect(Number(firstText(again.result))).not.toBe(pid)
+    } finally {
+      await gateway.close()
+    }
+  })
+
+  it("calls arriving around an idle stop all get their answer (they wait for the restart)", async () => {
+    const stateDir = tempDir("agentify-state-")
+    const config = { idleMs: 40, backends: [fixtureBackend("alpha")] }
+    await meet(config, stateDir)
+    const gateway = await run(config, stateDir)
+    try {
+      const pids = new Set<number>()
+      // Each call comes about when the last one's backend is being stopped for want of use.
+      for (let i = 0; i < 8; i++) {
+        const reply = await gateway.callTool("alpha__pid")
+        expect(reply.error).toBeUndefined()
+        pids.add(Number(firstText(reply.result)))
+        await sleep(20 + (i % 4) * 35)
+      }
+      // It was stopped and started again between some of them (the last pauses outlast idleMs).
+      expect(pids.size).toBeGreaterThan(1)
+    } finally {
+      await gateway.close()
+    }
+  })
+
+  it("over HTTP: two sessions calling a backend not started yet share one start", async () => {
+    const stateDir = tempDir("agentify-state-")
+    const config = { backends: [fixtureBackend("alpha"), fixtureBackend("beta")] }
+    const env = { AGENTIFY_STATE_DIR: stateDir }
+    const first = await startHttpGateway({ config, env })
+    await until("the tools to be remembered", () => existsSync(join(stateDir, "known")) && knownFiles(stateDir).length === 2)
+    await first.close()
+
+    const gateway = await startHttpGateway({ config, env })
+    try {
+      const url = `${gateway.base}/mcp`
+      const [one, two] = await Promise.all([openSession(url), openSession(url)])
+      expect(descendants(gateway.child.pid!)).toEqual([])
+      const listed = await call(url, one.sessionId, 1, "tools/list", {})
+      expect(listed.messages[0].result.tools.map((t: { name: string }) => t.name)).toContain("beta__echo")
+      const [a, b] = await Promise.all([
+        call(url, one.sessionId, 2, "tools/call", { name: "alpha__pid", arguments: {} }),
+        call(url, two.sessionId, 2, "tools/call", { name: "alpha__pid", arguments: {} })
+      ])
+      const pidOf = (reply: { messages: Array<any> }) => Number(firstText(reply.messages.find((m) => m.id === 2).result))
+      expect(pidOf(a)).toBe(pidOf(b))
+      expect(descendants(gateway.child.pid!)).toEqual([pidOf(a)])
     } finally {
       await gateway.close()
     }
