@@ -9,9 +9,9 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Either, Schema } from "effect"
+import { Effect } from "effect"
 import type { BackendConfig } from "../config/Config.js"
-import * as Mcp from "../protocol/Mcp.js"
+import type * as Mcp from "../protocol/Mcp.js"
 import * as LaunchKey from "./LaunchKey.js"
 
 /** The largest file read: a list beyond it is ignored (the backend then starts to be known). */
@@ -25,13 +25,26 @@ export interface Known {
   readonly capabilities: ReadonlyArray<string>
 }
 
-const File = Schema.Struct({
-  version: Schema.Literal(1),
-  key: Schema.String,
-  capabilities: Schema.Array(Schema.String).pipe(Schema.maxItems(64)),
-  tools: Schema.Array(Mcp.Tool).pipe(Schema.maxItems(MAX_KNOWN_TOOLS))
-})
-const decodeFile = Schema.decodeUnknownEither(File)
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** A tool as listed: a name, an object inputSchema, a description if any (checked by hand: this runs for every backend at start). */
+const isTool = (u: unknown): u is Mcp.Tool =>
+  isObject(u) &&
+  typeof u.name === "string" &&
+  isObject(u.inputSchema) &&
+  (u.description === undefined || typeof u.description === "string")
+
+/** The file's content, if it is what `write` writes for `key`; else why not. */
+const decodeFile = (parsed: unknown, key: string): Known | string => {
+  if (!isObject(parsed) || parsed.version !== 1) return "not a list of tools"
+  if (parsed.key !== key) return "they are another launch's"
+  const { tools, capabilities } = parsed
+  if (!Array.isArray(tools) || tools.length > MAX_KNOWN_TOOLS || !tools.every(isTool)) return "not a list of tools"
+  if (!Array.isArray(capabilities) || capabilities.length > 64 || !capabilities.every((c) => typeof c === "string")) {
+    return "not a list of tools"
+  }
+  return { tools, capabilities }
+}
 
 const fileOf = (stateDir: string, key: string) => path.join(stateDir, "known", `launch-${key}.json`)
 
@@ -59,14 +72,10 @@ export const read = (stateDir: string, config: BackendConfig): Effect.Effect<Kno
     } catch {
       return Effect.as(Effect.logWarning("its remembered tools are ignored: not JSON"), undefined)
     }
-    const decoded = decodeFile(parsed)
-    if (Either.isLeft(decoded)) {
-      return Effect.as(Effect.logWarning("its remembered tools are ignored: not a list of tools"), undefined)
-    }
-    if (decoded.right.key !== key) {
-      return Effect.as(Effect.logWarning("its remembered tools are ignored: they are another launch's"), undefined)
-    }
-    return Effect.succeed({ tools: decoded.right.tools, capabilities: decoded.right.capabilities })
+    const decoded = decodeFile(parsed, key)
+    if (typeof decoded === "string")
+      return Effect.as(Effect.logWarning(`its remembered tools are ignored: ${decoded}`), undefined)
+    return Effect.succeed(decoded)
   })
 
 /**
