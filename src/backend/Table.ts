@@ -7,6 +7,7 @@
 import type { TokenFiles } from "../auth/Client.js"
 import { Effect, PubSub } from "effect"
 import { availableParallelism } from "node:os"
+import { field } from "../values/Json.js"
 import type { BackendConfig } from "../config/Config.js"
 import { oauthOf, rootsOf } from "../config/Config.js"
 import type { EventsService } from "../observability/Events.js"
@@ -210,7 +211,22 @@ export class Table {
         const waited = this.wake(entry).pipe(Effect.timeoutOption(this.lastStartOptions?.startupTimeoutMs ?? 0))
         return Effect.zipRight(
           waited,
-          Effect.suspend(() => this.forward(entry, backendId, method, params))
+          Effect.suspend(() => {
+            // The call was checked against the tools remembered; the backend, started, may no
+            // longer offer this one as it was (a definition its pins hold back): not sent.
+            const name = method === "tools/call" ? field(params, "name") : undefined
+            if (typeof name === "string" && entry.backend !== undefined && !entry.tools.some((t) => t.name === name)) {
+              return Effect.fail(
+                new BackendError({
+                  backendId,
+                  reason: "call_failed",
+                  method,
+                  summary: `its tool ${name} is not offered as it was remembered (changed since it was pinned, or gone): list the tools again`
+                })
+              )
+            }
+            return this.forward(entry, backendId, method, params)
+          })
         )
       }
       return this.forward(entry, backendId, method, params)
