@@ -54,6 +54,9 @@ describe("backends started on use", () => {
       const listed = await names(gateway)
       expect(listed).toContain("alpha__echo")
       expect(listed).toContain("beta__tool_1")
+      // A name it does not list is unknown, as for a running one: nothing is started for it.
+      const unknown = await gateway.callTool("beta__no_such_tool")
+      expect(unknown.error?.code).toBe(-32602)
       expect(descendants(gateway.pid)).toEqual([])
 
       // Two calls at once on a backend not started: one start, both answered by the same process.
