@@ -13,8 +13,9 @@
  * backend (`Backend`), the restart policy and its `Schedule` (`Restart`), what a new set changes
  * (`Diff`), an entry of the table (`Entry`), each user's own connection to a `perUser` backend (`Lanes`).
  */
-import { Context, Deferred, Effect, ExecutionStrategy, Fiber, Layer, Option, PubSub, Scope, Stream } from "effect"
+import { Context, Deferred, Effect, ExecutionStrategy, Fiber, FiberId, Layer, Option, PubSub, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
+import * as Known from "./Known.js"
 import * as Lanes from "./Lanes.js"
 import * as Lifecycle from "./Lifecycle.js"
 import { Table } from "./Table.js"
@@ -229,6 +230,56 @@ export const make = (options: ManagerOptions = {}) =>
         })
       )
 
+    /**
+     * Starts a backend waiting for its first use (once, however many requests want it: the others
+     * wait for the same start) and waits until it is ready or its start failed.
+     */
+    const wake = (entry: Entry): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (entry.state !== "idle") return Deferred.await(entry.settled)
+        const settled = Deferred.unsafeMake<void>(FiberId.none)
+        entry.settled = settled
+        const previous = entry.fiber
+        entry.fiber = undefined
+        // Starting from this step on: a request right behind this one waits for the same start.
+        const moved = table.moveNow(entry, "starting")
+        const fork = lock.withPermits(1)(
+          Effect.gen(function* () {
+            // Stopped for want of use a moment ago: its process goes first.
+            if (previous !== undefined) yield* Fiber.await(previous)
+            const startOptions = table.lastStartOptions
+            if (table.byId.get(entry.config.id) !== entry || startOptions === undefined || entry.stoppedFor !== undefined) {
+              return yield* Deferred.succeed(settled, undefined)
+            }
+            yield* Effect.logInfo("starting on use", { backend: entry.config.id })
+            // Forked from an uninterruptible step: the lifecycle itself must stay interruptible (a stop).
+            entry.fiber = yield* Effect.forkIn(Effect.interruptible(lifecycleOf(entry, startOptions)), scope)
+          })
+        )
+        return Effect.zipRight(Effect.uninterruptible(Effect.zipRight(moved, fork)), Deferred.await(settled))
+      })
+    table.wake = wake
+
+    /**
+     * Whether the entry waits for its first use: its tools are known from an earlier run (and held
+     * against its pins as any listing is), it offers nothing a client lists at the start, and
+     * neither it nor the gateway says to start it always. Such an entry is "idle", its tools listed.
+     */
+    const waitsForUse = (entry: Entry, startOptions: StartOptions) =>
+      Effect.gen(function* () {
+        const { config } = entry
+        const onUse = startOptions.onUse
+        if (onUse === undefined || (config.start ?? onUse.start) !== "onUse") return false
+        if (!config.enabled || config.refused !== undefined || config.auth !== undefined) return false
+        const known = yield* Effect.annotateLogs(Known.read(onUse.stateDir, config), { backend: config.id })
+        if (known === undefined || !Known.mayWait(known)) return false
+        entry.onUse = true
+        yield* table.reviewTools(entry, known.tools, startOptions.pins)
+        yield* table.setState(entry, "idle")
+        yield* Deferred.succeed(entry.settled, undefined)
+        return true
+      })
+
     /** Replaces the set and forks the lifecycles; returns the entries start() waits for. */
     const replace = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions) =>
       lock.withPermits(1)(
@@ -236,8 +287,10 @@ export const make = (options: ManagerOptions = {}) =>
           table.lastStartOptions = startOptions
           yield* stopEntries(table.entries)
           table.replaceEntries(yield* Effect.forEach(configs, newEntry))
+          const enabled = yield* Effect.filter(table.entries, (e) =>
+            e.config.enabled ? Effect.map(waitsForUse(e, startOptions), (waits) => !waits) : Effect.succeed(false)
+          )
           yield* table.toolsChangedNow
-          const enabled = table.entries.filter((e) => e.config.enabled)
           for (const entry of enabled) entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)
           return enabled
         })

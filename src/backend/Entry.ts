@@ -30,8 +30,16 @@ export interface Entry {
   /** The era it spoke last: a restart speaks it again without asking (see Backend `era`). */
   era: Backend.Era
   fiber: Fiber.RuntimeFiber<void> | undefined
-  /** Completed when start() may stop waiting for this backend: ready, failed, or its first attempt failed. */
-  readonly settled: Deferred.Deferred<void>
+  /**
+   * Completed when start() (or a request that started it on use) may stop waiting for this
+   * backend: ready, failed, or its first attempt failed. A fresh one for each start on use.
+   */
+  settled: Deferred.Deferred<void>
+  /** Started on use (see Known): it stops after `idleMs` without use; requests wait for its start. */
+  onUse: boolean
+  /** When a request last went to it, and how many are in flight (what the idle stop looks at). */
+  usedAt: number
+  inFlight: number
 }
 
 export const statusOf = (entry: Entry): BackendStatus => ({
@@ -41,7 +49,7 @@ export const statusOf = (entry: Entry): BackendStatus => ({
   ...(entry.lastError === undefined ? {} : { lastError: entry.lastError }),
   ...(entry.pid === undefined ? {} : { pid: entry.pid }),
   restarts: entry.restarts,
-  toolCount: entry.state === "ready" ? entry.tools.length : 0,
+  toolCount: entry.state === "ready" || entry.state === "idle" ? entry.tools.length : 0,
   ...(entry.protocolVersion === undefined ? {} : { protocolVersion: entry.protocolVersion }),
   enabled: entry.config.enabled
 })
@@ -57,6 +65,8 @@ export const notReady = (entry: Entry, method: string): BackendError => {
           ? `not running: ${entry.lastError ?? "failed"}`
           : entry.state === "needs auth"
             ? (entry.lastError ?? `needs auth; run \`mcp-agentify auth ${entry.config.id}\``)
-            : "stopped"
+            : entry.state === "idle"
+              ? "not started yet"
+              : "stopped"
   return new BackendError({ backendId: entry.config.id, reason: "not_ready", method, summary: why })
 }

@@ -13,16 +13,67 @@ import { field } from "../values/Json.js"
 import * as Backend from "./Backend.js"
 import { needsAuthOf } from "./Channel.js"
 import type { Entry } from "./Entry.js"
+import * as Known from "./Known.js"
+import type * as Mcp from "../protocol/Mcp.js"
 import * as Heartbeat from "./Heartbeat.js"
 import { type RestartPolicy, restartDelays } from "./Restart.js"
 import type { StartOptions } from "./StartOptions.js"
 import type { Table } from "./Table.js"
 
+/** Its tools as listed, remembered for the next run (see Known), when tools are remembered at all. */
+const remember = (entry: Entry, backend: Backend.Backend, startOptions: StartOptions) =>
+  startOptions.onUse === undefined
+    ? Effect.void
+    : Known.write(startOptions.onUse.stateDir, entry.config, backend.tools(), backend.serverCapabilities)
+
+/**
+ * How long a backend started on use may go unused, or undefined when it stays: one that holds
+ * something a stop would lose (a connection's state it declares it needs, resources or prompts a
+ * client may hold, tasks) stays once started.
+ */
+const idleMsOf = (entry: Entry, backend: Backend.Backend, startOptions: StartOptions): number | undefined => {
+  if (!entry.onUse || startOptions.onUse === undefined || entry.config.requiresStatefulConnection === true) return undefined
+  if (!Known.mayWait({ tools: [], capabilities: Object.keys(backend.serverCapabilities) })) return undefined
+  return entry.config.idleMs ?? startOptions.onUse.idleMs
+}
+
+/**
+ * Completes when the backend has served nothing for `idleMs`, having taken it out of the table in
+ * the same step (a request then starts it afresh, see Table's `request`).
+ */
+const idle = (table: Table, entry: Entry, idleMs: number) =>
+  Effect.gen(function* () {
+    while (true) {
+      const quietFor = Date.now() - entry.usedAt
+      yield* Effect.sleep(Duration.millis(Math.max(idleMs - quietFor, 50)))
+      // Decided and taken out of the table in one step: no request can take it in between.
+      const stopped = yield* Effect.suspend(() =>
+        entry.inFlight > 0 || Date.now() - entry.usedAt < idleMs
+          ? Effect.succeed(false)
+          : Effect.as(table.moveNow(entry, "idle"), true)
+      )
+      if (stopped) return yield* Effect.logInfo(`stopped: unused for ${idleMs} ms; it starts again on its next use`)
+    }
+  })
+
+/**
+ * The tools it listed, those the same as remembered kept as the very objects the catalog holds: a
+ * backend started on use that lists what was known changes nothing a session sees (the catalog
+ * tells tools apart by identity), so nobody is told its list changed.
+ */
+const asKnown = (entry: Entry, listed: ReadonlyArray<Mcp.Tool>): ReadonlyArray<Mcp.Tool> => {
+  const known = new Map(entry.tools.map((tool) => [tool.name, tool]))
+  return listed.map((tool) => {
+    const same = known.get(tool.name)
+    return same !== undefined && JSON.stringify(same) === JSON.stringify(tool) ? same : tool
+  })
+}
+
 /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
 const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const backend = yield* Backend.make(entry.config, {
+      const make = Backend.make(entry.config, {
         ...table.optionsFor(entry, startOptions),
         onToolsChanged: (tools) =>
           Effect.suspend(() => {
@@ -30,22 +81,30 @@ const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
             const said = table.reviewTools(entry, tools, startOptions.pins)
             return Effect.zipRight(
               Effect.zipRight(said, Effect.logInfo(`tools changed: ${tools.length} tools`)),
-              table.toldAgain(entry)
+              Effect.zipRight(table.toldAgain(entry), remember(entry, backend, startOptions))
             )
           })
       })
+      // Started on use, a request waits for it: it does not queue behind the others.
+      const backend: Backend.Backend = yield* entry.onUse ? make : table.startSlots.withPermits(1)(make)
       entry.backend = backend
       entry.pid = backend.pid
       entry.protocolVersion = backend.protocolVersion
       entry.era = backend.era
-      yield* table.reviewTools(entry, backend.tools(), startOptions.pins)
+      yield* table.reviewTools(entry, entry.onUse ? asKnown(entry, backend.tools()) : backend.tools(), startOptions.pins)
       entry.lastError = undefined
       yield* table.setState(entry, "ready")
       yield* Effect.logInfo(`backend ready: ${backend.address}, protocol ${backend.protocolVersion}, ${entry.tools.length} tools`)
       yield* Deferred.succeed(entry.settled, undefined)
+      yield* remember(entry, backend, startOptions)
       const readyAt = Date.now()
+      entry.usedAt = readyAt
       const check = healthCheckOf(entry.config)
-      const exit = yield* check === undefined ? backend.exited : Effect.raceFirst(backend.exited, Heartbeat.watch(backend, check))
+      const exited = check === undefined ? backend.exited : Effect.raceFirst(backend.exited, Heartbeat.watch(backend, check))
+      const idleMs = idleMsOf(entry, backend, startOptions)
+      const ended =
+        idleMs === undefined ? exited : Effect.raceFirst(exited, Effect.as(idle(table, entry, idleMs), "idle" as const))
+      const exit = yield* ended
       return { exit, readyMs: Date.now() - readyAt }
     })
   )
@@ -94,6 +153,9 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
           yield* Effect.logError(`backend failed: ${lastError}`)
           return yield* table.setState(entry, "failed", lastError)
         }
+      } else if (outcome.right.exit === "idle") {
+        // Stopped for want of use: it waits, as its tools are known, for the next one.
+        return
       } else {
         lastError = outcome.right.exit.description
         if (outcome.right.readyMs >= policy.healthyAfterMs) {

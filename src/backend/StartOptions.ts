@@ -4,6 +4,7 @@
  * configuration's settings become these.
  */
 import type { ResolvedConfig } from "../config/Config.js"
+import { DEFAULT_IDLE_MS } from "../config/Resolve.js"
 import type * as Pins from "./Pins.js"
 
 export interface StartOptions {
@@ -20,12 +21,18 @@ export interface StartOptions {
   readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined
   /** Tool definitions held against their pins (see Pins); none: not checked. */
   readonly pins?: Pins.Settings | undefined
+  /**
+   * Backends' tools remembered in this state directory (see Known), and when one whose tools are
+   * known starts: "onUse" (not at `start`; on its first request, stopped after `idleMs` unused) or
+   * "always". None: every backend starts at `start` and nothing is remembered.
+   */
+  readonly onUse?: { readonly stateDir: string; readonly start: "onUse" | "always"; readonly idleMs: number } | undefined
 }
 
 /** How the configuration's backends are started: the one place its settings become start options. */
 export const startOptionsOf = (
   config: Pick<ResolvedConfig, "startupTimeoutMs" | "requestTimeoutMs" | "maxBackendFrameBytes"> &
-    Partial<Pick<ResolvedConfig, "toolPins" | "stateDir" | "maxBackendRequestBytes">>,
+    Partial<Pick<ResolvedConfig, "toolPins" | "stateDir" | "maxBackendRequestBytes" | "start" | "idleMs">>,
   clientCapabilities?: Readonly<Record<string, unknown>>
 ): StartOptions => ({
   startupTimeoutMs: config.startupTimeoutMs,
@@ -35,5 +42,8 @@ export const startOptionsOf = (
   ...(clientCapabilities === undefined ? {} : { clientCapabilities }),
   ...(config.toolPins === undefined || config.stateDir === undefined
     ? {}
-    : { pins: { mode: config.toolPins, stateDir: config.stateDir } })
+    : { pins: { mode: config.toolPins, stateDir: config.stateDir } }),
+  ...(config.stateDir === undefined || config.start === undefined
+    ? {}
+    : { onUse: { stateDir: config.stateDir, start: config.start, idleMs: config.idleMs ?? DEFAULT_IDLE_MS } })
 })

@@ -6,6 +6,8 @@
  */
 import type { TokenFiles } from "../auth/Client.js"
 import { Effect, PubSub } from "effect"
+import { availableParallelism } from "node:os"
+import { field } from "../values/Json.js"
 import type { BackendConfig } from "../config/Config.js"
 import { oauthOf, rootsOf } from "../config/Config.js"
 import type { EventsService } from "../observability/Events.js"
@@ -51,6 +53,9 @@ export interface ManagerOptions {
   readonly maxFrameBytes?: number | undefined
 }
 
+/** Whether the entry's tools are in the catalog: ready, or known and waiting for (or starting on) its first use. */
+const listed = (e: Entry): boolean => e.state === "ready" || e.state === "idle" || (e.onUse && e.state === "starting")
+
 export class Table {
   entries: ReadonlyArray<Entry> = []
   byId = new Map<string, Entry>()
@@ -60,6 +65,13 @@ export class Table {
   readonly listeners = new Set<(notification: BackendNotification) => Effect.Effect<void>>()
   /** Set once the lanes are made (they make their backends from this table). */
   lanes: LanesService | undefined
+  /** Starts a backend waiting for its first use and waits for it (set by Backends, see Known). */
+  wake: ((entry: Entry) => Effect.Effect<void>) | undefined
+  /**
+   * Backends starting at once, but for those started on use (a request waits for them): a few per
+   * core, so that many starting together do not starve the gateway (and each other).
+   */
+  readonly startSlots = Effect.unsafeMakeSemaphore(Math.max(2, 4 * availableParallelism()))
   private toolsCache: ReadonlyArray<BackendTools> | undefined
 
   constructor(
@@ -78,16 +90,14 @@ export class Table {
   }
 
   readonly toolsSync = (): ReadonlyArray<BackendTools> => {
-    this.toolsCache ??= this.entries
-      .filter((e) => e.state === "ready")
-      .map((e) => ({
-        backendId: e.config.id,
-        ...(e.config.description === undefined ? {} : { description: e.config.description }),
-        tools: e.tools,
-        exposure: e.config,
-        ...(e.changed.length === 0 ? {} : { changed: e.changed, pinMode: this.lastStartOptions?.pins?.mode }),
-        ...(e.pinNotes.length === 0 ? {} : { pinNotes: e.pinNotes })
-      }))
+    this.toolsCache ??= this.entries.filter(listed).map((e) => ({
+      backendId: e.config.id,
+      ...(e.config.description === undefined ? {} : { description: e.config.description }),
+      tools: e.tools,
+      exposure: e.config,
+      ...(e.changed.length === 0 ? {} : { changed: e.changed, pinMode: this.lastStartOptions?.pins?.mode }),
+      ...(e.pinNotes.length === 0 ? {} : { pinNotes: e.pinNotes })
+    }))
     return this.toolsCache
   }
 
@@ -98,19 +108,25 @@ export class Table {
 
   /** The entry's state from now on, told to whoever watches (and, ready or no longer, its tools' change). */
   setState(entry: Entry, state: BackendState, lastError?: string) {
-    return Effect.suspend(() => {
-      const wasReady = entry.state === "ready"
-      entry.state = state
-      if (lastError !== undefined) entry.lastError = lastError
-      if (state !== "ready") {
-        entry.backend = undefined
-        entry.pid = undefined
-      }
-      return Effect.zipRight(
-        PubSub.publish(this.statusPubSub, statusOf(entry)),
-        wasReady || state === "ready" ? this.toolsChangedNow : Effect.void
-      )
-    })
+    return Effect.suspend(() => this.moveNow(entry, state, lastError))
+  }
+
+  /**
+   * The same, the state changed as this is called (not when the effect runs): for a move that must
+   * happen in the same step as what decided it (a start on use, an idle stop).
+   */
+  moveNow(entry: Entry, state: BackendState, lastError?: string): Effect.Effect<void> {
+    const wasListed = listed(entry)
+    entry.state = state
+    if (lastError !== undefined) entry.lastError = lastError
+    if (state !== "ready") {
+      entry.backend = undefined
+      entry.pid = undefined
+    }
+    return Effect.zipRight(
+      PubSub.publish(this.statusPubSub, statusOf(entry)),
+      wasListed !== listed(entry) || state === "ready" ? this.toolsChangedNow : Effect.void
+    )
   }
 
   /** The entry's state as it is, told again (its tools were listed again). */
@@ -186,11 +202,47 @@ export class Table {
       if (subject !== undefined && this.lanes !== undefined && entry.config.enabled && oauthOf(entry.config)?.perUser === true) {
         return this.lanes.request(backendId, subject, method, params)
       }
+      if (
+        entry.backend === undefined &&
+        this.wake !== undefined &&
+        (entry.state === "idle" || (entry.onUse && entry.state === "starting"))
+      ) {
+        // Started on its first use: the request waits for it (within the start-up timeout), once.
+        const waited = this.wake(entry).pipe(Effect.timeoutOption(this.lastStartOptions?.startupTimeoutMs ?? 0))
+        return Effect.zipRight(
+          waited,
+          Effect.suspend(() => {
+            // The call was checked against the tools remembered; the backend, started, may no
+            // longer offer this one as it was (a definition its pins hold back): not sent.
+            const name = method === "tools/call" ? field(params, "name") : undefined
+            if (typeof name === "string" && entry.backend !== undefined && !entry.tools.some((t) => t.name === name)) {
+              return Effect.fail(
+                new BackendError({
+                  backendId,
+                  reason: "call_failed",
+                  method,
+                  summary: `its tool ${name} is not offered as it was remembered (changed since it was pinned, or gone): list the tools again`
+                })
+              )
+            }
+            return this.forward(entry, backendId, method, params)
+          })
+        )
+      }
+      return this.forward(entry, backendId, method, params)
+    })
+  }
+
+  /** A request on the entry's running backend, or the entry's state as the error when there is none. */
+  private forward(entry: Entry, backendId: string, method: string, params: unknown): Effect.Effect<unknown, BackendError> {
+    return Effect.suspend(() => {
       const backend = entry.backend
       if (backend !== undefined) {
+        // Counted in the same step as the backend is taken: the idle stop never stops one in use.
+        const sent = entry.onUse ? this.used(entry, backend.request(method, params)) : backend.request(method, params)
         // Stopped for good while the call ran (a reload removed it): say so, not "stopped".
         return Effect.catchIf(
-          backend.request(method, params),
+          sent,
           (error) => entry.stoppedFor !== undefined && error.reason === "crashed",
           () =>
             Effect.fail(
@@ -215,6 +267,19 @@ export class Table {
     })
   }
 
+  /** `request` counted as the entry's use while it runs (see Lifecycle's idle stop). */
+  private used<A, E>(entry: Entry, request: Effect.Effect<A, E>): Effect.Effect<A, E> {
+    entry.inFlight++
+    entry.usedAt = Date.now()
+    return Effect.ensuring(
+      request,
+      Effect.sync(() => {
+        entry.inFlight--
+        entry.usedAt = Date.now()
+      })
+    )
+  }
+
   /** A new entry for `config`, not started. */
   static entryOf(config: BackendConfig, settled: Entry["settled"]): Entry {
     return {
@@ -231,7 +296,10 @@ export class Table {
       backend: undefined,
       era: "auto",
       fiber: undefined,
-      settled
+      settled,
+      onUse: false,
+      usedAt: 0,
+      inFlight: 0
     }
   }
 }

@@ -98,7 +98,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
     // A check waits longer than a client's initialize: it reports what each backend ends up as.
     const startupTimeoutMs = Math.max(config.startupTimeoutMs, CHECK_STARTUP_MS)
     const checked = config.backends.filter((b) => profileServes(profile, b.id))
-    yield* backends.start(checked, startOptionsOf({ ...config, startupTimeoutMs }))
+    yield* backends.start(checked, startOptionsOf({ ...config, startupTimeoutMs, start: "always" }))
     yield* Fiber.interrupt(watcher)
     const states = yield* backends.states
     // "5 of 14" when filters, conflicts or quarantine hide some of what a backend lists; quarantine named.

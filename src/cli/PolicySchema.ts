@@ -18,7 +18,7 @@ export const run = (sources: ConfigSources, print: (text: string) => void): Effe
     const config = yield* (yield* GatewayConfig).current
     yield* Logging.applyLevel(config.logLevel)
     const backends = yield* Backends
-    yield* backends.start(config.backends, startOptionsOf(config))
+    yield* backends.start(config.backends, startOptionsOf({ ...config, start: "always" }))
     const missing = (yield* backends.states).filter((s) => s.enabled && s.state !== "ready")
     for (const s of missing) yield* Effect.logWarning(`${s.id} is ${s.state}: its tools are not in the schema`)
     const tools = catalogOf(backends.toolsSync()).entries.map((e) => ({ name: e.name, inputSchema: e.tool.inputSchema }))

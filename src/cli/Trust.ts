@@ -38,7 +38,12 @@ export const run = (
     // Started without pins: what it presents now, every tool, is what may be trusted.
     yield* backends.start(
       [configured],
-      startOptionsOf({ ...config, toolPins: "off", startupTimeoutMs: Math.max(config.startupTimeoutMs, TRUST_STARTUP_MS) })
+      startOptionsOf({
+        ...config,
+        start: "always",
+        toolPins: "off",
+        startupTimeoutMs: Math.max(config.startupTimeoutMs, TRUST_STARTUP_MS)
+      })
     )
     const listed = backends.toolsSync().find((b) => b.backendId === backendId)
     if (listed === undefined) {

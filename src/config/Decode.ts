@@ -360,6 +360,8 @@ const fromMcpServers = (
         protocolVersion: s.protocolVersion,
         maxInstances: s.maxInstances,
         requiresStatefulConnection: s.requiresStatefulConnection,
+        start: s.start,
+        idleMs: s.idleMs,
         auth: s.auth,
         ...Object.fromEntries(EXPOSURE_KEYS.map((key) => [key, s[key]])),
         // What other clients call the tool filters, as theirs read them.

@@ -39,6 +39,12 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
  * that does not answer holds no client up; later backends' tools arrive with `list_changed`.
  */
 export const DEFAULT_STARTUP_TIMEOUT_MS = 5_000
+/**
+ * How long a backend started on use may sit unused before it is stopped: ten minutes, longer than
+ * the pauses of a working session between calls (a model thinking, a person reading), short enough
+ * that servers used once in a morning do not hold their memory all day.
+ */
+export const DEFAULT_IDLE_MS = 600_000
 export const DEFAULT_MAX_TOOLS = 32
 /**
  * What `tools/list` gives a client at most: VS Code takes 128 tools in all, its own among them, and
@@ -127,6 +133,10 @@ export interface ResolvedConfig {
   readonly state: State | undefined
   readonly requestTimeoutMs: number
   readonly startupTimeoutMs: number
+  /** When backends whose tools are known start: on first use (the default), or always at `initialize`. */
+  readonly start: "onUse" | "always"
+  /** A backend started on use stops after this long without use (its own `idleMs` wins). */
+  readonly idleMs: number
   readonly maxFrameBytes: number
   /** The longest stdout line accepted from a backend (its own `maxFrameBytes` wins). */
   readonly maxBackendFrameBytes: number
@@ -336,6 +346,8 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     profiles: pick("profiles") ?? {},
     requestTimeoutMs: pick("requestTimeoutMs") ?? DEFAULT_REQUEST_TIMEOUT_MS,
     startupTimeoutMs: pick("startupTimeoutMs") ?? DEFAULT_STARTUP_TIMEOUT_MS,
+    start: pick("start") ?? "onUse",
+    idleMs: pick("idleMs") ?? DEFAULT_IDLE_MS,
     maxFrameBytes:
       file?.maxFrameBytes ?? envNumber(setting("AGENTIFY_MAX_FRAME_BYTES"), 1, MAX_FRAME_LIMIT) ?? DEFAULT_MAX_FRAME_BYTES,
     maxBackendFrameBytes: pick("maxBackendFrameBytes") ?? DEFAULT_MAX_BACKEND_FRAME_BYTES,

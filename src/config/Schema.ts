@@ -230,6 +230,11 @@ export const oauthOf = (backend: { readonly auth?: typeof Auth.Type | undefined 
 /** The most processes one backend may run (`maxInstances`). */
 export const MAX_INSTANCES = 16
 
+/** When a backend whose tools are known starts: on its first use, or always at `initialize`. */
+export const BackendStart = Schema.Literal("onUse", "always").annotations({
+  message: () => ({ message: 'must be "onUse" or "always"', override: true })
+})
+
 export const BackendFields = Schema.Struct({
   id: BackendId,
   displayName: Schema.optional(Schema.String),
@@ -263,6 +268,10 @@ export const BackendFields = Schema.Struct({
   maxInstances: Schema.optional(BoundedInt(MAX_INSTANCES, "instances")),
   /** True (the default): the server keeps state per connection, so one process serves it. */
   requiresStatefulConnection: Schema.optional(Schema.Boolean),
+  /** "onUse": started on first use once its tools are known (the gateway's `start`, else the default); "always": at `initialize`, and kept. */
+  start: Schema.optional(BackendStart),
+  /** A backend started on use is stopped after this long without use (the gateway's `idleMs`, else 10 minutes). */
+  idleMs: Schema.optional(DurationMs),
   ...exposureFields,
   /** Heartbeats (see `healthCheckOf`); false turns them off. */
   healthCheck: Schema.optional(
@@ -431,6 +440,8 @@ export const McpServerEntry = Schema.Struct({
     "protocolVersion",
     "maxInstances",
     "requiresStatefulConnection",
+    "start",
+    "idleMs",
     "auth",
     ...EXPOSURE_KEYS
   ).fields,
@@ -574,6 +585,10 @@ export const optionFields = {
   orchestrationMode: Schema.optional(Mcp.OrchestrationMode),
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),
+  /** When backends whose tools are known start: "onUse" (the default) or "always" (every one at `initialize`). */
+  start: Schema.optional(BackendStart),
+  /** A backend started on use is stopped after this long without use (default 10 minutes). */
+  idleMs: Schema.optional(DurationMs),
   maxFrameBytes: Schema.optional(FrameBytes),
   maxBackendFrameBytes: Schema.optional(FrameBytes),
   /** The largest frame sent to a stdio client, and to a stdio backend (the SDK's peers drop lines over 10 MiB). */

@@ -3,8 +3,11 @@
  * hub). Apart from the service that keeps it, so that observers can name it without importing the
  * service.
  */
-/** "needs auth": a remote server that requires OAuth, with no usable token until someone signs in. */
-export type BackendState = "starting" | "ready" | "failed" | "restarting" | "stopped" | "needs auth"
+/**
+ * "needs auth": a remote server that requires OAuth, with no usable token until someone signs in.
+ * "idle": not running, its tools known from an earlier run; it starts on its first use.
+ */
+export type BackendState = "starting" | "ready" | "failed" | "restarting" | "stopped" | "needs auth" | "idle"
 
 export interface BackendStatus {
   readonly id: string

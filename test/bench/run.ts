@@ -21,6 +21,9 @@
  *                 call from a script against the same call made directly, and the bytes sent to the
  *                 model for one task (20 files, which mention a word) in mode "tools" and "code"
  *   governance    a call's policy decision (Cedar) and its quotas' count, in this process
+ *   manyservers   LiveMCPBench's 70 servers as stand-ins: first and second start, started on use
+ *                 against every one at initialize (initialize, every tool searchable, processes and
+ *                 memory after initialize and after a session using 3 servers, a first call's cost)
  *   replicas      gateways sharing state in a real redis-server: a request for a session another
  *                 gateway holds (handed to it) against the same at its holder, and a session's
  *                 throughput at its gateway with a store configured against without
@@ -54,6 +57,7 @@ import { startFakeOpenAI } from "../support/fakeOpenAI.js"
 import { freePort, type HttpRpcClient, startHttpServer } from "./httpClient.js"
 import { benchGovernance } from "./governance.js"
 import { benchReplicas } from "./replicas.js"
+import { benchManyServers } from "./manyServers.js"
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const DIST_BIN = join(ROOT, "dist", "bin.js")
@@ -84,7 +88,8 @@ const SECTIONS = [
   "codemode",
   "provenance",
   "governance",
-  "replicas"
+  "replicas",
+  "manyservers"
 ] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
@@ -1164,6 +1169,53 @@ const lines = (): Array<Line> => {
       pass: undefined
     })
   }
+  const many = results.manyServers as any
+  if (many !== undefined) {
+    const of = (mode: string, start: string) => many.runs.find((r: any) => r.mode === mode && r.start === start)
+    for (const start of ["first", "second"]) {
+      const now = of("onUse", start)
+      const before = of("always", start)
+      const both = (f: (r: any) => unknown) => `${f(now)} (always: ${f(before)})`
+      out.push({
+        figure: `many servers, ${start} start: initialize (ms)`,
+        value: both((r) => r.initializeMs),
+        goal: start === "first" ? "≤ startupTimeoutMs (5000) + spawn" : "≤ 300",
+        pass: start === "second" ? now.initializeMs <= 300 : undefined
+      })
+      out.push({
+        figure: `many servers, ${start} start: every tool searchable (ms from spawn)`,
+        value: both((r) => r.searchableMs),
+        goal: "≤ 30000",
+        pass: now.searchableMs <= 30_000
+      })
+      out.push({
+        figure: `many servers, ${start} start: processes / MiB after initialize`,
+        value: both((r) => `${r.afterInitialize.processes} / ${r.afterInitialize.rssMiB}`),
+        goal: start === "second" ? "1 process (no backend before a use)" : "",
+        pass: start === "second" ? now.afterInitialize.processes === 1 : undefined
+      })
+      out.push({
+        figure: `many servers, ${start} start: processes / MiB after a session using 3 servers`,
+        value: both((r) => `${r.afterSession.processes} / ${r.afterSession.rssMiB}`),
+        goal: start === "second" ? "≤ 4 / ≤ 400" : "",
+        pass: start === "second" ? now.afterSession.processes <= 4 && now.afterSession.rssMiB <= 400 : undefined
+      })
+      out.push({
+        figure: `many servers, ${start} start: tools/list tools / bytes`,
+        value: both((r) => `${r.listedTools} / ${r.listedBytes}`),
+        goal: "≤ 64 tools",
+        pass: now.listedTools <= 64
+      })
+    }
+    const second = of("onUse", "second")
+    const added = Math.round((second.firstCallMs - second.startedCallMs - many.ownStartMs) * 10) / 10
+    out.push({
+      figure: "many servers: first call of a backend not started / of a started one / its own start alone (ms)",
+      value: `${second.firstCallMs} / ${second.startedCallMs} / ${many.ownStartMs} (added ${added})`,
+      goal: "added ≤ 50",
+      pass: added <= 50
+    })
+  }
   const rep = results.replicas as any
   if (rep !== undefined) {
     out.push({
@@ -1557,6 +1609,10 @@ const main = async () => {
   if (enabled("replicas")) {
     log("replicas: a request handed to the session's holder, and throughput with a store")
     results.replicas = await benchReplicas({ bin: BIN, fixture: FIXTURE, env: env(), quick })
+  }
+  if (enabled("manyservers")) {
+    log("many servers: LiveMCPBench's 70 as stand-ins, started on use against every one at initialize")
+    results.manyServers = await benchManyServers({ bin: BIN, root: ROOT, env: env() })
   }
   const rows = lines()
   const report = {

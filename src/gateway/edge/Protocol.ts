@@ -88,7 +88,8 @@ export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, Pro
         readiness: Effect.map(backends.states, (states) => {
           const enabled = states.filter((s) => s.enabled)
           return {
-            ready: enabled.every((s) => s.state === "ready"),
+            // One waiting for its first use is as ready as a running one: a request starts it.
+            ready: enabled.every((s) => s.state === "ready" || s.state === "idle"),
             backends: enabled.map((s) => ({
               id: s.id,
               state: s.state,

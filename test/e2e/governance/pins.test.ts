@@ -43,7 +43,9 @@ describe("pinned tool definitions", () => {
   const configWith = (flags: Array<string>, extra: Record<string, unknown> = {}, description?: string) => {
     const file = join(dir, `gateway-${Math.random().toString(36).slice(2)}.json`)
     const env = description === undefined ? {} : { env: { FIXTURE_ECHO_DESCRIPTION: description } }
-    writeFileSync(file, JSON.stringify({ backends: [fixtureBackend("fx", flags, env)], ...extra }))
+    // Started at initialize, where these tests look: one whose tools are known would otherwise wait
+    // for its first use to be held against its pins (see on-use.test.ts for that).
+    writeFileSync(file, JSON.stringify({ start: "always", backends: [fixtureBackend("fx", flags, env)], ...extra }))
     return file
   }
   const pinFiles = () => readdirSync(join(state, "pins")).filter((name) => name.startsWith("launch-"))
@@ -196,7 +198,7 @@ describe("pinned tool definitions", () => {
       // (".", as server-filesystem is), so each folder's is a server of its own.
       writeFileSync(
         join(folder, "agentify.json"),
-        JSON.stringify({ backends: [fixtureBackend("fx", ["--mutable", "--root", "."], { env: {} })] })
+        JSON.stringify({ start: "always", backends: [fixtureBackend("fx", ["--mutable", "--root", "."], { env: {} })] })
       )
       const run = spawnSync(process.execPath, [BIN, "tools", "--config", "agentify.json"], {
         cwd: folder,

@@ -75,7 +75,8 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
         .flatMap((s) => {
           const config = backends.configOf(s.id)
           const namespace = config === undefined ? s.id : namespaceOf(config)
-          return s.state !== "ready" && namespace !== "" && call.name.startsWith(`${namespace}__`)
+          // An idle backend's tools are known (listed): a name it does not list is unknown, as for a ready one.
+          return s.state !== "ready" && s.state !== "idle" && namespace !== "" && call.name.startsWith(`${namespace}__`)
             ? [{ s, config, namespace }]
             : []
         })
