@@ -284,6 +284,8 @@ describe("an orchestration as a session-era task (tools/call with task)", () => 
 
   it("runs as a task: its confirmation reaches the client tied to the task, and tasks/result gives the result", async () => {
     const target = join(root, "from-a-task.txt")
+    // Only this test's confirmations (the block's tests run in any order).
+    confirmations.length = 0
     fake.setSteps([{ tool: "filesystem__write_file", arguments: { path: target, content: "task" } }, { text: "Written." }])
     const created = await orchestrate("write it")
     const id = created.task.taskId

@@ -118,6 +118,12 @@ describe("OpenTelemetry export", () => {
   }, 20_000)
 
   it("an orchestration: request, orchestrator, each step, LLM and backend call in one trace", async () => {
+    const auditLines = () =>
+      (existsSync(auditFile) ? readFileSync(auditFile, "utf8").trim().split("\n") : [])
+        .filter((line) => line !== "")
+        .map((line) => JSON.parse(line))
+    // Only this test's lines: the code-mode test (in any order) writes a run too.
+    const before = auditLines().length
     await client.request("agentify/orchestrateTask", { query: "echo otel" })
     const server = await until("the orchestration's span", () =>
       spans.find((s) => s.name === "agentify/orchestrateTask" && s.kind === SERVER)
@@ -148,10 +154,7 @@ describe("OpenTelemetry export", () => {
     expect(Number(attribute(step, "agentify.step"))).toBe(1)
     // The run's id and its call's, as in the audit log.
     const lines = await until("the run's audit lines", () => {
-      const all = readFileSync(auditFile, "utf8")
-        .trim()
-        .split("\n")
-        .map((line) => JSON.parse(line))
+      const all = auditLines().slice(before)
       const run = all.find((line) => line.type === "run")
       return run === undefined ? undefined : { run, call: all.find((line) => line.parent === run.id) }
     })
