@@ -12,6 +12,7 @@ import * as path from "node:path"
 import { Effect } from "effect"
 import type { BackendConfig } from "../config/Config.js"
 import type * as Mcp from "../protocol/Mcp.js"
+import { isObject } from "../values/Json.js"
 import * as LaunchKey from "./LaunchKey.js"
 
 /** The largest file read: a list beyond it is ignored (the backend then starts to be known). */
@@ -24,8 +25,6 @@ export interface Known {
   readonly tools: ReadonlyArray<Mcp.Tool>
   readonly capabilities: ReadonlyArray<string>
 }
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** A tool as listed: a name, an object inputSchema, a description if any (checked by hand: this runs for every backend at start). */
 const isTool = (u: unknown): u is Mcp.Tool =>
