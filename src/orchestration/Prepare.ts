@@ -31,10 +31,14 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
   Effect.gen(function* () {
     /** The embedder of the configured `embeddings`, or none. */
     const embedderFor = Embeddings.forConfig((yield* WrittenFiles).wrote)
+    // The lists as they are now, then as they change: tools known from an earlier run are listed
+    // before anything changes (their backends wait for a use), and their vectors and index are due too.
+    const listsNowAndAsTheyChange = Stream.concat(Stream.succeed(undefined), backends.toolsChanged).pipe(
+      Stream.debounce("200 millis")
+    )
     // With `embeddings`, tool vectors are computed as the tool lists change, in batches, before
     // any request waits for them.
-    yield* backends.toolsChanged.pipe(
-      Stream.debounce("200 millis"),
+    yield* listsNowAndAsTheyChange.pipe(
       Stream.runForEach(() =>
         Effect.flatMap(gatewayConfig.current, (config) => {
           const embedder = embedderFor(config)
@@ -45,8 +49,7 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
     )
     // The task ranking's index, the servers' summaries and the needs' lists, built as the tool lists
     // change rather than by the first request after (seconds at 20,000 tools).
-    yield* backends.toolsChanged.pipe(
-      Stream.debounce("200 millis"),
+    yield* listsNowAndAsTheyChange.pipe(
       Stream.runForEach(() =>
         Effect.flatMap(gatewayConfig.current, (config) =>
           Effect.sync(() => {

@@ -4,11 +4,12 @@
  */
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Schedule } from "effect"
-import { writeFileSync } from "node:fs"
+import { existsSync, readdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { type BackendConfigInput, GatewayConfig, type GatewayOptionsInput } from "../../../src/config/Config.js"
 import { toRpcError } from "../../../src/protocol/Errors.js"
 import { LlmRequestFailed } from "../../../src/orchestration/Errors.js"
+import { Backends } from "../../../src/backend/Backends.js"
 import * as Gateway from "../../../src/gateway/Gateway.js"
 import * as Caller from "../../../src/gateway/call/Caller.js"
 import { CallPipeline } from "../../../src/gateway/call/Pipeline.js"
@@ -315,6 +316,51 @@ describe("orchestration with the real server-filesystem", () => {
       server.setMode("fail")
       expect(yield* offered(options(server.baseUrl))).toEqual(lexical)
     }).pipe(Effect.scoped)
+  )
+
+  it.live(
+    "with embeddings: tools known from an earlier run (their backend not started) get their vectors before any request",
+    () =>
+      Effect.gen(function* () {
+        const server = yield* Effect.acquireRelease(
+          Effect.promise(() => startEmbeddingsServer()),
+          (s) => Effect.promise(() => s.close())
+        )
+        // Its own state directory: the first gateway meets the backend and remembers its tools there.
+        const stateDir = tempDir()
+        const backends = [fixtureBackend("known60", ["--tools", "60"]) as BackendConfigInput]
+        const options = (extra: Partial<GatewayOptionsInput>): GatewayOptionsInput => ({
+          maxToolsPerRequest: 5,
+          backends,
+          ...extra
+        })
+        const poll = <A>(what: () => A | undefined) =>
+          Effect.gen(function* () {
+            const deadline = Date.now() + 20_000
+            for (;;) {
+              const found = what()
+              if (found !== undefined || Date.now() > deadline) return found
+              yield* Effect.sleep("20 millis")
+            }
+          })
+        const layerOf = (extra: Partial<GatewayOptionsInput>) =>
+          Gateway.layer.pipe(
+            Layer.provideMerge(LlmClient.layerScripted([])),
+            Layer.provide(GatewayConfig.layerFromOptions(options(extra), { AGENTIFY_STATE_DIR: stateDir }))
+          )
+        yield* Effect.gen(function* () {
+          yield* poll(() =>
+            existsSync(join(stateDir, "known")) && readdirSync(join(stateDir, "known")).length > 0 ? true : undefined
+          )
+        }).pipe(Effect.provide(layerOf({})))
+        yield* Effect.gen(function* () {
+          const all = yield* Backends
+          // Listed from what was remembered: the backend waits for a use, and no list changes.
+          expect((yield* all.states).map((b) => b.state)).toEqual(["idle"])
+          yield* poll(() => (server.inputs.length >= 60 ? true : undefined))
+          expect(server.inputs.length).toBeGreaterThanOrEqual(60)
+        }).pipe(Effect.provide(layerOf({ embeddings: { model: "test-embed", baseUrl: server.baseUrl } })))
+      }).pipe(Effect.scoped)
   )
 
   it.live("with embeddings: tool vectors are computed as the tools are listed, before any request", () =>
