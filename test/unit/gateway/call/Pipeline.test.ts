@@ -446,6 +446,8 @@ describe("credentials", () => {
     "a client without URL elicitation gets -32042 with the page, for the scopes held and those asked; the call is not tried again",
     () =>
       Effect.gen(function* () {
+        // Only this test's sign-ins: the block's tests run in any order.
+        started.length = 0
         let tries = 0
         const refused = yield* Effect.either(
           credentials.run(call({ via: "client", name: "fx__write", target }), () =>
