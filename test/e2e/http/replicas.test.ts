@@ -63,6 +63,9 @@ const startTeam = async (): Promise<Team> => {
   const gateways = await Promise.all(
     ports.map((port) => startHttpGateway({ address: `127.0.0.1:${port}`, args: ["--config", configFile] }))
   )
+  // Every gateway's backend ready before a test asks it anything (on a busy machine a gateway may
+  // listen before its backend has started; whichever test runs first must not meet that).
+  for (const g of gateways) await until(`${g.base}'s backend`, async () => (await fetch(`${g.base}/readyz`)).ok || undefined)
   return { redis, proxy, gateways, configFile }
 }
 
