@@ -126,6 +126,61 @@ const tableOf = (options: ManagerOptions) =>
     )
   })
 
+/**
+ * Starts a backend waiting for its first use (once, however many requests want it: the others
+ * wait for the same start) and waits until it is ready or its start failed.
+ */
+const wakeOf =
+  (
+    table: Table,
+    lock: Effect.Semaphore,
+    startLifecycle: (entry: Entry, startOptions: StartOptions) => Effect.Effect<Fiber.RuntimeFiber<void>>
+  ) =>
+  (entry: Entry): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (entry.state !== "idle") return Deferred.await(entry.settled)
+      const settled = Deferred.unsafeMake<void>(FiberId.none)
+      entry.settled = settled
+      const previous = entry.fiber
+      entry.fiber = undefined
+      // Starting from this step on: a request right behind this one waits for the same start.
+      const moved = table.moveNow(entry, "starting")
+      const fork = lock.withPermits(1)(
+        Effect.gen(function* () {
+          // Stopped for want of use a moment ago: its process goes first.
+          if (previous !== undefined) yield* Fiber.await(previous)
+          const startOptions = table.lastStartOptions
+          if (table.byId.get(entry.config.id) !== entry || startOptions === undefined || entry.stoppedFor !== undefined) {
+            return yield* Deferred.succeed(settled, undefined)
+          }
+          yield* Effect.logInfo("starting on use", { backend: entry.config.id })
+          // Forked from an uninterruptible step: startLifecycle keeps the lifecycle interruptible (a stop).
+          entry.fiber = yield* startLifecycle(entry, startOptions)
+        })
+      )
+      return Effect.zipRight(Effect.uninterruptible(Effect.zipRight(moved, fork)), Deferred.await(settled))
+    })
+
+/**
+ * Whether the entry waits for its first use: its tools are known from an earlier run (and held
+ * against its pins as any listing is), it offers nothing a client lists at the start, and
+ * neither it nor the gateway says to start it always. Such an entry is "idle", its tools listed.
+ */
+const waitsForUse = (table: Table, entry: Entry, startOptions: StartOptions) =>
+  Effect.gen(function* () {
+    const { config } = entry
+    const onUse = startOptions.onUse
+    if (onUse === undefined || (config.start ?? onUse.start) !== "onUse") return false
+    if (!config.enabled || config.refused !== undefined || config.auth !== undefined) return false
+    const known = yield* Effect.annotateLogs(Known.read(onUse.stateDir, config), { backend: config.id })
+    if (known === undefined || !Known.mayWait(known)) return false
+    entry.onUse = true
+    yield* table.reviewTools(entry, known.tools, startOptions.pins)
+    yield* table.setState(entry, "idle")
+    yield* Deferred.succeed(entry.settled, undefined)
+    return true
+  })
+
 /** Builds the service; its backends live in the current scope. */
 export const make = (options: ManagerOptions = {}) =>
   Effect.gen(function* () {
@@ -230,55 +285,9 @@ export const make = (options: ManagerOptions = {}) =>
         })
       )
 
-    /**
-     * Starts a backend waiting for its first use (once, however many requests want it: the others
-     * wait for the same start) and waits until it is ready or its start failed.
-     */
-    const wake = (entry: Entry): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (entry.state !== "idle") return Deferred.await(entry.settled)
-        const settled = Deferred.unsafeMake<void>(FiberId.none)
-        entry.settled = settled
-        const previous = entry.fiber
-        entry.fiber = undefined
-        // Starting from this step on: a request right behind this one waits for the same start.
-        const moved = table.moveNow(entry, "starting")
-        const fork = lock.withPermits(1)(
-          Effect.gen(function* () {
-            // Stopped for want of use a moment ago: its process goes first.
-            if (previous !== undefined) yield* Fiber.await(previous)
-            const startOptions = table.lastStartOptions
-            if (table.byId.get(entry.config.id) !== entry || startOptions === undefined || entry.stoppedFor !== undefined) {
-              return yield* Deferred.succeed(settled, undefined)
-            }
-            yield* Effect.logInfo("starting on use", { backend: entry.config.id })
-            // Forked from an uninterruptible step: the lifecycle itself must stay interruptible (a stop).
-            entry.fiber = yield* Effect.forkIn(Effect.interruptible(lifecycleOf(entry, startOptions)), scope)
-          })
-        )
-        return Effect.zipRight(Effect.uninterruptible(Effect.zipRight(moved, fork)), Deferred.await(settled))
-      })
-    table.wake = wake
-
-    /**
-     * Whether the entry waits for its first use: its tools are known from an earlier run (and held
-     * against its pins as any listing is), it offers nothing a client lists at the start, and
-     * neither it nor the gateway says to start it always. Such an entry is "idle", its tools listed.
-     */
-    const waitsForUse = (entry: Entry, startOptions: StartOptions) =>
-      Effect.gen(function* () {
-        const { config } = entry
-        const onUse = startOptions.onUse
-        if (onUse === undefined || (config.start ?? onUse.start) !== "onUse") return false
-        if (!config.enabled || config.refused !== undefined || config.auth !== undefined) return false
-        const known = yield* Effect.annotateLogs(Known.read(onUse.stateDir, config), { backend: config.id })
-        if (known === undefined || !Known.mayWait(known)) return false
-        entry.onUse = true
-        yield* table.reviewTools(entry, known.tools, startOptions.pins)
-        yield* table.setState(entry, "idle")
-        yield* Deferred.succeed(entry.settled, undefined)
-        return true
-      })
+    table.wake = wakeOf(table, lock, (entry, startOptions) =>
+      Effect.forkIn(Effect.interruptible(lifecycleOf(entry, startOptions)), scope)
+    )
 
     /** Replaces the set and forks the lifecycles; returns the entries start() waits for. */
     const replace = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions) =>
@@ -288,7 +297,7 @@ export const make = (options: ManagerOptions = {}) =>
           yield* stopEntries(table.entries)
           table.replaceEntries(yield* Effect.forEach(configs, newEntry))
           const enabled = yield* Effect.filter(table.entries, (e) =>
-            e.config.enabled ? Effect.map(waitsForUse(e, startOptions), (waits) => !waits) : Effect.succeed(false)
+            e.config.enabled ? Effect.map(waitsForUse(table, e, startOptions), (waits) => !waits) : Effect.succeed(false)
           )
           yield* table.toolsChangedNow
           for (const entry of enabled) entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)

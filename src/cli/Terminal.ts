@@ -157,6 +157,35 @@ const showOrchestration = (record: OrchestrationRecord | undefined): Array<strin
  * The terminal session's outgoing messages: a request of the gateway's (a confirmation) answered
  * on `terminal` when there is one; nothing else has anywhere to go.
  */
+/** `tools`' table: each tool with its backend and description, the count, and what did not start. */
+const showTools = (
+  tools: ReadonlyArray<{ name: string; description?: string }>,
+  failed: ReadonlyArray<{ id: string; state: string; lastError?: string | undefined }>,
+  notReady: ReadonlyArray<string>
+): string => {
+  const rows = tools.map((t) => {
+    const owner = /^\[([^\]]+)\] /.exec(t.description ?? "")
+    return {
+      name: t.name,
+      backend: owner?.[1] ?? "gateway",
+      description: oneLine(owner === null ? t.description : t.description!.slice(owner[0].length), 100)
+    }
+  })
+  const width = Math.max(4, ...rows.map((r) => r.name.length))
+  const backendWidth = Math.max(7, ...rows.map((r) => r.backend.length))
+  return (
+    [
+      `${"tool".padEnd(width)}  ${"backend".padEnd(backendWidth)}  description`,
+      ...rows.map((r) => `${r.name.padEnd(width)}  ${r.backend.padEnd(backendWidth)}  ${r.description}`),
+      `${tools.length} ${tools.length === 1 ? "tool" : "tools"}`,
+      ...failed.map(
+        (b) => `backend ${b.id} ${b.state === "failed" ? "failed" : "needs auth"}: ${b.lastError ?? "no reason given"}`
+      ),
+      ...notReady
+    ].join("\n") + "\n"
+  )
+}
+
 const answering =
   (terminal: Prompt.Terminal | undefined, session: () => Session) =>
   (message: unknown): boolean => {
@@ -250,29 +279,9 @@ export const run = (
           tools.push(...toolsOf(page))
           cursor = stringField(page, "nextCursor")
         } while (cursor !== undefined)
-        const rows = tools.map((t) => {
-          const owner = /^\[([^\]]+)\] /.exec(t.description ?? "")
-          return {
-            name: t.name,
-            backend: owner?.[1] ?? "gateway",
-            description: oneLine(owner === null ? t.description : t.description!.slice(owner[0].length), 100)
-          }
-        })
-        const width = Math.max(4, ...rows.map((r) => r.name.length))
-        const backendWidth = Math.max(7, ...rows.map((r) => r.backend.length))
         // A backend that could not start lists nothing: that is a failure, as `check` says.
         const failed = (yield* backends.states).filter((b) => b.state === "failed" || b.state === "needs auth")
-        print(
-          [
-            `${"tool".padEnd(width)}  ${"backend".padEnd(backendWidth)}  description`,
-            ...rows.map((r) => `${r.name.padEnd(width)}  ${r.backend.padEnd(backendWidth)}  ${r.description}`),
-            `${tools.length} ${tools.length === 1 ? "tool" : "tools"}`,
-            ...failed.map(
-              (b) => `backend ${b.id} ${b.state === "failed" ? "failed" : "needs auth"}: ${b.lastError ?? "no reason given"}`
-            ),
-            ...notReady
-          ].join("\n") + "\n"
-        )
+        print(showTools(tools, failed, notReady))
         return failed.length === 0 && notReady.length === 0 ? 0 : 1
       }
       case "Call": {

@@ -1,6 +1,8 @@
 /**
  * The configuration's shapes: GatewayOptions and BackendConfig as Effect schemas (with the
  * defaults and ranges docs/protocol.md documents), and the other clients' shapes they accept.
+ * Longer than most modules: every key the configuration takes is declared here, once, beside its
+ * range and default (Flow, Limits and State, which have rules of their own, are modules apart).
  */
 import { Schema } from "effect"
 import { Flow, FlowGuard } from "./Flow.js"

@@ -27,18 +27,20 @@ export type Recording = { -readonly [K in keyof Omit<OrchestrationRecord, "total
 /** How much of agentify_plan's description the tools not offered may take (about 2,000 tokens). */
 const PLAN_INDEX_CHARS = 8_000
 
-export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsService) =>
+/**
+ * What requests rank with, made off their path: the tool vectors (with `embeddings`) and the task
+ * ranking's index, the servers' summaries and the needs' lists (seconds at 20,000 tools). On the
+ * lists as they are now, then as they change: tools known from an earlier run are listed before
+ * anything changes (their backends wait for a use), and their vectors and index are due too.
+ */
+const prepareAsListsChange = (
+  gatewayConfig: GatewayConfig["Type"],
+  backends: BackendsService,
+  embedderFor: (config: ResolvedConfig) => Embeddings.Embedder | undefined
+) =>
   Effect.gen(function* () {
-    /** The embedder of the configured `embeddings`, or none. */
-    const embedderFor = Embeddings.forConfig((yield* WrittenFiles).wrote)
-    // The lists as they are now, then as they change: tools known from an earlier run are listed
-    // before anything changes (their backends wait for a use), and their vectors and index are due too.
-    const listsNowAndAsTheyChange = Stream.concat(Stream.succeed(undefined), backends.toolsChanged).pipe(
-      Stream.debounce("200 millis")
-    )
-    // With `embeddings`, tool vectors are computed as the tool lists change, in batches, before
-    // any request waits for them.
-    yield* listsNowAndAsTheyChange.pipe(
+    const lists = Stream.concat(Stream.succeed(undefined), backends.toolsChanged).pipe(Stream.debounce("200 millis"))
+    yield* lists.pipe(
       Stream.runForEach(() =>
         Effect.flatMap(gatewayConfig.current, (config) => {
           const embedder = embedderFor(config)
@@ -47,9 +49,7 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
       ),
       Effect.forkScoped
     )
-    // The task ranking's index, the servers' summaries and the needs' lists, built as the tool lists
-    // change rather than by the first request after (seconds at 20,000 tools).
-    yield* listsNowAndAsTheyChange.pipe(
+    yield* lists.pipe(
       Stream.runForEach(() =>
         Effect.flatMap(gatewayConfig.current, (config) =>
           Effect.sync(() => {
@@ -60,6 +60,13 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
       ),
       Effect.forkScoped
     )
+  })
+
+export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsService) =>
+  Effect.gen(function* () {
+    /** The embedder of the configured `embeddings`, or none. */
+    const embedderFor = Embeddings.forConfig((yield* WrittenFiles).wrote)
+    yield* prepareAsListsChange(gatewayConfig, backends, embedderFor)
 
     const readyBackends = (config: ResolvedConfig) =>
       Effect.gen(function* () {
