@@ -1,5 +1,5 @@
 /**
- * Many servers (issue 59): LiveMCPBench's 70 servers as stand-in processes
+ * Many servers: LiveMCPBench's 70 servers as stand-in processes built on the MCP SDK
  * (test/fixtures/livemcpbench-server.mjs, serving the real tool lists of
  * test/eval/data/livemcpbench), behind one gateway, in its default configuration ("onUse") against
  * today's behaviour (`start: "always"`, every backend at `initialize`) in the same run; each on a
@@ -50,6 +50,29 @@ const tree = (pid: number) => {
     }
   }
   return { processes: pids.length, rssMiB: round1(pids.reduce((sum, p) => sum + rss(p), 0) / 1024) }
+}
+
+/**
+ * The tree once it has settled: read every 100 ms until three readings in a row have the same
+ * processes and resident memory within 2 MiB of each other (a backend that just answered may still be
+ * growing, one stopped may still be exiting), at most 5 s; the last reading.
+ */
+const settledTree = async (pid: number) => {
+  const readings = [tree(pid)]
+  const deadline = performance.now() + 5_000
+  const steady = () => {
+    const last = readings.slice(-3)
+    return (
+      last.length === 3 &&
+      last.every((r) => r.processes === last[0]!.processes) &&
+      Math.max(...last.map((r) => r.rssMiB)) - Math.min(...last.map((r) => r.rssMiB)) <= 2
+    )
+  }
+  while (!steady() && performance.now() < deadline) {
+    await sleep(100)
+    readings.push(tree(pid))
+  }
+  return readings[readings.length - 1]!
 }
 
 /** The servers, in the benchmark's order, with one tool of each (what a search looks for). */
@@ -113,8 +136,7 @@ const runOnce = async (
       startedCalls.push((await gateway.request("tools/call", { name: names.get(used[0]!.id), arguments: {} })).ms)
     }
     for (const s of used.slice(1)) await gateway.request("tools/call", { name: names.get(s.id), arguments: {} })
-    await sleep(500)
-    const afterSession = tree(gateway.pid)
+    const afterSession = await settledTree(gateway.pid)
     return {
       mode,
       start,
