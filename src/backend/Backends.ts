@@ -60,6 +60,11 @@ export interface BackendsService {
   /** The backend's running client when it is ready: its facts (capabilities, server info, instructions) and notifications. */
   readonly backend: (backendId: string) => Backend.RunningBackend | undefined
   /**
+   * What is remembered of a backend waiting for its first use (see Known): the capabilities and
+   * lists it offers while not started; undefined once it runs (ask it) or when nothing is known.
+   */
+  readonly known: (backendId: string) => Pick<Known.Known, "capabilities" | "lists"> | undefined
+  /**
    * How many items a list method (`resources/list`, `prompts/list`) gives on a ready backend, as
    * `check` and the debug UI show it: "-" when it does not offer `capability`, "error" when listing
    * fails, "?" for an answer without the list.
@@ -175,6 +180,7 @@ const waitsForUse = (table: Table, entry: Entry, startOptions: StartOptions) =>
     const known = yield* Effect.annotateLogs(Known.read(onUse.stateDir, config), { backend: config.id })
     if (known === undefined || !Known.mayWait(known)) return false
     entry.onUse = true
+    entry.known = known
     yield* table.reviewTools(entry, known.tools, startOptions.pins)
     yield* table.setState(entry, "idle")
     yield* Deferred.succeed(entry.settled, undefined)
@@ -345,6 +351,10 @@ const serviceOf = (table: Table, moves: Pick<BackendsService, "start" | "stopAll
     toolsSync: table.toolsSync,
     states: Effect.sync(() => table.entries.map(statusOf)),
     backend: (backendId) => table.byId.get(backendId)?.backend,
+    known: (backendId) => {
+      const entry = table.byId.get(backendId)
+      return entry?.state === "idle" ? entry.known : undefined
+    },
     configOf: (backendId) => table.byId.get(backendId)?.config,
     toolsChanged: Stream.fromPubSub(table.toolsPubSub),
     notifications: Stream.fromPubSub(table.notificationsPubSub),

@@ -9,6 +9,7 @@ import type { BackendState, BackendStatus } from "../observability/BackendStatus
 import { BackendError } from "../protocol/Errors.js"
 import type { Tool } from "../protocol/Mcp.js"
 import type * as Backend from "./Backend.js"
+import type * as Known from "./Known.js"
 import type * as Pins from "./Pins.js"
 
 export interface Entry {
@@ -37,6 +38,8 @@ export interface Entry {
   settled: Deferred.Deferred<void>
   /** Started on use (see Known): it stops after `idleMs` without use; requests wait for its start. */
   onUse: boolean
+  /** What is remembered of it (see Known): the capabilities and lists it offers while not started. */
+  known: Pick<Known.Known, "capabilities" | "lists"> | undefined
   /** When a request last went to it, and how many are in flight (what the idle stop looks at). */
   usedAt: number
   inFlight: number

@@ -14,17 +14,34 @@ import * as Backend from "./Backend.js"
 import { needsAuthOf } from "./Channel.js"
 import type { Entry } from "./Entry.js"
 import * as Known from "./Known.js"
+import * as Listing from "./Listing.js"
 import type * as Mcp from "../protocol/Mcp.js"
 import * as Heartbeat from "./Heartbeat.js"
 import { type RestartPolicy, restartDelays } from "./Restart.js"
 import type { StartOptions } from "./StartOptions.js"
 import type { Table } from "./Table.js"
 
-/** Its tools as listed, remembered for the next run (see Known), when tools are remembered at all. */
-const remember = (entry: Entry, backend: Backend.Backend, startOptions: StartOptions) =>
-  startOptions.onUse === undefined
-    ? Effect.void
-    : Known.write(startOptions.onUse.stateDir, entry.config, backend.tools(), backend.serverCapabilities)
+/**
+ * What it lists, remembered for the next run (see Known), when anything is remembered at all: its
+ * tools, and the resources, templates and prompts it offers. A list it fails to give leaves it
+ * unremembered (it then starts at the next `initialize`, as one never seen).
+ */
+const remember = (table: Table, entry: Entry, backend: Backend.Backend, startOptions: StartOptions) =>
+  Effect.gen(function* () {
+    if (startOptions.onUse === undefined) return
+    const lists: { -readonly [K in keyof Known.Lists]: Known.Lists[K] } = {}
+    for (const { capability, method, list } of Known.LISTED) {
+      if (typeof backend.serverCapabilities[capability] !== "object") continue
+      const read = (_: string, m: string, params: unknown) => backend.request(m, params)
+      const items = yield* Effect.option(Listing.readAll(read, entry.config.id, method, list))
+      if (items._tag === "None") return
+      lists[list] = items.value
+    }
+    const known = { tools: backend.tools(), capabilities: backend.serverCapabilities, lists }
+    // What it offers after an idle stop is what it offered last.
+    entry.known = { capabilities: Object.keys(backend.serverCapabilities), lists }
+    yield* Known.write(startOptions.onUse.stateDir, entry.config, known, table.files.told)
+  })
 
 /**
  * How long a backend started on use may go unused, or undefined when it stays: one that holds
@@ -33,7 +50,7 @@ const remember = (entry: Entry, backend: Backend.Backend, startOptions: StartOpt
  */
 const idleMsOf = (entry: Entry, backend: Backend.Backend, startOptions: StartOptions): number | undefined => {
   if (!entry.onUse || startOptions.onUse === undefined || entry.config.requiresStatefulConnection === true) return undefined
-  if (!Known.mayWait({ tools: [], capabilities: Object.keys(backend.serverCapabilities) })) return undefined
+  if (Known.staysOnceStarted(Object.keys(backend.serverCapabilities))) return undefined
   return entry.config.idleMs ?? startOptions.onUse.idleMs
 }
 
@@ -81,7 +98,7 @@ const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
             const said = table.reviewTools(entry, tools, startOptions.pins)
             return Effect.zipRight(
               Effect.zipRight(said, Effect.logInfo(`tools changed: ${tools.length} tools`)),
-              Effect.zipRight(table.toldAgain(entry), remember(entry, backend, startOptions))
+              Effect.zipRight(table.toldAgain(entry), remember(table, entry, backend, startOptions))
             )
           })
       })
@@ -96,7 +113,7 @@ const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
       yield* table.setState(entry, "ready")
       yield* Effect.logInfo(`backend ready: ${backend.address}, protocol ${backend.protocolVersion}, ${entry.tools.length} tools`)
       yield* Deferred.succeed(entry.settled, undefined)
-      yield* remember(entry, backend, startOptions)
+      yield* remember(table, entry, backend, startOptions)
       const readyAt = Date.now()
       entry.usedAt = readyAt
       const check = healthCheckOf(entry.config)

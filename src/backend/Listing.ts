@@ -1,10 +1,43 @@
 /**
- * What `check` and the debug UI show of a ready backend's lists: how many resources or prompts it
- * offers, and which descriptions hide characters: the backends service asks (see Backends' `countListed`).
+ * A backend's lists read whole (`readAll`: every page, bounded), and what `check` and the debug UI
+ * show of a ready backend's lists: how many resources or prompts it offers, and which descriptions
+ * hide characters: the backends service asks (see Backends' `countListed`).
  */
 import * as Invisible from "../values/Invisible.js"
 import * as Json from "../values/Json.js"
 import { Effect } from "effect"
+import type { BackendError } from "../protocol/Errors.js"
+
+/** Pages read per list before the rest is left out (a backend must not make a listing endless). */
+const MAX_PAGES = 50
+
+/** The most items one backend's list may hold; the rest is left out (a backend must not exhaust memory). */
+export const MAX_ITEMS = 10_000
+
+/** Every page of a list method, its items under `key` (objects only), at most MAX_ITEMS of them. */
+export const readAll = <R>(
+  request: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError, R>,
+  backendId: string,
+  method: string,
+  key: string
+): Effect.Effect<ReadonlyArray<Readonly<Record<string, unknown>>>, BackendError, R> =>
+  Effect.gen(function* () {
+    const items: Array<Readonly<Record<string, unknown>>> = []
+    let cursor: string | undefined
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const result = yield* request(backendId, method, cursor === undefined ? {} : { cursor })
+      const got = Json.field(result, key)
+      if (Array.isArray(got)) for (const item of got) if (Json.isObject(item)) items.push(item)
+      cursor = Json.stringField(result, "nextCursor")
+      if (items.length >= MAX_ITEMS) {
+        yield* Effect.logWarning(`backend ${backendId} lists more than ${MAX_ITEMS} items (${method}); the rest is left out`)
+        items.length = MAX_ITEMS
+        break
+      }
+      if (cursor === undefined) break
+    }
+    return items
+  })
 
 /** What a count needs of the backend layer: a ready backend's facts, and a request on it (internal: see Requester). */
 export interface Lists {

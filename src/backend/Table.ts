@@ -298,6 +298,7 @@ export class Table {
       fiber: undefined,
       settled,
       onUse: false,
+      known: undefined,
       usedAt: 0,
       inFlight: 0
     }

@@ -11,6 +11,8 @@
  *   backends' tools against the pins again, and its sessions hear `tools/list_changed`.
  *
  * - Tool vectors (`embeddings`): a tool embedded by one gateway is not embedded again by another.
+ * - Backends' remembered lists (`known`, see backend/Known): a backend one gateway ran waits for
+ *   its first use on every other, which knows its tools without starting it.
  *
  * Nothing happens without a store (`state` not configured): `layer` is then empty.
  */
@@ -48,13 +50,17 @@ export const start = (options: Options): Effect.Effect<Effect.Effect<void>, neve
       merge: Pins.merge,
       arrived: () => options.reviewPins ?? Effect.void
     })
+    // Remembered lists: taken before the backends start (this runs first), so that one another
+    // gateway ran waits for its first use here too. The newer file wins: each is one whole listing.
+    const known = yield* Mirror.make(state, { kind: "known", dir: path.join(options.stateDir, "known") })
+    const shared = (others: Effect.Effect<void>) => Effect.zipRight(others, known.settled)
     // Tool vectors (`embeddings`): one gateway embeds a tool, every gateway has its vector (an
     // embedder reads its file again when it changed).
     const vectors = options.embeddings
       ? yield* Mirror.make(state, { kind: "embeddings", dir: path.join(options.stateDir, "embeddings"), merge: Embeddings.merge })
       : undefined
     const settledAll = (others: Effect.Effect<void>) =>
-      vectors === undefined ? others : Effect.zipRight(others, vectors.settled)
+      shared(vectors === undefined ? others : Effect.zipRight(others, vectors.settled))
     if (options.env.AGENTIFY_TOKEN_KEY?.trim()) {
       const tokens = yield* Mirror.make(state, { kind: "tokens", dir: Store.directory(options.env) })
       return settledAll(Effect.zipRight(pins.settled, tokens.settled))

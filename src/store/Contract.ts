@@ -25,10 +25,10 @@ export interface TaskRecord {
 }
 
 /**
- * Files the team's gateways keep alike (see store/Mirror): sealed OAuth tokens, and pinned tool
- * definitions, each by its name within its kind.
+ * Files the team's gateways keep alike (see store/Mirror): sealed OAuth tokens, pinned tool
+ * definitions, tool vectors and backends' remembered lists, each by its name within its kind.
  */
-export type FileKind = "tokens" | "pins" | "embeddings"
+export type FileKind = "tokens" | "pins" | "embeddings" | "known"
 
 /** A shared file's content, and when it was written (ms since the epoch). */
 export interface SharedFile {

@@ -14,8 +14,8 @@
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 
-/** Which files: a token entry (see auth/Store), a pins file (see backend/Pins), tool vectors (see orchestration/Embeddings). */
-export type Kind = "tokens" | "pins" | "embeddings"
+/** Which files: a token entry (see auth/Store), a pins file (see backend/Pins), tool vectors (see orchestration/Embeddings), a backend's remembered lists (see backend/Known). */
+export type Kind = "tokens" | "pins" | "embeddings" | "known"
 
 /** Said by the module that wrote (or removed) a file. */
 export type Told = (kind: Kind, name: string) => void

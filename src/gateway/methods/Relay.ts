@@ -1,6 +1,7 @@
 /**
- * The aggregate's resources, prompts and completion: every ready backend's lists merged, and each
- * request routed to the backend that owns its URI or name.
+ * The aggregate's resources, prompts and completion: every backend's lists merged, and each
+ * request routed to the backend that owns its URI or name. A backend waiting for its first use
+ * (see backend/Known) offers what it listed when it last ran; a request routed to it starts it.
  *
  * Resources keep their URIs (a URI two backends offer goes to the first in configuration order,
  * logged once); prompts are named in the backend's namespace like tools (`<backendId>__<name>` by
@@ -17,7 +18,7 @@ import { Backends, type BackendsService } from "../../backend/Backends.js"
 import { type BackendError, InvalidParams } from "../../protocol/Errors.js"
 import { exposedNameIn, profileServes, promptAdmitted, resourceAdmitted } from "../../catalog/ToolCatalog.js"
 import type { Profile } from "../../config/Config.js"
-import { field, isObject, stringField } from "../../values/Json.js"
+import { readAll } from "../../backend/Listing.js"
 import type * as Params from "./Params.js"
 
 type Item = Readonly<Record<string, unknown>>
@@ -29,12 +30,6 @@ interface Lists {
   templates?: ReadonlyArray<Item> | undefined
   prompts?: ReadonlyArray<Item> | undefined
 }
-
-/** Pages read per list before the rest is left out (a backend must not make a listing endless). */
-const MAX_PAGES = 50
-
-/** The most items one backend's list may hold; the rest is left out (a backend must not exhaust memory). */
-const MAX_ITEMS = 10_000
 
 /**
  * Whether `uri` fits `template` (RFC 6570 level 1, `{var}`, as MCP resource templates use it): each
@@ -74,31 +69,6 @@ const LISTED = {
   prompts: { method: "prompts/list", key: "prompts" }
 } as const
 
-/** Every page of a list method, its items under `key`. */
-const readAll = (
-  request: Request,
-  backendId: string,
-  method: string,
-  key: string
-): Effect.Effect<ReadonlyArray<Item>, BackendError> =>
-  Effect.gen(function* () {
-    const items: Array<Item> = []
-    let cursor: string | undefined
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const result = yield* request(backendId, method, cursor === undefined ? {} : { cursor })
-      const got = field(result, key)
-      if (Array.isArray(got)) for (const item of got) if (isObject(item)) items.push(item)
-      cursor = stringField(result, "nextCursor")
-      if (items.length >= MAX_ITEMS) {
-        yield* Effect.logWarning(`backend ${backendId} lists more than ${MAX_ITEMS} items (${method}); the rest is left out`)
-        items.length = MAX_ITEMS
-        break
-      }
-      if (cursor === undefined) break
-    }
-    return items
-  })
-
 /** A request naming something no backend offers. */
 const unknown = (what: string, value: string) =>
   new InvalidParams({
@@ -106,17 +76,17 @@ const unknown = (what: string, value: string) =>
     issues: [`${what}: no backend offers '${value}'`]
   })
 
-/** Prompts of every ready backend, named in its namespace, with where each one goes. */
+/** Prompts of every backend listing them (see `listing`), named in its namespace, with where each one goes. */
 const promptsOf = (
   backends: BackendsService,
-  readyWith: (capability: string, profile?: Profile) => Effect.Effect<ReadonlyArray<string>>,
+  listing: (capability: string, profile?: Profile) => Effect.Effect<ReadonlyArray<string>>,
   listOf: (backendId: string, kind: "prompts") => Effect.Effect<ReadonlyArray<Item>>,
   profile: Profile | undefined
 ) =>
   Effect.gen(function* () {
     const routes = new Map<string, { backendId: string; name: string }>()
     const out: Array<Item> = []
-    for (const backendId of yield* readyWith("prompts", profile)) {
+    for (const backendId of yield* listing("prompts", profile)) {
       const config = backends.configOf(backendId)
       for (const prompt of yield* listOf(backendId, "prompts")) {
         if (typeof prompt.name !== "string" || !promptAdmitted(config, prompt.name)) continue
@@ -137,9 +107,11 @@ export const make = (backends: BackendsService, request: Request) => {
   const lists = new Map<string, Lists>()
   const warned = new Set<string>()
 
+  /** Whether it offers `capability`: a running backend says so; one waiting for its first use was remembered so. */
   const capable = (backendId: string, capability: string): boolean => {
     const running = backends.backend(backendId)
-    return running !== undefined && typeof running.serverCapabilities[capability] === "object"
+    if (running !== undefined) return typeof running.serverCapabilities[capability] === "object"
+    return backends.known(backendId)?.capabilities.includes(capability) === true
   }
 
   const entry = (backendId: string): Lists => {
@@ -149,9 +121,16 @@ export const make = (backends: BackendsService, request: Request) => {
     return found
   }
 
-  /** One backend's list, cached; a backend that fails to list offers nothing this time. */
+  /**
+   * One backend's list, cached; a backend that fails to list offers nothing this time. One waiting
+   * for its first use offers what it listed when it last ran (it is not started to be listed).
+   */
   const listOf = (backendId: string, kind: "resources" | "templates" | "prompts"): Effect.Effect<ReadonlyArray<Item>> =>
     Effect.suspend(() => {
+      if (backends.backend(backendId) === undefined) {
+        const known = backends.known(backendId)?.lists?.[LISTED[kind].key]
+        if (known !== undefined) return Effect.succeed(known)
+      }
       const cached = entry(backendId)[kind]
       if (cached !== undefined) return Effect.succeed(cached)
       const { method, key } = LISTED[kind]
@@ -163,21 +142,29 @@ export const make = (backends: BackendsService, request: Request) => {
       )
     })
 
+  /** The ready backends offering `capability` (the ones a notice such as `logging/setLevel` goes to: it starts none). */
   const readyWith = (capability: string, profile?: Profile): Effect.Effect<ReadonlyArray<string>> =>
-    Effect.map(backends.states, (states) =>
-      states.filter((s) => s.state === "ready" && capable(s.id, capability) && profileServes(profile, s.id)).map((s) => s.id)
+    offering(capability, profile, ["ready"])
+
+  /** The backends whose lists of `capability` a client sees: the ready ones, and those waiting for their first use. */
+  const listing = (capability: string, profile?: Profile): Effect.Effect<ReadonlyArray<string>> =>
+    offering(capability, profile, ["ready", "idle"])
+
+  const offering = (capability: string, profile: Profile | undefined, states: ReadonlyArray<string>) =>
+    Effect.map(backends.states, (all) =>
+      all.filter((s) => states.includes(s.state) && capable(s.id, capability) && profileServes(profile, s.id)).map((s) => s.id)
     )
 
   /** Whether the backend's filters let this URI through. */
   const uriAdmitted = (backendId: string, uri: string) => resourceAdmitted(backends.configOf(backendId), uri)
 
-  /** Resources (or templates) of every ready backend, URIs unchanged, the first owner winning. */
+  /** Resources (or templates) of every backend listing them (see `listing`), URIs unchanged, the first owner winning. */
   const merged = (kind: "resources" | "templates", profile: Profile | undefined) =>
     Effect.gen(function* () {
       const owners = new Map<string, string>()
       const out: Array<Item> = []
       const uriKey = kind === "resources" ? "uri" : "uriTemplate"
-      for (const backendId of yield* readyWith("resources", profile)) {
+      for (const backendId of yield* listing("resources", profile)) {
         for (const item of yield* listOf(backendId, kind)) {
           const uri = item[uriKey]
           if (typeof uri !== "string" || !uriAdmitted(backendId, uri)) continue
@@ -206,11 +193,11 @@ export const make = (backends: BackendsService, request: Request) => {
         if (templateMatches(template, uri) && uriAdmitted(backendId, uri)) return backendId
       }
       // A backend may serve URIs it does not list: with one resource server, it is the one.
-      const servers = yield* readyWith("resources", profile)
+      const servers = yield* listing("resources", profile)
       return servers.length === 1 && uriAdmitted(servers[0]!, uri) ? servers[0] : undefined
     })
 
-  const prompts = (profile: Profile | undefined) => promptsOf(backends, readyWith, listOf, profile)
+  const prompts = (profile: Profile | undefined) => promptsOf(backends, listing, listOf, profile)
 
   return {
     /** `admits`: whether a listed resource is shown (the policies' say), by its backend and URI. */

@@ -10,7 +10,7 @@ import { TeamFiles } from "../TeamFiles.js"
 import { PREFIX, RedisConnection } from "./Connection.js"
 import { isObject, parseJson } from "../../values/Json.js"
 
-const KINDS: ReadonlyArray<FileKind> = ["tokens", "pins", "embeddings"]
+const KINDS: ReadonlyArray<FileKind> = ["tokens", "pins", "embeddings", "known"]
 const isKind = (kind: unknown): kind is FileKind => KINDS.some((known) => known === kind)
 const ANNOUNCED = `${PREFIX}announced`
 

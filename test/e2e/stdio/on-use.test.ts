@@ -3,7 +3,8 @@
  * run twice on one state directory. The first run meets the backends (they start at `initialize`, their tools are
  * remembered); the second lists their tools without starting them, starts one when it is used (once,
  * however many calls want it), stops it after `idleMs` unused and starts it again on the next call.
- * A remembered list that was tampered with is ignored; one the server changes on start gives way to
+ * A backend offering resources and prompts is listed from memory too, and starts on a read, a prompt
+ * or a subscription. A remembered list that was tampered with is ignored; one the server changes on start gives way to
  * what it lists; a backend that fails to start on use fails the call with the reason.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -206,6 +207,55 @@ describe("backends started on use", () => {
       await changed
       expect(await names(gateway)).not.toContain("alpha__echo")
       expect(await names(gateway)).toContain("alpha__add")
+    } finally {
+      await gateway.close()
+    }
+  })
+
+  it("a backend offering resources and prompts: listed from memory without a start; a read, a prompt or a subscription starts it", async () => {
+    const stateDir = tempDir("agentify-state-")
+    const config = { backends: [fixtureBackend("docs", ["--content"]), fixtureBackend("beta")] }
+    await meet(config, stateDir)
+    const gateway = await run(config, stateDir)
+    try {
+      expect(descendants(gateway.pid)).toEqual([])
+      const resources = await gateway.request("resources/list", {})
+      expect(resources.result.resources.map((r: { uri: string }) => r.uri)).toEqual(["fixture://notes"])
+      const templates = await gateway.request("resources/templates/list", {})
+      expect(templates.result.resourceTemplates.map((t: { uriTemplate: string }) => t.uriTemplate)).toEqual([
+        "fixture://files/{name}"
+      ])
+      const prompts = await gateway.request("prompts/list", {})
+      expect(prompts.result.prompts.map((p: { name: string }) => p.name)).toEqual(["docs__greet"])
+      // Listing started nothing.
+      expect(descendants(gateway.pid)).toEqual([])
+
+      // A read of a URI its template covers starts it (once), and it answers.
+      const read = await gateway.request("resources/read", { uri: "fixture://files/a.txt" })
+      expect(read.error).toBeUndefined()
+      const pid = Number(/read by (\d+)/.exec(read.result.contents[0].text)?.[1])
+      expect(descendants(gateway.pid)).toEqual([pid])
+      const prompt = await gateway.request("prompts/get", { name: "docs__greet", arguments: { name: "Ada" } })
+      expect(prompt.result.messages[0].content.text).toBe(`Hello Ada from ${pid}`)
+      const subscribed = await gateway.request("resources/subscribe", { uri: "fixture://notes" })
+      expect(subscribed.error).toBeUndefined()
+      // beta (tools only) was never used: still not started.
+      expect(descendants(gateway.pid)).toEqual([pid])
+    } finally {
+      await gateway.close()
+    }
+  })
+
+  it("a prompt asked of a backend not started starts it (nothing read before)", async () => {
+    const stateDir = tempDir("agentify-state-")
+    const config = { backends: [fixtureBackend("docs", ["--content"])] }
+    await meet(config, stateDir)
+    const gateway = await run(config, stateDir)
+    try {
+      expect(descendants(gateway.pid)).toEqual([])
+      const prompt = await gateway.request("prompts/get", { name: "docs__greet", arguments: { name: "Ada" } })
+      expect(prompt.result.messages[0].content.text).toMatch(/^Hello Ada from \d+$/)
+      expect(descendants(gateway.pid)).toHaveLength(1)
     } finally {
       await gateway.close()
     }
