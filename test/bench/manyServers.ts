@@ -154,6 +154,37 @@ const runOnce = async (
   }
 }
 
+/**
+ * `initialize` alone (ms from spawn), `runs` times alternating between `config` on `stateDir` (a
+ * second start: every backend known) and a gateway with no backend at all (the gateway's own start,
+ * on the same machine in the same seconds): the medians and ranges of both.
+ */
+const secondStarts = async (options: ManyServersOptions, config: string, empty: string, stateDir: string, runs: number) => {
+  const once = async (file: string) => {
+    const gateway = new RpcClient(process.execPath, [options.bin, "--config", file], {
+      cwd: stateDir,
+      env: { ...options.env, AGENTIFY_STATE_DIR: stateDir }
+    })
+    try {
+      const init = await gateway.initialize()
+      return init.at - gateway.spawnedAt
+    } finally {
+      await gateway.close()
+    }
+  }
+  const known: Array<number> = []
+  const none: Array<number> = []
+  for (let i = 0; i < runs; i++) {
+    known.push(await once(config))
+    none.push(await once(empty))
+  }
+  const summary = (times: Array<number>) => {
+    const sorted = [...times].sort((a, b) => a - b)
+    return { medianMs: round1(sorted[Math.floor(sorted.length / 2)]!), minMs: round1(sorted[0]!), maxMs: round1(sorted.at(-1)!) }
+  }
+  return { runs, known: summary(known), noBackend: summary(none) }
+}
+
 /** What a stand-in costs to start on its own: spawn, initialize and tools/list (median of 5). */
 const ownStartMs = async (root: string, server: string): Promise<number> => {
   const times: Array<number> = []
@@ -190,5 +221,12 @@ export const benchManyServers = async (options: ManyServersOptions) => {
     runs.push(await runOnce(options, config, stateDir, mode, "second", servers))
   }
   const own = await ownStartMs(options.root, servers[10]!.server)
-  return { servers: servers.length, ownStartMs: own, runs }
+  const empty = join(work, "config-empty.json")
+  // One backend, disabled: a configuration must name one, and a disabled one is never started.
+  writeFileSync(empty, JSON.stringify({ backends: [{ id: "off", command: process.execPath, enabled: false }] }))
+  const onUseState = mkdtempSync(join(work, "state-again-"))
+  // Met once, then started again and again: the initialize of a second start, as a median.
+  await runOnce(options, configOf("onUse"), onUseState, "onUse", "first", servers)
+  const again = await secondStarts(options, configOf("onUse"), empty, onUseState, 7)
+  return { servers: servers.length, ownStartMs: own, runs, secondStarts: again }
 }

@@ -1179,9 +1179,18 @@ const lines = (): Array<Line> => {
       out.push({
         figure: `many servers, ${start} start: initialize (ms)`,
         value: both((r) => r.initializeMs),
-        goal: start === "first" ? "≤ startupTimeoutMs (5000) + spawn" : "≤ 300",
-        pass: start === "second" ? now.initializeMs <= 300 : undefined
+        goal: start === "first" ? "≤ startupTimeoutMs (5000) + spawn" : "",
+        pass: undefined
       })
+      if (start === "second" && many.secondStarts !== undefined) {
+        const { known, noBackend, runs } = many.secondStarts
+        out.push({
+          figure: `many servers, second start: initialize, median of ${runs} (ms; a gateway with no backend alike)`,
+          value: `${known.medianMs} (${known.minMs}-${known.maxMs}; no backend: ${noBackend.medianMs}, ${noBackend.minMs}-${noBackend.maxMs})`,
+          goal: "≤ 300",
+          pass: known.medianMs <= 300
+        })
+      }
       out.push({
         figure: `many servers, ${start} start: every tool searchable (ms from spawn)`,
         value: both((r) => r.searchableMs),
