@@ -339,9 +339,14 @@ export const make = (options: ManagerOptions = {}) =>
 
 /** The service over the table, with its state machine's moves. */
 const serviceOf = (table: Table, moves: Pick<BackendsService, "start" | "stopAll" | "restart" | "apply">): BackendsService => {
+  const knownOf = (backendId: string) => {
+    const entry = table.byId.get(backendId)
+    return entry?.state === "idle" ? entry.known : undefined
+  }
   const lists: Listing.Lists = {
     backend: (backendId) => table.byId.get(backendId)?.backend,
-    request: (b, m, p) => table.request(b, m, p)
+    request: (b, m, p) => table.request(b, m, p),
+    known: knownOf
   }
   return {
     ...moves,
@@ -351,10 +356,7 @@ const serviceOf = (table: Table, moves: Pick<BackendsService, "start" | "stopAll
     toolsSync: table.toolsSync,
     states: Effect.sync(() => table.entries.map(statusOf)),
     backend: (backendId) => table.byId.get(backendId)?.backend,
-    known: (backendId) => {
-      const entry = table.byId.get(backendId)
-      return entry?.state === "idle" ? entry.known : undefined
-    },
+    known: knownOf,
     configOf: (backendId) => table.byId.get(backendId)?.config,
     toolsChanged: Stream.fromPubSub(table.toolsPubSub),
     notifications: Stream.fromPubSub(table.notificationsPubSub),

@@ -7,6 +7,7 @@ import * as Invisible from "../values/Invisible.js"
 import * as Json from "../values/Json.js"
 import { Effect } from "effect"
 import type { BackendError } from "../protocol/Errors.js"
+import type * as Known from "./Known.js"
 
 /** Pages read per list before the rest is left out (a backend must not make a listing endless). */
 const MAX_PAGES = 50
@@ -43,6 +44,8 @@ export const readAll = <R>(
 export interface Lists {
   readonly backend: (backendId: string) => { readonly serverCapabilities: Readonly<Record<string, unknown>> } | undefined
   readonly request: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, unknown>
+  /** What is remembered of a backend not started (see Known), where the caller knows. */
+  readonly known?: ((backendId: string) => { readonly lists?: Known.Lists | undefined } | undefined) | undefined
 }
 
 /**
@@ -85,8 +88,9 @@ const describeFound = (text: string | undefined, schema: unknown): string | unde
 }
 
 /**
- * The tools (as listed) and prompts (asked for, where it offers them) of a ready backend whose
- * descriptions hide characters a reader would not see: `check` and the debug UI name them.
+ * The tools (as listed) and prompts (asked for, where it offers them; as remembered, where it waits
+ * for its first use) of a backend whose descriptions hide characters a reader would not see:
+ * `check` and the debug UI name them.
  */
 export const hiddenIn = (
   backends: Lists,
@@ -99,18 +103,20 @@ export const hiddenIn = (
       const found = describeFound(tool.description, tool.inputSchema)
       if (found !== undefined) out.push({ backendId, what: "tool", name: tool.name, found })
     }
+    const prompted = (prompts: unknown) => {
+      for (const prompt of Array.isArray(prompts) ? prompts : []) {
+        const name = Json.stringField(prompt, "name")
+        const found = describeFound(Json.stringField(prompt, "description"), Json.field(prompt, "arguments"))
+        if (name !== undefined && found !== undefined) out.push({ backendId, what: "prompt", name, found })
+      }
+      return out
+    }
     const backend = backends.backend(backendId)
-    if (backend === undefined || backend.serverCapabilities.prompts === undefined) return Effect.succeed(out)
+    // Not started (waiting for its first use): the prompts it listed when it last ran.
+    if (backend === undefined) return Effect.succeed(prompted(backends.known?.(backendId)?.lists?.prompts))
+    if (backend.serverCapabilities.prompts === undefined) return Effect.succeed(out)
     return backends.request(backendId, "prompts/list", {}).pipe(
-      Effect.map((result) => {
-        const prompts = Json.field(result, "prompts")
-        for (const prompt of Array.isArray(prompts) ? prompts : []) {
-          const name = Json.stringField(prompt, "name")
-          const found = describeFound(Json.stringField(prompt, "description"), Json.field(prompt, "arguments"))
-          if (name !== undefined && found !== undefined) out.push({ backendId, what: "prompt", name, found })
-        }
-        return out
-      }),
+      Effect.map((result) => prompted(Json.field(result, "prompts"))),
       Effect.orElseSucceed(() => out)
     )
   })

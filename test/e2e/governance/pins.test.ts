@@ -267,7 +267,12 @@ describe("pinned tool definitions", () => {
     const gateway = await startHttpGateway({
       args: ["--debug-port", "0"],
       env: { AGENTIFY_STATE_DIR: state },
-      config: { backends: [fixtureBackend("fx", flags, { env: { FIXTURE_ECHO_DESCRIPTION: "Changed for the UI" } })] }
+      // Started at initialize as `check` started it: fx's tools and prompts are remembered, and
+      // on use the changed definition would be found at its first call instead.
+      config: {
+        start: "always",
+        backends: [fixtureBackend("fx", flags, { env: { FIXTURE_ECHO_DESCRIPTION: "Changed for the UI" } })]
+      }
     })
     try {
       const port = await until("the debug UI", () => /debug UI at http:\/\/127\.0\.0\.1:(\d+)\//.exec(gateway.stderr())?.[1])

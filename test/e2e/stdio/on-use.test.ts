@@ -35,10 +35,15 @@ const names = async (gateway: CliClient): Promise<Array<string>> =>
 const knownFiles = (stateDir: string) => readdirSync(join(stateDir, "known"))
 
 /** Runs `config` once so that its backends' tools are remembered in `stateDir`. */
-const meet = async (config: unknown, stateDir: string, env: Record<string, string> = {}) => {
+const meet = async (config: { backends: ReadonlyArray<unknown> }, stateDir: string, env: Record<string, string> = {}) => {
   const first = await run(config, stateDir, env)
   // Never seen: started at initialize, as before.
   expect(descendants(first.pid).length).toBeGreaterThan(0)
+  // Remembered once ready and listed (a backend's resources and prompts are asked for after it is ready).
+  await until(
+    "every backend remembered",
+    () => existsSync(join(stateDir, "known")) && knownFiles(stateDir).length === config.backends.length
+  )
   await first.close()
   return knownFiles(stateDir)
 }
