@@ -82,6 +82,25 @@ export default tseslint.config(
     }
   },
   {
+    // Below the session nothing asks which transport a client came by: the edge sets what it
+    // says and can carry on the session (Session's `Edge`), and a new transport is one module.
+    files: ["src/gateway/**", "src/orchestration/**", "src/policy/**", "src/catalog/**", "src/sandbox/**"],
+    ignores: ["src/gateway/edge/**"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "BinaryExpression[operator=/^[!=]==?$/] > Literal[value=/^(stdio|http)$/]",
+          message: "Read the session's `edge` facts (localUser, boundsReplies), not the transport's name."
+        },
+        {
+          selector: "BinaryExpression > MemberExpression[property.name='name'][object.property.name='edge']",
+          message: "The edge's name is for logs: read its facts (localUser, boundsReplies)."
+        }
+      ]
+    }
+  },
+  {
     // Tests, benchmarks and scripts read JSON off the wire; typing every reply would say nothing.
     files: ["test/**", "scripts/**", "examples/**"],
     rules: { "@typescript-eslint/no-explicit-any": "off" }

@@ -22,7 +22,7 @@ import * as Gateway from "../gateway/Gateway.js"
 import { LlmClient } from "../orchestration/Llm.js"
 import * as Logging from "../observability/Logging.js"
 import * as Secrets from "../observability/Secrets.js"
-import { Session } from "../gateway/session/Session.js"
+import { type Edge, Session } from "../gateway/session/Session.js"
 import { Backends } from "../backend/Backends.js"
 import { closest } from "../config/Suggest.js"
 import { field, stringField } from "../values/Json.js"
@@ -32,6 +32,9 @@ import { namespaceOf } from "../config/Config.js"
 import type { BackendStatus } from "../observability/BackendStatus.js"
 import { explainHeld } from "./Held.js"
 import * as Prompt from "./Prompt.js"
+
+/** The person at the terminal: the local user; results are printed, so no reply bound applies. */
+const TERMINAL: Edge = { name: "terminal", localUser: true, boundsReplies: false }
 
 export type Command =
   | { readonly _tag: "Tools" }
@@ -222,7 +225,7 @@ export const run = (
     const asking = command._tag === "Ask" ? terminal : undefined
     const session: Session = new Session({
       id: `terminal-${randomUUID()}`,
-      transport: "stdio",
+      edge: TERMINAL,
       send: answering(asking, () => session)
     })
     const handlers = yield* gateway.open(session)

@@ -130,7 +130,7 @@ const publish = (events: EventsService, session: Session, state: "opened" | "clo
       _tag: "Session",
       at: Date.now(),
       sessionId: session.id,
-      transport: session.transport,
+      transport: session.edge.name,
       state,
       ...(session.subject === undefined ? {} : { subject: session.subject })
     })

@@ -15,6 +15,7 @@ import * as Cedar from "../../src/policy/Cedar.js"
 import type { PolicySet } from "../../src/policy/Policy.js"
 import { percentile } from "./client.js"
 import * as Caller from "../../src/gateway/call/Caller.js"
+import { EDGE as HTTP_EDGE } from "../../src/gateway/edge/SharedSessions.js"
 
 const POLICIES = `
 @id("everyone-reads") permit (principal, action == Action::"call", resource) when { resource.readOnly };
@@ -50,7 +51,7 @@ export const benchGovernance = (quick: boolean) => {
   const set: PolicySet = loaded
   const session = new Session({
     id: "bench",
-    transport: "http",
+    edge: HTTP_EDGE,
     identity: { subject: "alice", scopes: ["mcp:tools"], groups: ["ops"] },
     send: () => false
   })

@@ -24,9 +24,9 @@ export {
 /** Every `tools/call` on a backend (and the model's other requests), however it was made, is one of these. */
 export type ToolCall = Call<Session>
 
-/** Whose call it is: an access token's subject, "local" for the stdio client (or none: an embedding app), else "anonymous". */
+/** Whose call it is: an access token's subject, "local" for the local user's client (or none: an embedding app), else "anonymous". */
 export const userOf = (session: Session | undefined): string =>
-  session?.subject ?? (session === undefined || session.transport === "stdio" ? "local" : "anonymous")
+  session?.subject ?? (session === undefined || session.edge.localUser ? "local" : "anonymous")
 
 /** Whether a preview holds this call back: its tool is not annotated read-only. */
 export const heldBack = (call: ToolCall): boolean =>

@@ -49,12 +49,12 @@ const make = Effect.gen(function* () {
 
   /**
    * Whose lane a session's request on `backendId` goes on: its user's, for a backend that acts as
-   * each user; none (the shared connection) for any other, or for the stdio client (the one user,
-   * as whom the gateway itself signed in). An HTTP session nobody signed in to cannot use one.
+   * each user; none (the shared connection) for any other, or for the local user's client (the one
+   * user, as whom the gateway itself signed in). Any other session nobody signed in to cannot use one.
    */
   const laneOf = (session: Session, backendId: string, method: string): string | undefined | BackendError => {
-    // The stdio client first: the passthrough's hot path looks nothing up.
-    if (session.subject === undefined && session.transport === "stdio") return undefined
+    // The local user's client first: the passthrough's hot path looks nothing up.
+    if (session.subject === undefined && session.edge.localUser) return undefined
     const config = backends.configOf(backendId)
     if (config === undefined || oauthOf(config)?.perUser !== true) return undefined
     if (session.subject !== undefined) return session.subject

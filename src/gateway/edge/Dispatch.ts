@@ -16,10 +16,11 @@ import type { BackendsService } from "../../backend/Backends.js"
 import type { GatewayService } from "../Gateway.js"
 import * as Stateless from "./Stateless.js"
 import { InputBridge } from "../ask/InputBridge.js"
-import type { Identity, Target } from "../session/Session.js"
+import type { Edge, Identity, Target } from "../session/Session.js"
 
 export interface Options {
-  readonly transport: "stdio" | "http"
+  /** What the transport says of its clients (see Session's `Edge`). */
+  readonly edge: Edge
   /** Awaited before a request is served (stdio starts its backends with the first one). */
   readonly ready?: Effect.Effect<void> | undefined
   /** Why one more listen stream is refused now (a bound of the transport's), or undefined. */
@@ -91,7 +92,7 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
       inbound.run(
         request.id,
         request.id,
-        Effect.interruptible(Effect.zipRight(ready, stateless.serve(request, context, target, options.transport, out, identity))),
+        Effect.interruptible(Effect.zipRight(ready, stateless.serve(request, context, target, options.edge, out, identity))),
         (response) => out.send(response)
       )
 
@@ -109,7 +110,7 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
           () => Effect.sync(() => listening--)
         )
         yield* ready
-        yield* stateless.listen(request, target, options.transport, out)
+        yield* stateless.listen(request, target, options.edge, out)
         return undefined
       })
 

@@ -18,7 +18,7 @@ import { isSupportedProtocolVersion } from "../../protocol/Mcp.js"
 import { Gateway } from "../Gateway.js"
 import * as Dispatch from "./Dispatch.js"
 import * as Era from "../session/Era.js"
-import { type Identity, sameTarget, Session, type Target } from "../session/Session.js"
+import { type Edge, type Identity, sameTarget, Session, type Target } from "../session/Session.js"
 import { SessionDirectory } from "../../store/SessionDirectory.js"
 import { TaskRecords } from "../../store/TaskRecords.js"
 import { RequestStates } from "../ask/RequestStates.js"
@@ -65,6 +65,12 @@ export type Kind = "initialize" | "stateless" | "session"
 
 /** How long requests in flight at shutdown may finish on their own before they are cancelled (each still replies). */
 export const STOP_GRACE_MS = 1_000
+
+/**
+ * What a client of the shared endpoint is: who its token says, else anonymous (never the local
+ * user: anyone who reaches the port may connect), with no reply bound of the transport's own.
+ */
+export const EDGE: Edge = { name: "http", localUser: false, boundsReplies: false }
 
 interface Entry {
   readonly session: Session
@@ -178,7 +184,7 @@ export const make = Effect.gen(function* () {
   const states = yield* RequestStates
   // Stateless requests run beside the exchange that answers them (their calls may outlive it).
   const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
-    transport: "http",
+    edge: EDGE,
     // Listen streams count against maxSessions with the sessions: each holds a listener.
     listenRefusal: () =>
       sessions.size + dispatcher.listening() >= config.maxSessions
@@ -238,7 +244,7 @@ export const make = Effect.gen(function* () {
       let entry: Entry | undefined
       const session = new Session({
         id: `${Replica.idPrefixOf(config)}${randomUUID()}`,
-        transport: "http",
+        edge: EDGE,
         target,
         identity,
         send: (message) => {

@@ -20,7 +20,7 @@ import { failure, notification, type Request, type Response, success } from "../
 import * as Mcp from "../../protocol/Mcp.js"
 import type { Outbox, RequestContext } from "../../jsonrpc/Peer.js"
 import * as Aggregate from "../methods/Aggregate.js"
-import { type Identity, servedState, Session, type Target } from "../session/Session.js"
+import { type Edge, type Identity, servedState, Session, type Target } from "../session/Session.js"
 import * as Json from "../../values/Json.js"
 import { field, isObject, objectField, objectOr, stringField } from "../../values/Json.js"
 import * as Meta from "../../values/Meta.js"
@@ -55,7 +55,7 @@ export interface Stateless {
     /** What its `_meta` says of its client (see Era.decode). */
     context: Era.Context,
     target: Target,
-    transport: "stdio" | "http",
+    edge: Edge,
     out: Outbox,
     /** Who the request's OAuth access token speaks for (`--http-auth oauth`). */
     identity?: Identity
@@ -64,12 +64,7 @@ export interface Stateless {
    * `subscriptions/listen`: acknowledges, then relays the notifications asked for to `out` while
    * the current scope is open (the stream that carries them).
    */
-  readonly listen: (
-    request: Request,
-    target: Target,
-    transport: "stdio" | "http",
-    out: Outbox
-  ) => Effect.Effect<void, never, Scope.Scope>
+  readonly listen: (request: Request, target: Target, edge: Edge, out: Outbox) => Effect.Effect<void, never, Scope.Scope>
   /** Calls open now (for tests and the debug UI). */
   readonly openCalls: () => number
 }
@@ -126,7 +121,7 @@ export const make = (
       request: Request,
       client: Era.Context,
       target: Target,
-      transport: "stdio" | "http",
+      edge: Edge,
       out: Outbox,
       identity?: Identity
     ): Effect.Effect<InputBridge.Call | Response> =>
@@ -136,7 +131,7 @@ export const make = (
         if ("jsonrpc" in call) return call
         const session = new Session({
           id: `stateless-${call.id}`,
-          transport,
+          edge,
           target,
           identity,
           send: () => false,
@@ -182,7 +177,7 @@ export const make = (
       request: Request,
       context: Era.Context,
       target: Target,
-      transport: "stdio" | "http",
+      edge: Edge,
       out: Outbox,
       identity?: Identity
     ): Effect.Effect<Response> =>
@@ -200,7 +195,7 @@ export const make = (
         const call =
           isOwnState(params.requestState) && InputBridge.MAY_ASK.has(request.method)
             ? yield* bridge.resume(request, out)
-            : yield* start(request, context, target, transport, out, identity)
+            : yield* start(request, context, target, edge, out, identity)
         return "jsonrpc" in call ? call : yield* bridge.round(call, request)
       })
 
@@ -209,7 +204,7 @@ export const make = (
      * each tagged with the subscription's id, for as long as the current scope is open (the
      * transport's stream).
      */
-    const listen = (request: Request, target: Target, transport: "stdio" | "http", out: Outbox) =>
+    const listen = (request: Request, target: Target, edge: Edge, out: Outbox) =>
       Effect.gen(function* () {
         const wanted = objectField(request.params, "notifications")
         if (wanted === undefined) {
@@ -240,7 +235,7 @@ export const make = (
         )
         const session = new Session({
           id: `listen-${subscriptionId}`,
-          transport,
+          edge,
           target,
           state: servedState(
             { protocolVersion: Mcp.STATELESS_PROTOCOL_VERSION, clientInfo: undefined, capabilities: {} },

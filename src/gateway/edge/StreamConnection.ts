@@ -18,11 +18,17 @@ import { Gateway } from "../Gateway.js"
 import * as Dispatch from "./Dispatch.js"
 import * as Era from "../session/Era.js"
 import { Launch } from "../Launch.js"
-import { Session, type Target } from "../session/Session.js"
+import { type Edge, Session, type Target } from "../session/Session.js"
 import * as Caller from "../call/Caller.js"
 
 /** `subscriptions/listen` streams one connection may hold. */
 const MAX_LISTENERS = 64
+
+/**
+ * What a client on the gateway's own stream is: the person who started the gateway (its calls are
+ * "local"), and a reply over `maxReplyBytes` cannot be carried (see transport/ReplyBound).
+ */
+export const EDGE: Edge = { name: "stdio", localUser: true, boundsReplies: true }
 
 /** What the transport hands a connection's frames to. */
 export interface StreamConnection {
@@ -51,7 +57,7 @@ const statelessEra = (target: Target, out: Peer.Outbox) =>
     const backends = yield* Backends
     const launch = yield* Launch
     const dispatcher: Dispatch.Dispatcher = yield* Dispatch.make(gateway, backends, {
-      transport: "stdio",
+      edge: EDGE,
       ready: launch.start(SHARED_CLIENT_CAPABILITIES),
       // They last as long as the connection: a client that keeps opening them is refused past a bound.
       listenRefusal: () =>
@@ -129,7 +135,7 @@ export const open = (options: Options) =>
     const target: Target = { _tag: "Aggregate", profile: options.profile }
     const session = new Session({
       id: "stdio",
-      transport: "stdio",
+      edge: EDGE,
       target,
       send: (message) => {
         out.send(message)

@@ -132,9 +132,30 @@ export interface Identity {
   readonly groups: ReadonlyArray<string>
 }
 
+/**
+ * What the transport a session came by says of its client and can carry, set where the session is
+ * made (the edge, see gateway/edge): below the session nothing asks which transport it is, only
+ * these facts. A new transport says its own.
+ */
+export interface Edge {
+  /** The transport's name, for logs, traces and the debug UI only: nothing branches on it. */
+  readonly name: string
+  /**
+   * The client is the person who started the gateway (a pipe it spawned): a call with no token is
+   * theirs ("local", on the gateway's own sign-ins), where any other client without one is
+   * "anonymous" and has no user's lane.
+   */
+  readonly localUser: boolean
+  /**
+   * A reply larger than `maxReplyBytes` cannot be carried (it is answered -32603 instead, see
+   * transport/ReplyBound): the audit records what the client got.
+   */
+  readonly boundsReplies: boolean
+}
+
 export interface Options {
   readonly id: string
-  readonly transport: "stdio" | "http"
+  readonly edge: Edge
   readonly target?: Target | undefined
   /** Who the client's access token speaks for (`--http-auth oauth`). */
   readonly identity?: Identity | undefined
@@ -161,7 +182,7 @@ export const MAX_PENDING_CLIENT_REQUESTS = 256
 
 export class Session {
   readonly id: string
-  readonly transport: "stdio" | "http"
+  readonly edge: Edge
   readonly target: Target
   /** Who the client's access token speaks for, when the endpoint requires one. */
   readonly subject: string | undefined
@@ -235,7 +256,7 @@ export class Session {
 
   constructor(options: Options) {
     this.id = options.id
-    this.transport = options.transport
+    this.edge = options.edge
     this.target = options.target ?? { _tag: "Aggregate" }
     this.identity = options.identity
     this.subject = options.identity?.subject

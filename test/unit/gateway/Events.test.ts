@@ -19,6 +19,7 @@ import { Session } from "../../../src/gateway/session/Session.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import * as Caller from "../../../src/gateway/call/Caller.js"
 import * as Store from "../../../src/store/Store.js"
+import { EDGE as HTTP_EDGE } from "../../../src/gateway/edge/SharedSessions.js"
 
 // The gateway's own logger (it publishes log records to the hub), its lines kept off the runner's output.
 const GatewayLive = Gateway.layerShared.pipe(
@@ -35,7 +36,7 @@ const connect = (id: string) =>
     const sessionLevel: Array<unknown> = []
     const session = new Session({
       id,
-      transport: "http",
+      edge: HTTP_EDGE,
       send: (message: any) => sessionLevel.push({ method: message.method, params: message.params }) > 0
     })
     const peer = yield* Caller.as({ session })(Peer.make(yield* gateway.open(session), { sessionId: id, events }))

@@ -13,12 +13,13 @@ import { ErrorCode } from "../../../protocol/Errors.js"
 import { row, type Stage } from "../Stage.js"
 
 /**
- * What the client gets of a result: a stdio client is sent no reply over `maxReplyBytes` (see
- * transport/ReplyBound); it gets -32603 instead, and that is the call's outcome as it saw it.
+ * What the client gets of a result: a client whose transport bounds replies is sent none over
+ * `maxReplyBytes` (see transport/ReplyBound); it gets -32603 instead, and that is the call's
+ * outcome as it saw it.
  */
 const delivered = (call: ToolCall, result: unknown, maxReplyBytes: number): "ok" | "isError" | number => {
   if (
-    call.session?.transport === "stdio" &&
+    call.session?.edge.boundsReplies === true &&
     call.context !== undefined &&
     call.via !== "orchestration" &&
     call.via !== "script"

@@ -13,6 +13,7 @@ import { Session } from "../../../../src/gateway/session/Session.js"
 import { Sessions } from "../../../../src/gateway/session/Sessions.js"
 import type { RequestContext } from "../../../../src/jsonrpc/Peer.js"
 import { toRpcError } from "../../../../src/protocol/Errors.js"
+import { EDGE as HTTP_EDGE } from "../../../../src/gateway/edge/SharedSessions.js"
 
 // ClientAsk reads no backend for these requests: a backends service that is never called.
 const NoBackends = Layer.succeed(Backends, {} as BackendsService)
@@ -21,7 +22,7 @@ const Live = ClientAsk.layer.pipe(Layer.provideMerge(Layer.mergeAll(Sessions.lay
 /** A ready client session that declared `capabilities`; what the gateway sends it is kept. */
 const client = (id: string, capabilities: Record<string, unknown>) => {
   const sent: Array<{ id?: number; method?: string; params?: unknown }> = []
-  const session = new Session({ id, transport: "http", send: (message) => (sent.push(message as never), true) })
+  const session = new Session({ id, edge: HTTP_EDGE, send: (message) => (sent.push(message as never), true) })
   session.describe({ protocolVersion: "2025-11-25", clientInfo: { name: id }, capabilities })
   session.advance("initialize")
   session.advance("initialized")

@@ -25,6 +25,7 @@ import * as AuditRun from "../../../../src/observability/AuditRun.js"
 import { Routes } from "../../../../src/gateway/routing/Routes.js"
 import { Session } from "../../../../src/gateway/session/Session.js"
 import type { Tool } from "../../../../src/protocol/Mcp.js"
+import { EDGE as HTTP_EDGE } from "../../../../src/gateway/edge/SharedSessions.js"
 
 const tool = (name: string, extra: Partial<Tool> = {}): Tool => ({
   name,
@@ -56,7 +57,7 @@ const reached = (): { next: Next; calls: Array<Call.ToolCall> } => {
   return { calls, next: (call) => Effect.sync(() => (calls.push(call), { content: [] })) }
 }
 
-const session = () => new Session({ id: "s", transport: "http", send: () => false })
+const session = () => new Session({ id: "s", edge: HTTP_EDGE, send: () => false })
 const call = (over: Partial<Call.ToolCall> & Pick<Call.ToolCall, "via" | "name">) =>
   Call.make({ session: session(), context: undefined, params: { name: over.name, arguments: { path: "a" } }, ...over })
 
@@ -195,7 +196,7 @@ describe("count", () => {
         const count = Count.make(() => ({ subject: { callsPerMinute: 2 } }), local(new Quotas(() => now)).take)
         const rest = reached()
         const alice = () =>
-          new Session({ id: "a", transport: "http", identity: { subject: "alice", scopes: [], groups: [] }, send: () => false })
+          new Session({ id: "a", edge: HTTP_EDGE, identity: { subject: "alice", scopes: [], groups: [] }, send: () => false })
         const asAlice = () => call({ via: "client", name: "fx__read", session: alice() })
         yield* count.run(asAlice(), rest.next)
         now += 10_000
@@ -216,7 +217,7 @@ describe("count", () => {
             name: "fx__read",
             session: new Session({
               id: "b",
-              transport: "http",
+              edge: HTTP_EDGE,
               identity: { subject: "bob", scopes: [], groups: [] },
               send: () => false
             })
@@ -314,6 +315,42 @@ describe("record and forward", () => {
       ])
     }).pipe(Effect.provide(Routes.layer))
   )
+})
+
+describe("what the session's edge says", () => {
+  it.effect(
+    "a reply over maxReplyBytes is recorded as the -32603 the client got where its edge bounds replies, as sent elsewhere",
+    () =>
+      Effect.gen(function* () {
+        const lines: Array<CallLine> = []
+        const audit: AuditService = { enabled: true, parent: AuditRun.current, call: (l) => lines.push(l), run: () => {} }
+        const big: Next = () => Effect.succeed({ content: [{ type: "text", text: "x".repeat(2_000) }] })
+        const record = Record.make(audit, () => 1_000)
+        const context = { id: 1, signal: new AbortController().signal } as never
+        const bounded = new Session({ id: "b", edge: { name: "pipe", localUser: true, boundsReplies: true }, send: () => false })
+        for (const on of [bounded, session()]) {
+          yield* runAsItsCaller(
+            Pipeline.of([record, { name: "rest", run: (c) => big(c) }]),
+            Call.make({ session: on, context, via: "client", name: "fx__read", params: { name: "fx__read", arguments: {} } })
+          )
+        }
+        expect(lines.map((l) => l.outcome)).toEqual([-32603, "ok"])
+      })
+  )
+
+  it("a call with no token is the local user's where the edge says its client is, else anonymous", () => {
+    const local = new Session({ id: "l", edge: { name: "pipe", localUser: true, boundsReplies: false }, send: () => false })
+    expect(Call.userOf(local)).toBe("local")
+    expect(Call.userOf(session())).toBe("anonymous")
+    expect(Call.userOf(undefined)).toBe("local")
+    const alice = new Session({
+      id: "a",
+      edge: HTTP_EDGE,
+      identity: { subject: "alice", scopes: [], groups: [] },
+      send: () => false
+    })
+    expect(Call.userOf(alice)).toBe("alice")
+  })
 })
 
 describe("a preview (dry run)", () => {
@@ -489,7 +526,7 @@ describe("credentials", () => {
   const aliceSession = () =>
     new Session({
       id: "a",
-      transport: "http",
+      edge: HTTP_EDGE,
       send: () => false,
       identity: { subject: "alice", scopes: [], groups: [] }
     })

@@ -13,6 +13,7 @@ import * as Gateway from "../../../../src/gateway/Gateway.js"
 import type { Request, Response } from "../../../../src/jsonrpc/JsonRpc.js"
 import { LlmClient } from "../../../../src/orchestration/Llm.js"
 import { firstText, fixtureBackend } from "../../../support/mcpFixture.js"
+import { EDGE as HTTP_EDGE } from "../../../../src/gateway/edge/SharedSessions.js"
 
 const Live = Gateway.layerShared.pipe(
   Layer.provide(LlmClient.layerScripted([])),
@@ -31,7 +32,7 @@ const aggregate = { _tag: "Aggregate" } as const
 const dispatcher = Effect.gen(function* () {
   const gateway = yield* Gateway.Gateway
   const backends = yield* Backends
-  const dispatch = yield* Dispatch.make(gateway, backends, { transport: "http", listenRefusal: () => undefined })
+  const dispatch = yield* Dispatch.make(gateway, backends, { edge: HTTP_EDGE, listenRefusal: () => undefined })
   /** Serves `request`; resolves with every reply it got (exactly one is expected). */
   const serve = (request: Request) =>
     Effect.gen(function* () {

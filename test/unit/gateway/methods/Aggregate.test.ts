@@ -13,6 +13,7 @@ import { LlmClient } from "../../../../src/orchestration/Llm.js"
 import { toRpcError } from "../../../../src/protocol/Errors.js"
 import { firstText, FIXTURE_TOOL_COUNT, fixtureBackend } from "../../../support/mcpFixture.js"
 import * as Caller from "../../../../src/gateway/call/Caller.js"
+import { EDGE as HTTP_EDGE } from "../../../../src/gateway/edge/SharedSessions.js"
 
 const Live = Gateway.layerShared.pipe(
   Layer.provide(LlmClient.layerScripted([{ match: "say", reply: { tool: "fx__echo", arguments: { said: "hi" } } }])),
@@ -27,7 +28,7 @@ interface Outcome {
 /** A client of the method table: requests in, the wire's result or error out. */
 const client = Effect.gen(function* () {
   const gateway = yield* Gateway.Gateway
-  const session = new Session({ id: "unit", transport: "http", send: () => false })
+  const session = new Session({ id: "unit", edge: HTTP_EDGE, send: () => false })
   const handlers = yield* gateway.open(session)
   let next = 0
   const ask = (method: string, params?: unknown) =>

@@ -8,12 +8,13 @@ import { Effect, Exit, Fiber } from "effect"
 import { changed, INITIAL_STATE, nextPhase, type Phase, servedState, Session } from "../../../../src/gateway/session/Session.js"
 import type { RequestContext } from "../../../../src/jsonrpc/Peer.js"
 import { RpcError } from "../../../../src/protocol/Errors.js"
+import { EDGE as HTTP_EDGE } from "../../../../src/gateway/edge/SharedSessions.js"
 
 const first = () => ({ protocolVersion: "2025-11-25", clientInfo: { name: "a" }, capabilities: { sampling: {} } })
 
 const sessionWith = (open = true) => {
   const sent: Array<any> = []
-  const session = new Session({ id: "s1", transport: "http", send: (m) => (open ? (sent.push(m), true) : false) })
+  const session = new Session({ id: "s1", edge: HTTP_EDGE, send: (m) => (open ? (sent.push(m), true) : false) })
   return { session, sent }
 }
 
@@ -166,7 +167,7 @@ describe("Session", () => {
     // A 2026-07-28 request's session starts ready, as its _meta describes its client.
     const served = new Session({
       id: "s",
-      transport: "http",
+      edge: HTTP_EDGE,
       send: () => false,
       state: servedState(first(), "none")
     })
