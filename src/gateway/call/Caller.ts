@@ -1,5 +1,5 @@
 /**
- * Who a request on a backend is made for: the session (its subject, profile, era and transport)
+ * Who a request on a backend is made for: the session (its subject, profile, era and edge)
  * and how its user is asked. Carried by the context (`CurrentCaller`), not passed by hand: the call
  * pipeline and the forwarder read it from there, so every road to a backend (a client's call, an
  * orchestration's step, a script's call, a task, a read or a prompt) must provide one or it does
