@@ -13,7 +13,7 @@
  * backend (`Backend`), the restart policy and its `Schedule` (`Restart`), what a new set changes
  * (`Diff`), an entry of the table (`Entry`), each user's own connection to a `perUser` backend (`Lanes`).
  */
-import { Context, Deferred, Effect, ExecutionStrategy, Fiber, FiberId, Layer, Option, PubSub, Scope, Stream } from "effect"
+import { Context, Deferred, Effect, ExecutionStrategy, Fiber, FiberId, Layer, PubSub, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
 import * as Known from "./Known.js"
 import * as Lanes from "./Lanes.js"
@@ -121,8 +121,8 @@ const tableOf = (options: ManagerOptions) =>
   Effect.gen(function* () {
     return new Table(
       options,
-      // Optional: a Backends used on its own publishes nowhere.
-      Option.getOrUndefined(yield* Effect.serviceOption(Events)),
+      // A Backends used on its own publishes nowhere (the reference's default).
+      yield* Events,
       // What its pins and tokens tell the team and ask of it (alone: nobody, every renewal its own).
       { told: (yield* WrittenFiles).wrote, mayRenew: yield* RenewalTurns },
       yield* PubSub.sliding<void>(1),

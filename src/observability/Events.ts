@@ -150,13 +150,17 @@ export const make: Effect.Effect<EventsService> = Effect.gen(function* () {
   }
 })
 
-export class Events extends Context.Tag("mcp-agentify/Events")<Events, EventsService>() {
-  static readonly layer: Layer.Layer<Events> = Layer.effect(Events, make)
-}
-
 /** Nobody listens: for code that may run without a hub (a backend used on its own). */
 export const none: EventsService = {
   active: () => false,
   publish: () => {},
   subscribe: Effect.die("no events hub")
+}
+
+/**
+ * The hub, where one is provided (the gateway's layer, the debug UI's); code run without one (a
+ * backend or the orchestrator used on their own, an embedding app) publishes to nobody.
+ */
+export class Events extends Context.Reference<Events>()("mcp-agentify/Events", { defaultValue: () => none }) {
+  static readonly layer: Layer.Layer<Events> = Layer.effect(Events, make)
 }

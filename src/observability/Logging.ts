@@ -32,7 +32,13 @@ export interface Threshold {
   readonly set: (level: LogLevelName) => void
 }
 
-export class LogThreshold extends Context.Tag("mcp-agentify/LogThreshold")<LogThreshold, Threshold>() {}
+/** No logger of the gateway's: as when embedded with a logger of one's own, setting the level does nothing. */
+const UNSET: Threshold = { get: () => LogLevel.Info, set: () => {} }
+
+/** The threshold of the gateway's logger, where `layer` provides it. */
+export class LogThreshold extends Context.Reference<LogThreshold>()("mcp-agentify/LogThreshold", {
+  defaultValue: () => UNSET
+}) {}
 
 export const makeThreshold = (initial: LogLevelName = "info"): Threshold => {
   let current = LEVELS[initial]
@@ -41,9 +47,7 @@ export const makeThreshold = (initial: LogLevelName = "info"): Threshold => {
 
 /** Sets the level of the logger in use (none provided, as when embedded with a logger of one's own: nothing). */
 export const applyLevel = (level: LogLevelName): Effect.Effect<void> =>
-  Effect.map(Effect.serviceOption(LogThreshold), (threshold) => {
-    if (threshold._tag === "Some") threshold.value.set(level)
-  })
+  Effect.map(LogThreshold, (threshold) => threshold.set(level))
 
 /**
  * What the configuration has to say (a refused backend, an ignored `.env` line) is said once per

@@ -10,7 +10,7 @@
  * The sandbox (QuickJS and its worker) is loaded on the first run: a gateway never asked to run
  * code never reads it.
  */
-import { Effect, Either, FiberRef, Option, Schema } from "effect"
+import { Effect, Either, FiberRef, Schema } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import * as Call from "./Planned.js"
 import * as Vocabulary from "../pipeline/Vocabulary.js"
@@ -151,10 +151,9 @@ const valueOf = (result: CallToolResult): unknown =>
 
 /** The run for the debug UI (as an orchestration of its own: the script, its calls, logs and limit). */
 const publish = (code: string, outcome: Sandbox.Outcome, totalMs: number) =>
-  Effect.flatMap(Effect.zip(Effect.serviceOption(Events), FiberRef.get(AuditRun.current)), ([found, auditId]) =>
+  Effect.flatMap(Effect.zip(Events, FiberRef.get(AuditRun.current)), ([events, auditId]) =>
     Effect.sync(() => {
-      const events = Option.getOrUndefined(found)
-      if (events === undefined || !events.active()) return
+      if (!events.active()) return
       const steps = outcome.calls.map((c): OrchestrationStep => ({
         step: 1,
         tool: c.tool,

@@ -15,7 +15,7 @@
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
  */
-import { Context, Effect, FiberRef, Layer, Option } from "effect"
+import { Context, Effect, FiberRef, Layer } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import { Backends } from "../backend/Backends.js"
 import * as Call from "./Planned.js"
@@ -23,7 +23,7 @@ import { GatewayConfig, type Profile } from "../config/Config.js"
 import type { BackendError, InvalidParams, NotConfigured } from "../protocol/Errors.js"
 import type { InvalidPlan, LlmRequestFailed, NoActionDetermined } from "./Errors.js"
 import { type ChatMessage, LlmClient } from "./Llm.js"
-import { Events, none as noEvents } from "../observability/Events.js"
+import { Events } from "../observability/Events.js"
 import type { Offer, Plan } from "./Offer.js"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import { noAction, type OnStep } from "./Steps.js"
@@ -89,7 +89,7 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       const plannedCalls = yield* Call.PlannedCalls
       const llm = yield* LlmClient
       // Optional: an orchestrator built without the hub publishes nothing.
-      const events = Option.getOrElse(yield* Effect.serviceOption(Events), () => noEvents)
+      const events = yield* Events
 
       // What one request's orchestration works with (see Prepare); tool vectors kept warm.
       const { prepare, similar } = yield* Prepare.make(gatewayConfig, backends)

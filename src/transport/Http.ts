@@ -243,6 +243,7 @@ export interface MountOptions {
 export const layerRouter = (options: MountOptions = {}): Layer.Layer<never, never, Protocol | GatewayConfig> =>
   HttpRouter.Default.use((router) =>
     Effect.gen(function* () {
+      // The platform's service, not ours to give a default: an app may mount the router on a server of its own.
       const server = yield* Effect.serviceOption(HttpServer.HttpServer)
       const port = () =>
         Option.isSome(server) && server.value.address._tag === "TcpAddress" ? server.value.address.port : undefined

@@ -5,6 +5,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Logging from "../../../src/observability/Logging.js"
+import * as EventsModule from "../../../src/observability/Events.js"
+import { Events } from "../../../src/observability/Events.js"
 
 const capture = () => {
   const lines: Array<string> = []
@@ -61,5 +63,31 @@ describe("Logging in a span", () => {
     // At the level, it is rendered (the line, and the span's event).
     expect(rendered).toBeGreaterThan(0)
     expect(out.lines).toHaveLength(1)
+  })
+})
+
+describe("optional services with a default (Context.Reference)", () => {
+  it("without the gateway's logger applyLevel does nothing, and without a hub events go nowhere", async () => {
+    // Neither is required of the caller: both compile and run with nothing provided.
+    await Effect.runPromise(Logging.applyLevel("debug"))
+    const events = await Effect.runPromise(Events)
+    expect(events).toBe(EventsModule.none)
+    expect(events.active()).toBe(false)
+  })
+
+  it("a provided hub and threshold are the ones used", async () => {
+    const provided = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const events = yield* Events
+          const queue = yield* events.subscribe
+          events.publish({ _tag: "Log", at: 0, level: "info", message: "heard" } as never)
+          yield* Logging.applyLevel("error")
+          return { active: events.active(), heard: (yield* queue.take) as unknown }
+        })
+      ).pipe(Effect.provide(Events.layer), Effect.provide(Logging.layer(capture().sink)))
+    )
+    expect(provided.active).toBe(true)
+    expect(provided.heard).toMatchObject({ message: "heard" })
   })
 })
