@@ -3,7 +3,7 @@
  * then SIGKILL after a grace, and the stragglers a backend left behind.
  */
 import type { TokenFiles } from "../auth/Client.js"
-import { Deferred, Effect, Queue } from "effect"
+import { Deferred, Effect, Queue, type Scope } from "effect"
 import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process"
 import { statSync } from "node:fs"
 import type { BackendConfig } from "../config/Config.js"
@@ -60,7 +60,7 @@ type Open = (
   subject?: string | undefined,
   /** What its tokens tell the team and ask of it; none: alone. */
   files?: TokenFiles | undefined
-) => Effect.Effect<Connection, BackendError>
+) => Effect.Effect<Connection, BackendError, Scope.Scope>
 
 /** A child spawned with its three pipes (a failed spawn leaves them missing: null, or undefined under EMFILE). */
 const hasPipes = (child: ChildProcess): child is ChildProcessWithoutNullStreams =>
@@ -128,49 +128,55 @@ export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, even
  */
 const loadRemote = Effect.promise(() => Promise.all([import("./remote/Remote.js"), import("../auth/Client.js")]))
 
-/** Opens a remote backend's channel (see remote/): its failure is retried with backoff like a crash. */
+/**
+ * Opens a remote backend's channel (see remote/): its failure is retried with backoff like a crash.
+ * The channel's own work (its event stream, its posts) runs in the backend's scope.
+ */
 export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events, subject, files) =>
-  Effect.flatMap(loadRemote, ([Remote, OAuth]) => {
-    // A remote backend is one configured with a url (see Backend's `Open`).
-    const url = config.url ?? ""
-    let channel: Remote.RemoteChannel | undefined
-    // OAuth for a backend configured for it, or one with no Authorization header of its own (its
-    // 401 may name an authorization server; a token stored for it by `auth` is used).
-    const ownAuthorization = Object.keys(config.headers ?? {}).some((h) => h.toLowerCase() === "authorization")
-    const settings = oauthOf(config)
-    const tokens =
-      settings !== undefined || !ownAuthorization
-        ? new OAuth.BackendTokens(config.id, url, settings, undefined, subject, files)
-        : undefined
-    const connection = new Connection(config.id, maxFrameBytes, logs, inbound, events, (receiver) => {
-      channel = Remote.open(
-        {
-          url,
-          transport: transportOf(config) as Remote.Transport,
-          headers: config.headers ?? {},
-          maxFrameBytes,
-          tokens
-        },
-        receiver
+  Effect.flatMap(loadRemote, ([Remote, OAuth]) =>
+    Effect.flatMap(Remote.runner, (runner) => {
+      // A remote backend is one configured with a url (see Backend's `Open`).
+      const url = config.url ?? ""
+      let channel: Remote.RemoteChannel | undefined
+      // OAuth for a backend configured for it, or one with no Authorization header of its own (its
+      // 401 may name an authorization server; a token stored for it by `auth` is used).
+      const ownAuthorization = Object.keys(config.headers ?? {}).some((h) => h.toLowerCase() === "authorization")
+      const settings = oauthOf(config)
+      const tokens =
+        settings !== undefined || !ownAuthorization
+          ? new OAuth.BackendTokens(config.id, url, settings, undefined, subject, files)
+          : undefined
+      const connection = new Connection(config.id, maxFrameBytes, logs, inbound, events, (receiver) => {
+        channel = Remote.open(
+          {
+            url,
+            transport: transportOf(config) as Remote.Transport,
+            headers: config.headers ?? {},
+            maxFrameBytes,
+            tokens
+          },
+          receiver,
+          runner
+        )
+        return channel
+      })
+      const opened = channel
+      if (opened === undefined) return Effect.dieMessage("the remote backend's channel was not opened")
+      return opened.connect.pipe(
+        Effect.mapError(
+          (error) =>
+            new BackendError({
+              backendId: config.id,
+              reason: "crashed",
+              method: "connect",
+              summary: `${opened.address} ${error.message}`
+            })
+        ),
+        Effect.tapError(() => Effect.sync(() => opened.abort())),
+        Effect.as(connection)
       )
-      return channel
     })
-    const opened = channel
-    if (opened === undefined) return Effect.dieMessage("the remote backend's channel was not opened")
-    return opened.connect.pipe(
-      Effect.mapError(
-        (error) =>
-          new BackendError({
-            backendId: config.id,
-            reason: "crashed",
-            method: "connect",
-            summary: `${opened.address} ${error.message}`
-          })
-      ),
-      Effect.tapError(() => Effect.sync(() => opened.abort())),
-      Effect.as(connection)
-    )
-  })
+  )
 
 const GROUP_POLL_MS = 20
 

@@ -10,22 +10,22 @@
  * and a dozen packages into the install.
  */
 import type { Receiver } from "../Channel.js"
-import { type Options, RemoteChannel } from "./RemoteChannel.js"
+import { type Options, RemoteChannel, type Runner } from "./RemoteChannel.js"
 import { SseChannel } from "./Sse.js"
 import { StreamableHttpChannel } from "./StreamableHttp.js"
 import { WebSocketChannel } from "./WebSocket.js"
 
-export { CONNECT_TIMEOUT_MS, type Options, RemoteChannel, type Transport } from "./RemoteChannel.js"
+export { CONNECT_TIMEOUT_MS, type Options, RemoteChannel, runner, type Runner, type Transport } from "./RemoteChannel.js"
 
-/** The channel for `options.transport`; `connect` opens it. */
-export const open = (options: Options, receiver: Receiver): RemoteChannel => {
+/** The channel for `options.transport`, its work run by `runner` (see RemoteChannel); `connect` opens it. */
+export const open = (options: Options, receiver: Receiver, runner: Runner): RemoteChannel => {
   switch (options.transport) {
     case "sse":
-      return new SseChannel(options, receiver)
+      return new SseChannel(options, receiver, runner)
     case "websocket":
-      return new WebSocketChannel(options, receiver)
+      return new WebSocketChannel(options, receiver, runner)
     case "http":
     case "streamable-http":
-      return new StreamableHttpChannel(options, receiver)
+      return new StreamableHttpChannel(options, receiver, runner)
   }
 }

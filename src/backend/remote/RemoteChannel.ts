@@ -4,7 +4,7 @@
  * handed to the connection as they arrive; errors for requests the transport failed; the loss
  * of the server as the channel's end (the supervisor then reconnects, with its backoff).
  */
-import { Effect, Exit, type Fiber, FiberSet, Scope } from "effect"
+import { Effect, type Fiber, FiberId, FiberSet, type Scope } from "effect"
 import * as Secrets from "../../observability/Secrets.js"
 import type { Channel, Outbound, Outgoing, Receiver, WriteOutcome } from "../Channel.js"
 import { isObject } from "../../values/Json.js"
@@ -63,23 +63,56 @@ const sentOf = (message: Outgoing): Sent => ({
   ...(isObject(message.params) ? { params: message.params } : {})
 })
 
+/**
+ * Where a channel's own work runs (the event stream it reads, the requests it posts): fibers of
+ * its backend's scope, with the app's services (its tracer, its logger), interrupted when that
+ * scope closes, or at once when the channel is lost.
+ */
+export interface Runner {
+  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+  /** Interrupts what this runner runs, without waiting (the channel's end is delivered meanwhile). */
+  readonly stop: () => void
+  /** One for a channel within this one (a fallback): stopping it stops only its own work. */
+  readonly child: () => Runner
+}
+
+const tracking = (run: Runner["run"]): Runner => {
+  const running = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+  return {
+    run: (effect) => {
+      const fiber = run(effect)
+      running.add(fiber)
+      fiber.addObserver(() => running.delete(fiber))
+      return fiber
+    },
+    stop: () => {
+      for (const fiber of running) fiber.unsafeInterruptAsFork(FiberId.none)
+    },
+    child: () => tracking(run)
+  }
+}
+
+/** A runner in the current scope (the backend's): what it runs ends with that scope at the latest. */
+export const runner: Effect.Effect<Runner, never, Scope.Scope> = Effect.gen(function* () {
+  const set = yield* FiberSet.make<unknown, unknown>()
+  // Captured interruptible: a backend opens its channel in an acquire (uninterruptible), whose
+  // flags the captured runtime would give every fiber it runs, which nothing could then stop.
+  return tracking(yield* Effect.interruptible(FiberSet.runtime(set)<never>()))
+})
+
 export abstract class RemoteChannel implements Channel {
   readonly pid = undefined
   readonly tag = ""
   readonly remote = true
   readonly url: URL
   protected closed = false
-  private readonly scope: Scope.CloseableScope
-  private readonly runIn: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
 
   constructor(
     readonly options: Options,
-    protected readonly receiver: Receiver
+    protected readonly receiver: Receiver,
+    protected readonly runner: Runner
   ) {
     this.url = new URL(options.url)
-    this.scope = Effect.runSync(Scope.make())
-    const set = Effect.runSync(Scope.extend(FiberSet.make<unknown, unknown>(), this.scope))
-    this.runIn = Effect.runSync(FiberSet.runtime(set)<never>())
   }
 
   /** Where it goes, as it may be printed. */
@@ -95,7 +128,7 @@ export abstract class RemoteChannel implements Channel {
 
   /** Runs `effect` until the channel closes. */
   protected run<A, E>(effect: Effect.Effect<A, E>): Fiber.RuntimeFiber<A, E> {
-    return this.runIn(effect)
+    return this.runner.run(effect)
   }
 
   write(out: Outbound, _force: boolean): WriteOutcome {
@@ -168,7 +201,7 @@ export abstract class RemoteChannel implements Channel {
   protected finish(reason: string | undefined) {
     if (this.closed) return
     this.closed = true
-    Effect.runFork(Scope.close(this.scope, Exit.void))
+    this.runner.stop()
     // After what is being handed on now, as a process's exit comes after its last output.
     setImmediate(() => {
       this.receiver.ended({ code: reason === undefined ? null : 1, signal: reason === undefined ? "SIGTERM" : null, reason })

@@ -224,7 +224,7 @@ export class StreamableHttpChannel extends RemoteChannel {
   private fallBackToSse(initialize: Outbound) {
     return Effect.gen(this, function* () {
       this.queued = []
-      const sse = new SseChannel(this.options, this.receiver)
+      const sse = new SseChannel(this.options, this.receiver, this.runner.child())
       const connected = yield* Effect.either(sse.connect)
       const queued = this.queued
       this.queued = undefined
