@@ -45,7 +45,10 @@ const make = (options: Options) =>
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         unlisten()
+        // Kept no more (a beat between this and the heartbeat's end claims nothing), and gone at once.
         for (const lease of kept) server.release(lease, replicaId)
+        kept.clear()
+        address = undefined
         server.absent(replicaId)
       })
     )

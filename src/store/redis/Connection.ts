@@ -126,7 +126,9 @@ export class RedisConnection extends Context.Tag("mcp-agentify/RedisConnection")
         )
         yield* Effect.addFinalizer(() =>
           Effect.promise(async () => {
-            // Stopping cleanly: this gateway is gone at once, not after the lease.
+            // Stopping cleanly: this gateway is gone at once, not after the lease (and a heartbeat
+            // still running writes nothing more).
+            address = undefined
             await Promise.race([client.del(`${PREFIX}replica:${replicaId}`), pause(STORE_TIMEOUT_MS)]).catch(() => {})
             client.destroy()
           })

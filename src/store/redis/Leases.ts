@@ -64,9 +64,12 @@ export const make = (connection: RedisConnectionService): Effect.Effect<Leases, 
     })
     yield* Effect.addFinalizer(() =>
       Effect.promise(async () => {
-        // Stopping cleanly: the leases go at once (their clients start afresh), not after their time.
-        if (kept.size === 0) return
-        const releasing = client.eval(RELEASE, { arguments: [replicaId, ...kept] })
+        // Stopping cleanly: the leases go at once (their clients start afresh), not after their time;
+        // kept no more, so that a heartbeat still running (the connection's) claims none of them again.
+        const leases = [...kept]
+        kept.clear()
+        if (leases.length === 0) return
+        const releasing = client.eval(RELEASE, { arguments: [replicaId, ...leases] })
         await Promise.race([releasing, pause(STORE_TIMEOUT_MS)]).catch(() => {})
       })
     )
