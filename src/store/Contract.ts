@@ -1,4 +1,4 @@
-/** The store's vocabulary, beneath its services (see Store). */
+/** The store's vocabulary, beneath its services and its driver (see Store, Driver). */
 
 /** The longest a request waits for the store. */
 export const STORE_TIMEOUT_MS = 500
@@ -9,13 +9,6 @@ export interface Health {
   readonly ok: boolean
   /** "in this process", "redis://host:6379 (3 sessions held)", or what is wrong. */
   readonly detail: string
-}
-
-/** One key a call counts against (see TeamQuotas; as redis/Quotas sends it), with its limits. */
-export interface QuotaKey {
-  readonly key: string
-  readonly callsPerMinute?: number | undefined
-  readonly concurrent?: number | undefined
 }
 
 /** A finished task as the store keeps it: whose it is, and what `tasks/get` answers. */

@@ -3,7 +3,7 @@
  * start times of its calls in the last minute and its calls in flight. A call takes every key it
  * counts against or none (checked, then counted, with nothing between), and gives back its places
  * in flight when it ends. One gateway alone counts here (TeamQuotas.layerLocal); a team counts in
- * its store, and here only while the store fails to answer (store/redis/Quotas).
+ * its store, and here only while the store fails to answer (TeamQuotas.layer).
  */
 import type { Limit } from "../config/Limits.js"
 

@@ -1,14 +1,25 @@
 /**
  * Secrets every gateway of a team shares, made by the first to ask (32 bytes), such as the key that
- * seals 2026-07-28 request states. `layerLocal`: one gateway alone makes its own, once per name.
+ * seals 2026-07-28 request states: `layer` keeps them in the team's store under `secret:<name>`
+ * (set only where none is, so every gateway reads the first one made). `layerLocal`: one gateway
+ * alone makes its own, once per name.
  */
 import { Context, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
+import { StoreDriver, type StoreDriverService } from "./Driver.js"
 
 export interface SharedSecretsService {
   /** The secret named `name`: undefined while the store fails to give it (ask again). */
   readonly secret: (name: string) => Effect.Effect<Buffer | undefined>
 }
+
+const team = ({ values }: StoreDriverService): SharedSecretsService => ({
+  secret: (name) =>
+    Effect.suspend(() => values.setIfAbsent(`secret:${name}`, randomBytes(32).toString("base64"))).pipe(
+      Effect.map(({ value }) => Buffer.from(value, "base64")),
+      Effect.orElseSucceed(() => undefined)
+    )
+})
 
 export class SharedSecrets extends Context.Tag("mcp-agentify/SharedSecrets")<SharedSecrets, SharedSecretsService>() {
   static readonly layerLocal: Layer.Layer<SharedSecrets> = Layer.sync(SharedSecrets, () => {
@@ -22,4 +33,9 @@ export class SharedSecrets extends Context.Tag("mcp-agentify/SharedSecrets")<Sha
         })
     }
   })
+  /** In the team's store, through its driver. */
+  static readonly layer: Layer.Layer<SharedSecrets, never, StoreDriver> = Layer.effect(
+    SharedSecrets,
+    Effect.map(StoreDriver, team)
+  )
 }

@@ -1,10 +1,12 @@
 /**
- * Files a team's gateways keep alike (sealed OAuth tokens, tool pins, tool vectors: see
- * store/Mirror), each by its name within its kind, with what the others store or remove as they
- * say it. `layerLocal`: one gateway alone shares nothing (and no mirror runs, see Store).
+ * Files a team's gateways keep alike (sealed OAuth tokens, tool pins, tool vectors, remembered
+ * lists: see store/Mirror), each by its name within its kind, with what the others store or remove
+ * as they say it: the store's blobs (see store/Driver). `layerLocal`: one gateway alone shares
+ * nothing (and no mirror runs, see Store).
  */
-import { Context, Effect, Layer, Queue, type Scope } from "effect"
+import { Context, Effect, Layer, Option, Queue, type Scope } from "effect"
 import type { Announcement, FileKind, SharedFile } from "./Contract.js"
+import { StoreDriver, type StoreDriverService } from "./Driver.js"
 
 export interface TeamFilesService {
   /** Every shared file of a kind: undefined when the store cannot say. */
@@ -20,6 +22,21 @@ export interface TeamFilesService {
   readonly announcements: Effect.Effect<Queue.Dequeue<Announcement>, never, Scope.Scope>
 }
 
+const team = ({ blobs }: StoreDriverService): TeamFilesService => ({
+  files: (kind) => blobs.list(kind).pipe(Effect.orElseSucceed(() => undefined)),
+  file: (kind, name) =>
+    blobs.get(kind, name).pipe(
+      Effect.map(Option.getOrElse(() => "none" as const)),
+      Effect.orElseSucceed(() => "unknown" as const)
+    ),
+  put: (kind, name, file) =>
+    (file === undefined ? blobs.remove(kind, name) : blobs.put(kind, name, file)).pipe(
+      Effect.as(true),
+      Effect.orElseSucceed(() => false)
+    ),
+  announcements: blobs.announcements
+})
+
 export class TeamFiles extends Context.Tag("mcp-agentify/TeamFiles")<TeamFiles, TeamFilesService>() {
   static readonly layerLocal: Layer.Layer<TeamFiles> = Layer.succeed(TeamFiles, {
     files: () => Effect.succeed(undefined),
@@ -28,4 +45,6 @@ export class TeamFiles extends Context.Tag("mcp-agentify/TeamFiles")<TeamFiles, 
     // Nobody else announces anything: a queue nothing is offered to, shut down with its scope.
     announcements: Effect.acquireRelease(Queue.unbounded<Announcement>(), Queue.shutdown)
   })
+  /** In the team's store, through its driver. */
+  static readonly layer: Layer.Layer<TeamFiles, never, StoreDriver> = Layer.effect(TeamFiles, Effect.map(StoreDriver, team))
 }

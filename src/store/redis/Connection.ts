@@ -1,11 +1,11 @@
 /**
- * The team's store as the store's services share it (see store/redis/Store): one connection to
+ * The team's store as the Redis driver's parts share it (see store/redis/Driver): one connection to
  * Redis (or Valkey) on the official client (`@redis/client`: no dependencies of its own, reconnects
  * by itself), the heartbeat that keeps this gateway's keys alive, and what went wrong last.
  *
  * The store never stops a request: a command waits at most `STORE_TIMEOUT_MS`, the client queues
- * nothing while disconnected (a command fails at once), and a failure is "not known" to the caller
- * and "degraded" to /readyz until the store answers again.
+ * nothing while disconnected (a command fails at once), and a failure is `StoreUnavailable` to the
+ * driver's caller and "degraded" to /readyz until the store answers again.
  */
 import { createClient } from "@redis/client"
 import { Context, Effect, Layer, Schedule } from "effect"
@@ -13,6 +13,7 @@ import type { State } from "../../config/Config.js"
 import * as Secrets from "../../observability/Secrets.js"
 import { messageOf } from "../../values/Json.js"
 import { DEFAULT_LEASE_MS, STORE_TIMEOUT_MS } from "../Contract.js"
+import { StoreUnavailable } from "../Driver.js"
 import { REPLICA_ID } from "../Replica.js"
 
 /** Every key of the gateway's, under one prefix. */
@@ -51,8 +52,8 @@ export interface RedisConnectionService {
   readonly leaseMs: number
   /** The store's address as shown. */
   readonly where: string
-  /** A command, within the store's time; undefined when it failed or took too long. */
-  readonly run: <A>(command: () => Promise<A>) => Effect.Effect<A | undefined>
+  /** A command, within the store's time; `StoreUnavailable` when it failed or took too long. */
+  readonly run: <A>(command: () => Promise<A>) => Effect.Effect<A, StoreUnavailable>
   /** What went wrong last, until the store answers again. */
   readonly failing: () => string | undefined
   /** Where this gateway listens, once its listener said (nothing is written for it before). */
@@ -86,22 +87,21 @@ export class RedisConnection extends Context.Tag("mcp-agentify/RedisConnection")
         )
         yield* Effect.promise(() => Promise.race([connected, pause(CONNECT_WAIT_MS)]))
 
-        const run = <A>(command: () => Promise<A>): Effect.Effect<A | undefined> =>
+        const run = <A>(command: () => Promise<A>): Effect.Effect<A, StoreUnavailable> =>
           Effect.tryPromise({ try: command, catch: (error) => error }).pipe(
             Effect.timeoutFail({
               duration: STORE_TIMEOUT_MS,
               onTimeout: () => new Error(`no answer within ${STORE_TIMEOUT_MS} ms`)
             }),
-            Effect.map((answer): A | undefined => {
-              failing = undefined
-              return answer
-            }),
-            Effect.catchAll((error) =>
+            Effect.tap(() =>
               Effect.sync(() => {
-                failing = Secrets.scrub(messageOf(error)).slice(0, 200)
-                return undefined
+                failing = undefined
               })
-            )
+            ),
+            Effect.catchAll((error) => {
+              failing = Secrets.scrub(messageOf(error)).slice(0, 200)
+              return Effect.fail(new StoreUnavailable({ why: failing }))
+            })
           )
 
         const beat = Effect.suspend(() => {
@@ -110,7 +110,7 @@ export class RedisConnection extends Context.Tag("mcp-agentify/RedisConnection")
             .multi()
             .set(`${PREFIX}replica:${replicaId}`, address, { expiration: { type: "PX", value: leaseMs } })
           for (const write of writers) write(multi)
-          return Effect.asVoid(run(() => multi.execAsPipeline()))
+          return Effect.ignore(run(() => multi.execAsPipeline()))
         })
         // Said when it starts failing and when it answers again, not at every failed heartbeat.
         let wasFailing = false
@@ -126,7 +126,9 @@ export class RedisConnection extends Context.Tag("mcp-agentify/RedisConnection")
         )
         yield* Effect.addFinalizer(() =>
           Effect.promise(async () => {
-            // Stopping cleanly: this gateway is gone at once, not after the lease.
+            // Stopping cleanly: this gateway is gone at once, not after the lease (and a heartbeat
+            // still running writes nothing more).
+            address = undefined
             await Promise.race([client.del(`${PREFIX}replica:${replicaId}`), pause(STORE_TIMEOUT_MS)]).catch(() => {})
             client.destroy()
           })

@@ -6,9 +6,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Layer } from "effect"
-import * as Redis from "../../../src/store/redis/Store.js"
-import * as RedisTasks from "../../../src/store/redis/Tasks.js"
-import { TaskRecords } from "../../../src/store/TaskRecords.js"
+import * as RedisDriver from "../../../src/store/redis/Driver.js"
+import * as Store from "../../../src/store/Store.js"
+import { MAX_RECORDS_PER_OWNER, TaskRecords } from "../../../src/store/TaskRecords.js"
 import { REDIS_SERVER, startRedis } from "../../support/redis.js"
 import { spawnSync } from "node:child_process"
 
@@ -23,7 +23,10 @@ describe.skipIf(SKIP)("finished tasks in the team's store", () => {
       Effect.gen(function* () {
         const redis = yield* Effect.promise(() => startRedis())
         yield* Effect.addFinalizer(() => Effect.promise(() => redis.close()))
-        const records = yield* Effect.provide(TaskRecords, yield* Layer.build(Redis.layer({ url: redis.url }, "replica-a")))
+        const records = yield* Effect.provide(
+          TaskRecords,
+          yield* Layer.build(Store.layerOn(RedisDriver.layer({ url: redis.url }, "replica-a")))
+        )
         const store = { saveTask: records.save, taskRecord: records.get }
         const cli = (...args: Array<string>) =>
           spawnSync("redis-cli", ["-p", String(redis.port), ...args], { encoding: "utf8" }).stdout.trim()
@@ -31,7 +34,7 @@ describe.skipIf(SKIP)("finished tasks in the team's store", () => {
           yield* store.saveTask(`t${i}`, { owner: "session:mallory", reply: reply(`t${i}`) }, 60_000)
         }
         yield* store.saveTask("other", { owner: "session:alice", reply: reply("other") }, 60_000)
-        expect(cli("--scan", "--pattern", "mcp-agentify:task:t*").split("\n")).toHaveLength(RedisTasks.MAX_RECORDS_PER_OWNER)
+        expect(cli("--scan", "--pattern", "mcp-agentify:task:t*").split("\n")).toHaveLength(MAX_RECORDS_PER_OWNER)
         expect(yield* store.taskRecord("t0")).toBe("none")
         expect(yield* store.taskRecord("t129")).toMatchObject({ owner: "session:mallory" })
         expect(yield* store.taskRecord("other")).toMatchObject({ owner: "session:alice" })

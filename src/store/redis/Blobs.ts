@@ -1,26 +1,28 @@
 /**
- * Shared files in the team's store: `files:<kind>`, a hash of name to `{text, at}`, each change
- * published on the channel `announced` for the other gateways, heard on a connection of its own
- * (a subscribed one does nothing else). After that connection reconnects, every file is taken as
- * changed: it may have missed some.
+ * Small files in Redis: `files:<kind>`, a hash of name to `{text, at}`, each change published on
+ * the channel `announced` in the same MULTI, heard on a connection of its own (a subscribed one does
+ * nothing else). After that connection reconnects, every file is taken as changed: it may have
+ * missed some.
  */
-import { Effect, Layer, PubSub } from "effect"
+import { Effect, Option, PubSub, type Scope } from "effect"
 import type { Announcement, FileKind, SharedFile } from "../Contract.js"
-import { TeamFiles } from "../TeamFiles.js"
-import { PREFIX, RedisConnection } from "./Connection.js"
+import type { Blobs } from "../Driver.js"
 import { isObject, parseJson } from "../../values/Json.js"
+import { pause, PREFIX, type RedisConnectionService } from "./Connection.js"
 
 const KINDS: ReadonlyArray<FileKind> = ["tokens", "pins", "embeddings", "known"]
 const isKind = (kind: unknown): kind is FileKind => KINDS.some((known) => known === kind)
 const ANNOUNCED = `${PREFIX}announced`
+/** How long the driver's start waits for its subscription (as for its connection). */
+const SUBSCRIBE_WAIT_MS = 2_000
 
 const parsed = (text: string): Record<string, unknown> | undefined => {
   const value = parseJson(text)
   return isObject(value) ? value : undefined
 }
 
-const parseFile = (value: string): SharedFile | undefined => {
-  const file = parsed(value)
+const parseFile = (value: unknown): SharedFile | undefined => {
+  const file = typeof value === "string" ? parsed(value) : undefined
   return typeof file?.text === "string" && typeof file.at === "number" ? { text: file.text, at: file.at } : undefined
 }
 
@@ -30,10 +32,9 @@ const parseAnnouncement = (message: string): { readonly from: string; readonly a
   return { from: said.from, announcement: { kind: said.kind, name: said.name } }
 }
 
-export const layer: Layer.Layer<TeamFiles, never, RedisConnection> = Layer.scoped(
-  TeamFiles,
+export const make = (connection: RedisConnectionService): Effect.Effect<Blobs, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const { client, run, replicaId } = yield* RedisConnection
+    const { client, run, replicaId } = connection
     const announcements = yield* PubSub.unbounded<Announcement>()
     const listener = client.duplicate()
     listener.on("error", () => {
@@ -45,7 +46,7 @@ export const layer: Layer.Layer<TeamFiles, never, RedisConnection> = Layer.scope
       if (heard) for (const kind of KINDS) Effect.runSync(PubSub.publish(announcements, { kind, name: "*" }))
       heard = true
     })
-    void listener
+    const subscribed = listener
       .connect()
       .then(() =>
         listener.subscribe(ANNOUNCED, (message) => {
@@ -55,36 +56,37 @@ export const layer: Layer.Layer<TeamFiles, never, RedisConnection> = Layer.scope
       )
       .catch(() => {})
     yield* Effect.addFinalizer(() => Effect.sync(() => listener.destroy()))
+    // Subscribed before the driver is in use: what another replica announces from now on is heard
+    // (a store out of reach at start, already waited for, delays nothing more).
+    if (client.isReady) yield* Effect.promise(() => Promise.race([subscribed, pause(SUBSCRIBE_WAIT_MS)]))
+
+    const put = (kind: FileKind, name: string, file: SharedFile) =>
+      Effect.asVoid(
+        run(() => {
+          const said = JSON.stringify({ from: replicaId, kind, name })
+          return client.multi().hSet(`${PREFIX}files:${kind}`, name, JSON.stringify(file)).publish(ANNOUNCED, said).exec()
+        })
+      )
     return {
-      files: (kind) =>
+      list: (kind) =>
         Effect.map(
           run(() => client.hGetAll(`${PREFIX}files:${kind}`)),
           (all) => {
-            if (all === undefined) return undefined
             const files = new Map<string, SharedFile>()
             for (const [name, value] of Object.entries(all)) {
-              const file = typeof value === "string" ? parseFile(value) : undefined
+              const file = parseFile(value)
               if (file !== undefined) files.set(name, file)
             }
             return files
           }
         ),
-      file: (kind, name) =>
+      get: (kind, name) =>
         Effect.map(
           run(() => client.hGet(`${PREFIX}files:${kind}`, name)),
-          (value) => (value === undefined ? "unknown" : typeof value === "string" ? (parseFile(value) ?? "none") : "none")
+          (value) => Option.fromNullable(parseFile(value))
         ),
-      put: (kind, name, file) =>
-        Effect.map(
-          run(() => {
-            const said = JSON.stringify({ from: replicaId, kind, name })
-            // A removal is kept as one (empty, when): a gateway that was away does not bring the file back.
-            const kept: SharedFile = file ?? { text: "", at: Date.now() }
-            return client.multi().hSet(`${PREFIX}files:${kind}`, name, JSON.stringify(kept)).publish(ANNOUNCED, said).exec()
-          }),
-          (answer) => answer !== undefined
-        ),
+      put,
+      remove: (kind, name) => Effect.suspend(() => put(kind, name, { text: "", at: Date.now() })),
       announcements: PubSub.subscribe(announcements)
     }
   })
-)
