@@ -13,6 +13,7 @@
  * the LLM as requirements (`GatewayConfig.layer`/`layerFromOptions`, `LlmClient.layerOpenAI`/
  * `layerScripted`).
  */
+import { RunSlots } from "../sandbox/Slots.js"
 import { RenewalTurns } from "../auth/Renewals.js"
 import * as Store from "../store/Store.js"
 import * as SharedFiles from "./SharedFiles.js"
@@ -259,8 +260,13 @@ const make = Effect.gen(function* () {
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
 /** Backends, the events hub and the policies in force: what every way of running the gateway stands on. */
-const layerBase: Layer.Layer<Backends | BackendRequester | Events | Policies | SignIns, never, GatewayConfig> =
-  Backends.layerNode.pipe(Layer.provideMerge(Events.layer), Layer.merge(Policies.layer), Layer.merge(SignIns.layer))
+const layerBase: Layer.Layer<Backends | BackendRequester | Events | Policies | SignIns | RunSlots, never, GatewayConfig> =
+  Backends.layerNode.pipe(
+    Layer.provideMerge(Events.layer),
+    Layer.merge(Policies.layer),
+    Layer.merge(SignIns.layer),
+    Layer.merge(RunSlots.layer)
+  )
 
 /**
  * The services a gateway is wired from, one registry and one set of tables shared by all, the road

@@ -4,10 +4,10 @@
  * runs faster than they end (tasks do not wait for their result) grows the process without end.
  * Past both bounds a run is refused at once, naming the settings, rather than queued forever.
  *
- * Process-wide, as the threads are: the bounds are those of the latest run's settings (a reload
- * resizes them; runs already started keep their turn).
+ * Each gateway's (`RunSlots`: its settings are its own); the threads the runs take are the process's
+ * (see Sandbox: a spare thread is kept for the next run, whichever gateway makes it).
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 
 export interface Bounds {
   /** Scripts running at once. */
@@ -24,29 +24,50 @@ export interface Busy {
   readonly message: string
 }
 
-let permits = DEFAULT_BOUNDS.maxRuns
-const semaphore = Effect.unsafeMakeSemaphore(permits)
-/** Runs that hold a turn or wait for one. */
-let admitted = 0
+export interface SlotsService {
+  /**
+   * Runs `run` in a turn of its own, waiting for one if every turn is taken and fewer than
+   * `maxQueuedRuns` wait; else fails with `Busy` without running it. The bounds are the latest
+   * run's settings (a reload resizes them; runs already started keep their turn).
+   */
+  readonly withTurn: <A, E, R>(bounds: Bounds, run: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Busy, R>
+}
+
+/** A fresh set of turns. */
+export const make = (): SlotsService => {
+  let permits = DEFAULT_BOUNDS.maxRuns
+  const semaphore = Effect.unsafeMakeSemaphore(permits)
+  /** Runs that hold a turn or wait for one. */
+  let admitted = 0
+  return {
+    withTurn: <A, E, R>(bounds: Bounds, run: Effect.Effect<A, E, R>) =>
+      Effect.suspend((): Effect.Effect<A, E | Busy, R> => {
+        if (bounds.maxRuns !== permits) {
+          permits = bounds.maxRuns
+          semaphore.resize(permits).pipe(Effect.runSync)
+        }
+        if (admitted >= bounds.maxRuns + bounds.maxQueuedRuns) {
+          return Effect.fail<Busy>({
+            _tag: "Busy",
+            message: `code mode is busy: ${bounds.maxRuns} scripts are running (codeMode.maxRuns) and ${bounds.maxQueuedRuns} are waiting (codeMode.maxQueuedRuns); try again when some have ended`
+          })
+        }
+        admitted++
+        return semaphore
+          .withPermits(1)(run)
+          .pipe(Effect.ensuring(Effect.sync(() => admitted--)))
+      })
+  }
+}
 
 /**
- * Runs `run` in a turn of its own, waiting for one if every turn is taken and fewer than
- * `maxQueuedRuns` wait; else fails with `Busy` without running it.
+ * The gateway's turns: each gateway its own (its layer), so two embedded in one process keep each
+ * its settings; code run without one takes turns of the process's (the default).
  */
+export class RunSlots extends Context.Reference<RunSlots>()("mcp-agentify/RunSlots", { defaultValue: make }) {
+  static readonly layer: Layer.Layer<RunSlots> = Layer.sync(RunSlots, make)
+}
+
+/** `run` in a turn of the current gateway's (see RunSlots). */
 export const withTurn = <A, E, R>(bounds: Bounds, run: Effect.Effect<A, E, R>): Effect.Effect<A, E | Busy, R> =>
-  Effect.suspend((): Effect.Effect<A, E | Busy, R> => {
-    if (bounds.maxRuns !== permits) {
-      permits = bounds.maxRuns
-      semaphore.resize(permits).pipe(Effect.runSync)
-    }
-    if (admitted >= bounds.maxRuns + bounds.maxQueuedRuns) {
-      return Effect.fail<Busy>({
-        _tag: "Busy",
-        message: `code mode is busy: ${bounds.maxRuns} scripts are running (codeMode.maxRuns) and ${bounds.maxQueuedRuns} are waiting (codeMode.maxQueuedRuns); try again when some have ended`
-      })
-    }
-    admitted++
-    return semaphore
-      .withPermits(1)(run)
-      .pipe(Effect.ensuring(Effect.sync(() => admitted--)))
-  })
+  Effect.flatMap(RunSlots, (slots) => slots.withTurn(bounds, run))

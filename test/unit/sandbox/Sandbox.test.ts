@@ -7,9 +7,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import type * as SandboxModule from "../../../src/sandbox/Sandbox.js"
+import type * as SlotsModule from "../../../src/sandbox/Slots.js"
 
 // The built module: its worker thread is the bundle's (a thread cannot run the TypeScript sources).
 const Sandbox: typeof SandboxModule = await import(new URL("../../../dist/sandbox/Sandbox.js", import.meta.url).href)
+const Slots: typeof SlotsModule = await import(new URL("../../../dist/sandbox/Slots.js", import.meta.url).href)
 
 /** A host whose every call takes a while, counting the most that were in flight together. */
 const countingHost = () => {
@@ -141,6 +143,38 @@ describe("runs as a whole", () => {
     expect(calling).toBe(3)
     // Once they ended, a run is admitted again.
     expect(await Effect.runPromise(Sandbox.run("return 2", [], limits, host))).toMatchObject({ ok: true, value: 2 })
+  })
+
+  it("each gateway has turns of its own: one whose turns are all taken does not hold back another's runs", async () => {
+    const limits = { ...Sandbox.DEFAULT_LIMITS, timeoutMs: 20_000, maxRuns: 1, maxQueuedRuns: 0 }
+    let release: () => void = () => {}
+    const gate = new Promise<void>((r) => (release = r))
+    let calling = 0
+    const host: SandboxModule.Host = {
+      call: (name) =>
+        Effect.promise(async () => {
+          calling++
+          await gate
+          return { ok: true as const, value: name, record: { tool: name, ms: 0, isError: false } }
+        }),
+      search: () => ""
+    }
+    // Two gateways' turns, as each gateway's layer makes them.
+    const a = Slots.make()
+    const b = Slots.make()
+    const inA = <A>(effect: Effect.Effect<A>) => Effect.runPromise(Effect.provideService(effect, Slots.RunSlots, a))
+    const inB = <A>(effect: Effect.Effect<A>) => Effect.runPromise(Effect.provideService(effect, Slots.RunSlots, b))
+    const held = inA(Sandbox.run("return await callTool('t', {})", [], limits, host))
+    await until(
+      () => calling === 1,
+      () => `${calling} calling`
+    )
+    // A's one turn is taken and none may wait: A refuses, B runs.
+    const refused = await inA(Sandbox.run("return 1", [], limits, host))
+    expect(refused).toMatchObject({ ok: false, limit: "maxRuns" })
+    expect(await inB(Sandbox.run("return 2", [], limits, host))).toMatchObject({ ok: true, value: 2 })
+    release()
+    expect((await held).ok).toBe(true)
   })
 
   it("every run's thread ends with it, timed out or not: at most the one spare stays", async () => {
