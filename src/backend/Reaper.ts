@@ -11,7 +11,9 @@
  *   (the gateway exited, however) it sends SIGTERM, then SIGKILL after a grace period, to every
  *   group still listed and every process carrying this gateway's marker, and exits.
  *
- * Module state: there is one gateway per process, and the exit hook must work without any fiber.
+ * Module state, as a process resource: the exit hook and the watchdog are the process's (whichever
+ * gateway of it spawned a tree, the process's end must stop it), and the hook must work without any
+ * fiber or layer.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"

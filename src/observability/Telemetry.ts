@@ -10,7 +10,8 @@
  * and their duration by backend and tool.
  *
  * Off, none of this exists: `isActive()` is a module flag (set once when the layer builds) so the
- * hot paths check one boolean and build no span, attribute or metric.
+ * hot paths check one boolean and build no span, attribute or metric. The process's, as its
+ * settings are: they come from the process's environment (`OTEL_*`), one exporter per process.
  */
 import { Effect, Layer, Metric, MetricBoundaries, Option, Tracer } from "effect"
 import * as Secrets from "./Secrets.js"
