@@ -113,26 +113,32 @@ describe("what a script returns", () => {
   })
 })
 
+/** A host whose calls wait until `release`; `calling()` counts the calls that arrived. */
+const gatedHost = () => {
+  let release: () => void = () => {}
+  const gate = new Promise<void>((r) => (release = r))
+  let calls = 0
+  const host: SandboxModule.Host = {
+    call: (name) =>
+      Effect.promise(async () => {
+        calls++
+        await gate
+        return { ok: true as const, value: name, record: { tool: name, ms: 0, isError: false } }
+      }),
+    search: () => ""
+  }
+  return { host, release: () => release(), calling: () => calls }
+}
+
 describe("runs as a whole", () => {
   it("past maxRuns running and maxQueuedRuns waiting, a run is refused at once naming both settings", async () => {
     const limits = { ...Sandbox.DEFAULT_LIMITS, timeoutMs: 20_000, maxRuns: 2, maxQueuedRuns: 1 }
-    let release: () => void = () => {}
-    const gate = new Promise<void>((r) => (release = r))
-    let calling = 0
-    const host: SandboxModule.Host = {
-      call: (name) =>
-        Effect.promise(async () => {
-          calling++
-          await gate
-          return { ok: true as const, value: name, record: { tool: name, ms: 0, isError: false } }
-        }),
-      search: () => ""
-    }
+    const { host, release, calling } = gatedHost()
     const runs = [1, 2, 3].map(() => Effect.runPromise(Sandbox.run("return await callTool('t', {})", [], limits, host)))
     // Two are running (each waits in its call), one waits for a turn.
     await until(
-      () => calling === 2,
-      () => `${calling} calling`
+      () => calling() === 2,
+      () => `${calling()} calling`
     )
     const refused = await Effect.runPromise(Sandbox.run("return 1", [], limits, host))
     expect(refused).toMatchObject({ ok: false, limit: "maxRuns" })
@@ -140,25 +146,14 @@ describe("runs as a whole", () => {
     release()
     const outcomes = await Promise.all(runs)
     expect(outcomes.map((o) => o.ok)).toEqual([true, true, true])
-    expect(calling).toBe(3)
+    expect(calling()).toBe(3)
     // Once they ended, a run is admitted again.
     expect(await Effect.runPromise(Sandbox.run("return 2", [], limits, host))).toMatchObject({ ok: true, value: 2 })
   })
 
   it("each gateway has turns of its own: one whose turns are all taken does not hold back another's runs", async () => {
     const limits = { ...Sandbox.DEFAULT_LIMITS, timeoutMs: 20_000, maxRuns: 1, maxQueuedRuns: 0 }
-    let release: () => void = () => {}
-    const gate = new Promise<void>((r) => (release = r))
-    let calling = 0
-    const host: SandboxModule.Host = {
-      call: (name) =>
-        Effect.promise(async () => {
-          calling++
-          await gate
-          return { ok: true as const, value: name, record: { tool: name, ms: 0, isError: false } }
-        }),
-      search: () => ""
-    }
+    const { host, release, calling } = gatedHost()
     // Two gateways' turns, as each gateway's layer makes them.
     const a = Slots.make()
     const b = Slots.make()
@@ -166,8 +161,8 @@ describe("runs as a whole", () => {
     const inB = <A>(effect: Effect.Effect<A>) => Effect.runPromise(Effect.provideService(effect, Slots.RunSlots, b))
     const held = inA(Sandbox.run("return await callTool('t', {})", [], limits, host))
     await until(
-      () => calling === 1,
-      () => `${calling} calling`
+      () => calling() === 1,
+      () => `${calling()} calling`
     )
     // A's one turn is taken and none may wait: A refuses, B runs.
     const refused = await inA(Sandbox.run("return 1", [], limits, host))
