@@ -65,7 +65,7 @@ export default tseslint.config(
     // A request reaches a backend through the gateway's forwarder, whose caller is never left out:
     // the backend layer's requester is its own and the forwarder's (see src/backend/Requester.ts).
     files: ["src/**"],
-    ignores: ["src/backend/**", "src/gateway/call/Forwarding.ts", "src/gateway/Gateway.ts"],
+    ignores: ["src/backend/**", "src/gateway/pipeline/Forwarding.ts", "src/gateway/Gateway.ts"],
     rules: {
       "no-restricted-imports": [
         "error",
@@ -74,7 +74,7 @@ export default tseslint.config(
             {
               group: ["**/backend/Requester.js"],
               message:
-                "Ask the forwarder (gateway/call/Forwarding) as a caller: a backend's requester is the backend layer's own."
+                "Ask the forwarder (gateway/pipeline/Forwarding) as a caller: a backend's requester is the backend layer's own."
             }
           ]
         }
@@ -85,7 +85,7 @@ export default tseslint.config(
     // Below the session nothing asks which transport a client came by: the edge sets what it
     // says and can carry on the session (Session's `Edge`), and a new transport is one module.
     files: ["src/gateway/**", "src/orchestration/**", "src/policy/**", "src/catalog/**", "src/sandbox/**"],
-    ignores: ["src/gateway/edge/**"],
+    ignores: ["src/gateway/clients/**"],
     rules: {
       "no-restricted-syntax": [
         "error",

@@ -17,7 +17,7 @@ import * as Store from "./Store.js"
 import { alone, type MayRenew } from "./Renewals.js"
 import { nobody, type Told } from "../store/WrittenFiles.js"
 import { createHash } from "node:crypto"
-import { field, isObject, messageOf, stringField } from "../values/Json.js"
+import { field, isObject, messageOf, stringField } from "../json/Json.js"
 
 /** The backend cannot be called until someone signs in (`mcp-agentify auth <id>`). */
 export class NeedsAuth extends Error {

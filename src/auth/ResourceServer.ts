@@ -11,7 +11,7 @@
 import { Effect, Schema } from "effect"
 import { createRemoteJWKSet, errors as JoseErrors, jwtVerify, type JWTPayload } from "jose"
 import type { HttpAuth } from "../config/Config.js"
-import { field, messageOf, stringField } from "../values/Json.js"
+import { field, messageOf, stringField } from "../json/Json.js"
 
 /** Who a token speaks for, once checked. */
 export interface Principal {

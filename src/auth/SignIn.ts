@@ -17,7 +17,7 @@ import type { OAuthSettings } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { configuration, oauthMessage, protectedResource, toStored } from "./Client.js"
 import * as Store from "./Store.js"
-import { stringField } from "../values/Json.js"
+import { stringField } from "../json/Json.js"
 
 /** The port a listening server was given. */
 const portOf = (server: http.Server): number => {

@@ -51,7 +51,7 @@ export {
   type Options,
   type RequestOptions
 } from "./Contract.js"
-import { field } from "../values/Json.js"
+import { field } from "../json/Json.js"
 export { MAX_QUEUED_BYTES, STALLED_AFTER_MS } from "./ProcessChannel.js"
 
 /**

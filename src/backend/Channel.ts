@@ -6,7 +6,7 @@
  */
 import type { Frame } from "../jsonrpc/JsonRpc.js"
 import type { Tool } from "../protocol/Mcp.js"
-import { field } from "../values/Json.js"
+import { field } from "../json/Json.js"
 
 export type TooLarge = Extract<Frame, { _tag: "TooLarge" }>
 

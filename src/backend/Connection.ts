@@ -24,7 +24,7 @@ import { Requests } from "../jsonrpc/Requests.js"
 import * as Secrets from "../observability/Secrets.js"
 import type { Channel, ChannelEnd, Outbound, Receiver, TooLarge } from "./Channel.js"
 import type { ExitInfo } from "./Contract.js"
-import { field, messageOf, stringField } from "../values/Json.js"
+import { field, messageOf, stringField } from "../json/Json.js"
 
 /** A line a synchronous callback wants logged; a fiber logs them so callbacks never block. */
 export interface LogLine {

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { BackendError, type RpcError } from "../protocol/Errors.js"
 import { type EventsService } from "../observability/Events.js"
 import * as Mcp from "../protocol/Mcp.js"
-import * as Meta from "../values/Meta.js"
+import * as Meta from "../json/Meta.js"
 
 // Public shapes
 

@@ -10,8 +10,8 @@ import * as Mcp from "../protocol/Mcp.js"
 import { httpStatusOf } from "./Channel.js"
 import { ClientInfo, paramsFor } from "./Contract.js"
 import { Connection, LogLine } from "./Connection.js"
-import { field, isObject, objectField, stringField } from "../values/Json.js"
-import * as Meta from "../values/Meta.js"
+import { field, isObject, objectField, stringField } from "../json/Json.js"
+import * as Meta from "../json/Meta.js"
 
 // The session
 

@@ -15,7 +15,7 @@ import * as path from "node:path"
 import { Effect } from "effect"
 import type { BackendConfig } from "../config/Config.js"
 import type * as Mcp from "../protocol/Mcp.js"
-import { isObject } from "../values/Json.js"
+import { isObject } from "../json/Json.js"
 import * as LaunchKey from "./LaunchKey.js"
 import { nobody, type Told } from "../store/WrittenFiles.js"
 

@@ -14,7 +14,7 @@
  */
 import { Data, Effect, RcMap, type Scope } from "effect"
 import { BackendError } from "../protocol/Errors.js"
-import { field, isObject } from "../values/Json.js"
+import { field, isObject } from "../json/Json.js"
 import type { Backend } from "./Contract.js"
 import { needsAuthOf } from "./Channel.js"
 

@@ -3,8 +3,8 @@
  * show of a ready backend's lists: how many resources or prompts it offers, and which descriptions
  * hide characters: the backends service asks (see Backends' `countListed`).
  */
-import * as Invisible from "../values/Invisible.js"
-import * as Json from "../values/Json.js"
+import * as Invisible from "../text/Invisible.js"
+import * as Json from "../json/Json.js"
 import { Effect } from "effect"
 import type { BackendError } from "../protocol/Errors.js"
 import type * as Known from "./Known.js"
@@ -72,7 +72,7 @@ export const countListed = (
     )
   })
 
-/** A tool or prompt of a backend whose description hides characters (see values/Invisible). */
+/** A tool or prompt of a backend whose description hides characters (see text/Invisible). */
 export interface Hidden {
   readonly backendId: string
   readonly what: "tool" | "prompt"

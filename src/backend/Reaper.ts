@@ -19,7 +19,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import type { Socket } from "node:net"
-import { errnoOf } from "../values/Json.js"
+import { errnoOf } from "../json/Json.js"
 
 const isWindows = process.platform === "win32"
 

@@ -1,8 +1,8 @@
 /**
  * Requests on the backends' connections: the one way a request reaches a backend. It is internal
  * to the backend layer: `Backends`' layer provides it, and in the gateway only the forwarder
- * (gateway/call/Forwarding, the call pipeline's last stage) holds it; every other module asks the
- * forwarder as a caller (see gateway/call/Caller), and a lint rule keeps them from importing this.
+ * (gateway/pipeline/Forwarding, the call pipeline's last stage) holds it; every other module asks the
+ * forwarder as a caller (see gateway/pipeline/Caller), and a lint rule keeps them from importing this.
  * The public `Backends` service has no way to send a request: what a backend answers is reached
  * through the pipeline or the forwarder, whose caller is never left out.
  */

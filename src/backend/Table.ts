@@ -7,7 +7,7 @@
 import type { TokenFiles } from "../auth/Client.js"
 import { Effect, PubSub } from "effect"
 import { availableParallelism } from "node:os"
-import { field } from "../values/Json.js"
+import { field } from "../json/Json.js"
 import type { BackendConfig } from "../config/Config.js"
 import { oauthOf, rootsOf } from "../config/Config.js"
 import type { EventsService } from "../observability/Events.js"

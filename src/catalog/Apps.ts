@@ -5,7 +5,7 @@
  * tool only its app calls. A host keeps app-only tools from its model; so does the gateway from
  * its own (orchestration and code mode).
  */
-import { field, isObject } from "../values/Json.js"
+import { field, isObject } from "../json/Json.js"
 import type { Tool } from "../protocol/Mcp.js"
 import type { Catalog } from "./Naming.js"
 

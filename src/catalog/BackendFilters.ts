@@ -6,8 +6,8 @@
 import type { Exposure } from "../config/Config.js"
 import { promptAdmitted, resourceAdmitted, toolAdmitted } from "./ToolCatalog.js"
 import { InvalidParams } from "../protocol/Errors.js"
-import * as Json from "../values/Json.js"
-import { isObject, objectOr } from "../values/Json.js"
+import * as Json from "../json/Json.js"
+import { isObject, objectOr } from "../json/Json.js"
 
 /**
  * What a backend's filters hide from its own endpoint: a call of a filtered tool, a read of a

@@ -8,7 +8,7 @@
  * A backend says neither unless configured: it is taken for both.
  */
 import { matchesGlob } from "./Exposure.js"
-import { field } from "../values/Json.js"
+import { field } from "../json/Json.js"
 
 /** The hints a configuration may declare for a backend's tools (absent: as the tool says, then MCP's default). */
 export interface DeclaredHints {

@@ -2,11 +2,11 @@
  * The LLM function definitions for both routing modes: one per tool ("tool") or one per backend
  * with `{mcp_method, mcp_params}` ("backend", the seed PoC's shape).
  */
-import * as Invisible from "../values/Invisible.js"
+import * as Invisible from "../text/Invisible.js"
 import type { BackendTools } from "../backend/Backends.js"
 import type { JsonObject, Tool } from "../protocol/Mcp.js"
 import type { CatalogEntry } from "./Naming.js"
-import { isObject } from "../values/Json.js"
+import { isObject } from "../json/Json.js"
 
 /** OpenAI's `ChatCompletionFunctionTool`, structurally, so this module does not import `openai`. */
 export interface ChatTool {
@@ -39,7 +39,7 @@ const functionParameters = (schema: JsonObject): Record<string, unknown> => {
 
 const screened = new WeakMap<JsonObject, JsonObject>()
 
-/** An inputSchema as the model reads it: nothing hidden in its descriptions (see values/Invisible). */
+/** An inputSchema as the model reads it: nothing hidden in its descriptions (see text/Invisible). */
 const screenedSchema = (schema: JsonObject): JsonObject => {
   let clean = screened.get(schema)
   if (clean === undefined) {

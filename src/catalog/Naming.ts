@@ -5,7 +5,7 @@
  * catalog of exposed tools (`[<backendId>] ` description prefix, inputSchema untouched), with each
  * backend's filters and overrides applied (see `Exposure`).
  */
-import { isObject } from "../values/Json.js"
+import { isObject } from "../json/Json.js"
 import * as Capabilities from "./Capabilities.js"
 import type { BackendTools } from "../backend/Backends.js"
 import type { Tool } from "../protocol/Mcp.js"

@@ -19,7 +19,7 @@
 import type { Tool } from "../protocol/Mcp.js"
 import { type CatalogEntry, SEPARATOR } from "./Naming.js"
 import { analyze, analyzeQuery, CONCEPT_PREFIX, IDENTIFIER_TOKENS, type RankContext, splitWords, STOP_WORDS } from "./Analysis.js"
-import { isObject } from "../values/Json.js"
+import { isObject } from "../json/Json.js"
 
 export { MAX_RANKED_QUERY_CHARS, type RankContext } from "./Analysis.js"
 

@@ -11,7 +11,7 @@
  *   intent; the tools of the servers that match best join, so a server whose tools do not repeat
  *   the request's words is still found by what it is about;
  * - what the work has shown since (`follow`: the tools a plan named, the model's searches);
- * - and, with `embeddings` configured, the semantic ranking of the request (orchestration/Embeddings).
+ * - and, with `embeddings` configured, the semantic ranking of the request (catalog/semantic/Embeddings).
  *
  * The lists are fused by reciprocal rank fusion (Cormack et al., 2009: each list adds w / (60 +
  * rank)), robust without weights tuned between them. Deterministic; each ranking uses the index

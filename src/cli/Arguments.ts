@@ -15,7 +15,7 @@ import type * as Terminal from "./Terminal.js"
 import type * as DebugServer from "../debug/DebugServer.js"
 import type * as Http from "../transport/Http.js"
 import { isLoopback, parseAddress } from "../transport/Address.js"
-import { messageOf } from "../values/Json.js"
+import { messageOf } from "../json/Json.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
                     [--http-token TOKEN] [--http-auth oauth] [--debug-port [HOST:]PORT] [--profile NAME]

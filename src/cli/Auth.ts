@@ -11,7 +11,7 @@ import * as oauth from "openid-client"
 import { configuration, oauthMessage } from "../auth/Client.js"
 import { signIn } from "../auth/SignIn.js"
 import * as Secrets from "../observability/Secrets.js"
-import { messageOf } from "../values/Json.js"
+import { messageOf } from "../json/Json.js"
 import * as SharedFiles from "../gateway/SharedFiles.js"
 import { WrittenFiles } from "../store/WrittenFiles.js"
 

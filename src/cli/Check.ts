@@ -7,7 +7,7 @@
  * since it was pinned, a policy file that does not load or validate against the tools' schema).
  * `--profile` checks one profile: its backends, and the tools it serves.
  */
-import { objectOr } from "../values/Json.js"
+import { objectOr } from "../json/Json.js"
 import * as Capabilities from "../catalog/Capabilities.js"
 import { Effect, Fiber, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
@@ -21,7 +21,7 @@ import * as Logging from "../observability/Logging.js"
 import { withCore } from "./Core.js"
 import * as SharedFiles from "../gateway/SharedFiles.js"
 import * as Secrets from "../observability/Secrets.js"
-import * as Embeddings from "../orchestration/Embeddings.js"
+import * as Embeddings from "../catalog/semantic/Embeddings.js"
 
 interface Row {
   readonly id: string

@@ -7,7 +7,7 @@ import { Effect, Layer } from "effect"
 import { type ConfigSources, GatewayConfig } from "../config/Config.js"
 import * as Gateway from "../gateway/Gateway.js"
 import * as Logging from "../observability/Logging.js"
-import { LlmClient } from "../orchestration/Llm.js"
+import { LlmClient } from "../orchestration/model/Llm.js"
 
 type Core = Layer.Layer.Success<typeof Gateway.layerCore> | GatewayConfig
 

@@ -4,7 +4,7 @@
  * that such a call runs without the question, when that is true of the backend.
  */
 
-/** The flow rules, each with what would let its calls through (see gateway/call/FlowRules). */
+/** The flow rules, each with what would let its calls through (see gateway/pipeline/FlowRules). */
 const DECLARE: Record<string, (target: Target) => string> = {
   "private-data-out": ({ backend, tool }) =>
     `if ${backend}'s ${tool} keeps what it is given on this machine, declare it closed: "flow": {"tools": {"${tool}": {"openWorld": false}}} on backend ${backend}; if the data it was given is not private, "flow": {"private": false} on the backend it was read from`,

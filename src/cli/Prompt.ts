@@ -8,7 +8,7 @@
 import { Effect } from "effect"
 import * as readline from "node:readline"
 import { ErrorCode, RpcError } from "../protocol/Errors.js"
-import { field, isObject, stringField } from "../values/Json.js"
+import { field, isObject, stringField } from "../json/Json.js"
 import { howToDeclare } from "./Held.js"
 
 /** Where the question is asked: a line written, a line read (none: the input ended). */

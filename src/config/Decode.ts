@@ -19,7 +19,7 @@ import {
   ServerDefaults,
   optionFields
 } from "./Schema.js"
-import { isObject } from "../values/Json.js"
+import { isObject } from "../json/Json.js"
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>(

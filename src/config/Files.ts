@@ -10,7 +10,7 @@ import { parseJsonc } from "./Jsonc.js"
 
 import { BackendConfig } from "./Schema.js"
 import { NormalizedOptions, decodeOptions } from "./Decode.js"
-import { errnoOf, messageOf } from "../values/Json.js"
+import { errnoOf, messageOf } from "../json/Json.js"
 
 /**
  * The settings a `.env` may supply: the documented gateway settings and nothing else. Never what

@@ -1,7 +1,7 @@
 /**
  * The flow guard's settings: `flowGuard` (what a call the flow rules hold becomes) and a backend's
  * `flow` (what its data is, and its tools' hints where the server gives none or the wrong ones).
- * What they mean at a call: catalog/Capabilities and gateway/call/FlowRules.
+ * What they mean at a call: catalog/Capabilities and gateway/pipeline/FlowRules.
  */
 import { Schema } from "effect"
 

@@ -9,7 +9,7 @@ import { decodeOptions, type NormalizedOptions } from "./Decode.js"
 import { type ConfigFile, readConfigFile } from "./Files.js"
 import type { ConfigSources, DiskSources } from "./Resolve.js"
 import * as ServersDir from "./ServersDir.js"
-import { messageOf } from "../values/Json.js"
+import { messageOf } from "../json/Json.js"
 
 /** What the disk holds now: the merged file and what the servers directory found. */
 export interface Loaded {

@@ -100,12 +100,12 @@ export interface ResolvedConfig {
   readonly flowGuard: FlowGuard
   /** Calls per minute and at once, per subject, tool and backend; none: unlimited. */
   readonly limits: Limits | undefined
-  /** A semantic ranking fused with the lexical one (see orchestration/Embeddings); absent: lexical only. */
+  /** A semantic ranking fused with the lexical one (see catalog/semantic/Embeddings); absent: lexical only. */
   readonly embeddings:
     | {
         readonly model: string
         readonly baseUrl?: string | undefined
-        /** Sent to `baseUrl` instead of the model's key (see orchestration/Embeddings' `endpointOf`). */
+        /** Sent to `baseUrl` instead of the model's key (see catalog/semantic/Embeddings' `endpointOf`). */
         readonly apiKey?: Redacted.Redacted<string> | undefined
       }
     | undefined

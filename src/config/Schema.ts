@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 import { Flow, FlowGuard } from "./Flow.js"
 import { Limits } from "./Limits.js"
-import { HttpUrl, State } from "./State.js"
+import { HttpUrl, State } from "./TeamStore.js"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Mcp from "../protocol/Mcp.js"

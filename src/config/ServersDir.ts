@@ -12,7 +12,7 @@ import { Either } from "effect"
 import { type Dirent, existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs"
 import * as path from "node:path"
 import { parseJsonc, setOwn } from "./Jsonc.js"
-import { errnoOf, messageOf } from "../values/Json.js"
+import { errnoOf, messageOf } from "../json/Json.js"
 
 export interface Detected {
   /** The folder's name: the server's key in the map. */

@@ -8,7 +8,7 @@
  */
 import type { Event, OrchestrationRecord, OrchestrationStep } from "../observability/Events.js"
 import * as Secrets from "../observability/Secrets.js"
-import { field, objectOr, stringField } from "../values/Json.js"
+import { field, objectOr, stringField } from "../json/Json.js"
 
 export const LOG_CAPACITY = 5_000
 export const TRACE_CAPACITY = 10_000

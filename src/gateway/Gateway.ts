@@ -1,6 +1,6 @@
 /**
  * The process-wide gateway: configuration, backends, orchestrator and events, built once, and the
- * sessions open on it. The protocol behind the transports (edge/Protocol) opens a `Session` per
+ * sessions open on it. The protocol behind the transports (clients/Protocol) opens a `Session` per
  * client and gets its method table.
  *
  * What a backend sends is routed here: a call's progress goes to the request that carries its
@@ -19,32 +19,32 @@ import * as Store from "../store/Store.js"
 import * as SharedFiles from "./SharedFiles.js"
 import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
 import { Backends, type BackendsService } from "../backend/Backends.js"
-import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./ask/ClientAsk.js"
+import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./clientRequests/ClientAsk.js"
 import { GatewayConfig, inForce } from "../config/Config.js"
 import { Events, type EventsService } from "../observability/Events.js"
 import { Policies } from "../policy/Policies.js"
 import { SignIns } from "../auth/SignIns.js"
-import type { LlmClient } from "../orchestration/Llm.js"
+import type { LlmClient } from "../orchestration/model/Llm.js"
 import { Orchestrator } from "../orchestration/Orchestrator.js"
 import type { Handlers } from "../jsonrpc/Peer.js"
 import type { Notification } from "../jsonrpc/JsonRpc.js"
-import { InputBridge } from "./ask/InputBridge.js"
-import { RequestStates } from "./ask/RequestStates.js"
+import { InputBridge } from "./clientRequests/InputBridge.js"
+import { RequestStates } from "./clientRequests/RequestStates.js"
 import { Routes } from "./routing/Routes.js"
 import { Sessions } from "./session/Sessions.js"
 import { Launch } from "./Launch.js"
 import * as Tasks from "./routing/Tasks.js"
-import * as Audit from "./call/Audit.js"
-import { CallPipeline, layerPlanned } from "./call/Pipeline.js"
-import * as Caller from "./call/Caller.js"
-import { CurrentCaller } from "./call/Caller.js"
-import { Forwarder } from "./call/Forwarding.js"
+import * as Audit from "./pipeline/Audit.js"
+import { CallPipeline, layerPlanned } from "./pipeline/Pipeline.js"
+import * as Caller from "./pipeline/Caller.js"
+import { CurrentCaller } from "./pipeline/Caller.js"
+import { Forwarder } from "./pipeline/Forwarding.js"
 import type { BackendRequester } from "../backend/Requester.js"
 import * as Methods from "./methods/Methods.js"
 import * as Aggregate from "./methods/Aggregate.js"
 import { AggregateMethods } from "./methods/Aggregate.js"
 import { EndpointMethods } from "./methods/BackendEndpoint.js"
-import { RelayLists } from "./methods/Relay.js"
+import { RelayLists } from "./methods/ContentLists.js"
 import { Views } from "./methods/View.js"
 import { ContentRows } from "./methods/ContentMethods.js"
 import { SessionRows } from "./methods/SessionMethods.js"
@@ -64,7 +64,7 @@ export interface GatewayService {
   /**
    * Opens `session` for the current scope: it receives notifications until the scope closes.
    * Returns its method table, whose requests are made for the session's caller (provide
-   * `CurrentCaller` where its requests' engine is made: see call/Caller); the client's `exit`
+   * `CurrentCaller` where its requests' engine is made: see pipeline/Caller); the client's `exit`
    * completes `session.ended`.
    */
   readonly open: (session: Session) => Effect.Effect<Handlers<CurrentCaller>, never, Scope.Scope>
@@ -419,7 +419,7 @@ export const layerSharedWith = (
     Layer.provideMerge(Store.layer)
   )
 
-/** The shared gateway: backends started with it, every session served by them (see edge/SharedSessions). */
+/** The shared gateway: backends started with it, every session served by them (see clients/SharedSessions). */
 export const layerShared: Layer.Layer<
   Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
   never,

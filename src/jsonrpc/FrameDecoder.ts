@@ -4,7 +4,7 @@
  * after it. Used for the client's input and for every backend's stdout.
  */
 import { type Framing, type Id, isId } from "./Message.js"
-import { parseJson } from "../values/Json.js"
+import { parseJson } from "../json/Json.js"
 
 /** One unit cut from the byte stream. */
 export type Frame =

@@ -4,7 +4,7 @@
  */
 import { ErrorCode, type WireError } from "../protocol/Errors.js"
 import * as Secrets from "../observability/Secrets.js"
-import { field, isObject } from "../values/Json.js"
+import { field, isObject } from "../json/Json.js"
 
 export type Id = string | number
 

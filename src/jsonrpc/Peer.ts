@@ -26,7 +26,7 @@ import {
 } from "./JsonRpc.js"
 import * as Telemetry from "../observability/Telemetry.js"
 import * as Secrets from "../observability/Secrets.js"
-import { field, messageOf } from "../values/Json.js"
+import { field, messageOf } from "../json/Json.js"
 
 /** Where a message's replies and its requests' notifications go. */
 export interface Outbox {

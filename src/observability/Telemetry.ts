@@ -16,8 +16,8 @@
 import { Effect, Layer, Metric, MetricBoundaries, Option, Tracer } from "effect"
 import * as Secrets from "./Secrets.js"
 import type { ExportSettings } from "./TelemetryExport.js"
-import * as Meta from "../values/Meta.js"
-import { stringField } from "../values/Json.js"
+import * as Meta from "../json/Meta.js"
+import { stringField } from "../json/Json.js"
 
 let active = false
 

@@ -3,7 +3,7 @@
  * keep or pass on what was read ("save a summary of notes.md", "post the weather from the page to
  * #team", "remember what the file says"). A write carrying text from an untrusted result is the
  * request's own only then; "read notes.md and remember that we ship on Friday" asks to keep what
- * the request says, not what the file says (see gateway/call/FlowRules' `untrusted-write`).
+ * the request says, not what the file says (see gateway/pipeline/FlowRules' `untrusted-write`).
  *
  * Read in general terms, as data: a verb of keeping or passing on, followed within a few words by
  * what refers to something read (its contents, a summary, "it", "from <source>", "what X says"), or

@@ -3,7 +3,7 @@
  * backend tool (the best-ranked when not all fit, with `agentify_search_tools` for the rest) or one
  * per backend (`routing: "backend"`), and the checks a call passes before it is a plan.
  */
-import * as Invisible from "../values/Invisible.js"
+import * as Invisible from "../text/Invisible.js"
 import { Either } from "effect"
 import type { BackendTools } from "../backend/Backends.js"
 import {
@@ -21,7 +21,7 @@ import {
 import type { TaskContext } from "../protocol/Mcp.js"
 import type { Profile } from "../config/Config.js"
 import { InvalidPlan } from "./Errors.js"
-import { isObject, objectField } from "../values/Json.js"
+import { isObject, objectField } from "../json/Json.js"
 
 /** The one backend call the model chose. */
 export interface Plan {

@@ -1,7 +1,7 @@
 /**
  * What the orchestrator and code mode need of whoever runs their tool calls: a call they planned
  * (an orchestration's step, a script's call) handed on to be run, and the service that runs it.
- * The gateway provides it with its call pipeline (gateway/call), which adds who asks and for which
+ * The gateway provides it with its call pipeline (gateway/pipeline), which adds who asks and for which
  * request; an app that embeds the orchestrator gets the same pipeline from its layer. Declared
  * here, below the gateway, so that orchestration never imports what runs its calls.
  */
@@ -10,8 +10,8 @@ import * as Secrets from "../observability/Secrets.js"
 import { BackendError, type GatewayError } from "../protocol/Errors.js"
 import { CallHeld, InvalidPlan } from "./Errors.js"
 import type { Plan } from "./Offer.js"
-import { field, objectOr } from "../values/Json.js"
-import { CallRefused, type Confirm, type Decision, type FlowFacts, heldBy, type Target } from "../pipeline/Vocabulary.js"
+import { field, objectOr } from "../json/Json.js"
+import { CallRefused, type Confirm, type Decision, type FlowFacts, heldBy, type Target } from "../call/Vocabulary.js"
 
 export interface Planned {
   readonly via: "orchestration" | "script"

@@ -7,8 +7,8 @@
  * model has read a result, a call outside the plan is held for the user's consent (the flow guard's
  * `outside-plan` rule). `flowGuard: "off"` makes no plan at all.
  */
-import type { ChatTool, ChatToolCall } from "./Chat.js"
-import { field } from "../values/Json.js"
+import type { ChatTool, ChatToolCall } from "./model/Chat.js"
+import { field } from "../json/Json.js"
 
 export const PLAN_FUNCTION = "agentify_plan"
 

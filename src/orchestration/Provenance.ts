@@ -22,7 +22,7 @@
  * `Origin.untraced`). A lookup costs the length of the arguments, whatever was read before.
  */
 import { Effect } from "effect"
-import type { Origin, Source } from "../pipeline/Vocabulary.js"
+import type { Origin, Source } from "../call/Vocabulary.js"
 
 /** How many characters of results one orchestration indexes (about 40 MB of index at most). */
 export const INDEXED_CHARS = 2 * 1024 * 1024

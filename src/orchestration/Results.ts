@@ -10,8 +10,8 @@
 import { randomBytes } from "node:crypto"
 import type { ChatTool } from "../catalog/ToolCatalog.js"
 import { isCallToolResult, resultText } from "../protocol/Mcp.js"
-import type { ChatToolCall } from "./Chat.js"
-import type { Source } from "../pipeline/Vocabulary.js"
+import type { ChatToolCall } from "./model/Chat.js"
+import type { Source } from "../call/Vocabulary.js"
 
 /** Where a kept result came from: what its text read on is recorded as (see Provenance). */
 export type KeptSource = Omit<Source, "call">

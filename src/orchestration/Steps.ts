@@ -8,11 +8,11 @@ import type { ConfirmTools } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import { BackendError } from "../protocol/Errors.js"
 import { InvalidPlan, LlmRequestFailed, NoActionDetermined } from "./Errors.js"
-import type { ChatMessage, ChatResponse, ChatToolCall } from "./Chat.js"
+import type { ChatMessage, ChatResponse, ChatToolCall } from "./model/Chat.js"
 import type { Plan } from "./Offer.js"
-import { field } from "../values/Json.js"
-import * as Meta from "../values/Meta.js"
-import type { Confirm } from "../pipeline/Vocabulary.js"
+import { field } from "../json/Json.js"
+import * as Meta from "../json/Meta.js"
+import type { Confirm } from "../call/Vocabulary.js"
 
 /**
  * Whether `confirmTools` asks the user before this tool runs, by its annotations read with MCP's

@@ -10,7 +10,7 @@ import { Context, Effect, Layer, Stream } from "effect"
 import { readFileSync } from "node:fs"
 import { GatewayConfig } from "../config/Config.js"
 import * as Watch from "../config/Watch.js"
-import { messageOf } from "../values/Json.js"
+import { messageOf } from "../json/Json.js"
 import * as Cedar from "./Cedar.js"
 import type { PolicySet } from "./Policy.js"
 

@@ -8,7 +8,7 @@
  */
 import { Schema } from "effect"
 import * as Secrets from "../observability/Secrets.js"
-import { field, stringField } from "../values/Json.js"
+import { field, stringField } from "../json/Json.js"
 
 /** Plain JSON-RPC codes. */
 export const ErrorCode = {

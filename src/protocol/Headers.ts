@@ -7,7 +7,7 @@
  *
  * Values are plain printable ASCII, or `=?base64?<UTF-8 as Base64>?=` for anything else.
  */
-import { field, isObject, objectField } from "../values/Json.js"
+import { field, isObject, objectField } from "../json/Json.js"
 
 /**
  * Where each method keeps the name `Mcp-Name` mirrors: SEP-2243's, and SEP-2663's task methods

@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { createRequire } from "node:module"
-import { field, stringField } from "../values/Json.js"
+import { field, stringField } from "../json/Json.js"
 
 // src/protocol/Mcp.ts, dist/protocol/Mcp.js and the CLI's chunks (dist/chunks/) all sit two levels
 // below package.json.

@@ -3,8 +3,8 @@
  * generated from each inputSchema (and outputSchema), their descriptions as doc comments, and the
  * names a script reaches them by (`tools.<namespace>.<tool>`, or `callTool("<exposed name>")`).
  */
-import * as Invisible from "../values/Invisible.js"
-import { isObject, objectOr, stringField } from "../values/Json.js"
+import * as Invisible from "../text/Invisible.js"
+import { isObject, objectOr, stringField } from "../json/Json.js"
 
 /** How a tool is reached from a script. */
 export interface ScriptTool {
@@ -29,7 +29,7 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 const key = (name: string) => (IDENTIFIER.test(name) ? name : JSON.stringify(name))
 
 const comment = (text: string | undefined, indent: string): string => {
-  // Nothing a reader of the tool's description could not see reaches the model (values/Invisible).
+  // Nothing a reader of the tool's description could not see reaches the model (text/Invisible).
   const clean = Invisible.strip(text ?? "")
     .replace(/\*\//g, "* /")
     .trim()

@@ -25,7 +25,7 @@ import {
 } from "quickjs-emscripten-core"
 import * as quickjsNg from "@jitl/quickjs-ng-wasmfile-release-sync"
 import { parentPort, workerData } from "node:worker_threads"
-import { field } from "../values/Json.js"
+import { field } from "../json/Json.js"
 
 // The package's types describe its CommonJS build; imported as ES, the variant is the default export.
 const variant = (field(quickjsNg, "default") ?? quickjsNg) as QuickJSSyncVariant

@@ -10,7 +10,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import type { TaskRecord } from "./Contract.js"
 import { StoreDriver, type StoreDriverService } from "./Driver.js"
-import { field, isObject, parseJson } from "../values/Json.js"
+import { field, isObject, parseJson } from "../json/Json.js"
 
 export const MAX_RECORDS_PER_OWNER = 100
 export const MAX_BYTES_PER_OWNER = 64 * 1024 * 1024

@@ -14,7 +14,7 @@
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 
-/** Which files: a token entry (see auth/Store), a pins file (see backend/Pins), tool vectors (see orchestration/Embeddings), a backend's remembered lists (see backend/Known). */
+/** Which files: a token entry (see auth/Store), a pins file (see backend/Pins), tool vectors (see catalog/semantic/Embeddings), a backend's remembered lists (see backend/Known). */
 export type Kind = "tokens" | "pins" | "embeddings" | "known"
 
 /** Said by the module that wrote (or removed) a file. */

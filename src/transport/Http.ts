@@ -13,7 +13,7 @@
  * the Host and Origin checks) before anything else, then is handed to the gateway of a team that
  * holds it (HttpHandOff), then reaches its endpoint (HttpExchange). These modules carry bodies and
  * streams; what a body is and every session's life (issued on `initialize` as `Mcp-Session-Id`,
- * ended when idle, bounded in number) are the Protocol's (gateway/edge/SharedSessions).
+ * ended when idle, bounded in number) are the Protocol's (gateway/clients/SharedSessions).
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
@@ -27,7 +27,7 @@ import { createServer, type Server } from "node:http"
 import * as os from "node:os"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import { CALLBACK_PATH, Protocol, STOP_GRACE_MS } from "../gateway/edge/Protocol.js"
+import { CALLBACK_PATH, Protocol, STOP_GRACE_MS } from "../gateway/clients/Protocol.js"
 import * as HttpAccess from "./HttpAccess.js"
 import type { Principal } from "./HttpAccess.js"
 import * as HttpExchange from "./HttpExchange.js"

@@ -3,17 +3,17 @@
  * carries a body in (a session's, an `initialize` that opens one, a 2026-07-28 request) and its
  * replies out, as JSON or as an SSE stream; `GET` is a session's own notification stream; `DELETE`
  * ends a session. Bodies and streams only: what a body is, and every session's life, are the
- * Protocol's (gateway/edge/SharedSessions).
+ * Protocol's (gateway/clients/SharedSessions).
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Chunk, Effect, Either, type Fiber, FiberId, Queue, Stream } from "effect"
 import type { ResolvedConfig } from "../config/Config.js"
-import type { SharedSession, SharedSessions, Target } from "../gateway/edge/Protocol.js"
+import type { SharedSession, SharedSessions, Target } from "../gateway/clients/Protocol.js"
 import { classify, failure } from "../jsonrpc/JsonRpc.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import { messageOf } from "../values/Json.js"
+import { messageOf } from "../json/Json.js"
 import type { Principal } from "./HttpAccess.js"
 import type { HandOff } from "./HttpHandOff.js"
 import {

@@ -8,7 +8,7 @@ import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Queue, Stream } from "effect"
 import { ErrorCode } from "../protocol/Errors.js"
-import { field } from "../values/Json.js"
+import { field } from "../json/Json.js"
 import { failure, isReply, stringify } from "../jsonrpc/JsonRpc.js"
 import type * as Peer from "../jsonrpc/Peer.js"
 

@@ -5,7 +5,7 @@
  * the size, the setting and what to do instead; a notification over it is dropped (said in the log).
  */
 import { encode, failure, type Framing, isId, isReply } from "../jsonrpc/JsonRpc.js"
-import { field } from "../values/Json.js"
+import { field } from "../json/Json.js"
 import { ErrorCode } from "../protocol/Errors.js"
 
 /** Bytes of a frame, counted only when its length says it could be over the bound. */

@@ -2,7 +2,7 @@
  * JSON-RPC over a byte stream: the MCP stdio transport (and any pipe or socket). Frames are cut by
  * `JsonRpc.FrameDecoder` (newline-delimited JSON or `Content-Length` headers, detected from the
  * first bytes), handed to what the connection opened (the Protocol's connection: see
- * gateway/edge/StreamConnection; or any JSON-RPC peer), and every reply and notification goes out
+ * gateway/clients/StreamConnection; or any JSON-RPC peer), and every reply and notification goes out
  * through one writer in the client's framing.
  *
  * A connection is an Effect `Stream` in and a `Sink` out, or, for the process's own stdin/stdout,
@@ -15,7 +15,7 @@ import { Cause, Chunk, Deferred, Effect, Fiber, Option, type Scope, type Sink, S
 import { Readable, Writable } from "node:stream"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import { Protocol } from "../gateway/edge/Protocol.js"
+import { Protocol } from "../gateway/clients/Protocol.js"
 import { encode, failure, type Frame, FrameDecoder, type Framing, idOfDropped } from "../jsonrpc/JsonRpc.js"
 import * as Peer from "../jsonrpc/Peer.js"
 import { encodeBounded } from "./ReplyBound.js"
@@ -278,7 +278,7 @@ export interface StreamsOptions {
 
 /**
  * Serves the gateway on `stdin`/`stdout` until stdin ends or `exit` arrives; then the backends stop
- * (see gateway/edge/StreamConnection). Nothing but frames is ever written to `stdout`.
+ * (see gateway/clients/StreamConnection). Nothing but frames is ever written to `stdout`.
  */
 export const serveStreams = (options: StreamsOptions): Effect.Effect<void, never, Protocol | GatewayConfig> =>
   Effect.gen(function* () {

@@ -6,16 +6,16 @@
  */
 import { Effect } from "effect"
 import { performance } from "node:perf_hooks"
-import * as Call from "../../src/gateway/call/Call.js"
-import * as PolicyChecks from "../../src/gateway/call/PolicyChecks.js"
+import * as Call from "../../src/gateway/pipeline/Call.js"
+import * as PolicyChecks from "../../src/gateway/pipeline/PolicyChecks.js"
 import { local, Quotas } from "../../src/store/TeamQuotas.js"
-import * as Count from "../../src/gateway/call/stages/Count.js"
+import * as Count from "../../src/gateway/pipeline/stages/Count.js"
 import { Session } from "../../src/gateway/session/Session.js"
 import * as Cedar from "../../src/policy/Cedar.js"
 import type { PolicySet } from "../../src/policy/Policy.js"
 import { percentile } from "./client.js"
-import * as Caller from "../../src/gateway/call/Caller.js"
-import { EDGE as HTTP_EDGE } from "../../src/gateway/edge/SharedSessions.js"
+import * as Caller from "../../src/gateway/pipeline/Caller.js"
+import { EDGE as HTTP_EDGE } from "../../src/gateway/clients/SharedSessions.js"
 
 const POLICIES = `
 @id("everyone-reads") permit (principal, action == Action::"call", resource) when { resource.readOnly };

@@ -75,15 +75,15 @@ describe("docs/protocol.md", () => {
   })
 
   it("documents every HTTP status the transport sends", () => {
-    // The transport's own refusals, and those of the sessions behind it (see gateway/edge).
+    // The transport's own refusals, and those of the sessions behind it (see gateway/clients).
     const http = [
       "transport/Http.ts",
       "transport/HttpAccess.ts",
       "transport/HttpHandOff.ts",
       "transport/HttpExchange.ts",
       "transport/HttpWire.ts",
-      "gateway/edge/SharedSessions.ts",
-      "gateway/edge/Protocol.ts"
+      "gateway/clients/SharedSessions.ts",
+      "gateway/clients/Protocol.ts"
     ]
       .map(source)
       .join("\n")

@@ -1,13 +1,13 @@
 /**
- * The caller a unit test's calls are made for (see gateway/call/Caller): each road of the gateway
+ * The caller a unit test's calls are made for (see gateway/pipeline/Caller): each road of the gateway
  * provides its request's; a test that builds a `ToolCall` by hand runs it as that call's own.
  */
 import { Effect } from "effect"
 import { it as effectIt } from "@effect/vitest"
-import type { ToolCall } from "../../src/gateway/call/Call.js"
-import * as Caller from "../../src/gateway/call/Caller.js"
-import { CurrentCaller } from "../../src/gateway/call/Caller.js"
-import type { CallPipelineService } from "../../src/gateway/call/Pipeline.js"
+import type { ToolCall } from "../../src/gateway/pipeline/Call.js"
+import * as Caller from "../../src/gateway/pipeline/Caller.js"
+import { CurrentCaller } from "../../src/gateway/pipeline/Caller.js"
+import type { CallPipelineService } from "../../src/gateway/pipeline/Pipeline.js"
 
 /** `call` through `pipeline`, made for its own session, asking as it says. */
 export const runAsItsCaller = (pipeline: CallPipelineService, call: ToolCall) =>

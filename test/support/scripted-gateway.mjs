@@ -13,7 +13,7 @@
  */
 import { Effect } from "effect"
 import { main } from "../../dist/cli/Cli.js"
-import { LlmClient } from "../../dist/orchestration/Llm.js"
+import { LlmClient } from "../../dist/orchestration/model/Llm.js"
 
 const tool = process.env.SCRIPTED_TOOL ?? "fx__echo"
 const fixedArguments = process.env.SCRIPTED_ARGUMENTS === undefined ? undefined : process.env.SCRIPTED_ARGUMENTS

@@ -5,7 +5,7 @@
  */
 import { Data, Effect } from "effect"
 import * as Secrets from "../../observability/Secrets.js"
-import { field, isObject } from "../../values/Json.js"
+import { field, isObject } from "../../json/Json.js"
 
 /** How much of an HTTP error's body goes into the error message. */
 export const ERROR_BODY_CHARS = 300

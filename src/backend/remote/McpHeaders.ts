@@ -11,7 +11,7 @@
  */
 import type { Tool } from "../../protocol/Mcp.js"
 import { argumentValue, encodeValue, headerParams, nameOf } from "../../protocol/Headers.js"
-import { objectField } from "../../values/Json.js"
+import { objectField } from "../../json/Json.js"
 
 export { encodeValue, headerParams } from "../../protocol/Headers.js"
 

@@ -7,7 +7,7 @@
 import { Effect, type Fiber, FiberId, FiberSet, type Scope } from "effect"
 import * as Secrets from "../../observability/Secrets.js"
 import type { Channel, Outbound, Outgoing, Receiver, WriteOutcome } from "../Channel.js"
-import { isObject } from "../../values/Json.js"
+import { isObject } from "../../json/Json.js"
 
 /** "http" is Streamable HTTP that falls back to HTTP+SSE when the server does not speak it (as VS Code does). */
 export type Transport = "http" | "streamable-http" | "sse" | "websocket"
@@ -37,7 +37,7 @@ export const NEEDS_AUTH = "needsAuth"
 /**
  * The marker in an error reply's data that the server wants a token with more scope for this
  * request (403 `insufficient_scope`): the scopes its challenge names. The gateway asks the user to
- * sign in for them and tries once more (see gateway/call/stages/Credentials).
+ * sign in for them and tries once more (see gateway/pipeline/stages/Credentials).
  */
 export const INSUFFICIENT_SCOPE = "insufficientScope"
 

@@ -12,10 +12,10 @@ import { readEvents } from "./EventStream.js"
 import { McpHeaders } from "./McpHeaders.js"
 import * as Fetch from "./Fetch.js"
 import type { Outbound } from "../Channel.js"
-import * as Meta from "../../values/Meta.js"
+import * as Meta from "../../json/Meta.js"
 import { INSUFFICIENT_SCOPE, scopesChallenged, type Sent, RemoteChannel } from "./RemoteChannel.js"
 import { SseChannel } from "./Sse.js"
-import { field, stringField } from "../../values/Json.js"
+import { field, stringField } from "../../json/Json.js"
 
 /**
  * The error reply for a request in a session the server no longer knows: worded as servers word

@@ -5,7 +5,7 @@
  *
  * It knows nothing of stdio or HTTP, and nothing process-wide lives here. The rows are each
  * concern's, each a service its layer wires from what it uses: the session's own methods
- * (SessionMethods), tools (ToolMethods, with the gateway's own work in OwnWork), the backends'
+ * (SessionMethods), tools (ToolMethods, with the gateway's own work in OwnTools), the backends'
  * resources, prompts and completion (ContentMethods), tasks (TaskMethods), over what the session
  * may see (View); the lifecycle rules both tables keep are in Lifecycle. `AggregateMethods.layer`
  * composes them; the Gateway opens a session's table with it.
@@ -17,7 +17,7 @@ import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { outOfPhase } from "./Lifecycle.js"
 import * as Methods from "./Methods.js"
 import type { Session } from "../session/Session.js"
-import type { CurrentCaller } from "../call/Caller.js"
+import type { CurrentCaller } from "../pipeline/Caller.js"
 import * as Tasks from "../routing/Tasks.js"
 import { OwnTasks } from "../routing/RunTasks.js"
 import * as View from "./View.js"
@@ -27,7 +27,7 @@ import * as ContentMethods from "./ContentMethods.js"
 import * as TaskMethods from "./TaskMethods.js"
 export type { Mode } from "../session/Sessions.js"
 export { AGGREGATE_CAPABILITIES, INSTRUCTIONS, SERVER_NAME, SERVER_VERSION } from "./SessionMethods.js"
-export { asBackendSent, type SubscriptionMethod } from "./Relayed.js"
+export { asBackendSent, type SubscriptionMethod } from "./RelayedFailure.js"
 
 /** The methods the aggregate answers itself (its table must have exactly these rows). */
 export const AGGREGATE_METHODS = [

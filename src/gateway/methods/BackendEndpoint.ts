@@ -8,25 +8,25 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { Backends, type BackendsService } from "../../backend/Backends.js"
-import { Forwarder, type ForwarderService } from "../call/Forwarding.js"
-import { CallPipeline, type CallPipelineService } from "../call/Pipeline.js"
+import { Forwarder, type ForwarderService } from "../pipeline/Forwarding.js"
+import { CallPipeline, type CallPipelineService } from "../pipeline/Pipeline.js"
 import { Subscriptions, type SubscriptionsService } from "../routing/Subscriptions.js"
 import { Views } from "./View.js"
 import { BackendError, type GatewayError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
-import { field, objectOr, stringField } from "../../values/Json.js"
-import * as Caller from "../call/Caller.js"
-import type { CurrentCaller } from "../call/Caller.js"
+import { field, objectOr, stringField } from "../../json/Json.js"
+import * as Caller from "../pipeline/Caller.js"
+import type { CurrentCaller } from "../pipeline/Caller.js"
 import { catalogOf, filtersAnything } from "../../catalog/ToolCatalog.js"
-import * as PolicyChecks from "../call/PolicyChecks.js"
+import * as PolicyChecks from "../pipeline/PolicyChecks.js"
 import { filteredList, hiddenBy } from "../../catalog/BackendFilters.js"
 import * as Tasks from "../routing/Tasks.js"
 import { guardInitialize, outOfPhase, recordClient, sessionOptions } from "./Lifecycle.js"
 import * as Methods from "./Methods.js"
 import * as TaskMethods from "./TaskMethods.js"
 import * as Params from "./Params.js"
-import { asBackendSent, type SubscriptionMethod } from "./Relayed.js"
+import { asBackendSent, type SubscriptionMethod } from "./RelayedFailure.js"
 import type { Session } from "../session/Session.js"
 
 /** The methods one backend's endpoint answers itself; every other one is forwarded to the backend. */
@@ -168,7 +168,7 @@ export const backend = (ctx: Deps, session: Session, backendId: string, onExit: 
     return Effect.map(forwarded, (result) => filteredList(config, req.method, result))
   }
 
-  /** A tool call takes the road every call takes (see call/Pipeline), under the backend's own name. */
+  /** A tool call takes the road every call takes (see pipeline/Pipeline), under the backend's own name. */
   const callTool = (params: unknown, context: RequestContext): Effect.Effect<unknown, GatewayError, CurrentCaller> =>
     Effect.mapError(
       ctx.pipeline.run({ context, via: "backend-endpoint", name: stringField(params, "name") ?? "", params: objectOr(params) }),

@@ -6,17 +6,17 @@
 import { Context, Effect, Layer } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
-import type { CurrentCaller } from "../call/Caller.js"
+import type { CurrentCaller } from "../pipeline/Caller.js"
 import type { Session } from "../session/Session.js"
-import { Forwarder, type ForwarderService } from "../call/Forwarding.js"
+import { Forwarder, type ForwarderService } from "../pipeline/Forwarding.js"
 import { Subscriptions, type SubscriptionsService } from "../routing/Subscriptions.js"
-import { type Relay, RelayLists } from "./Relay.js"
+import { type Relay, RelayLists } from "./ContentLists.js"
 import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
 import { type View, Views } from "./View.js"
-import { field } from "../../values/Json.js"
-import * as PolicyChecks from "../call/PolicyChecks.js"
-import { asBackendSent, type SubscriptionMethod } from "./Relayed.js"
+import { field } from "../../json/Json.js"
+import * as PolicyChecks from "../pipeline/PolicyChecks.js"
+import { asBackendSent, type SubscriptionMethod } from "./RelayedFailure.js"
 
 /** What the backends' content at the aggregate uses of the gateway. */
 export interface Deps {

@@ -4,7 +4,7 @@
  * said of itself recorded, and what a session of a shared gateway may set for itself.
  */
 import { Effect } from "effect"
-import { objectOr } from "../../values/Json.js"
+import { objectOr } from "../../json/Json.js"
 import { ErrorCode, type GatewayError, InvalidParams, NotInitialized, RpcError } from "../../protocol/Errors.js"
 import { negotiateProtocolVersion } from "../../protocol/Mcp.js"
 import * as Params from "./Params.js"

@@ -18,7 +18,7 @@ import { admits, rankTask } from "../../catalog/ToolCatalog.js"
 import type { Profile, ResolvedConfig } from "../../config/Config.js"
 import { InvalidParams } from "../../protocol/Errors.js"
 import type { Tool } from "../../protocol/Mcp.js"
-import { isObject } from "../../values/Json.js"
+import { isObject } from "../../json/Json.js"
 import type { Session } from "../session/Session.js"
 
 export const SEARCH_TOOL_NAME = "agentify_search_tools"

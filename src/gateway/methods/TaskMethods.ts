@@ -6,20 +6,20 @@
 import { Context, Effect, Layer } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
-import type { CurrentCaller } from "../call/Caller.js"
+import type { CurrentCaller } from "../pipeline/Caller.js"
 import type { Session } from "../session/Session.js"
 import { Backends, type BackendsService } from "../../backend/Backends.js"
 import { type GatewayConfig, inForce, type ResolvedConfig } from "../../config/Config.js"
 import { givenElsewhere, idPrefixOf } from "../../store/Replica.js"
 import { SessionDirectory, type SessionDirectoryService } from "../../store/SessionDirectory.js"
 import { TaskRecords, type TaskRecordsService } from "../../store/TaskRecords.js"
-import { Forwarder, type ForwarderService } from "../call/Forwarding.js"
+import { Forwarder, type ForwarderService } from "../pipeline/Forwarding.js"
 import { Routes, type RoutesService } from "../routing/Routes.js"
 import type * as RunTasks from "../routing/RunTasks.js"
 import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
 import * as Tasks from "../routing/Tasks.js"
-import { asBackendSent } from "./Relayed.js"
+import { asBackendSent } from "./RelayedFailure.js"
 
 /** What a session's tasks use of the gateway. */
 export interface Deps {

@@ -7,30 +7,30 @@
 import { Context, Effect, Layer } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
-import type { CurrentCaller } from "../call/Caller.js"
+import type { CurrentCaller } from "../pipeline/Caller.js"
 import type { Session } from "../session/Session.js"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig } from "../../config/Config.js"
 import { Orchestrator } from "../../orchestration/Orchestrator.js"
-import * as Audit from "../call/Audit.js"
-import { Forwarder } from "../call/Forwarding.js"
-import { CallPipeline } from "../call/Pipeline.js"
+import * as Audit from "../pipeline/Audit.js"
+import { Forwarder } from "../pipeline/Forwarding.js"
+import { CallPipeline } from "../pipeline/Pipeline.js"
 import { OwnTasks } from "../routing/RunTasks.js"
 import { type Mode, Sessions } from "../session/Sessions.js"
 import * as Methods from "./Methods.js"
 import * as Params from "./Params.js"
 import { type View, Views } from "./View.js"
 import { ORCHESTRATE_TOOL } from "../../orchestration/Orchestrator.js"
-import * as RunCode from "../../orchestration/Code.js"
+import * as RunCode from "../../orchestration/code/Code.js"
 import { Apps } from "../../catalog/ToolCatalog.js"
-import * as PolicyChecks from "../call/PolicyChecks.js"
+import * as PolicyChecks from "../pipeline/PolicyChecks.js"
 import * as Tasks from "../routing/Tasks.js"
-import * as OwnWork from "./OwnWork.js"
+import * as OwnTools from "./OwnTools.js"
 import * as Listing from "./Listing.js"
 import { notification } from "../../jsonrpc/JsonRpc.js"
 
 /** What the aggregate's tools use of the gateway: its own work's, and whether one client owns it. */
-export interface Deps extends OwnWork.Deps {
+export interface Deps extends OwnTools.Deps {
   readonly mode: Mode
 }
 
@@ -38,8 +38,8 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
   const { backends } = ctx
   const { catalog, namespaceOfBackend } = view_
   const backendFacts = Tasks.factsOf(backends)
-  /** Its own tools and orchestrations (see OwnWork). */
-  const ownWork = OwnWork.make(ctx, session, view_)
+  /** Its own tools and orchestrations (see OwnTools). */
+  const ownWork = OwnTools.make(ctx, session, view_)
 
   /** What this session may list now: the gateway's own tools, the catalog's entries and tools, the limit. */
   const listing = Effect.gen(function* () {

@@ -9,7 +9,7 @@ import { type Catalog, catalogOf, inProfile } from "../../catalog/ToolCatalog.js
 import { type GatewayConfig, inForce, namespaceOf, type Profile } from "../../config/Config.js"
 import { Policies } from "../../policy/Policies.js"
 import type { RpcError } from "../../protocol/Errors.js"
-import * as PolicyChecks from "../call/PolicyChecks.js"
+import * as PolicyChecks from "../pipeline/PolicyChecks.js"
 import { profileIn, type Session } from "../session/Session.js"
 
 export interface View {

@@ -8,7 +8,7 @@
  */
 import type { BackendNotification } from "../../backend/Backends.js"
 import * as Secrets from "../../observability/Secrets.js"
-import { field, objectOr, stringField } from "../../values/Json.js"
+import { field, objectOr, stringField } from "../../json/Json.js"
 import type { Session } from "../session/Session.js"
 import type { RoutesService } from "./Routes.js"
 import * as Tasks from "./Tasks.js"
@@ -17,7 +17,7 @@ export interface Options {
   /** The sessions open now (a live view). */
   readonly sessions: Iterable<Session>
   readonly routes: RoutesService
-  /** The aggregate's lists of a backend's resources or prompts are stale (see methods/Relay). */
+  /** The aggregate's lists of a backend's resources or prompts are stale (see methods/ContentLists). */
   readonly invalidate: (backendId: string, kind: "prompts" | "resources") => void
 }
 

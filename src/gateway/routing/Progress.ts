@@ -4,7 +4,7 @@
  * two peers using the same token never see each other's progress; a notification that comes back
  * with the gateway's token is routed to whoever holds it, with the original token restored.
  */
-import * as Meta from "../../values/Meta.js"
+import * as Meta from "../../json/Meta.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { OnStep } from "../../orchestration/Steps.js"
 

@@ -21,8 +21,8 @@ import { TaskRecords } from "../../store/TaskRecords.js"
 import { randomBytes } from "node:crypto"
 import { ErrorCode, type GatewayError, RpcError, toRpcError, type WireError } from "../../protocol/Errors.js"
 import type { TaskOwner } from "./Routes.js"
-import { isObject } from "../../values/Json.js"
-import * as Meta from "../../values/Meta.js"
+import { isObject } from "../../json/Json.js"
+import * as Meta from "../../json/Meta.js"
 
 export const OWN_PREFIX = "agentify."
 /** How long a finished run stays readable. */

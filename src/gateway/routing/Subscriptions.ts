@@ -5,17 +5,17 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { BackendError } from "../../protocol/Errors.js"
-import { field } from "../../values/Json.js"
+import { field } from "../../json/Json.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { Session } from "../session/Session.js"
-import * as Caller from "../call/Caller.js"
-import { CurrentCaller } from "../call/Caller.js"
-import { Forwarder, type ForwarderService } from "../call/Forwarding.js"
+import * as Caller from "../pipeline/Caller.js"
+import { CurrentCaller } from "../pipeline/Caller.js"
+import { Forwarder, type ForwarderService } from "../pipeline/Forwarding.js"
 import { Routes, type RoutesService } from "./Routes.js"
 
 export interface Options {
   readonly routes: RoutesService
-  /** A request on a backend for the current caller (see call/Forwarding). */
+  /** A request on a backend for the current caller (see pipeline/Forwarding). */
   readonly forward: ForwarderService["forward"]
 }
 

@@ -19,12 +19,12 @@
 import { Effect } from "effect"
 import { type BackendError, ErrorCode, RpcError } from "../../protocol/Errors.js"
 import * as Mcp from "../../protocol/Mcp.js"
-import { field, isObject, numberField, objectField, stringField } from "../../values/Json.js"
-import * as Meta from "../../values/Meta.js"
+import { field, isObject, numberField, objectField, stringField } from "../../json/Json.js"
+import * as Meta from "../../json/Meta.js"
 import type { BackendsService } from "../../backend/Backends.js"
 import type { RoutesService, TaskOwner, TaskRoute } from "./Routes.js"
 import type { Session } from "../session/Session.js"
-import type { CurrentCaller } from "../call/Caller.js"
+import type { CurrentCaller } from "../pipeline/Caller.js"
 import type { RunTasks } from "./RunTasks.js"
 
 /** What the aggregate says it can route of SEP-1686: tool calls run as tasks, their listing and cancelling. */
@@ -96,7 +96,7 @@ export const factsOf =
 
 export interface Deps {
   readonly routes: RoutesService
-  /** The session's request on a backend (see call/Forwarding). */
+  /** The session's request on a backend (see pipeline/Forwarding). */
   readonly forward: (
     backendId: string,
     method: string,

@@ -9,8 +9,8 @@
  * the era's results carry. Transports ask this module, not the request's `_meta`.
  */
 import { Either } from "effect"
-import { field, isObject } from "../../values/Json.js"
-import * as Meta from "../../values/Meta.js"
+import { field, isObject } from "../../json/Json.js"
+import * as Meta from "../../json/Meta.js"
 import { ErrorCode } from "../../protocol/Errors.js"
 import {
   isSupportedProtocolVersion,

@@ -12,7 +12,7 @@ import { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../../protocol/Mc
 import { type Id, notification, request as requestMessage } from "../../jsonrpc/JsonRpc.js"
 import { Requests } from "../../jsonrpc/Requests.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
-import { field, stringField } from "../../values/Json.js"
+import { field, stringField } from "../../json/Json.js"
 import type { Profile, ResolvedConfig } from "../../config/Config.js"
 export { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../../protocol/Mcp.js"
 
@@ -134,7 +134,7 @@ export interface Identity {
 
 /**
  * What the transport a session came by says of its client and can carry, set where the session is
- * made (the edge, see gateway/edge): below the session nothing asks which transport it is, only
+ * made (the edge, see gateway/clients): below the session nothing asks which transport it is, only
  * these facts. A new transport says its own.
  */
 export interface Edge {

@@ -7,7 +7,7 @@
 import { Effect, Option, PubSub, type Scope } from "effect"
 import type { Announcement, FileKind, SharedFile } from "../Contract.js"
 import type { Blobs } from "../Driver.js"
-import { isObject, parseJson } from "../../values/Json.js"
+import { isObject, parseJson } from "../../json/Json.js"
 import { pause, PREFIX, type RedisConnectionService } from "./Connection.js"
 
 const KINDS: ReadonlyArray<FileKind> = ["tokens", "pins", "embeddings", "known"]

@@ -1,6 +1,6 @@
 /**
  * Whoever asks is whom every road's backend calls are made for (the caller carried by the context:
- * gateway/call/Caller). A gateway over HTTP with `--http-auth oauth` (oidc-provider signs dave's
+ * gateway/pipeline/Caller). A gateway over HTTP with `--http-auth oauth` (oidc-provider signs dave's
  * and erin's tokens), the fixture backend, the audit log on, a local Chat Completions model, and
  * Cedar policies that let anyone ask the gateway's model or run a script, and anyone call a tool
  * with public words but only dave with any other (so the tool is listed to both, and only the

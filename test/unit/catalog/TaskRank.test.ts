@@ -8,7 +8,7 @@ import { needsOf } from "../../../src/catalog/Needs.js"
 import { compactIndex, serversMatching } from "../../../src/catalog/TaskRank.js"
 import { type BackendTools, buildCatalog, rankEntries, rankTask } from "../../../src/catalog/ToolCatalog.js"
 import { backends } from "../../eval/livemcpbench.js"
-import { runCodeFunction } from "../../../src/orchestration/CodeMode.js"
+import { runCodeFunction } from "../../../src/orchestration/code/CodeMode.js"
 import { offerTools } from "../../../src/orchestration/Offer.js"
 import type { Tool } from "../../../src/protocol/Mcp.js"
 

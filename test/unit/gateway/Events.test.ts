@@ -12,14 +12,14 @@ import { Policies } from "../../../src/policy/Policies.js"
 import { SignIns } from "../../../src/auth/SignIns.js"
 import * as Gateway from "../../../src/gateway/Gateway.js"
 import { Backends } from "../../../src/backend/Backends.js"
-import { LlmClient } from "../../../src/orchestration/Llm.js"
+import { LlmClient } from "../../../src/orchestration/model/Llm.js"
 import * as Logging from "../../../src/observability/Logging.js"
 import * as Peer from "../../../src/jsonrpc/Peer.js"
 import { Session } from "../../../src/gateway/session/Session.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
-import * as Caller from "../../../src/gateway/call/Caller.js"
+import * as Caller from "../../../src/gateway/pipeline/Caller.js"
 import * as Store from "../../../src/store/Store.js"
-import { EDGE as HTTP_EDGE } from "../../../src/gateway/edge/SharedSessions.js"
+import { EDGE as HTTP_EDGE } from "../../../src/gateway/clients/SharedSessions.js"
 
 // The gateway's own logger (it publishes log records to the hub), its lines kept off the runner's output.
 const GatewayLive = Gateway.layerShared.pipe(

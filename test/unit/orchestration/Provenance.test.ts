@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { Ledger } from "../../../src/orchestration/Provenance.js"
-import type { Source } from "../../../src/pipeline/Vocabulary.js"
+import type { Source } from "../../../src/call/Vocabulary.js"
 
 /** Records a result synchronously (its indexing yields between slices, which runSync allows). */
 const record = (ledger: Ledger, source: Omit<Source, "call">, text: string): Source => Effect.runSync(ledger.record(source, text))

@@ -1,5 +1,5 @@
 /**
- * The transports only carry: what MCP makes of their frames is the Protocol's (gateway/edge). A
+ * The transports only carry: what MCP makes of their frames is the Protocol's (gateway/clients). A
  * transport module that reaches past it, to the gateway, a session, an era's codec, the input
  * bridge or the backends, is named here. `Transport` is the public composition of a transport
  * with the gateway behind it, and is the one module allowed to name the gateway's layers.
@@ -32,7 +32,7 @@ describe("transport/", () => {
   it("Stdio and Http reach MCP through the Protocol service alone", () => {
     for (const file of ["Stdio.ts", "Http.ts"]) {
       const gateway = importsOf(file).filter((spec) => spec.includes("/gateway/"))
-      expect(gateway, file).toEqual(["../gateway/edge/Protocol.js"])
+      expect(gateway, file).toEqual(["../gateway/clients/Protocol.js"])
     }
   })
 })

@@ -9,11 +9,11 @@ import * as Gateway from "../../../../src/gateway/Gateway.js"
 import { AGGREGATE_METHODS } from "../../../../src/gateway/methods/Aggregate.js"
 import { Session } from "../../../../src/gateway/session/Session.js"
 import type { Request } from "../../../../src/jsonrpc/JsonRpc.js"
-import { LlmClient } from "../../../../src/orchestration/Llm.js"
+import { LlmClient } from "../../../../src/orchestration/model/Llm.js"
 import { toRpcError } from "../../../../src/protocol/Errors.js"
 import { firstText, FIXTURE_TOOL_COUNT, fixtureBackend } from "../../../support/mcpFixture.js"
-import * as Caller from "../../../../src/gateway/call/Caller.js"
-import { EDGE as HTTP_EDGE } from "../../../../src/gateway/edge/SharedSessions.js"
+import * as Caller from "../../../../src/gateway/pipeline/Caller.js"
+import { EDGE as HTTP_EDGE } from "../../../../src/gateway/clients/SharedSessions.js"
 
 const Live = Gateway.layerShared.pipe(
   Layer.provide(LlmClient.layerScripted([{ match: "say", reply: { tool: "fx__echo", arguments: { said: "hi" } } }])),

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { MAX_TASKS_PER_SESSION, Routes } from "../../../../src/gateway/routing/Routes.js"
 import { Session } from "../../../../src/gateway/session/Session.js"
 import type { RequestContext } from "../../../../src/jsonrpc/Peer.js"
-import { EDGE as HTTP_EDGE } from "../../../../src/gateway/edge/SharedSessions.js"
+import { EDGE as HTTP_EDGE } from "../../../../src/gateway/clients/SharedSessions.js"
 
 const session = (id: string) => new Session({ id, edge: HTTP_EDGE, send: () => false })
 const context = (id: number): RequestContext => ({ id, notify: () => Effect.void, notifyUnsafe: () => {}, send: () => false })

@@ -8,7 +8,7 @@ import { Effect, Exit, Fiber } from "effect"
 import { changed, INITIAL_STATE, nextPhase, type Phase, servedState, Session } from "../../../../src/gateway/session/Session.js"
 import type { RequestContext } from "../../../../src/jsonrpc/Peer.js"
 import { RpcError } from "../../../../src/protocol/Errors.js"
-import { EDGE as HTTP_EDGE } from "../../../../src/gateway/edge/SharedSessions.js"
+import { EDGE as HTTP_EDGE } from "../../../../src/gateway/clients/SharedSessions.js"
 
 const first = () => ({ protocolVersion: "2025-11-25", clientInfo: { name: "a" }, capabilities: { sampling: {} } })
 

@@ -1,0 +1,580 @@
+/**
+ * The call pipeline in process: each stage with a table of backends of its own, and the whole
+ * pipeline's order. Each test breaks if its stage is taken out or stops doing its one job.
+ */
+import { describe, expect } from "@effect/vitest"
+import { itEffect as it, runAsItsCaller } from "../../../support/caller.js"
+import { Deferred, Effect, Either, Fiber } from "effect"
+import type { BackendsService } from "../../../../src/backend/Backends.js"
+import * as Call from "../../../../src/gateway/pipeline/Call.js"
+import * as Pipeline from "../../../../src/gateway/pipeline/Pipeline.js"
+import type { Next, Stage } from "../../../../src/gateway/pipeline/Stage.js"
+import * as Ask from "../../../../src/gateway/pipeline/stages/Ask.js"
+import * as Check from "../../../../src/gateway/pipeline/stages/Check.js"
+import * as Count from "../../../../src/gateway/pipeline/stages/Count.js"
+import { local, Quotas } from "../../../../src/store/TeamQuotas.js"
+import { BackendError, RpcError, toRpcError } from "../../../../src/protocol/Errors.js"
+import { heldBy } from "../../../../src/call/Vocabulary.js"
+import * as Credentials from "../../../../src/gateway/pipeline/stages/Credentials.js"
+import * as Decide from "../../../../src/gateway/pipeline/stages/Decide.js"
+import * as Find from "../../../../src/gateway/pipeline/stages/Find.js"
+import * as Forward from "../../../../src/gateway/pipeline/stages/Forward.js"
+import * as Record from "../../../../src/gateway/pipeline/stages/Record.js"
+import type { AuditService, CallLine } from "../../../../src/gateway/pipeline/Audit.js"
+import * as AuditRun from "../../../../src/observability/AuditRun.js"
+import { Routes } from "../../../../src/gateway/routing/Routes.js"
+import { Session } from "../../../../src/gateway/session/Session.js"
+import type { Tool } from "../../../../src/protocol/Mcp.js"
+import { EDGE as HTTP_EDGE } from "../../../../src/gateway/clients/SharedSessions.js"
+
+const tool = (name: string, extra: Partial<Tool> = {}): Tool => ({
+  name,
+  description: `the ${name} tool`,
+  inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  ...extra
+})
+
+/** Two ready backends; `fx`'s `held` changed since it was pinned (quarantined). */
+const backends = {
+  toolsSync: () => [
+    {
+      backendId: "fx",
+      tools: [tool("read", { annotations: { readOnlyHint: true } }), tool("write", { annotations: { destructiveHint: true } })],
+      exposure: { id: "fx" },
+      changed: [{ name: "held", changed: ["description"], pinned: {}, now: {} }],
+      pinMode: "quarantine" as const
+    },
+    { backendId: "other", tools: [tool("read")], exposure: { id: "other" } }
+  ],
+  configOf: (id: string) => ({ id }),
+  states: Effect.succeed([]),
+  backend: () => undefined
+} as unknown as BackendsService
+
+/** The rest of the pipeline, as the stage under test sees it: records that it was reached. */
+const reached = (): { next: Next; calls: Array<Call.ToolCall> } => {
+  const calls: Array<Call.ToolCall> = []
+  return { calls, next: (call) => Effect.sync(() => (calls.push(call), { content: [] })) }
+}
+
+const session = () => new Session({ id: "s", edge: HTTP_EDGE, send: () => false })
+const call = (over: Partial<Call.ToolCall> & Pick<Call.ToolCall, "via" | "name">) =>
+  Call.make({ session: session(), context: undefined, params: { name: over.name, arguments: { path: "a" } }, ...over })
+
+const find = Find.make({ backends, profileOf: () => undefined })
+
+describe("find", () => {
+  it.effect("a client's exposed name becomes its backend and own name; an unknown one is refused, the refusal noted", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      yield* find.run(call({ via: "client", name: "fx__read" }), rest.next)
+      expect(rest.calls[0]!.target).toMatchObject({ backendId: "fx", own: "read" })
+      const unknown = call({ via: "client", name: "fx__nothing" })
+      const refused = yield* Effect.either(find.run(unknown, rest.next))
+      expect(Either.isLeft(refused) && refused.left.message).toBe("Unknown tool: fx__nothing")
+      expect(unknown.decisions).toEqual([{ stage: "find", said: "Unknown tool: fx__nothing", refused: true }])
+      expect(rest.calls).toHaveLength(1)
+    })
+  )
+
+  it.effect("a quarantined tool is refused saying how to trust it; a profile hides what it does not admit", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      const held = yield* Effect.either(find.run(call({ via: "script", name: "fx__held" }), rest.next))
+      expect(Either.isLeft(held) && held.left.message).toContain("mcp-agentify trust fx held")
+      const reader = Find.make({ backends, profileOf: () => ({ backends: ["other"] }) })
+      const hidden = yield* Effect.either(reader.run(call({ via: "client", name: "fx__read" }), rest.next))
+      expect(Either.isLeft(hidden)).toBe(true)
+      yield* reader.run(call({ via: "client", name: "other__read" }), rest.next)
+      expect(rest.calls.map((c) => c.target?.backendId)).toEqual(["other"])
+    })
+  )
+})
+
+describe("check", () => {
+  it.effect("holds a planned call to the inputSchema; a client's own call goes as sent", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      const entry = { name: "fx__read", backendId: "fx", toolName: "read", tool: tool("read") }
+      const target = { backendId: "fx", own: "read", entry } as unknown as Call.Target
+      const bad = call({ via: "script", name: "fx__read", target, params: { name: "fx__read", arguments: {} } })
+      const refused = yield* Effect.either(Check.make().run(bad, rest.next))
+      expect(Either.isLeft(refused) && refused.left.message).toMatch(/^Invalid arguments for fx__read: .*path/)
+      expect(bad.decisions[0]).toMatchObject({ stage: "check", refused: true })
+      expect(rest.calls).toHaveLength(0)
+      // A client's own call does not meet it: its way's table has no check (see "the pipeline").
+      expect(Pipeline.TABLES.client).not.toContain("check")
+    })
+  )
+})
+
+describe("a refusal", () => {
+  it("is one typed failure read by its fields; its wire form names the stage, the rule and what the stage adds", () => {
+    const asked = new Call.CallRefused({
+      stage: "ask",
+      code: -32602,
+      message: "Not run: held by private-data-out and the user declined",
+      rule: "private-data-out",
+      detail: { held: ["private-data-out"], answer: "declined" }
+    })
+    expect(toRpcError(asked)).toEqual({
+      code: -32602,
+      message: "Not run: held by private-data-out and the user declined",
+      data: { stage: "ask", rule: "private-data-out", held: ["private-data-out"], answer: "declined" }
+    })
+    expect(heldBy(asked)).toEqual(["private-data-out"])
+    const decided = new Call.CallRefused({ stage: "decide", code: -32602, message: "refused by policies", rule: "policies" })
+    expect(heldBy(decided)).toEqual(["policies"])
+    // A failure that is no refusal names no rule.
+    expect(heldBy(new RpcError({ code: -32602, message: "x", data: { stage: "decide", rule: "forged" } }))).toBeUndefined()
+  })
+})
+
+describe("decide", () => {
+  it.effect("a named rule that refuses stops the call, saying which; none: the call goes on", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      const rule: Decide.Rule = {
+        name: "no-writes",
+        refuses: (c) => Effect.succeed(c.name.endsWith("write") ? "writes are off" : undefined)
+      }
+      const stage = Decide.make([rule])
+      const refused = yield* Effect.either(stage.run(call({ via: "client", name: "fx__write" }), rest.next))
+      expect(Either.isLeft(refused) && refused.left.message).toBe("fx__write refused by no-writes: writes are off")
+      yield* stage.run(call({ via: "client", name: "fx__read" }), rest.next)
+      expect(rest.calls.map((c) => c.name)).toEqual(["fx__read"])
+    })
+  )
+})
+
+describe("ask", () => {
+  const target = {
+    backendId: "fx",
+    own: "write",
+    entry: {
+      name: "fx__write",
+      backendId: "fx",
+      toolName: "write",
+      tool: tool("write", { annotations: { destructiveHint: true } })
+    }
+  } as unknown as Call.Target
+  it.effect(
+    "a planned destructive call runs once the user agreed; declined or unaskable, it does not; a client's is not asked",
+    () =>
+      Effect.gen(function* () {
+        const rest = reached()
+        const stage = Ask.make(() => "destructive")
+        const answers: Array<"accepted" | "declined"> = ["declined", "accepted"]
+        const confirm = () => Effect.succeed(answers.shift()!)
+        const declined = yield* Effect.either(stage.run(call({ via: "script", name: "fx__write", target, confirm }), rest.next))
+        expect(Either.isLeft(declined) && declined.left.message).toContain("the user declined to run fx__write")
+        yield* stage.run(call({ via: "script", name: "fx__write", target, confirm }), rest.next)
+        const unaskable = yield* Effect.either(stage.run(call({ via: "orchestration", name: "fx__write", target }), rest.next))
+        expect(Either.isLeft(unaskable) && unaskable.left.message).toContain("this client cannot be asked")
+        yield* stage.run(call({ via: "orchestration", name: "fx__write", target, confirmed: true }), rest.next)
+        expect(rest.calls.map((c) => c.via)).toEqual(["script", "orchestration"])
+        // A client's own call does not meet it: its way's table has no ask (see "the pipeline").
+        expect(Pipeline.TABLES.client).not.toContain("ask")
+      })
+  )
+})
+
+describe("count", () => {
+  it.effect("with no limits configured, passes every call on", () =>
+    Effect.gen(function* () {
+      const rest = reached()
+      yield* Count.make(() => undefined, local(new Quotas()).take).run(call({ via: "client", name: "fx__read" }), rest.next)
+      expect(rest.calls).toHaveLength(1)
+    })
+  )
+
+  it.effect(
+    "calls per minute, per subject: the next is refused with -32029 naming the limit and when to retry; the window slides",
+    () =>
+      Effect.gen(function* () {
+        let now = 1_000_000
+        const count = Count.make(() => ({ subject: { callsPerMinute: 2 } }), local(new Quotas(() => now)).take)
+        const rest = reached()
+        const alice = () =>
+          new Session({ id: "a", edge: HTTP_EDGE, identity: { subject: "alice", scopes: [], groups: [] }, send: () => false })
+        const asAlice = () => call({ via: "client", name: "fx__read", session: alice() })
+        yield* count.run(asAlice(), rest.next)
+        now += 10_000
+        yield* count.run(asAlice(), rest.next)
+        now += 5_000
+        const refused = yield* Effect.either(count.run(asAlice(), rest.next))
+        expect(
+          Either.isLeft(refused) && [refused.left.code, refused.left.message, (refused.left as { data?: unknown }).data]
+        ).toEqual([
+          -32029,
+          "Too many calls: fx__read is past limits.subject (2 calls per minute); retry in 45 s",
+          { stage: "count", limit: "limits.subject", retryAfterMs: 45_000 }
+        ])
+        // Another subject has its own count.
+        yield* count.run(
+          call({
+            via: "client",
+            name: "fx__read",
+            session: new Session({
+              id: "b",
+              edge: HTTP_EDGE,
+              identity: { subject: "bob", scopes: [], groups: [] },
+              send: () => false
+            })
+          }),
+          rest.next
+        )
+        now += 45_000
+        yield* count.run(asAlice(), rest.next)
+        expect(rest.calls).toHaveLength(4)
+      })
+  )
+
+  it("forgets a subject with no call in the last minute: a million callers seen once are not kept", () => {
+    let now = 1_000_000
+    const quotas = new Quotas(() => now)
+    const limit = { callsPerMinute: 5, concurrent: 2 }
+    for (let i = 0; i < 10_000; i++) {
+      const taken = quotas.take([{ key: `subject\u0000user-${i}`, named: "limits.subject", limit }])
+      if (taken._tag === "Taken") taken.release()
+    }
+    expect(quotas.keys).toBe(10_000)
+    // A call in flight across the minute keeps its key counted until it ends.
+    const long = quotas.take([{ key: "subject\u0000busy", named: "limits.subject", limit: { concurrent: 1 } }])
+    now += 61_000
+    quotas.take([{ key: "subject\u0000late", named: "limits.subject", limit }])
+    expect(quotas.keys).toBe(2)
+    expect(quotas.take([{ key: "subject\u0000busy", named: "limits.subject", limit: { concurrent: 1 } }])._tag).toBe("Refused")
+    if (long._tag === "Taken") long.release()
+    expect(quotas.keys).toBe(1)
+  })
+
+  it.effect(
+    "calls at once, per tool glob and per backend: refused while the places are taken, admitted once one is given back",
+    () =>
+      Effect.gen(function* () {
+        const count = Count.make(
+          () => ({ tools: { "fx__w*": { concurrent: 1 } }, backends: { other: { concurrent: 1 } } }),
+          local(new Quotas()).take
+        )
+        const gate = yield* Deferred.make<void>()
+        const held: Next = () => Effect.as(Deferred.await(gate), { content: [] })
+        const write = () =>
+          call({
+            via: "client",
+            name: "fx__write",
+            target: { backendId: "fx", own: "write", entry: { name: "fx__write" } as never }
+          })
+        const first = yield* Effect.fork(count.run(write(), held))
+        yield* Effect.yieldNow()
+        const second = yield* Effect.either(count.run(write(), reached().next))
+        expect(Either.isLeft(second) && second.left.message).toBe(
+          'Too many calls: fx__write is past limits.tools["fx__w*"] (1 call at once); retry in 1 s'
+        )
+        // A tool the glob does not match, on a backend without a limit: not counted.
+        const rest = reached()
+        yield* count.run(call({ via: "client", name: "fx__read", target: { backendId: "fx", own: "read" } }), rest.next)
+        expect(rest.calls).toHaveLength(1)
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(first)
+        yield* count.run(write(), rest.next)
+        expect(rest.calls).toHaveLength(2)
+        // Per backend: a failed call gives its place back too.
+        const failing: Next = () => Effect.fail(new RpcError({ code: -32603, message: "boom" }))
+        const onOther = () => call({ via: "script", name: "other__read", target: { backendId: "other", own: "read" } })
+        yield* Effect.either(count.run(onOther(), failing))
+        yield* count.run(onOther(), rest.next)
+        expect(rest.calls).toHaveLength(3)
+      })
+  )
+})
+
+describe("record and forward", () => {
+  it.effect("forward sends the backend's own name; record writes one line naming how the call was made, refusals included", () =>
+    Effect.gen(function* () {
+      const lines: Array<CallLine> = []
+      const audit: AuditService = { enabled: true, parent: AuditRun.current, call: (l) => lines.push(l), run: () => {} }
+      const sent: Array<[string, string, unknown]> = []
+      const routes = yield* Routes
+      const forward = Forward.make({
+        forwarder: {
+          forward: (_context, backendId, method, params) =>
+            Effect.sync(() => (sent.push([backendId, method, params]), { content: [] }))
+        },
+        backends,
+        routes,
+        idPrefix: () => ""
+      })
+      const pipeline = Pipeline.of([Record.make(audit), find, forward])
+      yield* runAsItsCaller(pipeline, call({ via: "client", name: "fx__read" }))
+      expect(sent).toEqual([["fx", "tools/call", { name: "read", arguments: { path: "a" } }]])
+      yield* Effect.either(runAsItsCaller(pipeline, call({ via: "script", name: "fx__nope" })))
+      expect(lines.map((l) => [l.via, l.backend, l.outcome, l.refusedBy])).toEqual([
+        ["client", "fx", "ok", undefined],
+        ["script", undefined, -32602, "find"]
+      ])
+    }).pipe(Effect.provide(Routes.layer))
+  )
+})
+
+describe("what the session's edge says", () => {
+  it.effect(
+    "a reply over maxReplyBytes is recorded as the -32603 the client got where its edge bounds replies, as sent elsewhere",
+    () =>
+      Effect.gen(function* () {
+        const lines: Array<CallLine> = []
+        const audit: AuditService = { enabled: true, parent: AuditRun.current, call: (l) => lines.push(l), run: () => {} }
+        const big: Next = () => Effect.succeed({ content: [{ type: "text", text: "x".repeat(2_000) }] })
+        const record = Record.make(audit, () => 1_000)
+        const context = { id: 1, signal: new AbortController().signal } as never
+        const bounded = new Session({ id: "b", edge: { name: "pipe", localUser: true, boundsReplies: true }, send: () => false })
+        for (const on of [bounded, session()]) {
+          yield* runAsItsCaller(
+            Pipeline.of([record, { name: "rest", run: (c) => big(c) }]),
+            Call.make({ session: on, context, via: "client", name: "fx__read", params: { name: "fx__read", arguments: {} } })
+          )
+        }
+        expect(lines.map((l) => l.outcome)).toEqual([-32603, "ok"])
+      })
+  )
+
+  it("a call with no token is the local user's where the edge says its client is, else anonymous", () => {
+    const local = new Session({ id: "l", edge: { name: "pipe", localUser: true, boundsReplies: false }, send: () => false })
+    expect(Call.userOf(local)).toBe("local")
+    expect(Call.userOf(session())).toBe("anonymous")
+    expect(Call.userOf(undefined)).toBe("local")
+    const alice = new Session({
+      id: "a",
+      edge: HTTP_EDGE,
+      identity: { subject: "alice", scopes: [], groups: [] },
+      send: () => false
+    })
+    expect(Call.userOf(alice)).toBe("alice")
+  })
+})
+
+describe("a preview (dry run)", () => {
+  it.effect(
+    "checks a call like any other, never asks about one it holds back, holds back all but read-only tools, and records it held",
+    () =>
+      Effect.gen(function* () {
+        const lines: Array<CallLine> = []
+        const audit: AuditService = { enabled: true, parent: AuditRun.current, call: (l) => lines.push(l), run: () => {} }
+        const sent: Array<string> = []
+        const routes = yield* Routes
+        const forward = Forward.make({
+          forwarder: {
+            forward: (_context, _b, _m, params) =>
+              Effect.sync(() => (sent.push(String((params as { name: string }).name)), { content: [] }))
+          },
+          backends,
+          routes,
+          idPrefix: () => ""
+        })
+        let asked = 0
+        const confirm = () => Effect.sync(() => (asked++, "accepted" as const))
+        const pipeline = Pipeline.of([Record.make(audit), find, Check.make(), Ask.make(() => "destructive"), forward])
+        const preview = (name: string, args: Record<string, unknown>) =>
+          runAsItsCaller(pipeline, call({ via: "script", name, confirm, preview: true, params: { name, arguments: args } }))
+        expect(yield* preview("fx__write", { path: "a" })).toEqual({ dryRun: true })
+        yield* preview("fx__read", { path: "a" })
+        const invalid = yield* Effect.either(preview("fx__write", {}))
+        expect(Either.isLeft(invalid) && invalid.left.message).toMatch(/^Invalid arguments for fx__write/)
+        expect(sent).toEqual(["read"])
+        expect(asked).toBe(0)
+        expect(lines.map((l) => l.outcome)).toEqual(["held", "ok", -32602])
+      }).pipe(Effect.provide(Routes.layer))
+  )
+})
+
+describe("decide", () => {
+  it.effect("asks only the rules that concern a call: one that does not is never run for it", () =>
+    Effect.gen(function* () {
+      const asked: Array<string> = []
+      const rule = (name: string, concerns?: (c: Call.ToolCall) => boolean): Decide.Rule => ({
+        name,
+        ...(concerns === undefined ? {} : { concerns }),
+        refuses: (c) => Effect.sync(() => (asked.push(`${name} ${c.via}`), undefined))
+      })
+      const stage = Decide.make([rule("always"), rule("planned only", (c) => c.via !== "client")])
+      const rest = reached()
+      yield* stage.run(call({ via: "client", name: "fx__read" }), rest.next)
+      yield* stage.run(call({ via: "script", name: "fx__read" }), rest.next)
+      expect(asked).toEqual(["always client", "always script", "planned only script"])
+      expect(rest.calls).toHaveLength(2)
+    })
+  )
+})
+
+describe("the pipeline", () => {
+  it("meets its stages in the order of its table, each around the rest", async () => {
+    const order: Array<string> = []
+    const stage = (name: string): Stage => ({
+      name,
+      run: (c, next) =>
+        Effect.zipRight(
+          Effect.sync(() => order.push(name)),
+          name === "forward" ? Effect.succeed({}) : next(c)
+        )
+    })
+    const pipeline = Pipeline.of(Pipeline.STAGES.map(stage))
+    expect(pipeline.stages).toEqual(["record", "find", "check", "decide", "ask", "count", "credentials", "forward"])
+    await Effect.runPromise(runAsItsCaller(pipeline, call({ via: "client", name: "x" })))
+    expect(order).toEqual([...Pipeline.STAGES])
+  })
+
+  it("takes each way of calling's table: a client's own call skips check and ask, a planned one meets every stage", async () => {
+    const order: Array<string> = []
+    const stages = Object.fromEntries(
+      Pipeline.STAGES.map((name): [string, Stage] => [
+        name,
+        {
+          name,
+          run: (c, next) =>
+            Effect.zipRight(
+              Effect.sync(() => order.push(`${c.via} ${name}`)),
+              name === "forward" ? Effect.succeed({}) : next(c)
+            )
+        }
+      ])
+    )
+    const pipeline = Pipeline.ofStages(stages)
+    for (const via of ["client", "task", "backend-endpoint"] as const) {
+      order.length = 0
+      await Effect.runPromise(runAsItsCaller(pipeline, call({ via, name: "x" })))
+      expect(order).toEqual(["record", "find", "decide", "count", "credentials", "forward"].map((s) => `${via} ${s}`))
+    }
+    for (const via of ["orchestration", "script"] as const) {
+      order.length = 0
+      await Effect.runPromise(runAsItsCaller(pipeline, call({ via, name: "x" })))
+      expect(order).toEqual(Pipeline.STAGES.map((s) => `${via} ${s}`))
+    }
+  })
+})
+
+describe("credentials", () => {
+  /** A remote backend's 403 insufficient_scope, as its channel reports it. */
+  const insufficient = new BackendError({
+    backendId: "fx",
+    reason: "call_failed",
+    summary: "HTTP 403",
+    detail: { code: -32603, message: "HTTP 403 Forbidden", data: { httpStatus: 403, insufficientScope: ["notes:write"] } }
+  })
+  const started: Array<ReadonlyArray<string> | undefined> = []
+  const subjects: Array<string | undefined> = []
+  /** The stage with a sign-in that records what it was started for, and `auth` as the backend's. */
+  const credentialsFor = (auth: unknown, page: { elicitationId: string; url: string }, granted: ReadonlyArray<string>) =>
+    Credentials.make({
+      signIns: {
+        start: (backend, scopes) =>
+          Effect.sync(() => {
+            started.push(scopes)
+            subjects.push(backend.subject)
+            return { ...page, done: Promise.resolve() }
+          }),
+        grantedScopes: () => granted
+      },
+      configOf: (id) => ({ id, url: "http://127.0.0.1:1/mcp", auth }) as never
+    })
+  const credentials = credentialsFor("oauth", { elicitationId: "e1", url: "http://127.0.0.1:1/auth?x" }, ["mcp:tools"])
+  const target = { backendId: "fx", own: "write" }
+
+  it.effect(
+    "a client without URL elicitation gets -32042 with the page, for the scopes held and those asked; the call is not tried again",
+    () =>
+      Effect.gen(function* () {
+        // Only this test's sign-ins: the block's tests run in any order.
+        started.length = 0
+        let tries = 0
+        const refused = yield* Effect.either(
+          credentials.run(call({ via: "client", name: "fx__write", target }), () =>
+            Effect.suspend(() => (tries++, Effect.fail(insufficient)))
+          )
+        )
+        expect(Either.isLeft(refused) && [refused.left.code, (refused.left as { data?: unknown }).data]).toEqual([
+          -32042,
+          {
+            elicitations: [
+              {
+                mode: "url",
+                elicitationId: "e1",
+                url: "http://127.0.0.1:1/auth?x",
+                message: "fx needs you to sign in again to allow notes:write."
+              }
+            ]
+          }
+        ])
+        expect(tries).toBe(1)
+        expect(started).toEqual([["mcp:tools", "notes:write"]])
+      })
+  )
+
+  /** A user's lane of a `perUser` backend that could not open: they have no token (see backend/Lanes). */
+  const noTokenOf = (subject: string) =>
+    new BackendError({
+      backendId: "fx",
+      reason: "call_failed",
+      method: "initialize",
+      summary: "HTTP 401",
+      detail: { code: -32603, message: "needs auth", data: { httpStatus: 401, needsAuth: true, subject } }
+    })
+  const perUser = credentialsFor(
+    { type: "oauth", perUser: true, scopes: ["mcp:tools"] },
+    { elicitationId: "e2", url: "http://127.0.0.1:1/auth?y" },
+    []
+  )
+  const aliceSession = () =>
+    new Session({
+      id: "a",
+      edge: HTTP_EDGE,
+      send: () => false,
+      identity: { subject: "alice", scopes: [], groups: [] }
+    })
+
+  it.effect("a perUser backend's user without a token is asked to sign in as themselves, for the configured scopes", () =>
+    Effect.gen(function* () {
+      started.length = 0
+      subjects.length = 0
+      const refused = yield* Effect.either(
+        perUser.run(call({ via: "client", name: "fx__write", target, session: aliceSession() }), () =>
+          Effect.fail(noTokenOf("alice"))
+        )
+      )
+      expect(Either.isLeft(refused) && [refused.left.code, refused.left.message]).toEqual([
+        -32042,
+        "fx acts as each of its users: sign in to it as yourself (alice). Open http://127.0.0.1:1/auth?y and try again."
+      ])
+      expect(subjects).toEqual(["alice"])
+      expect(started).toEqual([["mcp:tools"]])
+    })
+  )
+
+  it.effect("another user's missing token, or one of a backend not perUser, asks nobody", () =>
+    Effect.gen(function* () {
+      started.length = 0
+      const bobs = noTokenOf("bob")
+      const notAlices = yield* Effect.either(
+        perUser.run(call({ via: "client", name: "fx__write", target, session: aliceSession() }), () => Effect.fail(bobs))
+      )
+      expect(Either.isLeft(notAlices) && notAlices.left).toBe(bobs)
+      const alices = noTokenOf("alice")
+      const shared = yield* Effect.either(
+        credentials.run(call({ via: "client", name: "fx__write", target, session: aliceSession() }), () => Effect.fail(alices))
+      )
+      expect(Either.isLeft(shared) && shared.left).toBe(alices)
+      expect(started).toEqual([])
+    })
+  )
+
+  it.effect("any other failure passes untouched, with no sign-in", () =>
+    Effect.gen(function* () {
+      started.length = 0
+      const other = new BackendError({ backendId: "fx", reason: "timeout", summary: "timed out" })
+      const failed = yield* Effect.either(
+        credentials.run(call({ via: "client", name: "fx__write", target }), () => Effect.fail(other))
+      )
+      expect(Either.isLeft(failed) && failed.left).toBe(other)
+      expect(started).toEqual([])
+    })
+  )
+})
