@@ -26,6 +26,42 @@ const importsFirst = {
   })
 }
 
+/**
+ * A request reaches a backend through the gateway's forwarder, whose caller is never left out:
+ * the backend layer's requester is its own and the forwarder's (see src/backend/Requester.ts).
+ */
+const REQUESTER = {
+  group: ["**/backend/Requester.js"],
+  message: "Ask the forwarder (gateway/pipeline/Forwarding) as a caller: a backend's requester is the backend layer's own."
+}
+const REQUESTER_USERS = ["src/backend/**", "src/gateway/pipeline/Forwarding.ts", "src/gateway/Gateway.ts"]
+
+/**
+ * Failures travel as tagged errors (protocol/Errors' closed `GatewayError`) to the edge, where a
+ * reply is written; only there, and where a value that is no reply carries the wire's form (each
+ * says why), is one turned into `{code, message, data}`. `codeOf` is free for the code alone.
+ */
+const WIRE_FORM = {
+  group: ["**/protocol/Errors.js"],
+  importNames: ["toRpcError"],
+  message:
+    "Fail with the tagged error: it is mapped to the wire at the edge (jsonrpc/Peer, gateway/clients). For the code alone, use codeOf."
+}
+const WIRE_FORM_USERS = [
+  "src/protocol/**",
+  "src/Errors.ts",
+  "src/index.ts",
+  // Where replies are written: a session's peer, the stateless dispatcher, the answers to a backend's requests.
+  "src/jsonrpc/Peer.ts",
+  "src/gateway/clients/**",
+  "src/backend/Handshake.ts",
+  // The terminal is its session's edge: the reply is printed.
+  "src/cli/Terminal.ts",
+  // Values that carry the wire's form: a tool result naming its error, a task's kept failure.
+  "src/gateway/methods/OwnTools.ts",
+  "src/gateway/routing/RunTasks.ts"
+]
+
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "test/bench/results/", "coverage/"] },
   js.configs.recommended,
@@ -61,26 +97,15 @@ export default tseslint.config(
       "prefer-const": ["error", { ignoreReadBeforeAssign: true }]
     }
   },
+  // Two imports kept to their places (each block below overrides the one before for the files it names).
   {
-    // A request reaches a backend through the gateway's forwarder, whose caller is never left out:
-    // the backend layer's requester is its own and the forwarder's (see src/backend/Requester.ts).
     files: ["src/**"],
-    ignores: ["src/backend/**", "src/gateway/pipeline/Forwarding.ts", "src/gateway/Gateway.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              group: ["**/backend/Requester.js"],
-              message:
-                "Ask the forwarder (gateway/pipeline/Forwarding) as a caller: a backend's requester is the backend layer's own."
-            }
-          ]
-        }
-      ]
-    }
+    rules: { "no-restricted-imports": ["error", { patterns: [REQUESTER, WIRE_FORM] }] }
   },
+  { files: REQUESTER_USERS, rules: { "no-restricted-imports": ["error", { patterns: [WIRE_FORM] }] } },
+  { files: WIRE_FORM_USERS, rules: { "no-restricted-imports": ["error", { patterns: [REQUESTER] }] } },
+  // Both: the backend layer's own, and where its requests are answered.
+  { files: ["src/backend/Handshake.ts"], rules: { "no-restricted-imports": "off" } },
   {
     // Below the session nothing asks which transport a client came by: the edge sets what it
     // says and can carry on the session (Session's `Edge`), and a new transport is one module.

@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import type { BackendConfig } from "../config/Config.js"
-import { ErrorCode, RpcError } from "../protocol/Errors.js"
+import { type AskError, MethodNotFound } from "../protocol/Errors.js"
 
 /** A request a backend sent (`roots/list`, `sampling/createMessage`, `elicitation/create`). */
 export interface BackendRequest {
@@ -16,7 +16,7 @@ export interface BackendRequest {
   readonly roots: ReadonlyArray<{ readonly uri: string; readonly name?: string }>
 }
 
-export type BackendRequestHandler = (request: BackendRequest) => Effect.Effect<unknown, RpcError>
+export type BackendRequestHandler = (request: BackendRequest) => Effect.Effect<unknown, AskError>
 
 /** What a backend is told the client can do: the base, and `roots` when it has configured roots. */
 export const capabilitiesFor = (
@@ -25,12 +25,7 @@ export const capabilitiesFor = (
 ): Readonly<Record<string, unknown>> => (config.roots === undefined || base.roots !== undefined ? base : { ...base, roots: {} })
 
 /** A backend's request with no gateway to relay it: its configured roots, and nothing else. */
-export const answerAlone = (request: BackendRequest): Effect.Effect<unknown, RpcError> =>
+export const answerAlone = (request: BackendRequest): Effect.Effect<unknown, AskError> =>
   request.method === "roots/list"
     ? Effect.succeed({ roots: request.roots })
-    : Effect.fail(
-        new RpcError({
-          code: ErrorCode.MethodNotFound,
-          message: `Method not found: ${request.method} (no client is connected to relay it to)`
-        })
-      )
+    : Effect.fail(new MethodNotFound({ message: `Method not found: ${request.method} (no client is connected to relay it to)` }))

@@ -4,7 +4,7 @@
  */
 import type { TokenFiles } from "../auth/Client.js"
 import { Effect } from "effect"
-import { BackendError, type RpcError } from "../protocol/Errors.js"
+import { type AskError, BackendError } from "../protocol/Errors.js"
 import { type EventsService } from "../observability/Events.js"
 import * as Mcp from "../protocol/Mcp.js"
 import * as Meta from "../json/Meta.js"
@@ -53,7 +53,7 @@ export interface Options {
    * `elicitation/create`); its failure is the error reply. Interrupted when the backend cancels
    * the request. Without it they get -32601.
    */
-  readonly onRequest?: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
+  readonly onRequest?: ((method: string, params: unknown) => Effect.Effect<unknown, AskError>) | undefined
   /**
    * A remote backend's connection for one user (`perUser`, see Lanes): it signs in with their
    * tokens only, and a missing or refused one is that user's to sign in for.

@@ -3,7 +3,7 @@
  * list, its requests served, a lost session noticed, and its stderr logged.
  */
 import { Cause, Effect, Exit, Option, Queue } from "effect"
-import { BackendError, ErrorCode, RpcError } from "../protocol/Errors.js"
+import { type AskError, BackendError, InternalError, toRpcError } from "../protocol/Errors.js"
 import * as Inbound from "../jsonrpc/Inbound.js"
 import { failure, type Id, success } from "../jsonrpc/JsonRpc.js"
 import * as Mcp from "../protocol/Mcp.js"
@@ -101,18 +101,16 @@ export const initialize = (
  */
 export const serveRequests = (
   connection: Connection,
-  handler: (method: string, params: unknown) => Effect.Effect<unknown, RpcError>
+  handler: (method: string, params: unknown) => Effect.Effect<unknown, AskError>
 ) =>
   Effect.gen(function* () {
-    const inbound = yield* Inbound.make<Id, unknown, RpcError>({
+    const inbound = yield* Inbound.make<Id, unknown, AskError>({
       duplicates: "refuse",
       reply: (id, exit) => {
         if (Exit.isSuccess(exit)) return success(id, exit.value === undefined ? {} : exit.value)
         const failed = Cause.failureOption(exit.cause)
-        if (Option.isSome(failed)) {
-          const { code, message, data } = failed.value
-          return failure(id, data === undefined ? { code, message } : { code, message, data })
-        }
+        // The reply to the backend is written here: a client's answer it relays is scrubbed like any reply.
+        if (Option.isSome(failed)) return failure(id, toRpcError(failed.value))
         // Cancelled by the backend, or the backend stopping: MCP sends no reply then.
         return undefined
       }
@@ -122,7 +120,7 @@ export const serveRequests = (
         Effect.catchAllDefect((defect) =>
           Effect.zipRight(
             Effect.logError(`answering the backend's ${method} failed with a defect`, defect),
-            new RpcError({ code: ErrorCode.InternalError, message: `Internal error while answering ${method}` })
+            new InternalError({ message: `Internal error while answering ${method}` })
           )
         )
       )

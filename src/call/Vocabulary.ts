@@ -8,7 +8,7 @@
 import { Data, type Effect } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import type { RequestContext } from "../jsonrpc/Peer.js"
-import type { GatewayError } from "../protocol/Errors.js"
+import type { ErrorCode, GatewayError } from "../protocol/Errors.js"
 
 /** How a call was made: the audit log's `via`. */
 export type Via = "client" | "orchestration" | "script" | "task" | "backend-endpoint"
@@ -144,11 +144,12 @@ export interface Stage<C, R> {
  * A call a stage refused: the one failure every refusal is, whichever stage said it (`decide`'s
  * rule, the user's answer at `ask`, a limit at `count`), read by its fields rather than by its
  * wire form. Its code and `data` (the stage, the rule, what the stage adds) are what the client
- * gets, mapped once where the reply is made (protocol/Errors `toRpcError`).
+ * gets, mapped once at the edge (protocol/Errors `toRpcError`): -32602 for a rule's or the user's
+ * refusal, -32029 for a limit.
  */
 export class CallRefused extends Data.TaggedError("CallRefused")<{
   readonly stage: "decide" | "ask" | "count"
-  readonly code: number
+  readonly code: typeof ErrorCode.InvalidParams | typeof ErrorCode.QuotaExceeded
   readonly message: string
   /** The rule that held it (decide's; at ask, the first of the rules the user was asked for). */
   readonly rule?: string | undefined

@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import * as readline from "node:readline"
-import { ErrorCode, RpcError } from "../protocol/Errors.js"
+import { MethodNotFound } from "../protocol/Errors.js"
 import { field, isObject, stringField } from "../json/Json.js"
 import { howToDeclare } from "./Held.js"
 
@@ -49,9 +49,9 @@ const isConfirmation = (params: unknown): boolean => {
 /** The session's `ask` for a person at a terminal (see gateway/session/Session's `Options.ask`). */
 export const askOn =
   (terminal: Terminal) =>
-  (method: string, params: unknown): Effect.Effect<unknown, RpcError> => {
+  (method: string, params: unknown): Effect.Effect<unknown, MethodNotFound> => {
     if (method !== "elicitation/create") {
-      return Effect.fail(new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method} (a terminal)` }))
+      return Effect.fail(new MethodNotFound({ message: `Method not found: ${method} (a terminal)` }))
     }
     const message = stringField(params, "message") ?? ""
     if (!isConfirmation(params)) {

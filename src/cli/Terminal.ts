@@ -245,6 +245,7 @@ export const run = (
           )
         )
       }).pipe(
+        // The terminal is this session's edge: what a client would get as the reply is printed.
         Effect.mapError((error) => {
           const wire = toRpcError(error)
           return new Refused({ code: wire.code, message: Secrets.scrub(wire.message), data: wire.data })

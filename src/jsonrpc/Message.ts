@@ -2,7 +2,7 @@
  * JSON-RPC 2.0 messages for both sides of the gateway: ids, requests, notifications and replies,
  * `classify` for what arrives, and encoding that never throws for what leaves.
  */
-import { ErrorCode, type WireError } from "../protocol/Errors.js"
+import { ErrorCode, sentCode, type WireError } from "../protocol/Errors.js"
 import * as Secrets from "../observability/Secrets.js"
 import { field, isObject } from "../json/Json.js"
 
@@ -83,12 +83,13 @@ export const stringify = (message: unknown): string => {
         .join(",")}]`
     if (!isObject(message) || !("id" in message)) return ""
     const id = isId(message.id) ? message.id : null
+    // The error of a reply already on its way out (the gateway's, or a backend's relayed): its code as it was.
     const code = field(message.error, "code")
     const text = field(message.error, "message")
     const why = Secrets.scrub(cause instanceof Error ? cause.message : String(cause))
     return JSON.stringify(
       typeof code === "number" && typeof text === "string"
-        ? failure(id, { code, message: text })
+        ? failure(id, { code: sentCode(code), message: text })
         : failure(id, {
             code: ErrorCode.InternalError,
             message: `Internal error: the result cannot be encoded as JSON (${why})`

@@ -1,10 +1,12 @@
 /**
  * The orchestrator's failures, beside it: the model chose no action (-32000), the model's request
- * failed or its plan cannot run (-32003). Each carries its JSON-RPC code, so the wire sees them as
- * it sees every failure (protocol/Errors' `toRpcError`), with the steps that ran before it.
+ * failed or its plan cannot run (-32003), a planned call was held (-32602), and any failure of an
+ * orchestration asked for by its method, with its query. Each is a member of protocol/Errors'
+ * closed `GatewayError` with its fixed code, so the wire sees them as it sees every failure (with
+ * the steps that ran before it), mapped at the edge.
  */
-import { Schema } from "effect"
-import { ErrorCode, stepsOf } from "../protocol/Errors.js"
+import { Data, Schema } from "effect"
+import { codeOf, ErrorCode, type GatewayError, stepsOf } from "../protocol/Errors.js"
 
 /**
  * How much of the model's own words an error carries: a model may answer megabytes of text, and
@@ -94,5 +96,22 @@ export class CallHeld extends Schema.TaggedError<CallHeld>()("CallHeld", {
   readonly code = ErrorCode.InvalidParams
   get data(): unknown {
     return { toolName: this.toolName, heldBy: this.rules }
+  }
+}
+
+/**
+ * Any failure of an orchestration asked for by `agentify/orchestrateTask`, kept as it is (its tag
+ * and code) with the query it was asked: the wire form is the failure's own, its data with the
+ * query added (protocol/Errors' `toRpcError`).
+ */
+export class OrchestrationFailed extends Data.TaggedError("OrchestrationFailed")<{
+  readonly failure: Exclude<GatewayError, OrchestrationFailed>
+  readonly query: string | undefined
+}> {
+  get code() {
+    return codeOf(this.failure)
+  }
+  override get message() {
+    return this.failure.message
   }
 }

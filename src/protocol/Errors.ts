@@ -1,16 +1,29 @@
 /**
- * The gateway's failures as tagged errors, each carrying its JSON-RPC code.
+ * The gateway's failures: a closed set of tagged errors, each with its fixed JSON-RPC code, and the
+ * one mapping to the wire.
  *
- * Everything that can reach a client is one of these, or a domain's own error that carries its
- * code the same way (`CodedError`: the orchestrator's live in orchestration/Errors). `toRpcError` is the single place that
- * turns a failure into the wire's `{code, message, data}`; it scrubs registered secrets so no
- * error can leak a key even if one slipped into a backend's message.
+ * `GatewayError` is everything that can reach a client: the wire's, a session's, the backends',
+ * a sign-in's, the policies' and the tasks' failures (here), the orchestrator's (beside it, in
+ * orchestration/Errors) and the call pipeline's refusal (call/Vocabulary). Each member's code
+ * is one of the `ErrorCode` table's, so a failure with a code of its own does not compile. The one
+ * member whose code is not the gateway's choice is `Relayed`: what a backend or a client sent,
+ * passed on as sent (its code a `SentCode`, read off what arrived).
+ *
+ * Failures travel tagged to the edge; `toRpcError` turns one into the wire's `{code, message,
+ * data}` where a reply is written (jsonrpc/Peer, gateway/clients, the answers to a backend's
+ * requests), and where a value that is no reply must carry the wire's form (a tool result naming
+ * its error, a task's kept failure, the terminal's printed error; see each). It scrubs registered
+ * secrets, so no error can leak a key even if one slipped into a backend's message. `codeOf` is
+ * the code alone (the audit log's outcome).
  */
-import { Schema } from "effect"
+import { type Brand, Schema } from "effect"
 import * as Secrets from "../observability/Secrets.js"
 import { field, stringField } from "../json/Json.js"
+import type { StatelessErrorCode } from "./Mcp.js"
+import type { CallHeld, InvalidPlan, LlmRequestFailed, NoActionDetermined, OrchestrationFailed } from "../orchestration/Errors.js"
+import type { CallRefused } from "../call/Vocabulary.js"
 
-/** Plain JSON-RPC codes. */
+/** The JSON-RPC codes the gateway answers with (and 2026-07-28's, in protocol/Mcp's `StatelessErrorCode`). */
 export const ErrorCode = {
   ParseError: -32700,
   InvalidRequest: -32600,
@@ -24,15 +37,53 @@ export const ErrorCode = {
   NotConfigured: -32002,
   LlmFailed: -32003,
   BackendFailed: -32004,
+  /** MCP 2026-07-28's "missing required client capability": `data.requiredCapabilities` names what to declare. */
+  MissingClientCapability: -32021,
   /** A quota of `limits` is used up: `data.retryAfterMs` says when to try again. */
   QuotaExceeded: -32029,
   /** MCP's URLElicitationRequired: the user must open `data.elicitations[].url` (a sign-in) first. */
   UrlElicitationRequired: -32042
 } as const
 
+/** A code of the table (or of the 2026-07-28 era's): the only codes the gateway's own failures carry. */
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode] | (typeof StatelessErrorCode)[keyof typeof StatelessErrorCode]
+
+/**
+ * A code a peer chose: a backend's own error, a client's answer to the gateway's request, a reply
+ * already on its way out. Relayed as it came; never one the gateway picks for a failure of its own.
+ */
+export type SentCode = number & Brand.Brand<"SentCode">
+const SentCode = Schema.Number.pipe(Schema.brand("SentCode"))
+
+/** `code`, as read off what a peer sent (see `SentCode`): only for a code that arrived. */
+export const sentCode = (code: number): SentCode => code as SentCode
+
 /** The steps that ran before a failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */
 export const stepsOf = (error: { readonly steps?: ReadonlyArray<unknown> | undefined }) =>
   error.steps === undefined || error.steps.length === 0 ? {} : { steps: error.steps }
+
+/** What a failure of the wire or a session says: its message, and data when it has some. */
+const Said = { message: Schema.String, data: Schema.optional(Schema.Unknown) }
+
+/** -32600: a request the session cannot take (a second `initialize`, or one while it shuts down). */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", Said) {
+  readonly code = ErrorCode.InvalidRequest
+}
+
+/** -32601: a method nobody here answers (or a question the client cannot be asked). */
+export class MethodNotFound extends Schema.TaggedError<MethodNotFound>()("MethodNotFound", Said) {
+  readonly code = ErrorCode.MethodNotFound
+}
+
+/** -32603: the gateway could not do what it should (no stream to ask on, a store that did not answer, a limit). */
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", Said) {
+  readonly code = ErrorCode.InternalError
+}
+
+/** -32800: what was asked for was cancelled (a task's result, once the task was). */
+export class RequestCancelled extends Schema.TaggedError<RequestCancelled>()("RequestCancelled", Said) {
+  readonly code = ErrorCode.RequestCancelled
+}
 
 /** -32602: params or initializationOptions failed validation; `issues` are `path: problem` lines. */
 export class InvalidParams extends Schema.TaggedError<InvalidParams>()("InvalidParams", {
@@ -42,6 +93,39 @@ export class InvalidParams extends Schema.TaggedError<InvalidParams>()("InvalidP
   readonly code = ErrorCode.InvalidParams
   get data(): unknown {
     return { issues: this.issues }
+  }
+}
+
+/** -32602: a task id that names none of the caller's tasks. */
+export class UnknownTask extends Schema.TaggedError<UnknownTask>()("UnknownTask", { taskId: Schema.String }) {
+  readonly code = ErrorCode.InvalidParams
+  override get message() {
+    return `Unknown task: ${this.taskId}`
+  }
+  get data(): unknown {
+    return { taskId: this.taskId }
+  }
+}
+
+/** -32602: `tasks/cancel` of a task that has ended (another gateway ran it; the store kept its end). */
+export class TaskEnded extends Schema.TaggedError<TaskEnded>()("TaskEnded", { taskId: Schema.String }) {
+  readonly code = ErrorCode.InvalidParams
+  override get message() {
+    return `Task ${this.taskId} has ended: it cannot be cancelled`
+  }
+  get data(): unknown {
+    return undefined
+  }
+}
+
+/** -32602: the policies refused the gateway's own work, a read or a prompt (`policies` forbid it). */
+export class PolicyDenied extends Schema.TaggedError<PolicyDenied>()("PolicyDenied", {
+  message: Schema.String,
+  policies: Schema.Array(Schema.String)
+}) {
+  readonly code = ErrorCode.InvalidParams
+  get data(): unknown {
+    return { rule: "policies", policies: this.policies }
   }
 }
 
@@ -92,29 +176,84 @@ export class BackendError extends Schema.TaggedError<BackendError>()("BackendErr
   }
 }
 
-/** A JSON-RPC-level failure produced by the wire or the method table (-32600, -32601, -32603, -32800). */
-export class RpcError extends Schema.TaggedError<RpcError>()("RpcError", {
-  code: Schema.Number,
+/** -32004: signing the user in to a backend (for the call that needs it) failed; the message as a backend's failure says it. */
+export class SignInFailed extends Schema.TaggedError<SignInFailed>()("SignInFailed", {
+  backendId: Schema.String,
+  summary: Schema.String
+}) {
+  readonly code = ErrorCode.BackendFailed
+  override get message() {
+    return `Backend '${this.backendId}' failed: ${this.summary}`
+  }
+  get data(): unknown {
+    return undefined
+  }
+}
+
+/** -32021: the client did not declare a capability the request needs (`requiredCapabilities` names it). */
+export class MissingClientCapability extends Schema.TaggedError<MissingClientCapability>()("MissingClientCapability", {
+  message: Schema.String,
+  requiredCapabilities: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+}) {
+  readonly code = ErrorCode.MissingClientCapability
+  get data(): unknown {
+    return { requiredCapabilities: this.requiredCapabilities }
+  }
+}
+
+/** -32042: the user must sign in first, at the URL of each of `elicitations` (a client that cannot be asked to open it). */
+export class UrlElicitationRequired extends Schema.TaggedError<UrlElicitationRequired>()("UrlElicitationRequired", {
+  message: Schema.String,
+  elicitations: Schema.Array(Schema.Unknown)
+}) {
+  readonly code = ErrorCode.UrlElicitationRequired
+  get data(): unknown {
+    return { elicitations: this.elicitations }
+  }
+}
+
+/**
+ * A peer's own error, passed on as it was sent: a backend's on a request relayed to it (`backend`),
+ * a client's answer to the gateway's request (`client`), a task's failure another gateway kept in
+ * the team's store (`store`). Its code is the sender's (a `SentCode`), not one of the gateway's.
+ */
+export class Relayed extends Schema.TaggedError<Relayed>()("Relayed", {
+  from: Schema.Literal("backend", "client", "store"),
+  code: SentCode,
   message: Schema.String,
   data: Schema.optional(Schema.Unknown)
 }) {}
 
-/**
- * A failure of a domain above this one, kept beside its domain (orchestration's: see
- * orchestration/Errors): a tagged error that carries its own code, message and data.
- */
-export interface CodedError {
-  readonly _tag: string
-  readonly code: number
-  readonly message: string
-  readonly data: unknown
-}
+/** What a request the gateway (or a backend, through it) puts to a client fails with. */
+export type AskError = MethodNotFound | InternalError | MissingClientCapability | Relayed
 
-/** Everything that can reach a client. */
-export type GatewayError = InvalidParams | NotInitialized | NotConfigured | BackendError | RpcError | CodedError
+/** Everything that can reach a client: the closed set. */
+export type GatewayError =
+  | InvalidRequest
+  | MethodNotFound
+  | InternalError
+  | RequestCancelled
+  | InvalidParams
+  | UnknownTask
+  | TaskEnded
+  | PolicyDenied
+  | NotInitialized
+  | NotConfigured
+  | BackendError
+  | SignInFailed
+  | MissingClientCapability
+  | UrlElicitationRequired
+  | Relayed
+  | NoActionDetermined
+  | LlmRequestFailed
+  | InvalidPlan
+  | CallHeld
+  | CallRefused
+  | OrchestrationFailed
 
+/** A JSON-RPC error as it goes on the wire: a code of the gateway's table, or one a peer sent. */
 export interface WireError {
-  readonly code: number
+  readonly code: ErrorCode | SentCode
   readonly message: string
   readonly data?: unknown
 }
@@ -133,31 +272,41 @@ const scrubData = (data: unknown): { readonly data?: unknown } => {
 }
 
 /** MCP's "URL elicitation required": the client acts on its code and data, so they pass unchanged. */
-export const URL_ELICITATION_REQUIRED = -32042
+export const URL_ELICITATION_REQUIRED = ErrorCode.UrlElicitationRequired
 
 /** MCP 2026-07-28's "missing required client capability": it names what the client must declare. */
-export const MISSING_CLIENT_CAPABILITY = -32021
+export const MISSING_CLIENT_CAPABILITY = ErrorCode.MissingClientCapability
 
-/** A backend's own error the client acts on (its code and data), which must reach it as sent. */
-const PASSED_THROUGH: ReadonlySet<unknown> = new Set([URL_ELICITATION_REQUIRED, MISSING_CLIENT_CAPABILITY])
+/** Whether a backend's own code is one the client acts on (its code and data), which must reach it as sent. */
+const passesThrough = (code: unknown): code is typeof URL_ELICITATION_REQUIRED | typeof MISSING_CLIENT_CAPABILITY =>
+  code === URL_ELICITATION_REQUIRED || code === MISSING_CLIENT_CAPABILITY
 
 const passedThrough = (error: GatewayError): WireError | undefined => {
   if (!(error instanceof BackendError) || error.reason !== "call_failed") return undefined
   const code = field(error.detail, "code")
   const message = stringField(error.detail, "message")
   const data = field(error.detail, "data")
-  if (typeof code !== "number" || !PASSED_THROUGH.has(code) || message === undefined) return undefined
+  if (!passesThrough(code) || message === undefined) return undefined
   return { code, message, ...(data === undefined ? {} : { data }) }
 }
 
+/** The code a failure reaches the wire with (a backend's passed-through code included). */
+export const codeOf = (error: GatewayError): ErrorCode | SentCode =>
+  error._tag === "OrchestrationFailed" ? codeOf(error.failure) : (passedThrough(error)?.code ?? error.code)
+
 /** The wire form of a failure, with every registered secret scrubbed. */
 export const toRpcError = (error: GatewayError): WireError => {
+  // An orchestration's failure carries its query: merged into the data of the failure's own form.
+  if (error._tag === "OrchestrationFailed") {
+    const wire = toRpcError(error.failure)
+    return withData(wire, error.query === undefined ? {} : { query: error.query })
+  }
   const wire = passedThrough(error) ?? { code: error.code, message: error.message, data: error.data }
   return { code: wire.code, message: Secrets.scrub(wire.message), ...scrubData(wire.data) }
 }
 
-/** Merges `extra` into a failure's data (the server adds the query to orchestration failures). */
-export const withData = (wire: WireError, extra: Record<string, unknown>): WireError => ({
+/** Merges `extra` into a wire error's data. */
+const withData = (wire: WireError, extra: Record<string, unknown>): WireError => ({
   ...wire,
   data: Secrets.scrubDeep({
     ...(typeof wire.data === "object" && wire.data !== null ? wire.data : {}),

@@ -30,7 +30,7 @@ export const reject = (
   status: number,
   message: string,
   headers: Record<string, string> = {},
-  code: number = ErrorCode.InvalidRequest
+  code: ErrorCode = ErrorCode.InvalidRequest
 ) => json(status, failure(null, { code, message }), headers)
 
 export const encoder = new TextEncoder()

@@ -14,8 +14,7 @@
  */
 import { Context, Deferred, Effect, Layer } from "effect"
 import { type BackendRequest, Backends, type BackendsService } from "../../backend/Backends.js"
-import { BackendError, ErrorCode, RpcError } from "../../protocol/Errors.js"
-import { StatelessErrorCode } from "../../protocol/Mcp.js"
+import { type AskError, BackendError, InternalError, MethodNotFound, MissingClientCapability } from "../../protocol/Errors.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
 import * as Progress from "../routing/Progress.js"
 import type { Session } from "../session/Session.js"
@@ -79,7 +78,7 @@ const elicits = (session: Session, mode: unknown): boolean => {
   return mode === "url" ? "url" in declared : mode === undefined || mode === "form" ? form : false
 }
 
-const notFound = (message: string) => new RpcError({ code: ErrorCode.MethodNotFound, message })
+const notFound = (message: string) => new MethodNotFound({ message })
 
 /** The session a backend's request belongs to, and the request of its that is in flight there. */
 const ownerIn = (
@@ -118,8 +117,7 @@ const relayTo = (routes: RoutesService, session: Session, via: RequestContext | 
       Effect.timeoutFail({
         duration: INITIALIZED_WAIT_MS,
         onTimeout: () =>
-          new RpcError({
-            code: ErrorCode.InternalError,
+          new InternalError({
             message: `the client session did not finish initializing within ${INITIALIZED_WAIT_MS} ms`
           })
       })
@@ -150,7 +148,7 @@ const relayTo = (routes: RoutesService, session: Session, via: RequestContext | 
  * the answers (and its `requestState`), round after round, until a result.
  */
 const answerRounds = (
-  askClient: (request: BackendRequest) => Effect.Effect<unknown, RpcError>,
+  askClient: (request: BackendRequest) => Effect.Effect<unknown, AskError>,
   backendId: string,
   method: string,
   first: unknown,
@@ -206,7 +204,7 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
     relayTo(routes, session, via, request)
 
   /** A request the client answers only if it declared the capability (sampling, elicitation). */
-  const askOwner = (request: BackendRequest): Effect.Effect<unknown, RpcError> => {
+  const askOwner = (request: BackendRequest): Effect.Effect<unknown, AskError> => {
     const { method } = request
     const found = owner(request.backendId, method, request.params)
     if (typeof found === "string") return Effect.fail(notFound(`Method not found: ${found}`))
@@ -223,7 +221,7 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
   }
 
   /** What the gateway does with each request a backend may send: a table, one row per method. */
-  const rows = new Map<string, (request: BackendRequest) => Effect.Effect<unknown, RpcError>>([
+  const rows = new Map<string, (request: BackendRequest) => Effect.Effect<unknown, AskError>>([
     [
       "roots/list",
       (request) => {
@@ -240,7 +238,7 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
   ])
 
   /** Answers one backend request (see `Backends.serveRequests`). */
-  const handle = (request: BackendRequest): Effect.Effect<unknown, RpcError> =>
+  const handle = (request: BackendRequest): Effect.Effect<unknown, AskError> =>
     Effect.suspend(() => {
       const row = rows.get(request.method)
       return row === undefined ? Effect.fail(notFound(`Method not found: ${request.method}`)) : row(request)
@@ -261,17 +259,16 @@ const make = (sessions: SessionsService, backends: BackendsService, routes: Rout
     session: Session,
     via: RequestContext | undefined,
     request: BackendRequest
-  ): Effect.Effect<unknown, RpcError> => {
+  ): Effect.Effect<unknown, AskError> => {
     const name = CAPABILITY_OF[request.method]
     if (name === undefined) return Effect.fail(notFound(`Method not found: ${request.method}`))
     const mode = field(request.params, "mode")
     const able = request.method === "elicitation/create" ? elicits(session, mode) : capability(session, name) !== undefined
     if (!able) {
       return Effect.fail(
-        new RpcError({
-          code: StatelessErrorCode.MissingClientCapability,
+        new MissingClientCapability({
           message: `Missing required client capability: ${name}`,
-          data: { requiredCapabilities: { [name]: {} } }
+          requiredCapabilities: { [name]: {} }
         })
       )
     }

@@ -16,7 +16,7 @@ import { keyed } from "./BridgeTokens.js"
 import { RequestStates, type RequestStatesService } from "./RequestStates.js"
 import { CAPABILITY_OF } from "./ClientAsk.js"
 import * as Era from "../session/Era.js"
-import { ErrorCode, type GatewayError, RpcError, toRpcError } from "../../protocol/Errors.js"
+import { type AskError, ErrorCode, type GatewayError, InternalError, MethodNotFound } from "../../protocol/Errors.js"
 import { StatelessErrorCode } from "../../protocol/Mcp.js"
 import { failure, type Request, type Response, success } from "../../jsonrpc/JsonRpc.js"
 import type { Outbox } from "../../jsonrpc/Peer.js"
@@ -39,7 +39,7 @@ interface Question {
   readonly key: string
   readonly method: string
   readonly params: unknown
-  readonly answer: Deferred.Deferred<unknown, RpcError>
+  readonly answer: Deferred.Deferred<unknown, AskError>
   /** The client capability it needs and the client did not declare, if any. */
   readonly unanswerable?: string | undefined
 }
@@ -53,7 +53,7 @@ export interface Call {
    * Asks the call's client a question (a backend's request): answered by its retry, or at once
    * from the `inputResponses` its first request brought. Given to what the call runs.
    */
-  readonly ask: (method: string, params: unknown) => Effect.Effect<unknown, RpcError>
+  readonly ask: (method: string, params: unknown) => Effect.Effect<unknown, AskError>
   /** Whether the call waits between its client's round trips (it asks nothing new meanwhile). */
   readonly parked: () => boolean
   /** Sends one of the call's notifications where its latest round is answered. */
@@ -100,10 +100,11 @@ export interface InputBridgeService {
    */
   readonly resume: (request: Request, out: Outbox) => Effect.Effect<Call | Response>
   /**
-   * The call's next round for `request`: its result when it finishes, else an InputRequiredResult
-   * with its questions. A client that goes away mid-round (interrupting this) ends the call.
+   * The call's next round for `request`: its result when it finishes (its failure, when it fails),
+   * else an InputRequiredResult with its questions. A client that goes away mid-round
+   * (interrupting this) ends the call.
    */
-  readonly round: (call: Call, request: Request) => Effect.Effect<Response>
+  readonly round: (call: Call, request: Request) => Effect.Effect<Response, GatewayError>
   /** Calls open now (between round trips or in one). */
   readonly size: () => number
 }
@@ -134,16 +135,15 @@ const askerFor = (request: Request, capabilities: Readonly<Record<string, unknow
   const presupplied = responses === undefined ? undefined : { ...responses }
   /** Keys the backend named in this call (each once; the gateway's own are `<capability>-<n>`). */
   const named = new Set<string>()
-  const ask = (method: string, askParams: unknown): Effect.Effect<unknown, RpcError> =>
+  const ask = (method: string, askParams: unknown): Effect.Effect<unknown, AskError> =>
     Effect.gen(function* () {
       const capability = CAPABILITY_OF[method]
       if (capability === undefined || !MAY_ASK.has(request.method)) {
-        return yield* new RpcError({
-          code: ErrorCode.MethodNotFound,
+        return yield* new MethodNotFound({
           message: `Method not found: ${method} cannot be asked during ${request.method}`
         })
       }
-      const answer = yield* Deferred.make<unknown, RpcError>()
+      const answer = yield* Deferred.make<unknown, AskError>()
       if (capabilities[capability] === undefined) {
         // The round decides: held while the client answers others, else the call fails -32021.
         yield* Queue.offer(questions, { key: "", method, params: askParams, answer, unanswerable: capability })
@@ -167,20 +167,24 @@ const refuseHeld = (call: OpenCall) =>
   Effect.forEach(
     call.held.splice(0),
     (q) =>
-      Deferred.fail(
-        q.answer,
-        new RpcError({ code: ErrorCode.MethodNotFound, message: `the client did not declare the ${q.unanswerable} capability` })
-      ),
+      Deferred.fail(q.answer, new MethodNotFound({ message: `the client did not declare the ${q.unanswerable} capability` })),
     { discard: true }
   )
 
-/** The reply to the request a finished call was resumed by. */
-const finished = (request: Request, call: OpenCall, exit: Exit.Exit<unknown, GatewayError>): Response => {
-  if (Exit.isSuccess(exit)) return success(request.id, Era.complete(call.method, exit.value))
+/**
+ * The reply to the request a finished call was resumed by; a call that failed fails the round with
+ * its error, as it is, for the edge to write (see Stateless).
+ */
+const finished = (
+  request: Request,
+  call: OpenCall,
+  exit: Exit.Exit<unknown, GatewayError>
+): Effect.Effect<Response, GatewayError> => {
+  if (Exit.isSuccess(exit)) return Effect.succeed(success(request.id, Era.complete(call.method, exit.value)))
   const failed = Cause.failureOption(exit.cause)
   return Option.isSome(failed)
-    ? failure(request.id, toRpcError(failed.value))
-    : failure(request.id, { code: ErrorCode.InternalError, message: "Internal error" })
+    ? Effect.fail(failed.value)
+    : Effect.succeed(failure(request.id, { code: ErrorCode.InternalError, message: "Internal error" }))
 }
 
 /** The open call a retry's sealed `requestState` names, given its answers; or the reply that refuses the retry. */
@@ -219,7 +223,7 @@ const resumeIn = (
     return call.view
   })
 
-const internal = (message: string) => new RpcError({ code: ErrorCode.InternalError, message })
+const internal = (message: string) => new InternalError({ message })
 
 /** Ends a call: its questions left fail with `why`, its work is interrupted. */
 const closeIn = (calls: Map<string, OpenCall>, call: OpenCall, why: string) =>
@@ -270,7 +274,7 @@ const make = Effect.gen(function* () {
     }
   }
 
-  const roundOf = (call: OpenCall, request: Request): Effect.Effect<Response> =>
+  const roundOf = (call: OpenCall, request: Request): Effect.Effect<Response, GatewayError> =>
     Effect.gen(function* () {
       // Answers the questions still open again, so the client sees what it left out.
       if (call.waiting.size > 0) return success(request.id, inputRequired(call))
@@ -304,7 +308,7 @@ const make = Effect.gen(function* () {
       }
       if (step._tag === "Done") {
         yield* close(call, "the call finished")
-        return finished(request, call, step.exit)
+        return yield* finished(request, call, step.exit)
       }
       for (const q of step.questions) call.waiting.set(q.key, q)
       return success(request.id, inputRequired(call))
@@ -360,7 +364,7 @@ const make = Effect.gen(function* () {
 
   const resume = (request: Request, out: Outbox) => resumeIn(calls, unseal, request, out)
 
-  const round = (call: Call, request: Request): Effect.Effect<Response> =>
+  const round = (call: Call, request: Request): Effect.Effect<Response, GatewayError> =>
     Effect.suspend(() => {
       const open = opened.get(call)
       if (open === undefined) {

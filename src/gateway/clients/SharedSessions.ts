@@ -32,7 +32,7 @@ export interface Refused {
   readonly status: number
   readonly message: string
   readonly headers?: Readonly<Record<string, string>> | undefined
-  readonly code?: number | undefined
+  readonly code?: ErrorCode | undefined
 }
 
 /** Where a session's own messages (those of no request) go while its stream is open. */

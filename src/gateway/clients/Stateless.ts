@@ -196,7 +196,9 @@ export const make = (
           isOwnState(params.requestState) && InputBridge.MAY_ASK.has(request.method)
             ? yield* bridge.resume(request, out)
             : yield* start(request, context, target, edge, out, identity)
-        return "jsonrpc" in call ? call : yield* bridge.round(call, request)
+        if ("jsonrpc" in call) return call
+        // The call's failure reaches the wire here, as a reply.
+        return yield* bridge.round(call, request).pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e)))))
       })
 
     /**

@@ -11,7 +11,7 @@
  * composes them; the Gateway opens a session's table with it.
  */
 import { Context, Effect, Layer } from "effect"
-import { ErrorCode, type GatewayError, RpcError } from "../../protocol/Errors.js"
+import { type GatewayError, MethodNotFound } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { Handlers, RequestContext } from "../../jsonrpc/Peer.js"
 import { outOfPhase } from "./Lifecycle.js"
@@ -53,8 +53,7 @@ type AggregateMethod = (typeof AGGREGATE_METHODS)[number]
 const unknownMethod = (request: Request) => Effect.fail(methodNotFound(request.method))
 const ignored = (n: Notification) => Effect.logDebug("ignoring notification", { method: n.method })
 
-const methodNotFound = (method: string) =>
-  new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` })
+const methodNotFound = (method: string) => new MethodNotFound({ message: `Method not found: ${method}` })
 
 /** Each concern's rows, from its service. */
 interface Rows {

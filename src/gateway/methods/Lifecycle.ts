@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { objectOr } from "../../json/Json.js"
-import { ErrorCode, type GatewayError, InvalidParams, NotInitialized, RpcError } from "../../protocol/Errors.js"
+import { type GatewayError, InvalidParams, InvalidRequest, NotInitialized } from "../../protocol/Errors.js"
 import { negotiateProtocolVersion } from "../../protocol/Mcp.js"
 import * as Params from "./Params.js"
 import { mcpLevelOf, type Session } from "../session/Session.js"
@@ -17,7 +17,7 @@ const BEFORE_INIT = new Set(["initialize", "ping", "shutdown"])
 export const outOfPhase = (session: Session, method: string): GatewayError | undefined => {
   if (session.phase === "ready" || BEFORE_INIT.has(method)) return undefined
   return session.phase === "shutdown"
-    ? new RpcError({ code: ErrorCode.InvalidRequest, message: "The session is shutting down" })
+    ? new InvalidRequest({ message: "The session is shutting down" })
     : new NotInitialized({ method })
 }
 
@@ -36,8 +36,7 @@ export const guardInitialize = (
   Effect.suspend((): Effect.Effect<unknown, GatewayError> => {
     if (!session.advance("initialize")) {
       return Effect.fail(
-        new RpcError({
-          code: ErrorCode.InvalidRequest,
+        new InvalidRequest({
           message: session.phase === "shutdown" ? "The session is shutting down" : "initialize was already called"
         })
       )

@@ -6,12 +6,12 @@
  */
 import { Effect } from "effect"
 import type { GatewayConfig } from "../../config/Config.js"
-import { type GatewayError, InvalidParams, RpcError, toRpcError, withData } from "../../protocol/Errors.js"
+import { type AskError, type GatewayError, InvalidParams, toRpcError } from "../../protocol/Errors.js"
 import * as Secrets from "../../observability/Secrets.js"
 import { isCallToolResult, textResult } from "../../protocol/Mcp.js"
 import { type Confirm, ORCHESTRATE_TOOL, type Orchestrator, validateParams } from "../../orchestration/Orchestrator.js"
 import * as Progress from "../routing/Progress.js"
-import { cutText, MODEL_MESSAGE_CHARS } from "../../orchestration/Errors.js"
+import { cutText, MODEL_MESSAGE_CHARS, OrchestrationFailed } from "../../orchestration/Errors.js"
 import * as RunCode from "../../orchestration/code/Code.js"
 import * as Call from "../pipeline/Call.js"
 import * as PolicyChecks from "../pipeline/PolicyChecks.js"
@@ -66,7 +66,7 @@ const confirmOf =
       requestedSchema: { type: "object", properties: {} }
     }
     // In a task the question waits in its inputRequests; otherwise it is a request to the client.
-    const asked: Effect.Effect<unknown, RpcError> =
+    const asked: Effect.Effect<unknown, AskError> =
       ask === undefined ? session.request("elicitation/create", params, context) : ask("elicitation/create", params)
     return asked.pipe(
       Effect.map((answer) => (field(answer, "action") === "accept" ? "accepted" : "declined")),
@@ -169,6 +169,8 @@ export const make = (ctx: Deps, session: Session, view: View) => {
   /**
    * The agentify_orchestrate tool: its failures are results with isError, naming the code. When the
    * model answered without calling a tool, its words are the text (most clients show only that).
+   * Such a result is no error reply, yet carries the error's wire form (its code, its scrubbed
+   * message and data, in the text and `structuredContent.error`): so the mapping is made here.
    */
   const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown, ask: RunTasks.Ask | undefined) =>
     Effect.flatMap(validateParams(args), (request) => orchestrateFor(request, context, progressToken, ask)).pipe(
@@ -200,7 +202,7 @@ export const make = (ctx: Deps, session: Session, view: View) => {
   const runCode = (args: unknown, context: RequestContext, ask: RunTasks.Ask | undefined) =>
     Effect.flatMap(CurrentCaller, (caller) => runScript(ctx, view, planned(caller, context, ask), args))
 
-  /** Adds the query to an orchestration failure's data. */
+  /** An orchestration asked for by its method: its failure, as it is, with the query (added to its data on the wire). */
   const orchestrateTask = (params: unknown, context: RequestContext) =>
     maybeTask((ask) =>
       audited(
@@ -210,9 +212,9 @@ export const make = (ctx: Deps, session: Session, view: View) => {
           Effect.zipRight(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), validateParams(params)),
           (request) => orchestrateFor(request, context, Progress.tokenOf(params), ask)
         ).pipe(
-          Effect.mapError((error): GatewayError => {
+          Effect.mapError((failure) => {
             const query = field(params, "query")
-            return new RpcError(withData(toRpcError(error), typeof query === "string" ? { query } : {}))
+            return new OrchestrationFailed({ failure, query: typeof query === "string" ? query : undefined })
           })
         )
       )

@@ -1,5 +1,5 @@
 /** What a request relayed to a backend fails with: the backend's own error as it sent it, else the gateway's. */
-import { type BackendError, type GatewayError, RpcError } from "../../protocol/Errors.js"
+import { type BackendError, type GatewayError, Relayed, sentCode } from "../../protocol/Errors.js"
 import { field } from "../../json/Json.js"
 
 export type SubscriptionMethod = "resources/subscribe" | "resources/unsubscribe"
@@ -13,7 +13,7 @@ export const asBackendSent = (error: BackendError): GatewayError => {
   const message = field(error.detail, "message")
   const data = field(error.detail, "data")
   if (error.reason === "call_failed" && typeof code === "number" && typeof message === "string") {
-    return new RpcError({ code, message, ...(data === undefined ? {} : { data }) })
+    return new Relayed({ from: "backend", code: sentCode(code), message, ...(data === undefined ? {} : { data }) })
   }
   return error
 }

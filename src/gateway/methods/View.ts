@@ -8,7 +8,7 @@ import { Backends, type BackendsService } from "../../backend/Backends.js"
 import { type Catalog, catalogOf, inProfile } from "../../catalog/ToolCatalog.js"
 import { type GatewayConfig, inForce, namespaceOf, type Profile } from "../../config/Config.js"
 import { Policies } from "../../policy/Policies.js"
-import type { RpcError } from "../../protocol/Errors.js"
+import type { PolicyDenied } from "../../protocol/Errors.js"
 import * as PolicyChecks from "../pipeline/PolicyChecks.js"
 import { profileIn, type Session } from "../session/Session.js"
 
@@ -16,7 +16,7 @@ export interface View {
   readonly profile: () => Profile | undefined
   readonly catalog: () => Catalog
   readonly modelProfile: () => Profile | undefined
-  readonly allowed: (action: "orchestrate" | "run_code", name: string, args: unknown) => Effect.Effect<void, RpcError>
+  readonly allowed: (action: "orchestrate" | "run_code", name: string, args: unknown) => Effect.Effect<void, PolicyDenied>
   readonly namespaceOfBackend: (backendId: string) => string
 }
 

@@ -18,7 +18,7 @@ import * as Secrets from "../../observability/Secrets.js"
 import * as AuditRun from "../../observability/AuditRun.js"
 import { field } from "../../json/Json.js"
 import * as Meta from "../../json/Meta.js"
-import { ErrorCode, type GatewayError, toRpcError } from "../../protocol/Errors.js"
+import { codeOf, ErrorCode, type GatewayError } from "../../protocol/Errors.js"
 import type { Session } from "../session/Session.js"
 
 /** Lines waiting at most; past it lines are dropped and the loss is said once. */
@@ -182,10 +182,10 @@ export const whoOf = (session: Session): Who => {
   }
 }
 
-/** A failure's outcome in the audit log: its JSON-RPC code (-32800 when it was cancelled). */
+/** A failure's outcome in the audit log: the code its reply has (-32800 when it was cancelled). */
 export const outcomeOf = (cause: Cause.Cause<GatewayError>): number => {
   const failure = Cause.failureOption(cause)
-  return failure._tag === "Some" ? toRpcError(failure.value).code : ErrorCode.RequestCancelled
+  return failure._tag === "Some" ? codeOf(failure.value) : ErrorCode.RequestCancelled
 }
 
 /** A result's outcome: "isError" for a tool result that says it failed, else "ok". */

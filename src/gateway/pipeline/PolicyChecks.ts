@@ -10,13 +10,10 @@ import * as Capabilities from "../../catalog/Capabilities.js"
 import { type Catalog, exposedNameIn } from "../../catalog/ToolCatalog.js"
 import { field } from "../../json/Json.js"
 import type * as Policy from "../../policy/Policy.js"
-import { RpcError } from "../../protocol/Errors.js"
+import { PolicyDenied } from "../../protocol/Errors.js"
 import type { Session } from "../session/Session.js"
 import { isRequest, type ToolCall, userOf } from "./Call.js"
 import type { Rule } from "./Rule.js"
-
-/** The code of a request a policy refused (as the `decide` stage refuses a call). */
-const DENIED = -32602
 
 /** The session's user as policies see them. */
 export const principalOf = (session: Session | undefined): Policy.Principal => {
@@ -138,18 +135,14 @@ export const allowed = (
   resource: Policy.Resource,
   args: unknown,
   via: "client" | "orchestration" = "client"
-): Effect.Effect<void, RpcError> => {
+): Effect.Effect<void, PolicyDenied> => {
   const policies = settings.policies()
   if (policies === undefined) return Effect.void
   const verdict = policies.decide({ principal: principalOf(session), action, resource, arguments: args, via })
   if (verdict.allowed) return Effect.void
   const what = resource.type === "Tool" ? resource.id : `${resource.type.toLowerCase()} ${resource.id}`
   return Effect.fail(
-    new RpcError({
-      code: DENIED,
-      message: `${action} of ${what} refused by policies: ${verdict.why}`,
-      data: { rule: "policies", policies: verdict.policies }
-    })
+    new PolicyDenied({ message: `${action} of ${what} refused by policies: ${verdict.why}`, policies: verdict.policies })
   )
 }
 

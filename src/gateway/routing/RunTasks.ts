@@ -19,7 +19,15 @@ import { type GatewayConfig, inForce } from "../../config/Config.js"
 import { idPrefixOf } from "../../store/Replica.js"
 import { TaskRecords } from "../../store/TaskRecords.js"
 import { randomBytes } from "node:crypto"
-import { ErrorCode, type GatewayError, RpcError, toRpcError, type WireError } from "../../protocol/Errors.js"
+import {
+  type AskError,
+  type GatewayError,
+  InternalError,
+  RequestCancelled,
+  toRpcError,
+  UnknownTask,
+  type WireError
+} from "../../protocol/Errors.js"
 import type { TaskOwner } from "./Routes.js"
 import { isObject } from "../../json/Json.js"
 import * as Meta from "../../json/Meta.js"
@@ -65,6 +73,9 @@ interface Run {
   lastUpdatedAt: string
   status: Status
   result?: unknown
+  /** Its failure, as it is: what `tasks/result` fails with. */
+  failure?: GatewayError
+  /** Its failure's wire form, which `tasks/get` shows and a team's store keeps. */
   error?: WireError
   readonly questions: Map<string, Question>
   expiresAt: number
@@ -77,7 +88,7 @@ interface Run {
 export type Ask = (method: string, params: unknown) => Effect.Effect<unknown>
 
 /** A question put to a session-era client from inside a run (the session's own request). */
-export type AskClient = (method: string, params: unknown) => Effect.Effect<unknown, RpcError>
+export type AskClient = (method: string, params: unknown) => Effect.Effect<unknown, AskError>
 
 export interface RunTasks {
   /**
@@ -89,15 +100,15 @@ export interface RunTasks {
     run: (ask: Ask) => Effect.Effect<unknown, GatewayError>,
     design: Design,
     askClient?: AskClient
-  ) => Effect.Effect<unknown, RpcError>
+  ) => Effect.Effect<unknown, InternalError>
   /** Whether `id` is one of the gateway's own task ids (whoever owns it). */
   readonly owns: (id: string) => boolean
   /** `tasks/get`, `tasks/update`, `tasks/cancel` of an owner's run, answered in the run's design. */
-  readonly get: (owner: TaskOwner, id: string) => Effect.Effect<unknown, RpcError>
-  readonly update: (owner: TaskOwner, id: string, inputResponses: unknown) => Effect.Effect<unknown, RpcError>
-  readonly cancel: (owner: TaskOwner, id: string) => Effect.Effect<unknown, RpcError>
+  readonly get: (owner: TaskOwner, id: string) => Effect.Effect<unknown, UnknownTask>
+  readonly update: (owner: TaskOwner, id: string, inputResponses: unknown) => Effect.Effect<unknown, UnknownTask>
+  readonly cancel: (owner: TaskOwner, id: string) => Effect.Effect<unknown, UnknownTask>
   /** `tasks/result` (session era): the run's result once it ends, or its error. */
-  readonly result: (owner: TaskOwner, id: string) => Effect.Effect<unknown, RpcError>
+  readonly result: (owner: TaskOwner, id: string) => Effect.Effect<unknown, GatewayError>
   /** The owner's session-era runs, as `tasks/list` shows them. */
   readonly list: (owner: TaskOwner) => ReadonlyArray<unknown>
 }
@@ -178,7 +189,10 @@ const ended = (run: Run, exit: Exit.Exit<unknown, GatewayError>) => {
     touch(run, "completed")
   } else if (run.status !== "cancelled") {
     const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
-    run.error = failure === undefined ? { code: ErrorCode.InternalError, message: "the task stopped" } : toRpcError(failure)
+    run.failure = failure ?? new InternalError({ message: "the task stopped" })
+    // A task's failure is no reply: its wire form is part of the task as tasks/get states it (and
+    // as a team's store keeps it for other gateways), so it is made here, once.
+    run.error = toRpcError(run.failure)
     touch(run, "failed")
   }
   run.bytes = (JSON.stringify(run.result ?? run.error ?? null) ?? "").length
@@ -238,8 +252,7 @@ export const make = (
     const runs = new Map<string, Run>()
     const now = () => new Date().toISOString()
 
-    const unknown = (id: string) =>
-      new RpcError({ code: ErrorCode.InvalidParams, message: `Unknown task: ${id}`, data: { taskId: id } })
+    const unknown = (id: string) => new UnknownTask({ taskId: id })
     const find = (owner: TaskOwner, id: string): Run | undefined => {
       const run = runs.get(id)
       if (run !== undefined && TERMINAL.has(run.status) && run.expiresAt <= Date.now()) runs.delete(id)
@@ -252,13 +265,12 @@ export const make = (
       Effect.gen(function* () {
         const full = makeRoom(owner.key)
         if (full === "owner") {
-          return yield* new RpcError({
-            code: ErrorCode.InternalError,
+          return yield* new InternalError({
             message: `${MAX_RUNS_PER_OWNER} of your tasks are running already: wait for one to end, or cancel one`
           })
         }
         if (full === "gateway") {
-          return yield* new RpcError({ code: ErrorCode.InternalError, message: `${MAX_RUNS} tasks already run on the gateway` })
+          return yield* new InternalError({ message: `${MAX_RUNS} tasks already run on the gateway` })
         }
         const at = now()
         const run: Run = {
@@ -339,9 +351,7 @@ export const make = (
         if (run === undefined) return yield* unknown(id)
         yield* Deferred.await(run.done)
         if (run.status === "completed") return Meta.merge(run.result, { [RELATED_TASK]: { taskId: run.id } })
-        return yield* new RpcError(
-          run.error ?? { code: ErrorCode.RequestCancelled, message: `the task was ${run.status}`, data: { taskId: run.id } }
-        )
+        return yield* run.failure ?? new RequestCancelled({ message: `the task was ${run.status}`, data: { taskId: run.id } })
       })
 
     const list: RunTasks["list"] = (owner) =>

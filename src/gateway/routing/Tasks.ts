@@ -17,7 +17,17 @@
  * theirs). A SEP-2663 backend creates tasks only for a client that declared the extension.
  */
 import { Effect } from "effect"
-import { type BackendError, ErrorCode, RpcError } from "../../protocol/Errors.js"
+import {
+  type BackendError,
+  ErrorCode,
+  type GatewayError,
+  InternalError,
+  MissingClientCapability,
+  Relayed,
+  sentCode,
+  TaskEnded,
+  UnknownTask
+} from "../../protocol/Errors.js"
 import * as Mcp from "../../protocol/Mcp.js"
 import { field, isObject, numberField, objectField, stringField } from "../../json/Json.js"
 import * as Meta from "../../json/Meta.js"
@@ -97,11 +107,7 @@ export const factsOf =
 export interface Deps {
   readonly routes: RoutesService
   /** The session's request on a backend (see pipeline/Forwarding). */
-  readonly forward: (
-    backendId: string,
-    method: string,
-    params: unknown
-  ) => Effect.Effect<unknown, BackendError | RpcError, CurrentCaller>
+  readonly forward: (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError, CurrentCaller>
   readonly backend: (backendId: string) => BackendFacts | undefined
   /** What the ids the gateway gives start with (its `sessionIdPrefix`). */
   readonly idPrefix: string
@@ -129,12 +135,10 @@ const lost = (
   session: Session,
   method: string,
   taskId: string
-): Effect.Effect<unknown, RpcError> => {
+): Effect.Effect<unknown, GatewayError> => {
   if (found === undefined) return Effect.fail(unknownTask(taskId))
   if (found._tag === "Unknown") {
-    return Effect.fail(
-      new RpcError({ code: ErrorCode.InternalError, message: "the store of this team's gateways did not answer; try again" })
-    )
+    return Effect.fail(new InternalError({ message: "the store of this team's gateways did not answer; try again" }))
   }
   if (found._tag === "Kept") {
     if (session.subject === undefined || found.owner !== `subject:${session.subject}`) return Effect.fail(unknownTask(taskId))
@@ -142,12 +146,12 @@ const lost = (
     if (method === "tasks/get") return Effect.succeed(task)
     if (method === "tasks/result") {
       return isObject(error)
-        ? Effect.fail(new RpcError({ code: Number(error.code), message: String(error.message), data: error.data }))
+        ? Effect.fail(
+            new Relayed({ from: "store", code: sentCode(Number(error.code)), message: String(error.message), data: error.data })
+          )
         : Effect.succeed(result ?? {})
     }
-    return Effect.fail(
-      new RpcError({ code: ErrorCode.InvalidParams, message: `Task ${taskId} has ended: it cannot be cancelled` })
-    )
+    return Effect.fail(new TaskEnded({ taskId }))
   }
   const message = `the gateway that ran task ${taskId} (${found.replica}) stopped before the task finished: it failed`
   // When it was made died with its gateway: a task as SEP-1686 states one all the same.
@@ -155,7 +159,7 @@ const lost = (
   if (method === "tasks/get") {
     return Effect.succeed({ taskId, status: "failed", statusMessage: message, createdAt: at, lastUpdatedAt: at, ttl: null })
   }
-  return Effect.fail(new RpcError({ code: ErrorCode.InternalError, message, data: { taskId } }))
+  return Effect.fail(new InternalError({ message, data: { taskId } }))
 }
 
 /**
@@ -186,7 +190,7 @@ export const callTool = (
   session: Session,
   backendId: string,
   params: Readonly<Record<string, unknown>>
-): Effect.Effect<unknown, BackendError | RpcError, CurrentCaller> => {
+): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
   const backend = deps.backend(backendId)
   const sessionTasks = !statelessClient(session) && backend?.era !== "stateless" && runsToolCallsAsTasks(backend?.capabilities)
   const keepsTask = sessionTasks || backend?.era === "stateless"
@@ -196,15 +200,13 @@ export const callTool = (
   )
 }
 
-const unknownTask = (taskId: string) =>
-  new RpcError({ code: ErrorCode.InvalidParams, message: `Unknown task: ${taskId}`, data: { taskId } })
+const unknownTask = (taskId: string) => new UnknownTask({ taskId })
 
 /** -32021: a 2026-07-28 client that did not declare the extension has no task methods. */
 const extensionMissing = () =>
-  new RpcError({
-    code: Mcp.StatelessErrorCode.MissingClientCapability,
+  new MissingClientCapability({
     message: `Missing required client capability: extension ${EXTENSION}`,
-    data: { requiredCapabilities: { extensions: { [EXTENSION]: {} } } }
+    requiredCapabilities: { extensions: { [EXTENSION]: {} } }
   })
 
 /** Whether a session's request runs the gateway's own work as a task (see RunTasks). */
@@ -217,7 +219,7 @@ export const onTask = (
   method: string,
   params: { readonly taskId: string } & Readonly<Record<string, unknown>>,
   own: RunTasks | undefined
-): Effect.Effect<unknown, BackendError | RpcError, CurrentCaller> => {
+): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
   if (statelessClient(session) && !declaresExtension(session.clientCapabilities)) return Effect.fail(extensionMissing())
   if (own !== undefined && own.owns(params.taskId)) {
     const owner = ownerOf(session)

@@ -61,7 +61,7 @@ export interface Refusal {
   readonly response: Response
 }
 
-const refusal = (status: number, id: Id | null, code: number, message: string, data?: unknown): Refusal => ({
+const refusal = (status: number, id: Id | null, code: ErrorCode, message: string, data?: unknown): Refusal => ({
   status,
   response: failure(id, data === undefined ? { code, message } : { code, message, data })
 })

@@ -7,7 +7,7 @@
  * Gateway; a session only holds what one client chose.
  */
 import { Deferred, Effect, Exit, FiberId } from "effect"
-import { ErrorCode, RpcError } from "../../protocol/Errors.js"
+import { type AskError, InternalError, Relayed, sentCode } from "../../protocol/Errors.js"
 import { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../../protocol/Mcp.js"
 import { type Id, notification, request as requestMessage } from "../../jsonrpc/JsonRpc.js"
 import { Requests } from "../../jsonrpc/Requests.js"
@@ -169,7 +169,7 @@ export interface Options {
    * Answers the gateway's requests to this client another way than by sending them: a stateless
    * (2026-07-28) request has nowhere to send them, its client is asked with an InputRequiredResult.
    */
-  readonly ask?: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
+  readonly ask?: ((method: string, params: unknown) => Effect.Effect<unknown, AskError>) | undefined
   /** Where the session starts (a 2026-07-28 request's is ready at once); default: new. */
   readonly state?: SessionState | undefined
 }
@@ -190,7 +190,7 @@ export class Session {
   readonly identity: Identity | undefined
   readonly send: (message: unknown) => boolean
   /** See `Options.ask`: set for a stateless request, whose client cannot be sent requests. */
-  readonly ask: ((method: string, params: unknown) => Effect.Effect<unknown, RpcError>) | undefined
+  readonly ask: ((method: string, params: unknown) => Effect.Effect<unknown, AskError>) | undefined
   /** Completed by `exit` (or `shutdown` over HTTP): the transport ends the session. */
   readonly ended: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
   private now: SessionState
@@ -252,7 +252,7 @@ export class Session {
    */
   readonly initialized: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
   /** The gateway's requests to this client (see `request`), on the engine requests to backends use. */
-  private readonly requests: Requests<RpcError, RequestContext>
+  private readonly requests: Requests<AskError, RequestContext>
 
   constructor(options: Options) {
     this.id = options.id
@@ -263,8 +263,8 @@ export class Session {
     this.send = options.send
     this.ask = options.ask
     this.now = options.state ?? INITIAL_STATE
-    const refuse = (message: string) => new RpcError({ code: ErrorCode.InternalError, message })
-    this.requests = new Requests<RpcError, RequestContext>(
+    const refuse = (message: string) => new InternalError({ message })
+    this.requests = new Requests<AskError, RequestContext>(
       {
         send: (id, method, params, via) => {
           if (this.phase === "shutdown") return refuse(`the client session ${this.id} is shutting down`)
@@ -283,14 +283,16 @@ export class Session {
         },
         // The gateway's requests to a client wait as long as the call that made them.
         timedOut: (method) => refuse(`${method} timed out`),
+        // The client's own error, passed on as it sent it (an answer without an integer code: -32603).
         failed: (method, error) => {
           const code = field(error, "code")
-          const data = field(error, "data")
-          return new RpcError({
-            code: typeof code === "number" && Number.isInteger(code) ? code : ErrorCode.InternalError,
+          const said = {
             message: stringField(error, "message") ?? `the client answered ${method} with an error`,
-            ...(data === undefined ? {} : { data })
-          })
+            ...(field(error, "data") === undefined ? {} : { data: field(error, "data") })
+          }
+          return typeof code === "number" && Number.isInteger(code)
+            ? new Relayed({ from: "client", code: sentCode(code), ...said })
+            : new InternalError(said)
         },
         full: (_method, limit) => refuse(`${limit} requests already wait for the client session's answers`)
       },
@@ -333,7 +335,7 @@ export class Session {
    * else the session's own. The client's error comes back as it sent it. Interrupting the wait
    * sends the client `notifications/cancelled`.
    */
-  request(method: string, params: unknown, via?: RequestContext): Effect.Effect<unknown, RpcError> {
+  request(method: string, params: unknown, via?: RequestContext): Effect.Effect<unknown, AskError> {
     if (this.ask !== undefined) return this.ask(method, params)
     return this.requests.request(method, params, undefined, false, via)
   }
@@ -346,9 +348,7 @@ export class Session {
 
   /** The session ended: nothing it was asked will be answered. */
   failPending(): void {
-    this.requests.failAll(
-      (method) => new RpcError({ code: ErrorCode.InternalError, message: `the client session ended before answering ${method}` })
-    )
+    this.requests.failAll((method) => new InternalError({ message: `the client session ended before answering ${method}` }))
   }
 
   /** Whether a backend log message of `level` reaches this session. */

@@ -4,7 +4,7 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import * as Backend from "../../../src/backend/Backend.js"
-import { BackendError, RpcError } from "../../../src/protocol/Errors.js"
+import { BackendError, MethodNotFound } from "../../../src/protocol/Errors.js"
 import {
   eventually,
   filesystemBackend,
@@ -162,7 +162,7 @@ describe("Backend session", () => {
             if (method === "sampling/createMessage") {
               return Effect.never.pipe(Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined)))
             }
-            return Effect.fail(new RpcError({ code: -32601, message: `no ${method} here`, data: { method } }))
+            return Effect.fail(new MethodNotFound({ message: `no ${method} here`, data: { method } }))
           }
         })
         expect(structured(yield* backend.callTool("client_info", {})).capabilities).toEqual({ sampling: {} })

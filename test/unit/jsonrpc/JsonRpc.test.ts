@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Fiber, Queue, Sink, Stream } from "effect"
-import { ErrorCode, InvalidParams, RpcError } from "../../../src/protocol/Errors.js"
+import { InvalidParams, MethodNotFound } from "../../../src/protocol/Errors.js"
 import * as JsonRpc from "../../../src/jsonrpc/JsonRpc.js"
 import type * as Peer from "../../../src/jsonrpc/Peer.js"
 import * as Stdio from "../../../src/transport/Stdio.js"
@@ -211,7 +211,7 @@ const testHandlers: Peer.Handlers<never> = {
       case "notify":
         return Effect.as(ctx.notify("notifications/progress", { n: 1 }), "notified")
       default:
-        return Effect.fail(new RpcError({ code: ErrorCode.MethodNotFound, message: `Method not found: ${req.method}` }))
+        return Effect.fail(new MethodNotFound({ message: `Method not found: ${req.method}` }))
     }
   },
   notification: () => Effect.void

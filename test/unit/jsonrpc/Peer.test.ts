@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
 import * as Peer from "../../../src/jsonrpc/Peer.js"
-import { RpcError } from "../../../src/protocol/Errors.js"
+import { MethodNotFound } from "../../../src/protocol/Errors.js"
 
 /** A peer over `handlers`, and everything it sent. */
 const peerWith = (handlers: Peer.Handlers<never>) =>
@@ -52,7 +52,7 @@ describe("Peer", () => {
         const { peer, sent, out } = yield* peerWith({
           request: (request) =>
             request.method === "fail"
-              ? Effect.fail(new RpcError({ code: -32601, message: "Method not found: fail" }))
+              ? Effect.fail(new MethodNotFound({ message: "Method not found: fail" }))
               : request.method === "boom"
                 ? Effect.die(new Error("a bug"))
                 : Effect.succeed("ok"),

@@ -13,7 +13,7 @@ import { Effect } from "effect"
 import { oauthOf, type BackendConfig } from "../../../config/Config.js"
 import { field, isObject, messageOf } from "../../../json/Json.js"
 import * as Secrets from "../../../observability/Secrets.js"
-import { BackendError, ErrorCode, RpcError } from "../../../protocol/Errors.js"
+import { BackendError, SignInFailed, UrlElicitationRequired } from "../../../protocol/Errors.js"
 import { insufficientScopeOf } from "../../../backend/Channel.js"
 import { signInNeededBy } from "../../../backend/Lanes.js"
 import { SIGN_IN_TIMEOUT_MS, SignIns, type SignInsService } from "../../../auth/SignIns.js"
@@ -54,7 +54,7 @@ export const make = (deps: Deps): Stage => {
           : [...new Set([...deps.signIns.grantedScopes(backendId, subject), ...(settings?.scopes ?? []), ...wanted])]
       const started = yield* Effect.mapError(
         deps.signIns.start({ id: backendId, url: config.url, settings, subject }, scopes),
-        (error) => new RpcError({ code: ErrorCode.BackendFailed, message: `Backend '${backendId}' failed: ${error.message}` })
+        (error) => new SignInFailed({ backendId, summary: error.message })
       )
       const message =
         wanted === undefined
@@ -68,10 +68,9 @@ export const make = (deps: Deps): Stage => {
           stage: "credentials",
           said: `a sign-in${what} is needed: the client was given its URL`
         })
-        return yield* new RpcError({
-          code: ErrorCode.UrlElicitationRequired,
+        return yield* new UrlElicitationRequired({
           message: `${message} Open ${started.url} and try again.`,
-          data: { elicitations: [elicitation] }
+          elicitations: [elicitation]
         })
       }
       call.decisions.push({ stage: "credentials", said: `asked the user to sign in${what}` })
@@ -79,11 +78,7 @@ export const make = (deps: Deps): Stage => {
       if (field(answer, "action") !== "accept") return yield* refused
       yield* Effect.tryPromise({
         try: () => started.done,
-        catch: (error) =>
-          new RpcError({
-            code: ErrorCode.BackendFailed,
-            message: `Backend '${backendId}' failed: ${Secrets.scrub(messageOf(error))}`
-          })
+        catch: (error) => new SignInFailed({ backendId, summary: Secrets.scrub(messageOf(error)) })
       }).pipe(Effect.timeoutFail({ duration: SIGN_IN_TIMEOUT_MS, onTimeout: () => refused }))
       const complete = { elicitationId: started.elicitationId }
       if (call.context !== undefined) yield* call.context.notify("notifications/elicitation/complete", complete)

@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Layer, Scope } from "effect"
 import { InputBridge, type InputBridgeService } from "../../../../src/gateway/clientRequests/InputBridge.js"
 import type { Request, Response } from "../../../../src/jsonrpc/JsonRpc.js"
-import { RpcError } from "../../../../src/protocol/Errors.js"
+import type { AskError } from "../../../../src/protocol/Errors.js"
 import { RequestStates } from "../../../../src/gateway/clientRequests/RequestStates.js"
 
 /** The bridge with a key of its own. */
@@ -28,7 +28,7 @@ const started = (
   bridge: InputBridgeService,
   request: Request,
   capabilities: Record<string, unknown>,
-  work: (ask: (method: string, params: unknown) => Effect.Effect<unknown, RpcError>) => Effect.Effect<unknown, RpcError>
+  work: (ask: (method: string, params: unknown) => Effect.Effect<unknown, AskError>) => Effect.Effect<unknown, AskError>
 ) =>
   Effect.gen(function* () {
     const opened = yield* bridge.open(request, capabilities, silent)

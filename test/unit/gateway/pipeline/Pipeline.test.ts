@@ -13,7 +13,7 @@ import * as Ask from "../../../../src/gateway/pipeline/stages/Ask.js"
 import * as Check from "../../../../src/gateway/pipeline/stages/Check.js"
 import * as Count from "../../../../src/gateway/pipeline/stages/Count.js"
 import { local, Quotas } from "../../../../src/store/TeamQuotas.js"
-import { BackendError, RpcError, toRpcError } from "../../../../src/protocol/Errors.js"
+import { BackendError, InternalError, Relayed, sentCode, toRpcError } from "../../../../src/protocol/Errors.js"
 import { heldBy } from "../../../../src/call/Vocabulary.js"
 import * as Credentials from "../../../../src/gateway/pipeline/stages/Credentials.js"
 import * as Decide from "../../../../src/gateway/pipeline/stages/Decide.js"
@@ -125,8 +125,14 @@ describe("a refusal", () => {
     expect(heldBy(asked)).toEqual(["private-data-out"])
     const decided = new Call.CallRefused({ stage: "decide", code: -32602, message: "refused by policies", rule: "policies" })
     expect(heldBy(decided)).toEqual(["policies"])
-    // A failure that is no refusal names no rule.
-    expect(heldBy(new RpcError({ code: -32602, message: "x", data: { stage: "decide", rule: "forged" } }))).toBeUndefined()
+    // A failure that is no refusal names no rule (a backend's own error dressed as one).
+    const forged = new Relayed({
+      from: "backend",
+      code: sentCode(-32602),
+      message: "x",
+      data: { stage: "decide", rule: "forged" }
+    })
+    expect(heldBy(forged)).toBeUndefined()
   })
 })
 
@@ -280,7 +286,7 @@ describe("count", () => {
         yield* count.run(write(), rest.next)
         expect(rest.calls).toHaveLength(2)
         // Per backend: a failed call gives its place back too.
-        const failing: Next = () => Effect.fail(new RpcError({ code: -32603, message: "boom" }))
+        const failing: Next = () => Effect.fail(new InternalError({ message: "boom" }))
         const onOther = () => call({ via: "script", name: "other__read", target: { backendId: "other", own: "read" } })
         yield* Effect.either(count.run(onOther(), failing))
         yield* count.run(onOther(), rest.next)

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { changed, INITIAL_STATE, nextPhase, type Phase, servedState, Session } from "../../../../src/gateway/session/Session.js"
 import type { RequestContext } from "../../../../src/jsonrpc/Peer.js"
-import { RpcError } from "../../../../src/protocol/Errors.js"
+import { Relayed, sentCode } from "../../../../src/protocol/Errors.js"
 import { EDGE as HTTP_EDGE } from "../../../../src/gateway/clients/SharedSessions.js"
 
 const first = () => ({ protocolVersion: "2025-11-25", clientInfo: { name: "a" }, capabilities: { sampling: {} } })
@@ -54,7 +54,9 @@ describe("Session", () => {
       expect(sent.map((m) => m.method)).toEqual(["sampling/createMessage"])
       session.resolve(sent[0].id, { error: { code: -1, message: "User rejected sampling request", data: { why: "no" } } })
       expect(yield* Fiber.await(asked)).toEqual(
-        Exit.fail(new RpcError({ code: -1, message: "User rejected sampling request", data: { why: "no" } }))
+        Exit.fail(
+          new Relayed({ from: "client", code: sentCode(-1), message: "User rejected sampling request", data: { why: "no" } })
+        )
       )
     })
   )
