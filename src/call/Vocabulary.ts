@@ -176,3 +176,11 @@ export const heldBy = (error: GatewayError): ReadonlyArray<string> | undefined =
   if (Array.isArray(held)) return held.filter((r): r is string => typeof r === "string")
   return error.stage === "decide" && error.rule !== undefined ? [error.rule] : undefined
 }
+
+// A refusal joins the gateway's closed set here, beside the pipeline's words (see protocol/Errors'
+// `DomainErrors`: that module names none of its members).
+declare module "../protocol/Errors.js" {
+  interface DomainErrors {
+    readonly CallRefused: CallRefused
+  }
+}

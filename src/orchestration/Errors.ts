@@ -115,3 +115,15 @@ export class OrchestrationFailed extends Data.TaggedError("OrchestrationFailed")
     return this.failure.message
   }
 }
+
+// The orchestrator's failures join the gateway's closed set here, beside their domain (see
+// protocol/Errors' `DomainErrors`: that module names none of them).
+declare module "../protocol/Errors.js" {
+  interface DomainErrors {
+    readonly NoActionDetermined: NoActionDetermined
+    readonly LlmRequestFailed: LlmRequestFailed
+    readonly InvalidPlan: InvalidPlan
+    readonly CallHeld: CallHeld
+    readonly OrchestrationFailed: OrchestrationFailed
+  }
+}

@@ -20,8 +20,6 @@ import { type Brand, Schema } from "effect"
 import * as Secrets from "../observability/Secrets.js"
 import { field, stringField } from "../json/Json.js"
 import type { StatelessErrorCode } from "./Mcp.js"
-import type { CallHeld, InvalidPlan, LlmRequestFailed, NoActionDetermined, OrchestrationFailed } from "../orchestration/Errors.js"
-import type { CallRefused } from "../call/Vocabulary.js"
 
 /** The JSON-RPC codes the gateway answers with (and 2026-07-28's, in protocol/Mcp's `StatelessErrorCode`). */
 export const ErrorCode = {
@@ -227,6 +225,23 @@ export class Relayed extends Schema.TaggedError<Relayed>()("Relayed", {
 /** What a request the gateway (or a backend, through it) puts to a client fails with. */
 export type AskError = MethodNotFound | InternalError | MissingClientCapability | Relayed
 
+/**
+ * The failures of domains above this one, each kept beside its domain, which adds them to the
+ * closed set itself (`declare module` in orchestration/Errors and call/Vocabulary): this module
+ * names none of them, so nothing here reaches up, and nothing but a declared member is a
+ * `GatewayError`. Each has a code of the table: `codeOf` does not compile otherwise.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface DomainErrors {}
+
+/** A failure that wraps another with what was asked (an orchestration's): its wire form is the other's, with `query`. */
+interface Wrapping {
+  readonly failure: GatewayError
+  readonly query: string | undefined
+}
+
+const isWrapping = (error: GatewayError): error is GatewayError & Wrapping => "failure" in error
+
 /** Everything that can reach a client: the closed set. */
 export type GatewayError =
   | InvalidRequest
@@ -244,12 +259,7 @@ export type GatewayError =
   | MissingClientCapability
   | UrlElicitationRequired
   | Relayed
-  | NoActionDetermined
-  | LlmRequestFailed
-  | InvalidPlan
-  | CallHeld
-  | CallRefused
-  | OrchestrationFailed
+  | DomainErrors[keyof DomainErrors]
 
 /** A JSON-RPC error as it goes on the wire: a code of the gateway's table, or one a peer sent. */
 export interface WireError {
@@ -292,12 +302,12 @@ const passedThrough = (error: GatewayError): WireError | undefined => {
 
 /** The code a failure reaches the wire with (a backend's passed-through code included). */
 export const codeOf = (error: GatewayError): ErrorCode | SentCode =>
-  error._tag === "OrchestrationFailed" ? codeOf(error.failure) : (passedThrough(error)?.code ?? error.code)
+  isWrapping(error) ? codeOf(error.failure) : (passedThrough(error)?.code ?? error.code)
 
 /** The wire form of a failure, with every registered secret scrubbed. */
 export const toRpcError = (error: GatewayError): WireError => {
   // An orchestration's failure carries its query: merged into the data of the failure's own form.
-  if (error._tag === "OrchestrationFailed") {
+  if (isWrapping(error)) {
     const wire = toRpcError(error.failure)
     return withData(wire, error.query === undefined ? {} : { query: error.query })
   }

@@ -29,7 +29,7 @@ import {
   NoActionDetermined,
   OrchestrationFailed
 } from "../../../src/orchestration/Errors.js"
-import { CallRefused } from "../../../src/pipeline/Vocabulary.js"
+import { CallRefused } from "../../../src/call/Vocabulary.js"
 
 type Tag = GatewayError["_tag"]
 
