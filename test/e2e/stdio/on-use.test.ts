@@ -84,7 +84,8 @@ describe("backends started on use", () => {
 
   it("a backend unused for idleMs is stopped and the next call starts it again", async () => {
     const stateDir = tempDir("agentify-state-")
-    const config = { idleMs: 300, backends: [fixtureBackend("alpha")] }
+    // Long enough that the tree is read before the stop on a busy machine, short for a test.
+    const config = { idleMs: 1_000, backends: [fixtureBackend("alpha")] }
     await meet(config, stateDir)
     const gateway = await run(config, stateDir)
     try {
@@ -93,7 +94,7 @@ describe("backends started on use", () => {
       expect(descendants(gateway.pid)).toEqual([pid])
       await until("the idle backend to stop", () => descendants(gateway.pid).length === 0, 20_000)
       // Said as it stops: the line may reach stderr a moment after the process is gone.
-      await until("the stop to be said", () => gateway.stderr().includes("unused for 300 ms"), 20_000)
+      await until("the stop to be said", () => gateway.stderr().includes("unused for 1000 ms"), 20_000)
       // Stopped: the tools stay listed, and a call starts it again (not lost, not an error).
       expect(await names(gateway)).toContain("alpha__echo")
       const again = await gateway.callTool("alpha__pid")
