@@ -1,9 +1,9 @@
 /**
  * The call pipeline's vocabulary: a call on its way to a backend, how it was made, where it goes,
- * what each stage said of it, a stage itself, and the one refusal a stage gives. Both the
- * orchestration (which plans calls) and the gateway (whose pipeline runs them) speak it; it sits
- * beneath both, so neither imports the other's words. The pipeline itself (its stages, its table)
- * is the gateway's (gateway/pipeline).
+ * what each stage said of it, and the one refusal a stage gives. Both the orchestration (which
+ * plans calls) and the gateway (whose pipeline runs them) speak it; it sits beneath both, so
+ * neither imports the other's words. The pipeline itself (its stages, their types, its table, the
+ * call's trail) is the gateway's (gateway/pipeline).
  */
 import { Data, type Effect } from "effect"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
@@ -95,9 +95,9 @@ export type Confirm = (call: {
 
 /**
  * One call on its way through the pipeline, for a session of type `S` (the gateway's): who asks,
- * how the call was made, the tool and its arguments, and what each stage decided. A stage hands
- * the next what it learnt in a new call (the target `find` found, the consent `decide` needs);
- * only the trail of decisions is written to as the call goes, for whoever reads it after.
+ * how the call was made, the tool and its arguments. A stage hands the next what it learnt in a
+ * new call (the target `find` found, the consent `decide` asks for); what each stage decided is
+ * the call's trail, kept apart by the pipeline (see gateway/pipeline/Trail).
  */
 export interface Call<S> {
   /** The session it is made for; none for an app that embeds the orchestrator without a client. */
@@ -121,23 +121,6 @@ export interface Call<S> {
   readonly preview?: boolean | undefined
   /** Where its data came from (the gateway's own calls: an orchestration's step, a script's call). */
   readonly flow?: FlowFacts | undefined
-  /** What rules of `decide` need the user's consent for, and why (asked by `ask`). */
-  readonly consent: ReadonlyArray<{ readonly rule: string; readonly why: string }>
-  /** What each stage decided, in order: the call's trail. */
-  readonly decisions: Array<Decision>
-}
-
-/** The rest of the pipeline, as a stage sees it. */
-export type Next<C, R> = (call: C) => Effect.Effect<unknown, GatewayError, R>
-
-/**
- * A stage: one job, run around the rest of the pipeline (`next`), as middleware runs around an RPC
- * handler. A stage that refuses a call fails it without calling `next`, and notes why in the
- * call's decisions; a stage that has nothing to say calls `next`.
- */
-export interface Stage<C, R> {
-  readonly name: string
-  readonly run: (call: C, next: Next<C, R>) => Effect.Effect<unknown, GatewayError, R>
 }
 
 /**
@@ -168,6 +151,10 @@ export const HELD_BACK: Decision = { stage: "forward", said: "held back: a previ
 /** Whether the trail says the call reached its backend (`forward` sent it). */
 export const wasSent = (decisions: ReadonlyArray<Decision>): boolean =>
   decisions.some((d) => d.stage === SENT.stage && d.said === SENT.said)
+
+/** Whether the trail says a preview held the call back (`forward` did not send it). */
+export const wasHeldBack = (decisions: ReadonlyArray<Decision>): boolean =>
+  decisions.some((d) => d.stage === HELD_BACK.stage && d.said === HELD_BACK.said)
 
 /** The rules that held a call the pipeline refused (decide's, or those the user was asked for), if rules held it. */
 export const heldBy = (error: GatewayError): ReadonlyArray<string> | undefined => {

@@ -10,6 +10,7 @@ import * as Call from "../../src/gateway/pipeline/Call.js"
 import * as PolicyChecks from "../../src/gateway/pipeline/PolicyChecks.js"
 import { local, Quotas } from "../../src/store/TeamQuotas.js"
 import * as Count from "../../src/gateway/pipeline/stages/Count.js"
+import * as Trail from "../../src/gateway/pipeline/Trail.js"
 import { Session } from "../../src/gateway/session/Session.js"
 import * as Cedar from "../../src/policy/Cedar.js"
 import type { PolicySet } from "../../src/policy/Policy.js"
@@ -92,7 +93,8 @@ export const benchGovernance = (quick: boolean) => {
     kept: time(runs, () => judge(on, kept)),
     engine: time(runs, (i) => judge(on, asked(i)))
   }
-  // Quotas: a subject's, a tool's and a backend's limit, each taken and given back.
+  // Quotas: a subject's, a tool's and a backend's limit, each taken and given back (never refused: the page stays empty).
+  const page = Trail.make().pageOf("count")
   const count = Count.make(
     () => ({
       subject: { callsPerMinute: 1_000_000_000, concurrent: 1_000 },
@@ -101,11 +103,13 @@ export const benchGovernance = (quick: boolean) => {
     }),
     local(new Quotas()).take
   )
-  const quotas = time(runs, (i) => Effect.runSync(Caller.as(Caller.CurrentCaller.nobody)(count.run(asked(i), () => Effect.void))))
+  const quotas = time(runs, (i) =>
+    Effect.runSync(Caller.as(Caller.CurrentCaller.nobody)(count.run(asked(i), () => Effect.void, page)))
+  )
   const noQuotas = time(runs, (i) =>
     Effect.runSync(
       Caller.as(Caller.CurrentCaller.nobody)(
-        Count.make(() => undefined, local(new Quotas()).take).run(asked(i), () => Effect.void)
+        Count.make(() => undefined, local(new Quotas()).take).run(asked(i), () => Effect.void, page)
       )
     )
   )

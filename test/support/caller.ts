@@ -4,13 +4,13 @@
  */
 import { Effect } from "effect"
 import { it as effectIt } from "@effect/vitest"
-import type { ToolCall } from "../../src/gateway/pipeline/Call.js"
+import type { Decision, ToolCall } from "../../src/gateway/pipeline/Call.js"
 import * as Caller from "../../src/gateway/pipeline/Caller.js"
 import { CurrentCaller } from "../../src/gateway/pipeline/Caller.js"
 import type { CallPipelineService } from "../../src/gateway/pipeline/Pipeline.js"
 
-/** `call` through `pipeline`, made for its own session, asking as it says. */
-export const runAsItsCaller = (pipeline: CallPipelineService, call: ToolCall) =>
+/** `call` through `pipeline`, made for its own session, asking as it says (its finished trail copied to its `decisions`, if it has them). */
+export const runAsItsCaller = (pipeline: CallPipelineService, call: ToolCall & { readonly decisions?: Array<Decision> }) =>
   Caller.as({ session: call.session, confirm: call.confirm })(pipeline.run(call))
 
 /** `effect` made for no client. */

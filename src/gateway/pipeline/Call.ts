@@ -1,7 +1,8 @@
 /**
  * A call as the gateway's pipeline (see Pipeline) carries it: the pipeline's vocabulary (see
  * call/Vocabulary) for the gateway's sessions, and what its stages read of a call (whose it
- * is, its arguments, whether a preview holds it back).
+ * is, its arguments, whether a preview holds it back). What a stage adds for the stages after it
+ * is typed in Stage (`Found`, `Consent`); what each decided is the call's Trail.
  */
 import type { Call, Decision } from "../../call/Vocabulary.js"
 import type { Session } from "../session/Session.js"
@@ -17,6 +18,7 @@ export {
   type Target,
   type Via,
   type Way,
+  wasHeldBack,
   wasSent,
   wayOf
 } from "../../call/Vocabulary.js"
@@ -41,13 +43,16 @@ export const argumentsOf = (call: ToolCall): Record<string, unknown> => {
   return isObject(args) ? args : {}
 }
 
-/** A call as its road hands it to the pipeline: who makes it is the context's (see Caller). */
-export type CallRequest = Omit<ToolCall, "session" | "confirm" | "decisions" | "consent"> & {
-  readonly decisions?: Array<Decision>
+/**
+ * A call as its road hands it to the pipeline: who makes it is the context's (see Caller).
+ * `decisions`: where the pipeline copies the call's finished trail as the call ends, whatever its
+ * end, for the caller to read after (no stage sees it).
+ */
+export type CallRequest = Omit<ToolCall, "session" | "confirm"> & {
+  readonly decisions?: Array<Decision> | undefined
 }
 
-export const make = (call: Omit<ToolCall, "decisions" | "consent"> & { readonly decisions?: Array<Decision> }): ToolCall => ({
-  ...call,
-  consent: [],
-  decisions: call.decisions ?? []
-})
+/** A call as a road (or a test) makes it, with a place for its finished trail (see CallRequest). */
+export const make = <C extends ToolCall & { readonly decisions?: Array<Decision> | undefined }>(
+  call: C
+): C & { readonly decisions: Array<Decision> } => ({ ...call, decisions: call.decisions ?? [] })

@@ -14,19 +14,24 @@
  *   credentials  a remote backend's 403 insufficient_scope: the user signs in for more, once
  *   forward to the backend, as the session's request
  *
- * A stage that refuses a call fails it with its error and notes the refusal in the call's
- * decisions; `record` writes it like any other. The orchestrator and code mode get the pipeline
- * from their context: there is no way to a backend's tool around it.
+ * Each stage declares what it needs of the call, what it provides to the stages after it (`find`
+ * the tool it found, `decide` the holds `ask` asks about) and how it fails (see Stage); the table,
+ * and any pipeline a test builds with `of`, is checked against those types, so a stage placed
+ * before what it needs does not compile. A stage that refuses a call fails it with its error and
+ * notes the refusal on its page of the call's trail (see Trail), which no other stage can alter;
+ * `record` writes it like any other. The orchestrator and code mode get the pipeline from their
+ * context: there is no way to a backend's tool around it.
  */
 import { Context, Effect, Layer } from "effect"
 import { type GatewayConfig, inForce } from "../../config/Config.js"
 import { type Way, wayOf } from "../../call/Vocabulary.js"
 import type { GatewayError } from "../../protocol/Errors.js"
-import { type CallRequest, make as makeCall } from "./Call.js"
+import type { CallRequest, ToolCall } from "./Call.js"
 import * as Caller from "./Caller.js"
 import { CurrentCaller } from "./Caller.js"
 import { PlannedCalls } from "../../orchestration/Planned.js"
-import type { Next, Row, Stage } from "./Stage.js"
+import type { AnyRow, AnyStage, Nothing, Row, Stage, Unmet, UnmetOnAnyWay } from "./Stage.js"
+import * as Trail from "./Trail.js"
 import * as Ask from "./stages/Ask.js"
 import * as Check from "./stages/Check.js"
 import * as Count from "./stages/Count.js"
@@ -36,8 +41,12 @@ import * as Find from "./stages/Find.js"
 import * as Forward from "./stages/Forward.js"
 import * as Record from "./stages/Record.js"
 
-/** The pipeline's table: a row per stage (see Stage), in the order a call meets them. */
-export const TABLE = [
+/**
+ * The pipeline's table: a row per stage (see Stage), in the order a call meets them. Each way's
+ * table is checked where it is made: a stage that needs what no stage before it provides on some
+ * way of calling (`forward` before `find`, `ask` without `decide`) does not compile.
+ */
+export const TABLE = table([
   Record.stage,
   Find.stage,
   Check.stage,
@@ -46,18 +55,30 @@ export const TABLE = [
   Count.stage,
   Credentials.stage,
   Forward.stage
-] as const
+])
+
+/** A table of rows, each way's stages given what they need by the stages before them (see Stage's `Unmet`). */
+export function table<const T extends ReadonlyArray<AnyRow>>(rows: T & UnmetOnAnyWay<T>): T {
+  return rows
+}
+
+type Rows = typeof TABLE
 
 /** What the stages need of the gateway to be built: the layer's requirements, read from the rows. */
-type Needs = (typeof TABLE)[number] extends Row<infer R> ? R : never
+type Needs = Rows[number] extends Row<string, infer _N, infer _P, infer _E, infer R, infer _W> ? R : never
+
+/** A stage's name in the table. */
+export type StageName = Rows[number]["name"]
 
 /** Every stage's name, in the order a call meets them. */
-export const STAGES: ReadonlyArray<string> = TABLE.map((row) => row.name)
+export const STAGES: ReadonlyArray<StageName> = TABLE.map((row) => row.name)
 
 /** The stages each way of calling meets (a client's own call skips `check` and `ask`: see their rows). */
-export const TABLES: Readonly<Record<Way, ReadonlyArray<string>>> = tablesOf(TABLE)
+export const TABLES: Readonly<Record<Way, ReadonlyArray<StageName>>> = tablesOf(TABLE)
 
-function tablesOf(rows: ReadonlyArray<Pick<Row<unknown>, "name" | "ways">>): Readonly<Record<Way, ReadonlyArray<string>>> {
+function tablesOf<N extends string>(
+  rows: ReadonlyArray<{ readonly name: N; readonly ways: ReadonlyArray<Way> }>
+): Readonly<Record<Way, ReadonlyArray<N>>> {
   const of = (way: Way) => rows.filter((row) => row.ways.includes(way)).map((row) => row.name)
   return { client: of("client"), planned: of("planned"), request: of("request") }
 }
@@ -72,47 +93,73 @@ export interface CallPipelineService {
   readonly run: (call: CallRequest) => Effect.Effect<unknown, GatewayError, CurrentCaller>
 }
 
-/** The stages as one function: each around the next; the last must not call on. */
-export const compose = (stages: ReadonlyArray<Stage>): Next =>
-  stages.reduceRight<Next>(
-    (next, stage) => (call) => stage.run(call, next),
+/** The stages as one function over a call and its trail: each around the next, on its own page; the last must not call on. */
+type Composed = (call: ToolCall, trail: Trail.Trail) => Effect.Effect<unknown, GatewayError, CurrentCaller>
+
+const compose = (stages: ReadonlyArray<AnyStage>): Composed =>
+  stages.reduceRight<Composed>(
+    (next, stage) => (call, trail) => stage.run(call, (on: ToolCall) => next(on, trail), trail.pageOf(stage.name)),
     () => Effect.dieMessage("the call pipeline ended without forwarding the call")
   )
 
-/** A pipeline of `stages` for every way of calling (tests build one of their own). */
-export const of = (stages: ReadonlyArray<Stage>): CallPipelineService =>
+/**
+ * A pipeline of `stages` for every way of calling (tests build one of their own): each stage must
+ * be given what it needs by the stages before it, or this does not compile.
+ */
+export const of = <const S extends ReadonlyArray<AnyStage>>(stages: S & Unmet<S>): CallPipelineService =>
   ofTables(stages, { client: stages, planned: stages, request: stages })
 
-/** The pipeline of the table's rows, from a stage for each name (each way meets its rows' stages). */
-export const ofStages = (stages: Readonly<Record<string, Stage>>): CallPipelineService => {
-  const named = (names: ReadonlyArray<string>) =>
-    names.map((name) => stages[name] ?? { name, run: () => Effect.dieMessage(`the call pipeline has no stage '${name}'`) })
+/**
+ * The pipeline of the table's names, each way meeting its rows' stages, from stages that need
+ * nothing of one another (a test's, to see which stages each way meets).
+ */
+export const ofStages = (stageOf: (name: StageName) => Stage<Nothing, Nothing, GatewayError>): CallPipelineService => {
+  const named = (names: ReadonlyArray<StageName>) => names.map(stageOf)
   return ofTables(named(STAGES), { client: named(TABLES.client), planned: named(TABLES.planned), request: named(TABLES.request) })
 }
 
-/** A pipeline whose calls take their way's table, composed once. */
-const ofTables = (every: ReadonlyArray<Stage>, tables: Readonly<Record<Way, ReadonlyArray<Stage>>>): CallPipelineService => {
-  const ways: Readonly<Record<Way, Next>> = {
+/**
+ * A pipeline whose calls take their way's table, composed once. Each call has a trail of its own,
+ * copied to the caller's `decisions` as it ends, whatever its end.
+ */
+const ofTables = (
+  every: ReadonlyArray<AnyStage>,
+  tables: Readonly<Record<Way, ReadonlyArray<AnyStage>>>
+): CallPipelineService => {
+  const ways: Readonly<Record<Way, Composed>> = {
     client: compose(tables.client),
     planned: compose(tables.planned),
     request: compose(tables.request)
   }
   return {
     stages: every.map((s) => s.name),
-    run: (request) =>
-      Effect.flatMap(CurrentCaller, (caller) =>
-        ways[wayOf(request)](makeCall({ ...request, session: caller.session, confirm: caller.confirm }))
-      )
+    run: ({ decisions: told, ...request }) =>
+      Effect.flatMap(CurrentCaller, (caller) => {
+        const trail = Trail.make()
+        const ran = ways[wayOf(request)]({ ...request, session: caller.session, confirm: caller.confirm }, trail)
+        return told === undefined
+          ? ran
+          : Effect.ensuring(
+              ran,
+              Effect.sync(() => told.push(...trail.decisions()))
+            )
+      })
   }
 }
 
-/** Every row's stage, built on the configuration in force (followed as it reloads). */
+/** Every row's stage, built on the configuration in force (followed as it reloads), met by the ways its row names. */
 const make = Effect.gen(function* () {
   const current = yield* inForce
-  const built = yield* Effect.forEach(TABLE, (row: Row<Needs>) =>
-    Effect.map(row.build(current), (stage): [string, Stage] => [row.name, { name: row.name, run: stage.run }])
+  // Each row's stage as the pipeline runs it: its table was checked where it was made (see `table`).
+  const build = (row: Rows[number]): Effect.Effect<AnyStage, never, Needs> => row.build(current)
+  const built = yield* Effect.forEach(TABLE, (row) =>
+    Effect.map(build(row), (stage) => ({ ways: row.ways as ReadonlyArray<Way>, stage }))
   )
-  return ofStages(Object.fromEntries(built))
+  const of = (way: Way) => built.filter((b) => b.ways.includes(way)).map((b) => b.stage)
+  return ofTables(
+    built.map((b) => b.stage),
+    { client: of("client"), planned: of("planned"), request: of("request") }
+  )
 })
 
 export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallPipeline, CallPipelineService>() {

@@ -223,7 +223,7 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
         const decisions: Array<Vocabulary.Decision> = []
         // What the pipeline's forward stage said: sent to the backend, or held back by the preview.
         const sent = () => Vocabulary.wasSent(decisions)
-        const held = () => decisions.includes(Vocabulary.HELD_BACK)
+        const held = () => Vocabulary.wasHeldBack(decisions)
         const started = Date.now()
         // A client's own script is its request: what it writes is what it asked to keep.
         const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan, keeps: deps.provenance?.keeps ?? true }

@@ -2,15 +2,17 @@
  * `count`: how many calls a subject, a tool or a backend may make per minute and at once
  * (`limits`), counted at every call however it was made. Past a limit the call is refused with
  * -32029 naming the limit and when to retry (`data.retryAfterMs`); a call's place in flight is
- * given back when it ends, whatever its end.
+ * given back when it ends, whatever its end. It needs the tool `find` found (its backend, its
+ * name); it fails with CallRefused.
  */
 import { Effect } from "effect"
 import { matchesGlob } from "../../../catalog/Exposure.js"
 import type { Limits } from "../../../config/Limits.js"
-import { ErrorCode } from "../../../protocol/Errors.js"
+import { ErrorCode, type GatewayError } from "../../../protocol/Errors.js"
 import { CallRefused, isRequest, type ToolCall, userOf } from "../Call.js"
 import { type Counted, type Taken, TeamQuotas } from "../../../store/TeamQuotas.js"
-import { row, type Stage } from "../Stage.js"
+import { type Found, type Next, type Nothing, type Ran, row, type Stage } from "../Stage.js"
+import type { Page } from "../Trail.js"
 
 /** The keys a call counts against under `limits`. */
 export const countedOf = (call: ToolCall, limits: Limits): ReadonlyArray<Counted> => {
@@ -39,18 +41,18 @@ export const countedOf = (call: ToolCall, limits: Limits): ReadonlyArray<Counted
 export const make = (
   limits: () => Limits | undefined,
   take: (counted: ReadonlyArray<Counted>) => Effect.Effect<Taken>
-): Stage => ({
+): Stage<Found, Nothing, CallRefused> => ({
   name: "count",
-  run: (call, next) => {
+  run: <C extends ToolCall & Found, E2 extends GatewayError>(call: C, next: Next<C, E2>, trail: Page) => {
     const configured = limits()
     if (configured === undefined) return next(call)
     const counted = countedOf(call, configured)
     if (counted.length === 0) return next(call)
-    return Effect.flatMap(take(counted), (taken) => {
+    return Effect.flatMap(take(counted), (taken): Ran<CallRefused | E2> => {
       if (taken._tag === "Refused") {
         const seconds = Math.ceil(taken.retryAfterMs / 1_000)
         const message = `Too many calls: ${call.name} is past ${taken.named} (${taken.why}); retry in ${seconds} s`
-        call.decisions.push({ stage: "count", said: message, refused: true })
+        trail.note({ said: message, refused: true })
         return Effect.fail(
           new CallRefused({
             stage: "count",

@@ -7,19 +7,22 @@
  * `notifications/elicitation/complete` tells it the sign-in is done); then the call is tried once
  * more. A client without URL elicitation gets -32042
  * URLElicitationRequired with the page to open; the sign-in waits for its user, so the next try
- * goes through. Declined, or failed again: the backend's refusal stands.
+ * goes through. Declined, or failed again: the backend's refusal stands. It needs the tool `find`
+ * found (its backend); it fails with the backend's BackendError, UrlElicitationRequired (-32042),
+ * or SignInFailed (a sign-in that could not start or finish).
  */
 import { Effect } from "effect"
 import { oauthOf, type BackendConfig } from "../../../config/Config.js"
 import { field, isObject, messageOf } from "../../../json/Json.js"
 import * as Secrets from "../../../observability/Secrets.js"
-import { BackendError, SignInFailed, UrlElicitationRequired } from "../../../protocol/Errors.js"
+import { type AskError, BackendError, SignInFailed, UrlElicitationRequired } from "../../../protocol/Errors.js"
 import { insufficientScopeOf } from "../../../backend/Channel.js"
 import { signInNeededBy } from "../../../backend/Lanes.js"
 import { SIGN_IN_TIMEOUT_MS, SignIns, type SignInsService } from "../../../auth/SignIns.js"
 import { Backends } from "../../../backend/Backends.js"
 import type { ToolCall } from "../Call.js"
-import { row, type Stage } from "../Stage.js"
+import { type Found, type Nothing, row, type Stage } from "../Stage.js"
+import type { Page } from "../Trail.js"
 
 export interface Deps {
   readonly signIns: Pick<SignInsService, "start" | "grantedScopes">
@@ -36,11 +39,11 @@ const wantedOf = (error: unknown): ReadonlyArray<string> | undefined => {
 const takesUrls = (capabilities: Readonly<Record<string, unknown>>): boolean =>
   isObject(field(capabilities, "elicitation")) && isObject(field(field(capabilities, "elicitation"), "url"))
 
-export const make = (deps: Deps): Stage => {
+export const make = (deps: Deps): Stage<Found, Nothing, BackendError | UrlElicitationRequired | SignInFailed | AskError> => {
   /** `wanted`: the scopes a 403 named (a step-up); undefined: the user's first sign-in (or a refused one's). */
-  const signIn = (call: ToolCall, refused: BackendError, wanted: ReadonlyArray<string> | undefined) =>
+  const signIn = (call: ToolCall & Found, trail: Page, refused: BackendError, wanted: ReadonlyArray<string> | undefined) =>
     Effect.gen(function* () {
-      const backendId = call.target!.backendId
+      const backendId = call.target.backendId
       const config = deps.configOf(backendId)
       if (config?.url === undefined) return yield* refused
       const settings = oauthOf(config)
@@ -64,16 +67,13 @@ export const make = (deps: Deps): Stage => {
       const elicitation = { mode: "url", elicitationId: started.elicitationId, url: started.url, message }
       const session = call.session
       if (session === undefined || !takesUrls(session.clientCapabilities)) {
-        call.decisions.push({
-          stage: "credentials",
-          said: `a sign-in${what} is needed: the client was given its URL`
-        })
+        trail.note({ said: `a sign-in${what} is needed: the client was given its URL` })
         return yield* new UrlElicitationRequired({
           message: `${message} Open ${started.url} and try again.`,
           elicitations: [elicitation]
         })
       }
-      call.decisions.push({ stage: "credentials", said: `asked the user to sign in${what}` })
+      trail.note({ said: `asked the user to sign in${what}` })
       const answer = yield* session.request("elicitation/create", elicitation, call.context)
       if (field(answer, "action") !== "accept") return yield* refused
       yield* Effect.tryPromise({
@@ -87,16 +87,16 @@ export const make = (deps: Deps): Stage => {
 
   return {
     name: "credentials",
-    run: (call, next) =>
+    run: (call, next, trail) =>
       // Only a remote backend asks for a sign-in: a local one's call goes on untouched.
-      call.target === undefined || deps.configOf(call.target.backendId)?.url === undefined
+      deps.configOf(call.target.backendId)?.url === undefined
         ? next(call)
         : Effect.catchAll(next(call), (error) => {
-            if (call.target === undefined || !(error instanceof BackendError)) return Effect.fail(error)
+            if (!(error instanceof BackendError)) return Effect.fail(error)
             const wanted = wantedOf(error)
             if (wanted === undefined && signInNeededBy(error) === undefined) return Effect.fail(error)
             // Once: a second refusal is the backend's answer.
-            return Effect.zipRight(signIn(call, error, wanted), next(call))
+            return Effect.zipRight(signIn(call, trail, error, wanted), next(call))
           })
   }
 }

@@ -6,7 +6,9 @@
  * script planned is found again: a tool quarantined or hidden since it was offered is refused.
  * At a backend's own endpoint the name is the backend's, its filters apply. The model's other
  * requests (`routing: "backend"`) name a backend the session's profile serves, and what they name
- * there must pass the backend's filters.
+ * there must pass the backend's filters. It needs nothing of the call and provides the tool it
+ * found (`Found`) to every stage after it; it fails with InvalidParams (an unknown, ambiguous,
+ * quarantined or hidden tool).
  */
 import { Effect } from "effect"
 import { Backends, type BackendsService } from "../../../backend/Backends.js"
@@ -17,9 +19,10 @@ import { namespaceOf } from "../../../config/Config.js"
 import * as Apps from "../../../catalog/Apps.js"
 import { hiddenBy } from "../../../catalog/BackendFilters.js"
 import { profileIn, type Session } from "../../session/Session.js"
-import { type GatewayError, InvalidParams } from "../../../protocol/Errors.js"
+import { InvalidParams } from "../../../protocol/Errors.js"
 import { isRequest, type Target, type ToolCall } from "../Call.js"
-import { row, type Stage } from "../Stage.js"
+import { type Found, type Nothing, row, type Stage } from "../Stage.js"
+import type { Page } from "../Trail.js"
 
 export interface Deps {
   readonly backends: BackendsService
@@ -27,25 +30,25 @@ export interface Deps {
 }
 
 /** The call with its target, noted in its trail (the audit line names the tool from there). */
-const found = (call: ToolCall, target: Target): ToolCall => {
-  call.decisions.push({ stage: "find", said: "found", target })
+const found = <C extends ToolCall>(call: C, target: Target, trail: Page): C & Found => {
+  trail.note({ said: "found", target })
   return { ...call, target }
 }
 
-const refuse = (call: ToolCall, message: string): Effect.Effect<never, GatewayError> => {
-  call.decisions.push({ stage: "find", said: message, refused: true })
+const refuse = (call: ToolCall, trail: Page, message: string): Effect.Effect<never, InvalidParams> => {
+  trail.note({ said: message, refused: true })
   // An unknown name's issue says so plainly, as every other -32602 of the gateway names its field.
   const issue = message === `Unknown tool: ${call.name}` ? `name: no tool named '${call.name}'` : `name: ${message}`
   return Effect.fail(new InvalidParams({ message, issues: [issue] }))
 }
 
 /** What a backend's filters hide, refused with their own error. */
-const refuseHidden = (call: ToolCall, hidden: GatewayError): Effect.Effect<never, GatewayError> => {
-  call.decisions.push({ stage: "find", said: hidden.message, refused: true })
+const refuseHidden = (trail: Page, hidden: InvalidParams): Effect.Effect<never, InvalidParams> => {
+  trail.note({ said: hidden.message, refused: true })
   return Effect.fail(hidden)
 }
 
-export const make = ({ backends, profileOf }: Deps): Stage => {
+export const make = ({ backends, profileOf }: Deps): Stage<Nothing, Found, InvalidParams> => {
   const catalog = (call: ToolCall): Catalog => inProfile(catalogOf(backends.toolsSync()), profileOf(call.session))
 
   /** Why a tool is held back, if it is: its definition changed since it was pinned; how to accept it. */
@@ -89,14 +92,14 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
     })
 
   /** A script's call of a tool it was not given: only what a model may call (no app-only tool), by its exposed name. */
-  const fromScript = (call: ToolCall): Effect.Effect<Target, GatewayError> => {
+  const fromScript = (call: ToolCall, trail: Page): Effect.Effect<Target, InvalidParams> => {
     const entry = Apps.forModel(catalog(call)).byName.get(call.name)
     if (entry !== undefined) return Effect.succeed({ backendId: entry.backendId, own: entry.toolName, entry })
-    return refuse(call, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
+    return refuse(call, trail, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
   }
 
   /** A client's call: by its exposed name, else (an MCP App) by its server's own name when one backend has it. */
-  const fromClient = (call: ToolCall): Effect.Effect<Target, GatewayError> => {
+  const fromClient = (call: ToolCall, trail: Page): Effect.Effect<Target, InvalidParams> => {
     const view = catalog(call)
     const entry = view.byName.get(call.name)
     if (entry !== undefined) return Effect.succeed({ backendId: entry.backendId, own: entry.toolName, entry })
@@ -105,17 +108,18 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
     if (own.length > 1) {
       return refuse(
         call,
+        trail,
         `Ambiguous tool: '${call.name}' is the own name of ${own.map((e) => e.name).join(", ")}: call one of those`
       )
     }
     return Effect.flatMap(notReady(call), (target) => {
       if (target !== undefined) return Effect.succeed(target)
-      return refuse(call, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
+      return refuse(call, trail, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
     })
   }
 
   /** A planned call (orchestration, script): still there, in the view it was planned from. */
-  const again = (call: ToolCall, planned: Target): Effect.Effect<Target, GatewayError> => {
+  const again = (call: ToolCall, trail: Page, planned: Target): Effect.Effect<Target, InvalidParams> => {
     const view = call.via === "script" ? Apps.forModel(catalog(call)) : catalog(call)
     const named = view.byName.get(call.name)
     const entry =
@@ -125,49 +129,49 @@ export const make = ({ backends, profileOf }: Deps): Stage => {
     if (entry !== undefined) {
       return Effect.succeed({ backendId: entry.backendId, own: entry.toolName, entry })
     }
-    return refuse(call, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
+    return refuse(call, trail, quarantined(call.name) ?? `Unknown tool: ${call.name}`)
   }
 
   /** At a backend's own endpoint: its own name, its filters, and its pins as at the aggregate. */
-  const atEndpoint = (call: ToolCall, backendId: string): Effect.Effect<Target, GatewayError> => {
+  const atEndpoint = (call: ToolCall, trail: Page, backendId: string): Effect.Effect<Target, InvalidParams> => {
     const hidden = hiddenBy(backends.configOf(backendId), "tools/call", call.params)
-    if (hidden !== undefined) return refuseHidden(call, hidden)
+    if (hidden !== undefined) return refuseHidden(trail, hidden)
     const held = quarantined(call.name, backendId)
-    if (held !== undefined) return refuse(call, held)
+    if (held !== undefined) return refuse(call, trail, held)
     const entry = catalogOf(backends.toolsSync()).entries.find((e) => e.backendId === backendId && e.toolName === call.name)
     return Effect.succeed({ backendId, own: call.name, entry })
   }
 
   /** A request other than a tool call, at the backend it names: served to this session, not hidden there. */
-  const atRequest = (call: ToolCall): Effect.Effect<Target, GatewayError> => {
+  const atRequest = (call: ToolCall, trail: Page): Effect.Effect<Target, InvalidParams> => {
     const target = call.target
     if (target === undefined || (call.session !== undefined && !call.session.serves(target.backendId))) {
-      return refuse(call, `Unknown backend: ${call.name}`)
+      return refuse(call, trail, `Unknown backend: ${call.name}`)
     }
     const hidden = hiddenBy(backends.configOf(target.backendId), call.method ?? "", call.params)
-    if (hidden !== undefined) return refuseHidden(call, hidden)
+    if (hidden !== undefined) return refuseHidden(trail, hidden)
     return Effect.succeed(target)
   }
 
   return {
     name: "find",
-    run: (call, next) => {
-      if (isRequest(call)) return Effect.flatMap(atRequest(call), (target) => next(found(call, target)))
+    run: (call, next, trail) => {
+      if (isRequest(call)) return Effect.flatMap(atRequest(call, trail), (target) => next(found(call, target, trail)))
       // The hot path (a client's call of a listed tool) stays synchronous: no effect made to find it.
       if (call.via === "client" || call.via === "task") {
         const entry = catalog(call).byName.get(call.name)
-        if (entry !== undefined) return next(found(call, { backendId: entry.backendId, own: entry.toolName, entry }))
+        if (entry !== undefined) return next(found(call, { backendId: entry.backendId, own: entry.toolName, entry }, trail))
       }
       const endpoint = call.session?.target._tag === "Backend" ? call.session.target.backendId : undefined
       const finding =
         call.via === "backend-endpoint" && endpoint !== undefined
-          ? atEndpoint(call, endpoint)
+          ? atEndpoint(call, trail, endpoint)
           : call.target !== undefined
-            ? again(call, call.target)
+            ? again(call, trail, call.target)
             : call.via === "script"
-              ? fromScript(call)
-              : fromClient(call)
-      return Effect.flatMap(finding, (target) => next(found(call, target)))
+              ? fromScript(call, trail)
+              : fromClient(call, trail)
+      return Effect.flatMap(finding, (target) => next(found(call, target, trail)))
     }
   }
 }

@@ -2,13 +2,15 @@
  * `record`: the call's line in the audit log (how it was made, who asked, the backend and tool, the
  * arguments as configured, the outcome, the backend's time) and its span's attributes. It stands
  * first, around every other stage, so that a call refused by any of them is recorded like any
- * other, naming the stage. With the audit log off it adds nothing to the call's way.
+ * other, naming the stage: it needs nothing of the call and provides nothing, and reads the
+ * finished trail (see Trail) as the call ends. With the audit log off it adds nothing to the
+ * call's way.
  */
 import { Effect, Exit, FiberRef } from "effect"
 import { randomUUID } from "node:crypto"
 import { field } from "../../../json/Json.js"
 import * as Audit from "../Audit.js"
-import { argumentsOf, HELD_BACK, type ToolCall } from "../Call.js"
+import { argumentsOf, type ToolCall, wasHeldBack } from "../Call.js"
 import { ErrorCode } from "../../../protocol/Errors.js"
 import { row, type Stage } from "../Stage.js"
 
@@ -32,7 +34,7 @@ const delivered = (call: ToolCall, result: unknown, maxReplyBytes: number): "ok"
 
 export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = () => Infinity): Stage => ({
   name: "record",
-  run: (call, next) => {
+  run: (call, next, trail) => {
     if (!audit.enabled) return next(call)
     return Effect.suspend(() => {
       const id = randomUUID()
@@ -43,13 +45,14 @@ export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = ()
         Effect.onExit((exit) =>
           Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
             Effect.sync(() => {
-              const refused = call.decisions.find((d) => d.refused === true)
+              const decisions = trail.decisions()
+              const refused = decisions.find((d) => d.refused === true)
               // What the stages after this one found, from the trail they left.
-              const target = call.target ?? call.decisions.find((d) => d.target !== undefined)?.target
-              const consent = call.decisions.flatMap((d) =>
+              const target = call.target ?? decisions.find((d) => d.target !== undefined)?.target
+              const consent = decisions.flatMap((d) =>
                 d.stage === "decide" && d.refused !== true && d.rule !== undefined ? [d.rule] : []
               )
-              const sentAt = call.decisions.find((d) => d.at !== undefined)?.at
+              const sentAt = decisions.find((d) => d.at !== undefined)?.at
               audit.call({
                 id,
                 ...(parent === undefined ? {} : { parent }),
@@ -63,7 +66,7 @@ export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = ()
                 },
                 arguments: argumentsOf(call),
                 outcome: Exit.isSuccess(exit)
-                  ? call.decisions.includes(HELD_BACK)
+                  ? wasHeldBack(decisions)
                     ? "held"
                     : delivered(call, exit.value, maxReplyBytes())
                   : Audit.outcomeOf(exit.cause),

@@ -20,6 +20,7 @@ import * as AuditRun from "../../../../src/observability/AuditRun.js"
 import type { Stage } from "../../../../src/gateway/pipeline/Stage.js"
 import type { Source } from "../../../../src/call/Vocabulary.js"
 import type { Tool } from "../../../../src/protocol/Mcp.js"
+import { given } from "../../../support/stages.js"
 
 const notes: Source = { call: 1, backendId: "fs", tool: "fs__read_text_file", arguments: { path: "notes.md" } }
 const page: Source = { call: 2, backendId: "web", tool: "web__fetch", arguments: { url: "https://example.com" } }
@@ -62,6 +63,7 @@ const pipelineOf = (mode: FlowGuard, flows: Record<string, FlowSetting> = {}) =>
   const ran: Array<string> = []
   const forward: Stage = { name: "forward", run: (call) => Effect.sync(() => (ran.push(call.name), { content: [] })) }
   const pipeline = Pipeline.of([
+    given,
     Decide.make(FlowRules.rules({ mode: () => mode, flowOf: (id) => flows[id] })),
     Ask.make(() => "never"),
     forward
@@ -253,6 +255,7 @@ describe("the flow guard", () => {
         const ran: Array<string> = []
         const forward: Stage = { name: "forward", run: (call) => Effect.sync(() => (ran.push(call.name), { content: [] })) }
         const pipeline = Pipeline.of([
+          given,
           Decide.make(FlowRules.rules({ mode: () => "confirm", flowOf: () => undefined })),
           Ask.make(() => "destructive"),
           forward
@@ -293,6 +296,7 @@ describe("the flow guard", () => {
       const forward: Stage = { name: "forward", run: () => Effect.succeed({ content: [] }) }
       const pipeline = Pipeline.of([
         Record.make(audit),
+        given,
         Decide.make(FlowRules.rules({ mode: () => "confirm", flowOf: () => undefined })),
         Ask.make(() => "never"),
         forward

@@ -8,7 +8,10 @@ import { Deferred, Effect, Either, Fiber } from "effect"
 import type { BackendsService } from "../../../../src/backend/Backends.js"
 import * as Call from "../../../../src/gateway/pipeline/Call.js"
 import * as Pipeline from "../../../../src/gateway/pipeline/Pipeline.js"
-import type { Next, Stage } from "../../../../src/gateway/pipeline/Stage.js"
+import type { Found, Next, Stage } from "../../../../src/gateway/pipeline/Stage.js"
+import * as Trail from "../../../../src/gateway/pipeline/Trail.js"
+import type { Page } from "../../../../src/gateway/pipeline/Trail.js"
+import type { Decision } from "../../../../src/call/Vocabulary.js"
 import * as Ask from "../../../../src/gateway/pipeline/stages/Ask.js"
 import * as Check from "../../../../src/gateway/pipeline/stages/Check.js"
 import * as Count from "../../../../src/gateway/pipeline/stages/Count.js"
@@ -51,41 +54,55 @@ const backends = {
   backend: () => undefined
 } as unknown as BackendsService
 
-/** The rest of the pipeline, as the stage under test sees it: records that it was reached. */
-const reached = (): { next: Next; calls: Array<Call.ToolCall> } => {
+/**
+ * The rest of the pipeline, as the stage under test sees it: records that it was reached. `page`:
+ * the stage's page of a trail of its own, `said` what the stage noted there.
+ */
+const reached = (stage: string): { next: Next; calls: Array<Call.ToolCall>; page: Page; said: () => ReadonlyArray<Decision> } => {
   const calls: Array<Call.ToolCall> = []
-  return { calls, next: (call) => Effect.sync(() => (calls.push(call), { content: [] })) }
+  const trail = Trail.make()
+  return {
+    calls,
+    next: (call) => Effect.sync(() => (calls.push(call), { content: [] })),
+    page: trail.pageOf(stage),
+    said: trail.decisions
+  }
 }
 
+/** A page for a stage run alone, when what it notes is not looked at. */
+const pageOf = (stage: string): Page => Trail.make().pageOf(stage)
+
 const session = () => new Session({ id: "s", edge: HTTP_EDGE, send: () => false })
-const call = (over: Partial<Call.ToolCall> & Pick<Call.ToolCall, "via" | "name">) =>
+const call = <O extends Partial<Call.ToolCall> & Pick<Call.ToolCall, "via" | "name">>(over: O) =>
   Call.make({ session: session(), context: undefined, params: { name: over.name, arguments: { path: "a" } }, ...over })
+/** `fx`'s tool the call names, as `find` would have found it: what the stages after it need. */
+const atFx = (name: string): Call.Target => ({ backendId: "fx", own: name.split("__")[1]! })
 
 const find = Find.make({ backends, profileOf: () => undefined })
 
 describe("find", () => {
   it.effect("a client's exposed name becomes its backend and own name; an unknown one is refused, the refusal noted", () =>
     Effect.gen(function* () {
-      const rest = reached()
-      yield* find.run(call({ via: "client", name: "fx__read" }), rest.next)
+      const rest = reached("find")
+      yield* find.run(call({ via: "client", name: "fx__read" }), rest.next, pageOf("find"))
       expect(rest.calls[0]!.target).toMatchObject({ backendId: "fx", own: "read" })
       const unknown = call({ via: "client", name: "fx__nothing" })
-      const refused = yield* Effect.either(find.run(unknown, rest.next))
+      const refused = yield* Effect.either(find.run(unknown, rest.next, rest.page))
       expect(Either.isLeft(refused) && refused.left.message).toBe("Unknown tool: fx__nothing")
-      expect(unknown.decisions).toEqual([{ stage: "find", said: "Unknown tool: fx__nothing", refused: true }])
+      expect(rest.said()).toEqual([{ stage: "find", said: "Unknown tool: fx__nothing", refused: true }])
       expect(rest.calls).toHaveLength(1)
     })
   )
 
   it.effect("a quarantined tool is refused saying how to trust it; a profile hides what it does not admit", () =>
     Effect.gen(function* () {
-      const rest = reached()
-      const held = yield* Effect.either(find.run(call({ via: "script", name: "fx__held" }), rest.next))
+      const rest = reached("find")
+      const held = yield* Effect.either(find.run(call({ via: "script", name: "fx__held" }), rest.next, rest.page))
       expect(Either.isLeft(held) && held.left.message).toContain("mcp-agentify trust fx held")
       const reader = Find.make({ backends, profileOf: () => ({ backends: ["other"] }) })
-      const hidden = yield* Effect.either(reader.run(call({ via: "client", name: "fx__read" }), rest.next))
+      const hidden = yield* Effect.either(reader.run(call({ via: "client", name: "fx__read" }), rest.next, rest.page))
       expect(Either.isLeft(hidden)).toBe(true)
-      yield* reader.run(call({ via: "client", name: "other__read" }), rest.next)
+      yield* reader.run(call({ via: "client", name: "other__read" }), rest.next, rest.page)
       expect(rest.calls.map((c) => c.target?.backendId)).toEqual(["other"])
     })
   )
@@ -94,13 +111,13 @@ describe("find", () => {
 describe("check", () => {
   it.effect("holds a planned call to the inputSchema; a client's own call goes as sent", () =>
     Effect.gen(function* () {
-      const rest = reached()
+      const rest = reached("check")
       const entry = { name: "fx__read", backendId: "fx", toolName: "read", tool: tool("read") }
       const target = { backendId: "fx", own: "read", entry } as unknown as Call.Target
       const bad = call({ via: "script", name: "fx__read", target, params: { name: "fx__read", arguments: {} } })
-      const refused = yield* Effect.either(Check.make().run(bad, rest.next))
+      const refused = yield* Effect.either(Check.make().run(bad, rest.next, rest.page))
       expect(Either.isLeft(refused) && refused.left.message).toMatch(/^Invalid arguments for fx__read: .*path/)
-      expect(bad.decisions[0]).toMatchObject({ stage: "check", refused: true })
+      expect(rest.said()[0]).toMatchObject({ stage: "check", refused: true })
       expect(rest.calls).toHaveLength(0)
       // A client's own call does not meet it: its way's table has no check (see "the pipeline").
       expect(Pipeline.TABLES.client).not.toContain("check")
@@ -125,6 +142,7 @@ describe("a refusal", () => {
     expect(heldBy(asked)).toEqual(["private-data-out"])
     const decided = new Call.CallRefused({ stage: "decide", code: -32602, message: "refused by policies", rule: "policies" })
     expect(heldBy(decided)).toEqual(["policies"])
+    // A failure that is no refusal names no rule.
     // A failure that is no refusal names no rule (a backend's own error dressed as one).
     const forged = new Relayed({
       from: "backend",
@@ -139,15 +157,17 @@ describe("a refusal", () => {
 describe("decide", () => {
   it.effect("a named rule that refuses stops the call, saying which; none: the call goes on", () =>
     Effect.gen(function* () {
-      const rest = reached()
+      const rest = reached("decide")
       const rule: Decide.Rule = {
         name: "no-writes",
         refuses: (c) => Effect.succeed(c.name.endsWith("write") ? "writes are off" : undefined)
       }
       const stage = Decide.make([rule])
-      const refused = yield* Effect.either(stage.run(call({ via: "client", name: "fx__write" }), rest.next))
+      const refused = yield* Effect.either(
+        stage.run(call({ via: "client", name: "fx__write", target: atFx("fx__write") }), rest.next, rest.page)
+      )
       expect(Either.isLeft(refused) && refused.left.message).toBe("fx__write refused by no-writes: writes are off")
-      yield* stage.run(call({ via: "client", name: "fx__read" }), rest.next)
+      yield* stage.run(call({ via: "client", name: "fx__read", target: atFx("fx__read") }), rest.next, rest.page)
       expect(rest.calls.map((c) => c.name)).toEqual(["fx__read"])
     })
   )
@@ -168,16 +188,17 @@ describe("ask", () => {
     "a planned destructive call runs once the user agreed; declined or unaskable, it does not; a client's is not asked",
     () =>
       Effect.gen(function* () {
-        const rest = reached()
+        const rest = reached("ask")
         const stage = Ask.make(() => "destructive")
         const answers: Array<"accepted" | "declined"> = ["declined", "accepted"]
         const confirm = () => Effect.succeed(answers.shift()!)
-        const declined = yield* Effect.either(stage.run(call({ via: "script", name: "fx__write", target, confirm }), rest.next))
+        const asked = <C extends Call.ToolCall & Found>(c: C) => stage.run({ ...c, consent: [] }, rest.next, rest.page)
+        const declined = yield* Effect.either(asked(call({ via: "script", name: "fx__write", target, confirm })))
         expect(Either.isLeft(declined) && declined.left.message).toContain("the user declined to run fx__write")
-        yield* stage.run(call({ via: "script", name: "fx__write", target, confirm }), rest.next)
-        const unaskable = yield* Effect.either(stage.run(call({ via: "orchestration", name: "fx__write", target }), rest.next))
+        yield* asked(call({ via: "script", name: "fx__write", target, confirm }))
+        const unaskable = yield* Effect.either(asked(call({ via: "orchestration", name: "fx__write", target })))
         expect(Either.isLeft(unaskable) && unaskable.left.message).toContain("this client cannot be asked")
-        yield* stage.run(call({ via: "orchestration", name: "fx__write", target, confirmed: true }), rest.next)
+        yield* asked(call({ via: "orchestration", name: "fx__write", target, confirmed: true }))
         expect(rest.calls.map((c) => c.via)).toEqual(["script", "orchestration"])
         // A client's own call does not meet it: its way's table has no ask (see "the pipeline").
         expect(Pipeline.TABLES.client).not.toContain("ask")
@@ -188,8 +209,12 @@ describe("ask", () => {
 describe("count", () => {
   it.effect("with no limits configured, passes every call on", () =>
     Effect.gen(function* () {
-      const rest = reached()
-      yield* Count.make(() => undefined, local(new Quotas()).take).run(call({ via: "client", name: "fx__read" }), rest.next)
+      const rest = reached("count")
+      yield* Count.make(() => undefined, local(new Quotas()).take).run(
+        call({ via: "client", name: "fx__read", target: atFx("fx__read") }),
+        rest.next,
+        rest.page
+      )
       expect(rest.calls).toHaveLength(1)
     })
   )
@@ -200,15 +225,15 @@ describe("count", () => {
       Effect.gen(function* () {
         let now = 1_000_000
         const count = Count.make(() => ({ subject: { callsPerMinute: 2 } }), local(new Quotas(() => now)).take)
-        const rest = reached()
+        const rest = reached("count")
         const alice = () =>
           new Session({ id: "a", edge: HTTP_EDGE, identity: { subject: "alice", scopes: [], groups: [] }, send: () => false })
-        const asAlice = () => call({ via: "client", name: "fx__read", session: alice() })
-        yield* count.run(asAlice(), rest.next)
+        const asAlice = () => call({ via: "client", name: "fx__read", target: atFx("fx__read"), session: alice() })
+        yield* count.run(asAlice(), rest.next, rest.page)
         now += 10_000
-        yield* count.run(asAlice(), rest.next)
+        yield* count.run(asAlice(), rest.next, rest.page)
         now += 5_000
-        const refused = yield* Effect.either(count.run(asAlice(), rest.next))
+        const refused = yield* Effect.either(count.run(asAlice(), rest.next, rest.page))
         expect(
           Either.isLeft(refused) && [refused.left.code, refused.left.message, (refused.left as { data?: unknown }).data]
         ).toEqual([
@@ -221,6 +246,7 @@ describe("count", () => {
           call({
             via: "client",
             name: "fx__read",
+            target: atFx("fx__read"),
             session: new Session({
               id: "b",
               edge: HTTP_EDGE,
@@ -228,10 +254,11 @@ describe("count", () => {
               send: () => false
             })
           }),
-          rest.next
+          rest.next,
+          rest.page
         )
         now += 45_000
-        yield* count.run(asAlice(), rest.next)
+        yield* count.run(asAlice(), rest.next, rest.page)
         expect(rest.calls).toHaveLength(4)
       })
   )
@@ -271,25 +298,29 @@ describe("count", () => {
             name: "fx__write",
             target: { backendId: "fx", own: "write", entry: { name: "fx__write" } as never }
           })
-        const first = yield* Effect.fork(count.run(write(), held))
+        const first = yield* Effect.fork(count.run(write(), held, pageOf("count")))
         yield* Effect.yieldNow()
-        const second = yield* Effect.either(count.run(write(), reached().next))
+        const second = yield* Effect.either(count.run(write(), reached("count").next, pageOf("count")))
         expect(Either.isLeft(second) && second.left.message).toBe(
           'Too many calls: fx__write is past limits.tools["fx__w*"] (1 call at once); retry in 1 s'
         )
         // A tool the glob does not match, on a backend without a limit: not counted.
-        const rest = reached()
-        yield* count.run(call({ via: "client", name: "fx__read", target: { backendId: "fx", own: "read" } }), rest.next)
+        const rest = reached("count")
+        yield* count.run(
+          call({ via: "client", name: "fx__read", target: { backendId: "fx", own: "read" } }),
+          rest.next,
+          rest.page
+        )
         expect(rest.calls).toHaveLength(1)
         yield* Deferred.succeed(gate, undefined)
         yield* Fiber.join(first)
-        yield* count.run(write(), rest.next)
+        yield* count.run(write(), rest.next, rest.page)
         expect(rest.calls).toHaveLength(2)
         // Per backend: a failed call gives its place back too.
         const failing: Next = () => Effect.fail(new InternalError({ message: "boom" }))
         const onOther = () => call({ via: "script", name: "other__read", target: { backendId: "other", own: "read" } })
-        yield* Effect.either(count.run(onOther(), failing))
-        yield* count.run(onOther(), rest.next)
+        yield* Effect.either(count.run(onOther(), failing, pageOf("count")))
+        yield* count.run(onOther(), rest.next, rest.page)
         expect(rest.calls).toHaveLength(3)
       })
   )
@@ -379,7 +410,15 @@ describe("a preview (dry run)", () => {
         })
         let asked = 0
         const confirm = () => Effect.sync(() => (asked++, "accepted" as const))
-        const pipeline = Pipeline.of([Record.make(audit), find, Check.make(), Ask.make(() => "destructive"), forward])
+        // `decide` with no rule: what `ask` needs of it is that nothing else holds the call.
+        const pipeline = Pipeline.of([
+          Record.make(audit),
+          find,
+          Check.make(),
+          Decide.make(),
+          Ask.make(() => "destructive"),
+          forward
+        ])
         const preview = (name: string, args: Record<string, unknown>) =>
           runAsItsCaller(pipeline, call({ via: "script", name, confirm, preview: true, params: { name, arguments: args } }))
         expect(yield* preview("fx__write", { path: "a" })).toEqual({ dryRun: true })
@@ -403,9 +442,9 @@ describe("decide", () => {
         refuses: (c) => Effect.sync(() => (asked.push(`${name} ${c.via}`), undefined))
       })
       const stage = Decide.make([rule("always"), rule("planned only", (c) => c.via !== "client")])
-      const rest = reached()
-      yield* stage.run(call({ via: "client", name: "fx__read" }), rest.next)
-      yield* stage.run(call({ via: "script", name: "fx__read" }), rest.next)
+      const rest = reached("decide")
+      yield* stage.run(call({ via: "client", name: "fx__read", target: atFx("fx__read") }), rest.next, rest.page)
+      yield* stage.run(call({ via: "script", name: "fx__read", target: atFx("fx__read") }), rest.next, rest.page)
       expect(asked).toEqual(["always client", "always script", "planned only script"])
       expect(rest.calls).toHaveLength(2)
     })
@@ -431,20 +470,15 @@ describe("the pipeline", () => {
 
   it("takes each way of calling's table: a client's own call skips check and ask, a planned one meets every stage", async () => {
     const order: Array<string> = []
-    const stages = Object.fromEntries(
-      Pipeline.STAGES.map((name): [string, Stage] => [
-        name,
-        {
-          name,
-          run: (c, next) =>
-            Effect.zipRight(
-              Effect.sync(() => order.push(`${c.via} ${name}`)),
-              name === "forward" ? Effect.succeed({}) : next(c)
-            )
-        }
-      ])
-    )
-    const pipeline = Pipeline.ofStages(stages)
+    const stageOf = (name: string): Stage => ({
+      name,
+      run: (c, next) =>
+        Effect.zipRight(
+          Effect.sync(() => order.push(`${c.via} ${name}`)),
+          name === "forward" ? Effect.succeed({}) : next(c)
+        )
+    })
+    const pipeline = Pipeline.ofStages(stageOf)
     for (const via of ["client", "task", "backend-endpoint"] as const) {
       order.length = 0
       await Effect.runPromise(runAsItsCaller(pipeline, call({ via, name: "x" })))
@@ -493,8 +527,10 @@ describe("credentials", () => {
         started.length = 0
         let tries = 0
         const refused = yield* Effect.either(
-          credentials.run(call({ via: "client", name: "fx__write", target }), () =>
-            Effect.suspend(() => (tries++, Effect.fail(insufficient)))
+          credentials.run(
+            call({ via: "client", name: "fx__write", target }),
+            () => Effect.suspend(() => (tries++, Effect.fail(insufficient))),
+            pageOf("credentials")
           )
         )
         expect(Either.isLeft(refused) && [refused.left.code, (refused.left as { data?: unknown }).data]).toEqual([
@@ -542,8 +578,10 @@ describe("credentials", () => {
       started.length = 0
       subjects.length = 0
       const refused = yield* Effect.either(
-        perUser.run(call({ via: "client", name: "fx__write", target, session: aliceSession() }), () =>
-          Effect.fail(noTokenOf("alice"))
+        perUser.run(
+          call({ via: "client", name: "fx__write", target, session: aliceSession() }),
+          () => Effect.fail(noTokenOf("alice")),
+          pageOf("credentials")
         )
       )
       expect(Either.isLeft(refused) && [refused.left.code, refused.left.message]).toEqual([
@@ -560,12 +598,20 @@ describe("credentials", () => {
       started.length = 0
       const bobs = noTokenOf("bob")
       const notAlices = yield* Effect.either(
-        perUser.run(call({ via: "client", name: "fx__write", target, session: aliceSession() }), () => Effect.fail(bobs))
+        perUser.run(
+          call({ via: "client", name: "fx__write", target, session: aliceSession() }),
+          () => Effect.fail(bobs),
+          pageOf("credentials")
+        )
       )
       expect(Either.isLeft(notAlices) && notAlices.left).toBe(bobs)
       const alices = noTokenOf("alice")
       const shared = yield* Effect.either(
-        credentials.run(call({ via: "client", name: "fx__write", target, session: aliceSession() }), () => Effect.fail(alices))
+        credentials.run(
+          call({ via: "client", name: "fx__write", target, session: aliceSession() }),
+          () => Effect.fail(alices),
+          pageOf("credentials")
+        )
       )
       expect(Either.isLeft(shared) && shared.left).toBe(alices)
       expect(started).toEqual([])
@@ -577,7 +623,7 @@ describe("credentials", () => {
       started.length = 0
       const other = new BackendError({ backendId: "fx", reason: "timeout", summary: "timed out" })
       const failed = yield* Effect.either(
-        credentials.run(call({ via: "client", name: "fx__write", target }), () => Effect.fail(other))
+        credentials.run(call({ via: "client", name: "fx__write", target }), () => Effect.fail(other), pageOf("credentials"))
       )
       expect(Either.isLeft(failed) && failed.left).toBe(other)
       expect(started).toEqual([])
