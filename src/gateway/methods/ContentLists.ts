@@ -103,16 +103,31 @@ const promptsOf = (
 /** A request on a backend as the gateway's own (the lists it caches are every session's). */
 export type Request = (backendId: string, method: string, params: unknown) => Effect.Effect<unknown, BackendError>
 
-export const make = (backends: BackendsService, request: Request) => {
-  const lists = new Map<string, Lists>()
-  const warned = new Set<string>()
-
+/** Which backends offer a capability, as the lists and the notices see them. */
+const offeringOf = (backends: BackendsService) => {
   /** Whether it offers `capability`: a running backend says so; one waiting for its first use was remembered so. */
   const capable = (backendId: string, capability: string): boolean => {
     const running = backends.backend(backendId)
     if (running !== undefined) return typeof running.serverCapabilities[capability] === "object"
     return backends.known(backendId)?.capabilities.includes(capability) === true
   }
+  const offering = (capability: string, profile: Profile | undefined, states: ReadonlyArray<string>) =>
+    Effect.map(backends.states, (all) =>
+      all.filter((s) => states.includes(s.state) && capable(s.id, capability) && profileServes(profile, s.id)).map((s) => s.id)
+    )
+  return {
+    /** The ready backends offering `capability` (the ones a notice such as `logging/setLevel` goes to: it starts none). */
+    readyWith: (capability: string, profile?: Profile): Effect.Effect<ReadonlyArray<string>> =>
+      offering(capability, profile, ["ready"]),
+    /** The backends whose lists of `capability` a client sees: the ready ones, and those waiting for their first use. */
+    listing: (capability: string, profile?: Profile): Effect.Effect<ReadonlyArray<string>> =>
+      offering(capability, profile, ["ready", "idle"])
+  }
+}
+
+export const make = (backends: BackendsService, request: Request) => {
+  const lists = new Map<string, Lists>()
+  const warned = new Set<string>()
 
   const entry = (backendId: string): Lists => {
     const instance = backends.backend(backendId)
@@ -142,18 +157,7 @@ export const make = (backends: BackendsService, request: Request) => {
       )
     })
 
-  /** The ready backends offering `capability` (the ones a notice such as `logging/setLevel` goes to: it starts none). */
-  const readyWith = (capability: string, profile?: Profile): Effect.Effect<ReadonlyArray<string>> =>
-    offering(capability, profile, ["ready"])
-
-  /** The backends whose lists of `capability` a client sees: the ready ones, and those waiting for their first use. */
-  const listing = (capability: string, profile?: Profile): Effect.Effect<ReadonlyArray<string>> =>
-    offering(capability, profile, ["ready", "idle"])
-
-  const offering = (capability: string, profile: Profile | undefined, states: ReadonlyArray<string>) =>
-    Effect.map(backends.states, (all) =>
-      all.filter((s) => states.includes(s.state) && capable(s.id, capability) && profileServes(profile, s.id)).map((s) => s.id)
-    )
+  const { readyWith, listing } = offeringOf(backends)
 
   /** Whether the backend's filters let this URI through. */
   const uriAdmitted = (backendId: string, uri: string) => resourceAdmitted(backends.configOf(backendId), uri)
