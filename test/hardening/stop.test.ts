@@ -95,26 +95,27 @@ describe("stopping with a call in flight over HTTP", () => {
 describe("a signal while the gateway is still loading", () => {
   // A load hook that makes every large module slow to load (a slow disk, a busy machine) and says
   // when it starts delaying one: the signal is sent then, while the gateway's code is loading.
-  const hook = `export async function load(url, context, next) {
-    const result = await next(url, context)
-    const size = result.source?.length ?? 0
-    if (size > 100000 && url.includes("/dist/")) {
-      process.stderr.write("slow-load " + url + "\\n")
-      await new Promise((resolve) => setTimeout(resolve, 400))
+  // In-thread hooks (`registerHooks`): what they write reaches stderr as they run, where hooks on
+  // a thread of their own (`register`) are heard only once loading is done on Node 24 and later.
+  const hook = `import { registerHooks } from "node:module"
+  registerHooks({
+    load(url, context, next) {
+      const result = next(url, context)
+      const size = result.source?.length ?? 0
+      if (size > 100000 && url.includes("/dist/")) {
+        process.stderr.write("slow-load " + url + "\\n")
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 400)
+      }
+      return result
     }
-    return result
-  }`
-  const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)})`
+  })`
 
   it("SIGTERM or SIGINT as soon as the program runs exits 0 every time (the launcher handles it before loading the rest)", async () => {
     const outcomes: Array<string> = []
     for (let i = 0; i < 10; i++) {
-      const child = spawn(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(register)}`, BIN], {
+      const child = spawn(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(hook)}`, BIN], {
         cwd: tempDir(),
-        // The ES modules, whose loading is asynchronous (the hook above delays it). The CommonJS
-        // bundle Node 20 loads with the code cache is read and run in one go: a signal is handled
-        // once it runs (see code-cache.test.ts).
-        env: cleanEnv({ AGENTIFY_CODE_CACHE: "off" }),
+        env: cleanEnv(),
         stdio: ["pipe", "pipe", "pipe"]
       })
       let stderr = ""
@@ -133,15 +134,17 @@ describe("a signal while the gateway is still loading", () => {
   // the handlers must be in by then, whatever the machine's speed. An ES module's static imports
   // are all resolved before any of them runs, so a launcher that imports anything statically
   // beside the handlers' module dies here by the signal.
-  const selfSignal = `let sent = false
-  export async function resolve(specifier, context, next) {
-    if (!sent && specifier.startsWith("node:") && specifier !== "node:module") {
-      sent = true
-      process.kill(process.pid, process.env.AGENTIFY_TEST_SIGNAL)
+  const registerSelfSignal = `import { registerHooks } from "node:module"
+  let sent = false
+  registerHooks({
+    resolve(specifier, context, next) {
+      if (!sent && specifier.startsWith("node:") && specifier !== "node:module") {
+        sent = true
+        process.kill(process.pid, process.env.AGENTIFY_TEST_SIGNAL)
+      }
+      return next(specifier, context)
     }
-    return next(specifier, context)
-  }`
-  const registerSelfSignal = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(selfSignal)}`)})`
+  })`
 
   it.each(["SIGTERM", "SIGINT"] as const)(
     "%s while the launcher imports its first module beyond the handlers' exits 0 (handlers installed first)",

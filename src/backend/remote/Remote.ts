@@ -6,7 +6,7 @@
  * are the same as for a process.
  *
  * Written on Node's `fetch` and `ws` rather than the MCP SDK's client transports: those do not
- * speak the 2026-07-28 era, Node 20 has no WebSocket of its own, and the SDK would bring express
+ * speak the 2026-07-28 era, Node's own WebSocket sends no headers of ours, and the SDK would bring express
  * and a dozen packages into the install.
  */
 import type { Receiver } from "../Channel.js"

@@ -1,6 +1,7 @@
 /**
  * MCP over WebSocket (subprotocol `mcp`): one text message per JSON-RPC message, both ways. On
- * `ws`: Node 20 has no WebSocket client of its own.
+ * `ws`: Node's own WebSocket (the browser's API) cannot send the headers a backend's
+ * configuration or sign-in gives (`Authorization`).
  */
 import { Effect } from "effect"
 import WebSocket from "ws"
