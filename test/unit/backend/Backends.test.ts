@@ -410,7 +410,10 @@ describe("the two idle states", () => {
               const ready = yield* waitFor(backends, "napper", (s) => s.state === "ready")
               expect(ready.idle).toBeUndefined()
               yield* Effect.promise(() =>
-                until("its tools remembered", () => existsSync(join(stateDir, "known")) && readdirSync(join(stateDir, "known")).length === 1)
+                until(
+                  "its tools remembered",
+                  () => existsSync(join(stateDir, "known")) && readdirSync(join(stateDir, "known")).length === 1
+                )
               )
             })
           )

@@ -47,7 +47,10 @@ describe("Recorder's sessions", () => {
     recorder.record(fromClient("ghost", { jsonrpc: "2.0", id: 1, method: "ping" }))
 
     expect([...recorder.sessions]).toEqual([
-      ["s1", { transport: "http", openedAt: 1_000, client: "inspector", clientVersion: "0.17.0", requests: 2, lastRequestAt: 3_000 }],
+      [
+        "s1",
+        { transport: "http", openedAt: 1_000, client: "inspector", clientVersion: "0.17.0", requests: 2, lastRequestAt: 3_000 }
+      ],
       ["s2", { transport: "http", openedAt: 2_000, requests: 2, lastRequestAt: 4_000 }]
     ])
 
@@ -58,7 +61,9 @@ describe("Recorder's sessions", () => {
   it("keeps a client's name short: text the client chose is cut", () => {
     const recorder = new Recorder()
     recorder.record(opened("s", 0))
-    recorder.record(fromClient("s", { jsonrpc: "2.0", id: 0, method: "initialize", params: { clientInfo: { name: "n".repeat(5_000) } } }))
+    recorder.record(
+      fromClient("s", { jsonrpc: "2.0", id: 0, method: "initialize", params: { clientInfo: { name: "n".repeat(5_000) } } })
+    )
     expect(recorder.sessions.get("s")?.client).toBe(`${"n".repeat(100)}…`)
   })
 })
