@@ -24,7 +24,7 @@ export const PAGE = `<!doctype html>
   table { border-collapse: collapse; width: 100%; background: #fff; }
   th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #e3e6ea; white-space: nowrap; }
   th { font-weight: 600; background: #eef0f3; }
-  .state-ready { color: #17803d; } .state-failed { color: #b42318; } .state-restarting, .state-starting, .state-needs { color: #b25e09; }
+  .state-ready { color: #17803d; } .state-failed { color: #b42318; } .state-restarting, .state-starting, .state-needs-auth { color: #b25e09; }
   .state-stopped, .state-idle { color: #667085; }
   nav { position: sticky; top: 0; z-index: 1; background: #f6f7f9; padding: 4px 0; }
   th[data-sort] { cursor: pointer; user-select: none; } th.sorted::after { content: " ▾"; } th.sorted.up::after { content: " ▴"; }
