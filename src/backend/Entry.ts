@@ -43,6 +43,8 @@ export interface Entry {
   /** When a request last went to it, and how many are in flight (what the idle stop looks at). */
   usedAt: number
   inFlight: number
+  /** When it was last stopped for want of use; undefined if it never was since this entry was made. */
+  idleStoppedAt: number | undefined
 }
 
 export const statusOf = (entry: Entry): BackendStatus => ({
@@ -54,7 +56,12 @@ export const statusOf = (entry: Entry): BackendStatus => ({
   restarts: entry.restarts,
   toolCount: entry.state === "ready" || entry.state === "idle" ? entry.tools.length : 0,
   ...(entry.protocolVersion === undefined ? {} : { protocolVersion: entry.protocolVersion }),
-  enabled: entry.config.enabled
+  enabled: entry.config.enabled,
+  ...(entry.state !== "idle"
+    ? {}
+    : entry.idleStoppedAt === undefined
+      ? { idle: "remembered" as const }
+      : { idle: "stopped" as const, idleSince: entry.idleStoppedAt })
 })
 
 export const notReady = (entry: Entry, method: string): BackendError => {

@@ -117,6 +117,8 @@ export class Table {
    */
   moveNow(entry: Entry, state: BackendState, lastError?: string): Effect.Effect<void> {
     const wasListed = listed(entry)
+    // Idle after running is an idle stop; idle from anything else is a list remembered, not started.
+    if (state === "idle") entry.idleStoppedAt = entry.state === "ready" ? Date.now() : undefined
     entry.state = state
     if (lastError !== undefined) entry.lastError = lastError
     if (state !== "ready") {
@@ -300,7 +302,8 @@ export class Table {
       onUse: false,
       known: undefined,
       usedAt: 0,
-      inFlight: 0
+      inFlight: 0,
+      idleStoppedAt: undefined
     }
   }
 }

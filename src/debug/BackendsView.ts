@@ -1,8 +1,9 @@
 /**
- * What the debug UI shows of each backend (`/api/backends`): its state, its sign-ins and users
- * (names, never tokens), what it lists (resources and prompts counted, a backend slow to list shown
- * as "?"; kept a few seconds), the characters its descriptions hide, the tools held since they were
- * pinned, and its calls, errors and latency as recorded.
+ * What the debug UI shows of each backend (`/api/backends`): its state (an idle one remembered or
+ * stopped after `idleMs`), its sign-ins and users (names, never tokens), what it lists (resources
+ * and prompts counted, a backend slow to list shown as "?"; kept a few seconds), the characters its
+ * descriptions hide, the tools held since they were pinned, and its calls, errors and latency as
+ * recorded.
  */
 import { Effect, Option } from "effect"
 import * as Store from "../auth/Store.js"
@@ -59,6 +60,9 @@ export const make = (backends: BackendsService, recorder: Recorder) => {
             id: s.id,
             displayName: s.displayName,
             state: s.state,
+            // An idle one: "remembered" (not started in this run) or "stopped" (after idleMs unused, at idleSince).
+            idle: s.idle,
+            idleSince: s.idleSince,
             enabled: s.enabled,
             pid: s.pid,
             address: backends.backend(s.id)?.address,

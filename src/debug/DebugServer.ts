@@ -5,7 +5,9 @@
  *
  *   GET  /                          the page
  *   GET  /api/status                version, pid, uptime, backends ready, what is recorded, config reloads
- *   GET  /api/backends              each backend's state, address, sign-in, restarts, counts, calls, latency
+ *   GET  /api/backends              each backend's state (an idle one: remembered or stopped), address,
+ *                                   sign-in, restarts, counts, calls, latency
+ *   GET  /api/sessions              the sessions open: transport, client, opened, requests
  *   GET  /api/config                the configuration in force, secrets left out
  *   GET  /api/logs?level=&limit=&search=
  *   GET  /api/mcptrace?limit=&backend=&session=&method=
@@ -83,6 +85,9 @@ const publicConfig = (config: ResolvedConfig) => ({
   }))
 })
 
+/** The sessions open now, oldest first (see Recorder's `SessionEntry`: nothing of their credentials). */
+const sessionsOf = (recorder: Recorder) => [...recorder.sessions].map(([id, session]) => ({ id, ...session }))
+
 /** A WebSocket that gets each new entry `pick` lets through, as JSON, until it closes. */
 const streamOf = (recorder: Recorder) => (pick: (kind: "log" | "trace" | "orchestration", entry: unknown) => unknown) =>
   Effect.gen(function* () {
@@ -159,7 +164,12 @@ export const serve = (options: Options, recorder: Recorder) =>
               backends: {
                 total: states.length,
                 enabled: states.filter((s) => s.enabled).length,
-                ready: states.filter((s) => s.state === "ready").length
+                ready: states.filter((s) => s.state === "ready").length,
+                // Not running, their tools known: never started in this run, or stopped unused.
+                idle: {
+                  remembered: states.filter((s) => s.idle === "remembered").length,
+                  stopped: states.filter((s) => s.idle === "stopped").length
+                }
               },
               recorded: {
                 logs: recorder.logs.length,
@@ -167,9 +177,11 @@ export const serve = (options: Options, recorder: Recorder) =>
                 orchestrations: recorder.orchestrations.length
               },
               reloads: recorder.reloads.toArray(),
-              sessions: [...recorder.sessions].map(([id, session]) => ({ id, ...session }))
+              sessions: sessionsOf(recorder)
             })
           }
+          case "/api/sessions":
+            return json(sessionsOf(recorder))
           case "/api/backends":
             return json(yield* backendsView)
           case "/api/config":

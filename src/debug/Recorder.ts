@@ -152,6 +152,27 @@ interface Pending {
   readonly method: string
 }
 
+/**
+ * A session open now, as the debug UI lists it: its transport, when it opened, its client as it
+ * named itself at `initialize` (text the client chose: cut and scrubbed, never trusted), who its
+ * access token speaks for, and the requests it sent. Nothing of its credentials.
+ */
+export interface SessionEntry {
+  readonly transport: string
+  readonly openedAt: number
+  readonly subject?: string
+  client?: string
+  clientVersion?: string
+  requests: number
+  lastRequestAt?: number
+}
+
+/** The longest client name or version kept. */
+const MAX_CLIENT_CHARS = 100
+
+const shortText = (text: string): string =>
+  Secrets.scrub(text.length > MAX_CLIENT_CHARS ? `${text.slice(0, MAX_CLIENT_CHARS)}…` : text)
+
 /** Open sessions listed (an HTTP gateway may have thousands; the count stays right in /api/status). */
 const SESSION_CAPACITY = 1_000
 
@@ -164,8 +185,8 @@ export class Recorder {
   readonly logs = new Ring<LogEntry>(LOG_CAPACITY)
   readonly trace = new Ring<TraceEntry>(TRACE_CAPACITY)
   readonly orchestrations = new Ring<OrchestrationEntry>(ORCHESTRATION_CAPACITY)
-  /** The sessions open now, with who their access token speaks for (bounded). */
-  readonly sessions = new Map<string, { readonly transport: string; readonly openedAt: number; readonly subject?: string }>()
+  /** The sessions open now, with their client and who their access token speaks for (bounded). */
+  readonly sessions = new Map<string, SessionEntry>()
   /** Configuration reloads, applied or refused, newest last. */
   readonly reloads = new Ring<ReloadEntry>(RELOAD_CAPACITY)
   readonly stats = new Map<string, BackendStats>()
@@ -211,6 +232,7 @@ export class Recorder {
         return this.emit("log", entry)
       }
       case "ClientMessage":
+        if (event.direction === "in") this.sessionSaid(event.sessionId, event.message, event.at)
         return this.message("client", event.sessionId, event.direction, event.message, event.at)
       case "BackendMessage":
         return this.message("backend", event.backendId, event.direction, event.message, event.at)
@@ -233,6 +255,7 @@ export class Recorder {
           this.sessions.set(event.sessionId, {
             transport: event.transport,
             openedAt: event.at,
+            requests: 0,
             ...(event.subject === undefined ? {} : { subject: event.subject })
           })
         }
@@ -252,6 +275,27 @@ export class Recorder {
       }
       default:
         return
+    }
+  }
+
+  /** What a session's client sent: its name and version at `initialize`, and one more request. */
+  private sessionSaid(sessionId: string, message: unknown, at: number) {
+    const session = this.sessions.get(sessionId)
+    if (session === undefined) return
+    for (const m of Array.isArray(message) ? message : [message]) {
+      const method = stringField(m, "method")
+      const id = field(m, "id")
+      // A request: a method and an id (a notification or a reply to the gateway is not one).
+      if (method === undefined || (typeof id !== "string" && typeof id !== "number")) continue
+      session.requests++
+      session.lastRequestAt = at
+      if (method === "initialize") {
+        const info = field(field(m, "params"), "clientInfo")
+        const name = stringField(info, "name")
+        const version = stringField(info, "version")
+        if (name !== undefined) session.client = shortText(name)
+        if (version !== undefined) session.clientVersion = shortText(version)
+      }
     }
   }
 

@@ -1,6 +1,9 @@
 /**
  * The debug UI's one page: plain HTML, CSS and JavaScript served from the package (no CDN, no
- * framework, works offline). Lists are virtual (only the rows in view are in the DOM), so 10,000
+ * framework, works offline). Tabs (backends, sessions, logs, trace, orchestrations) under a bar that
+ * stays in view, so the logs are one click away whatever the number of backends. Backends are listed
+ * running first (a header sorts by its column), an idle one as "not started (remembered)" or
+ * "stopped (idle)", and a filter narrows them by id, state or any text of their row. Lists are virtual (only the rows in view are in the DOM), so 10,000
  * trace entries or an orchestration that offered 1,000 tools stay responsive. Every value is put
  * in the page as text (`textContent`), never as HTML: a tool description or a log line cannot
  * inject script.
@@ -21,8 +24,11 @@ export const PAGE = `<!doctype html>
   table { border-collapse: collapse; width: 100%; background: #fff; }
   th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #e3e6ea; white-space: nowrap; }
   th { font-weight: 600; background: #eef0f3; }
-  .state-ready { color: #17803d; } .state-failed { color: #b42318; } .state-restarting, .state-starting, .state-needs { color: #b25e09; }
-  .state-stopped { color: #667085; }
+  .state-ready { color: #17803d; } .state-failed { color: #b42318; } .state-restarting, .state-starting, .state-needs-auth { color: #b25e09; }
+  .state-stopped, .state-idle { color: #667085; }
+  nav { position: sticky; top: 0; z-index: 1; background: #f6f7f9; padding: 4px 0; }
+  th[data-sort] { cursor: pointer; user-select: none; } th.sorted::after { content: " ▾"; } th.sorted.up::after { content: " ▴"; }
+  td button { margin-right: 4px; }
   nav button { border: 1px solid #c9ced6; background: #fff; padding: 4px 12px; cursor: pointer; }
   nav button.active { background: #1d2230; color: #fff; }
   .toolbar { display: flex; gap: 8px; margin: 6px 0; align-items: center; }
@@ -46,14 +52,24 @@ export const PAGE = `<!doctype html>
 <body>
 <header><h1>mcp-agentify</h1><span id="status">connecting…</span></header>
 <main>
-  <section>
+  <nav><button data-tab="backends" class="active">Backends <span id="backend-tab-count"></span></button><button data-tab="sessions">Sessions <span id="session-tab-count"></span></button><button data-tab="logs">Logs</button><button data-tab="trace">MCP trace</button><button data-tab="orchestrations">Orchestrations</button></nav>
+  <section id="backends-panel" data-panel="backends" class="panel active">
+    <div class="toolbar">
+      <input id="backend-filter" type="search" placeholder="filter: id, state or any text" size="32">
+      <span id="backend-count" class="muted"></span>
+    </div>
     <table id="backends"><thead><tr>
-      <th>backend</th><th>state</th><th>address</th><th>protocol</th><th>tools</th><th>resources</th><th>prompts</th>
-      <th>restarts</th><th>calls</th><th>errors</th><th>p50</th><th>p99</th><th>last error</th><th></th>
+      <th data-sort="backend">backend</th><th data-sort="state" class="sorted up">state</th><th>address</th><th>protocol</th><th data-sort="tools">tools</th><th>resources</th><th>prompts</th>
+      <th data-sort="restarts">restarts</th><th data-sort="calls">calls</th><th data-sort="errors">errors</th><th data-sort="p50Ms">p50</th><th data-sort="p99Ms">p99</th><th>last error</th><th></th>
     </tr></thead><tbody></tbody></table>
   </section>
-  <nav><button data-tab="logs" class="active">Logs</button><button data-tab="trace">MCP trace</button><button data-tab="orchestrations">Orchestrations</button></nav>
-  <section id="logs" class="panel active">
+  <section id="sessions-panel" data-panel="sessions" class="panel">
+    <table id="sessions"><thead><tr>
+      <th>session</th><th>transport</th><th>client</th><th>user</th><th>opened</th><th>requests</th><th>last request</th><th></th>
+    </tr></thead><tbody></tbody></table>
+    <p id="sessions-empty" class="muted">No session open.</p>
+  </section>
+  <section id="logs" data-panel="logs" class="panel">
     <div class="toolbar">
       <label>level <select id="log-level">
         <option value="trace">trace</option><option value="debug">debug</option><option value="info" selected>info</option>
@@ -63,7 +79,7 @@ export const PAGE = `<!doctype html>
     </div>
     <div class="list" id="log-list"><div class="spacer"></div></div>
   </section>
-  <section id="trace" class="panel">
+  <section id="trace" data-panel="trace" class="panel">
     <div class="toolbar">
       <input id="trace-filter" type="search" placeholder="filter: method, backend or session">
       <label><input id="trace-newest" type="checkbox"> newest first</label>
@@ -72,7 +88,7 @@ export const PAGE = `<!doctype html>
     <div class="list" id="trace-list"><div class="spacer"></div></div>
     <pre class="detail" id="trace-detail">Click a message to see its JSON.</pre>
   </section>
-  <section id="orchestrations" class="panel">
+  <section id="orchestrations" data-panel="orchestrations" class="panel">
     <div class="list" id="orch-list" style="height: 22vh"><div class="spacer"></div></div>
     <div id="orch-detail" class="muted">Click an orchestration to see it.</div>
   </section>
@@ -124,43 +140,102 @@ function reloadText(reloads) {
   const what = ["added", "removed", "restarted", "reexposed"].filter((k) => last[k] && last[k].length).map((k) => k + " " + last[k].join(", "));
   return " · config reloaded at " + when + (what.length ? " (" + what.join("; ") + ")" : "");
 }
+// What a backend is doing, in words: an idle one says whether it ran in this start at all.
+const stateLabel = (b) => !b.enabled ? "disabled" : b.state !== "idle" ? b.state : b.idle === "stopped" ? "stopped (idle)" : "not started (remembered)";
+const stateTitle = (b) => b.state !== "idle" ? "" : b.idle === "stopped"
+  ? "stopped after idleMs without use" + (b.idleSince ? " at " + new Date(b.idleSince).toLocaleTimeString() : "") + "; it starts again on its next use"
+  : "its tools are known from an earlier run; it starts on its first use";
+// Running first, then on the way, then in trouble, then the idle ones (stopped, then never started), then the rest.
+const RANK = { ready: 0, starting: 1, restarting: 1, "needs auth": 2, failed: 2, "stopped (idle)": 3, "not started (remembered)": 4, stopped: 5, disabled: 6 };
+const rankOf = (b) => RANK[stateLabel(b)] ?? 5;
+let backendRows = [];
+let sortBy = { key: "state", up: true };
+const backendText = (b) => [b.id, b.displayName ?? "", stateLabel(b), b.address ?? "", b.protocolVersion ?? "", b.lastError ?? "", b.signIn ?? "",
+  ...(b.pinned ?? []).map((p) => p.name), ...(b.hidden ?? []).map((h) => h.name)].join(" ").toLowerCase();
+const compare = (a, b) => {
+  const { key, up } = sortBy;
+  const by = key === "state" ? rankOf(a.b) - rankOf(b.b) : key === "backend" ? a.b.id.localeCompare(b.b.id) : (a.b[key] ?? -1) - (b.b[key] ?? -1);
+  // Numbers largest first until asked the other way; ties keep the configuration's order.
+  const signed = key === "state" || key === "backend" ? (up ? by : -by) : (up ? -by : by);
+  return signed !== 0 ? signed : a.index - b.index;
+};
+function showBackends() {
+  const terms = document.getElementById("backend-filter").value.toLowerCase().split(/\\s+/).filter(Boolean);
+  const rows = backendRows.map((b, index) => ({ b, index, text: backendText(b) }))
+    .filter((r) => terms.every((t) => r.text.includes(t)));
+  rows.sort(compare);
+  const counts = {};
+  for (const b of backendRows) counts[stateLabel(b)] = (counts[stateLabel(b)] ?? 0) + 1;
+  const summary = Object.keys(counts).sort((x, y) => (RANK[x] ?? 5) - (RANK[y] ?? 5)).map((k) => counts[k] + " " + k).join(" · ");
+  document.getElementById("backend-count").textContent = summary + (terms.length ? " · showing " + rows.length + " of " + backendRows.length : "");
+  document.getElementById("backend-tab-count").textContent = "(" + (counts.ready ?? 0) + "/" + backendRows.length + " ready)";
+  document.querySelectorAll("#backends th[data-sort]").forEach((th) => { th.classList.toggle("sorted", th.dataset.sort === sortBy.key); th.classList.toggle("up", sortBy.up); });
+  document.querySelector("#backends tbody").replaceChildren(...rows.map(({ b }) => backendRow(b)));
+}
+function backendRow(b) {
+  const tr = el("tr"); tr.dataset.backend = b.id;
+  const cells = [b.displayName ? b.id + " (" + b.displayName + ")" : b.id, stateLabel(b), (b.address ?? "-") + (b.signIn ? " · " + b.signIn : "") + (b.users ? " · users signed in: " + (b.users.map((u) => u.subject).join(", ") || "none") : ""), b.protocolVersion ?? "-",
+    b.tools, b.resources ?? "-", b.prompts ?? "-", b.restarts, b.calls, b.errors, ms(b.p50Ms), ms(b.p99Ms),
+    [b.lastError ?? "", ...(b.hidden ?? []).map((h) => h.what + " " + h.name + " hides characters (" + h.found + ")"),
+      ...(b.pinned ?? []).map((p) => "tool " + p.name + (p.held ? " quarantined" : " flagged") + ": its " + p.changed.join(", ") + " changed since it was pinned; accept with " + p.trust)].filter(Boolean).join("; ")];
+  const idleClass = b.state === "idle" ? " state-idle-" + (b.idle ?? "remembered") : "";
+  cells.forEach((c, i) => tr.appendChild(el("td", c, i === 1 ? "state state-" + b.state.replace(" ", "-") + idleClass : i === 12 ? "err" : undefined)));
+  const title = stateTitle(b); if (title) tr.children[1].title = title;
+  // The diff of each changed definition, on hover.
+  if ((b.pinned ?? []).length > 0) tr.lastChild.title = b.pinned.map((p) => p.name + ":\\n" + p.diff).join("\\n");
+  const td = el("td"); const button = el("button", "restart"); button.disabled = !b.enabled;
+  button.addEventListener("click", () => fetch(withToken("/api/backends/" + encodeURIComponent(b.id) + "/restart"), { method: "POST" }).then(refreshBackends));
+  // Its log lines: the logs tab, searched for its id.
+  const logsButton = el("button", "logs"); logsButton.className = "to-logs";
+  logsButton.addEventListener("click", () => { document.getElementById("log-search").value = b.id; openTab("logs"); showLogs(); });
+  td.append(button, logsButton); tr.appendChild(td);
+  return tr;
+}
+document.getElementById("backend-filter").addEventListener("input", showBackends);
+document.querySelectorAll("#backends th[data-sort]").forEach((th) => th.addEventListener("click", () => {
+  sortBy = { key: th.dataset.sort, up: sortBy.key === th.dataset.sort ? !sortBy.up : true };
+  showBackends();
+}));
+
+// -- sessions: who is connected, with what client, how busy
+function showSessions(sessions) {
+  document.getElementById("session-tab-count").textContent = "(" + sessions.length + ")";
+  document.getElementById("sessions-empty").style.display = sessions.length ? "none" : "";
+  document.querySelector("#sessions tbody").replaceChildren(...sessions.map((x) => {
+    const tr = el("tr"); tr.dataset.session = x.id;
+    [x.id, x.transport, x.client ? x.client + (x.clientVersion ? " " + x.clientVersion : "") : "-", x.subject ?? "-",
+      new Date(x.openedAt).toLocaleTimeString(), x.requests ?? 0, x.lastRequestAt ? new Date(x.lastRequestAt).toLocaleTimeString() : "-"]
+      .forEach((c) => tr.appendChild(el("td", c)));
+    // Its messages: the trace tab, filtered to it.
+    const td = el("td"); const button = el("button", "trace");
+    button.addEventListener("click", () => { document.getElementById("trace-filter").value = x.id; openTab("trace"); showTrace(); });
+    td.appendChild(button); tr.appendChild(td);
+    return tr;
+  }));
+}
+
 async function refreshBackends() {
   try {
     const [status, backends] = await Promise.all([api("/api/status"), api("/api/backends")]);
     document.getElementById("status").textContent =
       "v" + status.version + " · pid " + status.pid + " · " + status.backends.ready + "/" + status.backends.enabled + " backends ready · up " + Math.round(status.uptimeMs / 1000) + " s" + reloadText(status.reloads);
-    const body = document.querySelector("#backends tbody");
-    body.replaceChildren(...backends.map((b) => {
-      const tr = el("tr"); tr.dataset.backend = b.id;
-      const cells = [b.displayName ? b.id + " (" + b.displayName + ")" : b.id, b.state, (b.address ?? "-") + (b.signIn ? " · " + b.signIn : "") + (b.users ? " · users signed in: " + (b.users.map((u) => u.subject).join(", ") || "none") : ""), b.protocolVersion ?? "-",
-        b.tools, b.resources ?? "-", b.prompts ?? "-", b.restarts, b.calls, b.errors, ms(b.p50Ms), ms(b.p99Ms),
-        [b.lastError ?? "", ...(b.hidden ?? []).map((h) => h.what + " " + h.name + " hides characters (" + h.found + ")"),
-          ...(b.pinned ?? []).map((p) => "tool " + p.name + (p.held ? " quarantined" : " flagged") + ": its " + p.changed.join(", ") + " changed since it was pinned; accept with " + p.trust)].filter(Boolean).join("; ")];
-      cells.forEach((c, i) => tr.appendChild(el("td", c, i === 1 ? "state state-" + b.state : i === 12 ? "err" : undefined)));
-      // The diff of each changed definition, on hover.
-      if ((b.pinned ?? []).length > 0) tr.lastChild.title = b.pinned.map((p) => p.name + ":\\n" + p.diff).join("\\n");
-      const td = el("td"); const button = el("button", "restart"); button.disabled = !b.enabled;
-      button.addEventListener("click", () => fetch(withToken("/api/backends/" + encodeURIComponent(b.id) + "/restart"), { method: "POST" }).then(refreshBackends));
-      td.appendChild(button); tr.appendChild(td);
-      return tr;
-    }));
+    backendRows = backends;
+    showBackends();
+    showSessions(status.sessions ?? []);
   } catch (e) { document.getElementById("status").textContent = "gateway not reachable"; }
 }
-refreshBackends(); setInterval(refreshBackends, 1500);
 
-// -- tabs: each has an address (#logs, #trace, #orchestrations), kept in the URL and opened from it
-const TABS = ["logs", "trace", "orchestrations"];
+// -- tabs: each has an address (#backends, #sessions, #logs, #trace, #orchestrations), kept in the URL and opened from it
+const TABS = ["backends", "sessions", "logs", "trace", "orchestrations"];
 const showTab = (tab) => {
   document.querySelectorAll("nav button").forEach((x) => x.classList.toggle("active", x.dataset.tab === tab));
-  document.querySelectorAll(".panel").forEach((p) => p.classList.toggle("active", p.id === tab));
-  lists[tab].draw();
+  document.querySelectorAll(".panel").forEach((p) => p.classList.toggle("active", p.dataset.panel === tab));
+  if (lists[tab]) lists[tab].draw();
 };
-const tabOf = () => { const tab = location.hash.slice(1); return TABS.includes(tab) ? tab : "logs"; };
-document.querySelectorAll("nav button").forEach((b) => b.addEventListener("click", () => {
-  // The address without a jump to the panel.
-  history.replaceState(null, "", "#" + b.dataset.tab);
-  showTab(b.dataset.tab);
-}));
+// The address without a jump to the panel.
+const openTab = (tab) => { history.replaceState(null, "", "#" + tab); showTab(tab); };
+const tabOf = () => { const tab = location.hash.slice(1); return TABS.includes(tab) ? tab : "backends"; };
+document.querySelectorAll("nav button").forEach((b) => b.addEventListener("click", () => openTab(b.dataset.tab)));
 window.addEventListener("hashchange", () => showTab(tabOf()));
 
 const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"];
@@ -237,6 +312,7 @@ const orchList = new VirtualList(document.getElementById("orch-list"), (o) =>
   });
 const lists = { logs: logList, trace: traceList, orchestrations: orchList };
 showTab(tabOf());
+refreshBackends(); setInterval(refreshBackends, 1500);
 
 const push = (array, item, show) => { array.push(item); if (array.length > MAX) array.shift(); schedule(show); };
 const pending = new Set();

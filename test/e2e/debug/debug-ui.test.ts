@@ -4,9 +4,9 @@
  * orchestration. Screenshots are kept in test/artifacts/.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { existsSync, mkdirSync } from "node:fs"
+import { mkdirSync } from "node:fs"
 import { join } from "node:path"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
@@ -14,19 +14,9 @@ import { FIXTURE_TOOL_COUNT, fixtureBackend } from "../../support/mcpFixture.js"
 import { ROOT } from "../../support/stdioClient.js"
 import { call, type HttpGateway, openSession, startHttpGateway } from "../../support/httpClient.js"
 import { until } from "../../support/process.js"
+import { launchBrowser, skipWithoutBrowser } from "../../support/browser.js"
 
-const CHROMIUM = [process.env.CHROMIUM_PATH || "/usr/bin/chromium", "/usr/bin/chromium-browser"].find(existsSync)
-/**
- * Outside CI a machine without Chromium skips these tests, saying how to run them; under CI
- * (`.ci/run` installs it) a missing browser fails the run.
- */
-const SKIP = CHROMIUM === undefined && process.env.CI !== "true"
-if (SKIP) {
-  process.stderr.write(
-    "debug-ui.test.ts: no Chromium, so the debug page's browser tests are skipped " +
-      "(apt-get install chromium, or set CHROMIUM_PATH; under CI=true they must run)\n"
-  )
-}
+const SKIP = skipWithoutBrowser("debug-ui.test.ts")
 const ARTIFACTS = join(ROOT, "test", "artifacts")
 
 let gateway: HttpGateway
@@ -55,7 +45,6 @@ const stateOf = (id: string) => page.locator(`#backends tr[data-backend="${id}"]
 
 beforeAll(async () => {
   if (SKIP) return
-  if (CHROMIUM === undefined) throw new Error("no Chromium: apt-get install chromium, or set CHROMIUM_PATH")
   mkdirSync(ARTIFACTS, { recursive: true })
   gateway = await startHttpGateway({
     scripted: true,
@@ -76,7 +65,7 @@ beforeAll(async () => {
   const { sessionId } = await openSession(mcp)
   await call(mcp, sessionId, "c1", "tools/call", { name: "fx__echo", arguments: { word: "kiwi" } })
   await call(mcp, sessionId, "o1", "agentify/orchestrateTask", { query: "please echo the word mango" })
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
+  browser = await launchBrowser()
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } })
   page.on("console", (message) => {
     if (message.type() === "error") consoleErrors.push(`${message.text()} ${JSON.stringify(message.location())}`)

@@ -3,7 +3,10 @@ import { Context, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effec
 import { type BackendConfig, DEFAULT_HEALTH_CHECK, healthCheckOf } from "../../../src/config/Config.js"
 import { Backends, type BackendStatus } from "../../../src/backend/Backends.js"
 import { BackendRequester, type RequesterService } from "../../../src/backend/Requester.js"
+import { existsSync, readdirSync } from "node:fs"
+import { join } from "node:path"
 import { until } from "../../support/process.js"
+import { tempDir } from "../../support/stdioClient.js"
 import { eventually, firstText, FIXTURE_TOOL_COUNT, fixtureBackend, isAlive, structured } from "../../support/mcpFixture.js"
 
 const OPTIONS = { startupTimeoutMs: 10_000, requestTimeoutMs: 10_000 }
@@ -388,6 +391,50 @@ describe("Backends", () => {
         expect((yield* backends.states).every((s) => s.state !== "ready" && s.state !== "starting")).toBe(true)
       })
     )
+  )
+})
+
+describe("the two idle states", () => {
+  it.scopedLive(
+    'a remembered backend not started yet is idle "remembered"; one stopped after idleMs is idle "stopped", with when',
+    () =>
+      Effect.gen(function* () {
+        const stateDir = tempDir("agentify-idle-")
+        const onUse = { ...OPTIONS, onUse: { stateDir, start: "onUse" as const, idleMs: 300 } }
+        const configs = [fixtureBackend("napper")]
+        // A first start meets it (started at once) and remembers its tools.
+        yield* Effect.scoped(
+          withBackends((backends) =>
+            Effect.gen(function* () {
+              yield* backends.start(configs, onUse)
+              const ready = yield* waitFor(backends, "napper", (s) => s.state === "ready")
+              expect(ready.idle).toBeUndefined()
+              yield* Effect.promise(() =>
+                until(
+                  "its tools remembered",
+                  () => existsSync(join(stateDir, "known")) && readdirSync(join(stateDir, "known")).length === 1
+                )
+              )
+            })
+          )
+        )
+        // The next start: remembered, not started.
+        yield* withBackends((backends) =>
+          Effect.gen(function* () {
+            yield* backends.start(configs, onUse)
+            expect(yield* stateOf(backends, "napper")).toMatchObject({ state: "idle", idle: "remembered" })
+            expect((yield* stateOf(backends, "napper"))?.idleSince).toBeUndefined()
+            const before = Date.now()
+            yield* backends.request("napper", "tools/call", { name: "echo", arguments: {} })
+            expect((yield* stateOf(backends, "napper"))?.idle).toBeUndefined()
+            // Unused for idleMs: stopped, and said so apart from never started.
+            const stopped = yield* waitFor(backends, "napper", (s) => s.state === "idle")
+            expect(stopped.idle).toBe("stopped")
+            expect(stopped.idleSince).toBeGreaterThanOrEqual(before)
+          })
+        )
+      }),
+    30_000
   )
 })
 
