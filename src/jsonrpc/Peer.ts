@@ -27,6 +27,7 @@ import {
 import * as Telemetry from "../observability/Telemetry.js"
 import * as Secrets from "../observability/Secrets.js"
 import { field, messageOf } from "../json/Json.js"
+import * as Depth from "../json/Depth.js"
 
 /** Where a message's replies and its requests' notifications go. */
 export interface Outbox {
@@ -213,7 +214,7 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
     const receive = (text: string, out: Outbox): void => {
       let value: unknown
       try {
-        value = JSON.parse(text)
+        value = Depth.parse(text)
       } catch (error) {
         return traced(out).send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${messageOf(error)}` }))
       }

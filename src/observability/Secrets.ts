@@ -8,6 +8,7 @@
  * the logger is process-wide and must work before any Layer is built.
  */
 import { Redacted } from "effect"
+import * as Depth from "../json/Depth.js"
 
 /** Shorter values are not scrubbed: masking "1" or "true" everywhere would garble logs. */
 const MIN_SECRET_LENGTH = 6
@@ -92,7 +93,8 @@ export const scrubDeep = (value: unknown): unknown => {
   if (pattern === undefined) return value
   if (typeof value === "string") return scrub(value)
   if (Array.isArray(value)) return value.map(scrubDeep)
-  if (typeof value === "object" && value !== null) {
+  // The marker of a value cut when it was read (see Depth) stays what it is.
+  if (typeof value === "object" && value !== null && !Depth.isTooDeep(value)) {
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v)
     return out
@@ -121,7 +123,7 @@ export const scrubArguments = (value: unknown): unknown => scrubDeep(maskNamed(v
 
 const maskNamed = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(maskNamed)
-  if (typeof value === "object" && value !== null) {
+  if (typeof value === "object" && value !== null && !Depth.isTooDeep(value)) {
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(value)) out[k] = isSecretName(k) && v !== null && v !== "" ? MASK : maskNamed(v)
     return out

@@ -19,6 +19,7 @@
 import { type Brand, Schema } from "effect"
 import * as Secrets from "../observability/Secrets.js"
 import { field, stringField } from "../json/Json.js"
+import * as Depth from "../json/Depth.js"
 import type { StatelessErrorCode } from "./Mcp.js"
 
 /** The JSON-RPC codes the gateway answers with (and 2026-07-28's, in protocol/Mcp's `StatelessErrorCode`). */
@@ -269,17 +270,11 @@ export interface WireError {
 }
 
 /**
- * `data` scrubbed, or left out when it is nested too deeply to walk (a backend's error can be):
+ * `data` scrubbed, or left out when it nests past the bound (see Depth; a backend's error can):
  * the reply must still go out, and unscrubbed data must not.
  */
-const scrubData = (data: unknown): { readonly data?: unknown } => {
-  if (data === undefined) return {}
-  try {
-    return { data: Secrets.scrubDeep(data) }
-  } catch {
-    return {}
-  }
-}
+const scrubData = (data: unknown): { readonly data?: unknown } =>
+  data === undefined || Depth.exceeds(data) ? {} : { data: Secrets.scrubDeep(data) }
 
 /** MCP's "URL elicitation required": the client acts on its code and data, so they pass unchanged. */
 export const URL_ELICITATION_REQUIRED = ErrorCode.UrlElicitationRequired
