@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { BIN, FIXTURE_SERVER, tempDir } from "../support/stdioClient.js"
 import { startFakeOpenAI } from "../support/fakeOpenAI.js"
-import { cleanEnv, Client, closeCleanly, writeConfig } from "./support.js"
+import { cleanEnv, Client, closeCleanly, until, writeConfig } from "./support.js"
 
 const runCli = (args: ReadonlyArray<string>, options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}) =>
   spawnSync(process.execPath, [BIN, ...args], {
@@ -201,6 +201,52 @@ describe("megabyte inputs", () => {
     } finally {
       await model.close()
     }
+  }, 120_000)
+})
+
+describe("arguments nested past the bound on JSON nesting", () => {
+  // Text, not a value: this test's own Node may not encode what it sends.
+  const deep = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`
+  const call = (id: string, params: string) => `{"jsonrpc":"2.0","id":"${id}","method":"tools/call","params":${params}}\n`
+
+  it("50,000 to 500,000 levels are refused with -32602 and an audit line, directly and through agentify_call_tool", async () => {
+    const dir = tempDir("agentify-deep-args-")
+    const auditFile = join(dir, "audit.jsonl")
+    const client = new Client({ args: ["--config", writeConfig({ backends: [fixture("fx")], audit: { file: auditFile } })] })
+    await client.initialize()
+    const sent: Array<string> = []
+    for (const depth of [50_000, 500_000]) {
+      client.sendRaw(call(`direct-${depth}`, `{"name":"fx__echo","arguments":{"text":"x","a":${deep(depth)}}}`))
+      client.sendRaw(
+        call(`through-${depth}`, `{"name":"agentify_call_tool","arguments":{"name":"fx__echo","arguments":${deep(depth)}}}`)
+      )
+      sent.push(`direct-${depth}`, `through-${depth}`)
+    }
+    for (const id of sent) {
+      const reply = await client.reply(id, 60_000)
+      expect(reply.error?.code, id).toBe(-32602)
+      expect(reply.error?.message, id).toMatch(/arguments: nested more than 1,000 levels deep/)
+    }
+    // Within the bound, the same call reaches the backend.
+    const near = `{"name":"fx__echo","arguments":{"a":${deep(900)}}}`
+    client.sendRaw(call("near", near))
+    const echoed = await client.reply("near", 60_000)
+    expect(echoed.error).toBeUndefined()
+    expect(JSON.parse(echoed.result.content[0].text)).toEqual(JSON.parse(near).arguments)
+    expect((await client.request("ping")).result).toEqual({})
+    const refused = await until("an audit line for each refusal", () => {
+      const lines = existsSync(auditFile)
+        ? readFileSync(auditFile, "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l))
+            .filter((l) => l.type === "call" && l.outcome === -32602)
+        : []
+      return lines.length >= sent.length ? lines : undefined
+    })
+    expect(refused.map((l: any) => [l.tool.exposed, l.refusedBy])).toEqual(sent.map(() => ["fx__echo", "find"]))
+    expect(client.stderr()).not.toContain("defect")
+    await closeCleanly(client)
   }, 120_000)
 })
 
