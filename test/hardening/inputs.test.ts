@@ -263,6 +263,43 @@ describe("secrets in what backends and URLs send back", () => {
     await closeCleanly(client)
   }, 30_000)
 
+  // A client guessing a secret must not learn it was right by seeing its own input masked.
+  it("the client's own words come back as it sent them; secrets it did not send stay masked, in replies and logs", async () => {
+    const guessed = "toolsB"
+    const held = "tok-held-by-the-gateway-7781"
+    const client = new Client({
+      args: [
+        "--log-level",
+        "debug",
+        "--config",
+        writeConfig({
+          backends: [
+            fixture("fx", { args: [FIXTURE_SERVER, "--leak-env", "NAME,API_TOKEN"], env: { NAME: guessed, API_TOKEN: held } })
+          ]
+        })
+      ]
+    })
+    await client.initialize()
+    const direct = await client.callTool(guessed, {})
+    expect(direct.error).toMatchObject({ code: -32602, message: `Unknown tool: ${guessed}` })
+    const through = await client.callTool("agentify_call_tool", { name: guessed })
+    expect(through.error).toMatchObject({ code: -32602, message: `Unknown tool: ${guessed}` })
+    // A backend's error naming both: neither was sent by this request, both are masked.
+    const failed = await client.callTool("fx__fail", {})
+    expect(failed.error?.message).toMatch(/this tool always fails.*<redacted>/)
+    expect(JSON.stringify(failed)).not.toContain(held)
+    expect(JSON.stringify(failed)).not.toContain(guessed)
+    // The same error for a request that sent one of them: that one as sent, the other masked.
+    const echoed = await client.callTool("fx__fail", { note: held })
+    expect(JSON.stringify(echoed.error)).toContain(held)
+    expect(JSON.stringify(echoed.error)).not.toContain(guessed)
+    // The fixture repeats both on its stderr at every call (logged at debug): the gateway's log masks them all.
+    await until("the backend's stderr in the log", () => client.stderr().includes("[fixture] tools/call fail"))
+    expect(client.stderr()).not.toContain(held)
+    expect(client.stderr()).not.toContain(guessed)
+    await closeCleanly(client)
+  }, 60_000)
+
   it("a base URL's password never appears in a -32003 message", async () => {
     const client = new Client({
       env: cleanEnv({
