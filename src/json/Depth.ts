@@ -128,12 +128,27 @@ export const parse = (text: string): unknown => {
  */
 export const exceeds = (value: unknown, max: number = MAX_WRITTEN_DEPTH): boolean => {
   if (typeof value !== "object" || value === null) return false
-  const stack: Array<readonly [object, number]> = [[value, 1]]
-  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
-    const [at, depth] = top
+  // Two stacks side by side, not a pair per value: this walk runs on every message written.
+  const values: Array<object> = [value]
+  const depths: Array<number> = [1]
+  for (let at = values.pop(); at !== undefined; at = values.pop()) {
+    const depth = depths.pop() ?? 0
     if (at === TOO_DEEP || depth > max) return true
-    for (const child of Array.isArray(at) ? at : Object.values(at)) {
-      if (typeof child === "object" && child !== null) stack.push([child, depth + 1])
+    if (Array.isArray(at)) {
+      for (const child of at) {
+        if (typeof child === "object" && child !== null) {
+          values.push(child)
+          depths.push(depth + 1)
+        }
+      }
+      continue
+    }
+    for (const key in at) {
+      const child: unknown = Reflect.get(at, key)
+      if (typeof child === "object" && child !== null) {
+        values.push(child)
+        depths.push(depth + 1)
+      }
     }
   }
   return false
