@@ -16,6 +16,7 @@ import {
   idOfDropped,
   isId,
   notification,
+  ParamsTooDeep,
   request as requestMessage,
   type Response,
   success
@@ -25,6 +26,7 @@ import * as Secrets from "../observability/Secrets.js"
 import type { Channel, ChannelEnd, Outbound, Receiver, TooLarge } from "./Channel.js"
 import type { ExitInfo } from "./Contract.js"
 import { field, messageOf, stringField } from "../json/Json.js"
+import * as Depth from "../json/Depth.js"
 
 /** A line a synchronous callback wants logged; a fiber logs them so callbacks never block. */
 export interface LogLine {
@@ -123,7 +125,8 @@ export class Connection implements Receiver {
         backendId: this.backendId,
         reason: "call_failed",
         method,
-        summary: `${method} params are not JSON: ${String(messageOf(error))}`
+        summary:
+          error instanceof ParamsTooDeep ? `${method} ${error.message}` : `${method} params are not JSON: ${messageOf(error)}`
       })
     }
     // UTF-8 is at most three bytes per UTF-16 unit: most frames are judged by their length alone.
@@ -195,7 +198,7 @@ export class Connection implements Receiver {
     if (first !== "{" && first !== "[") return this.junk(line)
     let message: unknown
     try {
-      message = JSON.parse(line)
+      message = Depth.parse(line)
     } catch {
       return this.junk(line)
     }

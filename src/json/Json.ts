@@ -3,6 +3,7 @@
  * endpoint's answer) by narrowing, not by assertion: what is not there, or not of the expected
  * kind, reads as undefined.
  */
+import * as Depth from "./Depth.js"
 
 /** A JSON object (not null, not an array). */
 export const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -29,10 +30,10 @@ export const objectField = (value: unknown, key: string): Record<string, unknown
   return isObject(found) ? found : undefined
 }
 
-/** JSON text parsed, or undefined when it is not JSON (never throws). */
+/** JSON text parsed (nested no deeper than Depth's bound), or undefined when it is not JSON (never throws). */
 export const parseJson = (text: string): unknown => {
   try {
-    return JSON.parse(text)
+    return Depth.parse(text)
   } catch {
     return undefined
   }

@@ -16,8 +16,11 @@ import { failure, type Id, type Response } from "./Message.js"
 export type Ending = "done" | "cancelled" | "stopped"
 
 export interface Options<A, E> {
-  /** The one reply for a finished request; undefined sends none (a backend's own cancelled request). */
-  readonly reply: (id: Id, exit: Exit.Exit<A, E>, ending: Ending) => Response | undefined
+  /**
+   * The one reply for a finished request; undefined sends none (a backend's own cancelled request).
+   * `sent`: what the request carried, as given to `run` (its reply may echo it).
+   */
+  readonly reply: (id: Id, exit: Exit.Exit<A, E>, ending: Ending, sent: unknown) => Response | undefined
   /**
    * A request whose key is still in flight. "refuse": answered -32600 (one peer's ids are its own
    * and must not be reused while in flight). "allow": run, but not cancellable by key (the
@@ -35,10 +38,11 @@ export interface Inbound<K, A, E, R> {
     key: K,
     id: Id,
     effect: Effect.Effect<A, E, R>,
-    send: (response: Response) => void
+    send: (response: Response) => void,
+    sent?: unknown
   ) => Fiber.RuntimeFiber<A, E> | undefined
   /** The same, as an effect that waits for the reply (a batch's items). */
-  readonly reply: (key: K, id: Id, effect: Effect.Effect<A, E, R>) => Effect.Effect<Response | undefined>
+  readonly reply: (key: K, id: Id, effect: Effect.Effect<A, E, R>, sent?: unknown) => Effect.Effect<Response | undefined>
   /** The peer gave up on a request: it is interrupted and ends as "cancelled". False: none in flight. */
   readonly cancel: (key: K) => boolean
   /** Requests in flight now. */
@@ -69,7 +73,8 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
       key: K,
       id: Id,
       effect: Effect.Effect<A, E, R>,
-      done: (response: Response | undefined) => void
+      done: (response: Response | undefined) => void,
+      sent: unknown
     ): Fiber.RuntimeFiber<A, E> | undefined => {
       let slot: K | symbol = key
       if (FiberMap.unsafeHas(fibers, key)) {
@@ -92,19 +97,25 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
         // A defect is a bug of ours: logged here, while the peer gets a reply without internals.
         if (exit._tag === "Failure" && Cause.isDie(exit.cause))
           log(Effect.logError("request failed with a defect", { id }, exit.cause))
-        done(options.reply(id, exit, ending))
+        done(options.reply(id, exit, ending, sent))
       })
       return fiber
     }
 
-    const run = (key: K, id: Id, effect: Effect.Effect<A, E, R>, send: (response: Response) => void) =>
-      start(key, id, effect, (response) => {
-        if (response !== undefined) send(response)
-      })
+    const run = (key: K, id: Id, effect: Effect.Effect<A, E, R>, send: (response: Response) => void, sent?: unknown) =>
+      start(
+        key,
+        id,
+        effect,
+        (response) => {
+          if (response !== undefined) send(response)
+        },
+        sent
+      )
 
-    const reply = (key: K, id: Id, effect: Effect.Effect<A, E, R>) =>
+    const reply = (key: K, id: Id, effect: Effect.Effect<A, E, R>, sent?: unknown) =>
       Effect.async<Response | undefined>((resume) => {
-        start(key, id, effect, (response) => resume(Effect.succeed(response)))
+        start(key, id, effect, (response) => resume(Effect.succeed(response)), sent)
       })
 
     const cancel = (key: K): boolean => {

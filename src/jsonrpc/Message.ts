@@ -4,7 +4,8 @@
  */
 import { ErrorCode, sentCode, type WireError } from "../protocol/Errors.js"
 import * as Secrets from "../observability/Secrets.js"
-import { field, isObject } from "../json/Json.js"
+import { field, isObject, messageOf } from "../json/Json.js"
+import * as Depth from "../json/Depth.js"
 
 export type Id = string | number
 
@@ -67,35 +68,41 @@ export const classify = (value: unknown): Incoming => {
 export type Framing = "ndjson" | "content-length"
 
 /**
- * JSON text of an outgoing message, never throwing: a backend's result or error can be nested too
- * deeply for `JSON.stringify` (which recurses), and the request must still get its one reply. An
- * error reply then goes out without its `data`, a result reply as -32603; a notification that
- * cannot be encoded is dropped (""), since there is no one to tell.
+ * JSON text of an outgoing message, never throwing: a backend's result or error can nest past the
+ * bound (see Depth: checked before encoding, whatever the Node's encoder would do) or hold what
+ * JSON cannot say, and the request must still get its one reply. An error reply then goes out
+ * without its `data`, a result reply as -32603; a notification that cannot be encoded is dropped
+ * (""), since there is no one to tell.
  */
 export const stringify = (message: unknown): string => {
+  if (Depth.exceeds(message)) return unencodable(message, Depth.TOO_DEEP_TEXT)
   try {
     return JSON.stringify(message)
   } catch (cause) {
-    if (Array.isArray(message))
-      return `[${message
-        .map(stringify)
-        .filter((s) => s !== "")
-        .join(",")}]`
-    if (!isObject(message) || !("id" in message)) return ""
-    const id = isId(message.id) ? message.id : null
-    // The error of a reply already on its way out (the gateway's, or a backend's relayed): its code as it was.
-    const code = field(message.error, "code")
-    const text = field(message.error, "message")
-    const why = Secrets.scrub(cause instanceof Error ? cause.message : String(cause))
-    return JSON.stringify(
-      typeof code === "number" && typeof text === "string"
-        ? failure(id, { code: sentCode(code), message: text })
-        : failure(id, {
-            code: ErrorCode.InternalError,
-            message: `Internal error: the result cannot be encoded as JSON (${why})`
-          })
-    )
+    return unencodable(message, Secrets.scrub(messageOf(cause)))
   }
+}
+
+/** What goes out in the place of a message that cannot be encoded, `why` saying why. */
+const unencodable = (message: unknown, why: string): string => {
+  if (Array.isArray(message))
+    return `[${message
+      .map(stringify)
+      .filter((s) => s !== "")
+      .join(",")}]`
+  if (!isObject(message) || !("id" in message)) return ""
+  const id = isId(message.id) ? message.id : null
+  // The error of a reply already on its way out (the gateway's, or a backend's relayed): its code as it was.
+  const code = field(message.error, "code")
+  const text = field(message.error, "message")
+  return JSON.stringify(
+    typeof code === "number" && typeof text === "string"
+      ? failure(id, { code: sentCode(code), message: text })
+      : failure(id, {
+          code: ErrorCode.InternalError,
+          message: `Internal error: the result cannot be encoded as JSON (${why})`
+        })
+  )
 }
 
 /** One outgoing message in the connection's framing ("" for one that cannot be encoded at all). */
@@ -105,6 +112,19 @@ export const encode = (framing: Framing, message: unknown): string => {
   return framing === "ndjson" ? `${json}\n` : `Content-Length: ${Buffer.byteLength(json, "utf8")}\r\n\r\n${json}`
 }
 
+/** Params as JSON text; throws `ParamsTooDeep` past the bound (see Depth), or what `JSON.stringify` throws. */
+const paramsText = (params: unknown): string => {
+  if (Depth.exceeds(params)) throw new ParamsTooDeep()
+  return JSON.stringify(params)
+}
+
+/** Params nested past the bound (see Depth), refused before they are encoded. */
+export class ParamsTooDeep extends Error {
+  constructor() {
+    super(`params are ${Depth.TOO_DEEP_TEXT}`)
+  }
+}
+
 /**
  * A request's frame, built by hand: the backend side's hot path, where a generic encoder's object
  * and second stringify per call showed in the benchmarks. Throws when params are not JSON.
@@ -112,13 +132,13 @@ export const encode = (framing: Framing, message: unknown): string => {
 export const encodeRequest = (id: number, method: string, params: unknown): string =>
   params === undefined
     ? `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)}}\n`
-    : `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}\n`
+    : `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${paramsText(params)}}\n`
 
 /** A notification's ndjson frame (see `encodeRequest`). Throws when params are not JSON. */
 export const encodeNotification = (method: string, params: unknown): string =>
   params === undefined
     ? `{"jsonrpc":"2.0","method":${JSON.stringify(method)}}\n`
-    : `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}\n`
+    : `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${paramsText(params)}}\n`
 
 /** A notification message. */
 export const notification = (method: string, params: unknown): { jsonrpc: "2.0"; method: string; params?: unknown } =>

@@ -27,6 +27,7 @@ import {
 import * as Telemetry from "../observability/Telemetry.js"
 import * as Secrets from "../observability/Secrets.js"
 import { field, messageOf } from "../json/Json.js"
+import * as Depth from "../json/Depth.js"
 
 /** Where a message's replies and its requests' notifications go. */
 export interface Outbox {
@@ -79,11 +80,14 @@ export interface Peer {
   readonly drain: (graceMs: number) => Effect.Effect<void>
 }
 
-/** A request's one reply: its result, its error, -32800 when cancelled, -32603 for a defect (a bug of ours). */
-const replyFor = (id: Id, exit: Exit.Exit<unknown, GatewayError>): Response => {
+/**
+ * A request's one reply: its result, its error (echoing what the request sent as sent), -32800
+ * when cancelled, -32603 for a defect (a bug of ours).
+ */
+const replyFor = (id: Id, exit: Exit.Exit<unknown, GatewayError>, _ending: Inbound.Ending, sent: unknown): Response => {
   if (Exit.isSuccess(exit)) return success(id, exit.value === undefined ? null : exit.value)
   const failed = Cause.failureOption(exit.cause)
-  if (Option.isSome(failed)) return failure(id, toRpcError(failed.value))
+  if (Option.isSome(failed)) return failure(id, toRpcError(failed.value, sent))
   if (Cause.isInterruptedOnly(exit.cause)) return failure(id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" })
   // The client still gets its one reply, without internals.
   const squashed = Cause.squash(exit.cause)
@@ -134,11 +138,12 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
     }
 
     const start = (request: Request, out: Outbox): void => {
-      inbound.run(request.id, request.id, handle(request, out), (response) => out.send(response))
+      inbound.run(request.id, request.id, handle(request, out), (response) => out.send(response), request.params)
     }
 
     /** A request in a batch: its reply joins the batch's. */
-    const runRequest = (request: Request, out: Outbox) => inbound.reply(request.id, request.id, handle(request, out))
+    const runRequest = (request: Request, out: Outbox) =>
+      inbound.reply(request.id, request.id, handle(request, out), request.params)
 
     const cancelRequest = (params: unknown) => {
       const target = field(params, "requestId") ?? field(params, "id")
@@ -213,7 +218,7 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
     const receive = (text: string, out: Outbox): void => {
       let value: unknown
       try {
-        value = JSON.parse(text)
+        value = Depth.parse(text)
       } catch (error) {
         return traced(out).send(failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${messageOf(error)}` }))
       }

@@ -6,14 +6,21 @@
  * the logger, error replies and the debug surfaces all pass text through `scrub`, so a secret
  * that a backend echoes back in an error message is still masked. It is module state because
  * the logger is process-wide and must work before any Layer is built.
+ *
+ * A reply to a client masks only what the client did not send (`sentIn`): its own words come back
+ * as it wrote them. Masking them would answer a question no one may ask, whether a guessed value is
+ * one the gateway holds (`Unknown tool: <redacted>` for a tool named after a backend's `env`
+ * value), and would hide nothing the client does not know. Logs mask everything.
  */
 import { Redacted } from "effect"
+import * as Depth from "../json/Depth.js"
 
 /** Shorter values are not scrubbed: masking "1" or "true" everywhere would garble logs. */
 const MIN_SECRET_LENGTH = 6
 const MASK = "<redacted>"
 
-const secrets = new Set<string>()
+/** Each form that is masked, and the secret it is a form of (see `register`). */
+const secrets = new Map<string, string>()
 let pattern: RegExp | undefined
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
@@ -49,13 +56,13 @@ export const register = (value: string | Redacted.Redacted<string> | undefined |
   const twice = JSON.stringify(once).slice(1, -1)
   const forms = [plain, once, twice, encodeURIComponent(plain), ...base64Cores(Buffer.from(plain, "utf8"))]
   for (const form of forms) {
-    if (form.length < MIN_SECRET_LENGTH) continue
-    secrets.add(form)
+    if (form.length < MIN_SECRET_LENGTH || secrets.has(form)) continue
+    secrets.set(form, plain)
     longest = Math.max(longest, form.length)
   }
   // Longest first so a secret that contains another is masked whole.
   pattern = new RegExp(
-    [...secrets]
+    [...secrets.keys()]
       .sort((a, b) => b.length - a.length)
       .map(escape)
       .join("|"),
@@ -63,8 +70,39 @@ export const register = (value: string | Redacted.Redacted<string> | undefined |
   )
 }
 
-/** Replaces every registered secret in `text`. */
-export const scrub = (text: string): string => (pattern === undefined ? text : text.replace(pattern, MASK))
+/** The secrets a client's request held, in any of their forms (see `sentIn`): its reply may echo them. */
+export type Sent = ReadonlySet<string>
+
+const NOTHING_SENT: Sent = new Set()
+
+/**
+ * The registered secrets that `sent` (a request's params: every string and key, at any depth)
+ * holds in any of their forms. The client knows them: they are not masked in its reply.
+ */
+export const sentIn = (sent: unknown): Sent => {
+  if (pattern === undefined) return NOTHING_SENT
+  const found = new Set<string>()
+  // A loop, not recursion: params may nest as deep as the bound on JSON allows.
+  const stack: Array<unknown> = [sent]
+  while (stack.length > 0) {
+    const at = stack.pop()
+    if (typeof at === "string") {
+      for (const match of at.matchAll(pattern)) found.add(secrets.get(match[0]) ?? match[0])
+    } else if (Array.isArray(at)) {
+      for (const item of at) stack.push(item)
+    } else if (typeof at === "object" && at !== null) {
+      for (const [key, value] of Object.entries(at)) stack.push(key, value)
+    }
+  }
+  return found.size === 0 ? NOTHING_SENT : found
+}
+
+/** Replaces every registered secret in `text`, except those the client sent (`sent`: see `sentIn`). */
+export const scrub = (text: string, sent: Sent = NOTHING_SENT): string => {
+  if (pattern === undefined) return text
+  if (sent.size === 0) return text.replace(pattern, MASK)
+  return text.replace(pattern, (form) => (sent.has(secrets.get(form) ?? form) ? form : MASK))
+}
 
 /**
  * `text` scrubbed and then cut to `max` characters. Scrubbing first matters: a cut through a
@@ -88,13 +126,14 @@ export const flushableLength = (text: string): number => {
 }
 
 /** `scrub` applied to every string inside a JSON-like value. */
-export const scrubDeep = (value: unknown): unknown => {
+export const scrubDeep = (value: unknown, sent: Sent = NOTHING_SENT): unknown => {
   if (pattern === undefined) return value
-  if (typeof value === "string") return scrub(value)
-  if (Array.isArray(value)) return value.map(scrubDeep)
-  if (typeof value === "object" && value !== null) {
+  if (typeof value === "string") return scrub(value, sent)
+  if (Array.isArray(value)) return value.map((item) => scrubDeep(item, sent))
+  // The marker of a value cut when it was read (see Depth) stays what it is.
+  if (typeof value === "object" && value !== null && !Depth.isTooDeep(value)) {
     const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v)
+    for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v, sent)
     return out
   }
   return value
@@ -121,7 +160,7 @@ export const scrubArguments = (value: unknown): unknown => scrubDeep(maskNamed(v
 
 const maskNamed = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(maskNamed)
-  if (typeof value === "object" && value !== null) {
+  if (typeof value === "object" && value !== null && !Depth.isTooDeep(value)) {
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(value)) out[k] = isSecretName(k) && v !== null && v !== "" ? MASK : maskNamed(v)
     return out

@@ -22,6 +22,7 @@ import type { TaskContext } from "../protocol/Mcp.js"
 import type { Profile } from "../config/Config.js"
 import { InvalidPlan } from "./Errors.js"
 import { isObject, objectField } from "../json/Json.js"
+import * as Depth from "../json/Depth.js"
 
 /** The one backend call the model chose. */
 export interface Plan {
@@ -255,7 +256,7 @@ export const parseArguments = (name: string, raw: string): Either.Either<Record<
   if (raw.trim() === "") return Either.right({})
   let value: unknown
   try {
-    value = JSON.parse(raw)
+    value = Depth.parse(raw)
   } catch {
     return Either.left(
       new InvalidPlan({ message: `The model's arguments for '${name}' are not valid JSON`, toolName: name, arguments: raw })

@@ -13,12 +13,14 @@
  * data}` where a reply is written (jsonrpc/Peer, gateway/clients, the answers to a backend's
  * requests), and where a value that is no reply must carry the wire's form (a tool result naming
  * its error, a task's kept failure, the terminal's printed error; see each). It scrubs registered
- * secrets, so no error can leak a key even if one slipped into a backend's message. `codeOf` is
- * the code alone (the audit log's outcome).
+ * secrets, so no error can leak a key even if one slipped into a backend's message, but for what
+ * the request itself sent, echoed as sent (see Secrets' `sentIn`). `codeOf` is the code alone (the
+ * audit log's outcome).
  */
 import { type Brand, Schema } from "effect"
 import * as Secrets from "../observability/Secrets.js"
 import { field, stringField } from "../json/Json.js"
+import * as Depth from "../json/Depth.js"
 import type { StatelessErrorCode } from "./Mcp.js"
 
 /** The JSON-RPC codes the gateway answers with (and 2026-07-28's, in protocol/Mcp's `StatelessErrorCode`). */
@@ -269,17 +271,11 @@ export interface WireError {
 }
 
 /**
- * `data` scrubbed, or left out when it is nested too deeply to walk (a backend's error can be):
+ * `data` scrubbed, or left out when it nests past the bound (see Depth; a backend's error can):
  * the reply must still go out, and unscrubbed data must not.
  */
-const scrubData = (data: unknown): { readonly data?: unknown } => {
-  if (data === undefined) return {}
-  try {
-    return { data: Secrets.scrubDeep(data) }
-  } catch {
-    return {}
-  }
-}
+const scrubData = (data: unknown, sent: Secrets.Sent): { readonly data?: unknown } =>
+  data === undefined || Depth.exceeds(data) ? {} : { data: Secrets.scrubDeep(data, sent) }
 
 /** MCP's "URL elicitation required": the client acts on its code and data, so they pass unchanged. */
 export const URL_ELICITATION_REQUIRED = ErrorCode.UrlElicitationRequired
@@ -304,22 +300,30 @@ const passedThrough = (error: GatewayError): WireError | undefined => {
 export const codeOf = (error: GatewayError): ErrorCode | SentCode =>
   isWrapping(error) ? codeOf(error.failure) : (passedThrough(error)?.code ?? error.code)
 
-/** The wire form of a failure, with every registered secret scrubbed. */
-export const toRpcError = (error: GatewayError): WireError => {
+/**
+ * The wire form of a failure, with every registered secret scrubbed but those in `sent`: the
+ * params of the request it answers, whose own words its reply echoes as they were sent.
+ */
+export const toRpcError = (error: GatewayError, sent?: unknown): WireError => wireOf(error, Secrets.sentIn(sent))
+
+const wireOf = (error: GatewayError, sent: Secrets.Sent): WireError => {
   // An orchestration's failure carries its query: merged into the data of the failure's own form.
   if (isWrapping(error)) {
-    const wire = toRpcError(error.failure)
-    return withData(wire, error.query === undefined ? {} : { query: error.query })
+    const wire = wireOf(error.failure, sent)
+    return withData(wire, error.query === undefined ? {} : { query: error.query }, sent)
   }
   const wire = passedThrough(error) ?? { code: error.code, message: error.message, data: error.data }
-  return { code: wire.code, message: Secrets.scrub(wire.message), ...scrubData(wire.data) }
+  return { code: wire.code, message: Secrets.scrub(wire.message, sent), ...scrubData(wire.data, sent) }
 }
 
 /** Merges `extra` into a wire error's data. */
-const withData = (wire: WireError, extra: Record<string, unknown>): WireError => ({
+const withData = (wire: WireError, extra: Record<string, unknown>, sent: Secrets.Sent): WireError => ({
   ...wire,
-  data: Secrets.scrubDeep({
-    ...(typeof wire.data === "object" && wire.data !== null ? wire.data : {}),
-    ...extra
-  })
+  data: Secrets.scrubDeep(
+    {
+      ...(typeof wire.data === "object" && wire.data !== null ? wire.data : {}),
+      ...extra
+    },
+    sent
+  )
 })

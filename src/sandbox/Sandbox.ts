@@ -9,6 +9,7 @@ import { Effect, FiberSet, Option, Queue } from "effect"
 import { existsSync } from "node:fs"
 import { Worker } from "node:worker_threads"
 import * as Slots from "./Slots.js"
+import * as Depth from "../json/Depth.js"
 import type { FromWorker, RunMessage, SettleMessage, WorkerData } from "./Worker.js"
 
 export interface Limits {
@@ -233,7 +234,7 @@ const runNow = (code: string, names: RunMessage["names"], limits: Limits, host: 
               }
               let args: unknown
               try {
-                args = JSON.parse(m.args)
+                args = Depth.parse(m.args)
               } catch {
                 args = {}
               }

@@ -14,6 +14,7 @@ import type { SharedSession, SharedSessions, Target } from "../gateway/clients/P
 import { classify, failure } from "../jsonrpc/JsonRpc.js"
 import { ErrorCode } from "../protocol/Errors.js"
 import { messageOf } from "../json/Json.js"
+import * as Depth from "../json/Depth.js"
 import type { Principal } from "./HttpAccess.js"
 import type { HandOff } from "./HttpHandOff.js"
 import {
@@ -132,7 +133,7 @@ export const make = (sessions: SharedSessions, handOff: HandOff, config: Resolve
       }
       let value: unknown
       try {
-        value = JSON.parse(body)
+        value = Depth.parse(body)
       } catch (error) {
         return json(400, failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${messageOf(error)}` }))
       }

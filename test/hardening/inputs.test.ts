@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { BIN, FIXTURE_SERVER, tempDir } from "../support/stdioClient.js"
 import { startFakeOpenAI } from "../support/fakeOpenAI.js"
-import { cleanEnv, Client, closeCleanly, writeConfig } from "./support.js"
+import { cleanEnv, Client, closeCleanly, until, writeConfig } from "./support.js"
 
 const runCli = (args: ReadonlyArray<string>, options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}) =>
   spawnSync(process.execPath, [BIN, ...args], {
@@ -204,6 +204,52 @@ describe("megabyte inputs", () => {
   }, 120_000)
 })
 
+describe("arguments nested past the bound on JSON nesting", () => {
+  // Text, not a value: this test's own Node may not encode what it sends.
+  const deep = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`
+  const call = (id: string, params: string) => `{"jsonrpc":"2.0","id":"${id}","method":"tools/call","params":${params}}\n`
+
+  it("50,000 to 500,000 levels are refused with -32602 and an audit line, directly and through agentify_call_tool", async () => {
+    const dir = tempDir("agentify-deep-args-")
+    const auditFile = join(dir, "audit.jsonl")
+    const client = new Client({ args: ["--config", writeConfig({ backends: [fixture("fx")], audit: { file: auditFile } })] })
+    await client.initialize()
+    const sent: Array<string> = []
+    for (const depth of [50_000, 500_000]) {
+      client.sendRaw(call(`direct-${depth}`, `{"name":"fx__echo","arguments":{"text":"x","a":${deep(depth)}}}`))
+      client.sendRaw(
+        call(`through-${depth}`, `{"name":"agentify_call_tool","arguments":{"name":"fx__echo","arguments":${deep(depth)}}}`)
+      )
+      sent.push(`direct-${depth}`, `through-${depth}`)
+    }
+    for (const id of sent) {
+      const reply = await client.reply(id, 60_000)
+      expect(reply.error?.code, id).toBe(-32602)
+      expect(reply.error?.message, id).toMatch(/arguments: nested more than 1,000 levels deep/)
+    }
+    // Within the bound, the same call reaches the backend.
+    const near = `{"name":"fx__echo","arguments":{"a":${deep(900)}}}`
+    client.sendRaw(call("near", near))
+    const echoed = await client.reply("near", 60_000)
+    expect(echoed.error).toBeUndefined()
+    expect(JSON.parse(echoed.result.content[0].text)).toEqual(JSON.parse(near).arguments)
+    expect((await client.request("ping")).result).toEqual({})
+    const refused = await until("an audit line for each refusal", () => {
+      const lines = existsSync(auditFile)
+        ? readFileSync(auditFile, "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l))
+            .filter((l) => l.type === "call" && l.outcome === -32602)
+        : []
+      return lines.length >= sent.length ? lines : undefined
+    })
+    expect(refused.map((l: any) => [l.tool.exposed, l.refusedBy])).toEqual(sent.map(() => ["fx__echo", "find"]))
+    expect(client.stderr()).not.toContain("defect")
+    await closeCleanly(client)
+  }, 120_000)
+})
+
 describe("secrets in what backends and URLs send back", () => {
   it("a backend's log notification is scrubbed before it reaches the client", async () => {
     const secret = "tok-backend-env-secret-4242"
@@ -216,6 +262,43 @@ describe("secrets in what backends and URLs send back", () => {
     expect(log.params.data).toMatch(/connecting with <redacted>/)
     await closeCleanly(client)
   }, 30_000)
+
+  // A client guessing a secret must not learn it was right by seeing its own input masked.
+  it("the client's own words come back as it sent them; secrets it did not send stay masked, in replies and logs", async () => {
+    const guessed = "toolsB"
+    const held = "tok-held-by-the-gateway-7781"
+    const client = new Client({
+      args: [
+        "--log-level",
+        "debug",
+        "--config",
+        writeConfig({
+          backends: [
+            fixture("fx", { args: [FIXTURE_SERVER, "--leak-env", "NAME,API_TOKEN"], env: { NAME: guessed, API_TOKEN: held } })
+          ]
+        })
+      ]
+    })
+    await client.initialize()
+    const direct = await client.callTool(guessed, {})
+    expect(direct.error).toMatchObject({ code: -32602, message: `Unknown tool: ${guessed}` })
+    const through = await client.callTool("agentify_call_tool", { name: guessed })
+    expect(through.error).toMatchObject({ code: -32602, message: `Unknown tool: ${guessed}` })
+    // A backend's error naming both: neither was sent by this request, both are masked.
+    const failed = await client.callTool("fx__fail", {})
+    expect(failed.error?.message).toMatch(/this tool always fails.*<redacted>/)
+    expect(JSON.stringify(failed)).not.toContain(held)
+    expect(JSON.stringify(failed)).not.toContain(guessed)
+    // The same error for a request that sent one of them: that one as sent, the other masked.
+    const echoed = await client.callTool("fx__fail", { note: held })
+    expect(JSON.stringify(echoed.error)).toContain(held)
+    expect(JSON.stringify(echoed.error)).not.toContain(guessed)
+    // The fixture repeats both on its stderr at every call (logged at debug): the gateway's log masks them all.
+    await until("the backend's stderr in the log", () => client.stderr().includes("[fixture] tools/call fail"))
+    expect(client.stderr()).not.toContain(held)
+    expect(client.stderr()).not.toContain(guessed)
+    await closeCleanly(client)
+  }, 60_000)
 
   it("a base URL's password never appears in a -32003 message", async () => {
     const client = new Client({

@@ -6,6 +6,7 @@
 import { Data, Effect } from "effect"
 import * as Secrets from "../../observability/Secrets.js"
 import { field, isObject } from "../../json/Json.js"
+import * as Depth from "../../json/Depth.js"
 
 /** How much of an HTTP error's body goes into the error message. */
 export const ERROR_BODY_CHARS = 300
@@ -79,7 +80,7 @@ export const sameOrigin = (base: URL, endpoint: string): URL | undefined => {
 export const isErrorReplyTo = (body: string, id: unknown): boolean => {
   let parsed: unknown
   try {
-    parsed = JSON.parse(body)
+    parsed = Depth.parse(body)
   } catch {
     return false
   }
@@ -91,7 +92,7 @@ export const httpProblem = (response: Response, body: string): string => {
   const status = response.status
   let detail = body.trim()
   try {
-    const parsed: unknown = JSON.parse(detail)
+    const parsed: unknown = Depth.parse(detail)
     const error = field(parsed, "error")
     const message = isObject(error) ? error.message : (error ?? field(parsed, "message"))
     if (typeof message === "string") detail = message

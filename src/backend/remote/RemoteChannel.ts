@@ -8,6 +8,7 @@ import { Effect, type Fiber, FiberId, FiberSet, type Scope } from "effect"
 import * as Secrets from "../../observability/Secrets.js"
 import type { Channel, Outbound, Outgoing, Receiver, WriteOutcome } from "../Channel.js"
 import { isObject } from "../../json/Json.js"
+import * as Depth from "../../json/Depth.js"
 
 /** "http" is Streamable HTTP that falls back to HTTP+SSE when the server does not speak it (as VS Code does). */
 export type Transport = "http" | "streamable-http" | "sse" | "websocket"
@@ -158,7 +159,7 @@ export abstract class RemoteChannel implements Channel {
     if (this.closed || data.trim() === "") return
     let parsed: unknown
     try {
-      parsed = JSON.parse(data)
+      parsed = Depth.parse(data)
     } catch {
       // Not JSON-RPC: the connection logs it as junk, on one line.
       return this.receiver.text(data.replace(/[\r\n]+/g, " "))

@@ -189,7 +189,9 @@ export const make = (
           })
         }
         if (request.method === "server/discover") {
-          return yield* discover(request, target).pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e)))))
+          return yield* discover(request, target).pipe(
+            Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, request.params))))
+          )
         }
         const params = objectOr(request.params)
         const call =
@@ -198,7 +200,9 @@ export const make = (
             : yield* start(request, context, target, edge, out, identity)
         if ("jsonrpc" in call) return call
         // The call's failure reaches the wire here, as a reply.
-        return yield* bridge.round(call, request).pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e)))))
+        return yield* bridge
+          .round(call, request)
+          .pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, request.params)))))
       })
 
     /**
@@ -215,7 +219,7 @@ export const make = (
           )
         }
         const described = yield* Effect.either(describe(backends, target))
-        if (described._tag === "Left") return out.send(failure(request.id, toRpcError(described.left)))
+        if (described._tag === "Left") return out.send(failure(request.id, toRpcError(described.left, request.params)))
         const capabilities = described.right.capabilities
         const honored: Record<string, string> = {}
         for (const [field, capability, method] of [

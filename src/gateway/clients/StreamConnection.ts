@@ -20,6 +20,7 @@ import * as Era from "../session/Era.js"
 import { Launch } from "../Launch.js"
 import { type Edge, Session, type Target } from "../session/Session.js"
 import * as Caller from "../pipeline/Caller.js"
+import * as Depth from "../../json/Depth.js"
 
 /** `subscriptions/listen` streams one connection may hold. */
 const MAX_LISTENERS = 64
@@ -73,7 +74,7 @@ const statelessEra = (target: Target, out: Peer.Outbox) =>
       if (era === "session") return false
       let value: unknown
       try {
-        value = JSON.parse(text)
+        value = Depth.parse(text)
       } catch {
         return era === "stateless"
           ? (out.send(failure(null, { code: ErrorCode.ParseError, message: "Parse error" })), true)

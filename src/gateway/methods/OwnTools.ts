@@ -176,7 +176,7 @@ export const make = (ctx: Deps, session: Session, view: View) => {
     Effect.flatMap(validateParams(args), (request) => orchestrateFor(request, context, progressToken, ask)).pipe(
       Effect.map(withAnswerText),
       Effect.catchAll((error) => {
-        const wire = toRpcError(error)
+        const wire = toRpcError(error, args)
         const said = error._tag === "NoActionDetermined" ? error.modelMessage : undefined
         const text =
           said === undefined || said.trim() === ""

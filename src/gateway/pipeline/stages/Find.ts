@@ -8,7 +8,8 @@
  * requests (`routing: "backend"`) name a backend the session's profile serves, and what they name
  * there must pass the backend's filters. It needs nothing of the call and provides the tool it
  * found (`Found`) to every stage after it; it fails with InvalidParams (an unknown, ambiguous,
- * quarantined or hidden tool).
+ * quarantined or hidden tool, or params nested past the gateway's bound: see json/Depth, which no
+ * later stage need walk).
  */
 import { Effect } from "effect"
 import { Backends, type BackendsService } from "../../../backend/Backends.js"
@@ -20,6 +21,7 @@ import * as Apps from "../../../catalog/Apps.js"
 import { hiddenBy } from "../../../catalog/BackendFilters.js"
 import { profileIn, type Session } from "../../session/Session.js"
 import { InvalidParams } from "../../../protocol/Errors.js"
+import * as Depth from "../../../json/Depth.js"
 import { isRequest, type Target, type ToolCall } from "../Call.js"
 import { type Found, type Nothing, row, type Stage } from "../Stage.js"
 import type { Page } from "../Trail.js"
@@ -40,6 +42,18 @@ const refuse = (call: ToolCall, trail: Page, message: string): Effect.Effect<nev
   // An unknown name's issue says so plainly, as every other -32602 of the gateway names its field.
   const issue = message === `Unknown tool: ${call.name}` ? `name: no tool named '${call.name}'` : `name: ${message}`
   return Effect.fail(new InvalidParams({ message, issues: [issue] }))
+}
+
+/**
+ * Params nested past the bound (or cut there when they were read) go no further: later stages walk
+ * them, and the backend could not be sent them.
+ */
+const tooDeep = (call: ToolCall, trail: Page): Effect.Effect<never, InvalidParams> | undefined => {
+  if (!Depth.exceeds(call.params, Depth.MAX_DEPTH)) return undefined
+  const what = Depth.exceeds(call.params.arguments, Depth.MAX_DEPTH - 1) ? "arguments" : "params"
+  const issue = `${what}: ${Depth.TOO_DEEP_TEXT} (the gateway's bound on JSON nesting)`
+  trail.note({ said: `Invalid ${what} for ${call.name}: ${Depth.TOO_DEEP_TEXT}`, refused: true })
+  return Effect.fail(new InvalidParams({ message: `Invalid params: ${issue}`, issues: [issue] }))
 }
 
 /** What a backend's filters hide, refused with their own error. */
@@ -156,6 +170,8 @@ export const make = ({ backends, profileOf }: Deps): Stage<Nothing, Found, Inval
   return {
     name: "find",
     run: (call, next, trail) => {
+      const deep = tooDeep(call, trail)
+      if (deep !== undefined) return deep
       if (isRequest(call)) return Effect.flatMap(atRequest(call, trail), (target) => next(found(call, target, trail)))
       // The hot path (a client's call of a listed tool) stays synchronous: no effect made to find it.
       if (call.via === "client" || call.via === "task") {
