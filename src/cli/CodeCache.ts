@@ -17,7 +17,8 @@
  * content hash, the Node version, the architecture and `NODE_OPTIONS` (V8 itself checks only the
  * source's length and its flags), and carry a CRC-32 of their data.
  *
- * The launcher loads this module before the gateway: it imports Node's own modules only.
+ * The launcher loads this module before the gateway: it imports Node's own modules only (and
+ * config/StateDir and config/RegularFile, which do too).
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
 import module, { createRequire } from "node:module"
@@ -25,6 +26,7 @@ import { basename, dirname, join } from "node:path"
 import { Script } from "node:vm"
 import * as zlib from "node:zlib"
 import { stateDirOf } from "../config/StateDir.js"
+import { readState } from "../config/RegularFile.js"
 
 /** Where compiled code is kept: `NODE_COMPILE_CACHE`, else `<state directory>/compile-cache`. */
 export const cacheDirOf = (env: Readonly<Record<string, string | undefined>>): string =>
@@ -52,6 +54,8 @@ export const enableNodeCache = (dir: string): boolean => {
   }
 }
 
+/** The largest cache read: V8's data for the whole bundle is a few megabytes. */
+const MAX_CACHE_BYTES = 64 * 1024 * 1024
 /** After this long the start's code is compiled, and the cache written holds it. */
 const WRITE_AFTER_MS = 2_000
 /** A warm-up older than this is taken to have died: another may start. */
@@ -106,13 +110,9 @@ const seal = (data: Buffer): Buffer => {
 
 /** The cache in `path` if it is there whole; undefined otherwise. */
 const read = (path: string): Buffer | undefined => {
-  let file: Buffer
-  try {
-    file = readFileSync(path)
-  } catch {
-    return undefined
-  }
-  if (file.length <= 4) return undefined
+  // A regular file within the bound, as every state file (a FIFO there must not hold the start).
+  const file = readState(path, MAX_CACHE_BYTES)?.bytes
+  if (file === undefined || file.length <= 4) return undefined
   const data = file.subarray(4)
   return file.readUInt32BE(0) === zlib.crc32(data) ? data : undefined
 }

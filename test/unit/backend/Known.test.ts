@@ -22,8 +22,8 @@ describe("Known", () => {
     const config = fixtureBackend("alpha")
     await Effect.runPromise(Known.write(dir, config, { tools, capabilities: { tools: {}, logging: {} } }))
     expect(await Effect.runPromise(Known.read(dir, config))).toEqual({ tools, capabilities: ["tools", "logging"], lists: {} })
-    // Another id, the same launch: the same server.
-    expect(await Effect.runPromise(Known.read(dir, { ...config, id: "beta" }))).toBeDefined()
+    // Another id, the same command: another backend of the configuration, nothing known.
+    expect(await Effect.runPromise(Known.read(dir, { ...config, id: "beta" }))).toBeUndefined()
     // Other arguments: another server, nothing known.
     expect(await Effect.runPromise(Known.read(dir, fixtureBackend("alpha", ["--tools", "2"])))).toBeUndefined()
   })
