@@ -64,6 +64,21 @@ describe("Known", () => {
     expect(await Effect.runPromise(Known.read(dir, config))).toBeDefined()
   })
 
+  it("keeps two backends of one configuration apart: one command, another env, their own lists", async () => {
+    const dir = stateDir()
+    const ro = fixtureBackend("ro", [], { args: ["/srv/shared.mjs"], env: { MODE: "ro" } })
+    const rw = fixtureBackend("rw", [], { args: ["/srv/shared.mjs"], env: { MODE: "rw" } })
+    const writes = [{ name: "delete_repo", description: "Deletes", inputSchema: { type: "object" } }]
+    await Effect.runPromise(Known.write(dir, rw, { tools: writes, capabilities: { tools: {} } }))
+    // `ro` never ran: nothing of `rw`'s is its.
+    expect(await Effect.runPromise(Known.read(dir, ro))).toBeUndefined()
+    await Effect.runPromise(Known.write(dir, ro, { tools, capabilities: { tools: {} } }))
+    expect((await Effect.runPromise(Known.read(dir, ro)))?.tools).toEqual(tools)
+    expect((await Effect.runPromise(Known.read(dir, rw)))?.tools).toEqual(writes)
+    // A rotated value in env is the same backend: what it listed is still known.
+    expect((await Effect.runPromise(Known.read(dir, { ...rw, env: { MODE: "rotated" } })))?.tools).toEqual(writes)
+  })
+
   it("reads back the resources, templates and prompts it wrote, and tells the team's mirror what it wrote", async () => {
     const dir = stateDir()
     const config = fixtureBackend("alpha")
