@@ -19,6 +19,8 @@ import { keyOf } from "../../../src/backend/LaunchKey.js"
 
 /** Generous for a machine at load 20: a gateway that hangs never answers at all. */
 const DEADLINE_MS = 60_000
+/** Above the deadlines a test waits on in turn: a hang fails at a deadline, and the gateway is then stopped. */
+const TEST_MS = 6 * DEADLINE_MS
 
 const start = (config: unknown, stateDir: string): CliClient => {
   const file = join(tempDir("agentify-state-files-"), "config.json")
@@ -65,7 +67,7 @@ describe("state files", () => {
     } finally {
       await gateway.close()
     }
-  })
+  }, TEST_MS)
 
   it("two backends with one command and another env keep their own pins and remembered lists", async () => {
     const stateDir = tempDir("agentify-state-")
@@ -89,6 +91,8 @@ describe("state files", () => {
         200
       )
       const listed = await tools(first)
+      // Held back (quarantined) were it held against ro's pin.
+      expect(listed.map((t) => t.name)).toContain("rw__echo")
       expect(listed.find((t) => t.name === "rw__echo")?.description).toContain("read-write")
       expect(listed.find((t) => t.name === "ro__echo")?.description).toContain("read-only")
       expect(first.stderr()).not.toMatch(/changed since it was pinned/)
@@ -112,5 +116,5 @@ describe("state files", () => {
     } finally {
       await second.close()
     }
-  })
+  }, TEST_MS)
 })
