@@ -89,4 +89,5 @@ export const keyOf = (config: Launched, processEnv?: Env, processCwd?: string): 
   hashOf(launchOf(config, processEnv, processCwd))
 
 /** The key an earlier version gave the launch (see `earlierLaunchOf`). */
-export const earlierKeyOf = (config: Launched, processEnv?: Env, processCwd?: string): string => hashOf(earlierLaunchOf(config, processEnv, processCwd))
+export const earlierKeyOf = (config: Launched, processEnv?: Env, processCwd?: string): string =>
+  hashOf(earlierLaunchOf(config, processEnv, processCwd))

@@ -56,7 +56,9 @@ export const read = (file: string, maxBytes: number, options: Options = { links:
     fd = openSync(file, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0) | noFollow)
   } catch (error) {
     const code = errnoOf(error)
-    return code === "ENOENT" || code === "ENOTDIR" ? { _tag: "Missing" } : { _tag: "Refused", reason: whyNot(error, options.links) }
+    return code === "ENOENT" || code === "ENOTDIR"
+      ? { _tag: "Missing" }
+      : { _tag: "Refused", reason: whyNot(error, options.links) }
   }
   try {
     const stat = fstatSync(fd)

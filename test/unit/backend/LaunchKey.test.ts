@@ -39,7 +39,9 @@ describe("a backend's launch key", () => {
     const ro = { ...launch, id: "ro", env: { MODE: "ro" } }
     const rw = { ...launch, id: "rw", env: { MODE: "rw" } }
     expect(keyOf(ro, {}, a)).not.toBe(keyOf(rw, {}, a))
-    expect(keyOf({ id: "one", url: "https://example.com/mcp" }, {}, a)).not.toBe(keyOf({ id: "two", url: "https://example.com/mcp" }, {}, a))
+    expect(keyOf({ id: "one", url: "https://example.com/mcp" }, {}, a)).not.toBe(
+      keyOf({ id: "two", url: "https://example.com/mcp" }, {}, a)
+    )
     // A variable set, or no longer set, is another server; the order they are written in is not.
     expect(keyOf({ ...ro, env: { MODE: "ro", READ_ONLY: "1" } }, {}, a)).not.toBe(keyOf(ro, {}, a))
     expect(keyOf({ ...ro, env: { A: "1", B: "2" } }, {}, a)).toBe(keyOf({ ...ro, env: { B: "3", A: "4" } }, {}, a))

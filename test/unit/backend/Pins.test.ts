@@ -140,9 +140,9 @@ describe("tool pins", () => {
     const rotated = Pins.serverOf({ ...launch, command: process.execPath, env: { ...pathOf, TOKEN: "new" } })
     expect(rotated.key).toBe(nodeOnPath.key)
     // Another id is another backend of the configuration, with pins of its own; so is a variable set or no longer set.
-    expect(Pins.serverOf({ ...launch, id: "other-name", command: process.execPath, env: { ...pathOf, TOKEN: "old" } }).key).not.toBe(
-      nodeOnPath.key
-    )
+    expect(
+      Pins.serverOf({ ...launch, id: "other-name", command: process.execPath, env: { ...pathOf, TOKEN: "old" } }).key
+    ).not.toBe(nodeOnPath.key)
     expect(Pins.serverOf({ ...launch, command: process.execPath, env: pathOf }).key).not.toBe(nodeOnPath.key)
   })
 
@@ -172,7 +172,10 @@ describe("tool pins", () => {
     mkdirSync(join(s.stateDir, "pins"), { recursive: true })
     writeFileSync(
       join(s.stateDir, "pins", `launch-${server.earlierKey}.json`),
-      JSON.stringify({ backend: "memory", tools: { t: { fingerprint: Pins.fingerprintOf(definition), definition, pinnedAt: "2026-01-01", version: 2 } } })
+      JSON.stringify({
+        backend: "memory",
+        tools: { t: { fingerprint: Pins.fingerprintOf(definition), definition, pinnedAt: "2026-01-01", version: 2 } }
+      })
     )
     // A rug pull across the upgrade is still caught.
     expect(Pins.review(s, server, [{ ...definition, description: "evil" }], () => {}).changed).toHaveLength(1)
