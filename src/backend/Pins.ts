@@ -135,7 +135,7 @@ export interface Changed {
 }
 
 const dirOf = (settings: Settings) => path.join(settings.stateDir, "pins")
-/** `launch-<key>.json`: the server's pins, whatever id it has. */
+/** `launch-<key>.json`: the backend's pins, by its launch key (see LaunchKey). */
 const fileOf = (settings: Settings, server: Server) => path.join(dirOf(settings), `launch-${server.key}.json`)
 /** Where pins were kept per launch before the launch's key held its id and its `env`'s names. */
 const earlierFileOf = (settings: Settings, server: Server) => path.join(dirOf(settings), `launch-${server.earlierKey}.json`)
