@@ -22,10 +22,11 @@
  */
 import { Effect } from "effect"
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
-import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, watch, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { stateDirOf } from "../config/StateDir.js"
+import * as RegularFile from "../config/RegularFile.js"
 import * as Secrets from "../observability/Secrets.js"
 import { nobody, type Told } from "../store/WrittenFiles.js"
 
@@ -78,6 +79,8 @@ const register = (stored: Stored): Stored => {
 }
 
 const KEY_BYTES = 32
+/** The largest token file read: tokens, a registration and a subject are kilobytes. */
+export const MAX_TOKEN_FILE_BYTES = 1024 * 1024
 
 /**
  * The key tokens are sealed with: `AGENTIFY_TOKEN_KEY`, else the state directory's `token.key`
@@ -92,12 +95,9 @@ export const keyOf = (env: Readonly<Record<string, string | undefined>> = proces
   }
   const dir = stateDirOf(env)
   const file = path.join(dir, "token.key")
-  try {
-    const key = readFileSync(file)
-    if (key.length === KEY_BYTES) return key
-  } catch {
-    // None yet.
-  }
+  // None yet, or not a regular file of a key's size (said once): a key is made only where none is.
+  const found = RegularFile.readState(file, KEY_BYTES)?.bytes
+  if (found?.length === KEY_BYTES) return found
   if (!create) return undefined
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   const key = randomBytes(KEY_BYTES)
@@ -106,7 +106,9 @@ export const keyOf = (env: Readonly<Record<string, string | undefined>> = proces
     writeFileSync(file, key, { mode: 0o600, flag: "wx" })
     return key
   } catch {
-    return readFileSync(file)
+    const theirs = RegularFile.readState(file, KEY_BYTES)?.bytes
+    if (theirs?.length !== KEY_BYTES) throw new Error(`no usable token key at ${file}`)
+    return theirs
   }
 }
 
@@ -151,8 +153,11 @@ export const read = (
   entry: string,
   env: Readonly<Record<string, string | undefined>> = process.env
 ): Stored | undefined => {
+  // Not a regular file (a FIFO, a link), or too large: said once, then as if none.
+  const text = RegularFile.readStateText(fileOf(dir, entry), MAX_TOKEN_FILE_BYTES)
+  if (text === undefined) return undefined
   try {
-    const onDisk = JSON.parse(readFileSync(fileOf(dir, entry), "utf8")) as Partial<Stored> & Partial<Sealed>
+    const onDisk = JSON.parse(text) as Partial<Stored> & Partial<Sealed>
     // A file from before sealing is read as it is; a user's file was never anything but sealed.
     const plain = onDisk.sealed === undefined && !entry.includes("/")
     const parsed = (onDisk.sealed === "A256GCM" ? open(onDisk as Sealed, entry, keyOf(env)) : plain ? onDisk : undefined) as

@@ -6,8 +6,9 @@
  * alike on every gateway (kind "known", see store/Mirror): a replica that never ran a backend
  * knows its lists from one that did.
  *
- * What is read is data, never trusted: a file too large, malformed or of another launch is ignored
- * (said once at warn), and a backend started lists again, which replaces this (its tools held
+ * What is read is data, never trusted: a file that is not a regular file (a FIFO, a link, a
+ * device), too large, malformed or of another launch is ignored (said once at warn, see
+ * config/RegularFile), and a backend started lists again, which replaces this (its tools held
  * against their pins as any listing is).
  */
 import * as fs from "node:fs"
@@ -17,6 +18,7 @@ import type { BackendConfig } from "../config/Config.js"
 import type * as Mcp from "../protocol/Mcp.js"
 import { isObject } from "../json/Json.js"
 import * as LaunchKey from "./LaunchKey.js"
+import * as RegularFile from "../config/RegularFile.js"
 import { nobody, type Told } from "../store/WrittenFiles.js"
 
 /** The largest file read: a list beyond it is ignored (the backend then starts to be known). */
@@ -92,19 +94,9 @@ export const read = (stateDir: string, config: BackendConfig): Effect.Effect<Kno
   Effect.suspend(() => {
     const key = LaunchKey.keyOf(config)
     const file = fileOf(stateDir, key)
-    let text: string
-    try {
-      const size = fs.statSync(file).size
-      if (size > MAX_KNOWN_BYTES) {
-        return Effect.as(
-          Effect.logWarning(`its remembered tools are ignored: ${size} bytes (at most ${MAX_KNOWN_BYTES})`),
-          undefined
-        )
-      }
-      text = fs.readFileSync(file, "utf8")
-    } catch {
-      return Effect.succeed(undefined)
-    }
+    // Not a regular file, a link, or too large: said once (naming the file), then as if none.
+    const text = RegularFile.readStateText(file, MAX_KNOWN_BYTES)
+    if (text === undefined) return Effect.succeed(undefined)
     let parsed: unknown
     try {
       parsed = JSON.parse(text)
@@ -147,7 +139,8 @@ export const write = (
     const text = JSON.stringify({ version: 2, key, capabilities, tools: known.tools, lists })
     if (text.length > MAX_KNOWN_BYTES) return Effect.void
     try {
-      if (fs.existsSync(file) && fs.readFileSync(file, "utf8") === text) return Effect.void
+      const before = RegularFile.read(file, MAX_KNOWN_BYTES)
+      if (before._tag === "Read" && before.bytes.toString("utf8") === text) return Effect.void
       fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
       const temporary = `${file}.${process.pid}.tmp`
       fs.writeFileSync(temporary, text, { mode: 0o600 })

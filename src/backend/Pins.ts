@@ -4,10 +4,10 @@
  *
  * The first time a backend's tool is seen, its definition (name, title, description, inputSchema,
  * outputSchema, annotations, `_meta` with its `_meta.ui`) is stored with its fingerprint in the
- * gateway's state directory, per server: what launches it (see LaunchKey: its command as found on
- * PATH, arguments, configured environment and working directory, or its URL), not the id a
- * configuration gives it. The same id in two project folders is two servers, each with pins of its
- * own, and nothing needs saying. A definition that later differs from its pin is held back (`toolPins: "quarantine"`,
+ * gateway's state directory, per backend as it runs (see LaunchKey: its id, its command as found
+ * on PATH, arguments, the names its `env` sets and working directory, or its URL). Two backends of
+ * one configuration never share pins; the same id in two project folders is two servers, each
+ * with pins of its own, and nothing needs saying. A definition that later differs from its pin is held back (`toolPins: "quarantine"`,
  * the default: not listed, not callable, not offered to any model) or only flagged (`"warn"`),
  * until `mcp-agentify trust <backend> [tool]` accepts it. A new tool is pinned as it appears.
  *
@@ -27,6 +27,7 @@ import type { Tool } from "../protocol/Mcp.js"
 import type { BackendConfig } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
 import * as LaunchKey from "./LaunchKey.js"
+import * as RegularFile from "../config/RegularFile.js"
 import { nobody, type Told } from "../store/WrittenFiles.js"
 
 export type Mode = "quarantine" | "warn" | "off"
@@ -39,6 +40,11 @@ export interface Settings {
   readonly told?: Told | undefined
 }
 
+/**
+ * The largest pins file read (a larger one is ignored, said once): far above what `MAX_UNLISTED_PINS`
+ * and a server's own list make, below what would hold the gateway.
+ */
+export const MAX_PINS_FILE_BYTES = 64 * 1024 * 1024
 /** Pins of tools a server no longer lists, kept at most (the newest; a listed tool's pin is always kept). */
 export const MAX_UNLISTED_PINS = 1_000
 /** Rewrites of one server's file that may follow each other at once, before they are paced. */
@@ -64,6 +70,8 @@ export interface Server {
   readonly id: string
   /** What launches it, hashed (see LaunchKey): its pins file's name. */
   readonly key: string
+  /** The key an earlier version gave its launch (without its id and its `env`'s names): pins there carry over. */
+  readonly earlierKey: string
   /** The id with the command and arguments, or the URL, that named its pins file before launch keys (hashed, never written). */
   readonly identity: string
   /** The command and arguments or the URL as a person may read them: secrets masked, no credentials in a URL. */
@@ -75,12 +83,14 @@ export const serverOf = (config: Pick<BackendConfig, "id"> & LaunchKey.Launched)
     ? {
         id: config.id,
         key: LaunchKey.keyOf(config),
+        earlierKey: LaunchKey.earlierKeyOf(config),
         identity: JSON.stringify(["url", config.url]),
         shown: Secrets.displayUrl(config.url)
       }
     : {
         id: config.id,
         key: LaunchKey.keyOf(config),
+        earlierKey: LaunchKey.earlierKeyOf(config),
         identity: JSON.stringify(["command", config.command ?? "", ...(config.args ?? [])]),
         shown: [config.command ?? "", ...Secrets.maskArgs(config.args ?? [])].join(" ")
       }
@@ -125,8 +135,10 @@ export interface Changed {
 }
 
 const dirOf = (settings: Settings) => path.join(settings.stateDir, "pins")
-/** `launch-<key>.json`: the server's pins, whatever id it has. */
+/** `launch-<key>.json`: the backend's pins, by its launch key (see LaunchKey). */
 const fileOf = (settings: Settings, server: Server) => path.join(dirOf(settings), `launch-${server.key}.json`)
+/** Where pins were kept per launch before the launch's key held its id and its `env`'s names. */
+const earlierFileOf = (settings: Settings, server: Server) => path.join(dirOf(settings), `launch-${server.earlierKey}.json`)
 /** Where pins were kept per id and command line (or URL), before they were kept per launch. */
 const idFileOf = (settings: Settings, server: Server) =>
   path.join(
@@ -138,13 +150,20 @@ const legacyFileOf = (settings: Settings, server: Server) => path.join(dirOf(set
 
 /**
  * Before this server's pins are first written, the pins an earlier version kept for it become its
- * own: those of its id and command line, copied (every launch that had them keeps them: two
- * project folders that ran `npx server-memory` as `memory` shared one file), else those of its id
- * alone, taken over.
+ * own: those of its launch as keyed before ids and `env` names were in the key, copied (each
+ * backend that launched so keeps them: a rug pull is still caught across the upgrade; two backends
+ * that shared that file start from what it held, and `trust` now sets each apart); else those of
+ * its id and command line, copied (every launch that had them keeps them: two project folders that
+ * ran `npx server-memory` as `memory` shared one file); else those of its id alone, taken over.
  */
 const arrive = (settings: Settings, server: Server): void => {
   const file = fileOf(settings, server)
   if (fs.existsSync(file)) return
+  const launched = earlierFileOf(settings, server)
+  if (server.earlierKey !== server.key && fs.existsSync(launched)) {
+    write(settings, server, readFile(launched))
+    return
+  }
   const before = idFileOf(settings, server)
   if (fs.existsSync(before)) {
     write(settings, server, readFile(before))
@@ -158,8 +177,11 @@ export const read = (settings: Settings, server: Server): Pins => readFile(fileO
 
 /** The pins a file holds (none when it is missing or unreadable). */
 const readFile = (file: string): Pins => {
+  // Not a regular file (a FIFO, a link to /dev/zero), or too large: said once, then none.
+  const text = RegularFile.readStateText(file, MAX_PINS_FILE_BYTES)
+  if (text === undefined) return new Map()
   try {
-    const parsed: unknown = JSON.parse(fs.readFileSync(file, "utf8"))
+    const parsed: unknown = JSON.parse(text)
     const tools = isObject(parsed) ? parsed.tools : undefined
     const pins = new Map<string, Pin>()
     // Only what a pin is: anything else in the file (edited by hand, say) pins nothing.

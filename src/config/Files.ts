@@ -3,14 +3,13 @@
  * (bounded, a regular file, JSON or JSONC).
  */
 import { Either, Schema } from "effect"
-import { closeSync, constants as fsConstants, fstatSync, openSync, readSync } from "node:fs"
 import * as path from "node:path"
 import { parseEnv } from "node:util"
 import { parseJsonc } from "./Jsonc.js"
 
 import { BackendConfig } from "./Schema.js"
 import { NormalizedOptions, decodeOptions } from "./Decode.js"
-import { errnoOf, messageOf } from "../json/Json.js"
+import * as RegularFile from "./RegularFile.js"
 
 /**
  * The settings a `.env` may supply: the documented gateway settings and nothing else. Never what
@@ -59,37 +58,15 @@ export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024
 const MAX_DOTENV_BYTES = 256 * 1024
 
 /**
- * Reads a regular file of at most `maxBytes`. Opened without blocking and checked on the open
- * descriptor, so a FIFO, a device such as /dev/zero or a directory is refused rather than read.
+ * Reads a regular file of at most `maxBytes` (see RegularFile: without blocking, checked on the
+ * open descriptor, a FIFO, a device or a directory refused). A link is followed: a config or
+ * `.env` kept among one's dotfiles is often one.
  */
 export const readRegularFile = (file: string, maxBytes: number): Either.Either<string, string> => {
-  let fd: number
-  try {
-    fd = openSync(file, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0))
-  } catch (error) {
-    const code = errnoOf(error)
-    return Either.left(code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String(messageOf(error)))
-  }
-  try {
-    const stat = fstatSync(fd)
-    if (!stat.isFile()) return Either.left(stat.isDirectory() ? "it is a directory" : "it is not a regular file")
-    if (stat.size > maxBytes) return Either.left(`it is ${stat.size} bytes, more than the ${maxBytes} allowed`)
-    // One byte more than allowed: a file that grows while read is still caught.
-    const buffer = Buffer.alloc(Math.min(maxBytes + 1, stat.size + 1))
-    let length = 0
-    for (;;) {
-      const n = readSync(fd, buffer, length, buffer.length - length, null)
-      if (n === 0) break
-      length += n
-      if (length === buffer.length) break
-    }
-    if (length > maxBytes) return Either.left(`it is more than the ${maxBytes} bytes allowed`)
-    return Either.right(buffer.toString("utf8", 0, length))
-  } catch (error) {
-    return Either.left(String(messageOf(error)))
-  } finally {
-    closeSync(fd)
-  }
+  const outcome = RegularFile.read(file, maxBytes, { links: "follow" })
+  return outcome._tag === "Read"
+    ? Either.right(outcome.bytes.toString("utf8"))
+    : Either.left(outcome._tag === "Missing" ? "no such file" : outcome.reason)
 }
 
 export interface DotEnv {

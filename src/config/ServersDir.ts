@@ -9,7 +9,8 @@
  * missing fails to start and says so, like any other).
  */
 import { Either } from "effect"
-import { type Dirent, existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs"
+import { type Dirent, existsSync, readdirSync, realpathSync, statSync } from "node:fs"
+import * as RegularFile from "./RegularFile.js"
 import * as path from "node:path"
 import { parseJsonc, setOwn } from "./Jsonc.js"
 import { errnoOf, messageOf } from "../json/Json.js"
@@ -30,7 +31,10 @@ export interface Scan {
   readonly overrides: Record<string, unknown> | undefined
 }
 
-const readJson = (file: string): unknown => JSON.parse(readFileSync(file, "utf8"))
+/** A manifest of a server's folder is kilobytes: read bounded, never a FIFO or a device (see RegularFile). */
+const MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+const readText = (file: string): string => RegularFile.readUserText(file, MAX_MANIFEST_BYTES)
+const readJson = (file: string): unknown => JSON.parse(readText(file))
 
 /** Whether `command` is on PATH (a plain scan: no process is started). */
 export const onPath = (command: string, env: Readonly<Record<string, string | undefined>> = process.env): boolean =>
@@ -95,7 +99,7 @@ const pyprojectScript = (text: string): { name: string; target: string } | undef
 
 /** A Python server: its script entry through `uv run`, else the entry point called by `python3`, else `python3 -m`. */
 const fromPyproject = (dir: string, env: Readonly<Record<string, string | undefined>>): Omit<Detected, "name"> | string => {
-  const text = readFileSync(path.join(dir, "pyproject.toml"), "utf8")
+  const text = readText(path.join(dir, "pyproject.toml"))
   const script = pyprojectScript(text)
   const srcLayout = existsSync(path.join(dir, "src"))
   if (script !== undefined && onPath("uv", env)) {
@@ -213,7 +217,7 @@ export const scan = (given: string, env: Readonly<Record<string, string | undefi
   let overrides: Record<string, unknown> | undefined
   const configFile = path.join(dir, "config.json")
   if (existsSync(configFile)) {
-    const parsed = parseJsonc(readFileSync(configFile, "utf8"), configFile)
+    const parsed = parseJsonc(readText(configFile), configFile)
     if (Either.isLeft(parsed)) throw new Error(`not valid JSON: ${parsed.left}`)
     overrides = parsed.right as Record<string, unknown>
   }

@@ -8,7 +8,8 @@
  * `initializationOptions.logLevel` changes it through the service, and two gateways embedded in
  * one process each have their own.
  */
-import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import { Cause, Context, Effect, FiberId, FiberRef, FiberRefs, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import * as RegularFile from "../config/RegularFile.js"
 import { Events } from "./Events.js"
 import * as Secrets from "./Secrets.js"
 
@@ -182,7 +183,8 @@ export const make = (sink: Sink = stderrSink, threshold: Threshold = makeThresho
   })
 
 /**
- * Replaces Effect's stdout logger with the stderr one, and provides its level (`applyLevel`).
+ * Replaces Effect's stdout logger with the stderr one, and provides its level (`applyLevel`); it
+ * hears the state files refused (see config/RegularFile) while it is in use.
  *
  * The runtime's minimum is `All` because the level changes while the gateway runs (a client's
  * `initializationOptions`); the threshold is applied by each logger instead. Effect's tracer logger
@@ -196,8 +198,31 @@ export const layer = (sink?: Sink): Layer.Layer<LogThreshold> =>
       const least = threshold.get()
       return least !== LogLevel.None && level.ordinal >= least.ordinal
     }
+    const logger = make(sink, threshold)
+    // State files refused where no fiber runs (a pins file read inside a listing's review, a
+    // sign-in's tokens, the launcher's code cache): said by this logger while it is the one in use.
+    const hearRefusals = Layer.scopedDiscard(
+      Effect.acquireRelease(
+        Effect.sync(() =>
+          RegularFile.hear((message) =>
+            logger.log({
+              fiberId: FiberId.none,
+              logLevel: LogLevel.Warning,
+              message,
+              cause: Cause.empty,
+              context: FiberRefs.empty(),
+              spans: List.empty(),
+              annotations: HashMap.empty(),
+              date: new Date()
+            })
+          )
+        ),
+        (stop) => Effect.sync(stop)
+      )
+    )
     return Layer.mergeAll(
-      Logger.replace(Logger.defaultLogger, make(sink, threshold)),
+      hearRefusals,
+      Logger.replace(Logger.defaultLogger, logger),
       Logger.replace(Logger.tracerLogger, Logger.filterLogLevel(Logger.tracerLogger, atThreshold)),
       Logger.minimumLogLevel(LogLevel.All),
       Layer.succeed(LogThreshold, threshold)

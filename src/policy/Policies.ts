@@ -7,17 +7,20 @@
  * loaded is refused, logged, and the policies that loaded stay.
  */
 import { Context, Effect, Layer, Stream } from "effect"
-import { readFileSync } from "node:fs"
 import { GatewayConfig } from "../config/Config.js"
 import * as Watch from "../config/Watch.js"
+import * as RegularFile from "../config/RegularFile.js"
 import { messageOf } from "../json/Json.js"
 import * as Cedar from "./Cedar.js"
 import type { PolicySet } from "./Policy.js"
 
-/** A policy file's text, or why it cannot be read. */
+/** The largest policy file read: policies are kilobytes, not a device. */
+const MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024
+
+/** A policy file's text, or why it cannot be read (bounded, never a FIFO or a device: see RegularFile). */
 export const textOf = (file: string): string | { readonly problems: ReadonlyArray<string> } => {
   try {
-    return readFileSync(file, "utf8")
+    return RegularFile.readUserText(file, MAX_POLICY_FILE_BYTES)
   } catch (error) {
     return { problems: [messageOf(error)] }
   }

@@ -17,6 +17,7 @@ import { Deferred, Effect, Queue, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { WrittenFiles } from "./WrittenFiles.js"
+import * as RegularFile from "../config/RegularFile.js"
 import type { FileKind, SharedFile } from "./Contract.js"
 import type { TeamFilesService } from "./TeamFiles.js"
 
@@ -44,6 +45,9 @@ type Job =
 /** How soon a gateway asks a store that did not answer again. */
 const RETRY_MS = 2_000
 
+/** The largest file of a team's kept alike: the largest any kind writes (vectors, see catalog/semantic/Embeddings). */
+const MAX_SHARED_FILE_BYTES = 256 * 1024 * 1024
+
 const fileOf = (dir: string, name: string) => path.join(dir, `${name}.json`)
 
 /** Every `.json` file under `dir`, by name (its path within, without `.json`). */
@@ -67,14 +71,11 @@ const namesIn = (dir: string): ReadonlyArray<string> => {
 }
 
 const readLocal = (dir: string, name: string): SharedFile | undefined => {
-  try {
-    const file = fileOf(dir, name)
-    // Whole milliseconds, as the store's times are (Date.now()): a file written in the same
-    // millisecond as the store's copy is not the newer, and the team's copy is taken.
-    return { text: fs.readFileSync(file, "utf8"), at: Math.floor(fs.statSync(file).mtimeMs) }
-  } catch {
-    return undefined
-  }
+  // A file that is not a regular one (a FIFO, a link), or too large: said once, never sent to the team.
+  const read = RegularFile.readState(fileOf(dir, name), MAX_SHARED_FILE_BYTES)
+  // Whole milliseconds, as the store's times are (Date.now()): a file written in the same
+  // millisecond as the store's copy is not the newer, and the team's copy is taken.
+  return read === undefined ? undefined : { text: read.bytes.toString("utf8"), at: Math.floor(read.mtimeMs) }
 }
 
 /** Written whole (a temporary file renamed over the old one), 0600 in 0700 directories, as the gateway writes them. */

@@ -27,6 +27,7 @@ import type { ResolvedConfig } from "../../config/Config.js"
 import { nobody, type Told } from "../../store/WrittenFiles.js"
 import { field, objectField } from "../../json/Json.js"
 import { EndpointFailed, postJson } from "./BoundedPost.js"
+import * as RegularFile from "../../config/RegularFile.js"
 import * as Circuit from "./Circuit.js"
 
 export interface Settings {
@@ -50,6 +51,11 @@ const TEXT_CHARS = 1_000
 export const MAX_UNLISTED_VECTORS = 200
 /** The longest vector taken: OpenAI's largest model has 3,072 dimensions, the largest open ones 4,096. */
 export const MAX_DIMENSION = 4_096
+/**
+ * The largest file of vectors read (a larger one is ignored, said once, and written anew): 2,000
+ * tools of the longest vectors, at 32 bytes a number.
+ */
+export const MAX_VECTORS_FILE_BYTES = 256 * 1024 * 1024
 /**
  * The largest answer read for `count` texts: each vector at the longest, a number in JSON taking at
  * most 32 bytes (`-0.012345678901234567,` and some indentation), and 64 KiB for the rest. 8.5 MB
@@ -146,14 +152,17 @@ const storeOf = (settings: Settings) => {
   store.load = () => {
     let at: number
     try {
-      at = fs.statSync(file).mtimeMs
+      // The link itself, not what it names: a link is refused when read, as any state file that is not a regular file.
+      at = fs.lstatSync(file).mtimeMs
     } catch {
       return
     }
     if (at === loadedAt) return
     loadedAt = at
+    const text = RegularFile.readStateText(file, MAX_VECTORS_FILE_BYTES)
+    if (text === undefined) return
     try {
-      const stored: unknown = JSON.parse(fs.readFileSync(file, "utf8"))
+      const stored: unknown = JSON.parse(text)
       for (const [key, vector] of Object.entries(objectField(stored, "vectors") ?? {})) {
         // A file is trusted no more than the endpoint: another gateway's, or an older model's.
         if (vectors.has(key) || flawOf(vector, store.dimension) !== undefined) continue

@@ -42,7 +42,7 @@ describe("pinned tool definitions", () => {
   /** A config running the fixture as `fx` with `flags`; `description`: its echo's, presented now. */
   const configWith = (flags: Array<string>, extra: Record<string, unknown> = {}, description?: string) => {
     const file = join(dir, `gateway-${Math.random().toString(36).slice(2)}.json`)
-    const env = description === undefined ? {} : { env: { FIXTURE_ECHO_DESCRIPTION: description } }
+    const env = { env: { FIXTURE_ECHO_DESCRIPTION: description ?? "" } }
     // Started at initialize, where these tests look: one whose tools are known would otherwise wait
     // for its first use to be held against its pins (see on-use.test.ts for that).
     writeFileSync(file, JSON.stringify({ start: "always", backends: [fixtureBackend("fx", flags, env)], ...extra }))
@@ -229,9 +229,7 @@ describe("pinned tool definitions", () => {
       startHttpGateway({
         env: { AGENTIFY_STATE_DIR: own },
         config: {
-          backends: [
-            fixtureBackend("fx", [], description === undefined ? {} : { env: { FIXTURE_ECHO_DESCRIPTION: description } })
-          ]
+          backends: [fixtureBackend("fx", [], { env: { FIXTURE_ECHO_DESCRIPTION: description ?? "" } })]
         }
       })
     const first = await start()

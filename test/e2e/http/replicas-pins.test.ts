@@ -36,9 +36,7 @@ const gateways: Array<HttpGateway> = []
  */
 const configOf = (description?: string) => ({
   start: "always",
-  backends: [
-    fixtureBackend("fx", ["--mutable"], description === undefined ? {} : { env: { FIXTURE_ECHO_DESCRIPTION: description } })
-  ],
+  backends: [fixtureBackend("fx", ["--mutable"], { env: { FIXTURE_ECHO_DESCRIPTION: description ?? "" } })],
   state: { url: redis.url }
 })
 

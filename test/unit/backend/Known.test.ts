@@ -22,8 +22,8 @@ describe("Known", () => {
     const config = fixtureBackend("alpha")
     await Effect.runPromise(Known.write(dir, config, { tools, capabilities: { tools: {}, logging: {} } }))
     expect(await Effect.runPromise(Known.read(dir, config))).toEqual({ tools, capabilities: ["tools", "logging"], lists: {} })
-    // Another id, the same launch: the same server.
-    expect(await Effect.runPromise(Known.read(dir, { ...config, id: "beta" }))).toBeDefined()
+    // Another id, the same command: another backend of the configuration, nothing known.
+    expect(await Effect.runPromise(Known.read(dir, { ...config, id: "beta" }))).toBeUndefined()
     // Other arguments: another server, nothing known.
     expect(await Effect.runPromise(Known.read(dir, fixtureBackend("alpha", ["--tools", "2"])))).toBeUndefined()
   })
@@ -62,6 +62,21 @@ describe("Known", () => {
     }
     writeFileSync(file, JSON.stringify(written))
     expect(await Effect.runPromise(Known.read(dir, config))).toBeDefined()
+  })
+
+  it("keeps two backends of one configuration apart: one command, another env, their own lists", async () => {
+    const dir = stateDir()
+    const ro = fixtureBackend("ro", [], { args: ["/srv/shared.mjs"], env: { MODE: "ro" } })
+    const rw = fixtureBackend("rw", [], { args: ["/srv/shared.mjs"], env: { MODE: "rw" } })
+    const writes = [{ name: "delete_repo", description: "Deletes", inputSchema: { type: "object" } }]
+    await Effect.runPromise(Known.write(dir, rw, { tools: writes, capabilities: { tools: {} } }))
+    // `ro` never ran: nothing of `rw`'s is its.
+    expect(await Effect.runPromise(Known.read(dir, ro))).toBeUndefined()
+    await Effect.runPromise(Known.write(dir, ro, { tools, capabilities: { tools: {} } }))
+    expect((await Effect.runPromise(Known.read(dir, ro)))?.tools).toEqual(tools)
+    expect((await Effect.runPromise(Known.read(dir, rw)))?.tools).toEqual(writes)
+    // A rotated value in env is the same backend: what it listed is still known.
+    expect((await Effect.runPromise(Known.read(dir, { ...rw, env: { MODE: "rotated" } })))?.tools).toEqual(writes)
   })
 
   it("reads back the resources, templates and prompts it wrote, and tells the team's mirror what it wrote", async () => {
