@@ -336,7 +336,8 @@ export const parse = (
     throw new UsageError(`--cwd is only used with ask; ${SEE_HELP}`)
   }
   if (subcommand !== "ask" && values.mode !== undefined) throw new UsageError(`--mode is only used with ask; ${SEE_HELP}`)
-  if (subcommand !== "check" && values.verbose !== undefined) throw new UsageError(`--verbose is only used with check; ${SEE_HELP}`)
+  if (subcommand !== "check" && values.verbose !== undefined)
+    throw new UsageError(`--verbose is only used with check; ${SEE_HELP}`)
   const checking = subcommand === "check"
   if (
     subcommand !== undefined &&

@@ -152,7 +152,9 @@ const showOrchestration = (record: OrchestrationRecord | undefined): Array<strin
   const more = record.offered.length > 10 ? `, and ${record.offered.length - 10} more` : ""
   return [
     `offered (${record.offered.length}, in the order the task ranking sent them${
-      record.offered.some((t) => t.score !== undefined) ? "; in brackets each one's word-match score alone, one input of that ranking" : ""
+      record.offered.some((t) => t.score !== undefined)
+        ? "; in brackets each one's word-match score alone, one input of that ranking"
+        : ""
     }): ${offered.join(", ")}${more}`,
     `model: ${record.model ?? "-"}${record.llmMs === undefined ? "" : `, ${record.llmMs} ms`}`,
     `choice: ${record.choice === undefined ? "none" : `${record.choice.name} ${record.choice.arguments}`}`,

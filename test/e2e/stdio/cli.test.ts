@@ -69,7 +69,8 @@ describe("CLI over stdio", () => {
     const byId = new Map(frames.map((f) => [f.id, f]))
     expect(byId.get(1).error).toEqual({
       code: -32001,
-      message: "Gateway not fully initialized: send initialize and wait for its reply before tools/list (only ping and shutdown may come earlier)",
+      message:
+        "Gateway not fully initialized: send initialize and wait for its reply before tools/list (only ping and shutdown may come earlier)",
       data: { method: "tools/list" }
     })
     expect(byId.get(2).error.code).toBe(-32001)
@@ -324,7 +325,9 @@ describe("mcp-agentify check", () => {
     const brief = run("", { args: ["check", "--config", file, "--log-level", "silent"], cwd: dir })
     const out = brief.stdout.toString("utf8")
     expect(brief.status).toBe(0)
-    expect(out).toContain("tools without annotations, taken for (declare better in a backend's flow.tools; --verbose names each):")
+    expect(out).toContain(
+      "tools without annotations, taken for (declare better in a backend's flow.tools; --verbose names each):"
+    )
     expect(out).toMatch(/^ {2}many: (\d+) of \1 tools \(\1 destructive, open-world\)$/m)
     expect(out).not.toMatch(/^ {2}said: /m)
     expect(out).not.toContain("many__tool_0")
@@ -344,7 +347,9 @@ describe("mcp-agentify check", () => {
     const out = result.stdout.toString("utf8")
     expect(result.status).toBe(1)
     // Node prints the error, then its stack, the error's fields and its version: the line that says why comes first.
-    expect(out).toContain(`- lost: failed: the process exited with code 1 during server/discover: Error: Cannot find module '${join(dir, "lost", "index.js")}'`)
+    expect(out).toContain(
+      `- lost: failed: the process exited with code 1 during server/discover: Error: Cannot find module '${join(dir, "lost", "index.js")}'`
+    )
     expect(out).toContain("fix: a file it names does not exist")
   })
 
@@ -561,7 +566,10 @@ describe("subcommands for a person in a terminal", () => {
     const dir = project()
     const file = join(dir, "agentify.json")
     // 120 tools and more: past maxListedTools (64), where a client's tools/list holds the search tools.
-    writeFileSync(file, JSON.stringify({ backends: [{ id: "fx", command: process.execPath, args: [FIXTURE_SERVER, "--tools", "120"] }] }))
+    writeFileSync(
+      file,
+      JSON.stringify({ backends: [{ id: "fx", command: process.execPath, args: [FIXTURE_SERVER, "--tools", "120"] }] })
+    )
     const all = run("", { args: ["tools", "--config", file], cwd: dir })
     const out = all.stdout.toString("utf8")
     expect(all.status).toBe(0)

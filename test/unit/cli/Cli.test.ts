@@ -45,7 +45,9 @@ describe("--help", () => {
     for (const file of sources(join(ROOT, "src"))) {
       const text = readFileSync(file, "utf8")
       // `env.NAME`, `env["NAME"]`, and the settings read through `.env`'s helper: `setting("NAME")`.
-      for (const m of text.matchAll(/\benv(?:\?)?(?:\.([A-Z][A-Z0-9_]+)\b|\[["']([A-Z][A-Z0-9_]+)["']\])|setting\("([A-Z][A-Z0-9_]+)"\)/g)) {
+      for (const m of text.matchAll(
+        /\benv(?:\?)?(?:\.([A-Z][A-Z0-9_]+)\b|\[["']([A-Z][A-Z0-9_]+)["']\])|setting\("([A-Z][A-Z0-9_]+)"\)/g
+      )) {
         read.add(m[1] ?? m[2] ?? m[3]!)
       }
     }

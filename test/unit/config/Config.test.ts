@@ -220,7 +220,11 @@ describe("GatewayOptions decoding", () => {
       { id: "envvar", command: "x", args: ["${env:configDir}"] }
     ]
     const options = Either.getOrThrow(decodeOptions({ backends }, "config file"))
-    const config = resolve({ env: { configDir: "from-env" }, cwd: "/started/here", file: { path: "/proj/conf/agentify.json", options } })
+    const config = resolve({
+      env: { configDir: "from-env" },
+      cwd: "/started/here",
+      file: { path: "/proj/conf/agentify.json", options }
+    })
     expect(config.backends[0]).toMatchObject({
       command: "/proj/conf/bin/server",
       args: ["/proj/conf/node_modules/x/index.js", "--root=/proj/conf"],

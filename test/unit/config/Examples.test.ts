@@ -23,12 +23,11 @@ const configs = (dir: string = EXAMPLES): Array<string> =>
 
 describe("the examples", () => {
   it("has configs to check", () => {
-    expect(configs().map((file) => relative(EXAMPLES, file)).sort()).toEqual([
-      "release-notes/agentify.json",
-      "scale-out-redis/gateway.json",
-      "scale-out/gw1.json",
-      "scale-out/gw2.json"
-    ])
+    expect(
+      configs()
+        .map((file) => relative(EXAMPLES, file))
+        .sort()
+    ).toEqual(["release-notes/agentify.json", "scale-out-redis/gateway.json", "scale-out/gw1.json", "scale-out/gw2.json"])
   })
 
   it.each(configs().map((file) => [relative(EXAMPLES, file), file]))(
