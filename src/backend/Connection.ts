@@ -40,6 +40,13 @@ export type Inbound =
 
 const MAX_LOGGED_LINE = 2_000
 const STDERR_TAIL_LINES = 8
+/**
+ * A stderr line that says what went wrong ("Error: Cannot find module '…'", "fatal: …"), not a
+ * stack frame: a start-up failure names the first such line, which a long stack pushes out of
+ * the tail (Node prints the error, then ten lines of frames and its own version).
+ */
+const ERROR_LINE = /\b(?:error|exception|fatal|panic|cannot|can't|could not|not found|no such|denied|failed)\b/i
+const STACK_FRAME = /^\s+(?:at |File ")/
 /** A backend whose stdout ended and that has not exited after this long is treated as dead. */
 const STDOUT_CLOSED_GRACE_MS = 200
 
@@ -67,6 +74,8 @@ export class Connection implements Receiver {
   /** Set when the backend closed its stdout while still running: it can never answer again. */
   private deafSince: number | undefined = undefined
   private readonly stderrTail: Array<string> = []
+  /** The first line of stderr, while starting, that says what went wrong (see ERROR_LINE). */
+  private firstErrorLine: string | undefined = undefined
   private warnedJunk = false
   /** When the backend last sent anything that was JSON-RPC (it is alive). */
   heardAt = Date.now()
@@ -240,6 +249,7 @@ export class Connection implements Receiver {
     if (line.trim() === "") return
     if (own) return this.log({ level: "debug", message: line })
     if (this.starting) {
+      if (this.firstErrorLine === undefined && ERROR_LINE.test(line) && !STACK_FRAME.test(line)) this.firstErrorLine = line.trim()
       this.stderrTail.push(line)
       if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift()
     }
@@ -380,10 +390,15 @@ export class Connection implements Receiver {
     })
   }
 
-  /** `: <last stderr lines>`, scrubbed, for start-up failures. */
+  /**
+   * `: <first error line>` then the last stderr lines, scrubbed, for start-up failures: the line
+   * that says why comes first, whatever the stack after it (the tail alone may have lost it).
+   */
   stderrSuffix(): string {
-    const tail = this.stderrTail.join("\n").trim()
-    return tail === "" ? "" : `: ${Secrets.scrub(tail.slice(-1_000))}`
+    const tail = this.stderrTail.join("\n").trim().slice(-1_000)
+    const first = this.firstErrorLine?.slice(0, 500)
+    const said = first === undefined || tail.startsWith(first) ? tail : tail === "" ? first : `${first}\n${tail}`
+    return said === "" ? "" : `: ${Secrets.scrub(said)}`
   }
 
   // -- the end

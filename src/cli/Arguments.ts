@@ -19,8 +19,8 @@ import { messageOf } from "../json/Json.js"
 
 export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--http [HOST:]PORT]
                     [--http-token TOKEN] [--http-auth oauth] [--debug-port [HOST:]PORT] [--profile NAME]
-       mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--profile NAME]
-       mcp-agentify tools | call NAME ['{json}'] | ask "query" [--cwd DIR] [--mode code]   (same options as check)
+       mcp-agentify check [--config FILE] [--servers-dir DIR] [--log-level LEVEL] [--profile NAME] [--verbose]
+       mcp-agentify tools ["query"] | call NAME ['{json}'] | ask "query" [--cwd DIR] [--mode code]   (same options as check)
        mcp-agentify trust BACKEND_ID [TOOL]   accept a backend's changed tool definitions (same options as check)
        mcp-agentify auth BACKEND_ID [--no-browser]   sign in to a remote backend that requires OAuth
        mcp-agentify auth --revoke BACKEND_ID [--subject S]   forget its tokens (or user S's) and revoke them
@@ -29,7 +29,9 @@ export const USAGE = `Usage: mcp-agentify [--config FILE] [--servers-dir DIR] [-
 Serves MCP over stdio (stdout carries protocol frames only; logs go to stderr), or over Streamable
 HTTP with --http. "check" starts every configured backend, prints what each offers and every
 problem with its fix, and exits 1 if a backend is not ready. For a person in a terminal: "tools"
-lists every tool with its backend, "call" calls one and prints its result, "ask" runs one
+lists the whole catalog, every tool with its backend (a terminal is not a model's context: a
+client's tools/list past maxListedTools holds the search tools instead), "tools QUERY" the
+catalog's tools that match QUERY, best first; "call" calls one and prints its result, "ask" runs one
 orchestration and prints the tools offered, the model's choice, the plan and the result; each
 exits 1 when what it ran failed.
 
@@ -56,17 +58,23 @@ Options:
   --revoke            auth: forget the backend's tokens, revoking them at its authorization server
   --subject S         auth --revoke: user S's own tokens of a backend that acts as each user (auth.perUser)
   --mode code         ask: the model writes one script that calls the tools (code mode), printed with its run
+  --verbose           check: name each tool without annotations (by default, a count per backend)
   --help              print this and exit
   --version           print the version and exit
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL, DEBUG_PORT,
 AGENTIFY_CONFIG, AGENTIFY_MAX_FRAME_BYTES, AGENTIFY_HTTP, AGENTIFY_HTTP_TOKEN, AGENTIFY_DEBUG_TOKEN,
-AGENTIFY_TOKEN_DIR (OAuth tokens of remote backends; default ~/.config/mcp-agentify/tokens), AGENTIFY_TOKEN_KEY
-(the key they are sealed with, 32 bytes hex or base64; default token.key in the state directory);
-OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME) exports traces and metrics. A .env file in the
-current directory may supply these settings (never AGENTIFY_CONFIG, AGENTIFY_HTTP or
-AGENTIFY_HTTP_TOKEN) and never overrides variables already set; backends never inherit them (see
-inheritEnv).
+AGENTIFY_STATE_DIR (the state directory: tool pins, remembered tool lists, the compiled-code cache;
+default $XDG_STATE_HOME/mcp-agentify, else ~/.local/state/mcp-agentify), AGENTIFY_TOKEN_DIR (OAuth tokens
+of remote backends; default $XDG_CONFIG_HOME/mcp-agentify/tokens, else ~/.config/mcp-agentify/tokens),
+AGENTIFY_TOKEN_KEY (the key they are sealed with, 32 bytes hex or base64; default token.key in the state
+directory), AGENTIFY_CODE_CACHE=off (no compiled-code cache; NODE_COMPILE_CACHE names its folder);
+OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_EXPORTER_OTLP_METRICS_ENDPOINT;
+with OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, OTEL_BSP_SCHEDULE_DELAY; OTEL_SDK_DISABLED=true
+turns it off) exports traces and metrics. A .env file in the current directory may supply
+OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_TIMEOUT_MS, LOG_LEVEL and AGENTIFY_MAX_FRAME_BYTES
+(nothing else) and never overrides variables already set; backends never inherit the gateway's
+settings (see inheritEnv).
 With no config, one backend is started: @modelcontextprotocol/server-filesystem rooted at the current
 directory (refused when that is / or the home directory).
 `
@@ -90,7 +98,12 @@ export interface Settings {
 
 export type Parsed =
   | { readonly _tag: "Run"; readonly settings: Settings }
-  | { readonly _tag: "Check"; readonly settings: Settings }
+  | {
+      readonly _tag: "Check"
+      readonly settings: Settings
+      /** `--verbose`: each tool without annotations, not a count per backend. */
+      readonly verbose: boolean
+    }
   | {
       readonly _tag: "Auth"
       readonly backendId: string
@@ -121,6 +134,7 @@ const OPTIONS = [
   "subject",
   "cwd",
   "mode",
+  "verbose",
   "help",
   "version"
 ] as const
@@ -154,6 +168,7 @@ const readArguments = (
         subject: { type: "string" },
         cwd: { type: "string" },
         mode: { type: "string" },
+        verbose: { type: "boolean" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" }
       },
@@ -297,7 +312,8 @@ const subcommandOf = (
     }
     return { _tag: "PolicySchema", settings }
   }
-  return { _tag: subcommand === "check" ? "Check" : "Run", settings }
+  if (subcommand === "check") return { _tag: "Check", settings, verbose: values.verbose === true }
+  return { _tag: "Run", settings }
 }
 
 /** Reads the command line, the environment, `.env` and the config file; throws `UsageError`. */
@@ -320,6 +336,8 @@ export const parse = (
     throw new UsageError(`--cwd is only used with ask; ${SEE_HELP}`)
   }
   if (subcommand !== "ask" && values.mode !== undefined) throw new UsageError(`--mode is only used with ask; ${SEE_HELP}`)
+  if (subcommand !== "check" && values.verbose !== undefined)
+    throw new UsageError(`--verbose is only used with check; ${SEE_HELP}`)
   const checking = subcommand === "check"
   if (
     subcommand !== undefined &&
@@ -400,9 +418,11 @@ const terminalCommand = (
     case "trust":
     case "policy":
       return undefined
-    case "tools":
-      extra(0)
-      return { _tag: "Tools" }
+    case "tools": {
+      extra(1)
+      const query = rest[0]?.trim()
+      return query === undefined || query === "" ? { _tag: "Tools" } : { _tag: "Tools", query }
+    }
     case "call": {
       extra(2)
       const name = rest[0]

@@ -9,14 +9,14 @@
  */
 import { objectOr } from "../json/Json.js"
 import * as Capabilities from "../catalog/Capabilities.js"
-import { Effect, Fiber, Stream } from "effect"
+import { Array as Arr, Effect, Fiber, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
 import { Backends, startOptionsOf } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
 import * as CedarSchema from "../policy/CedarSchema.js"
 import * as Store from "../auth/Store.js"
 import { GatewayConfig, type ConfigSources, oauthOf, transportOf } from "../config/Config.js"
-import { catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
+import { type CatalogEntry, catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import * as Logging from "../observability/Logging.js"
 import { withCore } from "./Core.js"
 import * as SharedFiles from "../gateway/SharedFiles.js"
@@ -44,6 +44,8 @@ export const fixFor = (status: BackendStatus, startupTimeoutMs: number): string 
   if (/command not found/.test(why)) return "install the command or give its absolute path in `command`"
   if (/permission denied/.test(why)) return "make the command executable (chmod +x) or run it through its interpreter"
   if (/working directory not found/.test(why)) return "create the directory or fix `cwd`"
+  if (/Cannot find module|MODULE_NOT_FOUND|No such file or directory|can't open file/.test(why))
+    return "a file it names does not exist: a relative path is the gateway's current directory's; write ${configDir}/... for a file beside the config"
   if (/no common MCP protocol version/.test(why)) return "the server speaks no MCP version the gateway knows: update it"
   if (/HTTP 40[13]/.test(why))
     return "the server refused the credentials: check `headers` (or `auth`) and the variables they refer to"
@@ -55,7 +57,7 @@ export const fixFor = (status: BackendStatus, startupTimeoutMs: number): string 
     return "VS Code inputs are prompted by VS Code: set the value in the environment and use ${env:NAME}"
   if (/\$\{env:/.test(why)) return "set that variable in the environment the gateway runs in (or in its client's env block)"
   if (/refuse|home directory/.test(why)) return "give the server a directory of its own in the configuration"
-  return "run its command by hand to see why it exits; its last stderr lines are in the error above"
+  return "run its command by hand to see why it exits; its first error line and last stderr lines are in the error above"
 }
 
 const pad = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
@@ -70,6 +72,25 @@ const pad = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
     .join("\n")
 }
 
+/**
+ * Tools that say nothing of what they do, and what the gateway's safeties take them for (MCP's
+ * defaults, or what `flow.tools` declares of them): per backend, how many of its tools and taken
+ * for what (a catalog of hundreds is hundreds of lines otherwise); with `verbose`, each tool.
+ */
+export const unannotatedLines = (entries: ReadonlyArray<CatalogEntry>, verbose: boolean): Array<string> => {
+  const silent = entries.filter((e) =>
+    ["readOnlyHint", "destructiveHint", "openWorldHint"].every((h) => !Object.hasOwn(objectOr(e.source.annotations), h))
+  )
+  const takenFor = (e: CatalogEntry) => Capabilities.describe(Capabilities.of(e.toolName, e.tool.annotations, undefined))
+  if (verbose) return silent.map((e) => `  ${e.name}: ${takenFor(e)}`)
+  const byBackend = Arr.groupBy(silent, (e) => e.backendId)
+  return Object.entries(byBackend).map(([backendId, tools]) => {
+    const all = entries.filter((e) => e.backendId === backendId).length
+    const kinds = Object.entries(Arr.groupBy(tools, takenFor)).map(([kind, some]) => `${some.length} ${kind}`)
+    return `  ${backendId}: ${tools.length} of ${all} ${all === 1 ? "tool" : "tools"} (${kinds.join("; ")})`
+  })
+}
+
 /** The least time a check gives backends to start (a first `npx` download takes a while). */
 const CHECK_STARTUP_MS = 30_000
 
@@ -78,7 +99,12 @@ const CHECK_STARTUP_MS = 30_000
  * `profile` (known to the configuration: the command line checked), only its backends start and
  * the tools it serves are listed.
  */
-export const check = (sources: ConfigSources, print: (text: string) => void, profileName?: string): Effect.Effect<number> =>
+export const check = (
+  sources: ConfigSources,
+  print: (text: string) => void,
+  profileName?: string,
+  verbose = false
+): Effect.Effect<number> =>
   Effect.gen(function* () {
     const config = yield* (yield* GatewayConfig).current
     const profile = profileName === undefined ? undefined : config.profiles[profileName]
@@ -161,11 +187,7 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
     }
     // Tools that say nothing of what they do: what the gateway's safeties take them for (MCP's defaults,
     // or what `flow.tools` declares of them), so that a user can declare better.
-    const unannotated = catalog.entries
-      .filter((e) =>
-        ["readOnlyHint", "destructiveHint", "openWorldHint"].every((h) => !Object.hasOwn(objectOr(e.source.annotations), h))
-      )
-      .map((e) => `  ${e.name}: ${Capabilities.describe(Capabilities.of(e.toolName, e.tool.annotations, undefined))}`)
+    const unannotated = unannotatedLines(catalog.entries, verbose)
     const served =
       profileName === undefined
         ? []
@@ -221,7 +243,9 @@ export const check = (sources: ConfigSources, print: (text: string) => void, pro
       ...(warnings.length === 0 ? [] : [`warnings:\n${warnings.join("\n")}`]),
       ...(unannotated.length === 0
         ? []
-        : [`tools without annotations, taken for (declare better in a backend's flow.tools):\n${unannotated.join("\n")}`])
+        : [
+            `tools without annotations, taken for (declare better in a backend's flow.tools${verbose ? "" : "; --verbose names each"}):\n${unannotated.join("\n")}`
+          ])
     ]
     print(`${lines.join("\n")}\n`)
     yield* backends.stopAll

@@ -198,7 +198,7 @@ export const main = (argv: ReadonlyArray<string>, options: ProgramOptions = {}):
     const sources = parsed.settings.sources
     const report = Effect.flatMap(
       Effect.promise(() => import("./Check.js")),
-      (check) => check.check(sources, (text) => process.stdout.write(text), parsed.settings.profile) // stdout-ok: check's report, no client attached
+      (check) => check.check(sources, (text) => process.stdout.write(text), parsed.settings.profile, parsed.verbose) // stdout-ok: check's report, no client attached
     )
     run(Effect.flatMap(report, (code) => Effect.sync(() => (process.exitCode = code))))
     return

@@ -1,6 +1,8 @@
 /**
- * The gateway for a person in a terminal: `tools` (every tool, its backend, one line of its
- * description; exit 1 when a backend could not start), `call NAME '{json}'` (one tool call, its
+ * The gateway for a person in a terminal: `tools` (the whole catalog: every tool, its backend, one
+ * line of its description, however many there are, since a terminal is not a model's context;
+ * `tools QUERY`, the catalog's tools that match, best first; exit 1 when a backend could not
+ * start), `call NAME '{json}'` (one tool call, its
  * result printed; a mistyped name gets "did you mean"), `ask "query"` (one orchestration: the tools
  * offered, the model's first choice, each step as it ran, the result and the model's answer; a
  * step the gateway held says why and what to declare, and in a terminal `ask` asks y/n first).
@@ -31,13 +33,14 @@ import * as Caller from "../gateway/pipeline/Caller.js"
 import { namespaceOf } from "../config/Config.js"
 import type { BackendStatus } from "../observability/BackendStatus.js"
 import { explainHeld } from "./Held.js"
+import { MAX_SEARCH_LIMIT, SEARCH_TOOL_NAME } from "../gateway/methods/Listing.js"
 import * as Prompt from "./Prompt.js"
 
 /** The person at the terminal: the local user; results are printed, so no reply bound applies. */
 const TERMINAL: Edge = { name: "terminal", localUser: true, boundsReplies: false }
 
 export type Command =
-  | { readonly _tag: "Tools" }
+  | { readonly _tag: "Tools"; readonly query?: string }
   | { readonly _tag: "Call"; readonly name: string; readonly arguments: unknown }
   | { readonly _tag: "Ask"; readonly query: string; readonly cwd: string; readonly mode?: "tools" | "code" }
 
@@ -148,7 +151,11 @@ const showOrchestration = (record: OrchestrationRecord | undefined): Array<strin
   const offered = record.offered.slice(0, 10).map((t) => (t.score === undefined ? t.name : `${t.name} (${t.score.toFixed(2)})`))
   const more = record.offered.length > 10 ? `, and ${record.offered.length - 10} more` : ""
   return [
-    `offered (${record.offered.length}, best first): ${offered.join(", ")}${more}`,
+    `offered (${record.offered.length}, in the order the task ranking sent them${
+      record.offered.some((t) => t.score !== undefined)
+        ? "; in brackets each one's word-match score alone, one input of that ranking"
+        : ""
+    }): ${offered.join(", ")}${more}`,
     `model: ${record.model ?? "-"}${record.llmMs === undefined ? "" : `, ${record.llmMs} ms`}`,
     `choice: ${record.choice === undefined ? "none" : `${record.choice.name} ${record.choice.arguments}`}`,
     ...(record.explanation ? [`model says: ${record.explanation}`] : []),
@@ -164,7 +171,8 @@ const showOrchestration = (record: OrchestrationRecord | undefined): Array<strin
 const showTools = (
   tools: ReadonlyArray<{ name: string; description?: string }>,
   failed: ReadonlyArray<{ id: string; state: string; lastError?: string | undefined }>,
-  notReady: ReadonlyArray<string>
+  notReady: ReadonlyArray<string>,
+  query?: string
 ): string => {
   const rows = tools.map((t) => {
     const owner = /^\[([^\]]+)\] /.exec(t.description ?? "")
@@ -180,7 +188,11 @@ const showTools = (
     [
       `${"tool".padEnd(width)}  ${"backend".padEnd(backendWidth)}  description`,
       ...rows.map((r) => `${r.name.padEnd(width)}  ${r.backend.padEnd(backendWidth)}  ${r.description}`),
-      `${tools.length} ${tools.length === 1 ? "tool" : "tools"}`,
+      `${tools.length} ${tools.length === 1 ? "tool" : "tools"}${
+        query === undefined
+          ? ""
+          : ` for "${query}", best first${tools.length >= MAX_SEARCH_LIMIT ? ` (the best ${MAX_SEARCH_LIMIT}; more words narrow it)` : ""}`
+      }`,
       ...failed.map(
         (b) => `backend ${b.id} ${b.state === "failed" ? "failed" : "needs auth"}: ${b.lastError ?? "no reason given"}`
       ),
@@ -228,6 +240,8 @@ export const run = (
       edge: TERMINAL,
       send: answering(asking, () => session)
     })
+    // A person reads the whole catalog: no `maxListedTools` bound, which is for a model's context.
+    session.maxListedTools = Number.MAX_SAFE_INTEGER
     const handlers = yield* gateway.open(session)
     let nextId = 1
     const request = (method: string, params: unknown) =>
@@ -277,15 +291,24 @@ export const run = (
     switch (command._tag) {
       case "Tools": {
         const tools: Array<{ name: string; description?: string }> = []
-        let cursor: string | undefined
-        do {
-          const page = yield* request("tools/list", cursor === undefined ? {} : { cursor })
-          tools.push(...toolsOf(page))
-          cursor = stringField(page, "nextCursor")
-        } while (cursor !== undefined)
+        if (command.query === undefined) {
+          let cursor: string | undefined
+          do {
+            const page = yield* request("tools/list", cursor === undefined ? {} : { cursor })
+            tools.push(...toolsOf(page))
+            cursor = stringField(page, "nextCursor")
+          } while (cursor !== undefined)
+        } else {
+          // The search a client's model makes, at its largest: the catalog's best matches.
+          const found = yield* request("tools/call", {
+            name: SEARCH_TOOL_NAME,
+            arguments: { query: command.query, limit: MAX_SEARCH_LIMIT }
+          })
+          tools.push(...toolsOf(field(found, "structuredContent")))
+        }
         // A backend that could not start lists nothing: that is a failure, as `check` says.
         const failed = (yield* backends.states).filter((b) => b.state === "failed" || b.state === "needs auth")
-        print(showTools(tools, failed, notReady))
+        print(showTools(tools, failed, notReady, command.query))
         return failed.length === 0 && notReady.length === 0 ? 0 : 1
       }
       case "Call": {

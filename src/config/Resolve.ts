@@ -297,7 +297,15 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
       : file?.backends !== undefined
         ? [file.backends, fileSource(sources)]
         : [embeddedDefault(sources.cwd ?? process.cwd(), sources.home), "default"]
-  const backends = given.map((backend) => withEnvReferences(backend, env))
+  // `${configDir}`: the config file's folder (a servers directory alone: that directory); for
+  // initializationOptions and the embedded default, the directory the gateway runs in.
+  const configDir =
+    backendsSource === "initializationOptions" || backendsSource === "default" || sources.file === undefined
+      ? (sources.cwd ?? process.cwd())
+      : sources.file.path === sources.serversDir?.path
+        ? sources.file.path
+        : path.dirname(sources.file.path)
+  const backends = given.map((backend) => withEnvReferences(backend, env, configDir))
   for (const backend of backends) if (backend.refused !== undefined) notes.push({ level: "warn", message: backend.refused })
 
   const policiesFile = pick("policies")
@@ -367,7 +375,14 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
 }
 
 /** `${env:NAME}`, `${NAME}` or `${NAME:-default}` in a backend's args, env, headers, url and cwd. */
-const ENV_REFERENCE = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g
+const ENV_REFERENCE = /\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g
+/**
+ * `${configDir}`: the folder of the config file that names the backend, so that a path beside the
+ * file does not depend on where the gateway was started (VS Code's `${workspaceFolder}`). Not an
+ * environment variable: `${env:configDir}` is one.
+ */
+export const CONFIG_DIR = "configDir"
+const CONFIG_DIR_REFERENCE = /\$\{configDir\}/g
 /** VS Code's `${input:id}`: a value VS Code prompts for, which the gateway cannot. */
 const INPUT_REFERENCE = /\$\{input:([^}]*)\}/
 /** A variable whose value is a secret by its name: registered with the scrubber once substituted. */
@@ -375,9 +390,14 @@ const SECRET_NAME = /TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i
 
 /**
  * A backend with its `${env:NAME}` references resolved from the gateway's environment, so a file
- * need not hold secrets. A variable that is not set leaves the backend refused, saying which.
+ * need not hold secrets, and `${configDir}` with `configDir` (in its command too). A variable that
+ * is not set leaves the backend refused, saying which.
  */
-const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, string | undefined>>): BackendConfig => {
+const withEnvReferences = (
+  backend: BackendConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  configDir: string
+): BackendConfig => {
   // Where each unset variable or VS Code input is used ("env MEMORY_FILE_PATH", "args[2]"): names
   // and places are not secrets, and a user needs both to fix the file.
   const missing = new Map<string, Set<string>>()
@@ -388,7 +408,8 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
     const input = INPUT_REFERENCE.exec(text)
     const named = input?.[1]
     if (named !== undefined) note(inputs, named, where)
-    return text.replace(ENV_REFERENCE, (_, name: string, fallback: string | undefined) => {
+    return text.replace(ENV_REFERENCE, (_, prefix: string | undefined, name: string, fallback: string | undefined) => {
+      if (prefix === undefined && name === CONFIG_DIR && fallback === undefined) return configDir
       const value = env[name] ?? fallback
       if (value === undefined) {
         note(missing, name, where)
@@ -400,6 +421,7 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
   }
   const headers = backend.headers ?? {}
   if (
+    !backend.command?.includes("${") &&
     !backend.args.some((a) => a.includes("${")) &&
     !Object.values(backend.env).some((v) => v.includes("${")) &&
     !Object.values(headers).some((v) => v.includes("${")) &&
@@ -412,6 +434,8 @@ const withEnvReferences = (backend: BackendConfig, env: Readonly<Record<string, 
     Object.fromEntries(Object.entries(record).map(([k, v]) => [k, expand(`${field} ${k}`)(v)]))
   const expanded: BackendConfig = {
     ...backend,
+    // The program that runs takes `${configDir}` alone: never a value from the environment.
+    ...(backend.command === undefined ? {} : { command: backend.command.replace(CONFIG_DIR_REFERENCE, () => configDir) }),
     args: backend.args.map((arg, i) => expand(`args[${i}]`)(arg)),
     env: expandAll("env", backend.env),
     ...(backend.headers === undefined ? {} : { headers: expandAll("header", backend.headers) }),

@@ -95,7 +95,11 @@ export interface OrchestrationRecord {
   readonly query: string
   readonly context: unknown
   readonly routing: string
-  /** What the model was offered, best first, with the ranking's score when it ranked. */
+  /**
+   * What the model was offered, in the order sent (the task ranking's, fused with the semantic one
+   * when configured), each with its lexical score when it has one: one input of that ranking, so
+   * the scores need not descend.
+   */
   readonly offered: ReadonlyArray<{ readonly name: string; readonly score?: number }>
   readonly model?: string | undefined
   /** The function the model called and its arguments (JSON text), if it called one. */

@@ -129,13 +129,17 @@ export class PolicyDenied extends Schema.TaggedError<PolicyDenied>()("PolicyDeni
   }
 }
 
-/** -32001: a request before `initialize`. */
+/**
+ * -32001: a request before `initialize` has been answered (sent first, or while it runs). The
+ * message keeps the documented prefix and says what to do: a client that sends requests without
+ * waiting for the reply reads only "not initialized" otherwise, having sent `initialize`.
+ */
 export class NotInitialized extends Schema.TaggedError<NotInitialized>()("NotInitialized", {
   method: Schema.String
 }) {
   readonly code = ErrorCode.NotInitialized
   override get message() {
-    return "Gateway not fully initialized"
+    return `Gateway not fully initialized: send initialize and wait for its reply before ${this.method.slice(0, 100)} (only ping and shutdown may come earlier)`
   }
   get data(): unknown {
     return { method: this.method }

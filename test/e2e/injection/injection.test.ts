@@ -59,7 +59,11 @@ describe("the injection suite", () => {
         ]
       })
     )
-    const check = spawnSync(process.execPath, [BIN, "check", "--config", config], { encoding: "utf8", env: cleanEnv(), cwd: dir })
+    const check = spawnSync(process.execPath, [BIN, "check", "--config", config, "--verbose"], {
+      encoding: "utf8",
+      env: cleanEnv(),
+      cwd: dir
+    })
     expect(check.stdout).toContain("tools without annotations, taken for")
     expect(check.stdout).toContain("  mail__send: destructive, open-world")
     expect(check.stdout).toContain("  web__fetch: read-only, open-world")

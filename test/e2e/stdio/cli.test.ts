@@ -67,7 +67,12 @@ describe("CLI over stdio", () => {
     )
     const frames = assertOnlyFrames(result.stdout)
     const byId = new Map(frames.map((f) => [f.id, f]))
-    expect(byId.get(1).error).toEqual({ code: -32001, message: "Gateway not fully initialized", data: { method: "tools/list" } })
+    expect(byId.get(1).error).toEqual({
+      code: -32001,
+      message:
+        "Gateway not fully initialized: send initialize and wait for its reply before tools/list (only ping and shutdown may come earlier)",
+      data: { method: "tools/list" }
+    })
     expect(byId.get(2).error.code).toBe(-32001)
     expect(byId.get(3).result.protocolVersion).toBe("2025-06-18")
   })
@@ -309,6 +314,45 @@ describe("mcp-agentify check", () => {
     expect(run("", { args: ["serve-please"], cwd: dir }).status).toBe(2)
   })
 
+  it("tools without annotations: a count per backend and what they are taken for; --verbose names each", () => {
+    const dir = tempDir()
+    const file = configIn(dir, {
+      backends: [
+        { id: "many", command: process.execPath, args: [FIXTURE_SERVER, "--unannotated", "--tools", "40"] },
+        { id: "said", command: process.execPath, args: [FIXTURE_SERVER] }
+      ]
+    })
+    const brief = run("", { args: ["check", "--config", file, "--log-level", "silent"], cwd: dir })
+    const out = brief.stdout.toString("utf8")
+    expect(brief.status).toBe(0)
+    expect(out).toContain(
+      "tools without annotations, taken for (declare better in a backend's flow.tools; --verbose names each):"
+    )
+    expect(out).toMatch(/^ {2}many: (\d+) of \1 tools \(\1 destructive, open-world\)$/m)
+    expect(out).not.toMatch(/^ {2}said: /m)
+    expect(out).not.toContain("many__tool_0")
+    const verbose = run("", { args: ["check", "--config", file, "--log-level", "silent", "--verbose"], cwd: dir })
+    const detail = verbose.stdout.toString("utf8")
+    expect(detail).toMatch(/^ {2}many__tool_0: destructive, open-world$/m)
+    expect(detail).toMatch(/^ {2}many__tool_39: destructive, open-world$/m)
+    expect(run("", { args: ["tools", "--verbose"], cwd: dir }).status).toBe(2)
+  })
+
+  it("a backend that fails to start: the first line of its error, not only the stack after it, with its fix", () => {
+    const dir = tempDir()
+    const file = configIn(dir, {
+      backends: [{ id: "lost", command: process.execPath, args: ["${configDir}/lost/index.js"], restartOnCrash: false }]
+    })
+    const result = run("", { args: ["check", "--config", file, "--log-level", "silent"], cwd: tempDir() })
+    const out = result.stdout.toString("utf8")
+    expect(result.status).toBe(1)
+    // Node prints the error, then its stack, the error's fields and its version: the line that says why comes first.
+    expect(out).toContain(
+      `- lost: failed: the process exited with code 1 during server/discover: Error: Cannot find module '${join(dir, "lost", "index.js")}'`
+    )
+    expect(out).toContain("fix: a file it names does not exist")
+  })
+
   it("remote backends: a refused token and an address nobody answers, each with its fix", () => {
     const dir = tempDir()
     const file = configIn(dir, {
@@ -455,7 +499,9 @@ describe("subcommands for a person in a terminal", () => {
       const env = cleanEnv({ OPENAI_API_KEY: "sk-test-terminal-123456", OPENAI_BASE_URL: model.baseUrl })
       const asked = await runAsync(["ask", "show me the pelican notes", "--cwd", dir], { env, cwd: dir })
       expect(asked.status, `${asked.stdout}\n${asked.stderr.slice(-800)}`).toBe(0)
-      expect(asked.stdout).toMatch(/^offered \(\d+, best first\): filesystem__/m)
+      expect(asked.stdout).toMatch(
+        /^offered \(\d+, in the order the task ranking sent them; in brackets each one's word-match score alone, one input of that ranking\): filesystem__/m
+      )
       expect(asked.stdout).toContain(`choice: filesystem__read_text_file {"path":"${join(dir, "notes.txt")}"}`)
       expect(asked.stdout).toMatch(/^plan: tools\/call on filesystem /m)
       expect(asked.stdout).toMatch(/^result:\npelican notes$/m)
@@ -514,6 +560,33 @@ describe("subcommands for a person in a terminal", () => {
     expect(out).toMatch(/^fx__echo\s+fx\s/m)
     expect(out).toMatch(/^backend broken failed: /m)
     expect(result.status).toBe(1)
+  })
+
+  it("tools: the whole catalog however large (a terminal is not a model's context); tools QUERY: its matches, best first", () => {
+    const dir = project()
+    const file = join(dir, "agentify.json")
+    // 120 tools and more: past maxListedTools (64), where a client's tools/list holds the search tools.
+    writeFileSync(
+      file,
+      JSON.stringify({ backends: [{ id: "fx", command: process.execPath, args: [FIXTURE_SERVER, "--tools", "120"] }] })
+    )
+    const all = run("", { args: ["tools", "--config", file], cwd: dir })
+    const out = all.stdout.toString("utf8")
+    expect(all.status).toBe(0)
+    expect(out).toMatch(/^fx__tool_0\s+fx\s+Generated tool number 0$/m)
+    expect(out).toMatch(/^fx__tool_119\s+fx\s+Generated tool number 119$/m)
+    expect(out).toMatch(/^fx__echo\s+fx\s+Echoes its arguments/m)
+    const listed = out.split("\n").filter((line) => /^fx__\S+\s+fx\s/.test(line)).length
+    expect(listed).toBeGreaterThan(120)
+    expect(out).toContain(`\n${listed + 2} tools\n`)
+    expect(out).not.toMatch(/^agentify_search_tools\s/m)
+    const searched = run("", { args: ["tools", "echoes its arguments", "--config", file], cwd: dir })
+    const found = searched.stdout.toString("utf8").split("\n")
+    expect(searched.status).toBe(0)
+    expect(found[0]).toMatch(/^tool\s+backend\s+description$/)
+    expect(found[1]).toMatch(/^fx__echo\s+fx\s+Echoes its arguments/)
+    expect(found.find((line) => / tools? for /.test(line))).toMatch(/^\d+ tools? for "echoes its arguments", best first/)
+    expect(run("", { args: ["tools", "a", "b"], cwd: dir }).status).toBe(2)
   })
 
   it("call: a mistyped tool name gets the closest one", () => {

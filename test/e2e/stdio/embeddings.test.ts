@@ -63,7 +63,7 @@ const ask = async (extra: Record<string, unknown>) => {
   const env = cleanEnv({ OPENAI_API_KEY: MODEL_KEY, OPENAI_BASE_URL: model.baseUrl })
   const asked = await runAsync(["ask", QUERY, "--config", file], { env, cwd: dir })
   // The model chooses nothing (the exit status says so): what matters here is what it was offered.
-  const line = /^offered \(\d+, best first\): (.*)$/m.exec(asked.stdout)?.[1]
+  const line = /^offered \(\d+, in the order the task ranking sent them[^)]*\): (.*)$/m.exec(asked.stdout)?.[1]
   expect(line, `${asked.stdout}\n${asked.stderr.slice(-800)}`).toBeDefined()
   const shown = line!.split(", ").map((t) => t.replace(/ \([\d.]+\)$/, ""))
   const request = model.requests.slice(before).find((r) => Array.isArray(r.body?.tools))

@@ -49,11 +49,11 @@ afterAll(() => {
   model?.kill()
 })
 
-/** The built CLI in the example's folder, as the README runs it; memory and pins in a folder of the test's own. */
-const cli = (args: ReadonlyArray<string>, extra: Record<string, string> = {}) => {
+/** The built CLI in the example's folder (or `cwd`), as the README runs it; memory and pins in a folder of the test's own. */
+const cli = (args: ReadonlyArray<string>, extra: Record<string, string> = {}, cwd: string = EXAMPLE) => {
   const own = tempDir("agentify-example-")
   const result = spawnSync(process.execPath, [BIN, ...args], {
-    cwd: EXAMPLE,
+    cwd,
     env: cleanEnv({ OPENAI_BASE_URL: modelUrl, OPENAI_API_KEY: "fake", PWD: own, ...extra }),
     stdio: ["ignore", "pipe", "pipe"],
     timeout: 60_000
@@ -63,7 +63,7 @@ const cli = (args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
 
 /** The example's config without `memory`'s flow, in a file of the test's own (its paths still the folder's). */
 const withoutFlow = () => {
-  const config = JSON.parse(readFileSync(join(EXAMPLE, "agentify.json"), "utf8"))
+  const config = JSON.parse(readFileSync(join(EXAMPLE, "agentify.json"), "utf8").replaceAll("${configDir}", EXAMPLE))
   delete config.mcpServers.memory.flow
   const file = join(tempDir("agentify-example-config-"), "agentify.json")
   writeFileSync(file, JSON.stringify(config))
@@ -79,6 +79,15 @@ describe("the README's complete example", () => {
       .find((line) => line.includes(" check "))!
     const checked = cli(command.split(" ").slice(2))
     expect(checked.err).toBe("")
+    expect(checked.out).toContain("every enabled backend is ready")
+    expect(checked.status).toBe(0)
+  })
+
+  it("checks from another folder too: its paths are the config's folder's (${configDir}), not the current directory's", () => {
+    const elsewhere = tempDir("agentify-example-elsewhere-")
+    const checked = cli(["check", "--config", join(EXAMPLE, "agentify.json")], {}, elsewhere)
+    expect(checked.out).toMatch(/^files\s+stdio\s+ready/m)
+    expect(checked.out).toMatch(/^memory\s+stdio\s+ready/m)
     expect(checked.out).toContain("every enabled backend is ready")
     expect(checked.status).toBe(0)
   })

@@ -207,6 +207,37 @@ describe("GatewayOptions decoding", () => {
     )
   })
 
+  it("${configDir} is the config file's folder in command, args, cwd and env; the current directory for initializationOptions", () => {
+    const backends = [
+      {
+        id: "beside",
+        command: "${configDir}/bin/server",
+        args: ["${configDir}/node_modules/x/index.js", "--root=${configDir}"],
+        cwd: "${configDir}/work",
+        env: { DATA: "${configDir}/data.jsonl" }
+      },
+      // `${env:configDir}` is a variable of the environment, as any `${env:NAME}`.
+      { id: "envvar", command: "x", args: ["${env:configDir}"] }
+    ]
+    const options = Either.getOrThrow(decodeOptions({ backends }, "config file"))
+    const config = resolve({
+      env: { configDir: "from-env" },
+      cwd: "/started/here",
+      file: { path: "/proj/conf/agentify.json", options }
+    })
+    expect(config.backends[0]).toMatchObject({
+      command: "/proj/conf/bin/server",
+      args: ["/proj/conf/node_modules/x/index.js", "--root=/proj/conf"],
+      cwd: "/proj/conf/work",
+      env: { DATA: "/proj/conf/data.jsonl" }
+    })
+    expect(config.backends[1]!.args).toEqual(["from-env"])
+    // initializationOptions (and the embedded default) have no file: the directory the gateway runs in.
+    const init = Either.getOrThrow(decodeOptions({ backends }, "initializationOptions"))
+    const fromClient = resolve({ env: {}, cwd: "/started/here", file: { path: "/proj/conf/agentify.json", options } }, init)
+    expect(fromClient.backends[0]).toMatchObject({ command: "/started/here/bin/server", cwd: "/started/here/work" })
+  })
+
   it("an unset variable is named with the key that uses it, and the message survives the scrubber (names are not secrets)", () => {
     const file = {
       path: "/etc/agentify.json",
