@@ -60,6 +60,12 @@ export interface BackendsService {
   /** The backend's running client when it is ready: its facts (capabilities, server info, instructions) and notifications. */
   readonly backend: (backendId: string) => Backend.RunningBackend | undefined
   /**
+   * The start a call of a backend waiting for its first use waits for (see Known): once started,
+   * what it lists now, not what was remembered, is what the call is judged by. Undefined when it
+   * runs or is not started on use: nothing to wait for (asked synchronously, on the hot path).
+   */
+  readonly startOnUse: (backendId: string) => Effect.Effect<void> | undefined
+  /**
    * What is remembered of a backend waiting for its first use (see Known): the capabilities and
    * lists it offers while not started; undefined once it runs (ask it) or when nothing is known.
    */
@@ -356,6 +362,10 @@ const serviceOf = (table: Table, moves: Pick<BackendsService, "start" | "stopAll
     toolsSync: table.toolsSync,
     states: Effect.sync(() => table.entries.map(statusOf)),
     backend: (backendId) => table.byId.get(backendId)?.backend,
+    startOnUse: (backendId) => {
+      const entry = table.byId.get(backendId)
+      return entry === undefined ? undefined : table.startOf(entry)
+    },
     known: knownOf,
     configOf: (backendId) => table.byId.get(backendId)?.config,
     toolsChanged: Stream.fromPubSub(table.toolsPubSub),

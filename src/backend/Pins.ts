@@ -405,6 +405,14 @@ export const trust = (settings: Settings, server: Server, tools: ReadonlyArray<T
   return chosen.map((tool) => tool.name)
 }
 
+/**
+ * What a call of a tool its pins hold back is told, on every road (a call at `initialize`'s start
+ * or on a start for the call, at the aggregate or a backend's own endpoint): what changed, and how
+ * to accept it. `shown`: the name the caller used (the exposed one at the aggregate).
+ */
+export const heldBack = (backendId: string, change: Changed, shown: string = change.name): string =>
+  `Tool ${shown} is quarantined: its ${change.changed.join(", ")} changed since it was pinned; review the change and run \`mcp-agentify trust ${backendId} ${change.name}\` to accept it`
+
 /** A changed definition as a person reads it: each part that differs, before and after. */
 export const describeChange = (change: Changed): string =>
   change.changed

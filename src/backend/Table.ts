@@ -204,26 +204,24 @@ export class Table {
       if (subject !== undefined && this.lanes !== undefined && entry.config.enabled && oauthOf(entry.config)?.perUser === true) {
         return this.lanes.request(backendId, subject, method, params)
       }
-      if (
-        entry.backend === undefined &&
-        this.wake !== undefined &&
-        (entry.state === "idle" || (entry.onUse && entry.state === "starting"))
-      ) {
-        // Started on its first use: the request waits for it (within the start-up timeout), once.
-        const waited = this.wake(entry).pipe(Effect.timeoutOption(this.lastStartOptions?.startupTimeoutMs ?? 0))
+      const start = this.startOf(entry)
+      if (start !== undefined) {
         return Effect.zipRight(
-          waited,
+          start,
           Effect.suspend(() => {
-            // The call was checked against the tools remembered; the backend, started, may no
-            // longer offer this one as it was (a definition its pins hold back): not sent.
+            // A call is judged on the tools the backend lists once started (see the pipeline's
+            // `find`); one that reached here without (a relayed request) is held all the same
+            // when the backend, started, no longer offers the tool as it was remembered.
             const name = method === "tools/call" ? field(params, "name") : undefined
             if (typeof name === "string" && entry.backend !== undefined && !entry.tools.some((t) => t.name === name)) {
+              const held = entry.changed.find((c) => c.name === name)
               return Effect.fail(
                 new BackendError({
                   backendId,
                   reason: "call_failed",
                   method,
-                  summary: `its tool ${name} is not offered as it was remembered (changed since it was pinned, or gone): list the tools again`
+                  summary:
+                    held === undefined ? `its tool ${name} is gone since it was remembered` : Pins.heldBack(backendId, held)
                 })
               )
             }
@@ -233,6 +231,17 @@ export class Table {
       }
       return this.forward(entry, backendId, method, params)
     })
+  }
+
+  /**
+   * The start a request of this backend waits for, when it waits for its first use (see Known):
+   * started once however many wait, waited for within the start-up timeout. Undefined when it
+   * runs, or is not one started on use.
+   */
+  startOf(entry: Entry): Effect.Effect<void> | undefined {
+    if (entry.backend !== undefined || this.wake === undefined) return undefined
+    if (entry.state !== "idle" && !(entry.onUse && entry.state === "starting")) return undefined
+    return Effect.asVoid(this.wake(entry).pipe(Effect.timeoutOption(this.lastStartOptions?.startupTimeoutMs ?? 0)))
   }
 
   /** A request on the entry's running backend, or the entry's state as the error when there is none. */

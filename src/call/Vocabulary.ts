@@ -73,6 +73,14 @@ export interface Origin {
 }
 
 /**
+ * What a request asks to keep or pass on of what is read for it (see orchestration/Intent): what
+ * the sources it names say (`clean.txt`, `/srv/plan.md`, `https://news.example/today`; none named,
+ * nothing read is its to keep). "everything": a client's own script, whose author chose what it
+ * writes before anything was read.
+ */
+export type Keeping = { readonly sources: ReadonlyArray<string> } | "everything"
+
+/**
  * Where a planned call's data came from, for the flow guard: the results read before it, which of
  * its values came from them, and the tools the plan named.
  */
@@ -81,8 +89,8 @@ export interface FlowFacts {
   readonly origins: ReadonlyArray<Origin>
   /** The functions the plan named before any data was read; undefined: no plan. */
   readonly plan?: ReadonlyArray<string> | undefined
-  /** The request itself asked to keep or pass on what it reads. */
-  readonly keeps?: boolean | undefined
+  /** What the request itself asked to keep or pass on; undefined: nothing. */
+  readonly keeps?: Keeping | undefined
 }
 
 /** Asks the user whether a call may run; "unavailable" when the client cannot be asked. */

@@ -7,11 +7,11 @@
 /** The flow rules, each with what would let its calls through (see gateway/pipeline/FlowRules). */
 const DECLARE: Record<string, (target: Target) => string> = {
   "private-data-out": ({ backend, tool }) =>
-    `if ${backend}'s ${tool} keeps what it is given on this machine, declare it closed: "flow": {"tools": {"${tool}": {"openWorld": false}}} on backend ${backend}; if the data it was given is not private, "flow": {"private": false} on the backend it was read from`,
+    `to keep what a source says, name it in the request ("remember the open items of notes.md"); if ${backend}'s ${tool} keeps what it is given on this machine, declare it closed: "flow": {"tools": {"${tool}": {"openWorld": false}}} on backend ${backend}; if the data it was given is not private, "flow": {"private": false} on the backend it was read from`,
   "untrusted-target": () =>
     `if you trust what the backend it read from returns, declare it: "flow": {"untrusted": false} on that backend`,
   "untrusted-write": () =>
-    `ask in the request to keep what it reads ("... and remember it"), or, if you trust what the backend it read from returns, declare it: "flow": {"untrusted": false} on that backend`,
+    `name in the request the source whose contents to keep ("remember the open items of notes.md"), or, if you trust what the backend it read from returns, declare it: "flow": {"untrusted": false} on that backend`,
   "outside-plan": ({ name }) => `name what ${name} is for in the request, so that the model plans it before it reads anything`
 }
 

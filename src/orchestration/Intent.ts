@@ -11,7 +11,12 @@
  * /srv/plan.md", "the headlines from https://news.example"): a name with a sign of a file, a path or
  * an address inside it, not a word of prose ("remember that we ship on Friday." keeps the request's
  * own words).
+ *
+ * What it asks to keep is what the sources it names say (`keeping`): a result read from one of them
+ * (a call whose arguments name it: the path `/home/me/clean.txt` for `clean.txt`, the URL itself) is
+ * the request's to keep; a result of any other provenance is not, whatever the request says.
  */
+import type { Keeping, Source } from "../call/Vocabulary.js"
 
 /** Verbs that keep or pass on. */
 const KEEP = [
@@ -91,3 +96,35 @@ const partOfSource = new RegExp(
 /** Whether the request asks to keep or pass on what is read for it. */
 export const keepsWhatItReads = (request: string): boolean =>
   directObject.test(request) || pattern.test(request) || partOfSource.test(request)
+
+const named = new RegExp(`(?<![\\w~./:#@\\\\-])${SOURCE}`, "g")
+
+/** The sources a request names: every name with a sign of a file, a path or an address (`clean.txt`, `~/a/b`, `https://x/y`). */
+export const sourcesNamed = (request: string): ReadonlyArray<string> => [...new Set(request.match(named) ?? [])]
+
+/** What the request asks to keep of what is read for it: what the sources it names say; undefined: nothing. */
+export const keeping = (request: string): Keeping | undefined =>
+  keepsWhatItReads(request) ? { sources: sourcesNamed(request) } : undefined
+
+/** A name as a path compares: forward slashes, no trailing slash; `./` and `~/` ahead of it dropped for the tail. */
+const normal = (name: string): string => name.trim().replaceAll("\\", "/").replace(/\/+$/, "")
+const tailOf = (name: string): string => normal(name).replace(/^(?:\.\/|~\/?)/, "")
+
+/** Whether a string the call read with names `source` (the same, or a path ending in it). */
+const names = (value: string, source: string): boolean => {
+  const v = normal(value)
+  const tail = tailOf(source)
+  return tail !== "" && (v === normal(source) || v === tail || v.endsWith(`/${tail}`))
+}
+
+/** The strings of a call's arguments, a few levels deep. */
+const stringsOf = (value: unknown, depth = 0): ReadonlyArray<string> =>
+  typeof value === "string"
+    ? [value]
+    : depth > 4 || typeof value !== "object" || value === null
+      ? []
+      : Object.values(value).flatMap((item: unknown) => stringsOf(item, depth + 1))
+
+/** Whether a result was read from one of the sources a request named (its call's arguments name it). */
+export const readFromNamed = (source: Source, sources: ReadonlyArray<string>): boolean =>
+  sources.length > 0 && stringsOf(source.arguments).some((value) => sources.some((s) => names(value, s)))

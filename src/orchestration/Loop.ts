@@ -21,7 +21,7 @@ import type { ChatMessage, ChatResponse, ChatTool, ChatToolCall, LlmClient } fro
 import { type Offer, parseArguments, type Plan, requiredProperties, SEARCH_TOOL } from "./Offer.js"
 import type * as Call from "./Planned.js"
 import { runStep } from "./Planned.js"
-import type { Confirm, Decision, FlowFacts } from "../call/Vocabulary.js"
+import type { Confirm, Decision, FlowFacts, Keeping } from "../call/Vocabulary.js"
 import * as Planning from "./Planning.js"
 import type { Prepared, Recording } from "./Prepare.js"
 import * as Provenance from "./Provenance.js"
@@ -136,15 +136,15 @@ class Loop {
   /** The plan travels with the first turn (agentify_plan offered beside the tools): none with flowGuard "off", a single shot or a dry run. */
   readonly planTool: ChatTool | undefined
   readonly plannable: ReadonlySet<string>
-  /** Whether the request itself asks to keep or pass on what it reads (see Intent). */
-  readonly keeps: boolean
+  /** What the request itself asks to keep or pass on of what it reads (see Intent). */
+  readonly keeps: Keeping | undefined
   readonly agreed: ReturnType<typeof agreedToRun>
 
   constructor(readonly run: Run) {
     this.ledger = new Provenance.Ledger(run.messages.map((m) => m.content ?? "").join("\n"))
     this.planTool = run.maxSteps > 1 && !run.dryRun && run.flowGuard !== "off" ? Planning.planFunctionWith(run.index) : undefined
     this.plannable = new Set(run.plannable)
-    this.keeps = Intent.keepsWhatItReads(run.query)
+    this.keeps = Intent.keeping(run.query)
     this.agreed = agreedToRun(run.confirmTools, run.confirm)
   }
 

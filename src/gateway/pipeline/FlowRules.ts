@@ -8,11 +8,17 @@
  *                       tool's own hints cannot call it closed for data from another backend
  *                       (only the configuration's `flow` can: it is what the user declares)
  *   untrusted-target    a destructive call whose arguments came from an untrusted result
- *   untrusted-write     any other call that writes, carrying a value from an untrusted result,
- *                       unless the request itself asked to keep or pass on what it reads and the
- *                       plan named the tool (a script written before anything was read is the plan)
+ *   untrusted-write     any other call that writes, carrying a value from an untrusted result
  *   outside-plan        a tool the plan did not name, chosen after the model read a result (a
  *                       plan names tools in both routings: a backend named is not its every tool)
+ *
+ * What the request asked to keep is not held by the data rules (`private-data-out`,
+ * `untrusted-write`), in both modes alike: a value read from a source the request names, when it
+ * asks to keep what that source says, going to a tool the plan named that keeps it (it writes and
+ * destroys nothing; a script written before anything was read is its own plan). A value of any other
+ * provenance, or going to any other tool, is judged as always. A client's own script
+ * (`agentify_run_code`) is its author's request: what it writes of what it reads is not an
+ * untrusted write, and its private data still leaves only with consent.
  *
  * A value that could not be traced (read past the ledger's bound) counts as private and untrusted.
  * Each says why, naming what was read. `flowGuard: "confirm"` (the default) makes a held call wait
@@ -22,6 +28,7 @@ import { Effect } from "effect"
 import * as Capabilities from "../../catalog/Capabilities.js"
 import type { FlowGuard } from "../../config/Flow.js"
 import { describeOrigin, describeSource } from "../../orchestration/Provenance.js"
+import { readFromNamed } from "../../orchestration/Intent.js"
 import type { Origin } from "../../call/Vocabulary.js"
 import { isRequest, type ToolCall } from "./Call.js"
 import type { Rule } from "./Rule.js"
@@ -61,14 +68,16 @@ const carrying = (call: ToolCall, settings: Settings, data: "private" | "untrust
 
 /**
  * A rule over a call's values: when the tool can do `can` (for each value), the values that came
- * from a backend whose data is `data` hold it, named with where each came from.
+ * from a backend whose data is `data` hold it, named with where each came from; but those the
+ * request asked to keep (`asked`).
  */
 const dataRule = (
   settings: Settings,
   name: string,
   can: (call: ToolCall, origin: Origin) => boolean,
   data: "private" | "untrusted",
-  why: string
+  why: string,
+  asked: (call: ToolCall, origin: Origin) => boolean = keptAsAsked(settings)
 ): Rule => ({
   name,
   ask: () => settings.mode() === "confirm",
@@ -76,7 +85,7 @@ const dataRule = (
   refuses: (call) =>
     Effect.sync(() => {
       if (!on(call, settings) || call.target === undefined) return undefined
-      const carried = carrying(call, settings, data).filter((o) => can(call, o))
+      const carried = carrying(call, settings, data).filter((o) => can(call, o) && !asked(call, o))
       if (carried.length === 0) return undefined
       return `${why} (${list(carried.map(describeOrigin))})`
     })
@@ -88,13 +97,26 @@ const on = (call: ToolCall, settings: Settings) => judged(call) && settings.mode
 const toolOf = (call: ToolCall): string => call.target?.entry?.name ?? call.name
 
 /**
- * The request asked to keep or pass on what it reads, and the plan (made from the request alone)
- * named this tool to do it; no plan yet is a script written before anything was read, its own plan.
+ * Whether a value is what the request asked to keep: it was read from a source the request names
+ * and asks to keep, and it goes to a tool that keeps it (writes, destroys nothing) which the plan,
+ * made from the request alone, named; no plan yet is a script written before anything was read,
+ * its own plan. A value that could not be traced is no source's.
  */
-const keptAsAsked = (call: ToolCall): boolean => {
-  const { keeps, plan } = call.flow!
-  return keeps === true && (plan === undefined || plan.includes(toolOf(call)))
-}
+const keptAsAsked =
+  (settings: Settings) =>
+  (call: ToolCall, origin: Origin): boolean => {
+    const { keeps, plan } = call.flow!
+    if (keeps === undefined || keeps === "everything" || origin.untraced === true) return false
+    const tool = capabilitiesOf(call, settings)
+    if (tool === undefined || tool.readOnly || tool.destructive) return false
+    return (plan === undefined || plan.includes(toolOf(call))) && readFromNamed(origin.from, keeps.sources)
+  }
+
+/** The same, or any value of a client's own script (what it writes of what it reads is its author's). */
+const writtenAsAsked =
+  (settings: Settings) =>
+  (call: ToolCall, origin: Origin): boolean =>
+    call.flow!.keeps === "everything" || keptAsAsked(settings)(call, origin)
 
 /** The rules, in order; the first that holds a call says why. */
 export const rules = (settings: Settings): ReadonlyArray<Rule> => [
@@ -110,17 +132,19 @@ export const rules = (settings: Settings): ReadonlyArray<Rule> => [
     "untrusted-target",
     (call) => capabilitiesOf(call, settings)?.destructive === true,
     "untrusted",
-    "a destructive call whose arguments came from untrusted content"
+    "a destructive call whose arguments came from untrusted content",
+    () => false
   ),
   dataRule(
     settings,
     "untrusted-write",
     (call) => {
       const c = capabilitiesOf(call, settings)
-      return c !== undefined && !c.readOnly && !c.destructive && !keptAsAsked(call)
+      return c !== undefined && !c.readOnly && !c.destructive
     },
     "untrusted",
-    "it would write what untrusted content says, and the request did not ask to keep what it reads"
+    "it would write what untrusted content says, and the request did not ask to keep what it reads",
+    writtenAsAsked(settings)
   ),
   {
     name: "outside-plan",

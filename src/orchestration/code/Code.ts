@@ -115,8 +115,8 @@ export interface Deps {
     | {
         readonly ledger: Provenance.Ledger
         readonly plan: () => ReadonlyArray<string> | undefined
-        /** The request asked to keep or pass on what it reads (see Intent). */
-        readonly keeps: boolean
+        /** What the request asked to keep or pass on of what it reads (see Intent). */
+        readonly keeps: Vocabulary.Keeping | undefined
       }
     | undefined
 }
@@ -225,8 +225,9 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
         const sent = () => Vocabulary.wasSent(decisions)
         const held = () => Vocabulary.wasHeldBack(decisions)
         const started = Date.now()
-        // A client's own script is its request: what it writes is what it asked to keep.
-        const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan, keeps: deps.provenance?.keeps ?? true }
+        // A client's own script is its request: what it writes of what it reads, its author chose.
+        const keeps = deps.provenance === undefined ? "everything" : deps.provenance.keeps
+        const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan, keeps }
         const outcome = yield* Effect.either(
           deps.call({
             via: "script",

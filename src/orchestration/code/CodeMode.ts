@@ -143,7 +143,7 @@ export const orchestrate = (
     // it called are the plan: a later script, written after reading results, is held outside it.
     const ledger = new Provenance.Ledger(deps.messages.map((m) => m.content ?? "").join("\n"))
     let plan: ReadonlyArray<string> | undefined
-    const keeps = Intent.keepsWhatItReads(deps.query)
+    const keeps = Intent.keeping(deps.query)
     let fn = deps.fn
     for (let step = 1; step <= deps.maxSteps; step++) {
       const response = yield* deps.ask([fn])

@@ -2,9 +2,10 @@
  * The README's complete example, run as it is written: its config is `examples/release-notes`'
  * file, its `check` passes, and its `ask` (the built CLI, the example's servers as installed, the
  * folder's scripted model) prints the README's transcript, timings aside. Without the config's
- * `flow` the second step is held: without a terminal `ask` says why and what to declare, and exits
- * 1; in a terminal (a pseudo-terminal through `script`) it asks y/n. And the terminal commands wait
- * for a backend that is slow to start.
+ * `flow` the request still keeps what it asks to keep (the open items of the file it names), but a
+ * request that does not ask to keep them has its second step held: without a terminal `ask` says
+ * why and what to declare, and exits 1; in a terminal (a pseudo-terminal through `script`) it asks
+ * y/n. And the terminal commands wait for a backend that is slow to start.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
@@ -61,6 +62,9 @@ const cli = (args: ReadonlyArray<string>, extra: Record<string, string> = {}, cw
   return { status: result.status, out: result.stdout.toString("utf8"), err: result.stderr.toString("utf8"), own }
 }
 
+/** The README's question without "remember it": the scripted model remembers the open items all the same. */
+const UNASKED = "what is still open in notes/release.md?"
+
 /** The example's config without `memory`'s flow, in a file of the test's own (its paths still the folder's). */
 const withoutFlow = () => {
   const config = JSON.parse(readFileSync(join(EXAMPLE, "agentify.json"), "utf8").replaceAll("${configDir}", EXAMPLE))
@@ -100,8 +104,12 @@ describe("the README's complete example", () => {
     expect(readFileSync(join(run.own, "memory.jsonl"), "utf8")).toContain("bump the version to 0.2.0")
   })
 
-  it("without the config's flow, and no terminal: the held step says why and what to declare, and ask exits 1", () => {
-    const run = cli(["ask", query!, "--config", withoutFlow()])
+  it("without the config's flow: what the request asks to keep is kept; asked nothing, with no terminal, the held step says why and what to declare, and ask exits 1", () => {
+    const config = withoutFlow()
+    const kept = cli(["ask", query!, "--config", config])
+    expect(kept.out).toMatch(/step 2: memory__create_entities, \d+ ms, ok/)
+    expect(kept.status).toBe(0)
+    const run = cli(["ask", UNASKED, "--config", config])
     expect(run.out).toContain("step 2: memory__create_entities, 0 ms, held, not run")
     expect(run.out).toContain("why: Not run: memory__create_entities was held by private-data-out")
     expect(run.out).toContain('"flow": {"tools": {"create_entities": {"openWorld": false}}} on backend memory')
@@ -121,7 +129,7 @@ describe("the README's complete example", () => {
       writeFileSync(
         runner,
         // PWD as the test's own (the shell sets it to the folder): the config keeps memory there.
-        `PWD=${quoted(own)} exec ${[process.execPath, BIN, "ask", query!, "--config", config].map(quoted).join(" ")} 2>${quoted(question)}\n`
+        `PWD=${quoted(own)} exec ${[process.execPath, BIN, "ask", UNASKED, "--config", config].map(quoted).join(" ")} 2>${quoted(question)}\n`
       )
       const result = spawnSync(
         "sh",

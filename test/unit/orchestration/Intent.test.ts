@@ -4,7 +4,7 @@
  * planned write carry what was read only for the first.
  */
 import { describe, expect, it } from "vitest"
-import { keepsWhatItReads } from "../../../src/orchestration/Intent.js"
+import { keeping, keepsWhatItReads, readFromNamed } from "../../../src/orchestration/Intent.js"
 
 describe("a request that asks to keep what it reads", () => {
   it("keeping a part of a source the request names is keeping what it reads", () => {
@@ -37,5 +37,23 @@ describe("a request that asks to keep what it reads", () => {
       "Read https://board.example/this-week, then sort out its action items: files, folders, memory, mail, chat, the web and the CRM"
     ])
       expect(keepsWhatItReads(request), request).toBe(false)
+  })
+
+  it("what it keeps is what the sources it names say: a result read from one of them, no other", () => {
+    expect(keeping("Remember the open items of clean.txt")).toEqual({ sources: ["clean.txt"] })
+    expect(keeping("Post the headlines from https://news.example/today to #team")).toEqual({
+      sources: ["https://news.example/today", "#team"]
+    })
+    expect(keeping("save the dates in ~/plans/q3.md.")).toEqual({ sources: ["~/plans/q3.md"] })
+    expect(keeping("Read notes.md and remember that we ship on Friday")).toBeUndefined()
+    const read = (args: unknown) => ({ call: 1, backendId: "fs", tool: "fs__read_text_file", arguments: args })
+    expect(readFromNamed(read({ path: "/home/me/clean.txt" }), ["clean.txt"])).toBe(true)
+    expect(readFromNamed(read({ path: "clean.txt" }), ["./clean.txt"])).toBe(true)
+    expect(readFromNamed(read({ paths: ["/home/me/plans/q3.md"] }), ["~/plans/q3.md"])).toBe(true)
+    expect(readFromNamed(read({ url: "https://news.example/today/" }), ["https://news.example/today"])).toBe(true)
+    // Another file, one whose name only ends alike, or nothing named: not the request's.
+    expect(readFromNamed(read({ path: "/home/me/other.txt" }), ["clean.txt"])).toBe(false)
+    expect(readFromNamed(read({ path: "/home/me/unclean.txt" }), ["clean.txt"])).toBe(false)
+    expect(readFromNamed(read({ path: "/home/me/clean.txt" }), [])).toBe(false)
   })
 })

@@ -3,7 +3,9 @@
  * (or, from an MCP App, its server's own name); its profile and the backends' filters decide what
  * exists, a tool held back by its pin is refused saying how to trust it, and a tool of a backend
  * that is not ready goes on to be told why by the backend's state. A call an orchestration or a
- * script planned is found again: a tool quarantined or hidden since it was offered is refused.
+ * script planned is found again: a tool quarantined or hidden since it was offered is refused. A
+ * tool found among what is remembered of a backend waiting for its first use is found again once
+ * the call has started it: every later stage judges what the backend lists now.
  * At a backend's own endpoint the name is the backend's, its filters apply. The model's other
  * requests (`routing: "backend"`) name a backend the session's profile serves, and what they name
  * there must pass the backend's filters. It needs nothing of the call and provides the tool it
@@ -24,6 +26,7 @@ import { InvalidParams } from "../../../protocol/Errors.js"
 import * as Depth from "../../../json/Depth.js"
 import { isRequest, type Target, type ToolCall } from "../Call.js"
 import { type Found, type Nothing, row, type Stage } from "../Stage.js"
+import * as Pins from "../../../backend/Pins.js"
 import type { Page } from "../Trail.js"
 
 export interface Deps {
@@ -65,8 +68,11 @@ const refuseHidden = (trail: Page, hidden: InvalidParams): Effect.Effect<never, 
 export const make = ({ backends, profileOf }: Deps): Stage<Nothing, Found, InvalidParams> => {
   const catalog = (call: ToolCall): Catalog => inProfile(catalogOf(backends.toolsSync()), profileOf(call.session))
 
-  /** Why a tool is held back, if it is: its definition changed since it was pinned; how to accept it. */
-  const quarantined = (name: string, atBackend?: string): string | undefined => {
+  /**
+   * Why a tool is held back, if it is: its definition changed since it was pinned; how to accept
+   * it. `name`: the exposed name, or at `atBackend` its own; `shown`: the name the call used.
+   */
+  const quarantined = (name: string, atBackend?: string, shown: string = name): string | undefined => {
     for (const listed of backends.toolsSync()) {
       if (listed.pinMode !== "quarantine") continue
       if (atBackend !== undefined && listed.backendId !== atBackend) continue
@@ -74,11 +80,37 @@ export const make = ({ backends, profileOf }: Deps): Stage<Nothing, Found, Inval
       const held = listed.changed?.find(
         (c) => c.name === name || (atBackend === undefined && config !== undefined && namespaced(config, c.name) === name)
       )
-      if (held !== undefined) {
-        return `Tool ${name} is quarantined: its ${held.changed.join(", ")} changed since it was pinned; review the change and run \`mcp-agentify trust ${listed.backendId} ${held.name}\` to accept it`
-      }
+      if (held !== undefined) return Pins.heldBack(listed.backendId, held, shown)
     }
     return undefined
+  }
+
+  /**
+   * The tool as its backend lists it once started, when the call found it among the tools
+   * remembered of a backend waiting for its first use: every stage after this one decides on the
+   * live definition (its schema, its annotations), whatever the pins setting. Held back by its pins
+   * now: refused as at any start. Gone: unknown. Not running after the start (it failed, or is still
+   * starting past the start-up timeout): the target without an entry, so that every stage takes
+   * MCP's defaults (a tool that may destroy and reach out) and `forward` tells the backend's state.
+   */
+  const live = (call: ToolCall, trail: Page, target: Target): Effect.Effect<Target, InvalidParams> | undefined => {
+    if (target.entry === undefined) return undefined
+    const start = backends.startOnUse(target.backendId)
+    if (start === undefined) return undefined
+    return Effect.flatMap(start, () => {
+      trail.note({ said: "its backend started for this call: judged on the tools it lists now" })
+      if (backends.backend(target.backendId) === undefined)
+        return Effect.succeed({ backendId: target.backendId, own: target.own })
+      const view =
+        call.via === "backend-endpoint"
+          ? catalogOf(backends.toolsSync())
+          : call.via === "script"
+            ? Apps.forModel(catalog(call))
+            : catalog(call)
+      const entry = view.entries.find((e) => e.backendId === target.backendId && e.toolName === target.own)
+      if (entry !== undefined) return Effect.succeed({ ...target, entry })
+      return refuse(call, trail, quarantined(target.own, target.backendId, call.name) ?? `Unknown tool: ${call.name}`)
+    })
   }
 
   /**
@@ -167,16 +199,26 @@ export const make = ({ backends, profileOf }: Deps): Stage<Nothing, Found, Inval
     return Effect.succeed(target)
   }
 
+  /** The target found, as its backend lists it now should the call start it (see `live`). */
+  const settled = (call: ToolCall, trail: Page, target: Target): Effect.Effect<Target, InvalidParams> =>
+    live(call, trail, target) ?? Effect.succeed(target)
+
   return {
     name: "find",
     run: (call, next, trail) => {
       const deep = tooDeep(call, trail)
       if (deep !== undefined) return deep
       if (isRequest(call)) return Effect.flatMap(atRequest(call, trail), (target) => next(found(call, target, trail)))
-      // The hot path (a client's call of a listed tool) stays synchronous: no effect made to find it.
+      // The hot path (a client's call of a listed tool on a running backend) stays synchronous: no effect made to find it.
       if (call.via === "client" || call.via === "task") {
         const entry = catalog(call).byName.get(call.name)
-        if (entry !== undefined) return next(found(call, { backendId: entry.backendId, own: entry.toolName, entry }, trail))
+        if (entry !== undefined) {
+          const target = { backendId: entry.backendId, own: entry.toolName, entry }
+          const started = live(call, trail, target)
+          return started === undefined
+            ? next(found(call, target, trail))
+            : Effect.flatMap(started, (now) => next(found(call, now, trail)))
+        }
       }
       const endpoint = call.session?.target._tag === "Backend" ? call.session.target.backendId : undefined
       const finding =
@@ -187,7 +229,10 @@ export const make = ({ backends, profileOf }: Deps): Stage<Nothing, Found, Inval
             : call.via === "script"
               ? fromScript(call, trail)
               : fromClient(call, trail)
-      return Effect.flatMap(finding, (target) => next(found(call, target, trail)))
+      return Effect.flatMap(
+        Effect.flatMap(finding, (target) => settled(call, trail, target)),
+        (target) => next(found(call, target, trail))
+      )
     }
   }
 }

@@ -130,19 +130,70 @@ describe("the flow guard", () => {
       expect(Either.isLeft(held) && held.left.message).toContain("mem__save")
       expect(asked[0]?.why).toContain("untrusted-write: it would write what untrusted content says")
       expect(asked[0]?.why).toContain('note from web__fetch {"url":"https://example.com"}')
-      yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins, keeps: true }).call)
+      // The request named the page and asked to keep what it says.
+      const keeps = { sources: ["https://example.com"] }
+      yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins, keeps }).call)
       // ... and the plan named the tool (no plan: a script written before anything was read, its own).
       yield* runAsItsCaller(
         pipeline,
-        planned("mem__save", SAVE, { read: [page], origins, keeps: true, plan: ["web__fetch", "mem__save"] }).call
+        planned("mem__save", SAVE, { read: [page], origins, keeps, plan: ["web__fetch", "mem__save"] }).call
       )
-      const unplanned = planned("mem__save", SAVE, { read: [page], origins, keeps: true, plan: ["web__fetch"] })
+      const unplanned = planned("mem__save", SAVE, { read: [page], origins, keeps, plan: ["web__fetch"] })
       yield* Effect.either(runAsItsCaller(pipeline, unplanned.call))
       expect(unplanned.asked[0]?.why).toContain("untrusted-write")
       // A write of the model's own words (no value read) is not held either.
       yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins: [] }).call)
       expect(ran).toEqual(["mem__save", "mem__save", "mem__save"])
     })
+  )
+
+  it.effect(
+    "what the request asked to keep: a named source's data to a planned tool that keeps it runs; another source's, or to another tool, is asked about",
+    () =>
+      Effect.gen(function* () {
+        // An unannotated memory tool: open-world for another backend's data, so private-data-out would hold it.
+        const KEEP = entry("mem", "create_entities", { readOnlyHint: false, destructiveHint: false })
+        const SEARCH = entry("web", "search", { readOnlyHint: true, openWorldHint: true })
+        const clean: Source = { call: 1, backendId: "fs", tool: "fs__read_text_file", arguments: { path: "/home/me/clean.txt" } }
+        const other: Source = { call: 2, backendId: "fs", tool: "fs__read_text_file", arguments: { path: "/home/me/other.txt" } }
+        const keeps = { sources: ["clean.txt"] }
+        const plan = ["fs__read_text_file", "mem__create_entities", "web__search"]
+        const flow = (from: Source, extra: Partial<NonNullable<Call.ToolCall["flow"]>> = {}) => ({
+          read: [clean, other],
+          origins: [{ path: "entities[0].observations[0]", from }],
+          plan,
+          keeps,
+          ...extra
+        })
+        const { pipeline, ran } = pipelineOf("confirm")
+        const kept = planned("mem__create_entities", KEEP, flow(clean))
+        yield* runAsItsCaller(pipeline, kept.call)
+        expect(kept.asked).toEqual([])
+        expect(ran).toEqual(["mem__create_entities"])
+
+        // Another file's data, to the same tool: both data rules hold it.
+        const otherSource = planned("mem__create_entities", KEEP, flow(other))
+        yield* Effect.either(runAsItsCaller(pipeline, otherSource.call))
+        expect(otherSource.asked[0]?.why).toContain("private-data-out")
+        expect(otherSource.asked[0]?.why).toContain("other.txt")
+        // The named file's data, to a planned tool that keeps nothing (a search sends it out).
+        const otherTool = planned("web__search", SEARCH, flow(clean))
+        yield* Effect.either(runAsItsCaller(pipeline, otherTool.call))
+        expect(otherTool.asked[0]?.why).toContain("private-data-out")
+        // ... to a keeping tool the plan did not name.
+        const unplanned = planned("mem__create_entities", KEEP, flow(clean, { plan: ["fs__read_text_file"] }))
+        yield* Effect.either(runAsItsCaller(pipeline, unplanned.call))
+        expect(unplanned.asked[0]?.why).toContain("private-data-out")
+        // ... to a destructive one.
+        const destructive = planned("fs__delete", DELETE, flow(clean, { plan: [...plan, "fs__delete"] }))
+        yield* Effect.either(runAsItsCaller(pipeline, destructive.call))
+        expect(destructive.asked[0]?.why).toContain("untrusted-target")
+        // ... and a request that asks to keep what it reads but names no source keeps nothing of it.
+        const unnamed = planned("mem__create_entities", KEEP, flow(clean, { keeps: { sources: [] } }))
+        yield* Effect.either(runAsItsCaller(pipeline, unnamed.call))
+        expect(unnamed.asked[0]?.why).toContain("private-data-out")
+        expect(ran).toEqual(["mem__create_entities"])
+      })
   )
 
   it.effect("a tool's own hints do not close it to data from another backend; the configuration's do", () =>
@@ -243,7 +294,7 @@ describe("the flow guard", () => {
         // Still a write of what the file says: the request must have asked to keep what it reads.
         const held = yield* Effect.either(runAsItsCaller(internal.pipeline, planned("mail__send", SEND, flow).call))
         expect(Either.isLeft(held) && held.left.message).toContain("untrusted-write")
-        yield* runAsItsCaller(internal.pipeline, planned("mail__send", SEND, { ...flow, keeps: true }).call)
+        yield* runAsItsCaller(internal.pipeline, planned("mail__send", SEND, { ...flow, keeps: { sources: ["notes.md"] } }).call)
         expect(internal.ran).toEqual(["mail__send"])
       })
   )

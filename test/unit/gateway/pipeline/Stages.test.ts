@@ -35,7 +35,8 @@ const backends = {
   ],
   configOf: (id: string) => ({ id }),
   states: Effect.succeed([]),
-  backend: () => undefined
+  backend: () => undefined,
+  startOnUse: () => undefined
 } as unknown as BackendsService
 
 const find = Find.make({ backends, profileOf: () => undefined })
