@@ -21,7 +21,7 @@ import type { ChatMessage, ChatResponse, ChatTool, ChatToolCall, LlmClient } fro
 import { type Offer, parseArguments, type Plan, requiredProperties, SEARCH_TOOL } from "./Offer.js"
 import type * as Call from "./Planned.js"
 import { runStep } from "./Planned.js"
-import type { Confirm, Decision, FlowFacts, Keeping } from "../call/Vocabulary.js"
+import type { CallRefused, Confirm, Decision, FlowFacts, Keeping } from "../call/Vocabulary.js"
 import * as Planning from "./Planning.js"
 import type { Prepared, Recording } from "./Prepare.js"
 import * as Provenance from "./Provenance.js"
@@ -352,7 +352,7 @@ class Loop {
         plan: this.plan?.tools ?? [],
         keeps: this.keeps
       })
-      const outcomes = yield* inTurn(calls, (turnCall, i): Effect.Effect<TurnOutcome, BackendError | InvalidPlan> => {
+      const outcomes = yield* inTurn(calls, (turnCall, i): Effect.Effect<TurnOutcome, BackendError | InvalidPlan | CallRefused> => {
         const { call, args, planned } = turnCall
         if (planned === undefined)
           return call.name === Results.READ_RESULT_TOOL ? this.readOn(call, args) : this.searched(call, args)

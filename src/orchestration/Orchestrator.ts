@@ -27,7 +27,7 @@ import { Events } from "../observability/Events.js"
 import type { Offer, Plan } from "./Offer.js"
 import type { CatalogEntry } from "../catalog/ToolCatalog.js"
 import { noAction, type OnStep } from "./Steps.js"
-import type { Confirm } from "../call/Vocabulary.js"
+import type { CallRefused, Confirm } from "../call/Vocabulary.js"
 import * as CodeMode from "./code/CodeMode.js"
 import * as Prepare from "./Prepare.js"
 import * as Loop from "./Loop.js"
@@ -41,8 +41,9 @@ export { type OrchestrateRequest, validateParams } from "./Request.js"
 
 type Recording = Prepare.Recording
 
+/** What an orchestration fails with; a step refused by a quota keeps the quota's refusal (-32029, retry after). */
 export type OrchestrationError =
-  InvalidParams | NotConfigured | LlmRequestFailed | InvalidPlan | NoActionDetermined | BackendError
+  InvalidParams | NotConfigured | LlmRequestFailed | InvalidPlan | NoActionDetermined | BackendError | CallRefused
 
 // ---------------------------------------------------------------------------------------------
 // The service

@@ -54,8 +54,10 @@ const askedOf = (error: GatewayError): { readonly answer: unknown; readonly mode
  * An orchestration's step through the call pipeline (a tool call, or in `routing: "backend"` any
  * request of the allow-list: see Call's ways), where the user is asked once for a tool call,
  * naming every reason (`confirmTools`, a flow rule). A call the flow guard held is `CallHeld` (the
- * model is told); one the user declined is `CallHeld` with no rule (a declined step); one a client
- * that cannot be asked must not run makes the plan invalid (-32003), as any other refusal does.
+ * model is told); one the user declined is `CallHeld` with no rule (a declined step); a quota used
+ * up stays the quota's refusal (-32029 with `data.retryAfterMs`: the client can retry, where an
+ * invalid plan would tell it nothing); one a client that cannot be asked must not run makes the plan
+ * invalid (-32003), as any other refusal does.
  */
 export const runStep = (
   runCall: RunPlanned,
@@ -64,7 +66,7 @@ export const runStep = (
   flow?: FlowFacts,
   /** Where the pipeline's decisions go (whether the user agreed to a hold, say), for the caller to read after. */
   decisions: Array<Decision> = []
-): Effect.Effect<unknown, BackendError | InvalidPlan | CallHeld> =>
+): Effect.Effect<unknown, BackendError | InvalidPlan | CallHeld | CallRefused> =>
   Effect.mapError(
     runCall({
       via: "orchestration",
@@ -81,6 +83,7 @@ export const runStep = (
     }),
     (error) => {
       if (error instanceof BackendError) return error
+      if (error instanceof CallRefused && error.stage === "count") return error
       const rules = heldBy(error)
       if (rules !== undefined) return new CallHeld({ message: error.message, toolName: chosen.functionName, rules: [...rules] })
       const asked = askedOf(error)

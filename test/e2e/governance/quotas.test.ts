@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type HttpGateway, openSession, postStateless, startHttpGateway } from "../../support/httpClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
 import { type CliClient, startGateway, tempDir } from "../../support/stdioClient.js"
+import { startFakeOpenAI } from "../../support/fakeOpenAI.js"
 
 describe("quotas (limits) over stdio", () => {
   let client: CliClient
@@ -48,6 +49,29 @@ describe("quotas (limits) over stdio", () => {
     expect(script.result?.isError).toBe(true)
     expect(JSON.stringify(script.result?.content)).toContain("past limits.subject (5 calls per minute)")
   }, 30_000)
+})
+
+describe("quotas (limits) in an orchestration", () => {
+  it("a planned call past a quota answers -32029 with when to retry, not an invalid plan", async () => {
+    const model = await startFakeOpenAI({ tool: "fx__add", arguments: { a: 1, b: 2 } })
+    const config = join(tempDir(), "gateway.json")
+    writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")], limits: { tools: { fx__add: { callsPerMinute: 1 } } } }))
+    const client = startGateway({
+      args: ["--config", config],
+      env: { OPENAI_API_KEY: "sk-quotas-test-123456", OPENAI_BASE_URL: model.baseUrl }
+    })
+    try {
+      await client.initialize()
+      expect((await client.callTool("fx__add", { a: 1, b: 2 })).result?.isError).not.toBe(true)
+      const refused = await client.request("agentify/orchestrateTask", { query: "add one and two", maxSteps: 1 })
+      expect(refused.error?.code).toBe(-32029)
+      expect(refused.error?.message).toMatch(/^Too many calls: fx__add is past limits\.tools\["fx__add"\]/)
+      expect(refused.error?.data).toMatchObject({ limit: 'limits.tools["fx__add"]', retryAfterMs: expect.any(Number) })
+    } finally {
+      await client.close()
+      await model.close()
+    }
+  }, 60_000)
 })
 
 describe("quotas (limits) over HTTP, under concurrent load", () => {
