@@ -69,6 +69,7 @@ const DIST_BIN = join(ROOT, "dist", "bin.js")
 const FIXTURE = join(ROOT, "test", "fixtures", "mcp-server.mjs")
 const HEAP_PROBE = join(ROOT, "test", "support", "heap-probe.mjs")
 const BARE_PROXY = join(ROOT, "test", "bench", "bare-proxy.mjs")
+const CPU_AT_EXIT = pathToFileURL(join(ROOT, "test", "bench", "cpu-at-exit.mjs")).href
 const FAKE_LLM = join(ROOT, "test", "bench", "fake-llm.ts")
 const RESULTS = join(ROOT, "test", "bench", "results")
 
@@ -451,6 +452,27 @@ const wholeProcess = (args: ReadonlyArray<string>, input: string) =>
     child.stdin.end(input)
   })
 
+/**
+ * The CPU time (user + system, ms) of a whole process given `input` then EOF, as it reports at exit
+ * through test/bench/cpu-at-exit.mjs (its last few ms of teardown after the `exit` event aside).
+ */
+const wholeProcessCpu = (args: ReadonlyArray<string>, input: string) =>
+  new Promise<number>((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", CPU_AT_EXIT, ...args], {
+      stdio: ["pipe", "ignore", "ignore", "pipe"],
+      env: env()
+    })
+    let reported = ""
+    child.stdio[3]!.on("data", (chunk: Buffer) => (reported += String(chunk)))
+    child.on("error", reject)
+    child.on("close", (code) =>
+      code === 0 && reported !== ""
+        ? resolve(Number(reported) / 1000)
+        : reject(new Error(`${args.join(" ")} exited ${code}, reported ${JSON.stringify(reported)}`))
+    )
+    child.stdin!.end(input)
+  })
+
 /** The program answers the ping on stdout as it should (unmeasured; it also fills its compile cache). */
 const checkPing = (args: ReadonlyArray<string>, input: string) => {
   const out = execFileSync(process.execPath, args, { input, env: env(), encoding: "utf8", stdio: "pipe" })
@@ -530,9 +552,18 @@ const benchStartup = async () => {
       wholeMs.get(w.name)!.push(await wholeProcess(w.args, w.input))
     }
   }
+  // Their CPU time, in rounds of their own (the probe is not in the rounds above).
+  const cpuMs = new Map(wholes.map((w) => [w.name, [] as Array<number>]))
+  for (let r = 0; r < (quick ? 2 : 5); r++) {
+    for (let k = 0; k < wholes.length; k++) {
+      const w = wholes[(r + k) % wholes.length]!
+      cpuMs.get(w.name)!.push(await wholeProcessCpu(w.args, w.input))
+    }
+  }
   const med = (k: string) => round2(percentile(sortedCopy(samples.get(k)!), 50))
   const median = (values: Array<number>) => round2(percentile(sortedCopy(values), 50))
   const wholeMedian = (name: string) => median(wholeMs.get(name)!)
+  const cpuMedian = (name: string) => median(cpuMs.get(name)!)
   const direct = med("direct")
   results.startup = {
     floors: {
@@ -549,7 +580,8 @@ const benchStartup = async () => {
         gatewayRatio: round2(wholeMedian("gateway") / wholeMedian("effect4")),
         bareRatio: round2(wholeMedian("effect4") / wholeMedian("bare"))
       },
-      samples: Object.fromEntries([...wholeMs].map(([k, v]) => [k, v.map(round2)]))
+      samples: Object.fromEntries([...wholeMs].map(([k, v]) => [k, v.map(round2)])),
+      cpuMs: Object.fromEntries(wholes.map((w) => [w.name, cpuMedian(w.name)]))
     },
     backendStartupDelayMs: 200,
     rounds: reps,
@@ -1025,6 +1057,13 @@ const lines = (): Array<Line> => {
       out.push({
         figure: "startup: the Effect 4 answerer, bundled / as its modules / bare node -e 0 (ms)",
         value: `${e4.bundledMs} / ${e4.modulesMs} / ${s.floors.bareNodeMs} (bundled ${e4.bareRatio}× bare node)`,
+        goal: "",
+        pass: undefined
+      })
+      const cpu = s.floors.cpuMs
+      out.push({
+        figure: "startup: CPU ms of ping then EOF, gateway / Effect 4 bundled / as its modules / node -e 0",
+        value: `${cpu.gateway} / ${cpu.effect4} / ${cpu.effect4Modules} / ${cpu.bare} (gateway ${round2(cpu.gateway / cpu.effect4)}× Effect 4's, ${round2(cpu.gateway / cpu.bare)}× bare node)`,
         goal: "",
         pass: undefined
       })
