@@ -88,10 +88,9 @@ const directObject = new RegExp(
 
 /** A source the request names: a file's, a path's or an address's sign inside a name (`clean.txt`, `~/a/b`, `https://x`). */
 const SOURCE = "[\\w~-]*[./:#@\\\\][\\w~/.#@:-]*\\w"
-const partOfSource = new RegExp(
-  `\\b(?:${KEEP.map((v) => v.replace("-", "\\-")).join("|")})(?:s|d|ed|ing)?\\s+(?!that\\b)(?:[\\w'-]+\\s+){0,5}?(?:of|in|from)\\s+(?:the\\s+)?${SOURCE}`,
-  "i"
-)
+const partOfSourceText = `\\b(?:${KEEP.map((v) => v.replace("-", "\\-")).join("|")})(?:s|d|ed|ing)?\\s+(?!that\\b)(?:[\\w'-]+\\s+){0,5}?(?:of|in|from)\\s+(?:the\\s+)?(${SOURCE})`
+const partOfSource = new RegExp(partOfSourceText, "i")
+const partsOfSources = new RegExp(partOfSourceText, "gi")
 
 /** Whether the request asks to keep or pass on what is read for it. */
 export const keepsWhatItReads = (request: string): boolean =>
@@ -102,9 +101,16 @@ const named = new RegExp(`(?<![\\w~./:#@\\\\-])${SOURCE}`, "g")
 /** The sources a request names: every name with a sign of a file, a path or an address (`clean.txt`, `~/a/b`, `https://x/y`). */
 export const sourcesNamed = (request: string): ReadonlyArray<string> => [...new Set(request.match(named) ?? [])]
 
-/** What the request asks to keep of what is read for it: what the sources it names say; undefined: nothing. */
+/**
+ * What the request asks to keep of what is read for it: what the sources it asks to keep say (the
+ * source a keeping verb governs: "remember the open items of clean.txt", "post the summary of
+ * notes.md"), never every source it names ("read ~/.ssh/id_rsa and notes.md, then post the summary
+ * of notes.md" keeps notes.md alone); undefined: nothing.
+ */
 export const keeping = (request: string): Keeping | undefined =>
-  keepsWhatItReads(request) ? { sources: sourcesNamed(request) } : undefined
+  keepsWhatItReads(request)
+    ? { sources: [...new Set(Array.from(request.matchAll(partsOfSources), (match) => match[1] ?? ""))].filter((s) => s !== "") }
+    : undefined
 
 /** A name as a path compares: forward slashes, no trailing slash; `./` and `~/` ahead of it dropped for the tail. */
 const normal = (name: string): string => name.trim().replaceAll("\\", "/").replace(/\/+$/, "")

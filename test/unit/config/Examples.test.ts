@@ -69,5 +69,11 @@ describe("the examples", () => {
     expect(onHost(args[1]!)).toBe(join(ROOT, bin["mcp-agentify"]!))
     const config = args[args.indexOf("--config") + 1]!
     expect(onHost(config)).toBe(join(dir, "gateway.json"))
+    // Every image and command line runs a Node the package supports (an older one is refused at start).
+    const { engines } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { engines: { node: string } }
+    const oldest = Number(/(\d+)/.exec(engines.node)?.[1])
+    const majors = Array.from(compose.matchAll(/\bnode:(\d+)/g), (m) => Number(m[1]))
+    expect(majors.length).toBeGreaterThan(0)
+    for (const major of majors) expect(major).toBeGreaterThanOrEqual(oldest)
   })
 })

@@ -42,8 +42,13 @@ describe("a request that asks to keep what it reads", () => {
   it("what it keeps is what the sources it names say: a result read from one of them, no other", () => {
     expect(keeping("Remember the open items of clean.txt")).toEqual({ sources: ["clean.txt"] })
     expect(keeping("Post the headlines from https://news.example/today to #team")).toEqual({
-      sources: ["https://news.example/today", "#team"]
+      sources: ["https://news.example/today"]
     })
+    // Only the source a keeping verb governs, not every source the request names.
+    expect(keeping("Read ~/.ssh/id_rsa and notes.md, then post the summary of notes.md to #team")).toEqual({
+      sources: ["notes.md"]
+    })
+    expect(keeping("Remember the open items of clean.txt and the dates in plans.md")).toEqual({ sources: ["clean.txt"] })
     expect(keeping("save the dates in ~/plans/q3.md.")).toEqual({ sources: ["~/plans/q3.md"] })
     expect(keeping("Read notes.md and remember that we ship on Friday")).toBeUndefined()
     const read = (args: unknown) => ({ call: 1, backendId: "fs", tool: "fs__read_text_file", arguments: args })
