@@ -138,12 +138,12 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
     }
 
     const start = (request: Request, out: Outbox): void => {
-      inbound.run(request.id, request.id, handle(request, out), (response) => out.send(response), request.params)
+      inbound.run(request.id, request.id, handle(request, out), (response) => out.send(response), [request.method, request.params])
     }
 
     /** A request in a batch: its reply joins the batch's. */
     const runRequest = (request: Request, out: Outbox) =>
-      inbound.reply(request.id, request.id, handle(request, out), request.params)
+      inbound.reply(request.id, request.id, handle(request, out), [request.method, request.params])
 
     const cancelRequest = (params: unknown) => {
       const target = field(params, "requestId") ?? field(params, "id")

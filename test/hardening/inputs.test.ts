@@ -284,6 +284,11 @@ describe("secrets in what backends and URLs send back", () => {
     expect(direct.error).toMatchObject({ code: -32602, message: `Unknown tool: ${guessed}` })
     const through = await client.callTool("agentify_call_tool", { name: guessed })
     expect(through.error).toMatchObject({ code: -32602, message: `Unknown tool: ${guessed}` })
+    // Its method's name too: an unknown method named as the guess comes back as sent.
+    const method = await client.request(guessed, {})
+    expect(method.error?.code).toBe(-32601)
+    expect(method.error?.message).toContain(guessed)
+    expect(JSON.stringify(method.error)).not.toContain("<redacted>")
     // A backend's error naming both: neither was sent by this request, both are masked.
     const failed = await client.callTool("fx__fail", {})
     expect(failed.error?.message).toMatch(/this tool always fails.*<redacted>/)

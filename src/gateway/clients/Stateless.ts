@@ -190,7 +190,7 @@ export const make = (
         }
         if (request.method === "server/discover") {
           return yield* discover(request, target).pipe(
-            Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, request.params))))
+            Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params]))))
           )
         }
         const params = objectOr(request.params)
@@ -202,7 +202,7 @@ export const make = (
         // The call's failure reaches the wire here, as a reply.
         return yield* bridge
           .round(call, request)
-          .pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, request.params)))))
+          .pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params])))))
       })
 
     /**
@@ -219,7 +219,7 @@ export const make = (
           )
         }
         const described = yield* Effect.either(describe(backends, target))
-        if (described._tag === "Left") return out.send(failure(request.id, toRpcError(described.left, request.params)))
+        if (described._tag === "Left") return out.send(failure(request.id, toRpcError(described.left, [request.method, request.params])))
         const capabilities = described.right.capabilities
         const honored: Record<string, string> = {}
         for (const [field, capability, method] of [

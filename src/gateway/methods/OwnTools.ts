@@ -85,7 +85,8 @@ const asTaskWhenAsked = (
   runTasks: RunTasks.RunTasks,
   session: Session,
   body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError, CurrentCaller>,
-  taskAsked: boolean
+  taskAsked: boolean,
+  sent: unknown
 ): Effect.Effect<unknown, GatewayError, CurrentCaller> => {
   const asTask = Tasks.wantsTask(session) ? "extension" : taskAsked && !Tasks.statelessClient(session) ? "session" : undefined
   if (asTask === undefined) return body(undefined)
@@ -93,9 +94,9 @@ const asTaskWhenAsked = (
   return Effect.flatMap(CurrentCaller, (caller) => {
     const run = (ask: RunTasks.Ask | undefined) => Caller.as(caller)(body(ask))
     return asTask === "extension"
-      ? runTasks.start(Tasks.ownerOf(session), run, "extension")
+      ? runTasks.start(Tasks.ownerOf(session), run, "extension", undefined, sent)
       : // Its questions go to the session's own stream: the call that started it has been answered.
-        runTasks.start(Tasks.ownerOf(session), run, "session", (method, params) => session.request(method, params))
+        runTasks.start(Tasks.ownerOf(session), run, "session", (method, params) => session.request(method, params), sent)
   })
 }
 
@@ -136,8 +137,9 @@ export const make = (ctx: Deps, session: Session, view: View) => {
 
   const maybeTask = (
     body: (ask: RunTasks.Ask | undefined) => Effect.Effect<unknown, GatewayError, CurrentCaller>,
-    taskAsked = false
-  ) => asTaskWhenAsked(ctx.runTasks, session, body, taskAsked)
+    taskAsked: boolean,
+    sent: unknown
+  ) => asTaskWhenAsked(ctx.runTasks, session, body, taskAsked, sent)
 
   /**
    * An orchestration or script run, recorded in the audit log (when on) as one line; its calls
@@ -217,7 +219,9 @@ export const make = (ctx: Deps, session: Session, view: View) => {
             return new OrchestrationFailed({ failure, query: typeof query === "string" ? query : undefined })
           })
         )
-      )
+      ),
+      false,
+      ["agentify/orchestrateTask", params]
     )
 
   /** A call of one of the gateway's own tools: its run; undefined for any other tool. */
@@ -238,7 +242,8 @@ export const make = (ctx: Deps, session: Session, view: View) => {
             input,
             Effect.zipRight(allowed(kind === "script" ? "run_code" : "orchestrate", p.name, p.arguments), body(ask))
           ),
-        p.task !== undefined
+        p.task !== undefined,
+        ["tools/call", p]
       )
     if (p.name === ORCHESTRATE_TOOL.name) {
       return run("orchestration", field(p.arguments, "query"), (ask) =>

@@ -99,7 +99,9 @@ export interface RunTasks {
     owner: TaskOwner,
     run: (ask: Ask) => Effect.Effect<unknown, GatewayError>,
     design: Design,
-    askClient?: AskClient
+    askClient?: AskClient,
+    /** What the request that started it sent: its error echoes that as sent (see Secrets.sentIn). */
+    sent?: unknown
   ) => Effect.Effect<unknown, InternalError>
   /** Whether `id` is one of the gateway's own task ids (whoever owns it). */
   readonly owns: (id: string) => boolean
@@ -181,7 +183,7 @@ const askSession =
     })
 
 /** A run's end, as `tasks/get` says it from now on: its result or error, kept for its ttl. */
-const ended = (run: Run, exit: Exit.Exit<unknown, GatewayError>) => {
+const ended = (run: Run, exit: Exit.Exit<unknown, GatewayError>, sent: unknown) => {
   run.questions.clear()
   run.expiresAt = Date.now() + RUN_TTL_MS
   if (Exit.isSuccess(exit)) {
@@ -192,7 +194,7 @@ const ended = (run: Run, exit: Exit.Exit<unknown, GatewayError>) => {
     run.failure = failure ?? new InternalError({ message: "the task stopped" })
     // A task's failure is no reply: its wire form is part of the task as tasks/get states it (and
     // as a team's store keeps it for other gateways), so it is made here, once.
-    run.error = toRpcError(run.failure)
+    run.error = toRpcError(run.failure, sent)
     touch(run, "failed")
   }
   run.bytes = (JSON.stringify(run.result ?? run.error ?? null) ?? "").length
@@ -261,7 +263,7 @@ export const make = (
     const makeRoom = (owner: string) => makeRoomIn(runs, owner)
     const trimBytes = (run: Run) => trimBytesIn(runs, run)
 
-    const start: RunTasks["start"] = (owner, body, design, askClient) =>
+    const start: RunTasks["start"] = (owner, body, design, askClient, sent) =>
       Effect.gen(function* () {
         const full = makeRoom(owner.key)
         if (full === "owner") {
@@ -291,7 +293,7 @@ export const make = (
         const settle = (exit: Exit.Exit<unknown, GatewayError>) =>
           Effect.zipRight(
             Effect.sync(() => {
-              ended(run, exit)
+              ended(run, exit, sent)
               trimBytes(run)
             }),
             Effect.zipRight(
