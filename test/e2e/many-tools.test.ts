@@ -259,7 +259,9 @@ describe("a search that matches nothing while a backend is still starting (SDK c
     const search = await client.callTool({ name: "agentify_search_tools", arguments: { query: "xylophone quartz zebra" } })
     expect(structuredTools(search)).toEqual([])
     expect(search.structuredContent).toMatchObject({ starting: ["weather"] })
-    expect((search.content as Array<{ text: string }>)[0]!.text).toMatch(/No tool matches this query\. Still starting.*: weather;/)
+    expect((search.content as Array<{ text: string }>)[0]!.text).toMatch(
+      /No tool matches this query\. Still starting.*: weather;/
+    )
     expect(changes).toHaveLength(0)
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(listedBefore)
   })

@@ -8,10 +8,11 @@
 import { Effect } from "effect"
 
 /**
- * Two: one may wait for the embeddings endpoint (see catalog/semantic) while the other ranks; more
- * would only queue CPU work that cannot run side by side on one thread.
+ * One: ranking cannot run side by side on one thread, and a ping beside a burst then waits for one
+ * search at most (with two it waited for two: p50 37 ms against 13 ms, test/bench/search.ts at load
+ * 20). The cost: with `embeddings`, a session's search waits while its previous one asks the endpoint.
  */
-export const MAX_SEARCHES_IN_FLIGHT = 2
+export const MAX_SEARCHES_IN_FLIGHT = 1
 
 /**
  * A pause that lets the event loop take its I/O (a ping, another client's request) first:

@@ -494,7 +494,11 @@ describe("orchestration with the real server-filesystem", () => {
           },
           [
             { match: "folder", reply: { tool: "filesystem__list_directory", arguments: { path: root } } },
-            { match: "folder", step: 2, reply: { tool: "agentify_search_tools", arguments: { query: "xylophone quartz zebra" } } },
+            {
+              match: "folder",
+              step: 2,
+              reply: { tool: "agentify_search_tools", arguments: { query: "xylophone quartz zebra" } }
+            },
             { match: "folder", step: 3, reply: { text: "None fits." } }
           ]
         )

@@ -11,11 +11,16 @@ describe("Searches", () => {
     Effect.gen(function* () {
       const searches = Searches.make()
       const started = yield* Ref.make(0)
-      const ends = yield* Effect.all(
-        Array.from({ length: Searches.MAX_SEARCHES_IN_FLIGHT + 1 }, () => Deferred.make<void>())
-      )
+      const ends = yield* Effect.all(Array.from({ length: Searches.MAX_SEARCHES_IN_FLIGHT + 1 }, () => Deferred.make<void>()))
       const fibers = yield* Effect.forEach(ends, (end) =>
-        Effect.fork(searches.run(Effect.zipRight(Ref.update(started, (n) => n + 1), Deferred.await(end))))
+        Effect.fork(
+          searches.run(
+            Effect.zipRight(
+              Ref.update(started, (n) => n + 1),
+              Deferred.await(end)
+            )
+          )
+        )
       )
       const startedNow = () => Ref.get(started)
       // Polled on a timer: a loop of microtasks would never let the searches' breath (a macrotask) in.
