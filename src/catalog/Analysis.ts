@@ -396,15 +396,53 @@ interface QueryTerms {
   readonly tokens: ReadonlySet<string>
 }
 
+/**
+ * The most words and phrases of a query that ranking reads (its hints aside): a request of a few
+ * sentences has a few dozen; a pasted list of hundreds of words would make every ranking pass walk
+ * hundreds of postings for what is no request. Past it, words not yet seen are left out.
+ */
+export const MAX_QUERY_ASPECTS = 64
+
+/**
+ * The last queries analysed: a task's ranking reads the same request in several passes (the whole
+ * request, its servers, each server's tools), and a search of 2,000 characters is most of its cost.
+ */
+const analysed = new Map<string, QueryTerms>()
+const ANALYSED_KEPT = 64
+
+/** `analyzeQuery`, remembered for the last few queries (its result is never changed by a reader). */
 export const analyzeQuery = (fullQuery: string, context: RankContext | null | undefined): QueryTerms => {
   const query = bounded(fullQuery, MAX_RANKED_QUERY_CHARS)
+  const key =
+    context === null || context === undefined
+      ? query
+      : // What the analysis reads of the context, no more (a pasted megabyte is not kept as a key).
+        JSON.stringify([
+          query,
+          bounded(context.activeDocumentURI ?? "", MAX_RANKED_CONTEXT_CHARS),
+          Boolean(context.currentWorkingDirectory),
+          bounded(context.selectionText ?? "", MAX_RANKED_CONTEXT_CHARS)
+        ])
+  let terms = analysed.get(key)
+  if (terms === undefined) {
+    if (analysed.size >= ANALYSED_KEPT) analysed.clear()
+    analysed.set(key, (terms = analyzeUncached(query, context)))
+  }
+  return terms
+}
+
+const analyzeUncached = (query: string, context: RankContext | null | undefined): QueryTerms => {
   const terms = new Map<string, number>()
   const aspects = new Map<string, Map<string, number>>()
   // max, not sum: saying "folder" and "directory" is not twice the evidence.
   const put: Sink = (term, weight, source) => {
-    if (weight > (terms.get(term) ?? 0)) terms.set(term, weight)
     let aspect = aspects.get(source)
-    if (aspect === undefined) aspects.set(source, (aspect = new Map()))
+    if (aspect === undefined) {
+      // Hints (`#...`) are few and always read; words past the bound are not.
+      if (aspects.size >= MAX_QUERY_ASPECTS && !source.startsWith(CONCEPT_PREFIX)) return
+      aspects.set(source, (aspect = new Map()))
+    }
+    if (weight > (terms.get(term) ?? 0)) terms.set(term, weight)
     if (weight > (aspect.get(term) ?? 0)) aspect.set(term, weight)
   }
   const hint = (concept: string, weight: number) => put(CONCEPT_PREFIX + concept, weight, CONCEPT_PREFIX + concept)

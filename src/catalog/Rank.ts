@@ -220,21 +220,68 @@ const sourceOfEntry = (entry: CatalogEntry): DocumentSource => {
 interface Index {
   readonly items: ReadonlyArray<object>
   readonly documents: ReadonlyArray<Document>
-  /** term -> [document index, saturated-ready pseudo term frequency] pairs, flattened. */
-  readonly postings: ReadonlyMap<string, { readonly docs: Array<number>; readonly tfs: Array<number> }>
-  readonly idf: ReadonlyMap<string, number>
+  /**
+   * Every term of the list (its documents' terms and their names' slots) -> its id: the postings,
+   * idf and the query's weights of a pass are arrays by id, so a pass hashes each query term once.
+   */
+  readonly termIds: ReadonlyMap<string, number>
+  /** By term id: the documents holding it and their pseudo term frequencies (none for a term only in a name's slot). */
+  readonly postings: ReadonlyArray<{ readonly docs: Int32Array; readonly tfs: Float64Array } | undefined>
+  readonly idf: Float64Array
+  /**
+   * The documents' name slots, flattened: document d's slots are `slotStart[d]..slotStart[d + 1]`,
+   * slot s's terms `slotTermStart[s]..slotTermStart[s + 1]` of `slotTerms` (ids) and `slotWeights`.
+   */
+  readonly slotStart: Int32Array
+  readonly slotTermStart: Int32Array
+  readonly slotTerms: Int32Array
+  readonly slotWeights: Float64Array
   /** A tool's identifier made of one query token (`read_text_file`) -> the documents it names. */
   readonly named: ReadonlyMap<string, ReadonlyArray<number>>
   /** Identifiers of other characters (`a.b`): looked for in the text, when their first and last tokens are in it. */
   readonly namedOtherwise: ReadonlyArray<{ readonly doc: number; readonly id: string; readonly ends: ReadonlyArray<string> }>
-  /** Per-pass scratch arrays, one per index (ranking is synchronous): zeroed where a pass wrote. */
-  readonly scratch: { readonly scores: Float64Array; readonly coordination: Float64Array; readonly stamp: Int32Array }
+  /**
+   * Per-pass scratch arrays, one per index (ranking is synchronous): zeroed where a pass wrote.
+   * `weights`: the query's weight of each term id.
+   */
+  readonly scratch: {
+    readonly scores: Float64Array
+    readonly coordination: Float64Array
+    readonly stamp: Int32Array
+    readonly weights: Float64Array
+  }
 }
 
 // Per item (tool or entry object): analysing text is the costly part and does not depend on the list.
 const documentCache = new WeakMap<object, Document>()
 // Per list: lengths and frequencies depend on the whole list; a catalog is ranked many times.
 const indexCache = new WeakMap<ReadonlyArray<object>, Index>()
+
+/** The documents' name slots as flat arrays of term ids (see Index), ids given to new terms. */
+const flattenSlots = (documents: ReadonlyArray<Document>, termIds: Map<string, number>) => {
+  const slotStart = new Int32Array(documents.length + 1)
+  const starts: Array<number> = [0]
+  const ids: Array<number> = []
+  const weights: Array<number> = []
+  documents.forEach((document, d) => {
+    for (const slot of document.nameSlots) {
+      for (const [term, weight] of slot) {
+        let id = termIds.get(term)
+        if (id === undefined) termIds.set(term, (id = termIds.size))
+        ids.push(id)
+        weights.push(weight)
+      }
+      starts.push(ids.length)
+    }
+    slotStart[d + 1] = starts.length - 1
+  })
+  return {
+    slotStart,
+    slotTermStart: Int32Array.from(starts),
+    slotTerms: Int32Array.from(ids),
+    slotWeights: Float64Array.from(weights)
+  }
+}
 
 const buildIndex = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: T) => DocumentSource): Index => {
   const documents = items.map((item) => {
@@ -247,8 +294,9 @@ const buildIndex = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: 
   })
   const n = documents.length
   const averages = FIELDS.map((_, f) => Math.max(1, documents.reduce((sum, d) => sum + (d.lengths[f] ?? 0), 0) / Math.max(1, n)))
-  const postings = new Map<string, { docs: Array<number>; tfs: Array<number> }>()
-  const df = new Map<string, number>()
+  const termIds = new Map<string, number>()
+  const building: Array<{ docs: Array<number>; tfs: Array<number> }> = []
+  const df: Array<number> = []
   const fieldCount = FIELDS.length
   const scale = new Float64Array(fieldCount)
   documents.forEach((document, i) => {
@@ -260,15 +308,23 @@ const buildIndex = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: 
     document.terms.forEach((term, t) => {
       let tf = 0
       for (let f = 0; f < fieldCount; f++) tf += (document.counts[t * fieldCount + f] ?? 0) * (scale[f] ?? 0)
-      let posting = postings.get(term)
-      if (posting === undefined) postings.set(term, (posting = { docs: [], tfs: [] }))
-      posting.docs.push(i)
-      posting.tfs.push(tf)
-      df.set(term, (df.get(term) ?? 0) + Math.min(1, (document.presence[t] ?? 0) / DF_REFERENCE_WEIGHT))
+      let id = termIds.get(term)
+      if (id === undefined) {
+        termIds.set(term, (id = termIds.size))
+        building.push({ docs: [], tfs: [] })
+        df.push(0)
+      }
+      const posting = building[id]
+      posting?.docs.push(i)
+      posting?.tfs.push(tf)
+      df[id] = (df[id] ?? 0) + Math.min(1, (document.presence[t] ?? 0) / DF_REFERENCE_WEIGHT)
     })
   })
-  const idf = new Map<string, number>()
-  for (const [term, count] of df) idf.set(term, Math.log(1 + (n - count + 0.5) / (count + 0.5)))
+  const postings = building.map((p) => ({ docs: Int32Array.from(p.docs), tfs: Float64Array.from(p.tfs) }))
+  const idf = new Float64Array(df.length)
+  df.forEach((count, id) => (idf[id] = Math.log(1 + (n - count + 0.5) / (count + 0.5))))
+  // After the postings' terms: a term only in a name's slot has an id and no posting.
+  const slots = flattenSlots(documents, termIds)
   const named = new Map<string, Array<number>>()
   const namedOtherwise: Array<{ doc: number; id: string; ends: Array<string> }> = []
   documents.forEach((document, i) => {
@@ -288,8 +344,13 @@ const buildIndex = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: 
       }
     }
   })
-  const scratch = { scores: new Float64Array(n), coordination: new Float64Array(n), stamp: new Int32Array(n) }
-  return { items: [...items], documents, postings, idf, named, namedOtherwise, scratch }
+  const scratch = {
+    scores: new Float64Array(n),
+    coordination: new Float64Array(n),
+    stamp: new Int32Array(n),
+    weights: new Float64Array(termIds.size)
+  }
+  return { items: [...items], documents, termIds, postings, idf, ...slots, named, namedOtherwise, scratch }
 }
 
 const indexOf = <T extends object>(items: ReadonlyArray<T>, sourceOf: (item: T) => DocumentSource): Index => {
@@ -370,11 +431,17 @@ const rankWith = <T extends object>(
   if (limit === 0) return []
   const index = indexOf(items, sourceOf)
   const { aspects, terms, text, tokens } = analyzeQuery(typeof query === "string" ? query : String(query ?? ""), context)
-  const { scores, coordination, stamp } = index.scratch
+  const { scores, coordination, stamp, weights } = index.scratch
+  const { postings, termIds } = index
   // The documents this pass writes to (each once), whose scratch entries are zeroed again at its end.
   const touched: Array<number> = []
-  const touch = (doc: number) => {
-    if (stamp[doc] === 0) touched.push(doc)
+  // The query's terms the list knows, by id, in the query's order (each weight in `weights` meanwhile).
+  const known: Array<{ readonly id: number; readonly weight: number }> = []
+  for (const [term, weight] of terms) {
+    const id = termIds.get(term)
+    if (id === undefined) continue
+    weights[id] = weight
+    known.push({ id, weight })
   }
   try {
     // Coordination: how much of what the query asks for a tool matches at all, each aspect counted
@@ -382,36 +449,40 @@ const rankWith = <T extends object>(
     // open_nodes) outweigh a tool that matches everything asked for.
     let askedFor = 0
     aspects.forEach((aspect, a) => {
-      let known = false
+      let found = false
       for (const [term, weight] of [...aspect].sort((x, y) => y[1] - x[1])) {
-        const posting = index.postings.get(term)
+        const id = termIds.get(term)
+        const posting = id === undefined ? undefined : postings[id]
         if (posting === undefined) continue
-        known = true
-        for (const doc of posting.docs) {
+        found = true
+        const docs = posting.docs
+        for (let j = 0; j < docs.length; j++) {
+          const doc = docs[j] ?? 0
           if (stamp[doc] === a + 1) continue
-          touch(doc)
+          if (stamp[doc] === 0) touched.push(doc)
           stamp[doc] = a + 1
           coordination[doc] = (coordination[doc] ?? 0) + weight
         }
       }
       // Words no tool knows (names, "webpack") are arguments: they neither help nor hurt.
-      if (known) askedFor += Math.max(...aspect.values())
+      if (found) askedFor += Math.max(...aspect.values())
     })
-    for (const [term, queryWeight] of terms) {
-      const posting = index.postings.get(term)
+    for (const { id, weight: queryWeight } of known) {
+      const posting = postings[id]
       if (posting === undefined) continue
-      const idf = index.idf.get(term) ?? 0
-      for (let j = 0; j < posting.docs.length; j++) {
-        const tf = posting.tfs[j] ?? 0
-        const doc = posting.docs[j] ?? 0
-        touch(doc)
+      const idf = index.idf[id] ?? 0
+      const { docs, tfs } = posting
+      for (let j = 0; j < docs.length; j++) {
+        const tf = tfs[j] ?? 0
+        const doc = docs[j] ?? 0
+        if (stamp[doc] === 0) touched.push(doc)
         stamp[doc] = -1
         scores[doc] = (scores[doc] ?? 0) + (queryWeight * idf * tf * (K1 + 1)) / (tf + K1)
       }
     }
     const named = namedIn(index, text, tokens)
     for (const doc of named) {
-      touch(doc)
+      if (stamp[doc] === 0) touched.push(doc)
       stamp[doc] = -1
     }
     const wantsDeletion = (terms.get(`${CONCEPT_PREFIX}delete`) ?? 0) >= 0.5
@@ -422,14 +493,19 @@ const rankWith = <T extends object>(
       if (document === undefined) continue
       if (score > 0) {
         if (askedFor > 0) score *= COORDINATION_FLOOR + ((1 - COORDINATION_FLOOR) * (coordination[i] ?? 0)) / askedFor
-        if (document.nameSlots.length > 0) {
+        const firstSlot = index.slotStart[i] ?? 0
+        const slotCount = (index.slotStart[i + 1] ?? 0) - firstSlot
+        if (slotCount > 0) {
           let covered = 0
-          for (const slot of document.nameSlots) {
+          for (let slot = firstSlot; slot < firstSlot + slotCount; slot++) {
             let best = 0
-            for (const [term, weight] of slot) best = Math.max(best, Math.min(1, weight * (terms.get(term) ?? 0)))
+            const last = index.slotTermStart[slot + 1] ?? 0
+            for (let at = index.slotTermStart[slot] ?? 0; at < last; at++) {
+              best = Math.max(best, Math.min(1, (index.slotWeights[at] ?? 0) * (weights[index.slotTerms[at] ?? 0] ?? 0)))
+            }
             covered += best
           }
-          score *= 1 + (NAME_COVERAGE_BOOST * covered) / document.nameSlots.length
+          score *= 1 + (NAME_COVERAGE_BOOST * covered) / slotCount
         }
         if (document.deprecated) score *= DEPRECATED_FACTOR
         if (document.destructive && !wantsDeletion) score *= DESTRUCTIVE_FACTOR
@@ -460,6 +536,7 @@ const rankWith = <T extends object>(
       coordination[doc] = 0
       stamp[doc] = 0
     }
+    for (const { id } of known) weights[id] = 0
   }
 }
 

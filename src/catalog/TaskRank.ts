@@ -149,9 +149,27 @@ const fuse = (lists: ReadonlyArray<{ readonly list: ReadonlyArray<CatalogEntry>;
 /**
  * The `k` tools to offer for `request`, best first: see the module's doc. `follow`: what the work
  * has shown since the request (the tools the plan named, the model's searches), ranked as intents;
- * `semantic`: the tools most like the request by their vectors, best first.
+ * `semantic`: the tools most like the request by their vectors, best first. Only tools that match
+ * something of the request are offered (the model searches for more); a request that matches
+ * nothing at all gets the tools in their listed order, so that the model has something to work with.
  */
 export const rankTask = (
+  entries: ReadonlyArray<CatalogEntry>,
+  request: string,
+  k: number,
+  context?: RankContext | null,
+  follow: ReadonlyArray<string> = [],
+  semantic: ReadonlyArray<CatalogEntry> = []
+): Array<CatalogEntry> => {
+  const matching = matchingTask(entries, request, k, context, follow, semantic)
+  return matching.length > 0 || k <= 0 ? matching : entries.slice(0, k)
+}
+
+/**
+ * `rankTask`'s tools that match something of the request (or are like it, by their vectors): none
+ * for a request that matches nothing. What a search returns: a search that finds nothing says so.
+ */
+export const matchingTask = (
   entries: ReadonlyArray<CatalogEntry>,
   fullRequest: string,
   k: number,
@@ -182,9 +200,6 @@ export const rankTask = (
     if (picked.size >= k) break
     picked.add(entry)
   }
-  // Only tools that match something of the request are offered (the model searches for more); a
-  // request that matches nothing at all gets the tools in their listed order.
-  if (picked.size === 0) for (const entry of entries.slice(0, k)) picked.add(entry)
   return [...picked]
 }
 

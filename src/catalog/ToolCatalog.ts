@@ -19,6 +19,6 @@ export {
 } from "./Exposure.js"
 export * from "./Functions.js"
 export * from "./Rank.js"
-export { rankTask } from "./TaskRank.js"
+export { matchingTask, rankTask } from "./TaskRank.js"
 export * as Apps from "./Apps.js"
 export type { BackendTools } from "../backend/Backends.js"

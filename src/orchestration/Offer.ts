@@ -11,9 +11,9 @@ import {
   type Catalog,
   type CatalogEntry,
   type ChatTool,
+  matchingEntries,
   profileServes,
   promptAdmitted,
-  rankEntries,
   rankTask,
   resourceAdmitted,
   toolFunctions
@@ -107,8 +107,9 @@ export const offerTools = (
     for (const e of more) (offered as Map<string, CatalogEntry>).set(e.name, e)
     functions = [...functions, ...toolFunctions(more)]
   }
+  // Only tools that match: a search that finds nothing adds nothing (the model is told so).
   const search = (wanted: string) => {
-    const more = rankEntries(catalog.entries, wanted, offered.size + SEARCH_RESULTS, context)
+    const more = matchingEntries(catalog.entries, wanted, offered.size + SEARCH_RESULTS, context)
       .filter((e) => !offered.has(e.name))
       .slice(0, SEARCH_RESULTS)
     add(more)

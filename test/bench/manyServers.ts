@@ -76,7 +76,7 @@ const settledTree = async (pid: number) => {
 }
 
 /** The servers, in the benchmark's order, with one tool of each (what a search looks for). */
-const serversOf = (root: string) => {
+export const serversOf = (root: string) => {
   const data = JSON.parse(readFileSync(join(root, "test", "eval", "data", "livemcpbench", "tools.json"), "utf8")) as {
     tools: Array<{ server: string; tool: string }>
   }
@@ -88,7 +88,7 @@ const serversOf = (root: string) => {
 const textOf = (result: any): string => (Array.isArray(result?.content) ? String(result.content[0]?.text ?? "") : "")
 
 /** The names a search for `query` returns. */
-const search = async (gateway: RpcClient, query: string): Promise<Array<string>> => {
+export const search = async (gateway: RpcClient, query: string): Promise<Array<string>> => {
   const reply = await gateway.request("tools/call", { name: "agentify_search_tools", arguments: { query, limit: 10 } })
   const tools = reply.result?.structuredContent?.tools
   return Array.isArray(tools) ? tools.map((t: { name: string }) => t.name) : []

@@ -30,6 +30,9 @@
  *   replicas      gateways sharing state in a real redis-server: a request for a session another
  *                 gateway holds (handed to it) against the same at its holder, and a session's
  *                 throughput at its gateway with a store configured against without
+ *   search        a worst-case agentify_search_tools (2,000 characters, limit 50): in process over 527
+ *                 and 20,000 tools, and through the gateway with LiveMCPBench's 70 stand-ins, alone and
+ *                 50 at once beside a ping (test/bench/search.ts)
  *   fanout        a model turn of 10,000 tool calls (ms to the reply, the worst ping meanwhile, the
  *                 exit after stdin EOF in the middle of it) and a 1 MB file cut for the model
  *
@@ -63,6 +66,7 @@ import { benchGovernance } from "./governance.js"
 import { benchReplicas } from "./replicas.js"
 import { benchManyServers } from "./manyServers.js"
 import { EFFECT4_VERSION, effect4Answerer } from "./effect4.js"
+import { benchSearch } from "./search.js"
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const DIST_BIN = join(ROOT, "dist", "bin.js")
@@ -95,7 +99,8 @@ const SECTIONS = [
   "provenance",
   "governance",
   "replicas",
-  "manyservers"
+  "manyservers",
+  "search"
 ] as const
 type Section = (typeof SECTIONS)[number]
 const only = options.only?.split(",").map((s) => s.trim()) as Array<Section> | undefined
@@ -1251,6 +1256,31 @@ const lines = (): Array<Line> => {
       pass: undefined
     })
   }
+  const search = results.search as any
+  if (search !== undefined) {
+    for (const one of search.inProcess) {
+      const goal = one.tools <= 1_000 ? 5 : 50
+      out.push({
+        figure: `search at its worst, ${one.tools} tools, in process: CPU ms p50 / p99 (wall p50 / p99)`,
+        value: `${one.cpuMs.p50} / ${one.cpuMs.p99} (${one.wallMs.p50} / ${one.wallMs.p99})`,
+        goal: `p50 ≤ ${goal}`,
+        pass: one.cpuMs.p50 <= goal
+      })
+    }
+    const g = search.gateway
+    out.push({
+      figure: "search at its worst through the gateway, 527 tools: round trip p50 / max (ms)",
+      value: `${g.oneAtATimeMs.p50} / ${g.oneAtATimeMs.max}`,
+      goal: "",
+      pass: undefined
+    })
+    out.push({
+      figure: "50 worst-case searches at once: a ping beside them, p50 / max (ms; alone: p50 / max; the 50th answered at)",
+      value: `${g.fiftyAtOnce.pingMs.p50} / ${g.fiftyAtOnce.pingMs.max} (alone: ${g.pingAloneMs.p50} / ${g.pingAloneMs.max}; ${g.fiftyAtOnce.lastAnsweredMs})`,
+      goal: "max ≤ 50",
+      pass: g.fiftyAtOnce.pingMs.max <= 50
+    })
+  }
   const many = results.manyServers as any
   if (many !== undefined) {
     const of = (mode: string, start: string) => many.runs.find((r: any) => r.mode === mode && r.start === start)
@@ -1704,6 +1734,10 @@ const main = async () => {
   if (enabled("manyservers")) {
     log("many servers: LiveMCPBench's 70 as stand-ins, started on use against every one at initialize")
     results.manyServers = await benchManyServers({ bin: BIN, root: ROOT, env: env() })
+  }
+  if (enabled("search")) {
+    log("search: a worst-case agentify_search_tools (2,000 characters, limit 50), in process and through the gateway")
+    results.search = await benchSearch({ bin: BIN, root: ROOT, env: env(), quick })
   }
   const rows = lines()
   const report = {

@@ -17,6 +17,7 @@ import { call, type HttpGateway, openSession, startHttpGateway } from "../suppor
 import { filesystemBackend, FIXTURE_TOOL_COUNT, fixtureBackend } from "../support/mcpFixture.js"
 import { type EmbeddingsServer, startEmbeddingsServer } from "../support/embeddingsServer.js"
 import { until } from "../support/process.js"
+import { MAX_SEARCHES_IN_FLIGHT } from "../../src/gateway/methods/Searches.js"
 import { type CliClient, cleanEnv, ROOT, startGateway, tempDir } from "../support/stdioClient.js"
 
 const OWN = ["agentify_search_tools", "agentify_call_tool", "agentify_orchestrate", "agentify_run_code"]
@@ -116,6 +117,20 @@ describe("LiveMCPBench's 70 servers and 527 tools, to the SDK's client over stdi
     })
   })
 
+  it("a search that matches nothing returns no tool and says so: nothing joins the list, no list_changed", async () => {
+    const listedBefore = (await client.listTools()).tools.map((t) => t.name)
+    const changesBefore = changes.length
+    const search = await client.callTool({ name: "agentify_search_tools", arguments: { query: "xylophone quartz zebra" } })
+    expect(search.isError).toBeFalsy()
+    expect(structuredTools(search)).toEqual([])
+    // Said in the text and in structuredContent; every server is ready: none named as starting.
+    expect((search.content as Array<{ text: string }>)[0]!.text).toMatch(/^No tool matches this query/)
+    expect(search.structuredContent).toMatchObject({ message: expect.stringMatching(/^No tool matches/), starting: [] })
+    // A list_changed of this search would have come before its reply, on the same stream.
+    expect(changes.length).toBe(changesBefore)
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(listedBefore)
+  })
+
   it("however many searches, the list stays within 64, the least recently found leaving", async () => {
     const queries = ["send an email", "search the web", "read a pdf file", "weather forecast", "stock price", "play music"]
     const firstFound: Array<string> = []
@@ -212,6 +227,43 @@ describe("over Streamable HTTP: sessions apart, a profile, the client's own limi
     expect(listed).not.toContain("agentify_search_tools")
     const tooFew = await openSession(url, { initializationOptions: { maxListedTools: 3 } }).catch((e: Error) => e)
     expect(String(tooFew)).toMatch(/maxListedTools: must be a whole number of tools from 8 to 10000/)
+  })
+})
+
+describe("a search that matches nothing while a backend is still starting (SDK client, stdio)", () => {
+  let client: Client
+  const changes: Array<unknown> = []
+  beforeAll(async () => {
+    client = new Client({ name: "many-tools-starting", version: "1.0.0" })
+    client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => void changes.push(n))
+    const config = configFile({
+      backends: [
+        fixtureBackend("fx", ["--tools", "100"]),
+        // Answers its initialize after ten minutes: starting for all of this test.
+        fixtureBackend("weather", ["--startup-delay-ms", "600000"])
+      ],
+      // Where initialize waits for starting backends, it waits this long at most and the start goes
+      // on in the background; where initialize answers at once and a start past this fails, the
+      // search below comes well within it. Either way "weather" is starting when it searches.
+      startupTimeoutMs: 15_000
+    })
+    await connectSdk(client, { config, cwd: tempDir(), env: cleanEnv() })
+  }, 60_000)
+  afterAll(async () => {
+    await client?.close()
+  })
+
+  it("says no tool matches and names the backend still starting; nothing joins the list", async () => {
+    const listedBefore = (await client.listTools()).tools.map((t) => t.name)
+    expect(listedBefore).toEqual(OWN)
+    const search = await client.callTool({ name: "agentify_search_tools", arguments: { query: "xylophone quartz zebra" } })
+    expect(structuredTools(search)).toEqual([])
+    expect(search.structuredContent).toMatchObject({ starting: ["weather"] })
+    expect((search.content as Array<{ text: string }>)[0]!.text).toMatch(
+      /No tool matches this query\. Still starting.*: weather;/
+    )
+    expect(changes).toHaveLength(0)
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(listedBefore)
   })
 })
 
@@ -392,6 +444,51 @@ describe("with embeddings configured, a search fuses the semantic ranking", () =
     const semantic = await searched({ embeddings: { model: "test-embed", baseUrl: embeddings.baseUrl } }, query)
     expect(semantic).toContain("filesystem__write_file")
     expect(embeddings.inputs).toContain(query)
+  })
+})
+
+describe(`a session's searches in flight: at most ${MAX_SEARCHES_IN_FLIGHT}, the next waits its turn (stdio)`, () => {
+  let embeddings: EmbeddingsServer
+  let gateway: CliClient
+  beforeAll(async () => {
+    embeddings = await startEmbeddingsServer()
+    const file = configFile({
+      backends: [fixtureBackend("many", ["--tools", "100"])],
+      embeddings: { model: "test-embed", baseUrl: embeddings.baseUrl }
+    })
+    gateway = startGateway({ args: ["--config", file] })
+    await gateway.initialize()
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.close()
+    await embeddings?.close()
+  })
+
+  it("searches waiting for the embeddings endpoint hold their places; the next waits, a ping is answered, and it goes on when one ends", async () => {
+    // A first search fills the tools' vectors: each later one asks the endpoint for its query's alone.
+    await gateway.callTool("agentify_search_tools", { query: "weather forecast" })
+    embeddings.setMode("hang")
+    const before = embeddings.requests()
+    const ids = Array.from({ length: MAX_SEARCHES_IN_FLIGHT + 1 }, (_, i) => `search-${i}`)
+    for (const [i, id] of ids.entries()) {
+      void gateway
+        .request("tools/call", { name: "agentify_search_tools", arguments: { query: `rain storm ${i}` } }, id, 60_000)
+        .catch(() => undefined)
+    }
+    await until("the searches in their places to ask the endpoint", () =>
+      embeddings.requests() >= before + MAX_SEARCHES_IN_FLIGHT ? true : undefined
+    )
+    // The gateway read every search before this ping, and answers it while they wait.
+    expect((await gateway.request("ping")).result).toEqual({})
+    expect(embeddings.requests()).toBe(before + MAX_SEARCHES_IN_FLIGHT)
+    // One ends (its client cancels it): the waiting one goes on at once, while the others still
+    // wait for the endpoint (until its deadline, seconds away).
+    gateway.notify("notifications/cancelled", { requestId: ids[0] })
+    const next = await gateway.reply(ids[MAX_SEARCHES_IN_FLIGHT]!, 60_000)
+    expect(next.result?.structuredContent?.tools).toBeDefined()
+    expect(ids.slice(1, MAX_SEARCHES_IN_FLIGHT).filter((id) => gateway.counts.has(id))).toEqual([])
+    for (const id of ids) gateway.notify("notifications/cancelled", { requestId: id })
+    embeddings.setMode("ok")
   })
 })
 

@@ -8,13 +8,15 @@
  * catalog that fits is listed whole, as it always was.
  *
  * A search ranks what the session may see with the task ranking (catalog/TaskRank, with the
- * semantic one when `embeddings` are configured) and returns each tool's name, description and
- * inputSchema; `agentify_call_tool` is a client's own `tools/call` of the tool it names (the
- * pipeline in every stage, `via` "client"), so neither reaches anything the session could not.
+ * semantic one when `embeddings` are configured) and returns each matching tool's name, description
+ * and inputSchema, only tools that match: a search that finds nothing says so, names the backends
+ * still starting (whose tools it could not see), and adds nothing to the list. `agentify_call_tool`
+ * is a client's own `tools/call` of the tool it names (the pipeline in every stage, `via` "client"),
+ * so neither reaches anything the session could not.
  */
 import { Either } from "effect"
 import type { CatalogEntry } from "../../catalog/ToolCatalog.js"
-import { admits, rankTask } from "../../catalog/ToolCatalog.js"
+import { admits, matchingTask } from "../../catalog/ToolCatalog.js"
 import type { Profile, ResolvedConfig } from "../../config/Config.js"
 import { InvalidParams } from "../../protocol/Errors.js"
 import type { Tool } from "../../protocol/Mcp.js"
@@ -33,7 +35,7 @@ export const MAX_QUERY_CHARS = 2_000
 export const SEARCH_TOOL: Tool = {
   name: SEARCH_TOOL_NAME,
   description:
-    "Finds the tools of the gateway's MCP servers for a task: describe what you want done, in plain words. Returns the best matches with their name, description and inputSchema; they are listed from then on (the client is told with notifications/tools/list_changed), and any of them can be called directly or through agentify_call_tool.",
+    "Finds the tools of the gateway's MCP servers for a task: describe what you want done, in plain words. Returns the best matches with their name, description and inputSchema (only tools that match: none when nothing does); they are listed from then on (the client is told with notifications/tools/list_changed), and any of them can be called directly or through agentify_call_tool.",
   inputSchema: {
     type: "object",
     properties: {
@@ -173,11 +175,35 @@ export const callArguments = (
 
 /**
  * What a search returns: the `limit` tools of `entries` best for `query` by the task ranking, fused
- * with `similar` (the semantic ranking, when configured). Also what `npm run eval:routing` measures.
+ * with `similar` (the semantic ranking, when configured), only tools that match (none when nothing
+ * does). Also what `npm run eval:routing` measures.
  */
 export const search = (
   entries: ReadonlyArray<CatalogEntry>,
   query: string,
   limit: number,
   similar: ReadonlyArray<CatalogEntry> = []
-): ReadonlyArray<CatalogEntry> => rankTask(entries, query, limit, undefined, [], similar)
+): ReadonlyArray<CatalogEntry> => matchingTask(entries, query, limit, undefined, [], similar)
+
+/** One tool of a search's answer. */
+export interface FoundTool {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: unknown
+}
+
+/**
+ * A search's answer: the tools found, in the text (JSON) and in `structuredContent`; when none
+ * matched, a sentence saying so and naming the backends still `starting` (whose tools no search
+ * sees yet), in the text and as `structuredContent.message` and `.starting`.
+ */
+export const answer = (tools: ReadonlyArray<FoundTool>, starting: ReadonlyArray<string>) => {
+  if (tools.length > 0) {
+    return { content: [{ type: "text", text: JSON.stringify({ tools }, null, 2) }], structuredContent: { tools } }
+  }
+  const message =
+    starting.length === 0
+      ? "No tool matches this query. Describe what the tool should do in other words."
+      : `No tool matches this query. Still starting, their tools not searchable yet: ${starting.join(", ")}; search again once they are ready, or describe what the tool should do in other words.`
+  return { content: [{ type: "text", text: message }], structuredContent: { tools: [], message, starting: [...starting] } }
+}

@@ -22,16 +22,38 @@ import * as Params from "./Params.js"
 import { type View, Views } from "./View.js"
 import { ORCHESTRATE_TOOL } from "../../orchestration/Orchestrator.js"
 import * as RunCode from "../../orchestration/code/Code.js"
-import { Apps } from "../../catalog/ToolCatalog.js"
+import { Apps, type CatalogEntry, profileServes } from "../../catalog/ToolCatalog.js"
 import * as PolicyChecks from "../pipeline/PolicyChecks.js"
 import * as Tasks from "../routing/Tasks.js"
 import * as OwnTools from "./OwnTools.js"
 import * as Listing from "./Listing.js"
+import * as Searches from "./Searches.js"
 import { notification } from "../../jsonrpc/JsonRpc.js"
 
 /** What the aggregate's tools use of the gateway: its own work's, and whether one client owns it. */
 export interface Deps extends OwnTools.Deps {
   readonly mode: Mode
+}
+
+// Per catalog array, per (client renders apps, extension declared for clients): the same array for
+// the same catalog, so that the ranking's index (cached per array) is built once per catalog version.
+const listables = new WeakMap<ReadonlyArray<CatalogEntry>, Map<string, ReadonlyArray<CatalogEntry>>>()
+
+/** The entries a client sees listed (see Apps.listedFor): the catalog's own array when none is left out. */
+const listableOf = (
+  entries: ReadonlyArray<CatalogEntry>,
+  rendersApps: boolean,
+  declaredForClients: boolean
+): ReadonlyArray<CatalogEntry> => {
+  let byFlags = listables.get(entries)
+  if (byFlags === undefined) listables.set(entries, (byFlags = new Map()))
+  const key = `${rendersApps} ${declaredForClients}`
+  let listable = byFlags.get(key)
+  if (listable === undefined) {
+    const kept = entries.filter((e) => Apps.listedFor(e.tool, rendersApps, declaredForClients))
+    byFlags.set(key, (listable = kept.length === entries.length ? entries : kept))
+  }
+  return listable
 }
 
 export const rows = (ctx: Deps, session: Session, view_: View) => {
@@ -46,11 +68,7 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
     const config = yield* ctx.config.current
     const view = catalog()
     const rendersApps = Apps.rendersApps(session.clientCapabilities)
-    const listable = config.exposeBackendTools
-      ? view.entries.filter((e) => Apps.listedFor(e.tool, rendersApps, ctx.mode === "shared"))
-      : []
-    // The catalog's own array when nothing is left out: the ranking's index is cached per array.
-    const entries = listable.length === view.entries.length ? view.entries : listable
+    const entries = config.exposeBackendTools ? listableOf(view.entries, rendersApps, ctx.mode === "shared") : []
     const backendTools = entries.map((e) => Tasks.toolFor(e.tool, session, backendFacts(e.backendId)))
     // Code mode's tool declares what this session's scripts can call (its profile's tools, no app-only one).
     const runCode =
@@ -78,34 +96,54 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
   /** This session's searches' finds (see Listing): they join its `tools/list`. */
   const found = new Listing.Found()
 
+  /** This session's searches, bounded in flight (see Searches). */
+  const searches = Searches.make()
+
   /**
-   * `agentify_search_tools`: the best tools of what this session may see for the query, with their
-   * schemas; when the catalog is listed in part, they join the list and the client is told.
+   * The backends still starting that this session's profile serves and of which it sees no tool
+   * yet: what a search could not look at.
+   */
+  const startingBeside = (entries: ReadonlyArray<{ readonly backendId: string }>) =>
+    Effect.map(backends.states, (states) => {
+      const seen = new Set(entries.map((e) => e.backendId))
+      return states
+        .filter((s) => (s.state === "starting" || s.state === "restarting") && !seen.has(s.id))
+        .filter((s) => profileServes(view_.profile(), s.id))
+        .map((s) => s.id)
+    })
+
+  /**
+   * `agentify_search_tools`: the tools of what this session may see that match the query, with
+   * their schemas; when the catalog is listed in part, they join the list and the client is told.
+   * A search that matches nothing says so and changes nothing.
    */
   const searchTools = (args: unknown, context: RequestContext) =>
-    Effect.gen(function* () {
-      const { query, limit } = yield* Listing.searchArguments(args)
-      const { own, entries, backendTools, limit: listLimit } = yield* listing
-      const similar = entries.length > limit ? yield* ctx.orchestrator.similar(entries, query, limit) : []
-      const ranked = Listing.search(entries, query, limit, similar)
-      const byName = new Map(backendTools.map((t) => [t.name, t]))
-      const tools = ranked.map((e) => {
-        const tool = byName.get(e.name) ?? e.tool
-        return { name: tool.name, description: tool.description ?? "", inputSchema: tool.inputSchema }
-      })
-      if (own.length + backendTools.length > listLimit) {
-        const names = () => Listing.listed(own, backendTools, listLimit, view_.profile(), found).map((t) => t.name)
-        const before = names().join("\u0000")
-        found.add(
-          tools.map((t) => t.name),
-          Listing.roomFor(own.length, backendTools, listLimit, view_.profile())
-        )
-        // With the reply's stream where it has one (an HTTP POST's), else the session's own.
-        const changed = notification("notifications/tools/list_changed", {})
-        if (names().join("\u0000") !== before && !context.send(changed)) session.send(changed)
-      }
-      return { content: [{ type: "text", text: JSON.stringify({ tools }, null, 2) }], structuredContent: { tools } }
-    })
+    Effect.flatMap(Listing.searchArguments(args), ({ query, limit }) =>
+      searches.run(
+        Effect.gen(function* () {
+          const { own, entries, backendTools, limit: listLimit } = yield* listing
+          const similar = entries.length > limit ? yield* ctx.orchestrator.similar(entries, query, limit) : []
+          const ranked = Listing.search(entries, query, limit, similar)
+          if (ranked.length === 0) return Listing.answer([], yield* startingBeside(entries))
+          const tools = ranked.map((e) => {
+            const tool = Tasks.toolFor(e.tool, session, backendFacts(e.backendId))
+            return { name: tool.name, description: tool.description ?? "", inputSchema: tool.inputSchema }
+          })
+          if (own.length + backendTools.length > listLimit) {
+            const names = () => Listing.listed(own, backendTools, listLimit, view_.profile(), found).map((t) => t.name)
+            const before = names().join("\u0000")
+            found.add(
+              tools.map((t) => t.name),
+              Listing.roomFor(own.length, backendTools, listLimit, view_.profile())
+            )
+            // With the reply's stream where it has one (an HTTP POST's), else the session's own.
+            const changed = notification("notifications/tools/list_changed", {})
+            if (names().join("\u0000") !== before && !context.send(changed)) session.send(changed)
+          }
+          return Listing.answer(tools, [])
+        })
+      )
+    )
 
   /**
    * `agentify_call_tool`: the client's own `tools/call` of the tool it names (its `_meta` and

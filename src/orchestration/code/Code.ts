@@ -22,7 +22,7 @@ import * as Secrets from "../../observability/Secrets.js"
 import { formatIssues } from "../../config/Config.js"
 import { type CallToolResult, isCallToolResult, resultText, textResult } from "../../protocol/Mcp.js"
 import { InvalidParams } from "../../protocol/Errors.js"
-import { rankEntries } from "../../catalog/ToolCatalog.js"
+import { matchingEntries } from "../../catalog/ToolCatalog.js"
 import * as Declarations from "../../sandbox/Declarations.js"
 import type * as Sandbox from "../../sandbox/Sandbox.js"
 import { field, objectOr } from "../../json/Json.js"
@@ -288,7 +288,8 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
       })
 
     const search = (query: string): string => {
-      const found = new Set(rankEntries(deps.catalog().entries, query, SEARCH_RESULTS).map((e) => e.name))
+      // Only tools that match: the script is told when none does.
+      const found = new Set(matchingEntries(deps.catalog().entries, query, SEARCH_RESULTS).map((e) => e.name))
       const matches = tools.filter((t) => found.has(t.exposed))
       return matches.length === 0 ? "// no tool matches" : (Declarations.declarations(matches) ?? "")
     }

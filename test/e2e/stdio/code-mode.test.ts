@@ -108,11 +108,14 @@ describe("agentify_run_code over stdio", () => {
     ])
   })
 
-  it("searchTools() inside a script returns the declarations of the tools that match a query", async () => {
+  it("searchTools() inside a script returns the declarations of the tools that match a query, and of none when none does", async () => {
     const result = await run({ code: `return await searchTools("read a file's text")` })
     expect(result.isError).toBeUndefined()
     expect(result.content[0].text).toContain("read_text_file(args: {")
     expect(result.content[0].text).toMatch(/^declare const tools: \{/)
+    // Only tools that match: a query that matches none gets none (not the catalog's first tools).
+    const none = await run({ code: `return await searchTools("xylophone quartz zebra")` })
+    expect(none.content[0].text).toBe("// no tool matches")
   })
 
   it("a script that throws is an isError result naming the error, its line and the calls made", async () => {

@@ -16,6 +16,7 @@ import {
   type CatalogEntry,
   type RankContext
 } from "../../../src/catalog/ToolCatalog.js"
+import { analyzeQuery, MAX_QUERY_ASPECTS } from "../../../src/catalog/Analysis.js"
 
 const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
 
@@ -411,6 +412,19 @@ describe("rank", () => {
     const junk = ` ${".".repeat(500_000)} read search file ${"a.".repeat(300_000)} https://${"b".repeat(100_000)}`
     expect(names(query + junk)).toEqual(names(query))
     expect(names(query, { selectionText: "x" })).toEqual(names(query, { selectionText: `x${" read file".repeat(100_000)}` }))
+  })
+
+  it(`reads a query's first ${MAX_QUERY_ASPECTS} words: a word after as many others is not read`, () => {
+    const tools: Array<Tool> = [
+      { name: "pay_invoice", description: "Pay an invoice", inputSchema: { type: "object" } },
+      { name: "tune_guitar", description: "Tune a guitar", inputSchema: { type: "object" } }
+    ]
+    // Distinct words no tool knows (w0 ... are not read as numbers: each has a letter).
+    const filler = Array.from({ length: MAX_QUERY_ASPECTS }, (_, i) => `zq${i.toString(36)}x`).join(" ")
+    expect(rank(tools, `guitar ${filler}`, 1).map((t) => t.name)).toEqual(["tune_guitar"])
+    // The same word past the bound: nothing of the query matches, the tools keep their listed order.
+    expect(rank(tools, `${filler} guitar`, 1).map((t) => t.name)).toEqual(["pay_invoice"])
+    expect(analyzeQuery(`${filler} ${filler.toUpperCase()} more words`, null).aspects.length).toBe(MAX_QUERY_ASPECTS)
   })
 
   const cases: ReadonlyArray<readonly [query: string, expected: string]> = [

@@ -472,6 +472,40 @@ describe("orchestration with the real server-filesystem", () => {
     )
   )
 
+  it.live("a search of the model's that matches nothing adds no tool to its offer, and it is told so", () =>
+    Effect.gen(function* () {
+      const orchestrator = yield* Orchestrator
+      yield* orchestrator.orchestrate({ query: "list the folder contents" })
+      const [, second, third] = turnsOf(yield* (yield* ScriptedLlm).requests)
+      const names = (request: typeof second) => request!.tools.map((t) => t.function.name)
+      // The offer after the search is the offer before it: no tool of the catalog's first ones joined.
+      expect(names(third)).toEqual(names(second))
+      const answered = third!.messages.filter((m) => m.role === "tool").map((m) => m.content ?? "")
+      expect(answered.at(-1)).toMatch(/^No further tools match/)
+    }).pipe(
+      Effect.provide(
+        gateway(
+          {
+            maxToolsPerRequest: 5,
+            backends: [
+              filesystemBackend("filesystem", root) as BackendConfigInput,
+              fixtureBackend("many", ["--tools", "60"]) as BackendConfigInput
+            ]
+          },
+          [
+            { match: "folder", reply: { tool: "filesystem__list_directory", arguments: { path: root } } },
+            {
+              match: "folder",
+              step: 2,
+              reply: { tool: "agentify_search_tools", arguments: { query: "xylophone quartz zebra" } }
+            },
+            { match: "folder", step: 3, reply: { text: "None fits." } }
+          ]
+        )
+      )
+    )
+  )
+
   it.live("more tools than maxToolsPerRequest: the best matches for the query are offered, and the search for the rest", () =>
     Effect.gen(function* () {
       const orchestrator = yield* Orchestrator
