@@ -6,7 +6,7 @@
  * a directory is refused rather than read, and no more than the bound is ever read (a file that
  * grows while read is caught too).
  *
- * State files (remembered lists, pins, vectors, sign-ins, team files, the code cache) are data,
+ * State files (remembered lists, pins, vectors, sign-ins, team files) are data,
  * never trusted: one that cannot be read so is ignored, and said once per file and reason, at
  * warn, naming the file and never its content. Those warnings go to whoever hears them (the
  * gateway's logger, see observability/Logging); said before anyone does, they wait (a few).

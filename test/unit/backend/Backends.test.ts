@@ -400,7 +400,7 @@ describe("the two idle states", () => {
     () =>
       Effect.gen(function* () {
         const stateDir = tempDir("agentify-idle-")
-        const onUse = { ...OPTIONS, onUse: { stateDir, start: "onUse" as const, idleMs: 300 } }
+        const onUse = { ...OPTIONS, onUse: { stateDir, start: "onUse" as const, idleMs: 2_000 } }
         const configs = [fixtureBackend("napper")]
         // A first start meets it (started at once) and remembers its tools.
         yield* Effect.scoped(
