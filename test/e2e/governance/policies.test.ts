@@ -109,7 +109,12 @@ const startTeam = async (port: number): Promise<Team> => {
       audit: { file: auditFile }
     }
   })
-  return { gateway, resource, policyFile, auditFile }
+  const team = { gateway, resource, policyFile, auditFile }
+  // Its backend may still be starting on a busy machine (initialize waits startupTimeoutMs at most):
+  // a list read before it is ready would be missing its tools.
+  const ops = await sessionOf("ops-probe", ["ops"], team)
+  await until("the team's backend listed", async () => (await ops.tools()).includes("fx__echo"), 60_000, 100)
+  return team
 }
 
 beforeAll(async () => {
@@ -117,7 +122,7 @@ beforeAll(async () => {
   auth = await startAuthServer({ resources: [`http://127.0.0.1:${port}/mcp`], scopes: ["mcp:tools"] })
   model = await startFakeOpenAI({ text: "Nothing to do." })
   ;({ gateway, resource, policyFile, auditFile } = await startTeam(port))
-})
+}, 90_000)
 afterAll(async () => {
   await gateway?.close()
   await auth?.close()
@@ -294,7 +299,7 @@ describe("policies (Cedar)", () => {
     } finally {
       await own.gateway.close()
     }
-  })
+  }, 90_000)
 })
 
 describe("policies over stdio and at the command line", () => {
@@ -357,7 +362,16 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     const client = startGateway({ args: ["--config", configFile] })
     try {
       await client.initialize()
-      const resources = (await client.request("resources/list")).result.resources as Array<{ uri: string }>
+      // Listed once the backend is ready (it may still be starting after initialize on a busy machine).
+      const resources = await until(
+        "the resources listed",
+        async () => {
+          const listed = (await client.request("resources/list")).result.resources as Array<{ uri: string }>
+          return listed.length > 0 && listed
+        },
+        60_000,
+        100
+      )
       expect(resources.map((r) => r.uri)).toEqual(["demo://resource/static/document/features.md"])
       const prompts = (await client.request("prompts/list")).result.prompts as Array<{ name: string }>
       expect(prompts.map((p) => p.name)).toEqual(["everything__simple-prompt"])
@@ -373,7 +387,7 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     } finally {
       await client.close()
     }
-  }, 30_000)
+  }, 90_000)
 
   it('routing "backend": the model reads and gets only what the policies let the client read and get', async () => {
     const dirOf = tempDir()
@@ -402,6 +416,13 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     })
     try {
       await client.initialize()
+      // The backend ready first (it may still be starting after initialize on a busy machine).
+      await until(
+        "the backend's resources listed",
+        async () => ((await client.request("resources/list")).result.resources as Array<unknown>).length > 0,
+        60_000,
+        100
+      )
       const asked = async (mcp_method: string, mcp_params: Record<string, unknown>) => {
         model.setSteps([{ tool: "everything", arguments: { mcp_method, mcp_params } }, { text: "Done." }])
         return JSON.stringify(await client.request("agentify/orchestrateTask", { query: `${mcp_method} please`, maxSteps: 2 }))
@@ -420,7 +441,7 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     } finally {
       await client.close()
     }
-  }, 30_000)
+  }, 90_000)
 
   it("`policy schema` prints the Cedar schema of the listed tools; `check` validates the file against it", () => {
     const schema = cli(["policy", "schema"])

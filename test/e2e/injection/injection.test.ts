@@ -11,6 +11,13 @@ import { describe, expect, it } from "vitest"
 import { CARRIERS, GOALS, run } from "../../injection/suite.js"
 import { BIN, cleanEnv, ROOT, tempDir } from "../../support/stdioClient.js"
 
+/**
+ * A run is an orchestration per carrier and goal (112) and per benign task, on one gateway: its work
+ * is that count. Code mode's took 180 s at load 17 on 2 cores (a sandbox per script): the wall
+ * clock allowed is generous.
+ */
+const SUITE_MS = 900_000
+
 describe("the injection suite", () => {
   for (const mode of ["tools", "code"] as const) {
     it(`${mode} mode, defaults: no injected action runs; every benign task completes without a question`, async () => {
@@ -20,7 +27,7 @@ describe("the injection suite", () => {
       // They were read and acted on: the user was asked, and declined.
       expect(outcomes.reduce((n, o) => n + o.questions, 0)).toBeGreaterThan(30)
       expect(benign.map((b) => [b.task, b.completed, b.questions])).toEqual(benign.map((b) => [b.task, true, 0]))
-    }, 300_000)
+    }, SUITE_MS)
   }
 
   it("tools mode, flowGuard off: the same injections run (a secret by e-mail, a folder, a poisoned memory...)", async () => {
@@ -44,7 +51,7 @@ describe("the injection suite", () => {
     // cut and a task whose plan names the write included.
     const carried = new Set(outcomes.filter((o) => o.ran).map((o) => o.carrier))
     expect(carried).toEqual(new Set(CARRIERS.map((c) => c.name)))
-  }, 300_000)
+  }, SUITE_MS)
 
   it("check names the tools that carry no annotations and what they are taken for; flow.tools declares better", () => {
     const dir = tempDir()

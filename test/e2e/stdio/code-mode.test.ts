@@ -157,11 +157,15 @@ describe("agentify_run_code over stdio", () => {
     expect(stopped.content[0].text).toContain("the script ran longer than timeoutMs (1500 ms) [limit: timeoutMs]")
   })
 
+  // The limit under test ends each of these scripts: a timeoutMs far past it keeps a busy machine's
+  // slowness from ending them first.
+  const LONG_MS = 120_000
+
   it("a memory bomb and a 50 MB result end at their limits; the gateway goes on", async () => {
-    const bomb = await run({ code: `const a = []; while (true) a.push("x".repeat(1e6))` })
+    const bomb = await run({ code: `const a = []; while (true) a.push("x".repeat(1e6))`, timeoutMs: LONG_MS })
     expect(bomb.isError).toBe(true)
     expect(bomb.structuredContent.error.limit).toBe("memoryMb")
-    const big = await run({ code: `return "x".repeat(50 * 1024 * 1024)` })
+    const big = await run({ code: `return "x".repeat(50 * 1024 * 1024)`, timeoutMs: LONG_MS })
     expect(big.isError).toBe(true)
     expect(["memoryMb", "maxOutputBytes"]).toContain(big.structuredContent.error.limit)
     expect(JSON.stringify(big).length).toBeLessThan(10_000)
@@ -189,14 +193,17 @@ describe("agentify_run_code over stdio", () => {
   })
 
   it("an object memory bomb ends at memoryMb, not 'Error: null'", async () => {
-    const bomb = await run({ code: `const a = []; while (true) a.push({ i: a.length })` })
+    const bomb = await run({ code: `const a = []; while (true) a.push({ i: a.length })`, timeoutMs: LONG_MS })
     expect(bomb.isError).toBe(true)
     expect(bomb.structuredContent.error.limit).toBe("memoryMb")
     expect(bomb.content[0].text).not.toContain("null")
   })
 
   it("10,000 calls stop at maxCalls", async () => {
-    const result = await run({ code: `for (let i = 0; i < 10000; i++) await tools.fs.list_allowed_directories({})` })
+    const result = await run({
+      code: `for (let i = 0; i < 10000; i++) await tools.fs.list_allowed_directories({})`,
+      timeoutMs: LONG_MS
+    })
     expect(result.isError).toBe(true)
     expect(result.structuredContent.error.limit).toBe("maxCalls")
     expect(result.structuredContent.calls).toHaveLength(100)
