@@ -5,7 +5,7 @@
  * user, group, tool annotations, arguments and how a call was made (a client's own, a script's),
  * the audit line of a refusal, and a changed file reloaded without a restart.
  */
-import { spawnSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -307,10 +307,17 @@ describe("policies over stdio and at the command line", () => {
   const file = join(dir, "local.cedar")
   const config = join(dir, "gateway.json")
   writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")], policies: file }))
-  const cli = (args: Array<string>) => {
-    const result = spawnSync(process.execPath, [BIN, ...args, "--config", config], { cwd: dir, env: cleanEnv(), timeout: 30_000 })
-    return { status: result.status, out: result.stdout.toString("utf8"), err: result.stderr.toString("utf8") }
-  }
+  /** The CLI run to its end, without blocking this worker meanwhile (a busy machine takes its time). */
+  const cli = (args: Array<string>) =>
+    new Promise<{ status: number | null; out: string; err: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [BIN, ...args, "--config", config],
+        { cwd: dir, env: cleanEnv(), timeout: 120_000 },
+        (error, out, err) =>
+          resolve({ status: error === null ? 0 : typeof error.code === "number" ? error.code : null, out, err })
+      )
+    })
 
   it('the stdio client is User::"local"; a file that cannot be used refuses every call, saying why', async () => {
     writeFileSync(
@@ -338,7 +345,8 @@ describe("policies over stdio and at the command line", () => {
     } finally {
       await broken.close()
     }
-  }, 30_000)
+    // Two gateways started one after the other.
+  }, 90_000)
 
   it("lists the resources and prompts a user may read or get, and refuses the others (server-everything)", async () => {
     const dirOf = tempDir()
@@ -443,8 +451,8 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     }
   }, 90_000)
 
-  it("`policy schema` prints the Cedar schema of the listed tools; `check` validates the file against it", () => {
-    const schema = cli(["policy", "schema"])
+  it("`policy schema` prints the Cedar schema of the listed tools; `check` validates the file against it", async () => {
+    const schema = await cli(["policy", "schema"])
     expect(schema.status).toBe(0)
     expect(schema.out).toContain("entity User in [Group] {")
     // The fixture's arguments, typed: fx__add's a and b are numbers, fx__echo's text a string.
@@ -458,7 +466,7 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
       '@id("typo") permit (principal, action == Action::"call", resource) when { context.arguments.txt == "x" };\n' +
         '@id("never") permit (principal, action == Action::"call", resource) when { context.arguments has txt };'
     )
-    const checked = cli(["check"])
+    const checked = await cli(["check"])
     expect(checked.status).toBe(1)
     expect(checked.out).toContain(`policies: 2 in ${file} (typo, never)`)
     expect(checked.out).toMatch(
@@ -467,6 +475,7 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     expect(checked.out).toMatch(/warnings:[^]*- policies .*local\.cedar: policy "never" \(warning\): .*impossible/)
 
     writeFileSync(file, '@id("fine") permit (principal, action == Action::"call", resource) when { context.arguments has text };')
-    expect(cli(["check"]).status).toBe(0)
-  }, 60_000)
+    expect((await cli(["check"])).status).toBe(0)
+    // Three runs of the CLI, each starting the backend.
+  }, 240_000)
 })

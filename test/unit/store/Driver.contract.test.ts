@@ -120,7 +120,10 @@ const leases = (kind: Kind) => {
       const gw1 = yield* driverOf(store("gw1"))
       const gw10 = yield* driverOf(store("gw10"))
       yield* gw10.listeningAt("http://10.0.0.10:8080")
-      const heldByGw10 = Effect.map(gw1.leases.holderOf("job"), Option.map((h) => h.replicaId))
+      const heldByGw10 = Effect.map(
+        gw1.leases.holderOf("job"),
+        Option.map((h) => h.replicaId)
+      )
       expect(yield* gw10.leases.claim("job", 5_000)).toBe(true)
       expect(yield* gw1.leases.claim("job", 5_000)).toBe(false)
       expect(yield* heldByGw10).toEqual(Option.some("gw10"))
@@ -151,13 +154,19 @@ const leases = (kind: Kind) => {
           const keptAt = Date.now()
           yield* a.leases.keep("session:1")
           // Held at every look for two leases' time: kept by the heartbeat past its first.
-          yield* throughout(keptAt + 2 * leaseMs, Effect.map(b.leases.holderOf("session:1"), (h) => expect(h).toEqual(holder)))
+          yield* throughout(
+            keptAt + 2 * leaseMs,
+            Effect.map(b.leases.holderOf("session:1"), (h) => expect(h).toEqual(holder))
+          )
           expect(yield* b.leases.claim("session:1", 5_000)).toBe(false)
           expect(yield* b.addressOf("aaaaaaaaaaaa")).toEqual(Option.some("http://10.0.0.1:8080"))
           // Released: no longer kept either (the heartbeats of a lease's time claim it not again).
           yield* a.leases.keep("session:2")
           yield* a.leases.release("session:2")
-          yield* throughout(Date.now() + leaseMs, Effect.map(b.leases.holderOf("session:2"), (h) => expect(h).toEqual(Option.none())))
+          yield* throughout(
+            Date.now() + leaseMs,
+            Effect.map(b.leases.holderOf("session:2"), (h) => expect(h).toEqual(Option.none()))
+          )
         })
       )
       // The replica stopped: its kept leases and its address went at once.
