@@ -4,7 +4,8 @@
  * they use ("rain" and "forecast", "euros" and "currency"). It records every input it embedded and
  * every request it had, and can be told to fail, to hang, or to answer as a hostile endpoint would:
  * a huge body (streamed until the client stops reading), vectors of zeros or of `1e999`, vectors of
- * another length, an index out of range, or a redirect elsewhere.
+ * another length, an index out of range, one index twice (another left out), or a redirect elsewhere or
+ * back to itself.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -36,6 +37,8 @@ export type Mode =
   | "dims"
   /** Each answer's index past the inputs. */
   | "index"
+  /** The first input's index named twice, the last one's left out (as many vectors as inputs). */
+  | "twice"
   /** A 307 from `/v1/embeddings` to `redirectTo` (set with setRedirect). */
   | "redirect"
 
@@ -114,7 +117,7 @@ export const startEmbeddingsServer = async (): Promise<EmbeddingsServer> => {
           object: "list",
           data: input.map((text, index) => ({
             object: "embedding",
-            index: mode === "index" ? index + input.length : index,
+            index: mode === "index" ? index + input.length : mode === "twice" && index === input.length - 1 ? 0 : index,
             embedding: vector(text)
           }))
         })

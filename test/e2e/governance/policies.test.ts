@@ -5,7 +5,7 @@
  * user, group, tool annotations, arguments and how a call was made (a client's own, a script's),
  * the audit line of a refusal, and a changed file reloaded without a restart.
  */
-import { spawnSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -109,7 +109,12 @@ const startTeam = async (port: number): Promise<Team> => {
       audit: { file: auditFile }
     }
   })
-  return { gateway, resource, policyFile, auditFile }
+  const team = { gateway, resource, policyFile, auditFile }
+  // Its backend may still be starting on a busy machine (initialize waits startupTimeoutMs at most):
+  // a list read before it is ready would be missing its tools.
+  const ops = await sessionOf("ops-probe", ["ops"], team)
+  await until("the team's backend listed", async () => (await ops.tools()).includes("fx__echo"), 60_000, 100)
+  return team
 }
 
 beforeAll(async () => {
@@ -117,7 +122,7 @@ beforeAll(async () => {
   auth = await startAuthServer({ resources: [`http://127.0.0.1:${port}/mcp`], scopes: ["mcp:tools"] })
   model = await startFakeOpenAI({ text: "Nothing to do." })
   ;({ gateway, resource, policyFile, auditFile } = await startTeam(port))
-})
+}, 90_000)
 afterAll(async () => {
   await gateway?.close()
   await auth?.close()
@@ -294,7 +299,7 @@ describe("policies (Cedar)", () => {
     } finally {
       await own.gateway.close()
     }
-  })
+  }, 90_000)
 })
 
 describe("policies over stdio and at the command line", () => {
@@ -302,10 +307,17 @@ describe("policies over stdio and at the command line", () => {
   const file = join(dir, "local.cedar")
   const config = join(dir, "gateway.json")
   writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")], policies: file }))
-  const cli = (args: Array<string>) => {
-    const result = spawnSync(process.execPath, [BIN, ...args, "--config", config], { cwd: dir, env: cleanEnv(), timeout: 30_000 })
-    return { status: result.status, out: result.stdout.toString("utf8"), err: result.stderr.toString("utf8") }
-  }
+  /** The CLI run to its end, without blocking this worker meanwhile (a busy machine takes its time). */
+  const cli = (args: Array<string>) =>
+    new Promise<{ status: number | null; out: string; err: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [BIN, ...args, "--config", config],
+        { cwd: dir, env: cleanEnv(), timeout: 120_000 },
+        (error, out, err) =>
+          resolve({ status: error === null ? 0 : typeof error.code === "number" ? error.code : null, out, err })
+      )
+    })
 
   it('the stdio client is User::"local"; a file that cannot be used refuses every call, saying why', async () => {
     writeFileSync(
@@ -333,7 +345,8 @@ describe("policies over stdio and at the command line", () => {
     } finally {
       await broken.close()
     }
-  }, 30_000)
+    // Two gateways started one after the other.
+  }, 90_000)
 
   it("lists the resources and prompts a user may read or get, and refuses the others (server-everything)", async () => {
     const dirOf = tempDir()
@@ -357,7 +370,16 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     const client = startGateway({ args: ["--config", configFile] })
     try {
       await client.initialize()
-      const resources = (await client.request("resources/list")).result.resources as Array<{ uri: string }>
+      // Listed once the backend is ready (it may still be starting after initialize on a busy machine).
+      const resources = await until(
+        "the resources listed",
+        async () => {
+          const listed = (await client.request("resources/list")).result.resources as Array<{ uri: string }>
+          return listed.length > 0 && listed
+        },
+        60_000,
+        100
+      )
       expect(resources.map((r) => r.uri)).toEqual(["demo://resource/static/document/features.md"])
       const prompts = (await client.request("prompts/list")).result.prompts as Array<{ name: string }>
       expect(prompts.map((p) => p.name)).toEqual(["everything__simple-prompt"])
@@ -373,7 +395,7 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     } finally {
       await client.close()
     }
-  }, 30_000)
+  }, 90_000)
 
   it('routing "backend": the model reads and gets only what the policies let the client read and get', async () => {
     const dirOf = tempDir()
@@ -402,6 +424,13 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     })
     try {
       await client.initialize()
+      // The backend ready first (it may still be starting after initialize on a busy machine).
+      await until(
+        "the backend's resources listed",
+        async () => ((await client.request("resources/list")).result.resources as Array<unknown>).length > 0,
+        60_000,
+        100
+      )
       const asked = async (mcp_method: string, mcp_params: Record<string, unknown>) => {
         model.setSteps([{ tool: "everything", arguments: { mcp_method, mcp_params } }, { text: "Done." }])
         return JSON.stringify(await client.request("agentify/orchestrateTask", { query: `${mcp_method} please`, maxSteps: 2 }))
@@ -420,10 +449,10 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     } finally {
       await client.close()
     }
-  }, 30_000)
+  }, 90_000)
 
-  it("`policy schema` prints the Cedar schema of the listed tools; `check` validates the file against it", () => {
-    const schema = cli(["policy", "schema"])
+  it("`policy schema` prints the Cedar schema of the listed tools; `check` validates the file against it", async () => {
+    const schema = await cli(["policy", "schema"])
     expect(schema.status).toBe(0)
     expect(schema.out).toContain("entity User in [Group] {")
     // The fixture's arguments, typed: fx__add's a and b are numbers, fx__echo's text a string.
@@ -437,7 +466,7 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
       '@id("typo") permit (principal, action == Action::"call", resource) when { context.arguments.txt == "x" };\n' +
         '@id("never") permit (principal, action == Action::"call", resource) when { context.arguments has txt };'
     )
-    const checked = cli(["check"])
+    const checked = await cli(["check"])
     expect(checked.status).toBe(1)
     expect(checked.out).toContain(`policies: 2 in ${file} (typo, never)`)
     expect(checked.out).toMatch(
@@ -446,6 +475,7 @@ permit (principal, action == Action::"get", resource == Prompt::"everything__sim
     expect(checked.out).toMatch(/warnings:[^]*- policies .*local\.cedar: policy "never" \(warning\): .*impossible/)
 
     writeFileSync(file, '@id("fine") permit (principal, action == Action::"call", resource) when { context.arguments has text };')
-    expect(cli(["check"]).status).toBe(0)
-  }, 60_000)
+    expect((await cli(["check"])).status).toBe(0)
+    // Three runs of the CLI, each starting the backend.
+  }, 240_000)
 })

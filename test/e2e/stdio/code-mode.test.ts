@@ -39,13 +39,16 @@ const config = (extra: Record<string, unknown> = {}) => {
 describe("agentify_run_code over stdio", () => {
   let gateway: ReturnType<typeof startGateway>
   beforeAll(async () => {
-    gateway = startGateway({ args: ["--config", config({ codeMode: { timeoutMs: 5_000 } })], cwd: root })
+    // A time far past what any script here needs, so that a busy machine never ends one at
+    // timeoutMs first (the limits' tests assert which limit ends it; the timeout test sets its own).
+    gateway = startGateway({ args: ["--config", config({ codeMode: { timeoutMs: 120_000 } })], cwd: root })
     await gateway.initialize()
   })
   afterAll(async () => {
     expect(await gateway.close()).toEqual({ code: 0, signal: null })
   })
-  const run = async (args: Record<string, unknown>) => (await gateway.callTool("agentify_run_code", args)).result
+  const run = async (args: Record<string, unknown>) =>
+    (await gateway.callTool("agentify_run_code", args, undefined, 60_000)).result
   /** A script sent without waiting for its reply (which `gateway.reply(id)` then waits for). */
   const start = (id: string, code: string, timeoutMs: number) =>
     gateway.send({
@@ -169,7 +172,8 @@ describe("agentify_run_code over stdio", () => {
     expect(["memoryMb", "maxOutputBytes"]).toContain(big.structuredContent.error.limit)
     expect(JSON.stringify(big).length).toBeLessThan(10_000)
     expect((await gateway.request("ping")).result).toEqual({})
-  })
+    // Two scripts that fill their memory, each recycled after: 30 s at load 23.
+  }, 90_000)
 
   it("a value JSON cannot hold is the script's error, named at once, and the gateway stays up", async () => {
     const cases: Array<[string, RegExp]> = [
@@ -209,7 +213,7 @@ describe("agentify_run_code over stdio", () => {
     start("to-cancel", "while (true) {}", 60_000)
     await gateway.request("ping")
     gateway.notify("notifications/cancelled", { requestId: "to-cancel" })
-    expect((await gateway.reply("to-cancel", 5_000)).error?.code).toBe(-32800)
+    expect((await gateway.reply("to-cancel")).error?.code).toBe(-32800)
     expect(gateway.counts.get("to-cancel")).toBe(1)
   })
 
@@ -236,7 +240,8 @@ describe("agentify_run_code over stdio", () => {
   })
 })
 
-describe("the rules of a direct call, inside the script", () => {
+// Each test starts a gateway of its own with two backends: 25 s at load 23 on 2 cores.
+describe("the rules of a direct call, inside the script", { timeout: 90_000 }, () => {
   const connect = async (file: string, answer?: "accept" | "decline") => {
     const client = new Client({ name: "sdk", version: "1" }, answer === undefined ? {} : { capabilities: { elicitation: {} } })
     const asked: Array<string> = []

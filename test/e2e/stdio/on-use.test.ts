@@ -117,6 +117,22 @@ describe("backends started on use", () => {
     }
   })
 
+  it("a call that runs longer than idleMs keeps its backend: it completes with its result, nothing is stopped under it", async () => {
+    const stateDir = tempDir("agentify-state-")
+    // The tool answers after several idle periods: only the call in flight keeps the backend.
+    const config = { idleMs: 200, backends: [fixtureBackend("alpha")] }
+    await meet(config, stateDir)
+    const gateway = await run(config, stateDir)
+    try {
+      // Started by this call; stopped under it, the call would fail with the backend's exit.
+      const reply = await gateway.callTool("alpha__slow", { ms: 2_000 })
+      expect(reply.error).toBeUndefined()
+      expect(firstText(reply.result)).toBe("slept 2000 ms")
+    } finally {
+      await gateway.close()
+    }
+  })
+
   it("calls arriving around an idle stop all get their answer (they wait for the restart)", async () => {
     const stateDir = tempDir("agentify-state-")
     const config = { idleMs: 40, backends: [fixtureBackend("alpha")] }

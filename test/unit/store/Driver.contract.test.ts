@@ -2,7 +2,7 @@
  * What every store driver guarantees (see src/store/Driver.ts), asked of each the same way: the one
  * in this process (two drivers on one MemoryServer) and Redis (two drivers on a real redis-server,
  * skipped only where none is installed outside CI). Each test has a store of its own and two
- * replicas, "a" and "b", on it.
+ * replicas, "a" and "b", on it (or "gw1" and "gw10": an id that begins another's owns nothing of it).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option, Queue, type Scope } from "effect"
@@ -72,6 +72,16 @@ const eventually = <E, R>(what: string, check: Effect.Effect<boolean, E, R>) =>
     }
   })
 
+/** Runs `look` every 100 ms until `until` (a time the test is about: a lease outlived, heartbeats gone by). */
+const throughout = <E, R>(until: number, look: Effect.Effect<unknown, E, R>) =>
+  Effect.gen(function* () {
+    do {
+      yield* look
+      yield* sleep(100)
+    } while (Date.now() < until)
+    yield* look
+  })
+
 const leases = (kind: Kind) => {
   it.live("a lease is one replica's until it is released or its time runs out; renewing keeps it", () =>
     Effect.gen(function* () {
@@ -104,27 +114,59 @@ const leases = (kind: Kind) => {
     }).pipe(Effect.scoped)
   )
 
+  it.live("a replica whose id begins another's (gw1, gw10) cannot claim, renew, release or keep what the other holds", () =>
+    Effect.gen(function* () {
+      const store = yield* kind.store
+      const gw1 = yield* driverOf(store("gw1"))
+      const gw10 = yield* driverOf(store("gw10"))
+      yield* gw10.listeningAt("http://10.0.0.10:8080")
+      const heldByGw10 = Effect.map(
+        gw1.leases.holderOf("job"),
+        Option.map((h) => h.replicaId)
+      )
+      expect(yield* gw10.leases.claim("job", 5_000)).toBe(true)
+      expect(yield* gw1.leases.claim("job", 5_000)).toBe(false)
+      expect(yield* heldByGw10).toEqual(Option.some("gw10"))
+      expect(yield* gw1.leases.renew("job", 5_000)).toBe(false)
+      yield* gw1.leases.release("job")
+      expect(yield* heldByGw10).toEqual(Option.some("gw10"))
+      // Kept (claimed again at each heartbeat): still not taken from its holder.
+      yield* gw1.leases.keep("job")
+      expect(yield* heldByGw10).toEqual(Option.some("gw10"))
+      // And the other way round.
+      expect(yield* gw1.leases.claim("other", 5_000)).toBe(true)
+      expect(yield* gw10.leases.claim("other", 5_000)).toBe(false)
+      expect(yield* gw10.leases.renew("other", 5_000)).toBe(false)
+    }).pipe(Effect.scoped)
+  )
+
   it.live("a kept lease lives with its replica's heartbeat, and goes when the replica stops", () =>
     Effect.gen(function* () {
       const store = yield* kind.store
-      const b = yield* driverOf(store("bbbbbbbbbbbb", 300))
+      // A heartbeat every third of the lease: a busy machine may hold one back for most of a lease.
+      const leaseMs = 1_500
+      const b = yield* driverOf(store("bbbbbbbbbbbb", leaseMs))
+      const holder = Option.some({ replicaId: "aaaaaaaaaaaa", address: "http://10.0.0.1:8080" })
       yield* Effect.scoped(
         Effect.gen(function* () {
-          const a = yield* driverOf(store("aaaaaaaaaaaa", 300))
+          const a = yield* driverOf(store("aaaaaaaaaaaa", leaseMs))
           yield* a.listeningAt("http://10.0.0.1:8080")
+          const keptAt = Date.now()
           yield* a.leases.keep("session:1")
-          // Three leases long: kept by the heartbeat.
-          yield* sleep(900)
-          expect(yield* b.leases.holderOf("session:1")).toEqual(
-            Option.some({ replicaId: "aaaaaaaaaaaa", address: "http://10.0.0.1:8080" })
+          // Held at every look for two leases' time: kept by the heartbeat past its first.
+          yield* throughout(
+            keptAt + 2 * leaseMs,
+            Effect.map(b.leases.holderOf("session:1"), (h) => expect(h).toEqual(holder))
           )
           expect(yield* b.leases.claim("session:1", 5_000)).toBe(false)
           expect(yield* b.addressOf("aaaaaaaaaaaa")).toEqual(Option.some("http://10.0.0.1:8080"))
-          // Released: no longer kept either.
+          // Released: no longer kept either (the heartbeats of a lease's time claim it not again).
           yield* a.leases.keep("session:2")
           yield* a.leases.release("session:2")
-          yield* sleep(400)
-          expect(yield* b.leases.holderOf("session:2")).toEqual(Option.none())
+          yield* throughout(
+            Date.now() + leaseMs,
+            Effect.map(b.leases.holderOf("session:2"), (h) => expect(h).toEqual(Option.none()))
+          )
         })
       )
       // The replica stopped: its kept leases and its address went at once.

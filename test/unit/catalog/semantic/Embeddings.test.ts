@@ -120,7 +120,7 @@ describe("embeddings: an endpoint that hangs costs one deadline, and is not aske
 describe("embeddings: a hostile answer leaves the lexical ranking alone and is not kept", () => {
   const request = "will I need an umbrella in the city tomorrow"
   const lexical = names(rankTask(catalog.entries, request, 5, null, [], []))
-  for (const mode of ["zeros", "infinite", "index", "huge"] as const) {
+  for (const mode of ["zeros", "infinite", "index", "twice", "huge"] as const) {
     it(`${mode}: no semantic list, the offer is the lexical one, nothing kept`, () =>
       withServer(async (server) => {
         server.setMode(mode)
@@ -260,6 +260,22 @@ describe("embeddings: where the texts and the key go", () => {
       // The moved path answers 500 in this server: followed, then failed (two requests, not one).
       expect(await Effect.runPromise(embedder.rank(catalog.entries, "rain", 3))).toEqual([])
       expect(server.requests()).toBe(2)
+    }))
+
+  it("a redirect loop within the origin is followed 3 times, then refused: 4 requests, the ranking lexical", () =>
+    withServer(async (server) => {
+      server.setMode("redirect")
+      server.setRedirect("/v1/embeddings")
+      const embedder = Embeddings.make({
+        model: "test-embed",
+        baseUrl: server.baseUrl,
+        apiKey: undefined,
+        stateDir: undefined,
+        timeoutMs: 20_000
+      })
+      expect(await Effect.runPromise(embedder.rank(catalog.entries, "rain", 3))).toEqual([])
+      // The request, then 3 redirects followed; the 4th answer's redirect is not.
+      expect(server.requests()).toBe(4)
     }))
 
   it("the model's key goes only to the model endpoint's origin; embeddings.apiKey wherever the embeddings are", () =>
