@@ -1,5 +1,5 @@
 /**
- * The Node the gateway needs, checked before anything else loads: a user whose Node is older gets
+ * The Node the gateway needs, checked before the gateway's code loads: a user whose Node is older gets
  * one line saying which Node to install, not a stack from a module that needs a newer one.
  *
  * Imports nothing, and is written so that an old Node can still parse and run it.
