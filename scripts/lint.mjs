@@ -2,12 +2,14 @@
 /**
  * `npm run lint`: ESLint and Prettier on the files git tracks, not on whatever else lies in the
  * work tree (a scratch file, an editor's backup, another tool's output must not fail `npm test`).
- * Outside a git checkout (an unpacked package) both check the whole tree, as before.
+ * Outside a git checkout (an unpacked package) both check the whole tree, as before. Then the
+ * bound on a function's length in src/ (scripts/function-length.mjs).
  */
 import { spawnSync } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import * as FunctionLength from "./function-length.mjs"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const bin = (name) => fileURLToPath(new URL(`../node_modules/.bin/${name}`, import.meta.url))
@@ -31,4 +33,5 @@ const run = (tool, args, targets) => {
 const scripts = (f) => /\.(c|m)?(t|j)sx?$/.test(f)
 const eslint = run("eslint", ["--no-warn-ignored"], files === undefined ? ["."] : files.filter(scripts))
 const prettier = run("prettier", ["--check", "--ignore-unknown"], files ?? ["."])
-process.exit(eslint || prettier)
+const lengths = FunctionLength.report(root, files ?? FunctionLength.sourceFiles(root))
+process.exit(eslint || prettier || lengths)

@@ -11,12 +11,20 @@ import { objectOr } from "../json/Json.js"
 import * as Capabilities from "../catalog/Capabilities.js"
 import { Array as Arr, Effect, Fiber, Stream } from "effect"
 import type { BackendStatus } from "../observability/BackendStatus.js"
-import { Backends, startOptionsOf } from "../backend/Backends.js"
+import { Backends, type BackendsService, type StartOptions, startOptionsOf } from "../backend/Backends.js"
 import * as Pins from "../backend/Pins.js"
 import * as CedarSchema from "../policy/CedarSchema.js"
 import * as Store from "../auth/Store.js"
-import { GatewayConfig, type ConfigSources, oauthOf, transportOf } from "../config/Config.js"
-import { type CatalogEntry, catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
+import {
+  type BackendConfig,
+  GatewayConfig,
+  type ConfigSources,
+  oauthOf,
+  type Profile,
+  type ResolvedConfig,
+  transportOf
+} from "../config/Config.js"
+import { type Catalog, type CatalogEntry, catalogOf, describeConflict, inProfile, profileServes } from "../catalog/ToolCatalog.js"
 import * as Logging from "../observability/Logging.js"
 import { withCore } from "./Core.js"
 import * as SharedFiles from "../gateway/SharedFiles.js"
@@ -94,6 +102,155 @@ export const unannotatedLines = (entries: ReadonlyArray<CatalogEntry>, verbose: 
 /** The least time a check gives backends to start (a first `npx` download takes a while). */
 const CHECK_STARTUP_MS = 30_000
 
+/** What a check found wrong (the exit code is 1 when there is one) and what it found doubtful. */
+interface Findings {
+  readonly problems: Array<string>
+  readonly warnings: Array<string>
+}
+
+/**
+ * Starts `checked` and says how long each took to settle (ready or failed), in ms from the start:
+ * watched while they start, since the states read afterwards no longer say when.
+ */
+const startTimed = (
+  backends: BackendsService,
+  checked: ReadonlyArray<BackendConfig>,
+  options: StartOptions
+): Effect.Effect<ReadonlyMap<string, number>> =>
+  Effect.gen(function* () {
+    const started = Date.now()
+    const settledIn = new Map<string, number>()
+    const watcher = yield* backends.statusChanges.pipe(
+      Stream.runForEach((status) =>
+        Effect.sync(() => {
+          if ((status.state === "ready" || status.state === "failed") && !settledIn.has(status.id))
+            settledIn.set(status.id, Date.now() - started)
+        })
+      ),
+      Effect.fork
+    )
+    yield* backends.start(checked, options)
+    yield* Fiber.interrupt(watcher)
+    return settledIn
+  })
+
+/** The table's rows: one per backend, what it offers once ready and how long it took to start. */
+const rowsOf = (
+  backends: BackendsService,
+  config: ResolvedConfig,
+  states: ReadonlyArray<BackendStatus>,
+  settledIn: ReadonlyMap<string, number>
+): Effect.Effect<Array<Row>> =>
+  Effect.gen(function* () {
+    // "5 of 14" when filters, conflicts or quarantine hide some of what a backend lists; quarantine named.
+    const exposed = catalogOf(backends.toolsSync())
+    const exposedOf = (id: string, listed: number) => {
+      const shown = exposed.entries.filter((e) => e.backendId === id).length
+      const backend = backends.toolsSync().find((b) => b.backendId === id)
+      const held = backend?.pinMode === "quarantine" ? (backend.changed?.length ?? 0) : 0
+      // `listed` counts the tools it may serve: the held ones are added back, and named.
+      if (held > 0) return `${shown} of ${listed + held} (${held} quarantined)`
+      return shown === listed ? String(listed) : `${shown} of ${listed}`
+    }
+    const rows: Array<Row> = []
+    for (const status of states) {
+      const ready = status.state === "ready"
+      const configured = config.backends.find((b) => b.id === status.id)
+      const ms = settledIn.get(status.id)
+      rows.push({
+        id: status.displayName === undefined ? status.id : `${status.id} (${status.displayName})`,
+        transport: configured === undefined ? "-" : transportOf(configured),
+        state: status.state,
+        protocol: status.protocolVersion ?? "-",
+        tools: ready ? exposedOf(status.id, status.toolCount) : "-",
+        resources: ready ? yield* backends.countListed(status.id, "resources", "resources/list", "resources") : "-",
+        prompts: ready ? yield* backends.countListed(status.id, "prompts", "prompts/list", "prompts") : "-",
+        startup: ms === undefined ? "-" : `${ms} ms`
+      })
+    }
+    return rows
+  })
+
+/** Each enabled backend that is not ready, why (scrubbed of secrets), and what to do about it. */
+const notReady = (states: ReadonlyArray<BackendStatus>, startupTimeoutMs: number): Array<string> =>
+  states
+    .filter((s) => s.state !== "ready" && s.enabled)
+    .map(
+      (s) =>
+        `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, startupTimeoutMs)}`
+    )
+
+/**
+ * What the listed tools themselves give away: descriptions that hide characters (removed from
+ * what the gateway's model reads: warnings), definitions changed since they were pinned (held back:
+ * problems; flagged: warnings), and the pins' notes.
+ */
+const toolFindings = (backends: BackendsService): Effect.Effect<Findings> =>
+  Effect.gen(function* () {
+    const warnings: Array<string> = []
+    const problems: Array<string> = []
+    for (const listed of backends.toolsSync()) {
+      for (const h of yield* backends.hiddenIn(listed.backendId, listed.tools)) {
+        warnings.push(
+          `- ${h.backendId}: ${h.what} ${h.name}'s description hides characters (${h.found}); the gateway's model never reads them`
+        )
+      }
+    }
+    for (const listed of backends.toolsSync()) {
+      for (const change of listed.changed ?? []) {
+        const line = `- ${listed.backendId}: tool ${change.name} changed since it was pinned (${change.changed.join(", ")})${
+          listed.pinMode === "quarantine" ? ": quarantined" : ""
+        }\n${Pins.describeChange(change)}\n  fix: review the change, then run \`mcp-agentify trust ${listed.backendId} ${change.name}\``
+        if (listed.pinMode === "quarantine") problems.push(line)
+        else warnings.push(line)
+      }
+    }
+    for (const listed of backends.toolsSync()) for (const note of listed.pinNotes ?? []) warnings.push(`- ${note}`)
+    return { problems, warnings }
+  })
+
+/** The policy file, validated against the schema of the tools listed now; undefined without one. */
+const reviewPolicies = (config: ResolvedConfig, backends: BackendsService) => {
+  if (config.policies === undefined) return undefined
+  const file = config.policies
+  const review = CedarSchema.review(
+    file,
+    catalogOf(backends.toolsSync()).entries.map((e) => ({ name: e.name, inputSchema: e.tool.inputSchema }))
+  )
+  return {
+    ids: review.ids,
+    line: `policies: ${review.ids.length} in ${file}${review.ids.length === 0 ? "" : ` (${review.ids.join(", ")})`}`,
+    problems: review.problems.map((p) => `- policies ${file}: ${p}`),
+    warnings: review.warnings.map((w) => `- policies ${file}: ${w}`)
+  }
+}
+
+/**
+ * Who the gateway is signed in as at each remote OAuth backend: issuer and scopes, never a token.
+ * A backend that acts as each user: each user's own sign-in under it, by name.
+ */
+const signInLines = (config: ResolvedConfig, env: ConfigSources["env"]): Array<string> => {
+  const tokenDir = Store.directory(env)
+  return config.backends
+    .filter((b) => b.url !== undefined && oauthOf(b) !== undefined)
+    .flatMap((b) => [
+      `  ${b.id}: ${Store.describe(Store.read(tokenDir, b.id, env), b.id)}`,
+      ...(oauthOf(b)?.perUser === true
+        ? Store.usersOf(tokenDir, b.id, env).map((u) => `    ${u.subject}: ${Store.describe(u, b.id)}`)
+        : [])
+    ])
+}
+
+/** The tools a `--profile` check serves, under a line naming the profile; nothing without one. */
+const servedLines = (profileName: string | undefined, profile: Profile | undefined, catalog: Catalog): Array<string> =>
+  profileName === undefined
+    ? []
+    : [
+        "",
+        `profile ${profileName}${profile?.description === undefined ? "" : ` (${profile.description})`}: ${catalog.entries.length} tools`,
+        ...catalog.entries.map((e) => `  ${e.name}  [${e.backendId}]`)
+      ]
+
 /**
  * Runs the check; succeeds with the process's exit code. Writes the report with `print`. With a
  * `profile` (known to the configuration: the command line checked), only its backends start and
@@ -110,76 +267,15 @@ export const check = (
     const profile = profileName === undefined ? undefined : config.profiles[profileName]
     yield* Logging.applyLevel(config.logLevel)
     const backends = yield* Backends
-    const started = Date.now()
-    const readyAt = new Map<string, number>()
-    const watcher = yield* backends.statusChanges.pipe(
-      Stream.runForEach((status) =>
-        Effect.sync(() => {
-          if ((status.state === "ready" || status.state === "failed") && !readyAt.has(status.id))
-            readyAt.set(status.id, Date.now())
-        })
-      ),
-      Effect.fork
-    )
     // A check waits longer than a client's initialize: it reports what each backend ends up as.
     const startupTimeoutMs = Math.max(config.startupTimeoutMs, CHECK_STARTUP_MS)
     const checked = config.backends.filter((b) => profileServes(profile, b.id))
-    yield* backends.start(checked, startOptionsOf({ ...config, startupTimeoutMs, start: "always" }))
-    yield* Fiber.interrupt(watcher)
+    const settledIn = yield* startTimed(backends, checked, startOptionsOf({ ...config, startupTimeoutMs, start: "always" }))
     const states = yield* backends.states
-    // "5 of 14" when filters, conflicts or quarantine hide some of what a backend lists; quarantine named.
-    const exposed = catalogOf(backends.toolsSync())
-    const exposedOf = (id: string, listed: number) => {
-      const shown = exposed.entries.filter((e) => e.backendId === id).length
-      const backend = backends.toolsSync().find((b) => b.backendId === id)
-      const held = backend?.pinMode === "quarantine" ? (backend.changed?.length ?? 0) : 0
-      // `listed` counts the tools it may serve: the held ones are added back, and named.
-      if (held > 0) return `${shown} of ${listed + held} (${held} quarantined)`
-      return shown === listed ? String(listed) : `${shown} of ${listed}`
-    }
-    const rows: Array<Row> = []
-    for (const status of states) {
-      const ready = status.state === "ready"
-      const configured = config.backends.find((b) => b.id === status.id)
-      rows.push({
-        id: status.displayName === undefined ? status.id : `${status.id} (${status.displayName})`,
-        transport: configured === undefined ? "-" : transportOf(configured),
-        state: status.state,
-        protocol: status.protocolVersion ?? "-",
-        tools: ready ? exposedOf(status.id, status.toolCount) : "-",
-        resources: ready ? yield* backends.countListed(status.id, "resources", "resources/list", "resources") : "-",
-        prompts: ready ? yield* backends.countListed(status.id, "prompts", "prompts/list", "prompts") : "-",
-        startup: readyAt.has(status.id) ? `${readyAt.get(status.id)! - started} ms` : "-"
-      })
-    }
-    const problems = states
-      .filter((s) => s.state !== "ready" && s.enabled)
-      .map(
-        (s) =>
-          `- ${s.id}: ${s.state}${s.lastError === undefined ? "" : `: ${Secrets.scrub(s.lastError)}`}\n  fix: ${fixFor(s, startupTimeoutMs)}`
-      )
-    // Descriptions that hide characters (removed from what the gateway's model reads) are warnings.
-    const warnings: Array<string> = []
-    const pinProblems: Array<string> = []
-    for (const listed of backends.toolsSync()) {
-      for (const h of yield* backends.hiddenIn(listed.backendId, listed.tools)) {
-        warnings.push(
-          `- ${h.backendId}: ${h.what} ${h.name}'s description hides characters (${h.found}); the gateway's model never reads them`
-        )
-      }
-    }
-    // Tools whose definitions changed since they were pinned: held back (a problem) or flagged.
-    for (const listed of backends.toolsSync()) {
-      for (const change of listed.changed ?? []) {
-        const line = `- ${listed.backendId}: tool ${change.name} changed since it was pinned (${change.changed.join(", ")})${
-          listed.pinMode === "quarantine" ? ": quarantined" : ""
-        }\n${Pins.describeChange(change)}\n  fix: review the change, then run \`mcp-agentify trust ${listed.backendId} ${change.name}\``
-        if (listed.pinMode === "quarantine") pinProblems.push(line)
-        else warnings.push(line)
-      }
-    }
-    problems.push(...pinProblems)
-    for (const listed of backends.toolsSync()) for (const note of listed.pinNotes ?? []) warnings.push(`- ${note}`)
+    const rows = yield* rowsOf(backends, config, states, settledIn)
+    const tools = yield* toolFindings(backends)
+    const problems = [...notReady(states, startupTimeoutMs), ...tools.problems]
+    const warnings = [...tools.warnings]
     // Tools two backends would share a name for: the later one's are not exposed.
     const catalog = inProfile(catalogOf(backends.toolsSync()), profile)
     for (const conflict of catalog.conflicts) {
@@ -188,37 +284,10 @@ export const check = (
     // Tools that say nothing of what they do: what the gateway's safeties take them for (MCP's defaults,
     // or what `flow.tools` declares of them), so that a user can declare better.
     const unannotated = unannotatedLines(catalog.entries, verbose)
-    const served =
-      profileName === undefined
-        ? []
-        : [
-            "",
-            `profile ${profileName}${profile?.description === undefined ? "" : ` (${profile.description})`}: ${catalog.entries.length} tools`,
-            ...catalog.entries.map((e) => `  ${e.name}  [${e.backendId}]`)
-          ]
-    // The policy file, validated against the schema of the tools listed now.
-    const policies =
-      config.policies === undefined
-        ? undefined
-        : CedarSchema.review(
-            config.policies,
-            catalogOf(backends.toolsSync()).entries.map((e) => ({ name: e.name, inputSchema: e.tool.inputSchema }))
-          )
-    if (config.policies !== undefined && policies !== undefined) {
-      problems.push(...policies.problems.map((p) => `- policies ${config.policies}: ${p}`))
-      warnings.push(...policies.warnings.map((w) => `- policies ${config.policies}: ${w}`))
-    }
-    // Who the gateway is signed in as at each remote OAuth backend: issuer and scopes, never a token.
-    // A backend that acts as each user: each user's own sign-in under it, by name.
-    const tokenDir = Store.directory(sources.env)
-    const signIns = config.backends
-      .filter((b) => b.url !== undefined && oauthOf(b) !== undefined)
-      .flatMap((b) => [
-        `  ${b.id}: ${Store.describe(Store.read(tokenDir, b.id, sources.env), b.id)}`,
-        ...(oauthOf(b)?.perUser === true
-          ? Store.usersOf(tokenDir, b.id, sources.env).map((u) => `    ${u.subject}: ${Store.describe(u, b.id)}`)
-          : [])
-      ])
+    const policies = reviewPolicies(config, backends)
+    problems.push(...(policies?.problems ?? []))
+    warnings.push(...(policies?.warnings ?? []))
+    const signIns = signInLines(config, sources.env)
     // What --servers-dir found (info) and the folders it could not use.
     const found = config.notes.filter((n) => n.level === "info" || n.message.startsWith("not a server in "))
     const lines = [
@@ -229,13 +298,9 @@ export const check = (
         ["backend", "transport", "state", "protocol", "tools", "resources", "prompts", "start-up"],
         ...rows.map((r) => [r.id, r.transport, r.state, r.protocol, r.tools, r.resources, r.prompts, r.startup])
       ]),
-      ...served,
+      ...servedLines(profileName, profile, catalog),
       "",
-      ...(policies === undefined
-        ? []
-        : [
-            `policies: ${policies.ids.length} in ${config.policies}${policies.ids.length === 0 ? "" : ` (${policies.ids.join(", ")})`}`
-          ]),
+      ...(policies === undefined ? [] : [policies.line]),
       ...(signIns.length === 0 ? [] : ["sign-ins:", ...signIns]),
       `OpenAI key: ${config.openaiApiKeySource === "none" ? "not set (tools/call works; orchestration needs OPENAI_API_KEY)" : `set (from ${config.openaiApiKeySource})`}`,
       `embeddings: ${Embeddings.describe(config)}`,

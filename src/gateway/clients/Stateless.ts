@@ -110,154 +110,176 @@ const describe = (
   })
 }
 
+/** What the stateless era is served with: the gateway's sessions, its backends, the input bridge. */
+interface Deps {
+  readonly gateway: GatewayService
+  readonly backends: BackendsService
+  readonly bridge: InputBridge.InputBridgeService
+}
+
+/** A new stateless request: an ephemeral session on the gateway, its call run in a scope of its own. */
+const start = (
+  { gateway, bridge }: Deps,
+  request: Request,
+  client: Era.Context,
+  target: Target,
+  edge: Edge,
+  out: Outbox,
+  identity?: Identity
+): Effect.Effect<InputBridge.Call | Response> =>
+  Effect.gen(function* () {
+    const capabilities = client.clientCapabilities
+    const call = yield* bridge.open(request, capabilities, out)
+    if ("jsonrpc" in call) return call
+    const session = new Session({
+      id: `stateless-${call.id}`,
+      edge,
+      target,
+      identity,
+      send: () => false,
+      ask: call.ask,
+      // Ready at once, its client as the request's _meta says; no level: no log messages for
+      // this request (2026-07-28 makes them opt-in per request).
+      state: servedState(
+        { protocolVersion: client.protocolVersion, clientInfo: client.clientInfo, capabilities },
+        client.logLevel
+      )
+    })
+    session.parked = call.parked
+    session.markInitialized()
+    const context: RequestContext = {
+      id: request.id,
+      notifyUnsafe: (method, p) => call.send(notification(method, p)),
+      notify: (method, p) => Effect.sync(() => call.send(notification(method, p))),
+      send: () => false
+    }
+    // Passed as the client sent it: a stateless backend gets its _meta (and a requestState of
+    // its own, on a retry); a session-era backend never sees the era's _meta keys (Backend).
+    yield* bridge.run(
+      call,
+      Effect.flatMap(gateway.open(session), (handlers) => Caller.as({ session })(handlers.request(request, context)))
+    )
+    return call
+  })
+
+/** `server/discover`'s reply: the versions served, what `target` offers, and that anyone may cache it. */
+const discover = (backends: BackendsService, request: Request, target: Target) =>
+  Effect.map(describe(backends, target), (d) => {
+    return success(request.id, {
+      supportedVersions: SUPPORTED_VERSIONS,
+      capabilities: d.capabilities,
+      ...(d.instructions === undefined ? {} : { instructions: d.instructions }),
+      resultType: "complete",
+      ttlMs: 0,
+      cacheScope: "public",
+      _meta: { [Mcp.Meta.serverInfo]: d.serverInfo }
+    })
+  })
+
+/** Serves one stateless request; see `Stateless.serve`. */
+const serve = (
+  deps: Deps,
+  request: Request,
+  context: Era.Context,
+  target: Target,
+  edge: Edge,
+  out: Outbox,
+  identity?: Identity
+): Effect.Effect<Response> =>
+  Effect.gen(function* () {
+    if (REMOVED.has(request.method)) {
+      return failure(request.id, {
+        code: ErrorCode.MethodNotFound,
+        message: `Method not found: ${request.method} (removed in ${Mcp.STATELESS_PROTOCOL_VERSION})`
+      })
+    }
+    if (request.method === "server/discover") {
+      return yield* discover(deps.backends, request, target).pipe(
+        Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params]))))
+      )
+    }
+    const params = objectOr(request.params)
+    const call =
+      isOwnState(params.requestState) && InputBridge.MAY_ASK.has(request.method)
+        ? yield* deps.bridge.resume(request, out)
+        : yield* start(deps, request, context, target, edge, out, identity)
+    if ("jsonrpc" in call) return call
+    // The call's failure reaches the wire here, as a reply.
+    return yield* deps.bridge
+      .round(call, request)
+      .pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params])))))
+  })
+
+/**
+ * The list-changed notifications a `subscriptions/listen` request asked for (`wanted`) that the
+ * target offers (`capabilities`): each notification's method, to the field of `wanted` that asked.
+ */
+const honoredOf = (wanted: Readonly<Record<string, unknown>>, capabilities: unknown): Record<string, string> => {
+  const honored: Record<string, string> = {}
+  for (const [field, capability, method] of [
+    ["toolsListChanged", "tools", "notifications/tools/list_changed"],
+    ["promptsListChanged", "prompts", "notifications/prompts/list_changed"],
+    ["resourcesListChanged", "resources", "notifications/resources/list_changed"]
+  ] as const) {
+    if (wanted[field] === true && Json.field(Json.field(capabilities, capability), "listChanged") === true) {
+      honored[method] = field
+    }
+  }
+  return honored
+}
+
+/**
+ * `subscriptions/listen`: the acknowledgement, then the notifications the client opted in to,
+ * each tagged with the subscription's id, for as long as the current scope is open (the
+ * transport's stream).
+ */
+const listen = ({ gateway, backends }: Deps, request: Request, target: Target, edge: Edge, out: Outbox) =>
+  Effect.gen(function* () {
+    const wanted = objectField(request.params, "notifications")
+    if (wanted === undefined) {
+      return out.send(
+        failure(request.id, { code: ErrorCode.InvalidParams, message: "Invalid params: notifications must be an object" })
+      )
+    }
+    const described = yield* Effect.either(describe(backends, target))
+    if (described._tag === "Left")
+      return out.send(failure(request.id, toRpcError(described.left, [request.method, request.params])))
+    const honored = honoredOf(wanted, described.right.capabilities)
+    const subscriptionId = randomBytes(12).toString("hex")
+    const tagged = (params: unknown) => Meta.merge(params, { [Mcp.Meta.subscriptionId]: subscriptionId })
+    out.send(
+      notification("notifications/subscriptions/acknowledged", {
+        notifications: Object.fromEntries(Object.values(honored).map((field) => [field, true])),
+        _meta: { [Mcp.Meta.subscriptionId]: subscriptionId }
+      })
+    )
+    const session = new Session({
+      id: `listen-${subscriptionId}`,
+      edge,
+      target,
+      state: servedState({ protocolVersion: Mcp.STATELESS_PROTOCOL_VERSION, clientInfo: undefined, capabilities: {} }, "none"),
+      send: (message) => {
+        const method = stringField(message, "method")
+        // Only what the client asked for, whatever the gateway broadcasts.
+        if (method === undefined || honored[method] === undefined) return true
+        out.send(notification(method, tagged(field(message, "params"))))
+        return true
+      }
+    })
+    yield* gateway.open(session)
+  })
+
 export const make = (
   gateway: GatewayService,
   backends: BackendsService,
   bridge: InputBridge.InputBridgeService
 ): Effect.Effect<Stateless> =>
   Effect.sync(() => {
-    /** A new stateless request: an ephemeral session on the gateway, its call run in a scope of its own. */
-    const start = (
-      request: Request,
-      client: Era.Context,
-      target: Target,
-      edge: Edge,
-      out: Outbox,
-      identity?: Identity
-    ): Effect.Effect<InputBridge.Call | Response> =>
-      Effect.gen(function* () {
-        const capabilities = client.clientCapabilities
-        const call = yield* bridge.open(request, capabilities, out)
-        if ("jsonrpc" in call) return call
-        const session = new Session({
-          id: `stateless-${call.id}`,
-          edge,
-          target,
-          identity,
-          send: () => false,
-          ask: call.ask,
-          // Ready at once, its client as the request's _meta says; no level: no log messages for
-          // this request (2026-07-28 makes them opt-in per request).
-          state: servedState(
-            { protocolVersion: client.protocolVersion, clientInfo: client.clientInfo, capabilities },
-            client.logLevel
-          )
-        })
-        session.parked = call.parked
-        session.markInitialized()
-        const context: RequestContext = {
-          id: request.id,
-          notifyUnsafe: (method, p) => call.send(notification(method, p)),
-          notify: (method, p) => Effect.sync(() => call.send(notification(method, p))),
-          send: () => false
-        }
-        // Passed as the client sent it: a stateless backend gets its _meta (and a requestState of
-        // its own, on a retry); a session-era backend never sees the era's _meta keys (Backend).
-        yield* bridge.run(
-          call,
-          Effect.flatMap(gateway.open(session), (handlers) => Caller.as({ session })(handlers.request(request, context)))
-        )
-        return call
-      })
-
-    const discover = (request: Request, target: Target) =>
-      Effect.map(describe(backends, target), (d) => {
-        return success(request.id, {
-          supportedVersions: SUPPORTED_VERSIONS,
-          capabilities: d.capabilities,
-          ...(d.instructions === undefined ? {} : { instructions: d.instructions }),
-          resultType: "complete",
-          ttlMs: 0,
-          cacheScope: "public",
-          _meta: { [Mcp.Meta.serverInfo]: d.serverInfo }
-        })
-      })
-
-    const serve = (
-      request: Request,
-      context: Era.Context,
-      target: Target,
-      edge: Edge,
-      out: Outbox,
-      identity?: Identity
-    ): Effect.Effect<Response> =>
-      Effect.gen(function* () {
-        if (REMOVED.has(request.method)) {
-          return failure(request.id, {
-            code: ErrorCode.MethodNotFound,
-            message: `Method not found: ${request.method} (removed in ${Mcp.STATELESS_PROTOCOL_VERSION})`
-          })
-        }
-        if (request.method === "server/discover") {
-          return yield* discover(request, target).pipe(
-            Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params]))))
-          )
-        }
-        const params = objectOr(request.params)
-        const call =
-          isOwnState(params.requestState) && InputBridge.MAY_ASK.has(request.method)
-            ? yield* bridge.resume(request, out)
-            : yield* start(request, context, target, edge, out, identity)
-        if ("jsonrpc" in call) return call
-        // The call's failure reaches the wire here, as a reply.
-        return yield* bridge
-          .round(call, request)
-          .pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params])))))
-      })
-
-    /**
-     * `subscriptions/listen`: the acknowledgement, then the notifications the client opted in to,
-     * each tagged with the subscription's id, for as long as the current scope is open (the
-     * transport's stream).
-     */
-    const listen = (request: Request, target: Target, edge: Edge, out: Outbox) =>
-      Effect.gen(function* () {
-        const wanted = objectField(request.params, "notifications")
-        if (wanted === undefined) {
-          return out.send(
-            failure(request.id, { code: ErrorCode.InvalidParams, message: "Invalid params: notifications must be an object" })
-          )
-        }
-        const described = yield* Effect.either(describe(backends, target))
-        if (described._tag === "Left") return out.send(failure(request.id, toRpcError(described.left, [request.method, request.params])))
-        const capabilities = described.right.capabilities
-        const honored: Record<string, string> = {}
-        for (const [field, capability, method] of [
-          ["toolsListChanged", "tools", "notifications/tools/list_changed"],
-          ["promptsListChanged", "prompts", "notifications/prompts/list_changed"],
-          ["resourcesListChanged", "resources", "notifications/resources/list_changed"]
-        ] as const) {
-          if (wanted[field] === true && Json.field(Json.field(capabilities, capability), "listChanged") === true) {
-            honored[method] = field
-          }
-        }
-        const subscriptionId = randomBytes(12).toString("hex")
-        const tagged = (params: unknown) => Meta.merge(params, { [Mcp.Meta.subscriptionId]: subscriptionId })
-        out.send(
-          notification("notifications/subscriptions/acknowledged", {
-            notifications: Object.fromEntries(Object.values(honored).map((field) => [field, true])),
-            _meta: { [Mcp.Meta.subscriptionId]: subscriptionId }
-          })
-        )
-        const session = new Session({
-          id: `listen-${subscriptionId}`,
-          edge,
-          target,
-          state: servedState(
-            { protocolVersion: Mcp.STATELESS_PROTOCOL_VERSION, clientInfo: undefined, capabilities: {} },
-            "none"
-          ),
-          send: (message) => {
-            const method = stringField(message, "method")
-            // Only what the client asked for, whatever the gateway broadcasts.
-            if (method === undefined || honored[method] === undefined) return true
-            out.send(notification(method, tagged(field(message, "params"))))
-            return true
-          }
-        })
-        yield* gateway.open(session)
-      })
-
-    const service: Stateless = { serve, listen, openCalls: bridge.size }
+    const deps: Deps = { gateway, backends, bridge }
+    const service: Stateless = {
+      serve: (request, context, target, edge, out, identity) => serve(deps, request, context, target, edge, out, identity),
+      listen: (request, target, edge, out) => listen(deps, request, target, edge, out),
+      openCalls: bridge.size
+    }
     return service
   })

@@ -184,6 +184,151 @@ const publish = (code: string, outcome: Sandbox.Outcome, totalMs: number) =>
 export const run = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, InvalidParams> =>
   Effect.withSpan("agentify_run_code")(runOnce(params, deps))
 
+/** The run's limits: the call's own `timeoutMs`, else the gateway's settings, else the sandbox's defaults. */
+const limitsOf = (given: Deps["settings"], timeoutMs: number | undefined, defaults: Sandbox.Limits): Sandbox.Limits => ({
+  timeoutMs: timeoutMs ?? given.timeoutMs ?? defaults.timeoutMs,
+  memoryMb: given.memoryMb ?? defaults.memoryMb,
+  maxCalls: given.maxCalls ?? defaults.maxCalls,
+  maxConcurrentCalls: given.maxConcurrentCalls ?? defaults.maxConcurrentCalls,
+  maxOutputBytes: given.maxOutputBytes ?? defaults.maxOutputBytes,
+  maxRuns: given.maxRuns ?? defaults.maxRuns,
+  maxQueuedRuns: given.maxQueuedRuns ?? defaults.maxQueuedRuns
+})
+
+type ScriptTool = ReturnType<typeof scriptTools>[number]
+
+/** What one run's calls share: what they may call, where values came from, and what was stopped. */
+interface RunState {
+  readonly deps: Deps
+  readonly byName: ReadonlyMap<string, ScriptTool>
+  /** Every value handed into the sandbox, recognised when it comes back in a call's arguments. */
+  readonly ledger: Provenance.Ledger
+  readonly plan: ReadonlyArray<string> | undefined
+  readonly dryRun: boolean
+  /**
+   * Calls that reached a backend and were stopped as the run ended (the sandbox lists the rest):
+   * they count among the calls made, since the backend may have acted on them.
+   */
+  readonly stopped: Array<Sandbox.CallRecord>
+}
+
+/**
+ * One call the script makes, through the call pipeline as a `script` call: the value the script
+ * gets (or why it rejects) and the call as the result lists it. What it reads goes into the ledger.
+ */
+const callOnce = (run: RunState, name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
+  Effect.gen(function* () {
+    const { deps, ledger, stopped } = run
+    const tool = run.byName.get(name)
+    const given = objectOr(args)
+    const decisions: Array<Vocabulary.Decision> = []
+    // What the pipeline's forward stage said: sent to the backend, or held back by the preview.
+    const sent = () => Vocabulary.wasSent(decisions)
+    const held = () => Vocabulary.wasHeldBack(decisions)
+    const started = Date.now()
+    // A client's own script is its request: what it writes of what it reads, its author chose.
+    const keeps = deps.provenance === undefined ? "everything" : deps.provenance.keeps
+    const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan: run.plan, keeps }
+    const outcome = yield* Effect.either(
+      deps.call({
+        via: "script",
+        flow,
+        name,
+        target: tool === undefined ? undefined : { backendId: tool.entry.backendId, own: tool.entry.toolName, entry: tool.entry },
+        params: { name, arguments: given },
+        preview: run.dryRun,
+        decisions
+      })
+    ).pipe(
+      Effect.onInterrupt(() =>
+        Effect.sync(() => {
+          // Stopped as the run ended: listed if it had reached its backend.
+          if (sent())
+            stopped.push({ tool: name, arguments: shown(given), ms: Date.now() - started, isError: true, interrupted: true })
+        })
+      )
+    )
+    const ms = sent() ? Date.now() - started : 0
+    // Every value handed into the sandbox is data, an error's text as much as a result: what a
+    // backend says when it fails (a page's 404 text) may carry instructions too.
+    const readError = (text: string) =>
+      tool === undefined
+        ? Effect.void
+        : Effect.asVoid(ledger.record({ backendId: tool.entry.backendId, tool: name, arguments: given }, text))
+    if (Either.isLeft(outcome)) {
+      if (outcome.left._tag === "BackendError") yield* readError(outcome.left.message)
+      // Refused before any backend was chosen (unknown, hidden, quarantined): not one of its calls.
+      const unknown = decisions.some((d) => d.stage === "find" && d.refused === true)
+      return {
+        ok: false,
+        message: outcome.left.message,
+        record: unknown ? undefined : { tool: name, arguments: shown(given), ms, isError: true }
+      }
+    }
+    const result = outcome.right
+    // A preview held it back (checked, not run): listed as such.
+    if (held())
+      return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms: 0, isError: false, dryRun: true } }
+    if (!isCallToolResult(result))
+      return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms, isError: false } }
+    if (result.isError === true) {
+      const message = resultText(result) || `${name} reported an error`
+      yield* readError(message)
+      return {
+        ok: false,
+        message,
+        record: { tool: name, arguments: shown(given), ms, isError: true }
+      }
+    }
+    const value = valueOf(result)
+    if (tool !== undefined) {
+      yield* ledger.record({ backendId: tool.entry.backendId, tool: name, arguments: given }, JSON.stringify(value) ?? "")
+    }
+    return { ok: true, value, record: { tool: name, arguments: shown(given), ms, isError: false } }
+  })
+
+/** `searchTools`: the declarations of the tools that match `query`; the script is told when none does. */
+const searchIn =
+  (deps: Deps, tools: ReadonlyArray<ScriptTool>) =>
+  (query: string): string => {
+    const found = new Set(matchingEntries(deps.catalog().entries, query, SEARCH_RESULTS).map((e) => e.name))
+    const matches = tools.filter((t) => found.has(t.exposed))
+    return matches.length === 0 ? "// no tool matches" : (Declarations.declarations(matches) ?? "")
+  }
+
+/** The names the script may call: its tools, and the held ones (calling one says why it is held). */
+const namesOf = (deps: Deps, tools: ReadonlyArray<ScriptTool>, byName: ReadonlyMap<string, ScriptTool>) => [
+  ...tools.map((t) => [t.namespace, t.key, t.exposed] as const),
+  ...(deps.held?.() ?? [])
+    .filter((h) => !byName.has(h.exposed))
+    .map((h) => {
+      const path = Declarations.pathOf(h.exposed, deps.namespaceOf(h.backendId))
+      return [path.namespace, path.key, h.exposed] as const
+    })
+]
+
+/** What the client gets of a run: the script's value and what it logged and called, or its error named. */
+const resultOf = (outcome: Sandbox.Outcome, calls: ReadonlyArray<Sandbox.CallRecord>, dryRun: boolean): CallToolResult => {
+  if (outcome.ok) {
+    const text = outcome.text ? (outcome.value as string) : JSON.stringify(outcome.value, null, 2)
+    return {
+      content: [{ type: "text", text }],
+      structuredContent: { result: outcome.value, logs: outcome.logs, calls, ...(dryRun ? { dryRun: true } : {}) }
+    }
+  }
+  const where = outcome.line === undefined ? "" : ` (line ${outcome.line})`
+  const limit = outcome.limit === undefined ? "" : ` [limit: ${outcome.limit}]`
+  const text = `${outcome.name}${where}: ${outcome.message}${limit}; ${calls.length} tool call${calls.length === 1 ? "" : "s"} made`
+  return {
+    ...textResult(text, true),
+    structuredContent: {
+      error: { name: outcome.name, message: outcome.message, line: outcome.line, limit: outcome.limit },
+      logs: outcome.logs,
+      calls
+    }
+  }
+}
+
 const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, InvalidParams> =>
   Effect.gen(function* () {
     const began = Date.now()
@@ -194,145 +339,35 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
     }
     const { code, dryRun = false, timeoutMs } = decoded.right
     const Sandbox = loadedSandbox ?? (loadedSandbox = yield* Effect.promise(() => import("../../sandbox/Sandbox.js")))
-    const given = deps.settings
-    const defaults = Sandbox.DEFAULT_LIMITS
-    const limits: Sandbox.Limits = {
-      timeoutMs: timeoutMs ?? given.timeoutMs ?? defaults.timeoutMs,
-      memoryMb: given.memoryMb ?? defaults.memoryMb,
-      maxCalls: given.maxCalls ?? defaults.maxCalls,
-      maxConcurrentCalls: given.maxConcurrentCalls ?? defaults.maxConcurrentCalls,
-      maxOutputBytes: given.maxOutputBytes ?? defaults.maxOutputBytes,
-      maxRuns: given.maxRuns ?? defaults.maxRuns,
-      maxQueuedRuns: given.maxQueuedRuns ?? defaults.maxQueuedRuns
-    }
+    const limits = limitsOf(deps.settings, timeoutMs, Sandbox.DEFAULT_LIMITS)
     const tools = scriptTools(deps.catalog(), deps.namespaceOf)
     const byName = new Map(tools.map((t) => [t.exposed, t]))
-    // Calls that reached a backend and were stopped as the run ended (the sandbox lists the rest):
-    // they count among the calls made, since the backend may have acted on them.
-    const stopped: Array<Sandbox.CallRecord> = []
-    // Every value handed into the sandbox, recognised when it comes back in a call's arguments.
-    const ledger = deps.provenance?.ledger ?? new Provenance.Ledger(code)
-    const plan = deps.provenance?.plan()
-
-    const callTool = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
-      Effect.withSpan("RunCode.call", { attributes: { "gen_ai.tool.name": name } })(callOnce(name, args))
-    const callOnce = (name: string, args: unknown): Effect.Effect<Sandbox.CallAnswer> =>
-      Effect.gen(function* () {
-        const tool = byName.get(name)
-        const given = objectOr(args)
-        const decisions: Array<Vocabulary.Decision> = []
-        // What the pipeline's forward stage said: sent to the backend, or held back by the preview.
-        const sent = () => Vocabulary.wasSent(decisions)
-        const held = () => Vocabulary.wasHeldBack(decisions)
-        const started = Date.now()
-        // A client's own script is its request: what it writes of what it reads, its author chose.
-        const keeps = deps.provenance === undefined ? "everything" : deps.provenance.keeps
-        const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan, keeps }
-        const outcome = yield* Effect.either(
-          deps.call({
-            via: "script",
-            flow,
-            name,
-            target:
-              tool === undefined ? undefined : { backendId: tool.entry.backendId, own: tool.entry.toolName, entry: tool.entry },
-            params: { name, arguments: given },
-            preview: dryRun,
-            decisions
-          })
-        ).pipe(
-          Effect.onInterrupt(() =>
-            Effect.sync(() => {
-              // Stopped as the run ended: listed if it had reached its backend.
-              if (sent())
-                stopped.push({ tool: name, arguments: shown(given), ms: Date.now() - started, isError: true, interrupted: true })
-            })
-          )
-        )
-        const ms = sent() ? Date.now() - started : 0
-        // Every value handed into the sandbox is data, an error's text as much as a result: what a
-        // backend says when it fails (a page's 404 text) may carry instructions too.
-        const readError = (text: string) =>
-          tool === undefined
-            ? Effect.void
-            : Effect.asVoid(ledger.record({ backendId: tool.entry.backendId, tool: name, arguments: given }, text))
-        if (Either.isLeft(outcome)) {
-          if (outcome.left._tag === "BackendError") yield* readError(outcome.left.message)
-          // Refused before any backend was chosen (unknown, hidden, quarantined): not one of its calls.
-          const unknown = decisions.some((d) => d.stage === "find" && d.refused === true)
-          return {
-            ok: false,
-            message: outcome.left.message,
-            record: unknown ? undefined : { tool: name, arguments: shown(given), ms, isError: true }
-          }
-        }
-        const result = outcome.right
-        // A preview held it back (checked, not run): listed as such.
-        if (held())
-          return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms: 0, isError: false, dryRun: true } }
-        if (!isCallToolResult(result))
-          return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms, isError: false } }
-        if (result.isError === true) {
-          const message = resultText(result) || `${name} reported an error`
-          yield* readError(message)
-          return {
-            ok: false,
-            message,
-            record: { tool: name, arguments: shown(given), ms, isError: true }
-          }
-        }
-        const value = valueOf(result)
-        if (tool !== undefined) {
-          yield* ledger.record({ backendId: tool.entry.backendId, tool: name, arguments: given }, JSON.stringify(value) ?? "")
-        }
-        return { ok: true, value, record: { tool: name, arguments: shown(given), ms, isError: false } }
-      })
-
-    const search = (query: string): string => {
-      // Only tools that match: the script is told when none does.
-      const found = new Set(matchingEntries(deps.catalog().entries, query, SEARCH_RESULTS).map((e) => e.name))
-      const matches = tools.filter((t) => found.has(t.exposed))
-      return matches.length === 0 ? "// no tool matches" : (Declarations.declarations(matches) ?? "")
+    const run: RunState = {
+      deps,
+      byName,
+      ledger: deps.provenance?.ledger ?? new Provenance.Ledger(code),
+      plan: deps.provenance?.plan(),
+      dryRun,
+      stopped: []
     }
-
-    const names = [
-      ...tools.map((t) => [t.namespace, t.key, t.exposed] as const),
-      ...(deps.held?.() ?? [])
-        .filter((h) => !byName.has(h.exposed))
-        .map((h) => {
-          const path = Declarations.pathOf(h.exposed, deps.namespaceOf(h.backendId))
-          return [path.namespace, path.key, h.exposed] as const
-        })
-    ]
-    let outcome = yield* Sandbox.run(code, names, limits, { call: callTool, search })
+    const host: Sandbox.Host = {
+      call: (name, args) =>
+        Effect.withSpan("RunCode.call", { attributes: { "gen_ai.tool.name": name } })(callOnce(run, name, args)),
+      search: searchIn(deps, tools)
+    }
+    const names = namesOf(deps, tools, byName)
+    let outcome = yield* Sandbox.run(code, names, limits, host)
     // TypeScript: run again with its annotations stripped (esbuild, loaded only for this).
     if (!outcome.ok && outcome.name === "SyntaxError" && outcome.calls.length === 0) {
       const stripped = yield* Effect.promise(() => stripTypes(code))
-      if (stripped !== undefined && stripped.trim() !== code.trim())
-        outcome = yield* Sandbox.run(stripped, names, limits, { call: callTool, search })
+      if (stripped !== undefined && stripped.trim() !== code.trim()) outcome = yield* Sandbox.run(stripped, names, limits, host)
     }
     yield* Effect.logInfo("code mode run", {
       ok: outcome.ok,
       calls: outcome.calls.length,
       ...(outcome.ok ? {} : { error: outcome.name, ...(outcome.limit === undefined ? {} : { limit: outcome.limit }) })
     })
-    const calls = [...outcome.calls, ...stopped].map((c) => ({ ...c }))
+    const calls = [...outcome.calls, ...run.stopped].map((c) => ({ ...c }))
     yield* publish(code, outcome, Date.now() - began)
-    if (outcome.ok) {
-      const text = outcome.text ? (outcome.value as string) : JSON.stringify(outcome.value, null, 2)
-      return {
-        content: [{ type: "text", text }],
-        structuredContent: { result: outcome.value, logs: outcome.logs, calls, ...(dryRun ? { dryRun: true } : {}) }
-      }
-    }
-    const where = outcome.line === undefined ? "" : ` (line ${outcome.line})`
-    const limit = outcome.limit === undefined ? "" : ` [limit: ${outcome.limit}]`
-    const text = `${outcome.name}${where}: ${outcome.message}${limit}; ${calls.length} tool call${calls.length === 1 ? "" : "s"} made`
-    return {
-      ...textResult(text, true),
-      structuredContent: {
-        error: { name: outcome.name, message: outcome.message, line: outcome.line, limit: outcome.limit },
-        logs: outcome.logs,
-        calls
-      }
-    }
+    return resultOf(outcome, calls, dryRun)
   })
