@@ -40,7 +40,10 @@ const keepOnlyFiles = (dir: string, depth: number): void => {
     if (entry.isDirectory()) {
       if (depth > 0) keepOnlyFiles(path, depth - 1)
     } else if (!entry.isFile()) {
-      warn(path, `${entry.isSymbolicLink() ? "it is a symbolic link" : "it is not a regular file"}; removed from the compile cache`)
+      warn(
+        path,
+        `${entry.isSymbolicLink() ? "it is a symbolic link" : "it is not a regular file"}; removed from the compile cache`
+      )
       unlinkSync(path)
     }
   }

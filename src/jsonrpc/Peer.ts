@@ -138,7 +138,10 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
     }
 
     const start = (request: Request, out: Outbox): void => {
-      inbound.run(request.id, request.id, handle(request, out), (response) => out.send(response), [request.method, request.params])
+      inbound.run(request.id, request.id, handle(request, out), (response) => out.send(response), [
+        request.method,
+        request.params
+      ])
     }
 
     /** A request in a batch: its reply joins the batch's. */

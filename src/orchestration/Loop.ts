@@ -352,13 +352,16 @@ class Loop {
         plan: this.plan?.tools ?? [],
         keeps: this.keeps
       })
-      const outcomes = yield* inTurn(calls, (turnCall, i): Effect.Effect<TurnOutcome, BackendError | InvalidPlan | CallRefused> => {
-        const { call, args, planned } = turnCall
-        if (planned === undefined)
-          return call.name === Results.READ_RESULT_TOOL ? this.readOn(call, args) : this.searched(call, args)
-        if (decisions[i] === "declined") return this.notRun(step, call, planned.chosen.functionName, args, "declined")
-        return this.runPlanned(step, { ...turnCall, planned }, flowOf(args))
-      })
+      const outcomes = yield* inTurn(
+        calls,
+        (turnCall, i): Effect.Effect<TurnOutcome, BackendError | InvalidPlan | CallRefused> => {
+          const { call, args, planned } = turnCall
+          if (planned === undefined)
+            return call.name === Results.READ_RESULT_TOOL ? this.readOn(call, args) : this.searched(call, args)
+          if (decisions[i] === "declined") return this.notRun(step, call, planned.chosen.functionName, args, "declined")
+          return this.runPlanned(step, { ...turnCall, planned }, flowOf(args))
+        }
+      )
       messages.push({ role: "assistant", content: response.content, toolCalls: results.replayed(response.toolCalls) })
       for (const { call, content } of outcomes) messages.push({ role: "tool", toolCallId: call.id, content })
       this.last = [...outcomes].reverse().find((o) => o.ran !== undefined)?.ran ?? this.last

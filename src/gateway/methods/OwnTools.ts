@@ -206,20 +206,21 @@ export const make = (ctx: Deps, session: Session, view: View) => {
 
   /** An orchestration asked for by its method: its failure, as it is, with the query (added to its data on the wire). */
   const orchestrateTask = (params: unknown, context: RequestContext) =>
-    maybeTask((ask) =>
-      audited(
-        "orchestration",
-        field(params, "query"),
-        Effect.flatMap(
-          Effect.zipRight(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), validateParams(params)),
-          (request) => orchestrateFor(request, context, Progress.tokenOf(params), ask)
-        ).pipe(
-          Effect.mapError((failure) => {
-            const query = field(params, "query")
-            return new OrchestrationFailed({ failure, query: typeof query === "string" ? query : undefined })
-          })
-        )
-      ),
+    maybeTask(
+      (ask) =>
+        audited(
+          "orchestration",
+          field(params, "query"),
+          Effect.flatMap(
+            Effect.zipRight(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), validateParams(params)),
+            (request) => orchestrateFor(request, context, Progress.tokenOf(params), ask)
+          ).pipe(
+            Effect.mapError((failure) => {
+              const query = field(params, "query")
+              return new OrchestrationFailed({ failure, query: typeof query === "string" ? query : undefined })
+            })
+          )
+        ),
       false,
       ["agentify/orchestrateTask", params]
     )

@@ -55,7 +55,10 @@ describe("quotas (limits) in an orchestration", () => {
   it("a planned call past a quota answers -32029 with when to retry, not an invalid plan", async () => {
     const model = await startFakeOpenAI({ tool: "fx__add", arguments: { a: 1, b: 2 } })
     const config = join(tempDir(), "gateway.json")
-    writeFileSync(config, JSON.stringify({ backends: [fixtureBackend("fx")], limits: { tools: { fx__add: { callsPerMinute: 1 } } } }))
+    writeFileSync(
+      config,
+      JSON.stringify({ backends: [fixtureBackend("fx")], limits: { tools: { fx__add: { callsPerMinute: 1 } } } })
+    )
     const client = startGateway({
       args: ["--config", config],
       env: { OPENAI_API_KEY: "sk-quotas-test-123456", OPENAI_BASE_URL: model.baseUrl }
