@@ -9,6 +9,7 @@ import { Deferred, Duration, Effect, Schedule } from "effect"
 import * as Store from "../auth/Store.js"
 import { describeBackend, healthCheckOf } from "../config/Config.js"
 import * as Logging from "../observability/Logging.js"
+import { BackendError } from "../protocol/Errors.js"
 import { field } from "../json/Json.js"
 import * as Backend from "./Backend.js"
 import { needsAuthOf } from "./Channel.js"
@@ -86,6 +87,22 @@ const asKnown = (entry: Entry, listed: ReadonlyArray<Mcp.Tool>): ReadonlyArray<M
   })
 }
 
+/**
+ * A start on use given up at `startupTimeoutMs` (hanging at its `initialize` or its first listing):
+ * it fails as any failed start does, and the run's scope, closing, stops its process.
+ */
+const boundedStart = <A, R>(entry: Entry, startupTimeoutMs: number, start: Effect.Effect<A, BackendError, R>) =>
+  Effect.timeoutFail(start, {
+    duration: Duration.millis(startupTimeoutMs),
+    onTimeout: () =>
+      new BackendError({
+        backendId: entry.config.id,
+        reason: "timeout",
+        method: "initialize",
+        summary: `did not finish starting within startupTimeoutMs (${startupTimeoutMs} ms)`
+      })
+  })
+
 /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
 const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
   Effect.scoped(
@@ -102,8 +119,12 @@ const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
             )
           })
       })
-      // Started on use, a request waits for it: it does not queue behind the others.
-      const backend: Backend.Backend = yield* entry.onUse ? make : table.startSlots.withPermits(1)(make)
+      const backend: Backend.Backend = yield* table.startSlots.with(
+        // Started on use, a request waits for it: it goes before the starts nobody waits for.
+        entry.onUse,
+        startOptions.startupTimeoutMs,
+        entry.onUse ? boundedStart(entry, startOptions.startupTimeoutMs, make) : make
+      )
       entry.backend = backend
       entry.pid = backend.pid
       entry.protocolVersion = backend.protocolVersion

@@ -10,7 +10,7 @@ import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { CurrentCaller } from "../pipeline/Caller.js"
 import type { Session } from "../session/Session.js"
 import { Backends } from "../../backend/Backends.js"
-import { GatewayConfig } from "../../config/Config.js"
+import { GatewayConfig, type ResolvedConfig } from "../../config/Config.js"
 import { Orchestrator } from "../../orchestration/Orchestrator.js"
 import * as Audit from "../pipeline/Audit.js"
 import { Forwarder } from "../pipeline/Forwarding.js"
@@ -42,8 +42,7 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
   const ownWork = OwnTools.make(ctx, session, view_)
 
   /** What this session may list now: the gateway's own tools, the catalog's entries and tools, the limit. */
-  const listing = Effect.gen(function* () {
-    const config = yield* ctx.config.current
+  const listingWith = (config: ResolvedConfig) => {
     const view = catalog()
     const rendersApps = Apps.rendersApps(session.clientCapabilities)
     const listable = config.exposeBackendTools
@@ -68,23 +67,37 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
         : [...orchestrate, ...runCode]
     const limit = Listing.limitOf(session, view_.profile(), config)
     return { own, entries, backendTools, limit }
-  })
-
-  /** The whole catalog when it fits the client's limit; else the search and call tools, and what was found (see Listing). */
-  const listTools = Effect.map(listing, ({ own, backendTools, limit }) => ({
-    tools: Listing.listed(own, backendTools, limit, view_.profile(), found)
-  }))
+  }
+  const listing = Effect.map(ctx.config.current, listingWith)
 
   /** This session's searches' finds (see Listing): they join its `tools/list`. */
   const found = new Listing.Found()
 
+  /** The whole catalog when it fits the client's limit; else the search and call tools, and what was found (see Listing). */
+  const listedWith = (config: ResolvedConfig) => {
+    const { own, backendTools, limit } = listingWith(config)
+    return Listing.listed(own, backendTools, limit, view_.profile(), found)
+  }
+  const listTools = Effect.map(ctx.config.current, (config) => {
+    const tools = listedWith(config)
+    // What the client now holds: a change is told from this list on.
+    session.toolsTold = tools
+    return { tools }
+  })
+  // What its list_changed notifications are about: this list, not the whole catalog.
+  session.listedTools = () => listedWith(ctx.config.now())
+
   /**
    * `agentify_search_tools`: the best tools of what this session may see for the query, with their
-   * schemas; when the catalog is listed in part, they join the list and the client is told.
+   * schemas, and the backends it could not wait for (`stillStarting`); when the catalog is listed
+   * in part, they join the list and the client is told.
    */
   const searchTools = (args: unknown, context: RequestContext) =>
     Effect.gen(function* () {
       const { query, limit } = yield* Listing.searchArguments(args)
+      // Backends still starting are waited for, within their start-up timeout; those that were
+      // not ready by then are named, so that the caller knows what the answer could not cover.
+      const stillStarting = yield* backends.settle
       const { own, entries, backendTools, limit: listLimit } = yield* listing
       const similar = entries.length > limit ? yield* ctx.orchestrator.similar(entries, query, limit) : []
       const ranked = Listing.search(entries, query, limit, similar)
@@ -102,9 +115,14 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
         )
         // With the reply's stream where it has one (an HTTP POST's), else the session's own.
         const changed = notification("notifications/tools/list_changed", {})
-        if (names().join("\u0000") !== before && !context.send(changed)) session.send(changed)
+        if (names().join("\u0000") !== before) {
+          if (!context.send(changed)) session.send(changed)
+          // Told: a backend's change that leaves this list as it is now says nothing more.
+          session.toolsTold = session.listedTools?.()
+        }
       }
-      return { content: [{ type: "text", text: JSON.stringify({ tools }, null, 2) }], structuredContent: { tools } }
+      const answer = { tools, ...(stillStarting.length === 0 ? {} : { stillStarting }) }
+      return { content: [{ type: "text", text: JSON.stringify(answer, null, 2) }], structuredContent: answer }
     })
 
   /**
