@@ -172,7 +172,8 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
       return yield* table.setState(entry, "failed", config.refused)
     }
     yield* Effect.logInfo("starting backend", describeBackend(config))
-    yield* table.setState(entry, "starting")
+    // Said once: a start at `start` is "starting" from the step that forked it.
+    if (entry.state !== "starting") yield* table.setState(entry, "starting")
     // Said and shown before each wait (the schedule's output is the wait it is about to take).
     let announce: (delay: Duration.Duration) => Effect.Effect<void> = () => Effect.void
     const restarts = yield* Schedule.driver(restartDelays(policy).pipe(Schedule.tapOutput((delay) => announce(delay))))
