@@ -1,7 +1,9 @@
 /**
  * One backend's life in the Backends' table: started, ready, watched (its exit, its heartbeat),
  * restarted with backoff after a crash or a failed start (see Restart), waiting for a person to
- * sign in when it needs auth, given up on after too many failures in a row. Runs in its own fiber
+ * sign in when it needs auth, given up on after too many failures in a row. Each start takes a
+ * start slot (see StartSlots); one on use, which a request waits for, goes first and is given up at
+ * `startupTimeoutMs` as a failed start. Runs in its own fiber
  * until interrupted (stopped, removed, restarted on request); each run of the process in a scope
  * of its own.
  */
