@@ -99,8 +99,8 @@ describe("the first start over HTTP", () => {
       expect((await fetch(`${gateway.base}/healthz`)).status).toBe(200)
       const early = await fetch(`${gateway.base}/readyz`)
       expect(early.status).toBe(503)
-      const body = await early.json()
-      expect(body.backends.find((b: { id: string }) => b.id === "slow").state).toBe("starting")
+      const body = (await early.json()) as { backends: Array<{ id: string; state: string }> }
+      expect(body.backends.find((b) => b.id === "slow")?.state).toBe("starting")
       await until("/readyz to say ready", async () => (await fetch(`${gateway.base}/readyz`)).status === 200, 60_000, 100)
     } finally {
       await gateway.close()
