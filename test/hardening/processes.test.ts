@@ -261,7 +261,7 @@ describe("backends that misbehave", () => {
 describe("initialize interrupted", () => {
   const slow = () => writeConfig({ backends: [fixture("fx", ["--startup-delay-ms", "1500"])] })
 
-  it("a cancelled initialize stops what it started and can be sent again", async () => {
+  it("initialize does not wait for the backends: a cancel sent while they start changes nothing", async () => {
     const client = new Client({ args: ["--config", slow()] })
     client.send({
       jsonrpc: "2.0",
@@ -272,13 +272,12 @@ describe("initialize interrupted", () => {
     await until("the backend to be spawned", () => descendants(client.pid).length > 0)
     const started = descendants(client.pid)
     client.notify("notifications/cancelled", { requestId: "i1", reason: "changed my mind" })
-    expect((await client.reply("i1")).error?.code).toBe(-32800)
-    await untilGone(started, 5_000)
-    expect((await client.request("tools/list")).error?.code).toBe(-32001)
-    const again = await client.initialize()
-    expect(again.result?.serverInfo?.name).toBe("mcp-agentify")
+    // Answered already (it never waits for a backend): the cancel names a request that is done.
+    expect((await client.reply("i1")).result?.serverInfo?.name).toBe("mcp-agentify")
     const tools = (await client.request("tools/list")).result.tools.map((t: { name: string }) => t.name)
     expect(tools).toContain("fx__echo")
+    // The same process, started once.
+    expect(descendants(client.pid)).toEqual(started)
     await closeCleanly(client)
   }, 30_000)
 
