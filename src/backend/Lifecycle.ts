@@ -125,7 +125,8 @@ const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
         // Started on use, a request waits for it: it goes before the starts nobody waits for.
         entry.onUse,
         startOptions.startupTimeoutMs,
-        entry.onUse ? boundedStart(entry, startOptions.startupTimeoutMs, make) : make
+        entry.onUse ? boundedStart(entry, startOptions.startupTimeoutMs, make) : make,
+        entry
       )
       entry.backend = backend
       entry.pid = backend.pid

@@ -234,6 +234,8 @@ export class Table {
       }
       // Starting with the others (not on use): the request waits for it within its start-up timeout.
       if (entry.backend === undefined && entry.state === "starting") {
+        // Still waiting for a place to start: it goes before those nobody waits for.
+        this.startSlots.hurry(entry)
         return Effect.zipRight(this.untilSettled(entry), this.forward(entry, backendId, method, params))
       }
       return this.forward(entry, backendId, method, params)

@@ -2,7 +2,8 @@
  * Starts on use, bounded (issue 64): every start takes a start slot, those a request waits for
  * included, so that many first calls at once do not start every backend together; and a start on
  * use that hangs (at its `initialize` or its first listing) is given up at `startupTimeoutMs`: the
- * start fails, its process is stopped, and the backend backs off as after any failed start.
+ * start fails, its process is stopped, and the backend backs off as after any failed start. A
+ * start that a request waits for goes before the others.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber } from "effect"
@@ -81,6 +82,24 @@ describe("starts on use", () => {
           )
           yield* Fiber.join(calls)
           expect(most).toBe(1)
+        })
+      ),
+    60_000
+  )
+
+  it.live(
+    "a start at `start` that a request waits for goes before those nobody waits for",
+    () =>
+      withBackends(1, (backends, request) =>
+        Effect.gen(function* () {
+          const slow = ["--startup-delay-ms", "1500"]
+          const configs = ["first", "second", "wanted"].map((id) => fixtureBackend(id, slow))
+          yield* backends.begin(configs, { startupTimeoutMs: 60_000, requestTimeoutMs: 60_000 })
+          // One slot: "first" starts, "second" and "wanted" wait in that order; a call wants "wanted".
+          yield* request("wanted", "tools/call", { name: "echo", arguments: { text: "x" } })
+          expect((yield* stateOf(backends, "wanted"))?.state).toBe("ready")
+          // "second" starts after it (its own start takes 1.5 s): not ready yet.
+          expect((yield* stateOf(backends, "second"))?.state).toBe("starting")
         })
       ),
     60_000

@@ -59,6 +59,27 @@ describe("StartSlots", () => {
     })
   )
 
+  it.effect("a start nobody waited for goes first once a request waits for it (hurry)", () =>
+    Effect.gen(function* () {
+      const slots = new StartSlots(1)
+      const order: Array<string> = []
+      const gate = yield* Deferred.make<void>()
+      const open = yield* Deferred.make<void>()
+      yield* Deferred.succeed(open, undefined)
+      const first = yield* Effect.fork(slots.with(false, 60_000, startNoting(order, "first", gate)))
+      yield* settle(() => order.length === 1)
+      const [a, b] = [{ id: "a" }, { id: "b" }]
+      const queued = yield* Effect.forEach([a, b], (owner) =>
+        Effect.fork(slots.with(false, 60_000, startNoting(order, owner.id, open), owner))
+      )
+      yield* settle(() => slots.waiting() === 2)
+      slots.hurry(b)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.joinAll([first, ...queued])
+      expect(order).toEqual(["first", "b", "a"])
+    })
+  )
+
   it.live("a start that hangs gives its slot back after `holdMs`", () =>
     Effect.gen(function* () {
       const slots = new StartSlots(1)
