@@ -99,8 +99,10 @@ describe("signals", () => {
   it("SIGHUP stops the backends and exits 0, like SIGTERM", async () => {
     const client = new Client({ args: ["--config", writeConfig({ backends: [fixture("fx", ["--spawn-child"])] })] })
     await client.initialize()
-    const tree = descendants(client.pid)
-    expect(tree.length).toBeGreaterThanOrEqual(2)
+    // initialize does not wait for the backends: the backend and its child, once started.
+    const tree = await until("the backend and its child", () =>
+      descendants(client.pid).length >= 2 ? descendants(client.pid) : undefined
+    )
     client.child.kill("SIGHUP")
     expect(await client.exited).toEqual({ code: 0, signal: null })
     await untilGone(tree, 5_000)
@@ -113,7 +115,10 @@ describe("signals", () => {
     })
     const client = new Client({ args: ["--config", config] })
     await client.initialize()
-    const tree = descendants(client.pid)
+    // initialize does not wait for the backends: the backend and its child, once started.
+    const tree = await until("the backend and its child", () =>
+      descendants(client.pid).length >= 2 ? descendants(client.pid) : undefined
+    )
     client.child.kill("SIGTERM")
     // The backend ignores SIGTERM: shutdown takes its 2 s grace, and these arrive meanwhile.
     for (const signal of ["SIGTERM", "SIGINT", "SIGHUP", "SIGTERM"] as const) {
