@@ -95,7 +95,9 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
       inbound.run(
         request.id,
         request.id,
-        Effect.interruptible(Effect.zipRight(readyFor(request.method), stateless.serve(request, context, target, options.edge, out, identity))),
+        Effect.interruptible(
+          Effect.zipRight(readyFor(request.method), stateless.serve(request, context, target, options.edge, out, identity))
+        ),
         (response) => out.send(response)
       )
 

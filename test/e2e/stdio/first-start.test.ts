@@ -36,9 +36,7 @@ describe("the first start", () => {
       expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
       // Answered before the slow backend was ready (it answers its own initialize after 5 s).
       expect(saidReady(gateway.stderr(), "slow")).toBe(false)
-      const names = (await gateway.request("tools/list", {}, undefined, 60_000)).result.tools.map(
-        (t: { name: string }) => t.name
-      )
+      const names = (await gateway.request("tools/list", {}, undefined, 60_000)).result.tools.map((t: { name: string }) => t.name)
       expect(names).toContain("fast__echo")
       expect(names).toContain("slow__echo")
     } finally {

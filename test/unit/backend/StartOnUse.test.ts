@@ -127,8 +127,7 @@ describe("starts on use", () => {
             const status = yield* Effect.promise(() =>
               until(
                 "the start to be given up",
-                () =>
-                  Effect.runPromise(stateOf(backends, "stuck")).then((s) => (s?.state === "restarting" ? s : undefined)),
+                () => Effect.runPromise(stateOf(backends, "stuck")).then((s) => (s?.state === "restarting" ? s : undefined)),
                 20_000
               )
             )
