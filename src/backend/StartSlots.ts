@@ -21,18 +21,17 @@ export class StartSlots {
   /** Starts waiting for a slot: those a request waits for, then the others, each in arrival order. */
   private readonly urgent: Array<Waiting> = []
   private readonly later: Array<Waiting> = []
+  /** Owners a request waits for whose start has not asked for its slot yet. */
+  private readonly hurried = new WeakSet<object>()
 
   constructor(readonly size: number) {
     this.free = Math.max(1, size)
   }
 
-  /** Starts waiting for a slot now (for the debug view and the tests). */
+  /** How many starts wait for a slot now. */
   waiting(): number {
     return this.urgent.length + this.later.length
   }
-
-  /** Owners a request waits for whose start has not asked for its slot yet. */
-  private readonly hurried = new WeakSet<object>()
 
   /**
    * A request now waits for `owner`'s start: if it waits for a slot, or asks for one later, it goes
