@@ -80,9 +80,7 @@ export const make = (backends: BackendsService, profileOf: (session: Session) =>
     /** What the session sees now is what it will be told changed from. */
     remember: (session: Session): void => {
       seen.set(session, signature(session))
-      // A backend's own endpoint is told from its opening on; the aggregate's session from its
-      // first tools/list (or search) on: before that it holds no list to be told changed.
-      if (session.target._tag === "Backend") session.toolsTold = toolsOf(session)
+      session.toolsTold = toolsOf(session)
     },
     /**
      * Tells every ready session of the lists that changed since it was last told; a session not
@@ -94,11 +92,11 @@ export const make = (backends: BackendsService, profileOf: (session: Session) =>
         const now = signature(session)
         seen.set(session, now)
         const toolsBefore = session.toolsTold
-        const tools = toolsBefore === undefined ? undefined : toolsOf(session)
-        if (tools !== undefined) session.toolsTold = tools
+        const tools = toolsOf(session)
+        session.toolsTold = tools
         if (session.phase !== "ready" || before === undefined) continue
         // Only when the list it would get differs from the last it got or was told of.
-        if (tools !== undefined && !sameTools(toolsBefore, tools)) session.notify("notifications/tools/list_changed", {})
+        if (!sameTools(toolsBefore, tools)) session.notify("notifications/tools/list_changed", {})
         if (session.target._tag === "Backend") continue
         if (!sameSources(before.resources, now.resources)) session.notify("notifications/resources/list_changed", {})
         if (!sameSources(before.prompts, now.prompts)) session.notify("notifications/prompts/list_changed", {})
