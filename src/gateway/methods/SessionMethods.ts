@@ -84,9 +84,9 @@ export const rows = (ctx: Deps, session: Session, view: View) => {
     })
     // The backends are this client's alone: they are told what it can answer.
     if (ctx.mode === "single") yield* ctx.launch.start(relayableCapabilities(session.clientCapabilities))
-    // What it lists from now on (the remembered tools the start just put in the catalog included):
-    // only a change after this is told with list_changed (see routing/ListChanged).
-    if (session.listedTools !== undefined) session.toolsTold = session.listedTools()
+    // Its client holds no list yet: it is told of changes from its first tools/list (or search) on,
+    // not of the backends that start meanwhile (see routing/ListChanged).
+    session.toolsTold = undefined
     return {
       protocolVersion,
       capabilities: AGGREGATE_CAPABILITIES,

@@ -77,7 +77,10 @@ export const make = (backends: BackendsService, profileOf: (session: Session) =>
   }
 
   return {
-    /** What the session sees now is what it will be told changed from. */
+    /**
+     * What the session sees now is what it will be told changed from (a session of the session era
+     * holds nothing from its `initialize` to its first tools/list: see SessionMethods).
+     */
     remember: (session: Session): void => {
       seen.set(session, signature(session))
       session.toolsTold = toolsOf(session)
@@ -92,11 +95,12 @@ export const make = (backends: BackendsService, profileOf: (session: Session) =>
         const now = signature(session)
         seen.set(session, now)
         const toolsBefore = session.toolsTold
-        const tools = toolsOf(session)
-        session.toolsTold = tools
+        // None held (initialized, not listed yet): its first tools/list gets the list as it is then.
+        const tools = toolsBefore === undefined ? undefined : toolsOf(session)
+        if (tools !== undefined) session.toolsTold = tools
         if (session.phase !== "ready" || before === undefined) continue
         // Only when the list it would get differs from the last it got or was told of.
-        if (!sameTools(toolsBefore, tools)) session.notify("notifications/tools/list_changed", {})
+        if (tools !== undefined && !sameTools(toolsBefore, tools)) session.notify("notifications/tools/list_changed", {})
         if (session.target._tag === "Backend") continue
         if (!sameSources(before.resources, now.resources)) session.notify("notifications/resources/list_changed", {})
         if (!sameSources(before.prompts, now.prompts)) session.notify("notifications/prompts/list_changed", {})

@@ -313,7 +313,10 @@ export class Session {
    */
   listedTools: (() => ReadonlyArray<Tool>) | undefined = undefined
 
-  /** The tools its client last got or was told of (its `tools/list`, a list_changed, a search's finds joining). */
+  /**
+   * The tools its client last got or was told of (its `tools/list`, a list_changed, a search's
+   * finds joining); none from its `initialize` to its first `tools/list`: nothing to be told changed.
+   */
   toolsTold: ReadonlyArray<Tool> | undefined = undefined
 
   /** Which backends a profile's session serves (set by the gateway); none: every backend. */

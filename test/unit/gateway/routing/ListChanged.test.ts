@@ -1,6 +1,7 @@
 /**
  * Which sessions hear `notifications/tools/list_changed`: only those whose list changed. A backend
  * that lists again what it listed (new objects, the same definitions) tells nobody, however often;
+ * a session initialized that has not listed the tools yet is told nothing (its first list is whole);
  * a session listed in part (past `maxListedTools`) is not told of tools it does not list; a real
  * change of what it lists is told once.
  */
@@ -46,6 +47,14 @@ describe("list_changed only when a session's list changed", () => {
     const { session, changes } = readySession("whole")
     session.listedTools = () => current.set.flatMap((b) => b.tools)
     listChanged.remember(session)
+    // Initialized, nothing listed yet (as its initialize leaves it): nothing to be told changed.
+    session.toolsTold = undefined
+    current.set = [{ backendId: "fx", tools: listing(["echo", "add", "more"]) }]
+    listChanged.announce([session])
+    expect(changes()).toBe(0)
+    current.set = [{ backendId: "fx", tools: listing(["echo", "add"]) }]
+    // Its client lists the tools (as tools/list notes).
+    session.toolsTold = session.listedTools()
     for (let i = 0; i < 500; i++) {
       current.set = [{ backendId: "fx", tools: listing(["echo", "add"]) }]
       listChanged.announce([session])
