@@ -61,6 +61,8 @@ export interface BackendsService {
    * still starting then (at once when none is starting).
    */
   readonly settle: Effect.Effect<ReadonlyArray<string>>
+  /** Whether `settle` would wait now: a backend is starting, its tools not known, within its start-up timeout. */
+  readonly settling: () => boolean
   /** The tools of the ready backends, in configuration order. */
   readonly tools: Effect.Effect<ReadonlyArray<BackendTools>>
   /** The same, synchronously, for hot paths. */
@@ -374,9 +376,15 @@ const serviceOf = (
   const settle = Effect.suspend(() =>
     Effect.forEach(unlisted(), (entry) => table.untilSettled(entry), { concurrency: "unbounded", discard: true })
   ).pipe(Effect.map(() => unlisted().map((e) => e.config.id)))
+  const settling = () => {
+    const timeoutMs = table.lastStartOptions?.startupTimeoutMs ?? 0
+    const now = Date.now()
+    return unlisted().some((e) => e.startingSince + timeoutMs > now)
+  }
   return {
     ...moves,
     settle,
+    settling,
     countListed: (backendId, capability, method, field) => Listing.countListed(lists, backendId, capability, method, field),
     hiddenIn: (backendId, tools) => Listing.hiddenIn(lists, backendId, tools),
     tools: Effect.sync(table.toolsSync),

@@ -78,8 +78,8 @@ export const make = (backends: BackendsService, profileOf: (session: Session) =>
 
   return {
     /**
-     * What the session sees now is what it will be told changed from (a session of the session era
-     * holds nothing from its `initialize` to its first tools/list: see SessionMethods).
+     * What the session sees now is what it will be told changed from (one initialized while
+     * backends start holds nothing until its first tools/list or their start: see SessionMethods).
      */
     remember: (session: Session): void => {
       seen.set(session, signature(session))
@@ -95,10 +95,11 @@ export const make = (backends: BackendsService, profileOf: (session: Session) =>
         const now = signature(session)
         seen.set(session, now)
         const toolsBefore = session.toolsTold
-        // None held (initialized, not listed yet): its first tools/list gets the list as it is then.
-        const tools = toolsBefore === undefined ? undefined : toolsOf(session)
+        // None held (initialized while backends started, not listed since): its first tools/list
+        // gets them whole; it is told from when they have started.
+        const tools = toolsBefore === undefined && backends.settling() ? undefined : toolsOf(session)
         if (tools !== undefined) session.toolsTold = tools
-        if (session.phase !== "ready" || before === undefined) continue
+        if (session.phase !== "ready" || before === undefined || toolsBefore === undefined) continue
         // Only when the list it would get differs from the last it got or was told of.
         if (tools !== undefined && !sameTools(toolsBefore, tools)) session.notify("notifications/tools/list_changed", {})
         if (session.target._tag === "Backend") continue

@@ -315,7 +315,8 @@ export class Session {
 
   /**
    * The tools its client last got or was told of (its `tools/list`, a list_changed, a search's
-   * finds joining); none from its `initialize` to its first `tools/list`: nothing to be told changed.
+   * finds joining); none when it was initialized while backends started, until its first
+   * `tools/list` or their start: nothing to be told changed meanwhile.
    */
   toolsTold: ReadonlyArray<Tool> | undefined = undefined
 

@@ -1,7 +1,8 @@
 /**
  * Which sessions hear `notifications/tools/list_changed`: only those whose list changed. A backend
  * that lists again what it listed (new objects, the same definitions) tells nobody, however often;
- * a session initialized that has not listed the tools yet is told nothing (its first list is whole);
+ * a session initialized while backends start is told nothing of their start (its first list waits
+ * for them);
  * a session listed in part (past `maxListedTools`) is not told of tools it does not list; a real
  * change of what it lists is told once.
  */
@@ -16,12 +17,13 @@ import type { Tool } from "../../../../src/protocol/Mcp.js"
 const listing = (names: ReadonlyArray<string>, description = "Does it"): Array<Tool> =>
   names.map((name) => ({ name, description, inputSchema: { type: "object", properties: { x: { type: "string" } } } }))
 
-/** Backends whose ready set is whatever `current` holds now. */
-const backendsOver = (current: { set: ReadonlyArray<BackendTools> }) =>
+/** Backends whose ready set is whatever `current` holds now (and some still starting, when it says so). */
+const backendsOver = (current: { set: ReadonlyArray<BackendTools>; starting?: boolean }) =>
   ({
     toolsSync: () => current.set,
     backend: () => undefined,
-    configOf: (id: string) => ({ id })
+    configOf: (id: string) => ({ id }),
+    settling: () => current.starting === true
   }) as unknown as BackendsService
 
 /** A session past its initialize, counting the list_changed it is sent. */
@@ -42,19 +44,22 @@ const readySession = (id: string) => {
 
 describe("list_changed only when a session's list changed", () => {
   it("a storm of listings that change nothing tells nobody; a changed definition is told once", () => {
-    const current = { set: [{ backendId: "fx", tools: listing(["echo", "add"]) }] as ReadonlyArray<BackendTools> }
+    const current: { set: ReadonlyArray<BackendTools>; starting?: boolean } = {
+      set: [{ backendId: "fx", tools: listing(["echo", "add"]) }],
+      starting: true
+    }
     const listChanged = ListChanged.make(backendsOver(current), () => undefined)
     const { session, changes } = readySession("whole")
     session.listedTools = () => current.set.flatMap((b) => b.tools)
     listChanged.remember(session)
-    // Initialized, nothing listed yet (as its initialize leaves it): nothing to be told changed.
+    // Initialized while backends start (as its initialize leaves it): nothing told while they start.
     session.toolsTold = undefined
-    current.set = [{ backendId: "fx", tools: listing(["echo", "add", "more"]) }]
+    current.set = [{ backendId: "fx", tools: listing(["echo"]) }]
+    listChanged.announce([session])
+    current.set = [{ backendId: "fx", tools: listing(["echo", "add"]) }]
+    current.starting = false
     listChanged.announce([session])
     expect(changes()).toBe(0)
-    current.set = [{ backendId: "fx", tools: listing(["echo", "add"]) }]
-    // Its client lists the tools (as tools/list notes).
-    session.toolsTold = session.listedTools()
     for (let i = 0; i < 500; i++) {
       current.set = [{ backendId: "fx", tools: listing(["echo", "add"]) }]
       listChanged.announce([session])
