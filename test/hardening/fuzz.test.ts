@@ -658,7 +658,7 @@ describe("fuzzing the wire: newline-delimited JSON", () => {
     expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
     tally.roles.set(init.id!, "one")
     // initialize does not wait for the backends; a first request does.
-    await client.request("tools/list")
+    tally.roles.set((await client.request("tools/list")).id!, "one")
     backendPids = descendants(client.pid)
     expect(backendPids.length).toBeGreaterThan(0)
   })
@@ -788,7 +788,7 @@ describe("fuzzing the wire: Content-Length framing", () => {
     expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
     tally.roles.set(init.id!, "one")
     // initialize does not wait for the backends; a first request does.
-    await client.request("tools/list")
+    tally.roles.set((await client.request("tools/list")).id!, "one")
     backendPids = descendants(client.pid)
   })
 
