@@ -50,6 +50,19 @@ export interface BackendsService {
    * and `toolsChanged` tells when they are ready. Never fails.
    */
   readonly start: (configs: ReadonlyArray<BackendConfig>, options: StartOptions) => Effect.Effect<void>
+  /**
+   * Starts every enabled backend as `start` does, but returns as soon as they are on their way
+   * (what a client's `initialize` or the HTTP listener must not wait for); `settle` waits for them.
+   */
+  readonly begin: (configs: ReadonlyArray<BackendConfig>, options: StartOptions) => Effect.Effect<void>
+  /**
+   * Waits for the backends starting whose tools are not known yet, each until it is ready or
+   * failed or until `startupTimeoutMs` has passed since it began starting; returns the ids of those
+   * still starting then (at once when none is starting).
+   */
+  readonly settle: Effect.Effect<ReadonlyArray<string>>
+  /** Whether `settle` would wait now: a backend is starting, its tools not known, within its start-up timeout. */
+  readonly settling: () => boolean
   /** The tools of the ready backends, in configuration order. */
   readonly tools: Effect.Effect<ReadonlyArray<BackendTools>>
   /** The same, synchronously, for hot paths. */
@@ -312,10 +325,17 @@ export const make = (options: ManagerOptions = {}) =>
             e.config.enabled ? Effect.map(waitsForUse(table, e, startOptions), (waits) => !waits) : Effect.succeed(false)
           )
           yield* table.toolsChangedNow
-          for (const entry of enabled) entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)
+          for (const entry of enabled) {
+            // Starting from this step on, not when its fiber first runs: `settle` right after waits for it.
+            yield* table.setState(entry, "starting")
+            entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)
+          }
           return enabled
         })
       )
+
+    const begin = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions): Effect.Effect<void> =>
+      Effect.asVoid(replace(configs, startOptions))
 
     const start = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions): Effect.Effect<void> =>
       Effect.gen(function* () {
@@ -338,13 +358,16 @@ export const make = (options: ManagerOptions = {}) =>
     const requester: RequesterService = {
       request: (backendId, method, params, subject) => table.request(backendId, method, params, subject)
     }
-    return Context.make(Backends, serviceOf(table, { start, stopAll, restart, apply })).pipe(
+    return Context.make(Backends, serviceOf(table, { start, begin, stopAll, restart, apply })).pipe(
       Context.add(BackendRequester, requester)
     )
   })
 
 /** The service over the table, with its state machine's moves. */
-const serviceOf = (table: Table, moves: Pick<BackendsService, "start" | "stopAll" | "restart" | "apply">): BackendsService => {
+const serviceOf = (
+  table: Table,
+  moves: Pick<BackendsService, "start" | "begin" | "stopAll" | "restart" | "apply">
+): BackendsService => {
   const knownOf = (backendId: string) => {
     const entry = table.byId.get(backendId)
     return entry?.state === "idle" ? entry.known : undefined
@@ -354,8 +377,20 @@ const serviceOf = (table: Table, moves: Pick<BackendsService, "start" | "stopAll
     request: (b, m, p) => table.request(b, m, p),
     known: knownOf
   }
+  /** Starting, its tools not listed yet (not one known and starting on use). */
+  const unlisted = () => table.entries.filter((e) => e.state === "starting" && !e.onUse)
+  const settle = Effect.suspend(() =>
+    Effect.forEach(unlisted(), (entry) => table.untilSettled(entry), { concurrency: "unbounded", discard: true })
+  ).pipe(Effect.map(() => unlisted().map((e) => e.config.id)))
+  const settling = () => {
+    const timeoutMs = table.lastStartOptions?.startupTimeoutMs ?? 0
+    const now = Date.now()
+    return unlisted().some((e) => e.startingSince + timeoutMs > now)
+  }
   return {
     ...moves,
+    settle,
+    settling,
     countListed: (backendId, capability, method, field) => Listing.countListed(lists, backendId, capability, method, field),
     hiddenIn: (backendId, tools) => Listing.hiddenIn(lists, backendId, tools),
     tools: Effect.sync(table.toolsSync),

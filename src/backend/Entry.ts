@@ -40,6 +40,8 @@ export interface Entry {
   onUse: boolean
   /** What is remembered of it (see Known): the capabilities and lists it offers while not started. */
   known: Pick<Known.Known, "capabilities" | "lists"> | undefined
+  /** When it last began starting (its start-up timeout runs from then: see Backends' `settle`). */
+  startingSince: number
   /** When a request last went to it, and how many are in flight (what the idle stop looks at). */
   usedAt: number
   inFlight: number

@@ -1,7 +1,9 @@
 /**
  * One backend's life in the Backends' table: started, ready, watched (its exit, its heartbeat),
  * restarted with backoff after a crash or a failed start (see Restart), waiting for a person to
- * sign in when it needs auth, given up on after too many failures in a row. Runs in its own fiber
+ * sign in when it needs auth, given up on after too many failures in a row. Each start takes a
+ * start slot (see StartSlots); one on use, which a request waits for, goes first and is given up at
+ * `startupTimeoutMs` as a failed start. Runs in its own fiber
  * until interrupted (stopped, removed, restarted on request); each run of the process in a scope
  * of its own.
  */
@@ -9,6 +11,7 @@ import { Deferred, Duration, Effect, Schedule } from "effect"
 import * as Store from "../auth/Store.js"
 import { describeBackend, healthCheckOf } from "../config/Config.js"
 import * as Logging from "../observability/Logging.js"
+import { BackendError } from "../protocol/Errors.js"
 import { field } from "../json/Json.js"
 import * as Backend from "./Backend.js"
 import { needsAuthOf } from "./Channel.js"
@@ -86,6 +89,22 @@ const asKnown = (entry: Entry, listed: ReadonlyArray<Mcp.Tool>): ReadonlyArray<M
   })
 }
 
+/**
+ * A start on use given up at `startupTimeoutMs` (hanging at its `initialize` or its first listing):
+ * it fails as any failed start does, and the run's scope, closing, stops its process.
+ */
+const boundedStart = <A, R>(entry: Entry, startupTimeoutMs: number, start: Effect.Effect<A, BackendError, R>) =>
+  Effect.timeoutFail(start, {
+    duration: Duration.millis(startupTimeoutMs),
+    onTimeout: () =>
+      new BackendError({
+        backendId: entry.config.id,
+        reason: "timeout",
+        method: "initialize",
+        summary: `did not finish starting within startupTimeoutMs (${startupTimeoutMs} ms)`
+      })
+  })
+
 /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
 const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
   Effect.scoped(
@@ -102,8 +121,13 @@ const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
             )
           })
       })
-      // Started on use, a request waits for it: it does not queue behind the others.
-      const backend: Backend.Backend = yield* entry.onUse ? make : table.startSlots.withPermits(1)(make)
+      const backend: Backend.Backend = yield* table.startSlots.with(
+        // Started on use, a request waits for it: it goes before the starts nobody waits for.
+        entry.onUse,
+        startOptions.startupTimeoutMs,
+        entry.onUse ? boundedStart(entry, startOptions.startupTimeoutMs, make) : make,
+        entry
+      )
       entry.backend = backend
       entry.pid = backend.pid
       entry.protocolVersion = backend.protocolVersion
@@ -151,7 +175,8 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
       return yield* table.setState(entry, "failed", config.refused)
     }
     yield* Effect.logInfo("starting backend", describeBackend(config))
-    yield* table.setState(entry, "starting")
+    // Said once: a start at `start` is "starting" from the step that forked it.
+    if (entry.state !== "starting") yield* table.setState(entry, "starting")
     // Said and shown before each wait (the schedule's output is the wait it is about to take).
     let announce: (delay: Duration.Duration) => Effect.Effect<void> = () => Effect.void
     const restarts = yield* Schedule.driver(restartDelays(policy).pipe(Schedule.tapOutput((delay) => announce(delay))))

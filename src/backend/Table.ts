@@ -5,7 +5,7 @@
  * per Backends service, read by its lifecycles (see Lifecycle) and its state machine (Backends).
  */
 import type { TokenFiles } from "../auth/Client.js"
-import { Effect, PubSub } from "effect"
+import { Deferred, Effect, PubSub } from "effect"
 import { availableParallelism } from "node:os"
 import { field } from "../json/Json.js"
 import type { BackendConfig } from "../config/Config.js"
@@ -21,6 +21,7 @@ import type { LanesService } from "./Lanes.js"
 import * as Pins from "./Pins.js"
 import type { RestartPolicy } from "./Restart.js"
 import type { StartOptions } from "./StartOptions.js"
+import { StartSlots } from "./StartSlots.js"
 import type { Exposure } from "../config/Config.js"
 
 export interface BackendTools {
@@ -51,6 +52,8 @@ export interface ManagerOptions {
   readonly restart?: Partial<RestartPolicy> | undefined
   readonly clientInfo?: Backend.ClientInfo | undefined
   readonly maxFrameBytes?: number | undefined
+  /** How many backends start at once (default a few per core, see StartSlots). */
+  readonly startSlots?: number | undefined
 }
 
 /** Whether the entry's tools are in the catalog: ready, or known and waiting for (or starting on) its first use. */
@@ -67,11 +70,8 @@ export class Table {
   lanes: LanesService | undefined
   /** Starts a backend waiting for its first use and waits for it (set by Backends, see Known). */
   wake: ((entry: Entry) => Effect.Effect<void>) | undefined
-  /**
-   * Backends starting at once, but for those started on use (a request waits for them): a few per
-   * core, so that many starting together do not starve the gateway (and each other).
-   */
-  readonly startSlots = Effect.unsafeMakeSemaphore(Math.max(2, 4 * availableParallelism()))
+  /** Backends starting at once, those a request waits for first (see StartSlots). */
+  readonly startSlots: StartSlots
   private toolsCache: ReadonlyArray<BackendTools> | undefined
 
   constructor(
@@ -81,7 +81,9 @@ export class Table {
     readonly toolsPubSub: PubSub.PubSub<void>,
     readonly notificationsPubSub: PubSub.PubSub<BackendNotification>,
     readonly statusPubSub: PubSub.PubSub<BackendStatus>
-  ) {}
+  ) {
+    this.startSlots = new StartSlots(options.startSlots ?? Math.max(2, 4 * availableParallelism()))
+  }
 
   /** The set in force from now on. */
   replaceEntries(entries: ReadonlyArray<Entry>) {
@@ -119,6 +121,7 @@ export class Table {
     const wasListed = listed(entry)
     // Idle after running is an idle stop; idle from anything else is a list remembered, not started.
     if (state === "idle") entry.idleStoppedAt = entry.state === "ready" ? Date.now() : undefined
+    if (state === "starting" && entry.state !== "starting") entry.startingSince = Date.now()
     entry.state = state
     if (lastError !== undefined) entry.lastError = lastError
     if (state !== "ready") {
@@ -229,6 +232,12 @@ export class Table {
           })
         )
       }
+      // Starting with the others (not on use): the request waits for it within its start-up timeout.
+      if (entry.backend === undefined && entry.state === "starting") {
+        // Still waiting for a place to start: it goes before those nobody waits for.
+        this.startSlots.hurry(entry)
+        return Effect.zipRight(this.untilSettled(entry), this.forward(entry, backendId, method, params))
+      }
       return this.forward(entry, backendId, method, params)
     })
   }
@@ -242,6 +251,17 @@ export class Table {
     if (entry.backend !== undefined || this.wake === undefined) return undefined
     if (entry.state !== "idle" && !(entry.onUse && entry.state === "starting")) return undefined
     return Effect.asVoid(this.wake(entry).pipe(Effect.timeoutOption(this.lastStartOptions?.startupTimeoutMs ?? 0)))
+  }
+
+  /**
+   * Waits until the entry's start settles (ready, failed, backing off), at most until its start-up
+   * timeout, counted from when it began starting, has passed.
+   */
+  untilSettled(entry: Entry): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const left = entry.startingSince + (this.lastStartOptions?.startupTimeoutMs ?? 0) - Date.now()
+      return left <= 0 ? Effect.void : Effect.asVoid(Effect.timeoutOption(Deferred.await(entry.settled), left))
+    })
   }
 
   /** A request on the entry's running backend, or the entry's state as the error when there is none. */
@@ -310,6 +330,7 @@ export class Table {
       settled,
       onUse: false,
       known: undefined,
+      startingSince: 0,
       usedAt: 0,
       inFlight: 0,
       idleStoppedAt: undefined

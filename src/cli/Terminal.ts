@@ -272,7 +272,10 @@ export const run = (
       clientInfo: { name: "mcp-agentify-terminal", version: "1" }
     })
     yield* Caller.as({ session })(handlers.notification({ method: "notifications/initialized", params: undefined }))
-    // The backends this command needs, started: waited for (a first `npx` download takes a while).
+    // The backends starting, waited for silently within startupTimeoutMs (as a client's first
+    // request waits); then those this command needs, longer and saying so (a first `npx` download
+    // takes a while).
+    yield* backends.settle
     const config = yield* (yield* GatewayConfig).current
     const stillStarting = yield* settled(
       backends.states,

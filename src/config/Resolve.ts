@@ -34,7 +34,8 @@ export { stateDirOf } from "./StateDir.js"
 export const DEFAULT_MODEL = "gpt-4.1-mini"
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
 /**
- * How long `initialize` waits for backends: long enough for servers started from a local install
+ * How long a session's first request waits for backends still starting (`initialize` never waits),
+ * and how long a start on use may take: long enough for servers started from a local install
  * (measured under 1.5 s for ten), short enough that one slow `npx` download or a remote server
  * that does not answer holds no client up; later backends' tools arrive with `list_changed`.
  */

@@ -58,6 +58,7 @@ import { catalogOf, describeConflict, inProfile, profileServes } from "../catalo
 import * as ListChanged from "./routing/ListChanged.js"
 import * as Notifications from "./routing/Notifications.js"
 import * as Reload from "./Reload.js"
+import { waitsForStart } from "./methods/Lifecycle.js"
 
 export interface GatewayService {
   readonly mode: Aggregate.Mode
@@ -144,9 +145,13 @@ const publish = (events: EventsService, session: Session, state: "opened" | "clo
  */
 const withClientRequests = (
   clientAsk: ClientAsk["Type"],
+  backends: BackendsService,
   session: Session,
   table: Handlers<CurrentCaller>
 ): Handlers<CurrentCaller> => {
+  // The session's first requests that need the backends wait for those still starting (see Launch).
+  let started = false
+  const afterStart = Effect.tap(backends.settle, () => Effect.sync(() => (started = true)))
   const initialized = (n: Notification) => {
     if (session.phase === "ready") session.markInitialized()
     return table.notification(n)
@@ -160,7 +165,8 @@ const withClientRequests = (
   return {
     request: (request, context) => {
       if (session.phase === "ready") session.markInitialized()
-      return table.request(request, context)
+      if (started || !waitsForStart(request.method)) return table.request(request, context)
+      return Effect.zipRight(afterStart, table.request(request, context))
     },
     notification: (n) => Methods.notify(notifications, n, table.notification),
     response: (id, payload) => session.resolve(id, payload)
@@ -235,6 +241,7 @@ const make = Effect.gen(function* () {
       Effect.as(
         withClientRequests(
           clientAsk,
+          backends,
           session,
           session.target._tag === "Aggregate"
             ? aggregate.open(session, endSession(session))
@@ -377,9 +384,18 @@ export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipel
     Layer.provideMerge(layerBase)
   )
 
-/** Starts every configured backend while the layer builds, telling them the client capabilities given. */
-const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>) =>
-  Layer.effectDiscard(Effect.flatMap(Launch, (launch) => launch.start(clientCapabilities)))
+/**
+ * Starts every configured backend while the layer builds, telling them the client capabilities
+ * given; `wait`: the layer is built once they are ready or failed, or `startupTimeoutMs` has passed
+ * (an app that embeds the orchestrator uses their tools at once), else as soon as they are on
+ * their way (a listener must listen at once).
+ */
+const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>, wait: boolean) =>
+  Layer.effectDiscard(
+    Effect.flatMap(Launch, (launch) => launch.start(clientCapabilities)).pipe(
+      Effect.zipRight(wait ? Effect.flatMap(Backends, (backends) => backends.settle) : Effect.void)
+    )
+  )
 
 /**
  * For embedding: the core with every configured backend started while the layer builds, and
@@ -387,7 +403,7 @@ const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>) 
  * answer backends' requests: `roots/list` gets a backend's configured `roots`, the rest -32601.
  */
 export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
-  startConfigured({}).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
+  startConfigured({}, true).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
 
 /** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see Launch). */
 export const layerStdio: Layer.Layer<
@@ -408,7 +424,7 @@ export const layerSharedWith = (
   GatewayConfig | LlmClient
 > =>
   // The gateway is in place before the backends start: their first requests find it.
-  startConfigured(SHARED_CLIENT_CAPABILITIES).pipe(
+  startConfigured(SHARED_CLIENT_CAPABILITIES, false).pipe(
     Layer.provideMerge(Gateway.layerShared),
     // The team's tokens and pins on disk before the backends start (see SharedFiles).
     Layer.provideMerge(SharedFiles.layer),

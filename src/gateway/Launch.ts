@@ -3,6 +3,10 @@
  * embedding app) as its layer builds; a stdio client's with its `initialize`, told what that
  * client can answer; a stdio connection's first 2026-07-28 request, which has no `initialize`.
  * Once per gateway: a second start waits for the first, so two ways in cannot start two sets.
+ *
+ * Nobody waits for the backends here: `initialize` is answered and the HTTP port listens at once,
+ * whatever the backends are doing. What needs their tools waits for them itself, within
+ * `startupTimeoutMs` (a session's first request, a search: see Backends' `settle`).
  */
 import { Context, Effect, Layer } from "effect"
 import { Backends, startOptionsOf } from "../backend/Backends.js"
@@ -10,14 +14,14 @@ import { GatewayConfig } from "../config/Config.js"
 
 export interface LaunchService {
   /**
-   * Starts every configured backend (as configured now), bounded by `startupTimeoutMs`, telling
-   * them the client capabilities given; later calls wait for that start.
+   * Starts every configured backend (as configured now), telling them the client capabilities
+   * given, and returns once they are on their way; later calls wait for that.
    */
   readonly start: (clientCapabilities: Readonly<Record<string, unknown>>) => Effect.Effect<void>
 }
 
 export class Launch extends Context.Tag("mcp-agentify/Launch")<Launch, LaunchService>() {
-  static readonly layer: Layer.Layer<Launch, never, GatewayConfig | Backends> = Layer.effect(
+  static readonly layer: Layer.Layer<Launch, never, GatewayConfig | Backends> = Layer.scoped(
     Launch,
     Effect.gen(function* () {
       const config = yield* GatewayConfig
@@ -25,7 +29,19 @@ export class Launch extends Context.Tag("mcp-agentify/Launch")<Launch, LaunchSer
       // One start at a time; a start that was interrupted (a cancelled initialize) left nothing
       // running, so the next one starts again.
       const lock = yield* Effect.makeSemaphore(1)
+      const scope = yield* Effect.scope
       let started = false
+      /** Said once the start-up timeout has passed, of the backends still starting then. */
+      const sayStillStarting = Effect.flatMap(config.current, (current) =>
+        Effect.flatMap(backends.settle, (pending) =>
+          pending.length === 0
+            ? Effect.void
+            : Effect.logWarning(
+                `still starting after ${current.startupTimeoutMs} ms: ${pending.join(", ")}; ` +
+                  "their tools appear when they are ready"
+              )
+        )
+      )
       return {
         start: (clientCapabilities) =>
           lock.withPermits(1)(
@@ -33,8 +49,11 @@ export class Launch extends Context.Tag("mcp-agentify/Launch")<Launch, LaunchSer
               started
                 ? Effect.void
                 : Effect.flatMap(config.current, (current) =>
-                    backends.start(current.backends, startOptionsOf(current, clientCapabilities))
-                  ).pipe(Effect.tap(() => Effect.sync(() => (started = true))))
+                    backends.begin(current.backends, startOptionsOf(current, clientCapabilities))
+                  ).pipe(
+                    Effect.tap(() => Effect.sync(() => (started = true))),
+                    Effect.zipRight(Effect.forkIn(sayStillStarting, scope))
+                  )
             )
           )
       }

@@ -24,6 +24,8 @@ describe("cancellation end to end", () => {
       env: cleanEnv({ OPENAI_API_KEY: "sk-cancel-test-000000", OPENAI_BASE_URL: fake.baseUrl })
     })
     await client.initialize()
+    // initialize does not wait for the backends; a first request does.
+    await client.request("tools/list")
     tree = descendants(client.pid)
   })
 

@@ -657,6 +657,8 @@ describe("fuzzing the wire: newline-delimited JSON", () => {
     const init = await client.initialize()
     expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
     tally.roles.set(init.id!, "one")
+    // initialize does not wait for the backends; a first request does.
+    tally.roles.set((await client.request("tools/list")).id!, "one")
     backendPids = descendants(client.pid)
     expect(backendPids.length).toBeGreaterThan(0)
   })
@@ -785,6 +787,8 @@ describe("fuzzing the wire: Content-Length framing", () => {
     const init = await client.initialize()
     expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
     tally.roles.set(init.id!, "one")
+    // initialize does not wait for the backends; a first request does.
+    tally.roles.set((await client.request("tools/list")).id!, "one")
     backendPids = descendants(client.pid)
   })
 

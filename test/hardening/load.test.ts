@@ -99,6 +99,8 @@ describe("load through the CLI", () => {
       probeFile
     })
     await Promise.all([client.initialize(), memory.initialize()])
+    // initialize does not wait for the backends; a first request does.
+    await Promise.all([client.request("tools/list"), memory.request("tools/list")])
     tree = [...descendants(client.pid), ...descendants(memory.pid)]
   })
 
@@ -189,6 +191,8 @@ describe("orchestrations under load, with a scripted LLM", () => {
       env: cleanEnv()
     })
     await client.initialize()
+    // initialize does not wait for the backends; a first request does.
+    await client.request("tools/list")
     tree = descendants(client.pid)
   })
 

@@ -72,6 +72,8 @@ describe("secrets never leak, at log level trace", () => {
     })
     const init = await client.initialize()
     expect(init.result?.serverInfo?.name).toBe("mcp-agentify")
+    // initialize does not wait for the backends; a first request does.
+    await client.request("tools/list")
     tree = descendants(client.pid)
   })
 

@@ -15,6 +15,7 @@ import { StatelessErrorCode } from "../../protocol/Mcp.js"
 import type { BackendsService } from "../../backend/Backends.js"
 import type { GatewayService } from "../Gateway.js"
 import * as Stateless from "./Stateless.js"
+import { waitsForStart } from "../methods/Lifecycle.js"
 import { InputBridge } from "../clientRequests/InputBridge.js"
 import type { Edge, Identity, Target } from "../session/Session.js"
 
@@ -86,13 +87,17 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
       })
     )
     const ready = options.ready ?? Effect.void
+    // Each request is its own first: one that needs the backends waits for those still starting.
+    const readyFor = (method: string) => (waitsForStart(method) ? Effect.zipRight(ready, backends.settle) : ready)
     let listening = 0
 
     const serve = (request: Request, context: Era.Context, target: Target, out: Outbox, identity?: Identity) =>
       inbound.run(
         request.id,
         request.id,
-        Effect.interruptible(Effect.zipRight(ready, stateless.serve(request, context, target, options.edge, out, identity))),
+        Effect.interruptible(
+          Effect.zipRight(readyFor(request.method), stateless.serve(request, context, target, options.edge, out, identity))
+        ),
         (response) => out.send(response)
       )
 

@@ -13,6 +13,16 @@ import { mcpLevelOf, type Session } from "../session/Session.js"
 /** Methods a client may call before `initialize` has completed. */
 const BEFORE_INIT = new Set(["initialize", "ping", "shutdown"])
 
+/** Methods answered without the backends: never held up by a backend still starting. */
+const WITHOUT_BACKENDS = new Set(["initialize", "ping", "shutdown"])
+
+/**
+ * Whether a request for `method` waits for the backends still starting (within their start-up
+ * timeout, see Backends' `settle`) when it is its session's first: a client that reads the list
+ * once gets it whole, and a tool called at once finds its backend.
+ */
+export const waitsForStart = (method: string): boolean => !WITHOUT_BACKENDS.has(method)
+
 /** Why the session cannot run `method` now (-32001 before initialize, -32600 after shutdown). */
 export const outOfPhase = (session: Session, method: string): GatewayError | undefined => {
   if (session.phase === "ready" || BEFORE_INIT.has(method)) return undefined

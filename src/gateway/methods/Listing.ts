@@ -197,13 +197,17 @@ export interface FoundTool {
  * matched, a sentence saying so and naming the backends still `starting` (whose tools no search
  * sees yet), in the text and as `structuredContent.message` and `.starting`.
  */
-export const answer = (tools: ReadonlyArray<FoundTool>, starting: ReadonlyArray<string>) => {
+export const answer = (tools: ReadonlyArray<FoundTool>, stillStarting: ReadonlyArray<string>) => {
   if (tools.length > 0) {
-    return { content: [{ type: "text", text: JSON.stringify({ tools }, null, 2) }], structuredContent: { tools } }
+    const found = { tools, ...(stillStarting.length === 0 ? {} : { stillStarting: [...stillStarting] }) }
+    return { content: [{ type: "text", text: JSON.stringify(found, null, 2) }], structuredContent: found }
   }
   const message =
-    starting.length === 0
+    stillStarting.length === 0
       ? "No tool matches this query. Describe what the tool should do in other words."
-      : `No tool matches this query. Still starting, their tools not searchable yet: ${starting.join(", ")}; search again once they are ready, or describe what the tool should do in other words.`
-  return { content: [{ type: "text", text: message }], structuredContent: { tools: [], message, starting: [...starting] } }
+      : `No tool matches this query. Still starting, their tools not searchable yet: ${stillStarting.join(", ")}; search again once they are ready, or describe what the tool should do in other words.`
+  return {
+    content: [{ type: "text", text: message }],
+    structuredContent: { tools: [], message, stillStarting: [...stillStarting] }
+  }
 }

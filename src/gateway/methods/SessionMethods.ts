@@ -84,6 +84,9 @@ export const rows = (ctx: Deps, session: Session, view: View) => {
     })
     // The backends are this client's alone: they are told what it can answer.
     if (ctx.mode === "single") yield* ctx.launch.start(relayableCapabilities(session.clientCapabilities))
+    // What it is told changed from: the list now, unless backends are starting (its first
+    // tools/list waits for them and gets them whole): then from when they are (see routing/ListChanged).
+    session.toolsTold = backends.settling() ? undefined : session.listedTools?.()
     return {
       protocolVersion,
       capabilities: AGGREGATE_CAPABILITIES,

@@ -10,7 +10,7 @@ import type { RequestContext } from "../../jsonrpc/Peer.js"
 import type { CurrentCaller } from "../pipeline/Caller.js"
 import type { Session } from "../session/Session.js"
 import { Backends } from "../../backend/Backends.js"
-import { GatewayConfig } from "../../config/Config.js"
+import { GatewayConfig, type ResolvedConfig } from "../../config/Config.js"
 import { Orchestrator } from "../../orchestration/Orchestrator.js"
 import * as Audit from "../pipeline/Audit.js"
 import { Forwarder } from "../pipeline/Forwarding.js"
@@ -22,7 +22,7 @@ import * as Params from "./Params.js"
 import { type View, Views } from "./View.js"
 import { ORCHESTRATE_TOOL } from "../../orchestration/Orchestrator.js"
 import * as RunCode from "../../orchestration/code/Code.js"
-import { Apps, type CatalogEntry, profileServes } from "../../catalog/ToolCatalog.js"
+import { Apps, type CatalogEntry } from "../../catalog/ToolCatalog.js"
 import * as PolicyChecks from "../pipeline/PolicyChecks.js"
 import * as Tasks from "../routing/Tasks.js"
 import * as OwnTools from "./OwnTools.js"
@@ -64,8 +64,7 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
   const ownWork = OwnTools.make(ctx, session, view_)
 
   /** What this session may list now: the gateway's own tools, the catalog's entries and tools, the limit. */
-  const listing = Effect.gen(function* () {
-    const config = yield* ctx.config.current
+  const listingWith = (config: ResolvedConfig) => {
     const view = catalog()
     const rendersApps = Apps.rendersApps(session.clientCapabilities)
     const entries = config.exposeBackendTools ? listableOf(view.entries, rendersApps, ctx.mode === "shared") : []
@@ -86,45 +85,46 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
         : [...orchestrate, ...runCode]
     const limit = Listing.limitOf(session, view_.profile(), config)
     return { own, entries, backendTools, limit }
-  })
-
-  /** The whole catalog when it fits the client's limit; else the search and call tools, and what was found (see Listing). */
-  const listTools = Effect.map(listing, ({ own, backendTools, limit }) => ({
-    tools: Listing.listed(own, backendTools, limit, view_.profile(), found)
-  }))
+  }
+  const listing = Effect.map(ctx.config.current, listingWith)
 
   /** This session's searches' finds (see Listing): they join its `tools/list`. */
   const found = new Listing.Found()
+
+  /** The whole catalog when it fits the client's limit; else the search and call tools, and what was found (see Listing). */
+  const listedWith = (config: ResolvedConfig) => {
+    const { own, backendTools, limit } = listingWith(config)
+    return Listing.listed(own, backendTools, limit, view_.profile(), found)
+  }
+  const listTools = Effect.map(ctx.config.current, (config) => {
+    const tools = listedWith(config)
+    // What the client now holds: a change is told from this list on.
+    session.toolsTold = tools
+    return { tools }
+  })
+  // What its list_changed notifications are about: this list, not the whole catalog.
+  session.listedTools = () => listedWith(ctx.config.now())
 
   /** This session's searches, bounded in flight (see Searches). */
   const searches = Searches.make()
 
   /**
-   * The backends still starting that this session's profile serves and of which it sees no tool
-   * yet: what a search could not look at.
-   */
-  const startingBeside = (entries: ReadonlyArray<{ readonly backendId: string }>) =>
-    Effect.map(backends.states, (states) => {
-      const seen = new Set(entries.map((e) => e.backendId))
-      return states
-        .filter((s) => (s.state === "starting" || s.state === "restarting") && !seen.has(s.id))
-        .filter((s) => profileServes(view_.profile(), s.id))
-        .map((s) => s.id)
-    })
-
-  /**
    * `agentify_search_tools`: the tools of what this session may see that match the query, with
-   * their schemas; when the catalog is listed in part, they join the list and the client is told.
-   * A search that matches nothing says so and changes nothing.
+   * their schemas, and the backends it could not wait for (`stillStarting`); when the catalog is
+   * listed in part, they join the list and the client is told. A search that matches nothing says
+   * so and changes nothing.
    */
   const searchTools = (args: unknown, context: RequestContext) =>
     Effect.flatMap(Listing.searchArguments(args), ({ query, limit }) =>
       searches.run(
         Effect.gen(function* () {
+          // Backends still starting are waited for, within their start-up timeout; those that were
+          // not ready by then are named, so that the caller knows what the answer could not cover.
+          const stillStarting = yield* backends.settle
           const { own, entries, backendTools, limit: listLimit } = yield* listing
           const similar = entries.length > limit ? yield* ctx.orchestrator.similar(entries, query, limit) : []
           const ranked = Listing.search(entries, query, limit, similar)
-          if (ranked.length === 0) return Listing.answer([], yield* startingBeside(entries))
+          if (ranked.length === 0) return Listing.answer([], stillStarting)
           const tools = ranked.map((e) => {
             const tool = Tasks.toolFor(e.tool, session, backendFacts(e.backendId))
             return { name: tool.name, description: tool.description ?? "", inputSchema: tool.inputSchema }
@@ -138,9 +138,13 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
             )
             // With the reply's stream where it has one (an HTTP POST's), else the session's own.
             const changed = notification("notifications/tools/list_changed", {})
-            if (names().join("\u0000") !== before && !context.send(changed)) session.send(changed)
+            if (names().join("\u0000") !== before) {
+              if (!context.send(changed)) session.send(changed)
+              // Told: a backend's change that leaves this list as it is now says nothing more.
+              session.toolsTold = session.listedTools?.()
+            }
           }
-          return Listing.answer(tools, [])
+          return Listing.answer(tools, stillStarting)
         })
       )
     )

@@ -8,7 +8,7 @@
  */
 import { Deferred, Effect, Exit, FiberId } from "effect"
 import { type AskError, InternalError, Relayed, sentCode } from "../../protocol/Errors.js"
-import { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel } from "../../protocol/Mcp.js"
+import { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel, type Tool } from "../../protocol/Mcp.js"
 import { type Id, notification, request as requestMessage } from "../../jsonrpc/JsonRpc.js"
 import { Requests } from "../../jsonrpc/Requests.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
@@ -305,6 +305,20 @@ export class Session {
    * (`maxListedTools`); undefined: its profile's, else the gateway's (see methods/Listing).
    */
   maxListedTools: number | undefined = undefined
+
+  /**
+   * The tools its `tools/list` gives now (set by the aggregate's tool methods): what its
+   * `notifications/tools/list_changed` is about (see routing/ListChanged). None: the catalog as its
+   * profile sees it.
+   */
+  listedTools: (() => ReadonlyArray<Tool>) | undefined = undefined
+
+  /**
+   * The tools its client last got or was told of (its `tools/list`, a list_changed, a search's
+   * finds joining); none when it was initialized while backends started, until its first
+   * `tools/list` or their start: nothing to be told changed meanwhile.
+   */
+  toolsTold: ReadonlyArray<Tool> | undefined = undefined
 
   /** Which backends a profile's session serves (set by the gateway); none: every backend. */
   scope: ((backendId: string) => boolean) | undefined = undefined

@@ -39,8 +39,8 @@ const knownFiles = (stateDir: string) => readdirSync(join(stateDir, "known"))
 /** Runs `config` once so that its backends' tools are remembered in `stateDir`. */
 const meet = async (config: { backends: ReadonlyArray<unknown> }, stateDir: string, env: Record<string, string> = {}) => {
   const first = await run(config, stateDir, env)
-  // Never seen: started at initialize, as before.
-  expect(descendants(first.pid).length).toBeGreaterThan(0)
+  // Never seen: started with initialize, as before (which does not wait for them).
+  await until("the backends to start", () => descendants(first.pid).length > 0)
   // Remembered once ready and listed (a backend's resources and prompts are asked for after it is ready).
   await until(
     "every backend remembered",
@@ -187,7 +187,7 @@ describe("backends started on use", () => {
     await meet(config, stateDir)
     const gateway = await run({ ...config, start: "always" }, stateDir)
     try {
-      expect(descendants(gateway.pid)).toHaveLength(1)
+      await until("the backend to start", () => descendants(gateway.pid).length === 1)
     } finally {
       await gateway.close()
     }
@@ -201,7 +201,7 @@ describe("backends started on use", () => {
     writeFileSync(join(stateDir, "known", two!), `{"version":1,"tools":[${"{},".repeat(2_000_000)}{}]}`)
     const gateway = await run(config, stateDir)
     try {
-      expect(descendants(gateway.pid)).toHaveLength(2)
+      await until("both backends to start", () => descendants(gateway.pid).length === 2)
       expect(gateway.stderr()).toContain("its remembered tools are ignored")
       expect(await names(gateway)).toContain("beta__echo")
     } finally {
@@ -358,7 +358,7 @@ describe("backends started on use", () => {
       expect(descendants(gateway.pid)).toEqual([])
       const prompt = await gateway.request("prompts/get", { name: "docs__greet", arguments: { name: "Ada" } })
       expect(prompt.result.messages[0].content.text).toMatch(/^Hello Ada from \d+$/)
-      expect(descendants(gateway.pid)).toHaveLength(1)
+      await until("the backend to start", () => descendants(gateway.pid).length === 1)
     } finally {
       await gateway.close()
     }
