@@ -5,7 +5,7 @@
  * lines count in the function around it too: splitting means naming the parts outside.
  *
  * Run by `npm run lint` (scripts/lint.mjs); alone, `node scripts/function-length.mjs` lists every
- * function over the bound, allowlisted or not.
+ * function over the bound. There is no allowlist: a function over it is split, not excused.
  */
 import { readFileSync } from "node:fs"
 import { join, relative, sep } from "node:path"
@@ -13,18 +13,6 @@ import { fileURLToPath } from "node:url"
 import ts from "typescript"
 
 export const MAX_LINES = 150
-
-/**
- * Functions over the bound that someone is splitting now, as `file name` (a name, not a line, so
- * that edits above it do not unlist it): reported, but they do not fail the lint. Remove an entry
- * once its function is split.
- */
-export const ALLOWED = new Set([
-  // being split
-  "src/cli/Terminal.ts run",
-  // being split
-  "src/gateway/pipeline/stages/Find.ts make"
-])
 
 const FUNCTIONS = new Set([
   ts.SyntaxKind.FunctionDeclaration,
@@ -68,7 +56,7 @@ export const longFunctionsIn = (fileName, text) => {
   return found
 }
 
-/** The long functions of `files` (paths relative to `root`) under src/: `{where, name, span, allowed}`. */
+/** The long functions of `files` (paths relative to `root`) under src/: `{where, name, span}`. */
 export const longFunctions = (root, files) =>
   files
     .filter((f) => f.startsWith("src/") && /\.(c|m)?tsx?$/.test(f) && !f.endsWith(".d.ts"))
@@ -76,8 +64,7 @@ export const longFunctions = (root, files) =>
       longFunctionsIn(f, readFileSync(join(root, f), "utf8")).map(({ line, name, span }) => ({
         where: `${f}:${line}`,
         name,
-        span,
-        allowed: ALLOWED.has(`${f} ${name}`)
+        span
       }))
     )
 
@@ -85,14 +72,12 @@ export const longFunctions = (root, files) =>
 export const sourceFiles = (root) =>
   ts.sys.readDirectory(join(root, "src"), [".ts", ".tsx", ".mts", ".cts"]).map((f) => relative(root, f).split(sep).join("/"))
 
-/** Prints each long function to stderr; the exit status: 1 when one is not allowlisted. */
+/** Prints each long function to stderr; the exit status: 1 when there is one. */
 export const report = (root, files) => {
   const found = longFunctions(root, files)
-  for (const { where, name, span, allowed } of found)
-    process.stderr.write(
-      `${where}: ${name} spans ${span} lines (at most ${MAX_LINES})${allowed ? " [allowlisted: being split]" : ""}\n`
-    )
-  return found.some((f) => !f.allowed) ? 1 : 0
+  for (const { where, name, span } of found)
+    process.stderr.write(`${where}: ${name} spans ${span} lines (at most ${MAX_LINES})\n`)
+  return found.length > 0 ? 1 : 0
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -206,6 +206,126 @@ const waitsForUse = (table: Table, entry: Entry, startOptions: StartOptions) =>
     return true
   })
 
+/** What the state machine's moves share. */
+interface Moves {
+  readonly table: Table
+  /** start, apply, restart and stopAll replace or change the set: they must not overlap. */
+  readonly lock: Effect.Semaphore
+  /** Forks an entry's lifecycle in the manager's scope. */
+  readonly fork: (entry: Entry, startOptions: StartOptions) => Effect.Effect<Fiber.RuntimeFiber<void>>
+  /** Stops these entries' lifecycles (and with them their processes), waiting for them. */
+  readonly stopEntries: (stopping: ReadonlyArray<Entry>) => Effect.Effect<void>
+}
+
+/** A new entry for a configuration, not started. */
+const newEntry = (config: BackendConfig) => Effect.map(Deferred.make<void>(), (settled) => Table.entryOf(config, settled))
+
+/** Restarts one backend on request: its lifecycle anew, its restarts counted. */
+const restartOf =
+  ({ table, lock, fork }: Moves) =>
+  (backendId: string) =>
+    lock.withPermits(1)(
+      Effect.gen(function* () {
+        const entry = table.byId.get(backendId)
+        const startOptions = table.lastStartOptions
+        if (entry === undefined || startOptions === undefined) return "unknown" as const
+        if (!entry.config.enabled) return "disabled" as const
+        const fiber = entry.fiber
+        entry.fiber = undefined
+        if (fiber !== undefined) yield* Fiber.interrupt(fiber)
+        entry.restarts++
+        yield* Effect.logInfo("restarting on request", { backend: backendId })
+        entry.fiber = yield* fork(entry, startOptions)
+        return "restarting" as const
+      })
+    )
+
+/**
+ * Applies a new set of configurations to the running one: removed and changed backends stopped,
+ * new and changed ones started, the others kept (their exposure or description updated).
+ */
+const applyOf =
+  ({ table, lock, fork, stopEntries }: Moves) =>
+  (configs: ReadonlyArray<BackendConfig>): Effect.Effect<Applied> =>
+    lock.withPermits(1)(
+      Effect.gen(function* () {
+        const startOptions = table.lastStartOptions
+        if (startOptions === undefined) return NOTHING_APPLIED
+        const applied = diff(
+          table.entries.map((e) => e.config),
+          configs
+        )
+        const stopping = table.entries.filter(
+          (e) => applied.removed.includes(e.config.id) || applied.restarted.includes(e.config.id)
+        )
+        for (const e of stopping) {
+          e.stoppedFor = applied.removed.includes(e.config.id)
+            ? "backend removed"
+            : "backend restarted for a configuration change"
+        }
+        yield* stopEntries(stopping)
+        const fresh: Array<Entry> = []
+        const starting: Array<Entry> = []
+        for (const config of configs) {
+          const entry = table.byId.get(config.id)
+          if (entry !== undefined && entry.stoppedFor === undefined) {
+            // Kept: only how it is exposed or described may have changed.
+            entry.config = config
+            fresh.push(entry)
+            continue
+          }
+          const created = yield* newEntry(config)
+          fresh.push(created)
+          if (config.enabled) starting.push(created)
+        }
+        table.replaceEntries(fresh)
+        for (const entry of starting) entry.fiber = yield* fork(entry, startOptions)
+        yield* table.toolsChangedNow
+        return applied
+      })
+    )
+
+/** Replaces the set and forks the lifecycles; returns the entries start() waits for. */
+const replaceOf =
+  ({ table, lock, fork, stopEntries }: Moves) =>
+  (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions) =>
+    lock.withPermits(1)(
+      Effect.gen(function* () {
+        table.lastStartOptions = startOptions
+        yield* stopEntries(table.entries)
+        table.replaceEntries(yield* Effect.forEach(configs, newEntry))
+        const enabled = yield* Effect.filter(table.entries, (e) =>
+          e.config.enabled ? Effect.map(waitsForUse(table, e, startOptions), (waits) => !waits) : Effect.succeed(false)
+        )
+        yield* table.toolsChangedNow
+        for (const entry of enabled) {
+          // Starting from this step on, not when its fiber first runs: `settle` right after waits for it.
+          yield* table.setState(entry, "starting")
+          entry.fiber = yield* fork(entry, startOptions)
+        }
+        return enabled
+      })
+    )
+
+/** Replaces the set and waits, up to the start-up timeout, for the backends it started. */
+const startOf =
+  (replace: ReturnType<typeof replaceOf>) =>
+  (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions): Effect.Effect<void> =>
+    Effect.gen(function* () {
+      const enabled = yield* replace(configs, startOptions)
+      // Outside the lock: a stopAll during start-up must not wait for the start-up timeout.
+      const waited = yield* Effect.forEach(enabled, (e) => Deferred.await(e.settled), { discard: true }).pipe(
+        Effect.timeoutOption(startOptions.startupTimeoutMs)
+      )
+      if (waited._tag === "None") {
+        const pending = enabled.filter((e) => e.state === "starting").map((e) => e.config.id)
+        yield* Effect.logWarning(
+          `still starting after ${startOptions.startupTimeoutMs} ms: ${pending.join(", ")}; ` +
+            "their tools appear when they are ready"
+        )
+      }
+    })
+
 /** Builds the service; its backends live in the current scope. */
 export const make = (options: ManagerOptions = {}) =>
   Effect.gen(function* () {
@@ -252,106 +372,22 @@ export const make = (options: ManagerOptions = {}) =>
       })
     )
 
-    const restart = (backendId: string) =>
-      lock.withPermits(1)(
-        Effect.gen(function* () {
-          const entry = table.byId.get(backendId)
-          const startOptions = table.lastStartOptions
-          if (entry === undefined || startOptions === undefined) return "unknown" as const
-          if (!entry.config.enabled) return "disabled" as const
-          const fiber = entry.fiber
-          entry.fiber = undefined
-          if (fiber !== undefined) yield* Fiber.interrupt(fiber)
-          entry.restarts++
-          yield* Effect.logInfo("restarting on request", { backend: backendId })
-          entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)
-          return "restarting" as const
-        })
-      )
-
-    const newEntry = (config: BackendConfig) => Effect.map(Deferred.make<void>(), (settled) => Table.entryOf(config, settled))
-
-    const apply = (configs: ReadonlyArray<BackendConfig>): Effect.Effect<Applied> =>
-      lock.withPermits(1)(
-        Effect.gen(function* () {
-          const startOptions = table.lastStartOptions
-          if (startOptions === undefined) return NOTHING_APPLIED
-          const applied = diff(
-            table.entries.map((e) => e.config),
-            configs
-          )
-          const stopping = table.entries.filter(
-            (e) => applied.removed.includes(e.config.id) || applied.restarted.includes(e.config.id)
-          )
-          for (const e of stopping) {
-            e.stoppedFor = applied.removed.includes(e.config.id)
-              ? "backend removed"
-              : "backend restarted for a configuration change"
-          }
-          yield* stopEntries(stopping)
-          const fresh: Array<Entry> = []
-          const starting: Array<Entry> = []
-          for (const config of configs) {
-            const entry = table.byId.get(config.id)
-            if (entry !== undefined && entry.stoppedFor === undefined) {
-              // Kept: only how it is exposed or described may have changed.
-              entry.config = config
-              fresh.push(entry)
-              continue
-            }
-            const created = yield* newEntry(config)
-            fresh.push(created)
-            if (config.enabled) starting.push(created)
-          }
-          table.replaceEntries(fresh)
-          for (const entry of starting) entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)
-          yield* table.toolsChangedNow
-          return applied
-        })
-      )
+    const moves: Moves = {
+      table,
+      lock,
+      fork: (entry, startOptions) => Effect.forkIn(lifecycleOf(entry, startOptions), scope),
+      stopEntries
+    }
+    const restart = restartOf(moves)
+    const apply = applyOf(moves)
+    const replace = replaceOf(moves)
+    const begin = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions): Effect.Effect<void> =>
+      Effect.asVoid(replace(configs, startOptions))
+    const start = startOf(replace)
 
     table.wake = wakeOf(table, lock, (entry, startOptions) =>
       Effect.forkIn(Effect.interruptible(lifecycleOf(entry, startOptions)), scope)
     )
-
-    /** Replaces the set and forks the lifecycles; returns the entries start() waits for. */
-    const replace = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions) =>
-      lock.withPermits(1)(
-        Effect.gen(function* () {
-          table.lastStartOptions = startOptions
-          yield* stopEntries(table.entries)
-          table.replaceEntries(yield* Effect.forEach(configs, newEntry))
-          const enabled = yield* Effect.filter(table.entries, (e) =>
-            e.config.enabled ? Effect.map(waitsForUse(table, e, startOptions), (waits) => !waits) : Effect.succeed(false)
-          )
-          yield* table.toolsChangedNow
-          for (const entry of enabled) {
-            // Starting from this step on, not when its fiber first runs: `settle` right after waits for it.
-            yield* table.setState(entry, "starting")
-            entry.fiber = yield* Effect.forkIn(lifecycleOf(entry, startOptions), scope)
-          }
-          return enabled
-        })
-      )
-
-    const begin = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions): Effect.Effect<void> =>
-      Effect.asVoid(replace(configs, startOptions))
-
-    const start = (configs: ReadonlyArray<BackendConfig>, startOptions: StartOptions): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        const enabled = yield* replace(configs, startOptions)
-        // Outside the lock: a stopAll during start-up must not wait for the start-up timeout.
-        const waited = yield* Effect.forEach(enabled, (e) => Deferred.await(e.settled), { discard: true }).pipe(
-          Effect.timeoutOption(startOptions.startupTimeoutMs)
-        )
-        if (waited._tag === "None") {
-          const pending = enabled.filter((e) => e.state === "starting").map((e) => e.config.id)
-          yield* Effect.logWarning(
-            `still starting after ${startOptions.startupTimeoutMs} ms: ${pending.join(", ")}; ` +
-              "their tools appear when they are ready"
-          )
-        }
-      })
 
     yield* Effect.addFinalizer(() => stopAll)
 

@@ -218,23 +218,16 @@ const answering =
     return true
   }
 
+/** A request on the terminal's session, as a client sends it; failing with what the client would get. */
+type Request = (method: string, params: unknown) => Effect.Effect<unknown, Refused>
+
 /**
- * Runs `command`; succeeds with the exit code (0, or 1 when the call failed). What a person
- * asked for goes to `print` (stdout), the gateway's log to stderr as always. With a `terminal`
- * (stdin is one), `ask` asks there before a call that needs consent; without, such a call is held.
+ * The terminal's session, opened and initialized as a client's would be; `asking`: the terminal
+ * that answers confirmations, if any. Its `request`s go through the same method table.
  */
-export const run = (
-  command: Command,
-  sources: ConfigSources,
-  print: (text: string) => void,
-  llm: Layer.Layer<LlmClient, never, GatewayConfig> = LlmClient.layerOpenAI,
-  terminal: Prompt.Terminal | undefined = process.stdin.isTTY === true ? Prompt.processTerminal : undefined
-): Effect.Effect<number> =>
+const connect = (asking: Prompt.Terminal | undefined) =>
   Effect.gen(function* () {
     const gateway = yield* Gateway.Gateway
-    const events = yield* Events
-    const backends = yield* Backends
-    const asking = command._tag === "Ask" ? terminal : undefined
     const session: Session = new Session({
       id: `terminal-${randomUUID()}`,
       edge: TERMINAL,
@@ -244,7 +237,7 @@ export const run = (
     session.maxListedTools = Number.MAX_SAFE_INTEGER
     const handlers = yield* gateway.open(session)
     let nextId = 1
-    const request = (method: string, params: unknown) =>
+    const request: Request = (method, params) =>
       Effect.suspend(() => {
         const id = nextId++
         return Caller.as({ session })(
@@ -272,9 +265,17 @@ export const run = (
       clientInfo: { name: "mcp-agentify-terminal", version: "1" }
     })
     yield* Caller.as({ session })(handlers.notification({ method: "notifications/initialized", params: undefined }))
-    // The backends starting, waited for silently within startupTimeoutMs (as a client's first
-    // request waits); then those this command needs, longer and saying so (a first `npx` download
-    // takes a while).
+    return request
+  })
+
+/**
+ * The backends starting, waited for silently within startupTimeoutMs (as a client's first
+ * request waits); then those `command` needs, longer and saying so (a first `npx` download takes a
+ * while). What is still not ready, as a sentence (none: empty).
+ */
+const awaitBackends = (command: Command) =>
+  Effect.gen(function* () {
+    const backends = yield* Backends
     yield* backends.settle
     const config = yield* (yield* GatewayConfig).current
     const stillStarting = yield* settled(
@@ -283,90 +284,127 @@ export const run = (
       Math.max(config.startupTimeoutMs, TERMINAL_STARTUP_MS),
       (text) => void process.stderr.write(text)
     )
-    const notReady =
-      stillStarting.length === 0
-        ? []
-        : [
-            `backend${stillStarting.length === 1 ? "" : "s"} still starting: ${stillStarting.join(", ")} (raise startupTimeoutMs, or run mcp-agentify check to see why)`
-          ]
-    if (command._tag !== "Tools" && notReady.length > 0) process.stderr.write(`mcp-agentify: ${notReady[0]}\n`)
+    return stillStarting.length === 0
+      ? []
+      : [
+          `backend${stillStarting.length === 1 ? "" : "s"} still starting: ${stillStarting.join(", ")} (raise startupTimeoutMs, or run mcp-agentify check to see why)`
+        ]
+  })
 
+/** `tools [QUERY]`: every tool, or the catalog's best matches; exit 1 when a backend is not there to list its own. */
+const listTools = (
+  command: Extract<Command, { readonly _tag: "Tools" }>,
+  request: Request,
+  notReady: ReadonlyArray<string>,
+  print: (text: string) => void
+) =>
+  Effect.gen(function* () {
+    const backends = yield* Backends
+    const tools: Array<{ name: string; description?: string }> = []
+    if (command.query === undefined) {
+      let cursor: string | undefined
+      do {
+        const page = yield* request("tools/list", cursor === undefined ? {} : { cursor })
+        tools.push(...toolsOf(page))
+        cursor = stringField(page, "nextCursor")
+      } while (cursor !== undefined)
+    } else {
+      // The search a client's model makes, at its largest: the catalog's best matches.
+      const found = yield* request("tools/call", {
+        name: SEARCH_TOOL_NAME,
+        arguments: { query: command.query, limit: MAX_SEARCH_LIMIT }
+      })
+      tools.push(...toolsOf(field(found, "structuredContent")))
+    }
+    // A backend that could not start lists nothing: that is a failure, as `check` says.
+    const failed = (yield* backends.states).filter((b) => b.state === "failed" || b.state === "needs auth")
+    print(showTools(tools, failed, notReady, command.query))
+    return failed.length === 0 && notReady.length === 0 ? 0 : 1
+  })
+
+/** `call NAME '{json}'`: the result printed; an unknown name refused with the closest one. */
+const callTool = (command: Extract<Command, { readonly _tag: "Call" }>, request: Request, print: (text: string) => void) =>
+  Effect.gen(function* () {
+    const result = yield* request("tools/call", { name: command.name, arguments: command.arguments }).pipe(
+      Effect.catchIf(
+        (refused) => refused.error.code === -32602 && refused.error.message.startsWith("Unknown tool"),
+        (refused) =>
+          Effect.flatMap(request("tools/list", {}), (listed) => {
+            const names = toolsOf(listed).map((t) => t.name)
+            const best = closest(command.name, names)
+            const hint = best === undefined ? " (mcp-agentify tools lists them)" : ` (did you mean '${best}'?)`
+            return Effect.fail(new Refused({ ...refused.error, message: `${refused.error.message}${hint}` }))
+          })
+      )
+    )
+    print(`${formatResult(result)}\n`)
+    return field(result, "isError") === true ? 1 : 0
+  })
+
+/** `ask "query"`: one orchestration, its record, steps, result and answer printed. */
+const ask = (command: Extract<Command, { readonly _tag: "Ask" }>, request: Request, print: (text: string) => void) =>
+  Effect.gen(function* () {
+    const events = yield* Events
+    // The orchestration's own record (offer, choice, plan) comes from the events hub.
+    const records = yield* events.subscribe
+    const asked = yield* Effect.fork(
+      request("agentify/orchestrateTask", {
+        query: command.query,
+        context: { currentWorkingDirectory: command.cwd },
+        ...(command.mode === undefined ? {} : { mode: command.mode })
+      })
+    )
+    const outcome = yield* Fiber.join(asked).pipe(Effect.either)
+    const seen = yield* Queue.takeAll(records)
+    let record: OrchestrationRecord | undefined
+    for (const event of seen) if (event._tag === "Orchestration") record = event
+    const lines = showOrchestration(record)
+    if (outcome._tag === "Left") {
+      const { code, message, data } = outcome.left.error
+      const ran = showSteps(field(data, "steps"))
+      print([...lines, ...ran, `error ${code}: ${message}`].join("\n") + "\n")
+      return 1
+    }
+    const answer = Meta.get(outcome.right, "agentify/answer")
+    const script = Meta.get(outcome.right, "agentify/code")
+    const steps = Meta.get(outcome.right, "agentify/steps")
+    print(
+      [
+        ...lines,
+        ...(typeof script === "string" ? ["script:", script] : []),
+        ...showSteps(steps),
+        "result:",
+        formatResult(outcome.right),
+        ...(typeof answer === "string" && answer.trim() !== "" ? ["answer:", answer] : [])
+      ].join("\n") + "\n"
+    )
+    // A step that did not run leaves the request half done, whatever the model answered.
+    return field(outcome.right, "isError") === true || refusedStep(steps) ? 1 : 0
+  })
+
+/**
+ * Runs `command`; succeeds with the exit code (0, or 1 when the call failed). What a person
+ * asked for goes to `print` (stdout), the gateway's log to stderr as always. With a `terminal`
+ * (stdin is one), `ask` asks there before a call that needs consent; without, such a call is held.
+ */
+export const run = (
+  command: Command,
+  sources: ConfigSources,
+  print: (text: string) => void,
+  llm: Layer.Layer<LlmClient, never, GatewayConfig> = LlmClient.layerOpenAI,
+  terminal: Prompt.Terminal | undefined = process.stdin.isTTY === true ? Prompt.processTerminal : undefined
+): Effect.Effect<number> =>
+  Effect.gen(function* () {
+    const request = yield* connect(command._tag === "Ask" ? terminal : undefined)
+    const notReady = yield* awaitBackends(command)
+    if (command._tag !== "Tools" && notReady.length > 0) process.stderr.write(`mcp-agentify: ${notReady[0]}\n`)
     switch (command._tag) {
-      case "Tools": {
-        const tools: Array<{ name: string; description?: string }> = []
-        if (command.query === undefined) {
-          let cursor: string | undefined
-          do {
-            const page = yield* request("tools/list", cursor === undefined ? {} : { cursor })
-            tools.push(...toolsOf(page))
-            cursor = stringField(page, "nextCursor")
-          } while (cursor !== undefined)
-        } else {
-          // The search a client's model makes, at its largest: the catalog's best matches.
-          const found = yield* request("tools/call", {
-            name: SEARCH_TOOL_NAME,
-            arguments: { query: command.query, limit: MAX_SEARCH_LIMIT }
-          })
-          tools.push(...toolsOf(field(found, "structuredContent")))
-        }
-        // A backend that could not start lists nothing: that is a failure, as `check` says.
-        const failed = (yield* backends.states).filter((b) => b.state === "failed" || b.state === "needs auth")
-        print(showTools(tools, failed, notReady, command.query))
-        return failed.length === 0 && notReady.length === 0 ? 0 : 1
-      }
-      case "Call": {
-        const result = yield* request("tools/call", { name: command.name, arguments: command.arguments }).pipe(
-          Effect.catchIf(
-            (refused) => refused.error.code === -32602 && refused.error.message.startsWith("Unknown tool"),
-            (refused) =>
-              Effect.flatMap(request("tools/list", {}), (listed) => {
-                const names = toolsOf(listed).map((t) => t.name)
-                const best = closest(command.name, names)
-                const hint = best === undefined ? " (mcp-agentify tools lists them)" : ` (did you mean '${best}'?)`
-                return Effect.fail(new Refused({ ...refused.error, message: `${refused.error.message}${hint}` }))
-              })
-          )
-        )
-        print(`${formatResult(result)}\n`)
-        return field(result, "isError") === true ? 1 : 0
-      }
-      case "Ask": {
-        // The orchestration's own record (offer, choice, plan) comes from the events hub.
-        const records = yield* events.subscribe
-        const asked = yield* Effect.fork(
-          request("agentify/orchestrateTask", {
-            query: command.query,
-            context: { currentWorkingDirectory: command.cwd },
-            ...(command.mode === undefined ? {} : { mode: command.mode })
-          })
-        )
-        const outcome = yield* Fiber.join(asked).pipe(Effect.either)
-        const seen = yield* Queue.takeAll(records)
-        let record: OrchestrationRecord | undefined
-        for (const event of seen) if (event._tag === "Orchestration") record = event
-        const lines = showOrchestration(record)
-        if (outcome._tag === "Left") {
-          const { code, message, data } = outcome.left.error
-          const ran = showSteps(field(data, "steps"))
-          print([...lines, ...ran, `error ${code}: ${message}`].join("\n") + "\n")
-          return 1
-        }
-        const answer = Meta.get(outcome.right, "agentify/answer")
-        const script = Meta.get(outcome.right, "agentify/code")
-        const steps = Meta.get(outcome.right, "agentify/steps")
-        print(
-          [
-            ...lines,
-            ...(typeof script === "string" ? ["script:", script] : []),
-            ...showSteps(steps),
-            "result:",
-            formatResult(outcome.right),
-            ...(typeof answer === "string" && answer.trim() !== "" ? ["answer:", answer] : [])
-          ].join("\n") + "\n"
-        )
-        // A step that did not run leaves the request half done, whatever the model answered.
-        return field(outcome.right, "isError") === true || refusedStep(steps) ? 1 : 0
-      }
+      case "Tools":
+        return yield* listTools(command, request, notReady, print)
+      case "Call":
+        return yield* callTool(command, request, print)
+      case "Ask":
+        return yield* ask(command, request, print)
     }
   }).pipe(
     Effect.catchAll((refused) =>
