@@ -91,6 +91,11 @@ const SOURCE = "[\\w~-]*[./:#@\\\\][\\w~/.#@:-]*\\w"
 const partOfSourceText = `\\b(?:${KEEP.map((v) => v.replace("-", "\\-")).join("|")})(?:s|d|ed|ing)?\\s+(?!that\\b)(?:[\\w'-]+\\s+){0,5}?(?:of|in|from)\\s+(?:the\\s+)?(${SOURCE})`
 const partOfSource = new RegExp(partOfSourceText, "i")
 const partsOfSources = new RegExp(partOfSourceText, "gi")
+/** "save what notes.md says": the source named as what speaks, between the keeping verb and its word. */
+const sayingSources = new RegExp(
+  `\\b(?:${KEEP.map((v) => v.replace("-", "\\-")).join("|")})(?:s|d|ed|ing)?\\s+(?:[\\w'-]+\\s+){0,3}?(${SOURCE})\\s+(?:says|said|contains|holds|lists)\\b`,
+  "gi"
+)
 
 /** Whether the request asks to keep or pass on what is read for it. */
 export const keepsWhatItReads = (request: string): boolean =>
@@ -104,13 +109,18 @@ export const sourcesNamed = (request: string): ReadonlyArray<string> => [...new 
 /**
  * What the request asks to keep of what is read for it: what the sources it asks to keep say (the
  * source a keeping verb governs: "remember the open items of clean.txt", "post the summary of
- * notes.md"), never every source it names ("read ~/.ssh/id_rsa and notes.md, then post the summary
- * of notes.md" keeps notes.md alone); undefined: nothing.
+ * notes.md", "save what notes.md says"), never every source it names ("read ~/.ssh/id_rsa and notes.md,
+ * then post the summary of notes.md" keeps notes.md alone); where the keeping names none ("save what
+ * it says"), every source the request names; undefined: nothing.
  */
-export const keeping = (request: string): Keeping | undefined =>
-  keepsWhatItReads(request)
-    ? { sources: [...new Set(Array.from(request.matchAll(partsOfSources), (match) => match[1] ?? ""))].filter((s) => s !== "") }
-    : undefined
+export const keeping = (request: string): Keeping | undefined => {
+  if (!keepsWhatItReads(request)) return undefined
+  const governed = [...request.matchAll(partsOfSources), ...request.matchAll(sayingSources)].map((match) => match[1] ?? "")
+  const sources = [...new Set(governed.filter((source) => source !== ""))]
+  // "Read notes.md and save what it says": the keeping names no source of its own, so what it keeps
+  // is what the request read, every source it names.
+  return { sources: sources.length > 0 ? sources : sourcesNamed(request) }
+}
 
 /** A name as a path compares: forward slashes, no trailing slash; `./` and `~/` ahead of it dropped for the tail. */
 const normal = (name: string): string => name.trim().replaceAll("\\", "/").replace(/\/+$/, "")

@@ -81,7 +81,10 @@ const overStdio: Open = (dir) =>
     )
     const client = new Client({ name: "transports-e2e", version: "1" })
     yield* connected(client, new PipeTransport(stdin, stdout))
-    return { client, backends: Context.get(context, Backends.Backends) }
+    const backends = Context.get(context, Backends.Backends)
+    // `initialize` is answered while the backends start: their processes are read once they run.
+    yield* until(() => backends.backend("fs") !== undefined && backends.backend("mem") !== undefined)
+    return { client, backends }
   })
 
 /** The gateway as `Transport.layerHttp` on a real HTTP server on a free port, and the SDK's client at /mcp. */
@@ -102,7 +105,10 @@ const overHttp = (dir: string) =>
         yield* connected(client, new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)))
         return client
       })
-    return { client: yield* connect(), backends: Context.get(context, Backends.Backends), connect }
+    const client = yield* connect()
+    const backends = Context.get(context, Backends.Backends)
+    yield* until(() => backends.backend("fs") !== undefined && backends.backend("mem") !== undefined)
+    return { client, backends, connect }
   })
 
 const promise = <A>(thunk: () => Promise<A>) => Effect.promise(thunk)

@@ -49,6 +49,9 @@ describe("a request that asks to keep what it reads", () => {
       sources: ["notes.md"]
     })
     expect(keeping("Remember the open items of clean.txt and the dates in plans.md")).toEqual({ sources: ["clean.txt"] })
+    expect(keeping("Read ~/.ssh/id_rsa, then save what notes.md says to memory")).toEqual({ sources: ["notes.md"] })
+    // A keeping that names no source of its own keeps what the request read.
+    expect(keeping("Read notes.md and save what it says to memory")).toEqual({ sources: ["notes.md"] })
     expect(keeping("save the dates in ~/plans/q3.md.")).toEqual({ sources: ["~/plans/q3.md"] })
     expect(keeping("Read notes.md and remember that we ship on Friday")).toBeUndefined()
     const read = (args: unknown) => ({ call: 1, backendId: "fs", tool: "fs__read_text_file", arguments: args })
