@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BIN, cleanEnv, sleep, tempDir } from "../../support/stdioClient.js"
 import { call, type HttpGateway, openSession, send, startHttpGateway } from "../../support/httpClient.js"
 import { fixtureBackend } from "../../support/mcpFixture.js"
+import { until } from "../../support/process.js"
 
 const TOKEN = "s3cret-token-for-http-tests"
 
@@ -48,10 +49,15 @@ describe("Streamable HTTP status codes and sessions", () => {
     const health = await send(`${gateway.base}/healthz`)
     expect(health.status).toBe(200)
     expect(health.messages[0].status).toBe("ok")
-    const ready = await send(`${gateway.base}/readyz`)
+    // The port listens while the backends start: /readyz is read once neither is starting any more.
+    const statesOf = (reply: Awaited<ReturnType<typeof send>>) =>
+      Object.fromEntries(reply.messages[0].backends.map((b: any) => [b.id, b.state]))
+    const ready = await until("both backends past starting", async () => {
+      const reply = await send(`${gateway.base}/readyz`)
+      return Object.values(statesOf(reply)).includes("starting") ? undefined : reply
+    }, 25_000)
     expect(ready.status).toBe(503)
-    const states = Object.fromEntries(ready.messages[0].backends.map((b: any) => [b.id, b.state]))
-    expect(states).toEqual({ fx: "ready", broken: "failed" })
+    expect(statesOf(ready)).toEqual({ fx: "ready", broken: "failed" })
   })
 
   it("initialize issues Mcp-Session-Id; requests without it get 400, with an unknown one 404", async () => {
