@@ -52,10 +52,14 @@ describe("Streamable HTTP status codes and sessions", () => {
     // The port listens while the backends start: /readyz is read once neither is starting any more.
     const statesOf = (reply: Awaited<ReturnType<typeof send>>) =>
       Object.fromEntries(reply.messages[0].backends.map((b: any) => [b.id, b.state]))
-    const ready = await until("both backends past starting", async () => {
-      const reply = await send(`${gateway.base}/readyz`)
-      return Object.values(statesOf(reply)).includes("starting") ? undefined : reply
-    }, 25_000)
+    const ready = await until(
+      "both backends past starting",
+      async () => {
+        const reply = await send(`${gateway.base}/readyz`)
+        return Object.values(statesOf(reply)).includes("starting") ? undefined : reply
+      },
+      25_000
+    )
     expect(ready.status).toBe(503)
     expect(statesOf(ready)).toEqual({ fx: "ready", broken: "failed" })
   })
