@@ -119,6 +119,9 @@ export const backend = (ctx: Deps, session: Session, backendId: string, onExit: 
       session,
       Effect.gen(function* () {
         yield* sessionOptions(session, p.initializationOptions)
+        // The answer is the backend's own (its capabilities, its server's name): one still starting
+        // is waited for, within its start-up timeout, as a session's first request waits at /mcp.
+        if (backends.backend(backendId) === undefined) yield* backends.settle
         const running = backends.backend(backendId)
         if (running === undefined) {
           // Says why (starting, failed, disabled...) through the same path as a call would.
