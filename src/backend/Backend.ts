@@ -28,7 +28,7 @@
  * engine of jsonrpc/Requests), `Process` (spawn, connect, stop) and `Handshake` (the MCP session);
  * here are `make` and the `maxInstances` pool.
  */
-import { Cause, Deferred, Effect, Exit, Queue, type Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Queue, type Scope, Semaphore } from "effect"
 import type { BackendConfig } from "../config/Config.js"
 import { DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, transportOf } from "../config/Config.js"
 import { BackendError } from "../protocol/Errors.js"
@@ -186,7 +186,7 @@ const requestsOf = (
     // A server that forgot the session (restarted behind a URL, expired it, or lost its state) says
     // so: it is initialized again, once however many calls noticed, and each call is retried once.
     let generation = 0
-    const reinitializing = yield* Effect.makeSemaphore(1)
+    const reinitializing = yield* Semaphore.make(1)
     const reinitialize = (seen: number) =>
       reinitializing.withPermits(1)(
         Effect.suspend(() => {
@@ -204,7 +204,7 @@ const requestsOf = (
       if (stateless) return send(method, params, requestOptions)
       const seen = generation
       return send(method, params, requestOptions).pipe(
-        Effect.catchIf(isSessionLost, () => Effect.zipRight(reinitialize(seen), send(method, params, requestOptions)))
+        Effect.catchIf(isSessionLost, () => Effect.andThen(reinitialize(seen), send(method, params, requestOptions)))
       )
     }
     // Each call's outcome for observers (the debug UI's calls and errors), only while one listens.
@@ -231,7 +231,7 @@ const requestsOf = (
               ? publish("isError", Mcp.resultText(exit.value).slice(0, 500) || "the tool reported an error")
               : publish("ok")
           }
-          if (Cause.isInterruptedOnly(exit.cause)) return publish("cancelled")
+          if (Cause.hasInterruptsOnly(exit.cause)) return publish("cancelled")
           const failure = Cause.failureOption(exit.cause)
           return publish("error", failure._tag === "Some" ? failure.value.message : "the call failed")
         })
@@ -291,13 +291,13 @@ const makeOne = Effect.fn("Backend.make")(
         connection.channel.toolsListed?.(listed)
         return options.onToolsChanged?.(listed) ?? Effect.void
       }),
-      Effect.catchAllCause((cause) => Effect.logWarning("could not list the tools again", cause))
+      Effect.catchCause((cause) => Effect.logWarning("could not list the tools again", cause))
     )
     // Re-listing runs beside the relay, never in it: replies wait for the relay (see
     // `Connection.orderedRequest`), so it must not wait on a backend request itself. A burst of
     // list_changed is one re-listing, and one more after it when some came in while it ran.
     const scope = yield* Effect.scope
-    const relistLock = yield* Effect.makeSemaphore(1)
+    const relistLock = yield* Semaphore.make(1)
     let relistQueued = false
     const requestRelist = Effect.suspend(() => {
       if (relistQueued) return Effect.void
@@ -305,7 +305,7 @@ const makeOne = Effect.fn("Backend.make")(
       return Effect.asVoid(
         Effect.forkIn(
           relistLock.withPermits(1)(
-            Effect.zipRight(
+            Effect.andThen(
               Effect.sync(() => (relistQueued = false)),
               relist
             )
@@ -320,7 +320,7 @@ const makeOne = Effect.fn("Backend.make")(
         : options.onNotification === undefined
           ? Effect.sync(() => connection.markRelayed())
           : options.onNotification(event.method, event.params).pipe(
-              Effect.catchAllCause((cause) => Effect.logDebug(cause)),
+              Effect.catchCause((cause) => Effect.logDebug(cause)),
               Effect.ensuring(Effect.sync(() => connection.markRelayed()))
             )
     yield* Effect.forkScoped(
@@ -379,7 +379,7 @@ const makeOne = Effect.fn("Backend.make")(
         sendNow(stateless ? "server/discover" : "ping", stateless ? {} : undefined, { timeoutMs: probeTimeoutMs }).pipe(
           Effect.as("alive" as const),
           // A backend whose input is stuck cannot even be asked: as silent as one that does not answer.
-          Effect.catchAll((error) =>
+          Effect.catch((error) =>
             Effect.succeed(error.reason === "timeout" || error.reason === "overloaded" ? ("silent" as const) : ("alive" as const))
           )
         ),

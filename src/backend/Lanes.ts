@@ -67,7 +67,7 @@ export const make = (
           )
           // Ended by itself: forgotten, from outside its own scope (which the forgetting closes).
           // Closed as idle or stopped, this watcher goes first (finalizers run in reverse order).
-          yield* Effect.forkScoped(Effect.zipRight(backend.exited, Effect.forkIn(RcMap.invalidate(lanes, key), outer)))
+          yield* Effect.forkScoped(Effect.andThen(backend.exited, Effect.forkIn(RcMap.invalidate(lanes, key), outer)))
           return backend
         }),
       idleTimeToLive: idleMs

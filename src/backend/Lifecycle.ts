@@ -115,9 +115,9 @@ const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
           Effect.suspend(() => {
             if (entry.backend !== backend) return Effect.void
             const said = table.reviewTools(entry, tools, startOptions.pins)
-            return Effect.zipRight(
-              Effect.zipRight(said, Effect.logInfo(`tools changed: ${tools.length} tools`)),
-              Effect.zipRight(table.toldAgain(entry), remember(table, entry, backend, startOptions))
+            return Effect.andThen(
+              Effect.andThen(said, Effect.logInfo(`tools changed: ${tools.length} tools`)),
+              Effect.andThen(table.toldAgain(entry), remember(table, entry, backend, startOptions))
             )
           })
       })
@@ -181,26 +181,26 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
     let announce: (delay: Duration.Duration) => Effect.Effect<void> = () => Effect.void
     const restarts = yield* Schedule.driver(restartDelays(policy).pipe(Schedule.tapOutput((delay) => announce(delay))))
     while (true) {
-      const outcome = yield* Effect.either(runOnce(table, entry, startOptions))
+      const outcome = yield* Effect.result(runOnce(table, entry, startOptions))
       let lastError: string
-      if (outcome._tag === "Left") {
-        lastError = outcome.left.summary
-        if (needsAuthOf(outcome.left.detail)) {
-          yield* waitForSignIn(table, entry, outcome.left.detail, lastError)
+      if (outcome._tag === "Failure") {
+        lastError = outcome.failure.summary
+        if (needsAuthOf(outcome.failure.detail)) {
+          yield* waitForSignIn(table, entry, outcome.failure.detail, lastError)
           continue
         }
         // A server that died of server/discover is of the session era: its restart does not ask again.
-        if (outcome.left.method === "server/discover" && config.url === undefined) entry.era = "session"
-        if (Backend.isPermanentFailure(outcome.left)) {
+        if (outcome.failure.method === "server/discover" && config.url === undefined) entry.era = "session"
+        if (Backend.isPermanentFailure(outcome.failure)) {
           yield* Effect.logError(`backend failed: ${lastError}`)
           return yield* table.setState(entry, "failed", lastError)
         }
-      } else if (outcome.right.exit === "idle") {
+      } else if (outcome.success.exit === "idle") {
         // Stopped for want of use: it waits, as its tools are known, for the next one.
         return
       } else {
-        lastError = outcome.right.exit.description
-        if (outcome.right.readyMs >= policy.healthyAfterMs) {
+        lastError = outcome.success.exit.description
+        if (outcome.success.readyMs >= policy.healthyAfterMs) {
           failures = 0
           yield* restarts.reset
         }
@@ -215,7 +215,7 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
         yield* Effect.logError(`backend failed: ${gaveUp}`)
         return yield* table.setState(entry, "failed", gaveUp)
       }
-      const what = outcome._tag === "Left" ? "could not start" : "crashed"
+      const what = outcome._tag === "Failure" ? "could not start" : "crashed"
       const why = lastError
       announce = (delay) =>
         Effect.gen(function* () {
@@ -228,10 +228,10 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
       entry.restarts++
     }
   }).pipe(
-    Effect.catchAllCause((cause) =>
-      Effect.zipRight(Effect.logError("backend lifecycle failed", cause), table.setState(entry, "failed", "internal error"))
+    Effect.catchCause((cause) =>
+      Effect.andThen(Effect.logError("backend lifecycle failed", cause), table.setState(entry, "failed", "internal error"))
     ),
-    Effect.onInterrupt(() => Effect.zipRight(table.setState(entry, "stopped"), Effect.logInfo("backend stopped"))),
+    Effect.onInterrupt(() => Effect.andThen(table.setState(entry, "stopped"), Effect.logInfo("backend stopped"))),
     Effect.ensuring(Deferred.succeed(entry.settled, undefined)),
     Effect.annotateLogs({ backend: entry.config.id })
   )

@@ -67,7 +67,7 @@ const hasPipes = (child: ChildProcess): child is ChildProcessWithoutNullStreams 
   Boolean(child.stdin) && Boolean(child.stdout) && Boolean(child.stderr)
 
 export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, events) =>
-  Effect.async<Connection, BackendError>((resume) => {
+  Effect.callback<Connection, BackendError>((resume) => {
     const cwdProblem = checkCwd(config)
     if (cwdProblem !== undefined) return resume(Effect.fail(cwdProblem))
     const tag = Reaper.newTag()

@@ -127,7 +127,7 @@ const startTimed = (
             settledIn.set(status.id, Date.now() - started)
         })
       ),
-      Effect.fork
+      Effect.forkChild
     )
     yield* backends.start(checked, options)
     yield* Fiber.interrupt(watcher)

@@ -89,8 +89,8 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
         // The HTTP transport is loaded only here: the stdio gateway never reads its code.
         Effect.promise(() => import("../transport/Http.js")).pipe(
           Effect.flatMap((Http) => Layer.launch(Http.layer(http).pipe(Layer.provide(ServedLive)))),
-          Effect.catchAll((error) =>
-            Effect.zipRight(
+          Effect.catch((error) =>
+            Effect.andThen(
               Effect.logFatal(`cannot serve HTTP on ${http.host}:${http.port}`, error),
               Effect.sync(() => {
                 process.exitCode = 1
@@ -100,7 +100,7 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
         )
 
   return serve.pipe(
-    Effect.catchAllDefect((defect) => Effect.logFatal("gateway failed", defect)),
+    Effect.catchDefect((defect) => Effect.logFatal("gateway failed", defect)),
     // OpenTelemetry export when OTEL_EXPORTER_OTLP_ENDPOINT is set; nothing otherwise.
     Effect.provide(Telemetry.layer(settings.sources.env, SERVER_VERSION)),
     Effect.provide(Logging.layer())
@@ -124,7 +124,7 @@ export const run = (main: Effect.Effect<void>): void => {
   // Always exit explicitly: a backend pipe or timer left open must not keep the process alive.
   fiber.addObserver((exit) => {
     clearInterval(keepAlive)
-    process.exit(Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) ? 1 : Number(process.exitCode ?? 0))
+    process.exit(Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) ? 1 : Number(process.exitCode ?? 0))
   })
   onStopSignal((signal) => {
     process.stderr.write(`mcp-agentify: ${signal} received; stopping backends\n`)

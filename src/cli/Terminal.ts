@@ -347,39 +347,39 @@ const ask = (command: Extract<Command, { readonly _tag: "Ask" }>, request: Reque
     const events = yield* Events
     // The orchestration's own record (offer, choice, plan) comes from the events hub.
     const records = yield* events.subscribe
-    const asked = yield* Effect.fork(
+    const asked = yield* Effect.forkChild(
       request("agentify/orchestrateTask", {
         query: command.query,
         context: { currentWorkingDirectory: command.cwd },
         ...(command.mode === undefined ? {} : { mode: command.mode })
       })
     )
-    const outcome = yield* Fiber.join(asked).pipe(Effect.either)
+    const outcome = yield* Fiber.join(asked).pipe(Effect.result)
     const seen = yield* Queue.takeAll(records)
     let record: OrchestrationRecord | undefined
     for (const event of seen) if (event._tag === "Orchestration") record = event
     const lines = showOrchestration(record)
-    if (outcome._tag === "Left") {
-      const { code, message, data } = outcome.left.error
+    if (outcome._tag === "Failure") {
+      const { code, message, data } = outcome.failure.error
       const ran = showSteps(field(data, "steps"))
       print([...lines, ...ran, `error ${code}: ${message}`].join("\n") + "\n")
       return 1
     }
-    const answer = Meta.get(outcome.right, "agentify/answer")
-    const script = Meta.get(outcome.right, "agentify/code")
-    const steps = Meta.get(outcome.right, "agentify/steps")
+    const answer = Meta.get(outcome.success, "agentify/answer")
+    const script = Meta.get(outcome.success, "agentify/code")
+    const steps = Meta.get(outcome.success, "agentify/steps")
     print(
       [
         ...lines,
         ...(typeof script === "string" ? ["script:", script] : []),
         ...showSteps(steps),
         "result:",
-        formatResult(outcome.right),
+        formatResult(outcome.success),
         ...(typeof answer === "string" && answer.trim() !== "" ? ["answer:", answer] : [])
       ].join("\n") + "\n"
     )
     // A step that did not run leaves the request half done, whatever the model answered.
-    return field(outcome.right, "isError") === true || refusedStep(steps) ? 1 : 0
+    return field(outcome.success, "isError") === true || refusedStep(steps) ? 1 : 0
   })
 
 /**
@@ -407,7 +407,7 @@ export const run = (
         return yield* ask(command, request, print)
     }
   }).pipe(
-    Effect.catchAll((refused) =>
+    Effect.catch((refused) =>
       Effect.sync(() => {
         print(`error ${refused.error.code}: ${refused.error.message}\n`)
         return 1

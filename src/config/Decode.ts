@@ -3,7 +3,7 @@
  * refused with "did you mean", the keys other clients keep in their files ignored, and the other
  * clients' shapes (`mcpServers`, VS Code's `servers`, seed shapes) turned into GatewayOptions.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Result, ParseResult, Schema } from "effect"
 import { InvalidParams } from "../protocol/Errors.js"
 import { closest } from "./Suggest.js"
 import { setOwn } from "./Jsonc.js"
@@ -194,12 +194,12 @@ export interface NormalizedOptions extends Omit<GatewayOptions, "mcpServers" | "
   readonly ignoredKeys?: ReadonlyArray<string>
 }
 
-export const decodeOptions = (given: unknown, what: string): Either.Either<NormalizedOptions, InvalidParams> => {
+export const decodeOptions = (given: unknown, what: string): Result.Result<NormalizedOptions, InvalidParams> => {
   const input =
     isMcpConfig(given) || (Array.isArray(given) && given.length > 0 && given.every(isMcpConfig)) ? fromMcpConfigs(given) : given
-  if (input instanceof InvalidParams) return Either.left(input)
+  if (input instanceof InvalidParams) return Result.fail(input)
   if (!isObject(input)) {
-    return Either.left(new InvalidParams({ message: `${what} must be a JSON object`, issues: [`${what}: must be an object`] }))
+    return Result.fail(new InvalidParams({ message: `${what} must be a JSON object`, issues: [`${what}: must be an object`] }))
   }
   const keys = checkKeys(input)
   // Every problem at once: the unknown keys first, then what the schema says of the rest (a
@@ -208,8 +208,8 @@ export const decodeOptions = (given: unknown, what: string): Either.Either<Norma
   if (keys.problems.length === 0) return decoded
   // A reserved key vanishes in decoding: what the schema says then is of a document nobody wrote.
   const reserved = keys.problems.some((p) => p.includes("is not allowed"))
-  const issues = [...keys.problems, ...(Either.isLeft(decoded) && !reserved ? decoded.left.issues : [])]
-  return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues }))
+  const issues = [...keys.problems, ...(Result.isFailure(decoded) && !reserved ? decoded.failure.issues : [])]
+  return Result.fail(new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues }))
 }
 
 /** The document decoded by the schema (its unknown keys already found: see checkKeys). */
@@ -217,36 +217,36 @@ const decodeKnown = (
   input: Record<string, unknown>,
   ignored: ReadonlyArray<string>,
   what: string
-): Either.Either<NormalizedOptions, InvalidParams> => {
+): Result.Result<NormalizedOptions, InvalidParams> => {
   // Two lists of servers: said first, whatever else is wrong with either (an empty `backends`
   // beside `mcpServers` is a file that meant one of them).
   const lists = (["backends", "mcpServers", "servers"] as const).filter((key) => input[key] !== undefined)
   if (lists.length > 1) {
     const issues = [`${lists[1]}: give one of backends, mcpServers or servers, not ${lists.join(" and ")}`]
-    return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
+    return Result.fail(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
   }
   return decodeOptionsEither(input).pipe(
-    Either.map((options): GatewayOptions & { ignoredKeys?: ReadonlyArray<string> } =>
+    Result.map((options): GatewayOptions & { ignoredKeys?: ReadonlyArray<string> } =>
       ignored.length === 0 ? options : { ...options, ignoredKeys: ignored }
     ),
-    Either.mapLeft((error) => {
+    Result.mapError((error) => {
       const issues = formatIssues(error)
       return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
     }),
-    Either.flatMap((options) => {
+    Result.flatMap((options) => {
       const { mcpServers: claude, servers, backends, defaults, ...rest } = options
       const mcpServers = claude ?? servers
       const field = claude === undefined ? "servers" : "mcpServers"
       if (mcpServers === undefined) {
         if (defaults !== undefined) {
           const issues = ["defaults: applies to the entries of mcpServers or servers, and there are none"]
-          return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
+          return Result.fail(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
         }
-        return Either.right(backends === undefined ? rest : { ...rest, backends })
+        return Result.succeed(backends === undefined ? rest : { ...rest, backends })
       }
       const keys = Object.keys(mcpServers)
       return fromMcpServers(mcpServers, defaults ?? {}, field).pipe(
-        Either.mapLeft((error) => {
+        Result.mapError((error) => {
           // The converted list is indexed; the user wrote keys, so name the key.
           const issues = formatIssues(error, ([index, ...rest]) => [
             field,
@@ -255,7 +255,7 @@ const decodeKnown = (
           ])
           return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
         }),
-        Either.map((converted) => ({ ...rest, backends: converted }))
+        Result.map((converted) => ({ ...rest, backends: converted }))
       )
     })
   )

@@ -39,14 +39,14 @@ export const record = (recorder: Recorder) =>
 export const layer = (
   base: Omit<Options, "port"> = { host: "127.0.0.1" }
 ): Layer.Layer<never, never, GatewayConfig | Backends | Events> =>
-  Layer.scopedDiscard(
+  Layer.effectDiscard(
     Effect.gen(function* () {
       const config = yield* GatewayConfig
       const recorder = new Recorder()
       const serveOn = (port: number) =>
         Effect.promise(() => import("./DebugServer.js")).pipe(
           Effect.flatMap((server) => server.make({ ...base, port }, recorder)),
-          Effect.catchAllCause((cause) => Effect.logError("cannot serve the debug UI", cause)),
+          Effect.catchCause((cause) => Effect.logError("cannot serve the debug UI", cause)),
           // Forked while the layer builds (uninterruptible): it must still stop with the gateway.
           Effect.interruptible
         )
@@ -63,7 +63,7 @@ export const layer = (
           Effect.flatMap(
             Option.match({
               onNone: () => Effect.void,
-              onSome: (port) => Effect.zipRight(record(recorder), serveOn(port))
+              onSome: (port) => Effect.andThen(record(recorder), serveOn(port))
             })
           ),
           Effect.scoped

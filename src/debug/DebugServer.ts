@@ -19,9 +19,9 @@
  * producers build no event at all.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServer from "effect/http/HttpServer"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { Effect, Option, Queue } from "effect"
 import { createServer } from "node:http"
 import { Backends } from "../backend/Backends.js"
@@ -96,14 +96,14 @@ const streamOf = (recorder: Recorder) => (pick: (kind: "log" | "trace" | "orches
     const outbox = yield* Queue.sliding<string>(SOCKET_BUFFER)
     const unlisten = recorder.listen((kind, entry) => {
       const message = pick(kind, entry)
-      if (message !== undefined) Queue.unsafeOffer(outbox, JSON.stringify(message))
+      if (message !== undefined) Queue.offerUnsafe(outbox, JSON.stringify(message))
     })
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(outbox), write)))
     // Reading must run for the socket to work; what the page sends is ignored.
     yield* socket
       .runRaw(() => {})
       .pipe(
-        Effect.catchAll(() => Effect.void),
+        Effect.catch(() => Effect.void),
         Effect.ensuring(Effect.sync(unlisten))
       )
     return HttpServerResponse.empty()
@@ -250,7 +250,7 @@ export const serve = (options: Options, recorder: Recorder) =>
     // uninterruptible region, and a page's socket must not hold the server's stop.
     yield* server.serve(
       app.pipe(
-        Effect.catchAllCause(() => Effect.succeed(json({ error: "internal error" }, 500))),
+        Effect.catchCause(() => Effect.succeed(json({ error: "internal error" }, 500))),
         Effect.interruptible
       )
     )
@@ -266,7 +266,7 @@ export const make = (options: Options, recorder: Recorder): Effect.Effect<never,
     const node = createServer()
     const connections = Listener.track(node)
     return yield* serve(options, recorder).pipe(
-      Effect.zipRight(Effect.never),
+      Effect.andThen(Effect.never),
       // Before the listener closes (it waits for every connection): a page's WebSockets and
       // keep-alive requests end now, or stopping the gateway would wait for the page to go.
       Effect.ensuring(connections.close(0)),

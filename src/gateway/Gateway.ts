@@ -118,7 +118,7 @@ const watch = (deps: {
           lastState.set(status.id, status.state)
           // Ready again after a crash (a status is also published when its tools change).
           const restarted = status.state === "ready" && was !== undefined && was !== "ready" && status.restarts > 0
-          return restarted ? Effect.forkDaemon(subscriptions.renew(status.id)) : Effect.void
+          return restarted ? Effect.forkDetach(subscriptions.renew(status.id)) : Effect.void
         })
       ),
       Effect.forkScoped
@@ -166,7 +166,7 @@ const withClientRequests = (
     request: (request, context) => {
       if (session.phase === "ready") session.markInitialized()
       if (started || !waitsForStart(request.method)) return table.request(request, context)
-      return Effect.zipRight(afterStart, table.request(request, context))
+      return Effect.andThen(afterStart, table.request(request, context))
     },
     notification: (n) => Methods.notify(notifications, n, table.notification),
     response: (id, payload) => session.resolve(id, payload)
@@ -190,7 +190,7 @@ const make = Effect.gen(function* () {
       Caller.as(CurrentCaller.gateway)(
         forwarder.forward(undefined, route.backendId, "tasks/cancel", { taskId: route.backendTaskId })
       ).pipe(
-        Effect.catchAll((error) =>
+        Effect.catch((error) =>
           Effect.logDebug("a forgotten task was not cancelled", { backend: route.backendId, error: error.message })
         )
       )
@@ -236,7 +236,7 @@ const make = Effect.gen(function* () {
           // (A 2026-07-28 request's tasks are its subject's: they outlive the request.)
           const owner = Tasks.ownerOf(session)
           if (owner.session !== undefined) routes.forgetTasks(owner)
-        }).pipe(Effect.zipRight(subscriptions.drop(session)))
+        }).pipe(Effect.andThen(subscriptions.drop(session)))
     ).pipe(
       Effect.as(
         withClientRequests(
@@ -302,7 +302,7 @@ const services = (sessions: Layer.Layer<Sessions>) =>
  * they need each other: ten layers cost its start about 7 ms more than the same services made in
  * one (stdio ping then EOF, whole process, median of 30 pairs).
  */
-const methods = Layer.scopedContext(
+const methods = Layer.effectContext(
   Effect.gen(function* () {
     const shared = Context.make(Views, yield* Views.make).pipe(
       Context.add(OwnTasks, yield* OwnTasks.make),
@@ -334,7 +334,7 @@ const methods = Layer.scopedContext(
 /** The input bridge with the request states it seals (the team's key, when it shares a store). */
 const bridge = InputBridge.layer.pipe(Layer.provideMerge(RequestStates.layer))
 
-export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, GatewayService>() {
+export class Gateway extends Context.Service<Gateway, GatewayService>()("mcp-agentify/Gateway") {
   /**
    * The gateway over its services: the sessions' registry (which says whether one client owns it),
    * the routing tables, what it asks of clients and the call pipeline. A test provides any of them itself.
@@ -354,7 +354,7 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
     | Views
     | AggregateMethods
     | EndpointMethods
-  > = Layer.scoped(Gateway, make)
+  > = Layer.effect(Gateway, make)
   /**
    * One client owns the gateway (stdio): its `initialize` configures and starts the backends. With
    * the input bridge its transport serves 2026-07-28 requests on.
@@ -393,7 +393,7 @@ export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipel
 const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>, wait: boolean) =>
   Layer.effectDiscard(
     Effect.flatMap(Launch, (launch) => launch.start(clientCapabilities)).pipe(
-      Effect.zipRight(wait ? Effect.flatMap(Backends, (backends) => backends.settle) : Effect.void)
+      Effect.andThen(wait ? Effect.flatMap(Backends, (backends) => backends.settle) : Effect.void)
     )
   )
 

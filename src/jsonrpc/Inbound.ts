@@ -40,7 +40,7 @@ export interface Inbound<K, A, E, R> {
     effect: Effect.Effect<A, E, R>,
     send: (response: Response) => void,
     sent?: unknown
-  ) => Fiber.RuntimeFiber<A, E> | undefined
+  ) => Fiber.Fiber<A, E> | undefined
   /** The same, as an effect that waits for the reply (a batch's items). */
   readonly reply: (key: K, id: Id, effect: Effect.Effect<A, E, R>, sent?: unknown) => Effect.Effect<Response | undefined>
   /** The peer gave up on a request: it is interrupted and ends as "cancelled". False: none in flight. */
@@ -75,7 +75,7 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
       effect: Effect.Effect<A, E, R>,
       done: (response: Response | undefined) => void,
       sent: unknown
-    ): Fiber.RuntimeFiber<A, E> | undefined => {
+    ): Fiber.Fiber<A, E> | undefined => {
       let slot: K | symbol = key
       if (FiberMap.unsafeHas(fibers, key)) {
         if (options.duplicates === "refuse") {
@@ -89,7 +89,7 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
       fiber.addObserver((exit) => {
         inFlight--
         const ending: Ending =
-          exit._tag === "Success" || !Cause.isInterruptedOnly(exit.cause)
+          exit._tag === "Success" || !Cause.hasInterruptsOnly(exit.cause)
             ? "done"
             : slot === key && cancelled.delete(key)
               ? "cancelled"
@@ -114,7 +114,7 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
       )
 
     const reply = (key: K, id: Id, effect: Effect.Effect<A, E, R>, sent?: unknown) =>
-      Effect.async<Response | undefined>((resume) => {
+      Effect.callback<Response | undefined>((resume) => {
         start(key, id, effect, (response) => resume(Effect.succeed(response)), sent)
       })
 

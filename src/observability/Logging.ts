@@ -201,7 +201,7 @@ export const layer = (sink?: Sink): Layer.Layer<LogThreshold> =>
     const logger = make(sink, threshold)
     // State files refused where no fiber runs (a pins file read inside a listing's review, a
     // sign-in's tokens, the launcher's code cache): said by this logger while it is the one in use.
-    const hearRefusals = Layer.scopedDiscard(
+    const hearRefusals = Layer.effectDiscard(
       Effect.acquireRelease(
         Effect.sync(() =>
           RegularFile.hear((message) =>

@@ -68,7 +68,7 @@ export const layer = (env: Readonly<Record<string, string | undefined>>, version
           )
         )
       ),
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         Effect.as(
           Effect.logError(
             "OTEL_EXPORTER_OTLP_ENDPOINT is set but the exporters cannot be loaded " +

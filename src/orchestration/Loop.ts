@@ -7,7 +7,7 @@
  * A run's state (the conversation, the steps, the one repair, the bound on a turn's calls told
  * once, the dry run, the tokens, what the model read) is one `Loop`, each part of a turn a method.
  */
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 import { BackendError } from "../protocol/Errors.js"
 import { isCallToolResult, resultText } from "../protocol/Mcp.js"
 import type { OrchestrationStep } from "../observability/Events.js"
@@ -253,7 +253,7 @@ class Loop {
   repair(
     step: number,
     response: ChatResponse,
-    checked: ReadonlyArray<Either.Either<TurnCall, InvalidPlan>>,
+    checked: ReadonlyArray<Result.Result<TurnCall, InvalidPlan>>,
     refused: InvalidPlan
   ) {
     const { dryRun, maxSteps, messages, results } = this.run
@@ -266,8 +266,8 @@ class Loop {
       this.repaired = true
       this.invalid = refused
       for (const outcome of checked) {
-        if (Either.isLeft(outcome)) {
-          const { toolName, arguments: given, message } = outcome.left
+        if (Result.isFailure(outcome)) {
+          const { toolName, arguments: given, message } = outcome.failure
           this.note({ step, tool: toolName, arguments: given, outcome: "invalid", ms: 0, detail: message })
         }
       }
@@ -277,8 +277,8 @@ class Loop {
         messages.push({
           role: "tool",
           toolCallId: response.toolCalls[i]?.id ?? "",
-          content: Either.isLeft(outcome)
-            ? `Not run: ${outcome.left.message}. Correct the call and make it again.`
+          content: Result.isFailure(outcome)
+            ? `Not run: ${outcome.failure.message}. Correct the call and make it again.`
             : "Not run: another call of this turn was invalid. Make it again if it is still needed."
         })
       )
@@ -398,21 +398,21 @@ class Loop {
       if (maxSteps === 1 && response.toolCalls.length !== 1) return yield* noAction(query, response)
       if (response.toolCalls.length > maxCallsPerTurn) return yield* this.overBound(step, response)
       const checked = yield* Effect.forEach(response.toolCalls, (call) =>
-        Effect.either(
+        Effect.result(
           this.answeredHere(call)
             ? Effect.map(parseArguments(call.name, call.arguments), (args): TurnCall => ({ call, args, planned: undefined }))
             : Effect.map(planCall(offer, call, record), (planned): TurnCall => ({ call, args: planned.args, planned }))
         )
       )
-      const calls = Either.all(checked)
-      if (Either.isLeft(calls)) return yield* this.repair(step, response, checked, calls.left)
+      const calls = Result.all(checked)
+      if (Result.isFailure(calls)) return yield* this.repair(step, response, checked, calls.failure)
       this.invalid = undefined
-      const firstCall = calls.right.find((c) => c.planned !== undefined)?.planned
+      const firstCall = calls.success.find((c) => c.planned !== undefined)?.planned
       if (dryRun && firstCall !== undefined) {
         this.dry = firstCall.chosen
         return "done" as const
       }
-      return yield* this.runTurn(step, response, calls.right)
+      return yield* this.runTurn(step, response, calls.success)
     }).pipe(Effect.withSpan("Orchestrator.step", { attributes: { "agentify.step": step } }))
   }
 

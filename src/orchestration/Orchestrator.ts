@@ -64,7 +64,7 @@ export interface RunOptions {
   readonly profile?: Profile | undefined
 }
 
-export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
+export class Orchestrator extends Context.Service<
   Orchestrator,
   {
     /** Runs `{query, context}` to the last tool's result (unchanged, with the steps in `_meta`). */
@@ -81,8 +81,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       k: number
     ) => Effect.Effect<ReadonlyArray<CatalogEntry>>
   }
->() {
-  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | Call.PlannedCalls> = Layer.scoped(
+>()("mcp-agentify/Orchestrator") {
+  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | Call.PlannedCalls> = Layer.effect(
     Orchestrator,
     Effect.gen(function* () {
       const gatewayConfig = yield* GatewayConfig

@@ -38,15 +38,15 @@ export const refusingAll = (file: string, problems: ReadonlyArray<string>): Poli
   return { file, ids: [], decide: () => ({ allowed: false, policies: [], why }), mayEver: () => false }
 }
 
-export class Policies extends Context.Tag("mcp-agentify/Policies")<
+export class Policies extends Context.Service<
   Policies,
   {
     /** The policies in force, or none (`policies` not configured). */
     readonly current: () => PolicySet | undefined
   }
->() {
+>()("mcp-agentify/Policies") {
   /** The configured file, followed on disk and through reloads. */
-  static readonly layer: Layer.Layer<Policies, never, GatewayConfig> = Layer.scoped(
+  static readonly layer: Layer.Layer<Policies, never, GatewayConfig> = Layer.effect(
     Policies,
     Effect.gen(function* () {
       const config = yield* GatewayConfig

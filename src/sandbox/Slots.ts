@@ -7,7 +7,7 @@
  * Each gateway's (`RunSlots`: its settings are its own); the threads the runs take are the process's
  * (see Sandbox: a spare thread is kept for the next run, whichever gateway makes it).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Semaphore } from "effect"
 
 export interface Bounds {
   /** Scripts running at once. */
@@ -36,7 +36,7 @@ export interface SlotsService {
 /** A fresh set of turns. */
 export const make = (): SlotsService => {
   let permits = DEFAULT_BOUNDS.maxRuns
-  const semaphore = Effect.unsafeMakeSemaphore(permits)
+  const semaphore = Semaphore.makeUnsafe(permits)
   /** Runs that hold a turn or wait for one. */
   let admitted = 0
   return {

@@ -141,4 +141,4 @@ export interface StoreDriverService {
   readonly values: Values
 }
 
-export class StoreDriver extends Context.Tag("mcp-agentify/StoreDriver")<StoreDriver, StoreDriverService>() {}
+export class StoreDriver extends Context.Service<StoreDriver, StoreDriverService>()("mcp-agentify/StoreDriver") {}

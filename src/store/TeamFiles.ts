@@ -37,7 +37,7 @@ const team = ({ blobs }: StoreDriverService): TeamFilesService => ({
   announcements: blobs.announcements
 })
 
-export class TeamFiles extends Context.Tag("mcp-agentify/TeamFiles")<TeamFiles, TeamFilesService>() {
+export class TeamFiles extends Context.Service<TeamFiles, TeamFilesService>()("mcp-agentify/TeamFiles") {
   static readonly layerLocal: Layer.Layer<TeamFiles> = Layer.succeed(TeamFiles, {
     files: () => Effect.succeed(undefined),
     file: () => Effect.succeed("none"),

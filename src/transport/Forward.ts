@@ -10,8 +10,8 @@
  * On `node:http` with a keep-alive agent: one connection per pair of gateways is reused, so a
  * hand-off costs a round trip on an open socket.
  */
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Effect } from "effect"
@@ -112,7 +112,7 @@ export const forward = (
   /** The body, when it was read already (to see what it resumes). */
   body?: string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-  Effect.async<HttpServerResponse.HttpServerResponse>((resume) => {
+  Effect.callback<HttpServerResponse.HttpServerResponse>((resume) => {
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
     const url = targetOf(incoming.url, to)
     const headers = headersFor(incoming, url, from)

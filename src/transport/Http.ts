@@ -16,13 +16,13 @@
  * ended when idle, bounded in number) are the Protocol's (gateway/clients/SharedSessions).
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpRouter from "@effect/platform/HttpRouter"
-import * as HttpServer from "@effect/platform/HttpServer"
-import type * as HttpServerError from "@effect/platform/HttpServerError"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Either, Layer, Option, type Redacted } from "effect"
+import * as HttpMiddleware from "effect/http/HttpMiddleware"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServer from "effect/http/HttpServer"
+import type * as HttpServerError from "effect/http/HttpServerError"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { Effect, Result, Layer, Option, type Redacted } from "effect"
 import { createServer, type Server } from "node:http"
 import * as os from "node:os"
 import { GatewayConfig } from "../config/Config.js"
@@ -140,13 +140,13 @@ const makeApp = (options: AppOptions) =>
         return (yield* handOff.signIn(request)) ?? signedIn(request)
       }
       const checked = yield* access.check(request, path)
-      if (Either.isLeft(checked)) return checked.left
+      if (Result.isFailure(checked)) return checked.failure
       const handed = yield* handOff.session(request)
       if (handed !== undefined) return handed
-      return yield* route(request, path, checked.right)
+      return yield* route(request, path, checked.success)
     }).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.zipRight(
+      Effect.catchCause((cause) =>
+        Effect.andThen(
           Effect.logError("HTTP request failed", cause),
           Effect.succeed(reject(500, "Internal Server Error", {}, ErrorCode.InternalError))
         )
@@ -217,7 +217,7 @@ export const layer = (options: Options): Layer.Layer<never, HttpServerError.Serv
   Layer.unwrapEffect(
     Effect.sync(() => {
       const node = createServer({ keepAliveTimeout: 65_000 })
-      return Layer.scopedDiscard(make(options, Listener.track(node), node)).pipe(
+      return Layer.effectDiscard(make(options, Listener.track(node), node)).pipe(
         Layer.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
       )
     })

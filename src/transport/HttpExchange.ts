@@ -6,9 +6,9 @@
  * Protocol's (gateway/clients/SharedSessions).
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk, Effect, Either, type Fiber, FiberId, Queue, Stream } from "effect"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { Chunk, Effect, Result, type Fiber, FiberId, Queue, Stream } from "effect"
 import type { ResolvedConfig } from "../config/Config.js"
 import type { SharedSession, SharedSessions, Target } from "../gateway/clients/Protocol.js"
 import { classify, failure } from "../jsonrpc/JsonRpc.js"
@@ -55,8 +55,8 @@ const stateless = (
     const handed = yield* handOff.stateless(request, value, body, principal?.subject)
     if (handed !== undefined) return handed
     const admitted = sessions.admit(value, request.headers, request.headers[VERSION_HEADER], target)
-    if (Either.isLeft(admitted)) return json(admitted.left.status, admitted.left.response)
-    if (admitted.right.request.method === "subscriptions/listen") {
+    if (Result.isFailure(admitted)) return json(admitted.failure.status, admitted.failure.response)
+    if (admitted.success.request.method === "subscriptions/listen") {
       if (!sse) return reject(406, "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream")
       const refusal = sessions.listenRefusal()
       if (refusal !== undefined) return reject(refusal.status, refusal.message, refusal.headers, ErrorCode.InternalError)
@@ -64,13 +64,13 @@ const stateless = (
       const events = Stream.unwrapScoped(
         Effect.gen(function* () {
           const q = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-          yield* sessions.listen(admitted.right, target, { send: (m: unknown) => Queue.unsafeOffer(q, m) })
+          yield* sessions.listen(admitted.success, target, { send: (m: unknown) => Queue.offerUnsafe(q, m) })
           return Stream.fromQueue(q)
         })
       ).pipe(Stream.map(sseEvent))
       return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: SSE_HEADERS })
     }
-    let served: Fiber.RuntimeFiber<unknown, unknown> | undefined
+    let served: Fiber.Fiber<unknown, unknown> | undefined
     // A client that goes away mid-call cancels it (the backend hears notifications/cancelled):
     // the connection closing before the response ended says so, whatever the response's form.
     const response = NodeHttpServerRequest.toServerResponse(request)
@@ -79,7 +79,7 @@ const stateless = (
     })
     return yield* exchangeWith(
       (out) => {
-        served = sessions.serve(admitted.right, target, out, principal)
+        served = sessions.serve(admitted.success, target, out, principal)
       },
       sse,
       {},
@@ -181,7 +181,7 @@ export const make = (sessions: SharedSessions, handOff: HandOff, config: Resolve
       const found = findSession(request, target, principal)
       if (found.refused) return found.refused
       const queue = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-      const detach = found.session.attach({ send: (m) => Queue.unsafeOffer(queue, m), end: Queue.shutdown(queue) })
+      const detach = found.session.attach({ send: (m) => Queue.offerUnsafe(queue, m), end: Queue.shutdown(queue) })
       if (detach === undefined) return reject(409, "Conflict: this session already has a GET stream open")
       const keepalive = Stream.tick(KEEPALIVE_MS).pipe(Stream.drop(1), Stream.as(encoder.encode(": keepalive\n\n")))
       const body = Stream.fromQueue(queue).pipe(

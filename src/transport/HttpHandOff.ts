@@ -5,8 +5,8 @@
  * the team's store cannot say who holds it, 503 (the client tries again: nothing is lost); a
  * task whose gateway is gone answers with what the store kept of it.
  */
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { Effect } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { ResolvedConfig } from "../config/Config.js"

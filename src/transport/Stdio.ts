@@ -11,7 +11,7 @@
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Cause, Chunk, Deferred, Effect, Fiber, Option, type Scope, type Sink, Stream } from "effect"
+import { Cause, Chunk, Deferred, Effect, Fiber, Option, type Scope, type Sink, Stream, Latch } from "effect"
 import { Readable, Writable } from "node:stream"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
@@ -78,7 +78,7 @@ const sinkWriter = (sink: Sink.Sink<unknown, string, never, unknown>): Effect.Ef
   Effect.gen(function* () {
     let frames: Array<string> = []
     let ended = false
-    const latch = Effect.unsafeMakeLatch(false)
+    const latch = Latch.makeUnsafe(false)
     const take: Effect.Effect<Chunk.Chunk<string>, Option.Option<never>> = Effect.suspend(() => {
       if (frames.length > 0) {
         const taken = frames
@@ -87,11 +87,11 @@ const sinkWriter = (sink: Sink.Sink<unknown, string, never, unknown>): Effect.Ef
       }
       if (ended) return Effect.fail(Option.none())
       latch.unsafeClose()
-      return Effect.zipRight(latch.await, take)
+      return Effect.andThen(latch.await, take)
     })
     const fiber = yield* Stream.repeatEffectChunkOption(take).pipe(
       Stream.run(sink),
-      Effect.catchAllCause((cause) => Effect.logError("cannot write to the client", cause)),
+      Effect.catchCause((cause) => Effect.logError("cannot write to the client", cause)),
       Effect.forkScoped
     )
     return {
@@ -141,7 +141,7 @@ const writableWriter = (writable: Writable): Writer => {
       const drained: Effect.Effect<void> =
         failed !== undefined || !writable.writableNeedDrain
           ? Effect.void
-          : Effect.async<void>((resume) => {
+          : Effect.callback<void>((resume) => {
               const done = () => resume(Effect.void)
               writable.once("drain", done)
               writable.once("close", done)
@@ -150,7 +150,7 @@ const writableWriter = (writable: Writable): Writer => {
                 writable.off("close", done)
               })
             })
-      return Effect.zipRight(
+      return Effect.andThen(
         drained,
         Effect.suspend(() => {
           writable.off("error", onError)
@@ -167,7 +167,7 @@ const writableWriter = (writable: Writable): Writer => {
  */
 const readReadable = (readable: Readable, decoder: FrameDecoder, dispatch: (frame: Frame) => void): Effect.Effect<void> =>
   Effect.flatten(
-    Effect.async<Effect.Effect<void>>((resume) => {
+    Effect.callback<Effect.Effect<void>>((resume) => {
       const onData = (chunk: Buffer | string) => {
         for (const frame of decoder.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)) dispatch(frame)
       }
@@ -249,8 +249,8 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
               Stream.mapConcat((chunk) => decoder.push(chunk)),
               Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end()))),
               Stream.runForEach((frame) => Effect.sync(() => dispatch(frame))),
-              Effect.catchAllCause((cause) =>
-                Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("client input failed", cause)
+              Effect.catchCause((cause) =>
+                Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning("client input failed", cause)
               )
             )
       const ends = [

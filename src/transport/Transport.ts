@@ -25,7 +25,7 @@ export type { StreamsOptions } from "./Stdio.js"
 export const layerStdio = (
   options: Stdio.StreamsOptions
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
-  Layer.scopedDiscard(Effect.forkScoped(Stdio.serveStreams(options))).pipe(
+  Layer.effectDiscard(Effect.forkScoped(Stdio.serveStreams(options))).pipe(
     Layer.provide(Protocol.layer),
     Layer.provideMerge(Gateway.layerStdio)
   )

@@ -3,7 +3,7 @@
  * the gateway mounted on an app's own HTTP router (reached by the SDK's client), and the stdio
  * transport as a Layer over streams the app gives.
  */
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServer from "effect/http/HttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -74,7 +74,7 @@ describe("embedding the gateway in an Effect app", () => {
           }
         })
         const reply = (id: number) =>
-          Effect.async<(typeof replies)[number]>((resume) => {
+          Effect.callback<(typeof replies)[number]>((resume) => {
             const poll = () => {
               const found = replies.find((r) => r.id === id)
               if (found === undefined) return void stdout.once("data", () => setImmediate(poll))
@@ -107,7 +107,7 @@ describe("embedding the gateway in an Effect app", () => {
         expect(backends.backend("filesystem")).toBeDefined()
         stdin.end()
         // The client's end stops its backends, as the CLI's stdin EOF does.
-        yield* Effect.async<void>((resume) => {
+        yield* Effect.callback<void>((resume) => {
           const check = () => (backends.backend("filesystem") === undefined ? resume(Effect.void) : void setTimeout(check, 10))
           check()
         })

@@ -5,8 +5,8 @@
  * other side, real server-filesystem and server-memory behind, the scripted model for
  * orchestration. What a client sees must not depend on what carries its frames.
  */
-import * as HttpRouter from "@effect/platform/HttpRouter"
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServer from "effect/http/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -211,7 +211,7 @@ describe("what each transport does at the end of its client", () => {
 
 /** Waits for a condition the gateway makes true on its own (a backend stopping): polled, bounded by the test's timeout. */
 const until = (condition: () => boolean) =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     let timer: NodeJS.Timeout | undefined
     const check = () => (condition() ? resume(Effect.void) : void (timer = setTimeout(check, 10)))
     check()

@@ -70,7 +70,7 @@ const sentOf = (message: Outgoing): Sent => ({
  * scope closes, or at once when the channel is lost.
  */
 export interface Runner {
-  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Fiber.Fiber<A, E>
   /** Interrupts what this runner runs, without waiting (the channel's end is delivered meanwhile). */
   readonly stop: () => void
   /** One for a channel within this one (a fallback): stopping it stops only its own work. */
@@ -78,7 +78,7 @@ export interface Runner {
 }
 
 const tracking = (run: Runner["run"]): Runner => {
-  const running = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+  const running = new Set<Fiber.Fiber<unknown, unknown>>()
   return {
     run: (effect) => {
       const fiber = run(effect)
@@ -128,7 +128,7 @@ export abstract class RemoteChannel implements Channel {
   protected abstract send(message: Sent, line: string): void
 
   /** Runs `effect` until the channel closes. */
-  protected run<A, E>(effect: Effect.Effect<A, E>): Fiber.RuntimeFiber<A, E> {
+  protected run<A, E>(effect: Effect.Effect<A, E>): Fiber.Fiber<A, E> {
     return this.runner.run(effect)
   }
 

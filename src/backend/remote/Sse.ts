@@ -37,16 +37,16 @@ export class SseChannel extends RemoteChannel {
               const endpoint = Fetch.sameOrigin(this.url, event.data)
               if (endpoint === undefined) {
                 const why = "the server's endpoint is on another origin (refused: credentials would follow it)"
-                return Deferred.unsafeDone(connected, Exit.fail(new Error(why)))
+                return Deferred.doneUnsafe(connected, Exit.fail(new Error(why)))
               }
               this.endpoint = endpoint
-              Deferred.unsafeDone(connected, Exit.void)
+              Deferred.doneUnsafe(connected, Exit.void)
             } else if (event.event === "message") this.incoming(event.data)
           },
           this.note
         )
         yield* failed("closed its event stream")
-      }).pipe(Effect.catchAll((error) => failed(`could not be reached (${error.message})`)))
+      }).pipe(Effect.catch((error) => failed(`could not be reached (${error.message})`)))
       this.run(stream)
       yield* Deferred.await(connected).pipe(
         Effect.timeoutFail({
@@ -76,6 +76,6 @@ export class SseChannel extends RemoteChannel {
       if (response.status === 404) return this.lose("ended the connection (HTTP 404 on its endpoint)")
       if (isRequest) this.replyError(message.id!, Fetch.httpProblem(response, text), response.status)
       else this.note(`${message.method ?? "a reply"} was refused: HTTP ${response.status}`)
-    }).pipe(Effect.catchAll((error) => Effect.sync(() => this.lose(`could not be reached (${error.message})`))))
+    }).pipe(Effect.catch((error) => Effect.sync(() => this.lose(`could not be reached (${error.message})`))))
   }
 }

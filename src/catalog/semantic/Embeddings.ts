@@ -298,7 +298,7 @@ export const make = (settings: Settings): Embedder => {
   const quietly =
     <A>(fallback: A) =>
     <E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
-      Effect.catchAll(effect, (error) => {
+      Effect.catch(effect, (error) => {
         const kind = error instanceof EndpointFailed ? error.kind : "failed"
         if (said.has(kind)) return Effect.succeed(fallback)
         said.add(kind)

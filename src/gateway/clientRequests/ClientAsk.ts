@@ -308,7 +308,7 @@ export type ClientAskService = ReturnType<typeof make>
  * session they belong to, the client's progress on them, its roots changing, and a stateless
  * backend's input requests answered by a session-era client.
  */
-export class ClientAsk extends Context.Tag("mcp-agentify/ClientAsk")<ClientAsk, ClientAskService>() {
+export class ClientAsk extends Context.Service<ClientAsk, ClientAskService>()("mcp-agentify/ClientAsk") {
   static readonly layer: Layer.Layer<ClientAsk, never, Sessions | Backends | Routes> = Layer.effect(
     ClientAsk,
     Effect.gen(function* () {

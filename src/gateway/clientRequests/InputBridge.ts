@@ -69,7 +69,7 @@ interface OpenCall extends Call {
   readonly questions: Queue.Queue<Question>
   /** The questions of the last InputRequiredResult not answered yet. */
   readonly waiting: Map<string, Question>
-  fiber: Fiber.RuntimeFiber<unknown, GatewayError> | undefined
+  fiber: Fiber.Fiber<unknown, GatewayError> | undefined
   round: number
   busy: boolean
   /** Set when the client lacks a capability a backend's question needs: the call fails with -32021. */
@@ -110,7 +110,7 @@ export interface InputBridgeService {
 }
 
 /** The next thing the call does: finish, or ask (its questions of that moment, gathered). */
-const nextStep = (call: OpenCall, fiber: Fiber.RuntimeFiber<unknown, GatewayError>) =>
+const nextStep = (call: OpenCall, fiber: Fiber.Fiber<unknown, GatewayError>) =>
   Effect.raceFirst(
     Effect.map(Fiber.await(fiber), (exit) => ({ _tag: "Done" as const, exit })),
     Effect.gen(function* () {
@@ -357,7 +357,7 @@ const make = Effect.gen(function* () {
     Effect.suspend(() => {
       const open = opened.get(call)
       if (open === undefined) return Effect.void
-      return Effect.map(Effect.forkIn(Scope.extend(work, open.scope), open.scope), (fiber) => {
+      return Effect.map(Effect.forkIn(Scope.provide(work, open.scope), open.scope), (fiber) => {
         open.fiber = fiber
       })
     })
@@ -379,7 +379,7 @@ const make = Effect.gen(function* () {
   return service
 })
 
-export class InputBridge extends Context.Tag("mcp-agentify/InputBridge")<InputBridge, InputBridgeService>() {
+export class InputBridge extends Context.Service<InputBridge, InputBridgeService>()("mcp-agentify/InputBridge") {
   /** The bridge's table of open calls, all closed when the layer's scope closes. */
-  static readonly layer: Layer.Layer<InputBridge, never, RequestStates> = Layer.scoped(InputBridge, make)
+  static readonly layer: Layer.Layer<InputBridge, never, RequestStates> = Layer.effect(InputBridge, make)
 }

@@ -52,7 +52,7 @@ export interface ProtocolService {
 /** What the sessions of a team share through its store (this process alone, without one). */
 type Shared = SessionDirectory | TaskRecords | RequestStates
 
-export class Protocol extends Context.Tag("mcp-agentify/Protocol")<Protocol, ProtocolService>() {
+export class Protocol extends Context.Service<Protocol, ProtocolService>()("mcp-agentify/Protocol") {
   static readonly layer: Layer.Layer<
     Protocol,
     never,

@@ -6,7 +6,7 @@
  * decided here.
  */
 import * as Replica from "../../store/Replica.js"
-import { Deferred, Effect, Either, Exit, type Fiber, Schedule, Scope } from "effect"
+import { Deferred, Effect, Result, Exit, type Fiber, Schedule, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig } from "../../config/Config.js"
@@ -99,14 +99,14 @@ const admitWith =
     headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>,
     version: string | undefined,
     target: Target
-  ): Either.Either<Admitted, { readonly status: number; readonly response: unknown }> => {
+  ): Result.Result<Admitted, { readonly status: number; readonly response: unknown }> => {
     const { id, method, params } = value as { id: Id; method: string; params: unknown }
     const request = { id, method, params } as Request
     const admitted = dispatcher.admit(request, version === undefined ? undefined : version)
-    if (Either.isLeft(admitted)) return Either.left(admitted.left)
+    if (Result.isFailure(admitted)) return Result.fail(admitted.failure)
     const contradicted = dispatcher.checkHeaders(request, headers, target)
-    if (contradicted !== undefined) return Either.left(contradicted)
-    return Either.right({ request, context: admitted.right })
+    if (contradicted !== undefined) return Result.fail(contradicted)
+    return Result.succeed({ request, context: admitted.success })
   }
 
 /** The session `id` names at `target` for `subject`, or why it is not there. */
@@ -255,9 +255,9 @@ export const make = Effect.gen(function* () {
           return true
         }
       })
-      const handlers = yield* Scope.extend(gateway.open(session), scope)
+      const handlers = yield* Scope.provide(gateway.open(session), scope)
       // Made for the session's caller: each request's fiber inherits it (see pipeline/Caller).
-      const peer = yield* Scope.extend(Caller.as({ session })(Peer.make(handlers, { sessionId: session.id, events })), scope)
+      const peer = yield* Scope.provide(Caller.as({ session })(Peer.make(handlers, { sessionId: session.id, events })), scope)
       entry = { session, peer, scope, stream: undefined, closed: false }
       sessions.set(session.id, entry)
       yield* directory.claim(session.id)
@@ -265,8 +265,8 @@ export const make = Effect.gen(function* () {
       // closing the session completes `ended`, so it always finishes, and it must not be
       // interrupted by the scope it closes.
       yield* Deferred.await(session.ended).pipe(
-        Effect.zipRight(Effect.suspend(() => closeEntry(entry!, "exit"))),
-        Effect.forkDaemon
+        Effect.andThen(Effect.suspend(() => closeEntry(entry!, "exit"))),
+        Effect.forkDetach
       )
       return handleOf(entry)
     })
@@ -304,8 +304,7 @@ export const make = Effect.gen(function* () {
       target: Target,
       out: Peer.Outbox,
       identity: Identity | undefined
-    ): Fiber.RuntimeFiber<unknown, unknown> | undefined =>
-      dispatcher.serve(admitted.request, admitted.context, target, out, identity),
+    ): Fiber.Fiber<unknown, unknown> | undefined => dispatcher.serve(admitted.request, admitted.context, target, out, identity),
     /** A listen stream in the caller's scope, or the refusal of one more. */
     listen: (admitted: Admitted, target: Target, out: Peer.Outbox) => dispatcher.listen(admitted.request, target, out),
     listenRefusal: (): Refused | undefined => dispatcher.listenRefusal(),

@@ -84,7 +84,7 @@ const aggregate = (rows: Rows, session: Session, onExit: Effect.Effect<void>): H
   const notifications = Methods.notifications({
     "notifications/initialized": () => Effect.logDebug("client initialized", { session: session.id }),
     initialized: () => Effect.logDebug("client initialized", { session: session.id }),
-    exit: () => Effect.zipRight(Effect.logInfo("exit requested", { session: session.id }), onExit)
+    exit: () => Effect.andThen(Effect.logInfo("exit requested", { session: session.id }), onExit)
   })
 
   const notification = (n: Notification): Effect.Effect<void> => Methods.notify(notifications, n, ignored)
@@ -92,10 +92,10 @@ const aggregate = (rows: Rows, session: Session, onExit: Effect.Effect<void>): H
   return { request, notification }
 }
 
-export class AggregateMethods extends Context.Tag("mcp-agentify/AggregateMethods")<
+export class AggregateMethods extends Context.Service<
   AggregateMethods,
   { readonly open: (session: Session, onExit: Effect.Effect<void>) => Handlers<CurrentCaller> }
->() {
+>()("mcp-agentify/AggregateMethods") {
   /** Over the concerns' rows (a test may provide any of them itself). */
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<

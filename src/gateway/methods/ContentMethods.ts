@@ -86,10 +86,10 @@ export const rows = (ctx: Deps, session: Session, view: View) => {
   }
 }
 
-export class ContentRows extends Context.Tag("mcp-agentify/ContentRows")<
+export class ContentRows extends Context.Service<
   ContentRows,
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
->() {
+>()("mcp-agentify/ContentRows") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<ContentRows["Type"], never, RelayLists | Forwarder | Views | Subscriptions> =
     Methods.rowsOf(

@@ -4,7 +4,7 @@
  * looked up by name (a `Map`: a method called `constructor` or `__proto__` finds nothing), so a
  * new method is one row, and a test can read which methods a table answers.
  */
-import { Effect, Either, type Schema } from "effect"
+import { Effect, Result, type Schema } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
@@ -25,7 +25,7 @@ export const method = <A, I, R = never>(
     run: (params, context, name) => {
       // Synchronously: this is also the passthrough hot path.
       const decoded = decodeParams(params)
-      return Either.isLeft(decoded) ? Effect.fail(decoded.left) : handler(decoded.right, context, name)
+      return Result.isFailure(decoded) ? Effect.fail(decoded.failure) : handler(decoded.success, context, name)
     }
   }
 }

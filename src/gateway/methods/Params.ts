@@ -3,7 +3,7 @@
  * @effect/ai's McpSchema do): a handler gets typed params, or the client gets -32602 naming each
  * problem in the words the gateway has always used ("name: is required").
  */
-import { Either, Schema } from "effect"
+import { Result, Schema } from "effect"
 import { ListedTools, LogLevelName, MAX_LISTED_LIMIT, MIN_LISTED_TOOLS } from "../../config/Config.js"
 import { safeIssues } from "../../config/Decode.js"
 import { InvalidParams } from "../../protocol/Errors.js"
@@ -88,16 +88,16 @@ export const SessionOptions = Schema.Struct({
 export const decode = <A, I>(schema: Schema.Schema<A, I>) => {
   const is = Schema.is(schema)
   const decodeUnknown = Schema.decodeUnknownEither(schema, { onExcessProperty: "preserve" })
-  return (params: unknown): Either.Either<A, InvalidParams> => {
+  return (params: unknown): Result.Result<A, InvalidParams> => {
     const value = params ?? {}
-    if (is(value)) return Either.right(value)
+    if (is(value)) return Result.succeed(value)
     const decoded = decodeUnknown(value)
-    if (Either.isRight(decoded)) return Either.right(decoded.right)
+    if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
     // Safely: a client may send a value nested too deeply for Effect's formatter to print.
-    const issues = safeIssues(decoded.left)
+    const issues = safeIssues(decoded.failure)
       .map((issue) => issue.message)
       // An optional field is a union with undefined; its "Expected undefined" branch is noise.
       .filter((message) => !message.startsWith("Expected undefined, actual"))
-    return Either.left(new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues }))
+    return Result.fail(new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues }))
   }
 }

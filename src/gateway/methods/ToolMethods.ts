@@ -181,10 +181,10 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
   }
 }
 
-export class ToolRows extends Context.Tag("mcp-agentify/ToolRows")<
+export class ToolRows extends Context.Service<
   ToolRows,
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
->() {
+>()("mcp-agentify/ToolRows") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
     ToolRows["Type"],

@@ -123,7 +123,7 @@ const make = (settings: AuditSettings) =>
         return
       }
       queued++
-      Queue.unsafeOffer(queue, JSON.stringify({ time: new Date().toISOString(), ...line }))
+      Queue.offerUnsafe(queue, JSON.stringify({ time: new Date().toISOString(), ...line }))
     }
     // Written in batches off the calls' path; whatever is left is written when the scope closes.
     const writeAll = (lines: Iterable<string>) =>
@@ -156,9 +156,9 @@ const make = (settings: AuditSettings) =>
     return service
   })
 
-export class Audit extends Context.Tag("mcp-agentify/Audit")<Audit, AuditService>() {
+export class Audit extends Context.Service<Audit, AuditService>()("mcp-agentify/Audit") {
   /** The audit log as configured when the gateway starts (off: nothing is recorded). */
-  static readonly layer: Layer.Layer<Audit, never, GatewayConfig> = Layer.scoped(
+  static readonly layer: Layer.Layer<Audit, never, GatewayConfig> = Layer.effect(
     Audit,
     Effect.gen(function* () {
       const config = yield* (yield* GatewayConfig).current
@@ -206,7 +206,7 @@ export const run = <A, E extends GatewayError, R>(
   return Effect.suspend(() => {
     const id = randomUUID()
     const started = performance.now()
-    return Effect.zipRight(Effect.annotateCurrentSpan("agentify.audit.run", id), body).pipe(
+    return Effect.andThen(Effect.annotateCurrentSpan("agentify.audit.run", id), body).pipe(
       Effect.locally(audit.parent, id),
       Effect.onExit((exit) =>
         Effect.sync(() => {

@@ -162,12 +162,12 @@ const make = Effect.gen(function* () {
   )
 })
 
-export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallPipeline, CallPipelineService>() {
+export class CallPipeline extends Context.Service<CallPipeline, CallPipelineService>()("mcp-agentify/CallPipeline") {
   /**
    * Every stage as configured; `decide` holds the policies' rule, the flow guard's, then an app's own
    * (`Rule.AppRules`, provided beside this layer).
    */
-  static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Needs> = Layer.scoped(CallPipeline, make)
+  static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Needs> = Layer.effect(CallPipeline, make)
 }
 
 /**

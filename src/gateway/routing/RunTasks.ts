@@ -176,10 +176,10 @@ const askSession =
     Effect.gen(function* () {
       touch(run, "input_required")
       const tied = { ...(isObject(params) ? params : {}), _meta: { [RELATED_TASK]: { taskId: run.id } } }
-      const answer = yield* Effect.either(client(method, tied))
+      const answer = yield* Effect.result(client(method, tied))
       if (run.status === "input_required") touch(run, "working")
       // A client that could not answer gave no agreement.
-      return answer._tag === "Right" ? answer.right : { action: "cancel" }
+      return answer._tag === "Success" ? answer.success : { action: "cancel" }
     })
 
 /** A run's end, as `tasks/get` says it from now on: its result or error, kept for its ttl. */
@@ -291,12 +291,12 @@ export const make = (
         }
         const ask = design === "session" && askClient !== undefined ? askSession(run, askClient) : askInTask(run)
         const settle = (exit: Exit.Exit<unknown, GatewayError>) =>
-          Effect.zipRight(
+          Effect.andThen(
             Effect.sync(() => {
               ended(run, exit, sent)
               trimBytes(run)
             }),
-            Effect.zipRight(
+            Effect.andThen(
               Deferred.succeed(run.done, undefined),
               // A team's gateways keep finished tasks in their store: read after this gateway is gone.
               onSettled === undefined
@@ -363,7 +363,7 @@ export const make = (
   })
 
 /** The gateway's own tasks, their ids given after its `sessionIdPrefix`; a team's kept in its store once they end. */
-export class OwnTasks extends Context.Tag("mcp-agentify/OwnTasks")<OwnTasks, RunTasks>() {
+export class OwnTasks extends Context.Service<OwnTasks, RunTasks>()("mcp-agentify/OwnTasks") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<OwnTasks["Type"], never, GatewayConfig | TaskRecords | Scope.Scope> = Effect.gen(
     function* () {
@@ -375,5 +375,5 @@ export class OwnTasks extends Context.Tag("mcp-agentify/OwnTasks")<OwnTasks, Run
       )
     }
   )
-  static readonly layer: Layer.Layer<OwnTasks, never, GatewayConfig | TaskRecords> = Layer.scoped(OwnTasks, OwnTasks.make)
+  static readonly layer: Layer.Layer<OwnTasks, never, GatewayConfig | TaskRecords> = Layer.effect(OwnTasks, OwnTasks.make)
 }

@@ -47,7 +47,7 @@ export interface ScriptedOptions {
 }
 
 /** The scripted layer's controls; `layerScripted` provides it beside `LlmClient`. */
-export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
+export class ScriptedLlm extends Context.Service<
   ScriptedLlm,
   {
     /** The requests received so far (the latest `keepRequests`), oldest first. */
@@ -57,7 +57,7 @@ export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
     /** Forgets the recorded requests. */
     readonly clear: Effect.Effect<void>
   }
->() {}
+>()("mcp-agentify/ScriptedLlm") {}
 
 // ---------------------------------------------------------------------------------------------
 // Scripted

@@ -111,4 +111,4 @@ const make = (options: Options) =>
   })
 
 /** A replica's driver on `options.server` (for the layer's life: its leases are released when it ends). */
-export const layerLocal = (options: Options = {}): Layer.Layer<StoreDriver> => Layer.scoped(StoreDriver, make(options))
+export const layerLocal = (options: Options = {}): Layer.Layer<StoreDriver> => Layer.effect(StoreDriver, make(options))

@@ -53,7 +53,7 @@ const subscribe = <A>(stream: Stream.Stream<A>) =>
   })
 
 describe("Backends", () => {
-  it.scopedLive(
+  it.live(
     "starts every enabled backend and lists their tools in config order",
     () =>
       withBackends((backends) =>
@@ -96,7 +96,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "a failing backend does not affect another",
     () =>
       withBackends((backends) =>
@@ -124,7 +124,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "restarts a crashed backend; calls work again and toolsChanged tells",
     () =>
       withBackends((backends) =>
@@ -152,7 +152,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "gives up after the consecutive-failure cap",
     () =>
       withBackends(
@@ -171,7 +171,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "a backend that was healthy long enough starts counting failures afresh",
     () =>
       withBackends(
@@ -198,7 +198,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "a server that dies of server/discover is restarted without it, in the session era",
     () =>
       withBackends((backends) =>
@@ -212,7 +212,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "a slow backend past startupTimeout becomes ready later and toolsChanged emits",
     () =>
       withBackends((backends) =>
@@ -242,7 +242,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "relays backend notifications with the backend id",
     () =>
       withBackends((backends) =>
@@ -272,7 +272,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "stopAll during start-up stops a backend that is still starting",
     () =>
       withBackends((backends) =>
@@ -305,7 +305,9 @@ describe("Backends", () => {
         expect(pids.every(isAlive)).toBe(true)
 
         // A call in flight fails when its backend is stopped.
-        const hanging = yield* Effect.fork(Effect.flip(backends.request("one", "tools/call", { name: "hang", arguments: {} })))
+        const hanging = yield* Effect.forkChild(
+          Effect.flip(backends.request("one", "tools/call", { name: "hang", arguments: {} }))
+        )
         yield* Effect.sleep(50)
         yield* backends.stopAll
         expect((yield* Fiber.join(hanging)).reason).toBe("crashed")
@@ -334,7 +336,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "applies a new set as a difference: added start, removed stop (calls in flight: backend removed), changed restart, the rest keep their process",
     () =>
       withBackends((backends) =>
@@ -345,7 +347,7 @@ describe("Backends", () => {
           const removed = fixtureBackend("removed")
           yield* backends.start([same, exposed, changed, removed], OPTIONS)
           const before = new Map((yield* backends.states).map((s) => [s.id, s.pid]))
-          const inFlight = yield* Effect.fork(
+          const inFlight = yield* Effect.forkChild(
             Effect.flip(backends.request("removed", "tools/call", { name: "slow", arguments: { ms: 10_000 } }))
           )
           yield* Effect.sleep(100)
@@ -375,7 +377,7 @@ describe("Backends", () => {
     30_000
   )
 
-  it.scopedLive("applies nothing before the first start, and nothing after stopAll", () =>
+  it.live("applies nothing before the first start, and nothing after stopAll", () =>
     withBackends((backends) =>
       Effect.gen(function* () {
         expect(yield* backends.apply([fixtureBackend("early")])).toEqual({ added: [], removed: [], restarted: [], reexposed: [] })
@@ -395,7 +397,7 @@ describe("Backends", () => {
 })
 
 describe("the two idle states", () => {
-  it.scopedLive(
+  it.live(
     'a remembered backend not started yet is idle "remembered"; one stopped after idleMs is idle "stopped", with when',
     () =>
       Effect.gen(function* () {
@@ -443,7 +445,7 @@ describe("heartbeats (healthCheck)", () => {
   const pidOf = (backends: Under, id: string) =>
     Effect.map(backends.request(id, "tools/call", { name: "pid", arguments: {} }), (r) => structured(r).pid as number)
 
-  it.scopedLive("a backend alive but no longer answering (frozen, pipes open) is restarted after `failures` silent pings", () =>
+  it.live("a backend alive but no longer answering (frozen, pipes open) is restarted after `failures` silent pings", () =>
     withBackends((backends) =>
       Effect.gen(function* () {
         yield* backends.start([fixtureBackend("fx", [], { healthCheck: FAST })], OPTIONS)
@@ -462,7 +464,7 @@ describe("heartbeats (healthCheck)", () => {
     )
   )
 
-  it.scopedLive("a server without ping (-32601) counts as alive; a busy backend is never pinged, a quiet one is", () =>
+  it.live("a server without ping (-32601) counts as alive; a busy backend is never pinged, a quiet one is", () =>
     withBackends((backends) =>
       Effect.gen(function* () {
         yield* backends.start(

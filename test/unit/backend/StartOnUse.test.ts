@@ -59,7 +59,7 @@ describe("starts on use", () => {
           expect((yield* backends.states).map((s) => s.state)).toEqual(["idle", "idle"])
           const before = new Set(descendants(process.pid))
           const started = () => descendants(process.pid).filter((pid) => !before.has(pid))
-          const calls = yield* Effect.fork(
+          const calls = yield* Effect.forkChild(
             Effect.all([request("alpha", "tools/call", { name: "echo" }), request("beta", "tools/call", { name: "echo" })], {
               concurrency: "unbounded"
             })
@@ -117,7 +117,7 @@ describe("starts on use", () => {
             const configs = [fixtureBackend("stuck", [...args])]
             yield* backends.start(configs, yield* remembered(configs, 1_000))
             const before = new Set(descendants(process.pid))
-            const call = yield* Effect.fork(Effect.flip(request("stuck", "tools/call", { name: "echo" })))
+            const call = yield* Effect.forkChild(Effect.flip(request("stuck", "tools/call", { name: "echo" })))
             const pid = yield* Effect.promise(() =>
               until("its process", () => descendants(process.pid).find((p) => !before.has(p)), 20_000)
             )

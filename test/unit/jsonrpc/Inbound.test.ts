@@ -23,7 +23,7 @@ const engine = (duplicates: "refuse" | "allow", reply: Inbound.Options<string, s
   })
 
 describe("Inbound", () => {
-  it.scopedLive("a result, a failure and a cancellation each become one reply with the request's id", () =>
+  it.live("a result, a failure and a cancellation each become one reply with the request's id", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("refuse")
       const held = yield* Deferred.make<string>()
@@ -44,7 +44,7 @@ describe("Inbound", () => {
     })
   )
 
-  it.scopedLive("an id in flight is refused (-32600) when duplicates are refused, and free again once replied to", () =>
+  it.live("an id in flight is refused (-32600) when duplicates are refused, and free again once replied to", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("refuse")
       const held = yield* Deferred.make<string>()
@@ -60,7 +60,7 @@ describe("Inbound", () => {
     })
   )
 
-  it.scopedLive("tolerated duplicates both run and reply; cancelling by id reaches the first", () =>
+  it.live("tolerated duplicates both run and reply; cancelling by id reaches the first", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("allow")
       const first = yield* Deferred.make<string>()
@@ -77,13 +77,13 @@ describe("Inbound", () => {
     })
   )
 
-  it.scopedLive("the drain lets requests finish within its grace, then stops the rest, each still replying", () =>
+  it.live("the drain lets requests finish within its grace, then stops the rest, each still replying", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("refuse")
       const quick = yield* Deferred.make<string>()
       inbound.run(1, 1, Deferred.await(quick), send)
       inbound.run(2, 2, Effect.never, send)
-      yield* Effect.fork(Effect.zipRight(Effect.yieldNow(), Deferred.succeed(quick, "in time")))
+      yield* Effect.forkChild(Effect.andThen(Effect.yieldNow(), Deferred.succeed(quick, "in time")))
       yield* inbound.drain(50)
       expect(sent).toEqual([success(1, "in time"), failure(2, { code: -32000, message: "stopped" })])
     })
@@ -92,7 +92,7 @@ describe("Inbound", () => {
   it.live("closing the engine's scope stops what is in flight, and each request still gets its one reply", () =>
     Effect.gen(function* () {
       const scope = yield* Scope.make()
-      const { inbound, sent, send } = yield* Scope.extend(engine("refuse"), scope)
+      const { inbound, sent, send } = yield* Scope.provide(engine("refuse"), scope)
       inbound.run(1, 1, Effect.never, send)
       inbound.run(2, 2, Effect.never, send)
       yield* Scope.close(scope, Exit.void)
@@ -100,13 +100,13 @@ describe("Inbound", () => {
     })
   )
 
-  it.scopedLive("a policy that sends nothing for an ending sends nothing; `reply` still ends", () =>
+  it.live("a policy that sends nothing for an ending sends nothing; `reply` still ends", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("refuse", (id, exit, ending) =>
         ending === "cancelled" ? undefined : naming(id, exit, ending)
       )
       const held = yield* Deferred.make<string>()
-      const waiting = yield* Effect.fork(inbound.reply(9, 9, Deferred.await(held)))
+      const waiting = yield* Effect.forkChild(inbound.reply(9, 9, Deferred.await(held)))
       yield* Effect.yieldNow()
       inbound.cancel(9)
       expect(yield* waiting.await).toEqual(Exit.succeed(undefined))

@@ -27,7 +27,7 @@ const until = (check: () => boolean) =>
   })
 
 describe("Peer", () => {
-  it.scopedLive("answers each request once with its id unchanged (numbers and strings); a notification gets nothing", () =>
+  it.live("answers each request once with its id unchanged (numbers and strings); a notification gets nothing", () =>
     Effect.gen(function* () {
       const notified: Array<string> = []
       const { peer, sent, out } = yield* peerWith({
@@ -45,7 +45,7 @@ describe("Peer", () => {
     })
   )
 
-  it.scopedLive(
+  it.live(
     "a bad line gets -32700 with id null and the next request is served; a failure and a defect are replies too",
     () =>
       Effect.gen(function* () {
@@ -72,7 +72,7 @@ describe("Peer", () => {
       })
   )
 
-  it.scopedLive("a batch is answered as one array of its requests' replies; an empty batch is -32600", () =>
+  it.live("a batch is answered as one array of its requests' replies; an empty batch is -32600", () =>
     Effect.gen(function* () {
       const { peer, sent, out } = yield* peerWith({
         request: (request) => Effect.succeed(request.id),
@@ -93,7 +93,7 @@ describe("Peer", () => {
     })
   )
 
-  it.scopedLive("notifications/cancelled interrupts the request, which still gets its one reply (-32800)", () =>
+  it.live("notifications/cancelled interrupts the request, which still gets its one reply (-32800)", () =>
     Effect.gen(function* () {
       const interrupted = yield* Deferred.make<void>()
       const { peer, sent, out } = yield* peerWith({
@@ -112,7 +112,7 @@ describe("Peer", () => {
     })
   )
 
-  it.scopedLive("drain waits for requests in flight, then cancels the rest, each still answered", () =>
+  it.live("drain waits for requests in flight, then cancels the rest, each still answered", () =>
     Effect.gen(function* () {
       const { peer, sent, out } = yield* peerWith({
         request: (request) => (request.method === "quick" ? Effect.as(Effect.sleep(20), "done") : Effect.never),
@@ -126,7 +126,7 @@ describe("Peer", () => {
     })
   )
 
-  it.scopedLive("an id still in flight is refused with -32600 naming it; the first request keeps its one reply", () =>
+  it.live("an id still in flight is refused with -32600 naming it; the first request keeps its one reply", () =>
     Effect.gen(function* () {
       const release = yield* Deferred.make<void>()
       const { peer, sent, out } = yield* peerWith({

@@ -126,7 +126,7 @@ describe("Provenance.Ledger: transformed and short values (what an obeying model
       Effect.race(
         ledger.record({ backendId: "fs", tool: "fs__read_text_file" }, text),
         Effect.forever(
-          Effect.zipRight(
+          Effect.andThen(
             Effect.yieldNow(),
             Effect.sync(() => yielded++)
           )

@@ -20,7 +20,7 @@ const memory = Effect.gen(function* () {
   }
   /** Another gateway stores a file (or removes it) and says so. */
   const elsewhere = (name: string, text: string) =>
-    Effect.zipRight(
+    Effect.andThen(
       Effect.sync(() => files.set(name, { text, at: Date.now() })),
       PubSub.publish(hub, { kind: "tokens" as const, name })
     )
@@ -43,7 +43,7 @@ const read = (dir: string, name: string) =>
   existsSync(join(dir, `${name}.json`)) ? readFileSync(join(dir, `${name}.json`), "utf8") : undefined
 
 describe("a directory kept alike through the store", () => {
-  it.scoped("takes down what the store has, sends up what only this disk has, and brings back nothing removed", () =>
+  it.effect("takes down what the store has, sends up what only this disk has, and brings back nothing removed", () =>
     Effect.gen(function* () {
       const { state, files } = yield* memory
       const past = Date.now() - 60_000
@@ -67,7 +67,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped("sends up what this process writes, and takes what another gateway announces", () =>
+  it.effect("sends up what this process writes, and takes what another gateway announces", () =>
     Effect.gen(function* () {
       const { state, files, elsewhere } = yield* memory
       const dir = dirWith({})
@@ -91,7 +91,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped("hears its own gateway's writes only: two gateways in one process each have their own", () =>
+  it.effect("hears its own gateway's writes only: two gateways in one process each have their own", () =>
     Effect.gen(function* () {
       const { state, files } = yield* memory
       const dir = dirWith({})
@@ -108,7 +108,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped("hears what another gateway announces the moment it is made (subscribed before it returns)", () =>
+  it.effect("hears what another gateway announces the moment it is made (subscribed before it returns)", () =>
     Effect.gen(function* () {
       const { state, elsewhere } = yield* memory
       const dir = dirWith({})
@@ -121,7 +121,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped("takes the store's copy of a file written here in the same millisecond (times are whole milliseconds)", () =>
+  it.effect("takes the store's copy of a file written here in the same millisecond (times are whole milliseconds)", () =>
     Effect.gen(function* () {
       const { state, files } = yield* memory
       const at = Date.now() - 10_000
@@ -135,7 +135,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped(
+  it.effect(
     "asks a store that did not answer (or did not take a file) again until it does: what only this disk has goes up then",
     () =>
       Effect.gen(function* () {
@@ -165,7 +165,7 @@ describe("a directory kept alike through the store", () => {
       })
   )
 
-  it.scoped("sends a file the store did not take up again once it takes them", () =>
+  it.effect("sends a file the store did not take up again once it takes them", () =>
     Effect.gen(function* () {
       const { state, files } = yield* memory
       let taking = false

@@ -38,7 +38,7 @@ export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = ()
     if (!audit.enabled) return next(call)
     return Effect.suspend(() => {
       const id = randomUUID()
-      return Effect.zipRight(
+      return Effect.andThen(
         Effect.annotateCurrentSpan({ "agentify.audit.id": id, "agentify.call.via": call.via }),
         next(call)
       ).pipe(

@@ -96,7 +96,7 @@ describe("InputBridge", () => {
     Effect.gen(function* () {
       const bridge = yield* InputBridge
       const opened = yield* started(bridge, call(1), { elicitation: {} }, (ask) =>
-        Effect.zipRight(ask("elicitation/create", elicit), ask("elicitation/create", elicit))
+        Effect.andThen(ask("elicitation/create", elicit), ask("elicitation/create", elicit))
       )
       const first = resultOf(yield* bridge.round(opened, call(1)))
       const state = String(first.requestState)
