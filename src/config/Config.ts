@@ -136,7 +136,7 @@ export class GatewayConfig extends Context.Service<
         return {
           current: SubscriptionRef.get(ref),
           now: () => now,
-          changes: ref.changes,
+          changes: SubscriptionRef.changes(ref),
           applyInitializationOptions: (options: unknown) =>
             options === undefined || options === null
               ? SubscriptionRef.get(ref)
@@ -180,7 +180,7 @@ export class GatewayConfig extends Context.Service<
     options: GatewayOptionsInput,
     env: ConfigSources["env"] = process.env
   ): Layer.Layer<GatewayConfig, InvalidParams> =>
-    Layer.unwrapEffect(
+    Layer.unwrap(
       Result.match(decodeOptions(options, "GatewayOptions"), {
         onFailure: Effect.fail,
         onSuccess: (init) => Effect.succeed(GatewayConfig.layer({ env, file: { path: "<options>", options: init } }))
