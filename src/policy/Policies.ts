@@ -82,12 +82,10 @@ export class Policies extends Context.Service<
       yield* config.changes.pipe(
         Stream.map((c) => c.policies),
         Stream.changes,
-        Stream.flatMap(
-          (file) =>
-            file === undefined
-              ? Stream.make(file)
-              : Stream.concat(Stream.make(file), Watch.changes({ configPath: file }).pipe(Stream.as(file))),
-          { switch: true }
+        Stream.switchMap((file) =>
+          file === undefined
+            ? Stream.make(file)
+            : Stream.concat(Stream.make(file), Watch.changes({ configPath: file }).pipe(Stream.as(file)))
         ),
         // The first is the file loaded above.
         Stream.drop(1),

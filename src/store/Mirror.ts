@@ -13,7 +13,7 @@
  * Two versions of one file become the newer one, or, where the kind says how (`merge`: pins), one
  * made of both. Nothing here stops the gateway: a store that fails leaves the disk as it is.
  */
-import { Deferred, Effect, Queue, type Scope } from "effect"
+import { Deferred, Effect, PubSub, Queue, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { WrittenFiles } from "./WrittenFiles.js"
@@ -189,7 +189,7 @@ export const make = (state: TeamFilesService, options: Options): Effect.Effect<M
     const heard = yield* state.announcements
     yield* Effect.forkScoped(
       Effect.forever(
-        Effect.flatMap(Queue.take(heard), (said) =>
+        Effect.flatMap(PubSub.take(heard), (said) =>
           said.kind !== kind
             ? Effect.void
             : Queue.offer(jobs, said.name === "*" ? { _tag: "PullAll" } : { _tag: "Pull", name: said.name })

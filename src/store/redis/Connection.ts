@@ -89,9 +89,9 @@ export class RedisConnection extends Context.Service<RedisConnection, RedisConne
 
         const run = <A>(command: () => Promise<A>): Effect.Effect<A, StoreUnavailable> =>
           Effect.tryPromise({ try: command, catch: (error) => error }).pipe(
-            Effect.timeoutFail({
+            Effect.timeoutOrElse({
               duration: STORE_TIMEOUT_MS,
-              onTimeout: () => new Error(`no answer within ${STORE_TIMEOUT_MS} ms`)
+              orElse: () => Effect.fail(new Error(`no answer within ${STORE_TIMEOUT_MS} ms`))
             }),
             Effect.tap(() =>
               Effect.sync(() => {

@@ -25,7 +25,7 @@ export const layerRedis: Layer.Layer<StoreDriver, never, RedisConnection> = Laye
       addressOf: (other) =>
         Effect.map(
           run(() => client.get(`${PREFIX}replica:${other}`)),
-          (at) => Option.fromNullable(typeof at === "string" && at !== "" ? at : undefined)
+          (at) => Option.fromNullishOr(typeof at === "string" && at !== "" ? at : undefined)
         ),
       health: Effect.sync(() => {
         const failed = failing()

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, PubSub, Queue, TestClock } from "effect"
+import { Effect, PubSub, Queue } from "effect"
+import * as TestClock from "effect/testing/TestClock"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -157,7 +158,7 @@ describe("a directory kept alike through the store", () => {
         answering = true
         yield* TestClock.adjust("2 seconds")
         for (let i = 0; i < 20 && !(files.has("mine") && files.has("later")); i++) {
-          yield* Effect.yieldNow()
+          yield* Effect.yieldNow
           yield* mirror.settled
         }
         expect(files.get("mine")?.text).toBe("only here")
@@ -183,7 +184,7 @@ describe("a directory kept alike through the store", () => {
       taking = true
       yield* TestClock.adjust("2 seconds")
       for (let i = 0; i < 20 && !files.has("crm"); i++) {
-        yield* Effect.yieldNow()
+        yield* Effect.yieldNow
         yield* mirror.settled
       }
       expect(files.get("crm")?.text).toBe("signed in")
