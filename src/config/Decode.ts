@@ -51,12 +51,16 @@ const tooDeepToShow = (value: unknown): boolean => {
   return false
 }
 
-/** The rejected value as Effect prints it (`"six"`, `3`, `{"a":1}`), never overflowing the stack. */
-const shown = (issue: SchemaIssue.Issue): string => {
-  if (!SchemaIssue.hasInput(issue)) return "a value not shown"
-  if (tooDeepToShow(issue.input)) return "a value nested too deeply to show"
+/**
+ * `, actual <the rejected value as Effect prints it>` (`"six"`, `3`, `{"a":1}`), never overflowing
+ * the stack; nothing when the decode ran without `reportInput: true` (the value was not kept).
+ */
+const actual = (issue: SchemaIssue.Issue): string => (SchemaIssue.hasInput(issue) ? `, actual ${shown(issue.input)}` : "")
+
+const shown = (input: unknown): string => {
+  if (tooDeepToShow(input)) return "a value nested too deeply to show"
   try {
-    return Formatter.format(issue.input)
+    return Formatter.format(input)
   } catch {
     return "a value nested too deeply to show"
   }
@@ -73,7 +77,7 @@ const expected = (ast: SchemaAST.AST, issue: SchemaIssue.Issue): string => {
   if (own !== undefined) return own
   // Effect's own name for the type ("number", "\"writes\"", "object"); the message is Effect's "Expected <name>".
   const name = SchemaIssue.defaultLeafHook(new SchemaIssue.InvalidType(ast)).replace(/^Expected /, "")
-  return `Expected ${name}, actual ${shown(issue)}`
+  return `Expected ${name}${actual(issue)}`
 }
 
 /**
@@ -105,7 +109,7 @@ const collect = (
         override ??
         SchemaIssue.defaultCheckHook(issue) ??
         (issue.issue._tag === "InvalidValue"
-          ? `Expected ${typeof issue.filter.annotations?.expected === "string" ? issue.filter.annotations.expected : "a valid value"}, actual ${shown(issue)}`
+          ? `Expected ${typeof issue.filter.annotations?.expected === "string" ? issue.filter.annotations.expected : "a valid value"}${actual(issue)}`
           : undefined)
       return collect(issue.issue, path, message)
     }
