@@ -5,11 +5,11 @@
  * configuration and the model (`GatewayConfig`, `LlmClient`).
  */
 import { Effect, Layer } from "effect"
+import type * as HttpRouter from "effect/http/HttpRouter"
 import type { Backends } from "../backend/Backends.js"
 import type { GatewayConfig } from "../config/Config.js"
 import * as Gateway from "../gateway/Gateway.js"
 import { Protocol } from "../gateway/clients/Protocol.js"
-import type { Events } from "../observability/Events.js"
 import type { LlmClient } from "../orchestration/model/Llm.js"
 import type { Orchestrator } from "../orchestration/Orchestrator.js"
 import * as Http from "./Http.js"
@@ -24,18 +24,19 @@ export type { StreamsOptions } from "./Stdio.js"
  */
 export const layerStdio = (
   options: Stdio.StreamsOptions
-): Layer.Layer<Gateway.Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
+): Layer.Layer<Gateway.Gateway | Orchestrator | Backends, never, GatewayConfig | LlmClient> =>
   Layer.effectDiscard(Effect.forkScoped(Stdio.serveStreams(options))).pipe(
     Layer.provide(Protocol.layer),
     Layer.provideMerge(Gateway.layerStdio)
   )
 
 /**
- * Streamable HTTP for many clients under `path` on the app's `HttpRouter.Default` (both eras,
- * `/mcp`, `/servers/<id>/mcp`, `/profiles/<name>/mcp`, `/healthz`, `/readyz`). The backends start
- * with the layer and serve every session; the app serves the router with its own server.
+ * Streamable HTTP for many clients under `path` on the app's `HttpRouter` (both eras, `/mcp`,
+ * `/servers/<id>/mcp`, `/profiles/<name>/mcp`, `/healthz`, `/readyz`). The backends start with
+ * the layer and serve every session; the app serves the router with its own server
+ * (`HttpRouter.serve(layer, { disableListenLog: true })`).
  */
 export const layerHttp = (
   options: Http.MountOptions = {}
-): Layer.Layer<Gateway.Gateway | Orchestrator | Backends | Events, never, GatewayConfig | LlmClient> =>
+): Layer.Layer<Gateway.Gateway | Orchestrator | Backends, never, GatewayConfig | LlmClient | HttpRouter.HttpRouter> =>
   Http.layerRouter(options).pipe(Layer.provide(Protocol.layer), Layer.provideMerge(Gateway.layerShared))
