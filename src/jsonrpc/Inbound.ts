@@ -2,7 +2,7 @@
  * The one engine for requests that arrive: from a client of either era (`Peer`, the stateless
  * `Dispatch`) and from a backend (its sampling, elicitation and roots requests, `Handshake`).
  *
- * In the manner of @effect/rpc's RpcServer: each request is a fiber in a `FiberMap` keyed by its
+ * In the manner of Effect's RpcServer (`effect/rpc`): each request is a fiber in a `FiberMap` keyed by its
  * id, started at once (so a cancellation in the same chunk finds it), and its exit becomes exactly
  * one reply (or none, where the protocol says so). What differs between the sides is only how an
  * exit reads as a reply (`Options.reply`); keying, duplicate ids, cancellation and the drain at

@@ -294,7 +294,7 @@ export const serveStreams = (options: StreamsOptions): Effect.Effect<void, never
     const protocol = yield* Protocol
     const config = yield* (yield* GatewayConfig).current
     yield* serve({
-      // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
+      // stdin as an Effect stream (NodeStream: a chunk at a time, so its cost is per chunk, not per
       // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
       // measured 2-3x the gateway's CPU per call).
       input: NodeStream.fromReadable({ evaluate: () => stdin, onError: (error) => error, closeOnDone: false }),

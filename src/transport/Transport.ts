@@ -4,7 +4,7 @@
  * the gateway with it (the backends, the orchestrator, the events hub); the app provides the
  * configuration and the model (`GatewayConfig`, `LlmClient`).
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Logger } from "effect"
 import type * as HttpRouter from "effect/http/HttpRouter"
 import type { Backends } from "../backend/Backends.js"
 import type { GatewayConfig } from "../config/Config.js"
@@ -20,14 +20,16 @@ export type { StreamsOptions } from "./Stdio.js"
 
 /**
  * One MCP client on `stdin`/`stdout` while the layer lives. As the CLI does, the backends start
- * with the client's `initialize` and stop when its input ends (or it sends `exit`).
+ * with the client's `initialize` and stop when its input ends (or it sends `exit`). Effect's own
+ * loggers, if the app keeps them, write what the gateway logs to stderr: stdout carries frames.
  */
 export const layerStdio = (
   options: Stdio.StreamsOptions
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends, never, GatewayConfig | LlmClient> =>
   Layer.effectDiscard(Effect.forkScoped(Stdio.serveStreams(options))).pipe(
     Layer.provide(Protocol.layer),
-    Layer.provideMerge(Gateway.layerStdio)
+    Layer.provideMerge(Gateway.layerStdio),
+    Layer.provide(Layer.succeed(Logger.LogToStderr, true))
   )
 
 /**
