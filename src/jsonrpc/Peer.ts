@@ -86,7 +86,7 @@ export interface Peer {
  */
 const replyFor = (id: Id, exit: Exit.Exit<unknown, GatewayError>, _ending: Inbound.Ending, sent: unknown): Response => {
   if (Exit.isSuccess(exit)) return success(id, exit.value === undefined ? null : exit.value)
-  const failed = Cause.failureOption(exit.cause)
+  const failed = Cause.findErrorOption(exit.cause)
   if (Option.isSome(failed)) return failure(id, toRpcError(failed.value, sent))
   if (Cause.hasInterruptsOnly(exit.cause)) return failure(id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" })
   // The client still gets its one reply, without internals.

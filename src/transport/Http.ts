@@ -1,6 +1,6 @@
 /**
- * MCP over Streamable HTTP (protocol 2025-11-25, 2025-06-18 and 2025-03-26), on @effect/platform's
- * HTTP server: one shared gateway, many sessions.
+ * MCP over Streamable HTTP (protocol 2025-11-25, 2025-06-18 and 2025-03-26), on Effect's HTTP
+ * server (`effect/http`): one shared gateway, many sessions.
  *
  * - `POST /mcp`: JSON-RPC in; the reply as JSON, or as an SSE stream when the request sends
  *   notifications before its result (progress, log messages). 202 for notifications and responses.
@@ -23,6 +23,7 @@ import type * as HttpServerError from "effect/http/HttpServerError"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { Effect, Result, Layer, Option, type Redacted } from "effect"
+import type * as NetAddress from "effect/net/NetAddress"
 import { createServer, type Server } from "node:http"
 import * as os from "node:os"
 import { GatewayConfig } from "../config/Config.js"
@@ -170,6 +171,10 @@ const reachableAt = (host: string, port: number): string => {
 
 const escapeHtml = (text: string) => text.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`)
 
+/** The port a server listens on; undefined on a Unix socket. */
+const portOf = (address: NetAddress.SocketAddress): number | undefined =>
+  address._tag === "UnixPathAddress" ? undefined : address.port
+
 /** Serves the gateway over HTTP until the scope closes. */
 export const make = (options: Options, connections?: Listener.Connections, node?: Server) =>
   Effect.gen(function* () {
@@ -178,14 +183,16 @@ export const make = (options: Options, connections?: Listener.Connections, node?
     // Then, as long again, for their responses to be written.
     if (connections !== undefined) yield* Effect.addFinalizer(() => connections.close(STOP_GRACE_MS))
     const server = yield* HttpServer.HttpServer
-    const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
+    const port = portOf(server.address) ?? options.port
     const { app, handOn } = yield* makeApp({ ...options, port: () => port })
     const config = yield* Effect.flatMap(GatewayConfig, (c) => c.current)
     // No span per request: the gateway's own events and traces describe its exchanges, and the
     // platform's (URL parsing, a span and every header as an attribute) cost more than the rest.
-    // Interruptible: the platform forks handlers with a runtime captured where this runs, while
-    // the layer builds (uninterruptible); without this no request could be stopped at shutdown.
-    yield* HttpMiddleware.withTracerDisabledWhenEffect(server.serve(Effect.interruptible(app)), () => true)
+    // Interruptible: the platform runs handlers uninterruptible, with the context captured where
+    // this runs (the layer builds); without this no request could be stopped at shutdown. Served
+    // with the server's own `serve`, not `HttpRouter.serve`: nothing logs "Listening on" (Effect's
+    // default logger would write it to stdout; the line below says where it listens, to stderr).
+    yield* server.serve(Effect.interruptible(app)).pipe(Effect.provideService(HttpMiddleware.TracerDisabledWhen, () => true))
     if (node !== undefined) yield* Listener.first(node, handOn)
     const shown = options.host.includes(":") ? `[${options.host}]` : options.host
     // Sign-ins come back here: to the public address the gateway is known by (its OAuth audience's
@@ -214,7 +221,7 @@ export const make = (options: Options, connections?: Listener.Connections, node?
 
 /** The HTTP server on a Node listener, serving until the layer's scope closes. */
 export const layer = (options: Options): Layer.Layer<never, HttpServerError.ServeError, Protocol | GatewayConfig> =>
-  Layer.unwrapEffect(
+  Layer.unwrap(
     Effect.sync(() => {
       const node = createServer({ keepAliveTimeout: 65_000 })
       return Layer.effectDiscard(make(options, Listener.track(node), node)).pipe(
@@ -236,19 +243,31 @@ export interface MountOptions {
 }
 
 /**
- * The gateway's Streamable HTTP endpoints on the app's own `HttpRouter.Default`: the app serves
- * the router with its server (`HttpRouter.Default.unwrap(HttpServer.serve())`), and closing the
- * layer closes the sessions. The port for the Host checks is the app's server's, when it has one.
+ * The gateway's Streamable HTTP endpoints on the app's own `HttpRouter`: the app serves the router
+ * with its server (`HttpRouter.serve(layer, { disableListenLog: true })`: its "Listening on" line
+ * goes to the app's loggers), and closing the layer closes the sessions. The port for the Host
+ * checks is the app's server's, when it has one.
  */
-export const layerRouter = (options: MountOptions = {}): Layer.Layer<never, never, Protocol | GatewayConfig> =>
-  HttpRouter.Default.use((router) =>
+export const layerRouter = (
+  options: MountOptions = {}
+): Layer.Layer<never, never, Protocol | GatewayConfig | HttpRouter.HttpRouter> =>
+  HttpRouter.use((router) =>
     Effect.gen(function* () {
       // The platform's service, not ours to give a default: an app may mount the router on a server of its own.
       const server = yield* Effect.serviceOption(HttpServer.HttpServer)
-      const port = () =>
-        Option.isSome(server) && server.value.address._tag === "TcpAddress" ? server.value.address.port : undefined
+      const port = () => (Option.isSome(server) ? portOf(server.value.address) : undefined)
       const { app } = yield* makeApp({ host: options.host ?? "127.0.0.1", token: options.token, oauth: options.oauth, port })
+      const served = Effect.interruptible(app)
       const path = options.path ?? "/"
-      yield* path === "/" ? router.all("*", Effect.interruptible(app)) : router.mountApp(path, Effect.interruptible(app))
+      if (path === "/") return yield* router.add("*", "/*", served)
+      // Mounted: the endpoints see the URL under the prefix (`/agentify/mcp` as `/mcp`).
+      const prefix: `/${string}` = `/${path.slice(1).replace(/\/+$/, "")}`
+      const mounted = (request: HttpServerRequest.HttpServerRequest) => {
+        const rest = request.url.slice(prefix.length)
+        const url = rest.startsWith("/") ? rest : `/${rest}`
+        return Effect.provideService(served, HttpServerRequest.HttpServerRequest, request.modify({ url }))
+      }
+      yield* router.add("*", prefix, mounted)
+      yield* router.add("*", `${prefix}/*`, mounted)
     })
   )

@@ -8,7 +8,7 @@
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
-import { Chunk, Effect, Result, type Fiber, FiberId, Queue, Stream } from "effect"
+import { type Cause, Effect, Result, type Fiber, Queue, Stream } from "effect"
 import type { ResolvedConfig } from "../config/Config.js"
 import type { SharedSession, SharedSessions, Target } from "../gateway/clients/Protocol.js"
 import { classify, failure } from "../jsonrpc/JsonRpc.js"
@@ -61,7 +61,7 @@ const stateless = (
       const refusal = sessions.listenRefusal()
       if (refusal !== undefined) return reject(refusal.status, refusal.message, refusal.headers, ErrorCode.InternalError)
       // The listener lives as long as the stream: a client that goes away ends it.
-      const events = Stream.unwrapScoped(
+      const events = Stream.unwrap(
         Effect.gen(function* () {
           const q = yield* Queue.sliding<unknown>(STREAM_BUFFER)
           yield* sessions.listen(admitted.success, target, { send: (m: unknown) => Queue.offerUnsafe(q, m) })
@@ -75,7 +75,7 @@ const stateless = (
     // the connection closing before the response ended says so, whatever the response's form.
     const response = NodeHttpServerRequest.toServerResponse(request)
     response.once("close", () => {
-      if (!response.writableFinished) served?.unsafeInterruptAsFork(FiberId.none)
+      if (!response.writableFinished) served?.interruptUnsafe()
     })
     return yield* exchangeWith(
       (out) => {
@@ -180,15 +180,16 @@ export const make = (sessions: SharedSessions, handOff: HandOff, config: Resolve
       }
       const found = findSession(request, target, principal)
       if (found.refused) return found.refused
-      const queue = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-      const detach = found.session.attach({ send: (m) => Queue.offerUnsafe(queue, m), end: Queue.shutdown(queue) })
+      // Ended (not shut down): the stream ends as a stream, not as an interruption.
+      const queue = yield* Queue.sliding<unknown, Cause.Done>(STREAM_BUFFER)
+      const detach = found.session.attach({ send: (m: unknown) => Queue.offerUnsafe(queue, m), end: Queue.end(queue) })
       if (detach === undefined) return reject(409, "Conflict: this session already has a GET stream open")
       const keepalive = Stream.tick(KEEPALIVE_MS).pipe(Stream.drop(1), Stream.as(encoder.encode(": keepalive\n\n")))
       const body = Stream.fromQueue(queue).pipe(
         Stream.map(sseEvent),
         Stream.merge(keepalive, { haltStrategy: "left" }),
         // A first comment sends the headers now: a client waits for them before it reads on.
-        Stream.prepend(Chunk.of(encoder.encode(": stream open\n\n"))),
+        Stream.prepend([encoder.encode(": stream open\n\n")]),
         Stream.ensuring(Effect.sync(detach))
       )
       return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })

@@ -11,7 +11,7 @@
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Cause, Chunk, Deferred, Effect, Fiber, Option, type Scope, type Sink, Stream, Latch } from "effect"
+import { Cause, Deferred, Effect, Fiber, Latch, type Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
@@ -79,17 +79,18 @@ const sinkWriter = (sink: Sink.Sink<unknown, string, never, unknown>): Effect.Ef
     let frames: Array<string> = []
     let ended = false
     const latch = Latch.makeUnsafe(false)
-    const take: Effect.Effect<Chunk.Chunk<string>, Option.Option<never>> = Effect.suspend(() => {
+    // One string a pull (the frames queued since the last); `Cause.Done` ends the stream.
+    const take: Effect.Effect<ReadonlyArray<string>, Cause.Done> = Effect.suspend(() => {
       if (frames.length > 0) {
         const taken = frames
         frames = []
-        return Effect.succeed(Chunk.of(taken.length === 1 ? taken[0]! : taken.join("")))
+        return Effect.succeed([taken.length === 1 ? taken[0]! : taken.join("")])
       }
-      if (ended) return Effect.fail(Option.none())
-      latch.unsafeClose()
+      if (ended) return Cause.done()
+      latch.closeUnsafe()
       return Effect.andThen(latch.await, take)
     })
-    const fiber = yield* Stream.repeatEffectChunkOption(take).pipe(
+    const fiber = yield* Stream.fromIterableEffectRepeat(take).pipe(
       Stream.run(sink),
       Effect.catchCause((cause) => Effect.logError("cannot write to the client", cause)),
       Effect.forkScoped
@@ -98,11 +99,11 @@ const sinkWriter = (sink: Sink.Sink<unknown, string, never, unknown>): Effect.Ef
       offer: (frame) => {
         if (frame === "" || ended) return
         frames.push(frame)
-        latch.unsafeOpen()
+        latch.openUnsafe()
       },
       end: Effect.suspend(() => {
         ended = true
-        latch.unsafeOpen()
+        latch.openUnsafe()
         return Fiber.await(fiber)
       })
     }
@@ -207,6 +208,8 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
       const framing = () => decoder.framing ?? options.framing ?? "ndjson"
       const writer = options.output instanceof Writable ? writableWriter(options.output) : yield* sinkWriter(options.output)
       const maxReply = options.maxReplyBytes
+      // Its own logs (a reply refused for its length) go to this connection's loggers, never Effect's default one.
+      const log = Effect.runForkWith(yield* Effect.context<never>())
       const out: Peer.Outbox = {
         send:
           maxReply === undefined
@@ -214,7 +217,7 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
             : (message) => {
                 const bounded = encodeBounded(framing(), message, maxReply)
                 if (bounded.refused !== undefined) {
-                  Effect.runFork(
+                  log(
                     Effect.logWarning("a message too long for the client was not sent", {
                       ...bounded.refused,
                       maxReplyBytes: maxReply
@@ -246,7 +249,8 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
         options.input instanceof Readable
           ? readReadable(options.input, decoder, dispatch)
           : options.input.pipe(
-              Stream.mapConcat((chunk) => decoder.push(chunk)),
+              Stream.map((chunk) => decoder.push(chunk)),
+              Stream.flattenIterable,
               Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end()))),
               Stream.runForEach((frame) => Effect.sync(() => dispatch(frame))),
               Effect.catchCause((cause) =>
@@ -290,14 +294,10 @@ export const serveStreams = (options: StreamsOptions): Effect.Effect<void, never
     const protocol = yield* Protocol
     const config = yield* (yield* GatewayConfig).current
     yield* serve({
-      // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
+      // stdin as an Effect stream (NodeStream: a chunk at a time, so its cost is per chunk, not per
       // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
       // measured 2-3x the gateway's CPU per call).
-      input: NodeStream.fromReadable(
-        () => stdin,
-        (error) => error,
-        { closeOnDone: false }
-      ),
+      input: NodeStream.fromReadable({ evaluate: () => stdin, onError: (error) => error, closeOnDone: false }),
       output: stdout,
       connect: (out) => protocol.stream({ profile, out }),
       maxFrameBytes: config.maxFrameBytes,

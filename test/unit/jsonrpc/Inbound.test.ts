@@ -4,15 +4,19 @@
  * a cancellation and a stop end a request differently, and the drain waits before it stops.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import * as Inbound from "../../../src/jsonrpc/Inbound.js"
 import { failure, type Id, type Response, success } from "../../../src/jsonrpc/JsonRpc.js"
 
 /** A reply that names how the request ended, so each ending can be told apart. */
 const naming = (id: Id, exit: Exit.Exit<string, string>, ending: Inbound.Ending): Response =>
-  Exit.isSuccess(exit)
-    ? success(id, exit.value)
-    : failure(id, { code: -32000, message: exit.cause._tag === "Fail" ? exit.cause.error : ending })
+  Exit.isSuccess(exit) ? success(id, exit.value) : failure(id, { code: -32000, message: failedWith(exit.cause) ?? ending })
+
+/** The error of a cause that is one failure and nothing else (Effect 4's causes are flat: a list of reasons). */
+const failedWith = (cause: Cause.Cause<string>): string | undefined => {
+  const [only, ...more] = cause.reasons
+  return only !== undefined && more.length === 0 && Cause.isFailReason(only) ? only.error : undefined
+}
 
 const engine = (duplicates: "refuse" | "allow", reply: Inbound.Options<string, string>["reply"] = naming) =>
   Effect.gen(function* () {
@@ -33,7 +37,7 @@ describe("Inbound", () => {
       expect(inbound.size()).toBe(1)
       expect(inbound.cancel(3)).toBe(true)
       expect(inbound.cancel(4)).toBe(false)
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* inbound.drain(1_000)
       expect(sent).toEqual([
         success(1, "one"),
@@ -83,7 +87,7 @@ describe("Inbound", () => {
       const quick = yield* Deferred.make<string>()
       inbound.run(1, 1, Deferred.await(quick), send)
       inbound.run(2, 2, Effect.never, send)
-      yield* Effect.forkChild(Effect.andThen(Effect.yieldNow(), Deferred.succeed(quick, "in time")))
+      yield* Effect.forkChild(Effect.andThen(Effect.yieldNow, Deferred.succeed(quick, "in time")))
       yield* inbound.drain(50)
       expect(sent).toEqual([success(1, "in time"), failure(2, { code: -32000, message: "stopped" })])
     })
@@ -107,9 +111,9 @@ describe("Inbound", () => {
       )
       const held = yield* Deferred.make<string>()
       const waiting = yield* Effect.forkChild(inbound.reply(9, 9, Deferred.await(held)))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       inbound.cancel(9)
-      expect(yield* waiting.await).toEqual(Exit.succeed(undefined))
+      expect(yield* Fiber.await(waiting)).toEqual(Exit.succeed(undefined))
       inbound.run(10, 10, Effect.succeed("ten"), send)
       yield* inbound.drain(1_000)
       expect(sent).toEqual([success(10, "ten")])

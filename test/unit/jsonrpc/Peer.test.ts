@@ -45,31 +45,27 @@ describe("Peer", () => {
     })
   )
 
-  it.live(
-    "a bad line gets -32700 with id null and the next request is served; a failure and a defect are replies too",
-    () =>
-      Effect.gen(function* () {
-        const { peer, sent, out } = yield* peerWith({
-          request: (request) =>
-            request.method === "fail"
-              ? Effect.fail(new MethodNotFound({ message: "Method not found: fail" }))
-              : request.method === "boom"
-                ? Effect.die(new Error("a bug"))
-                : Effect.succeed("ok"),
-          notification: () => Effect.void
-        })
-        peer.receive("{not json", out)
-        peer.receive('{"jsonrpc":"2.0","id":1,"method":"fail"}', out)
-        peer.receive('{"jsonrpc":"2.0","id":2,"method":"boom"}', out)
-        peer.receive('{"jsonrpc":"2.0","id":3,"method":"fine"}', out)
-        yield* until(() => sent.length === 4)
-        expect(sent.find((m) => m.id === null)).toMatchObject({ error: { code: -32700 } })
-        expect(repliesTo(sent, 1)).toEqual([
-          { jsonrpc: "2.0", id: 1, error: { code: -32601, message: "Method not found: fail" } }
-        ])
-        expect(repliesTo(sent, 2)[0].error.code).toBe(-32603)
-        expect(repliesTo(sent, 3)).toEqual([{ jsonrpc: "2.0", id: 3, result: "ok" }])
+  it.live("a bad line gets -32700 with id null and the next request is served; a failure and a defect are replies too", () =>
+    Effect.gen(function* () {
+      const { peer, sent, out } = yield* peerWith({
+        request: (request) =>
+          request.method === "fail"
+            ? Effect.fail(new MethodNotFound({ message: "Method not found: fail" }))
+            : request.method === "boom"
+              ? Effect.die(new Error("a bug"))
+              : Effect.succeed("ok"),
+        notification: () => Effect.void
       })
+      peer.receive("{not json", out)
+      peer.receive('{"jsonrpc":"2.0","id":1,"method":"fail"}', out)
+      peer.receive('{"jsonrpc":"2.0","id":2,"method":"boom"}', out)
+      peer.receive('{"jsonrpc":"2.0","id":3,"method":"fine"}', out)
+      yield* until(() => sent.length === 4)
+      expect(sent.find((m) => m.id === null)).toMatchObject({ error: { code: -32700 } })
+      expect(repliesTo(sent, 1)).toEqual([{ jsonrpc: "2.0", id: 1, error: { code: -32601, message: "Method not found: fail" } }])
+      expect(repliesTo(sent, 2)[0].error.code).toBe(-32603)
+      expect(repliesTo(sent, 3)).toEqual([{ jsonrpc: "2.0", id: 3, result: "ok" }])
+    })
   )
 
   it.live("a batch is answered as one array of its requests' replies; an empty batch is -32600", () =>

@@ -37,7 +37,7 @@ describe("Requests", () => {
     Effect.gen(function* () {
       const { requests, sent } = recording()
       const fiber = yield* Effect.forkChild(requests.request("tools/list", { a: 1 }))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(sent).toEqual([{ id: 1, method: "tools/list", params: { a: 1 }, route: undefined }])
       expect(requests.settle(1, { result: { tools: [] } })).toBe(true)
       expect(requests.settle(1, { result: "again" })).toBe(false)
@@ -51,7 +51,7 @@ describe("Requests", () => {
       const { requests, sent } = recording()
       const a = yield* Effect.forkChild(requests.request("a", undefined))
       const b = yield* Effect.forkChild(requests.request("b", undefined))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(sent.map((s) => s.id)).toEqual([1, 2])
       requests.settle(2, { error: { code: -1, message: "no" } })
       requests.settle(1, { result: 1 })
@@ -76,7 +76,7 @@ describe("Requests", () => {
     Effect.gen(function* () {
       const { requests, cancelled } = recording()
       const fiber = yield* Effect.forkChild(requests.request("ask", undefined, undefined, false, "post-7"))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(fiber)
       expect(cancelled).toEqual([{ id: 1, reason: "caller left", route: "post-7" }])
       expect(requests.settle(1, { result: "late" })).toBe(false)
@@ -90,7 +90,7 @@ describe("Requests", () => {
       expect(yield* Effect.exit(requests.request("bad", undefined))).toEqual(Exit.fail(new Failed("not sent")))
       expect(requests.size).toBe(0)
       const waiting = yield* Effect.forEach([1, 2, 3], () => Effect.forkChild(requests.request("w", undefined)))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(requests.size).toBe(3)
       expect(yield* Effect.exit(requests.request("w4", undefined))).toEqual(Exit.fail(new Failed("w4: 3 wait")))
       requests.failAll((method) => new Failed(`${method}: peer gone`))
@@ -104,7 +104,7 @@ describe("Requests", () => {
       const { requests } = recording()
       const ordered = yield* Effect.forkChild(requests.request("call", undefined, undefined, true))
       const plain = yield* Effect.forkChild(requests.request("other", undefined))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       requests.noteNotification()
       requests.noteNotification()
       requests.settle(1, { result: "ordered" })
@@ -112,7 +112,7 @@ describe("Requests", () => {
       expect(yield* Fiber.join(plain)).toBe("plain")
       requests.markRelayed()
       yield* Effect.sleep(5)
-      expect(ordered.unsafePoll()).toBeNull()
+      expect(ordered.pollUnsafe()).toBeUndefined()
       requests.markRelayed()
       expect(yield* Fiber.join(ordered)).toBe("ordered")
     })
@@ -123,7 +123,7 @@ describe("Requests", () => {
       const { requests } = recording()
       const ordered = yield* Effect.forkChild(requests.request("call", undefined, undefined, true))
       const other = yield* Effect.forkChild(requests.request("other", undefined))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       requests.noteNotification()
       requests.settle(1, { result: "done" })
       requests.stopRelay()
