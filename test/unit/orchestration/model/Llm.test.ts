@@ -44,7 +44,7 @@ const openAI = (
   fake: FakeOpenAI,
   options: OpenAIOptions = { maxRetries: 0 },
   env: Record<string, string> = { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: "test-model" }
-) => LlmClient.layerOpenAIWith(options).pipe(Layer.provide(GatewayConfig.layer({ env })), Layer.provide(quiet))
+) => LlmClient.layerOpenAIWith(options).pipe(Layer.provide(GatewayConfig.layer({ env })), Layer.provideMerge(quiet))
 
 const expectLlmFailure = <A, R>(effect: Effect.Effect<A, LlmRequestFailed | NotConfigured, R>) =>
   Effect.gen(function* () {
