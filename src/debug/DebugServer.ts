@@ -1,6 +1,6 @@
 /**
  * The debug UI and its API (`--debug-port`, env `DEBUG_PORT`, `initializationOptions.DEBUG_PORT`):
- * an HTTP server on @effect/platform, on 127.0.0.1 unless told otherwise (another host needs a
+ * an HTTP server on effect/http, on 127.0.0.1 unless told otherwise (another host needs a
  * token), fed by the events hub through a `Recorder`.
  *
  *   GET  /                          the page
@@ -91,21 +91,20 @@ const sessionsOf = (recorder: Recorder) => [...recorder.sessions].map(([id, sess
 /** A WebSocket that gets each new entry `pick` lets through, as JSON, until it closes. */
 const streamOf = (recorder: Recorder) => (pick: (kind: "log" | "trace" | "orchestration", entry: unknown) => unknown) =>
   Effect.gen(function* () {
-    const socket = yield* HttpServerRequest.upgrade
-    const write = yield* socket.writer
+    const socket = yield* (yield* HttpServerRequest.HttpServerRequest).upgrade
+    const { write } = yield* socket.writer
     const outbox = yield* Queue.sliding<string>(SOCKET_BUFFER)
     const unlisten = recorder.listen((kind, entry) => {
       const message = pick(kind, entry)
       if (message !== undefined) Queue.offerUnsafe(outbox, JSON.stringify(message))
     })
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(outbox), write)))
-    // Reading must run for the socket to work; what the page sends is ignored.
-    yield* socket
-      .runRaw(() => {})
-      .pipe(
-        Effect.catch(() => Effect.void),
-        Effect.ensuring(Effect.sync(unlisten))
-      )
+    // Reading must run for the socket to work; what the page sends is ignored. Every end of the
+    // connection, a clean close included, is a failure of `pull`: the stream ends there.
+    yield* Effect.flatMap(socket.reader, ({ pull }) => Effect.forever(pull)).pipe(
+      Effect.catch(() => Effect.void),
+      Effect.ensuring(Effect.sync(unlisten))
+    )
     return HttpServerResponse.empty()
   }).pipe(Effect.scoped)
 
@@ -245,7 +244,7 @@ export const serve = (options: Options, recorder: Recorder) =>
     })
 
     const server = yield* HttpServer.HttpServer
-    if (server.address._tag === "TcpAddress") port.value = server.address.port
+    if (server.address._tag !== "UnixPathAddress") port.value = server.address.port
     // Interruptible: the platform forks WebSocket handlers with a runtime captured in an
     // uninterruptible region, and a page's socket must not hold the server's stop.
     yield* server.serve(

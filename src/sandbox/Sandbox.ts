@@ -269,9 +269,7 @@ const runNow = (code: string, names: RunMessage["names"], limits: Limits, host: 
         } satisfies RunMessage)
       }).pipe(
         // The worker's own interrupt handler stops a busy script; this stops everything else.
-        Effect.timeout(limits.timeoutMs + 250),
-        Effect.map(Option.some),
-        Effect.catchTag("TimeoutException", () => Effect.succeed(Option.none<Outcome>()))
+        Effect.timeoutOption(limits.timeoutMs + 250)
       )
       return Option.getOrElse(outcome, (): Outcome => ({
         ok: false,

@@ -10,7 +10,7 @@
  * The sandbox (QuickJS and its worker) is loaded on the first run: a gateway never asked to run
  * code never reads it.
  */
-import { Effect, Result, FiberRef, Schema } from "effect"
+import { Effect, Result, Schema } from "effect"
 import * as AuditRun from "../../observability/AuditRun.js"
 import * as Call from "../Planned.js"
 import * as Vocabulary from "../../call/Vocabulary.js"
@@ -38,17 +38,19 @@ const MAX_DECLARATION_CHARS = 24_000
 const SEARCH_RESULTS = 8
 
 const RunCodeParams = Schema.Struct({
-  code: Schema.String.pipe(Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })),
+  code: Schema.String.pipe(Schema.check(Schema.makeFilter((s) => s.trim().length > 0 || "must be a non-empty string"))),
   dryRun: Schema.optional(Schema.Boolean),
   timeoutMs: Schema.optional(
     Schema.Number.pipe(
-      Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= 600_000, {
-        message: () => "must be a whole number of milliseconds from 1 to 600000"
-      })
+      Schema.check(
+        Schema.makeFilter(
+          (n) => (Number.isInteger(n) && n >= 1 && n <= 600_000) || "must be a whole number of milliseconds from 1 to 600000"
+        )
+      )
     )
   )
 })
-const decodeParams = Schema.decodeUnknownEither(RunCodeParams, { errors: "all" })
+const decodeParams = Schema.decodeUnknownResult(RunCodeParams, { errors: "all" })
 
 /** How each tool of a catalog is reached from a script. */
 export const scriptTools = (
@@ -151,7 +153,7 @@ const valueOf = (result: CallToolResult): unknown =>
 
 /** The run for the debug UI (as an orchestration of its own: the script, its calls, logs and limit). */
 const publish = (code: string, outcome: Sandbox.Outcome, totalMs: number) =>
-  Effect.flatMap(Effect.zip(Events, FiberRef.get(AuditRun.current)), ([events, auditId]) =>
+  Effect.flatMap(Effect.zip(Events, AuditRun.current), ([events, auditId]) =>
     Effect.sync(() => {
       if (!events.active()) return
       const steps = outcome.calls.map((c): OrchestrationStep => ({

@@ -127,7 +127,7 @@ describe("Provenance.Ledger: transformed and short values (what an obeying model
         ledger.record({ backendId: "fs", tool: "fs__read_text_file" }, text),
         Effect.forever(
           Effect.andThen(
-            Effect.yieldNow(),
+            Effect.yieldNow,
             Effect.sync(() => yielded++)
           )
         )

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, HashMap, Layer, Logger, LogLevel, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Logger, References } from "effect"
+import { TestClock } from "effect/testing"
 import * as net from "node:net"
 import { GatewayConfig } from "../../../../src/config/Config.js"
 import { NotConfigured } from "../../../../src/protocol/Errors.js"
@@ -37,13 +38,13 @@ const request = (query: string, tools: ReadonlyArray<ChatTool> = [readFile, list
 const chat = (r: ChatRequest) => Effect.flatMap(LlmClient, (llm) => llm.chat(r))
 
 /** The retry notices are expected in these tests; keep the output readable. */
-const quiet = Logger.minimumLogLevel(LogLevel.Warning)
+const quiet = Layer.succeed(References.MinimumLogLevel, "Warn")
 
 const openAI = (
   fake: FakeOpenAI,
   options: OpenAIOptions = { maxRetries: 0 },
   env: Record<string, string> = { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: "test-model" }
-) => LlmClient.layerOpenAIWith(options).pipe(Layer.provide(GatewayConfig.layer({ env })), Layer.provide(quiet))
+) => LlmClient.layerOpenAIWith(options).pipe(Layer.provide(GatewayConfig.layer({ env })), Layer.provideMerge(quiet))
 
 const expectLlmFailure = <A, R>(effect: Effect.Effect<A, LlmRequestFailed | NotConfigured, R>) =>
   Effect.gen(function* () {
@@ -185,15 +186,16 @@ describe("LlmClient.layerScripted", () => {
     Effect.gen(function* () {
       const slow = yield* Effect.forkChild(chat(request("slow")))
       yield* TestClock.adjust(Duration.seconds(9))
-      assert.isTrue((yield* Fiber.poll(slow))._tag === "None")
+      assert.isTrue(slow.pollUnsafe() === undefined)
       yield* TestClock.adjust(Duration.seconds(1))
       const done = yield* Fiber.join(slow)
       assert.strictEqual(done.toolCalls[0]!.name, "late")
 
       const cancelled = yield* Effect.forkChild(chat(request("slow")))
       yield* TestClock.adjust(Duration.seconds(1))
-      const exit = yield* Fiber.interrupt(cancelled)
-      assert.isTrue(Exit.isInterrupted(exit))
+      yield* Fiber.interrupt(cancelled)
+      const exit = yield* Fiber.await(cancelled)
+      assert.isTrue(Exit.hasInterrupts(exit))
     }).pipe(Effect.provide(LlmClient.layerScripted([{ match: "slow", delay: "10 seconds", reply: { tool: "late" } }])))
   )
 })
@@ -501,14 +503,15 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
       const layer = openAI(fake)
 
       const timedOut = yield* chat(request("x")).pipe(Effect.provide(layer), Effect.timeout("200 millis"), Effect.flip)
-      assert.strictEqual(timedOut._tag, "TimeoutException")
+      assert.strictEqual(timedOut._tag, "TimeoutError")
       yield* Effect.promise(() => fake.untilAborted(1))
 
       const fiber = yield* Effect.forkChild(chat(request("y")).pipe(Effect.provide(layer)))
       yield* Effect.promise(() => fake.untilRequests(2))
       assert.strictEqual(fake.aborted, 1)
-      const exit = yield* Fiber.interrupt(fiber)
-      assert.isTrue(Exit.isInterrupted(exit))
+      yield* Fiber.interrupt(fiber)
+      const exit = yield* Fiber.await(fiber)
+      assert.isTrue(Exit.hasInterrupts(exit))
       yield* Effect.promise(() => fake.untilAborted(2))
     })
   )
@@ -550,17 +553,16 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     Effect.gen(function* () {
       const lines: Array<{ level: string; text: string; annotations: Record<string, unknown> }> = []
       const capture = Layer.merge(
-        Logger.replace(
-          Logger.defaultLogger,
-          Logger.make(({ annotations, logLevel, message }) => {
+        Logger.layer([
+          Logger.make(({ fiber, logLevel, message }) => {
             lines.push({
-              level: logLevel.label,
+              level: logLevel.toUpperCase(),
               text: JSON.stringify(message),
-              annotations: Object.fromEntries(HashMap.toEntries(annotations))
+              annotations: { ...fiber.getRef(References.CurrentLogAnnotations) }
             })
           })
-        ),
-        Logger.minimumLogLevel(LogLevel.All)
+        ]),
+        Layer.succeed(References.MinimumLogLevel, "All")
       )
       // The SDK reads OPENAI_LOG when the client is built; at "debug" it would write to stdout.
       const previous = process.env.OPENAI_LOG
