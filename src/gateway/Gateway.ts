@@ -17,7 +17,7 @@ import { RunSlots } from "../sandbox/Slots.js"
 import { RenewalTurns } from "../auth/Renewals.js"
 import * as Store from "../store/Store.js"
 import * as SharedFiles from "./SharedFiles.js"
-import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { Backends, type BackendsService } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./clientRequests/ClientAsk.js"
 import { GatewayConfig, inForce } from "../config/Config.js"
@@ -81,7 +81,7 @@ export interface GatewayService {
  * back, and the debug UI sees every backend's state.
  */
 const watch = (deps: {
-  readonly config: GatewayConfig["Type"]
+  readonly config: GatewayConfig["Service"]
   readonly backends: BackendsService
   readonly events: EventsService
   readonly sessions: Iterable<Session>
@@ -144,7 +144,7 @@ const publish = (events: EventsService, session: Session, state: "opened" | "clo
  * its progress on them, its roots changing, and when it may be asked at all.
  */
 const withClientRequests = (
-  clientAsk: ClientAsk["Type"],
+  clientAsk: ClientAsk["Service"],
   backends: BackendsService,
   session: Session,
   table: Handlers<CurrentCaller>
@@ -183,10 +183,10 @@ const make = Effect.gen(function* () {
   const sessions = registry.all()
   const clientAsk = yield* ClientAsk
   // A task the gateway forgets would run on at its backend with nobody to read it: cancelled there.
-  const runtime = yield* Effect.runtime<never>()
+  const services = yield* Effect.context<never>()
   const forwarder = yield* Forwarder
   routes.onEvicted((route) =>
-    Runtime.runFork(runtime)(
+    Effect.runForkWith(services)(
       Caller.as(CurrentCaller.gateway)(
         forwarder.forward(undefined, route.backendId, "tasks/cancel", { taskId: route.backendTaskId })
       ).pipe(

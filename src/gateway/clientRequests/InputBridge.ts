@@ -65,7 +65,7 @@ interface OpenCall extends Call {
   readonly view: Call
   /** Where the call's notifications go: the exchange of its latest round. */
   out: Outbox
-  readonly scope: Scope.CloseableScope
+  readonly scope: Scope.Closeable
   readonly questions: Queue.Queue<Question>
   /** The questions of the last InputRequiredResult not answered yet. */
   readonly waiting: Map<string, Question>
@@ -181,7 +181,7 @@ const finished = (
   exit: Exit.Exit<unknown, GatewayError>
 ): Effect.Effect<Response, GatewayError> => {
   if (Exit.isSuccess(exit)) return Effect.succeed(success(request.id, Era.complete(call.method, exit.value)))
-  const failed = Cause.failureOption(exit.cause)
+  const failed = Cause.findErrorOption(exit.cause)
   return Option.isSome(failed)
     ? Effect.fail(failed.value)
     : Effect.succeed(failure(request.id, { code: ErrorCode.InternalError, message: "Internal error" }))
