@@ -267,7 +267,7 @@ const make = Effect.gen(function* () {
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
 /** Backends, the events hub and the policies in force: what every way of running the gateway stands on. */
-const layerBase: Layer.Layer<Backends | BackendRequester | Events | Policies | SignIns | RunSlots, never, GatewayConfig> =
+const layerBase: Layer.Layer<Backends | BackendRequester | Policies | SignIns | RunSlots, never, GatewayConfig> =
   Backends.layerNode.pipe(
     Layer.provideMerge(Events.layer),
     Layer.merge(Policies.layer),
@@ -362,13 +362,13 @@ export class Gateway extends Context.Service<Gateway, GatewayService>()("mcp-age
   static readonly layerSingle: Layer.Layer<
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
+    GatewayConfig | Backends | BackendRequester | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(methods), Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(bridge))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
+    GatewayConfig | Backends | BackendRequester | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(methods), Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(bridge))
 }
 
@@ -376,7 +376,7 @@ export class Gateway extends Context.Service<Gateway, GatewayService>()("mcp-age
  * Backends, Orchestrator and the events hub, with the call pipeline straight to the backends (no
  * sessions: `check`, `trust`, an app that embeds the orchestrator); nothing started yet.
  */
-export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
+export const layerCore: Layer.Layer<Orchestrator | Backends | CallPipeline, never, GatewayConfig | LlmClient> =
   Orchestrator.layer.pipe(
     Layer.provide(layerPlanned),
     Layer.provideMerge(CallPipeline.layer),
@@ -402,12 +402,14 @@ const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>, 
  * stopped when its scope closes. Use `Orchestrator` and `Backends` from it. No client is there to
  * answer backends' requests: `roots/list` gets a backend's configured `roots`, the rest -32601.
  */
-export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
-  startConfigured({}, true).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
+export const layer: Layer.Layer<Orchestrator | Backends | CallPipeline, never, GatewayConfig | LlmClient> = startConfigured(
+  {},
+  true
+).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
 
 /** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see Launch). */
 export const layerStdio: Layer.Layer<
-  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase), Layer.provideMerge(Store.layerLocal))
@@ -417,9 +419,9 @@ export const layerStdio: Layer.Layer<
  * their start-up.
  */
 export const layerSharedWith = (
-  observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
+  observer: Layer.Layer<never, never, GatewayConfig | Backends>
 ): Layer.Layer<
-  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > =>
@@ -437,7 +439,7 @@ export const layerSharedWith = (
 
 /** The shared gateway: backends started with it, every session served by them (see clients/SharedSessions). */
 export const layerShared: Layer.Layer<
-  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > = layerSharedWith(Layer.empty)

@@ -116,10 +116,12 @@ const make = (settings: AuditSettings) =>
     const queue = yield* Queue.unbounded<string>()
     let queued = 0
     let dropped = 0
-    const write = writer(settings, (message) => Effect.runFork(Effect.logWarning(message)))
+    // Said from outside any fiber, with the gateway's services: its loggers (stderr), not Effect's default (stdout).
+    const runFork = Effect.runForkWith(yield* Effect.context<never>())
+    const write = writer(settings, (message) => runFork(Effect.logWarning(message)))
     const enqueue = (line: Record<string, unknown>) => {
       if (queued >= MAX_QUEUED) {
-        if (dropped++ === 0) Effect.runFork(Effect.logWarning(`the audit log is ${MAX_QUEUED} lines behind: lines are dropped`))
+        if (dropped++ === 0) runFork(Effect.logWarning(`the audit log is ${MAX_QUEUED} lines behind: lines are dropped`))
         return
       }
       queued++
@@ -133,7 +135,8 @@ const make = (settings: AuditSettings) =>
         write(batch)
       })
     // The finalizer is added first so it runs last: after the writer fiber stops, it writes the rest.
-    yield* Effect.addFinalizer(() => Effect.flatMap(Queue.takeAll(queue), writeAll))
+    // (`clear`: what is queued, possibly nothing; Effect 4's takeAll would wait for a line.)
+    yield* Effect.addFinalizer(() => Effect.flatMap(Queue.clear(queue), writeAll))
     // A batch taken is written even if the stop comes meanwhile: only the wait is interruptible.
     yield* Effect.forkScoped(
       Effect.forever(
