@@ -344,7 +344,6 @@ export class Gateway extends Context.Service<Gateway, GatewayService>()("mcp-age
     never,
     | GatewayConfig
     | Backends
-    | Events
     | Routes
     | Sessions
     | ClientAsk
