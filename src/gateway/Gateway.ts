@@ -17,7 +17,7 @@ import { RunSlots } from "../sandbox/Slots.js"
 import { RenewalTurns } from "../auth/Renewals.js"
 import * as Store from "../store/Store.js"
 import * as SharedFiles from "./SharedFiles.js"
-import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { Backends, type BackendsService } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./clientRequests/ClientAsk.js"
 import { GatewayConfig, inForce } from "../config/Config.js"
@@ -81,7 +81,7 @@ export interface GatewayService {
  * back, and the debug UI sees every backend's state.
  */
 const watch = (deps: {
-  readonly config: GatewayConfig["Type"]
+  readonly config: GatewayConfig["Service"]
   readonly backends: BackendsService
   readonly events: EventsService
   readonly sessions: Iterable<Session>
@@ -144,7 +144,7 @@ const publish = (events: EventsService, session: Session, state: "opened" | "clo
  * its progress on them, its roots changing, and when it may be asked at all.
  */
 const withClientRequests = (
-  clientAsk: ClientAsk["Type"],
+  clientAsk: ClientAsk["Service"],
   backends: BackendsService,
   session: Session,
   table: Handlers<CurrentCaller>
@@ -183,10 +183,10 @@ const make = Effect.gen(function* () {
   const sessions = registry.all()
   const clientAsk = yield* ClientAsk
   // A task the gateway forgets would run on at its backend with nobody to read it: cancelled there.
-  const runtime = yield* Effect.runtime<never>()
+  const services = yield* Effect.context<never>()
   const forwarder = yield* Forwarder
   routes.onEvicted((route) =>
-    Runtime.runFork(runtime)(
+    Effect.runForkWith(services)(
       Caller.as(CurrentCaller.gateway)(
         forwarder.forward(undefined, route.backendId, "tasks/cancel", { taskId: route.backendTaskId })
       ).pipe(
@@ -267,7 +267,7 @@ const make = Effect.gen(function* () {
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
 /** Backends, the events hub and the policies in force: what every way of running the gateway stands on. */
-const layerBase: Layer.Layer<Backends | BackendRequester | Events | Policies | SignIns | RunSlots, never, GatewayConfig> =
+const layerBase: Layer.Layer<Backends | BackendRequester | Policies | SignIns | RunSlots, never, GatewayConfig> =
   Backends.layerNode.pipe(
     Layer.provideMerge(Events.layer),
     Layer.merge(Policies.layer),
@@ -344,7 +344,6 @@ export class Gateway extends Context.Service<Gateway, GatewayService>()("mcp-age
     never,
     | GatewayConfig
     | Backends
-    | Events
     | Routes
     | Sessions
     | ClientAsk
@@ -362,13 +361,13 @@ export class Gateway extends Context.Service<Gateway, GatewayService>()("mcp-age
   static readonly layerSingle: Layer.Layer<
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
+    GatewayConfig | Backends | BackendRequester | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(methods), Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(bridge))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
+    GatewayConfig | Backends | BackendRequester | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(methods), Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(bridge))
 }
 
@@ -376,7 +375,7 @@ export class Gateway extends Context.Service<Gateway, GatewayService>()("mcp-age
  * Backends, Orchestrator and the events hub, with the call pipeline straight to the backends (no
  * sessions: `check`, `trust`, an app that embeds the orchestrator); nothing started yet.
  */
-export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
+export const layerCore: Layer.Layer<Orchestrator | Backends | CallPipeline, never, GatewayConfig | LlmClient> =
   Orchestrator.layer.pipe(
     Layer.provide(layerPlanned),
     Layer.provideMerge(CallPipeline.layer),
@@ -402,12 +401,14 @@ const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>, 
  * stopped when its scope closes. Use `Orchestrator` and `Backends` from it. No client is there to
  * answer backends' requests: `roots/list` gets a backend's configured `roots`, the rest -32601.
  */
-export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
-  startConfigured({}, true).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
+export const layer: Layer.Layer<Orchestrator | Backends | CallPipeline, never, GatewayConfig | LlmClient> = startConfigured(
+  {},
+  true
+).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
 
 /** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see Launch). */
 export const layerStdio: Layer.Layer<
-  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase), Layer.provideMerge(Store.layerLocal))
@@ -417,9 +418,9 @@ export const layerStdio: Layer.Layer<
  * their start-up.
  */
 export const layerSharedWith = (
-  observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
+  observer: Layer.Layer<never, never, GatewayConfig | Backends>
 ): Layer.Layer<
-  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > =>
@@ -437,7 +438,7 @@ export const layerSharedWith = (
 
 /** The shared gateway: backends started with it, every session served by them (see clients/SharedSessions). */
 export const layerShared: Layer.Layer<
-  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > = layerSharedWith(Layer.empty)

@@ -19,7 +19,7 @@ import type { EventsService } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
 
 export interface Deps {
-  readonly config: GatewayConfig["Type"]
+  readonly config: GatewayConfig["Service"]
   readonly backends: BackendsService
   readonly events: EventsService
 }

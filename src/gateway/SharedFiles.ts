@@ -84,7 +84,7 @@ const optionsOf = (config: ResolvedConfig, env: Options["env"]): Options => ({
  * The gateway's, when the configuration names a store (else nothing): started before its backends
  * (their first review reads the team's pins).
  */
-export const layer: Layer.Layer<never, never, TeamFiles | GatewayConfig | Backends> = Layer.unwrapEffect(
+export const layer: Layer.Layer<never, never, TeamFiles | GatewayConfig | Backends> = Layer.unwrap(
   Effect.map(
     Effect.flatMap(GatewayConfig, (config) => config.current),
     (config) =>

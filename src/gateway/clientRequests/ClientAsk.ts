@@ -114,12 +114,14 @@ const relayTo = (routes: RoutesService, session: Session, via: RequestContext | 
     // The client may not be asked anything before it said it is initialized (over stdio the
     // backends start during its `initialize`, and ask for roots at once).
     yield* Deferred.await(session.initialized).pipe(
-      Effect.timeoutFail({
+      Effect.timeoutOrElse({
         duration: INITIALIZED_WAIT_MS,
-        onTimeout: () =>
-          new InternalError({
-            message: `the client session did not finish initializing within ${INITIALIZED_WAIT_MS} ms`
-          })
+        orElse: () =>
+          Effect.fail(
+            new InternalError({
+              message: `the client session did not finish initializing within ${INITIALIZED_WAIT_MS} ms`
+            })
+          )
       })
     )
     const token = Progress.tokenOf(request.params)

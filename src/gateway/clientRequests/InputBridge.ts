@@ -65,7 +65,7 @@ interface OpenCall extends Call {
   readonly view: Call
   /** Where the call's notifications go: the exchange of its latest round. */
   out: Outbox
-  readonly scope: Scope.CloseableScope
+  readonly scope: Scope.Closeable
   readonly questions: Queue.Queue<Question>
   /** The questions of the last InputRequiredResult not answered yet. */
   readonly waiting: Map<string, Question>
@@ -116,7 +116,8 @@ const nextStep = (call: OpenCall, fiber: Fiber.Fiber<unknown, GatewayError>) =>
     Effect.gen(function* () {
       const first = yield* Queue.take(call.questions)
       yield* Effect.sleep(GATHER_MS)
-      const more = yield* Queue.takeAll(call.questions)
+      // What else is queued by now, without waiting (Effect 4's takeAll waits for one).
+      const more = yield* Queue.clear(call.questions)
       return { _tag: "Ask" as const, questions: [first, ...more] }
     })
   )
@@ -181,7 +182,7 @@ const finished = (
   exit: Exit.Exit<unknown, GatewayError>
 ): Effect.Effect<Response, GatewayError> => {
   if (Exit.isSuccess(exit)) return Effect.succeed(success(request.id, Era.complete(call.method, exit.value)))
-  const failed = Cause.failureOption(exit.cause)
+  const failed = Cause.findErrorOption(exit.cause)
   return Option.isSome(failed)
     ? Effect.fail(failed.value)
     : Effect.succeed(failure(request.id, { code: ErrorCode.InternalError, message: "Internal error" }))
@@ -249,6 +250,8 @@ const make = Effect.gen(function* () {
   const opened = new WeakMap<Call, OpenCall>()
   let nextCall = 0
   const close = (call: OpenCall, why: string) => closeIn(calls, call, why)
+  // A call's timer closes it outside any fiber: with the gateway's services (its loggers on stderr).
+  const runFork = Effect.runForkWith(yield* Effect.context<never>())
 
   // The gateway stops: no call outlives it.
   yield* Effect.addFinalizer(() =>
@@ -259,7 +262,7 @@ const make = Effect.gen(function* () {
     call.round++
     call.busy = false
     if (call.timer !== undefined) clearTimeout(call.timer)
-    call.timer = setTimeout(() => Effect.runFork(close(call, "the client did not come back with its answers")), OPEN_CALL_TTL_MS)
+    call.timer = setTimeout(() => runFork(close(call, "the client did not come back with its answers")), OPEN_CALL_TTL_MS)
     call.timer.unref?.()
     calls.set(call.id, call)
     return {

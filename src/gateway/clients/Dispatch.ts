@@ -4,7 +4,7 @@
  * id (`notifications/cancelled`) or by the gateway's stop (it still replies), and listen streams
  * bounded. A transport frames messages and carries replies; it knows nothing of the era.
  */
-import { Effect, type Either, type Fiber, type Scope, Result } from "effect"
+import { Effect, type Fiber, type Scope, Result } from "effect"
 import * as Era from "../session/Era.js"
 import * as Inbound from "../../jsonrpc/Inbound.js"
 import { failure, type Id, isId, type Request, type Response } from "../../jsonrpc/JsonRpc.js"

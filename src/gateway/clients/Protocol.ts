@@ -56,12 +56,12 @@ export class Protocol extends Context.Service<Protocol, ProtocolService>()("mcp-
   static readonly layer: Layer.Layer<
     Protocol,
     never,
-    Gateway | Backends | Events | GatewayConfig | Launch | InputBridge | SignIns | Shared
+    Gateway | Backends | GatewayConfig | Launch | InputBridge | SignIns | Shared
   > = Layer.effect(
     Protocol,
     Effect.gen(function* () {
       // Only the services: a connection's finalizers belong to the scope it is opened in, not the layer's.
-      const context = (yield* Effect.context<Gateway | Backends | Events | GatewayConfig | Launch | InputBridge | Shared>()).pipe(
+      const context = (yield* Effect.context<Gateway | Backends | GatewayConfig | Launch | InputBridge | Shared>()).pipe(
         Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge, SessionDirectory, TaskRecords, RequestStates)
       )
       const backends = yield* Backends

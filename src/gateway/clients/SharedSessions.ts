@@ -75,7 +75,7 @@ export const EDGE: Edge = { name: "http", localUser: false, boundsReplies: false
 interface Entry {
   readonly session: Session
   readonly peer: Peer.Peer
-  readonly scope: Scope.CloseableScope
+  readonly scope: Scope.Closeable
   stream: Stream | undefined
   closed: boolean
 }
@@ -313,4 +313,4 @@ export const make = Effect.gen(function* () {
   }
 })
 
-export type SharedSessions = Effect.Effect.Success<typeof make>
+export type SharedSessions = Effect.Success<typeof make>

@@ -58,11 +58,11 @@ const methodNotFound = (method: string) => new MethodNotFound({ message: `Method
 /** Each concern's rows, from its service. */
 interface Rows {
   readonly views: View.ViewsService
-  readonly session: SessionMethods.SessionRows["Type"]
-  readonly tools: ToolMethods.ToolRows["Type"]
-  readonly content: ContentMethods.ContentRows["Type"]
-  readonly tasks: TaskMethods.TaskRows["Type"]
-  readonly runTasks: OwnTasks["Type"]
+  readonly session: SessionMethods.SessionRows["Service"]
+  readonly tools: ToolMethods.ToolRows["Service"]
+  readonly content: ContentMethods.ContentRows["Service"]
+  readonly tasks: TaskMethods.TaskRows["Service"]
+  readonly runTasks: OwnTasks["Service"]
 }
 
 /** The gateway's own surface for one session: the rows of each concern, in one table. */
@@ -99,7 +99,7 @@ export class AggregateMethods extends Context.Service<
   /** Over the concerns' rows (a test may provide any of them itself). */
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
-    AggregateMethods["Type"],
+    AggregateMethods["Service"],
     never,
     View.Views | SessionMethods.SessionRows | ToolMethods.ToolRows | ContentMethods.ContentRows | TaskMethods.TaskRows | OwnTasks
   > = Effect.gen(function* () {

@@ -214,7 +214,7 @@ export class EndpointMethods extends Context.Service<
 >()("mcp-agentify/EndpointMethods") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
-    EndpointMethods["Type"],
+    EndpointMethods["Service"],
     never,
     Backends | Views | Forwarder | CallPipeline | Subscriptions | TaskMethods.TaskRows
   > = Effect.gen(function* () {

@@ -271,7 +271,7 @@ export type Relay = ReturnType<typeof make>
 /** The backends' lists, merged and cached for every session (read as the gateway's own requests). */
 export class RelayLists extends Context.Service<RelayLists, Relay>()("mcp-agentify/RelayLists") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<RelayLists["Type"], never, Backends | Forwarder> = Effect.map(
+  static readonly make: Effect.Effect<RelayLists["Service"], never, Backends | Forwarder> = Effect.map(
     Effect.all([Backends, Forwarder]),
     ([backends, forwarder]) =>
       make(backends, (backendId, method, params) =>

@@ -91,7 +91,7 @@ export class ContentRows extends Context.Service<
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
 >()("mcp-agentify/ContentRows") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<ContentRows["Type"], never, RelayLists | Forwarder | Views | Subscriptions> =
+  static readonly make: Effect.Effect<ContentRows["Service"], never, RelayLists | Forwarder | Views | Subscriptions> =
     Methods.rowsOf(
       Effect.all({
         relay: RelayLists,

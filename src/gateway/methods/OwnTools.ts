@@ -34,8 +34,8 @@ import type { BackendsService } from "../../backend/Backends.js"
 /** What the gateway's own work uses of the gateway (the aggregate's context gives it). */
 export interface Deps {
   readonly backends: BackendsService
-  readonly orchestrator: Orchestrator["Type"]
-  readonly config: GatewayConfig["Type"]
+  readonly orchestrator: Orchestrator["Service"]
+  readonly config: GatewayConfig["Service"]
   readonly runTasks: RunTasks.RunTasks
   readonly audit: Audit.AuditService
   readonly pipeline: CallPipelineService
@@ -175,7 +175,9 @@ export const make = (ctx: Deps, session: Session, view: View) => {
    * message and data, in the text and `structuredContent.error`): so the mapping is made here.
    */
   const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown, ask: RunTasks.Ask | undefined) =>
-    Effect.flatMap(validateParams(args), (request) => orchestrateFor(request, context, progressToken, ask)).pipe(
+    Effect.flatMap(Effect.fromResult(validateParams(args)), (request) =>
+      orchestrateFor(request, context, progressToken, ask)
+    ).pipe(
       Effect.map(withAnswerText),
       Effect.catch((error) => {
         const wire = toRpcError(error, args)
@@ -212,7 +214,7 @@ export const make = (ctx: Deps, session: Session, view: View) => {
           "orchestration",
           field(params, "query"),
           Effect.flatMap(
-            Effect.andThen(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), validateParams(params)),
+            Effect.andThen(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), Effect.fromResult(validateParams(params))),
             (request) => orchestrateFor(request, context, Progress.tokenOf(params), ask)
           ).pipe(
             Effect.mapError((failure) => {

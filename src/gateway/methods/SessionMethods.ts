@@ -41,7 +41,7 @@ export const INSTRUCTIONS =
 /** What the session's own methods use of the gateway. */
 export interface Deps {
   readonly mode: Mode
-  readonly config: GatewayConfig["Type"]
+  readonly config: GatewayConfig["Service"]
   readonly backends: BackendsService
   /** Where the backends start (a single client's start with its `initialize`). */
   readonly launch: LaunchService
@@ -142,7 +142,7 @@ export class SessionRows extends Context.Service<
 >()("mcp-agentify/SessionRows") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
-    SessionRows["Type"],
+    SessionRows["Service"],
     never,
     GatewayConfig | Backends | Launch | Sessions | RelayLists | Forwarder
   > = Methods.rowsOf(

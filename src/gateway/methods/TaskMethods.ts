@@ -83,7 +83,7 @@ export class TaskRows extends Context.Service<
 >()("mcp-agentify/TaskRows") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
-    TaskRows["Type"],
+    TaskRows["Service"],
     never,
     GatewayConfig | Backends | Routes | Forwarder | SessionDirectory | TaskRecords
   > = Methods.rowsOf(

@@ -99,7 +99,7 @@ type Composed = (call: ToolCall, trail: Trail.Trail) => Effect.Effect<unknown, G
 const compose = (stages: ReadonlyArray<AnyStage>): Composed =>
   stages.reduceRight<Composed>(
     (next, stage) => (call, trail) => stage.run(call, (on: ToolCall) => next(on, trail), trail.pageOf(stage.name)),
-    () => Effect.dieMessage("the call pipeline ended without forwarding the call")
+    () => Effect.die(new Error("the call pipeline ended without forwarding the call"))
   )
 
 /**

@@ -14,7 +14,7 @@
  * ttl; at most `MAX_RUNS` at once, `MAX_RUNS_PER_OWNER` of one owner, and their results are bounded
  * in bytes per owner and in all (the oldest finished go first).
  */
-import { Context, Deferred, Effect, Exit, Fiber, FiberSet, Layer, type Scope } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, FiberSet, Layer, type Scope } from "effect"
 import { type GatewayConfig, inForce } from "../../config/Config.js"
 import { idPrefixOf } from "../../store/Replica.js"
 import { TaskRecords } from "../../store/TaskRecords.js"
@@ -190,7 +190,9 @@ const ended = (run: Run, exit: Exit.Exit<unknown, GatewayError>, sent: unknown) 
     run.result = exit.value
     touch(run, "completed")
   } else if (run.status !== "cancelled") {
-    const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    // Its error when that alone ended it (not an interruption, nor a defect beside it).
+    const [only, ...others] = exit.cause.reasons
+    const failure = only !== undefined && others.length === 0 && Cause.isFailReason(only) ? only.error : undefined
     run.failure = failure ?? new InternalError({ message: "the task stopped" })
     // A task's failure is no reply: its wire form is part of the task as tasks/get states it (and
     // as a team's store keeps it for other gateways), so it is made here, once.
@@ -365,7 +367,7 @@ export const make = (
 /** The gateway's own tasks, their ids given after its `sessionIdPrefix`; a team's kept in its store once they end. */
 export class OwnTasks extends Context.Service<OwnTasks, RunTasks>()("mcp-agentify/OwnTasks") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<OwnTasks["Type"], never, GatewayConfig | TaskRecords | Scope.Scope> = Effect.gen(
+  static readonly make: Effect.Effect<OwnTasks["Service"], never, GatewayConfig | TaskRecords | Scope.Scope> = Effect.gen(
     function* () {
       const current = yield* inForce
       const records = yield* TaskRecords

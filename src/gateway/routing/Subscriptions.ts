@@ -76,7 +76,7 @@ export type SubscriptionsService = ReturnType<typeof make>
 
 export class Subscriptions extends Context.Service<Subscriptions, SubscriptionsService>()("mcp-agentify/Subscriptions") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<Subscriptions["Type"], never, Routes | Forwarder> = Effect.map(
+  static readonly make: Effect.Effect<Subscriptions["Service"], never, Routes | Forwarder> = Effect.map(
     Effect.all([Routes, Forwarder]),
     ([routes, forwarder]) => make({ routes, forward: forwarder.forward })
   )

@@ -5,7 +5,7 @@
  * it publishes nothing with nobody listening, and that a session's notifications stay its own.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Layer, Queue } from "effect"
+import { Effect, Layer, PubSub } from "effect"
 import { type BackendConfigInput, GatewayConfig } from "../../../src/config/Config.js"
 import { type Event, Events } from "../../../src/observability/Events.js"
 import { Policies } from "../../../src/policy/Policies.js"
@@ -72,7 +72,7 @@ describe("events hub", () => {
       // A crash and the restart that follows are backend states.
       yield* call("tools/call", { name: "fx__crash", arguments: {} })
       yield* Effect.sleep(1_500)
-      const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(queue)) as ReadonlyArray<Event>
+      const seen = (yield* PubSub.takeAll(queue)) as ReadonlyArray<Event>
       const tags = new Set(seen.map((e) => e._tag))
       expect([...tags].sort()).toEqual(["BackendCall", "BackendMessage", "BackendState", "ClientMessage", "Log", "Session"])
       // Each call's outcome: the echo answered, the crash failed.

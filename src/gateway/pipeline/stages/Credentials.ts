@@ -79,7 +79,7 @@ export const make = (deps: Deps): Stage<Found, Nothing, BackendError | UrlElicit
       yield* Effect.tryPromise({
         try: () => started.done,
         catch: (error) => new SignInFailed({ backendId, summary: Secrets.scrub(messageOf(error)) })
-      }).pipe(Effect.timeoutFail({ duration: SIGN_IN_TIMEOUT_MS, onTimeout: () => refused }))
+      }).pipe(Effect.timeoutOrElse({ duration: SIGN_IN_TIMEOUT_MS, orElse: () => Effect.fail(refused) }))
       const complete = { elicitationId: started.elicitationId }
       if (call.context !== undefined) yield* call.context.notify("notifications/elicitation/complete", complete)
       else session.notify("notifications/elicitation/complete", complete)

@@ -45,7 +45,7 @@ describe("ClientAsk", () => {
       sessions.add(busy.session)
       const done = routes.track(busy.session, "fx", call(1))
       const asked = yield* Effect.forkChild(ask.handle(sampling))
-      for (let i = 0; i < 100 && busy.sent.length === 0; i++) yield* Effect.yieldNow()
+      for (let i = 0; i < 100 && busy.sent.length === 0; i++) yield* Effect.yieldNow
       expect(idle.sent).toEqual([])
       expect(busy.sent).toMatchObject([{ method: "sampling/createMessage" }])
       busy.session.resolve(busy.sent[0]!.id!, { result: { role: "assistant", content: { type: "text", text: "hi" } } })

@@ -32,7 +32,7 @@ const started = (
 ) =>
   Effect.gen(function* () {
     const opened = yield* bridge.open(request, capabilities, silent)
-    if ("jsonrpc" in opened) return yield* Effect.dieMessage(`refused: ${JSON.stringify(opened)}`)
+    if ("jsonrpc" in opened) return yield* Effect.die(new Error(`refused: ${JSON.stringify(opened)}`))
     yield* bridge.run(opened, work(opened.ask))
     return opened
   })

@@ -5,7 +5,8 @@
  * clients that pick the same id served side by side.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Clock, Deferred, Effect, Result, Fiber, Layer, TestClock } from "effect"
+import { Deferred, Effect, Result, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { Backends } from "../../../../src/backend/Backends.js"
 import { GatewayConfig } from "../../../../src/config/Config.js"
 import * as Dispatch from "../../../../src/gateway/clients/Dispatch.js"
@@ -136,7 +137,7 @@ describe("Dispatch", () => {
       () =>
         Effect.gen(function* () {
           // The real clock for what the dispatcher runs: the bridge gathers a backend's questions for 20 ms.
-          const { serve } = yield* Effect.withClock(dispatcher, Clock.make())
+          const { serve } = yield* TestClock.withLive(dispatcher)
           const meta = { ...META, "io.modelcontextprotocol/clientCapabilities": { sampling: {} } }
           const question = { messages: [{ role: "user", content: { type: "text", text: "say hi" } }], maxTokens: 5 }
           const params = { name: "fx__ask_client", arguments: { method: "sampling/createMessage", params: question } }

@@ -376,7 +376,7 @@ describe("count", () => {
             target: { backendId: "fx", own: "write", entry: { name: "fx__write" } as never }
           })
         const first = yield* Effect.forkChild(count.run(write(), held, pageOf("count")))
-        yield* Effect.yieldNow()
+        yield* Effect.yieldNow
         const second = yield* Effect.result(count.run(write(), reached("count").next, pageOf("count")))
         expect(Result.isFailure(second) && second.failure.message).toBe(
           'Too many calls: fx__write is past limits.tools["fx__w*"] (1 call at once); retry in 1 s'

@@ -18,7 +18,7 @@ describe("the gateway's own tasks, bounded", () => {
         tasks.start(mallory, () => Effect.succeed({ content: [] }), "extension")
       )
       // Each finished at once: room is made by forgetting the oldest.
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* tasks.start(mallory, () => Effect.succeed({ content: [] }), "extension")
       const first = yield* Effect.result(tasks.get(mallory, ids(started)[0]!))
       expect(first._tag === "Failure" && toRpcError(first.failure).message).toMatch(/^Unknown task/)
@@ -42,7 +42,7 @@ describe("the gateway's own tasks, bounded", () => {
       const started = []
       for (let i = 0; i < 5; i++) {
         started.push(yield* tasks.start(owner, () => Effect.succeed({ content: [{ type: "text", text: big }] }), "extension"))
-        yield* Effect.yieldNow()
+        yield* Effect.yieldNow
       }
       const kept = []
       for (const id of ids(started)) kept.push((yield* Effect.result(tasks.get(owner, id)))._tag === "Success")

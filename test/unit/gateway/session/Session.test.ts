@@ -36,7 +36,7 @@ describe("Session", () => {
       const { session, sent } = sessionWith()
       const call = stream()
       const asked = yield* Effect.forkChild(session.request("roots/list", {}, call.context))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(sent).toEqual([])
       expect(call.sent).toEqual([{ jsonrpc: "2.0", id: 1, method: "roots/list", params: {} }])
       expect(session.resolve(1, { result: { roots: [] } })).toBe(true)
@@ -50,7 +50,7 @@ describe("Session", () => {
       const { session, sent } = sessionWith()
       const closed = stream(false)
       const asked = yield* Effect.forkChild(session.request("sampling/createMessage", { x: 1 }, closed.context))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(sent.map((m) => m.method)).toEqual(["sampling/createMessage"])
       session.resolve(sent[0].id, { error: { code: -1, message: "User rejected sampling request", data: { why: "no" } } })
       expect(yield* Fiber.await(asked)).toEqual(
@@ -77,7 +77,7 @@ describe("Session", () => {
       const { session, sent } = sessionWith()
       const call = stream()
       const asked = yield* Effect.forkChild(session.request("elicitation/create", {}, call.context))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(asked)
       expect(call.sent.map((m) => m.method)).toEqual(["elicitation/create", "notifications/cancelled"])
       expect(call.sent[1].params).toEqual({ requestId: 1, reason: "the backend cancelled its request" })
@@ -92,7 +92,7 @@ describe("Session", () => {
       const waiting = yield* Effect.forEach(Array.from({ length: 256 }), () =>
         Effect.forkChild(session.request("roots/list", {}))
       )
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       const over = yield* Effect.exit(session.request("roots/list", {}))
       expect(JSON.stringify(over)).toContain("256 requests already wait for the client session's answers")
       session.failPending()
