@@ -7,7 +7,7 @@
  * `main` is all of `bin.ts`. Tests and benchmarks run the same program with another LLM layer
  * (`main(argv, { llm })`), so what they measure is what users run.
  */
-import { Cause, Effect, Exit, FiberId, Layer } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
 import * as path from "node:path"
 import { GatewayConfig } from "../config/Config.js"
 import * as Gateway from "../gateway/Gateway.js"
@@ -118,7 +118,8 @@ export const run = (main: Effect.Effect<void>): void => {
   // Outlives this process only to stop its backends' process trees if it is killed (SIGKILL):
   // started with the first backend.
   Reaper.enableWatchdog()
-  // The event loop must stay alive while the fiber waits on nothing but effects.
+  // The event loop must stay alive while the fiber waits on nothing but effects: Effect 4's
+  // `runFork` does not hold it (only `runMain` does; measured on 4.1.0).
   const keepAlive = setInterval(() => {}, 2 ** 30)
   const fiber = Effect.runFork(main)
   // Always exit explicitly: a backend pipe or timer left open must not keep the process alive.
@@ -130,7 +131,7 @@ export const run = (main: Effect.Effect<void>): void => {
     process.stderr.write(`mcp-agentify: ${signal} received; stopping backends\n`)
     // Whatever happens to cleanup, the process ends; Reaper's exit hook kills what is left.
     setTimeout(() => process.exit(0), FORCE_EXIT_MS).unref()
-    fiber.unsafeInterruptAsFork(FiberId.none)
+    fiber.interruptUnsafe()
   })
 }
 

@@ -15,7 +15,7 @@
  * opened in process, and the same method table a client's `tools/list`, `tools/call` and
  * `agentify/orchestrateTask` reach, so what a person sees here is what an IDE gets.
  */
-import { Effect, Fiber, Layer, Queue, Schedule } from "effect"
+import { Effect, Fiber, Layer, PubSub, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { GatewayConfig, type ConfigSources } from "../config/Config.js"
 import { toRpcError } from "../protocol/Errors.js"
@@ -98,9 +98,7 @@ const settled = (
     if (first.length === 0) return Effect.succeed(first)
     say(`mcp-agentify: waiting for ${first.join(", ")} to start (at most ${Math.round(boundMs / 1000)} s)\n`)
     return starting.pipe(
-      Effect.repeat(
-        Schedule.recurUntil((still: ReadonlyArray<string>) => still.length === 0).pipe(Schedule.addDelay(() => "100 millis"))
-      ),
+      Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (still) => still.length === 0 }),
       Effect.timeoutOption(boundMs),
       Effect.flatMap((waited) => (waited._tag === "Some" ? Effect.succeed(waited.value) : starting))
     )
@@ -355,7 +353,8 @@ const ask = (command: Extract<Command, { readonly _tag: "Ask" }>, request: Reque
       })
     )
     const outcome = yield* Fiber.join(asked).pipe(Effect.result)
-    const seen = yield* Queue.takeAll(records)
+    // What the hub holds now, none included: `PubSub.takeAll` would wait for one.
+    const seen = yield* PubSub.takeUpTo(records, Number.POSITIVE_INFINITY)
     let record: OrchestrationRecord | undefined
     for (const event of seen) if (event._tag === "Orchestration") record = event
     const lines = showOrchestration(record)

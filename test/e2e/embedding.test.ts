@@ -33,7 +33,7 @@ describe("embedding the gateway in an Effect app", () => {
         Effect.gen(function* () {
           const context = yield* Layer.build(App(0))
           const address = Context.get(context, HttpServer.HttpServer).address
-          const port = address._tag === "TcpAddress" ? address.port : 0
+          const port = address._tag === "UnixPathAddress" ? 0 : address.port
           const hello = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/hello`).then((r) => r.text()))
           expect(hello).toBe("hello from the app")
           const healthz = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/agentify/healthz`).then((r) => r.status))
@@ -131,7 +131,7 @@ describe("embedding the gateway in an Effect app", () => {
     const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)})`
     const program = `const lib = await import(${JSON.stringify(new URL("../../dist/index.js", import.meta.url).href)})
       const opened = lib.Config.decodeOptions({ backends: [{ id: "fs", command: "node" }] }, "x")
-      console.log(Object.keys(lib).length > 10 && opened._tag === "Right" ? "loaded" : "broken")`
+      console.log(Object.keys(lib).length > 10 && opened._tag === "Success" ? "loaded" : "broken")`
     const run = spawnSync(
       process.execPath,
       ["--import", `data:text/javascript,${encodeURIComponent(register)}`, "--input-type=module", "-e", program],

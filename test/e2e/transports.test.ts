@@ -90,15 +90,13 @@ const overStdio: Open = (dir) =>
 /** The gateway as `Transport.layerHttp` on a real HTTP server on a free port, and the SDK's client at /mcp. */
 const overHttp = (dir: string) =>
   Effect.gen(function* () {
-    const served = HttpRouter.Default.unwrap(HttpServer.serve()).pipe(
-      Layer.provideMerge(
-        Transport.layerHttp().pipe(Layer.provide([Config.GatewayConfig.layerFromOptions(gatewayOptions(dir)), model]))
-      ),
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }))
-    )
+    const served = HttpRouter.serve(
+      Transport.layerHttp().pipe(Layer.provide([Config.GatewayConfig.layerFromOptions(gatewayOptions(dir)), model])),
+      { disableLogger: true, disableListenLog: true }
+    ).pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })))
     const context = yield* Layer.build(served)
     const address = Context.get(context, HttpServer.HttpServer).address
-    const port = address._tag === "TcpAddress" ? address.port : 0
+    const port = address._tag === "UnixPathAddress" ? 0 : address.port
     const connect = () =>
       Effect.gen(function* () {
         const client = new Client({ name: "transports-e2e", version: "1" })

@@ -28,7 +28,7 @@ describe("values nested too deeply for recursive code", () => {
   })
 
   it("formatIssues keeps Effect's messages when the value can be printed", () => {
-    const error = Schema.decodeUnknownEither(Schema.Struct({ n: Schema.Number }))({ n: "x" })
+    const error = Schema.decodeUnknownResult(Schema.Struct({ n: Schema.Number }))({ n: "x" })
     expect(error._tag === "Failure" && formatIssues(error.failure)).toEqual(['n: Expected number, actual "x"'])
   })
 
