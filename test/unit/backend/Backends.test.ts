@@ -169,7 +169,7 @@ describe("Backends", () => {
             const failed = yield* waitFor(backends, "flaky", (s) => s.state === "failed")
             expect(failed.restarts).toBe(2)
             expect(failed.lastError).toContain("gave up after 3 consecutive failures")
-            const seen = (yield* Queue.takeAll(statuses.queue)).map((s) => s.state)
+            const seen = (yield* Queue.clear(statuses.queue)).map((s) => s.state)
             expect(seen).toEqual(["starting", "restarting", "restarting", "failed"])
           }),
         Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 20, maxConsecutiveFailures: 3 } })
@@ -224,7 +224,7 @@ describe("Backends", () => {
       withBackends((backends) =>
         Effect.gen(function* () {
           const changes = yield* subscribe(backends.toolsChanged)
-          yield* Queue.takeAll(changes.queue)
+          yield* Queue.clear(changes.queue)
           const started = Date.now()
           // The timeout leaves a node process on a loaded CI machine room to start (400 ms did not);
           // the slow backend's delay is well past it.
@@ -240,7 +240,7 @@ describe("Backends", () => {
           const notReady = yield* Effect.flip(backends.request("slow", "tools/list", {}))
           expect(notReady.message).toBe("Backend 'slow' failed: still starting")
 
-          yield* Queue.takeAll(changes.queue)
+          yield* Queue.clear(changes.queue)
           yield* changes.next(10_000)
           expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["quick", "slow"])
         })
