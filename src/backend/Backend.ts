@@ -7,17 +7,17 @@
  * `tools/list`) and returns a `Backend`; closing the scope stops the process and every process it
  * started. Every request is sent in the backend's era (see `paramsFor`).
  *
- * Why raw `node:child_process` inside `Effect.acquireRelease` and not @effect/platform's `Command`:
+ * Why raw `node:child_process` inside `Effect.acquireRelease` and not Effect's `ChildProcess`
+ * (`effect/process`):
  * - The hot path stays synchronous. A reply is parsed in the stdout `data` callback and resumes
  *   the waiting fiber directly from the request engine's table of pending ids; a request is one `stdin.write` of a
- *   whole frame. `Command` gives stdout as a Stream and stdin as a Sink, which puts a stream
+ *   whole frame. `ChildProcess` gives stdout as a Stream and stdin as a Sink, which puts a stream
  *   pipeline and a writer fiber on every call (the gateway has a budget of 0.3 ms per call).
  * - Exit codes and signals arrive as values (`exit` gives both), spawn errors as errno codes;
- *   `Command` reports a signal as a PlatformError message.
- * - `Command`'s finalizer waits forever for a child that ignores SIGTERM, and leaves the process
- *   group alone when the leader exited with 0, so the kill path had to be ours anyway; here it
- *   lives in one place (`terminate`).
- * - No `CommandExecutor`/`FileSystem` requirement leaks into the layers above.
+ *   `ChildProcess`'s `exitCode` fails with a PlatformError for an exit by signal (so after a kill).
+ * - The kill path is ours anyway: processes that left the group (found by their marker, see
+ *   Reaper) are stopped too, with the same grace; it lives in one place (`terminate`).
+ * - No `ChildProcessSpawner`/`FileSystem` requirement leaks into the layers above.
  *
  * Frames never interleave: a frame is written with a single `write` call on the one stdin
  * Writable, which queues whole chunks in order; that Writable is the single writer.
@@ -78,7 +78,7 @@ const makePool = Effect.fn("Backend.makePool")(function* (config: BackendConfig,
     { concurrency: "unbounded" }
   )
   const [first] = members
-  if (first === undefined) return yield* Effect.dieMessage("a pool has at least one member")
+  if (first === undefined) return yield* Effect.die(new Error("a pool has at least one member"))
   const inFlight = members.map(() => 0)
   const leastBusy = (): number => {
     let best = 0
@@ -232,7 +232,7 @@ const requestsOf = (
               : publish("ok")
           }
           if (Cause.hasInterruptsOnly(exit.cause)) return publish("cancelled")
-          const failure = Cause.failureOption(exit.cause)
+          const failure = Cause.findErrorOption(exit.cause)
           return publish("error", failure._tag === "Some" ? failure.value.message : "the call failed")
         })
       )
@@ -388,5 +388,5 @@ const makeOne = Effect.fn("Backend.make")(
     }
     return backend
   },
-  (effect, config) => Effect.annotateLogs(effect, { backend: config.id })
+  (effect, ...[config]) => Effect.annotateLogs(effect, { backend: config.id })
 )

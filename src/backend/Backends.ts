@@ -13,7 +13,7 @@
  * backend (`Backend`), the restart policy and its `Schedule` (`Restart`), what a new set changes
  * (`Diff`), an entry of the table (`Entry`), each user's own connection to a `perUser` backend (`Lanes`).
  */
-import { Context, Deferred, Effect, ExecutionStrategy, Fiber, FiberId, Layer, PubSub, Scope, Stream, Semaphore } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, PubSub, Scope, Stream, Semaphore } from "effect"
 import * as Backend from "./Backend.js"
 import * as Known from "./Known.js"
 import * as Lanes from "./Lanes.js"
@@ -163,7 +163,7 @@ const wakeOf =
   (entry: Entry): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (entry.state !== "idle") return Deferred.await(entry.settled)
-      const settled = Deferred.makeUnsafe<void>(FiberId.none)
+      const settled = Deferred.makeUnsafe<void>()
       entry.settled = settled
       const previous = entry.fiber
       entry.fiber = undefined
@@ -332,7 +332,7 @@ export const make = (options: ManagerOptions = {}) =>
     const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.restart }
     // Lifecycle fibers live in a child scope closed in parallel: stopping N stubborn backends
     // then takes one kill grace, not N.
-    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
+    const scope = yield* Scope.fork(yield* Effect.scope, "parallel")
     const table = yield* tableOf(options)
     // start and stopAll replace the whole set; they must not overlap.
     const lock = yield* Semaphore.make(1)

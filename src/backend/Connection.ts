@@ -3,7 +3,7 @@
  * Channel): requests sent through the engine (jsonrpc/Requests), frames read and classified, the
  * backend's own requests and notifications, and the wording of every way a call can fail.
  */
-import { Deferred, Effect, Exit, FiberId, Queue } from "effect"
+import { Deferred, Effect, Exit, Queue } from "effect"
 import { BackendError, ErrorCode } from "../protocol/Errors.js"
 import { type EventsService, none as noEvents } from "../observability/Events.js"
 import {
@@ -63,9 +63,9 @@ export class Connection implements Receiver {
   /** Set when the channel ended; requests fail at once from then on. */
   exitInfo: ExitInfo | undefined = undefined
   /** Completed once what the channel had read was delivered after its end. */
-  readonly exitDeferred = Deferred.makeUnsafe<ExitInfo>(FiberId.none)
+  readonly exitDeferred = Deferred.makeUnsafe<ExitInfo>()
   /** Completed when the channel ended (a process's raw `exit`), for the kill path. */
-  readonly leaderExited = Deferred.makeUnsafe<void>(FiberId.none)
+  readonly leaderExited = Deferred.makeUnsafe<void>()
   /** The gateway is stopping it: failures read "stopped", not "killed by SIGTERM". */
   closing = false
   /** Until the session is ready, crash errors carry the stderr tail (why start-up failed). */

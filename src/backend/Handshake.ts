@@ -108,7 +108,7 @@ export const serveRequests = (
       duplicates: "refuse",
       reply: (id, exit) => {
         if (Exit.isSuccess(exit)) return success(id, exit.value === undefined ? {} : exit.value)
-        const failed = Cause.failureOption(exit.cause)
+        const failed = Cause.findErrorOption(exit.cause)
         // The reply to the backend is written here: a client's answer it relays is scrubbed like any reply.
         if (Option.isSome(failed)) return failure(id, toRpcError(failed.value))
         // Cancelled by the backend, or the backend stopping: MCP sends no reply then.

@@ -7,7 +7,7 @@
  * until interrupted (stopped, removed, restarted on request); each run of the process in a scope
  * of its own.
  */
-import { Deferred, Duration, Effect, Schedule } from "effect"
+import { Deferred, Duration, Effect, Pull, Schedule } from "effect"
 import * as Store from "../auth/Store.js"
 import { describeBackend, healthCheckOf } from "../config/Config.js"
 import * as Logging from "../observability/Logging.js"
@@ -94,15 +94,17 @@ const asKnown = (entry: Entry, listed: ReadonlyArray<Mcp.Tool>): ReadonlyArray<M
  * it fails as any failed start does, and the run's scope, closing, stops its process.
  */
 const boundedStart = <A, R>(entry: Entry, startupTimeoutMs: number, start: Effect.Effect<A, BackendError, R>) =>
-  Effect.timeoutFail(start, {
+  Effect.timeoutOrElse(start, {
     duration: Duration.millis(startupTimeoutMs),
-    onTimeout: () =>
-      new BackendError({
-        backendId: entry.config.id,
-        reason: "timeout",
-        method: "initialize",
-        summary: `did not finish starting within startupTimeoutMs (${startupTimeoutMs} ms)`
-      })
+    orElse: () =>
+      Effect.fail(
+        new BackendError({
+          backendId: entry.config.id,
+          reason: "timeout",
+          method: "initialize",
+          summary: `did not finish starting within startupTimeoutMs (${startupTimeoutMs} ms)`
+        })
+      )
   })
 
 /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
@@ -177,9 +179,8 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
     yield* Effect.logInfo("starting backend", describeBackend(config))
     // Said once: a start at `start` is "starting" from the step that forked it.
     if (entry.state !== "starting") yield* table.setState(entry, "starting")
-    // Said and shown before each wait (the schedule's output is the wait it is about to take).
-    let announce: (delay: Duration.Duration) => Effect.Effect<void> = () => Effect.void
-    const restarts = yield* Schedule.driver(restartDelays(policy).pipe(Schedule.tapOutput((delay) => announce(delay))))
+    // The waits between restarts, stepped by hand: a fresh step function starts the backoff afresh.
+    let restarts = yield* Schedule.toStep(restartDelays(policy))
     while (true) {
       const outcome = yield* Effect.result(runOnce(table, entry, startOptions))
       let lastError: string
@@ -202,7 +203,7 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
         lastError = outcome.success.exit.description
         if (outcome.success.readyMs >= policy.healthyAfterMs) {
           failures = 0
-          yield* restarts.reset
+          restarts = yield* Schedule.toStep(restartDelays(policy))
         }
       }
       failures++
@@ -216,15 +217,16 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
         return yield* table.setState(entry, "failed", gaveUp)
       }
       const what = outcome._tag === "Failure" ? "could not start" : "crashed"
-      const why = lastError
-      announce = (delay) =>
-        Effect.gen(function* () {
-          yield* Effect.logWarning(`backend ${what}: ${why}; restarting in ${Duration.toMillis(delay)} ms`)
-          yield* table.setState(entry, "restarting", why)
-          // start() does not wait through backoff: the backend shows up later via toolsChanged.
-          yield* Deferred.succeed(entry.settled, undefined)
-        })
-      yield* restarts.next(undefined)
+      // The schedule never ends (no `Done`): its output is the wait it is about to take.
+      const [, delay] = yield* restarts(Date.now(), undefined).pipe(
+        Pull.catchDone(() => Effect.succeed([Duration.zero, Duration.zero] as const))
+      )
+      // Said and shown before the wait.
+      yield* Effect.logWarning(`backend ${what}: ${lastError}; restarting in ${Duration.toMillis(delay)} ms`)
+      yield* table.setState(entry, "restarting", lastError)
+      // start() does not wait through backoff: the backend shows up later via toolsChanged.
+      yield* Deferred.succeed(entry.settled, undefined)
+      yield* Effect.sleep(delay)
       entry.restarts++
     }
   }).pipe(

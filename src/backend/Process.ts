@@ -161,7 +161,7 @@ export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events
         return channel
       })
       const opened = channel
-      if (opened === undefined) return Effect.dieMessage("the remote backend's channel was not opened")
+      if (opened === undefined) return Effect.die(new Error("the remote backend's channel was not opened"))
       return opened.connect.pipe(
         Effect.mapError(
           (error) =>

@@ -8,7 +8,7 @@
  *
  * Effect's semaphore has no priority, hence this one: two queues of waiting starts.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, FiberId } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber } from "effect"
 
 /** A start waiting for a slot: what it is handed, and whose start it is (to hurry it). */
 interface Waiting {
@@ -77,7 +77,7 @@ export class StartSlots {
         this.free--
         return Effect.void
       }
-      const handed = Deferred.makeUnsafe<void>(FiberId.none)
+      const handed = Deferred.makeUnsafe<void>()
       ;(urgent || hurried ? this.urgent : this.later).push({ handed, owner })
       return Effect.interruptible(Deferred.await(handed)).pipe(
         Effect.onInterrupt(() =>

@@ -13,13 +13,13 @@ export class SseChannel extends RemoteChannel {
 
   /** Opens the event stream and waits for the `endpoint` event that says where to POST. */
   get connect(): Effect.Effect<void, Error> {
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       const connected = yield* Deferred.make<void, Error>()
       const failed = (why: string) =>
-        Effect.gen(this, function* () {
+        Effect.gen({ self: this }, function* () {
           if (!(yield* Deferred.fail(connected, new Error(why)))) this.lose(why)
         })
-      const stream = Effect.gen(this, function* () {
+      const stream = Effect.gen({ self: this }, function* () {
         const response = yield* Fetch.request(this.url, {
           method: "GET",
           headers: { ...this.options.headers, accept: "text/event-stream" }
@@ -49,9 +49,9 @@ export class SseChannel extends RemoteChannel {
       }).pipe(Effect.catch((error) => failed(`could not be reached (${error.message})`)))
       this.run(stream)
       yield* Deferred.await(connected).pipe(
-        Effect.timeoutFail({
+        Effect.timeoutOrElse({
           duration: CONNECT_TIMEOUT_MS,
-          onTimeout: () => new Error(`the server sent no endpoint within ${CONNECT_TIMEOUT_MS} ms`)
+          orElse: () => Effect.fail(new Error(`the server sent no endpoint within ${CONNECT_TIMEOUT_MS} ms`))
         })
       )
     })
@@ -64,7 +64,7 @@ export class SseChannel extends RemoteChannel {
 
   private post(endpoint: URL, message: Sent, body: string) {
     const isRequest = message.id !== undefined && message.method !== undefined
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       const response = yield* Fetch.request(endpoint, {
         method: "POST",
         headers: { ...this.options.headers, "content-type": "application/json" },

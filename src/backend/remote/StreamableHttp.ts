@@ -24,7 +24,7 @@ import { field, stringField } from "../../json/Json.js"
 const SESSION_ENDED = "session not found: the server ended it (HTTP 404)"
 
 /** The GET stream is opened again after a second, doubling up to a minute while it keeps failing. */
-const STREAM_RETRY = Schedule.exponential("1 second").pipe(Schedule.union(Schedule.spaced("1 minute")))
+const STREAM_RETRY = Schedule.min([Schedule.exponential("1 second"), Schedule.spaced("1 minute")])
 /** A stream that stayed open this long was healthy: the next failure starts the backoff afresh. */
 const STREAM_HEALTHY_MS = 10_000
 
@@ -152,7 +152,7 @@ export class StreamableHttpChannel extends RemoteChannel {
 
   /** One message; what the server answers is handed on as it arrives. */
   private post(message: Sent, body: string, extra: Record<string, string>, requestId: Sent["id"]) {
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       const authorized = yield* Effect.result(this.authorization())
       if (authorized._tag === "Failure") return this.needsAuth(message.id, authorized.failure)
       let response = yield* Fetch.request(this.url, { method: "POST", headers: this.headers(extra, authorized.success), body })
@@ -222,7 +222,7 @@ export class StreamableHttpChannel extends RemoteChannel {
 
   /** The `initialize` this transport was refused, and what followed it, go to an HTTP+SSE channel. */
   private fallBackToSse(initialize: Outbound) {
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       this.queued = []
       const sse = new SseChannel(this.options, this.receiver, this.runner.child())
       const connected = yield* Effect.result(sse.connect)
@@ -254,7 +254,7 @@ export class StreamableHttpChannel extends RemoteChannel {
     const sessionId = this.sessionId
     if (sessionId === undefined || this.getStream !== undefined) return
     const alive = () => !this.closed && session === this.session
-    const once: Effect.Effect<StreamOutcome> = Effect.gen(this, function* () {
+    const once: Effect.Effect<StreamOutcome> = Effect.gen({ self: this }, function* () {
       const opened = Date.now()
       const headers: Record<string, string> = { accept: "text/event-stream", "mcp-session-id": sessionId }
       if (this.protocolVersion !== undefined) headers["mcp-protocol-version"] = this.protocolVersion
@@ -281,7 +281,7 @@ export class StreamableHttpChannel extends RemoteChannel {
     // Failing streams back off; after a healthy one the backoff starts afresh, a second later.
     let last: StreamOutcome = "again"
     const backingOff = once.pipe(
-      Effect.tap((outcome) => void (last = outcome)),
+      Effect.tap((outcome) => Effect.sync(() => void (last = outcome))),
       Effect.repeat({ schedule: STREAM_RETRY, while: (outcome) => outcome === "again" && alive() }),
       Effect.map(() => last)
     )

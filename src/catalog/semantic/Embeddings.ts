@@ -340,9 +340,9 @@ export const make = (settings: Settings): Embedder => {
     rank: (entries, query, k) =>
       Effect.tryPromise({ try: (signal) => rankNow(entries, query, k, signal), catch: (error) => error }).pipe(
         // One deadline for the request's whole semantic part: the fill it waits for and its own vector.
-        Effect.timeoutFail({
+        Effect.timeoutOrElse({
           duration: settings.timeoutMs,
-          onTimeout: () => new EndpointFailed({ kind: "timed out" })
+          orElse: () => Effect.fail(new EndpointFailed({ kind: "timed out" }))
         }),
         quietly<ReadonlyArray<CatalogEntry>>([]),
         Effect.withSpan("Embeddings.rank")

@@ -14,21 +14,26 @@ const OPTIONS = { startupTimeoutMs: 10_000, requestTimeoutMs: 10_000 }
 const TEST_LAYER = Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 50, maxDelayMs: 200 } })
 
 /** The backends service, and the layer's internal requester beside it (what the gateway's forwarder holds). */
-type Under = Backends["Type"] & { readonly request: RequesterService["request"] }
+type Under = Backends["Service"] & { readonly request: RequesterService["request"] }
 const underOf = (context: Context.Context<Backends | BackendRequester>): Under => ({
   ...Context.get(context, Backends),
   request: Context.get(context, BackendRequester).request
 })
 
-/** Runs `body` with a fresh Backends whose backends all stop when it ends. */
+/**
+ * Runs `body` with a fresh Backends whose backends all stop when it ends (built `local`: Effect
+ * shares built layers between `provide`s otherwise).
+ */
 const withBackends = <A, E>(body: (backends: Under) => Effect.Effect<A, E, Scope.Scope>, layer = TEST_LAYER) =>
-  Effect.flatMap(Effect.context<Backends | BackendRequester>(), (context) => body(underOf(context))).pipe(Effect.provide(layer))
+  Effect.flatMap(Effect.context<Backends | BackendRequester>(), (context) => body(underOf(context))).pipe(
+    Effect.provide(layer, { local: true })
+  )
 
-const stateOf = (backends: Backends["Type"], id: string) =>
+const stateOf = (backends: Backends["Service"], id: string) =>
   Effect.map(backends.states, (states) => states.find((s) => s.id === id))
 
 /** Polls until backend `id` satisfies `check`, for at most `ms`. */
-const waitFor = (backends: Backends["Type"], id: string, check: (s: BackendStatus) => boolean, ms = 8_000) =>
+const waitFor = (backends: Backends["Service"], id: string, check: (s: BackendStatus) => boolean, ms = 8_000) =>
   Effect.promise(() =>
     until(
       `backend ${id} to reach the expected state`,
@@ -47,7 +52,8 @@ const subscribe = <A>(stream: Stream.Stream<A>) =>
     // Let the fiber subscribe before anything is published.
     yield* Effect.sleep(20)
     return {
-      next: (ms = 8_000) => Queue.take(queue).pipe(Effect.timeoutFail({ duration: ms, onTimeout: () => "nothing emitted" })),
+      next: (ms = 8_000) =>
+        Queue.take(queue).pipe(Effect.timeoutOrElse({ duration: ms, orElse: () => Effect.fail("nothing emitted") })),
       queue
     }
   })
@@ -163,7 +169,7 @@ describe("Backends", () => {
             const failed = yield* waitFor(backends, "flaky", (s) => s.state === "failed")
             expect(failed.restarts).toBe(2)
             expect(failed.lastError).toContain("gave up after 3 consecutive failures")
-            const seen = (yield* Queue.takeAll(statuses.queue)).pipe((chunk) => [...chunk].map((s) => s.state))
+            const seen = (yield* Queue.clear(statuses.queue)).map((s) => s.state)
             expect(seen).toEqual(["starting", "restarting", "restarting", "failed"])
           }),
         Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 20, maxConsecutiveFailures: 3 } })
@@ -218,7 +224,7 @@ describe("Backends", () => {
       withBackends((backends) =>
         Effect.gen(function* () {
           const changes = yield* subscribe(backends.toolsChanged)
-          yield* Queue.takeAll(changes.queue)
+          yield* Queue.clear(changes.queue)
           const started = Date.now()
           // The timeout leaves a node process on a loaded CI machine room to start (400 ms did not);
           // the slow backend's delay is well past it.
@@ -234,7 +240,7 @@ describe("Backends", () => {
           const notReady = yield* Effect.flip(backends.request("slow", "tools/list", {}))
           expect(notReady.message).toBe("Backend 'slow' failed: still starting")
 
-          yield* Queue.takeAll(changes.queue)
+          yield* Queue.clear(changes.queue)
           yield* changes.next(10_000)
           expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["quick", "slow"])
         })

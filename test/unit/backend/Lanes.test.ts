@@ -4,7 +4,8 @@
  * opened again; closing a backend's lanes closes their connections; a missing sign-in says whose.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import type { Backend } from "../../../src/backend/Contract.js"
 import * as Lanes from "../../../src/backend/Lanes.js"
 import { BackendError } from "../../../src/protocol/Errors.js"

@@ -29,16 +29,16 @@ describe("a remote channel's runner", () => {
       yield* Deferred.await(parentStarted)
       child.stop()
       const childExit = yield* Fiber.await(fallback)
-      expect(Exit.isInterrupted(childExit)).toBe(true)
+      expect(Exit.hasInterrupts(childExit)).toBe(true)
       // The parent's work goes on until its own stop.
-      expect(parent.unsafePoll()).toBeNull()
+      expect(parent.pollUnsafe()).toBeUndefined()
       made.stop()
-      expect(Exit.isInterrupted(yield* Fiber.await(parent))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Fiber.await(parent))).toBe(true)
 
       // Whatever still runs ends with the scope.
       const late = made.run(Effect.never)
       yield* Scope.close(scope, Exit.void)
-      expect(Exit.isInterrupted(yield* Fiber.await(late))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Fiber.await(late))).toBe(true)
     })
   )
 })

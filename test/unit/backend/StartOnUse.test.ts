@@ -37,7 +37,7 @@ const remembered = (configs: ReadonlyArray<BackendConfig>, startupTimeoutMs: num
 /** A Backends with `startSlots` slots and quick restarts, for the body's scope. */
 const withBackends = <A, E>(
   startSlots: number,
-  body: (backends: Backends["Type"], request: BackendRequester["Type"]["request"]) => Effect.Effect<A, E>
+  body: (backends: Backends["Service"], request: BackendRequester["Service"]["request"]) => Effect.Effect<A, E>
 ) =>
   Effect.flatMap(Effect.context<Backends | BackendRequester>(), (context) =>
     body(Context.get(context, Backends), Context.get(context, BackendRequester).request)
@@ -45,7 +45,7 @@ const withBackends = <A, E>(
     Effect.provide(Backends.layerWith({ killGraceMs: 300, startSlots, restart: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }))
   )
 
-const stateOf = (backends: Backends["Type"], id: string) =>
+const stateOf = (backends: Backends["Service"], id: string) =>
   Effect.map(backends.states, (states) => states.find((s) => s.id === id))
 
 describe("starts on use", () => {

@@ -17,7 +17,7 @@ const startNoting = (order: Array<string>, name: string, gate: Deferred.Deferred
 /** Yields until `check` holds (a bounded number of turns: the slots move in the same fibers). */
 const settle = (check: () => boolean) =>
   Effect.gen(function* () {
-    for (let i = 0; i < 1_000 && !check(); i++) yield* Effect.yieldNow()
+    for (let i = 0; i < 1_000 && !check(); i++) yield* Effect.yieldNow
     expect(check()).toBe(true)
   })
 
