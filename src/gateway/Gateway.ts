@@ -267,13 +267,12 @@ const make = Effect.gen(function* () {
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
 /** Backends, the events hub and the policies in force: what every way of running the gateway stands on. */
-const layerBase: Layer.Layer<Backends | BackendRequester | Policies | SignIns, never, GatewayConfig> =
-  Backends.layerNode.pipe(
-    Layer.provideMerge(Events.layer),
-    Layer.merge(Policies.layer),
-    Layer.merge(SignIns.layer),
-    Layer.merge(RunSlots.layer)
-  )
+const layerBase: Layer.Layer<Backends | BackendRequester | Policies | SignIns, never, GatewayConfig> = Backends.layerNode.pipe(
+  Layer.provideMerge(Events.layer),
+  Layer.merge(Policies.layer),
+  Layer.merge(SignIns.layer),
+  Layer.merge(RunSlots.layer)
+)
 
 /**
  * The services a gateway is wired from, one registry and one set of tables shared by all, the road
