@@ -14,10 +14,12 @@ const worded = <S extends Schema.Top>(schema: S, text: string) =>
 
 /**
  * An optional field (absent or undefined) whose every problem reads `text`: the message is on the
- * union with undefined, so a wrong value reads `text` rather than "Expected object | undefined".
+ * union with undefined, so a wrong value reads `text` rather than "Expected object | undefined", and
+ * on the field's own schema, as Effect 4 reports the one branch a value could be (a string that is
+ * not one of a union of literals) with that branch's message.
  */
 const optionalWorded = <S extends Schema.Top>(schema: S, text: string) =>
-  Schema.optionalKey(Schema.UndefinedOr(schema).pipe(Schema.annotate({ message: text })))
+  Schema.optionalKey(Schema.UndefinedOr(schema.pipe(Schema.annotate({ message: text }))).pipe(Schema.annotate({ message: text })))
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
@@ -41,13 +43,15 @@ export const GetPromptParams = Schema.Struct({ name: worded(Schema.String, "name
 export type GetPromptParams = typeof GetPromptParams.Type & { readonly [key: string]: unknown }
 
 /** `completion/complete`: what its `ref` names decides the backend. */
+const REF_TEXT = "ref: must be a ref/prompt with a name or a ref/resource with a uri"
+// Worded on each branch and field too: Effect 4 reports the branch its `type` picks, not the union.
 export const CompleteParams = Schema.Struct({
   ref: worded(
     Schema.Union([
-      Schema.Struct({ type: Schema.Literal("ref/prompt"), name: Schema.String }),
-      Schema.Struct({ type: Schema.Literal("ref/resource"), uri: Schema.String })
+      worded(Schema.Struct({ type: Schema.Literal("ref/prompt"), name: worded(Schema.String, REF_TEXT) }), REF_TEXT),
+      worded(Schema.Struct({ type: Schema.Literal("ref/resource"), uri: worded(Schema.String, REF_TEXT) }), REF_TEXT)
     ]),
-    "ref: must be a ref/prompt with a name or a ref/resource with a uri"
+    REF_TEXT
   )
 })
 export type CompleteParams = typeof CompleteParams.Type & { readonly [key: string]: unknown }
