@@ -267,7 +267,7 @@ export const layerRouter = (
         const url = rest.startsWith("/") ? rest : `/${rest}`
         return Effect.provideService(served, HttpServerRequest.HttpServerRequest, request.modify({ url }))
       }
-      yield* router.add("*", prefix, mounted)
+      // One route: Effect 4's router matches `/agentify/*` for `/agentify` too (both would conflict).
       yield* router.add("*", `${prefix}/*`, mounted)
     })
   )
