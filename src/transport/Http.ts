@@ -22,7 +22,7 @@ import * as HttpServer from "effect/http/HttpServer"
 import type * as HttpServerError from "effect/http/HttpServerError"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
-import { Effect, Result, Layer, Option, type Redacted } from "effect"
+import { Effect, Result, Layer, Option, Scope, type Redacted } from "effect"
 import type * as NetAddress from "effect/net/NetAddress"
 import { createServer, type Server } from "node:http"
 import * as os from "node:os"
@@ -184,6 +184,10 @@ export const make = (options: Options, connections?: Listener.Connections, node?
     if (connections !== undefined) yield* Effect.addFinalizer(() => connections.close(STOP_GRACE_MS))
     const server = yield* HttpServer.HttpServer
     const port = portOf(server.address) ?? options.port
+    // The serving closes after the sessions (a scope made before them): at shutdown each session
+    // answers its requests in flight (-32800) on their open responses; then the listener closes
+    // and only then are the handlers still running interrupted.
+    const serving = yield* Scope.fork(yield* Effect.scope, "sequential")
     const { app, handOn } = yield* makeApp({ ...options, port: () => port })
     const config = yield* Effect.flatMap(GatewayConfig, (c) => c.current)
     // No span per request: the gateway's own events and traces describe its exchanges, and the
@@ -192,7 +196,10 @@ export const make = (options: Options, connections?: Listener.Connections, node?
     // this runs (the layer builds); without this no request could be stopped at shutdown. Served
     // with the server's own `serve`, not `HttpRouter.serve`: nothing logs "Listening on" (Effect's
     // default logger would write it to stdout; the line below says where it listens, to stderr).
-    yield* server.serve(Effect.interruptible(app)).pipe(Effect.provideService(HttpMiddleware.TracerDisabledWhen, () => true))
+    yield* server.serve(Effect.interruptible(app)).pipe(
+      Effect.provideService(HttpMiddleware.TracerDisabledWhen, () => true),
+      Scope.provide(serving)
+    )
     if (node !== undefined) yield* Listener.first(node, handOn)
     const shown = options.host.includes(":") ? `[${options.host}]` : options.host
     // Sign-ins come back here: to the public address the gateway is known by (its OAuth audience's
@@ -225,7 +232,14 @@ export const layer = (options: Options): Layer.Layer<never, HttpServerError.Serv
     Effect.sync(() => {
       const node = createServer({ keepAliveTimeout: 65_000 })
       return Layer.effectDiscard(make(options, Listener.track(node), node)).pipe(
-        Layer.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
+        // Its close waits for open responses as long as the sessions' own grace, not Effect's 20 s.
+        Layer.provide(
+          NodeHttpServer.layerServer(() => node, {
+            host: options.host,
+            port: options.port,
+            gracefulShutdownTimeout: STOP_GRACE_MS
+          })
+        )
       )
     })
   )
