@@ -233,10 +233,12 @@ const closeIn = (calls: Map<string, OpenCall>, call: OpenCall, why: string) =>
     if (call.timer !== undefined) clearTimeout(call.timer)
     const left = [...call.waiting.values(), ...call.held.splice(0)]
     call.waiting.clear()
+    // The work first: a question failed first would wake it to fail on its own (Effect 4 resumes
+    // it at once), and its work would end failed rather than interrupted.
     return Effect.all(
       [
-        Effect.forEach(left, (q) => Deferred.fail(q.answer, internal(why)), { discard: true }),
         call.fiber === undefined ? Effect.void : Fiber.interrupt(call.fiber),
+        Effect.forEach(left, (q) => Deferred.fail(q.answer, internal(why)), { discard: true }),
         Scope.close(call.scope, Exit.void)
       ],
       { discard: true }
