@@ -16,8 +16,6 @@ import type * as Peer from "../jsonrpc/Peer.js"
 export const KEEPALIVE_MS = 25_000
 /** Messages waiting for a slow SSE reader before the oldest are dropped. */
 export const STREAM_BUFFER = 4_096
-export const SESSION_HEADER = "mcp-session-id"
-export const VERSION_HEADER = "mcp-protocol-version"
 
 // ---------------------------------------------------------------------------------------------
 // Responses

@@ -23,8 +23,8 @@ import * as StreamConnection from "./StreamConnection.js"
 export type { Target } from "../session/Session.js"
 export { CALLBACK_PATH } from "../../auth/SignIns.js"
 export type { StreamConnection } from "./StreamConnection.js"
-export type { Admitted, Kind, Refused, SharedSession, SharedSessions, Stream } from "./SharedSessions.js"
-export { STORE_SILENT } from "./SharedSessions.js"
+export type { Arrival, Body, Delivery, Refused, SharedSessions, Stream } from "./SharedSessions.js"
+export { STORE_SILENT_REFUSAL } from "./SharedSessions.js"
 /** How long requests in flight at shutdown may finish on their own (each still replies). */
 export const STOP_GRACE_MS = SharedSessions.STOP_GRACE_MS
 
