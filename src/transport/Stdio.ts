@@ -1,9 +1,10 @@
 /**
  * JSON-RPC over a byte stream: the MCP stdio transport (and any pipe or socket). Frames are cut by
  * `JsonRpc.FrameDecoder` (newline-delimited JSON or `Content-Length` headers, detected from the
- * first bytes), handed to what the connection opened (the Protocol's connection: see
- * gateway/clients/StreamConnection; or any JSON-RPC peer), and every reply and notification goes out
- * through one writer in the client's framing.
+ * first bytes), handed to what the connection opened (the client the Protocol's server connects:
+ * see gateway/clients/StreamConnection; or any JSON-RPC peer), and every reply and notification
+ * goes out through one writer in the client's framing. `layerStreams` provides the Protocol on a
+ * stdin/stdout pair.
  *
  * A connection is an Effect `Stream` in and a `Sink` out, or, for the process's own stdin/stdout,
  * Node's streams read and written directly: the hot path then costs one fiber per request and
@@ -11,7 +12,7 @@
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Cause, Deferred, Effect, Fiber, Latch, type Scope, type Sink, Stream } from "effect"
+import { Cause, Deferred, Effect, Fiber, Latch, Layer, type Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
@@ -281,33 +282,38 @@ export interface StreamsOptions {
 }
 
 /**
- * Serves the gateway on `stdin`/`stdout` until stdin ends or `exit` arrives; then the backends stop
- * (see gateway/clients/StreamConnection). Nothing but frames is ever written to `stdout`.
+ * The Protocol on `stdin`/`stdout`: its run serves one client until stdin ends or `exit` arrives;
+ * then the backends stop (see gateway/clients/StreamConnection). Nothing but frames is ever
+ * written to `stdout`.
  */
-export const serveStreams = (options: StreamsOptions): Effect.Effect<void, never, Protocol | GatewayConfig> =>
-  Effect.gen(function* () {
-    const { stdin, stdout, profile } = options
-    // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
-    // a client that went away arrives after, and unheard it would crash the process (exit 1, with
-    // the backends not yet stopped). Kept for the life of the stream.
-    if (!stdout.listeners("error").includes(ignoreStdoutError)) stdout.on("error", ignoreStdoutError)
-    const protocol = yield* Protocol
-    const config = yield* (yield* GatewayConfig).current
-    yield* serve({
-      // stdin as an Effect stream (NodeStream: a chunk at a time, so its cost is per chunk, not per
-      // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
-      // measured 2-3x the gateway's CPU per call).
-      input: NodeStream.fromReadable({ evaluate: () => stdin, onError: (error) => error, closeOnDone: false }),
-      output: stdout,
-      connect: (out) => protocol.stream({ profile, out }),
-      maxFrameBytes: config.maxFrameBytes,
-      maxReplyBytes: config.maxReplyBytes
+export const layerStreams = (options: StreamsOptions): Layer.Layer<Protocol, never, GatewayConfig> =>
+  Layer.effect(
+    Protocol,
+    Effect.gen(function* () {
+      const { stdin, stdout, profile } = options
+      const config = yield* (yield* GatewayConfig).current
+      return {
+        run: (server) =>
+          Effect.suspend(() => {
+            // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
+            // a client that went away arrives after, and unheard it would crash the process (exit 1, with
+            // the backends not yet stopped). Kept for the life of the stream.
+            if (!stdout.listeners("error").includes(ignoreStdoutError)) stdout.on("error", ignoreStdoutError)
+            return serve({
+              // stdin as an Effect stream (NodeStream: a chunk at a time, so its cost is per chunk, not per
+              // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
+              // measured 2-3x the gateway's CPU per call).
+              input: NodeStream.fromReadable({ evaluate: () => stdin, onError: (error) => error, closeOnDone: false }),
+              output: stdout,
+              connect: (out) => server.connect({ profile, out }),
+              maxFrameBytes: config.maxFrameBytes,
+              maxReplyBytes: config.maxReplyBytes
+            })
+          })
+      }
     })
-  })
+  )
 
-/** This process's stdin/stdout, with a `profile` (`--profile`) or the whole aggregate. */
-export const serveProcessAs = (profile: string | undefined): Effect.Effect<void, never, Protocol | GatewayConfig> =>
-  serveStreams({ stdin: process.stdin, stdout: process.stdout, profile })
-
-/** `serveProcessAs` the whole aggregate. */
-export const serveProcess = serveProcessAs(undefined)
+/** The Protocol on this process's stdin/stdout, with a `profile` (`--profile`) or the whole aggregate. */
+export const layerProcess = (profile: string | undefined): Layer.Layer<Protocol, never, GatewayConfig> =>
+  layerStreams({ stdin: process.stdin, stdout: process.stdout, profile })

@@ -9,7 +9,7 @@ import type * as HttpRouter from "effect/http/HttpRouter"
 import type { Backends } from "../backend/Backends.js"
 import type { GatewayConfig } from "../config/Config.js"
 import * as Gateway from "../gateway/Gateway.js"
-import { Protocol } from "../gateway/clients/Protocol.js"
+import * as Clients from "../gateway/clients/Clients.js"
 import type { LlmClient } from "../orchestration/model/Llm.js"
 import type { Orchestrator } from "../orchestration/Orchestrator.js"
 import * as Http from "./Http.js"
@@ -26,8 +26,8 @@ export type { StreamsOptions } from "./Stdio.js"
 export const layerStdio = (
   options: Stdio.StreamsOptions
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends, never, GatewayConfig | LlmClient> =>
-  Layer.effectDiscard(Effect.forkScoped(Stdio.serveStreams(options))).pipe(
-    Layer.provide(Protocol.layer),
+  Layer.effectDiscard(Effect.forkScoped(Clients.run)).pipe(
+    Layer.provide(Stdio.layerStreams(options)),
     Layer.provideMerge(Gateway.layerStdio),
     Layer.provide(Layer.succeed(Logger.LogToStderr, true))
   )
@@ -41,4 +41,4 @@ export const layerStdio = (
 export const layerHttp = (
   options: Http.MountOptions = {}
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends, never, GatewayConfig | LlmClient | HttpRouter.HttpRouter> =>
-  Http.layerRouter(options).pipe(Layer.provide(Protocol.layer), Layer.provideMerge(Gateway.layerShared))
+  Clients.layer.pipe(Layer.provide(Http.layerRouter(options)), Layer.provideMerge(Gateway.layerShared))
