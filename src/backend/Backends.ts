@@ -375,7 +375,9 @@ export const make = (options: ManagerOptions = {}) =>
     const moves: Moves = {
       table,
       lock,
-      fork: (entry, startOptions) => Effect.forkIn(lifecycleOf(entry, startOptions), scope),
+      // Started at once, as Effect 3 started every fork: the spawn is under way before the caller's
+      // reply (`initialize`) is written, not a scheduler turn after it.
+      fork: (entry, startOptions) => Effect.forkIn(lifecycleOf(entry, startOptions), scope, { startImmediately: true }),
       stopEntries
     }
     const restart = restartOf(moves)
@@ -386,7 +388,7 @@ export const make = (options: ManagerOptions = {}) =>
     const start = startOf(replace)
 
     table.wake = wakeOf(table, lock, (entry, startOptions) =>
-      Effect.forkIn(Effect.interruptible(lifecycleOf(entry, startOptions)), scope)
+      Effect.forkIn(Effect.interruptible(lifecycleOf(entry, startOptions)), scope, { startImmediately: true })
     )
 
     yield* Effect.addFinalizer(() => stopAll)

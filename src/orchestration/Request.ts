@@ -13,7 +13,7 @@ import { OrchestrateParams } from "../protocol/Mcp.js"
  */
 export type OrchestrateRequest = typeof OrchestrateParams.Encoded
 
-const decodeParams = Schema.decodeUnknownResult(OrchestrateParams, { errors: "all" })
+const decodeParams = Schema.decodeUnknownResult(OrchestrateParams, { errors: "all", reportInput: true })
 
 /** Validates `{query, context}`; -32602 names each problem with its path. */
 export const validateParams = (params: unknown): Result.Result<OrchestrateParams, InvalidParams> =>

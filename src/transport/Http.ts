@@ -281,7 +281,7 @@ const mount = (options: MountOptions, clients: Clients) =>
         const url = rest.startsWith("/") ? rest : `/${rest}`
         return Effect.provideService(served, HttpServerRequest.HttpServerRequest, request.modify({ url }))
       }
-      yield* router.add("*", prefix, mounted)
+      // One route: Effect 4's router matches `/agentify/*` for `/agentify` too (both would conflict).
       yield* router.add("*", `${prefix}/*`, mounted)
     })
   )

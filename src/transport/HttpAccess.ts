@@ -5,6 +5,7 @@
  * headers (DNS rebinding). Also the one public document a client reads before it has a token: the
  * protected resource's metadata.
  */
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { Effect, Result, type Redacted } from "effect"
@@ -86,7 +87,9 @@ export const make = (options: AccessOptions, config: ResolvedConfig, current: Ef
         }
         principal = checked.success
       }
-      if (!guards.hostAllowed(request.headers["host"])) {
+      // The Host header as sent: Effect 4 puts an absolute-form request line's authority in its
+      // place, and the hand-off at the listener (before Effect reads the request) judges the header.
+      if (!guards.hostAllowed(NodeHttpServerRequest.toIncomingMessage(request).headers["host"])) {
         return Result.fail(reject(403, "Forbidden: the Host header does not name this server (add it to allowedHosts)"))
       }
       if (!guards.originAllowed(request.headers["origin"])) {

@@ -21,14 +21,19 @@ describe("values nested too deeply for recursive code", () => {
       expect(result.failure.issues).toEqual([
         "query: Expected string, actual a value nested too deeply to show",
         "context.activeDocumentURI: Expected string, actual a value nested too deeply to show",
-        "context.activeDocumentURI: Expected null, actual a value nested too deeply to show",
-        "context: Expected null, actual a value nested too deeply to show"
+        "context.activeDocumentURI: Expected null, actual a value nested too deeply to show"
       ])
+      // Effect 4 tries only the branches a value's type fits (an object is never `null`'s), so
+      // the shallow value's lines are these three too.
+      const shallow = validateParams({ query: { a: 1 }, context: { activeDocumentURI: { a: 1 } } })
+      expect(shallow._tag === "Failure" && shallow.failure.issues.map((line) => line.replace(/actual .*$/, "actual …"))).toEqual(
+        result.failure.issues.map((line) => line.replace(/actual .*$/, "actual …"))
+      )
     }
   })
 
   it("formatIssues keeps Effect's messages when the value can be printed", () => {
-    const error = Schema.decodeUnknownResult(Schema.Struct({ n: Schema.Number }))({ n: "x" })
+    const error = Schema.decodeUnknownResult(Schema.Struct({ n: Schema.Number }), { reportInput: true })({ n: "x" })
     expect(error._tag === "Failure" && formatIssues(error.failure)).toEqual(['n: Expected number, actual "x"'])
   })
 

@@ -50,7 +50,7 @@ const RunCodeParams = Schema.Struct({
     )
   )
 })
-const decodeParams = Schema.decodeUnknownResult(RunCodeParams, { errors: "all" })
+const decodeParams = Schema.decodeUnknownResult(RunCodeParams, { errors: "all", reportInput: true })
 
 /** How each tool of a catalog is reached from a script. */
 export const scriptTools = (

@@ -28,6 +28,8 @@ describe("stdout carries JSON-RPC frames only, whatever is logged", () => {
         "trace",
         ...configArgs({
           startupTimeoutMs: 10_000,
+          // Three fixtures' 72 tools listed as they are (past the default the list is search and call).
+          maxListedTools: 200,
           backends: [
             fixtureBackend("fx"),
             fixtureBackend("dies", ["--exit-during-startup"], { restartOnCrash: false }),
