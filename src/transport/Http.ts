@@ -68,8 +68,8 @@ const makeApp = (options: AppOptions, clients: Clients) =>
     // profiles) is looked up as configured now, so a reload's backends are reachable.
     const config = yield* gatewayConfig.current
     const access = HttpAccess.make(options, config, gatewayConfig.current)
-    // The sessions, their idle sweep and the stateless era's requests live in this scope: at
-    // shutdown their requests get a grace, then the sessions close.
+    // The endpoint's clients live in this scope: at shutdown their requests get a grace, then
+    // they close.
     const sessions = yield* clients.shared
     // Where the other gateways of a team hand this one its sessions' requests.
     const port = options.port()

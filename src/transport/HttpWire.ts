@@ -81,7 +81,7 @@ export const accepts = (header: string | undefined, type: "application/json" | "
     .toLowerCase()
     .split(",")
     .some((part) => {
-      const media = part.split(";")[0]!.trim()
+      const media = (part.split(";")[0] ?? "").trim()
       return media === type || media === "*/*" || media === `${major}/*`
     })
 }
@@ -113,7 +113,12 @@ export const readBody = (
     }
     const onEnd = () => {
       done()
-      resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")))
+      const [only] = chunks
+      resume(
+        Effect.succeed(
+          chunks.length === 1 && only !== undefined ? only.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")
+        )
+      )
     }
     const onError = () => {
       done()

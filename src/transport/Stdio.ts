@@ -85,7 +85,7 @@ const sinkWriter = (sink: Sink.Sink<unknown, string, never, unknown>): Effect.Ef
       if (frames.length > 0) {
         const taken = frames
         frames = []
-        return Effect.succeed([taken.length === 1 ? taken[0]! : taken.join("")])
+        return Effect.succeed([taken.join("")])
       }
       if (ended) return Cause.done()
       latch.closeUnsafe()
@@ -125,7 +125,7 @@ const writableWriter = (writable: Writable): Writer => {
   const flush = () => {
     scheduled = false
     if (frames.length === 0 || failed !== undefined) return
-    const text = frames.length === 1 ? frames[0]! : frames.join("")
+    const text = frames.join("")
     frames = []
     writable.write(text)
   }

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig } from "../../config/Config.js"
 import { Events } from "../../observability/Events.js"
-import { classify, type Id, type Request } from "../../jsonrpc/JsonRpc.js"
+import { classify, failure, type Request } from "../../jsonrpc/JsonRpc.js"
 import * as Peer from "../../jsonrpc/Peer.js"
 import { ErrorCode } from "../../protocol/Errors.js"
 import { isSupportedProtocolVersion } from "../../protocol/Mcp.js"
@@ -158,8 +158,12 @@ const admitWith =
     version: string | undefined,
     target: Target
   ): Result.Result<Admitted, { readonly status: number; readonly response: unknown }> => {
-    const { id, method, params } = value as { id: Id; method: string; params: unknown }
-    const request = { id, method, params } as Request
+    const incoming = classify(value)
+    // What kindOf called a 2026-07-28 body is one request: anything else is no request at all.
+    if (incoming._tag !== "Request") {
+      return Result.fail({ status: 400, response: failure(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request" }) })
+    }
+    const request = incoming.request
     const admitted = dispatcher.admit(request, version === undefined ? undefined : version)
     if (Result.isFailure(admitted)) return Result.fail(admitted.failure)
     const contradicted = dispatcher.checkHeaders(request, headers, target)
@@ -435,17 +439,15 @@ export const make = Effect.gen(function* () {
       const handlers = yield* Scope.provide(gateway.open(session), scope)
       // Made for the session's caller: each request's fiber inherits it (see pipeline/Caller).
       const peer = yield* Scope.provide(Caller.as({ session })(Peer.make(handlers, { sessionId: session.id, events })), scope)
-      entry = { session, peer, scope, stream: undefined, closed: false }
-      sessions.set(session.id, entry)
+      const made: Entry = { session, peer, scope, stream: undefined, closed: false }
+      entry = made
+      sessions.set(session.id, made)
       yield* directory.claim(session.id)
       // `exit` from the client ends the session like DELETE. A daemon, not a fiber of a scope:
       // closing the session completes `ended`, so it always finishes, and it must not be
       // interrupted by the scope it closes.
-      yield* Deferred.await(session.ended).pipe(
-        Effect.andThen(Effect.suspend(() => closeEntry(entry!, "exit"))),
-        Effect.forkDetach
-      )
-      return handleOf(entry)
+      yield* Deferred.await(session.ended).pipe(Effect.andThen(Effect.suspend(() => closeEntry(made, "exit"))), Effect.forkDetach)
+      return handleOf(made)
     })
 
   const find = (arrival: Arrival): SharedSession | Refused => {
