@@ -84,11 +84,16 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
   const serve: Effect.Effect<void> =
     http === undefined
       ? // The clients (sessions, eras, where the backends start) on the Protocol stdio provides.
-        Effect.scoped(Clients.run).pipe(Effect.provide(Stdio.layerProcess(settings.profile)), Effect.provide(GatewayLive))
+        Effect.scoped(Clients.run({ profile: settings.profile })).pipe(
+          Effect.provide(Stdio.layerProcess),
+          Effect.provide(GatewayLive)
+        )
       : // Backends start while the layer builds; the server then runs until interrupted (a signal).
         // The HTTP transport is loaded only here: the stdio gateway never reads its code.
         Effect.promise(() => import("../transport/Http.js")).pipe(
-          Effect.flatMap((Http) => Layer.launch(Clients.layer.pipe(Layer.provide(Http.layer(http)), Layer.provide(GatewayLive)))),
+          Effect.flatMap((Http) =>
+            Layer.launch(Clients.layer().pipe(Layer.provide(Http.layer(http)), Layer.provide(GatewayLive)))
+          ),
           Effect.catch((error) =>
             Effect.andThen(
               Effect.logFatal(`cannot serve HTTP on ${http.host}:${http.port}`, error),

@@ -273,12 +273,10 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
 /** The client closed its end of stdout: nothing more can reach it, and end of input follows. */
 const ignoreStdoutError = (): void => {}
 
-/** The streams a stdio client speaks on, and the view it is served. */
+/** The streams a stdio client speaks on. */
 export interface StreamsOptions {
   readonly stdin: Readable
   readonly stdout: Writable
-  /** A profile's view of the aggregate (`--profile`); the whole aggregate without. */
-  readonly profile?: string | undefined
 }
 
 /**
@@ -290,7 +288,7 @@ export const layerStreams = (options: StreamsOptions): Layer.Layer<Protocol, nev
   Layer.effect(
     Protocol,
     Effect.gen(function* () {
-      const { stdin, stdout, profile } = options
+      const { stdin, stdout } = options
       const config = yield* (yield* GatewayConfig).current
       return {
         run: (server) =>
@@ -305,7 +303,7 @@ export const layerStreams = (options: StreamsOptions): Layer.Layer<Protocol, nev
               // measured 2-3x the gateway's CPU per call).
               input: NodeStream.fromReadable({ evaluate: () => stdin, onError: (error) => error, closeOnDone: false }),
               output: stdout,
-              connect: (out) => server.connect({ profile, out }),
+              connect: server.connect,
               maxFrameBytes: config.maxFrameBytes,
               maxReplyBytes: config.maxReplyBytes
             })
@@ -314,6 +312,7 @@ export const layerStreams = (options: StreamsOptions): Layer.Layer<Protocol, nev
     })
   )
 
-/** The Protocol on this process's stdin/stdout, with a `profile` (`--profile`) or the whole aggregate. */
-export const layerProcess = (profile: string | undefined): Layer.Layer<Protocol, never, GatewayConfig> =>
-  layerStreams({ stdin: process.stdin, stdout: process.stdout, profile })
+/** The Protocol on this process's stdin/stdout. */
+export const layerProcess: Layer.Layer<Protocol, never, GatewayConfig> = Layer.suspend(() =>
+  layerStreams({ stdin: process.stdin, stdout: process.stdout })
+)

@@ -16,7 +16,12 @@ import * as Http from "./Http.js"
 import * as Stdio from "./Stdio.js"
 
 export type { MountOptions } from "./Http.js"
-export type { StreamsOptions } from "./Stdio.js"
+
+/** The streams a stdio client speaks on, and the view it is served. */
+export interface StreamsOptions extends Stdio.StreamsOptions {
+  /** A profile's view of the aggregate (`--profile`); the whole aggregate without. */
+  readonly profile?: string | undefined
+}
 
 /**
  * One MCP client on `stdin`/`stdout` while the layer lives. As the CLI does, the backends start
@@ -24,9 +29,9 @@ export type { StreamsOptions } from "./Stdio.js"
  * loggers, if the app keeps them, write what the gateway logs to stderr: stdout carries frames.
  */
 export const layerStdio = (
-  options: Stdio.StreamsOptions
+  options: StreamsOptions
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends, never, GatewayConfig | LlmClient> =>
-  Layer.effectDiscard(Effect.forkScoped(Clients.run)).pipe(
+  Layer.effectDiscard(Effect.forkScoped(Clients.run({ profile: options.profile }))).pipe(
     Layer.provide(Stdio.layerStreams(options)),
     Layer.provideMerge(Gateway.layerStdio),
     Layer.provide(Layer.succeed(Logger.LogToStderr, true))
@@ -41,4 +46,4 @@ export const layerStdio = (
 export const layerHttp = (
   options: Http.MountOptions = {}
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends, never, GatewayConfig | LlmClient | HttpRouter.HttpRouter> =>
-  Clients.layer.pipe(Layer.provide(Http.layerRouter(options)), Layer.provideMerge(Gateway.layerShared))
+  Clients.layer().pipe(Layer.provide(Http.layerRouter(options)), Layer.provideMerge(Gateway.layerShared))

@@ -28,56 +28,65 @@ type Shared = SessionDirectory | TaskRecords | RequestStates
 /** What the clients are served with. */
 export type Requirements = Gateway | Backends | GatewayConfig | Launch | InputBridge | SignIns | Shared
 
+/** What the clients see of the gateway. */
+export interface Options {
+  /** A byte stream's client's view: a profile's (`--profile`); the whole aggregate without. */
+  readonly profile?: string | undefined
+}
+
 /** The `Server` a transport's clients reach. */
-export const server: Effect.Effect<Server, never, Requirements> = Effect.gen(function* () {
-  // Only the services: a connection's finalizers belong to the scope it is opened in.
-  const context = (yield* Effect.context<Gateway | Backends | GatewayConfig | Launch | InputBridge | Shared>()).pipe(
-    Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge, SessionDirectory, TaskRecords, RequestStates)
-  )
-  const backends = yield* Backends
-  const config = yield* GatewayConfig
-  const signIns = yield* SignIns
-  return {
-    signIns,
-    connect: (options) => StreamConnection.open(options).pipe(Effect.provide(context)),
-    shared: SharedSessions.make.pipe(Effect.provide(context)),
-    targetOf: (kind, name) =>
-      kind === "servers"
-        ? Effect.sync(() =>
-            backends.configOf(name) === undefined
-              ? { notFound: `Not Found: no backend '${name.slice(0, 64)}' is configured` }
-              : { _tag: "Backend", backendId: name }
-          )
-        : Effect.map(config.current, ({ profiles }): Target | { notFound: string } => {
-            if (Object.hasOwn(profiles, name)) return { _tag: "Aggregate", profile: name }
-            const known = Object.keys(profiles)
-            return {
-              notFound: `Not Found: no profile '${name.slice(0, 64)}' is configured (${known.length === 0 ? "there are none" : `there are: ${known.join(", ")}`})`
-            }
-          }),
-    readiness: Effect.map(backends.states, (states) => {
-      const enabled = states.filter((s) => s.enabled)
-      return {
-        // One waiting for its first use is as ready as a running one: a request starts it.
-        ready: enabled.every((s) => s.state === "ready" || s.state === "idle"),
-        backends: enabled.map((s) => ({
-          id: s.id,
-          state: s.state,
-          ...(s.lastError === undefined ? {} : { lastError: s.lastError })
-        }))
-      }
-    })
-  }
-})
+export const server = (options: Options = {}): Effect.Effect<Server, never, Requirements> =>
+  Effect.gen(function* () {
+    // Only the services: a connection's finalizers belong to the scope it is opened in.
+    const context = (yield* Effect.context<Gateway | Backends | GatewayConfig | Launch | InputBridge | Shared>()).pipe(
+      Context.pick(Gateway, Backends, Events, GatewayConfig, Launch, InputBridge, SessionDirectory, TaskRecords, RequestStates)
+    )
+    const backends = yield* Backends
+    const config = yield* GatewayConfig
+    const signIns = yield* SignIns
+    return {
+      signIns,
+      connect: (out) => StreamConnection.open({ profile: options.profile, out }).pipe(Effect.provide(context)),
+      shared: SharedSessions.make.pipe(Effect.provide(context)),
+      targetOf: (kind, name) =>
+        kind === "servers"
+          ? Effect.sync(() =>
+              backends.configOf(name) === undefined
+                ? { notFound: `Not Found: no backend '${name.slice(0, 64)}' is configured` }
+                : { _tag: "Backend", backendId: name }
+            )
+          : Effect.map(config.current, ({ profiles }): Target | { notFound: string } => {
+              if (Object.hasOwn(profiles, name)) return { _tag: "Aggregate", profile: name }
+              const known = Object.keys(profiles)
+              return {
+                notFound: `Not Found: no profile '${name.slice(0, 64)}' is configured (${known.length === 0 ? "there are none" : `there are: ${known.join(", ")}`})`
+              }
+            }),
+      readiness: Effect.map(backends.states, (states) => {
+        const enabled = states.filter((s) => s.enabled)
+        return {
+          // One waiting for its first use is as ready as a running one: a request starts it.
+          ready: enabled.every((s) => s.state === "ready" || s.state === "idle"),
+          backends: enabled.map((s) => ({
+            id: s.id,
+            state: s.state,
+            ...(s.lastError === undefined ? {} : { lastError: s.lastError })
+          }))
+        }
+      })
+    }
+  })
 
 /**
  * The transport's clients served in the current scope: returns when the transport has no more
  * to carry (a byte stream's end), or once a listener serves (it serves until the scope closes).
  */
-export const run = Effect.gen(function* () {
-  const protocol = yield* Protocol
-  yield* protocol.run(yield* server)
-})
+export const run = (options: Options = {}) =>
+  Effect.gen(function* () {
+    const protocol = yield* Protocol
+    yield* protocol.run(yield* server(options))
+  })
 
 /** `run` while the layer lives (a listener; a byte stream's transport is run in a fiber of its own). */
-export const layer: Layer.Layer<never, never, Protocol | Requirements> = Layer.effectDiscard(run)
+export const layer = (options: Options = {}): Layer.Layer<never, never, Protocol | Requirements> =>
+  Layer.effectDiscard(run(options))

@@ -10,12 +10,13 @@
  */
 import { Context, type Effect, type Scope } from "effect"
 import type { SignInsService } from "../../auth/SignIns.js"
+import type * as Peer from "../../jsonrpc/Peer.js"
 import type { Target } from "../session/Session.js"
 import type { SharedSessions } from "./SharedSessions.js"
-import type { Options as ConnectOptions, StreamConnection } from "./StreamConnection.js"
+import type { StreamConnection } from "./StreamConnection.js"
 export type { Target } from "../session/Session.js"
 export { CALLBACK_PATH } from "../../auth/SignIns.js"
-export type { Options as ConnectOptions, StreamConnection } from "./StreamConnection.js"
+export type { StreamConnection } from "./StreamConnection.js"
 export type { Arrival, Body, Delivery, Refused, SharedSessions, Stream } from "./SharedSessions.js"
 export { STOP_GRACE_MS, STORE_SILENT_REFUSAL } from "./SharedSessions.js"
 
@@ -27,8 +28,11 @@ export interface Readiness {
 
 /** What a transport's clients reach: the gateway's clients, as a transport sees them. */
 export interface Server {
-  /** A client on a connection of its own (a byte stream), for the current scope: closing it stops the backends. */
-  readonly connect: (options: ConnectOptions) => Effect.Effect<StreamConnection, never, Scope.Scope>
+  /**
+   * A client on a connection of its own (a byte stream), for the current scope: everything it is
+   * sent goes to `out`, in the transport's framing; closing the scope stops the backends.
+   */
+  readonly connect: (out: Peer.Outbox) => Effect.Effect<StreamConnection, never, Scope.Scope>
   /** The clients of a shared endpoint, for the current scope: closing it ends them. */
   readonly shared: Effect.Effect<SharedSessions, never, Scope.Scope>
   /** The endpoint `/servers/<name>/mcp` or `/profiles/<name>/mcp` names as configured now, or why none. */
