@@ -21,7 +21,7 @@ import * as Telemetry from "../observability/Telemetry.js"
 import * as Debug from "../debug/Debug.js"
 import { onStopSignal } from "./Signals.js"
 import * as Stdio from "../transport/Stdio.js"
-import { Protocol } from "../gateway/clients/Protocol.js"
+import * as Clients from "../gateway/clients/Clients.js"
 import { type Parsed, parse, type Settings, UsageError } from "./Arguments.js"
 
 export { parse, type Parsed, type Settings, USAGE, UsageError } from "./Arguments.js"
@@ -79,16 +79,21 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
   const GatewayLive = (
     settings.http === undefined ? debug.pipe(Layer.provideMerge(Gateway.layerStdio)) : Gateway.layerSharedWith(debug)
   ).pipe(Layer.provide(llm), Layer.provide(Layer.effectDiscard(announce)), Layer.provideMerge(ConfigLive))
-  // What the transports carry frames to (sessions, eras, where the backends start).
-  const ServedLive = Protocol.layer.pipe(Layer.provideMerge(GatewayLive))
+
   const http = settings.http
   const serve: Effect.Effect<void> =
     http === undefined
-      ? Stdio.serveProcessAs(settings.profile).pipe(Effect.provide(ServedLive))
+      ? // The clients (sessions, eras, where the backends start) on the Protocol stdio provides.
+        Effect.scoped(Clients.run({ profile: settings.profile })).pipe(
+          Effect.provide(Stdio.layerProcess),
+          Effect.provide(GatewayLive)
+        )
       : // Backends start while the layer builds; the server then runs until interrupted (a signal).
         // The HTTP transport is loaded only here: the stdio gateway never reads its code.
         Effect.promise(() => import("../transport/Http.js")).pipe(
-          Effect.flatMap((Http) => Layer.launch(Http.layer(http).pipe(Layer.provide(ServedLive)))),
+          Effect.flatMap((Http) =>
+            Layer.launch(Clients.layer().pipe(Layer.provide(Http.layer(http)), Layer.provide(GatewayLive)))
+          ),
           Effect.catch((error) =>
             Effect.andThen(
               Effect.logFatal(`cannot serve HTTP on ${http.host}:${http.port}`, error),

@@ -1,7 +1,7 @@
 /**
  * The process-wide gateway: configuration, backends, orchestrator and events, built once, and the
- * sessions open on it. The protocol behind the transports (clients/Protocol) opens a `Session` per
- * client and gets its method table.
+ * sessions open on it. The clients behind the transports (clients/Clients) open a `Session` per
+ * client and get its method table.
  *
  * What a backend sends is routed here: a call's progress goes to the request that carries its
  * token (tokens are rewritten on the way in, so two sessions' tokens never meet), a log message

@@ -149,10 +149,11 @@ export const clientSpan = <A, E, R>(
   send: (params: unknown) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> => {
   const target = targetOf(method, params)
+  const tag = (key: string, value: string): [string, string] => [key, value]
   const tags: ReadonlyArray<[string, string]> = [
     ["backend", backendId],
     ["method", method],
-    ...(target === undefined || method !== "tools/call" ? [] : [["tool", target] as [string, string]])
+    ...(target === undefined || method !== "tools/call" ? [] : [tag("tool", target)])
   ]
   const tagged = Metric.withAttributes(tags)
   const started = Date.now()

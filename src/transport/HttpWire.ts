@@ -16,8 +16,6 @@ import type * as Peer from "../jsonrpc/Peer.js"
 export const KEEPALIVE_MS = 25_000
 /** Messages waiting for a slow SSE reader before the oldest are dropped. */
 export const STREAM_BUFFER = 4_096
-export const SESSION_HEADER = "mcp-session-id"
-export const VERSION_HEADER = "mcp-protocol-version"
 
 // ---------------------------------------------------------------------------------------------
 // Responses
@@ -83,7 +81,7 @@ export const accepts = (header: string | undefined, type: "application/json" | "
     .toLowerCase()
     .split(",")
     .some((part) => {
-      const media = part.split(";")[0]!.trim()
+      const media = (part.split(";")[0] ?? "").trim()
       return media === type || media === "*/*" || media === `${major}/*`
     })
 }
@@ -115,7 +113,12 @@ export const readBody = (
     }
     const onEnd = () => {
       done()
-      resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")))
+      const [only] = chunks
+      resume(
+        Effect.succeed(
+          chunks.length === 1 && only !== undefined ? only.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")
+        )
+      )
     }
     const onError = () => {
       done()

@@ -9,14 +9,19 @@ import type * as HttpRouter from "effect/http/HttpRouter"
 import type { Backends } from "../backend/Backends.js"
 import type { GatewayConfig } from "../config/Config.js"
 import * as Gateway from "../gateway/Gateway.js"
-import { Protocol } from "../gateway/clients/Protocol.js"
+import * as Clients from "../gateway/clients/Clients.js"
 import type { LlmClient } from "../orchestration/model/Llm.js"
 import type { Orchestrator } from "../orchestration/Orchestrator.js"
 import * as Http from "./Http.js"
 import * as Stdio from "./Stdio.js"
 
 export type { MountOptions } from "./Http.js"
-export type { StreamsOptions } from "./Stdio.js"
+
+/** The streams a stdio client speaks on, and the view it is served. */
+export interface StreamsOptions extends Stdio.StreamsOptions {
+  /** A profile's view of the aggregate (`--profile`); the whole aggregate without. */
+  readonly profile?: string | undefined
+}
 
 /**
  * One MCP client on `stdin`/`stdout` while the layer lives. As the CLI does, the backends start
@@ -24,10 +29,10 @@ export type { StreamsOptions } from "./Stdio.js"
  * loggers, if the app keeps them, write what the gateway logs to stderr: stdout carries frames.
  */
 export const layerStdio = (
-  options: Stdio.StreamsOptions
+  options: StreamsOptions
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends, never, GatewayConfig | LlmClient> =>
-  Layer.effectDiscard(Effect.forkScoped(Stdio.serveStreams(options))).pipe(
-    Layer.provide(Protocol.layer),
+  Layer.effectDiscard(Effect.forkScoped(Clients.run({ profile: options.profile }))).pipe(
+    Layer.provide(Stdio.layerStreams(options)),
     Layer.provideMerge(Gateway.layerStdio),
     Layer.provide(Layer.succeed(Logger.LogToStderr, true))
   )
@@ -41,4 +46,4 @@ export const layerStdio = (
 export const layerHttp = (
   options: Http.MountOptions = {}
 ): Layer.Layer<Gateway.Gateway | Orchestrator | Backends, never, GatewayConfig | LlmClient | HttpRouter.HttpRouter> =>
-  Http.layerRouter(options).pipe(Layer.provide(Protocol.layer), Layer.provideMerge(Gateway.layerShared))
+  Clients.layer().pipe(Layer.provide(Http.layerRouter(options)), Layer.provideMerge(Gateway.layerShared))

@@ -450,11 +450,12 @@ export const forConfig = (told: Told = nobody): ((config: ResolvedConfig) => Emb
  */
 export const merge = (local: string, shared: string): string => {
   try {
-    const mine = objectField(JSON.parse(local) as unknown, "vectors") ?? {}
+    const ours: unknown = JSON.parse(local)
+    const mine = objectField(ours, "vectors") ?? {}
     const theirs: unknown = JSON.parse(shared)
     const others = Object.entries(objectField(theirs, "vectors") ?? {}).filter(([key]) => !Object.hasOwn(mine, key))
     return JSON.stringify({
-      model: field(theirs, "model") ?? field(JSON.parse(local) as unknown, "model"),
+      model: field(theirs, "model") ?? field(ours, "model"),
       vectors: { ...Object.fromEntries(others.slice(-MAX_UNLISTED_VECTORS)), ...mine }
     })
   } catch {

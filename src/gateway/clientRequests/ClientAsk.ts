@@ -97,7 +97,8 @@ const ownerIn = (
   // A call parked between a stateless client's round trips is not running: it asks nothing now.
   const running = inFlight.filter((s) => !s.parked())
   const busy = running.length > 0 ? running : inFlight
-  if (busy.length === 1) return { session: busy[0]!, via: routes.callOf(busy[0]!, backendId) }
+  const [only] = busy
+  if (busy.length === 1 && only !== undefined) return { session: only, via: routes.callOf(only, backendId) }
   if (busy.length > 1) {
     return `${busy.length} client sessions have requests in flight on backend '${backendId}': the gateway cannot tell which one this ${method} belongs to`
   }
