@@ -375,8 +375,8 @@ export const make = (options: ManagerOptions = {}) =>
     const moves: Moves = {
       table,
       lock,
-      // Started at once, as Effect 3 started every fork: the spawn is under way before the caller's
-      // reply (`initialize`) is written, not a scheduler turn after it.
+      // Started at once (Effect 4 starts a fork a scheduler turn later): the spawn is under way
+      // before the caller's reply (`initialize`) is written.
       fork: (entry, startOptions) => Effect.forkIn(lifecycleOf(entry, startOptions), scope, { startImmediately: true }),
       stopEntries
     }

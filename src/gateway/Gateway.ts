@@ -103,11 +103,13 @@ const watch = (deps: {
           return Effect.forEach(fresh, (c) => Effect.logError(c), { discard: true })
         })
       ),
-      Effect.forkScoped
+      // Started at once: the stream subscribes when it runs, and a change published before a
+      // later turn (Effect 4 starts a fork a turn later) would be missed.
+      Effect.forkScoped({ startImmediately: true })
     )
     // The configuration on disk, applied as it changes (see Reload).
     if (config.disk !== undefined) {
-      yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped)
+      yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped({ startImmediately: true }))
     }
     const lastState = new Map<string, string>()
     yield* backends.statusChanges.pipe(
@@ -121,7 +123,7 @@ const watch = (deps: {
           return restarted ? Effect.forkDetach(subscriptions.renew(status.id)) : Effect.void
         })
       ),
-      Effect.forkScoped
+      Effect.forkScoped({ startImmediately: true })
     )
   })
 

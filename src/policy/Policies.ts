@@ -90,7 +90,8 @@ export class Policies extends Context.Service<
         // The first is the file loaded above.
         Stream.drop(1),
         Stream.runForEach(apply),
-        Effect.forkScoped
+        // Subscribed now, not a turn later: a reload right after the first load is not missed.
+        Effect.forkScoped({ startImmediately: true })
       )
       return { current: () => current }
     })

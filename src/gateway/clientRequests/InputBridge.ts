@@ -233,12 +233,15 @@ const closeIn = (calls: Map<string, OpenCall>, call: OpenCall, why: string) =>
     if (call.timer !== undefined) clearTimeout(call.timer)
     const left = [...call.waiting.values(), ...call.held.splice(0)]
     call.waiting.clear()
-    // The work first: a question failed first would wake it to fail on its own (Effect 4 resumes
-    // it at once), and its work would end failed rather than interrupted.
+    // The work is told first, without waiting: a question failed first would wake it to fail on
+    // its own (Effect 4 resumes it at once), ending it failed rather than interrupted; then the
+    // questions fail (releasing work that waits on one where it cannot be interrupted), then its end.
+    const fiber = call.fiber
+    fiber?.interruptUnsafe()
     return Effect.all(
       [
-        call.fiber === undefined ? Effect.void : Fiber.interrupt(call.fiber),
         Effect.forEach(left, (q) => Deferred.fail(q.answer, internal(why)), { discard: true }),
+        fiber === undefined ? Effect.void : Fiber.await(fiber),
         Scope.close(call.scope, Exit.void)
       ],
       { discard: true }
