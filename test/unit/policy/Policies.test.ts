@@ -18,7 +18,7 @@ describe("Policies", () => {
       writeFileSync(file, '@id("everyone")\npermit(principal, action, resource);\n')
       const scope = yield* Scope.make()
       const built = yield* Layer.buildWithScope(
-        Policies.layer.pipe(Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [] }))),
+        Policies.layer.pipe(Layer.provideMerge(GatewayConfig.layerFromOptions({ backends: [{ id: "fs", command: "node" }] }))),
         scope
       )
       const config = Context.get(built, GatewayConfig)
