@@ -375,9 +375,7 @@ export const make = (options: ManagerOptions = {}) =>
     const moves: Moves = {
       table,
       lock,
-      // Started at once (Effect 4 starts a fork a scheduler turn later): the spawn is under way
-      // before the caller's reply (`initialize`) is written.
-      fork: (entry, startOptions) => Effect.forkIn(lifecycleOf(entry, startOptions), scope, { startImmediately: true }),
+      fork: (entry, startOptions) => Effect.forkIn(lifecycleOf(entry, startOptions), scope),
       stopEntries
     }
     const restart = restartOf(moves)
@@ -388,7 +386,7 @@ export const make = (options: ManagerOptions = {}) =>
     const start = startOf(replace)
 
     table.wake = wakeOf(table, lock, (entry, startOptions) =>
-      Effect.forkIn(Effect.interruptible(lifecycleOf(entry, startOptions)), scope, { startImmediately: true })
+      Effect.forkIn(Effect.interruptible(lifecycleOf(entry, startOptions)), scope)
     )
 
     yield* Effect.addFinalizer(() => stopAll)
