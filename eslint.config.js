@@ -62,6 +62,15 @@ const WIRE_FORM_USERS = [
   "src/gateway/routing/RunTasks.ts"
 ]
 
+/**
+ * Effect 4 has no @effect/platform: its HTTP, socket and process modules are in `effect` itself
+ * (`effect/http/HttpRouter`...), and a stray import of the old package would load a second Effect.
+ */
+const PLATFORM = {
+  group: ["@effect/platform", "@effect/platform/*"],
+  message: "Effect 4: import effect/http/..., effect/process/... (or @effect/platform-node's Node layers)."
+}
+
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "test/bench/results/", "coverage/"] },
   js.configs.recommended,
@@ -94,18 +103,19 @@ export default tseslint.config(
       "no-unused-vars": "off",
       // A `let` assigned once but read first by a callback (a listener set up before the value it
       // reports on exists) cannot be a `const`.
-      "prefer-const": ["error", { ignoreReadBeforeAssign: true }]
+      "prefer-const": ["error", { ignoreReadBeforeAssign: true }],
+      "no-restricted-imports": ["error", { patterns: [PLATFORM] }]
     }
   },
   // Two imports kept to their places (each block below overrides the one before for the files it names).
   {
     files: ["src/**"],
-    rules: { "no-restricted-imports": ["error", { patterns: [REQUESTER, WIRE_FORM] }] }
+    rules: { "no-restricted-imports": ["error", { patterns: [PLATFORM, REQUESTER, WIRE_FORM] }] }
   },
-  { files: REQUESTER_USERS, rules: { "no-restricted-imports": ["error", { patterns: [WIRE_FORM] }] } },
-  { files: WIRE_FORM_USERS, rules: { "no-restricted-imports": ["error", { patterns: [REQUESTER] }] } },
+  { files: REQUESTER_USERS, rules: { "no-restricted-imports": ["error", { patterns: [PLATFORM, WIRE_FORM] }] } },
+  { files: WIRE_FORM_USERS, rules: { "no-restricted-imports": ["error", { patterns: [PLATFORM, REQUESTER] }] } },
   // Both: the backend layer's own, and where its requests are answered.
-  { files: ["src/backend/Handshake.ts"], rules: { "no-restricted-imports": "off" } },
+  { files: ["src/backend/Handshake.ts"], rules: { "no-restricted-imports": ["error", { patterns: [PLATFORM] }] } },
   {
     // Below the session nothing asks which transport a client came by: the edge sets what it
     // says and can carry on the session (Session's `Edge`), and a new transport is one module.

@@ -13,8 +13,9 @@ export default defineConfig({
     // Integration tests spawn real processes; on a 2-core machine a little patience avoids flakes.
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // Vitest 5 has no pool options: a pool's bound is `maxWorkers` (no lower bound).
     pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    maxWorkers: 2,
     reporters: ["default"]
   }
 })

@@ -17,7 +17,8 @@ const FILES = [
   "test/e2e/http/http.test.ts",
   "test/hardening/stop.test.ts",
   "test/e2e/stdio/node-version.test.ts",
-  "test/e2e/stdio/code-cache.test.ts"
+  "test/e2e/stdio/code-cache.test.ts",
+  "test/e2e/stdio/stdout-frames.test.ts"
 ]
 
 const [which, ...rest] = process.argv.slice(2)

@@ -6,7 +6,9 @@ import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-const recorded = join(root, "node_modules", ".cache", "mcp-agentify", "source-hash")
+// Kept with what it describes (dist/), not in node_modules: checkouts that share one node_modules
+// (worktrees) each have their own build, and one's record made another rebuild under its tests.
+const recorded = join(root, "dist", ".source-hash")
 
 const files = (dir) =>
   readdirSync(dir, { withFileTypes: true })

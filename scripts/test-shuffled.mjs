@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process"
 import { randomInt } from "node:crypto"
 import { createRequire } from "node:module"
+import { dirname, join } from "node:path"
 
 const given = process.env.VITEST_SEED?.trim()
 if (given !== undefined && given !== "" && !/^\d+$/.test(given)) {
@@ -17,7 +18,9 @@ const replay = `npx vitest run --sequence.shuffle --sequence.seed=${seed}`
 const say = () => process.stderr.write(`tests shuffled with seed ${seed}; replay this order: ${replay}\n`)
 
 say()
-const vitest = createRequire(import.meta.url).resolve("vitest/vitest.mjs")
+// Its command as its package names it (vitest 5 exports no path to it).
+const manifest = createRequire(import.meta.url).resolve("vitest/package.json")
+const vitest = join(dirname(manifest), createRequire(import.meta.url)("vitest/package.json").bin.vitest)
 const child = spawn(
   process.execPath,
   [vitest, "run", "--sequence.shuffle", `--sequence.seed=${seed}`, ...process.argv.slice(2)],

@@ -21,11 +21,11 @@ export const alone: MayRenew = () => Promise.resolve(true)
 /** How long a gateway has the turn to renew a token (after that, another may). */
 export const RENEW_TURN_MS = 30_000
 
-export class RenewalTurns extends Context.Reference<RenewalTurns>()("mcp-agentify/RenewalTurns", {
+export class RenewalTurns extends Context.Reference<MayRenew>("mcp-agentify/RenewalTurns", {
   defaultValue: (): MayRenew => alone
 }) {
   /** The team's turns (its `Turns`) when its tokens are shared (`AGENTIFY_TOKEN_KEY` set in `env`), else alone. */
-  static readonly layerFor = (env: Readonly<Record<string, string | undefined>>): Layer.Layer<RenewalTurns, never, Turns> =>
+  static readonly layerFor = (env: Readonly<Record<string, string | undefined>>): Layer.Layer<never, never, Turns> =>
     Layer.effect(
       RenewalTurns,
       Effect.map(Turns, (turns): MayRenew =>

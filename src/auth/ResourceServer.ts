@@ -28,8 +28,8 @@ export interface Principal {
  * not signed by the issuer) or 403 `insufficient_scope` (valid, without a scope it needs).
  */
 export class TokenRefused extends Schema.TaggedError<TokenRefused>()("TokenRefused", {
-  status: Schema.Literal(401, 403),
-  error: Schema.optional(Schema.Literal("invalid_token", "insufficient_scope")),
+  status: Schema.Literals([401, 403]),
+  error: Schema.optional(Schema.Literals(["invalid_token", "insufficient_scope"])),
   description: Schema.String,
   /** The scopes the request needs (403). */
   scope: Schema.optional(Schema.String)

@@ -131,7 +131,7 @@ export const make = (dir: string, timeoutMs = SIGN_IN_TIMEOUT_MS, told: Told = n
   }
 }
 
-export class SignIns extends Context.Tag("mcp-agentify/SignIns")<SignIns, SignInsService>() {
+export class SignIns extends Context.Service<SignIns, SignInsService>()("mcp-agentify/SignIns") {
   /** Tokens in the token store's directory (`AGENTIFY_TOKEN_DIR`, else the user's config directory). */
   static readonly layer: Layer.Layer<SignIns> = Layer.effect(
     SignIns,

@@ -235,7 +235,7 @@ export const remove = (dir: string, entry: string, told: Told = nobody): void =>
  * another process): a backend that needs auth starts again then, without a restart of the gateway.
  */
 export const written = (dir: string, backendId: string): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     const name = path.basename(fileOf(dir, backendId))
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 })

@@ -7,17 +7,17 @@
  * `tools/list`) and returns a `Backend`; closing the scope stops the process and every process it
  * started. Every request is sent in the backend's era (see `paramsFor`).
  *
- * Why raw `node:child_process` inside `Effect.acquireRelease` and not @effect/platform's `Command`:
+ * Why raw `node:child_process` inside `Effect.acquireRelease` and not Effect's `ChildProcess`
+ * (`effect/process`):
  * - The hot path stays synchronous. A reply is parsed in the stdout `data` callback and resumes
  *   the waiting fiber directly from the request engine's table of pending ids; a request is one `stdin.write` of a
- *   whole frame. `Command` gives stdout as a Stream and stdin as a Sink, which puts a stream
+ *   whole frame. `ChildProcess` gives stdout as a Stream and stdin as a Sink, which puts a stream
  *   pipeline and a writer fiber on every call (the gateway has a budget of 0.3 ms per call).
  * - Exit codes and signals arrive as values (`exit` gives both), spawn errors as errno codes;
- *   `Command` reports a signal as a PlatformError message.
- * - `Command`'s finalizer waits forever for a child that ignores SIGTERM, and leaves the process
- *   group alone when the leader exited with 0, so the kill path had to be ours anyway; here it
- *   lives in one place (`terminate`).
- * - No `CommandExecutor`/`FileSystem` requirement leaks into the layers above.
+ *   `ChildProcess`'s `exitCode` fails with a PlatformError for an exit by signal (so after a kill).
+ * - The kill path is ours anyway: processes that left the group (found by their marker, see
+ *   Reaper) are stopped too, with the same grace; it lives in one place (`terminate`).
+ * - No `ChildProcessSpawner`/`FileSystem` requirement leaks into the layers above.
  *
  * Frames never interleave: a frame is written with a single `write` call on the one stdin
  * Writable, which queues whole chunks in order; that Writable is the single writer.
@@ -28,7 +28,7 @@
  * engine of jsonrpc/Requests), `Process` (spawn, connect, stop) and `Handshake` (the MCP session);
  * here are `make` and the `maxInstances` pool.
  */
-import { Cause, Deferred, Effect, Exit, Queue, type Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Queue, type Scope, Semaphore } from "effect"
 import type { BackendConfig } from "../config/Config.js"
 import { DEFAULT_MAX_BACKEND_FRAME_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, transportOf } from "../config/Config.js"
 import { BackendError } from "../protocol/Errors.js"
@@ -78,7 +78,7 @@ const makePool = Effect.fn("Backend.makePool")(function* (config: BackendConfig,
     { concurrency: "unbounded" }
   )
   const [first] = members
-  if (first === undefined) return yield* Effect.dieMessage("a pool has at least one member")
+  if (first === undefined) return yield* Effect.die(new Error("a pool has at least one member"))
   const inFlight = members.map(() => 0)
   const leastBusy = (): number => {
     let best = 0
@@ -186,7 +186,7 @@ const requestsOf = (
     // A server that forgot the session (restarted behind a URL, expired it, or lost its state) says
     // so: it is initialized again, once however many calls noticed, and each call is retried once.
     let generation = 0
-    const reinitializing = yield* Effect.makeSemaphore(1)
+    const reinitializing = yield* Semaphore.make(1)
     const reinitialize = (seen: number) =>
       reinitializing.withPermits(1)(
         Effect.suspend(() => {
@@ -204,7 +204,7 @@ const requestsOf = (
       if (stateless) return send(method, params, requestOptions)
       const seen = generation
       return send(method, params, requestOptions).pipe(
-        Effect.catchIf(isSessionLost, () => Effect.zipRight(reinitialize(seen), send(method, params, requestOptions)))
+        Effect.catchIf(isSessionLost, () => Effect.andThen(reinitialize(seen), send(method, params, requestOptions)))
       )
     }
     // Each call's outcome for observers (the debug UI's calls and errors), only while one listens.
@@ -231,8 +231,8 @@ const requestsOf = (
               ? publish("isError", Mcp.resultText(exit.value).slice(0, 500) || "the tool reported an error")
               : publish("ok")
           }
-          if (Cause.isInterruptedOnly(exit.cause)) return publish("cancelled")
-          const failure = Cause.failureOption(exit.cause)
+          if (Cause.hasInterruptsOnly(exit.cause)) return publish("cancelled")
+          const failure = Cause.findErrorOption(exit.cause)
           return publish("error", failure._tag === "Some" ? failure.value.message : "the call failed")
         })
       )
@@ -291,13 +291,13 @@ const makeOne = Effect.fn("Backend.make")(
         connection.channel.toolsListed?.(listed)
         return options.onToolsChanged?.(listed) ?? Effect.void
       }),
-      Effect.catchAllCause((cause) => Effect.logWarning("could not list the tools again", cause))
+      Effect.catchCause((cause) => Effect.logWarning("could not list the tools again", cause))
     )
     // Re-listing runs beside the relay, never in it: replies wait for the relay (see
     // `Connection.orderedRequest`), so it must not wait on a backend request itself. A burst of
     // list_changed is one re-listing, and one more after it when some came in while it ran.
     const scope = yield* Effect.scope
-    const relistLock = yield* Effect.makeSemaphore(1)
+    const relistLock = yield* Semaphore.make(1)
     let relistQueued = false
     const requestRelist = Effect.suspend(() => {
       if (relistQueued) return Effect.void
@@ -305,7 +305,7 @@ const makeOne = Effect.fn("Backend.make")(
       return Effect.asVoid(
         Effect.forkIn(
           relistLock.withPermits(1)(
-            Effect.zipRight(
+            Effect.andThen(
               Effect.sync(() => (relistQueued = false)),
               relist
             )
@@ -320,7 +320,7 @@ const makeOne = Effect.fn("Backend.make")(
         : options.onNotification === undefined
           ? Effect.sync(() => connection.markRelayed())
           : options.onNotification(event.method, event.params).pipe(
-              Effect.catchAllCause((cause) => Effect.logDebug(cause)),
+              Effect.catchCause((cause) => Effect.logDebug(cause)),
               Effect.ensuring(Effect.sync(() => connection.markRelayed()))
             )
     yield* Effect.forkScoped(
@@ -379,7 +379,7 @@ const makeOne = Effect.fn("Backend.make")(
         sendNow(stateless ? "server/discover" : "ping", stateless ? {} : undefined, { timeoutMs: probeTimeoutMs }).pipe(
           Effect.as("alive" as const),
           // A backend whose input is stuck cannot even be asked: as silent as one that does not answer.
-          Effect.catchAll((error) =>
+          Effect.catch((error) =>
             Effect.succeed(error.reason === "timeout" || error.reason === "overloaded" ? ("silent" as const) : ("alive" as const))
           )
         ),
@@ -388,5 +388,5 @@ const makeOne = Effect.fn("Backend.make")(
     }
     return backend
   },
-  (effect, config) => Effect.annotateLogs(effect, { backend: config.id })
+  (effect, ...[config]) => Effect.annotateLogs(effect, { backend: config.id })
 )

@@ -13,7 +13,7 @@
  * backend (`Backend`), the restart policy and its `Schedule` (`Restart`), what a new set changes
  * (`Diff`), an entry of the table (`Entry`), each user's own connection to a `perUser` backend (`Lanes`).
  */
-import { Context, Deferred, Effect, ExecutionStrategy, Fiber, FiberId, Layer, PubSub, Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, PubSub, Scope, Stream, Semaphore } from "effect"
 import * as Backend from "./Backend.js"
 import * as Known from "./Known.js"
 import * as Lanes from "./Lanes.js"
@@ -157,13 +157,13 @@ const tableOf = (options: ManagerOptions) =>
 const wakeOf =
   (
     table: Table,
-    lock: Effect.Semaphore,
-    startLifecycle: (entry: Entry, startOptions: StartOptions) => Effect.Effect<Fiber.RuntimeFiber<void>>
+    lock: Semaphore.Semaphore,
+    startLifecycle: (entry: Entry, startOptions: StartOptions) => Effect.Effect<Fiber.Fiber<void>>
   ) =>
   (entry: Entry): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (entry.state !== "idle") return Deferred.await(entry.settled)
-      const settled = Deferred.unsafeMake<void>(FiberId.none)
+      const settled = Deferred.makeUnsafe<void>()
       entry.settled = settled
       const previous = entry.fiber
       entry.fiber = undefined
@@ -182,7 +182,7 @@ const wakeOf =
           entry.fiber = yield* startLifecycle(entry, startOptions)
         })
       )
-      return Effect.zipRight(Effect.uninterruptible(Effect.zipRight(moved, fork)), Deferred.await(settled))
+      return Effect.andThen(Effect.uninterruptible(Effect.andThen(moved, fork)), Deferred.await(settled))
     })
 
 /**
@@ -210,9 +210,9 @@ const waitsForUse = (table: Table, entry: Entry, startOptions: StartOptions) =>
 interface Moves {
   readonly table: Table
   /** start, apply, restart and stopAll replace or change the set: they must not overlap. */
-  readonly lock: Effect.Semaphore
+  readonly lock: Semaphore.Semaphore
   /** Forks an entry's lifecycle in the manager's scope. */
-  readonly fork: (entry: Entry, startOptions: StartOptions) => Effect.Effect<Fiber.RuntimeFiber<void>>
+  readonly fork: (entry: Entry, startOptions: StartOptions) => Effect.Effect<Fiber.Fiber<void>>
   /** Stops these entries' lifecycles (and with them their processes), waiting for them. */
   readonly stopEntries: (stopping: ReadonlyArray<Entry>) => Effect.Effect<void>
 }
@@ -332,10 +332,10 @@ export const make = (options: ManagerOptions = {}) =>
     const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.restart }
     // Lifecycle fibers live in a child scope closed in parallel: stopping N stubborn backends
     // then takes one kill grace, not N.
-    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
+    const scope = yield* Scope.fork(yield* Effect.scope, "parallel")
     const table = yield* tableOf(options)
     // start and stopAll replace the whole set; they must not overlap.
-    const lock = yield* Effect.makeSemaphore(1)
+    const lock = yield* Semaphore.make(1)
     const lifecycleOf = (entry: Entry, startOptions: StartOptions) => Lifecycle.run(table, entry, startOptions, policy)
 
     // Each user's own connection to a backend that acts as each user (its tools listed by the shared one).
@@ -357,10 +357,10 @@ export const make = (options: ManagerOptions = {}) =>
         const fibers = stopping.flatMap((e) => (e.fiber === undefined ? [] : [e.fiber]))
         for (const e of stopping) e.fiber = undefined
         return (fibers.length === 0 ? Effect.void : Fiber.interruptAll(fibers)).pipe(
-          Effect.zipRight(Effect.forEach(stopping, (e) => lanes.close(e.config.id), { discard: true })),
+          Effect.andThen(Effect.forEach(stopping, (e) => lanes.close(e.config.id), { discard: true })),
           // A lifecycle interrupted before it ever ran never reaches its own `ensuring`: release a
           // start() still waiting for it (a shutdown right behind initialize).
-          Effect.zipRight(Effect.forEach(stopping, (e) => Deferred.succeed(e.settled, undefined), { discard: true }))
+          Effect.andThen(Effect.forEach(stopping, (e) => Deferred.succeed(e.settled, undefined), { discard: true }))
         )
       })
 
@@ -456,16 +456,16 @@ const serviceOf = (
   }
 }
 
-export class Backends extends Context.Tag("mcp-agentify/Backends")<Backends, BackendsService>() {
+export class Backends extends Context.Service<Backends, BackendsService>()("mcp-agentify/Backends") {
   /**
    * Requires nothing: processes are spawned with node:child_process (see Backend.ts for why). It
    * also provides the backend layer's internal `BackendRequester`, which only the gateway's
    * forwarder holds (see Requester).
    */
-  static readonly layer: Layer.Layer<Backends | BackendRequester> = Layer.scopedContext(make())
+  static readonly layer: Layer.Layer<Backends | BackendRequester> = Layer.effectContext(make())
   /** With a shorter kill grace, a different restart policy, ... (tests, embedders). */
   static readonly layerWith = (options: ManagerOptions): Layer.Layer<Backends | BackendRequester> =>
-    Layer.scopedContext(make(options))
+    Layer.effectContext(make(options))
   /** The same as `layer`: there are no platform services to provide. Kept for symmetry with other Node layers. */
   static readonly layerNode: Layer.Layer<Backends | BackendRequester> = Backends.layer
 }

@@ -3,7 +3,7 @@
  * Channel): requests sent through the engine (jsonrpc/Requests), frames read and classified, the
  * backend's own requests and notifications, and the wording of every way a call can fail.
  */
-import { Deferred, Effect, Exit, FiberId, Queue } from "effect"
+import { Deferred, Effect, Exit, Queue } from "effect"
 import { BackendError, ErrorCode } from "../protocol/Errors.js"
 import { type EventsService, none as noEvents } from "../observability/Events.js"
 import {
@@ -63,9 +63,9 @@ export class Connection implements Receiver {
   /** Set when the channel ended; requests fail at once from then on. */
   exitInfo: ExitInfo | undefined = undefined
   /** Completed once what the channel had read was delivered after its end. */
-  readonly exitDeferred = Deferred.unsafeMake<ExitInfo>(FiberId.none)
+  readonly exitDeferred = Deferred.makeUnsafe<ExitInfo>()
   /** Completed when the channel ended (a process's raw `exit`), for the kill path. */
-  readonly leaderExited = Deferred.unsafeMake<void>(FiberId.none)
+  readonly leaderExited = Deferred.makeUnsafe<void>()
   /** The gateway is stopping it: failures read "stopped", not "killed by SIGTERM". */
   closing = false
   /** Until the session is ready, crash errors carry the stderr tail (why start-up failed). */
@@ -113,7 +113,7 @@ export class Connection implements Receiver {
   }
 
   private log(line: LogLine) {
-    if (!Queue.unsafeOffer(this.logs, line)) this.droppedLogLines++
+    if (!Queue.offerUnsafe(this.logs, line)) this.droppedLogLines++
   }
 
   // -- writing
@@ -328,7 +328,7 @@ export class Connection implements Receiver {
   }
 
   private onNotification(method: string, params: unknown) {
-    if (method === "notifications/tools/list_changed") Queue.unsafeOffer(this.inbound, { _tag: "ToolsChanged" })
+    if (method === "notifications/tools/list_changed") Queue.offerUnsafe(this.inbound, { _tag: "ToolsChanged" })
     else if (method === "notifications/subscriptions/acknowledged") return
     else if (method === "notifications/cancelled") {
       // The backend gave up on one of its own requests.
@@ -336,7 +336,7 @@ export class Connection implements Receiver {
       if (isId(target)) this.cancelHandler?.(target)
     } else {
       this.requests.noteNotification()
-      Queue.unsafeOffer(this.inbound, { _tag: "Notification", method, params })
+      Queue.offerUnsafe(this.inbound, { _tag: "Notification", method, params })
     }
   }
 
@@ -413,12 +413,12 @@ export class Connection implements Receiver {
           ? `closed its stdout while running (stopped, then ${describeExit(code, signal)})`
           : (reason ?? describeExit(code, signal))
     }
-    Deferred.unsafeDone(this.leaderExited, Exit.void)
+    Deferred.doneUnsafe(this.leaderExited, Exit.void)
   }
 
   finished() {
     this.requests.failAll((method) => this.crashed(method))
-    Deferred.unsafeDone(this.exitDeferred, Exit.succeed(this.exitInfo!))
+    Deferred.doneUnsafe(this.exitDeferred, Exit.succeed(this.exitInfo!))
   }
 
   get hasExited(): boolean {

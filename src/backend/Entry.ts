@@ -30,7 +30,7 @@ export interface Entry {
   backend: Backend.Backend | undefined
   /** The era it spoke last: a restart speaks it again without asking (see Backend `era`). */
   era: Backend.Era
-  fiber: Fiber.RuntimeFiber<void> | undefined
+  fiber: Fiber.Fiber<void> | undefined
   /**
    * Completed when start() (or a request that started it on use) may stop waiting for this
    * backend: ready, failed, or its first attempt failed. A fresh one for each start on use.

@@ -65,16 +65,16 @@ export const initialize = (
     for (const version of versions) {
       const outcome = yield* connection
         .request("initialize", { protocolVersion: version, capabilities, clientInfo }, timeoutMs)
-        .pipe(Effect.either)
-      if (outcome._tag === "Left") {
+        .pipe(Effect.result)
+      if (outcome._tag === "Failure") {
         // A transport failure (HTTP 401, 503...) is not about the version: no use offering another.
-        if (outcome.left.reason !== "call_failed" || httpStatusOf(outcome.left.detail) !== undefined) {
-          return yield* outcome.left
+        if (outcome.failure.reason !== "call_failed" || httpStatusOf(outcome.failure.detail) !== undefined) {
+          return yield* outcome.failure
         }
-        problems.push(`${version}: ${outcome.left.summary}`)
+        problems.push(`${version}: ${outcome.failure.summary}`)
         continue
       }
-      const result = outcome.right
+      const result = outcome.success
       const answered = field(result, "protocolVersion")
       if (Mcp.isSupportedProtocolVersion(answered) && (versions.length > 1 || answered === version)) {
         return {
@@ -108,7 +108,7 @@ export const serveRequests = (
       duplicates: "refuse",
       reply: (id, exit) => {
         if (Exit.isSuccess(exit)) return success(id, exit.value === undefined ? {} : exit.value)
-        const failed = Cause.failureOption(exit.cause)
+        const failed = Cause.findErrorOption(exit.cause)
         // The reply to the backend is written here: a client's answer it relays is scrubbed like any reply.
         if (Option.isSome(failed)) return failure(id, toRpcError(failed.value))
         // Cancelled by the backend, or the backend stopping: MCP sends no reply then.
@@ -117,8 +117,8 @@ export const serveRequests = (
     })
     connection.requestHandler = (id, method, params) => {
       const answer = Effect.suspend(() => handler(method, params)).pipe(
-        Effect.catchAllDefect((defect) =>
-          Effect.zipRight(
+        Effect.catchDefect((defect) =>
+          Effect.andThen(
             Effect.logError(`answering the backend's ${method} failed with a defect`, defect),
             new InternalError({ message: `Internal error while answering ${method}` })
           )
@@ -153,13 +153,13 @@ export const discover = (
   Effect.gen(function* () {
     const outcome = yield* connection
       .request("server/discover", paramsFor(true, {}, capabilities, clientInfo), Math.min(timeoutMs, DISCOVER_TIMEOUT_MS))
-      .pipe(Effect.either)
-    if (outcome._tag === "Left") {
+      .pipe(Effect.result)
+    if (outcome._tag === "Failure") {
       // A process that died cannot be asked again; anything else means "not this era".
-      if (outcome.left.reason === "crashed") return yield* outcome.left
+      if (outcome.failure.reason === "crashed") return yield* outcome.failure
       return undefined
     }
-    const result = outcome.right
+    const result = outcome.success
     const supported = field(result, "supportedVersions")
     if (!Array.isArray(supported) || !supported.includes(Mcp.STATELESS_PROTOCOL_VERSION)) return undefined
     return {

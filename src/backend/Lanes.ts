@@ -12,7 +12,7 @@
  *
  * On `RcMap`: reference-counted per user, idle time to live, closed with the Backends' scope.
  */
-import { Data, Effect, RcMap, type Scope } from "effect"
+import { Effect, RcMap, type Scope } from "effect"
 import { BackendError } from "../protocol/Errors.js"
 import { field, isObject } from "../json/Json.js"
 import type { Backend } from "./Contract.js"
@@ -37,12 +37,15 @@ export const signInNeededBy = (error: unknown): string | undefined => {
   return typeof subject === "string" ? subject : undefined
 }
 
-/** A lane's key: a structure compared field by field, never a joined string a subject could forge. */
+/**
+ * A lane's key: a structure compared field by field (Effect's `Equal`/`Hash` compare plain objects
+ * by value), never a joined string a subject could forge.
+ */
 interface LaneKey {
   readonly backendId: string
   readonly subject: string
 }
-const laneKey = (backendId: string, subject: string): LaneKey => Data.struct({ backendId, subject })
+const laneKey = (backendId: string, subject: string): LaneKey => ({ backendId, subject })
 
 /** The error of a lane whose user must sign in, saying whose; every other failure as it is. */
 const ownedBy = (error: BackendError, subject: string): BackendError => {
@@ -67,13 +70,13 @@ export const make = (
           )
           // Ended by itself: forgotten, from outside its own scope (which the forgetting closes).
           // Closed as idle or stopped, this watcher goes first (finalizers run in reverse order).
-          yield* Effect.forkScoped(Effect.zipRight(backend.exited, Effect.forkIn(RcMap.invalidate(lanes, key), outer)))
+          yield* Effect.forkScoped(Effect.andThen(backend.exited, Effect.forkIn(RcMap.invalidate(lanes, key), outer)))
           return backend
         }),
       idleTimeToLive: idleMs
     })
     const keysOf = (backendId: string) =>
-      Effect.map(RcMap.keys(lanes), (keys) => keys.filter((key) => key.backendId === backendId))
+      Effect.map(RcMap.keys(lanes), (keys) => Array.from(keys).filter((key) => key.backendId === backendId))
     return {
       request: (backendId, subject, method, params) =>
         Effect.scoped(

@@ -7,7 +7,7 @@
  * until interrupted (stopped, removed, restarted on request); each run of the process in a scope
  * of its own.
  */
-import { Deferred, Duration, Effect, Schedule } from "effect"
+import { Deferred, Duration, Effect, Pull, Schedule } from "effect"
 import * as Store from "../auth/Store.js"
 import { describeBackend, healthCheckOf } from "../config/Config.js"
 import * as Logging from "../observability/Logging.js"
@@ -94,15 +94,17 @@ const asKnown = (entry: Entry, listed: ReadonlyArray<Mcp.Tool>): ReadonlyArray<M
  * it fails as any failed start does, and the run's scope, closing, stops its process.
  */
 const boundedStart = <A, R>(entry: Entry, startupTimeoutMs: number, start: Effect.Effect<A, BackendError, R>) =>
-  Effect.timeoutFail(start, {
+  Effect.timeoutOrElse(start, {
     duration: Duration.millis(startupTimeoutMs),
-    onTimeout: () =>
-      new BackendError({
-        backendId: entry.config.id,
-        reason: "timeout",
-        method: "initialize",
-        summary: `did not finish starting within startupTimeoutMs (${startupTimeoutMs} ms)`
-      })
+    orElse: () =>
+      Effect.fail(
+        new BackendError({
+          backendId: entry.config.id,
+          reason: "timeout",
+          method: "initialize",
+          summary: `did not finish starting within startupTimeoutMs (${startupTimeoutMs} ms)`
+        })
+      )
   })
 
 /** One run of the process: start, be ready, wait for the exit. Fails if it never became ready. */
@@ -115,9 +117,9 @@ const runOnce = (table: Table, entry: Entry, startOptions: StartOptions) =>
           Effect.suspend(() => {
             if (entry.backend !== backend) return Effect.void
             const said = table.reviewTools(entry, tools, startOptions.pins)
-            return Effect.zipRight(
-              Effect.zipRight(said, Effect.logInfo(`tools changed: ${tools.length} tools`)),
-              Effect.zipRight(table.toldAgain(entry), remember(table, entry, backend, startOptions))
+            return Effect.andThen(
+              Effect.andThen(said, Effect.logInfo(`tools changed: ${tools.length} tools`)),
+              Effect.andThen(table.toldAgain(entry), remember(table, entry, backend, startOptions))
             )
           })
       })
@@ -177,32 +179,31 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
     yield* Effect.logInfo("starting backend", describeBackend(config))
     // Said once: a start at `start` is "starting" from the step that forked it.
     if (entry.state !== "starting") yield* table.setState(entry, "starting")
-    // Said and shown before each wait (the schedule's output is the wait it is about to take).
-    let announce: (delay: Duration.Duration) => Effect.Effect<void> = () => Effect.void
-    const restarts = yield* Schedule.driver(restartDelays(policy).pipe(Schedule.tapOutput((delay) => announce(delay))))
+    // The waits between restarts, stepped by hand: a fresh step function starts the backoff afresh.
+    let restarts = yield* Schedule.toStep(restartDelays(policy))
     while (true) {
-      const outcome = yield* Effect.either(runOnce(table, entry, startOptions))
+      const outcome = yield* Effect.result(runOnce(table, entry, startOptions))
       let lastError: string
-      if (outcome._tag === "Left") {
-        lastError = outcome.left.summary
-        if (needsAuthOf(outcome.left.detail)) {
-          yield* waitForSignIn(table, entry, outcome.left.detail, lastError)
+      if (outcome._tag === "Failure") {
+        lastError = outcome.failure.summary
+        if (needsAuthOf(outcome.failure.detail)) {
+          yield* waitForSignIn(table, entry, outcome.failure.detail, lastError)
           continue
         }
         // A server that died of server/discover is of the session era: its restart does not ask again.
-        if (outcome.left.method === "server/discover" && config.url === undefined) entry.era = "session"
-        if (Backend.isPermanentFailure(outcome.left)) {
+        if (outcome.failure.method === "server/discover" && config.url === undefined) entry.era = "session"
+        if (Backend.isPermanentFailure(outcome.failure)) {
           yield* Effect.logError(`backend failed: ${lastError}`)
           return yield* table.setState(entry, "failed", lastError)
         }
-      } else if (outcome.right.exit === "idle") {
+      } else if (outcome.success.exit === "idle") {
         // Stopped for want of use: it waits, as its tools are known, for the next one.
         return
       } else {
-        lastError = outcome.right.exit.description
-        if (outcome.right.readyMs >= policy.healthyAfterMs) {
+        lastError = outcome.success.exit.description
+        if (outcome.success.readyMs >= policy.healthyAfterMs) {
           failures = 0
-          yield* restarts.reset
+          restarts = yield* Schedule.toStep(restartDelays(policy))
         }
       }
       failures++
@@ -215,23 +216,24 @@ export const run = (table: Table, entry: Entry, startOptions: StartOptions, poli
         yield* Effect.logError(`backend failed: ${gaveUp}`)
         return yield* table.setState(entry, "failed", gaveUp)
       }
-      const what = outcome._tag === "Left" ? "could not start" : "crashed"
-      const why = lastError
-      announce = (delay) =>
-        Effect.gen(function* () {
-          yield* Effect.logWarning(`backend ${what}: ${why}; restarting in ${Duration.toMillis(delay)} ms`)
-          yield* table.setState(entry, "restarting", why)
-          // start() does not wait through backoff: the backend shows up later via toolsChanged.
-          yield* Deferred.succeed(entry.settled, undefined)
-        })
-      yield* restarts.next(undefined)
+      const what = outcome._tag === "Failure" ? "could not start" : "crashed"
+      // The schedule never ends (no `Done`): its output is the wait it is about to take.
+      const [, delay] = yield* restarts(Date.now(), undefined).pipe(
+        Pull.catchDone(() => Effect.succeed([Duration.zero, Duration.zero] as const))
+      )
+      // Said and shown before the wait.
+      yield* Effect.logWarning(`backend ${what}: ${lastError}; restarting in ${Duration.toMillis(delay)} ms`)
+      yield* table.setState(entry, "restarting", lastError)
+      // start() does not wait through backoff: the backend shows up later via toolsChanged.
+      yield* Deferred.succeed(entry.settled, undefined)
+      yield* Effect.sleep(delay)
       entry.restarts++
     }
   }).pipe(
-    Effect.catchAllCause((cause) =>
-      Effect.zipRight(Effect.logError("backend lifecycle failed", cause), table.setState(entry, "failed", "internal error"))
+    Effect.catchCause((cause) =>
+      Effect.andThen(Effect.logError("backend lifecycle failed", cause), table.setState(entry, "failed", "internal error"))
     ),
-    Effect.onInterrupt(() => Effect.zipRight(table.setState(entry, "stopped"), Effect.logInfo("backend stopped"))),
+    Effect.onInterrupt(() => Effect.andThen(table.setState(entry, "stopped"), Effect.logInfo("backend stopped"))),
     Effect.ensuring(Deferred.succeed(entry.settled, undefined)),
     Effect.annotateLogs({ backend: entry.config.id })
   )

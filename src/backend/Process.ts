@@ -67,7 +67,7 @@ const hasPipes = (child: ChildProcess): child is ChildProcessWithoutNullStreams 
   Boolean(child.stdin) && Boolean(child.stdout) && Boolean(child.stderr)
 
 export const spawnConnection: Open = (config, maxFrameBytes, logs, inbound, events) =>
-  Effect.async<Connection, BackendError>((resume) => {
+  Effect.callback<Connection, BackendError>((resume) => {
     const cwdProblem = checkCwd(config)
     if (cwdProblem !== undefined) return resume(Effect.fail(cwdProblem))
     const tag = Reaper.newTag()
@@ -161,7 +161,7 @@ export const connectRemote: Open = (config, maxFrameBytes, logs, inbound, events
         return channel
       })
       const opened = channel
-      if (opened === undefined) return Effect.dieMessage("the remote backend's channel was not opened")
+      if (opened === undefined) return Effect.die(new Error("the remote backend's channel was not opened"))
       return opened.connect.pipe(
         Effect.mapError(
           (error) =>

@@ -118,7 +118,7 @@ export class ProcessChannel implements Channel {
     this.outgoingBytes = 0
     if (!this.stdinOpen || this.exited) return
     const stdin = this.child.stdin
-    const text = frames.length === 1 ? frames[0]! : frames.join("")
+    const text = frames.join("")
     if (text.length <= WRITE_SLICE_BYTES) {
       stdin.write(text, this.onWritten)
       return

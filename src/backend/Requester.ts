@@ -17,4 +17,4 @@ export interface RequesterService {
   readonly request: (backendId: string, method: string, params: unknown, subject?: string) => Effect.Effect<unknown, BackendError>
 }
 
-export class BackendRequester extends Context.Tag("mcp-agentify/BackendRequester")<BackendRequester, RequesterService>() {}
+export class BackendRequester extends Context.Service<BackendRequester, RequesterService>()("mcp-agentify/BackendRequester") {}

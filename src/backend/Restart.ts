@@ -16,10 +16,11 @@ export interface RestartPolicy {
 
 /** The waits between restarts: `initialDelayMs`, doubling with each consecutive failure, at most `maxDelayMs`. */
 export const restartDelays = (policy: RestartPolicy): Schedule.Schedule<Duration.Duration> =>
-  Schedule.exponential(Duration.millis(policy.initialDelayMs)).pipe(
-    Schedule.union(Schedule.spaced(Duration.millis(policy.maxDelayMs))),
-    Schedule.delays
-  )
+  // The shorter of the two waits each time (and recurring while either does): the cap.
+  Schedule.min([
+    Schedule.exponential(Duration.millis(policy.initialDelayMs)),
+    Schedule.spaced(Duration.millis(policy.maxDelayMs))
+  ])
 
 export const DEFAULT_RESTART_POLICY: RestartPolicy = {
   initialDelayMs: 500,

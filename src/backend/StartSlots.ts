@@ -8,7 +8,7 @@
  *
  * Effect's semaphore has no priority, hence this one: two queues of waiting starts.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, FiberId } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber } from "effect"
 
 /** A start waiting for a slot: what it is handed, and whose start it is (to hurry it). */
 interface Waiting {
@@ -61,7 +61,7 @@ export class StartSlots {
       return Effect.acquireUseRelease(
         this.take(urgent, owner),
         () =>
-          Effect.flatMap(Effect.fork(Effect.delay(giveBack, Duration.millis(holdMs))), (timer) =>
+          Effect.flatMap(Effect.forkChild(Effect.delay(giveBack, Duration.millis(holdMs))), (timer) =>
             Effect.ensuring(start, Fiber.interrupt(timer))
           ),
         () => giveBack
@@ -77,7 +77,7 @@ export class StartSlots {
         this.free--
         return Effect.void
       }
-      const handed = Deferred.unsafeMake<void>(FiberId.none)
+      const handed = Deferred.makeUnsafe<void>()
       ;(urgent || hurried ? this.urgent : this.later).push({ handed, owner })
       return Effect.interruptible(Deferred.await(handed)).pipe(
         Effect.onInterrupt(() =>
@@ -94,7 +94,7 @@ export class StartSlots {
   private release(): void {
     const next = this.urgent.shift() ?? this.later.shift()
     if (next === undefined) this.free++
-    else Deferred.unsafeDone(next.handed, Exit.void)
+    else Deferred.doneUnsafe(next.handed, Exit.void)
   }
 
   private leave(handed: Deferred.Deferred<void>): boolean {

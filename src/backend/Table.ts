@@ -128,7 +128,7 @@ export class Table {
       entry.backend = undefined
       entry.pid = undefined
     }
-    return Effect.zipRight(
+    return Effect.andThen(
       PubSub.publish(this.statusPubSub, statusOf(entry)),
       wasListed !== listed(entry) || state === "ready" ? this.toolsChangedNow : Effect.void
     )
@@ -136,7 +136,7 @@ export class Table {
 
   /** The entry's state as it is, told again (its tools were listed again). */
   toldAgain(entry: Entry) {
-    return Effect.zipRight(PubSub.publish(this.statusPubSub, statusOf(entry)), this.toolsChangedNow)
+    return Effect.andThen(PubSub.publish(this.statusPubSub, statusOf(entry)), this.toolsChangedNow)
   }
 
   /**
@@ -183,7 +183,7 @@ export class Table {
       },
       onNotification: (method, params) => {
         const notification = { backendId: entry.config.id, method, params }
-        return Effect.zipRight(
+        return Effect.andThen(
           PubSub.publish(this.notificationsPubSub, notification),
           Effect.forEach([...this.listeners], (listener) => listener(notification), { discard: true })
         )
@@ -209,7 +209,7 @@ export class Table {
       }
       const start = this.startOf(entry)
       if (start !== undefined) {
-        return Effect.zipRight(
+        return Effect.andThen(
           start,
           Effect.suspend(() => {
             // A call is judged on the tools the backend lists once started (see the pipeline's
@@ -236,7 +236,7 @@ export class Table {
       if (entry.backend === undefined && entry.state === "starting") {
         // Still waiting for a place to start: it goes before those nobody waits for.
         this.startSlots.hurry(entry)
-        return Effect.zipRight(this.untilSettled(entry), this.forward(entry, backendId, method, params))
+        return Effect.andThen(this.untilSettled(entry), this.forward(entry, backendId, method, params))
       }
       return this.forward(entry, backendId, method, params)
     })

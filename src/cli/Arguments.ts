@@ -3,7 +3,7 @@
  * `.env` (documented settings only) and the config file, checked into what runs (`Parsed`); every
  * mistake a `UsageError` whose message says how to mend it. Nothing runs here.
  */
-import { Either, Redacted } from "effect"
+import { Result, Redacted } from "effect"
 import * as path from "node:path"
 import { parseArgs } from "node:util"
 import { type ConfigSources, LogLevelName, MAX_DURATION_MS, readDotEnv } from "../config/Config.js"
@@ -354,7 +354,7 @@ export const parse = (
   }
   const configPath = text("config") ?? (env.AGENTIFY_CONFIG?.trim() || undefined)
   const disk = { configPath, serversDir: text("servers-dir") }
-  const loaded = Either.getOrElse(Load.load(disk, env), (message) => {
+  const loaded = Result.getOrElse(Load.load(disk, env), (message) => {
     throw new UsageError(message)
   })
   const file = loaded.file

@@ -22,7 +22,7 @@ export const run = (
   print: (text: string) => void,
   openBrowser: boolean
 ): Effect.Effect<number> =>
-  Effect.flatMap(WrittenFiles, (written) =>
+  Effect.flatMap(Effect.service(WrittenFiles), (written) =>
     Effect.promise(async () => {
       const config = resolve(sources)
       const backend = config.backends.find((b) => b.id === backendId)
@@ -63,7 +63,7 @@ export const revoke = (
   print: (text: string) => void,
   subject?: string
 ): Effect.Effect<number> =>
-  Effect.flatMap(WrittenFiles, (written) =>
+  Effect.flatMap(Effect.service(WrittenFiles), (written) =>
     Effect.promise(async () => {
       const backend = resolve(sources).backends.find((b) => b.id === backendId)
       if (backend?.url === undefined) {

@@ -127,7 +127,8 @@ const startTimed = (
             settledIn.set(status.id, Date.now() - started)
         })
       ),
-      Effect.fork
+      // Listening before the first start is told: a fork that waited for this fiber to yield could miss it.
+      Effect.forkChild({ startImmediately: true })
     )
     yield* backends.start(checked, options)
     yield* Fiber.interrupt(watcher)

@@ -7,7 +7,7 @@
  * `main` is all of `bin.ts`. Tests and benchmarks run the same program with another LLM layer
  * (`main(argv, { llm })`), so what they measure is what users run.
  */
-import { Cause, Effect, Exit, FiberId, Layer } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
 import * as path from "node:path"
 import { GatewayConfig } from "../config/Config.js"
 import * as Gateway from "../gateway/Gateway.js"
@@ -21,7 +21,7 @@ import * as Telemetry from "../observability/Telemetry.js"
 import * as Debug from "../debug/Debug.js"
 import { onStopSignal } from "./Signals.js"
 import * as Stdio from "../transport/Stdio.js"
-import { Protocol } from "../gateway/clients/Protocol.js"
+import * as Clients from "../gateway/clients/Clients.js"
 import { type Parsed, parse, type Settings, UsageError } from "./Arguments.js"
 
 export { parse, type Parsed, type Settings, USAGE, UsageError } from "./Arguments.js"
@@ -79,18 +79,23 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
   const GatewayLive = (
     settings.http === undefined ? debug.pipe(Layer.provideMerge(Gateway.layerStdio)) : Gateway.layerSharedWith(debug)
   ).pipe(Layer.provide(llm), Layer.provide(Layer.effectDiscard(announce)), Layer.provideMerge(ConfigLive))
-  // What the transports carry frames to (sessions, eras, where the backends start).
-  const ServedLive = Protocol.layer.pipe(Layer.provideMerge(GatewayLive))
+
   const http = settings.http
   const serve: Effect.Effect<void> =
     http === undefined
-      ? Stdio.serveProcessAs(settings.profile).pipe(Effect.provide(ServedLive))
+      ? // The clients (sessions, eras, where the backends start) on the Protocol stdio provides.
+        Effect.scoped(Clients.run({ profile: settings.profile })).pipe(
+          Effect.provide(Stdio.layerProcess),
+          Effect.provide(GatewayLive)
+        )
       : // Backends start while the layer builds; the server then runs until interrupted (a signal).
         // The HTTP transport is loaded only here: the stdio gateway never reads its code.
         Effect.promise(() => import("../transport/Http.js")).pipe(
-          Effect.flatMap((Http) => Layer.launch(Http.layer(http).pipe(Layer.provide(ServedLive)))),
-          Effect.catchAll((error) =>
-            Effect.zipRight(
+          Effect.flatMap((Http) =>
+            Layer.launch(Clients.layer().pipe(Layer.provide(Http.layer(http)), Layer.provide(GatewayLive)))
+          ),
+          Effect.catch((error) =>
+            Effect.andThen(
               Effect.logFatal(`cannot serve HTTP on ${http.host}:${http.port}`, error),
               Effect.sync(() => {
                 process.exitCode = 1
@@ -100,7 +105,7 @@ export const program = (settings: Settings, options: ProgramOptions = {}): Effec
         )
 
   return serve.pipe(
-    Effect.catchAllDefect((defect) => Effect.logFatal("gateway failed", defect)),
+    Effect.catchDefect((defect) => Effect.logFatal("gateway failed", defect)),
     // OpenTelemetry export when OTEL_EXPORTER_OTLP_ENDPOINT is set; nothing otherwise.
     Effect.provide(Telemetry.layer(settings.sources.env, SERVER_VERSION)),
     Effect.provide(Logging.layer())
@@ -118,19 +123,20 @@ export const run = (main: Effect.Effect<void>): void => {
   // Outlives this process only to stop its backends' process trees if it is killed (SIGKILL):
   // started with the first backend.
   Reaper.enableWatchdog()
-  // The event loop must stay alive while the fiber waits on nothing but effects.
+  // The event loop must stay alive while the fiber waits on nothing but effects: Effect 4's
+  // `runFork` does not hold it (only `runMain` does; measured on 4.1.0).
   const keepAlive = setInterval(() => {}, 2 ** 30)
   const fiber = Effect.runFork(main)
   // Always exit explicitly: a backend pipe or timer left open must not keep the process alive.
   fiber.addObserver((exit) => {
     clearInterval(keepAlive)
-    process.exit(Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) ? 1 : Number(process.exitCode ?? 0))
+    process.exit(Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) ? 1 : Number(process.exitCode ?? 0))
   })
   onStopSignal((signal) => {
     process.stderr.write(`mcp-agentify: ${signal} received; stopping backends\n`)
     // Whatever happens to cleanup, the process ends; Reaper's exit hook kills what is left.
     setTimeout(() => process.exit(0), FORCE_EXIT_MS).unref()
-    fiber.unsafeInterruptAsFork(FiberId.none)
+    fiber.interruptUnsafe()
   })
 }
 

@@ -9,7 +9,7 @@ import * as Gateway from "../gateway/Gateway.js"
 import * as Logging from "../observability/Logging.js"
 import { LlmClient } from "../orchestration/model/Llm.js"
 
-type Core = Layer.Layer.Success<typeof Gateway.layerCore> | GatewayConfig
+type Core = Layer.Success<typeof Gateway.layerCore> | GatewayConfig
 
 /** Runs a command's effect on the core it needs. */
 export const withCore =

@@ -21,7 +21,7 @@ export interface Terminal {
 export const processTerminal: Terminal = {
   write: (text) => void process.stderr.write(text),
   readLine: (prompt) =>
-    Effect.async<string | undefined>((resume) => {
+    Effect.callback<string | undefined>((resume) => {
       const lines = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true })
       let answered = false
       lines.question(prompt, (line) => {

@@ -15,7 +15,7 @@
  * opened in process, and the same method table a client's `tools/list`, `tools/call` and
  * `agentify/orchestrateTask` reach, so what a person sees here is what an IDE gets.
  */
-import { Effect, Fiber, Layer, Queue, Schedule } from "effect"
+import { Effect, Fiber, Layer, PubSub, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { GatewayConfig, type ConfigSources } from "../config/Config.js"
 import { toRpcError } from "../protocol/Errors.js"
@@ -98,9 +98,7 @@ const settled = (
     if (first.length === 0) return Effect.succeed(first)
     say(`mcp-agentify: waiting for ${first.join(", ")} to start (at most ${Math.round(boundMs / 1000)} s)\n`)
     return starting.pipe(
-      Effect.repeat(
-        Schedule.recurUntil((still: ReadonlyArray<string>) => still.length === 0).pipe(Schedule.addDelay(() => "100 millis"))
-      ),
+      Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (still) => still.length === 0 }),
       Effect.timeoutOption(boundMs),
       Effect.flatMap((waited) => (waited._tag === "Some" ? Effect.succeed(waited.value) : starting))
     )
@@ -347,39 +345,40 @@ const ask = (command: Extract<Command, { readonly _tag: "Ask" }>, request: Reque
     const events = yield* Events
     // The orchestration's own record (offer, choice, plan) comes from the events hub.
     const records = yield* events.subscribe
-    const asked = yield* Effect.fork(
+    const asked = yield* Effect.forkChild(
       request("agentify/orchestrateTask", {
         query: command.query,
         context: { currentWorkingDirectory: command.cwd },
         ...(command.mode === undefined ? {} : { mode: command.mode })
       })
     )
-    const outcome = yield* Fiber.join(asked).pipe(Effect.either)
-    const seen = yield* Queue.takeAll(records)
+    const outcome = yield* Fiber.join(asked).pipe(Effect.result)
+    // What the hub holds now, none included: `PubSub.takeAll` would wait for one.
+    const seen = yield* PubSub.takeUpTo(records, Number.POSITIVE_INFINITY)
     let record: OrchestrationRecord | undefined
     for (const event of seen) if (event._tag === "Orchestration") record = event
     const lines = showOrchestration(record)
-    if (outcome._tag === "Left") {
-      const { code, message, data } = outcome.left.error
+    if (outcome._tag === "Failure") {
+      const { code, message, data } = outcome.failure.error
       const ran = showSteps(field(data, "steps"))
       print([...lines, ...ran, `error ${code}: ${message}`].join("\n") + "\n")
       return 1
     }
-    const answer = Meta.get(outcome.right, "agentify/answer")
-    const script = Meta.get(outcome.right, "agentify/code")
-    const steps = Meta.get(outcome.right, "agentify/steps")
+    const answer = Meta.get(outcome.success, "agentify/answer")
+    const script = Meta.get(outcome.success, "agentify/code")
+    const steps = Meta.get(outcome.success, "agentify/steps")
     print(
       [
         ...lines,
         ...(typeof script === "string" ? ["script:", script] : []),
         ...showSteps(steps),
         "result:",
-        formatResult(outcome.right),
+        formatResult(outcome.success),
         ...(typeof answer === "string" && answer.trim() !== "" ? ["answer:", answer] : [])
       ].join("\n") + "\n"
     )
     // A step that did not run leaves the request half done, whatever the model answered.
-    return field(outcome.right, "isError") === true || refusedStep(steps) ? 1 : 0
+    return field(outcome.success, "isError") === true || refusedStep(steps) ? 1 : 0
   })
 
 /**
@@ -407,7 +406,7 @@ export const run = (
         return yield* ask(command, request, print)
     }
   }).pipe(
-    Effect.catchAll((refused) =>
+    Effect.catch((refused) =>
       Effect.sync(() => {
         print(`error ${refused.error.code}: ${refused.error.message}\n`)
         return 1

@@ -2,7 +2,7 @@
  * One backend's configuration (BackendConfig, with the defaults and ranges docs/protocol.md
  * documents), the list of them, and the other clients' server maps (`mcpServers`) it accepts.
  */
-import { Schema } from "effect"
+import { Effect, Schema, Struct } from "effect"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Mcp from "../protocol/Mcp.js"
@@ -12,16 +12,16 @@ import { BackendId, BoundedInt, DurationMs, FrameBytes, ID_PATTERN, NonEmptyStri
 const isFileUri = (s: string) => /^file:\/\//i.test(s)
 
 /** A root: an absolute path or a `file://` URI, or `{uri, name}`. */
-const Root = Schema.Union(
-  Schema.String.pipe(
-    Schema.filter((s) => path.isAbsolute(s) || isFileUri(s), { message: () => "must be an absolute path or a file:// URI" })
+const Root = Schema.Union([
+  Schema.String.check(
+    Schema.makeFilter((s) => path.isAbsolute(s) || isFileUri(s), { message: "must be an absolute path or a file:// URI" })
   ),
   Schema.Struct({
-    uri: Schema.String.pipe(Schema.filter(isFileUri, { message: () => "must be a file:// URI" })),
+    uri: Schema.String.check(Schema.makeFilter(isFileUri, { message: "must be a file:// URI" })),
     name: Schema.optional(Schema.String)
   })
-)
-const Roots = Schema.Array(Root).pipe(Schema.maxItems(100))
+])
+const Roots = Schema.Array(Root).check(Schema.isMaxLength(100))
 
 /** A backend's configured roots as MCP's `roots/list` gives them. */
 export const rootsOf = (backend: {
@@ -38,14 +38,14 @@ export const rootsOf = (backend: {
   )
 
 /** How a backend is reached: a child process, or a remote server (see `transportOf`). */
-export const BackendType = Schema.Literal("stdio", "http", "streamable-http", "sse", "websocket").annotations({
-  message: () => ({ message: "must be stdio, http, streamable-http, sse or websocket", override: true })
+export const BackendType = Schema.Literals(["stdio", "http", "streamable-http", "sse", "websocket"]).annotate({
+  message: "must be stdio, http, streamable-http, sse or websocket"
 })
 export type BackendType = typeof BackendType.Type
 
 /** A remote server's address: http(s) for the HTTP transports, ws(s) for WebSocket. */
-const RemoteUrl = Schema.String.pipe(
-  Schema.filter(
+const RemoteUrl = Schema.String.check(
+  Schema.makeFilter(
     (s) => {
       // A ${env:NAME} reference is checked once it is resolved.
       if (s.includes("${")) return true
@@ -55,32 +55,29 @@ const RemoteUrl = Schema.String.pipe(
         return false
       }
     },
-    { message: () => "must be an http://, https://, ws:// or wss:// URL" }
+    { message: "must be an http://, https://, ws:// or wss:// URL" }
   )
 )
 
 /** A protocol version a backend can be pinned to. */
-const ProtocolVersion = Schema.Literal(...Mcp.SUPPORTED_PROTOCOL_VERSIONS, Mcp.STATELESS_PROTOCOL_VERSION).annotations({
-  message: () => ({
-    message: `must be one of ${[Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS].join(", ")}`,
-    override: true
-  })
+const ProtocolVersion = Schema.Literals([...Mcp.SUPPORTED_PROTOCOL_VERSIONS, Mcp.STATELESS_PROTOCOL_VERSION]).annotate({
+  message: `must be one of ${[Mcp.STATELESS_PROTOCOL_VERSION, ...Mcp.SUPPORTED_PROTOCOL_VERSIONS].join(", ")}`
 })
 
 /**
  * A glob over names or URIs: `*` any run without `/`, `**` any run, `?` one character but `/`
  * (tool and prompt names have no `/`, so there `*` is any run). See catalog/Exposure.
  */
-const Glob = Schema.String.pipe(
-  Schema.filter((s) => s.length > 0 && s.length <= 512, { message: () => "must be a pattern of 1 to 512 characters" })
+const Glob = Schema.String.check(
+  Schema.makeFilter((s) => s.length > 0 && s.length <= 512, { message: "must be a pattern of 1 to 512 characters" })
 )
-export const Globs = Schema.Array(Glob).pipe(Schema.maxItems(1_000))
+export const Globs = Schema.Array(Glob).check(Schema.isMaxLength(1_000))
 
 /** A backend tool's exposed name and description, instead of its own (`toolOverrides`). */
 const ToolOverride = Schema.Struct({
   name: Schema.optional(
-    Schema.String.pipe(
-      Schema.filter((s) => /^[a-zA-Z0-9_-]{1,64}$/.test(s), { message: () => "must match ^[a-zA-Z0-9_-]{1,64}$" })
+    Schema.String.check(
+      Schema.makeFilter((s) => /^[a-zA-Z0-9_-]{1,64}$/.test(s), { message: "must match ^[a-zA-Z0-9_-]{1,64}$" })
     )
   ),
   description: Schema.optional(Schema.String)
@@ -110,13 +107,13 @@ const exposureFields = {
   allowPrompts: Schema.optional(Globs),
   denyPrompts: Schema.optional(Globs),
   /** `{"<own name>": {name?, description?}}`, applied before the namespace. */
-  toolOverrides: Schema.optional(Schema.Record({ key: Schema.String, value: ToolOverride })),
+  toolOverrides: Schema.optional(Schema.Record(Schema.String, ToolOverride)),
   /** What its data is (private, untrusted) and its tools' hints by glob, which its tools are listed with. */
   flow: Schema.optional(Flow),
   /** The prefix of its tool and prompt names (default: its id); false for its own names. */
   namespace: Schema.optional(
-    Schema.Union(Schema.Literal(false), Schema.String.pipe(Schema.filter((s) => ID_PATTERN.test(s)))).annotations({
-      message: () => ({ message: "must be false or match ^[a-zA-Z0-9_-]{1,64}$", override: true })
+    Schema.Union([Schema.Literal(false), Schema.String.check(Schema.makeFilter((s) => ID_PATTERN.test(s)))]).annotate({
+      message: "must be false or match ^[a-zA-Z0-9_-]{1,64}$"
     })
   )
 }
@@ -134,7 +131,7 @@ export const OAuthSettings = Schema.Struct({
   clientId: Schema.optional(NonEmptyString),
   clientSecret: Schema.optional(SecretString),
   scopes: Schema.optional(Schema.Array(NonEmptyString)),
-  grant: Schema.optional(Schema.Literal("authorization_code", "client_credentials")),
+  grant: Schema.optional(Schema.Literals(["authorization_code", "client_credentials"])),
   /** An https URL of the gateway's Client ID Metadata Document, for servers that accept one as client_id. */
   clientMetadataUrl: Schema.optional(NonEmptyString),
   /**
@@ -146,11 +143,8 @@ export const OAuthSettings = Schema.Struct({
 export type OAuthSettings = typeof OAuthSettings.Type
 
 /** `auth`: "oauth", or the settings above. */
-const Auth = Schema.Union(Schema.Literal("oauth"), OAuthSettings).annotations({
-  message: () => ({
-    message: 'must be "oauth" or {"type": "oauth", clientId?, clientSecret?, scopes?, grant?, clientMetadataUrl?, perUser?}',
-    override: true
-  })
+const Auth = Schema.Union([Schema.Literal("oauth"), OAuthSettings]).annotate({
+  message: 'must be "oauth" or {"type": "oauth", clientId?, clientSecret?, scopes?, grant?, clientMetadataUrl?, perUser?}'
 })
 
 /** A backend's OAuth settings, if it uses OAuth ("oauth" means all defaults). */
@@ -161,9 +155,7 @@ export const oauthOf = (backend: { readonly auth?: typeof Auth.Type | undefined 
 export const MAX_INSTANCES = 16
 
 /** When a backend whose tools are known starts: on its first use, or always at `initialize`. */
-export const BackendStart = Schema.Literal("onUse", "always").annotations({
-  message: () => ({ message: 'must be "onUse" or "always"', override: true })
-})
+export const BackendStart = Schema.Literals(["onUse", "always"]).annotate({ message: 'must be "onUse" or "always"' })
 
 export const BackendFields = Schema.Struct({
   id: BackendId,
@@ -178,14 +170,14 @@ export const BackendFields = Schema.Struct({
   headers: Schema.optional(SecretEnv),
   /** A remote server that requires OAuth: the gateway signs in as its client (see `oauthOf`). */
   auth: Schema.optional(Auth),
-  args: Schema.optionalWith(Schema.Array(SecretString), { default: () => [] }),
-  env: Schema.optionalWith(SecretEnv, { default: () => ({}) }),
+  args: Schema.Array(SecretString).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
+  env: SecretEnv.pipe(Schema.withDecodingDefaultType(Effect.sync(() => ({})))),
   /** Gateway settings a backend may inherit all the same (e.g. OPENAI_API_KEY); see `backendEnv`. */
   inheritEnv: Schema.optional(Schema.Array(Schema.String)),
   cwd: Schema.optional(Schema.String),
-  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  enabled: Schema.Boolean.pipe(Schema.withDecodingDefaultType(Effect.succeed(true))),
   requestTimeoutMs: Schema.optional(DurationMs),
-  restartOnCrash: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  restartOnCrash: Schema.Boolean.pipe(Schema.withDecodingDefaultType(Effect.succeed(true))),
   /** The longest stdout line (one JSON-RPC message) accepted from this backend. */
   maxFrameBytes: Schema.optional(FrameBytes),
   /** What `roots/list` answers when no client's roots can be asked (see `rootsOf`). */
@@ -205,14 +197,14 @@ export const BackendFields = Schema.Struct({
   ...exposureFields,
   /** Heartbeats (see `healthCheckOf`); false turns them off. */
   healthCheck: Schema.optional(
-    Schema.Union(
+    Schema.Union([
       Schema.Literal(false),
       Schema.Struct({
         intervalMs: Schema.optional(DurationMs),
         timeoutMs: Schema.optional(DurationMs),
         failures: Schema.optional(BoundedInt(100, "failures"))
       })
-    )
+    ])
   )
 })
 
@@ -255,43 +247,43 @@ export const remoteUrlProblem = (transport: BackendType, url: string): string | 
 export const transportOf = (backend: { readonly type?: BackendType | undefined; readonly url?: string | undefined }) =>
   backend.type ?? (backend.url === undefined ? "stdio" : /^wss?:/i.test(backend.url) ? "websocket" : "http")
 
-export const BackendConfig = BackendFields.pipe(
-  Schema.filter((backend) => {
+export const BackendConfig = BackendFields.check(
+  Schema.makeFilter((backend) => {
     const transport = transportOf(backend)
     if ((backend.maxInstances ?? 1) > 1) {
-      if (transport !== "stdio") return { path: ["maxInstances"], message: "is for stdio servers (processes run here)" }
+      if (transport !== "stdio") return { path: ["maxInstances"], issue: "is for stdio servers (processes run here)" }
       if (backend.requiresStatefulConnection !== false) {
         return {
           path: ["maxInstances"],
-          message: "needs requiresStatefulConnection: false (a server that keeps state per connection must be one process)"
+          issue: "needs requiresStatefulConnection: false (a server that keeps state per connection must be one process)"
         }
       }
     }
     if (transport === "stdio") {
       if (backend.auth !== undefined)
-        return { path: ["auth"], message: "is for remote servers (a url): a process is not signed in to" }
-      if (backend.command === undefined) return { path: ["command"], message: "is required (or give a url for a remote server)" }
-      if (backend.url !== undefined) return { path: ["url"], message: "is for remote servers: give a type other than stdio" }
+        return { path: ["auth"], issue: "is for remote servers (a url): a process is not signed in to" }
+      if (backend.command === undefined) return { path: ["command"], issue: "is required (or give a url for a remote server)" }
+      if (backend.url !== undefined) return { path: ["url"], issue: "is for remote servers: give a type other than stdio" }
       return true
     }
-    if (backend.url === undefined) return { path: ["url"], message: `is required for a ${transport} backend` }
+    if (backend.url === undefined) return { path: ["url"], issue: `is required for a ${transport} backend` }
     if (backend.auth !== undefined && (transport === "sse" || transport === "websocket")) {
       return {
         path: ["auth"],
-        message: `is spoken over Streamable HTTP (type http or streamable-http); over ${transport}, give a token in headers`
+        issue: `is spoken over Streamable HTTP (type http or streamable-http); over ${transport}, give a token in headers`
       }
     }
-    if (backend.command !== undefined) return { path: ["command"], message: "is for stdio servers: a remote one has a url" }
+    if (backend.command !== undefined) return { path: ["command"], issue: "is for stdio servers: a remote one has a url" }
     const oauth = oauthOf(backend)
     if (oauth?.perUser === true && oauth.grant === "client_credentials") {
       return {
         path: ["auth"],
-        message: "perUser: the \"client_credentials\" grant is the gateway's own identity, never a user's"
+        issue: "perUser: the \"client_credentials\" grant is the gateway's own identity, never a user's"
       }
     }
     // A ${env:NAME} reference is checked once it is resolved (see `withEnvReferences`).
     const problem = backend.url.includes("${") ? undefined : remoteUrlProblem(transport, backend.url)
-    return problem === undefined || { path: ["url"], message: problem }
+    return problem === undefined || { path: ["url"], issue: problem }
   })
 )
 export type BackendConfig = typeof BackendConfig.Type & {
@@ -307,13 +299,13 @@ export type BackendConfigInput = typeof BackendConfig.Encoded
 export const namespaceOf = (backend: { readonly id: string; readonly namespace?: string | false | undefined }): string =>
   backend.namespace === false ? "" : (backend.namespace ?? backend.id)
 
-const UniqueBackends = Schema.Array(BackendConfig).pipe(
-  Schema.filter((backends) => {
+const UniqueBackends = Schema.Array(BackendConfig).check(
+  Schema.makeFilter((backends) => {
     const seen = new Set<string>()
     for (let i = 0; i < backends.length; i++) {
       const id = backends[i]!.id
       if (seen.has(id)) {
-        return { path: [i, "id"], message: `duplicate backend id '${id}'` }
+        return { path: [i, "id"], issue: `duplicate backend id '${id}'` }
       }
       seen.add(id)
     }
@@ -329,7 +321,7 @@ const UniqueBackends = Schema.Array(BackendConfig).pipe(
         if (first !== undefined) {
           return {
             path: [i, "toolOverrides", own, "name"],
-            message: `'${override.name}' is also the name given to ${first} in the same namespace: the names would collide`
+            issue: `'${override.name}' is also the name given to ${first} in the same namespace: the names would collide`
           }
         }
         named.set(key, here)
@@ -339,7 +331,9 @@ const UniqueBackends = Schema.Array(BackendConfig).pipe(
   })
 )
 
-export const Backends = UniqueBackends.pipe(Schema.filter((backends) => backends.length > 0 || "must list at least one backend"))
+export const Backends = UniqueBackends.check(
+  Schema.makeFilter((backends) => backends.length > 0 || "must list at least one backend")
+)
 
 /**
  * An entry of a server map: Claude Desktop / Cursor `mcpServers`, VS Code `servers` (stdio, or
@@ -349,31 +343,33 @@ export const Backends = UniqueBackends.pipe(Schema.filter((backends) => backends
 export const McpServerEntry = Schema.Struct({
   type: Schema.optional(
     // Cline writes streamableHttp.
-    Schema.Literal(...BackendType.literals, "streamableHttp").annotations({
-      message: () => ({ message: "must be stdio, http, streamable-http, sse or websocket", override: true })
+    Schema.Literals([...BackendType.literals, "streamableHttp"]).annotate({
+      message: "must be stdio, http, streamable-http, sse or websocket"
     })
   ),
   // BackendConfig's own options are accepted here too, so one file can keep the familiar shape
   // (those with a default are optional here, so `defaults` can tell an absent one).
-  ...BackendFields.pick(
-    "command",
-    "url",
-    "headers",
-    "cwd",
-    "description",
-    "displayName",
-    "inheritEnv",
-    "requestTimeoutMs",
-    "maxFrameBytes",
-    "roots",
-    "startupDelayMs",
-    "protocolVersion",
-    "maxInstances",
-    "requiresStatefulConnection",
-    "start",
-    "idleMs",
-    "auth",
-    ...EXPOSURE_KEYS
+  ...BackendFields.mapFields(
+    Struct.pick([
+      "command",
+      "url",
+      "headers",
+      "cwd",
+      "description",
+      "displayName",
+      "inheritEnv",
+      "requestTimeoutMs",
+      "maxFrameBytes",
+      "roots",
+      "startupDelayMs",
+      "protocolVersion",
+      "maxInstances",
+      "requiresStatefulConnection",
+      "start",
+      "idleMs",
+      "auth",
+      ...EXPOSURE_KEYS
+    ])
   ).fields,
   args: Schema.optional(Schema.Array(SecretString)),
   env: Schema.optional(SecretEnv),
@@ -381,9 +377,7 @@ export const McpServerEntry = Schema.Struct({
   disabled: Schema.optional(Schema.Boolean),
   /** Cline's name for `type`. */
   transportType: Schema.optional(
-    Schema.Literal("stdio", "sse", "streamableHttp").annotations({
-      message: () => ({ message: "must be stdio, sse or streamableHttp", override: true })
-    })
+    Schema.Literals(["stdio", "sse", "streamableHttp"]).annotate({ message: "must be stdio, sse or streamableHttp" })
   ),
   enabled: Schema.optional(Schema.Boolean),
   /** Milliseconds, as `requestTimeoutMs` (only in a `servers` map: Cline writes seconds in `mcpServers`). */
@@ -396,7 +390,9 @@ export const McpServerEntry = Schema.Struct({
   disabledTools: Schema.optional(Schema.Array(Schema.String))
 })
 
-export const McpServers = Schema.Record({ key: Schema.String, value: McpServerEntry })
+export const McpServers = Schema.Record(Schema.String, McpServerEntry)
 
 /** `defaults`: options laid beneath every entry of the server map (never a command or address). */
-export const ServerDefaults = McpServerEntry.omit("type", "command", "url", "args", "cwd", "displayName", "description")
+export const ServerDefaults = McpServerEntry.mapFields(
+  Struct.omit(["type", "command", "url", "args", "cwd", "displayName", "description"])
+)

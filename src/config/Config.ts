@@ -7,7 +7,7 @@
  * `AGENTIFY_CONFIG`), the environment (with `.env` loaded beneath it), the embedded default.
  * The OpenAI key is the exception the contract names: env `OPENAI_API_KEY` wins over both.
  */
-import { Context, Effect, Either, Layer, type Stream, SubscriptionRef } from "effect"
+import { Context, Effect, Result, Layer, type Stream, SubscriptionRef } from "effect"
 import { InvalidParams } from "../protocol/Errors.js"
 import { GatewayOptionsInput } from "./Schema.js"
 import { decodeOptions } from "./Decode.js"
@@ -89,7 +89,7 @@ export interface Candidate {
   readonly sources: ConfigSources
 }
 
-export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
+export class GatewayConfig extends Context.Service<
   GatewayConfig,
   {
     /** The configuration in force now. */
@@ -110,11 +110,11 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
      * The configuration the disk holds now, resolved as at start-up (the same environment and
      * `initializationOptions`), not yet in force; Left is why it cannot be (start-up's messages).
      */
-    readonly candidate: Effect.Effect<Either.Either<Candidate, string>>
+    readonly candidate: Effect.Effect<Result.Result<Candidate, string>>
     /** Makes a candidate the configuration in force. */
     readonly replace: (candidate: Candidate) => Effect.Effect<void>
   }
->() {
+>()("mcp-agentify/GatewayConfig") {
   /** From start-up sources (the CLI). */
   static layer = (sources: ConfigSources): Layer.Layer<GatewayConfig> =>
     Layer.effect(
@@ -124,7 +124,7 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
         const ref = yield* SubscriptionRef.make(now)
         /** In force from now on: read at once by `now`, told to whoever follows `changes`. */
         const set = (config: ResolvedConfig) =>
-          Effect.zipRight(
+          Effect.andThen(
             Effect.sync(() => (now = config)),
             SubscriptionRef.set(ref, config)
           )
@@ -136,13 +136,13 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
         return {
           current: SubscriptionRef.get(ref),
           now: () => now,
-          changes: ref.changes,
+          changes: SubscriptionRef.changes(ref),
           applyInitializationOptions: (options: unknown) =>
             options === undefined || options === null
               ? SubscriptionRef.get(ref)
-              : Either.match(decodeOptions(options, "initializationOptions"), {
-                  onLeft: Effect.fail,
-                  onRight: (decoded) => {
+              : Result.match(decodeOptions(options, "initializationOptions"), {
+                  onFailure: Effect.fail,
+                  onSuccess: (decoded) => {
                     const problems = profileProblems(decoded)
                     if (problems.length > 0) {
                       return Effect.fail(
@@ -157,8 +157,8 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
           disk,
           candidate: Effect.sync(() =>
             disk === undefined
-              ? Either.left("the configuration was not read from a file")
-              : Either.map(load(disk, sources.env), (loaded): Candidate => {
+              ? Result.fail("the configuration was not read from a file")
+              : Result.map(load(disk, sources.env), (loaded): Candidate => {
                   const next = { ...sources, file: loaded.file, serversDir: loaded.serversDir }
                   return { config: resolve(next, init), sources: next }
                 })
@@ -180,10 +180,10 @@ export class GatewayConfig extends Context.Tag("mcp-agentify/GatewayConfig")<
     options: GatewayOptionsInput,
     env: ConfigSources["env"] = process.env
   ): Layer.Layer<GatewayConfig, InvalidParams> =>
-    Layer.unwrapEffect(
-      Either.match(decodeOptions(options, "GatewayOptions"), {
-        onLeft: Effect.fail,
-        onRight: (init) => Effect.succeed(GatewayConfig.layer({ env, file: { path: "<options>", options: init } }))
+    Layer.unwrap(
+      Result.match(decodeOptions(options, "GatewayOptions"), {
+        onFailure: Effect.fail,
+        onSuccess: (init) => Effect.succeed(GatewayConfig.layer({ env, file: { path: "<options>", options: init } }))
       })
     )
 }

@@ -3,7 +3,7 @@
  * refused with "did you mean", the keys other clients keep in their files ignored, and the other
  * clients' shapes (`mcpServers`, VS Code's `servers`, seed shapes) turned into GatewayOptions.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Formatter, Result, Schema, SchemaAST, SchemaIssue } from "effect"
 import { InvalidParams } from "../protocol/Errors.js"
 import { closest } from "./Suggest.js"
 import { setOwn } from "./Jsonc.js"
@@ -27,44 +27,117 @@ const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
     ""
   )
 
+/** One problem of a decode: where, and what (a schema's own message wins). */
+export interface DecodeIssue {
+  /** The kind of SchemaIssue the problem is ("MissingKey": the key is absent). */
+  readonly _tag: SchemaIssue.Issue["_tag"]
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly message: string
+}
+
+/** Deeper than this, a value is not printed: Effect's formatter recurses, and a client can send one some thousands of levels deep. */
+const MAX_SHOWN_DEPTH = 200
+
+const tooDeepToShow = (value: unknown): boolean => {
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  const seen = new Set<unknown>()
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!
+    if (typeof v !== "object" || v === null || seen.has(v)) continue
+    if (depth >= MAX_SHOWN_DEPTH) return true
+    seen.add(v)
+    for (const child of Object.values(v)) stack.push([child, depth + 1])
+  }
+  return false
+}
+
 /**
- * Effect's formatter prints the offending value, recursively: a value nested some thousands of
- * levels deep (a client can send one) overflows the stack. Then each problem is formatted on its
- * own, and one whose value cannot be printed gets a plain message, so the reply stays -32602.
+ * `, actual <the rejected value as Effect prints it>` (`"six"`, `3`, `{"a":1}`), never overflowing
+ * the stack; nothing when the decode ran without `reportInput: true` (the value was not kept).
  */
-const formatIssueSafely = (
-  issue: ParseResult.ParseIssue,
-  path: ReadonlyArray<PropertyKey>
-): Array<ParseResult.ArrayFormatterIssue> => {
+const actual = (issue: SchemaIssue.Issue): string => (SchemaIssue.hasInput(issue) ? `, actual ${shown(issue.input)}` : "")
+
+const shown = (input: unknown): string => {
+  if (tooDeepToShow(input)) return "a value nested too deeply to show"
   try {
-    return ParseResult.ArrayFormatter.formatIssueSync(issue).map((i) => ({ ...i, path: [...path, ...i.path] }))
+    return Formatter.format(input)
   } catch {
-    switch (issue._tag) {
-      case "Pointer":
-        return formatIssueSafely(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path])])
-      case "Composite":
-        return (Array.isArray(issue.issues) ? issue.issues : [issue.issues]).flatMap((i) => formatIssueSafely(i, path))
-      case "Refinement":
-      case "Transformation":
-        return formatIssueSafely(issue.issue, path)
-      default:
-        return [
-          {
-            _tag: issue._tag,
-            path,
-            message:
-              issue._tag === "Type"
-                ? `Expected ${String(issue.ast)}, actual a value nested too deeply to show`
-                : "is invalid (a value nested too deeply to show)"
-          }
-        ]
+    return "a value nested too deeply to show"
+  }
+}
+
+const ownMessage = (ast: SchemaAST.AST): string | undefined => {
+  const message = ast.annotations?.message
+  return typeof message === "string" ? message : undefined
+}
+
+/** `Expected number, actual "six"`: what the schema names the type, and the value given. */
+const expected = (ast: SchemaAST.AST, issue: SchemaIssue.Issue): string => {
+  const own = ownMessage(ast)
+  if (own !== undefined) return own
+  // Effect's own name for the type ("number", "\"writes\"", "object"); the message is Effect's "Expected <name>".
+  const name = SchemaIssue.defaultLeafHook(new SchemaIssue.InvalidType(ast)).replace(/^Expected /, "")
+  return `Expected ${name}${actual(issue)}`
+}
+
+/**
+ * A value no branch of a union could take: a line per branch, as each branch would say it (the
+ * lines of literal branches are joined in one below: see joinLiterals). A union with a message of
+ * its own (`namespace`, `auth`, `type`) says only that.
+ */
+const unionMisses = (ast: SchemaAST.AST, issue: SchemaIssue.Issue): Array<string> => {
+  const own = ownMessage(ast)
+  if (own !== undefined) return [own]
+  if (!SchemaAST.isUnion(ast)) return [expected(ast, issue)]
+  return ast.types.flatMap((member) => unionMisses(member, issue))
+}
+
+/**
+ * Each problem of a decode with its path. A message given in the schema wins over what it holds
+ * (a filter's, or a union's over each of its branches); otherwise Effect's wording, with the
+ * rejected value when the decode was run with `reportInput: true`.
+ */
+const collect = (
+  issue: SchemaIssue.Issue,
+  path: ReadonlyArray<PropertyKey>,
+  override: string | undefined
+): Array<DecodeIssue> => {
+  const one = (message: string): Array<DecodeIssue> => [{ _tag: issue._tag, path, message: override ?? message }]
+  switch (issue._tag) {
+    case "Filter": {
+      const message =
+        override ??
+        SchemaIssue.defaultCheckHook(issue) ??
+        (issue.issue._tag === "InvalidValue"
+          ? `Expected ${typeof issue.filter.annotations?.expected === "string" ? issue.filter.annotations.expected : "a valid value"}${actual(issue)}`
+          : undefined)
+      return collect(issue.issue, path, message)
     }
+    case "Encoding":
+      return collect(issue.issue, path, override)
+    case "Pointer":
+      return collect(issue.issue, [...path, ...issue.path], override)
+    case "Composite":
+      return issue.issues.flatMap((i) => collect(i, path, override))
+    case "AnyOf": {
+      const own = override ?? ownMessage(issue.ast)
+      if (own !== undefined) return one(own)
+      if (issue.issues.length > 0) return issue.issues.flatMap((i) => collect(i, path, undefined))
+      return unionMisses(issue.ast, issue).map((message) => ({ _tag: issue._tag, path, message }))
+    }
+    case "InvalidType":
+      return one(expected(issue.ast, issue))
+    case "MissingKey":
+      return one("is missing")
+    case "UnexpectedKey":
+      return one("is unexpected")
+    default:
+      return one(SchemaIssue.defaultLeafHook(issue))
   }
 }
 
 /** Each problem of a decode, with its own message (a schema's annotation wins), never overflowing the stack. */
-export const safeIssues = (error: ParseResult.ParseError): Array<ParseResult.ArrayFormatterIssue> =>
-  formatIssueSafely(error.issue, [])
+export const safeIssues = (error: Schema.SchemaError): Array<DecodeIssue> => collect(error.issue, [], undefined)
 
 /** A union's branch that wanted one literal value: `Expected "writes", actual "sometimes"`. */
 const LITERAL_EXPECTED = /^Expected ("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false|null), actual (.*)$/s
@@ -100,20 +173,21 @@ const joinLiterals = (issues: ReadonlyArray<{ readonly where: string; readonly w
 
 /** `path: problem` lines, e.g. `backends[0].id: must match ^[a-zA-Z0-9_-]{1,64}$`. */
 export const formatIssues = (
-  error: ParseResult.ParseError,
+  error: Schema.SchemaError,
   mapPath: (path: ReadonlyArray<PropertyKey>) => ReadonlyArray<PropertyKey> = (p) => p
 ): Array<string> =>
   joinLiterals(
-    formatIssueSafely(error.issue, [])
+    safeIssues(error)
       // An optional field is a union with undefined; its "Expected undefined" branch is noise.
       .filter((issue) => !issue.message.startsWith("Expected undefined, actual"))
       .map((issue) => ({
         where: formatPath(mapPath(issue.path)),
-        what: issue._tag === "Missing" ? "is required" : issue.message
+        what: issue._tag === "MissingKey" ? "is required" : issue.message
       }))
   )
 
-const decodeOptionsEither = Schema.decodeUnknownEither(GatewayOptions, { errors: "all" })
+// `reportInput`: the value rejected is named in a line that has no message of its own (`Expected number, actual "six"`).
+const decodeOptionsResult = Schema.decodeUnknownResult(GatewayOptions, { errors: "all", reportInput: true })
 
 // Keys: unknown ones are errors, so a misspelt `backend` cannot silently leave the default running
 
@@ -194,12 +268,12 @@ export interface NormalizedOptions extends Omit<GatewayOptions, "mcpServers" | "
   readonly ignoredKeys?: ReadonlyArray<string>
 }
 
-export const decodeOptions = (given: unknown, what: string): Either.Either<NormalizedOptions, InvalidParams> => {
+export const decodeOptions = (given: unknown, what: string): Result.Result<NormalizedOptions, InvalidParams> => {
   const input =
     isMcpConfig(given) || (Array.isArray(given) && given.length > 0 && given.every(isMcpConfig)) ? fromMcpConfigs(given) : given
-  if (input instanceof InvalidParams) return Either.left(input)
+  if (input instanceof InvalidParams) return Result.fail(input)
   if (!isObject(input)) {
-    return Either.left(new InvalidParams({ message: `${what} must be a JSON object`, issues: [`${what}: must be an object`] }))
+    return Result.fail(new InvalidParams({ message: `${what} must be a JSON object`, issues: [`${what}: must be an object`] }))
   }
   const keys = checkKeys(input)
   // Every problem at once: the unknown keys first, then what the schema says of the rest (a
@@ -208,8 +282,8 @@ export const decodeOptions = (given: unknown, what: string): Either.Either<Norma
   if (keys.problems.length === 0) return decoded
   // A reserved key vanishes in decoding: what the schema says then is of a document nobody wrote.
   const reserved = keys.problems.some((p) => p.includes("is not allowed"))
-  const issues = [...keys.problems, ...(Either.isLeft(decoded) && !reserved ? decoded.left.issues : [])]
-  return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues }))
+  const issues = [...keys.problems, ...(Result.isFailure(decoded) && !reserved ? decoded.failure.issues : [])]
+  return Result.fail(new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues }))
 }
 
 /** The document decoded by the schema (its unknown keys already found: see checkKeys). */
@@ -217,36 +291,36 @@ const decodeKnown = (
   input: Record<string, unknown>,
   ignored: ReadonlyArray<string>,
   what: string
-): Either.Either<NormalizedOptions, InvalidParams> => {
+): Result.Result<NormalizedOptions, InvalidParams> => {
   // Two lists of servers: said first, whatever else is wrong with either (an empty `backends`
   // beside `mcpServers` is a file that meant one of them).
   const lists = (["backends", "mcpServers", "servers"] as const).filter((key) => input[key] !== undefined)
   if (lists.length > 1) {
     const issues = [`${lists[1]}: give one of backends, mcpServers or servers, not ${lists.join(" and ")}`]
-    return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
+    return Result.fail(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
   }
-  return decodeOptionsEither(input).pipe(
-    Either.map((options): GatewayOptions & { ignoredKeys?: ReadonlyArray<string> } =>
+  return decodeOptionsResult(input).pipe(
+    Result.map((options): GatewayOptions & { ignoredKeys?: ReadonlyArray<string> } =>
       ignored.length === 0 ? options : { ...options, ignoredKeys: ignored }
     ),
-    Either.mapLeft((error) => {
+    Result.mapError((error) => {
       const issues = formatIssues(error)
       return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
     }),
-    Either.flatMap((options) => {
+    Result.flatMap((options) => {
       const { mcpServers: claude, servers, backends, defaults, ...rest } = options
       const mcpServers = claude ?? servers
       const field = claude === undefined ? "servers" : "mcpServers"
       if (mcpServers === undefined) {
         if (defaults !== undefined) {
           const issues = ["defaults: applies to the entries of mcpServers or servers, and there are none"]
-          return Either.left(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
+          return Result.fail(new InvalidParams({ message: `Invalid ${what}: ${issues[0]}`, issues }))
         }
-        return Either.right(backends === undefined ? rest : { ...rest, backends })
+        return Result.succeed(backends === undefined ? rest : { ...rest, backends })
       }
       const keys = Object.keys(mcpServers)
       return fromMcpServers(mcpServers, defaults ?? {}, field).pipe(
-        Either.mapLeft((error) => {
+        Result.mapError((error) => {
           // The converted list is indexed; the user wrote keys, so name the key.
           const issues = formatIssues(error, ([index, ...rest]) => [
             field,
@@ -255,7 +329,7 @@ const decodeKnown = (
           ])
           return new InvalidParams({ message: `Invalid ${what}: ${issues.join("; ")}`, issues })
         }),
-        Either.map((converted) => ({ ...rest, backends: converted }))
+        Result.map((converted) => ({ ...rest, backends: converted }))
       )
     })
   )
@@ -336,7 +410,7 @@ const fromMcpServers = (
 ) => {
   const names = Object.keys(servers)
   const ids = idsOf(names)
-  return Schema.decodeUnknownEither(Backends, { errors: "all" })(
+  return Schema.decodeUnknownResult(Backends, { errors: "all", reportInput: true })(
     Object.entries(servers).map(([name, entry], i) => {
       const s = { ...defaults, ...defined(entry), env: { ...defaults.env, ...entry.env } }
       return defined({

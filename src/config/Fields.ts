@@ -8,8 +8,8 @@ import { LOG_LEVEL_NAMES, type LogLevelName as LevelName } from "../observabilit
 
 export const ID_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
 
-export const BackendId = Schema.String.pipe(
-  Schema.filter((s) => ID_PATTERN.test(s), { message: () => "must match ^[a-zA-Z0-9_-]{1,64}$" })
+export const BackendId = Schema.String.check(
+  Schema.makeFilter((s) => ID_PATTERN.test(s), { message: "must match ^[a-zA-Z0-9_-]{1,64}$" })
 )
 
 /** OpenAI accepts at most 128 tools in one request. */
@@ -21,9 +21,9 @@ export const MIN_LISTED_TOOLS = 8
 export const MAX_LISTED_LIMIT = 10_000
 
 /** `maxListedTools`: the most tools `tools/list` gives a client (see gateway/methods/Listing). */
-export const ListedTools = Schema.Number.pipe(
-  Schema.filter((n) => Number.isInteger(n) && n >= MIN_LISTED_TOOLS && n <= MAX_LISTED_LIMIT, {
-    message: () => `must be a whole number of tools from ${MIN_LISTED_TOOLS} to ${MAX_LISTED_LIMIT}`
+export const ListedTools = Schema.Number.check(
+  Schema.makeFilter((n) => Number.isInteger(n) && n >= MIN_LISTED_TOOLS && n <= MAX_LISTED_LIMIT, {
+    message: `must be a whole number of tools from ${MIN_LISTED_TOOLS} to ${MAX_LISTED_LIMIT}`
   })
 )
 
@@ -32,9 +32,9 @@ export const ListedTools = Schema.Number.pipe(
  * to 1 ms, so an unbounded "wait a month" would become "time out at once", in a loop.
  */
 export const BoundedInt = (max: number, unit: string) =>
-  Schema.Number.pipe(
-    Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= max, {
-      message: () => `must be a whole number of ${unit} from 1 to ${max}`
+  Schema.Number.check(
+    Schema.makeFilter((n) => Number.isInteger(n) && n >= 1 && n <= max, {
+      message: `must be a whole number of ${unit} from 1 to ${max}`
     })
   )
 
@@ -50,26 +50,26 @@ export const FrameBytes = BoundedInt(MAX_FRAME_LIMIT, "bytes")
  * A string whose value is never echoed in an error: env values, arguments and keys are secrets,
  * and Effect's default message ("Expected string, actual ...") would print a mistyped one.
  */
-export const SecretString = Schema.String.annotations({ message: () => "must be a string (value not shown)" })
-export const SecretEnv = Schema.Record({ key: Schema.String, value: SecretString })
+export const SecretString = Schema.String.annotate({ message: "must be a string (value not shown)" })
+export const SecretEnv = Schema.Record(Schema.String, SecretString)
 
-export const Port = Schema.Number.pipe(
-  Schema.filter((n) => Number.isInteger(n) && n >= 0 && n <= 65535, { message: () => "must be a port number (0-65535)" })
+export const Port = Schema.Number.check(
+  Schema.makeFilter((n) => Number.isInteger(n) && n >= 0 && n <= 65535, { message: "must be a port number (0-65535)" })
 )
 
-export const NonEmptyString = Schema.String.pipe(
-  Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })
+export const NonEmptyString = Schema.String.check(
+  Schema.makeFilter((s) => s.trim().length > 0, { message: "must be a non-empty string" })
 )
 
-export const LogLevelName = Schema.Literal(...LOG_LEVEL_NAMES)
+export const LogLevelName = Schema.Literals(LOG_LEVEL_NAMES)
 export type LogLevelName = LevelName
 
-export const Routing = Schema.Literal("tool", "backend")
+export const Routing = Schema.Literals(["tool", "backend"])
 export type Routing = typeof Routing.Type
 
 /**
  * Which tools orchestration runs only after the user agreed: "destructive" those annotated
  * `destructiveHint: true`, "writes" every tool not annotated `readOnlyHint: true`, "never" none.
  */
-export const ConfirmTools = Schema.Literal("destructive", "writes", "never")
+export const ConfirmTools = Schema.Literals(["destructive", "writes", "never"])
 export type ConfirmTools = typeof ConfirmTools.Type

@@ -2,7 +2,7 @@
  * Start-up sources read from disk: `.env` (the documented settings only) and the config file
  * (bounded, a regular file, JSON or JSONC).
  */
-import { Either, Schema } from "effect"
+import { Result, Schema } from "effect"
 import * as path from "node:path"
 import { parseEnv } from "node:util"
 import { parseJsonc } from "./Jsonc.js"
@@ -62,11 +62,11 @@ const MAX_DOTENV_BYTES = 256 * 1024
  * open descriptor, a FIFO, a device or a directory refused). A link is followed: a config or
  * `.env` kept among one's dotfiles is often one.
  */
-export const readRegularFile = (file: string, maxBytes: number): Either.Either<string, string> => {
+export const readRegularFile = (file: string, maxBytes: number): Result.Result<string, string> => {
   const outcome = RegularFile.read(file, maxBytes, { links: "follow" })
   return outcome._tag === "Read"
-    ? Either.right(outcome.bytes.toString("utf8"))
-    : Either.left(outcome._tag === "Missing" ? "no such file" : outcome.reason)
+    ? Result.succeed(outcome.bytes.toString("utf8"))
+    : Result.fail(outcome._tag === "Missing" ? "no such file" : outcome.reason)
 }
 
 export interface DotEnv {
@@ -79,16 +79,16 @@ export interface DotEnv {
 /** Reads `.env` in `dir`: the documented gateway settings only (see `DOTENV_SETTINGS`). */
 export const readDotEnv = (dir: string): DotEnv => {
   const text = readRegularFile(path.join(dir, ".env"), MAX_DOTENV_BYTES)
-  if (Either.isLeft(text)) return { settings: {}, refused: [] }
+  if (Result.isFailure(text)) return { settings: {}, refused: [] }
   const settings: Partial<Record<DotEnvSetting, string>> = {}
   const refused: Array<string> = []
-  for (const [name, value] of Object.entries(parseEnv(text.right))) {
+  for (const [name, value] of Object.entries(parseEnv(text.success))) {
     if (value === undefined) continue
     if ((DOTENV_SETTINGS as ReadonlyArray<string>).includes(name)) settings[name as DotEnvSetting] = value
     else refused.push(name)
   }
   // Node's parser drops this name without a word (it builds its object by assignment): named here.
-  if (/^[ \t]*(?:export[ \t]+)?__proto__[ \t]*=/m.test(text.right)) refused.push("__proto__")
+  if (/^[ \t]*(?:export[ \t]+)?__proto__[ \t]*=/m.test(text.success)) refused.push("__proto__")
   return { settings, refused }
 }
 
@@ -105,28 +105,28 @@ export interface ConfigFile {
   readonly options: NormalizedOptions
 }
 
-export const readConfigFile = (file: string): Either.Either<ConfigFile, ConfigFileError> => {
+export const readConfigFile = (file: string): Result.Result<ConfigFile, ConfigFileError> => {
   const absolute = path.resolve(file)
   const read = readRegularFile(absolute, MAX_CONFIG_FILE_BYTES)
-  if (Either.isLeft(read)) {
-    return Either.left(new ConfigFileError({ path: absolute, message: `Cannot read config file ${absolute}: ${read.left}` }))
+  if (Result.isFailure(read)) {
+    return Result.fail(new ConfigFileError({ path: absolute, message: `Cannot read config file ${absolute}: ${read.failure}` }))
   }
-  const parsed = parseJsonc(read.right, absolute)
-  if (Either.isLeft(parsed)) {
-    return Either.left(new ConfigFileError({ path: absolute, message: `Config file is not valid JSON: ${parsed.left}` }))
+  const parsed = parseJsonc(read.success, absolute)
+  if (Result.isFailure(parsed)) {
+    return Result.fail(new ConfigFileError({ path: absolute, message: `Config file is not valid JSON: ${parsed.failure}` }))
   }
-  return decodeOptions(parsed.right, "config file").pipe(
-    Either.mapLeft(
+  return decodeOptions(parsed.success, "config file").pipe(
+    Result.mapError(
       (error) =>
         new ConfigFileError({
           path: absolute,
           message: `Config file ${absolute} is invalid:\n${error.issues.map((line) => `  - ${line}`).join("\n")}`
         })
     ),
-    Either.flatMap((options) =>
+    Result.flatMap((options) =>
       options.backends !== undefined && options.backends.length === 0
-        ? Either.left(new ConfigFileError({ path: absolute, message: `Config file ${absolute} lists no backends` }))
-        : Either.right({ path: absolute, options })
+        ? Result.fail(new ConfigFileError({ path: absolute, message: `Config file ${absolute} lists no backends` }))
+        : Result.succeed({ path: absolute, options })
     )
   )
 }

@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 
 /** "confirm" (the default): a held call runs only once the user agreed; "strict": refused; "off": no rule. */
-export const FlowGuard = Schema.Literal("confirm", "strict", "off")
+export const FlowGuard = Schema.Literals(["confirm", "strict", "off"])
 export type FlowGuard = typeof FlowGuard.Type
 
 const Hints = Schema.Struct({
@@ -21,5 +21,5 @@ export const Flow = Schema.Struct({
   private: Schema.optional(Schema.Boolean),
   /** What it returns may carry instructions (the web, trackers, inboxes). Default true. */
   untrusted: Schema.optional(Schema.Boolean),
-  tools: Schema.optional(Schema.Record({ key: Schema.String, value: Hints }))
+  tools: Schema.optional(Schema.Record(Schema.String, Hints))
 })

@@ -8,7 +8,7 @@
  * whose backends sat under it started the default backend instead). Kept as data, such a key is
  * then refused by name where the config is checked.
  */
-import { Either } from "effect"
+import { Result } from "effect"
 import { type Node, type ParseError, parseTree, printParseErrorCode } from "jsonc-parser"
 
 /** `object[key] = value` as an own data property, whatever the key (`__proto__` included). */
@@ -72,16 +72,16 @@ const MAX_NAMED = 10
  * The value of a JSONC text, or its problems as `file:line:column: what`, every one of them (up to
  * ten, then how many more): one edit can fix them all.
  */
-export const parseJsonc = (text: string, file: string): Either.Either<unknown, string> => {
+export const parseJsonc = (text: string, file: string): Result.Result<unknown, string> => {
   const errors: Array<ParseError> = []
   // A byte-order mark is not an error (Windows editors write one).
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
   const tree = parseTree(body, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false })
-  if (errors.length === 0) return Either.right(tree === undefined ? undefined : valueOf(tree))
+  if (errors.length === 0) return Result.succeed(tree === undefined ? undefined : valueOf(tree))
   const named = errors.slice(0, MAX_NAMED).map((error) => {
     const code = printParseErrorCode(error.error)
     return `${file}:${position(body, error.offset)}: ${WORDING[code] ?? code}`
   })
   const more = errors.length > MAX_NAMED ? `; and ${errors.length - MAX_NAMED} more` : ""
-  return Either.left(`${named.join("; ")}${more}`)
+  return Result.fail(`${named.join("; ")}${more}`)
 }

@@ -6,8 +6,8 @@
 import { Schema } from "effect"
 
 const Count = (max: number) =>
-  Schema.Number.pipe(
-    Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= max, { message: () => `must be a whole number from 1 to ${max}` })
+  Schema.Number.check(
+    Schema.makeFilter((n) => Number.isInteger(n) && n >= 1 && n <= max, { message: `must be a whole number from 1 to ${max}` })
   )
 
 /** One limit: calls in any minute, and calls in flight at once. */
@@ -22,8 +22,8 @@ export const Limits = Schema.Struct({
   /** Each subject's own (an access token's subject over HTTP; "local" over stdio). */
   subject: Schema.optional(Limit),
   /** Each tool matched by the first glob that matches its exposed name, counted on its own. */
-  tools: Schema.optional(Schema.Record({ key: Schema.String, value: Limit })),
+  tools: Schema.optional(Schema.Record(Schema.String, Limit)),
   /** Each backend named. */
-  backends: Schema.optional(Schema.Record({ key: Schema.String, value: Limit }))
+  backends: Schema.optional(Schema.Record(Schema.String, Limit))
 })
 export type Limits = typeof Limits.Type

@@ -3,7 +3,7 @@
  * servers directory (`--servers-dir`), merged and checked as a whole. Start-up reads it once; the
  * watcher reads it again on every change, so both refuse a bad edit with the same messages.
  */
-import { Either } from "effect"
+import { Result } from "effect"
 import * as path from "node:path"
 import { decodeOptions, type NormalizedOptions } from "./Decode.js"
 import { type ConfigFile, readConfigFile } from "./Files.js"
@@ -21,24 +21,24 @@ export interface Loaded {
  * Reads and checks the configuration on disk; Left is the message a user needs (start-up prints it
  * and exits 2, a reload logs it and keeps the running configuration).
  */
-export const load = (where: DiskSources, env: Readonly<Record<string, string | undefined>>): Either.Either<Loaded, string> => {
+export const load = (where: DiskSources, env: Readonly<Record<string, string | undefined>>): Result.Result<Loaded, string> => {
   let configFile: ConfigFile | undefined
   if (where.configPath !== undefined) {
     const read = readConfigFile(where.configPath)
-    if (Either.isLeft(read)) return Either.left(read.left.message)
-    configFile = read.right
+    if (Result.isFailure(read)) return Result.fail(read.failure.message)
+    configFile = read.success
   }
   let loaded: Loaded = { file: configFile, serversDir: undefined }
   if (where.serversDir !== undefined) {
     const scanned = scanServersDir(where.serversDir, env, configFile)
-    if (Either.isLeft(scanned)) return Either.left(scanned.left)
-    loaded = { file: scanned.right.file, serversDir: scanned.right.found }
+    if (Result.isFailure(scanned)) return Result.fail(scanned.failure)
+    loaded = { file: scanned.success.file, serversDir: scanned.success.found }
   }
   const problems = loaded.file === undefined ? [] : profileProblems(loaded.file.options)
   if (problems.length > 0) {
-    return Either.left(`Config file ${loaded.file!.path} is invalid:\n${problems.map((line) => `  - ${line}`).join("\n")}`)
+    return Result.fail(`Config file ${loaded.file!.path} is invalid:\n${problems.map((line) => `  - ${line}`).join("\n")}`)
   }
-  return Either.right(loaded)
+  return Result.succeed(loaded)
 }
 
 /**
@@ -65,27 +65,27 @@ const scanServersDir = (
   dir: string,
   env: Readonly<Record<string, string | undefined>>,
   configFile: ConfigFile | undefined
-): Either.Either<{ file: ConfigFile; found: NonNullable<ConfigSources["serversDir"]> }, string> => {
+): Result.Result<{ file: ConfigFile; found: NonNullable<ConfigSources["serversDir"]> }, string> => {
   let scanned: ServersDir.Scan
   try {
     scanned = ServersDir.scan(dir, env)
   } catch (error) {
-    return Either.left(messageOf(error))
+    return Result.fail(messageOf(error))
   }
   const where = path.resolve(dir)
   const decoded = decodeOptions(ServersDir.toOptions(scanned), `servers directory ${where}`)
-  if (Either.isLeft(decoded)) return Either.left(decoded.left.message)
-  const options = decoded.right
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure.message)
+  const options = decoded.success
   const found = { path: where, found: scanned.servers.map((s) => `${s.name}: ${s.how}`), skipped: scanned.skipped }
   const fromDir = options.backends ?? []
   if (fromDir.length === 0 && configFile === undefined) {
-    return Either.left(`no servers found in ${where}${scanned.skipped.length > 0 ? ` (${scanned.skipped.join("; ")})` : ""}`)
+    return Result.fail(`no servers found in ${where}${scanned.skipped.length > 0 ? ` (${scanned.skipped.join("; ")})` : ""}`)
   }
-  if (configFile === undefined) return Either.right({ file: { path: where, options }, found })
+  if (configFile === undefined) return Result.succeed({ file: { path: where, options }, found })
   const own = configFile.options.backends ?? []
   const clash = fromDir.find((b) => own.some((o) => o.id === b.id))
   if (clash !== undefined) {
-    return Either.left(`the server '${clash.id}' is both in ${configFile.path} and in ${where}: rename or remove one`)
+    return Result.fail(`the server '${clash.id}' is both in ${configFile.path} and in ${where}: rename or remove one`)
   }
-  return Either.right({ file: { ...configFile, options: { ...configFile.options, backends: [...own, ...fromDir] } }, found })
+  return Result.succeed({ file: { ...configFile, options: { ...configFile.options, backends: [...own, ...fromDir] } }, found })
 }

@@ -319,7 +319,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     backendsSource,
     openaiApiKey: key === undefined ? Option.none() : Option.some(Redacted.make(key)),
     openaiApiKeySource: keySource,
-    openaiBaseUrl: Option.fromNullable(baseUrl),
+    openaiBaseUrl: Option.fromNullishOr(baseUrl),
     model: pick("model") ?? setting("OPENAI_MODEL") ?? DEFAULT_MODEL,
     logLevel: sources.cliLogLevel ?? pick("logLevel") ?? envLogLevel(setting("LOG_LEVEL")) ?? "info",
     debugPort:
@@ -327,7 +327,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
         ? Option.some(sources.cliDebugPort)
         : debugPort === null
           ? Option.none()
-          : Option.fromNullable(debugPort ?? envDebugPort),
+          : Option.fromNullishOr(debugPort ?? envDebugPort),
     routing: pick("routing") ?? "tool",
     exposeBackendTools: pick("exposeBackendTools") ?? true,
     maxToolsPerRequest: pick("maxToolsPerRequest") ?? DEFAULT_MAX_TOOLS,
@@ -344,7 +344,7 @@ export const resolve = (sources: ConfigSources, init?: NormalizedOptions): Resol
     codeMode: pick("codeMode") ?? {},
     toolPins: pick("toolPins") ?? "quarantine",
     stateDir: stateDirOf(env, sources.home),
-    audit: Option.map(Option.fromNullable(pick("audit")), (audit) => ({
+    audit: Option.map(Option.fromNullishOr(pick("audit")), (audit) => ({
       // Relative to where the gateway runs.
       file: path.resolve(sources.cwd ?? process.cwd(), audit.file),
       arguments: audit.arguments ?? "hash",

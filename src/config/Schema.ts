@@ -50,10 +50,10 @@ export const Profile = Schema.Struct({
 export type Profile = typeof Profile.Type
 
 /** Profiles by name; a name is a path segment (`/profiles/<name>/mcp`) and an argument (`--profile`). */
-export const Profiles = Schema.Record({ key: Schema.String, value: Profile }).pipe(
-  Schema.filter((profiles) => {
+export const Profiles = Schema.Record(Schema.String, Profile).check(
+  Schema.makeFilter((profiles) => {
     const bad = Object.keys(profiles).find((name) => !ID_PATTERN.test(name))
-    return bad === undefined || { path: [bad], message: "a profile's name must match ^[a-zA-Z0-9_-]{1,64}$" }
+    return bad === undefined || { path: [bad], issue: "a profile's name must match ^[a-zA-Z0-9_-]{1,64}$" }
   })
 )
 
@@ -76,21 +76,21 @@ export { State }
  */
 export const Audit = Schema.Struct({
   file: NonEmptyString,
-  arguments: Schema.optional(Schema.Literal("hash", "full", "none")),
+  arguments: Schema.optional(Schema.Literals(["hash", "full", "none"])),
   maxBytes: Schema.optional(BoundedInt(1024 * 1024 * 1024, "bytes")),
   keep: Schema.optional(BoundedInt(100, "files"))
 })
 export type Audit = typeof Audit.Type
 
 /** `codeMode`: false removes `agentify_run_code`; an object sets its limits. */
-export const CodeMode = Schema.Union(
+export const CodeMode = Schema.Union([
   Schema.Literal(false),
   Schema.Struct({
     timeoutMs: Schema.optional(BoundedInt(600_000, "milliseconds")),
     memoryMb: Schema.optional(
-      Schema.Number.pipe(
-        Schema.filter((n) => Number.isInteger(n) && n >= 16 && n <= 1024, {
-          message: () => "must be a whole number of MiB from 16 to 1024"
+      Schema.Number.check(
+        Schema.makeFilter((n) => Number.isInteger(n) && n >= 16 && n <= 1024, {
+          message: "must be a whole number of MiB from 16 to 1024"
         })
       )
     ),
@@ -100,14 +100,14 @@ export const CodeMode = Schema.Union(
     /** Scripts running at once in the gateway, and waiting for a turn beyond those. */
     maxRuns: Schema.optional(BoundedInt(256, "runs")),
     maxQueuedRuns: Schema.optional(
-      Schema.Number.pipe(
-        Schema.filter((n) => Number.isInteger(n) && n >= 0 && n <= 10_000, {
-          message: () => "must be a whole number of runs from 0 to 10000"
+      Schema.Number.check(
+        Schema.makeFilter((n) => Number.isInteger(n) && n >= 0 && n <= 10_000, {
+          message: "must be a whole number of runs from 0 to 10000"
         })
       )
     )
   })
-)
+])
 export type CodeMode = typeof CodeMode.Type
 
 /** Every GatewayOptions field but `backends`; shared by the file and `initializationOptions`. */
@@ -141,7 +141,7 @@ export const optionFields = {
   codeMode: Schema.optional(CodeMode),
   audit: Schema.optional(Audit),
   /** What a tool whose definition changed since it was first seen becomes: held back, flagged, or nothing. */
-  toolPins: Schema.optional(Schema.Literal("quarantine", "warn", "off")),
+  toolPins: Schema.optional(Schema.Literals(["quarantine", "warn", "off"])),
   orchestrationMode: Schema.optional(Mcp.OrchestrationMode),
   requestTimeoutMs: Schema.optional(DurationMs),
   startupTimeoutMs: Schema.optional(DurationMs),
@@ -169,9 +169,9 @@ export const optionFields = {
   /** Named subsets of the tools, served at `/profiles/<name>/mcp` and chosen with `--profile`. */
   profiles: Schema.optional(Profiles),
   sessionIdPrefix: Schema.optional(
-    Schema.String.pipe(
-      Schema.filter((s) => /^[A-Za-z0-9._-]{1,32}$/.test(s), {
-        message: () => "must be 1 to 32 letters, digits, '.', '_' or '-'"
+    Schema.String.check(
+      Schema.makeFilter((s) => /^[A-Za-z0-9._-]{1,32}$/.test(s), {
+        message: "must be 1 to 32 letters, digits, '.', '_' or '-'"
       })
     )
   )

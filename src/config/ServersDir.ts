@@ -8,7 +8,7 @@
  * The scan only reads files: nothing is installed or built (a server whose dependencies are
  * missing fails to start and says so, like any other).
  */
-import { Either } from "effect"
+import { Result } from "effect"
 import { type Dirent, existsSync, readdirSync, realpathSync, statSync } from "node:fs"
 import * as RegularFile from "./RegularFile.js"
 import * as path from "node:path"
@@ -218,8 +218,8 @@ export const scan = (given: string, env: Readonly<Record<string, string | undefi
   const configFile = path.join(dir, "config.json")
   if (existsSync(configFile)) {
     const parsed = parseJsonc(readText(configFile), configFile)
-    if (Either.isLeft(parsed)) throw new Error(`not valid JSON: ${parsed.left}`)
-    overrides = parsed.right as Record<string, unknown>
+    if (Result.isFailure(parsed)) throw new Error(`not valid JSON: ${parsed.failure}`)
+    overrides = parsed.success as Record<string, unknown>
   }
   const servers: Array<Detected> = []
   for (const name of names) {

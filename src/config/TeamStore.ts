@@ -7,8 +7,8 @@
 import { Schema } from "effect"
 
 /** An http(s) URL (an issuer, a resource, a gateway's address). */
-export const HttpUrl = Schema.String.pipe(
-  Schema.filter(
+export const HttpUrl = Schema.String.check(
+  Schema.makeFilter(
     (s) => {
       try {
         return /^https?:$/.test(new URL(s).protocol)
@@ -16,7 +16,7 @@ export const HttpUrl = Schema.String.pipe(
         return false
       }
     },
-    { message: () => "must be an http:// or https:// URL" }
+    { message: "must be an http:// or https:// URL" }
   )
 )
 
@@ -24,9 +24,9 @@ const MAX_LEASE_MS = 3_600_000
 
 export const State = Schema.Struct({
   /** `redis://[user:password@]host:port[/db]` or `rediss://` (TLS); a secret (it may carry a password). */
-  url: Schema.String.annotations({ message: () => "must be a string (value not shown)" }).pipe(
-    Schema.filter((s) => /^rediss?:\/\/[^\s]+$/.test(s), {
-      message: () => "must be a redis:// or rediss:// URL (value not shown)"
+  url: Schema.String.annotate({ message: "must be a string (value not shown)" }).check(
+    Schema.makeFilter((s) => /^rediss?:\/\/[^\s]+$/.test(s), {
+      message: "must be a redis:// or rediss:// URL (value not shown)"
     })
   ),
   /**
@@ -36,9 +36,9 @@ export const State = Schema.Struct({
   address: Schema.optional(HttpUrl),
   /** How long a gateway that stopped answering the store keeps its sessions (default 10000). */
   leaseMs: Schema.optional(
-    Schema.Number.pipe(
-      Schema.filter((n) => Number.isInteger(n) && n >= 100 && n <= MAX_LEASE_MS, {
-        message: () => `must be a whole number of milliseconds from 100 to ${MAX_LEASE_MS}`
+    Schema.Number.check(
+      Schema.makeFilter((n) => Number.isInteger(n) && n >= 100 && n <= MAX_LEASE_MS, {
+        message: `must be a whole number of milliseconds from 100 to ${MAX_LEASE_MS}`
       })
     )
   )

@@ -7,7 +7,7 @@
  * recursively: a server's `node_modules` would cost an inotify watch per folder. Events come in
  * bursts (a save is several), so they are debounced into one change.
  */
-import { Duration, Effect, Stream } from "effect"
+import { Duration, Effect, Queue, Stream } from "effect"
 import { type FSWatcher, readdirSync, watch } from "node:fs"
 import * as path from "node:path"
 import type { DiskSources } from "./Resolve.js"
@@ -48,46 +48,49 @@ const IGNORED = /^(node_modules|\.git|dist|build|target|__pycache__|\.venv)$/
  * after each change, so a server folder added to `--servers-dir` is watched too.
  */
 export const changes = (disk: DiskSources, debounceMs = DEFAULT_DEBOUNCE_MS): Stream.Stream<void> =>
-  Stream.asyncScoped<void>((emit) =>
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const watchers = new Map<string, FSWatcher>()
-        const refresh = () => {
-          const wanted = watchList(disk)
-          for (const [dir, watcher] of watchers) {
-            if (!wanted.has(dir)) {
-              watcher.close()
-              watchers.delete(dir)
-            }
-          }
-          for (const [dir, names] of wanted) {
-            if (watchers.has(dir)) continue
-            try {
-              const watcher = watch(dir, { persistent: false }, (_event, name) => {
-                const file = name === null ? undefined : String(name)
-                if (names !== undefined && file !== undefined && !names.has(file)) return
-                if (names === undefined && file !== undefined && IGNORED.test(file)) return
-                // A server folder added or removed is watched, or not, from now on.
-                if (disk.serversDir !== undefined) refresh()
-                void emit.single(undefined)
-              })
-              watcher.on("error", () => {
+  Stream.callback<void>(
+    (queue) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const watchers = new Map<string, FSWatcher>()
+          const refresh = () => {
+            const wanted = watchList(disk)
+            for (const [dir, watcher] of watchers) {
+              if (!wanted.has(dir)) {
                 watcher.close()
                 watchers.delete(dir)
-              })
-              watchers.set(dir, watcher)
-            } catch {
-              // A directory that is not there (yet): the next change looks again.
+              }
+            }
+            for (const [dir, names] of wanted) {
+              if (watchers.has(dir)) continue
+              try {
+                const watcher = watch(dir, { persistent: false }, (_event, name) => {
+                  const file = name === null ? undefined : String(name)
+                  if (names !== undefined && file !== undefined && !names.has(file)) return
+                  if (names === undefined && file !== undefined && IGNORED.test(file)) return
+                  // A server folder added or removed is watched, or not, from now on.
+                  if (disk.serversDir !== undefined) refresh()
+                  Queue.offerUnsafe(queue, undefined)
+                })
+                watcher.on("error", () => {
+                  watcher.close()
+                  watchers.delete(dir)
+                })
+                watchers.set(dir, watcher)
+              } catch {
+                // A directory that is not there (yet): the next change looks again.
+              }
             }
           }
-        }
-        refresh()
-        return watchers
-      }),
-      (watchers) =>
-        Effect.sync(() => {
-          for (const watcher of watchers.values()) watcher.close()
-          watchers.clear()
-        })
-    )
+          refresh()
+          return watchers
+        }),
+        (watchers) =>
+          Effect.sync(() => {
+            for (const watcher of watchers.values()) watcher.close()
+            watchers.clear()
+          })
+      ),
+    // A change not yet read makes the ones after it redundant (they are debounced into one).
+    { bufferSize: 1, strategy: "sliding" }
   ).pipe(Stream.debounce(Duration.millis(debounceMs)))

@@ -3,7 +3,7 @@
  * the server itself so that a gateway that never serves the page never loads an HTTP server: the
  * server's module is imported when a port is set.
  */
-import { Effect, Layer, Option, Queue, Stream } from "effect"
+import { Effect, Filter, Layer, Option, PubSub, Stream } from "effect"
 import type { Backends } from "../backend/Backends.js"
 import { GatewayConfig } from "../config/Config.js"
 import { Events } from "../observability/Events.js"
@@ -13,10 +13,10 @@ import { Recorder } from "./Recorder.js"
 /** Feeds `recorder` from the events hub until the scope closes (subscribed when this returns). */
 export const record = (recorder: Recorder) =>
   Effect.gen(function* () {
-    const queue = yield* (yield* Events).subscribe
+    const subscription = yield* (yield* Events).subscribe
     yield* Effect.forkScoped(
       Effect.forever(
-        Effect.map(Queue.takeBetween(queue, 1, 1_024), (batch) => {
+        Effect.map(PubSub.takeBetween(subscription, 1, 1_024), (batch) => {
           for (const event of batch) {
             try {
               recorder.record(event)
@@ -36,17 +36,15 @@ export const record = (recorder: Recorder) =>
  * start-up, recording begins while this layer builds, so a gateway that starts its backends after
  * it (the shared gateway) has their start-up on record.
  */
-export const layer = (
-  base: Omit<Options, "port"> = { host: "127.0.0.1" }
-): Layer.Layer<never, never, GatewayConfig | Backends | Events> =>
-  Layer.scopedDiscard(
+export const layer = (base: Omit<Options, "port"> = { host: "127.0.0.1" }): Layer.Layer<never, never, GatewayConfig | Backends> =>
+  Layer.effectDiscard(
     Effect.gen(function* () {
       const config = yield* GatewayConfig
       const recorder = new Recorder()
       const serveOn = (port: number) =>
         Effect.promise(() => import("./DebugServer.js")).pipe(
           Effect.flatMap((server) => server.make({ ...base, port }, recorder)),
-          Effect.catchAllCause((cause) => Effect.logError("cannot serve the debug UI", cause)),
+          Effect.catchCause((cause) => Effect.logError("cannot serve the debug UI", cause)),
           // Forked while the layer builds (uninterruptible): it must still stop with the gateway.
           Effect.interruptible
         )
@@ -58,12 +56,12 @@ export const layer = (
       }
       yield* Effect.forkScoped(
         config.changes.pipe(
-          Stream.filterMap((c) => c.debugPort),
+          Stream.filterMap(Filter.fromPredicateOption((c) => c.debugPort)),
           Stream.runHead,
           Effect.flatMap(
             Option.match({
               onNone: () => Effect.void,
-              onSome: (port) => Effect.zipRight(record(recorder), serveOn(port))
+              onSome: (port) => Effect.andThen(record(recorder), serveOn(port))
             })
           ),
           Effect.scoped

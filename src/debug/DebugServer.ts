@@ -1,6 +1,6 @@
 /**
  * The debug UI and its API (`--debug-port`, env `DEBUG_PORT`, `initializationOptions.DEBUG_PORT`):
- * an HTTP server on @effect/platform, on 127.0.0.1 unless told otherwise (another host needs a
+ * an HTTP server on effect/http, on 127.0.0.1 unless told otherwise (another host needs a
  * token), fed by the events hub through a `Recorder`.
  *
  *   GET  /                          the page
@@ -19,9 +19,9 @@
  * producers build no event at all.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServer from "effect/http/HttpServer"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { Effect, Option, Queue } from "effect"
 import { createServer } from "node:http"
 import { Backends } from "../backend/Backends.js"
@@ -91,21 +91,20 @@ const sessionsOf = (recorder: Recorder) => [...recorder.sessions].map(([id, sess
 /** A WebSocket that gets each new entry `pick` lets through, as JSON, until it closes. */
 const streamOf = (recorder: Recorder) => (pick: (kind: "log" | "trace" | "orchestration", entry: unknown) => unknown) =>
   Effect.gen(function* () {
-    const socket = yield* HttpServerRequest.upgrade
-    const write = yield* socket.writer
+    const socket = yield* (yield* HttpServerRequest.HttpServerRequest).upgrade
+    const { write } = yield* socket.writer
     const outbox = yield* Queue.sliding<string>(SOCKET_BUFFER)
     const unlisten = recorder.listen((kind, entry) => {
       const message = pick(kind, entry)
-      if (message !== undefined) Queue.unsafeOffer(outbox, JSON.stringify(message))
+      if (message !== undefined) Queue.offerUnsafe(outbox, JSON.stringify(message))
     })
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(outbox), write)))
-    // Reading must run for the socket to work; what the page sends is ignored.
-    yield* socket
-      .runRaw(() => {})
-      .pipe(
-        Effect.catchAll(() => Effect.void),
-        Effect.ensuring(Effect.sync(unlisten))
-      )
+    // Reading must run for the socket to work; what the page sends is ignored. Every end of the
+    // connection, a clean close included, is a failure of `pull`: the stream ends there.
+    yield* Effect.flatMap(socket.reader, ({ pull }) => Effect.forever(pull)).pipe(
+      Effect.catch(() => Effect.void),
+      Effect.ensuring(Effect.sync(unlisten))
+    )
     return HttpServerResponse.empty()
   }).pipe(Effect.scoped)
 
@@ -245,12 +244,12 @@ export const serve = (options: Options, recorder: Recorder) =>
     })
 
     const server = yield* HttpServer.HttpServer
-    if (server.address._tag === "TcpAddress") port.value = server.address.port
+    if (server.address._tag !== "UnixPathAddress") port.value = server.address.port
     // Interruptible: the platform forks WebSocket handlers with a runtime captured in an
     // uninterruptible region, and a page's socket must not hold the server's stop.
     yield* server.serve(
       app.pipe(
-        Effect.catchAllCause(() => Effect.succeed(json({ error: "internal error" }, 500))),
+        Effect.catchCause(() => Effect.succeed(json({ error: "internal error" }, 500))),
         Effect.interruptible
       )
     )
@@ -266,7 +265,7 @@ export const make = (options: Options, recorder: Recorder): Effect.Effect<never,
     const node = createServer()
     const connections = Listener.track(node)
     return yield* serve(options, recorder).pipe(
-      Effect.zipRight(Effect.never),
+      Effect.andThen(Effect.never),
       // Before the listener closes (it waits for every connection): a page's WebSockets and
       // keep-alive requests end now, or stopping the gateway would wait for the page to go.
       Effect.ensuring(connections.close(0)),

@@ -1,7 +1,7 @@
 /**
  * The process-wide gateway: configuration, backends, orchestrator and events, built once, and the
- * sessions open on it. The protocol behind the transports (clients/Protocol) opens a `Session` per
- * client and gets its method table.
+ * sessions open on it. The clients behind the transports (clients/Clients) open a `Session` per
+ * client and get its method table.
  *
  * What a backend sends is routed here: a call's progress goes to the request that carries its
  * token (tokens are rewritten on the way in, so two sessions' tokens never meet), a log message
@@ -17,7 +17,7 @@ import { RunSlots } from "../sandbox/Slots.js"
 import { RenewalTurns } from "../auth/Renewals.js"
 import * as Store from "../store/Store.js"
 import * as SharedFiles from "./SharedFiles.js"
-import { Context, Deferred, Effect, Layer, Runtime, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, type Scope, Stream } from "effect"
 import { Backends, type BackendsService } from "../backend/Backends.js"
 import { ClientAsk, SHARED_CLIENT_CAPABILITIES } from "./clientRequests/ClientAsk.js"
 import { GatewayConfig, inForce } from "../config/Config.js"
@@ -81,7 +81,7 @@ export interface GatewayService {
  * back, and the debug UI sees every backend's state.
  */
 const watch = (deps: {
-  readonly config: GatewayConfig["Type"]
+  readonly config: GatewayConfig["Service"]
   readonly backends: BackendsService
   readonly events: EventsService
   readonly sessions: Iterable<Session>
@@ -103,11 +103,13 @@ const watch = (deps: {
           return Effect.forEach(fresh, (c) => Effect.logError(c), { discard: true })
         })
       ),
-      Effect.forkScoped
+      // Started at once: the stream subscribes when it runs, and a change published before a
+      // later turn (Effect 4 starts a fork a turn later) would be missed.
+      Effect.forkScoped({ startImmediately: true })
     )
     // The configuration on disk, applied as it changes (see Reload).
     if (config.disk !== undefined) {
-      yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped)
+      yield* Reload.watch({ config, backends, events }).pipe(Effect.forkScoped({ startImmediately: true }))
     }
     const lastState = new Map<string, string>()
     yield* backends.statusChanges.pipe(
@@ -118,10 +120,10 @@ const watch = (deps: {
           lastState.set(status.id, status.state)
           // Ready again after a crash (a status is also published when its tools change).
           const restarted = status.state === "ready" && was !== undefined && was !== "ready" && status.restarts > 0
-          return restarted ? Effect.forkDaemon(subscriptions.renew(status.id)) : Effect.void
+          return restarted ? Effect.forkDetach(subscriptions.renew(status.id)) : Effect.void
         })
       ),
-      Effect.forkScoped
+      Effect.forkScoped({ startImmediately: true })
     )
   })
 
@@ -144,7 +146,7 @@ const publish = (events: EventsService, session: Session, state: "opened" | "clo
  * its progress on them, its roots changing, and when it may be asked at all.
  */
 const withClientRequests = (
-  clientAsk: ClientAsk["Type"],
+  clientAsk: ClientAsk["Service"],
   backends: BackendsService,
   session: Session,
   table: Handlers<CurrentCaller>
@@ -166,7 +168,7 @@ const withClientRequests = (
     request: (request, context) => {
       if (session.phase === "ready") session.markInitialized()
       if (started || !waitsForStart(request.method)) return table.request(request, context)
-      return Effect.zipRight(afterStart, table.request(request, context))
+      return Effect.andThen(afterStart, table.request(request, context))
     },
     notification: (n) => Methods.notify(notifications, n, table.notification),
     response: (id, payload) => session.resolve(id, payload)
@@ -183,14 +185,14 @@ const make = Effect.gen(function* () {
   const sessions = registry.all()
   const clientAsk = yield* ClientAsk
   // A task the gateway forgets would run on at its backend with nobody to read it: cancelled there.
-  const runtime = yield* Effect.runtime<never>()
+  const services = yield* Effect.context<never>()
   const forwarder = yield* Forwarder
   routes.onEvicted((route) =>
-    Runtime.runFork(runtime)(
+    Effect.runForkWith(services)(
       Caller.as(CurrentCaller.gateway)(
         forwarder.forward(undefined, route.backendId, "tasks/cancel", { taskId: route.backendTaskId })
       ).pipe(
-        Effect.catchAll((error) =>
+        Effect.catch((error) =>
           Effect.logDebug("a forgotten task was not cancelled", { backend: route.backendId, error: error.message })
         )
       )
@@ -236,7 +238,7 @@ const make = Effect.gen(function* () {
           // (A 2026-07-28 request's tasks are its subject's: they outlive the request.)
           const owner = Tasks.ownerOf(session)
           if (owner.session !== undefined) routes.forgetTasks(owner)
-        }).pipe(Effect.zipRight(subscriptions.drop(session)))
+        }).pipe(Effect.andThen(subscriptions.drop(session)))
     ).pipe(
       Effect.as(
         withClientRequests(
@@ -267,13 +269,12 @@ const make = Effect.gen(function* () {
 const endSession = (session: Session): Effect.Effect<void> => Effect.asVoid(Deferred.succeed(session.ended, undefined))
 
 /** Backends, the events hub and the policies in force: what every way of running the gateway stands on. */
-const layerBase: Layer.Layer<Backends | BackendRequester | Events | Policies | SignIns | RunSlots, never, GatewayConfig> =
-  Backends.layerNode.pipe(
-    Layer.provideMerge(Events.layer),
-    Layer.merge(Policies.layer),
-    Layer.merge(SignIns.layer),
-    Layer.merge(RunSlots.layer)
-  )
+const layerBase: Layer.Layer<Backends | BackendRequester | Policies | SignIns, never, GatewayConfig> = Backends.layerNode.pipe(
+  Layer.provideMerge(Events.layer),
+  Layer.merge(Policies.layer),
+  Layer.merge(SignIns.layer),
+  Layer.merge(RunSlots.layer)
+)
 
 /**
  * The services a gateway is wired from, one registry and one set of tables shared by all, the road
@@ -302,7 +303,7 @@ const services = (sessions: Layer.Layer<Sessions>) =>
  * they need each other: ten layers cost its start about 7 ms more than the same services made in
  * one (stdio ping then EOF, whole process, median of 30 pairs).
  */
-const methods = Layer.scopedContext(
+const methods = Layer.effectContext(
   Effect.gen(function* () {
     const shared = Context.make(Views, yield* Views.make).pipe(
       Context.add(OwnTasks, yield* OwnTasks.make),
@@ -334,7 +335,7 @@ const methods = Layer.scopedContext(
 /** The input bridge with the request states it seals (the team's key, when it shares a store). */
 const bridge = InputBridge.layer.pipe(Layer.provideMerge(RequestStates.layer))
 
-export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, GatewayService>() {
+export class Gateway extends Context.Service<Gateway, GatewayService>()("mcp-agentify/Gateway") {
   /**
    * The gateway over its services: the sessions' registry (which says whether one client owns it),
    * the routing tables, what it asks of clients and the call pipeline. A test provides any of them itself.
@@ -344,7 +345,6 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
     never,
     | GatewayConfig
     | Backends
-    | Events
     | Routes
     | Sessions
     | ClientAsk
@@ -354,7 +354,7 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
     | Views
     | AggregateMethods
     | EndpointMethods
-  > = Layer.scoped(Gateway, make)
+  > = Layer.effect(Gateway, make)
   /**
    * One client owns the gateway (stdio): its `initialize` configures and starts the backends. With
    * the input bridge its transport serves 2026-07-28 requests on.
@@ -362,13 +362,13 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
   static readonly layerSingle: Layer.Layer<
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
+    GatewayConfig | Backends | BackendRequester | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(methods), Layer.provideMerge(services(Sessions.layerSingle)), Layer.merge(bridge))
   /** Every session shares backends started with the gateway (HTTP); with the input bridge. */
   static readonly layerShared: Layer.Layer<
     Gateway | InputBridge | RequestStates | Orchestrator | Launch,
     never,
-    GatewayConfig | Backends | BackendRequester | Events | Policies | SignIns | LlmClient | Store.Store
+    GatewayConfig | Backends | BackendRequester | Policies | SignIns | LlmClient | Store.Store
   > = Gateway.layer.pipe(Layer.provideMerge(methods), Layer.provideMerge(services(Sessions.layerShared)), Layer.merge(bridge))
 }
 
@@ -376,7 +376,7 @@ export class Gateway extends Context.Tag("mcp-agentify/Gateway")<Gateway, Gatewa
  * Backends, Orchestrator and the events hub, with the call pipeline straight to the backends (no
  * sessions: `check`, `trust`, an app that embeds the orchestrator); nothing started yet.
  */
-export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
+export const layerCore: Layer.Layer<Orchestrator | Backends | CallPipeline, never, GatewayConfig | LlmClient> =
   Orchestrator.layer.pipe(
     Layer.provide(layerPlanned),
     Layer.provideMerge(CallPipeline.layer),
@@ -393,7 +393,7 @@ export const layerCore: Layer.Layer<Orchestrator | Backends | Events | CallPipel
 const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>, wait: boolean) =>
   Layer.effectDiscard(
     Effect.flatMap(Launch, (launch) => launch.start(clientCapabilities)).pipe(
-      Effect.zipRight(wait ? Effect.flatMap(Backends, (backends) => backends.settle) : Effect.void)
+      Effect.andThen(wait ? Effect.flatMap(Backends, (backends) => backends.settle) : Effect.void)
     )
   )
 
@@ -402,12 +402,14 @@ const startConfigured = (clientCapabilities: Readonly<Record<string, unknown>>, 
  * stopped when its scope closes. Use `Orchestrator` and `Backends` from it. No client is there to
  * answer backends' requests: `roots/list` gets a backend's configured `roots`, the rest -32601.
  */
-export const layer: Layer.Layer<Orchestrator | Backends | Events | CallPipeline, never, GatewayConfig | LlmClient> =
-  startConfigured({}, true).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
+export const layer: Layer.Layer<Orchestrator | Backends | CallPipeline, never, GatewayConfig | LlmClient> = startConfigured(
+  {},
+  true
+).pipe(Layer.provide(Launch.layer), Layer.provideMerge(layerCore))
 
 /** The stdio gateway: backends start with the client's `initialize` or first 2026-07-28 request (see Launch). */
 export const layerStdio: Layer.Layer<
-  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > = Gateway.layerSingle.pipe(Layer.provideMerge(layerBase), Layer.provideMerge(Store.layerLocal))
@@ -417,9 +419,9 @@ export const layerStdio: Layer.Layer<
  * their start-up.
  */
 export const layerSharedWith = (
-  observer: Layer.Layer<never, never, GatewayConfig | Backends | Events>
+  observer: Layer.Layer<never, never, GatewayConfig | Backends>
 ): Layer.Layer<
-  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > =>
@@ -437,7 +439,7 @@ export const layerSharedWith = (
 
 /** The shared gateway: backends started with it, every session served by them (see clients/SharedSessions). */
 export const layerShared: Layer.Layer<
-  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | Events | SignIns | Store.Store,
+  Gateway | InputBridge | RequestStates | Orchestrator | Launch | Backends | SignIns | Store.Store,
   never,
   GatewayConfig | LlmClient
 > = layerSharedWith(Layer.empty)

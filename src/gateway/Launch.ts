@@ -8,7 +8,7 @@
  * whatever the backends are doing. What needs their tools waits for them itself, within
  * `startupTimeoutMs` (a session's first request, a search: see Backends' `settle`).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Semaphore } from "effect"
 import { Backends, startOptionsOf } from "../backend/Backends.js"
 import { GatewayConfig } from "../config/Config.js"
 
@@ -20,15 +20,15 @@ export interface LaunchService {
   readonly start: (clientCapabilities: Readonly<Record<string, unknown>>) => Effect.Effect<void>
 }
 
-export class Launch extends Context.Tag("mcp-agentify/Launch")<Launch, LaunchService>() {
-  static readonly layer: Layer.Layer<Launch, never, GatewayConfig | Backends> = Layer.scoped(
+export class Launch extends Context.Service<Launch, LaunchService>()("mcp-agentify/Launch") {
+  static readonly layer: Layer.Layer<Launch, never, GatewayConfig | Backends> = Layer.effect(
     Launch,
     Effect.gen(function* () {
       const config = yield* GatewayConfig
       const backends = yield* Backends
       // One start at a time; a start that was interrupted (a cancelled initialize) left nothing
       // running, so the next one starts again.
-      const lock = yield* Effect.makeSemaphore(1)
+      const lock = yield* Semaphore.make(1)
       const scope = yield* Effect.scope
       let started = false
       /** Said once the start-up timeout has passed, of the backends still starting then. */
@@ -52,7 +52,7 @@ export class Launch extends Context.Tag("mcp-agentify/Launch")<Launch, LaunchSer
                     backends.begin(current.backends, startOptionsOf(current, clientCapabilities))
                   ).pipe(
                     Effect.tap(() => Effect.sync(() => (started = true))),
-                    Effect.zipRight(Effect.forkIn(sayStillStarting, scope))
+                    Effect.andThen(Effect.forkIn(sayStillStarting, scope))
                   )
             )
           )

@@ -10,7 +10,7 @@
  * logged, and published; the running configuration stays. `initializationOptions` and the
  * environment are not read again.
  */
-import { Effect, Either, Redacted, Stream } from "effect"
+import { Effect, Result, Redacted, Stream } from "effect"
 import type { Applied, BackendsService, BackendTools } from "../backend/Backends.js"
 import type { GatewayConfig, ResolvedConfig } from "../config/Config.js"
 import * as Watch from "../config/Watch.js"
@@ -19,7 +19,7 @@ import type { EventsService } from "../observability/Events.js"
 import * as Logging from "../observability/Logging.js"
 
 export interface Deps {
-  readonly config: GatewayConfig["Type"]
+  readonly config: GatewayConfig["Service"]
   readonly backends: BackendsService
   readonly events: EventsService
 }
@@ -69,15 +69,15 @@ export const reload = ({ config, backends, events }: Deps): Effect.Effect<void> 
   Effect.gen(function* () {
     const started = Date.now()
     const refuse = (message: string) =>
-      Effect.zipRight(
+      Effect.andThen(
         Effect.logError(`configuration change refused, the running configuration stays: ${message}`),
         Effect.sync(() => {
           if (events.active()) events.publish({ _tag: "ConfigReload", at: started, outcome: "refused", message })
         })
       )
     const candidate = yield* config.candidate
-    if (Either.isLeft(candidate)) return yield* refuse(candidate.left)
-    const next = candidate.right.config
+    if (Result.isFailure(candidate)) return yield* refuse(candidate.failure)
+    const next = candidate.success.config
     const conflicts = newConflicts(backends.toolsSync(), next)
     if (conflicts.length > 0) return yield* refuse(conflicts.join("; "))
     const before = yield* config.current
@@ -86,10 +86,10 @@ export const reload = ({ config, backends, events }: Deps): Effect.Effect<void> 
       if (events.active()) events.publish({ _tag: "ConfigReload", at: started, outcome: "unchanged" })
       return yield* Effect.logDebug("configuration file changed; nothing in it did")
     }
-    yield* config.replace(candidate.right)
+    yield* config.replace(candidate.success)
     if (next.logLevel !== before.logLevel) yield* Logging.applyLevel(next.logLevel)
     const applied = yield* backends.apply(next.backends)
     const ms = Date.now() - started
     yield* Effect.logInfo(`configuration reloaded from ${next.backendsSource}: ${summary(applied)}`, { ms })
     if (events.active()) events.publish({ _tag: "ConfigReload", at: started, outcome: "applied", ...applied, ms })
-  }).pipe(Effect.catchAllDefect((defect) => Effect.logError("configuration reload failed", defect)))
+  }).pipe(Effect.catchDefect((defect) => Effect.logError("configuration reload failed", defect)))

@@ -53,17 +53,17 @@ export const start = (options: Options): Effect.Effect<Effect.Effect<void>, neve
     // Remembered lists: taken before the backends start (this runs first), so that one another
     // gateway ran waits for its first use here too. The newer file wins: each is one whole listing.
     const known = yield* Mirror.make(state, { kind: "known", dir: path.join(options.stateDir, "known") })
-    const shared = (others: Effect.Effect<void>) => Effect.zipRight(others, known.settled)
+    const shared = (others: Effect.Effect<void>) => Effect.andThen(others, known.settled)
     // Tool vectors (`embeddings`): one gateway embeds a tool, every gateway has its vector (an
     // embedder reads its file again when it changed).
     const vectors = options.embeddings
       ? yield* Mirror.make(state, { kind: "embeddings", dir: path.join(options.stateDir, "embeddings"), merge: Embeddings.merge })
       : undefined
     const settledAll = (others: Effect.Effect<void>) =>
-      shared(vectors === undefined ? others : Effect.zipRight(others, vectors.settled))
+      shared(vectors === undefined ? others : Effect.andThen(others, vectors.settled))
     if (options.env.AGENTIFY_TOKEN_KEY?.trim()) {
       const tokens = yield* Mirror.make(state, { kind: "tokens", dir: Store.directory(options.env) })
-      return settledAll(Effect.zipRight(pins.settled, tokens.settled))
+      return settledAll(Effect.andThen(pins.settled, tokens.settled))
     }
     if (options.oauth) {
       yield* Effect.logWarning(
@@ -84,13 +84,13 @@ const optionsOf = (config: ResolvedConfig, env: Options["env"]): Options => ({
  * The gateway's, when the configuration names a store (else nothing): started before its backends
  * (their first review reads the team's pins).
  */
-export const layer: Layer.Layer<never, never, TeamFiles | GatewayConfig | Backends> = Layer.unwrapEffect(
+export const layer: Layer.Layer<never, never, TeamFiles | GatewayConfig | Backends> = Layer.unwrap(
   Effect.map(
     Effect.flatMap(GatewayConfig, (config) => config.current),
     (config) =>
       config.state === undefined
         ? Layer.empty
-        : Layer.scopedDiscard(
+        : Layer.effectDiscard(
             Effect.flatMap(Backends, (backends) => start({ ...optionsOf(config, process.env), reviewPins: backends.reviewPins }))
           )
   )

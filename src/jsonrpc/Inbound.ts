@@ -2,13 +2,13 @@
  * The one engine for requests that arrive: from a client of either era (`Peer`, the stateless
  * `Dispatch`) and from a backend (its sampling, elicitation and roots requests, `Handshake`).
  *
- * In the manner of @effect/rpc's RpcServer: each request is a fiber in a `FiberMap` keyed by its
+ * In the manner of Effect's RpcServer (`effect/rpc`): each request is a fiber in a `FiberMap` keyed by its
  * id, started at once (so a cancellation in the same chunk finds it), and its exit becomes exactly
  * one reply (or none, where the protocol says so). What differs between the sides is only how an
  * exit reads as a reply (`Options.reply`); keying, duplicate ids, cancellation and the drain at
  * shutdown are the same code for all of them.
  */
-import { Cause, Effect, type Exit, type Fiber, FiberId, FiberMap, Runtime, type Scope } from "effect"
+import { Cause, Effect, type Exit, type Fiber, FiberMap, type Scope } from "effect"
 import { ErrorCode } from "../protocol/Errors.js"
 import { failure, type Id, type Response } from "./Message.js"
 
@@ -40,7 +40,7 @@ export interface Inbound<K, A, E, R> {
     effect: Effect.Effect<A, E, R>,
     send: (response: Response) => void,
     sent?: unknown
-  ) => Fiber.RuntimeFiber<A, E> | undefined
+  ) => Fiber.Fiber<A, E> | undefined
   /** The same, as an effect that waits for the reply (a batch's items). */
   readonly reply: (key: K, id: Id, effect: Effect.Effect<A, E, R>, sent?: unknown) => Effect.Effect<Response | undefined>
   /** The peer gave up on a request: it is interrupted and ends as "cancelled". False: none in flight. */
@@ -63,7 +63,7 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
   Effect.gen(function* () {
     const fibers = yield* FiberMap.make<K | symbol, A, E>()
     const runFork = yield* FiberMap.runtime(fibers)<R>()
-    const log = Runtime.runFork(yield* Effect.runtime<never>())
+    const log = Effect.runForkWith(yield* Effect.context<never>())
     /** Keys the peer cancelled: their reply says so (any other interruption is the engine stopping). */
     const cancelled = new Set<K>()
     let inFlight = 0
@@ -75,9 +75,9 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
       effect: Effect.Effect<A, E, R>,
       done: (response: Response | undefined) => void,
       sent: unknown
-    ): Fiber.RuntimeFiber<A, E> | undefined => {
+    ): Fiber.Fiber<A, E> | undefined => {
       let slot: K | symbol = key
-      if (FiberMap.unsafeHas(fibers, key)) {
+      if (FiberMap.hasUnsafe(fibers, key)) {
         if (options.duplicates === "refuse") {
           done(idInUse(id))
           return undefined
@@ -89,13 +89,13 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
       fiber.addObserver((exit) => {
         inFlight--
         const ending: Ending =
-          exit._tag === "Success" || !Cause.isInterruptedOnly(exit.cause)
+          exit._tag === "Success" || !Cause.hasInterruptsOnly(exit.cause)
             ? "done"
             : slot === key && cancelled.delete(key)
               ? "cancelled"
               : "stopped"
         // A defect is a bug of ours: logged here, while the peer gets a reply without internals.
-        if (exit._tag === "Failure" && Cause.isDie(exit.cause))
+        if (exit._tag === "Failure" && Cause.hasDies(exit.cause))
           log(Effect.logError("request failed with a defect", { id }, exit.cause))
         done(options.reply(id, exit, ending, sent))
       })
@@ -114,15 +114,15 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
       )
 
     const reply = (key: K, id: Id, effect: Effect.Effect<A, E, R>, sent?: unknown) =>
-      Effect.async<Response | undefined>((resume) => {
+      Effect.callback<Response | undefined>((resume) => {
         start(key, id, effect, (response) => resume(Effect.succeed(response)), sent)
       })
 
     const cancel = (key: K): boolean => {
-      const fiber = FiberMap.unsafeGet(fibers, key)
+      const fiber = FiberMap.getUnsafe(fibers, key)
       if (fiber._tag === "None") return false
       cancelled.add(key)
-      fiber.value.unsafeInterruptAsFork(FiberId.none)
+      fiber.value.interruptUnsafe()
       return true
     }
 
@@ -138,7 +138,7 @@ export const make = <K, A, E, R = never>(options: Options<A, E>): Effect.Effect<
         if (drained._tag === "Some") return
         yield* Effect.logWarning("stopping requests still in flight", { count: inFlight })
         yield* Effect.sync(() => {
-          for (const [, fiber] of fibers) fiber.unsafeInterruptAsFork(FiberId.none)
+          for (const [, fiber] of fibers) fiber.interruptUnsafe()
         })
         // Bounded: a request stuck in an uninterruptible region must not hold the stop.
         yield* FiberMap.awaitEmpty(fibers).pipe(Effect.ignore, Effect.interruptible, Effect.timeoutOption(1_000))

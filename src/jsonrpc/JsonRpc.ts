@@ -4,8 +4,10 @@
  * the first bytes). The client side's dispatch is `Peer`; the backend side (`Backend`) reads its
  * process's stdout with the same `FrameDecoder` and classifies with the same `classify`.
  *
- * Written by hand rather than with @effect/rpc's serialization, which loses string ids, answers
- * notifications and stops on one malformed line. A bad frame never stops the frames after it.
+ * Written by hand rather than with Effect's RPC serialization (`effect/rpc`, `ndJsonRpc`), which
+ * drops the good lines of a chunk with one malformed line (no -32700), reads a message with neither
+ * method nor result as a success, and puts Effect's cause in an error's `data`. A bad frame never
+ * stops the frames after it.
  * This module is the public interface over `Message` and `FrameDecoder`.
  */
 export * from "./Message.js"

@@ -86,9 +86,9 @@ export interface Peer {
  */
 const replyFor = (id: Id, exit: Exit.Exit<unknown, GatewayError>, _ending: Inbound.Ending, sent: unknown): Response => {
   if (Exit.isSuccess(exit)) return success(id, exit.value === undefined ? null : exit.value)
-  const failed = Cause.failureOption(exit.cause)
+  const failed = Cause.findErrorOption(exit.cause)
   if (Option.isSome(failed)) return failure(id, toRpcError(failed.value, sent))
-  if (Cause.isInterruptedOnly(exit.cause)) return failure(id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" })
+  if (Cause.hasInterruptsOnly(exit.cause)) return failure(id, { code: ErrorCode.RequestCancelled, message: "Request cancelled" })
   // The client still gets its one reply, without internals.
   const squashed = Cause.squash(exit.cause)
   return failure(id, {
@@ -169,7 +169,7 @@ export const make = <R>(handlers: Handlers<R>, options: Options): Effect.Effect<
           return Effect.as(
             handlers
               .notification(incoming.notification)
-              .pipe(Effect.catchAllCause((cause) => Effect.logWarning("notification handler failed", { method }, cause))),
+              .pipe(Effect.catchCause((cause) => Effect.logWarning("notification handler failed", { method }, cause))),
             undefined
           )
         }

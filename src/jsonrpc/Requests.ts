@@ -4,7 +4,7 @@
  * the caller goes away, delivery in order behind the peer's notifications, and exactly one outcome
  * per id (a reply, a timeout, a cancellation or the peer's end, whichever comes first).
  *
- * Plain mutable state on the one JS thread: the hot path allocates one `Effect.async` per request
+ * Plain mutable state on the one JS thread: the hot path allocates one `Effect.callback` per request
  * and no fiber.
  */
 import { Effect, Exit } from "effect"
@@ -88,8 +88,8 @@ export class Requests<E, R = undefined> {
    * to the peer's `send` and `cancelled` (which stream it goes on).
    */
   request(method: string, params: unknown, timeoutMs?: number, ordered = false, route?: R): Effect.Effect<unknown, E> {
-    // One parameter: Effect.async then allocates no AbortController.
-    return Effect.async<unknown, E>((resume) => {
+    // One parameter: Effect.callback then allocates no AbortController.
+    return Effect.callback<unknown, E>((resume) => {
       const limit = this.options.limit
       if (limit !== undefined && this.pending.size >= limit && this.peer.full !== undefined) {
         return resume(Exit.fail(this.peer.full(method, limit)))

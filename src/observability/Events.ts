@@ -9,7 +9,7 @@
  * it does not use. A slow subscriber never slows the gateway: the hub is sliding (the oldest
  * events are dropped for it).
  */
-import { Context, Effect, Layer, PubSub, type Queue, type Scope } from "effect"
+import { Context, Effect, Layer, PubSub, type Scope } from "effect"
 import type { BackendStatus } from "./BackendStatus.js"
 
 export type Direction = "in" | "out"
@@ -131,7 +131,7 @@ export interface EventsService {
   /** Publishes synchronously (from any callback); a no-op with nobody subscribed. */
   readonly publish: (event: Event) => void
   /** Events from now until the scope closes. */
-  readonly subscribe: Effect.Effect<Queue.Dequeue<Event>, never, Scope.Scope>
+  readonly subscribe: Effect.Effect<PubSub.Subscription<Event>, never, Scope.Scope>
 }
 
 export const make: Effect.Effect<EventsService> = Effect.gen(function* () {
@@ -145,7 +145,7 @@ export const make: Effect.Effect<EventsService> = Effect.gen(function* () {
   return {
     active: () => subscribers > 0,
     publish: (event) => {
-      if (subscribers > 0 && hub !== undefined) Effect.runSync(PubSub.publish(hub, event))
+      if (subscribers > 0 && hub !== undefined) PubSub.publishUnsafe(hub, event)
     },
     subscribe: Effect.acquireRelease(
       Effect.flatMap(made, (created) => Effect.tap(PubSub.subscribe(created), () => Effect.sync(() => subscribers++))),
@@ -165,6 +165,9 @@ export const none: EventsService = {
  * The hub, where one is provided (the gateway's layer, the debug UI's); code run without one (a
  * backend or the orchestrator used on their own, an embedding app) publishes to nobody.
  */
-export class Events extends Context.Reference<Events>()("mcp-agentify/Events", { defaultValue: () => none }) {
-  static readonly layer: Layer.Layer<Events> = Layer.effect(Events, make)
-}
+const EventsReference = Context.Reference<EventsService>("mcp-agentify/Events", { defaultValue: () => none })
+
+/** The hub's reference, and `Events.layer`, a hub of its own. */
+export const Events: typeof EventsReference & { readonly layer: Layer.Layer<never> } = Object.assign(EventsReference, {
+  layer: Layer.effect(EventsReference, make)
+})

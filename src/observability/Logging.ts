@@ -8,7 +8,7 @@
  * `initializationOptions.logLevel` changes it through the service, and two gateways embedded in
  * one process each have their own.
  */
-import { Cause, Context, Effect, FiberId, FiberRef, FiberRefs, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import { Cause, Context, Effect, Layer, Logger, LogLevel, References } from "effect"
 import * as RegularFile from "../config/RegularFile.js"
 import { Events } from "./Events.js"
 import * as Secrets from "./Secrets.js"
@@ -18,13 +18,29 @@ export const LOG_LEVEL_NAMES = ["trace", "debug", "info", "warn", "error", "fata
 export type LogLevelName = (typeof LOG_LEVEL_NAMES)[number]
 
 const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {
-  trace: LogLevel.Trace,
-  debug: LogLevel.Debug,
-  info: LogLevel.Info,
-  warn: LogLevel.Warning,
-  error: LogLevel.Error,
-  fatal: LogLevel.Fatal,
-  silent: LogLevel.None
+  trace: "Trace",
+  debug: "Debug",
+  info: "Info",
+  warn: "Warn",
+  error: "Error",
+  fatal: "Fatal",
+  silent: "None"
+}
+
+/** True when a line at `level` passes the least severe level `least` ("None": nothing passes). */
+const passes = (level: LogLevel.LogLevel, least: LogLevel.LogLevel): boolean =>
+  least !== "None" && LogLevel.isGreaterThanOrEqualTo(level, least)
+
+/** A level as the lines name it: Effect 3's labels ("WARN", not Effect 4's "Warn"), so the lines stay as they were. */
+const LABELS: Record<LogLevel.LogLevel, string> = {
+  All: "ALL",
+  Trace: "TRACE",
+  Debug: "DEBUG",
+  Info: "INFO",
+  Warn: "WARN",
+  Error: "ERROR",
+  Fatal: "FATAL",
+  None: "OFF"
 }
 
 /** The least severe level a logger writes; set while it runs (a client's initializationOptions). */
@@ -34,12 +50,10 @@ export interface Threshold {
 }
 
 /** No logger of the gateway's: as when embedded with a logger of one's own, setting the level does nothing. */
-const UNSET: Threshold = { get: () => LogLevel.Info, set: () => {} }
+const UNSET: Threshold = { get: () => "Info", set: () => {} }
 
 /** The threshold of the gateway's logger, where `layer` provides it. */
-export class LogThreshold extends Context.Reference<LogThreshold>()("mcp-agentify/LogThreshold", {
-  defaultValue: () => UNSET
-}) {}
+export const LogThreshold = Context.Reference<Threshold>("mcp-agentify/LogThreshold", { defaultValue: () => UNSET })
 
 export const makeThreshold = (initial: LogLevelName = "info"): Threshold => {
   let current = LEVELS[initial]
@@ -142,22 +156,22 @@ const safeJson = (value: unknown): string => {
 
 /** A logger writing JSON or readable lines to `sink`, filtered by `threshold`. */
 export const make = (sink: Sink = stderrSink, threshold: Threshold = makeThreshold()): Logger.Logger<unknown, void> =>
-  Logger.make(({ annotations, cause, context, date, logLevel, message, spans }) => {
-    const least = threshold.get()
-    if (logLevel.ordinal < least.ordinal || least === LogLevel.None) return
+  Logger.make(({ cause, date, fiber, logLevel, message }) => {
+    if (!passes(logLevel, threshold.get())) return
     const fields: Record<string, unknown> = {}
-    for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = render(value)
+    for (const [key, value] of Object.entries(fiber.getRef(References.CurrentLogAnnotations))) fields[key] = render(value)
     const now = date.getTime()
-    for (const span of List.toArray(spans)) fields[`${span.label}_ms`] = now - span.startTime
+    for (const [label, startTime] of fiber.getRef(References.CurrentLogSpans)) fields[`${label}_ms`] = now - startTime
     const text = splitMessage(message, fields)
-    const failure = Cause.isEmpty(cause) ? undefined : Cause.pretty(cause, { renderErrorCause: true })
+    const failure = cause.reasons.length === 0 ? undefined : Cause.pretty(cause)
     // The events hub of the gateway that logged this, if one is in its context and listened to.
-    const events = Context.getOrElse(FiberRefs.getOrDefault(context, FiberRef.currentContext), Events, () => undefined)
-    if (events?.active()) {
+    const events = fiber.getRef(Events)
+    const label = LABELS[logLevel]
+    if (events.active()) {
       events.publish({
         _tag: "Log",
         at: now,
-        level: logLevel.label.toLowerCase(),
+        level: label.toLowerCase(),
         message: Secrets.scrub(text),
         fields: Secrets.scrubDeep({ ...fields, ...(failure ? { cause: failure } : {}) }) as Record<string, unknown>
       })
@@ -167,64 +181,56 @@ export const make = (sink: Sink = stderrSink, threshold: Threshold = makeThresho
       const extra = Object.entries(fields)
         .map(([k, v]) => `${k} ${typeof v === "string" ? v : safeJson(v)}`)
         .join(", ")
-      const level = PERSON_LEVELS[logLevel.label] ?? logLevel.label.toLowerCase()
+      const level = PERSON_LEVELS[label] ?? label.toLowerCase()
       line = `mcp-agentify: ${level}: ${text}${extra ? ` (${extra})` : ""}${failure ? `\n${failure}` : ""}\n`
     } else if (sink.isTTY) {
       const extra = Object.entries(fields)
         .map(([k, v]) => `${k}=${typeof v === "string" ? v : safeJson(v)}`)
         .join(" ")
-      line = `${date.toISOString().slice(11, 23)} ${logLevel.label.padEnd(5)} ${text}${extra ? ` ${extra}` : ""}${
+      line = `${date.toISOString().slice(11, 23)} ${label.padEnd(5)} ${text}${extra ? ` ${extra}` : ""}${
         failure ? `\n${failure}` : ""
       }\n`
     } else {
-      line = `${safeJson({ time: date.toISOString(), level: logLevel.label.toLowerCase(), msg: text, ...fields, ...(failure ? { cause: failure } : {}) })}\n`
+      line = `${safeJson({ time: date.toISOString(), level: label.toLowerCase(), msg: text, ...fields, ...(failure ? { cause: failure } : {}) })}\n`
     }
     sink.write(Secrets.scrub(line))
   })
 
 /**
- * Replaces Effect's stdout logger with the stderr one, and provides its level (`applyLevel`); it
- * hears the state files refused (see config/RegularFile) while it is in use.
+ * Replaces Effect's loggers (its default one writes to stdout) with the stderr one, and provides
+ * its level (`applyLevel`); it hears the state files refused (see config/RegularFile) while it is
+ * in use. Effect's own loggers, should any code add them back, are told to write to stderr too.
  *
  * The runtime's minimum is `All` because the level changes while the gateway runs (a client's
  * `initializationOptions`); the threshold is applied by each logger instead. Effect's tracer logger
  * (a log line as an event of the current span) is held to the same threshold: unfiltered, it
  * stringified every trace-level message, such as a 10,000-call completion, stalling the event loop.
  */
-export const layer = (sink?: Sink): Layer.Layer<LogThreshold> =>
+export const layer = (sink?: Sink): Layer.Layer<never> =>
   Layer.suspend(() => {
     const threshold = makeThreshold()
-    const atThreshold = (level: LogLevel.LogLevel) => {
-      const least = threshold.get()
-      return least !== LogLevel.None && level.ordinal >= least.ordinal
-    }
     const logger = make(sink, threshold)
+    const tracerLogger = Logger.make<unknown, void>((options) => {
+      if (passes(options.logLevel, threshold.get())) Logger.tracerLogger.log(options)
+    })
     // State files refused where no fiber runs (a pins file read inside a listing's review, a
     // sign-in's tokens, the launcher's code cache): said by this logger while it is the one in use.
-    const hearRefusals = Layer.scopedDiscard(
+    const warnAlone = (message: string): Effect.Effect<void> =>
+      Effect.logWarning(message).pipe(
+        Effect.provideService(Logger.CurrentLoggers, new Set([logger])),
+        Effect.provideService(References.MinimumLogLevel, "All")
+      )
+    const hearRefusals = Layer.effectDiscard(
       Effect.acquireRelease(
-        Effect.sync(() =>
-          RegularFile.hear((message) =>
-            logger.log({
-              fiberId: FiberId.none,
-              logLevel: LogLevel.Warning,
-              message,
-              cause: Cause.empty,
-              context: FiberRefs.empty(),
-              spans: List.empty(),
-              annotations: HashMap.empty(),
-              date: new Date()
-            })
-          )
-        ),
+        Effect.sync(() => RegularFile.hear((message) => Effect.runSync(warnAlone(message)))),
         (stop) => Effect.sync(stop)
       )
     )
     return Layer.mergeAll(
-      hearRefusals,
-      Logger.replace(Logger.defaultLogger, logger),
-      Logger.replace(Logger.tracerLogger, Logger.filterLogLevel(Logger.tracerLogger, atThreshold)),
-      Logger.minimumLogLevel(LogLevel.All),
-      Layer.succeed(LogThreshold, threshold)
+      Logger.layer([logger, tracerLogger]),
+      Layer.succeed(References.MinimumLogLevel, "All"),
+      Layer.succeed(Logger.LogToStderr, true),
+      Layer.succeed(LogThreshold, threshold),
+      hearRefusals
     )
   })

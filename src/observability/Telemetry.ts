@@ -1,7 +1,7 @@
 /**
  * OpenTelemetry, when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is
- * set: traces and metrics exported over OTLP/HTTP (JSON) by @effect/opentelemetry's OTLP exporters,
- * which need no OpenTelemetry SDK.
+ * set: traces and metrics exported over OTLP/HTTP (JSON) by Effect's own OTLP exporters
+ * (`effect/observability`), which need no OpenTelemetry SDK.
  *
  * Spans follow the MCP semantic conventions: one per client request (`tools/call fx__echo`, kind
  * server, its parent taken from the request's `_meta.traceparent`), one per backend request (kind
@@ -13,7 +13,7 @@
  * hot paths check one boolean and build no span, attribute or metric. The process's, as its
  * settings are: they come from the process's environment (`OTEL_*`), one exporter per process.
  */
-import { Effect, Layer, Metric, MetricBoundaries, Option, Tracer } from "effect"
+import { Effect, Layer, Metric, Option, Tracer } from "effect"
 import * as Secrets from "./Secrets.js"
 import type { ExportSettings } from "./TelemetryExport.js"
 import * as Meta from "../json/Meta.js"
@@ -50,13 +50,13 @@ export const settingsFrom = (env: Readonly<Record<string, string | undefined>>):
 }
 
 /**
- * The exporters, or nothing when `env` sets no endpoint. They are loaded only then:
- * @effect/opentelemetry is an optional peer of the library, absent from most apps that embed it.
+ * The exporters, or nothing when `env` sets no endpoint. They are loaded only then: most starts
+ * export nothing and need not read their code.
  */
 export const layer = (env: Readonly<Record<string, string | undefined>>, version: string): Layer.Layer<never> => {
   const settings = settingsFrom(env)
   if (settings === undefined) return Layer.empty
-  return Layer.unwrapEffect(
+  return Layer.unwrap(
     Effect.tryPromise(() => import("./TelemetryExport.js")).pipe(
       Effect.map(({ exporters }) =>
         Layer.merge(
@@ -68,11 +68,10 @@ export const layer = (env: Readonly<Record<string, string | undefined>>, version
           )
         )
       ),
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         Effect.as(
           Effect.logError(
-            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the exporters cannot be loaded " +
-              "(install @effect/opentelemetry beside mcp-agentify); telemetry is off",
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the exporters cannot be loaded; telemetry is off",
             String(error.cause)
           ),
           Layer.empty
@@ -134,11 +133,10 @@ export const serverSpan = <A, E, R>(
 
 const callsCounter = Metric.counter("mcp.backend.calls", { description: "Requests the gateway sent to backends" })
 const errorsCounter = Metric.counter("mcp.backend.errors", { description: "Backend requests that failed" })
-const durations = Metric.histogram(
-  "mcp.backend.duration",
-  MetricBoundaries.exponential({ start: 1, factor: 2, count: 16 }),
-  "Backend request duration (ms)"
-)
+const durations = Metric.histogram("mcp.backend.duration", {
+  description: "Backend request duration (ms)",
+  boundaries: Metric.exponentialBoundaries({ start: 1, factor: 2, count: 16 })
+})
 
 /**
  * A request to a backend as a client span, `send` given the params with `_meta.traceparent` naming
@@ -151,19 +149,19 @@ export const clientSpan = <A, E, R>(
   send: (params: unknown) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> => {
   const target = targetOf(method, params)
+  const tag = (key: string, value: string): [string, string] => [key, value]
   const tags: ReadonlyArray<[string, string]> = [
     ["backend", backendId],
     ["method", method],
-    ...(target === undefined || method !== "tools/call" ? [] : [["tool", target] as [string, string]])
+    ...(target === undefined || method !== "tools/call" ? [] : [tag("tool", target)])
   ]
-  const tagged = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>): Metric.Metric<Type, In, Out> =>
-    tags.reduce((m, [key, value]) => Metric.tagged(m, key, value), metric)
+  const tagged = Metric.withAttributes(tags)
   const started = Date.now()
   const record = (failed: boolean) =>
     Effect.all(
       [
-        Metric.increment(tagged(callsCounter)),
-        failed ? Metric.increment(tagged(errorsCounter)) : Effect.void,
+        Metric.update(tagged(callsCounter), 1),
+        failed ? Metric.update(tagged(errorsCounter), 1) : Effect.void,
         Metric.update(tagged(durations), Date.now() - started)
       ],
       { discard: true }
@@ -171,7 +169,8 @@ export const clientSpan = <A, E, R>(
   return Effect.flatMap(Effect.option(Effect.currentSpan), (span) =>
     send(Option.isSome(span) ? withTraceparent(params, span.value) : params)
   ).pipe(
-    Effect.tapBoth({ onFailure: () => record(true), onSuccess: () => record(false) }),
+    Effect.tap(() => record(false)),
+    Effect.tapError(() => record(true)),
     Effect.withSpan(target === undefined ? method : `${method} ${target}`, {
       kind: "client",
       attributes: {

@@ -1,12 +1,13 @@
 /**
- * The OTLP/HTTP exporters of traces and metrics, through @effect/opentelemetry (no OpenTelemetry
- * SDK). A module of its own so that it is loaded only when telemetry is on (see Telemetry.layer).
+ * The OTLP/HTTP exporters of traces and metrics, Effect's own (`effect/observability`, no
+ * OpenTelemetry SDK). A module of its own so that it is loaded only when telemetry is on (see
+ * Telemetry.layer).
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import * as OtlpMetrics from "@effect/opentelemetry/OtlpMetrics"
-import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { Layer } from "effect"
+import * as OtlpMetrics from "effect/observability/OtlpMetrics"
+import * as OtlpSerialization from "effect/observability/OtlpSerialization"
+import * as OtlpTracer from "effect/observability/OtlpTracer"
 
 /** Where and how to export (from the standard OTEL_* variables, see `Telemetry.settingsFrom`). */
 export interface ExportSettings {

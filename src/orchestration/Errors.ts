@@ -46,7 +46,7 @@ export class NoActionDetermined extends Schema.TaggedError<NoActionDetermined>()
 
 /** -32003: the LLM request failed. */
 export class LlmRequestFailed extends Schema.TaggedError<LlmRequestFailed>()("LlmRequestFailed", {
-  reason: Schema.Literal("auth", "rate_limit", "network", "timeout", "server", "bad_response", "other"),
+  reason: Schema.Literals(["auth", "rate_limit", "network", "timeout", "server", "bad_response", "other"]),
   message: Schema.String,
   status: Schema.optional(Schema.Number),
   /** The steps that ran before this failure (an orchestration's), as `_meta["agentify/steps"]` shows them. */

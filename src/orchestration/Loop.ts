@@ -7,7 +7,7 @@
  * A run's state (the conversation, the steps, the one repair, the bound on a turn's calls told
  * once, the dry run, the tokens, what the model read) is one `Loop`, each part of a turn a method.
  */
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 import { BackendError } from "../protocol/Errors.js"
 import { isCallToolResult, resultText } from "../protocol/Mcp.js"
 import type { OrchestrationStep } from "../observability/Events.js"
@@ -48,7 +48,7 @@ import {
 
 /** One model turn; the first is what the debug UI's record shows. */
 export const ask = (
-  llm: LlmClient["Type"],
+  llm: LlmClient["Service"],
   query: string,
   messages: ReadonlyArray<ChatMessage>,
   offer: Offer | ReadonlyArray<ChatTool>,
@@ -77,8 +77,8 @@ export const ask = (
 /** The model's call resolved to a backend call, or why it cannot run. */
 export const planCall = (offer: Offer, call: ChatToolCall, record?: Recording) =>
   Effect.gen(function* () {
-    const args = yield* parseArguments(call.name, call.arguments)
-    const chosen = yield* offer.plan(call.name, args)
+    const args = yield* Effect.fromResult(parseArguments(call.name, call.arguments))
+    const chosen = yield* Effect.fromResult(offer.plan(call.name, args))
     if (chosen.inputSchema !== undefined) {
       const callArgs = objectField(chosen.mcpParams, "arguments") ?? {}
       // Uncheckable schema: at least its required properties (own ones: not `toString`).
@@ -106,7 +106,7 @@ export const planCall = (offer: Offer, call: ChatToolCall, record?: Recording) =
 
 /** What one run works with: the prepared request, and how its calls run for its caller. */
 export interface Run extends Omit<Prepared, "code"> {
-  readonly llm: LlmClient["Type"]
+  readonly llm: LlmClient["Service"]
   readonly callPlanned: Call.RunPlanned
   readonly onStep: OnStep | undefined
   readonly confirm: Confirm | undefined
@@ -178,7 +178,7 @@ class Loop {
   /** `agentify_read_result`: more of a result that was cut, answered here. */
   readOn(call: ChatToolCall, args: Record<string, unknown>) {
     const { results } = this.run
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       this.steps.push({ tool: Results.READ_RESULT_TOOL, arguments: Secrets.scrubArguments(args), isError: false, ms: 0 })
       this.note({ step: this.current, tool: Results.READ_RESULT_TOOL, arguments: args, outcome: "search", ms: 0 })
       const text = results.read(args)
@@ -204,7 +204,7 @@ class Loop {
    */
   overBound(step: number, response: ChatResponse) {
     const { maxCallsPerTurn, maxSteps, dryRun, messages } = this.run
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       const made = response.toolCalls.length
       const refusal = tooManyCalls(response, maxCallsPerTurn)
       if (this.toldBound || step === maxSteps || dryRun) return yield* refusal
@@ -233,7 +233,7 @@ class Loop {
    */
   planned(asked: ChatResponse): Effect.Effect<ChatResponse | "more"> {
     const { offer, messages } = this.run
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       this.plan = Planning.fromFirstTurn(asked.toolCalls, this.plannable)
       const added = offer.follow?.(Planning.namedIn(asked.toolCalls, this.plannable)) ?? []
       if (added.length > 0) yield* Effect.logDebug("the plan widened the offer", { added })
@@ -253,11 +253,11 @@ class Loop {
   repair(
     step: number,
     response: ChatResponse,
-    checked: ReadonlyArray<Either.Either<TurnCall, InvalidPlan>>,
+    checked: ReadonlyArray<Result.Result<TurnCall, InvalidPlan>>,
     refused: InvalidPlan
   ) {
     const { dryRun, maxSteps, messages, results } = this.run
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       if (dryRun) {
         this.dryRefused = refused
         return "done" as const
@@ -266,8 +266,8 @@ class Loop {
       this.repaired = true
       this.invalid = refused
       for (const outcome of checked) {
-        if (Either.isLeft(outcome)) {
-          const { toolName, arguments: given, message } = outcome.left
+        if (Result.isFailure(outcome)) {
+          const { toolName, arguments: given, message } = outcome.failure
           this.note({ step, tool: toolName, arguments: given, outcome: "invalid", ms: 0, detail: message })
         }
       }
@@ -277,8 +277,8 @@ class Loop {
         messages.push({
           role: "tool",
           toolCallId: response.toolCalls[i]?.id ?? "",
-          content: Either.isLeft(outcome)
-            ? `Not run: ${outcome.left.message}. Correct the call and make it again.`
+          content: Result.isFailure(outcome)
+            ? `Not run: ${outcome.failure.message}. Correct the call and make it again.`
             : "Not run: another call of this turn was invalid. Make it again if it is still needed."
         })
       )
@@ -300,7 +300,7 @@ class Loop {
   runPlanned(step: number, { call, args, planned }: TurnCall & { planned: NonNullable<TurnCall["planned"]> }, flow: FlowFacts) {
     const { callPlanned, results } = this.run
     const { chosen } = planned
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       const started = Date.now()
       const decisions: Array<Decision> = []
       const result = yield* runStep(callPlanned, chosen, args, flow, decisions)
@@ -331,7 +331,7 @@ class Loop {
   /** A turn's checked calls, run (asked about first when they are not tool calls), their results told to the model. */
   runTurn(step: number, response: ChatResponse, calls: ReadonlyArray<TurnCall>) {
     const { onStep, maxSteps, messages, results } = this.run
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       // A tool call is asked about once, in the call pipeline, naming every reason; another
       // request (`routing: "backend"`) is asked for here, one after the other, before the turn runs.
       const decisions = yield* Effect.forEach(calls, (c) =>
@@ -372,7 +372,7 @@ class Loop {
   /** One model turn and the calls it made; "done" when the model answered without calling. */
   turn(step: number) {
     const { llm, query, messages, offer, record, results, maxSteps, maxCallsPerTurn, dryRun } = this.run
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       this.current = step
       const first = step === 1 && this.planTool !== undefined
       const asked = yield* ask(
@@ -398,21 +398,25 @@ class Loop {
       if (maxSteps === 1 && response.toolCalls.length !== 1) return yield* noAction(query, response)
       if (response.toolCalls.length > maxCallsPerTurn) return yield* this.overBound(step, response)
       const checked = yield* Effect.forEach(response.toolCalls, (call) =>
-        Effect.either(
+        Effect.result(
           this.answeredHere(call)
-            ? Effect.map(parseArguments(call.name, call.arguments), (args): TurnCall => ({ call, args, planned: undefined }))
+            ? Effect.map(Effect.fromResult(parseArguments(call.name, call.arguments)), (args): TurnCall => ({
+                call,
+                args,
+                planned: undefined
+              }))
             : Effect.map(planCall(offer, call, record), (planned): TurnCall => ({ call, args: planned.args, planned }))
         )
       )
-      const calls = Either.all(checked)
-      if (Either.isLeft(calls)) return yield* this.repair(step, response, checked, calls.left)
+      const calls = Result.all(checked)
+      if (Result.isFailure(calls)) return yield* this.repair(step, response, checked, calls.failure)
       this.invalid = undefined
-      const firstCall = calls.right.find((c) => c.planned !== undefined)?.planned
+      const firstCall = calls.success.find((c) => c.planned !== undefined)?.planned
       if (dryRun && firstCall !== undefined) {
         this.dry = firstCall.chosen
         return "done" as const
       }
-      return yield* this.runTurn(step, response, calls.right)
+      return yield* this.runTurn(step, response, calls.success)
     }).pipe(Effect.withSpan("Orchestrator.step", { attributes: { "agentify.step": step } }))
   }
 
@@ -420,7 +424,7 @@ class Loop {
   finish() {
     const { query, maxSteps, dryRun, confirmTools } = this.run
     const { steps, answer, usage, last, plan } = this
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       if (this.dry !== undefined) return dryRunResult(this.dry, needsConfirmation(confirmTools, this.dry.annotations), usage)
       if (this.dryRefused !== undefined) return dryRunRefused(this.dryRefused)
       // Nothing ran because the user said no: their decision, with the model's words on it.

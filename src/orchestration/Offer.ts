@@ -4,7 +4,7 @@
  * per backend (`routing: "backend"`), and the checks a call passes before it is a plan.
  */
 import * as Invisible from "../text/Invisible.js"
-import { Either } from "effect"
+import { Result } from "effect"
 import type { BackendTools } from "../backend/Backends.js"
 import {
   backendFunctions,
@@ -45,7 +45,7 @@ export interface Offer {
   /** The functions offered now (they grow as the model searches). */
   readonly functions: () => ReadonlyArray<ChatTool>
   /** Resolves a function the model called into a plan, or says why it cannot run. */
-  readonly plan: (name: string, args: Record<string, unknown>) => Either.Either<Plan, InvalidPlan>
+  readonly plan: (name: string, args: Record<string, unknown>) => Result.Result<Plan, InvalidPlan>
   /**
    * `agentify_search_tools`: the next best tools for a query, offered from the next turn on, as the
    * model reads them; undefined when every tool is offered already (then the function is not).
@@ -132,11 +132,11 @@ export const offerTools = (
     plan: (name, args) => {
       const entry = offered.get(name)
       if (entry === undefined) {
-        return Either.left(
+        return Result.fail(
           new InvalidPlan({ message: `The model chose a tool that was not offered: '${name}'`, toolName: name, arguments: args })
         )
       }
-      return Either.right({
+      return Result.succeed({
         backendId: entry.backendId,
         mcpMethod: "tools/call",
         mcpParams: { name: entry.toolName, arguments: args },
@@ -177,7 +177,7 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
     plan: (name, args) => {
       const backend = byId.get(name)
       if (backend === undefined) {
-        return Either.left(
+        return Result.fail(
           new InvalidPlan({
             message: `The model chose a backend that was not offered: '${name}'`,
             toolName: name,
@@ -188,7 +188,7 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
       const method = args.mcp_method
       const params = args.mcp_params ?? {}
       if (typeof method !== "string" || !MODEL_METHODS.has(method)) {
-        return Either.left(
+        return Result.fail(
           new InvalidPlan({
             message: `The model gave no usable mcp_method for backend '${name}' (one of ${[...MODEL_METHODS].join(", ")})`,
             toolName: name,
@@ -197,7 +197,7 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
         )
       }
       if (!isObject(params)) {
-        return Either.left(
+        return Result.fail(
           new InvalidPlan({ message: `mcp_params for backend '${name}' is not a JSON object`, toolName: name, arguments: args })
         )
       }
@@ -209,7 +209,7 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
           !resourceAdmitted(backend.exposure, mcpParams.uri)) ||
         (method === "prompts/get" && typeof mcpParams.name === "string" && !promptAdmitted(backend.exposure, mcpParams.name))
       if (hidden) {
-        return Either.left(
+        return Result.fail(
           new InvalidPlan({
             message: `Backend '${name}' does not expose what ${method} names (its configuration filters it)`,
             toolName: name,
@@ -220,7 +220,7 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
       if (method === "tools/call") {
         const tool = backend.tools.find((t) => t.name === mcpParams.name)
         if (tool === undefined) {
-          return Either.left(
+          return Result.fail(
             new InvalidPlan({
               message: `Backend '${name}' has no tool '${String(mcpParams.name)}'`,
               toolName: name,
@@ -230,7 +230,7 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
         }
         const callArgs = mcpParams.arguments ?? {}
         if (typeof callArgs !== "object" || callArgs === null || Array.isArray(callArgs)) {
-          return Either.left(
+          return Result.fail(
             new InvalidPlan({
               message: `The arguments for '${tool.name}' are not a JSON object`,
               toolName: name,
@@ -238,7 +238,7 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
             })
           )
         }
-        return Either.right({
+        return Result.succeed({
           backendId: name,
           mcpMethod: method,
           mcpParams: { ...mcpParams, arguments: callArgs },
@@ -247,25 +247,25 @@ export const offerBackends = (backends: ReadonlyArray<BackendTools>): Offer => {
           annotations: annotationsOf(tool)
         })
       }
-      return Either.right({ backendId: name, mcpMethod: method, mcpParams, functionName: name })
+      return Result.succeed({ backendId: name, mcpMethod: method, mcpParams, functionName: name })
     }
   }
 }
 
 /** The model's arguments: JSON text that must hold an object ("" counts as `{}`, as some models send). */
-export const parseArguments = (name: string, raw: string): Either.Either<Record<string, unknown>, InvalidPlan> => {
-  if (raw.trim() === "") return Either.right({})
+export const parseArguments = (name: string, raw: string): Result.Result<Record<string, unknown>, InvalidPlan> => {
+  if (raw.trim() === "") return Result.succeed({})
   let value: unknown
   try {
     value = Depth.parse(raw)
   } catch {
-    return Either.left(
+    return Result.fail(
       new InvalidPlan({ message: `The model's arguments for '${name}' are not valid JSON`, toolName: name, arguments: raw })
     )
   }
   return isObject(value)
-    ? Either.right(value)
-    : Either.left(
+    ? Result.succeed(value)
+    : Result.fail(
         new InvalidPlan({
           message: `The model's arguments for '${name}' are not a JSON object`,
           toolName: name,

@@ -15,7 +15,7 @@
  * Each step fails with its own tagged error, so the code a client sees says which step failed:
  * -32602 params, -32002 not configured, -32003 LLM or plan, -32000 no action, -32004 backend.
  */
-import { Context, Effect, FiberRef, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import * as AuditRun from "../observability/AuditRun.js"
 import { Backends } from "../backend/Backends.js"
 import * as Call from "./Planned.js"
@@ -64,7 +64,7 @@ export interface RunOptions {
   readonly profile?: Profile | undefined
 }
 
-export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
+export class Orchestrator extends Context.Service<
   Orchestrator,
   {
     /** Runs `{query, context}` to the last tool's result (unchanged, with the steps in `_meta`). */
@@ -81,8 +81,8 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
       k: number
     ) => Effect.Effect<ReadonlyArray<CatalogEntry>>
   }
->() {
-  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | Call.PlannedCalls> = Layer.scoped(
+>()("mcp-agentify/Orchestrator") {
+  static layer: Layer.Layer<Orchestrator, never, GatewayConfig | Backends | LlmClient | Call.PlannedCalls> = Layer.effect(
     Orchestrator,
     Effect.gen(function* () {
       const gatewayConfig = yield* GatewayConfig
@@ -164,12 +164,10 @@ export class Orchestrator extends Context.Tag("mcp-agentify/Orchestrator")<
               totalMs: Date.now() - started
             })
           )
-        return Effect.flatMap(FiberRef.get(AuditRun.current), (auditId) =>
+        return Effect.flatMap(AuditRun.current, (auditId) =>
           run(params, callPlanned, onStep, confirm, profile, record).pipe(
-            Effect.tapBoth({
-              onFailure: (error) => publish(auditId, { error: { code: error.code, message: error.message } }),
-              onSuccess: (result) => publish(auditId, { result })
-            })
+            Effect.tapError((error) => publish(auditId, { error: { code: error.code, message: error.message } })),
+            Effect.tap((result) => publish(auditId, { result }))
           )
         )
       }

@@ -39,10 +39,10 @@ export interface Planned {
 export type RunPlanned = (planned: Planned) => Effect.Effect<unknown, GatewayError>
 
 /** Runs planned calls for nobody's session: what an orchestration embedded without a client uses. */
-export class PlannedCalls extends Context.Tag("mcp-agentify/PlannedCalls")<
+export class PlannedCalls extends Context.Service<
   PlannedCalls,
   { readonly run: (planned: Planned, confirm: Confirm | undefined) => Effect.Effect<unknown, GatewayError> }
->() {}
+>()("mcp-agentify/PlannedCalls") {}
 
 /** The `ask` stage's refusal of a call for `confirmTools` alone: the user's answer, and the mode. */
 const askedOf = (error: GatewayError): { readonly answer: unknown; readonly mode: unknown } | undefined =>

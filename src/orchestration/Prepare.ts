@@ -34,7 +34,7 @@ const PLAN_INDEX_CHARS = 8_000
  * anything changes (their backends wait for a use), and their vectors and index are due too.
  */
 const prepareAsListsChange = (
-  gatewayConfig: GatewayConfig["Type"],
+  gatewayConfig: GatewayConfig["Service"],
   backends: BackendsService,
   embedderFor: (config: ResolvedConfig) => Embeddings.Embedder | undefined
 ) =>
@@ -62,7 +62,7 @@ const prepareAsListsChange = (
     )
   })
 
-export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsService) =>
+export const make = (gatewayConfig: GatewayConfig["Service"], backends: BackendsService) =>
   Effect.gen(function* () {
     /** The embedder of the configured `embeddings`, or none. */
     const embedderFor = Embeddings.forConfig((yield* WrittenFiles).wrote)
@@ -97,7 +97,9 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
       profile: Profile | undefined,
       record?: Recording
     ) {
-      const { query, context, maxSteps, dryRun, maxResultChars, maxCallsPerTurn, mode } = yield* validateParams(params)
+      const { query, context, maxSteps, dryRun, maxResultChars, maxCallsPerTurn, mode } = yield* Effect.fromResult(
+        validateParams(params)
+      )
       if (record !== undefined) Object.assign(record, { query, context })
       const config = yield* gatewayConfig.current
       const ready = yield* readyBackends(config)
@@ -195,4 +197,4 @@ export const make = (gatewayConfig: GatewayConfig["Type"], backends: BackendsSer
   })
 
 /** What one request's orchestration works with (see `make`'s `prepare`). */
-export type Prepared = Effect.Effect.Success<ReturnType<Effect.Effect.Success<ReturnType<typeof make>>["prepare"]>>
+export type Prepared = Effect.Success<ReturnType<Effect.Success<ReturnType<typeof make>>["prepare"]>>

@@ -49,7 +49,7 @@ const HEX = /(?:[0-9a-fA-F]{2}){6,}/g
  * A pause that lets the event loop take its I/O (a ping, another client's request) before the next
  * slice: `Effect.yieldNow` alone runs on as microtasks, which I/O never gets between.
  */
-const breath: Effect.Effect<void> = Effect.async<void>((resume) => {
+const breath: Effect.Effect<void> = Effect.callback<void>((resume) => {
   const timer = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(timer))
 })
@@ -229,7 +229,7 @@ export class Ledger {
         Effect.forEach(
           Array.from({ length: slices }, (_, i) => i),
           (i) =>
-            Effect.zipRight(
+            Effect.andThen(
               breath,
               // A slice ends on a run's boundary and on a word's, a little past its share.
               Effect.sync(() => this.indexSlice(kept, i * SLICE_CHARS, Math.min(kept.length, (i + 1) * SLICE_CHARS), index))

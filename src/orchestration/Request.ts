@@ -2,7 +2,7 @@
  * What an orchestration is asked (`agentify/orchestrateTask`'s params, the `agentify_orchestrate`
  * tool's arguments), and their check: -32602 names each problem with its path.
  */
-import { Either, Schema } from "effect"
+import { Result, Schema } from "effect"
 import { formatIssues } from "../config/Config.js"
 import { InvalidParams } from "../protocol/Errors.js"
 import { OrchestrateParams } from "../protocol/Mcp.js"
@@ -13,12 +13,12 @@ import { OrchestrateParams } from "../protocol/Mcp.js"
  */
 export type OrchestrateRequest = typeof OrchestrateParams.Encoded
 
-const decodeParams = Schema.decodeUnknownEither(OrchestrateParams, { errors: "all" })
+const decodeParams = Schema.decodeUnknownResult(OrchestrateParams, { errors: "all", reportInput: true })
 
 /** Validates `{query, context}`; -32602 names each problem with its path. */
-export const validateParams = (params: unknown): Either.Either<OrchestrateParams, InvalidParams> =>
+export const validateParams = (params: unknown): Result.Result<OrchestrateParams, InvalidParams> =>
   decodeParams(params ?? {}).pipe(
-    Either.mapLeft((error) => {
+    Result.mapError((error) => {
       const issues = formatIssues(error)
       return new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues })
     })

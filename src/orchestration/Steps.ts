@@ -2,7 +2,7 @@
  * The pieces of an orchestration's turns: what each call gave (for the model and for `_meta`), how
  * a turn's calls run together, the confirmation policy, and the results a run or a dry run returns.
  */
-import { Effect } from "effect"
+import { Effect, Semaphore } from "effect"
 import * as Capabilities from "../catalog/Capabilities.js"
 import type { ConfirmTools } from "../config/Config.js"
 import * as Secrets from "../observability/Secrets.js"
@@ -109,9 +109,7 @@ export const inTurn = <E>(
   calls: ReadonlyArray<TurnCall>,
   run: (call: TurnCall, i: number) => Effect.Effect<TurnOutcome, E>
 ): Effect.Effect<ReadonlyArray<TurnOutcome>, E> =>
-  Effect.flatMap(Effect.makeSemaphore(MAX_CONCURRENT_CALLS), (permits) =>
-    inGroups(calls, (c, i) => permits.withPermits(1)(run(c, i)))
-  )
+  Effect.flatMap(Semaphore.make(MAX_CONCURRENT_CALLS), (permits) => inGroups(calls, (c, i) => permits.withPermits(1)(run(c, i))))
 
 const inGroups = <E>(
   calls: ReadonlyArray<TurnCall>,

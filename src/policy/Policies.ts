@@ -6,7 +6,7 @@
  * gateway told to enforce policies never runs without them); an edit that breaks a file that
  * loaded is refused, logged, and the policies that loaded stay.
  */
-import { Context, Effect, Layer, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, Stream } from "effect"
 import { GatewayConfig } from "../config/Config.js"
 import * as Watch from "../config/Watch.js"
 import * as RegularFile from "../config/RegularFile.js"
@@ -38,15 +38,15 @@ export const refusingAll = (file: string, problems: ReadonlyArray<string>): Poli
   return { file, ids: [], decide: () => ({ allowed: false, policies: [], why }), mayEver: () => false }
 }
 
-export class Policies extends Context.Tag("mcp-agentify/Policies")<
+export class Policies extends Context.Service<
   Policies,
   {
     /** The policies in force, or none (`policies` not configured). */
     readonly current: () => PolicySet | undefined
   }
->() {
+>()("mcp-agentify/Policies") {
   /** The configured file, followed on disk and through reloads. */
-  static readonly layer: Layer.Layer<Policies, never, GatewayConfig> = Layer.scoped(
+  static readonly layer: Layer.Layer<Policies, never, GatewayConfig> = Layer.effect(
     Policies,
     Effect.gen(function* () {
       const config = yield* GatewayConfig
@@ -77,23 +77,22 @@ export class Policies extends Context.Tag("mcp-agentify/Policies")<
             problems: loaded.problems
           })
         })
-      // Loaded before the first call; then each change of the file, or of the file named.
-      yield* apply((yield* config.current).policies)
+      // The configuration's changes begin with the one in force: its file is loaded before the
+      // layer is built (before the first call), and every change after it is heard, however soon
+      // (a follower subscribed after a first load of its own missed a reload in between).
+      const loaded = yield* Deferred.make<void>()
       yield* config.changes.pipe(
         Stream.map((c) => c.policies),
         Stream.changes,
-        Stream.flatMap(
-          (file) =>
-            file === undefined
-              ? Stream.make(file)
-              : Stream.concat(Stream.make(file), Watch.changes({ configPath: file }).pipe(Stream.as(file))),
-          { switch: true }
+        Stream.switchMap((file) =>
+          file === undefined
+            ? Stream.make(file)
+            : Stream.concat(Stream.make(file), Watch.changes({ configPath: file }).pipe(Stream.as(file)))
         ),
-        // The first is the file loaded above.
-        Stream.drop(1),
-        Stream.runForEach(apply),
+        Stream.runForEach((file) => Effect.andThen(apply(file), Deferred.succeed(loaded, undefined))),
         Effect.forkScoped
       )
+      yield* Deferred.await(loaded)
       return { current: () => current }
     })
   )

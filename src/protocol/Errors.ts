@@ -149,7 +149,7 @@ export class NotInitialized extends Schema.TaggedError<NotInitialized>()("NotIni
 /** -32002: no usable OpenAI key, or no backend configured. `message` says what and where to set it. */
 export class NotConfigured extends Schema.TaggedError<NotConfigured>()("NotConfigured", {
   message: Schema.String,
-  missing: Schema.Literal("OPENAI_API_KEY", "backends")
+  missing: Schema.Literals(["OPENAI_API_KEY", "backends"])
 }) {
   readonly code = ErrorCode.NotConfigured
   get data(): unknown {
@@ -163,7 +163,7 @@ export class NotConfigured extends Schema.TaggedError<NotConfigured>()("NotConfi
  */
 export class BackendError extends Schema.TaggedError<BackendError>()("BackendError", {
   backendId: Schema.String,
-  reason: Schema.Literal("not_found", "not_ready", "call_failed", "timeout", "crashed", "tool_error", "overloaded"),
+  reason: Schema.Literals(["not_found", "not_ready", "call_failed", "timeout", "crashed", "tool_error", "overloaded"]),
   summary: Schema.String,
   method: Schema.optional(Schema.String),
   /** The backend's own JSON-RPC error, or its isError result. */
@@ -197,7 +197,7 @@ export class SignInFailed extends Schema.TaggedError<SignInFailed>()("SignInFail
 /** -32021: the client did not declare a capability the request needs (`requiredCapabilities` names it). */
 export class MissingClientCapability extends Schema.TaggedError<MissingClientCapability>()("MissingClientCapability", {
   message: Schema.String,
-  requiredCapabilities: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  requiredCapabilities: Schema.Record(Schema.String, Schema.Unknown)
 }) {
   readonly code = ErrorCode.MissingClientCapability
   get data(): unknown {
@@ -222,7 +222,7 @@ export class UrlElicitationRequired extends Schema.TaggedError<UrlElicitationReq
  * the team's store (`store`). Its code is the sender's (a `SentCode`), not one of the gateway's.
  */
 export class Relayed extends Schema.TaggedError<Relayed>()("Relayed", {
-  from: Schema.Literal("backend", "client", "store"),
+  from: Schema.Literals(["backend", "client", "store"]),
   code: SentCode,
   message: Schema.String,
   data: Schema.optional(Schema.Unknown)

@@ -70,22 +70,22 @@ export interface Tool {
 
 export type JsonObject = { readonly [key: string]: unknown }
 
-export const Tool: Schema.Schema<Tool> = Schema.Struct(
-  {
+export const Tool: Schema.Codec<Tool> = Schema.StructWithRest(
+  Schema.Struct({
     name: Schema.String,
     description: Schema.optional(Schema.String),
-    inputSchema: Schema.Record({ key: Schema.String, value: Schema.Unknown })
-  },
-  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+    inputSchema: Schema.Record(Schema.String, Schema.Unknown)
+  }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
   // The struct's type has a mutable index signature; `Tool` reads the same values read-only.
-) as unknown as Schema.Schema<Tool>
+) as unknown as Schema.Codec<Tool>
 
-export const ListToolsResult = Schema.Struct(
-  {
+export const ListToolsResult = Schema.StructWithRest(
+  Schema.Struct({
     tools: Schema.Array(Tool),
     nextCursor: Schema.optional(Schema.String)
-  },
-  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
 )
 
 /** A CallToolResult; content blocks are passed through as they are. */
@@ -125,30 +125,38 @@ export type TaskContext = typeof TaskContext.Type
 export const MIN_RESULT_CHARS = 200
 export const MAX_RESULT_CHARS_LIMIT = 1_000_000
 export const MaxResultChars = Schema.Number.pipe(
-  Schema.filter((n) => Number.isInteger(n) && n >= MIN_RESULT_CHARS && n <= MAX_RESULT_CHARS_LIMIT, {
-    message: () => `must be a whole number of characters from ${MIN_RESULT_CHARS} to ${MAX_RESULT_CHARS_LIMIT}`
-  })
+  Schema.check(
+    Schema.makeFilter(
+      (n) =>
+        (Number.isInteger(n) && n >= MIN_RESULT_CHARS && n <= MAX_RESULT_CHARS_LIMIT) ||
+        `must be a whole number of characters from ${MIN_RESULT_CHARS} to ${MAX_RESULT_CHARS_LIMIT}`
+    )
+  )
 )
 
 /** `maxCallsPerTurn`: the tool calls one model turn may make (past it, none of the turn's run). */
 export const MAX_CALLS_PER_TURN_LIMIT = 128
 export const MaxCallsPerTurn = Schema.Number.pipe(
-  Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= MAX_CALLS_PER_TURN_LIMIT, {
-    message: () => `must be a whole number of calls from 1 to ${MAX_CALLS_PER_TURN_LIMIT}`
-  })
+  Schema.check(
+    Schema.makeFilter(
+      (n) =>
+        (Number.isInteger(n) && n >= 1 && n <= MAX_CALLS_PER_TURN_LIMIT) ||
+        `must be a whole number of calls from 1 to ${MAX_CALLS_PER_TURN_LIMIT}`
+    )
+  )
 )
 
 /** How the gateway's model acts: one tool call at a time, or one script that calls them. */
-export const OrchestrationMode = Schema.Literal("tools", "code")
+export const OrchestrationMode = Schema.Literals(["tools", "code"])
 export type OrchestrationMode = typeof OrchestrationMode.Type
 
 export const OrchestrateParams = Schema.Struct({
-  query: Schema.String.pipe(Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })),
+  query: Schema.String.pipe(Schema.check(Schema.makeFilter((s) => s.trim().length > 0 || "must be a non-empty string"))),
   context: Schema.optional(Schema.NullOr(TaskContext)),
   /** Model turns at most (the config's `maxSteps` when absent); 1 is a single plan and call. */
   maxSteps: Schema.optional(
     Schema.Number.pipe(
-      Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= 32, { message: () => "must be a whole number from 1 to 32" })
+      Schema.check(Schema.makeFilter((n) => (Number.isInteger(n) && n >= 1 && n <= 32) || "must be a whole number from 1 to 32"))
     )
   ),
   /** Plan the first call and return it, running nothing. */

@@ -140,7 +140,7 @@ export const liveThreads = () => live
  */
 export const run = (code: string, names: RunMessage["names"], limits: Limits, host: Host): Effect.Effect<Outcome> =>
   Slots.withTurn(limits, runNow(code, names, limits, host)).pipe(
-    Effect.catchAll((busy) =>
+    Effect.catch((busy) =>
       Effect.succeed<Outcome>({ ok: false, name: "LimitError", message: busy.message, limit: "maxRuns", logs: [], calls: [] })
     )
   )
@@ -175,7 +175,7 @@ const runNow = (code: string, names: RunMessage["names"], limits: Limits, host: 
         worker.postMessage({ type: "settle", id, ok, value } satisfies SettleMessage)
       const answer = Effect.flatMap(
         Effect.ensuring(
-          Effect.zipRight(
+          Effect.andThen(
             Effect.sync(() => idle++),
             Queue.take(pending)
           ),
@@ -193,13 +193,13 @@ const runNow = (code: string, names: RunMessage["names"], limits: Limits, host: 
       )
       const offer = (call: { readonly id: number; readonly name: string; readonly args: unknown }) => {
         queued++
-        Queue.unsafeOffer(pending, call)
+        Queue.offerUnsafe(pending, call)
         if (queued > idle && answering < limits.maxConcurrentCalls) {
           answering++
           runFork(Effect.forever(answer))
         }
       }
-      const outcome = yield* Effect.async<Outcome>((resume) => {
+      const outcome = yield* Effect.callback<Outcome>((resume) => {
         // Once the outcome is known nothing the thread still sends is acted on: a call from a loop
         // that outlived `return` never reaches a backend.
         let over = false
@@ -269,9 +269,7 @@ const runNow = (code: string, names: RunMessage["names"], limits: Limits, host: 
         } satisfies RunMessage)
       }).pipe(
         // The worker's own interrupt handler stops a busy script; this stops everything else.
-        Effect.timeout(limits.timeoutMs + 250),
-        Effect.map(Option.some),
-        Effect.catchTag("TimeoutException", () => Effect.succeed(Option.none<Outcome>()))
+        Effect.timeoutOption(limits.timeoutMs + 250)
       )
       return Option.getOrElse(outcome, (): Outcome => ({
         ok: false,

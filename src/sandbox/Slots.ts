@@ -7,7 +7,7 @@
  * Each gateway's (`RunSlots`: its settings are its own); the threads the runs take are the process's
  * (see Sandbox: a spare thread is kept for the next run, whichever gateway makes it).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Semaphore } from "effect"
 
 export interface Bounds {
   /** Scripts running at once. */
@@ -36,7 +36,7 @@ export interface SlotsService {
 /** A fresh set of turns. */
 export const make = (): SlotsService => {
   let permits = DEFAULT_BOUNDS.maxRuns
-  const semaphore = Effect.unsafeMakeSemaphore(permits)
+  const semaphore = Semaphore.makeUnsafe(permits)
   /** Runs that hold a turn or wait for one. */
   let admitted = 0
   return {
@@ -61,13 +61,15 @@ export const make = (): SlotsService => {
 }
 
 /**
- * The gateway's turns: each gateway its own (its layer), so two embedded in one process keep each
- * its settings; code run without one takes turns of the process's (the default).
+ * The gateway's turns: each gateway its own (its layer, `RunSlots.layer`), so two embedded in one
+ * process keep each its settings; code run without one takes turns of the process's (the default,
+ * made once). A reference is no requirement: a layer that provides it adds nothing to its output type.
  */
-export class RunSlots extends Context.Reference<RunSlots>()("mcp-agentify/RunSlots", { defaultValue: make }) {
-  static readonly layer: Layer.Layer<RunSlots> = Layer.sync(RunSlots, make)
-}
+const reference = Context.Reference<SlotsService>("mcp-agentify/RunSlots", { defaultValue: make })
+export const RunSlots: Context.Reference<SlotsService> & { readonly layer: Layer.Layer<never> } = Object.assign(reference, {
+  layer: Layer.sync(reference, make)
+})
 
 /** `run` in a turn of the current gateway's (see RunSlots). */
 export const withTurn = <A, E, R>(bounds: Bounds, run: Effect.Effect<A, E, R>): Effect.Effect<A, E | Busy, R> =>
-  Effect.flatMap(RunSlots, (slots) => slots.withTurn(bounds, run))
+  RunSlots.use((slots) => slots.withTurn(bounds, run))

@@ -147,7 +147,7 @@ const load = (memoryMb: number) => {
   return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory: made as never }))
 }
 
-const post = (m: FromWorker) => parentPort!.postMessage(m)
+const post = (m: FromWorker) => parentPort?.postMessage(m)
 
 /** The run this thread serves, once its message came. */
 let job: RunMessage | undefined
@@ -260,12 +260,12 @@ const run = async (message: RunMessage) => {
   const drain = () => {
     const jobs = runtime.executePendingJobs()
     if (jobs.error !== undefined) {
-      const error = vm.dump(jobs.error) as unknown
+      const error: unknown = vm.dump(jobs.error)
       jobs.error.dispose()
       failed(error)
     }
   }
-  parentPort!.on("message", (m: SettleMessage) => {
+  parentPort?.on("message", (m: SettleMessage) => {
     const promise = pending.get(m.id)
     if (promise === undefined || finished) return
     pending.delete(m.id)
@@ -282,7 +282,7 @@ const run = async (message: RunMessage) => {
   install.dispose()
   names.dispose()
   if (installed.error !== undefined) {
-    const error = vm.dump(installed.error) as unknown
+    const error: unknown = vm.dump(installed.error)
     installed.error.dispose()
     return failed(error)
   }
@@ -306,6 +306,6 @@ const run = async (message: RunMessage) => {
 
 parentPort?.once("message", (message: RunMessage) => {
   run(message).catch((error: unknown) =>
-    parentPort!.postMessage({ type: "done", ok: false, name: "Error", message: String((error as Error)?.message ?? error) })
+    parentPort?.postMessage({ type: "done", ok: false, name: "Error", message: String(field(error, "message") ?? error) })
   )
 })

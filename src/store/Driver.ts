@@ -10,7 +10,7 @@
  * primitive either answers or fails with `StoreUnavailable` (the store is down, slow, or refused),
  * within `STORE_TIMEOUT_MS`: the services decide what "not known" means to their callers.
  */
-import { Context, Data, type Effect, type Option, type Queue, type Scope } from "effect"
+import { Context, Data, type Effect, type Option, type PubSub, type Scope } from "effect"
 import type { Announcement, FileKind, SharedFile } from "./Contract.js"
 
 /** The store did not answer (in time): nothing can be said of what it holds. */
@@ -91,7 +91,7 @@ export interface Blobs {
    * own): subscribed when this returns, for the scope. After the driver lost the store for a
    * while, `{kind, name: "*"}` for every kind: any file may have changed meanwhile.
    */
-  readonly announcements: Effect.Effect<Queue.Dequeue<Announcement>, never, Scope.Scope>
+  readonly announcements: Effect.Effect<PubSub.Subscription<Announcement>, never, Scope.Scope>
 }
 
 /**
@@ -141,4 +141,4 @@ export interface StoreDriverService {
   readonly values: Values
 }
 
-export class StoreDriver extends Context.Tag("mcp-agentify/StoreDriver")<StoreDriver, StoreDriverService>() {}
+export class StoreDriver extends Context.Service<StoreDriver, StoreDriverService>()("mcp-agentify/StoreDriver") {}

@@ -13,7 +13,7 @@
  * Two versions of one file become the newer one, or, where the kind says how (`merge`: pins), one
  * made of both. Nothing here stops the gateway: a store that fails leaves the disk as it is.
  */
-import { Deferred, Effect, Queue, type Scope } from "effect"
+import { Deferred, Effect, PubSub, Queue, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { WrittenFiles } from "./WrittenFiles.js"
@@ -105,12 +105,12 @@ export const make = (state: TeamFilesService, options: Options): Effect.Effect<M
       Effect.suspend(() => {
         if (retrying) return Effect.void
         retrying = true
-        return Effect.zipRight(
+        return Effect.andThen(
           Effect.logWarning(`shared ${kind}: ${why}; this machine's own are used until it does`),
           Effect.forkIn(
             Effect.sleep(RETRY_MS).pipe(
-              Effect.zipRight(Effect.sync(() => (retrying = false))),
-              Effect.zipRight(Queue.offer(jobs, { _tag: "PullAll" }))
+              Effect.andThen(Effect.sync(() => (retrying = false))),
+              Effect.andThen(Queue.offer(jobs, { _tag: "PullAll" }))
             ),
             scope
           )
@@ -151,9 +151,7 @@ export const make = (state: TeamFilesService, options: Options): Effect.Effect<M
         }
         yield* Effect.logDebug(`shared ${kind}: ${name} taken from the store`)
         if (options.arrived !== undefined) yield* options.arrived(name)
-      }).pipe(
-        Effect.catchAllDefect((defect) => Effect.logWarning(`shared ${kind}: could not take ${name} from the store`, defect))
-      )
+      }).pipe(Effect.catchDefect((defect) => Effect.logWarning(`shared ${kind}: could not take ${name} from the store`, defect)))
 
     /** Everything taken, what only this disk has sent up; false when the store did not answer. */
     const pullAll = Effect.gen(function* () {
@@ -185,13 +183,13 @@ export const make = (state: TeamFilesService, options: Options): Effect.Effect<M
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(jobs), run)))
     // What this gateway writes (see WrittenFiles), in the queue before its writer returns.
     yield* (yield* WrittenFiles).listen((written, name) => {
-      if (written === kind) Queue.unsafeOffer(jobs, { _tag: "Push", name })
+      if (written === kind) Queue.offerUnsafe(jobs, { _tag: "Push", name })
     })
     // Subscribed before this returns: what another gateway says from now on is heard.
     const heard = yield* state.announcements
     yield* Effect.forkScoped(
       Effect.forever(
-        Effect.flatMap(Queue.take(heard), (said) =>
+        Effect.flatMap(PubSub.take(heard), (said) =>
           said.kind !== kind
             ? Effect.void
             : Queue.offer(jobs, said.name === "*" ? { _tag: "PullAll" } : { _tag: "Pull", name: said.name })

@@ -95,7 +95,9 @@ const make = (driver: StoreDriverService): SessionDirectoryService => {
   }
 }
 
-export class SessionDirectory extends Context.Tag("mcp-agentify/SessionDirectory")<SessionDirectory, SessionDirectoryService>() {
+export class SessionDirectory extends Context.Service<SessionDirectory, SessionDirectoryService>()(
+  "mcp-agentify/SessionDirectory"
+) {
   /** One gateway alone: every session it knows is its own. */
   static readonly layerLocal: Layer.Layer<SessionDirectory> = Layer.succeed(SessionDirectory, {
     replicaId: REPLICA_ID,

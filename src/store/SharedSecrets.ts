@@ -21,7 +21,7 @@ const team = ({ values }: StoreDriverService): SharedSecretsService => ({
     )
 })
 
-export class SharedSecrets extends Context.Tag("mcp-agentify/SharedSecrets")<SharedSecrets, SharedSecretsService>() {
+export class SharedSecrets extends Context.Service<SharedSecrets, SharedSecretsService>()("mcp-agentify/SharedSecrets") {
   static readonly layerLocal: Layer.Layer<SharedSecrets> = Layer.sync(SharedSecrets, () => {
     const made = new Map<string, Buffer>()
     return {

@@ -62,7 +62,7 @@ export const layerLocal: Layer.Layer<Store> = Layer.mergeAll(
 )
 
 /** Every service on the team's store that `driver` reaches, with this gateway's `WrittenFiles`. */
-export const layerOn = (driver: Layer.Layer<StoreDriver>): Layer.Layer<Store | WrittenFiles> =>
+export const layerOn = (driver: Layer.Layer<StoreDriver>): Layer.Layer<Store> =>
   Layer.mergeAll(
     SessionDirectory.layer,
     TeamQuotas.layer,
@@ -73,14 +73,13 @@ export const layerOn = (driver: Layer.Layer<StoreDriver>): Layer.Layer<Store | W
   ).pipe(Layer.provide(driver), Layer.merge(WrittenFiles.layer))
 
 /** Every service on a store in this process's memory (`options.server`, shared by the gateways given it). */
-export const layerInProcess = (options: Local.Options = {}): Layer.Layer<Store | WrittenFiles> =>
-  layerOn(Local.layerLocal(options))
+export const layerInProcess = (options: Local.Options = {}): Layer.Layer<Store> => layerOn(Local.layerLocal(options))
 
 /** The configuration's `state` as given: a Redis store (its client loaded only then), else this process alone. */
 export const layerFor = (state: State | undefined): Layer.Layer<Store> =>
   state === undefined
     ? layerLocal
-    : Layer.unwrapEffect(
+    : Layer.unwrap(
         Effect.map(
           Effect.promise(() => import("./redis/Driver.js")),
           (Redis) => layerOn(Redis.layer(state))
@@ -88,7 +87,7 @@ export const layerFor = (state: State | undefined): Layer.Layer<Store> =>
       )
 
 /** As the configuration says, read once when the layer is built. */
-export const layer: Layer.Layer<Store, never, GatewayConfig> = Layer.unwrapEffect(
+export const layer: Layer.Layer<Store, never, GatewayConfig> = Layer.unwrap(
   Effect.map(
     Effect.flatMap(GatewayConfig, (config) => config.current),
     (config) => layerFor(config.state)

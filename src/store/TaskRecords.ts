@@ -65,7 +65,7 @@ const team = ({ values }: StoreDriverService): TaskRecordsService => ({
     )
 })
 
-export class TaskRecords extends Context.Tag("mcp-agentify/TaskRecords")<TaskRecords, TaskRecordsService>() {
+export class TaskRecords extends Context.Service<TaskRecords, TaskRecordsService>()("mcp-agentify/TaskRecords") {
   static readonly layerLocal: Layer.Layer<TaskRecords> = Layer.succeed(TaskRecords, {
     save: () => Effect.void,
     get: () => Effect.succeed("none")

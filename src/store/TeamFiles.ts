@@ -4,7 +4,7 @@
  * as they say it: the store's blobs (see store/Driver). `layerLocal`: one gateway alone shares
  * nothing (and no mirror runs, see Store).
  */
-import { Context, Effect, Layer, Option, Queue, type Scope } from "effect"
+import { Context, Effect, Layer, Option, PubSub, type Scope } from "effect"
 import type { Announcement, FileKind, SharedFile } from "./Contract.js"
 import { StoreDriver, type StoreDriverService } from "./Driver.js"
 
@@ -19,7 +19,7 @@ export interface TeamFilesService {
    * What the other gateways store or remove from now on, as they say it: subscribed when this
    * returns, for the scope, so nothing said after it is missed.
    */
-  readonly announcements: Effect.Effect<Queue.Dequeue<Announcement>, never, Scope.Scope>
+  readonly announcements: Effect.Effect<PubSub.Subscription<Announcement>, never, Scope.Scope>
 }
 
 const team = ({ blobs }: StoreDriverService): TeamFilesService => ({
@@ -37,13 +37,13 @@ const team = ({ blobs }: StoreDriverService): TeamFilesService => ({
   announcements: blobs.announcements
 })
 
-export class TeamFiles extends Context.Tag("mcp-agentify/TeamFiles")<TeamFiles, TeamFilesService>() {
+export class TeamFiles extends Context.Service<TeamFiles, TeamFilesService>()("mcp-agentify/TeamFiles") {
   static readonly layerLocal: Layer.Layer<TeamFiles> = Layer.succeed(TeamFiles, {
     files: () => Effect.succeed(undefined),
     file: () => Effect.succeed("none"),
     put: () => Effect.succeed(false),
-    // Nobody else announces anything: a queue nothing is offered to, shut down with its scope.
-    announcements: Effect.acquireRelease(Queue.unbounded<Announcement>(), Queue.shutdown)
+    // Nobody else announces anything: a subscription to a hub nothing is published to, for the scope.
+    announcements: Effect.flatMap(PubSub.unbounded<Announcement>(), PubSub.subscribe)
   })
   /** In the team's store, through its driver. */
   static readonly layer: Layer.Layer<TeamFiles, never, StoreDriver> = Layer.effect(TeamFiles, Effect.map(StoreDriver, team))

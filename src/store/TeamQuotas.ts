@@ -51,7 +51,7 @@ const team = (driver: StoreDriverService): TeamQuotasService => {
   }
 }
 
-export class TeamQuotas extends Context.Tag("mcp-agentify/TeamQuotas")<TeamQuotas, TeamQuotasService>() {
+export class TeamQuotas extends Context.Service<TeamQuotas, TeamQuotasService>()("mcp-agentify/TeamQuotas") {
   static readonly layerLocal: Layer.Layer<TeamQuotas> = Layer.sync(TeamQuotas, () => local())
   /** Counted across the team, through its store's driver. */
   static readonly layer: Layer.Layer<TeamQuotas, never, StoreDriver> = Layer.effect(TeamQuotas, Effect.map(StoreDriver, team))

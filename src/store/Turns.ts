@@ -23,7 +23,7 @@ const team = ({ values, replicaId }: StoreDriverService): TurnsService => ({
     )
 })
 
-export class Turns extends Context.Tag("mcp-agentify/Turns")<Turns, TurnsService>() {
+export class Turns extends Context.Service<Turns, TurnsService>()("mcp-agentify/Turns") {
   static readonly layerLocal: Layer.Layer<Turns> = Layer.succeed(Turns, { take: () => Effect.succeed(true) })
   /** In the team's store, through its driver. */
   static readonly layer: Layer.Layer<Turns, never, StoreDriver> = Layer.effect(Turns, Effect.map(StoreDriver, team))

@@ -46,9 +46,9 @@ export const make = (): WrittenFilesService => {
 
 const unheard: WrittenFilesService = { wrote: nobody, listen: () => Effect.void }
 
-export class WrittenFiles extends Context.Reference<WrittenFiles>()("mcp-agentify/WrittenFiles", {
+export class WrittenFiles extends Context.Reference<WrittenFilesService>("mcp-agentify/WrittenFiles", {
   defaultValue: () => unheard
 }) {
-  /** This gateway's: what it writes is heard by its mirrors. */
-  static readonly layer: Layer.Layer<WrittenFiles> = Layer.sync(WrittenFiles, make)
+  /** This gateway's: what it writes is heard by its mirrors (a reference: no layer requires it, so its type names none). */
+  static readonly layer: Layer.Layer<never> = Layer.sync(WrittenFiles, make)
 }

@@ -10,8 +10,8 @@
  * On `node:http` with a keep-alive agent: one connection per pair of gateways is reused, so a
  * hand-off costs a round trip on an open socket.
  */
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Effect } from "effect"
@@ -51,7 +51,11 @@ export const targetOf = (requested: string | undefined, to: string): URL => {
 }
 
 /** The headers `incoming` is passed on with: as it came but for one hop's, marked, and the holder's Host. */
-const headersFor = (incoming: http.IncomingMessage, to: URL, from: string): http.OutgoingHttpHeaders => {
+const headersFor = (
+  incoming: { readonly headers: http.IncomingHttpHeaders },
+  to: URL,
+  from: string
+): http.OutgoingHttpHeaders => {
   const headers: http.OutgoingHttpHeaders = { [FORWARDED_HEADER]: from }
   for (const [name, value] of Object.entries(incoming.headers)) {
     // Its length stays: a body sent whole, not in chunks.
@@ -112,7 +116,7 @@ export const forward = (
   /** The body, when it was read already (to see what it resumes). */
   body?: string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-  Effect.async<HttpServerResponse.HttpServerResponse>((resume) => {
+  Effect.callback<HttpServerResponse.HttpServerResponse>((resume) => {
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
     const url = targetOf(incoming.url, to)
     const headers = headersFor(incoming, url, from)
@@ -129,10 +133,10 @@ export const forward = (
       const head = { status: answer.statusCode ?? 502, headers: passed, ...(contentType === undefined ? {} : { contentType }) }
       // A stream (SSE) is passed on as it goes; a whole reply (JSON) at once, as its holder wrote it.
       if (contentType?.startsWith("text/event-stream") === true) {
-        const body = NodeStream.fromReadable<Error, Uint8Array>(
-          () => answer,
-          (error) => (error instanceof Error ? error : new Error(String(error)))
-        )
+        const body = NodeStream.fromReadable<Uint8Array, Error>({
+          evaluate: () => answer,
+          onError: (error) => (error instanceof Error ? error : new Error(String(error)))
+        })
         resume(Effect.succeed(HttpServerResponse.stream(body, head)))
         return
       }

@@ -1,6 +1,6 @@
 /**
- * MCP over Streamable HTTP (protocol 2025-11-25, 2025-06-18 and 2025-03-26), on @effect/platform's
- * HTTP server: one shared gateway, many sessions.
+ * MCP over Streamable HTTP (protocol 2025-11-25, 2025-06-18 and 2025-03-26), on Effect's HTTP
+ * server (`effect/http`): one shared gateway, many sessions.
  *
  * - `POST /mcp`: JSON-RPC in; the reply as JSON, or as an SSE stream when the request sends
  *   notifications before its result (progress, log messages). 202 for notifications and responses.
@@ -12,22 +12,24 @@
  * Every request passes the checks of who may reach it (HttpAccess: the token or an access token,
  * the Host and Origin checks) before anything else, then is handed to the gateway of a team that
  * holds it (HttpHandOff), then reaches its endpoint (HttpExchange). These modules carry bodies and
- * streams; what a body is and every session's life (issued on `initialize` as `Mcp-Session-Id`,
- * ended when idle, bounded in number) are the Protocol's (gateway/clients/SharedSessions).
+ * streams, and provide the Protocol (`layer`, `layerRouter`): what a body is, how it is answered
+ * and every session's life are decided by the server the Protocol's run is given
+ * (gateway/clients/Clients).
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpRouter from "@effect/platform/HttpRouter"
-import * as HttpServer from "@effect/platform/HttpServer"
-import type * as HttpServerError from "@effect/platform/HttpServerError"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Either, Layer, Option, type Redacted } from "effect"
+import * as HttpMiddleware from "effect/http/HttpMiddleware"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServer from "effect/http/HttpServer"
+import type * as HttpServerError from "effect/http/HttpServerError"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { Effect, Result, Layer, Option, Scope, type Redacted } from "effect"
+import type * as NetAddress from "effect/net/NetAddress"
 import { createServer, type Server } from "node:http"
 import * as os from "node:os"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
-import { CALLBACK_PATH, Protocol, STOP_GRACE_MS } from "../gateway/clients/Protocol.js"
+import { CALLBACK_PATH, Protocol, type Server as Clients, STOP_GRACE_MS } from "../gateway/clients/Protocol.js"
 import * as HttpAccess from "./HttpAccess.js"
 import type { Principal } from "./HttpAccess.js"
 import * as HttpExchange from "./HttpExchange.js"
@@ -59,17 +61,16 @@ interface AppOptions extends Omit<Options, "port"> {
  * The endpoint as an HttpApp (`/mcp`, `/servers/<id>/mcp`, `/profiles/<name>/mcp`, `/healthz`,
  * `/readyz`, the OAuth metadata), with its sessions living in the current scope.
  */
-const makeApp = (options: AppOptions) =>
+const makeApp = (options: AppOptions, clients: Clients) =>
   Effect.gen(function* () {
-    const protocol = yield* Protocol
     const gatewayConfig = yield* GatewayConfig
     // The transport's own settings (bounds, hosts) are read once; what it serves (the backends and
     // profiles) is looked up as configured now, so a reload's backends are reachable.
     const config = yield* gatewayConfig.current
     const access = HttpAccess.make(options, config, gatewayConfig.current)
-    // The sessions, their idle sweep and the stateless era's requests live in this scope: at
-    // shutdown their requests get a grace, then the sessions close.
-    const sessions = yield* protocol.shared
+    // The endpoint's clients live in this scope: at shutdown their requests get a grace, then
+    // they close.
+    const sessions = yield* clients.shared
     // Where the other gateways of a team hand this one its sessions' requests.
     const port = options.port()
     if (port !== undefined) yield* sessions.directory.listeningAt(config.state?.address ?? reachableAt(options.host, port))
@@ -77,7 +78,7 @@ const makeApp = (options: AppOptions) =>
     const serveOn = HttpExchange.make(sessions, handOff, config)
 
     // A store that fails leaves this gateway ready (its own sessions go on), and says so: degraded.
-    const readiness = Effect.zipWith(protocol.readiness, sessions.directory.health, ({ ready, backends }, store) =>
+    const readiness = Effect.zipWith(clients.readiness, sessions.directory.health, ({ ready, backends }, store) =>
       json(ready ? 200 : 503, {
         status: !ready ? "not ready" : (store?.ok ?? true) ? "ready" : "degraded",
         backends,
@@ -102,7 +103,7 @@ const makeApp = (options: AppOptions) =>
       } catch {
         return Effect.succeed(reject(404, "Not Found"))
       }
-      return Effect.flatMap(protocol.targetOf(kind, name), (target) =>
+      return Effect.flatMap(clients.targetOf(kind, name), (target) =>
         "notFound" in target ? Effect.succeed(reject(404, target.notFound)) : serveOn(request, target, principal)
       )
     }
@@ -110,7 +111,7 @@ const makeApp = (options: AppOptions) =>
     /** A sign-in's redirect from an authorization server, in the user's browser (no token there). */
     const signedIn = (request: HttpServerRequest.HttpServerRequest) => {
       // Its `state` must be one a sign-in of this gateway waits for.
-      const backend = protocol.signIns.callback(request.url)
+      const backend = clients.signIns.callback(request.url)
       const failed = new URL(request.url, "http://gateway").searchParams.get("error")
       const said =
         backend === undefined
@@ -140,13 +141,13 @@ const makeApp = (options: AppOptions) =>
         return (yield* handOff.signIn(request)) ?? signedIn(request)
       }
       const checked = yield* access.check(request, path)
-      if (Either.isLeft(checked)) return checked.left
+      if (Result.isFailure(checked)) return checked.failure
       const handed = yield* handOff.session(request)
       if (handed !== undefined) return handed
-      return yield* route(request, path, checked.right)
+      return yield* route(request, path, checked.success)
     }).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.zipRight(
+      Effect.catchCause((cause) =>
+        Effect.andThen(
           Effect.logError("HTTP request failed", cause),
           Effect.succeed(reject(500, "Internal Server Error", {}, ErrorCode.InternalError))
         )
@@ -170,22 +171,35 @@ const reachableAt = (host: string, port: number): string => {
 
 const escapeHtml = (text: string) => text.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`)
 
-/** Serves the gateway over HTTP until the scope closes. */
-export const make = (options: Options, connections?: Listener.Connections, node?: Server) =>
+/** The port a server listens on; undefined on a Unix socket. */
+const portOf = (address: NetAddress.SocketAddress): number | undefined =>
+  address._tag === "UnixPathAddress" ? undefined : address.port
+
+/** Serves `clients` over HTTP until the scope closes. */
+const make = (options: Options, clients: Clients, connections?: Listener.Connections, node?: Server) =>
   Effect.gen(function* () {
     // Last of this server's finalizers, after every session closed: the connections still open
     // (keep-alive, streams a client never closed) would hold the listener's close for ever.
     // Then, as long again, for their responses to be written.
     if (connections !== undefined) yield* Effect.addFinalizer(() => connections.close(STOP_GRACE_MS))
     const server = yield* HttpServer.HttpServer
-    const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
-    const { app, handOn } = yield* makeApp({ ...options, port: () => port })
+    const port = portOf(server.address) ?? options.port
+    // The serving closes after the sessions (a scope made before them): at shutdown each session
+    // answers its requests in flight (-32800) on their open responses; then the listener closes
+    // and only then are the handlers still running interrupted.
+    const serving = yield* Scope.fork(yield* Effect.scope, "sequential")
+    const { app, handOn } = yield* makeApp({ ...options, port: () => port }, clients)
     const config = yield* Effect.flatMap(GatewayConfig, (c) => c.current)
     // No span per request: the gateway's own events and traces describe its exchanges, and the
     // platform's (URL parsing, a span and every header as an attribute) cost more than the rest.
-    // Interruptible: the platform forks handlers with a runtime captured where this runs, while
-    // the layer builds (uninterruptible); without this no request could be stopped at shutdown.
-    yield* HttpMiddleware.withTracerDisabledWhenEffect(server.serve(Effect.interruptible(app)), () => true)
+    // Interruptible: the platform runs handlers uninterruptible, with the context captured where
+    // this runs (the layer builds); without this no request could be stopped at shutdown. Served
+    // with the server's own `serve`, not `HttpRouter.serve`: nothing logs "Listening on" (Effect's
+    // default logger would write it to stdout; the line below says where it listens, to stderr).
+    yield* server.serve(Effect.interruptible(app)).pipe(
+      Effect.provideService(HttpMiddleware.TracerDisabledWhen, () => true),
+      Scope.provide(serving)
+    )
     if (node !== undefined) yield* Listener.first(node, handOn)
     const shown = options.host.includes(":") ? `[${options.host}]` : options.host
     // Sign-ins come back here: to the public address the gateway is known by (its OAuth audience's
@@ -197,8 +211,7 @@ export const make = (options: Options, connections?: Listener.Connections, node?
         : options.host === "0.0.0.0" || options.host === "::"
           ? undefined
           : `http://${shown}:${port}`
-    if (publicBase !== undefined)
-      yield* Effect.flatMap(Protocol, (protocol) => Effect.sync(() => protocol.signIns.callbacksAt(publicBase)))
+    if (publicBase !== undefined) clients.signIns.callbacksAt(publicBase)
     yield* Effect.logInfo(`serving MCP over Streamable HTTP at http://${shown}:${port}/mcp`, {
       host: options.host,
       port,
@@ -212,13 +225,27 @@ export const make = (options: Options, connections?: Listener.Connections, node?
     })
   })
 
-/** The HTTP server on a Node listener, serving until the layer's scope closes. */
-export const layer = (options: Options): Layer.Layer<never, HttpServerError.ServeError, Protocol | GatewayConfig> =>
-  Layer.unwrapEffect(
+/** The Protocol on a Node listener: its run serves the clients until the scope it runs in closes. */
+export const layer = (options: Options): Layer.Layer<Protocol, HttpServerError.ServeError, GatewayConfig> =>
+  Layer.unwrap(
     Effect.sync(() => {
       const node = createServer({ keepAliveTimeout: 65_000 })
-      return Layer.scopedDiscard(make(options, Listener.track(node), node)).pipe(
-        Layer.provide(NodeHttpServer.layerServer(() => node, { host: options.host, port: options.port }))
+      // Before the server listens: every connection is tracked.
+      const connections = Listener.track(node)
+      return Layer.effect(
+        Protocol,
+        Effect.map(Effect.context<HttpServer.HttpServer | GatewayConfig>(), (context) => ({
+          run: (clients: Clients) => make(options, clients, connections, node).pipe(Effect.provide(context))
+        }))
+      ).pipe(
+        // Its close waits for open responses as long as the sessions' own grace, not Effect's 20 s.
+        Layer.provide(
+          NodeHttpServer.layerServer(() => node, {
+            host: options.host,
+            port: options.port,
+            gracefulShutdownTimeout: STOP_GRACE_MS
+          })
+        )
       )
     })
   )
@@ -236,19 +263,41 @@ export interface MountOptions {
 }
 
 /**
- * The gateway's Streamable HTTP endpoints on the app's own `HttpRouter.Default`: the app serves
- * the router with its server (`HttpRouter.Default.unwrap(HttpServer.serve())`), and closing the
- * layer closes the sessions. The port for the Host checks is the app's server's, when it has one.
+ * The gateway's Streamable HTTP endpoints on the app's own `HttpRouter`: the app serves the router
+ * with its server (`HttpRouter.serve(layer, { disableListenLog: true })`: its "Listening on" line
+ * goes to the app's loggers), and closing the layer closes the sessions. The port for the Host
+ * checks is the app's server's, when it has one.
  */
-export const layerRouter = (options: MountOptions = {}): Layer.Layer<never, never, Protocol | GatewayConfig> =>
-  HttpRouter.Default.use((router) =>
+export const layerRouter = (options: MountOptions = {}): Layer.Layer<Protocol, never, GatewayConfig | HttpRouter.HttpRouter> =>
+  Layer.effect(
+    Protocol,
+    Effect.map(Effect.context<GatewayConfig | HttpRouter.HttpRouter>(), (context) => ({
+      run: (clients: Clients) => mount(options, clients).pipe(Effect.provide(context))
+    }))
+  )
+
+/** The endpoints added to the app's router, their sessions living in the current scope. */
+const mount = (options: MountOptions, clients: Clients) =>
+  Effect.flatMap(HttpRouter.HttpRouter, (router) =>
     Effect.gen(function* () {
       // The platform's service, not ours to give a default: an app may mount the router on a server of its own.
       const server = yield* Effect.serviceOption(HttpServer.HttpServer)
-      const port = () =>
-        Option.isSome(server) && server.value.address._tag === "TcpAddress" ? server.value.address.port : undefined
-      const { app } = yield* makeApp({ host: options.host ?? "127.0.0.1", token: options.token, oauth: options.oauth, port })
+      const port = () => (Option.isSome(server) ? portOf(server.value.address) : undefined)
+      const { app } = yield* makeApp(
+        { host: options.host ?? "127.0.0.1", token: options.token, oauth: options.oauth, port },
+        clients
+      )
+      const served = Effect.interruptible(app)
       const path = options.path ?? "/"
-      yield* path === "/" ? router.all("*", Effect.interruptible(app)) : router.mountApp(path, Effect.interruptible(app))
+      if (path === "/") return yield* router.add("*", "/*", served)
+      // Mounted: the endpoints see the URL under the prefix (`/agentify/mcp` as `/mcp`).
+      const prefix: `/${string}` = `/${path.slice(1).replace(/\/+$/, "")}`
+      const mounted = (request: HttpServerRequest.HttpServerRequest) => {
+        const rest = request.url.slice(prefix.length)
+        const url = rest.startsWith("/") ? rest : `/${rest}`
+        return Effect.provideService(served, HttpServerRequest.HttpServerRequest, request.modify({ url }))
+      }
+      // One route: Effect 4's router matches `/agentify/*` for `/agentify` too (both would conflict).
+      yield* router.add("*", `${prefix}/*`, mounted)
     })
   )

@@ -5,9 +5,10 @@
  * headers (DNS rebinding). Also the one public document a client reads before it has a token: the
  * protected resource's metadata.
  */
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Either, type Redacted } from "effect"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { Effect, Result, type Redacted } from "effect"
 import * as ResourceServer from "../auth/ResourceServer.js"
 import type { ResolvedConfig } from "../config/Config.js"
 import { makeGuards, tokenMatches } from "./Guards.js"
@@ -66,33 +67,35 @@ export const make = (options: AccessOptions, config: ResolvedConfig, current: Ef
   const check = (
     request: HttpServerRequest.HttpServerRequest,
     path: string
-  ): Effect.Effect<Either.Either<Principal, HttpServerResponse.HttpServerResponse>> =>
+  ): Effect.Effect<Result.Result<Principal, HttpServerResponse.HttpServerResponse>> =>
     Effect.gen(function* () {
       if (options.token !== undefined && !tokenMatches(request.headers["authorization"], options.token)) {
-        return Either.left(
+        return Result.fail(
           reject(401, "Unauthorized: a bearer token is required", { "www-authenticate": 'Bearer realm="mcp-agentify"' })
         )
       }
       let principal: Principal = undefined
       if (resourceServer !== undefined && httpAuth !== undefined) {
-        const checked = yield* Effect.either(resourceServer.verify(request.headers["authorization"], yield* scopesFor(path)))
-        if (Either.isLeft(checked)) {
-          const refused = checked.left
-          return Either.left(
+        const checked = yield* Effect.result(resourceServer.verify(request.headers["authorization"], yield* scopesFor(path)))
+        if (Result.isFailure(checked)) {
+          const refused = checked.failure
+          return Result.fail(
             reject(refused.status, `${refused.status === 401 ? "Unauthorized" : "Forbidden"}: ${refused.description}`, {
               "www-authenticate": ResourceServer.challenge(refused, httpAuth.audience)
             })
           )
         }
-        principal = checked.right
+        principal = checked.success
       }
-      if (!guards.hostAllowed(request.headers["host"])) {
-        return Either.left(reject(403, "Forbidden: the Host header does not name this server (add it to allowedHosts)"))
+      // The Host header as sent: Effect 4 puts an absolute-form request line's authority in its
+      // place, and the hand-off at the listener (before Effect reads the request) judges the header.
+      if (!guards.hostAllowed(NodeHttpServerRequest.toIncomingMessage(request).headers["host"])) {
+        return Result.fail(reject(403, "Forbidden: the Host header does not name this server (add it to allowedHosts)"))
       }
       if (!guards.originAllowed(request.headers["origin"])) {
-        return Either.left(reject(403, "Forbidden: Origin not allowed (add it to allowedOrigins)"))
+        return Result.fail(reject(403, "Forbidden: Origin not allowed (add it to allowedOrigins)"))
       }
-      return Either.right(principal)
+      return Result.succeed(principal)
     })
 
   return { guards, metadata, check }

@@ -1,21 +1,24 @@
 /**
- * MCP on one endpoint (a target: the aggregate, a backend, a profile) over Streamable HTTP: `POST`
- * carries a body in (a session's, an `initialize` that opens one, a 2026-07-28 request) and its
- * replies out, as JSON or as an SSE stream; `GET` is a session's own notification stream; `DELETE`
- * ends a session. Bodies and streams only: what a body is, and every session's life, are the
- * Protocol's (gateway/clients/SharedSessions).
+ * One endpoint (a target: the aggregate, a backend, a profile) over Streamable HTTP: `POST`
+ * carries a body in and its answer out (refused, one message as JSON, 202, an exchange whose
+ * replies go as JSON or an SSE stream, a stream as long as the client reads it, or a hand-off to
+ * the gateway of the team that holds what it is about); `GET` opens the stream of what a client is
+ * sent outside any request; `DELETE` ends what the request names. HTTP only: what a body is, and
+ * how it is answered, are decided behind the Protocol (gateway/clients/SharedSessions).
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk, Effect, Either, type Fiber, FiberId, Queue, Stream } from "effect"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { type Cause, Effect, Queue, Stream } from "effect"
 import type { ResolvedConfig } from "../config/Config.js"
-import type { SharedSession, SharedSessions, Target } from "../gateway/clients/Protocol.js"
-import { classify, failure } from "../jsonrpc/JsonRpc.js"
+import type { Arrival, Delivery, Refused, SharedSessions, Target } from "../gateway/clients/Protocol.js"
+import { failure } from "../jsonrpc/JsonRpc.js"
+import type * as Peer from "../jsonrpc/Peer.js"
 import { ErrorCode } from "../protocol/Errors.js"
 import { messageOf } from "../json/Json.js"
 import * as Depth from "../json/Depth.js"
 import type { Principal } from "./HttpAccess.js"
+import * as Forward from "./Forward.js"
 import type { HandOff } from "./HttpHandOff.js"
 import {
   accepts,
@@ -26,94 +29,72 @@ import {
   KEEPALIVE_MS,
   readBody,
   reject,
-  SESSION_HEADER,
   SSE_HEADERS,
   sseEvent,
-  STREAM_BUFFER,
-  VERSION_HEADER
+  STREAM_BUFFER
 } from "./HttpWire.js"
 
-/** What a 2026-07-28 request (no session) is served with. */
-interface Stateless {
-  readonly request: HttpServerRequest.HttpServerRequest
-  readonly value: unknown
-  readonly body: string
-  readonly target: Target
-  readonly principal: Principal
-  /** The client accepts an SSE stream. */
-  readonly sse: boolean
-}
+type Response = HttpServerResponse.HttpServerResponse
 
-/** A 2026-07-28 request: handed to the gateway that holds its call, a listen stream, or served beside the others. */
-const stateless = (
-  sessions: SharedSessions,
-  handOff: HandOff,
-  { request, value, body, target, principal, sse }: Stateless
-): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-  Effect.gen(function* () {
-    // A round's answers for a call, or a task, another gateway of the team holds: handed to it.
-    const handed = yield* handOff.stateless(request, value, body, principal?.subject)
-    if (handed !== undefined) return handed
-    const admitted = sessions.admit(value, request.headers, request.headers[VERSION_HEADER], target)
-    if (Either.isLeft(admitted)) return json(admitted.left.status, admitted.left.response)
-    if (admitted.right.request.method === "subscriptions/listen") {
-      if (!sse) return reject(406, "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream")
-      const refusal = sessions.listenRefusal()
-      if (refusal !== undefined) return reject(refusal.status, refusal.message, refusal.headers, ErrorCode.InternalError)
-      // The listener lives as long as the stream: a client that goes away ends it.
-      const events = Stream.unwrapScoped(
-        Effect.gen(function* () {
-          const q = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-          yield* sessions.listen(admitted.right, target, { send: (m: unknown) => Queue.unsafeOffer(q, m) })
-          return Stream.fromQueue(q)
-        })
-      ).pipe(Stream.map(sseEvent))
-      return HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: SSE_HEADERS })
-    }
-    let served: Fiber.RuntimeFiber<unknown, unknown> | undefined
-    // A client that goes away mid-call cancels it (the backend hears notifications/cancelled):
-    // the connection closing before the response ended says so, whatever the response's form.
-    const response = NodeHttpServerRequest.toServerResponse(request)
-    response.once("close", () => {
-      if (!response.writableFinished) served?.unsafeInterruptAsFork(FiberId.none)
-    })
-    return yield* exchangeWith(
-      (out) => {
-        served = sessions.serve(admitted.right, target, out, principal)
-      },
-      sse,
-      {},
-      sessions.statusOf
-    )
-  })
+/** A refusal of the sessions, as the transport sends it. */
+const refuse = (refused: Refused): Response => reject(refused.status, refused.message, refused.headers, refused.code)
 
 /** `serveOn(request, target, principal)`: the endpoint's answer to a request that passed the checks in front of it. */
 export const make = (sessions: SharedSessions, handOff: HandOff, config: ResolvedConfig) => {
-  /** The session a request names, or the response that refuses it. */
-  const findSession = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {
-    const found = sessions.find(request.headers[SESSION_HEADER], target, principal?.subject, request.headers[VERSION_HEADER])
-    return "status" in found ? { refused: reject(found.status, found.message) } : { session: found }
-  }
+  const arrivalOf = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal): Arrival => ({
+    headers: request.headers,
+    target,
+    identity: principal
+  })
 
-  /**
-   * Dispatches a body that expects replies and answers with them: JSON when the reply comes
-   * first, an SSE stream when a notification does (and the client accepts one), or always a
-   * stream when the client ranks it first (`alwaysStream`).
-   */
-  const exchange = (
-    session: SharedSession,
-    value: unknown,
-    sse: boolean,
-    headers: Record<string, string>,
-    alwaysStream = false
-  ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-    exchangeWith(
-      (out) => session.receive(value, out),
-      sse,
-      headers,
-      () => 200,
-      alwaysStream
-    )
+  /** The answer to a body, as the sessions decided it. */
+  const answer = (request: HttpServerRequest.HttpServerRequest, text: string, delivery: Delivery): Effect.Effect<Response> => {
+    switch (delivery._tag) {
+      case "Refused":
+        return Effect.succeed(refuse(delivery.refused))
+      case "Answer":
+        return Effect.succeed(json(delivery.status, delivery.message))
+      case "Accepted":
+        return Effect.succeed(HttpServerResponse.empty({ status: 202 }))
+      case "HeldBy":
+        return Effect.flatMap(handOff.toHolder(request, delivery.replica, text), (handed) =>
+          handed !== undefined ? Effect.succeed(handed) : Effect.flatMap(delivery.ifGone, (next) => answer(request, text, next))
+        )
+      case "Feed": {
+        const events = Stream.unwrap(
+          Effect.gen(function* () {
+            const q = yield* Queue.sliding<unknown>(STREAM_BUFFER)
+            yield* delivery.open({ send: (m: unknown) => Queue.offerUnsafe(q, m) })
+            return Stream.fromQueue(q)
+          })
+        ).pipe(Stream.map(sseEvent))
+        return Effect.succeed(HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: SSE_HEADERS }))
+      }
+      case "Exchange": {
+        let cancel: (() => void) | undefined
+        // A client that goes away mid-exchange cancels what it started, when that can be: the
+        // connection closing before the response ended says so, whatever the response's form.
+        const dispatch = (out: Peer.Outbox) => {
+          cancel = delivery.dispatch(out)
+          if (cancel === undefined) return
+          const response = NodeHttpServerRequest.toServerResponse(request)
+          response.once("close", () => {
+            if (!response.writableFinished) cancel?.()
+          })
+        }
+        const exchanged = exchangeWith(dispatch, delivery.streams, {}, delivery.statusOf, delivery.alwaysStream)
+        const abandoned = delivery.abandoned
+        const settle = delivery.settle
+        return (abandoned === undefined ? exchanged : Effect.onInterrupt(exchanged, () => abandoned)).pipe(
+          Effect.flatMap((response) =>
+            settle === undefined
+              ? Effect.succeed(response)
+              : Effect.map(settle, (headers) => HttpServerResponse.setHeaders(response, headers))
+          )
+        )
+      }
+    }
+  }
 
   const post = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
     Effect.gen(function* () {
@@ -137,40 +118,15 @@ export const make = (sessions: SharedSessions, handOff: HandOff, config: Resolve
       } catch (error) {
         return json(400, failure(null, { code: ErrorCode.ParseError, message: `Parse error: ${messageOf(error)}` }))
       }
-      const items = Array.isArray(value) ? value : [value]
-      const kind = sessions.kindOf(value, request.headers[SESSION_HEADER], request.headers[VERSION_HEADER])
-      if (kind === "initialize") {
-        if (items.length > 1) return reject(400, "Bad Request: initialize must be sent alone, not in a batch")
-        if (request.headers[SESSION_HEADER] !== undefined) {
-          return reject(400, "Bad Request: initialize starts a session: send it without Mcp-Session-Id")
-        }
-        const opened = yield* sessions.open(target, principal)
-        if ("status" in opened) return reject(opened.status, opened.message, opened.headers, opened.code)
-        // Always JSON: the session exists only if initialize succeeded, known once it replied.
-        const response = yield* exchange(opened, value, false, {}).pipe(
-          // The client went away before it learned the session's id: nobody can use it.
-          Effect.onInterrupt(() => opened.close("initialize abandoned"))
-        )
-        if (!opened.ready()) {
-          yield* opened.close("initialize failed")
-          return response
-        }
-        return HttpServerResponse.setHeader(response, SESSION_HEADER, opened.id)
-      }
-      if (kind === "stateless") return yield* stateless(sessions, handOff, { request, value, body, target, principal, sse })
-      const found = findSession(request, target, principal)
-      if (found.refused) return found.refused
-      const expectsReply =
-        items.length === 0 ||
-        items.some((item) => {
-          const tag = classify(item)._tag
-          return tag === "Request" || tag === "Invalid"
-        })
-      if (!expectsReply) {
-        found.session.receive(value, { send: () => {} })
-        return HttpServerResponse.empty({ status: 202 })
-      }
-      return yield* exchange(found.session, value, sse, {}, prefersSse)
+      const delivery = yield* sessions.deliver({
+        ...arrivalOf(request, target, principal),
+        value,
+        text: body,
+        streams: sse,
+        prefersStream: prefersSse,
+        forwarded: Forward.wasForwarded(request)
+      })
+      return yield* answer(request, body, delivery)
     })
 
   const get = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
@@ -178,17 +134,19 @@ export const make = (sessions: SharedSessions, handOff: HandOff, config: Resolve
       if (!accepts(request.headers["accept"], "text/event-stream") || request.headers["accept"] === undefined) {
         return reject(406, "Not Acceptable: Accept must include text/event-stream")
       }
-      const found = findSession(request, target, principal)
-      if (found.refused) return found.refused
-      const queue = yield* Queue.sliding<unknown>(STREAM_BUFFER)
-      const detach = found.session.attach({ send: (m) => Queue.unsafeOffer(queue, m), end: Queue.shutdown(queue) })
-      if (detach === undefined) return reject(409, "Conflict: this session already has a GET stream open")
+      // Ended (not shut down): the stream ends as a stream, not as an interruption.
+      const queue = yield* Queue.sliding<unknown, Cause.Done>(STREAM_BUFFER)
+      const detach = sessions.watch(arrivalOf(request, target, principal), {
+        send: (m: unknown) => Queue.offerUnsafe(queue, m),
+        end: Queue.end(queue)
+      })
+      if (typeof detach !== "function") return refuse(detach)
       const keepalive = Stream.tick(KEEPALIVE_MS).pipe(Stream.drop(1), Stream.as(encoder.encode(": keepalive\n\n")))
       const body = Stream.fromQueue(queue).pipe(
         Stream.map(sseEvent),
         Stream.merge(keepalive, { haltStrategy: "left" }),
         // A first comment sends the headers now: a client waits for them before it reads on.
-        Stream.prepend(Chunk.of(encoder.encode(": stream open\n\n"))),
+        Stream.prepend([encoder.encode(": stream open\n\n")]),
         Stream.ensuring(Effect.sync(detach))
       )
       return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
@@ -196,10 +154,8 @@ export const make = (sessions: SharedSessions, handOff: HandOff, config: Resolve
 
   const del = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) =>
     Effect.gen(function* () {
-      const found = findSession(request, target, principal)
-      if (found.refused) return found.refused
-      yield* found.session.close("ended by the client (DELETE)")
-      return HttpServerResponse.empty({ status: 204 })
+      const refused = yield* sessions.end(arrivalOf(request, target, principal), "ended by the client (DELETE)")
+      return refused === undefined ? HttpServerResponse.empty({ status: 204 }) : refuse(refused)
     })
 
   const serveOn = (request: HttpServerRequest.HttpServerRequest, target: Target, principal: Principal) => {

@@ -4,8 +4,8 @@
  * bodies, and the exchange that turns one POST's messages into its response.
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { Effect, Queue, Stream } from "effect"
 import { ErrorCode } from "../protocol/Errors.js"
 import { field } from "../json/Json.js"
@@ -16,8 +16,6 @@ import type * as Peer from "../jsonrpc/Peer.js"
 export const KEEPALIVE_MS = 25_000
 /** Messages waiting for a slow SSE reader before the oldest are dropped. */
 export const STREAM_BUFFER = 4_096
-export const SESSION_HEADER = "mcp-session-id"
-export const VERSION_HEADER = "mcp-protocol-version"
 
 // ---------------------------------------------------------------------------------------------
 // Responses
@@ -83,7 +81,7 @@ export const accepts = (header: string | undefined, type: "application/json" | "
     .toLowerCase()
     .split(",")
     .some((part) => {
-      const media = part.split(";")[0]!.trim()
+      const media = (part.split(";")[0] ?? "").trim()
       return media === type || media === "*/*" || media === `${major}/*`
     })
 }
@@ -100,7 +98,7 @@ export const readBody = (
   const declared = Number(request.headers["content-length"])
   if (Number.isFinite(declared) && declared > limit) return Effect.succeed(undefined)
   const source = NodeHttpServerRequest.toIncomingMessage(request)
-  return Effect.async<string | undefined | null>((resume) => {
+  return Effect.callback<string | undefined | null>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
     const onData = (chunk: Buffer) => {
@@ -115,7 +113,12 @@ export const readBody = (
     }
     const onEnd = () => {
       done()
-      resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")))
+      const [only] = chunks
+      resume(
+        Effect.succeed(
+          chunks.length === 1 && only !== undefined ? only.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")
+        )
+      )
     }
     const onError = () => {
       done()
@@ -168,7 +171,7 @@ export const exchangeWith = (
     let queue: Queue.Queue<unknown> | undefined
     dispatch({
       send: (message) => {
-        if (queue !== undefined) Queue.unsafeOffer(queue, message)
+        if (queue !== undefined) Queue.offerUnsafe(queue, message)
         else {
           early.push(message)
           wake?.()
@@ -179,7 +182,7 @@ export const exchangeWith = (
     const first = (): Effect.Effect<unknown> =>
       early.length > 0
         ? Effect.succeed(early.shift())
-        : Effect.async<unknown>((resume) => {
+        : Effect.callback<unknown>((resume) => {
             wake = () => {
               wake = undefined
               resume(Effect.succeed(early.shift()))
@@ -208,7 +211,7 @@ export const exchangeWith = (
       // memory, and never the reply (it comes last).
       return Effect.map(Queue.sliding<unknown>(STREAM_BUFFER), (q) => {
         queue = q
-        for (const m of early.splice(0)) Queue.unsafeOffer(q, m)
+        for (const m of early.splice(0)) Queue.offerUnsafe(q, m)
         const rest = Stream.fromQueue(q).pipe(Stream.takeUntil(isReply), Stream.ensuring(Queue.shutdown(q)))
         const events = Stream.concat(Stream.make(message), rest).pipe(Stream.map(sseEvent))
         return HttpServerResponse.stream(events, {

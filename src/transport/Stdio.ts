@@ -1,9 +1,10 @@
 /**
  * JSON-RPC over a byte stream: the MCP stdio transport (and any pipe or socket). Frames are cut by
  * `JsonRpc.FrameDecoder` (newline-delimited JSON or `Content-Length` headers, detected from the
- * first bytes), handed to what the connection opened (the Protocol's connection: see
- * gateway/clients/StreamConnection; or any JSON-RPC peer), and every reply and notification goes out
- * through one writer in the client's framing.
+ * first bytes), handed to what the connection opened (the client the Protocol's server connects:
+ * see gateway/clients/StreamConnection; or any JSON-RPC peer), and every reply and notification
+ * goes out through one writer in the client's framing. `layerStreams` provides the Protocol on a
+ * stdin/stdout pair.
  *
  * A connection is an Effect `Stream` in and a `Sink` out, or, for the process's own stdin/stdout,
  * Node's streams read and written directly: the hot path then costs one fiber per request and
@@ -11,7 +12,7 @@
  */
 // The module, not the package's index, which loads every platform module (0.3 s, 30 MB at start-up).
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Cause, Chunk, Deferred, Effect, Fiber, Option, type Scope, type Sink, Stream } from "effect"
+import { Cause, Deferred, Effect, Fiber, Latch, Layer, type Scope, type Sink, Stream } from "effect"
 import { Readable, Writable } from "node:stream"
 import { GatewayConfig } from "../config/Config.js"
 import { ErrorCode } from "../protocol/Errors.js"
@@ -78,31 +79,32 @@ const sinkWriter = (sink: Sink.Sink<unknown, string, never, unknown>): Effect.Ef
   Effect.gen(function* () {
     let frames: Array<string> = []
     let ended = false
-    const latch = Effect.unsafeMakeLatch(false)
-    const take: Effect.Effect<Chunk.Chunk<string>, Option.Option<never>> = Effect.suspend(() => {
+    const latch = Latch.makeUnsafe(false)
+    // One string a pull (the frames queued since the last); `Cause.Done` ends the stream.
+    const take: Effect.Effect<ReadonlyArray<string>, Cause.Done> = Effect.suspend(() => {
       if (frames.length > 0) {
         const taken = frames
         frames = []
-        return Effect.succeed(Chunk.of(taken.length === 1 ? taken[0]! : taken.join("")))
+        return Effect.succeed([taken.join("")])
       }
-      if (ended) return Effect.fail(Option.none())
-      latch.unsafeClose()
-      return Effect.zipRight(latch.await, take)
+      if (ended) return Cause.done()
+      latch.closeUnsafe()
+      return Effect.andThen(latch.await, take)
     })
-    const fiber = yield* Stream.repeatEffectChunkOption(take).pipe(
+    const fiber = yield* Stream.fromIterableEffectRepeat(take).pipe(
       Stream.run(sink),
-      Effect.catchAllCause((cause) => Effect.logError("cannot write to the client", cause)),
+      Effect.catchCause((cause) => Effect.logError("cannot write to the client", cause)),
       Effect.forkScoped
     )
     return {
       offer: (frame) => {
         if (frame === "" || ended) return
         frames.push(frame)
-        latch.unsafeOpen()
+        latch.openUnsafe()
       },
       end: Effect.suspend(() => {
         ended = true
-        latch.unsafeOpen()
+        latch.openUnsafe()
         return Fiber.await(fiber)
       })
     }
@@ -123,7 +125,7 @@ const writableWriter = (writable: Writable): Writer => {
   const flush = () => {
     scheduled = false
     if (frames.length === 0 || failed !== undefined) return
-    const text = frames.length === 1 ? frames[0]! : frames.join("")
+    const text = frames.join("")
     frames = []
     writable.write(text)
   }
@@ -141,7 +143,7 @@ const writableWriter = (writable: Writable): Writer => {
       const drained: Effect.Effect<void> =
         failed !== undefined || !writable.writableNeedDrain
           ? Effect.void
-          : Effect.async<void>((resume) => {
+          : Effect.callback<void>((resume) => {
               const done = () => resume(Effect.void)
               writable.once("drain", done)
               writable.once("close", done)
@@ -150,7 +152,7 @@ const writableWriter = (writable: Writable): Writer => {
                 writable.off("close", done)
               })
             })
-      return Effect.zipRight(
+      return Effect.andThen(
         drained,
         Effect.suspend(() => {
           writable.off("error", onError)
@@ -167,7 +169,7 @@ const writableWriter = (writable: Writable): Writer => {
  */
 const readReadable = (readable: Readable, decoder: FrameDecoder, dispatch: (frame: Frame) => void): Effect.Effect<void> =>
   Effect.flatten(
-    Effect.async<Effect.Effect<void>>((resume) => {
+    Effect.callback<Effect.Effect<void>>((resume) => {
       const onData = (chunk: Buffer | string) => {
         for (const frame of decoder.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)) dispatch(frame)
       }
@@ -207,6 +209,8 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
       const framing = () => decoder.framing ?? options.framing ?? "ndjson"
       const writer = options.output instanceof Writable ? writableWriter(options.output) : yield* sinkWriter(options.output)
       const maxReply = options.maxReplyBytes
+      // Its own logs (a reply refused for its length) go to this connection's loggers, never Effect's default one.
+      const log = Effect.runForkWith(yield* Effect.context<never>())
       const out: Peer.Outbox = {
         send:
           maxReply === undefined
@@ -214,7 +218,7 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
             : (message) => {
                 const bounded = encodeBounded(framing(), message, maxReply)
                 if (bounded.refused !== undefined) {
-                  Effect.runFork(
+                  log(
                     Effect.logWarning("a message too long for the client was not sent", {
                       ...bounded.refused,
                       maxReplyBytes: maxReply
@@ -246,11 +250,12 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
         options.input instanceof Readable
           ? readReadable(options.input, decoder, dispatch)
           : options.input.pipe(
-              Stream.mapConcat((chunk) => decoder.push(chunk)),
+              Stream.map((chunk) => decoder.push(chunk)),
+              Stream.flattenIterable,
               Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end()))),
               Stream.runForEach((frame) => Effect.sync(() => dispatch(frame))),
-              Effect.catchAllCause((cause) =>
-                Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("client input failed", cause)
+              Effect.catchCause((cause) =>
+                Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning("client input failed", cause)
               )
             )
       const ends = [
@@ -268,46 +273,46 @@ export const serve = <E, R>(options: ServeOptions<E, R>): Effect.Effect<void, ne
 /** The client closed its end of stdout: nothing more can reach it, and end of input follows. */
 const ignoreStdoutError = (): void => {}
 
-/** The streams a stdio client speaks on, and the view it is served. */
+/** The streams a stdio client speaks on. */
 export interface StreamsOptions {
   readonly stdin: Readable
   readonly stdout: Writable
-  /** A profile's view of the aggregate (`--profile`); the whole aggregate without. */
-  readonly profile?: string | undefined
 }
 
 /**
- * Serves the gateway on `stdin`/`stdout` until stdin ends or `exit` arrives; then the backends stop
- * (see gateway/clients/StreamConnection). Nothing but frames is ever written to `stdout`.
+ * The Protocol on `stdin`/`stdout`: its run serves one client until stdin ends or `exit` arrives;
+ * then the backends stop (see gateway/clients/StreamConnection). Nothing but frames is ever
+ * written to `stdout`.
  */
-export const serveStreams = (options: StreamsOptions): Effect.Effect<void, never, Protocol | GatewayConfig> =>
-  Effect.gen(function* () {
-    const { stdin, stdout, profile } = options
-    // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
-    // a client that went away arrives after, and unheard it would crash the process (exit 1, with
-    // the backends not yet stopped). Kept for the life of the stream.
-    if (!stdout.listeners("error").includes(ignoreStdoutError)) stdout.on("error", ignoreStdoutError)
-    const protocol = yield* Protocol
-    const config = yield* (yield* GatewayConfig).current
-    yield* serve({
-      // stdin as an @effect/platform stream (a chunk at a time, so its cost is per chunk, not per
-      // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
-      // measured 2-3x the gateway's CPU per call).
-      input: NodeStream.fromReadable(
-        () => stdin,
-        (error) => error,
-        { closeOnDone: false }
-      ),
-      output: stdout,
-      connect: (out) => protocol.stream({ profile, out }),
-      maxFrameBytes: config.maxFrameBytes,
-      maxReplyBytes: config.maxReplyBytes
+export const layerStreams = (options: StreamsOptions): Layer.Layer<Protocol, never, GatewayConfig> =>
+  Layer.effect(
+    Protocol,
+    Effect.gen(function* () {
+      const { stdin, stdout } = options
+      const config = yield* (yield* GatewayConfig).current
+      return {
+        run: (server) =>
+          Effect.suspend(() => {
+            // The writer listens for stdout errors only while it runs: the EPIPE of a last reply written to
+            // a client that went away arrives after, and unheard it would crash the process (exit 1, with
+            // the backends not yet stopped). Kept for the life of the stream.
+            if (!stdout.listeners("error").includes(ignoreStdoutError)) stdout.on("error", ignoreStdoutError)
+            return serve({
+              // stdin as an Effect stream (NodeStream: a chunk at a time, so its cost is per chunk, not per
+              // frame); replies go straight to stdout, a tick's frames in one write (a Sink per reply
+              // measured 2-3x the gateway's CPU per call).
+              input: NodeStream.fromReadable({ evaluate: () => stdin, onError: (error) => error, closeOnDone: false }),
+              output: stdout,
+              connect: server.connect,
+              maxFrameBytes: config.maxFrameBytes,
+              maxReplyBytes: config.maxReplyBytes
+            })
+          })
+      }
     })
-  })
+  )
 
-/** This process's stdin/stdout, with a `profile` (`--profile`) or the whole aggregate. */
-export const serveProcessAs = (profile: string | undefined): Effect.Effect<void, never, Protocol | GatewayConfig> =>
-  serveStreams({ stdin: process.stdin, stdout: process.stdout, profile })
-
-/** `serveProcessAs` the whole aggregate. */
-export const serveProcess = serveProcessAs(undefined)
+/** The Protocol on this process's stdin/stdout. */
+export const layerProcess: Layer.Layer<Protocol, never, GatewayConfig> = Layer.suspend(() =>
+  layerStreams({ stdin: process.stdin, stdout: process.stdout })
+)

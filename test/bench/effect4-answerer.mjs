@@ -6,9 +6,8 @@
  * of its own on stderr (Effect 4's default logger writes stdout, and stdout is the protocol). It
  * answers `ping` with `{}`, every other request with -32601, and exits 0 at stdin's end.
  *
- * The project itself is on Effect 3: test/bench/effect4.ts installs Effect 4 into a cache folder
- * of its own, copies this file there (so that `effect` resolves to 4.1.0 for it) and bundles it as
- * the gateway's CLI is bundled.
+ * It runs on the project's own Effect; test/bench/effect4.ts bundles it as the gateway's CLI is
+ * bundled.
  */
 // Each module by its own path: the packages' index modules load every module they name (HTTP, undici).
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"

@@ -1,16 +1,16 @@
 #!/usr/bin/env node
 // What an HTTP exchange costs before the gateway does anything: a server that reads a small JSON
-// POST and answers 600 bytes of JSON, written on raw node:http and on @effect/platform's Node HTTP
+// POST and answers 600 bytes of JSON, written on raw node:http and on Effect's Node HTTP
 // server (body read from Node's request, no span: as the gateway does), loaded by 64 keep-alive
 // clients for 3 s. Prints calls/s and the server's CPU per request (start-up excluded).
 // Usage: node test/bench/http-floor.mjs
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer } from "effect"
+import * as HttpMiddleware from "effect/http/HttpMiddleware"
+import * as HttpServer from "effect/http/HttpServer"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { fork } from "node:child_process"
 import { Agent, createServer, request } from "node:http"
 import { fileURLToPath } from "node:url"
@@ -39,9 +39,10 @@ const serve = (mode) => {
     return HttpServerResponse.text(body, { contentType: "application/json" })
   })
   const node = createServer()
-  const live = Layer.scopedDiscard(
-    Effect.flatMap(HttpServer.HttpServer, (server) => HttpMiddleware.withTracerDisabledWhenEffect(server.serve(app), () => true))
-  ).pipe(Layer.provide(NodeHttpServer.layerServer(() => node, { port: 0, host: "127.0.0.1" })))
+  const live = Layer.effectDiscard(Effect.flatMap(Effect.service(HttpServer.HttpServer), (server) => server.serve(app))).pipe(
+    Layer.provide(NodeHttpServer.layerServer(() => node, { port: 0, host: "127.0.0.1" })),
+    Layer.provide(Layer.succeed(HttpMiddleware.TracerDisabledWhen)(() => true))
+  )
   Effect.runFork(Layer.launch(live))
   node.on("listening", () => process.send({ port: node.address().port }))
 }

@@ -5,8 +5,8 @@
  * other side, real server-filesystem and server-memory behind, the scripted model for
  * orchestration. What a client sees must not depend on what carries its frames.
  */
-import * as HttpRouter from "@effect/platform/HttpRouter"
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServer from "effect/http/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -90,15 +90,13 @@ const overStdio: Open = (dir) =>
 /** The gateway as `Transport.layerHttp` on a real HTTP server on a free port, and the SDK's client at /mcp. */
 const overHttp = (dir: string) =>
   Effect.gen(function* () {
-    const served = HttpRouter.Default.unwrap(HttpServer.serve()).pipe(
-      Layer.provideMerge(
-        Transport.layerHttp().pipe(Layer.provide([Config.GatewayConfig.layerFromOptions(gatewayOptions(dir)), model]))
-      ),
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }))
-    )
+    const served = HttpRouter.serve(
+      Transport.layerHttp().pipe(Layer.provide([Config.GatewayConfig.layerFromOptions(gatewayOptions(dir)), model])),
+      { disableLogger: true, disableListenLog: true }
+    ).pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })))
     const context = yield* Layer.build(served)
     const address = Context.get(context, HttpServer.HttpServer).address
-    const port = address._tag === "TcpAddress" ? address.port : 0
+    const port = address._tag === "UnixPathAddress" ? 0 : address.port
     const connect = () =>
       Effect.gen(function* () {
         const client = new Client({ name: "transports-e2e", version: "1" })
@@ -211,7 +209,7 @@ describe("what each transport does at the end of its client", () => {
 
 /** Waits for a condition the gateway makes true on its own (a backend stopping): polled, bounded by the test's timeout. */
 const until = (condition: () => boolean) =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     let timer: NodeJS.Timeout | undefined
     const check = () => (condition() ? resume(Effect.void) : void (timer = setTimeout(check, 10)))
     check()

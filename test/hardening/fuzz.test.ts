@@ -10,11 +10,12 @@
  * JSON-RPC or contract code (-32603, a defect of ours, is not allowed), stdout must hold nothing
  * but frames, the process must stay up and exit 0 at the end, and the backend must be gone after.
  *
- * fast-check comes with effect (`FastCheck`); a failure prints its seed, and `endOnFailure` keeps a
- * failing run from shrinking for minutes against a live process.
+ * The generators are Effect's own (`effect/Arbitrary`, see `gen` below); a failure prints its seed,
+ * and no shrinking keeps a failing run from shrinking for minutes against a live process.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
+import { Effect, Schema } from "effect"
+import * as Arbitrary from "effect/Arbitrary"
 import { assertOnlyFrames } from "../support/stdioClient.js"
 import { fixtureBackend } from "../support/mcpFixture.js"
 import {
@@ -29,6 +30,147 @@ import {
   untilGone,
   writeConfig
 } from "./support.js"
+
+// ---------------------------------------------------------------------------------------------
+// Generators: Effect's own (`effect/Arbitrary`: values from schemas, `map`, `flatMap`, `all`,
+// `array`), with the few combinators the shapes below use that it leaves to its users (a weighted
+// choice, one of a list, optional keys, strings of a unit, JSON to a depth).
+
+type Weighted<A> = { readonly weight: number; readonly arbitrary: Arbitrary.Arbitrary<A> }
+
+const gen = (() => {
+  /** A whole number in [min, max] (fast-check's default range: a signed 32-bit integer). */
+  const integer = (range: { readonly min?: number; readonly max?: number } = {}): Arbitrary.Arbitrary<number> =>
+    Arbitrary.schema(
+      Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: range.min ?? -(2 ** 31), maximum: range.max ?? 2 ** 31 - 1 })))
+    )
+  const constant = <const A>(value: A): Arbitrary.Arbitrary<A> => Arbitrary.Constant(value)
+  const constantFrom = <const A extends ReadonlyArray<unknown>>(...values: A): Arbitrary.Arbitrary<A[number]> =>
+    Arbitrary.flatMap(integer({ min: 0, max: values.length - 1 }), (at) => Arbitrary.Constant<A[number]>(values[at]))
+  /** One of the choices, each as likely as its weight (1 when given bare). */
+  const oneof = <A>(...choices: ReadonlyArray<Arbitrary.Arbitrary<A> | Weighted<A>>): Arbitrary.Arbitrary<A> => {
+    const weighted = choices.map((choice): Weighted<A> => ("weight" in choice ? choice : { weight: 1, arbitrary: choice }))
+    const total = weighted.reduce((sum, choice) => sum + choice.weight, 0)
+    return Arbitrary.flatMap(integer({ min: 0, max: total - 1 }), (roll) => {
+      let left = roll
+      for (const choice of weighted) {
+        if (left < choice.weight) return choice.arbitrary
+        left -= choice.weight
+      }
+      return weighted[weighted.length - 1]!.arbitrary
+    })
+  }
+  const record = <const F extends Record<string, Arbitrary.Arbitrary<unknown>>>(fields: F) => Arbitrary.all(fields)
+  /** A record whose every key may be absent (fast-check's `requiredKeys: []`). */
+  const ABSENT = Symbol("absent")
+  const partialRecord = (fields: Record<string, Arbitrary.Arbitrary<unknown>>): Arbitrary.Arbitrary<Record<string, unknown>> =>
+    Arbitrary.map(
+      Arbitrary.all(
+        Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, oneof<unknown>(constant(ABSENT), value)]))
+      ),
+      (drawn) => Object.fromEntries(Object.entries(drawn).filter(([, value]) => value !== ABSENT))
+    )
+  const boolean = Arbitrary.schema(Schema.Boolean)
+  /** A number in [0, 1], spread evenly (not skewed towards 0 as a schema's doubles are). */
+  const fraction = Arbitrary.map(integer({ min: 0, max: 1_000_000 }), (n) => n / 1_000_000)
+  /** Any code point but a surrogate (fast-check's "binary" unit). */
+  const binaryChar = Arbitrary.map(integer({ min: 0, max: 0x10ffff - 0x800 }), (n) =>
+    String.fromCodePoint(n < 0xd800 ? n : n + 0x800)
+  )
+  const asciiChar = Arbitrary.map(integer({ min: 0x20, max: 0x7e }), (n) => String.fromCharCode(n))
+  const string = (options: {
+    readonly unit: Arbitrary.Arbitrary<string>
+    readonly minLength?: number
+    readonly maxLength: number
+  }): Arbitrary.Arbitrary<string> =>
+    Arbitrary.map(Arbitrary.array(options.unit, { minLength: options.minLength ?? 0, maxLength: options.maxLength }), (units) =>
+      units.join("")
+    )
+  const uint8Array = (options: { readonly minLength?: number; readonly maxLength: number }): Arbitrary.Arbitrary<Uint8Array> =>
+    Arbitrary.map(
+      Arbitrary.array(integer({ min: 0, max: 255 }), { minLength: options.minLength ?? 0, maxLength: options.maxLength }),
+      (bytes) => Uint8Array.from(bytes)
+    )
+  const dictionary = <V>(
+    key: Arbitrary.Arbitrary<string>,
+    value: Arbitrary.Arbitrary<V>
+  ): Arbitrary.Arbitrary<Record<string, V>> =>
+    Arbitrary.map(Arbitrary.array(Arbitrary.all([key, value]), { maxLength: 10 }), (entries) => Object.fromEntries(entries))
+  const jsonLeaf = oneof<unknown>(
+    constant(null),
+    boolean,
+    integer(),
+    Arbitrary.schema(Schema.Finite),
+    string({ unit: asciiChar, maxLength: 10 })
+  )
+  /** JSON values nested at most `maxDepth` levels. */
+  const jsonValue = (options: { readonly maxDepth: number }): Arbitrary.Arbitrary<unknown> =>
+    options.maxDepth <= 0
+      ? jsonLeaf
+      : oneof<unknown>(
+          { weight: 2, arbitrary: jsonLeaf },
+          { weight: 1, arbitrary: Arbitrary.array(jsonValue({ maxDepth: options.maxDepth - 1 }), { maxLength: 5 }) },
+          {
+            weight: 1,
+            arbitrary: dictionary(string({ unit: asciiChar, maxLength: 10 }), jsonValue({ maxDepth: options.maxDepth - 1 }))
+          }
+        )
+  const hostLabel = string({ unit: constantFrom(..."abcdefghijklmnopqrstuvwxyz0123456789"), minLength: 1, maxLength: 12 })
+  const webUrl = Arbitrary.map(
+    record({
+      scheme: constantFrom("http", "https"),
+      host: hostLabel,
+      tld: constantFrom("com", "org", "io", "dev"),
+      path: Arbitrary.array(hostLabel, { maxLength: 3 })
+    }),
+    ({ scheme, host, tld, path }) => `${scheme}://${host}.${tld}/${path.join("/")}`
+  )
+  /** A property of two inputs, run against a live process: one run at a time. */
+  const asyncProperty = <A, B>(a: Arbitrary.Arbitrary<A>, b: Arbitrary.Arbitrary<B>, run: (a: A, b: B) => Promise<void>) => ({
+    inputs: Arbitrary.all([a, b]),
+    run
+  })
+  /**
+   * Runs it, failing with the check's report (its seed, its replay). No shrinking: a failing run
+   * must not shrink for minutes against a live process.
+   */
+  const assert = async <A, B>(
+    property: ReturnType<typeof asyncProperty<A, B>>,
+    options: { readonly runs: number; readonly seed?: string; readonly replay?: string }
+  ): Promise<void> => {
+    const result = await Effect.runPromise(
+      Arbitrary.checkEffect(
+        property.inputs,
+        ([a, b]) =>
+          Effect.as(
+            Effect.tryPromise(() => property.run(a, b)),
+            true
+          ),
+        { concurrency: 1, maxShrinks: 0, ...options }
+      )
+    )
+    const failure = Arbitrary.formatCheckFailure(result)
+    if (failure !== undefined) throw new Error(failure)
+  }
+  return {
+    integer,
+    constant,
+    constantFrom,
+    oneof,
+    record,
+    partialRecord,
+    boolean,
+    fraction,
+    binaryChar,
+    string,
+    uint8Array,
+    dictionary,
+    jsonValue,
+    webUrl,
+    asyncProperty,
+    assert
+  }
+})()
 
 const MAX_FRAME_BYTES = 64 * 1024
 /** Codes a fuzzed request may get: plain JSON-RPC ones, LSP's cancel, the contract's -32000..-32004. */
@@ -166,37 +308,43 @@ type FrameShape =
   | { readonly kind: "cancel"; readonly back: number }
 
 /** A string unit that also yields lone surrogates (JSON.stringify escapes them; they must round-trip). */
-const unit = fc.oneof(
-  { weight: 8, arbitrary: fc.string({ unit: "binary", minLength: 1, maxLength: 1 }) },
-  { weight: 1, arbitrary: fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c)) }
+const unit = gen.oneof(
+  { weight: 8, arbitrary: gen.binaryChar },
+  { weight: 1, arbitrary: Arbitrary.map(gen.integer({ min: 0xd800, max: 0xdfff }), (c) => String.fromCharCode(c)) }
 )
-const oddString = (maxLength: number) => fc.string({ unit, maxLength })
+const oddString = (maxLength: number) => gen.string({ unit, maxLength })
 
-const idShape: fc.Arbitrary<IdShape> = fc.oneof(
-  { weight: 2, arbitrary: fc.constant({ kind: "absent" as const }) },
-  { weight: 4, arbitrary: oddString(40).map((prefix) => ({ kind: "string" as const, prefix })) },
+const idShape: Arbitrary.Arbitrary<IdShape> = gen.oneof<IdShape>(
+  { weight: 2, arbitrary: gen.constant({ kind: "absent" as const }) },
+  { weight: 4, arbitrary: Arbitrary.map(oddString(40), (prefix) => ({ kind: "string" as const, prefix })) },
   {
     weight: 1,
-    arbitrary: fc.integer({ min: 1_000, max: 20_000 }).map((n) => ({ kind: "string" as const, prefix: "L".repeat(n) }))
+    arbitrary: Arbitrary.map(gen.integer({ min: 1_000, max: 20_000 }), (n) => ({
+      kind: "string" as const,
+      prefix: "L".repeat(n)
+    }))
   },
   {
     weight: 1,
-    arbitrary: fc
-      .uint8Array({ minLength: 1, maxLength: 12 })
+    arbitrary: Arbitrary.map(
+      gen.uint8Array({ minLength: 1, maxLength: 12 }),
       // Bytes >= 0x80 only: no quote, backslash, newline or control character, just invalid UTF-8 (mostly).
-      .map((bytes) => ({ kind: "bad-utf8" as const, bytes: bytes.map((b) => b | 0x80) }))
+      (bytes) => ({ kind: "bad-utf8" as const, bytes: bytes.map((b) => b | 0x80) })
+    )
   },
   {
     weight: 4,
-    arbitrary: fc
-      .constantFrom("int", "negative", "float", "huge", "exponent", "beyond-precision")
-      .map((form) => ({ kind: "number" as const, form: form as "int" }))
+    arbitrary: Arbitrary.map(gen.constantFrom("int", "negative", "float", "huge", "exponent", "beyond-precision"), (form) => ({
+      kind: "number" as const,
+      form
+    }))
   },
   {
     weight: 2,
-    arbitrary: fc
-      .constantFrom("null", "true", "false", "{}", "[]", '{"id":1}', "[1]", "1e400", "-1e999")
-      .map((raw) => ({ kind: "unusable" as const, raw }))
+    arbitrary: Arbitrary.map(
+      gen.constantFrom("null", "true", "false", "{}", "[]", '{"id":1}', "[1]", "1e400", "-1e999"),
+      (raw) => ({ kind: "unusable" as const, raw })
+    )
   }
 )
 
@@ -221,60 +369,62 @@ const TOOL_NAMES = [
   "fx__nope",
   "nope",
   ""
-]
+] as const
 
-const toolCallParams: fc.Arbitrary<ParamsShape> = fc
-  .record({
-    name: fc.oneof(fc.constantFrom(...TOOL_NAMES), oddString(20), fc.integer()),
-    arguments: fc.oneof(
-      fc.constant(undefined),
-      fc.dictionary(fc.constantFrom("text", "a", "b", "ms", "query", "x"), fc.jsonValue({ maxDepth: 2 })),
-      fc.record({ ms: fc.integer({ min: 0, max: 40 }) }),
-      fc.jsonValue({ maxDepth: 2 })
+const toolCallParams: Arbitrary.Arbitrary<ParamsShape> = Arbitrary.map(
+  gen.record({
+    name: gen.oneof<unknown>(gen.constantFrom(...TOOL_NAMES), oddString(20), gen.integer()),
+    arguments: gen.oneof<unknown>(
+      gen.constant(undefined),
+      gen.dictionary(gen.constantFrom("text", "a", "b", "ms", "query", "x"), gen.jsonValue({ maxDepth: 2 })),
+      gen.record({ ms: gen.integer({ min: 0, max: 40 }) }),
+      gen.jsonValue({ maxDepth: 2 })
     )
-  })
-  .map((value) => ({ kind: "json" as const, value }))
-
-const orchestrateParams: fc.Arbitrary<ParamsShape> = fc
-  .record({
-    query: fc.oneof(oddString(60), fc.constant(""), fc.integer(), fc.constant(null)),
-    context: fc.oneof(
-      fc.constant(undefined),
-      fc.constant(null),
-      fc.record(
-        {
-          activeDocumentURI: fc.oneof(fc.webUrl(), fc.constant(null), fc.integer(), oddString(10)),
-          currentWorkingDirectory: fc.oneof(fc.constant("/tmp"), fc.constant(null), fc.jsonValue({ maxDepth: 2 })),
-          selectionText: fc.oneof(oddString(30), fc.constant(null))
-        },
-        { requiredKeys: [] }
-      )
-    )
-  })
-  .map((value) => ({ kind: "json" as const, value }))
-
-const paramsShape: fc.Arbitrary<ParamsShape> = fc.oneof(
-  { weight: 3, arbitrary: fc.constant({ kind: "absent" as const }) },
-  { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((value) => ({ kind: "json" as const, value })) },
-  { weight: 4, arbitrary: toolCallParams },
-  { weight: 3, arbitrary: orchestrateParams },
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 10_000 }).map((depth) => ({ kind: "deep-object" as const, depth })) },
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 30_000 }).map((depth) => ({ kind: "deep-array" as const, depth })) },
-  {
-    weight: 1,
-    arbitrary: fc
-      .record({
-        depth: fc.integer({ min: 1, max: 10_000 }),
-        where: fc.constantFrom("arguments" as const, "query" as const, "context" as const)
-      })
-      .map((o) => ({ kind: "deep-inside" as const, ...o }))
-  }
+  }),
+  (value) => ({ kind: "json" as const, value })
 )
 
-const methodShape = fc.oneof(
+const orchestrateParams: Arbitrary.Arbitrary<ParamsShape> = Arbitrary.map(
+  gen.record({
+    query: gen.oneof<unknown>(oddString(60), gen.constant(""), gen.integer(), gen.constant(null)),
+    context: gen.oneof<unknown>(
+      gen.constant(undefined),
+      gen.constant(null),
+      gen.partialRecord({
+        activeDocumentURI: gen.oneof<unknown>(gen.webUrl, gen.constant(null), gen.integer(), oddString(10)),
+        currentWorkingDirectory: gen.oneof<unknown>(gen.constant("/tmp"), gen.constant(null), gen.jsonValue({ maxDepth: 2 })),
+        selectionText: gen.oneof<unknown>(oddString(30), gen.constant(null))
+      })
+    )
+  }),
+  (value) => ({ kind: "json" as const, value })
+)
+
+const deepInside = gen.record({
+  depth: gen.integer({ min: 1, max: 10_000 }),
+  where: gen.constantFrom("arguments", "query", "context")
+})
+
+const paramsShape: Arbitrary.Arbitrary<ParamsShape> = gen.oneof<ParamsShape>(
+  { weight: 3, arbitrary: gen.constant({ kind: "absent" as const }) },
+  { weight: 4, arbitrary: Arbitrary.map(gen.jsonValue({ maxDepth: 4 }), (value) => ({ kind: "json" as const, value })) },
+  { weight: 4, arbitrary: toolCallParams },
+  { weight: 3, arbitrary: orchestrateParams },
+  {
+    weight: 1,
+    arbitrary: Arbitrary.map(gen.integer({ min: 1, max: 10_000 }), (depth) => ({ kind: "deep-object" as const, depth }))
+  },
+  {
+    weight: 1,
+    arbitrary: Arbitrary.map(gen.integer({ min: 1, max: 30_000 }), (depth) => ({ kind: "deep-array" as const, depth }))
+  },
+  { weight: 1, arbitrary: Arbitrary.map(deepInside, (o) => ({ kind: "deep-inside" as const, ...o })) }
+)
+
+const methodShape = gen.oneof<unknown>(
   {
     weight: 10,
-    arbitrary: fc.constantFrom(
+    arbitrary: gen.constantFrom(
       "ping",
       "tools/list",
       "tools/call",
@@ -294,78 +444,85 @@ const methodShape = fc.oneof(
     )
   },
   // Never "exit" or "shutdown" (those end the session); random names stay under a prefix.
-  { weight: 2, arbitrary: oddString(20).map((s) => `fz/${s}`) },
-  { weight: 1, arbitrary: fc.constantFrom("", 5, null, true, {}, []) }
+  { weight: 2, arbitrary: Arbitrary.map(oddString(20), (s) => `fz/${s}`) },
+  { weight: 1, arbitrary: gen.constantFrom("", 5, null, true, {}, []) }
 )
 
 /** A method with params that fit it (so calls reach the backend and the orchestrator), or any mix. */
-const callShape: fc.Arbitrary<{ readonly method: unknown; readonly params: ParamsShape }> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ method: fc.constant("tools/call"), params: toolCallParams }) },
-  { weight: 2, arbitrary: fc.record({ method: fc.constant("agentify/orchestrateTask"), params: orchestrateParams }) },
+const callShape: Arbitrary.Arbitrary<{ readonly method: unknown; readonly params: ParamsShape }> = gen.oneof<{
+  readonly method: unknown
+  readonly params: ParamsShape
+}>(
+  { weight: 3, arbitrary: gen.record({ method: gen.constant("tools/call"), params: toolCallParams }) },
+  { weight: 2, arbitrary: gen.record({ method: gen.constant("agentify/orchestrateTask"), params: orchestrateParams }) },
   {
     weight: 1,
-    arbitrary: fc.record({ method: fc.constantFrom("ping", "tools/list"), params: fc.constant({ kind: "absent" as const }) })
+    arbitrary: gen.record({
+      method: gen.constantFrom("ping", "tools/list"),
+      params: gen.constant<ParamsShape>({ kind: "absent" as const })
+    })
   },
   {
     weight: 1,
-    arbitrary: fc
-      .record({
-        depth: fc.integer({ min: 1, max: 10_000 }),
-        where: fc.constantFrom("arguments" as const, "query" as const, "context" as const)
-      })
-      .map(({ depth, where }) => ({
-        method: where === "arguments" ? "tools/call" : "agentify/orchestrateTask",
-        params: { kind: "deep-inside" as const, depth, where }
-      }))
+    arbitrary: Arbitrary.map(deepInside, ({ depth, where }) => ({
+      method: where === "arguments" ? "tools/call" : "agentify/orchestrateTask",
+      params: { kind: "deep-inside" as const, depth, where }
+    }))
   },
   {
     weight: 4,
-    arbitrary: fc.record({
-      method: fc.oneof({ weight: 12, arbitrary: methodShape }, { weight: 1, arbitrary: fc.constant(undefined) }),
+    arbitrary: gen.record({
+      method: gen.oneof<unknown>({ weight: 12, arbitrary: methodShape }, { weight: 1, arbitrary: gen.constant(undefined) }),
       params: paramsShape
     })
   }
 )
 
-const messageShape: fc.Arbitrary<MessageShape> = fc
-  .record({
-    jsonrpc: fc.oneof(
-      { weight: 12, arbitrary: fc.constant("2.0") },
-      { weight: 1, arbitrary: fc.constantFrom(undefined, "1.0", 2, null, "2.0 ") }
+const messageShape: Arbitrary.Arbitrary<MessageShape> = Arbitrary.map(
+  gen.record({
+    jsonrpc: gen.oneof<unknown>(
+      { weight: 12, arbitrary: gen.constant("2.0") },
+      { weight: 1, arbitrary: gen.constantFrom(undefined, "1.0", 2, null, "2.0 ") }
     ),
     id: idShape,
     call: callShape,
-    response: fc.oneof(
-      { weight: 12, arbitrary: fc.constant(undefined) },
-      { weight: 1, arbitrary: fc.constantFrom({ result: {} }, { error: { code: -1, message: "x" } }, { result: null }) }
+    response: gen.oneof<unknown>(
+      { weight: 12, arbitrary: gen.constant(undefined) },
+      { weight: 1, arbitrary: gen.constantFrom({ result: {} }, { error: { code: -1, message: "x" } }, { result: null }) }
     )
-  })
-  .map(({ call, ...rest }) => ({ ...rest, method: call.method, params: call.params }))
+  }),
+  ({ call, ...rest }) => ({ ...rest, method: call.method, params: call.params })
+)
 
-const frameShape: fc.Arbitrary<FrameShape> = fc.oneof(
-  { weight: 12, arbitrary: messageShape.map((message) => ({ kind: "message" as const, message })) },
+const frameShape: Arbitrary.Arbitrary<FrameShape> = gen.oneof<FrameShape>(
+  { weight: 12, arbitrary: Arbitrary.map(messageShape, (message) => ({ kind: "message" as const, message })) },
   {
     weight: 2,
-    arbitrary: fc
-      .array(
-        fc.oneof(
+    arbitrary: Arbitrary.map(
+      Arbitrary.array(
+        gen.oneof<MessageShape | { readonly json: unknown }>(
           { weight: 4, arbitrary: messageShape },
-          { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((json) => ({ json: withoutIds(json) })) }
+          { weight: 1, arbitrary: Arbitrary.map(gen.jsonValue({ maxDepth: 2 }), (json) => ({ json: withoutIds(json) })) }
         ),
         { maxLength: 5 }
-      )
-      .map((messages) => ({ kind: "batch" as const, messages }))
+      ),
+      (messages) => ({ kind: "batch" as const, messages })
+    )
   },
-  { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((value) => ({ kind: "json" as const, value: withoutIds(value) })) },
-  { weight: 2, arbitrary: oddString(200).map((text) => ({ kind: "text" as const, text })) },
-  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((bytes) => ({ kind: "bytes" as const, bytes })) },
+  {
+    weight: 2,
+    arbitrary: Arbitrary.map(gen.jsonValue({ maxDepth: 3 }), (value) => ({ kind: "json" as const, value: withoutIds(value) }))
+  },
+  { weight: 2, arbitrary: Arbitrary.map(oddString(200), (text) => ({ kind: "text" as const, text })) },
+  { weight: 1, arbitrary: Arbitrary.map(gen.uint8Array({ maxLength: 200 }), (bytes) => ({ kind: "bytes" as const, bytes })) },
   {
     weight: 1,
-    arbitrary: fc
-      .record({ extra: fc.integer({ min: 1, max: 3_000 }), padding: fc.constantFrom("string" as const, "spaces" as const) })
-      .map((o) => ({ kind: "oversize" as const, ...o }))
+    arbitrary: Arbitrary.map(
+      gen.record({ extra: gen.integer({ min: 1, max: 3_000 }), padding: gen.constantFrom("string", "spaces") }),
+      (o) => ({ kind: "oversize" as const, ...o })
+    )
   },
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }).map((back) => ({ kind: "cancel" as const, back })) }
+  { weight: 1, arbitrary: Arbitrary.map(gen.integer({ min: 1, max: 8 }), (back) => ({ kind: "cancel" as const, back })) }
 )
 
 /** Makes shapes concrete. Ids are unique per gateway (a counter), so replies can be counted per id. */
@@ -505,11 +662,11 @@ interface Tally {
   nullMax: number
 }
 
-/** FUZZ_SEED (and FUZZ_PATH) replay a failure fast-check printed. */
-const replay =
-  process.env.FUZZ_SEED === undefined
-    ? {}
-    : { seed: Number(process.env.FUZZ_SEED), ...(process.env.FUZZ_PATH === undefined ? {} : { path: process.env.FUZZ_PATH }) }
+/** FUZZ_SEED (or FUZZ_REPLAY, the "Replay:" line) replays a failure the check printed. */
+const replay = {
+  ...(process.env.FUZZ_SEED === undefined ? {} : { seed: process.env.FUZZ_SEED }),
+  ...(process.env.FUZZ_REPLAY === undefined ? {} : { replay: process.env.FUZZ_REPLAY })
+}
 
 const newTally = (): Tally => ({ frames: 0, bytes: 0, roles: new Map(), pings: new Set(), nullMin: 0, nullMax: 0 })
 
@@ -668,9 +825,9 @@ describe("fuzzing the wire: newline-delimited JSON", () => {
   })
 
   it("random frames in random chunks: one reply per id, valid codes, pings still answered", async () => {
-    const run = fc.asyncProperty(
-      fc.array(fc.record({ frame: frameShape, ping: fc.boolean() }), { minLength: 1, maxLength: 20 }),
-      fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 }),
+    const run = gen.asyncProperty(
+      Arbitrary.array(gen.record({ frame: frameShape, ping: gen.boolean }), { minLength: 1, maxLength: 20 }),
+      Arbitrary.array(gen.fraction, { maxLength: 6 }),
       async (items, cuts) => {
         const pieces: Array<Buffer> = []
         const waitFor: Array<Id> = []
@@ -702,7 +859,7 @@ describe("fuzzing the wire: newline-delimited JSON", () => {
         await settle(client, tally, waitFor)
       }
     )
-    await fc.assert(run, { numRuns: 300, endOnFailure: true, ...replay })
+    await gen.assert(run, { runs: 300, ...replay })
 
     const { code, signal } = await client.close()
     expect({ code, signal }).toEqual({ code: 0, signal: null })
@@ -729,28 +886,29 @@ type HeaderShape =
   /** No usable Content-Length: the block is rejected and the body is skipped with the next header. */
   | { readonly kind: "bad"; readonly header: string }
 
-const headerShape: fc.Arbitrary<HeaderShape> = fc.oneof(
+const headerShape: Arbitrary.Arbitrary<HeaderShape> = gen.oneof<HeaderShape>(
   {
     weight: 10,
-    arbitrary: fc.record({
-      kind: fc.constant("proper" as const),
-      style: fc.integer({ min: 0, max: 4 }),
-      leadingBlank: fc.boolean()
+    arbitrary: gen.record({
+      kind: gen.constant("proper" as const),
+      style: gen.integer({ min: 0, max: 4 }),
+      leadingBlank: gen.boolean
     })
   },
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }).map((by) => ({ kind: "short" as const, by })) },
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 50 }).map((by) => ({ kind: "long" as const, by })) },
+  { weight: 1, arbitrary: Arbitrary.map(gen.integer({ min: 1, max: 50 }), (by) => ({ kind: "short" as const, by })) },
+  { weight: 1, arbitrary: Arbitrary.map(gen.integer({ min: 1, max: 50 }), (by) => ({ kind: "long" as const, by })) },
   {
     weight: 1,
-    arbitrary: fc
-      .constantFrom(
+    arbitrary: Arbitrary.map(
+      gen.constantFrom(
         "Content-Type: application/json",
         "Content-Length: -5",
         "Content-Length: abc",
         "Content-Length:",
         "X-Length: 12"
-      )
-      .map((header) => ({ kind: "bad" as const, header }))
+      ),
+      (header) => ({ kind: "bad" as const, header })
+    )
   }
 )
 
@@ -797,9 +955,9 @@ describe("fuzzing the wire: Content-Length framing", () => {
   })
 
   it("random frames, header variants and lying lengths: one reply per framed id, pings still answered", async () => {
-    const run = fc.asyncProperty(
-      fc.array(fc.record({ frame: frameShape, header: headerShape, ping: fc.boolean() }), { minLength: 1, maxLength: 15 }),
-      fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 }),
+    const run = gen.asyncProperty(
+      Arbitrary.array(gen.record({ frame: frameShape, header: headerShape, ping: gen.boolean }), { minLength: 1, maxLength: 15 }),
+      Arbitrary.array(gen.fraction, { maxLength: 6 }),
       async (items, cuts) => {
         const pieces: Array<Buffer> = []
         const waitFor: Array<Id> = []
@@ -858,7 +1016,7 @@ describe("fuzzing the wire: Content-Length framing", () => {
         await settle(client, tally, waitFor)
       }
     )
-    await fc.assert(run, { numRuns: 150, endOnFailure: true, ...replay })
+    await gen.assert(run, { runs: 150, ...replay })
 
     const { code, signal } = await client.close()
     expect({ code, signal }).toEqual({ code: 0, signal: null })

@@ -3,7 +3,7 @@
  * tested without a network: it records every request and answers from a per-test script.
  *
  * `startFakeOpenAI()` is plain async (for scripts); `fakeOpenAI` is the same as a scoped Effect
- * resource for @effect/vitest's `it.scopedLive`.
+ * resource for @effect/vitest's `it.live`.
  */
 import { Effect } from "effect"
 import * as http from "node:http"

@@ -23,7 +23,7 @@ export const readEvents = (
   return readBody(body, (chunk) => {
     parser.push(chunk)
     return "more"
-  }).pipe(Effect.catchAll((error) => Effect.sync(() => note(`the event stream broke: ${error.message}`))))
+  }).pipe(Effect.catch((error) => Effect.sync(() => note(`the event stream broke: ${error.message}`))))
 }
 
 class Parser {

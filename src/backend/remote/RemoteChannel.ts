@@ -4,7 +4,7 @@
  * handed to the connection as they arrive; errors for requests the transport failed; the loss
  * of the server as the channel's end (the supervisor then reconnects, with its backoff).
  */
-import { Effect, type Fiber, FiberId, FiberSet, type Scope } from "effect"
+import { Effect, type Fiber, FiberSet, type Scope } from "effect"
 import * as Secrets from "../../observability/Secrets.js"
 import type { Channel, Outbound, Outgoing, Receiver, WriteOutcome } from "../Channel.js"
 import { isObject } from "../../json/Json.js"
@@ -70,7 +70,7 @@ const sentOf = (message: Outgoing): Sent => ({
  * scope closes, or at once when the channel is lost.
  */
 export interface Runner {
-  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Fiber.Fiber<A, E>
   /** Interrupts what this runner runs, without waiting (the channel's end is delivered meanwhile). */
   readonly stop: () => void
   /** One for a channel within this one (a fallback): stopping it stops only its own work. */
@@ -78,7 +78,7 @@ export interface Runner {
 }
 
 const tracking = (run: Runner["run"]): Runner => {
-  const running = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+  const running = new Set<Fiber.Fiber<unknown, unknown>>()
   return {
     run: (effect) => {
       const fiber = run(effect)
@@ -87,7 +87,7 @@ const tracking = (run: Runner["run"]): Runner => {
       return fiber
     },
     stop: () => {
-      for (const fiber of running) fiber.unsafeInterruptAsFork(FiberId.none)
+      for (const fiber of running) fiber.interruptUnsafe()
     },
     child: () => tracking(run)
   }
@@ -96,9 +96,9 @@ const tracking = (run: Runner["run"]): Runner => {
 /** A runner in the current scope (the backend's): what it runs ends with that scope at the latest. */
 export const runner: Effect.Effect<Runner, never, Scope.Scope> = Effect.gen(function* () {
   const set = yield* FiberSet.make<unknown, unknown>()
-  // Captured interruptible: a backend opens its channel in an acquire (uninterruptible), whose
-  // flags the captured runtime would give every fiber it runs, which nothing could then stop.
-  return tracking(yield* Effect.interruptible(FiberSet.runtime(set)<never>()))
+  // Each fiber it runs is a root fiber with the backend's services, interruptible whatever the
+  // caller's region (a backend opens its channel in an acquire, which is uninterruptible).
+  return tracking(yield* FiberSet.runtime(set)<never>())
 })
 
 export abstract class RemoteChannel implements Channel {
@@ -128,7 +128,7 @@ export abstract class RemoteChannel implements Channel {
   protected abstract send(message: Sent, line: string): void
 
   /** Runs `effect` until the channel closes. */
-  protected run<A, E>(effect: Effect.Effect<A, E>): Fiber.RuntimeFiber<A, E> {
+  protected run<A, E>(effect: Effect.Effect<A, E>): Fiber.Fiber<A, E> {
     return this.runner.run(effect)
   }
 

@@ -13,13 +13,13 @@ export class SseChannel extends RemoteChannel {
 
   /** Opens the event stream and waits for the `endpoint` event that says where to POST. */
   get connect(): Effect.Effect<void, Error> {
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       const connected = yield* Deferred.make<void, Error>()
       const failed = (why: string) =>
-        Effect.gen(this, function* () {
+        Effect.gen({ self: this }, function* () {
           if (!(yield* Deferred.fail(connected, new Error(why)))) this.lose(why)
         })
-      const stream = Effect.gen(this, function* () {
+      const stream = Effect.gen({ self: this }, function* () {
         const response = yield* Fetch.request(this.url, {
           method: "GET",
           headers: { ...this.options.headers, accept: "text/event-stream" }
@@ -37,21 +37,21 @@ export class SseChannel extends RemoteChannel {
               const endpoint = Fetch.sameOrigin(this.url, event.data)
               if (endpoint === undefined) {
                 const why = "the server's endpoint is on another origin (refused: credentials would follow it)"
-                return Deferred.unsafeDone(connected, Exit.fail(new Error(why)))
+                return Deferred.doneUnsafe(connected, Exit.fail(new Error(why)))
               }
               this.endpoint = endpoint
-              Deferred.unsafeDone(connected, Exit.void)
+              Deferred.doneUnsafe(connected, Exit.void)
             } else if (event.event === "message") this.incoming(event.data)
           },
           this.note
         )
         yield* failed("closed its event stream")
-      }).pipe(Effect.catchAll((error) => failed(`could not be reached (${error.message})`)))
+      }).pipe(Effect.catch((error) => failed(`could not be reached (${error.message})`)))
       this.run(stream)
       yield* Deferred.await(connected).pipe(
-        Effect.timeoutFail({
+        Effect.timeoutOrElse({
           duration: CONNECT_TIMEOUT_MS,
-          onTimeout: () => new Error(`the server sent no endpoint within ${CONNECT_TIMEOUT_MS} ms`)
+          orElse: () => Effect.fail(new Error(`the server sent no endpoint within ${CONNECT_TIMEOUT_MS} ms`))
         })
       )
     })
@@ -64,7 +64,7 @@ export class SseChannel extends RemoteChannel {
 
   private post(endpoint: URL, message: Sent, body: string) {
     const isRequest = message.id !== undefined && message.method !== undefined
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       const response = yield* Fetch.request(endpoint, {
         method: "POST",
         headers: { ...this.options.headers, "content-type": "application/json" },
@@ -76,6 +76,6 @@ export class SseChannel extends RemoteChannel {
       if (response.status === 404) return this.lose("ended the connection (HTTP 404 on its endpoint)")
       if (isRequest) this.replyError(message.id!, Fetch.httpProblem(response, text), response.status)
       else this.note(`${message.method ?? "a reply"} was refused: HTTP ${response.status}`)
-    }).pipe(Effect.catchAll((error) => Effect.sync(() => this.lose(`could not be reached (${error.message})`))))
+    }).pipe(Effect.catch((error) => Effect.sync(() => this.lose(`could not be reached (${error.message})`))))
   }
 }

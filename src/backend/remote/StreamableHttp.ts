@@ -24,7 +24,7 @@ import { field, stringField } from "../../json/Json.js"
 const SESSION_ENDED = "session not found: the server ended it (HTTP 404)"
 
 /** The GET stream is opened again after a second, doubling up to a minute while it keeps failing. */
-const STREAM_RETRY = Schedule.exponential("1 second").pipe(Schedule.union(Schedule.spaced("1 minute")))
+const STREAM_RETRY = Schedule.min([Schedule.exponential("1 second"), Schedule.spaced("1 minute")])
 /** A stream that stayed open this long was healthy: the next failure starts the backoff afresh. */
 const STREAM_HEALTHY_MS = 10_000
 
@@ -36,9 +36,9 @@ export class StreamableHttpChannel extends RemoteChannel {
   private initializeId: string | number | undefined = undefined
   /** Bumped by each `initialize`: a GET stream of an older session stops. */
   private session = 0
-  private getStream: Fiber.RuntimeFiber<unknown> | undefined = undefined
+  private getStream: Fiber.Fiber<unknown> | undefined = undefined
   /** Stateless requests in flight: cancelling one closes its HTTP request, as that era says. */
-  private readonly statelessInFlight = new Map<string | number, Fiber.RuntimeFiber<void>>()
+  private readonly statelessInFlight = new Map<string | number, Fiber.Fiber<void>>()
   /** Once the server turned out to speak HTTP+SSE: everything goes there. */
   private fallback: SseChannel | undefined = undefined
   /** Frames written while the fallback connects. */
@@ -152,20 +152,20 @@ export class StreamableHttpChannel extends RemoteChannel {
 
   /** One message; what the server answers is handed on as it arrives. */
   private post(message: Sent, body: string, extra: Record<string, string>, requestId: Sent["id"]) {
-    return Effect.gen(this, function* () {
-      const authorized = yield* Effect.either(this.authorization())
-      if (authorized._tag === "Left") return this.needsAuth(message.id, authorized.left)
-      let response = yield* Fetch.request(this.url, { method: "POST", headers: this.headers(extra, authorized.right), body })
+    return Effect.gen({ self: this }, function* () {
+      const authorized = yield* Effect.result(this.authorization())
+      if (authorized._tag === "Failure") return this.needsAuth(message.id, authorized.failure)
+      let response = yield* Fetch.request(this.url, { method: "POST", headers: this.headers(extra, authorized.success), body })
       // 401: the token expired early or was revoked, or the server wants one it was never given.
       if (response.status === 401 && this.options.tokens !== undefined) {
-        const renewed = yield* Effect.either(this.authorization({ challenge: response.headers.get("www-authenticate") }))
-        if (renewed._tag === "Left") {
+        const renewed = yield* Effect.result(this.authorization({ challenge: response.headers.get("www-authenticate") }))
+        if (renewed._tag === "Failure") {
           yield* Fetch.discard(response)
-          return this.needsAuth(message.id, renewed.left)
+          return this.needsAuth(message.id, renewed.failure)
         }
-        if (renewed.right !== undefined) {
+        if (renewed.success !== undefined) {
           yield* Fetch.discard(response)
-          response = yield* Fetch.request(this.url, { method: "POST", headers: this.headers(extra, renewed.right), body })
+          response = yield* Fetch.request(this.url, { method: "POST", headers: this.headers(extra, renewed.success), body })
         }
       }
       if (response.ok) this.answered = true
@@ -212,7 +212,7 @@ export class StreamableHttpChannel extends RemoteChannel {
       }
       this.incoming(text)
     }).pipe(
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         Effect.sync(() => {
           if (!this.closed) this.lose(`could not be reached (${error.message})`)
         })
@@ -222,15 +222,15 @@ export class StreamableHttpChannel extends RemoteChannel {
 
   /** The `initialize` this transport was refused, and what followed it, go to an HTTP+SSE channel. */
   private fallBackToSse(initialize: Outbound) {
-    return Effect.gen(this, function* () {
+    return Effect.gen({ self: this }, function* () {
       this.queued = []
       const sse = new SseChannel(this.options, this.receiver, this.runner.child())
-      const connected = yield* Effect.either(sse.connect)
+      const connected = yield* Effect.result(sse.connect)
       const queued = this.queued
       this.queued = undefined
-      if (connected._tag === "Left") {
+      if (connected._tag === "Failure") {
         sse.abort()
-        return this.lose(connected.left.message)
+        return this.lose(connected.failure.message)
       }
       this.fallback = sse
       sse.write(initialize, false)
@@ -254,7 +254,7 @@ export class StreamableHttpChannel extends RemoteChannel {
     const sessionId = this.sessionId
     if (sessionId === undefined || this.getStream !== undefined) return
     const alive = () => !this.closed && session === this.session
-    const once: Effect.Effect<StreamOutcome> = Effect.gen(this, function* () {
+    const once: Effect.Effect<StreamOutcome> = Effect.gen({ self: this }, function* () {
       const opened = Date.now()
       const headers: Record<string, string> = { accept: "text/event-stream", "mcp-session-id": sessionId }
       if (this.protocolVersion !== undefined) headers["mcp-protocol-version"] = this.protocolVersion
@@ -271,7 +271,7 @@ export class StreamableHttpChannel extends RemoteChannel {
       yield* readEvents(response.body, this.options.maxFrameBytes, (event) => this.incoming(event.data), this.note)
       return Date.now() - opened > STREAM_HEALTHY_MS ? ("healthy" as const) : ("again" as const)
     }).pipe(
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         Effect.sync(() => {
           this.note(`the session's event stream failed: ${error.message}`)
           return "again" as const
@@ -281,7 +281,7 @@ export class StreamableHttpChannel extends RemoteChannel {
     // Failing streams back off; after a healthy one the backoff starts afresh, a second later.
     let last: StreamOutcome = "again"
     const backingOff = once.pipe(
-      Effect.tap((outcome) => void (last = outcome)),
+      Effect.tap((outcome) => Effect.sync(() => void (last = outcome))),
       Effect.repeat({ schedule: STREAM_RETRY, while: (outcome) => outcome === "again" && alive() }),
       Effect.map(() => last)
     )

@@ -12,7 +12,7 @@ export class WebSocketChannel extends RemoteChannel {
   private socket: WebSocket | undefined = undefined
 
   get connect(): Effect.Effect<void, Error> {
-    return Effect.async<void, Error>((resumeOnce) => {
+    return Effect.callback<void, Error>((resumeOnce) => {
       let settled = false
       const resume = (outcome: Effect.Effect<void, Error>) => {
         if (settled) return

@@ -95,7 +95,8 @@ export const postJson = async (url: string, body: unknown, options: Options): Pr
       throw new EndpointFailed({ kind: "timed out" })
     }
     try {
-      return JSON.parse(text) as unknown
+      const parsed: unknown = JSON.parse(text)
+      return parsed
     } catch {
       return undefined
     }

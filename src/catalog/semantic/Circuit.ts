@@ -2,24 +2,26 @@
  * A circuit breaker for an endpoint the gateway asks on the side (the embeddings'): once it fails,
  * it is not asked for a while (open), then one request tries it (half-open) while the others go
  * without it; that one's success closes the circuit, its failure opens it for longer. The delays
- * are a Schedule's (exponential from a second, capped at five minutes); Effect 3 has no circuit of
- * its own, so the states are a small machine here.
+ * are a Schedule's (exponential from a second, capped at five minutes). The states are a small
+ * synchronous machine here: the embeddings ask it outside any Effect, and Effect 4's own
+ * (`effect/persistence/CircuitBreaker`) is an effectful keyed service whose backoff resets on
+ * other terms.
  */
-import { Chunk, Duration, Effect, Schedule } from "effect"
+import { Duration, Effect, Schedule } from "effect"
 
 export type State = "closed" | "open" | "half-open"
 
 /** How long the circuit stays open after the n-th failure in a row (n from 1). */
-const BACKOFF = Schedule.delays(Schedule.union(Schedule.exponential("1 second", 2), Schedule.spaced("5 minutes")))
-const DELAYS_MS: ReadonlyArray<number> = Chunk.toReadonlyArray(
-  Effect.runSync(
-    Schedule.run(
-      BACKOFF,
-      0,
-      Array.from({ length: 12 }, () => undefined)
-    )
-  )
-).map(Duration.toMillis)
+const BACKOFF = Schedule.min([Schedule.exponential("1 second", 2), Schedule.spaced("5 minutes")])
+const DELAYS_MS: ReadonlyArray<number> = Effect.runSync(
+  Effect.gen(function* () {
+    // The schedule's first 12 delays, read step by step (it never ends: no `Done` to meet).
+    const step = yield* Schedule.toStep(BACKOFF)
+    const delays: Array<number> = []
+    for (let i = 0; i < 12; i++) delays.push(Duration.toMillis((yield* step(0, undefined))[1]))
+    return delays
+  })
+)
 export const delayAfter = (failures: number): number =>
   DELAYS_MS[Math.min(Math.max(failures, 1), DELAYS_MS.length) - 1] ?? 300_000
 

@@ -298,7 +298,7 @@ export const make = (settings: Settings): Embedder => {
   const quietly =
     <A>(fallback: A) =>
     <E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
-      Effect.catchAll(effect, (error) => {
+      Effect.catch(effect, (error) => {
         const kind = error instanceof EndpointFailed ? error.kind : "failed"
         if (said.has(kind)) return Effect.succeed(fallback)
         said.add(kind)
@@ -340,9 +340,9 @@ export const make = (settings: Settings): Embedder => {
     rank: (entries, query, k) =>
       Effect.tryPromise({ try: (signal) => rankNow(entries, query, k, signal), catch: (error) => error }).pipe(
         // One deadline for the request's whole semantic part: the fill it waits for and its own vector.
-        Effect.timeoutFail({
+        Effect.timeoutOrElse({
           duration: settings.timeoutMs,
-          onTimeout: () => new EndpointFailed({ kind: "timed out" })
+          orElse: () => Effect.fail(new EndpointFailed({ kind: "timed out" }))
         }),
         quietly<ReadonlyArray<CatalogEntry>>([]),
         Effect.withSpan("Embeddings.rank")
@@ -450,11 +450,12 @@ export const forConfig = (told: Told = nobody): ((config: ResolvedConfig) => Emb
  */
 export const merge = (local: string, shared: string): string => {
   try {
-    const mine = objectField(JSON.parse(local) as unknown, "vectors") ?? {}
+    const ours: unknown = JSON.parse(local)
+    const mine = objectField(ours, "vectors") ?? {}
     const theirs: unknown = JSON.parse(shared)
     const others = Object.entries(objectField(theirs, "vectors") ?? {}).filter(([key]) => !Object.hasOwn(mine, key))
     return JSON.stringify({
-      model: field(theirs, "model") ?? field(JSON.parse(local) as unknown, "model"),
+      model: field(theirs, "model") ?? field(ours, "model"),
       vectors: { ...Object.fromEntries(others.slice(-MAX_UNLISTED_VECTORS)), ...mine }
     })
   } catch {

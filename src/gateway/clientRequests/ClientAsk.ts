@@ -97,7 +97,8 @@ const ownerIn = (
   // A call parked between a stateless client's round trips is not running: it asks nothing now.
   const running = inFlight.filter((s) => !s.parked())
   const busy = running.length > 0 ? running : inFlight
-  if (busy.length === 1) return { session: busy[0]!, via: routes.callOf(busy[0]!, backendId) }
+  const [only] = busy
+  if (busy.length === 1 && only !== undefined) return { session: only, via: routes.callOf(only, backendId) }
   if (busy.length > 1) {
     return `${busy.length} client sessions have requests in flight on backend '${backendId}': the gateway cannot tell which one this ${method} belongs to`
   }
@@ -114,12 +115,14 @@ const relayTo = (routes: RoutesService, session: Session, via: RequestContext | 
     // The client may not be asked anything before it said it is initialized (over stdio the
     // backends start during its `initialize`, and ask for roots at once).
     yield* Deferred.await(session.initialized).pipe(
-      Effect.timeoutFail({
+      Effect.timeoutOrElse({
         duration: INITIALIZED_WAIT_MS,
-        onTimeout: () =>
-          new InternalError({
-            message: `the client session did not finish initializing within ${INITIALIZED_WAIT_MS} ms`
-          })
+        orElse: () =>
+          Effect.fail(
+            new InternalError({
+              message: `the client session did not finish initializing within ${INITIALIZED_WAIT_MS} ms`
+            })
+          )
       })
     )
     const token = Progress.tokenOf(request.params)
@@ -308,7 +311,7 @@ export type ClientAskService = ReturnType<typeof make>
  * session they belong to, the client's progress on them, its roots changing, and a stateless
  * backend's input requests answered by a session-era client.
  */
-export class ClientAsk extends Context.Tag("mcp-agentify/ClientAsk")<ClientAsk, ClientAskService>() {
+export class ClientAsk extends Context.Service<ClientAsk, ClientAskService>()("mcp-agentify/ClientAsk") {
   static readonly layer: Layer.Layer<ClientAsk, never, Sessions | Backends | Routes> = Layer.effect(
     ClientAsk,
     Effect.gen(function* () {

@@ -65,11 +65,11 @@ interface OpenCall extends Call {
   readonly view: Call
   /** Where the call's notifications go: the exchange of its latest round. */
   out: Outbox
-  readonly scope: Scope.CloseableScope
+  readonly scope: Scope.Closeable
   readonly questions: Queue.Queue<Question>
   /** The questions of the last InputRequiredResult not answered yet. */
   readonly waiting: Map<string, Question>
-  fiber: Fiber.RuntimeFiber<unknown, GatewayError> | undefined
+  fiber: Fiber.Fiber<unknown, GatewayError> | undefined
   round: number
   busy: boolean
   /** Set when the client lacks a capability a backend's question needs: the call fails with -32021. */
@@ -110,13 +110,14 @@ export interface InputBridgeService {
 }
 
 /** The next thing the call does: finish, or ask (its questions of that moment, gathered). */
-const nextStep = (call: OpenCall, fiber: Fiber.RuntimeFiber<unknown, GatewayError>) =>
+const nextStep = (call: OpenCall, fiber: Fiber.Fiber<unknown, GatewayError>) =>
   Effect.raceFirst(
     Effect.map(Fiber.await(fiber), (exit) => ({ _tag: "Done" as const, exit })),
     Effect.gen(function* () {
       const first = yield* Queue.take(call.questions)
       yield* Effect.sleep(GATHER_MS)
-      const more = yield* Queue.takeAll(call.questions)
+      // What else is queued by now, without waiting (Effect 4's takeAll waits for one).
+      const more = yield* Queue.clear(call.questions)
       return { _tag: "Ask" as const, questions: [first, ...more] }
     })
   )
@@ -181,7 +182,7 @@ const finished = (
   exit: Exit.Exit<unknown, GatewayError>
 ): Effect.Effect<Response, GatewayError> => {
   if (Exit.isSuccess(exit)) return Effect.succeed(success(request.id, Era.complete(call.method, exit.value)))
-  const failed = Cause.failureOption(exit.cause)
+  const failed = Cause.findErrorOption(exit.cause)
   return Option.isSome(failed)
     ? Effect.fail(failed.value)
     : Effect.succeed(failure(request.id, { code: ErrorCode.InternalError, message: "Internal error" }))
@@ -232,10 +233,15 @@ const closeIn = (calls: Map<string, OpenCall>, call: OpenCall, why: string) =>
     if (call.timer !== undefined) clearTimeout(call.timer)
     const left = [...call.waiting.values(), ...call.held.splice(0)]
     call.waiting.clear()
+    // The work is told first, without waiting: a question failed first would wake it to fail on
+    // its own (Effect 4 resumes it at once), ending it failed rather than interrupted; then the
+    // questions fail (releasing work that waits on one where it cannot be interrupted), then its end.
+    const fiber = call.fiber
+    fiber?.interruptUnsafe()
     return Effect.all(
       [
         Effect.forEach(left, (q) => Deferred.fail(q.answer, internal(why)), { discard: true }),
-        call.fiber === undefined ? Effect.void : Fiber.interrupt(call.fiber),
+        fiber === undefined ? Effect.void : Fiber.await(fiber),
         Scope.close(call.scope, Exit.void)
       ],
       { discard: true }
@@ -249,6 +255,8 @@ const make = Effect.gen(function* () {
   const opened = new WeakMap<Call, OpenCall>()
   let nextCall = 0
   const close = (call: OpenCall, why: string) => closeIn(calls, call, why)
+  // A call's timer closes it outside any fiber: with the gateway's services (its loggers on stderr).
+  const runFork = Effect.runForkWith(yield* Effect.context<never>())
 
   // The gateway stops: no call outlives it.
   yield* Effect.addFinalizer(() =>
@@ -259,7 +267,7 @@ const make = Effect.gen(function* () {
     call.round++
     call.busy = false
     if (call.timer !== undefined) clearTimeout(call.timer)
-    call.timer = setTimeout(() => Effect.runFork(close(call, "the client did not come back with its answers")), OPEN_CALL_TTL_MS)
+    call.timer = setTimeout(() => runFork(close(call, "the client did not come back with its answers")), OPEN_CALL_TTL_MS)
     call.timer.unref?.()
     calls.set(call.id, call)
     return {
@@ -357,7 +365,7 @@ const make = Effect.gen(function* () {
     Effect.suspend(() => {
       const open = opened.get(call)
       if (open === undefined) return Effect.void
-      return Effect.map(Effect.forkIn(Scope.extend(work, open.scope), open.scope), (fiber) => {
+      return Effect.map(Effect.forkIn(Scope.provide(work, open.scope), open.scope), (fiber) => {
         open.fiber = fiber
       })
     })
@@ -379,7 +387,7 @@ const make = Effect.gen(function* () {
   return service
 })
 
-export class InputBridge extends Context.Tag("mcp-agentify/InputBridge")<InputBridge, InputBridgeService>() {
+export class InputBridge extends Context.Service<InputBridge, InputBridgeService>()("mcp-agentify/InputBridge") {
   /** The bridge's table of open calls, all closed when the layer's scope closes. */
-  static readonly layer: Layer.Layer<InputBridge, never, RequestStates> = Layer.scoped(InputBridge, make)
+  static readonly layer: Layer.Layer<InputBridge, never, RequestStates> = Layer.effect(InputBridge, make)
 }

@@ -18,9 +18,9 @@ export interface RequestStatesService {
   readonly heldElsewhere: (token: unknown) => string | undefined
 }
 
-export class RequestStates extends Context.Tag("mcp-agentify/RequestStates")<RequestStates, RequestStatesService>() {
+export class RequestStates extends Context.Service<RequestStates, RequestStatesService>()("mcp-agentify/RequestStates") {
   /** Sealed with the team's key once the store gives it (a state sealed before is refused: a round under way asks again). */
-  static readonly layer: Layer.Layer<RequestStates, never, SharedSecrets | SessionDirectory> = Layer.scoped(
+  static readonly layer: Layer.Layer<RequestStates, never, SharedSecrets | SessionDirectory> = Layer.effect(
     RequestStates,
     Effect.gen(function* () {
       const { replicaId } = yield* SessionDirectory
@@ -30,7 +30,7 @@ export class RequestStates extends Context.Tag("mcp-agentify/RequestStates")<Req
         secret === undefined ? Effect.fail("not yet") : Effect.sync(() => (key = secret))
       )
       yield* shared.pipe(
-        Effect.catchAll(() => Effect.forkScoped(Effect.retry(shared, Schedule.spaced(2_000)))),
+        Effect.catch(() => Effect.forkScoped(Effect.retry(shared, Schedule.spaced(2_000)))),
         Effect.asVoid
       )
       return {

@@ -4,7 +4,7 @@
  * id (`notifications/cancelled`) or by the gateway's stop (it still replies), and listen streams
  * bounded. A transport frames messages and carries replies; it knows nothing of the era.
  */
-import { Effect, type Either, type Fiber, type Scope } from "effect"
+import { Effect, type Fiber, type Scope, Result } from "effect"
 import * as Era from "../session/Era.js"
 import * as Inbound from "../../jsonrpc/Inbound.js"
 import { failure, type Id, isId, type Request, type Response } from "../../jsonrpc/JsonRpc.js"
@@ -38,7 +38,7 @@ export interface Refusal {
 
 export interface Dispatcher {
   /** The era's own checks (version, `_meta`): the request's context, or the refusal to send. */
-  readonly admit: (request: Request, header: string | undefined | null) => Either.Either<Era.Context, Era.Refusal>
+  readonly admit: (request: Request, header: string | undefined | null) => Result.Result<Era.Context, Era.Refusal>
   /**
    * Over HTTP, whether the SEP-2243 headers (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) agree with
    * the body, against the names a client at `target` sees: the refusal (400, -32020) if not.
@@ -55,7 +55,7 @@ export interface Dispatcher {
     target: Target,
     out: Outbox,
     identity?: Identity
-  ) => Fiber.RuntimeFiber<unknown, unknown> | undefined
+  ) => Fiber.Fiber<unknown, unknown> | undefined
   /** The client gave up on a request (`notifications/cancelled`): stopped at its backend, still replied to. */
   readonly cancel: (requestId: unknown) => void
   /**
@@ -88,7 +88,7 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
     )
     const ready = options.ready ?? Effect.void
     // Each request is its own first: one that needs the backends waits for those still starting.
-    const readyFor = (method: string) => (waitsForStart(method) ? Effect.zipRight(ready, backends.settle) : ready)
+    const readyFor = (method: string) => (waitsForStart(method) ? Effect.andThen(ready, backends.settle) : ready)
     let listening = 0
 
     const serve = (request: Request, context: Era.Context, target: Target, out: Outbox, identity?: Identity) =>
@@ -96,7 +96,7 @@ export const make = (gateway: GatewayService, backends: BackendsService, options
         request.id,
         request.id,
         Effect.interruptible(
-          Effect.zipRight(readyFor(request.method), stateless.serve(request, context, target, options.edge, out, identity))
+          Effect.andThen(readyFor(request.method), stateless.serve(request, context, target, options.edge, out, identity))
         ),
         (response) => out.send(response)
       )

@@ -6,12 +6,12 @@
  * decided here.
  */
 import * as Replica from "../../store/Replica.js"
-import { Deferred, Effect, Either, Exit, type Fiber, Schedule, Scope } from "effect"
+import { Deferred, Effect, Result, Exit, Schedule, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { Backends } from "../../backend/Backends.js"
 import { GatewayConfig } from "../../config/Config.js"
 import { Events } from "../../observability/Events.js"
-import { classify, type Id, type Request } from "../../jsonrpc/JsonRpc.js"
+import { classify, failure, type Request } from "../../jsonrpc/JsonRpc.js"
 import * as Peer from "../../jsonrpc/Peer.js"
 import { ErrorCode } from "../../protocol/Errors.js"
 import { isSupportedProtocolVersion } from "../../protocol/Mcp.js"
@@ -24,8 +24,12 @@ import { TaskRecords } from "../../store/TaskRecords.js"
 import { RequestStates } from "../clientRequests/RequestStates.js"
 import * as Elsewhere from "./HeldElsewhere.js"
 
-export { STORE_SILENT } from "./HeldElsewhere.js"
+import { STORE_SILENT } from "./HeldElsewhere.js"
 import * as Caller from "../pipeline/Caller.js"
+
+/** The header a session's id travels in, and the one that names a request's protocol version. */
+export const SESSION_HEADER = "mcp-session-id"
+export const VERSION_HEADER = "mcp-protocol-version"
 
 /** A refusal the transport answers with: its HTTP status, and the JSON-RPC error it carries. */
 export interface Refused {
@@ -61,7 +65,61 @@ export interface Admitted {
 }
 
 /** What a body is to the gateway. */
-export type Kind = "initialize" | "stateless" | "session"
+type Kind = "initialize" | "stateless" | "session"
+
+/** What the transport knows of a request, opaque to it: its headers, its endpoint, who sent it. */
+export interface Arrival {
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly target: Target
+  readonly identity: Identity | undefined
+}
+
+/** A body that arrived, parsed, with the text it came as and what its client accepts. */
+export interface Body extends Arrival {
+  readonly value: unknown
+  readonly text: string
+  /** The client accepts a stream of messages as the answer. */
+  readonly streams: boolean
+  /** The client ranks a stream first: even one reply goes as a stream. */
+  readonly prefersStream: boolean
+  /** Another gateway of the team handed it here: it is not handed on again. */
+  readonly forwarded: boolean
+}
+
+/** How the transport answers a body. */
+export type Delivery =
+  /** Refused before anything is served. */
+  | { readonly _tag: "Refused"; readonly refused: Refused }
+  /** One message, known already, with its status. */
+  | { readonly _tag: "Answer"; readonly status: number; readonly message: unknown }
+  /** Nothing to answer: taken. */
+  | { readonly _tag: "Accepted" }
+  /**
+   * Messages sent to `out` until the reply: the first decides the form (JSON, or a stream when
+   * `streams` and a message comes before it). `cancel`, when `dispatch` returns it, stops the work
+   * if the client goes away before the answer ends; `abandoned` runs if the answer is never made;
+   * `settle` runs once the reply is in, and gives the headers it adds.
+   */
+  | {
+      readonly _tag: "Exchange"
+      readonly dispatch: (out: Peer.Outbox) => (() => void) | undefined
+      readonly streams: boolean
+      readonly alwaysStream: boolean
+      readonly statusOf: (reply: unknown) => number
+      readonly abandoned?: Effect.Effect<void> | undefined
+      readonly settle?: Effect.Effect<Readonly<Record<string, string>>> | undefined
+    }
+  /** A stream of messages as long as the client reads it, fed in the scope of the answer. */
+  | { readonly _tag: "Feed"; readonly open: (out: Peer.Outbox) => Effect.Effect<void, never, Scope.Scope> }
+  /** Another gateway of the team (`replica`) holds what it is about; `ifGone` answers it when that one is gone. */
+  | { readonly _tag: "HeldBy"; readonly replica: string; readonly ifGone: Effect.Effect<Delivery> }
+
+/** What the transport answers when the team's store cannot say where something is: the client tries again. */
+export const STORE_SILENT_REFUSAL: Refused = {
+  status: 503,
+  message: "Service Unavailable: the store of this team's gateways did not answer; try again",
+  headers: { "retry-after": "1" }
+}
 
 /** How long requests in flight at shutdown may finish on their own before they are cancelled (each still replies). */
 export const STOP_GRACE_MS = 1_000
@@ -75,7 +133,7 @@ export const EDGE: Edge = { name: "http", localUser: false, boundsReplies: false
 interface Entry {
   readonly session: Session
   readonly peer: Peer.Peer
-  readonly scope: Scope.CloseableScope
+  readonly scope: Scope.Closeable
   stream: Stream | undefined
   closed: boolean
 }
@@ -99,14 +157,18 @@ const admitWith =
     headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>,
     version: string | undefined,
     target: Target
-  ): Either.Either<Admitted, { readonly status: number; readonly response: unknown }> => {
-    const { id, method, params } = value as { id: Id; method: string; params: unknown }
-    const request = { id, method, params } as Request
+  ): Result.Result<Admitted, { readonly status: number; readonly response: unknown }> => {
+    const incoming = classify(value)
+    // What kindOf called a 2026-07-28 body is one request: anything else is no request at all.
+    if (incoming._tag !== "Request") {
+      return Result.fail({ status: 400, response: failure(null, { code: ErrorCode.InvalidRequest, message: "Invalid Request" }) })
+    }
+    const request = incoming.request
     const admitted = dispatcher.admit(request, version === undefined ? undefined : version)
-    if (Either.isLeft(admitted)) return Either.left(admitted.left)
+    if (Result.isFailure(admitted)) return Result.fail(admitted.failure)
     const contradicted = dispatcher.checkHeaders(request, headers, target)
-    if (contradicted !== undefined) return Either.left(contradicted)
-    return Either.right({ request, context: admitted.right })
+    if (contradicted !== undefined) return Result.fail(contradicted)
+    return Result.succeed({ request, context: admitted.success })
   }
 
 /** The session `id` names at `target` for `subject`, or why it is not there. */
@@ -166,6 +228,125 @@ const upkeep = (
       )
     )
   })
+
+/** What `deliver` asks of the sessions (see `make`). */
+interface Parts {
+  readonly open: (target: Target, identity: Identity | undefined) => Effect.Effect<SharedSession | Refused>
+  readonly find: (arrival: Arrival) => SharedSession | Refused
+  readonly dispatcher: Dispatch.Dispatcher
+  readonly heldElsewhere: (value: unknown) => string | undefined
+  readonly lostTask: (value: unknown, holder: string, subject: string | undefined) => Effect.Effect<unknown>
+}
+
+const refused = (refusal: Refused): Delivery => ({ _tag: "Refused", refused: refusal })
+
+/** A 2026-07-28 request: another gateway's to answer, a listen stream, or served beside the others. */
+const statelessDelivery = (parts: Parts, body: Body, handOff: boolean): Effect.Effect<Delivery> => {
+  const { value, headers, target, identity } = body
+  const holder = handOff && !body.forwarded ? parts.heldElsewhere(value) : undefined
+  if (holder !== undefined) {
+    // Its gateway gone: a task is what the store kept of it when it finished, else failed.
+    const ifGone = Effect.flatMap(parts.lostTask(value, holder, identity?.subject), (lost) =>
+      lost === STORE_SILENT
+        ? Effect.succeed(refused(STORE_SILENT_REFUSAL))
+        : lost === undefined
+          ? statelessDelivery(parts, body, false)
+          : Effect.succeed<Delivery>({ _tag: "Answer", status: 200, message: lost })
+    )
+    return Effect.succeed({ _tag: "HeldBy", replica: holder, ifGone })
+  }
+  const admitted = admitWith(parts.dispatcher)(value, headers, headers[VERSION_HEADER], target)
+  if (Result.isFailure(admitted)) {
+    return Effect.succeed({ _tag: "Answer", status: admitted.failure.status, message: admitted.failure.response })
+  }
+  const { request, context } = admitted.success
+  if (request.method === "subscriptions/listen") {
+    if (!body.streams) {
+      return Effect.succeed(
+        refused({ status: 406, message: "Not Acceptable: subscriptions/listen answers with a stream: accept text/event-stream" })
+      )
+    }
+    const refusal = parts.dispatcher.listenRefusal()
+    if (refusal !== undefined) return Effect.succeed(refused({ ...refusal, code: ErrorCode.InternalError }))
+    // The listener lives as long as the stream: a client that goes away ends it.
+    return Effect.succeed({
+      _tag: "Feed",
+      open: (out) => Effect.asVoid(parts.dispatcher.listen(request, target, out))
+    })
+  }
+  return Effect.succeed({
+    _tag: "Exchange",
+    // A client that goes away mid-call cancels it (the backend hears notifications/cancelled).
+    dispatch: (out) => {
+      const served = parts.dispatcher.serve(request, context, target, out, identity)
+      return served === undefined ? undefined : () => served.interruptUnsafe()
+    },
+    streams: body.streams,
+    alwaysStream: false,
+    statusOf: Era.statusOf
+  })
+}
+
+/** A session's `initialize`: the session opens, and lives on only if it succeeded. */
+const initializeDelivery = (parts: Parts, body: Body, items: ReadonlyArray<unknown>): Effect.Effect<Delivery> =>
+  Effect.gen(function* () {
+    if (items.length > 1) return refused({ status: 400, message: "Bad Request: initialize must be sent alone, not in a batch" })
+    if (body.headers[SESSION_HEADER] !== undefined) {
+      return refused({ status: 400, message: "Bad Request: initialize starts a session: send it without Mcp-Session-Id" })
+    }
+    const opened = yield* parts.open(body.target, body.identity)
+    if ("status" in opened) return refused(opened)
+    const delivery: Delivery = {
+      _tag: "Exchange",
+      dispatch: (out) => {
+        opened.receive(body.value, out)
+        return undefined
+      },
+      // Always JSON: the session exists only if initialize succeeded, known once it replied.
+      streams: false,
+      alwaysStream: false,
+      statusOf: () => 200,
+      // The client went away before it learned the session's id: nobody can use it.
+      abandoned: opened.close("initialize abandoned"),
+      settle: Effect.suspend(() =>
+        opened.ready() ? Effect.succeed({ [SESSION_HEADER]: opened.id }) : Effect.as(opened.close("initialize failed"), {})
+      )
+    }
+    return delivery
+  })
+
+/** How a body is answered: what it is decides who serves it. */
+const deliverWith =
+  (parts: Parts) =>
+  (body: Body): Effect.Effect<Delivery> => {
+    const { value, headers } = body
+    const items = Array.isArray(value) ? value : [value]
+    const kind = kindOf(value, headers[SESSION_HEADER], headers[VERSION_HEADER])
+    if (kind === "initialize") return initializeDelivery(parts, body, items)
+    if (kind === "stateless") return statelessDelivery(parts, body, true)
+    const found = parts.find(body)
+    if ("status" in found) return Effect.succeed(refused(found))
+    const expectsReply =
+      items.length === 0 ||
+      items.some((item) => {
+        const tag = classify(item)._tag
+        return tag === "Request" || tag === "Invalid"
+      })
+    if (!expectsReply) {
+      found.receive(value, { send: () => {} })
+      return Effect.succeed({ _tag: "Accepted" })
+    }
+    return Effect.succeed({
+      _tag: "Exchange",
+      dispatch: (out) => {
+        found.receive(value, out)
+        return undefined
+      },
+      streams: body.streams,
+      alwaysStream: body.prefersStream,
+      statusOf: () => 200
+    })
+  }
 
 /** The sessions of one shared endpoint, living in the current scope (closing it ends them all). */
 export const make = Effect.gen(function* () {
@@ -255,63 +436,61 @@ export const make = Effect.gen(function* () {
           return true
         }
       })
-      const handlers = yield* Scope.extend(gateway.open(session), scope)
+      const handlers = yield* Scope.provide(gateway.open(session), scope)
       // Made for the session's caller: each request's fiber inherits it (see pipeline/Caller).
-      const peer = yield* Scope.extend(Caller.as({ session })(Peer.make(handlers, { sessionId: session.id, events })), scope)
-      entry = { session, peer, scope, stream: undefined, closed: false }
-      sessions.set(session.id, entry)
+      const peer = yield* Scope.provide(Caller.as({ session })(Peer.make(handlers, { sessionId: session.id, events })), scope)
+      const made: Entry = { session, peer, scope, stream: undefined, closed: false }
+      entry = made
+      sessions.set(session.id, made)
       yield* directory.claim(session.id)
       // `exit` from the client ends the session like DELETE. A daemon, not a fiber of a scope:
       // closing the session completes `ended`, so it always finishes, and it must not be
       // interrupted by the scope it closes.
-      yield* Deferred.await(session.ended).pipe(
-        Effect.zipRight(Effect.suspend(() => closeEntry(entry!, "exit"))),
-        Effect.forkDaemon
-      )
-      return handleOf(entry)
+      yield* Deferred.await(session.ended).pipe(Effect.andThen(Effect.suspend(() => closeEntry(made, "exit"))), Effect.forkDetach)
+      return handleOf(made)
     })
 
-  const find = (id: string | undefined, target: Target, subject: string | undefined, version: string | undefined) => {
-    const found = findIn(sessions, id, target, subject, version)
+  const find = (arrival: Arrival): SharedSession | Refused => {
+    const { headers } = arrival
+    const found = findIn(sessions, headers[SESSION_HEADER], arrival.target, arrival.identity?.subject, headers[VERSION_HEADER])
     return "status" in found ? found : handleOf(found)
   }
 
   yield* upkeep(sessions, dispatcher, config.sessionIdleMs, closeEntry)
 
-  const admit = admitWith(dispatcher)
+  const heldElsewhere = (value: unknown) => Elsewhere.heldElsewhere(config, states, value)
+  const lostTask = (value: unknown, holder: string, subject: string | undefined) =>
+    Elsewhere.lostTask(records, value, holder, subject)
 
   return {
     /** Sessions open now. */
     size: () => sessions.size,
-    /** Whether this gateway holds the session `id` (else another of the team may: see `directory`). */
-    holds: (id: string) => sessions.has(id),
     /**
-     * The gateway of the team that holds what a 2026-07-28 request is about, when not this one: the
-     * call it resumes (its `requestState`), or the task it asks after (a task's id names its gateway).
+     * What a request names that another gateway of the team may hold (its lease in `directory`),
+     * when this one does not hold it: the session its headers name.
      */
-    heldElsewhere: (value: unknown) => Elsewhere.heldElsewhere(config, states, value),
-    /** The reply to a 2026-07-28 request about a task whose gateway is gone (see Elsewhere). */
-    lostTask: (value: unknown, holder: string, subject: string | undefined) =>
-      Elsewhere.lostTask(records, value, holder, subject),
+    leaseNamed: (headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>): string | undefined => {
+      const named = headers[SESSION_HEADER]
+      return typeof named !== "string" || sessions.has(named) ? undefined : named
+    },
     directory,
-    open,
-    find,
-    kindOf,
-    admit,
-    /** Serves an admitted request beside the others; its one reply goes to `out`. */
-    serve: (
-      admitted: Admitted,
-      target: Target,
-      out: Peer.Outbox,
-      identity: Identity | undefined
-    ): Fiber.RuntimeFiber<unknown, unknown> | undefined =>
-      dispatcher.serve(admitted.request, admitted.context, target, out, identity),
-    /** A listen stream in the caller's scope, or the refusal of one more. */
-    listen: (admitted: Admitted, target: Target, out: Peer.Outbox) => dispatcher.listen(admitted.request, target, out),
-    listenRefusal: (): Refused | undefined => dispatcher.listenRefusal(),
-    /** The HTTP status a 2026-07-28 reply goes with. */
-    statusOf: Era.statusOf
+    /** How a body is answered (see `Delivery`). */
+    deliver: deliverWith({ open, find, dispatcher, heldElsewhere, lostTask }),
+    /**
+     * Opens the stream of the session a request names, for what it is sent outside any request;
+     * the function returned closes it. Refused when there is none, or one is open already.
+     */
+    watch: (arrival: Arrival, stream: Stream): Refused | (() => void) => {
+      const found = find(arrival)
+      if ("status" in found) return found
+      return found.attach(stream) ?? { status: 409, message: "Conflict: this session already has a GET stream open" }
+    },
+    /** Ends the session a request names, or why there is none. */
+    end: (arrival: Arrival, why: string): Effect.Effect<Refused | undefined> => {
+      const found = find(arrival)
+      return "status" in found ? Effect.succeed(found) : Effect.as(found.close(why), undefined)
+    }
   }
 })
 
-export type SharedSessions = Effect.Effect.Success<typeof make>
+export type SharedSessions = Effect.Success<typeof make>

@@ -195,7 +195,7 @@ const serve = (
     }
     if (request.method === "server/discover") {
       return yield* discover(deps.backends, request, target).pipe(
-        Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params]))))
+        Effect.catch((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params]))))
       )
     }
     const params = objectOr(request.params)
@@ -207,7 +207,7 @@ const serve = (
     // The call's failure reaches the wire here, as a reply.
     return yield* deps.bridge
       .round(call, request)
-      .pipe(Effect.catchAll((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params])))))
+      .pipe(Effect.catch((e) => Effect.succeed(failure(request.id, toRpcError(e, [request.method, request.params])))))
   })
 
 /**
@@ -241,10 +241,10 @@ const listen = ({ gateway, backends }: Deps, request: Request, target: Target, e
         failure(request.id, { code: ErrorCode.InvalidParams, message: "Invalid params: notifications must be an object" })
       )
     }
-    const described = yield* Effect.either(describe(backends, target))
-    if (described._tag === "Left")
-      return out.send(failure(request.id, toRpcError(described.left, [request.method, request.params])))
-    const honored = honoredOf(wanted, described.right.capabilities)
+    const described = yield* Effect.result(describe(backends, target))
+    if (described._tag === "Failure")
+      return out.send(failure(request.id, toRpcError(described.failure, [request.method, request.params])))
+    const honored = honoredOf(wanted, described.success.capabilities)
     const subscriptionId = randomBytes(12).toString("hex")
     const tagged = (params: unknown) => Meta.merge(params, { [Mcp.Meta.subscriptionId]: subscriptionId })
     out.send(

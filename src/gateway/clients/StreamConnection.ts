@@ -5,7 +5,7 @@
  * anything else makes it a session of the session era (the backends start with its `initialize`).
  * When the connection ends, the backends stop. The transport only frames and carries.
  */
-import { Deferred, Effect, Either, Exit, FiberSet, Scope } from "effect"
+import { Deferred, Effect, Result, Exit, FiberSet, Scope } from "effect"
 import { Backends } from "../../backend/Backends.js"
 import { Events } from "../../observability/Events.js"
 import { classify, failure } from "../../jsonrpc/JsonRpc.js"
@@ -105,13 +105,13 @@ const statelessEra = (target: Target, out: Peer.Outbox) =>
         return true
       }
       const admitted = dispatcher.admit(request, null)
-      if (Either.isLeft(admitted)) {
-        out.send(admitted.left.response)
+      if (Result.isFailure(admitted)) {
+        out.send(admitted.failure.response)
         return true
       }
       if (request.method === "subscriptions/listen") {
         runFork(
-          Scope.extend(dispatcher.listen(request, target, out), listeners).pipe(
+          Scope.provide(dispatcher.listen(request, target, out), listeners).pipe(
             Effect.map((refusal) => {
               if (refusal !== undefined)
                 out.send(failure(request.id, { code: ErrorCode.InternalError, message: refusal.message }))
@@ -120,7 +120,7 @@ const statelessEra = (target: Target, out: Peer.Outbox) =>
         )
         return true
       }
-      dispatcher.serve(request, admitted.right, target, out)
+      dispatcher.serve(request, admitted.success, target, out)
       return true
     }
     return take
@@ -144,7 +144,7 @@ export const open = (options: Options) =>
       }
     })
     // Added first, run last: after the transport drained the requests and flushed their replies.
-    yield* Effect.addFinalizer(() => Effect.zipRight(Effect.logInfo("client disconnected: stopping backends"), backends.stopAll))
+    yield* Effect.addFinalizer(() => Effect.andThen(Effect.logInfo("client disconnected: stopping backends"), backends.stopAll))
     const stateless = yield* statelessEra(target, out)
     const handlers = yield* gateway.open(session)
     // Made for the session's caller: each request's fiber inherits it (see pipeline/Caller).

@@ -58,11 +58,11 @@ const methodNotFound = (method: string) => new MethodNotFound({ message: `Method
 /** Each concern's rows, from its service. */
 interface Rows {
   readonly views: View.ViewsService
-  readonly session: SessionMethods.SessionRows["Type"]
-  readonly tools: ToolMethods.ToolRows["Type"]
-  readonly content: ContentMethods.ContentRows["Type"]
-  readonly tasks: TaskMethods.TaskRows["Type"]
-  readonly runTasks: OwnTasks["Type"]
+  readonly session: SessionMethods.SessionRows["Service"]
+  readonly tools: ToolMethods.ToolRows["Service"]
+  readonly content: ContentMethods.ContentRows["Service"]
+  readonly tasks: TaskMethods.TaskRows["Service"]
+  readonly runTasks: OwnTasks["Service"]
 }
 
 /** The gateway's own surface for one session: the rows of each concern, in one table. */
@@ -84,7 +84,7 @@ const aggregate = (rows: Rows, session: Session, onExit: Effect.Effect<void>): H
   const notifications = Methods.notifications({
     "notifications/initialized": () => Effect.logDebug("client initialized", { session: session.id }),
     initialized: () => Effect.logDebug("client initialized", { session: session.id }),
-    exit: () => Effect.zipRight(Effect.logInfo("exit requested", { session: session.id }), onExit)
+    exit: () => Effect.andThen(Effect.logInfo("exit requested", { session: session.id }), onExit)
   })
 
   const notification = (n: Notification): Effect.Effect<void> => Methods.notify(notifications, n, ignored)
@@ -92,14 +92,14 @@ const aggregate = (rows: Rows, session: Session, onExit: Effect.Effect<void>): H
   return { request, notification }
 }
 
-export class AggregateMethods extends Context.Tag("mcp-agentify/AggregateMethods")<
+export class AggregateMethods extends Context.Service<
   AggregateMethods,
   { readonly open: (session: Session, onExit: Effect.Effect<void>) => Handlers<CurrentCaller> }
->() {
+>()("mcp-agentify/AggregateMethods") {
   /** Over the concerns' rows (a test may provide any of them itself). */
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
-    AggregateMethods["Type"],
+    AggregateMethods["Service"],
     never,
     View.Views | SessionMethods.SessionRows | ToolMethods.ToolRows | ContentMethods.ContentRows | TaskMethods.TaskRows | OwnTasks
   > = Effect.gen(function* () {

@@ -74,7 +74,7 @@ const policedAt = <R>(
       { type, id, backend: backendId },
       field(req.params, "arguments")
     )
-    return Effect.zipRight(check, sent)
+    return Effect.andThen(check, sent)
   }
   if (req.method === "resources/read") return named("Resource", "uri", "read")
   if (req.method === "prompts/get") return named("Prompt", "name", "get")
@@ -208,13 +208,13 @@ export const backend = (ctx: Deps, session: Session, backendId: string, onExit: 
   return { request, notification }
 }
 
-export class EndpointMethods extends Context.Tag("mcp-agentify/EndpointMethods")<
+export class EndpointMethods extends Context.Service<
   EndpointMethods,
   { readonly open: (session: Session, backendId: string, onExit: Effect.Effect<void>) => Handlers<CurrentCaller> }
->() {
+>()("mcp-agentify/EndpointMethods") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
-    EndpointMethods["Type"],
+    EndpointMethods["Service"],
     never,
     Backends | Views | Forwarder | CallPipeline | Subscriptions | TaskMethods.TaskRows
   > = Effect.gen(function* () {

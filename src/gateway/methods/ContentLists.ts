@@ -151,7 +151,7 @@ export const make = (backends: BackendsService, request: Request) => {
       const { method, key } = LISTED[kind]
       return readAll(request, backendId, method, key).pipe(
         Effect.tap((items) => Effect.sync(() => (entry(backendId)[kind] = items))),
-        Effect.catchAll((error) =>
+        Effect.catch((error) =>
           Effect.as(Effect.logWarning(`cannot list ${kind} of backend ${backendId}: ${error.summary}`), NOTHING)
         )
       )
@@ -269,9 +269,9 @@ export const make = (backends: BackendsService, request: Request) => {
 export type Relay = ReturnType<typeof make>
 
 /** The backends' lists, merged and cached for every session (read as the gateway's own requests). */
-export class RelayLists extends Context.Tag("mcp-agentify/RelayLists")<RelayLists, Relay>() {
+export class RelayLists extends Context.Service<RelayLists, Relay>()("mcp-agentify/RelayLists") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<RelayLists["Type"], never, Backends | Forwarder> = Effect.map(
+  static readonly make: Effect.Effect<RelayLists["Service"], never, Backends | Forwarder> = Effect.map(
     Effect.all([Backends, Forwarder]),
     ([backends, forwarder]) =>
       make(backends, (backendId, method, params) =>

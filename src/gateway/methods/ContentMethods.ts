@@ -86,12 +86,12 @@ export const rows = (ctx: Deps, session: Session, view: View) => {
   }
 }
 
-export class ContentRows extends Context.Tag("mcp-agentify/ContentRows")<
+export class ContentRows extends Context.Service<
   ContentRows,
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
->() {
+>()("mcp-agentify/ContentRows") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<ContentRows["Type"], never, RelayLists | Forwarder | Views | Subscriptions> =
+  static readonly make: Effect.Effect<ContentRows["Service"], never, RelayLists | Forwarder | Views | Subscriptions> =
     Methods.rowsOf(
       Effect.all({
         relay: RelayLists,

@@ -95,7 +95,7 @@ export const sessionOptions = (session: Session, options: unknown): Effect.Effec
       })
     )
   }
-  return Effect.map(decodeSessionOptions(options), ({ logLevel, maxListedTools }) => {
+  return Effect.map(Effect.fromResult(decodeSessionOptions(options)), ({ logLevel, maxListedTools }) => {
     if (logLevel !== undefined) session.setLogLevel(mcpLevelOf(logLevel))
     if (maxListedTools !== undefined) session.maxListedTools = maxListedTools
   })

@@ -14,7 +14,7 @@
  * is a client's own `tools/call` of the tool it names (the pipeline in every stage, `via` "client"),
  * so neither reaches anything the session could not.
  */
-import { Either } from "effect"
+import { Result } from "effect"
 import type { CatalogEntry } from "../../catalog/ToolCatalog.js"
 import { admits, matchingTask } from "../../catalog/ToolCatalog.js"
 import type { Profile, ResolvedConfig } from "../../config/Config.js"
@@ -136,8 +136,8 @@ export const roomFor = (ownCount: number, catalog: ReadonlyArray<Tool>, limit: n
 /** `agentify_search_tools`'s arguments, checked: a query of words, a limit in bounds. */
 export const searchArguments = (
   args: unknown
-): Either.Either<{ readonly query: string; readonly limit: number }, InvalidParams> => {
-  const refuse = (issue: string) => Either.left(new InvalidParams({ message: `Invalid params: ${issue}`, issues: [issue] }))
+): Result.Result<{ readonly query: string; readonly limit: number }, InvalidParams> => {
+  const refuse = (issue: string) => Result.fail(new InvalidParams({ message: `Invalid params: ${issue}`, issues: [issue] }))
   if (args !== undefined && !isObject(args)) return refuse("arguments: must be an object")
   const query = args?.query
   const limit = args?.limit ?? DEFAULT_SEARCH_LIMIT
@@ -149,15 +149,15 @@ export const searchArguments = (
   if (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT) {
     return refuse(`limit: must be a whole number from 1 to ${MAX_SEARCH_LIMIT}`)
   }
-  return Either.right({ query, limit })
+  return Result.succeed({ query, limit })
 }
 
 /** `agentify_call_tool`'s arguments, checked: a catalog tool's name (none of the gateway's own) and an object. */
 export const callArguments = (
   args: unknown,
   own: ReadonlyArray<string>
-): Either.Either<{ readonly name: string; readonly arguments: Readonly<Record<string, unknown>> | undefined }, InvalidParams> => {
-  const refuse = (issue: string) => Either.left(new InvalidParams({ message: `Invalid params: ${issue}`, issues: [issue] }))
+): Result.Result<{ readonly name: string; readonly arguments: Readonly<Record<string, unknown>> | undefined }, InvalidParams> => {
+  const refuse = (issue: string) => Result.fail(new InvalidParams({ message: `Invalid params: ${issue}`, issues: [issue] }))
   if (args !== undefined && !isObject(args)) return refuse("arguments: must be an object")
   const name = args?.name
   const inner = args?.arguments
@@ -170,7 +170,7 @@ export const callArguments = (
   }
   if (inner !== undefined && !isObject(inner))
     return refuse(`arguments.arguments: must be an object (the arguments of '${name}')`)
-  return Either.right({ name, arguments: inner })
+  return Result.succeed({ name, arguments: inner })
 }
 
 /**

@@ -4,11 +4,11 @@
  * looked up by name (a `Map`: a method called `constructor` or `__proto__` finds nothing), so a
  * new method is one row, and a test can read which methods a table answers.
  */
-import { Effect, Either, type Schema } from "effect"
+import { Effect, Result } from "effect"
 import type { GatewayError } from "../../protocol/Errors.js"
 import type { Notification, Request } from "../../jsonrpc/JsonRpc.js"
 import type { RequestContext } from "../../jsonrpc/Peer.js"
-import { decode } from "./Params.js"
+import { decode, type ParamsSchema } from "./Params.js"
 
 /** One row: the method run with its raw params (decoded by the row's schema, if it has one). */
 export interface Method<R = never> {
@@ -16,8 +16,8 @@ export interface Method<R = never> {
 }
 
 /** A row whose params are decoded with `schema` first (-32602 naming each problem otherwise). */
-export const method = <A, I, R = never>(
-  schema: Schema.Schema<A, I>,
+export const method = <A, R = never>(
+  schema: ParamsSchema<A>,
   handler: (params: A, context: RequestContext, method: string) => Effect.Effect<unknown, GatewayError, R>
 ): Method<R> => {
   const decodeParams = decode(schema)
@@ -25,7 +25,7 @@ export const method = <A, I, R = never>(
     run: (params, context, name) => {
       // Synchronously: this is also the passthrough hot path.
       const decoded = decodeParams(params)
-      return Either.isLeft(decoded) ? Effect.fail(decoded.left) : handler(decoded.right, context, name)
+      return Result.isFailure(decoded) ? Effect.fail(decoded.failure) : handler(decoded.success, context, name)
     }
   }
 }

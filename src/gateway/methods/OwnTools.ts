@@ -4,7 +4,7 @@
  * policies deny it, audited as one run, run as a task when the client asks for one, and its calls,
  * requests and questions are the session's (see pipeline/Caller).
  */
-import { Effect } from "effect"
+import { Effect, Semaphore } from "effect"
 import type { GatewayConfig } from "../../config/Config.js"
 import { type AskError, type GatewayError, InvalidParams, toRpcError } from "../../protocol/Errors.js"
 import * as Secrets from "../../observability/Secrets.js"
@@ -34,8 +34,8 @@ import type { BackendsService } from "../../backend/Backends.js"
 /** What the gateway's own work uses of the gateway (the aggregate's context gives it). */
 export interface Deps {
   readonly backends: BackendsService
-  readonly orchestrator: Orchestrator["Type"]
-  readonly config: GatewayConfig["Type"]
+  readonly orchestrator: Orchestrator["Service"]
+  readonly config: GatewayConfig["Service"]
   readonly runTasks: RunTasks.RunTasks
   readonly audit: Audit.AuditService
   readonly pipeline: CallPipelineService
@@ -70,7 +70,7 @@ const confirmOf =
       ask === undefined ? session.request("elicitation/create", params, context) : ask("elicitation/create", params)
     return asked.pipe(
       Effect.map((answer) => (field(answer, "action") === "accept" ? "accepted" : "declined")),
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         Effect.as(Effect.logInfo(`confirmation of ${tool} not given: ${error.message}`), "declined" as const)
       )
     )
@@ -175,9 +175,11 @@ export const make = (ctx: Deps, session: Session, view: View) => {
    * message and data, in the text and `structuredContent.error`): so the mapping is made here.
    */
   const orchestrateTool = (args: unknown, context: RequestContext, progressToken: unknown, ask: RunTasks.Ask | undefined) =>
-    Effect.flatMap(validateParams(args), (request) => orchestrateFor(request, context, progressToken, ask)).pipe(
+    Effect.flatMap(Effect.fromResult(validateParams(args)), (request) =>
+      orchestrateFor(request, context, progressToken, ask)
+    ).pipe(
       Effect.map(withAnswerText),
-      Effect.catchAll((error) => {
+      Effect.catch((error) => {
         const wire = toRpcError(error, args)
         const said = error._tag === "NoActionDetermined" ? error.modelMessage : undefined
         const text =
@@ -193,7 +195,7 @@ export const make = (ctx: Deps, session: Session, view: View) => {
    * Their questions are put one at a time, though the calls of a turn run together.
    */
   const planned = (caller: Caller.Caller, context: RequestContext, ask: RunTasks.Ask | undefined): Call.RunPlanned => {
-    const oneAtATime = Effect.unsafeMakeSemaphore(1)
+    const oneAtATime = Semaphore.makeUnsafe(1)
     const confirm = confirmWith(context, ask)
     const asked: Confirm = (question) => oneAtATime.withPermits(1)(confirm(question))
     const asker = Caller.as({ ...caller, confirm: asked })
@@ -212,7 +214,7 @@ export const make = (ctx: Deps, session: Session, view: View) => {
           "orchestration",
           field(params, "query"),
           Effect.flatMap(
-            Effect.zipRight(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), validateParams(params)),
+            Effect.andThen(allowed("orchestrate", ORCHESTRATE_TOOL.name, params), Effect.fromResult(validateParams(params))),
             (request) => orchestrateFor(request, context, Progress.tokenOf(params), ask)
           ).pipe(
             Effect.mapError((failure) => {
@@ -241,7 +243,7 @@ export const make = (ctx: Deps, session: Session, view: View) => {
           audited(
             kind,
             input,
-            Effect.zipRight(allowed(kind === "script" ? "run_code" : "orchestrate", p.name, p.arguments), body(ask))
+            Effect.andThen(allowed(kind === "script" ? "run_code" : "orchestrate", p.name, p.arguments), body(ask))
           ),
         p.task !== undefined,
         ["tools/call", p]

@@ -3,22 +3,25 @@
  * @effect/ai's McpSchema do): a handler gets typed params, or the client gets -32602 naming each
  * problem in the words the gateway has always used ("name: is required").
  */
-import { Either, Schema } from "effect"
+import { Result, Schema, SchemaIssue } from "effect"
 import { ListedTools, LogLevelName, MAX_LISTED_LIMIT, MIN_LISTED_TOOLS } from "../../config/Config.js"
-import { safeIssues } from "../../config/Decode.js"
 import { InvalidParams } from "../../protocol/Errors.js"
 import { MCP_LOG_LEVELS } from "../session/Session.js"
 
 /** A field whose every problem reads `text` (missing or of the wrong type). */
-const worded = <A, I>(schema: Schema.Schema<A, I>, text: string) =>
-  Schema.propertySignature(schema.annotations({ message: () => ({ message: text, override: true }) })).annotations({
-    missingMessage: () => text
-  })
+const worded = <S extends Schema.Top>(schema: S, text: string) =>
+  schema.pipe(Schema.annotate({ message: text }), Schema.annotateKey({ messageMissingKey: text }))
 
-const optionalWorded = <A, I>(schema: Schema.Schema<A, I>, text: string) =>
-  Schema.optional(schema.annotations({ message: () => ({ message: text, override: true }) }))
+/**
+ * An optional field (absent or undefined) whose every problem reads `text`: the message is on the
+ * union with undefined, so a wrong value reads `text` rather than "Expected object | undefined", and
+ * on the field's own schema, as Effect 4 reports the one branch a value could be (a string that is
+ * not one of a union of literals) with that branch's message.
+ */
+const optionalWorded = <S extends Schema.Top>(schema: S, text: string) =>
+  Schema.optionalKey(Schema.UndefinedOr(schema.pipe(Schema.annotate({ message: text }))).pipe(Schema.annotate({ message: text })))
 
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
 /** `tools/call`: the rest of the params (`_meta`, a task) are kept and forwarded as sent. */
 export const CallToolParams = Schema.Struct({
@@ -40,20 +43,22 @@ export const GetPromptParams = Schema.Struct({ name: worded(Schema.String, "name
 export type GetPromptParams = typeof GetPromptParams.Type & { readonly [key: string]: unknown }
 
 /** `completion/complete`: what its `ref` names decides the backend. */
+const REF_TEXT = "ref: must be a ref/prompt with a name or a ref/resource with a uri"
+// Worded on each branch and field too: Effect 4 reports the branch its `type` picks, not the union.
 export const CompleteParams = Schema.Struct({
   ref: worded(
-    Schema.Union(
-      Schema.Struct({ type: Schema.Literal("ref/prompt"), name: Schema.String }),
-      Schema.Struct({ type: Schema.Literal("ref/resource"), uri: Schema.String })
-    ),
-    "ref: must be a ref/prompt with a name or a ref/resource with a uri"
+    Schema.Union([
+      worded(Schema.Struct({ type: Schema.Literal("ref/prompt"), name: worded(Schema.String, REF_TEXT) }), REF_TEXT),
+      worded(Schema.Struct({ type: Schema.Literal("ref/resource"), uri: worded(Schema.String, REF_TEXT) }), REF_TEXT)
+    ]),
+    REF_TEXT
   )
 })
 export type CompleteParams = typeof CompleteParams.Type & { readonly [key: string]: unknown }
 
 /** `logging/setLevel`. */
 export const SetLevelParams = Schema.Struct({
-  level: worded(Schema.Literal(...MCP_LOG_LEVELS), `level: must be one of ${MCP_LOG_LEVELS.join(", ")}`)
+  level: worded(Schema.Literals(MCP_LOG_LEVELS), `level: must be one of ${MCP_LOG_LEVELS.join(", ")}`)
 })
 
 /**
@@ -65,39 +70,42 @@ export const InitializeParams = Schema.Struct({
   capabilities: Schema.optional(Schema.Unknown),
   clientInfo: Schema.optional(Schema.Unknown),
   initializationOptions: Schema.optional(Schema.Unknown)
-}).annotations({ message: () => ({ message: "params: must be an object", override: false }) })
+}).pipe(Schema.annotate({ message: "params: must be an object" }))
 export type InitializeParams = typeof InitializeParams.Type
 
 /** What one session of a shared gateway may set in `initializationOptions`. */
 export const SessionOptions = Schema.Struct({
-  logLevel: optionalWorded(
-    Schema.Literal(...LogLevelName.literals),
-    `initializationOptions.logLevel: must be one of ${LogLevelName.literals.join(", ")}`
-  ),
+  logLevel: optionalWorded(LogLevelName, `initializationOptions.logLevel: must be one of ${LogLevelName.literals.join(", ")}`),
   maxListedTools: optionalWorded(
     ListedTools,
     `initializationOptions.maxListedTools: must be a whole number of tools from ${MIN_LISTED_TOOLS} to ${MAX_LISTED_LIMIT}`
   )
 })
 
+/** A schema of params: decoded from anything a client sends, needing no service. */
+export type ParamsSchema<A> = Schema.Decoder<A>
+
+/** Each problem as `{ path, message }`; a field's annotation gives its message (the input is not printed). */
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
 /**
  * Decodes `params` (absent is `{}`), keeping fields it does not name; -32602 with each problem.
  * These schemas transform nothing, so params that already are their type pass as they are: the
  * check (0.2 µs for tools/call) rather than the decode that copies them (1.2 µs) on the hot path.
+ * That check is also what keeps the fields a schema does not name (Effect 4's decode drops
+ * them): a value that fails it fails the decode too, which is then run only for its problems.
  */
-export const decode = <A, I>(schema: Schema.Schema<A, I>) => {
+export const decode = <A>(schema: ParamsSchema<A>) => {
   const is = Schema.is(schema)
-  const decodeUnknown = Schema.decodeUnknownEither(schema, { onExcessProperty: "preserve" })
-  return (params: unknown): Either.Either<A, InvalidParams> => {
+  const decodeUnknown = Schema.decodeUnknownResult(schema)
+  return (params: unknown): Result.Result<A, InvalidParams> => {
     const value = params ?? {}
-    if (is(value)) return Either.right(value)
+    if (is(value)) return Result.succeed(value)
     const decoded = decodeUnknown(value)
-    if (Either.isRight(decoded)) return Either.right(decoded.right)
-    // Safely: a client may send a value nested too deeply for Effect's formatter to print.
-    const issues = safeIssues(decoded.left)
-      .map((issue) => issue.message)
-      // An optional field is a union with undefined; its "Expected undefined" branch is noise.
-      .filter((message) => !message.startsWith("Expected undefined, actual"))
-    return Either.left(new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues }))
+    if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
+    // Effect 4's formatter does not print the offending value (no reportInput), so a value nested
+    // too deeply to print (a client may send one) still gets the field's own words.
+    const issues = formatIssues(decoded.failure.issue).issues.map((issue) => issue.message)
+    return Result.fail(new InvalidParams({ message: `Invalid params: ${issues.join("; ")}`, issues }))
   }
 }

@@ -41,7 +41,7 @@ export const INSTRUCTIONS =
 /** What the session's own methods use of the gateway. */
 export interface Deps {
   readonly mode: Mode
-  readonly config: GatewayConfig["Type"]
+  readonly config: GatewayConfig["Service"]
   readonly backends: BackendsService
   /** Where the backends start (a single client's start with its `initialize`). */
   readonly launch: LaunchService
@@ -102,7 +102,7 @@ export const rows = (ctx: Deps, session: Session, view: View) => {
       // A failed or cancelled initialize of the owning client stops what it started; a shared
       // gateway's backends belong to everyone.
       ctx.mode === "single"
-        ? Effect.zipRight(Effect.logInfo("initialize did not complete: stopping the backends it started"), backends.stopAll)
+        ? Effect.andThen(Effect.logInfo("initialize did not complete: stopping the backends it started"), backends.stopAll)
         : Effect.void
     )
 
@@ -112,7 +112,7 @@ export const rows = (ctx: Deps, session: Session, view: View) => {
     for (const backendId of yield* ctx.relay.loggingBackends(profile())) {
       yield* ctx
         .forward(undefined, backendId, "logging/setLevel", { level })
-        .pipe(Effect.catchAll((error) => Effect.logDebug(`logging/setLevel not taken by ${backendId}: ${error.summary}`)))
+        .pipe(Effect.catch((error) => Effect.logDebug(`logging/setLevel not taken by ${backendId}: ${error.summary}`)))
     }
     return {}
   })
@@ -136,13 +136,13 @@ export const rows = (ctx: Deps, session: Session, view: View) => {
   }
 }
 
-export class SessionRows extends Context.Tag("mcp-agentify/SessionRows")<
+export class SessionRows extends Context.Service<
   SessionRows,
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
->() {
+>()("mcp-agentify/SessionRows") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
-    SessionRows["Type"],
+    SessionRows["Service"],
     never,
     GatewayConfig | Backends | Launch | Sessions | RelayLists | Forwarder
   > = Methods.rowsOf(

@@ -77,13 +77,13 @@ export const rows = (ctx: Deps, session: Session, runTasks: RunTasks.RunTasks | 
   }
 }
 
-export class TaskRows extends Context.Tag("mcp-agentify/TaskRows")<
+export class TaskRows extends Context.Service<
   TaskRows,
   { readonly rows: (session: Session, runTasks: RunTasks.RunTasks | undefined) => ReturnType<typeof rows> }
->() {
+>()("mcp-agentify/TaskRows") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
-    TaskRows["Type"],
+    TaskRows["Service"],
     never,
     GatewayConfig | Backends | Routes | Forwarder | SessionDirectory | TaskRecords
   > = Methods.rowsOf(

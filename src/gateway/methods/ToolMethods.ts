@@ -115,7 +115,7 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
    * so and changes nothing.
    */
   const searchTools = (args: unknown, context: RequestContext) =>
-    Effect.flatMap(Listing.searchArguments(args), ({ query, limit }) =>
+    Effect.flatMap(Effect.fromResult(Listing.searchArguments(args)), ({ query, limit }) =>
       searches.run(
         Effect.gen(function* () {
           // Backends still starting are waited for, within their start-up timeout; those that were
@@ -155,7 +155,7 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
    */
   const callThrough = (p: Params.CallToolParams, context: RequestContext) =>
     Effect.flatMap(
-      Listing.callArguments(p.arguments, [ORCHESTRATE_TOOL.name, RunCode.RUN_CODE_TOOL_NAME]),
+      Effect.fromResult(Listing.callArguments(p.arguments, [ORCHESTRATE_TOOL.name, RunCode.RUN_CODE_TOOL_NAME])),
       ({ name, arguments: args }) => {
         const { arguments: _outer, ...rest } = p
         const params = { ...rest, name, ...(args === undefined ? {} : { arguments: args }) }
@@ -181,13 +181,13 @@ export const rows = (ctx: Deps, session: Session, view_: View) => {
   }
 }
 
-export class ToolRows extends Context.Tag("mcp-agentify/ToolRows")<
+export class ToolRows extends Context.Service<
   ToolRows,
   { readonly rows: (session: Session, view: View) => ReturnType<typeof rows> }
->() {
+>()("mcp-agentify/ToolRows") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
   static readonly make: Effect.Effect<
-    ToolRows["Type"],
+    ToolRows["Service"],
     never,
     GatewayConfig | Backends | Sessions | Orchestrator | OwnTasks | Audit.Audit | CallPipeline | Views | Forwarder
   > = Methods.rowsOf(

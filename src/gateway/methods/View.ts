@@ -61,9 +61,9 @@ export interface ViewsService {
 }
 
 /** What each session may see and use: the profiles as configured now, and the policies in force. */
-export class Views extends Context.Tag("mcp-agentify/Views")<Views, ViewsService>() {
+export class Views extends Context.Service<Views, ViewsService>()("mcp-agentify/Views") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<Views["Type"], never, GatewayConfig | Policies | Backends> = Effect.gen(function* () {
+  static readonly make: Effect.Effect<Views["Service"], never, GatewayConfig | Policies | Backends> = Effect.gen(function* () {
     const current = yield* inForce
     const backends = yield* Backends
     const { current: policies } = yield* Policies

@@ -10,7 +10,7 @@
  * clean stop loses nothing. The file (mode 0600) is rotated past `maxBytes`, keeping `keep` older
  * ones (`file.1` the newest). Settings are read when the gateway starts.
  */
-import { Cause, Context, Effect, Exit, FiberRef, Layer, Option, Queue } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, Queue } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import { type AuditSettings, GatewayConfig } from "../../config/Config.js"
@@ -64,7 +64,7 @@ export interface RunLine extends Who {
 export interface AuditService {
   readonly enabled: boolean
   /** The run (orchestration or script) the current fiber's calls belong to. */
-  readonly parent: FiberRef.FiberRef<string | undefined>
+  readonly parent: Context.Reference<string | undefined>
   readonly call: (line: CallLine) => void
   readonly run: (line: RunLine) => void
 }
@@ -116,14 +116,16 @@ const make = (settings: AuditSettings) =>
     const queue = yield* Queue.unbounded<string>()
     let queued = 0
     let dropped = 0
-    const write = writer(settings, (message) => Effect.runFork(Effect.logWarning(message)))
+    // Said from outside any fiber, with the gateway's services: its loggers (stderr), not Effect's default (stdout).
+    const runFork = Effect.runForkWith(yield* Effect.context<never>())
+    const write = writer(settings, (message) => runFork(Effect.logWarning(message)))
     const enqueue = (line: Record<string, unknown>) => {
       if (queued >= MAX_QUEUED) {
-        if (dropped++ === 0) Effect.runFork(Effect.logWarning(`the audit log is ${MAX_QUEUED} lines behind: lines are dropped`))
+        if (dropped++ === 0) runFork(Effect.logWarning(`the audit log is ${MAX_QUEUED} lines behind: lines are dropped`))
         return
       }
       queued++
-      Queue.unsafeOffer(queue, JSON.stringify({ time: new Date().toISOString(), ...line }))
+      Queue.offerUnsafe(queue, JSON.stringify({ time: new Date().toISOString(), ...line }))
     }
     // Written in batches off the calls' path; whatever is left is written when the scope closes.
     const writeAll = (lines: Iterable<string>) =>
@@ -133,7 +135,8 @@ const make = (settings: AuditSettings) =>
         write(batch)
       })
     // The finalizer is added first so it runs last: after the writer fiber stops, it writes the rest.
-    yield* Effect.addFinalizer(() => Effect.flatMap(Queue.takeAll(queue), writeAll))
+    // (`clear`: what is queued, possibly nothing; Effect 4's takeAll would wait for a line.)
+    yield* Effect.addFinalizer(() => Effect.flatMap(Queue.clear(queue), writeAll))
     // A batch taken is written even if the stop comes meanwhile: only the wait is interruptible.
     yield* Effect.forkScoped(
       Effect.forever(
@@ -156,9 +159,9 @@ const make = (settings: AuditSettings) =>
     return service
   })
 
-export class Audit extends Context.Tag("mcp-agentify/Audit")<Audit, AuditService>() {
+export class Audit extends Context.Service<Audit, AuditService>()("mcp-agentify/Audit") {
   /** The audit log as configured when the gateway starts (off: nothing is recorded). */
-  static readonly layer: Layer.Layer<Audit, never, GatewayConfig> = Layer.scoped(
+  static readonly layer: Layer.Layer<Audit, never, GatewayConfig> = Layer.effect(
     Audit,
     Effect.gen(function* () {
       const config = yield* (yield* GatewayConfig).current
@@ -184,8 +187,8 @@ export const whoOf = (session: Session): Who => {
 
 /** A failure's outcome in the audit log: the code its reply has (-32800 when it was cancelled). */
 export const outcomeOf = (cause: Cause.Cause<GatewayError>): number => {
-  const failure = Cause.failureOption(cause)
-  return failure._tag === "Some" ? codeOf(failure.value) : ErrorCode.RequestCancelled
+  const failure = Cause.findErrorOption(cause)
+  return Option.isSome(failure) ? codeOf(failure.value) : ErrorCode.RequestCancelled
 }
 
 /** A result's outcome: "isError" for a tool result that says it failed, else "ok". */
@@ -206,8 +209,8 @@ export const run = <A, E extends GatewayError, R>(
   return Effect.suspend(() => {
     const id = randomUUID()
     const started = performance.now()
-    return Effect.zipRight(Effect.annotateCurrentSpan("agentify.audit.run", id), body).pipe(
-      Effect.locally(audit.parent, id),
+    return Effect.andThen(Effect.annotateCurrentSpan("agentify.audit.run", id), body).pipe(
+      Effect.provideService(audit.parent, id),
       Effect.onExit((exit) =>
         Effect.sync(() => {
           const result = Exit.isSuccess(exit) ? exit.value : undefined

@@ -20,7 +20,7 @@ export interface Caller {
   readonly confirm?: Confirm | undefined
 }
 
-export class CurrentCaller extends Context.Tag("mcp-agentify/CurrentCaller")<CurrentCaller, Caller>() {
+export class CurrentCaller extends Context.Service<CurrentCaller, Caller>()("mcp-agentify/CurrentCaller") {
   /** Calls made for no client (an embedding app's own): judged as `User::"local"`, audited as `embedded`. */
   static readonly nobody: Caller = { session: undefined }
   /**

@@ -132,7 +132,7 @@ const make = Effect.gen(function* () {
   return { forward } satisfies ForwarderService
 })
 
-export class Forwarder extends Context.Tag("mcp-agentify/Forwarder")<Forwarder, ForwarderService>() {
+export class Forwarder extends Context.Service<Forwarder, ForwarderService>()("mcp-agentify/Forwarder") {
   static readonly layer: Layer.Layer<Forwarder, never, Backends | BackendRequester | Routes | Sessions | ClientAsk> =
     Layer.effect(Forwarder, make)
   /** Straight on the backend whoever calls, for an app that embeds the orchestrator without sessions. */

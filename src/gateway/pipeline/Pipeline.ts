@@ -99,7 +99,7 @@ type Composed = (call: ToolCall, trail: Trail.Trail) => Effect.Effect<unknown, G
 const compose = (stages: ReadonlyArray<AnyStage>): Composed =>
   stages.reduceRight<Composed>(
     (next, stage) => (call, trail) => stage.run(call, (on: ToolCall) => next(on, trail), trail.pageOf(stage.name)),
-    () => Effect.dieMessage("the call pipeline ended without forwarding the call")
+    () => Effect.die(new Error("the call pipeline ended without forwarding the call"))
   )
 
 /**
@@ -162,12 +162,12 @@ const make = Effect.gen(function* () {
   )
 })
 
-export class CallPipeline extends Context.Tag("mcp-agentify/CallPipeline")<CallPipeline, CallPipelineService>() {
+export class CallPipeline extends Context.Service<CallPipeline, CallPipelineService>()("mcp-agentify/CallPipeline") {
   /**
    * Every stage as configured; `decide` holds the policies' rule, the flow guard's, then an app's own
    * (`Rule.AppRules`, provided beside this layer).
    */
-  static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Needs> = Layer.scoped(CallPipeline, make)
+  static readonly layer: Layer.Layer<CallPipeline, never, GatewayConfig | Needs> = Layer.effect(CallPipeline, make)
 }
 
 /**

@@ -27,6 +27,6 @@ export interface Rule {
 }
 
 /** An embedding app's own rules, asked after the flow guard's (none unless provided). */
-export class AppRules extends Context.Reference<AppRules>()("mcp-agentify/AppRules", {
-  defaultValue: (): ReadonlyArray<Rule> => []
-}) {}
+export const AppRules = Context.Reference<ReadonlyArray<Rule>>("mcp-agentify/AppRules", {
+  defaultValue: () => []
+})

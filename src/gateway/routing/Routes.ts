@@ -277,7 +277,7 @@ const make = (): RoutesService => {
   }
 }
 
-export class Routes extends Context.Tag("mcp-agentify/Routes")<Routes, RoutesService>() {
+export class Routes extends Context.Service<Routes, RoutesService>()("mcp-agentify/Routes") {
   /** Fresh tables: one per gateway. */
   static readonly layer: Layer.Layer<Routes> = Layer.sync(Routes, make)
 }

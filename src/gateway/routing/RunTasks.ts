@@ -14,7 +14,7 @@
  * ttl; at most `MAX_RUNS` at once, `MAX_RUNS_PER_OWNER` of one owner, and their results are bounded
  * in bytes per owner and in all (the oldest finished go first).
  */
-import { Context, Deferred, Effect, Exit, Fiber, FiberSet, Layer, type Scope } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, FiberSet, Layer, type Scope } from "effect"
 import { type GatewayConfig, inForce } from "../../config/Config.js"
 import { idPrefixOf } from "../../store/Replica.js"
 import { TaskRecords } from "../../store/TaskRecords.js"
@@ -176,10 +176,10 @@ const askSession =
     Effect.gen(function* () {
       touch(run, "input_required")
       const tied = { ...(isObject(params) ? params : {}), _meta: { [RELATED_TASK]: { taskId: run.id } } }
-      const answer = yield* Effect.either(client(method, tied))
+      const answer = yield* Effect.result(client(method, tied))
       if (run.status === "input_required") touch(run, "working")
       // A client that could not answer gave no agreement.
-      return answer._tag === "Right" ? answer.right : { action: "cancel" }
+      return answer._tag === "Success" ? answer.success : { action: "cancel" }
     })
 
 /** A run's end, as `tasks/get` says it from now on: its result or error, kept for its ttl. */
@@ -190,7 +190,9 @@ const ended = (run: Run, exit: Exit.Exit<unknown, GatewayError>, sent: unknown) 
     run.result = exit.value
     touch(run, "completed")
   } else if (run.status !== "cancelled") {
-    const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    // Its error when that alone ended it (not an interruption, nor a defect beside it).
+    const [only, ...others] = exit.cause.reasons
+    const failure = only !== undefined && others.length === 0 && Cause.isFailReason(only) ? only.error : undefined
     run.failure = failure ?? new InternalError({ message: "the task stopped" })
     // A task's failure is no reply: its wire form is part of the task as tasks/get states it (and
     // as a team's store keeps it for other gateways), so it is made here, once.
@@ -291,12 +293,12 @@ export const make = (
         }
         const ask = design === "session" && askClient !== undefined ? askSession(run, askClient) : askInTask(run)
         const settle = (exit: Exit.Exit<unknown, GatewayError>) =>
-          Effect.zipRight(
+          Effect.andThen(
             Effect.sync(() => {
               ended(run, exit, sent)
               trimBytes(run)
             }),
-            Effect.zipRight(
+            Effect.andThen(
               Deferred.succeed(run.done, undefined),
               // A team's gateways keep finished tasks in their store: read after this gateway is gone.
               onSettled === undefined
@@ -363,9 +365,9 @@ export const make = (
   })
 
 /** The gateway's own tasks, their ids given after its `sessionIdPrefix`; a team's kept in its store once they end. */
-export class OwnTasks extends Context.Tag("mcp-agentify/OwnTasks")<OwnTasks, RunTasks>() {
+export class OwnTasks extends Context.Service<OwnTasks, RunTasks>()("mcp-agentify/OwnTasks") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<OwnTasks["Type"], never, GatewayConfig | TaskRecords | Scope.Scope> = Effect.gen(
+  static readonly make: Effect.Effect<OwnTasks["Service"], never, GatewayConfig | TaskRecords | Scope.Scope> = Effect.gen(
     function* () {
       const current = yield* inForce
       const records = yield* TaskRecords
@@ -375,5 +377,5 @@ export class OwnTasks extends Context.Tag("mcp-agentify/OwnTasks")<OwnTasks, Run
       )
     }
   )
-  static readonly layer: Layer.Layer<OwnTasks, never, GatewayConfig | TaskRecords> = Layer.scoped(OwnTasks, OwnTasks.make)
+  static readonly layer: Layer.Layer<OwnTasks, never, GatewayConfig | TaskRecords> = Layer.effect(OwnTasks, OwnTasks.make)
 }

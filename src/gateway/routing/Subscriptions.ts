@@ -51,7 +51,7 @@ export const make = ({ routes, forward }: Options) => {
       routes.dropSession(session),
       ({ backendId, uri }) =>
         // Not awaited: a session's end must not wait on a slow backend.
-        ownRequest(backendId, "resources/unsubscribe", { uri }).pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDaemon),
+        ownRequest(backendId, "resources/unsubscribe", { uri }).pipe(Effect.timeout(5_000), Effect.ignore, Effect.forkDetach),
       { discard: true }
     )
 
@@ -62,7 +62,7 @@ export const make = ({ routes, forward }: Options) => {
       (uri) =>
         ownRequest(backendId, "resources/subscribe", { uri }).pipe(
           Effect.timeout(10_000),
-          Effect.catchAll((error) =>
+          Effect.catch((error) =>
             Effect.logWarning("could not subscribe again after a restart", { backendId, uri, error: String(error) })
           )
         ),
@@ -74,9 +74,9 @@ export const make = ({ routes, forward }: Options) => {
 
 export type SubscriptionsService = ReturnType<typeof make>
 
-export class Subscriptions extends Context.Tag("mcp-agentify/Subscriptions")<Subscriptions, SubscriptionsService>() {
+export class Subscriptions extends Context.Service<Subscriptions, SubscriptionsService>()("mcp-agentify/Subscriptions") {
   /** Built from the services it uses (its layer, or the gateway's methods layer: see Gateway). */
-  static readonly make: Effect.Effect<Subscriptions["Type"], never, Routes | Forwarder> = Effect.map(
+  static readonly make: Effect.Effect<Subscriptions["Service"], never, Routes | Forwarder> = Effect.map(
     Effect.all([Routes, Forwarder]),
     ([routes, forwarder]) => make({ routes, forward: forwarder.forward })
   )

@@ -256,7 +256,7 @@ export const list = (deps: Deps, session: Session, own: RunTasks | undefined): E
               Meta.without(task, () => true)
             )
           ]),
-          Effect.catchAll((error) => {
+          Effect.catch((error) => {
             // The backend says it has no such task any more: so does the gateway.
             if (field(field(error, "detail"), "code") === ErrorCode.InvalidParams) deps.routes.forgetTask(route)
             return Effect.succeed([])

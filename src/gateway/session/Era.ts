@@ -8,7 +8,7 @@
  * serve and a typed context (or the refusal, with its HTTP status); `complete` gives a result what
  * the era's results carry. Transports ask this module, not the request's `_meta`.
  */
-import { Either } from "effect"
+import { Result } from "effect"
 import { field, isObject } from "../../json/Json.js"
 import * as Meta from "../../json/Meta.js"
 import { ErrorCode } from "../../protocol/Errors.js"
@@ -70,27 +70,27 @@ const refusal = (status: number, id: Id | null, code: ErrorCode, message: string
  * A stateless request's context, or why it is refused. `header` is the `MCP-Protocol-Version`
  * header: undefined when an HTTP request has none, null where there are no headers (stdio).
  */
-export const decode = (request: Request, header: string | undefined | null): Either.Either<Context, Refusal> => {
+export const decode = (request: Request, header: string | undefined | null): Result.Result<Context, Refusal> => {
   if (header === undefined) {
-    return Either.left(refusal(400, request.id, StatelessErrorCode.HeaderMismatch, "Missing MCP-Protocol-Version header"))
+    return Result.fail(refusal(400, request.id, StatelessErrorCode.HeaderMismatch, "Missing MCP-Protocol-Version header"))
   }
   const meta = Meta.of(request.params)
   const missing = [MetaKey.protocolVersion, MetaKey.clientCapabilities].filter((key) => meta?.[key] === undefined)
   if (meta === undefined || missing.length > 0) {
-    return Either.left(
+    return Result.fail(
       refusal(400, request.id, ErrorCode.InvalidParams, `Invalid params: _meta must carry ${missing.join(" and ")}`)
     )
   }
   const version = meta[MetaKey.protocolVersion]
   const capabilities = meta[MetaKey.clientCapabilities]
   if (!isObject(capabilities)) {
-    return Either.left(
+    return Result.fail(
       refusal(400, request.id, ErrorCode.InvalidParams, `Invalid params: _meta.${MetaKey.clientCapabilities} must be an object`)
     )
   }
   const level = meta[MetaKey.logLevel]
   if (level !== undefined && mcpLogLevel(level) === undefined) {
-    return Either.left(
+    return Result.fail(
       refusal(
         400,
         request.id,
@@ -100,7 +100,7 @@ export const decode = (request: Request, header: string | undefined | null): Eit
     )
   }
   if (header !== null && header !== version) {
-    return Either.left(
+    return Result.fail(
       refusal(
         400,
         request.id,
@@ -110,14 +110,14 @@ export const decode = (request: Request, header: string | undefined | null): Eit
     )
   }
   if (version !== STATELESS_PROTOCOL_VERSION) {
-    return Either.left(
+    return Result.fail(
       refusal(400, request.id, StatelessErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version", {
         supported: [STATELESS_PROTOCOL_VERSION],
         requested: String(version).slice(0, 64)
       })
     )
   }
-  return Either.right({
+  return Result.succeed({
     protocolVersion: version,
     clientCapabilities: capabilities,
     clientInfo: meta[MetaKey.clientInfo],

@@ -6,7 +6,7 @@
  * Everything process-wide (configuration, backends, the orchestrator, events) belongs to the
  * Gateway; a session only holds what one client chose.
  */
-import { Deferred, Effect, Exit, FiberId } from "effect"
+import { Deferred, Effect, Exit } from "effect"
 import { type AskError, InternalError, Relayed, sentCode } from "../../protocol/Errors.js"
 import { MCP_LOG_LEVELS, type McpLogLevel, mcpLogLevel, type Tool } from "../../protocol/Mcp.js"
 import { type Id, notification, request as requestMessage } from "../../jsonrpc/JsonRpc.js"
@@ -192,7 +192,7 @@ export class Session {
   /** See `Options.ask`: set for a stateless request, whose client cannot be sent requests. */
   readonly ask: ((method: string, params: unknown) => Effect.Effect<unknown, AskError>) | undefined
   /** Completed by `exit` (or `shutdown` over HTTP): the transport ends the session. */
-  readonly ended: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
+  readonly ended: Deferred.Deferred<void> = Deferred.makeUnsafe<void>()
   private now: SessionState
   /** What the session is now: a value, replaced whole only by `change`. */
   get state(): SessionState {
@@ -250,7 +250,7 @@ export class Session {
    * Completed when the client said `notifications/initialized` (or made a request once ready):
    * from then on the gateway may send it requests.
    */
-  readonly initialized: Deferred.Deferred<void> = Deferred.unsafeMake<void>(FiberId.none)
+  readonly initialized: Deferred.Deferred<void> = Deferred.makeUnsafe<void>()
   /** The gateway's requests to this client (see `request`), on the engine requests to backends use. */
   private readonly requests: Requests<AskError, RequestContext>
 
@@ -339,7 +339,7 @@ export class Session {
   markInitialized(): void {
     if (this.isInitialized) return
     this.isInitialized = true
-    Deferred.unsafeDone(this.initialized, Exit.void)
+    Deferred.doneUnsafe(this.initialized, Exit.void)
   }
 
   /**

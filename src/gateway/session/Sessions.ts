@@ -30,7 +30,7 @@ const make = (mode: Mode): SessionsService => {
   }
 }
 
-export class Sessions extends Context.Tag("mcp-agentify/Sessions")<Sessions, SessionsService>() {
+export class Sessions extends Context.Service<Sessions, SessionsService>()("mcp-agentify/Sessions") {
   /** One client owns the gateway (stdio). */
   static readonly layerSingle: Layer.Layer<Sessions> = Layer.sync(Sessions, () => make("single"))
   /** Every session shares the backends (HTTP). */

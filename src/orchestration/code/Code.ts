@@ -10,7 +10,7 @@
  * The sandbox (QuickJS and its worker) is loaded on the first run: a gateway never asked to run
  * code never reads it.
  */
-import { Effect, Either, FiberRef, Schema } from "effect"
+import { Effect, Result, Schema } from "effect"
 import * as AuditRun from "../../observability/AuditRun.js"
 import * as Call from "../Planned.js"
 import * as Vocabulary from "../../call/Vocabulary.js"
@@ -38,17 +38,19 @@ const MAX_DECLARATION_CHARS = 24_000
 const SEARCH_RESULTS = 8
 
 const RunCodeParams = Schema.Struct({
-  code: Schema.String.pipe(Schema.filter((s) => s.trim().length > 0, { message: () => "must be a non-empty string" })),
+  code: Schema.String.pipe(Schema.check(Schema.makeFilter((s) => s.trim().length > 0 || "must be a non-empty string"))),
   dryRun: Schema.optional(Schema.Boolean),
   timeoutMs: Schema.optional(
     Schema.Number.pipe(
-      Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= 600_000, {
-        message: () => "must be a whole number of milliseconds from 1 to 600000"
-      })
+      Schema.check(
+        Schema.makeFilter(
+          (n) => (Number.isInteger(n) && n >= 1 && n <= 600_000) || "must be a whole number of milliseconds from 1 to 600000"
+        )
+      )
     )
   )
 })
-const decodeParams = Schema.decodeUnknownEither(RunCodeParams, { errors: "all" })
+const decodeParams = Schema.decodeUnknownResult(RunCodeParams, { errors: "all", reportInput: true })
 
 /** How each tool of a catalog is reached from a script. */
 export const scriptTools = (
@@ -151,7 +153,7 @@ const valueOf = (result: CallToolResult): unknown =>
 
 /** The run for the debug UI (as an orchestration of its own: the script, its calls, logs and limit). */
 const publish = (code: string, outcome: Sandbox.Outcome, totalMs: number) =>
-  Effect.flatMap(Effect.zip(Events, FiberRef.get(AuditRun.current)), ([events, auditId]) =>
+  Effect.flatMap(Effect.zip(Events, AuditRun.current), ([events, auditId]) =>
     Effect.sync(() => {
       if (!events.active()) return
       const steps = outcome.calls.map((c): OrchestrationStep => ({
@@ -229,7 +231,7 @@ const callOnce = (run: RunState, name: string, args: unknown): Effect.Effect<San
     // A client's own script is its request: what it writes of what it reads, its author chose.
     const keeps = deps.provenance === undefined ? "everything" : deps.provenance.keeps
     const flow = { read: [...ledger.read], origins: ledger.originsOf(given), plan: run.plan, keeps }
-    const outcome = yield* Effect.either(
+    const outcome = yield* Effect.result(
       deps.call({
         via: "script",
         flow,
@@ -255,17 +257,17 @@ const callOnce = (run: RunState, name: string, args: unknown): Effect.Effect<San
       tool === undefined
         ? Effect.void
         : Effect.asVoid(ledger.record({ backendId: tool.entry.backendId, tool: name, arguments: given }, text))
-    if (Either.isLeft(outcome)) {
-      if (outcome.left._tag === "BackendError") yield* readError(outcome.left.message)
+    if (Result.isFailure(outcome)) {
+      if (outcome.failure._tag === "BackendError") yield* readError(outcome.failure.message)
       // Refused before any backend was chosen (unknown, hidden, quarantined): not one of its calls.
       const unknown = decisions.some((d) => d.stage === "find" && d.refused === true)
       return {
         ok: false,
-        message: outcome.left.message,
+        message: outcome.failure.message,
         record: unknown ? undefined : { tool: name, arguments: shown(given), ms, isError: true }
       }
     }
-    const result = outcome.right
+    const result = outcome.success
     // A preview held it back (checked, not run): listed as such.
     if (held())
       return { ok: true, value: result, record: { tool: name, arguments: shown(given), ms: 0, isError: false, dryRun: true } }
@@ -333,11 +335,11 @@ const runOnce = (params: unknown, deps: Deps): Effect.Effect<CallToolResult, Inv
   Effect.gen(function* () {
     const began = Date.now()
     const decoded = decodeParams(params ?? {})
-    if (Either.isLeft(decoded)) {
-      const issues = formatIssues(decoded.left)
+    if (Result.isFailure(decoded)) {
+      const issues = formatIssues(decoded.failure)
       return yield* new InvalidParams({ message: `Invalid arguments for ${RUN_CODE_TOOL_NAME}: ${issues.join("; ")}`, issues })
     }
-    const { code, dryRun = false, timeoutMs } = decoded.right
+    const { code, dryRun = false, timeoutMs } = decoded.success
     const Sandbox = loadedSandbox ?? (loadedSandbox = yield* Effect.promise(() => import("../../sandbox/Sandbox.js")))
     const limits = limitsOf(deps.settings, timeoutMs, Sandbox.DEFAULT_LIMITS)
     const tools = scriptTools(deps.catalog(), deps.namespaceOf)

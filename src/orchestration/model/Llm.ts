@@ -31,7 +31,7 @@ export {
 // ---------------------------------------------------------------------------------------------
 // The service
 
-export class LlmClient extends Context.Tag("mcp-agentify/LlmClient")<LlmClient, LlmService>() {
+export class LlmClient extends Context.Service<LlmClient, LlmService>()("mcp-agentify/LlmClient") {
   /** `layerOpenAI` with its timeout and retries chosen by the caller. */
   static layerOpenAIWith = (options: OpenAIOptions = {}): Layer.Layer<LlmClient, never, GatewayConfig> =>
     Layer.effect(LlmClient, makeOpenAI(options))

@@ -23,7 +23,7 @@
  * - Error messages never carry the key: the server's text is dropped for 401, and every message
  *   goes through `Secrets.scrub` plus a mask for `sk-...` fragments that servers echo back.
  */
-import { Duration, Effect, Option, Redacted, Ref, Runtime, Schedule, ScheduleDecision } from "effect"
+import { Duration, Effect, Option, Random, Redacted, Ref, Schedule } from "effect"
 import type OpenAI from "openai"
 import type { APIError } from "openai"
 import { GatewayConfig, type ResolvedConfig } from "../../config/Config.js"
@@ -126,8 +126,8 @@ export const makeOpenAI = (options: OpenAIOptions = {}): Effect.Effect<LlmServic
 
     // The SDK logs through `console` by default, and console.debug writes to stdout, which
     // carries protocol frames. Its lines go through the Effect logger instead.
-    const runtime = yield* Effect.runtime<never>()
-    const runLog = Runtime.runSync(runtime)
+    const context = yield* Effect.context<never>()
+    const runLog = Effect.runSyncWith(context)
     const sdkLog =
       (log: (...message: ReadonlyArray<unknown>) => Effect.Effect<void>) =>
       (message: string, ...rest: Array<unknown>) =>
@@ -162,32 +162,28 @@ export const makeOpenAI = (options: OpenAIOptions = {}): Effect.Effect<LlmServic
       Effect.tryPromise({
         try: (signal) => client.chat.completions.create(body, { signal }) as PromiseLike<unknown>,
         catch: (error) => error
-      }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => new AttemptTimedOut() }))
+      }).pipe(Effect.timeoutOrElse({ duration: timeoutMs, orElse: () => Effect.fail(new AttemptTimedOut()) }))
 
     /**
      * The retries of one request: 0.5 s doubling up to 8 s with 25 % jitter, or the wait the server
      * asked for; only while the failure is retryable and its asked wait is within `maxRetryDelayMs`.
      */
-    const retries = Schedule.exponential(Duration.millis(500)).pipe(
-      Schedule.union(Schedule.spaced(Duration.seconds(8))),
-      Schedule.jitteredWith({ min: 0.75, max: 1 }),
-      Schedule.delays,
-      Schedule.intersect(Schedule.identity<Classified>()),
-      Schedule.modifyDelay(([delay, failure]) =>
-        failure.retryAfterMs === undefined ? delay : Duration.millis(failure.retryAfterMs)
+    const retries = Schedule.min([Schedule.exponential(Duration.millis(500)), Schedule.spaced(Duration.seconds(8))]).pipe(
+      Schedule.setInputType<Classified>(),
+      // 25 % jitter, downwards: each wait between 75 % and 100 % of the backoff.
+      Schedule.modifyDelay(({ duration }) => Effect.map(Random.next, (random) => Duration.times(duration, 0.75 + 0.25 * random))),
+      Schedule.modifyDelay(({ input, duration }) =>
+        Effect.succeed(input.retryAfterMs === undefined ? duration : Duration.millis(input.retryAfterMs))
       ),
-      Schedule.whileInput(
-        (failure: Classified) =>
-          failure.retryable && (failure.retryAfterMs === undefined || failure.retryAfterMs <= maxRetryDelayMs)
+      Schedule.while(
+        ({ input, attempt }) =>
+          attempt <= maxRetries && input.retryable && (input.retryAfterMs === undefined || input.retryAfterMs <= maxRetryDelayMs)
       ),
-      Schedule.intersect(Schedule.recurs(maxRetries)),
-      // Said only when it does retry (a tap on the output would also run on the last, giving-up step).
-      Schedule.onDecision(([[delay, failure], retry], decision) =>
-        ScheduleDecision.isContinue(decision)
-          ? Effect.logInfo(
-              `LLM request failed (${failure.error.reason}), retrying in ${Math.round(failure.retryAfterMs ?? Duration.toMillis(delay))} ms`
-            ).pipe(Effect.annotateLogs({ attempt: retry + 1, maxRetries }))
-          : Effect.void
+      // Said only when it does retry: a step that gives up never reaches a tap after `while`.
+      Schedule.tap(({ input, duration, attempt }) =>
+        Effect.logInfo(
+          `LLM request failed (${input.error.reason}), retrying in ${Math.round(Duration.toMillis(duration))} ms`
+        ).pipe(Effect.annotateLogs({ attempt, maxRetries }))
       )
     )
 

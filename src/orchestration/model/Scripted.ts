@@ -32,7 +32,7 @@ export interface ScriptRule {
    */
   readonly step?: number | "any" | "plan"
   /** Waits before replying; interruptible, so cancellation can be tested. */
-  readonly delay?: Duration.DurationInput
+  readonly delay?: Duration.Input
 }
 
 export interface ScriptedOptions {
@@ -47,7 +47,7 @@ export interface ScriptedOptions {
 }
 
 /** The scripted layer's controls; `layerScripted` provides it beside `LlmClient`. */
-export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
+export class ScriptedLlm extends Context.Service<
   ScriptedLlm,
   {
     /** The requests received so far (the latest `keepRequests`), oldest first. */
@@ -57,7 +57,7 @@ export class ScriptedLlm extends Context.Tag("mcp-agentify/ScriptedLlm")<
     /** Forgets the recorded requests. */
     readonly clear: Effect.Effect<void>
   }
->() {}
+>()("mcp-agentify/ScriptedLlm") {}
 
 // ---------------------------------------------------------------------------------------------
 // Scripted
@@ -95,7 +95,7 @@ const stringifyArguments = (args: unknown): string => (typeof args === "string" 
 export const makeScripted = (
   rules: ReadonlyArray<ScriptRule>,
   options: ScriptedOptions = {}
-): Effect.Effect<{ readonly client: LlmService; readonly control: ScriptedLlm["Type"] }> =>
+): Effect.Effect<{ readonly client: LlmService; readonly control: ScriptedLlm["Service"] }> =>
   Effect.gen(function* () {
     const rulesRef = yield* Ref.make(rules)
     // Appended in place (copying per call would cost O(n²) over a long run), and bounded so an

@@ -61,7 +61,7 @@ const make = (options: Options) =>
           address ??= at
           return beat
         }),
-      addressOf: (other) => Effect.sync(() => Option.fromNullable(server.addressOf(other))),
+      addressOf: (other) => Effect.sync(() => Option.fromNullishOr(server.addressOf(other))),
       health: Effect.succeed({ where: "in this process", failing: undefined }),
       leases: {
         claim: (lease, ttlMs) => Effect.sync(() => server.claim(lease, holder(), ttlMs)),
@@ -71,7 +71,7 @@ const make = (options: Options) =>
             kept.delete(lease)
             server.release(lease, replicaId)
           }),
-        holderOf: (lease) => Effect.sync(() => Option.fromNullable(server.holderOf(lease))),
+        holderOf: (lease) => Effect.sync(() => Option.fromNullishOr(server.holderOf(lease))),
         keep: (lease) =>
           Effect.sync(() => {
             kept.add(lease)
@@ -96,13 +96,13 @@ const make = (options: Options) =>
       },
       blobs: {
         list: (kind) => Effect.sync(() => server.filesOf(kind)),
-        get: (kind, name) => Effect.sync(() => Option.fromNullable(server.file(kind, name))),
+        get: (kind, name) => Effect.sync(() => Option.fromNullishOr(server.file(kind, name))),
         put: (kind, name, file) => Effect.sync(() => server.putFile(replicaId, kind, name, file)),
         remove: (kind, name) => Effect.sync(() => server.putFile(replicaId, kind, name, { text: "", at: server.now() })),
         announcements: PubSub.subscribe(heard)
       },
       values: {
-        get: (key) => Effect.sync(() => Option.fromNullable(server.get(key))),
+        get: (key) => Effect.sync(() => Option.fromNullishOr(server.get(key))),
         set: (key, value, ttlMs, group) => Effect.sync(() => server.set(key, value, ttlMs, group)),
         setIfAbsent: (key, value, ttlMs) => Effect.sync(() => server.setIfAbsent(key, value, ttlMs))
       }
@@ -111,4 +111,4 @@ const make = (options: Options) =>
   })
 
 /** A replica's driver on `options.server` (for the layer's life: its leases are released when it ends). */
-export const layerLocal = (options: Options = {}): Layer.Layer<StoreDriver> => Layer.scoped(StoreDriver, make(options))
+export const layerLocal = (options: Options = {}): Layer.Layer<StoreDriver> => Layer.effect(StoreDriver, make(options))

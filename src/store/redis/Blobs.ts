@@ -83,7 +83,7 @@ export const make = (connection: RedisConnectionService): Effect.Effect<Blobs, n
       get: (kind, name) =>
         Effect.map(
           run(() => client.hGet(`${PREFIX}files:${kind}`, name)),
-          (value) => Option.fromNullable(parseFile(value))
+          (value) => Option.fromNullishOr(parseFile(value))
         ),
       put,
       remove: (kind, name) => Effect.suspend(() => put(kind, name, { text: "", at: Date.now() })),

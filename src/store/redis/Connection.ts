@@ -64,10 +64,10 @@ export interface RedisConnectionService {
   readonly onBeat: (write: (beat: Beat) => void) => void
 }
 
-export class RedisConnection extends Context.Tag("mcp-agentify/RedisConnection")<RedisConnection, RedisConnectionService>() {
+export class RedisConnection extends Context.Service<RedisConnection, RedisConnectionService>()("mcp-agentify/RedisConnection") {
   /** Connected (waiting a moment at most) for the layer's life; heartbeating every third of the lease. */
   static readonly layer = (settings: State, replicaId: string = REPLICA_ID): Layer.Layer<RedisConnection> =>
-    Layer.scoped(
+    Layer.effect(
       RedisConnection,
       Effect.gen(function* () {
         const leaseMs = settings.leaseMs ?? DEFAULT_LEASE_MS
@@ -89,16 +89,16 @@ export class RedisConnection extends Context.Tag("mcp-agentify/RedisConnection")
 
         const run = <A>(command: () => Promise<A>): Effect.Effect<A, StoreUnavailable> =>
           Effect.tryPromise({ try: command, catch: (error) => error }).pipe(
-            Effect.timeoutFail({
+            Effect.timeoutOrElse({
               duration: STORE_TIMEOUT_MS,
-              onTimeout: () => new Error(`no answer within ${STORE_TIMEOUT_MS} ms`)
+              orElse: () => Effect.fail(new Error(`no answer within ${STORE_TIMEOUT_MS} ms`))
             }),
             Effect.tap(() =>
               Effect.sync(() => {
                 failing = undefined
               })
             ),
-            Effect.catchAll((error) => {
+            Effect.catch((error) => {
               failing = Secrets.scrub(messageOf(error)).slice(0, 200)
               return Effect.fail(new StoreUnavailable({ why: failing }))
             })
@@ -122,7 +122,7 @@ export class RedisConnection extends Context.Tag("mcp-agentify/RedisConnection")
             : Effect.logWarning(`shared state: ${where} is failing (${failing}); this gateway's own sessions go on`)
         })
         yield* Effect.forkScoped(
-          Effect.zipRight(beat, sayWhatChanged).pipe(Effect.repeat(Schedule.spaced(Math.max(50, Math.floor(leaseMs / 3)))))
+          Effect.andThen(beat, sayWhatChanged).pipe(Effect.repeat(Schedule.spaced(Math.max(50, Math.floor(leaseMs / 3)))))
         )
         yield* Effect.addFinalizer(() =>
           Effect.promise(async () => {

@@ -13,7 +13,7 @@ import * as Leases from "./Leases.js"
 import * as Values from "./Values.js"
 
 /** The driver over the connection: `replica:<id>` = where a live replica listens (see Connection's heartbeat). */
-export const layerRedis: Layer.Layer<StoreDriver, never, RedisConnection> = Layer.scoped(
+export const layerRedis: Layer.Layer<StoreDriver, never, RedisConnection> = Layer.effect(
   StoreDriver,
   Effect.gen(function* () {
     const connection = yield* RedisConnection
@@ -25,7 +25,7 @@ export const layerRedis: Layer.Layer<StoreDriver, never, RedisConnection> = Laye
       addressOf: (other) =>
         Effect.map(
           run(() => client.get(`${PREFIX}replica:${other}`)),
-          (at) => Option.fromNullable(typeof at === "string" && at !== "" ? at : undefined)
+          (at) => Option.fromNullishOr(typeof at === "string" && at !== "" ? at : undefined)
         ),
       health: Effect.sync(() => {
         const failed = failing()

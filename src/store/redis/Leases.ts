@@ -93,7 +93,7 @@ export const make = (connection: RedisConnectionService): Effect.Effect<Leases, 
       holderOf: (lease) =>
         Effect.map(
           run(() => client.get(keyOf(lease))),
-          (value) => Option.fromNullable(typeof value === "string" ? holderIn(value) : undefined)
+          (value) => Option.fromNullishOr(typeof value === "string" ? holderIn(value) : undefined)
         ),
       keep: (lease) =>
         Effect.suspend(() => {

@@ -64,7 +64,7 @@ export const make = ({ client, run }: RedisConnectionService): Values => ({
   get: (key) =>
     Effect.map(
       run(() => client.get(`${PREFIX}${key}`)),
-      (value) => Option.fromNullable(typeof value === "string" ? value : undefined)
+      (value) => Option.fromNullishOr(typeof value === "string" ? value : undefined)
     ),
   set: (key, value, ttlMs, group) =>
     Effect.asVoid(

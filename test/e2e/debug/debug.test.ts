@@ -147,8 +147,11 @@ describe("debug API", () => {
     expect(config.body.backends[0]).toMatchObject({ id: "fx", envKeys: ["FX_TOKEN"], transport: "stdio" })
     expect(config.body.embeddings).toEqual({ model: "test-embed", origin: "http://127.0.0.1:9", key: "embeddings.apiKey" })
     expect(JSON.stringify(config.body)).not.toContain(SECRET)
-    const all = (await get(`${debug}/api/logs?level=trace&limit=5000`)).body as Array<any>
-    expect(all.some((e) => e.level === "info" && /backend ready/.test(e.message))).toBe(true)
+    // Tests run in any order: this one may come before the backends are ready (initialize does not wait).
+    const all = await until("a backend ready to be logged", async () => {
+      const logs = (await get(`${debug}/api/logs?level=trace&limit=5000`)).body as Array<any>
+      return logs.some((e) => e.level === "info" && /backend ready/.test(e.message)) ? logs : undefined
+    })
     // The gateway runs at debug: the filter has something to remove, and something to keep.
     expect(all.some((e) => e.level === "debug")).toBe(true)
     const infos = (await get(`${debug}/api/logs?level=info&limit=5000`)).body as Array<any>

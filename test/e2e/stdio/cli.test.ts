@@ -258,8 +258,11 @@ describe("CLI over stdio", () => {
       capabilities: {},
       clientInfo: { name: "t", version: "1" }
     })
-    const tree = descendants(gateway.pid)
-    expect(tree.length).toBeGreaterThanOrEqual(1)
+    // initialize is answered while the backends start: their processes appear after it.
+    const tree = await until("the backend's process", () => {
+      const found = descendants(gateway.pid)
+      return found.length >= 1 ? found : undefined
+    })
     gateway.child.kill(signal)
     const { code } = await gateway.exited
     expect(code).toBe(0)

@@ -16,7 +16,7 @@ import {
 } from "../../support/mcpFixture.js"
 
 describe("Backend session", () => {
-  it.scopedLive(
+  it.live(
     "initializes with the newest protocol, no roots capability, and lists tools",
     () =>
       Effect.gen(function* () {
@@ -33,7 +33,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "falls back to an older version when the server rejects the offer",
     () =>
       Effect.gen(function* () {
@@ -44,7 +44,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "accepts an older supported version the server answers with",
     () =>
       Effect.gen(function* () {
@@ -54,7 +54,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "fails permanently when no version is common",
     () =>
       Effect.gen(function* () {
@@ -69,7 +69,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "follows nextCursor through every tools/list page",
     () =>
       Effect.gen(function* () {
@@ -84,7 +84,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "passes results through unchanged, isError included",
     () =>
       Effect.gen(function* () {
@@ -99,7 +99,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "a JSON-RPC error reply fails with call_failed and the backend's error in detail",
     () =>
       Effect.gen(function* () {
@@ -113,7 +113,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "skips banners and broken JSON on stdout",
     () =>
       Effect.gen(function* () {
@@ -128,7 +128,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "drains a flood of stderr without blocking the backend",
     () =>
       Effect.gen(function* () {
@@ -138,7 +138,7 @@ describe("Backend session", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "answers the backend's own requests: ping with {}, anything else with -32601",
     () =>
       Effect.gen(function* () {
@@ -150,7 +150,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "with onRequest: declares the capabilities given, answers with the handler's result or error, and a cancelled request stops its handler without a reply",
     () =>
       Effect.gen(function* () {
@@ -181,7 +181,7 @@ describe("Backend session", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "relays notifications and re-lists tools on list_changed",
     () =>
       Effect.gen(function* () {
@@ -211,7 +211,7 @@ describe("Backend session", () => {
 })
 
 describe("Backend failures", () => {
-  it.scopedLive(
+  it.live(
     "a timeout fails with reason timeout and sends notifications/cancelled",
     () =>
       Effect.gen(function* () {
@@ -226,7 +226,7 @@ describe("Backend failures", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "the backend's requestTimeoutMs is the default timeout",
     () =>
       Effect.gen(function* () {
@@ -238,12 +238,12 @@ describe("Backend failures", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "an interrupted call sends notifications/cancelled",
     () =>
       Effect.gen(function* () {
         const backend = yield* Backend.make(fixtureBackend("fx"))
-        const fiber = yield* Effect.fork(backend.callTool("hang", {}))
+        const fiber = yield* Effect.forkChild(backend.callTool("hang", {}))
         yield* Effect.sleep(100)
         yield* Fiber.interrupt(fiber)
         const cancellations = structured(yield* backend.callTool("cancelled", {})).cancellations
@@ -254,12 +254,12 @@ describe("Backend failures", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "a crash fails every in-flight call at once, not at its timeout",
     () =>
       Effect.gen(function* () {
         const backend = yield* Backend.make(fixtureBackend("fx", ["--spawn-child"]), { requestTimeoutMs: 30_000 })
-        const hanging = yield* Effect.fork(Effect.flip(backend.callTool("hang", {})))
+        const hanging = yield* Effect.forkChild(Effect.flip(backend.callTool("hang", {})))
         const started = Date.now()
         const error = yield* Effect.flip(backend.callTool("crash", { ms: 50 }))
         const elapsed = Date.now() - started
@@ -276,7 +276,7 @@ describe("Backend failures", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "a command that does not exist fails permanently with a clear error",
     () =>
       Effect.gen(function* () {
@@ -291,7 +291,7 @@ describe("Backend failures", () => {
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "an exit during start-up says why, with the backend's stderr",
     () =>
       Effect.gen(function* () {
@@ -308,7 +308,7 @@ describe("Backend failures", () => {
 describe("Backend shutdown", () => {
   const startIn = (scope: Scope.Scope, flags: ReadonlyArray<string>, killGraceMs: number) =>
     Effect.gen(function* () {
-      const backend = yield* Backend.make(fixtureBackend("fx", flags), { killGraceMs }).pipe(Scope.extend(scope))
+      const backend = yield* Backend.make(fixtureBackend("fx", flags), { killGraceMs }).pipe(Scope.provide(scope))
       const { pid, childPid } = structured(yield* backend.callTool("pid", {}))
       expect(pid).toBe(backend.pid)
       expect(isAlive(pid)).toBe(true)
@@ -368,7 +368,7 @@ describe("Backend shutdown", () => {
       Effect.gen(function* () {
         const scope = yield* Scope.make()
         const { backend } = yield* startIn(scope, [], 1_000)
-        const call = yield* Effect.fork(Effect.flip(backend.callTool("hang", {})))
+        const call = yield* Effect.forkChild(Effect.flip(backend.callTool("hang", {})))
         yield* Effect.sleep(50)
         yield* Scope.close(scope, Exit.void)
         const error = yield* Fiber.join(call)
@@ -380,7 +380,7 @@ describe("Backend shutdown", () => {
 })
 
 describe("Backend with the real server-filesystem", () => {
-  it.scopedLive(
+  it.live(
     "reads, writes and lists inside its root; outside is an isError result",
     () =>
       Effect.gen(function* () {
@@ -412,7 +412,7 @@ describe("Backend with the real server-filesystem", () => {
 })
 
 describe("per-backend quirks (startupDelayMs, protocolVersion, a forgotten session, maxInstances)", () => {
-  it.scopedLive(
+  it.live(
     "startupDelayMs waits before the handshake",
     () =>
       Effect.gen(function* () {
@@ -423,7 +423,7 @@ describe("per-backend quirks (startupDelayMs, protocolVersion, a forgotten sessi
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "protocolVersion offers only that version, and a server that will not speak it fails for good",
     () =>
       Effect.gen(function* () {
@@ -443,7 +443,7 @@ describe("per-backend quirks (startupDelayMs, protocolVersion, a forgotten sessi
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "a server that answers 'not initialized' is initialized again, once, and the calls retried",
     () =>
       Effect.gen(function* () {
@@ -461,7 +461,7 @@ describe("per-backend quirks (startupDelayMs, protocolVersion, a forgotten sessi
     15_000
   )
 
-  it.scopedLive(
+  it.live(
     "maxInstances runs a pool: calls go to the least busy process, and one exit ends it",
     () =>
       Effect.gen(function* () {
@@ -469,7 +469,7 @@ describe("per-backend quirks (startupDelayMs, protocolVersion, a forgotten sessi
         expect(pool.address).toMatch(/^pid \d+, pid \d+, pid \d+$/)
         expect(pool.tools().length).toBe(FIXTURE_TOOL_COUNT)
         // Two slow calls keep two members busy: the next calls all go to the third, idle one.
-        const busy = yield* Effect.fork(
+        const busy = yield* Effect.forkChild(
           Effect.all([pool.callTool("slow", { ms: 3_000 }), pool.callTool("slow", { ms: 3_000 })], {
             concurrency: "unbounded"
           })
@@ -487,7 +487,7 @@ describe("per-backend quirks (startupDelayMs, protocolVersion, a forgotten sessi
         expect(new Set(spread.map((result) => structured(result).pid)).size).toBe(3)
         yield* pool.ping
         // One member crashing ends the pool (the supervisor starts a new one).
-        yield* Effect.either(pool.callTool("crash", {}))
+        yield* Effect.result(pool.callTool("crash", {}))
         const exit = yield* pool.exited
         expect(exit.description).toBe("exited with code 1")
       }),

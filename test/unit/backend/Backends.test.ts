@@ -14,21 +14,26 @@ const OPTIONS = { startupTimeoutMs: 10_000, requestTimeoutMs: 10_000 }
 const TEST_LAYER = Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 50, maxDelayMs: 200 } })
 
 /** The backends service, and the layer's internal requester beside it (what the gateway's forwarder holds). */
-type Under = Backends["Type"] & { readonly request: RequesterService["request"] }
+type Under = Backends["Service"] & { readonly request: RequesterService["request"] }
 const underOf = (context: Context.Context<Backends | BackendRequester>): Under => ({
   ...Context.get(context, Backends),
   request: Context.get(context, BackendRequester).request
 })
 
-/** Runs `body` with a fresh Backends whose backends all stop when it ends. */
+/**
+ * Runs `body` with a fresh Backends whose backends all stop when it ends (built `local`: Effect
+ * shares built layers between `provide`s otherwise).
+ */
 const withBackends = <A, E>(body: (backends: Under) => Effect.Effect<A, E, Scope.Scope>, layer = TEST_LAYER) =>
-  Effect.flatMap(Effect.context<Backends | BackendRequester>(), (context) => body(underOf(context))).pipe(Effect.provide(layer))
+  Effect.flatMap(Effect.context<Backends | BackendRequester>(), (context) => body(underOf(context))).pipe(
+    Effect.provide(layer, { local: true })
+  )
 
-const stateOf = (backends: Backends["Type"], id: string) =>
+const stateOf = (backends: Backends["Service"], id: string) =>
   Effect.map(backends.states, (states) => states.find((s) => s.id === id))
 
 /** Polls until backend `id` satisfies `check`, for at most `ms`. */
-const waitFor = (backends: Backends["Type"], id: string, check: (s: BackendStatus) => boolean, ms = 8_000) =>
+const waitFor = (backends: Backends["Service"], id: string, check: (s: BackendStatus) => boolean, ms = 8_000) =>
   Effect.promise(() =>
     until(
       `backend ${id} to reach the expected state`,
@@ -47,13 +52,14 @@ const subscribe = <A>(stream: Stream.Stream<A>) =>
     // Let the fiber subscribe before anything is published.
     yield* Effect.sleep(20)
     return {
-      next: (ms = 8_000) => Queue.take(queue).pipe(Effect.timeoutFail({ duration: ms, onTimeout: () => "nothing emitted" })),
+      next: (ms = 8_000) =>
+        Queue.take(queue).pipe(Effect.timeoutOrElse({ duration: ms, orElse: () => Effect.fail("nothing emitted") })),
       queue
     }
   })
 
 describe("Backends", () => {
-  it.scopedLive(
+  it.live(
     "starts every enabled backend and lists their tools in config order",
     () =>
       withBackends((backends) =>
@@ -96,7 +102,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "a failing backend does not affect another",
     () =>
       withBackends((backends) =>
@@ -124,7 +130,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "restarts a crashed backend; calls work again and toolsChanged tells",
     () =>
       withBackends((backends) =>
@@ -152,7 +158,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "gives up after the consecutive-failure cap",
     () =>
       withBackends(
@@ -163,7 +169,7 @@ describe("Backends", () => {
             const failed = yield* waitFor(backends, "flaky", (s) => s.state === "failed")
             expect(failed.restarts).toBe(2)
             expect(failed.lastError).toContain("gave up after 3 consecutive failures")
-            const seen = (yield* Queue.takeAll(statuses.queue)).pipe((chunk) => [...chunk].map((s) => s.state))
+            const seen = (yield* Queue.clear(statuses.queue)).map((s) => s.state)
             expect(seen).toEqual(["starting", "restarting", "restarting", "failed"])
           }),
         Backends.layerWith({ killGraceMs: 500, restart: { initialDelayMs: 20, maxConsecutiveFailures: 3 } })
@@ -171,7 +177,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "a backend that was healthy long enough starts counting failures afresh",
     () =>
       withBackends(
@@ -198,7 +204,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "a server that dies of server/discover is restarted without it, in the session era",
     () =>
       withBackends((backends) =>
@@ -212,13 +218,13 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "a slow backend past startupTimeout becomes ready later and toolsChanged emits",
     () =>
       withBackends((backends) =>
         Effect.gen(function* () {
           const changes = yield* subscribe(backends.toolsChanged)
-          yield* Queue.takeAll(changes.queue)
+          yield* Queue.clear(changes.queue)
           const started = Date.now()
           // The timeout leaves a node process on a loaded CI machine room to start (400 ms did not);
           // the slow backend's delay is well past it.
@@ -234,7 +240,7 @@ describe("Backends", () => {
           const notReady = yield* Effect.flip(backends.request("slow", "tools/list", {}))
           expect(notReady.message).toBe("Backend 'slow' failed: still starting")
 
-          yield* Queue.takeAll(changes.queue)
+          yield* Queue.clear(changes.queue)
           yield* changes.next(10_000)
           expect((yield* backends.tools).map((t) => t.backendId)).toEqual(["quick", "slow"])
         })
@@ -242,7 +248,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "relays backend notifications with the backend id",
     () =>
       withBackends((backends) =>
@@ -272,7 +278,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "stopAll during start-up stops a backend that is still starting",
     () =>
       withBackends((backends) =>
@@ -305,7 +311,9 @@ describe("Backends", () => {
         expect(pids.every(isAlive)).toBe(true)
 
         // A call in flight fails when its backend is stopped.
-        const hanging = yield* Effect.fork(Effect.flip(backends.request("one", "tools/call", { name: "hang", arguments: {} })))
+        const hanging = yield* Effect.forkChild(
+          Effect.flip(backends.request("one", "tools/call", { name: "hang", arguments: {} }))
+        )
         yield* Effect.sleep(50)
         yield* backends.stopAll
         expect((yield* Fiber.join(hanging)).reason).toBe("crashed")
@@ -334,7 +342,7 @@ describe("Backends", () => {
     20_000
   )
 
-  it.scopedLive(
+  it.live(
     "applies a new set as a difference: added start, removed stop (calls in flight: backend removed), changed restart, the rest keep their process",
     () =>
       withBackends((backends) =>
@@ -345,7 +353,7 @@ describe("Backends", () => {
           const removed = fixtureBackend("removed")
           yield* backends.start([same, exposed, changed, removed], OPTIONS)
           const before = new Map((yield* backends.states).map((s) => [s.id, s.pid]))
-          const inFlight = yield* Effect.fork(
+          const inFlight = yield* Effect.forkChild(
             Effect.flip(backends.request("removed", "tools/call", { name: "slow", arguments: { ms: 10_000 } }))
           )
           yield* Effect.sleep(100)
@@ -375,7 +383,7 @@ describe("Backends", () => {
     30_000
   )
 
-  it.scopedLive("applies nothing before the first start, and nothing after stopAll", () =>
+  it.live("applies nothing before the first start, and nothing after stopAll", () =>
     withBackends((backends) =>
       Effect.gen(function* () {
         expect(yield* backends.apply([fixtureBackend("early")])).toEqual({ added: [], removed: [], restarted: [], reexposed: [] })
@@ -395,7 +403,7 @@ describe("Backends", () => {
 })
 
 describe("the two idle states", () => {
-  it.scopedLive(
+  it.live(
     'a remembered backend not started yet is idle "remembered"; one stopped after idleMs is idle "stopped", with when',
     () =>
       Effect.gen(function* () {
@@ -443,7 +451,7 @@ describe("heartbeats (healthCheck)", () => {
   const pidOf = (backends: Under, id: string) =>
     Effect.map(backends.request(id, "tools/call", { name: "pid", arguments: {} }), (r) => structured(r).pid as number)
 
-  it.scopedLive("a backend alive but no longer answering (frozen, pipes open) is restarted after `failures` silent pings", () =>
+  it.live("a backend alive but no longer answering (frozen, pipes open) is restarted after `failures` silent pings", () =>
     withBackends((backends) =>
       Effect.gen(function* () {
         yield* backends.start([fixtureBackend("fx", [], { healthCheck: FAST })], OPTIONS)
@@ -462,7 +470,7 @@ describe("heartbeats (healthCheck)", () => {
     )
   )
 
-  it.scopedLive("a server without ping (-32601) counts as alive; a busy backend is never pinged, a quiet one is", () =>
+  it.live("a server without ping (-32601) counts as alive; a busy backend is never pinged, a quiet one is", () =>
     withBackends((backends) =>
       Effect.gen(function* () {
         yield* backends.start(

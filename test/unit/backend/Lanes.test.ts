@@ -4,7 +4,8 @@
  * opened again; closing a backend's lanes closes their connections; a missing sign-in says whose.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import type { Backend } from "../../../src/backend/Contract.js"
 import * as Lanes from "../../../src/backend/Lanes.js"
 import { BackendError } from "../../../src/protocol/Errors.js"
@@ -43,7 +44,7 @@ const setUp = Effect.gen(function* () {
 })
 
 describe("lanes", () => {
-  it.scoped("one lane per user, reused by their requests, each answering as its own user", () =>
+  it.effect("one lane per user, reused by their requests, each answering as its own user", () =>
     Effect.gen(function* () {
       const { lanes, opened } = yield* setUp
       expect(yield* lanes.request("crm", "alice", "tools/call", {})).toEqual({ method: "tools/call", subject: "alice" })
@@ -55,7 +56,7 @@ describe("lanes", () => {
     })
   )
 
-  it.scoped("a subject holding a NUL is its own user: never another's lane (the key is a structure, not a joined string)", () =>
+  it.effect("a subject holding a NUL is its own user: never another's lane (the key is a structure, not a joined string)", () =>
     Effect.gen(function* () {
       const { lanes, opened } = yield* setUp
       yield* lanes.request("crm", "alice", "tools/call", {})
@@ -68,7 +69,7 @@ describe("lanes", () => {
     })
   )
 
-  it.scoped("a lane that could not open says whose sign-in is missing, and is tried afresh by the next request", () =>
+  it.effect("a lane that could not open says whose sign-in is missing, and is tried afresh by the next request", () =>
     Effect.gen(function* () {
       const { lanes, opened, refuse } = yield* setUp
       refuse.add("carol")
@@ -82,7 +83,7 @@ describe("lanes", () => {
     })
   )
 
-  it.scoped("a lane that ended by itself is closed and opened again; an idle one closes after its time", () =>
+  it.effect("a lane that ended by itself is closed and opened again; an idle one closes after its time", () =>
     Effect.gen(function* () {
       const { lanes, opened, closed, exits } = yield* setUp
       yield* lanes.request("crm", "alice", "tools/call", {})
@@ -99,13 +100,13 @@ describe("lanes", () => {
     })
   )
 
-  it.scoped("closing a backend's lanes closes each user's connection to it, and no other backend's", () =>
+  it.effect("closing a backend's lanes closes each user's connection to it, and no other backend's", () =>
     Effect.gen(function* () {
       const { lanes, closed } = yield* setUp
       yield* lanes.request("crm", "alice", "tools/call", {})
       yield* lanes.request("crm", "bob", "tools/call", {})
       yield* lanes.request("wiki", "alice", "tools/call", {})
-      const closing = yield* Effect.fork(lanes.close("crm"))
+      const closing = yield* Effect.forkChild(lanes.close("crm"))
       yield* Fiber.join(closing)
       expect([...closed].sort()).toEqual(["alice", "bob"])
       expect(yield* lanes.users("wiki")).toEqual(["alice"])

@@ -37,7 +37,7 @@ const remembered = (configs: ReadonlyArray<BackendConfig>, startupTimeoutMs: num
 /** A Backends with `startSlots` slots and quick restarts, for the body's scope. */
 const withBackends = <A, E>(
   startSlots: number,
-  body: (backends: Backends["Type"], request: BackendRequester["Type"]["request"]) => Effect.Effect<A, E>
+  body: (backends: Backends["Service"], request: BackendRequester["Service"]["request"]) => Effect.Effect<A, E>
 ) =>
   Effect.flatMap(Effect.context<Backends | BackendRequester>(), (context) =>
     body(Context.get(context, Backends), Context.get(context, BackendRequester).request)
@@ -45,7 +45,7 @@ const withBackends = <A, E>(
     Effect.provide(Backends.layerWith({ killGraceMs: 300, startSlots, restart: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }))
   )
 
-const stateOf = (backends: Backends["Type"], id: string) =>
+const stateOf = (backends: Backends["Service"], id: string) =>
   Effect.map(backends.states, (states) => states.find((s) => s.id === id))
 
 describe("starts on use", () => {
@@ -59,7 +59,7 @@ describe("starts on use", () => {
           expect((yield* backends.states).map((s) => s.state)).toEqual(["idle", "idle"])
           const before = new Set(descendants(process.pid))
           const started = () => descendants(process.pid).filter((pid) => !before.has(pid))
-          const calls = yield* Effect.fork(
+          const calls = yield* Effect.forkChild(
             Effect.all([request("alpha", "tools/call", { name: "echo" }), request("beta", "tools/call", { name: "echo" })], {
               concurrency: "unbounded"
             })
@@ -117,7 +117,7 @@ describe("starts on use", () => {
             const configs = [fixtureBackend("stuck", [...args])]
             yield* backends.start(configs, yield* remembered(configs, 1_000))
             const before = new Set(descendants(process.pid))
-            const call = yield* Effect.fork(Effect.flip(request("stuck", "tools/call", { name: "echo" })))
+            const call = yield* Effect.forkChild(Effect.flip(request("stuck", "tools/call", { name: "echo" })))
             const pid = yield* Effect.promise(() =>
               until("its process", () => descendants(process.pid).find((p) => !before.has(p)), 20_000)
             )

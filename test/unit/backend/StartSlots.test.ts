@@ -9,7 +9,7 @@ import { StartSlots } from "../../../src/backend/StartSlots.js"
 
 /** A start that notes when it runs, then waits for `gate`. */
 const startNoting = (order: Array<string>, name: string, gate: Deferred.Deferred<void>) =>
-  Effect.zipRight(
+  Effect.andThen(
     Effect.sync(() => order.push(name)),
     Deferred.await(gate)
   )
@@ -17,7 +17,7 @@ const startNoting = (order: Array<string>, name: string, gate: Deferred.Deferred
 /** Yields until `check` holds (a bounded number of turns: the slots move in the same fibers). */
 const settle = (check: () => boolean) =>
   Effect.gen(function* () {
-    for (let i = 0; i < 1_000 && !check(); i++) yield* Effect.yieldNow()
+    for (let i = 0; i < 1_000 && !check(); i++) yield* Effect.yieldNow
     expect(check()).toBe(true)
   })
 
@@ -28,7 +28,7 @@ describe("StartSlots", () => {
       const order: Array<string> = []
       const gates = yield* Effect.forEach([0, 1, 2, 3], () => Deferred.make<void>())
       const fibers = yield* Effect.forEach(gates, (gate, i) =>
-        Effect.fork(slots.with(false, 60_000, startNoting(order, `s${i}`, gate)))
+        Effect.forkChild(slots.with(false, 60_000, startNoting(order, `s${i}`, gate)))
       )
       yield* settle(() => order.length === 2 && slots.waiting() === 2)
       yield* Deferred.succeed(gates[0]!, undefined)
@@ -47,11 +47,11 @@ describe("StartSlots", () => {
       const gate = yield* Deferred.make<void>()
       const open = yield* Deferred.make<void>()
       yield* Deferred.succeed(open, undefined)
-      const first = yield* Effect.fork(slots.with(false, 60_000, startNoting(order, "first", gate)))
+      const first = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "first", gate)))
       yield* settle(() => order.length === 1)
-      const background = yield* Effect.fork(slots.with(false, 60_000, startNoting(order, "background", open)))
+      const background = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "background", open)))
       yield* settle(() => slots.waiting() === 1)
-      const waitedFor = yield* Effect.fork(slots.with(true, 60_000, startNoting(order, "waited for", open)))
+      const waitedFor = yield* Effect.forkChild(slots.with(true, 60_000, startNoting(order, "waited for", open)))
       yield* settle(() => slots.waiting() === 2)
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.joinAll([first, background, waitedFor])
@@ -66,11 +66,11 @@ describe("StartSlots", () => {
       const gate = yield* Deferred.make<void>()
       const open = yield* Deferred.make<void>()
       yield* Deferred.succeed(open, undefined)
-      const first = yield* Effect.fork(slots.with(false, 60_000, startNoting(order, "first", gate)))
+      const first = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "first", gate)))
       yield* settle(() => order.length === 1)
       const [a, b] = [{ id: "a" }, { id: "b" }]
       const queued = yield* Effect.forEach([a, b], (owner) =>
-        Effect.fork(slots.with(false, 60_000, startNoting(order, owner.id, open), owner))
+        Effect.forkChild(slots.with(false, 60_000, startNoting(order, owner.id, open), owner))
       )
       yield* settle(() => slots.waiting() === 2)
       slots.hurry(b)
@@ -87,7 +87,7 @@ describe("StartSlots", () => {
       const never = yield* Deferred.make<void>()
       const open = yield* Deferred.make<void>()
       yield* Deferred.succeed(open, undefined)
-      const hung = yield* Effect.fork(slots.with(false, 50, startNoting(order, "hung", never)))
+      const hung = yield* Effect.forkChild(slots.with(false, 50, startNoting(order, "hung", never)))
       yield* settle(() => order.length === 1)
       // Waits for the hung one's hold to end, not for the hung one.
       yield* slots.with(true, 50, startNoting(order, "next", open))
@@ -106,10 +106,10 @@ describe("StartSlots", () => {
       const gate = yield* Deferred.make<void>()
       const open = yield* Deferred.make<void>()
       yield* Deferred.succeed(open, undefined)
-      const first = yield* Effect.fork(slots.with(false, 60_000, startNoting(order, "first", gate)))
+      const first = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "first", gate)))
       yield* settle(() => order.length === 1)
-      const givenUp = yield* Effect.fork(slots.with(true, 60_000, startNoting(order, "given up", open)))
-      const next = yield* Effect.fork(slots.with(false, 60_000, startNoting(order, "next", open)))
+      const givenUp = yield* Effect.forkChild(slots.with(true, 60_000, startNoting(order, "given up", open)))
+      const next = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "next", open)))
       yield* settle(() => slots.waiting() === 2)
       yield* Fiber.interrupt(givenUp)
       expect(slots.waiting()).toBe(1)

@@ -5,7 +5,7 @@
  * missing (a clean worktree sharing node_modules ran its tests against that).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
 import { ROOT } from "../../support/stdioClient.js"
 
@@ -18,5 +18,13 @@ describe("the build", () => {
     expect(inside.startsWith("..")).toBe(false)
     const { files } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { files: Array<string> }
     expect(files).toContain(`!${join(compilerOptions.outDir, inside)}`)
+  })
+
+  it("records the sources' hash it was built from inside dist/, and the package leaves it out", () => {
+    // In node_modules it was one record for every checkout sharing them: a worktree's build made
+    // another's `npm start` (and the tests that run it) rebuild that one's dist/ under its tests.
+    expect(existsSync(join(ROOT, "dist", ".source-hash"))).toBe(true)
+    const { files } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { files: Array<string> }
+    expect(files).toContain("!dist/.source-hash")
   })
 })

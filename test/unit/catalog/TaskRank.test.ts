@@ -132,7 +132,7 @@ describe("the offer for a task", () => {
     expect(names()).not.toContain("weather__get_weather")
     expect(offer.follow?.(["weather__get_weather", "no__such_tool", names()[0]!])).toEqual(["weather__get_weather"])
     expect(names()).toContain("weather__get_weather")
-    expect(offer.plan("weather__get_weather", { city: "Paris" })._tag).toBe("Right")
+    expect(offer.plan("weather__get_weather", { city: "Paris" })._tag).toBe("Success")
   })
 
   it("lists the tools not offered by server, within a budget, saying how many more", () => {

@@ -68,7 +68,7 @@ describe("the terminal's answer to a confirmation", () => {
     const form = { message: "Your name?", requestedSchema: { type: "object", properties: { name: { type: "string" } } } }
     expect(await Effect.runPromise(askOn(terminal)("elicitation/create", form))).toEqual({ action: "decline" })
     expect(written).not.toContain("Run it? [y/N] ")
-    const sampled = await Effect.runPromise(Effect.either(askOn(terminal)("sampling/createMessage", {})))
-    expect(sampled._tag === "Left" && sampled.left.code).toBe(-32601)
+    const sampled = await Effect.runPromise(Effect.result(askOn(terminal)("sampling/createMessage", {})))
+    expect(sampled._tag === "Failure" && sampled.failure.code).toBe(-32601)
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Exit, Option, Redacted } from "effect"
+import { Effect, Result, Exit, Option, Redacted } from "effect"
 import { execFileSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { tempDir } from "../../support/stdioClient.js"
@@ -26,14 +26,14 @@ import * as Secrets from "../../../src/observability/Secrets.js"
 const tmp = () => tempDir("agentify-config-")
 
 const issuesOf = (input: unknown) =>
-  Either.match(decodeOptions(input, "initializationOptions"), {
-    onLeft: (e) => e.issues,
-    onRight: () => [] as ReadonlyArray<string>
+  Result.match(decodeOptions(input, "initializationOptions"), {
+    onFailure: (e) => e.issues,
+    onSuccess: () => [] as ReadonlyArray<string>
   })
 
 describe("GatewayOptions decoding", () => {
   it("applies BackendConfig defaults", () => {
-    const options = Either.getOrThrow(decodeOptions({ backends: [{ id: "fs", command: "node" }] }, "x"))
+    const options = Result.getOrThrow(decodeOptions({ backends: [{ id: "fs", command: "node" }] }, "x"))
     expect(options.backends).toEqual([{ id: "fs", command: "node", args: [], env: {}, enabled: true, restartOnCrash: true }])
   })
 
@@ -54,7 +54,7 @@ describe("GatewayOptions decoding", () => {
   })
 
   it("a backend's roots: absolute paths and file:// URIs become MCP roots; anything else is refused with its path", () => {
-    const options = Either.getOrThrow(
+    const options = Result.getOrThrow(
       decodeOptions(
         {
           backends: [
@@ -101,7 +101,7 @@ describe("GatewayOptions decoding", () => {
   })
 
   it("turns the Claude Desktop / Cursor mcpServers shape into stdio backends", () => {
-    const options = Either.getOrThrow(
+    const options = Result.getOrThrow(
       decodeOptions(
         {
           mcpServers: {
@@ -127,7 +127,7 @@ describe("GatewayOptions decoding", () => {
   })
 
   it("client files as they are: names with spaces or dots become ids (kept for display), remote entries, VS Code's servers", () => {
-    const options = Either.getOrThrow(
+    const options = Result.getOrThrow(
       decodeOptions(
         {
           mcpServers: {
@@ -161,7 +161,7 @@ describe("GatewayOptions decoding", () => {
       enabled: true
     })
 
-    const vscode = Either.getOrThrow(
+    const vscode = Result.getOrThrow(
       decodeOptions({ inputs: [], servers: { "fs tools": { type: "stdio", command: "node", args: ["x"] } } }, "config file")
     )
     expect(vscode.backends?.map((b) => [b.id, b.displayName, b.command])).toEqual([["fs_tools", "fs tools", "node"]])
@@ -183,7 +183,7 @@ describe("GatewayOptions decoding", () => {
   it("${env:NAME} and ${NAME} in args, env and cwd come from the gateway's environment; an unset one refuses the backend", () => {
     const file = {
       path: "/etc/agentify.json",
-      options: Either.getOrThrow(
+      options: Result.getOrThrow(
         decodeOptions(
           {
             backends: [
@@ -219,7 +219,7 @@ describe("GatewayOptions decoding", () => {
       // `${env:configDir}` is a variable of the environment, as any `${env:NAME}`.
       { id: "envvar", command: "x", args: ["${env:configDir}"] }
     ]
-    const options = Either.getOrThrow(decodeOptions({ backends }, "config file"))
+    const options = Result.getOrThrow(decodeOptions({ backends }, "config file"))
     const config = resolve({
       env: { configDir: "from-env" },
       cwd: "/started/here",
@@ -233,7 +233,7 @@ describe("GatewayOptions decoding", () => {
     })
     expect(config.backends[1]!.args).toEqual(["from-env"])
     // initializationOptions (and the embedded default) have no file: the directory the gateway runs in.
-    const init = Either.getOrThrow(decodeOptions({ backends }, "initializationOptions"))
+    const init = Result.getOrThrow(decodeOptions({ backends }, "initializationOptions"))
     const fromClient = resolve({ env: {}, cwd: "/started/here", file: { path: "/proj/conf/agentify.json", options } }, init)
     expect(fromClient.backends[0]).toMatchObject({ command: "/started/here/bin/server", cwd: "/started/here/work" })
   })
@@ -241,7 +241,7 @@ describe("GatewayOptions decoding", () => {
   it("an unset variable is named with the key that uses it, and the message survives the scrubber (names are not secrets)", () => {
     const file = {
       path: "/etc/agentify.json",
-      options: Either.getOrThrow(
+      options: Result.getOrThrow(
         decodeOptions(
           {
             backends: [
@@ -282,7 +282,7 @@ describe("GatewayOptions decoding", () => {
 describe("every client's config file, as its documentation shows it", () => {
   const CONFIGS = new URL("../../fixtures/configs/", import.meta.url).pathname
   const load = (name: string, env: Record<string, string> = {}) => {
-    const file = Either.getOrThrow(readConfigFile(join(CONFIGS, name)))
+    const file = Result.getOrThrow(readConfigFile(join(CONFIGS, name)))
     return resolve({ env, cwd: "/tmp", file }).backends
   }
   const summary = (backends: ReadonlyArray<BackendConfig>) =>
@@ -293,11 +293,11 @@ describe("every client's config file, as its documentation shows it", () => {
     const file = join(dir, "broken.json")
     writeFileSync(file, '{\n  // a comment\n  "mcpServers": {\n    "fs": { "command": "node" "args": [] }\n  }\n}\n')
     const read = readConfigFile(file)
-    expect(Either.isLeft(read) && read.left.message).toBe(`Config file is not valid JSON: ${file}:4:31: ',' was expected`)
+    expect(Result.isFailure(read) && read.failure.message).toBe(`Config file is not valid JSON: ${file}:4:31: ',' was expected`)
     // Two problems: both named, each where it is.
     writeFileSync(file, '{"backends": [ {"id": "a" "command": "x"}, {"id": }] }')
     const two = readConfigFile(file)
-    expect(Either.isLeft(two) && two.left.message).toBe(
+    expect(Result.isFailure(two) && two.failure.message).toBe(
       `Config file is not valid JSON: ${file}:1:27: ',' was expected; ${file}:1:51: a value was expected`
     )
   })
@@ -370,7 +370,7 @@ describe("every client's config file, as its documentation shows it", () => {
     expect(Secrets.scrub("plain-token-123456 and ghp-seed-002-token")).toBe("<redacted> and <redacted>")
     // One MCPConfig alone is a file too; a bad auth is named.
     expect(
-      Either.getOrThrow(decodeOptions({ serverName: "one", transport: "sse", connection: { url: "http://h/sse" } }, "x")).backends
+      Result.getOrThrow(decodeOptions({ serverName: "one", transport: "sse", connection: { url: "http://h/sse" } }, "x")).backends
     ).toMatchObject([{ id: "one", type: "sse", url: "http://h/sse" }])
     expect(issuesOf({ serverName: "one", connection: { url: "http://h/mcp" }, auth: { type: "oauth" } })).toEqual([
       "one.auth.type: must be bearer or none"
@@ -416,7 +416,7 @@ describe("every client's config file, as its documentation shows it", () => {
 })
 
 describe("precedence", () => {
-  const fileOptions = Either.getOrThrow(
+  const fileOptions = Result.getOrThrow(
     decodeOptions(
       { OPENAI_API_KEY: "sk-file-0000", model: "file-model", logLevel: "warn", backends: [{ id: "file", command: "x" }] },
       "config file"
@@ -437,7 +437,7 @@ describe("precedence", () => {
 
   it("initializationOptions > file > env > default, but the env key beats both", () => {
     const env = { OPENAI_API_KEY: "sk-env-1111", OPENAI_MODEL: "env-model", LOG_LEVEL: "debug" }
-    const init = Either.getOrThrow(
+    const init = Result.getOrThrow(
       decodeOptions({ OPENAI_API_KEY: "sk-init-2222", model: "init-model", backends: [{ id: "init", command: "y" }] }, "x")
     )
     const fromAll = resolve({ env, file: { path: "/f.json", options: fileOptions } }, init)
@@ -472,7 +472,7 @@ describe("precedence", () => {
   })
 
   it("backend env values and --token arguments never print", () => {
-    const init = Either.getOrThrow(
+    const init = Result.getOrThrow(
       decodeOptions(
         {
           backends: [{ id: "gh", command: "srv", args: ["--token", "tok-abcdef-123"], env: { GITHUB_TOKEN: "ghp-env-value-77" } }]
@@ -574,29 +574,29 @@ describe("start-up sources", () => {
     const dir = tmp()
     const fifo = join(dir, "fifo")
     execFileSync("mkfifo", [fifo])
-    expect(Either.getLeft(readConfigFile(fifo)).pipe(Option.getOrThrow).message).toMatch(/not a regular file/)
-    expect(Either.getLeft(readConfigFile("/dev/zero")).pipe(Option.getOrThrow).message).toMatch(/not a regular file/)
-    expect(Either.getLeft(readConfigFile(dir)).pipe(Option.getOrThrow).message).toMatch(/is a directory/)
+    expect(Result.getFailure(readConfigFile(fifo)).pipe(Option.getOrThrow).message).toMatch(/not a regular file/)
+    expect(Result.getFailure(readConfigFile("/dev/zero")).pipe(Option.getOrThrow).message).toMatch(/not a regular file/)
+    expect(Result.getFailure(readConfigFile(dir)).pipe(Option.getOrThrow).message).toMatch(/is a directory/)
     const big = join(dir, "big.json")
     writeFileSync(big, " ".repeat(MAX_CONFIG_FILE_BYTES + 1))
-    expect(Either.getLeft(readConfigFile(big)).pipe(Option.getOrThrow).message).toMatch(/more than the \d+ allowed/)
+    expect(Result.getFailure(readConfigFile(big)).pipe(Option.getOrThrow).message).toMatch(/more than the \d+ allowed/)
   })
 
   it("reads a config file in either shape", () => {
     const dir = tmp()
     const file = join(dir, "c.json")
     writeFileSync(file, JSON.stringify({ mcpServers: { memory: { command: "npx", args: ["-y", "m"] } } }))
-    const read = Either.getOrThrow(readConfigFile(file))
+    const read = Result.getOrThrow(readConfigFile(file))
     expect(read.options.backends?.[0]?.id).toBe("memory")
   })
 
   it("explains an unreadable, non-JSON or invalid config file", () => {
     const dir = tmp()
-    expect(Either.getLeft(readConfigFile(join(dir, "missing.json"))).pipe(Option.getOrThrow).message).toMatch(/no such file/)
+    expect(Result.getFailure(readConfigFile(join(dir, "missing.json"))).pipe(Option.getOrThrow).message).toMatch(/no such file/)
     writeFileSync(join(dir, "bad.json"), "{ nope")
-    expect(Either.getLeft(readConfigFile(join(dir, "bad.json"))).pipe(Option.getOrThrow).message).toMatch(/not valid JSON/)
+    expect(Result.getFailure(readConfigFile(join(dir, "bad.json"))).pipe(Option.getOrThrow).message).toMatch(/not valid JSON/)
     writeFileSync(join(dir, "invalid.json"), JSON.stringify({ backends: [{ id: "a" }, { id: "a", command: "x" }] }))
-    const message = Either.getLeft(readConfigFile(join(dir, "invalid.json"))).pipe(Option.getOrThrow).message
+    const message = Result.getFailure(readConfigFile(join(dir, "invalid.json"))).pipe(Option.getOrThrow).message
     expect(message).toContain("backends[0].command: is required")
   })
 
@@ -654,7 +654,7 @@ describe("hostile and careless config documents", () => {
   })
 
   it("keys other MCP clients write are accepted and reported as ignored", () => {
-    const options = Either.getOrThrow(
+    const options = Result.getOrThrow(
       decodeOptions(
         { mcpServers: { m: { command: "x", autoApprove: ["a"], alwaysAllow: [], timeout: 5, disabled: false } } },
         "x"
@@ -665,7 +665,7 @@ describe("hostile and careless config documents", () => {
   })
 
   it("reads other clients' tool filters (includeTools, excludeTools, disabledTools) as allowTools and denyTools", () => {
-    const options = Either.getOrThrow(
+    const options = Result.getOrThrow(
       decodeOptions(
         {
           mcpServers: {
@@ -709,7 +709,7 @@ describe("hostile and careless config documents", () => {
 
 describe("exposure and profiles in the configuration", () => {
   it("accepts the exposure keys on backends and server-map entries, and profiles", () => {
-    const options = Either.getOrThrow(
+    const options = Result.getOrThrow(
       decodeOptions(
         {
           mcpServers: { files: { command: "node", allowTools: ["read_*"], namespace: false } },
@@ -800,7 +800,7 @@ describe("exposure and profiles in the configuration", () => {
     const file = join(dir, "c.json")
     writeFileSync(file, JSON.stringify({ backends: [{ id: "fs", command: "x" }], profiles: { p: { backends: ["fs", "nope"] } } }))
     const loaded = load({ configPath: file }, {})
-    expect(Either.isLeft(loaded) && loaded.left).toContain("profiles.p.backends: no backend 'nope' (there are: fs)")
+    expect(Result.isFailure(loaded) && loaded.failure).toContain("profiles.p.backends: no backend 'nope' (there are: fs)")
     const refused = Effect.runSync(
       Effect.flip(
         Effect.flatMap(GatewayConfig, (c) =>
@@ -815,18 +815,18 @@ describe("exposure and profiles in the configuration", () => {
     const dir = tmp()
     const file = join(dir, "c.json")
     writeFileSync(file, JSON.stringify({ backends: [{ id: "one", command: "x" }] }))
-    const sources = { env: {}, file: Either.getOrThrow(readConfigFile(file)), disk: { configPath: file } }
+    const sources = { env: {}, file: Result.getOrThrow(readConfigFile(file)), disk: { configPath: file } }
     const ids = Effect.runSync(
       Effect.gen(function* () {
         const config = yield* GatewayConfig
         writeFileSync(file, JSON.stringify({ backends: [{ id: "two", command: "x" }] }))
-        const candidate = Either.getOrThrow(yield* config.candidate)
+        const candidate = Result.getOrThrow(yield* config.candidate)
         const before = (yield* config.current).backends.map((b) => b.id)
         yield* config.replace(candidate)
         const after = (yield* config.current).backends.map((b) => b.id)
         writeFileSync(file, "{ broken")
         const refused = yield* config.candidate
-        return { before, after, refused: Either.isLeft(refused) ? refused.left : "" }
+        return { before, after, refused: Result.isFailure(refused) ? refused.failure : "" }
       }).pipe(Effect.provide(GatewayConfig.layer(sources)))
     )
     expect(ids.before).toEqual(["one"])

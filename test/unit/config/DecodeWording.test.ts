@@ -1,11 +1,11 @@
 /** How a configuration's mistakes read: one line per mistake, naming what would be right. */
-import { Either } from "effect"
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { decodeOptions } from "../../../src/config/Decode.js"
 
 const issuesOf = (given: unknown): ReadonlyArray<string> => {
   const decoded = decodeOptions(given, "config")
-  return Either.isLeft(decoded) ? decoded.left.issues : []
+  return Result.isFailure(decoded) ? decoded.failure.issues : []
 }
 
 describe("configuration mistakes, worded", () => {

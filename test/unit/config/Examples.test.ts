@@ -4,7 +4,7 @@
  * names exists), and the compose file runs the checkout's own build, never a package by name.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { isAbsolute, join, posix, relative } from "node:path"
 import { readConfigFile, resolve } from "../../../src/config/Config.js"
@@ -34,9 +34,9 @@ describe("the examples", () => {
     "%s: resolved from another directory, every path it names is beside it (${configDir}) and exists; nothing is fetched by name",
     (_, file) => {
       const read = readConfigFile(file)
-      if (Either.isLeft(read)) throw new Error(read.left.message)
+      if (Result.isFailure(read)) throw new Error(read.failure.message)
       const elsewhere = tempDir("agentify-examples-")
-      const config = resolve({ env: { PWD: elsewhere }, cwd: elsewhere, file: read.right })
+      const config = resolve({ env: { PWD: elsewhere }, cwd: elsewhere, file: read.success })
       for (const backend of config.backends) {
         expect(backend.refused).toBeUndefined()
         expect(backend.command).not.toBe("npx")

@@ -5,7 +5,7 @@
  * it publishes nothing with nobody listening, and that a session's notifications stay its own.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Layer, Queue } from "effect"
+import { Effect, Layer, PubSub } from "effect"
 import { type BackendConfigInput, GatewayConfig } from "../../../src/config/Config.js"
 import { type Event, Events } from "../../../src/observability/Events.js"
 import { Policies } from "../../../src/policy/Policies.js"
@@ -42,7 +42,7 @@ const connect = (id: string) =>
     const peer = yield* Caller.as({ session })(Peer.make(yield* gateway.open(session), { sessionId: id, events }))
     let nextId = 1
     const call = (method: string, params?: unknown) =>
-      Effect.async<Array<any>>((resume) => {
+      Effect.callback<Array<any>>((resume) => {
         const messages: Array<any> = []
         const requestId = nextId++
         peer.receiveValue(
@@ -60,7 +60,7 @@ const connect = (id: string) =>
   })
 
 describe("events hub", () => {
-  it.scopedLive("publishes client and backend messages both ways, backend states, sessions and log records", () =>
+  it.live("publishes client and backend messages both ways, backend states, sessions and log records", () =>
     Effect.gen(function* () {
       const events = yield* Events
       expect(events.active()).toBe(false)
@@ -72,7 +72,7 @@ describe("events hub", () => {
       // A crash and the restart that follows are backend states.
       yield* call("tools/call", { name: "fx__crash", arguments: {} })
       yield* Effect.sleep(1_500)
-      const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(queue)) as ReadonlyArray<Event>
+      const seen = (yield* PubSub.takeAll(queue)) as ReadonlyArray<Event>
       const tags = new Set(seen.map((e) => e._tag))
       expect([...tags].sort()).toEqual(["BackendCall", "BackendMessage", "BackendState", "ClientMessage", "Log", "Session"])
       // Each call's outcome: the echo answered, the crash failed.
@@ -101,7 +101,7 @@ describe("events hub", () => {
     }).pipe(Effect.provide(GatewayLive))
   )
 
-  it.scopedLive("with nobody subscribed, no producer builds an event: the hub costs nothing", () => {
+  it.live("with nobody subscribed, no producer builds an event: the hub costs nothing", () => {
     // A hub nobody listens to that counts what reaches it: producers must check `active()` first.
     const quiet = { reached: 0 }
     const QuietEvents = Layer.succeed(Events, {
@@ -140,7 +140,7 @@ describe("events hub", () => {
 })
 
 describe("sessions on one gateway", () => {
-  it.scopedLive("progress with the same token reaches only the session that asked; log messages go with the call", () =>
+  it.live("progress with the same token reaches only the session that asked; log messages go with the call", () =>
     Effect.gen(function* () {
       const a = yield* connect("a")
       const b = yield* connect("b")

@@ -4,15 +4,19 @@
  * a cancellation and a stop end a request differently, and the drain waits before it stops.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import * as Inbound from "../../../src/jsonrpc/Inbound.js"
 import { failure, type Id, type Response, success } from "../../../src/jsonrpc/JsonRpc.js"
 
 /** A reply that names how the request ended, so each ending can be told apart. */
 const naming = (id: Id, exit: Exit.Exit<string, string>, ending: Inbound.Ending): Response =>
-  Exit.isSuccess(exit)
-    ? success(id, exit.value)
-    : failure(id, { code: -32000, message: exit.cause._tag === "Fail" ? exit.cause.error : ending })
+  Exit.isSuccess(exit) ? success(id, exit.value) : failure(id, { code: -32000, message: failedWith(exit.cause) ?? ending })
+
+/** The error of a cause that is one failure and nothing else (Effect 4's causes are flat: a list of reasons). */
+const failedWith = (cause: Cause.Cause<string>): string | undefined => {
+  const [only, ...more] = cause.reasons
+  return only !== undefined && more.length === 0 && Cause.isFailReason(only) ? only.error : undefined
+}
 
 const engine = (duplicates: "refuse" | "allow", reply: Inbound.Options<string, string>["reply"] = naming) =>
   Effect.gen(function* () {
@@ -23,7 +27,7 @@ const engine = (duplicates: "refuse" | "allow", reply: Inbound.Options<string, s
   })
 
 describe("Inbound", () => {
-  it.scopedLive("a result, a failure and a cancellation each become one reply with the request's id", () =>
+  it.live("a result, a failure and a cancellation each become one reply with the request's id", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("refuse")
       const held = yield* Deferred.make<string>()
@@ -33,7 +37,7 @@ describe("Inbound", () => {
       expect(inbound.size()).toBe(1)
       expect(inbound.cancel(3)).toBe(true)
       expect(inbound.cancel(4)).toBe(false)
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* inbound.drain(1_000)
       expect(sent).toEqual([
         success(1, "one"),
@@ -44,7 +48,7 @@ describe("Inbound", () => {
     })
   )
 
-  it.scopedLive("an id in flight is refused (-32600) when duplicates are refused, and free again once replied to", () =>
+  it.live("an id in flight is refused (-32600) when duplicates are refused, and free again once replied to", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("refuse")
       const held = yield* Deferred.make<string>()
@@ -60,7 +64,7 @@ describe("Inbound", () => {
     })
   )
 
-  it.scopedLive("tolerated duplicates both run and reply; cancelling by id reaches the first", () =>
+  it.live("tolerated duplicates both run and reply; cancelling by id reaches the first", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("allow")
       const first = yield* Deferred.make<string>()
@@ -77,13 +81,13 @@ describe("Inbound", () => {
     })
   )
 
-  it.scopedLive("the drain lets requests finish within its grace, then stops the rest, each still replying", () =>
+  it.live("the drain lets requests finish within its grace, then stops the rest, each still replying", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("refuse")
       const quick = yield* Deferred.make<string>()
       inbound.run(1, 1, Deferred.await(quick), send)
       inbound.run(2, 2, Effect.never, send)
-      yield* Effect.fork(Effect.zipRight(Effect.yieldNow(), Deferred.succeed(quick, "in time")))
+      yield* Effect.forkChild(Effect.andThen(Effect.yieldNow, Deferred.succeed(quick, "in time")))
       yield* inbound.drain(50)
       expect(sent).toEqual([success(1, "in time"), failure(2, { code: -32000, message: "stopped" })])
     })
@@ -92,7 +96,7 @@ describe("Inbound", () => {
   it.live("closing the engine's scope stops what is in flight, and each request still gets its one reply", () =>
     Effect.gen(function* () {
       const scope = yield* Scope.make()
-      const { inbound, sent, send } = yield* Scope.extend(engine("refuse"), scope)
+      const { inbound, sent, send } = yield* Scope.provide(engine("refuse"), scope)
       inbound.run(1, 1, Effect.never, send)
       inbound.run(2, 2, Effect.never, send)
       yield* Scope.close(scope, Exit.void)
@@ -100,16 +104,16 @@ describe("Inbound", () => {
     })
   )
 
-  it.scopedLive("a policy that sends nothing for an ending sends nothing; `reply` still ends", () =>
+  it.live("a policy that sends nothing for an ending sends nothing; `reply` still ends", () =>
     Effect.gen(function* () {
       const { inbound, sent, send } = yield* engine("refuse", (id, exit, ending) =>
         ending === "cancelled" ? undefined : naming(id, exit, ending)
       )
       const held = yield* Deferred.make<string>()
-      const waiting = yield* Effect.fork(inbound.reply(9, 9, Deferred.await(held)))
-      yield* Effect.yieldNow()
+      const waiting = yield* Effect.forkChild(inbound.reply(9, 9, Deferred.await(held)))
+      yield* Effect.yieldNow
       inbound.cancel(9)
-      expect(yield* waiting.await).toEqual(Exit.succeed(undefined))
+      expect(yield* Fiber.await(waiting)).toEqual(Exit.succeed(undefined))
       inbound.run(10, 10, Effect.succeed("ten"), send)
       yield* inbound.drain(1_000)
       expect(sent).toEqual([success(10, "ten")])

@@ -386,7 +386,7 @@ describe("serve", () => {
         connect: Stdio.peer(testHandlers),
         maxFrameBytes: 1024,
         stop
-      }).pipe(Effect.fork)
+      }).pipe(Effect.forkChild)
       yield* Effect.sleep(50)
       yield* Deferred.succeed(stop, undefined)
       yield* Fiber.join(fiber).pipe(Effect.timeout(2_000))

@@ -27,7 +27,7 @@ const until = (check: () => boolean) =>
   })
 
 describe("Peer", () => {
-  it.scopedLive("answers each request once with its id unchanged (numbers and strings); a notification gets nothing", () =>
+  it.live("answers each request once with its id unchanged (numbers and strings); a notification gets nothing", () =>
     Effect.gen(function* () {
       const notified: Array<string> = []
       const { peer, sent, out } = yield* peerWith({
@@ -45,34 +45,30 @@ describe("Peer", () => {
     })
   )
 
-  it.scopedLive(
-    "a bad line gets -32700 with id null and the next request is served; a failure and a defect are replies too",
-    () =>
-      Effect.gen(function* () {
-        const { peer, sent, out } = yield* peerWith({
-          request: (request) =>
-            request.method === "fail"
-              ? Effect.fail(new MethodNotFound({ message: "Method not found: fail" }))
-              : request.method === "boom"
-                ? Effect.die(new Error("a bug"))
-                : Effect.succeed("ok"),
-          notification: () => Effect.void
-        })
-        peer.receive("{not json", out)
-        peer.receive('{"jsonrpc":"2.0","id":1,"method":"fail"}', out)
-        peer.receive('{"jsonrpc":"2.0","id":2,"method":"boom"}', out)
-        peer.receive('{"jsonrpc":"2.0","id":3,"method":"fine"}', out)
-        yield* until(() => sent.length === 4)
-        expect(sent.find((m) => m.id === null)).toMatchObject({ error: { code: -32700 } })
-        expect(repliesTo(sent, 1)).toEqual([
-          { jsonrpc: "2.0", id: 1, error: { code: -32601, message: "Method not found: fail" } }
-        ])
-        expect(repliesTo(sent, 2)[0].error.code).toBe(-32603)
-        expect(repliesTo(sent, 3)).toEqual([{ jsonrpc: "2.0", id: 3, result: "ok" }])
+  it.live("a bad line gets -32700 with id null and the next request is served; a failure and a defect are replies too", () =>
+    Effect.gen(function* () {
+      const { peer, sent, out } = yield* peerWith({
+        request: (request) =>
+          request.method === "fail"
+            ? Effect.fail(new MethodNotFound({ message: "Method not found: fail" }))
+            : request.method === "boom"
+              ? Effect.die(new Error("a bug"))
+              : Effect.succeed("ok"),
+        notification: () => Effect.void
       })
+      peer.receive("{not json", out)
+      peer.receive('{"jsonrpc":"2.0","id":1,"method":"fail"}', out)
+      peer.receive('{"jsonrpc":"2.0","id":2,"method":"boom"}', out)
+      peer.receive('{"jsonrpc":"2.0","id":3,"method":"fine"}', out)
+      yield* until(() => sent.length === 4)
+      expect(sent.find((m) => m.id === null)).toMatchObject({ error: { code: -32700 } })
+      expect(repliesTo(sent, 1)).toEqual([{ jsonrpc: "2.0", id: 1, error: { code: -32601, message: "Method not found: fail" } }])
+      expect(repliesTo(sent, 2)[0].error.code).toBe(-32603)
+      expect(repliesTo(sent, 3)).toEqual([{ jsonrpc: "2.0", id: 3, result: "ok" }])
+    })
   )
 
-  it.scopedLive("a batch is answered as one array of its requests' replies; an empty batch is -32600", () =>
+  it.live("a batch is answered as one array of its requests' replies; an empty batch is -32600", () =>
     Effect.gen(function* () {
       const { peer, sent, out } = yield* peerWith({
         request: (request) => Effect.succeed(request.id),
@@ -93,7 +89,7 @@ describe("Peer", () => {
     })
   )
 
-  it.scopedLive("notifications/cancelled interrupts the request, which still gets its one reply (-32800)", () =>
+  it.live("notifications/cancelled interrupts the request, which still gets its one reply (-32800)", () =>
     Effect.gen(function* () {
       const interrupted = yield* Deferred.make<void>()
       const { peer, sent, out } = yield* peerWith({
@@ -112,7 +108,7 @@ describe("Peer", () => {
     })
   )
 
-  it.scopedLive("drain waits for requests in flight, then cancels the rest, each still answered", () =>
+  it.live("drain waits for requests in flight, then cancels the rest, each still answered", () =>
     Effect.gen(function* () {
       const { peer, sent, out } = yield* peerWith({
         request: (request) => (request.method === "quick" ? Effect.as(Effect.sleep(20), "done") : Effect.never),
@@ -126,7 +122,7 @@ describe("Peer", () => {
     })
   )
 
-  it.scopedLive("an id still in flight is refused with -32600 naming it; the first request keeps its one reply", () =>
+  it.live("an id still in flight is refused with -32600 naming it; the first request keeps its one reply", () =>
     Effect.gen(function* () {
       const release = yield* Deferred.make<void>()
       const { peer, sent, out } = yield* peerWith({

@@ -36,8 +36,8 @@ describe("Requests", () => {
   it.live("a reply settles its request once: a second reply to the same id finds nothing", () =>
     Effect.gen(function* () {
       const { requests, sent } = recording()
-      const fiber = yield* Effect.fork(requests.request("tools/list", { a: 1 }))
-      yield* Effect.yieldNow()
+      const fiber = yield* Effect.forkChild(requests.request("tools/list", { a: 1 }))
+      yield* Effect.yieldNow
       expect(sent).toEqual([{ id: 1, method: "tools/list", params: { a: 1 }, route: undefined }])
       expect(requests.settle(1, { result: { tools: [] } })).toBe(true)
       expect(requests.settle(1, { result: "again" })).toBe(false)
@@ -49,9 +49,9 @@ describe("Requests", () => {
   it.live("an error reply fails the caller in the owner's words; ids are never reused", () =>
     Effect.gen(function* () {
       const { requests, sent } = recording()
-      const a = yield* Effect.fork(requests.request("a", undefined))
-      const b = yield* Effect.fork(requests.request("b", undefined))
-      yield* Effect.yieldNow()
+      const a = yield* Effect.forkChild(requests.request("a", undefined))
+      const b = yield* Effect.forkChild(requests.request("b", undefined))
+      yield* Effect.yieldNow
       expect(sent.map((s) => s.id)).toEqual([1, 2])
       requests.settle(2, { error: { code: -1, message: "no" } })
       requests.settle(1, { result: 1 })
@@ -75,8 +75,8 @@ describe("Requests", () => {
   it.live("a caller that goes away cancels its request on the route it chose, once", () =>
     Effect.gen(function* () {
       const { requests, cancelled } = recording()
-      const fiber = yield* Effect.fork(requests.request("ask", undefined, undefined, false, "post-7"))
-      yield* Effect.yieldNow()
+      const fiber = yield* Effect.forkChild(requests.request("ask", undefined, undefined, false, "post-7"))
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(fiber)
       expect(cancelled).toEqual([{ id: 1, reason: "caller left", route: "post-7" }])
       expect(requests.settle(1, { result: "late" })).toBe(false)
@@ -89,8 +89,8 @@ describe("Requests", () => {
       const { requests } = recording((method) => (method === "bad" ? new Failed("not sent") : undefined))
       expect(yield* Effect.exit(requests.request("bad", undefined))).toEqual(Exit.fail(new Failed("not sent")))
       expect(requests.size).toBe(0)
-      const waiting = yield* Effect.forEach([1, 2, 3], () => Effect.fork(requests.request("w", undefined)))
-      yield* Effect.yieldNow()
+      const waiting = yield* Effect.forEach([1, 2, 3], () => Effect.forkChild(requests.request("w", undefined)))
+      yield* Effect.yieldNow
       expect(requests.size).toBe(3)
       expect(yield* Effect.exit(requests.request("w4", undefined))).toEqual(Exit.fail(new Failed("w4: 3 wait")))
       requests.failAll((method) => new Failed(`${method}: peer gone`))
@@ -102,9 +102,9 @@ describe("Requests", () => {
   it.live("an ordered request's outcome waits until the notifications before its reply were relayed", () =>
     Effect.gen(function* () {
       const { requests } = recording()
-      const ordered = yield* Effect.fork(requests.request("call", undefined, undefined, true))
-      const plain = yield* Effect.fork(requests.request("other", undefined))
-      yield* Effect.yieldNow()
+      const ordered = yield* Effect.forkChild(requests.request("call", undefined, undefined, true))
+      const plain = yield* Effect.forkChild(requests.request("other", undefined))
+      yield* Effect.yieldNow
       requests.noteNotification()
       requests.noteNotification()
       requests.settle(1, { result: "ordered" })
@@ -112,7 +112,7 @@ describe("Requests", () => {
       expect(yield* Fiber.join(plain)).toBe("plain")
       requests.markRelayed()
       yield* Effect.sleep(5)
-      expect(ordered.unsafePoll()).toBeNull()
+      expect(ordered.pollUnsafe()).toBeUndefined()
       requests.markRelayed()
       expect(yield* Fiber.join(ordered)).toBe("ordered")
     })
@@ -121,9 +121,9 @@ describe("Requests", () => {
   it.live("a stopped relay releases what waits on it; a reply too large for its frame fails only its own request", () =>
     Effect.gen(function* () {
       const { requests } = recording()
-      const ordered = yield* Effect.fork(requests.request("call", undefined, undefined, true))
-      const other = yield* Effect.fork(requests.request("other", undefined))
-      yield* Effect.yieldNow()
+      const ordered = yield* Effect.forkChild(requests.request("call", undefined, undefined, true))
+      const other = yield* Effect.forkChild(requests.request("other", undefined))
+      yield* Effect.yieldNow
       requests.noteNotification()
       requests.settle(1, { result: "done" })
       requests.stopRelay()

@@ -3,7 +3,7 @@
  * initializationOptions change the level of the gateway it talks to, and nothing else.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, PubSub } from "effect"
 import * as Logging from "../../../src/observability/Logging.js"
 import * as EventsModule from "../../../src/observability/Events.js"
 import { Events } from "../../../src/observability/Events.js"
@@ -83,7 +83,7 @@ describe("optional services with a default (Context.Reference)", () => {
           const queue = yield* events.subscribe
           events.publish({ _tag: "Log", at: 0, level: "info", message: "heard" } as never)
           yield* Logging.applyLevel("error")
-          return { active: events.active(), heard: (yield* queue.take) as unknown }
+          return { active: events.active(), heard: (yield* PubSub.take(queue)) as unknown }
         })
       ).pipe(Effect.provide(Events.layer), Effect.provide(Logging.layer(capture().sink)))
     )

@@ -49,9 +49,7 @@ describe("Arguments.check", () => {
       const lines: Array<string> = []
       const logger = Logger.make(({ message }) => void lines.push(String(message)))
       const broken = { type: "object", properties: { a: { $ref: "#/definitions/missing" } } }
-      const checkBroken = Arguments.check("bad__tool", broken, { a: 1 }).pipe(
-        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
-      )
+      const checkBroken = Arguments.check("bad__tool", broken, { a: 1 }).pipe(Effect.provide(Logger.layer([logger])))
       expect(yield* checkBroken).toBeUndefined()
       expect(yield* checkBroken).toBeUndefined()
       expect(lines).toHaveLength(1)

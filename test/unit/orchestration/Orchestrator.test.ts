@@ -29,7 +29,7 @@ const gateway = (options: GatewayOptionsInput, rules: ReadonlyArray<ScriptRule>)
 /** The wire error an orchestration fails with, its params decoded where they enter (as the method table does). */
 const failureOf = (params: unknown) =>
   Effect.flatMap(Orchestrator, (o) =>
-    Effect.flip(Effect.flatMap(validateParams(params), (request) => o.orchestrate(request)))
+    Effect.flip(Effect.flatMap(Effect.fromResult(validateParams(params)), (request) => o.orchestrate(request)))
   ).pipe(Effect.map(toRpcError))
 
 const echo = fixtureBackend("echo") as BackendConfigInput
@@ -150,7 +150,7 @@ describe("orchestration codes, each from its real situation", () => {
           const orchestrator = yield* Orchestrator
           yield* orchestrator
             .orchestrate({ query: "say hello" })
-            .pipe(Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.compose(Schedule.recurs(50)))))
+            .pipe(Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo({ times: 50 }))))
           const timedOut = yield* failureOf({ query: "hang it" })
           expect(timedOut).toMatchObject({ code: -32004, data: { reason: "timeout", backendId: "echo" } })
         }).pipe(Effect.timeout(30_000))

@@ -126,8 +126,8 @@ describe("Provenance.Ledger: transformed and short values (what an obeying model
       Effect.race(
         ledger.record({ backendId: "fs", tool: "fs__read_text_file" }, text),
         Effect.forever(
-          Effect.zipRight(
-            Effect.yieldNow(),
+          Effect.andThen(
+            Effect.yieldNow,
             Effect.sync(() => yielded++)
           )
         )

@@ -5,7 +5,7 @@
  * replicas, "a" and "b", on it (or "gw1" and "gw10": an id that begins another's owns nothing of it).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Layer, Option, Queue, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Option, PubSub, type Scope } from "effect"
 import { StoreDriver, type StoreDriverService } from "../../../src/store/Driver.js"
 import { layerLocal, MemoryServer } from "../../../src/store/local/Driver.js"
 import * as RedisDriver from "../../../src/store/redis/Driver.js"
@@ -259,13 +259,13 @@ const filesAndValues = (kind: Kind) => {
       const heardByA = yield* a.blobs.announcements
       const heardByB = yield* b.blobs.announcements
       yield* a.blobs.put("pins", "fx", { text: '{"echo":1}', at: 1_000 })
-      expect(yield* within(Queue.take(heardByB))).toEqual({ kind: "pins", name: "fx" })
+      expect(yield* within(PubSub.take(heardByB))).toEqual({ kind: "pins", name: "fx" })
       expect(yield* b.blobs.get("pins", "fx")).toEqual(Option.some({ text: '{"echo":1}', at: 1_000 }))
       expect(yield* b.blobs.get("pins", "other")).toEqual(Option.none())
       expect(yield* b.blobs.get("tokens", "fx")).toEqual(Option.none())
 
       yield* b.blobs.put("pins", "crm/users/abc", { text: "b's", at: 2_000 })
-      expect(yield* within(Queue.take(heardByA))).toEqual({ kind: "pins", name: "crm/users/abc" })
+      expect(yield* within(PubSub.take(heardByA))).toEqual({ kind: "pins", name: "crm/users/abc" })
       expect(yield* a.blobs.list("pins")).toEqual(
         new Map([
           ["fx", { text: '{"echo":1}', at: 1_000 }],
@@ -276,15 +276,15 @@ const filesAndValues = (kind: Kind) => {
 
       const before = Date.now()
       yield* a.blobs.remove("pins", "fx")
-      expect(yield* within(Queue.take(heardByB))).toEqual({ kind: "pins", name: "fx" })
+      expect(yield* within(PubSub.take(heardByB))).toEqual({ kind: "pins", name: "fx" })
       const removed = Option.getOrThrow(yield* b.blobs.get("pins", "fx"))
       expect(removed.text).toBe("")
       expect(removed.at).toBeGreaterThanOrEqual(before)
 
       // Neither heard its own.
       yield* sleep(200)
-      expect(yield* Queue.size(heardByA)).toBe(0)
-      expect(yield* Queue.size(heardByB)).toBe(0)
+      expect(yield* PubSub.remaining(heardByA)).toBe(0)
+      expect(yield* PubSub.remaining(heardByB)).toBe(0)
     }).pipe(Effect.scoped)
   )
 
@@ -355,7 +355,7 @@ describe.skipIf(SKIP_REDIS)("a store driver (Redis) after it lost the store", ()
         const heard = yield* b.blobs.announcements
         yield* Effect.promise(() => redis.restart())
         const said = []
-        for (let i = 0; i < 4; i++) said.push(yield* within(Queue.take(heard)))
+        for (let i = 0; i < 4; i++) said.push(yield* within(PubSub.take(heard)))
         expect(said).toEqual(["tokens", "pins", "embeddings", "known"].map((kind) => ({ kind, name: "*" })))
       }).pipe(Effect.scoped),
     20_000

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, PubSub, Queue, TestClock } from "effect"
+import { Effect, PubSub, Queue } from "effect"
+import * as TestClock from "effect/testing/TestClock"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -20,7 +21,7 @@ const memory = Effect.gen(function* () {
   }
   /** Another gateway stores a file (or removes it) and says so. */
   const elsewhere = (name: string, text: string) =>
-    Effect.zipRight(
+    Effect.andThen(
       Effect.sync(() => files.set(name, { text, at: Date.now() })),
       PubSub.publish(hub, { kind: "tokens" as const, name })
     )
@@ -43,7 +44,7 @@ const read = (dir: string, name: string) =>
   existsSync(join(dir, `${name}.json`)) ? readFileSync(join(dir, `${name}.json`), "utf8") : undefined
 
 describe("a directory kept alike through the store", () => {
-  it.scoped("takes down what the store has, sends up what only this disk has, and brings back nothing removed", () =>
+  it.effect("takes down what the store has, sends up what only this disk has, and brings back nothing removed", () =>
     Effect.gen(function* () {
       const { state, files } = yield* memory
       const past = Date.now() - 60_000
@@ -67,7 +68,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped("sends up what this process writes, and takes what another gateway announces", () =>
+  it.effect("sends up what this process writes, and takes what another gateway announces", () =>
     Effect.gen(function* () {
       const { state, files, elsewhere } = yield* memory
       const dir = dirWith({})
@@ -91,7 +92,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped("hears its own gateway's writes only: two gateways in one process each have their own", () =>
+  it.effect("hears its own gateway's writes only: two gateways in one process each have their own", () =>
     Effect.gen(function* () {
       const { state, files } = yield* memory
       const dir = dirWith({})
@@ -108,7 +109,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped("hears what another gateway announces the moment it is made (subscribed before it returns)", () =>
+  it.effect("hears what another gateway announces the moment it is made (subscribed before it returns)", () =>
     Effect.gen(function* () {
       const { state, elsewhere } = yield* memory
       const dir = dirWith({})
@@ -121,7 +122,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped("takes the store's copy of a file written here in the same millisecond (times are whole milliseconds)", () =>
+  it.effect("takes the store's copy of a file written here in the same millisecond (times are whole milliseconds)", () =>
     Effect.gen(function* () {
       const { state, files } = yield* memory
       const at = Date.now() - 10_000
@@ -135,7 +136,7 @@ describe("a directory kept alike through the store", () => {
     })
   )
 
-  it.scoped(
+  it.effect(
     "asks a store that did not answer (or did not take a file) again until it does: what only this disk has goes up then",
     () =>
       Effect.gen(function* () {
@@ -157,7 +158,7 @@ describe("a directory kept alike through the store", () => {
         answering = true
         yield* TestClock.adjust("2 seconds")
         for (let i = 0; i < 20 && !(files.has("mine") && files.has("later")); i++) {
-          yield* Effect.yieldNow()
+          yield* Effect.yieldNow
           yield* mirror.settled
         }
         expect(files.get("mine")?.text).toBe("only here")
@@ -165,7 +166,7 @@ describe("a directory kept alike through the store", () => {
       })
   )
 
-  it.scoped("sends a file the store did not take up again once it takes them", () =>
+  it.effect("sends a file the store did not take up again once it takes them", () =>
     Effect.gen(function* () {
       const { state, files } = yield* memory
       let taking = false
@@ -183,7 +184,7 @@ describe("a directory kept alike through the store", () => {
       taking = true
       yield* TestClock.adjust("2 seconds")
       for (let i = 0; i < 20 && !files.has("crm"); i++) {
-        yield* Effect.yieldNow()
+        yield* Effect.yieldNow
         yield* mirror.settled
       }
       expect(files.get("crm")?.text).toBe("signed in")

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest"
 
 const DIR = join(import.meta.dirname, "..", "..", "..", "src", "transport")
 const FORBIDDEN =
-  /gateway\/(Gateway|edge\/(Session|Sessions|Dispatch|Era|Stateless|StreamConnection|SharedSessions)|ask\/InputBridge)\.js|backend\/Backends\.js/
+  /gateway\/(Gateway|session\/(Session|Sessions|Era)|clients\/(Clients|Dispatch|Stateless|StreamConnection|SharedSessions)|clientRequests\/InputBridge)\.js|backend\/Backends\.js/
 
 const importsOf = (file: string) =>
   [...readFileSync(join(DIR, file), "utf8").matchAll(/(?:^|\n)\s*(?:import|export)[^"']*?from\s+["']([^"']+)["']/g)].map(

@@ -79,7 +79,7 @@ export const make = (deps: Deps): Stage<Found, Nothing, BackendError | UrlElicit
       yield* Effect.tryPromise({
         try: () => started.done,
         catch: (error) => new SignInFailed({ backendId, summary: Secrets.scrub(messageOf(error)) })
-      }).pipe(Effect.timeoutFail({ duration: SIGN_IN_TIMEOUT_MS, onTimeout: () => refused }))
+      }).pipe(Effect.timeoutOrElse({ duration: SIGN_IN_TIMEOUT_MS, orElse: () => Effect.fail(refused) }))
       const complete = { elicitationId: started.elicitationId }
       if (call.context !== undefined) yield* call.context.notify("notifications/elicitation/complete", complete)
       else session.notify("notifications/elicitation/complete", complete)
@@ -91,12 +91,12 @@ export const make = (deps: Deps): Stage<Found, Nothing, BackendError | UrlElicit
       // Only a remote backend asks for a sign-in: a local one's call goes on untouched.
       deps.configOf(call.target.backendId)?.url === undefined
         ? next(call)
-        : Effect.catchAll(next(call), (error) => {
+        : Effect.catch(next(call), (error) => {
             if (!(error instanceof BackendError)) return Effect.fail(error)
             const wanted = wantedOf(error)
             if (wanted === undefined && signInNeededBy(error) === undefined) return Effect.fail(error)
             // Once: a second refusal is the backend's answer.
-            return Effect.zipRight(signIn(call, trail, error, wanted), next(call))
+            return Effect.andThen(signIn(call, trail, error, wanted), next(call))
           })
   }
 }

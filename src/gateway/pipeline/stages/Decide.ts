@@ -40,7 +40,7 @@ export const make = (rules: ReadonlyArray<Rule> = []): Stage<Found, Consent, Cal
         if (refusal !== undefined) {
           const message = `${call.name} refused by ${refusal.rule.name}: ${refusal.why}`
           trail.note({ said: message, refused: true, rule: refusal.rule.name })
-          return Effect.zipRight(
+          return Effect.andThen(
             Effect.annotateCurrentSpan("agentify.call.held_by", refusal.rule.name),
             Effect.fail(
               new CallRefused({ stage: "decide", code: -32602, message, rule: refusal.rule.name, detail: refusal.data })
@@ -51,7 +51,7 @@ export const make = (rules: ReadonlyArray<Rule> = []): Stage<Found, Consent, Cal
         for (const { rule, why } of held) trail.note({ said: `needs the user's consent: ${why}`, rule: rule.name })
         // What `ask` asks the user for; the rules that held it on its span (and in its audit line: see Record).
         const consent = held.map(({ rule, why }) => ({ rule: rule.name, why }))
-        return Effect.zipRight(
+        return Effect.andThen(
           Effect.annotateCurrentSpan("agentify.call.held_by", held.map((h) => h.rule.name).join(",")),
           next({ ...call, consent })
         )

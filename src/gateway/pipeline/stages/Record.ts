@@ -6,7 +6,7 @@
  * finished trail (see Trail) as the call ends. With the audit log off it adds nothing to the
  * call's way.
  */
-import { Effect, Exit, FiberRef } from "effect"
+import { Effect, Exit } from "effect"
 import { randomUUID } from "node:crypto"
 import { field } from "../../../json/Json.js"
 import * as Audit from "../Audit.js"
@@ -38,12 +38,12 @@ export const make = (audit: Audit.AuditService, maxReplyBytes: () => number = ()
     if (!audit.enabled) return next(call)
     return Effect.suspend(() => {
       const id = randomUUID()
-      return Effect.zipRight(
+      return Effect.andThen(
         Effect.annotateCurrentSpan({ "agentify.audit.id": id, "agentify.call.via": call.via }),
         next(call)
       ).pipe(
         Effect.onExit((exit) =>
-          Effect.flatMap(FiberRef.get(audit.parent), (parent) =>
+          Effect.flatMap(audit.parent, (parent) =>
             Effect.sync(() => {
               const decisions = trail.decisions()
               const refused = decisions.find((d) => d.refused === true)

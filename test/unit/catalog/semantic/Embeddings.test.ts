@@ -3,7 +3,7 @@
  * tool vectors are kept (in memory and in the state directory) so only new tools are embedded, and
  * an endpoint that fails or hangs leaves the lexical ranking alone, never failing a request.
  */
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -224,7 +224,7 @@ describe("embeddings: where the texts and the key go", () => {
   const configOf = (env: Record<string, string>, embeddings: Record<string, unknown>) =>
     resolve(
       { env, cwd: tmpdir() },
-      Either.getOrThrow(Config.decodeOptions({ backends: [{ id: "fx", command: "node" }], embeddings }, "the test's options"))
+      Result.getOrThrow(Config.decodeOptions({ backends: [{ id: "fx", command: "node" }], embeddings }, "the test's options"))
     )
 
   it("a redirect to another origin is not followed: the second server hears nothing, the ranking is lexical", () =>

@@ -34,7 +34,7 @@ const call = (id: number): RequestContext => ({ id, notify: () => Effect.void, n
 const sampling = { backendId: "fx", method: "sampling/createMessage", params: { messages: [] }, roots: [] }
 
 describe("ClientAsk", () => {
-  it.scoped("a backend's request reaches the one session busy on that backend, and its answer goes back", () =>
+  it.effect("a backend's request reaches the one session busy on that backend, and its answer goes back", () =>
     Effect.gen(function* () {
       const ask = yield* ClientAsk
       const sessions = yield* Sessions
@@ -44,8 +44,8 @@ describe("ClientAsk", () => {
       sessions.add(idle.session)
       sessions.add(busy.session)
       const done = routes.track(busy.session, "fx", call(1))
-      const asked = yield* Effect.fork(ask.handle(sampling))
-      for (let i = 0; i < 100 && busy.sent.length === 0; i++) yield* Effect.yieldNow()
+      const asked = yield* Effect.forkChild(ask.handle(sampling))
+      for (let i = 0; i < 100 && busy.sent.length === 0; i++) yield* Effect.yieldNow
       expect(idle.sent).toEqual([])
       expect(busy.sent).toMatchObject([{ method: "sampling/createMessage" }])
       busy.session.resolve(busy.sent[0]!.id!, { result: { role: "assistant", content: { type: "text", text: "hi" } } })
@@ -54,7 +54,7 @@ describe("ClientAsk", () => {
     }).pipe(Effect.provide(Live))
   )
 
-  it.scoped("two sessions busy, none busy, or a client without the capability: a refusal that says why", () =>
+  it.effect("two sessions busy, none busy, or a client without the capability: a refusal that says why", () =>
     Effect.gen(function* () {
       const ask = yield* ClientAsk
       const sessions = yield* Sessions

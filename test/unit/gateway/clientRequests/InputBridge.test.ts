@@ -32,7 +32,7 @@ const started = (
 ) =>
   Effect.gen(function* () {
     const opened = yield* bridge.open(request, capabilities, silent)
-    if ("jsonrpc" in opened) return yield* Effect.dieMessage(`refused: ${JSON.stringify(opened)}`)
+    if ("jsonrpc" in opened) return yield* Effect.die(new Error(`refused: ${JSON.stringify(opened)}`))
     yield* bridge.run(opened, work(opened.ask))
     return opened
   })
@@ -96,7 +96,7 @@ describe("InputBridge", () => {
     Effect.gen(function* () {
       const bridge = yield* InputBridge
       const opened = yield* started(bridge, call(1), { elicitation: {} }, (ask) =>
-        Effect.zipRight(ask("elicitation/create", elicit), ask("elicitation/create", elicit))
+        Effect.andThen(ask("elicitation/create", elicit), ask("elicitation/create", elicit))
       )
       const first = resultOf(yield* bridge.round(opened, call(1)))
       const state = String(first.requestState)

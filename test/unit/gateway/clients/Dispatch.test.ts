@@ -5,7 +5,8 @@
  * clients that pick the same id served side by side.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Clock, Deferred, Effect, Either, Fiber, Layer, TestClock } from "effect"
+import { Deferred, Effect, Result, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { Backends } from "../../../../src/backend/Backends.js"
 import { GatewayConfig } from "../../../../src/config/Config.js"
 import * as Dispatch from "../../../../src/gateway/clients/Dispatch.js"
@@ -38,12 +39,12 @@ const dispatcher = Effect.gen(function* () {
     Effect.gen(function* () {
       const replies: Array<Response> = []
       const done = yield* Deferred.make<void>()
-      const context = Either.getOrThrow(dispatch.admit(request, null))
+      const context = Result.getOrThrow(dispatch.admit(request, null))
       dispatch.serve(request, context, aggregate, {
         send: (message) => {
           if (typeof message === "object" && message !== null && ("result" in message || "error" in message)) {
             replies.push(message as Response)
-            Deferred.unsafeDone(done, Effect.void)
+            Deferred.doneUnsafe(done, Effect.void)
           }
         }
       })
@@ -54,26 +55,26 @@ const dispatcher = Effect.gen(function* () {
 
 describe("Dispatch", () => {
   layer(Live, { timeout: 30_000 })("the 2026-07-28 era, in process", (it) => {
-    it.scoped("a request is checked, then served with one reply; server/discover says what the gateway offers", () =>
+    it.effect("a request is checked, then served with one reply; server/discover says what the gateway offers", () =>
       Effect.gen(function* () {
         const { dispatch, serve } = yield* dispatcher
         const bare: Request = { id: 1, method: "tools/list", params: {} }
         const dressed: Request = { id: 2, method: "tools/list", params: { _meta: META } }
         // stdio has no header (null); over HTTP it is required and must agree with _meta.
-        const refusal = (request: Request, header: string | undefined | null) => Either.flip(dispatch.admit(request, header))
-        expect(refusal(bare, null)).toMatchObject(Either.right({ status: 400, response: { error: { code: -32602 } } }))
-        expect(refusal(dressed, undefined)).toMatchObject(Either.right({ response: { error: { code: -32020 } } }))
-        expect(refusal(dressed, "2025-11-25")).toMatchObject(Either.right({ response: { error: { code: -32020 } } }))
+        const refusal = (request: Request, header: string | undefined | null) => Result.flip(dispatch.admit(request, header))
+        expect(refusal(bare, null)).toMatchObject(Result.succeed({ status: 400, response: { error: { code: -32602 } } }))
+        expect(refusal(dressed, undefined)).toMatchObject(Result.succeed({ response: { error: { code: -32020 } } }))
+        expect(refusal(dressed, "2025-11-25")).toMatchObject(Result.succeed({ response: { error: { code: -32020 } } }))
         // Admitted: its context is what the request's _meta says of its client.
         expect(dispatch.admit(dressed, "2026-07-28")).toEqual(
-          Either.right({
+          Result.succeed({
             protocolVersion: "2026-07-28",
             clientCapabilities: {},
             clientInfo: { name: "unit", version: "1" },
             logLevel: "none"
           })
         )
-        expect(Either.isRight(dispatch.admit(dressed, null))).toBe(true)
+        expect(Result.isSuccess(dispatch.admit(dressed, null))).toBe(true)
 
         const discovered = yield* serve({ id: "d", method: "server/discover", params: { _meta: META } })
         yield* discovered.replied
@@ -95,7 +96,7 @@ describe("Dispatch", () => {
       })
     )
 
-    it.scoped("cancelled by id: the reply says so and the backend hears of it; two clients' same id are both served", () =>
+    it.effect("cancelled by id: the reply says so and the backend hears of it; two clients' same id are both served", () =>
       Effect.gen(function* () {
         const { dispatch, serve } = yield* dispatcher
         const hanging = yield* serve({ id: 7, method: "tools/call", params: { name: "fx__hang", arguments: {}, _meta: META } })
@@ -116,12 +117,12 @@ describe("Dispatch", () => {
       })
     )
 
-    it.scoped("the gateway stopping: a request in flight is still replied to, once, saying why", () =>
+    it.effect("the gateway stopping: a request in flight is still replied to, once, saying why", () =>
       Effect.gen(function* () {
         const { dispatch, serve } = yield* dispatcher
         const hanging = yield* serve({ id: "h", method: "tools/call", params: { name: "fx__hang", arguments: {}, _meta: META } })
         // The test clock: the grace passes when the test says so.
-        const draining = yield* Effect.fork(dispatch.drain(50))
+        const draining = yield* Effect.forkChild(dispatch.drain(50))
         yield* TestClock.adjust(60)
         yield* hanging.replied
         yield* Fiber.join(draining)
@@ -131,12 +132,12 @@ describe("Dispatch", () => {
       })
     )
 
-    it.scoped(
+    it.effect(
       "the bridge: a session-era backend's question comes back as input_required, and the retry's answer reaches it",
       () =>
         Effect.gen(function* () {
           // The real clock for what the dispatcher runs: the bridge gathers a backend's questions for 20 ms.
-          const { serve } = yield* Effect.withClock(dispatcher, Clock.make())
+          const { serve } = yield* TestClock.withLive(dispatcher)
           const meta = { ...META, "io.modelcontextprotocol/clientCapabilities": { sampling: {} } }
           const question = { messages: [{ role: "user", content: { type: "text", text: "say hi" } }], maxTokens: 5 }
           const params = { name: "fx__ask_client", arguments: { method: "sampling/createMessage", params: question } }

@@ -41,7 +41,7 @@ const client = Effect.gen(function* () {
       })
       .pipe(
         Effect.map((result): Outcome => ({ result })),
-        Effect.catchAll((error) => Effect.succeed<Outcome>({ error: toRpcError(error) })),
+        Effect.catch((error) => Effect.succeed<Outcome>({ error: toRpcError(error) })),
         Caller.as({ session })
       )
   return { ask, session }
@@ -50,7 +50,7 @@ const client = Effect.gen(function* () {
 const INIT = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "unit", version: "1" } }
 
 layer(Live, { timeout: 30_000 })("the aggregate's method table, in process", (it) => {
-  it.scoped("before initialize: -32001; then tools, a call, an orchestration, unknown methods and params", () =>
+  it.effect("before initialize: -32001; then tools, a call, an orchestration, unknown methods and params", () =>
     Effect.gen(function* () {
       const { ask } = yield* client
       expect((yield* ask("tools/list")).error?.code).toBe(-32001)
@@ -73,7 +73,7 @@ layer(Live, { timeout: 30_000 })("the aggregate's method table, in process", (it
 })
 
 layer(Live, { timeout: 30_000 })("the tables as data", (it) => {
-  it.scoped(
+  it.effect(
     "every method the aggregate's table names is answered by it; names of Object's own properties are unknown methods",
     () =>
       Effect.gen(function* () {
@@ -110,7 +110,7 @@ layer(Live, { timeout: 30_000 })("the tables as data", (it) => {
 
 describe("sessions", () => {
   layer(Live, { timeout: 30_000 })("on one shared gateway", (it) => {
-    it.scoped("initialize twice in one session is refused; another session is served on its own", () =>
+    it.effect("initialize twice in one session is refused; another session is served on its own", () =>
       Effect.gen(function* () {
         const first = yield* client
         expect((yield* first.ask("initialize", INIT)).result).toBeDefined()

@@ -3,7 +3,7 @@
  * set bounded (the least recently found leave), a catalog that fits listed whole, and what the
  * search and call tools refuse.
  */
-import { Either } from "effect"
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Listing from "../../../../src/gateway/methods/Listing.js"
 import type { Tool } from "../../../../src/protocol/Mcp.js"
@@ -67,16 +67,16 @@ describe("Listing", () => {
 
   it("refuses what a search cannot take, and a call of the gateway's own tools or of non-object arguments", () => {
     const searchIssue = (args: unknown) =>
-      Either.match(Listing.searchArguments(args), { onLeft: (e) => e.issues[0], onRight: () => undefined })
+      Result.match(Listing.searchArguments(args), { onFailure: (e) => e.issues[0], onSuccess: () => undefined })
     expect(searchIssue({ query: "" })).toMatch(/must not be empty/)
     expect(searchIssue({ query: "a".repeat(Listing.MAX_QUERY_CHARS + 1) })).toMatch(/at most 2000 characters/)
     expect(searchIssue({ query: "ok", limit: Listing.MAX_SEARCH_LIMIT + 1 })).toMatch(/limit:/)
     expect(searchIssue([])).toMatch(/must be an object/)
-    expect(Listing.searchArguments({ query: "ok" })).toEqual(Either.right({ query: "ok", limit: Listing.DEFAULT_SEARCH_LIMIT }))
+    expect(Listing.searchArguments({ query: "ok" })).toEqual(Result.succeed({ query: "ok", limit: Listing.DEFAULT_SEARCH_LIMIT }))
     const callIssue = (args: unknown) =>
-      Either.match(Listing.callArguments(args, ["agentify_orchestrate"]), {
-        onLeft: (e) => e.issues[0],
-        onRight: () => undefined
+      Result.match(Listing.callArguments(args, ["agentify_orchestrate"]), {
+        onFailure: (e) => e.issues[0],
+        onSuccess: () => undefined
       })
     expect(callIssue({ name: "agentify_call_tool" })).toMatch(/gateway's own tools/)
     expect(callIssue({ name: "agentify_orchestrate" })).toMatch(/gateway's own tools/)

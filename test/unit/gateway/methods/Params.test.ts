@@ -3,13 +3,13 @@
  * users read), and what a decode keeps (a tools/call's `_meta` goes on to the backend).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import * as Params from "../../../../src/gateway/methods/Params.js"
 
-const problem = <A>(decode: (u: unknown) => Either.Either<A, { message: string; issues: ReadonlyArray<string> }>, u: unknown) => {
+const problem = <A>(decode: (u: unknown) => Result.Result<A, { message: string; issues: ReadonlyArray<string> }>, u: unknown) => {
   const decoded = decode(u)
-  if (Either.isRight(decoded)) throw new Error(`decoded: ${JSON.stringify(decoded.right)}`)
-  return { message: decoded.left.message, issues: decoded.left.issues }
+  if (Result.isSuccess(decoded)) throw new Error(`decoded: ${JSON.stringify(decoded.success)}`)
+  return { message: decoded.failure.message, issues: decoded.failure.issues }
 }
 
 describe("Params", () => {
@@ -40,7 +40,7 @@ describe("Params", () => {
 
   it("tools/call: what it does not name is kept as sent (_meta with a progress token, a task)", () => {
     const params = { name: "fs__read", arguments: { path: "a" }, _meta: { progressToken: 4 }, task: { ttl: 1 } }
-    expect(Either.getOrThrow(callTool(params))).toEqual(params)
+    expect(Result.getOrThrow(callTool(params))).toEqual(params)
   })
 
   it("logging/setLevel and a session's logLevel name the levels they accept", () => {
@@ -48,15 +48,15 @@ describe("Params", () => {
     for (const params of [{}, { level: "loud" }, { level: 3 }]) {
       expect(problem(setLevel, params).message).toBe(`Invalid params: level: must be one of ${levels}`)
     }
-    expect(Either.getOrThrow(setLevel({ level: "notice" }))).toEqual({ level: "notice" })
+    expect(Result.getOrThrow(setLevel({ level: "notice" }))).toEqual({ level: "notice" })
     expect(problem(sessionOptions, { logLevel: "chatty" }).issues).toEqual([
       expect.stringMatching(/^initializationOptions\.logLevel: must be one of .*\bdebug\b.*\bsilent\b/)
     ])
-    expect(Either.getOrThrow(sessionOptions({ logLevel: "debug" }))).toEqual({ logLevel: "debug" })
+    expect(Result.getOrThrow(sessionOptions({ logLevel: "debug" }))).toEqual({ logLevel: "debug" })
   })
 
   it("initialize is lenient about its fields but its params must be an object", () => {
-    expect(Either.getOrThrow(initialize({ protocolVersion: 5, capabilities: "none" }))).toEqual({
+    expect(Result.getOrThrow(initialize({ protocolVersion: 5, capabilities: "none" }))).toEqual({
       protocolVersion: 5,
       capabilities: "none"
     })

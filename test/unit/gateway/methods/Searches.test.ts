@@ -13,9 +13,9 @@ describe("Searches", () => {
       const started = yield* Ref.make(0)
       const ends = yield* Effect.all(Array.from({ length: Searches.MAX_SEARCHES_IN_FLIGHT + 1 }, () => Deferred.make<void>()))
       const fibers = yield* Effect.forEach(ends, (end) =>
-        Effect.fork(
+        Effect.forkChild(
           searches.run(
-            Effect.zipRight(
+            Effect.andThen(
               Ref.update(started, (n) => n + 1),
               Deferred.await(end)
             )
@@ -29,7 +29,7 @@ describe("Searches", () => {
       // Every place taken: each running search has started (polled, each search breathes first).
       yield* poll((n) => n >= Searches.MAX_SEARCHES_IN_FLIGHT)
       // Many turns of the event loop later, the next still waits.
-      for (let i = 0; i < 20; i++) yield* Effect.async<void>((resume) => void setImmediate(() => resume(Effect.void)))
+      for (let i = 0; i < 20; i++) yield* Effect.callback<void>((resume) => void setImmediate(() => resume(Effect.void)))
       expect(yield* startedNow()).toBe(Searches.MAX_SEARCHES_IN_FLIGHT)
       yield* Deferred.succeed(ends[0]!, undefined)
       yield* poll((n) => n === Searches.MAX_SEARCHES_IN_FLIGHT + 1)
@@ -42,9 +42,9 @@ describe("Searches", () => {
     Effect.gen(function* () {
       const searches = Searches.make()
       const running = yield* Effect.forEach(Array.from({ length: Searches.MAX_SEARCHES_IN_FLIGHT }), () =>
-        Effect.fork(searches.run(Effect.never))
+        Effect.forkChild(searches.run(Effect.never))
       )
-      const waiting = yield* Effect.fork(searches.run(Effect.never))
+      const waiting = yield* Effect.forkChild(searches.run(Effect.never))
       yield* Fiber.interrupt(waiting)
       yield* Fiber.interruptAll(running)
       expect(yield* searches.run(Effect.succeed("ran"))).toBe("ran")

@@ -6,7 +6,7 @@
  */
 import { describe, expect } from "@effect/vitest"
 import { itEffect as it, runAsItsCaller } from "../../../support/caller.js"
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 import type { FlowSetting } from "../../../../src/catalog/Capabilities.js"
 import type { FlowGuard } from "../../../../src/config/Flow.js"
 import * as Call from "../../../../src/gateway/pipeline/Call.js"
@@ -82,12 +82,12 @@ describe("the flow guard", () => {
       Effect.gen(function* () {
         const { pipeline, ran } = pipelineOf("confirm")
         const { call, asked } = planned("mail__send", SEND, { read: [notes], origins: [{ path: "body", from: notes }] })
-        const outcome = yield* Effect.either(runAsItsCaller(pipeline, call))
+        const outcome = yield* Effect.result(runAsItsCaller(pipeline, call))
         expect(ran).toEqual([])
         expect(asked[0]?.why).toContain("private-data-out")
         expect(asked[0]?.why).toContain('body from fs__read_text_file {"path":"notes.md"}')
         // Unannotated, the tool is destructive too, and fs untrusted: both rules hold it.
-        expect(Either.isLeft(outcome) && outcome.left.message).toContain(
+        expect(Result.isFailure(outcome) && outcome.failure.message).toContain(
           "held by private-data-out, untrusted-target and the user declined"
         )
         expect(call.decisions.map((d) => d.rule)).toContain("private-data-out")
@@ -113,10 +113,10 @@ describe("the flow guard", () => {
   it.effect("untrusted-target: a destructive call steered by a web page is held", () =>
     Effect.gen(function* () {
       const { pipeline } = pipelineOf("confirm")
-      const held = yield* Effect.either(
+      const held = yield* Effect.result(
         runAsItsCaller(pipeline, planned("fs__delete", DELETE, { read: [page], origins: [{ path: "path", from: page }] }).call)
       )
-      expect(Either.isLeft(held) && held.left.message).toContain("untrusted-target")
+      expect(Result.isFailure(held) && held.failure.message).toContain("untrusted-target")
     })
   )
 
@@ -126,8 +126,8 @@ describe("the flow guard", () => {
       const { pipeline, ran } = pipelineOf("confirm", { web: { private: false } })
       const origins = [{ path: "note", from: page }]
       const { call, asked } = planned("mem__save", SAVE, { read: [page], origins })
-      const held = yield* Effect.either(runAsItsCaller(pipeline, call))
-      expect(Either.isLeft(held) && held.left.message).toContain("mem__save")
+      const held = yield* Effect.result(runAsItsCaller(pipeline, call))
+      expect(Result.isFailure(held) && held.failure.message).toContain("mem__save")
       expect(asked[0]?.why).toContain("untrusted-write: it would write what untrusted content says")
       expect(asked[0]?.why).toContain('note from web__fetch {"url":"https://example.com"}')
       // The request named the page and asked to keep what it says.
@@ -139,7 +139,7 @@ describe("the flow guard", () => {
         planned("mem__save", SAVE, { read: [page], origins, keeps, plan: ["web__fetch", "mem__save"] }).call
       )
       const unplanned = planned("mem__save", SAVE, { read: [page], origins, keeps, plan: ["web__fetch"] })
-      yield* Effect.either(runAsItsCaller(pipeline, unplanned.call))
+      yield* Effect.result(runAsItsCaller(pipeline, unplanned.call))
       expect(unplanned.asked[0]?.why).toContain("untrusted-write")
       // A write of the model's own words (no value read) is not held either.
       yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins: [] }).call)
@@ -173,24 +173,24 @@ describe("the flow guard", () => {
 
         // Another file's data, to the same tool: both data rules hold it.
         const otherSource = planned("mem__create_entities", KEEP, flow(other))
-        yield* Effect.either(runAsItsCaller(pipeline, otherSource.call))
+        yield* Effect.result(runAsItsCaller(pipeline, otherSource.call))
         expect(otherSource.asked[0]?.why).toContain("private-data-out")
         expect(otherSource.asked[0]?.why).toContain("other.txt")
         // The named file's data, to a planned tool that keeps nothing (a search sends it out).
         const otherTool = planned("web__search", SEARCH, flow(clean))
-        yield* Effect.either(runAsItsCaller(pipeline, otherTool.call))
+        yield* Effect.result(runAsItsCaller(pipeline, otherTool.call))
         expect(otherTool.asked[0]?.why).toContain("private-data-out")
         // ... to a keeping tool the plan did not name.
         const unplanned = planned("mem__create_entities", KEEP, flow(clean, { plan: ["fs__read_text_file"] }))
-        yield* Effect.either(runAsItsCaller(pipeline, unplanned.call))
+        yield* Effect.result(runAsItsCaller(pipeline, unplanned.call))
         expect(unplanned.asked[0]?.why).toContain("private-data-out")
         // ... to a destructive one.
         const destructive = planned("fs__delete", DELETE, flow(clean, { plan: [...plan, "fs__delete"] }))
-        yield* Effect.either(runAsItsCaller(pipeline, destructive.call))
+        yield* Effect.result(runAsItsCaller(pipeline, destructive.call))
         expect(destructive.asked[0]?.why).toContain("untrusted-target")
         // ... and a request that asks to keep what it reads but names no source keeps nothing of it.
         const unnamed = planned("mem__create_entities", KEEP, flow(clean, { keeps: { sources: [] } }))
-        yield* Effect.either(runAsItsCaller(pipeline, unnamed.call))
+        yield* Effect.result(runAsItsCaller(pipeline, unnamed.call))
         expect(unnamed.asked[0]?.why).toContain("private-data-out")
         expect(ran).toEqual(["mem__create_entities"])
       })
@@ -202,8 +202,8 @@ describe("the flow guard", () => {
       const LOOKUP = entry("crm", "lookup", { readOnlyHint: true, openWorldHint: false })
       const flow = { read: [notes], origins: [{ path: "q", from: notes }] }
       const { pipeline, ran } = pipelineOf("strict")
-      const held = yield* Effect.either(runAsItsCaller(pipeline, planned("crm__lookup", LOOKUP, flow).call))
-      expect(Either.isLeft(held) && held.left.message).toContain("private-data-out")
+      const held = yield* Effect.result(runAsItsCaller(pipeline, planned("crm__lookup", LOOKUP, flow).call))
+      expect(Result.isFailure(held) && held.failure.message).toContain("private-data-out")
       // Its own backend's data stays where it is: the hint stands for it.
       const own = { read: [notes], origins: [{ path: "q", from: { ...notes, backendId: "crm" } }] }
       yield* runAsItsCaller(pipeline, planned("crm__lookup", LOOKUP, own).call)
@@ -218,8 +218,8 @@ describe("the flow guard", () => {
     Effect.gen(function* () {
       const { pipeline } = pipelineOf("strict", { web: { private: false, untrusted: false } })
       const untraced = { read: [page], origins: [{ path: "body", from: page, untraced: true as const }] }
-      const held = yield* Effect.either(runAsItsCaller(pipeline, planned("mail__send", SEND, untraced).call))
-      expect(Either.isLeft(held) && held.left.message).toMatch(/private-data-out: .*body \(not traced/)
+      const held = yield* Effect.result(runAsItsCaller(pipeline, planned("mail__send", SEND, untraced).call))
+      expect(Result.isFailure(held) && held.failure.message).toMatch(/private-data-out: .*body \(not traced/)
       const traced = pipelineOf("strict", { web: { private: false, untrusted: false } })
       yield* runAsItsCaller(
         traced.pipeline,
@@ -235,8 +235,8 @@ describe("the flow guard", () => {
       // The model's function is the backend ("fs"); the call is its create_directory.
       const MKDIR = entry("fs", "create_directory", { readOnlyHint: false, destructiveHint: false, openWorldHint: false })
       const flow = { read: [notes], origins: [], plan: ["fs", "fs__read_text_file"] }
-      const held = yield* Effect.either(runAsItsCaller(pipeline, planned("fs", MKDIR, flow).call))
-      expect(Either.isLeft(held) && held.left.message).toContain("the plan did not name fs__create_directory")
+      const held = yield* Effect.result(runAsItsCaller(pipeline, planned("fs", MKDIR, flow).call))
+      expect(Result.isFailure(held) && held.failure.message).toContain("the plan did not name fs__create_directory")
       yield* runAsItsCaller(pipeline, planned("fs", MKDIR, { ...flow, plan: ["fs__create_directory"] }).call)
       expect(ran).toEqual(["fs"])
     })
@@ -255,7 +255,7 @@ describe("the flow guard", () => {
           plan
         }
       )
-      yield* Effect.either(runAsItsCaller(pipeline, call))
+      yield* Effect.result(runAsItsCaller(pipeline, call))
       expect(asked[0]?.why).toContain('chosen after reading web__fetch {"url":"https://example.com"}')
       yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, { read: [page], origins: [], plan }).call)
       expect(ran).toEqual(["mem__save"])
@@ -267,8 +267,8 @@ describe("the flow guard", () => {
       const flow = { read: [notes], origins: [{ path: "body", from: notes }] }
       const strict = pipelineOf("strict")
       const { call, asked } = planned("mail__send", SEND, flow, "accepted")
-      const refused = yield* Effect.either(runAsItsCaller(strict.pipeline, call))
-      expect(Either.isLeft(refused) && refused.left.message).toBe(
+      const refused = yield* Effect.result(runAsItsCaller(strict.pipeline, call))
+      expect(Result.isFailure(refused) && refused.failure.message).toBe(
         `mail__send refused by private-data-out: it would send data read from a private source out to an open-world tool (body from fs__read_text_file {"path":"notes.md"})`
       )
       expect(asked).toEqual([])
@@ -292,8 +292,8 @@ describe("the flow guard", () => {
         expect(publicData.ran).toEqual(["mail__send"])
         const internal = pipelineOf("strict", { mail: { tools: { "se*": { openWorld: false, destructive: false } } } })
         // Still a write of what the file says: the request must have asked to keep what it reads.
-        const held = yield* Effect.either(runAsItsCaller(internal.pipeline, planned("mail__send", SEND, flow).call))
-        expect(Either.isLeft(held) && held.left.message).toContain("untrusted-write")
+        const held = yield* Effect.result(runAsItsCaller(internal.pipeline, planned("mail__send", SEND, flow).call))
+        expect(Result.isFailure(held) && held.failure.message).toContain("untrusted-write")
         yield* runAsItsCaller(internal.pipeline, planned("mail__send", SEND, { ...flow, keeps: { sources: ["notes.md"] } }).call)
         expect(internal.ran).toEqual(["mail__send"])
       })
@@ -354,7 +354,7 @@ describe("the flow guard", () => {
       ])
       const flow = { read: [notes], origins: [], plan: ["web__fetch"] }
       yield* runAsItsCaller(pipeline, planned("mem__save", SAVE, flow, "accepted").call)
-      yield* Effect.either(runAsItsCaller(pipeline, planned("mem__save", SAVE, flow, "declined").call))
+      yield* Effect.result(runAsItsCaller(pipeline, planned("mem__save", SAVE, flow, "declined").call))
       yield* runAsItsCaller(pipeline, planned("web__fetch", entry("web", "fetch", { readOnlyHint: true }), flow).call)
       expect(lines.map((l) => [l.outcome, l.heldBy])).toEqual([
         ["ok", ["outside-plan"]],

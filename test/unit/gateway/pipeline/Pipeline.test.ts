@@ -4,7 +4,7 @@
  */
 import { describe, expect } from "@effect/vitest"
 import { itEffect as it, runAsItsCaller } from "../../../support/caller.js"
-import { Deferred, Effect, Either, Fiber } from "effect"
+import { Deferred, Effect, Result, Fiber } from "effect"
 import type { BackendsService } from "../../../../src/backend/Backends.js"
 import * as Call from "../../../../src/gateway/pipeline/Call.js"
 import * as Pipeline from "../../../../src/gateway/pipeline/Pipeline.js"
@@ -88,8 +88,8 @@ describe("find", () => {
       yield* find.run(call({ via: "client", name: "fx__read" }), rest.next, pageOf("find"))
       expect(rest.calls[0]!.target).toMatchObject({ backendId: "fx", own: "read" })
       const unknown = call({ via: "client", name: "fx__nothing" })
-      const refused = yield* Effect.either(find.run(unknown, rest.next, rest.page))
-      expect(Either.isLeft(refused) && refused.left.message).toBe("Unknown tool: fx__nothing")
+      const refused = yield* Effect.result(find.run(unknown, rest.next, rest.page))
+      expect(Result.isFailure(refused) && refused.failure.message).toBe("Unknown tool: fx__nothing")
       expect(rest.said()).toEqual([{ stage: "find", said: "Unknown tool: fx__nothing", refused: true }])
       expect(rest.calls).toHaveLength(1)
     })
@@ -98,11 +98,11 @@ describe("find", () => {
   it.effect("a quarantined tool is refused saying how to trust it; a profile hides what it does not admit", () =>
     Effect.gen(function* () {
       const rest = reached("find")
-      const held = yield* Effect.either(find.run(call({ via: "script", name: "fx__held" }), rest.next, rest.page))
-      expect(Either.isLeft(held) && held.left.message).toContain("mcp-agentify trust fx held")
+      const held = yield* Effect.result(find.run(call({ via: "script", name: "fx__held" }), rest.next, rest.page))
+      expect(Result.isFailure(held) && held.failure.message).toContain("mcp-agentify trust fx held")
       const reader = Find.make({ backends, profileOf: () => ({ backends: ["other"] }) })
-      const hidden = yield* Effect.either(reader.run(call({ via: "client", name: "fx__read" }), rest.next, rest.page))
-      expect(Either.isLeft(hidden)).toBe(true)
+      const hidden = yield* Effect.result(reader.run(call({ via: "client", name: "fx__read" }), rest.next, rest.page))
+      expect(Result.isFailure(hidden)).toBe(true)
       yield* reader.run(call({ via: "client", name: "other__read" }), rest.next, rest.page)
       expect(rest.calls.map((c) => c.target?.backendId)).toEqual(["other"])
     })
@@ -162,8 +162,8 @@ describe("find, with a backend started for the call", () => {
               confirm: (q) => Effect.sync(() => (asked.push(q.tool), "accepted" as const))
             })
           // Valid as remembered, not as listed now: the check holds it to the live schema.
-          const invalid = yield* Effect.either(runAsItsCaller(pipeline, planned({ path: "/srv" })))
-          expect(Either.isLeft(invalid) && invalid.left.message).toMatch(/^Invalid arguments for fx__wipe: .*recursive/)
+          const invalid = yield* Effect.result(runAsItsCaller(pipeline, planned({ path: "/srv" })))
+          expect(Result.isFailure(invalid) && invalid.failure.message).toMatch(/^Invalid arguments for fx__wipe: .*recursive/)
           expect(starts()).toBe(1)
           // Destructive now: confirmTools "destructive" asks.
           yield* runAsItsCaller(pipeline, planned({ path: "/srv", recursive: true }))
@@ -172,8 +172,8 @@ describe("find, with a backend started for the call", () => {
         }
         const held = onUse("quarantine")
         const rest = reached("find")
-        const refused = yield* Effect.either(held.find.run(call({ via: "client", name: "fx__wipe" }), rest.next, rest.page))
-        expect(Either.isLeft(refused) && refused.left.message).toBe(
+        const refused = yield* Effect.result(held.find.run(call({ via: "client", name: "fx__wipe" }), rest.next, rest.page))
+        expect(Result.isFailure(refused) && refused.failure.message).toBe(
           "Tool fx__wipe is quarantined: its inputSchema, annotations changed since it was pinned; review the change and run `mcp-agentify trust fx wipe` to accept it"
         )
         expect(rest.calls).toEqual([])
@@ -188,8 +188,8 @@ describe("check", () => {
       const entry = { name: "fx__read", backendId: "fx", toolName: "read", tool: tool("read") }
       const target = { backendId: "fx", own: "read", entry } as unknown as Call.Target
       const bad = call({ via: "script", name: "fx__read", target, params: { name: "fx__read", arguments: {} } })
-      const refused = yield* Effect.either(Check.make().run(bad, rest.next, rest.page))
-      expect(Either.isLeft(refused) && refused.left.message).toMatch(/^Invalid arguments for fx__read: .*path/)
+      const refused = yield* Effect.result(Check.make().run(bad, rest.next, rest.page))
+      expect(Result.isFailure(refused) && refused.failure.message).toMatch(/^Invalid arguments for fx__read: .*path/)
       expect(rest.said()[0]).toMatchObject({ stage: "check", refused: true })
       expect(rest.calls).toHaveLength(0)
       // A client's own call does not meet it: its way's table has no check (see "the pipeline").
@@ -236,10 +236,10 @@ describe("decide", () => {
         refuses: (c) => Effect.succeed(c.name.endsWith("write") ? "writes are off" : undefined)
       }
       const stage = Decide.make([rule])
-      const refused = yield* Effect.either(
+      const refused = yield* Effect.result(
         stage.run(call({ via: "client", name: "fx__write", target: atFx("fx__write") }), rest.next, rest.page)
       )
-      expect(Either.isLeft(refused) && refused.left.message).toBe("fx__write refused by no-writes: writes are off")
+      expect(Result.isFailure(refused) && refused.failure.message).toBe("fx__write refused by no-writes: writes are off")
       yield* stage.run(call({ via: "client", name: "fx__read", target: atFx("fx__read") }), rest.next, rest.page)
       expect(rest.calls.map((c) => c.name)).toEqual(["fx__read"])
     })
@@ -266,11 +266,11 @@ describe("ask", () => {
         const answers: Array<"accepted" | "declined"> = ["declined", "accepted"]
         const confirm = () => Effect.succeed(answers.shift()!)
         const asked = <C extends Call.ToolCall & Found>(c: C) => stage.run({ ...c, consent: [] }, rest.next, rest.page)
-        const declined = yield* Effect.either(asked(call({ via: "script", name: "fx__write", target, confirm })))
-        expect(Either.isLeft(declined) && declined.left.message).toContain("the user declined to run fx__write")
+        const declined = yield* Effect.result(asked(call({ via: "script", name: "fx__write", target, confirm })))
+        expect(Result.isFailure(declined) && declined.failure.message).toContain("the user declined to run fx__write")
         yield* asked(call({ via: "script", name: "fx__write", target, confirm }))
-        const unaskable = yield* Effect.either(asked(call({ via: "orchestration", name: "fx__write", target })))
-        expect(Either.isLeft(unaskable) && unaskable.left.message).toContain("this client cannot be asked")
+        const unaskable = yield* Effect.result(asked(call({ via: "orchestration", name: "fx__write", target })))
+        expect(Result.isFailure(unaskable) && unaskable.failure.message).toContain("this client cannot be asked")
         yield* asked(call({ via: "orchestration", name: "fx__write", target, confirmed: true }))
         expect(rest.calls.map((c) => c.via)).toEqual(["script", "orchestration"])
         // A client's own call does not meet it: its way's table has no ask (see "the pipeline").
@@ -306,9 +306,13 @@ describe("count", () => {
         now += 10_000
         yield* count.run(asAlice(), rest.next, rest.page)
         now += 5_000
-        const refused = yield* Effect.either(count.run(asAlice(), rest.next, rest.page))
+        const refused = yield* Effect.result(count.run(asAlice(), rest.next, rest.page))
         expect(
-          Either.isLeft(refused) && [refused.left.code, refused.left.message, (refused.left as { data?: unknown }).data]
+          Result.isFailure(refused) && [
+            refused.failure.code,
+            refused.failure.message,
+            (refused.failure as { data?: unknown }).data
+          ]
         ).toEqual([
           -32029,
           "Too many calls: fx__read is past limits.subject (2 calls per minute); retry in 45 s",
@@ -371,10 +375,10 @@ describe("count", () => {
             name: "fx__write",
             target: { backendId: "fx", own: "write", entry: { name: "fx__write" } as never }
           })
-        const first = yield* Effect.fork(count.run(write(), held, pageOf("count")))
-        yield* Effect.yieldNow()
-        const second = yield* Effect.either(count.run(write(), reached("count").next, pageOf("count")))
-        expect(Either.isLeft(second) && second.left.message).toBe(
+        const first = yield* Effect.forkChild(count.run(write(), held, pageOf("count")))
+        yield* Effect.yieldNow
+        const second = yield* Effect.result(count.run(write(), reached("count").next, pageOf("count")))
+        expect(Result.isFailure(second) && second.failure.message).toBe(
           'Too many calls: fx__write is past limits.tools["fx__w*"] (1 call at once); retry in 1 s'
         )
         // A tool the glob does not match, on a backend without a limit: not counted.
@@ -392,7 +396,7 @@ describe("count", () => {
         // Per backend: a failed call gives its place back too.
         const failing: Next = () => Effect.fail(new InternalError({ message: "boom" }))
         const onOther = () => call({ via: "script", name: "other__read", target: { backendId: "other", own: "read" } })
-        yield* Effect.either(count.run(onOther(), failing, pageOf("count")))
+        yield* Effect.result(count.run(onOther(), failing, pageOf("count")))
         yield* count.run(onOther(), rest.next, rest.page)
         expect(rest.calls).toHaveLength(3)
       })
@@ -418,7 +422,7 @@ describe("record and forward", () => {
       const pipeline = Pipeline.of([Record.make(audit), find, forward])
       yield* runAsItsCaller(pipeline, call({ via: "client", name: "fx__read" }))
       expect(sent).toEqual([["fx", "tools/call", { name: "read", arguments: { path: "a" } }]])
-      yield* Effect.either(runAsItsCaller(pipeline, call({ via: "script", name: "fx__nope" })))
+      yield* Effect.result(runAsItsCaller(pipeline, call({ via: "script", name: "fx__nope" })))
       expect(lines.map((l) => [l.via, l.backend, l.outcome, l.refusedBy])).toEqual([
         ["client", "fx", "ok", undefined],
         ["script", undefined, -32602, "find"]
@@ -496,8 +500,8 @@ describe("a preview (dry run)", () => {
           runAsItsCaller(pipeline, call({ via: "script", name, confirm, preview: true, params: { name, arguments: args } }))
         expect(yield* preview("fx__write", { path: "a" })).toEqual({ dryRun: true })
         yield* preview("fx__read", { path: "a" })
-        const invalid = yield* Effect.either(preview("fx__write", {}))
-        expect(Either.isLeft(invalid) && invalid.left.message).toMatch(/^Invalid arguments for fx__write/)
+        const invalid = yield* Effect.result(preview("fx__write", {}))
+        expect(Result.isFailure(invalid) && invalid.failure.message).toMatch(/^Invalid arguments for fx__write/)
         expect(sent).toEqual(["read"])
         expect(asked).toBe(0)
         expect(lines.map((l) => l.outcome)).toEqual(["held", "ok", -32602])
@@ -530,7 +534,7 @@ describe("the pipeline", () => {
     const stage = (name: string): Stage => ({
       name,
       run: (c, next) =>
-        Effect.zipRight(
+        Effect.andThen(
           Effect.sync(() => order.push(name)),
           name === "forward" ? Effect.succeed({}) : next(c)
         )
@@ -546,7 +550,7 @@ describe("the pipeline", () => {
     const stageOf = (name: string): Stage => ({
       name,
       run: (c, next) =>
-        Effect.zipRight(
+        Effect.andThen(
           Effect.sync(() => order.push(`${c.via} ${name}`)),
           name === "forward" ? Effect.succeed({}) : next(c)
         )
@@ -599,14 +603,14 @@ describe("credentials", () => {
         // Only this test's sign-ins: the block's tests run in any order.
         started.length = 0
         let tries = 0
-        const refused = yield* Effect.either(
+        const refused = yield* Effect.result(
           credentials.run(
             call({ via: "client", name: "fx__write", target }),
             () => Effect.suspend(() => (tries++, Effect.fail(insufficient))),
             pageOf("credentials")
           )
         )
-        expect(Either.isLeft(refused) && [refused.left.code, (refused.left as { data?: unknown }).data]).toEqual([
+        expect(Result.isFailure(refused) && [refused.failure.code, (refused.failure as { data?: unknown }).data]).toEqual([
           -32042,
           {
             elicitations: [
@@ -650,14 +654,14 @@ describe("credentials", () => {
     Effect.gen(function* () {
       started.length = 0
       subjects.length = 0
-      const refused = yield* Effect.either(
+      const refused = yield* Effect.result(
         perUser.run(
           call({ via: "client", name: "fx__write", target, session: aliceSession() }),
           () => Effect.fail(noTokenOf("alice")),
           pageOf("credentials")
         )
       )
-      expect(Either.isLeft(refused) && [refused.left.code, refused.left.message]).toEqual([
+      expect(Result.isFailure(refused) && [refused.failure.code, refused.failure.message]).toEqual([
         -32042,
         "fx acts as each of its users: sign in to it as yourself (alice). Open http://127.0.0.1:1/auth?y and try again."
       ])
@@ -670,23 +674,23 @@ describe("credentials", () => {
     Effect.gen(function* () {
       started.length = 0
       const bobs = noTokenOf("bob")
-      const notAlices = yield* Effect.either(
+      const notAlices = yield* Effect.result(
         perUser.run(
           call({ via: "client", name: "fx__write", target, session: aliceSession() }),
           () => Effect.fail(bobs),
           pageOf("credentials")
         )
       )
-      expect(Either.isLeft(notAlices) && notAlices.left).toBe(bobs)
+      expect(Result.isFailure(notAlices) && notAlices.failure).toBe(bobs)
       const alices = noTokenOf("alice")
-      const shared = yield* Effect.either(
+      const shared = yield* Effect.result(
         credentials.run(
           call({ via: "client", name: "fx__write", target, session: aliceSession() }),
           () => Effect.fail(alices),
           pageOf("credentials")
         )
       )
-      expect(Either.isLeft(shared) && shared.left).toBe(alices)
+      expect(Result.isFailure(shared) && shared.failure).toBe(alices)
       expect(started).toEqual([])
     })
   )
@@ -695,10 +699,10 @@ describe("credentials", () => {
     Effect.gen(function* () {
       started.length = 0
       const other = new BackendError({ backendId: "fx", reason: "timeout", summary: "timed out" })
-      const failed = yield* Effect.either(
+      const failed = yield* Effect.result(
         credentials.run(call({ via: "client", name: "fx__write", target }), () => Effect.fail(other), pageOf("credentials"))
       )
-      expect(Either.isLeft(failed) && failed.left).toBe(other)
+      expect(Result.isFailure(failed) && failed.failure).toBe(other)
       expect(started).toEqual([])
     })
   )

@@ -35,8 +35,8 @@ describe("Session", () => {
     Effect.gen(function* () {
       const { session, sent } = sessionWith()
       const call = stream()
-      const asked = yield* Effect.fork(session.request("roots/list", {}, call.context))
-      yield* Effect.yieldNow()
+      const asked = yield* Effect.forkChild(session.request("roots/list", {}, call.context))
+      yield* Effect.yieldNow
       expect(sent).toEqual([])
       expect(call.sent).toEqual([{ jsonrpc: "2.0", id: 1, method: "roots/list", params: {} }])
       expect(session.resolve(1, { result: { roots: [] } })).toBe(true)
@@ -49,8 +49,8 @@ describe("Session", () => {
     Effect.gen(function* () {
       const { session, sent } = sessionWith()
       const closed = stream(false)
-      const asked = yield* Effect.fork(session.request("sampling/createMessage", { x: 1 }, closed.context))
-      yield* Effect.yieldNow()
+      const asked = yield* Effect.forkChild(session.request("sampling/createMessage", { x: 1 }, closed.context))
+      yield* Effect.yieldNow
       expect(sent.map((m) => m.method)).toEqual(["sampling/createMessage"])
       session.resolve(sent[0].id, { error: { code: -1, message: "User rejected sampling request", data: { why: "no" } } })
       expect(yield* Fiber.await(asked)).toEqual(
@@ -76,8 +76,8 @@ describe("Session", () => {
     Effect.gen(function* () {
       const { session, sent } = sessionWith()
       const call = stream()
-      const asked = yield* Effect.fork(session.request("elicitation/create", {}, call.context))
-      yield* Effect.yieldNow()
+      const asked = yield* Effect.forkChild(session.request("elicitation/create", {}, call.context))
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(asked)
       expect(call.sent.map((m) => m.method)).toEqual(["elicitation/create", "notifications/cancelled"])
       expect(call.sent[1].params).toEqual({ requestId: 1, reason: "the backend cancelled its request" })
@@ -89,8 +89,10 @@ describe("Session", () => {
   it.live("at most 256 requests wait on one client; the session's end fails every one of them", () =>
     Effect.gen(function* () {
       const { session } = sessionWith()
-      const waiting = yield* Effect.forEach(Array.from({ length: 256 }), () => Effect.fork(session.request("roots/list", {})))
-      yield* Effect.yieldNow()
+      const waiting = yield* Effect.forEach(Array.from({ length: 256 }), () =>
+        Effect.forkChild(session.request("roots/list", {}))
+      )
+      yield* Effect.yieldNow
       const over = yield* Effect.exit(session.request("roots/list", {}))
       expect(JSON.stringify(over)).toContain("256 requests already wait for the client session's answers")
       session.failPending()

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, HashMap, Layer, Logger, LogLevel, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Logger, References } from "effect"
+import { TestClock } from "effect/testing"
 import * as net from "node:net"
 import { GatewayConfig } from "../../../../src/config/Config.js"
 import { NotConfigured } from "../../../../src/protocol/Errors.js"
@@ -37,13 +38,13 @@ const request = (query: string, tools: ReadonlyArray<ChatTool> = [readFile, list
 const chat = (r: ChatRequest) => Effect.flatMap(LlmClient, (llm) => llm.chat(r))
 
 /** The retry notices are expected in these tests; keep the output readable. */
-const quiet = Logger.minimumLogLevel(LogLevel.Warning)
+const quiet = Layer.succeed(References.MinimumLogLevel, "Warn")
 
 const openAI = (
   fake: FakeOpenAI,
   options: OpenAIOptions = { maxRetries: 0 },
   env: Record<string, string> = { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODEL: "test-model" }
-) => LlmClient.layerOpenAIWith(options).pipe(Layer.provide(GatewayConfig.layer({ env })), Layer.provide(quiet))
+) => LlmClient.layerOpenAIWith(options).pipe(Layer.provide(GatewayConfig.layer({ env })), Layer.provideMerge(quiet))
 
 const expectLlmFailure = <A, R>(effect: Effect.Effect<A, LlmRequestFailed | NotConfigured, R>) =>
   Effect.gen(function* () {
@@ -183,23 +184,24 @@ describe("LlmClient.layerScripted", () => {
 
   it.effect("a delay waits on the clock and is interruptible", () =>
     Effect.gen(function* () {
-      const slow = yield* Effect.fork(chat(request("slow")))
+      const slow = yield* Effect.forkChild(chat(request("slow")))
       yield* TestClock.adjust(Duration.seconds(9))
-      assert.isTrue((yield* Fiber.poll(slow))._tag === "None")
+      assert.isTrue(slow.pollUnsafe() === undefined)
       yield* TestClock.adjust(Duration.seconds(1))
       const done = yield* Fiber.join(slow)
       assert.strictEqual(done.toolCalls[0]!.name, "late")
 
-      const cancelled = yield* Effect.fork(chat(request("slow")))
+      const cancelled = yield* Effect.forkChild(chat(request("slow")))
       yield* TestClock.adjust(Duration.seconds(1))
-      const exit = yield* Fiber.interrupt(cancelled)
-      assert.isTrue(Exit.isInterrupted(exit))
+      yield* Fiber.interrupt(cancelled)
+      const exit = yield* Fiber.await(cancelled)
+      assert.isTrue(Exit.hasInterrupts(exit))
     }).pipe(Effect.provide(LlmClient.layerScripted([{ match: "slow", delay: "10 seconds", reply: { tool: "late" } }])))
   )
 })
 
 describe("LlmClient.layerOpenAI against a fake server", () => {
-  it.scopedLive("sends model, messages, tools, tool_choice auto and the bearer key; parses the tool call", () =>
+  it.live("sends model, messages, tools, tool_choice auto and the bearer key; parses the tool call", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ tool: "filesystem__read_file", arguments: { path: "a.txt" }, id: "call_abc" })
       const response = yield* chat(request("read a.txt")).pipe(Effect.provide(openAI(fake)))
@@ -226,7 +228,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("a text answer has no tool call; no tools means no tool_choice", () =>
+  it.live("a text answer has no tool call; no tools means no tool_choice", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ text: "I would rather not." })
       const response = yield* chat(request("hi", [])).pipe(Effect.provide(openAI(fake)))
@@ -238,7 +240,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("the base URL comes from the config (here without /v1)", () =>
+  it.live("the base URL comes from the config (here without /v1)", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ tool: "t" })
       yield* chat(request("x")).pipe(
@@ -263,7 +265,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("401 is an auth failure whose message carries no key", () =>
+  it.live("401 is an auth failure whose message carries no key", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({
         status: 401,
@@ -283,7 +285,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("403 keeps the server's reason but masks key fragments", () =>
+  it.live("403 keeps the server's reason but masks key fragments", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ status: 403, message: "Key sk-proj-ab****wxyz has no access to model test-model" })
       const error = yield* expectLlmFailure(chat(request("x")).pipe(Effect.provide(openAI(fake))))
@@ -293,7 +295,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("429 is a rate limit; retried after Retry-After, then given up", () =>
+  it.live("429 is a rate limit; retried after Retry-After, then given up", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ status: 429, message: "Rate limit reached for requests" })
       const once = yield* expectLlmFailure(chat(request("x")).pipe(Effect.provide(openAI(fake, { maxRetries: 0 }))))
@@ -313,7 +315,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("a Retry-After beyond the limit, or an exhausted quota, fails at once", () =>
+  it.live("a Retry-After beyond the limit, or an exhausted quota, fails at once", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ status: 429, headers: { "retry-after": "60" } })
       const long = yield* expectLlmFailure(chat(request("x")).pipe(Effect.provide(openAI(fake, { maxRetries: 2 }))))
@@ -329,7 +331,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("5xx is a server failure", () =>
+  it.live("5xx is a server failure", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ status: 500, message: "The server had an error" })
       const error = yield* expectLlmFailure(chat(request("x")).pipe(Effect.provide(openAI(fake))))
@@ -339,7 +341,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("other 4xx (unknown model) is 'other' with the server's words", () =>
+  it.live("other 4xx (unknown model) is 'other' with the server's words", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ status: 404, message: "The model `nope` does not exist" })
       const error = yield* expectLlmFailure(chat(request("x")).pipe(Effect.provide(openAI(fake, {}))))
@@ -350,7 +352,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("garbage, a text body and a completion without choices are bad responses", () =>
+  it.live("garbage, a text body and a completion without choices are bad responses", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ garbage: "<html>oops" })
       const layer = openAI(fake)
@@ -372,7 +374,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("accepts what compatible servers send: object arguments, no id", () =>
+  it.live("accepts what compatible servers send: object arguments, no id", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({
         json: {
@@ -389,7 +391,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("recorded quirks of local servers: finish_reason stop with tool calls, a null id, calls written as text", () =>
+  it.live("recorded quirks of local servers: finish_reason stop with tool calls, a null id, calls written as text", () =>
     Effect.gen(function* () {
       // vLLM / LM Studio: tool calls with finish_reason "stop" and an id of null.
       const fake = yield* fakeOpenAI({
@@ -442,7 +444,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("no key is NotConfigured and nothing is sent", () =>
+  it.live("no key is NotConfigured and nothing is sent", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ tool: "t" })
       const error = yield* Effect.flip(
@@ -459,7 +461,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("a key set by initializationOptions after start-up is used, and a new key replaces it", () =>
+  it.live("a key set by initializationOptions after start-up is used, and a new key replaces it", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ tool: "t" })
       const config = GatewayConfig.layer({ env: { OPENAI_BASE_URL: fake.baseUrl } })
@@ -479,7 +481,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("a server that never answers times out and the request is aborted", () =>
+  it.live("a server that never answers times out and the request is aborted", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ hang: true })
       const started = Date.now()
@@ -495,25 +497,26 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("interrupting the Effect aborts the HTTP request (Effect.timeout, fiber interrupt)", () =>
+  it.live("interrupting the Effect aborts the HTTP request (Effect.timeout, fiber interrupt)", () =>
     Effect.gen(function* () {
       const fake = yield* fakeOpenAI({ hang: true })
       const layer = openAI(fake)
 
       const timedOut = yield* chat(request("x")).pipe(Effect.provide(layer), Effect.timeout("200 millis"), Effect.flip)
-      assert.strictEqual(timedOut._tag, "TimeoutException")
+      assert.strictEqual(timedOut._tag, "TimeoutError")
       yield* Effect.promise(() => fake.untilAborted(1))
 
-      const fiber = yield* Effect.fork(chat(request("y")).pipe(Effect.provide(layer)))
+      const fiber = yield* Effect.forkChild(chat(request("y")).pipe(Effect.provide(layer)))
       yield* Effect.promise(() => fake.untilRequests(2))
       assert.strictEqual(fake.aborted, 1)
-      const exit = yield* Fiber.interrupt(fiber)
-      assert.isTrue(Exit.isInterrupted(exit))
+      yield* Fiber.interrupt(fiber)
+      const exit = yield* Fiber.await(fiber)
+      assert.isTrue(Exit.hasInterrupts(exit))
       yield* Effect.promise(() => fake.untilAborted(2))
     })
   )
 
-  it.scopedLive("an unreachable server is a network failure", () =>
+  it.live("an unreachable server is a network failure", () =>
     Effect.gen(function* () {
       // A port that was just free: nothing listens there.
       const port = yield* Effect.promise(
@@ -535,7 +538,7 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("an invalid base URL fails with a message naming the setting", () =>
+  it.live("an invalid base URL fails with a message naming the setting", () =>
     Effect.gen(function* () {
       const layer = LlmClient.layerOpenAIWith().pipe(
         Layer.provide(GatewayConfig.layer({ env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: "not a url" } }))
@@ -546,21 +549,20 @@ describe("LlmClient.layerOpenAI against a fake server", () => {
     })
   )
 
-  it.scopedLive("logs the request at debug and its body at trace, never the key; SDK logs use the Effect logger", () =>
+  it.live("logs the request at debug and its body at trace, never the key; SDK logs use the Effect logger", () =>
     Effect.gen(function* () {
       const lines: Array<{ level: string; text: string; annotations: Record<string, unknown> }> = []
       const capture = Layer.merge(
-        Logger.replace(
-          Logger.defaultLogger,
-          Logger.make(({ annotations, logLevel, message }) => {
+        Logger.layer([
+          Logger.make(({ fiber, logLevel, message }) => {
             lines.push({
-              level: logLevel.label,
+              level: logLevel.toUpperCase(),
               text: JSON.stringify(message),
-              annotations: Object.fromEntries(HashMap.toEntries(annotations))
+              annotations: { ...fiber.getRef(References.CurrentLogAnnotations) }
             })
           })
-        ),
-        Logger.minimumLogLevel(LogLevel.All)
+        ]),
+        Layer.succeed(References.MinimumLogLevel, "All")
       )
       // The SDK reads OPENAI_LOG when the client is built; at "debug" it would write to stdout.
       const previous = process.env.OPENAI_LOG
