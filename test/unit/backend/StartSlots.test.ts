@@ -21,6 +21,22 @@ const settle = (check: () => boolean) =>
     expect(check()).toBe(true)
   })
 
+/**
+ * One slot, taken by a start named `name` (holding it at most `holdMs`) until `gate` opens; `open`
+ * is a gate already open, for the starts that follow.
+ */
+const oneSlotTaken = (name: string, holdMs = 60_000) =>
+  Effect.gen(function* () {
+    const slots = new StartSlots(1)
+    const order: Array<string> = []
+    const gate = yield* Deferred.make<void>()
+    const open = yield* Deferred.make<void>()
+    yield* Deferred.succeed(open, undefined)
+    const first = yield* Effect.forkChild(slots.with(false, holdMs, startNoting(order, name, gate)))
+    yield* settle(() => order.length === 1)
+    return { slots, order, gate, open, first }
+  })
+
 describe("StartSlots", () => {
   it.effect("at most `size` starts run at once; the next runs when one ends", () =>
     Effect.gen(function* () {
@@ -42,13 +58,7 @@ describe("StartSlots", () => {
 
   it.effect("a start a request waits for goes before those that were waiting longer", () =>
     Effect.gen(function* () {
-      const slots = new StartSlots(1)
-      const order: Array<string> = []
-      const gate = yield* Deferred.make<void>()
-      const open = yield* Deferred.make<void>()
-      yield* Deferred.succeed(open, undefined)
-      const first = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "first", gate)))
-      yield* settle(() => order.length === 1)
+      const { slots, order, gate, open, first } = yield* oneSlotTaken("first")
       const background = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "background", open)))
       yield* settle(() => slots.waiting() === 1)
       const waitedFor = yield* Effect.forkChild(slots.with(true, 60_000, startNoting(order, "waited for", open)))
@@ -61,13 +71,7 @@ describe("StartSlots", () => {
 
   it.effect("a start nobody waited for goes first once a request waits for it (hurry)", () =>
     Effect.gen(function* () {
-      const slots = new StartSlots(1)
-      const order: Array<string> = []
-      const gate = yield* Deferred.make<void>()
-      const open = yield* Deferred.make<void>()
-      yield* Deferred.succeed(open, undefined)
-      const first = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "first", gate)))
-      yield* settle(() => order.length === 1)
+      const { slots, order, gate, open, first } = yield* oneSlotTaken("first")
       const [a, b] = [{ id: "a" }, { id: "b" }]
       const queued = yield* Effect.forEach([a, b], (owner) =>
         Effect.forkChild(slots.with(false, 60_000, startNoting(order, owner.id, open), owner))
@@ -82,13 +86,8 @@ describe("StartSlots", () => {
 
   it.live("a start that hangs gives its slot back after `holdMs`", () =>
     Effect.gen(function* () {
-      const slots = new StartSlots(1)
-      const order: Array<string> = []
-      const never = yield* Deferred.make<void>()
-      const open = yield* Deferred.make<void>()
-      yield* Deferred.succeed(open, undefined)
-      const hung = yield* Effect.forkChild(slots.with(false, 50, startNoting(order, "hung", never)))
-      yield* settle(() => order.length === 1)
+      // Its gate never opens.
+      const { slots, order, open, first: hung } = yield* oneSlotTaken("hung", 50)
       // Waits for the hung one's hold to end, not for the hung one.
       yield* slots.with(true, 50, startNoting(order, "next", open))
       expect(order).toEqual(["hung", "next"])
@@ -101,13 +100,7 @@ describe("StartSlots", () => {
 
   it.effect("a start given up while it waits leaves the queue; the slot goes to the next", () =>
     Effect.gen(function* () {
-      const slots = new StartSlots(1)
-      const order: Array<string> = []
-      const gate = yield* Deferred.make<void>()
-      const open = yield* Deferred.make<void>()
-      yield* Deferred.succeed(open, undefined)
-      const first = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "first", gate)))
-      yield* settle(() => order.length === 1)
+      const { slots, order, gate, open, first } = yield* oneSlotTaken("first")
       const givenUp = yield* Effect.forkChild(slots.with(true, 60_000, startNoting(order, "given up", open)))
       const next = yield* Effect.forkChild(slots.with(false, 60_000, startNoting(order, "next", open)))
       yield* settle(() => slots.waiting() === 2)
